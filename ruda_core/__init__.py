@@ -1,0 +1,25 @@
+"""ruda: a portable GPU compute runtime for Python.
+
+``import ruda_core as ruda`` gives device discovery across every installed driver::
+
+    ruda.enumerate_all_devices()   # every device of every working backend
+    ruda.backends()                # each backend's status and reason
+    ruda.client("cuda:0")          # the client of one device ("cpu", "opencl:1" …)
+
+Kernels are written with :mod:`ruda_core.lang`; contracts live in :mod:`ruda_core.runtime`.
+Importing this package imports no driver.
+"""
+
+from .plugins import BackendStatus, Status, backends, client, enumerate_all_devices, reload
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendStatus",
+    "Status",
+    "__version__",
+    "backends",
+    "client",
+    "enumerate_all_devices",
+    "reload",
+]

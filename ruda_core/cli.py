@@ -1,0 +1,119 @@
+"""The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]``.
+
+``devices`` prints a tree per backend: each device with its name, memory and a properties
+summary, and the reason for every unavailable backend. ``--json`` prints the same facts as one
+JSON document for scripts. The command exits 0 even when some backends are unavailable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__, plugins
+from .runtime.errors import ServerError
+
+__all__ = ["main"]
+
+
+def _device_facts(status: plugins.BackendStatus) -> list[dict[str, Any]]:
+    facts = []
+    for device in status.devices:
+        entry: dict[str, Any] = {"device": str(device)}
+        try:
+            client = plugins.client(device)
+            props = client.properties()
+            entry.update(
+                name=props.name,
+                vendor=props.vendor,
+                memory_nbytes=props.memory_nbytes,
+                compute_units=props.compute_units,
+                max_units_per_ruda=props.max_units_per_ruda,
+                max_shared_memory_nbytes=props.max_shared_memory_nbytes,
+                plane_dim=props.plane_dim,
+                features=sorted(f.value for f in client.features().features),
+                elems=sorted(e.value for e in client.features().elems),
+                summary=props.summary(),
+                extra=dict(props.extra),
+            )
+        except (ServerError, RuntimeError) as exc:
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        facts.append(entry)
+    return facts
+
+
+def _backend_facts() -> list[dict[str, Any]]:
+    return [
+        {
+            "backend": s.name,
+            "version": s.version,
+            "status": s.status.value,
+            "reason": s.reason,
+            "devices": _device_facts(s),
+        }
+        for s in plugins.backends()
+    ]
+
+
+def _print_devices(facts: list[dict[str, Any]]) -> None:
+    print(f"ruda {__version__}")
+    for backend in facts:
+        head = f"{backend['backend']} {backend['version']}".strip()
+        reason = f": {backend['reason']}" if backend["reason"] else ""
+        print(f"{head} — {backend['status']}{reason}")
+        devices = backend["devices"]
+        for k, d in enumerate(devices):
+            branch = "└──" if k == len(devices) - 1 else "├──"
+            detail = d.get("error") or f"{d['name']} — {d['summary']}"
+            print(f"  {branch} {d['device']}: {detail}")
+
+
+def _plugin_facts() -> list[dict[str, Any]]:
+    return [
+        {
+            "backend": s.name,
+            "version": s.version,
+            "status": s.status.value,
+            "reason": s.reason,
+            "distribution": s.distribution,
+            "entry_point": s.entry_point,
+            "runtime": f"{s.runtime.__module__}.{s.runtime.__qualname__}" if s.runtime else "",
+        }
+        for s in plugins.backends()
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ruda", description="ruda: portable GPU compute")
+    parser.add_argument("--version", action="version", version=f"ruda {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    devices = sub.add_parser("devices", help="list every device of every installed backend")
+    devices.add_argument("--json", action="store_true", help="print JSON for scripts")
+    plugs = sub.add_parser("plugins", help="list driver plugins and their status")
+    plugs.add_argument("--json", action="store_true", help="print JSON for scripts")
+    args = parser.parse_args(argv)
+
+    if args.command == "devices":
+        facts = _backend_facts()
+        if args.json:
+            json.dump({"ruda": __version__, "backends": facts}, sys.stdout, indent=2)
+            print()
+        else:
+            _print_devices(facts)
+    elif args.command == "plugins":
+        rows = _plugin_facts()
+        if args.json:
+            json.dump(rows, sys.stdout, indent=2)
+            print()
+        else:
+            for r in rows:
+                reason = f" ({r['reason']})" if r["reason"] else ""
+                print(f"{r['backend']:<8} {r['status']:<14} {r['runtime']}{reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""Statements, structured control flow and the :class:`KernelDefinition`.
+
+A kernel is a tree of statements: instructions, ``If``, ``RangeLoop``, ``Loop``, ``Break``,
+``Continue`` and ``Return``. There is no goto; every backend can emit it as structured code and
+the NumPy device can run it as masks.
+
+**The launch ABI** (what ``ComputeServer.launch`` receives for a definition) is fixed here:
+
+* ``bindings``: one per ARRAY or TENSOR parameter, in parameter order;
+* ``scalars``: one per SCALAR parameter, in parameter order, already of the parameter's type;
+* ``metadata``: ``u32`` values: the length (elements) of every ARRAY/TENSOR parameter in
+  parameter order, then for every TENSOR in order its ``rank`` shape extents and ``rank``
+  strides (elements). See :meth:`KernelDefinition.metadata_layout`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from .ops import Op
+from .variables import ArrayVar, Const, Local, LocalArray, Operand, Param, SharedArray, SourceLoc
+
+__all__ = [
+    "Block",
+    "Break",
+    "Continue",
+    "If",
+    "Instr",
+    "KernelDefinition",
+    "Loop",
+    "RangeLoop",
+    "Return",
+    "Stmt",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """``out = op(*args)``. ``out`` is ``None`` for operations without a result (stores,
+    barriers) and may be ``None`` for atomics whose old value is unused."""
+
+    op: Op
+    out: Local | None
+    args: tuple[Operand | ArrayVar, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        args = ", ".join(str(a) for a in self.args)
+        lhs = f"{self.out}: {self.out.elem} = " if self.out is not None else ""
+        return f"{lhs}{self.op}({args})"
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    """Run ``then`` where ``cond`` (bool) holds, else ``orelse``."""
+
+    cond: Operand
+    then: Block
+    orelse: Block = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RangeLoop:
+    """``for var in range(start, end, step)`` with Python's meaning. ``step`` is a non-zero
+    constant; ``start`` and ``end`` are evaluated once, before the first iteration, and have
+    ``var``'s type. ``var`` holds the iteration's value inside ``body``."""
+
+    var: Local
+    start: Operand
+    end: Operand
+    step: Const
+    body: Block
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """Repeat ``body`` until a ``Break`` or ``Return`` leaves it."""
+
+    body: Block
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """Leave the innermost loop."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Go to the next iteration of the innermost loop."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    """End the unit's execution of the kernel."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+Stmt = Instr | If | RangeLoop | Loop | Break | Continue | Return
+Block = tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelDefinition:
+    """One specialised kernel: hashable, comparable, and printable as a stable text form.
+
+    ``locals`` lists every :class:`Local` the body writes (declared once, at the top, by
+    emitters); ``shared`` and ``local_arrays`` list the arrays. ``source`` locates the Python
+    function. :meth:`fingerprint` is a content hash suitable for cache keys.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    locals: tuple[Local, ...]
+    shared: tuple[SharedArray, ...]
+    local_arrays: tuple[LocalArray, ...]
+    body: Block
+    source: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def array_params(self) -> tuple[Param, ...]:
+        """ARRAY and TENSOR parameters, in order: the order of the launch's bindings."""
+        return tuple(p for p in self.params if p.is_array)
+
+    @property
+    def scalar_params(self) -> tuple[Param, ...]:
+        """SCALAR parameters, in order: the order of the launch's scalars."""
+        return tuple(p for p in self.params if not p.is_array)
+
+    def metadata_layout(self) -> tuple[tuple[str, Param, int], ...]:
+        """The launch's metadata slots as ``(what, param, axis)`` with ``what`` one of
+        ``"len"``, ``"shape"``, ``"stride"`` (axis is 0 for ``"len"``)."""
+        slots: list[tuple[str, Param, int]] = [("len", p, 0) for p in self.array_params]
+        for p in self.array_params:
+            slots.extend(("shape", p, d) for d in range(p.rank))
+            slots.extend(("stride", p, d) for d in range(p.rank))
+        return tuple(slots)
+
+    def fingerprint(self) -> str:
+        """A hex SHA-256 of the definition's text form, source lines included (they appear in
+        generated code)."""
+        text = self.dump(with_locations=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def dump(self, with_locations: bool = False) -> str:
+        """The definition as readable, deterministic text."""
+        lines = [f"kernel {self.name}("]
+        lines += [
+            f"    {p.name}: {p.kind.value}[{p.elem}]"
+            + (f" rank={p.rank}" if p.rank else "")
+            + (" read_only" if p.read_only else "")
+            for p in self.params
+        ]
+        lines.append(")")
+        lines += [f"  shared {s.name}: {s.elem}[{s.length}]" for s in self.shared]
+        lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
+        lines += [f"  local {v.name}: {v.elem}" for v in self.locals]
+        _dump_block(self.body, 1, lines, with_locations)
+        if with_locations and self.source is not None:
+            lines.append(f"# source {self.source}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.dump()
+
+
+def _dump_block(block: Block, depth: int, lines: list[str], with_loc: bool) -> None:
+    pad = "  " * depth
+    for stmt in block:
+        loc = f"  # {stmt.loc}" if with_loc and stmt.loc is not None else ""
+        if isinstance(stmt, Instr):
+            lines.append(f"{pad}{stmt}{loc}")
+        elif isinstance(stmt, If):
+            lines.append(f"{pad}if {stmt.cond}:{loc}")
+            _dump_block(stmt.then, depth + 1, lines, with_loc)
+            if stmt.orelse:
+                lines.append(f"{pad}else:")
+                _dump_block(stmt.orelse, depth + 1, lines, with_loc)
+        elif isinstance(stmt, RangeLoop):
+            rng = f"range({stmt.start}, {stmt.end}, {stmt.step})"
+            lines.append(f"{pad}for {stmt.var}: {stmt.var.elem} in {rng}:{loc}")
+            _dump_block(stmt.body, depth + 1, lines, with_loc)
+        elif isinstance(stmt, Loop):
+            lines.append(f"{pad}loop:{loc}")
+            _dump_block(stmt.body, depth + 1, lines, with_loc)
+        else:
+            lines.append(f"{pad}{type(stmt).__name__.lower()}{loc}")

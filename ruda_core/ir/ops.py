@@ -1,0 +1,207 @@
+"""Operations of the kernel IR and their exact semantics.
+
+Every backend implements every operation with the meaning written here; the NumPy reference
+device is the executable form of this page. Operands of an operation have one element type
+unless the operation says otherwise (the front end inserts casts). Results are written to a
+:class:`~ruda_core.ir.variables.Local`.
+
+Integer arithmetic wraps (two's complement). ``FLOOR_DIV`` and ``MOD`` follow Python: the
+quotient rounds toward negative infinity and the remainder has the divisor's sign (for floats
+``MOD`` is ``a - floor(a / b) * b``). Integer division or modulo by zero gives an unspecified
+value (never a crash). Shifts use the shift amount modulo the operand's bit width; ``SHR`` is
+arithmetic for signed and logical for unsigned integers. A ``CAST`` from float to integer
+truncates toward zero (out-of-range values are unspecified); to ``bool`` it is ``x != 0``; from
+``bool`` it is 0 or 1. ``MIN``/``MAX`` of floats with one NaN return the other operand (C
+``fmin``/``fmax``). ``ROUND`` rounds half to even.
+
+Atomics act on one element of a global or shared array and return the element's value from
+before the operation (``out`` may be ``None`` when it is unused). The order in which concurrent
+atomics on one element apply is unspecified, but each applies exactly once.
+
+Plane operations act over the units of one plane (``PLANE_DIM`` consecutive ``UNIT_POS`` values
+of one cube) and must be reached by all of them (uniform control flow), like ``SYNC_UNITS``,
+which must be reached by every unit of the cube.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "ARITH_BINARY",
+    "ATOMIC_OPS",
+    "BITWISE_BINARY",
+    "COMPARE_OPS",
+    "FLOAT_UNARY",
+    "PLANE_OPS",
+    "Op",
+]
+
+
+class Op(enum.Enum):
+    """An IR operation. Comments give (operands) -> result."""
+
+    # copy and conversion
+    ASSIGN = "assign"  #: (a) -> a
+    CAST = "cast"  #: (a) -> a converted to out.elem
+    SELECT = "select"  #: (cond: bool, a, b) -> a if cond else b (both already evaluated)
+
+    # arithmetic, numeric operands of one type
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"  #: floats only: true division
+    FLOOR_DIV = "floor_div"  #: Python //
+    MOD = "mod"  #: Python %
+    POW = "pow"  #: floats only
+    MIN = "min"
+    MAX = "max"
+    NEG = "neg"
+    ABS = "abs"
+    FMA = "fma"  #: (a, b, c) -> a * b + c, fused where the target has it (floats only)
+    CLAMP = "clamp"  #: (x, lo, hi) -> min(max(x, lo), hi)
+
+    # float math, unary, float operands
+    EXP = "exp"
+    EXP2 = "exp2"
+    LOG = "log"
+    LOG2 = "log2"
+    LOG1P = "log1p"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"  #: 1 / sqrt(x)
+    RECIP = "recip"  #: 1 / x
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    TANH = "tanh"
+    ERF = "erf"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"  #: half to even
+    TRUNC = "trunc"
+    ISNAN = "isnan"  #: -> bool
+    ISINF = "isinf"  #: -> bool
+
+    # comparison: operands of one type -> bool
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+
+    # logic on bool
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+
+    # bitwise on integers
+    BIT_AND = "bit_and"
+    BIT_OR = "bit_or"
+    BIT_XOR = "bit_xor"
+    BIT_NOT = "bit_not"
+    SHL = "shl"  #: (a, n) -> a << (n mod bits); n has a's type
+    SHR = "shr"  #: (a, n) -> a >> (n mod bits); n has a's type
+
+    # memory: the first operand is an ArrayVar, the index any integer type
+    INDEX = "index"  #: (arr, i) -> arr[i]
+    INDEX_ASSIGN = "index_assign"  #: (arr, i, v) -> None; arr[i] = v
+
+    # metadata of a global array or tensor, all u32
+    LEN = "len"  #: (arr) -> number of elements
+    SHAPE = "shape"  #: (tensor, Const dim) -> extent of axis dim
+    STRIDE = "stride"  #: (tensor, Const dim) -> stride of axis dim, in elements
+    RANK = "rank"  #: (tensor) -> number of axes
+
+    # atomics: (arr, i, v) -> old value; CAS is (arr, i, cmp, v)
+    ATOMIC_LOAD = "atomic_load"  #: (arr, i) -> value
+    ATOMIC_STORE = "atomic_store"  #: (arr, i, v) -> None
+    ATOMIC_SWAP = "atomic_swap"
+    ATOMIC_ADD = "atomic_add"
+    ATOMIC_SUB = "atomic_sub"
+    ATOMIC_MIN = "atomic_min"
+    ATOMIC_MAX = "atomic_max"
+    ATOMIC_AND = "atomic_and"
+    ATOMIC_OR = "atomic_or"
+    ATOMIC_XOR = "atomic_xor"
+    ATOMIC_CAS = "atomic_cas"  #: (arr, i, cmp, v): if arr[i] == cmp: arr[i] = v; -> old
+
+    # synchronisation
+    SYNC_UNITS = "sync_units"  #: () -> None; a barrier for the units of one cube
+
+    # plane (warp / subgroup) operations
+    PLANE_SUM = "plane_sum"
+    PLANE_PROD = "plane_prod"
+    PLANE_MIN = "plane_min"
+    PLANE_MAX = "plane_max"
+    PLANE_ALL = "plane_all"  #: (bool) -> bool
+    PLANE_ANY = "plane_any"  #: (bool) -> bool
+    PLANE_BROADCAST = "plane_broadcast"  #: (v, lane: u32 uniform) -> v of that lane
+    PLANE_SHUFFLE = "plane_shuffle"  #: (v, src: u32 per unit) -> v of lane src
+    PLANE_INCLUSIVE_SUM = "plane_inclusive_sum"
+    PLANE_EXCLUSIVE_SUM = "plane_exclusive_sum"
+
+    # validation (inserted by the bounds pass in Validate mode only)
+    REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Binary arithmetic with operands and result of one numeric type.
+ARITH_BINARY = frozenset(
+    {Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOOR_DIV, Op.MOD, Op.POW, Op.MIN, Op.MAX}
+)
+#: Unary operations defined on floats only.
+FLOAT_UNARY = frozenset(
+    {
+        Op.EXP,
+        Op.EXP2,
+        Op.LOG,
+        Op.LOG2,
+        Op.LOG1P,
+        Op.SQRT,
+        Op.RSQRT,
+        Op.RECIP,
+        Op.SIN,
+        Op.COS,
+        Op.TAN,
+        Op.TANH,
+        Op.ERF,
+        Op.FLOOR,
+        Op.CEIL,
+        Op.ROUND,
+        Op.TRUNC,
+    }
+)
+COMPARE_OPS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
+BITWISE_BINARY = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
+ATOMIC_OPS = frozenset(
+    {
+        Op.ATOMIC_LOAD,
+        Op.ATOMIC_STORE,
+        Op.ATOMIC_SWAP,
+        Op.ATOMIC_ADD,
+        Op.ATOMIC_SUB,
+        Op.ATOMIC_MIN,
+        Op.ATOMIC_MAX,
+        Op.ATOMIC_AND,
+        Op.ATOMIC_OR,
+        Op.ATOMIC_XOR,
+        Op.ATOMIC_CAS,
+    }
+)
+PLANE_OPS = frozenset(
+    {
+        Op.PLANE_SUM,
+        Op.PLANE_PROD,
+        Op.PLANE_MIN,
+        Op.PLANE_MAX,
+        Op.PLANE_ALL,
+        Op.PLANE_ANY,
+        Op.PLANE_BROADCAST,
+        Op.PLANE_SHUFFLE,
+        Op.PLANE_INCLUSIVE_SUM,
+        Op.PLANE_EXCLUSIVE_SUM,
+    }
+)

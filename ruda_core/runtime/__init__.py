@@ -1,0 +1,90 @@
+"""The runtime contracts: what a backend implements and what a kernel author calls.
+
+``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` and its error tree
+(server.py, errors.py), memory (memory/), streams, futures, profiling and properties.
+"""
+
+from .backend import Runtime, is_contiguous_or_pitched
+from .client import ComputeClient, CopyDescriptor, contiguous_strides
+from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
+from .device import Device, DeviceId
+from .errors import (
+    BackendUnavailable,
+    BufferTooBig,
+    CompilationError,
+    InvalidHandle,
+    IoError,
+    LaunchConfigError,
+    LaunchError,
+    LayoutError,
+    OutOfMemory,
+    PluginError,
+    RudaPanic,
+    RudaWarning,
+    ServerError,
+    ServerUnhealthy,
+    TooManyResources,
+    UnsupportedFeature,
+    ValidationError,
+)
+from .future import Promise, RudaFuture
+from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
+from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
+from .profile import ProfileDuration, TimingMethod
+from .properties import DeviceProperties, Feature, Features, TargetProperties
+from .server import Bytes, ComputeServer, ServerStream
+from .stream import StreamId
+
+__all__ = [
+    "BackendUnavailable",
+    "Binding",
+    "BoundsCheckMode",
+    "BufferTooBig",
+    "Bytes",
+    "CompilationError",
+    "CompileOptions",
+    "CompiledKernel",
+    "Compiler",
+    "ComputeClient",
+    "ComputeServer",
+    "CopyDescriptor",
+    "Device",
+    "DeviceId",
+    "DeviceProperties",
+    "ExecutionMode",
+    "Feature",
+    "Features",
+    "Fence",
+    "Handle",
+    "InvalidHandle",
+    "IoError",
+    "KernelTask",
+    "LaunchConfigError",
+    "LaunchError",
+    "LayoutError",
+    "MemoryConfig",
+    "MemoryUsage",
+    "OutOfMemory",
+    "PluginError",
+    "ProfileDuration",
+    "Promise",
+    "RudaCount",
+    "RudaDim",
+    "RudaFuture",
+    "RudaPanic",
+    "RudaTask",
+    "RudaWarning",
+    "Runtime",
+    "ServerError",
+    "ServerStream",
+    "ServerUnhealthy",
+    "Storage",
+    "StreamId",
+    "TargetProperties",
+    "TimingMethod",
+    "TooManyResources",
+    "UnsupportedFeature",
+    "ValidationError",
+    "contiguous_strides",
+    "is_contiguous_or_pitched",
+]

@@ -1,0 +1,124 @@
+"""``Runtime``: ties a compiler, a server and a device type together (the seed's ``backend.rs``).
+
+Every member of the seed's trait is a classmethod here, with the seed's defaults. A backend
+subclasses it; the plugin loader refuses a subclass that leaves an abstract member undefined.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar
+
+from .client import ComputeClient
+from .compiler import Compiler
+from .device import DeviceId
+from .normalization import TensorBuffer
+from .properties import TargetProperties
+from .server import ComputeServer
+
+__all__ = ["Runtime", "is_contiguous_or_pitched"]
+
+
+class Runtime(ABC):
+    """A backend: its ``compiler``, ``server`` and ``device`` types and its device clients."""
+
+    #: The compiler class turning IR into this backend's source.
+    compiler: ClassVar[type[Compiler]]
+    #: The compute server class running kernels on one device.
+    server: ClassVar[type[ComputeServer]]
+    #: The device class (hashable; ``str(device)`` is its ``"name:index"`` form).
+    device: ClassVar[type[Hashable]]
+
+    @classmethod
+    @abstractmethod
+    def client(cls, device: Any) -> ComputeClient:
+        """The one client of ``device``, initialising its server on first use (thread-safe)."""
+
+    @classmethod
+    @abstractmethod
+    def name(cls, client: ComputeClient) -> str:
+        """The runtime's name on the client's device."""
+
+    @classmethod
+    def has_native_layer_norm(cls) -> bool:
+        """Whether this runtime supplies native LayerNorm forward and all first-order gradients."""
+        return False
+
+    @classmethod
+    def layer_norm(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        """Native LayerNorm, returning output, mean and reciprocal standard deviation."""
+        raise NotImplementedError("runtime does not supply native LayerNorm")
+
+    @classmethod
+    def layer_norm_backward(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        """Native LayerNorm gradients, returning input, weight and bias gradients."""
+        raise NotImplementedError("runtime does not supply native LayerNorm backward")
+
+    @classmethod
+    def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
+        """Stable loaded driver/runtime identity for persistent autotuning; None (the default)
+        means session-only caches. A device ordinal or API major version alone is not enough."""
+        return None
+
+    @classmethod
+    def require_array_lengths(cls) -> bool:
+        """True if global input array lengths should be added to kernel info."""
+        return False
+
+    @classmethod
+    @abstractmethod
+    def max_ruda_count(cls) -> tuple[int, int, int]:
+        """The most cubes that can be launched along each axis."""
+
+    @classmethod
+    @abstractmethod
+    def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
+        """Whether a tensor with ``shape`` and ``strides`` can be read as is; if not, make it
+        contiguous before reading."""
+
+    @classmethod
+    @abstractmethod
+    def target_properties(cls) -> TargetProperties:
+        """Properties of the target hardware architecture."""
+
+    @classmethod
+    @abstractmethod
+    def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:
+        """All devices available under ``type_id`` (0: every type). ``info`` is the server's
+        enumeration info, or None for the driver's defaults."""
+
+    @classmethod
+    def enumerate_all_devices(cls, info: Any) -> list[DeviceId]:
+        """All devices the runtime can handle."""
+        return cls.enumerate_devices(0, info)
+
+
+def is_contiguous_or_pitched(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """True for row-major layouts whose last stride is 1 and whose rows may be padded (each
+    stride at least the span of the axis after it): what the built-in runtimes read as is."""
+    if len(shape) != len(strides):
+        return False
+    span = 1
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n > 1 and s < span:
+            return False
+        if n > 1 and span == 1 and s != 1:
+            return False
+        span = max(span, s * n) if n > 1 else span
+    return True

@@ -1,0 +1,431 @@
+"""``ComputeClient``: the user's one entry point to a device.
+
+Every method of the Runtime API reference is here. Seed ``Result`` methods return a value or
+raise :class:`ServerError`; seed panics raise :class:`RudaPanic` from the ``ServerError``. All
+methods are thread-safe. Work is enqueued on the client's resolved stream: the stream pinned by
+``set_stream``/``fixed_execution_queue``, else the calling thread's own.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import numpy as np
+
+from .compiler import RudaTask
+from .device import DeviceId
+from .errors import InvalidHandle, LayoutError, RudaPanic, ServerError, TooManyResources
+from .future import RudaFuture
+from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
+from .memory.handle import Binding, Handle
+from .memory.usage import MemoryUsage
+from .properties import DeviceProperties, Features
+from .server import Bytes, ComputeServer
+from .stream import StreamId
+
+if TYPE_CHECKING:
+    from .backend import Runtime
+
+__all__ = ["ComputeClient", "CopyDescriptor"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class CopyDescriptor:
+    """What ``read_tensor`` reads: a handle and the layout of its elements.
+
+    :param handle: the tensor's memory.
+    :param shape: extents per axis.
+    :param strides: strides per axis, in elements.
+    :param elem_size: bytes per element.
+    """
+
+    handle: Handle
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    elem_size: int
+
+    def __post_init__(self) -> None:
+        if len(self.shape) != len(self.strides):
+            raise LayoutError(f"shape {self.shape} and strides {self.strides} differ in rank")
+        if self.elem_size < 1 or min(self.shape, default=1) < 0 or min(self.strides, default=0) < 0:
+            raise LayoutError(f"{self}: sizes, extents and strides must be non-negative")
+
+
+class ComputeClient:
+    """Allocation, kernel submission, readback, synchronisation and capability queries of one
+    device. ``Runtime.client(device)`` returns the one client of a device."""
+
+    __slots__ = ("_device", "_launch_limits", "_server", "_stream")
+
+    _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, device: Hashable, server: ComputeServer, stream: StreamId | None) -> None:
+        self._device = device
+        self._server = server
+        self._stream = stream
+        props = server.properties()
+        self._launch_limits = (props.max_units_per_ruda, props.max_ruda_dim, props.max_ruda_count)
+
+    # -- registration --------------------------------------------------------------------------
+    @classmethod
+    def init(cls, device: Hashable, server: ComputeServer) -> ComputeClient:
+        """Register ``server`` as the server of ``device`` and return its client.
+
+        :raises RudaPanic: when the device already has a registered server.
+        """
+        with cls._registry_lock:
+            if device in cls._registry:
+                raise RudaPanic(
+                    f"a {type(cls._registry[device]._server).__name__} is already registered "
+                    f"for {device}; use ComputeClient.load({device!r}) or Runtime.client()"
+                )
+            client = cls._registry[device] = cls(device, server, None)
+            return client
+
+    @classmethod
+    def load(cls, device: Hashable) -> ComputeClient:
+        """The client of an already initialised device.
+
+        :raises RudaPanic: when no server is registered for ``device``.
+        """
+        with cls._registry_lock:
+            client = cls._registry.get(device)
+        if client is None:
+            raise RudaPanic(f"no server is initialised for {device}; call Runtime.client(device)")
+        return client
+
+    @classmethod
+    def get_or_init(
+        cls, device: Hashable, make_server: Callable[[], ComputeServer]
+    ) -> ComputeClient:
+        """The client of ``device``, creating its server with ``make_server`` on first use.
+        Used by ``Runtime.client`` implementations; thread-safe."""
+        client = cls._registry.get(device)
+        if client is not None:
+            return client
+        with cls._registry_lock:
+            client = cls._registry.get(device)
+            if client is None:
+                client = cls._registry[device] = cls(device, make_server(), None)
+            return client
+
+    # -- identity and capabilities -------------------------------------------------------------
+    @property
+    def device(self) -> Hashable:
+        """The backend device this client serves."""
+        return self._device
+
+    @property
+    def server(self) -> ComputeServer:
+        return self._server
+
+    @property
+    def runtime(self) -> type[Runtime]:
+        return self._server.runtime
+
+    def name(self) -> str:
+        """The runtime's name on this device (``Runtime.name``)."""
+        return self.runtime.name(self)
+
+    def device_id(self) -> DeviceId:
+        return self._server.device_id
+
+    def properties(self) -> DeviceProperties:
+        return self._server.properties()
+
+    def features(self) -> Features:
+        return self._server.features()
+
+    def properties_fingerprint(self) -> str:
+        """Hardware/capability identity of the device; computed once, no driver probe."""
+        return self._server.properties_fingerprint()
+
+    def info(self) -> Any:
+        """The server's enumeration info (the ``info`` argument of ``enumerate_devices``)."""
+        return self._server.info()
+
+    def enumerate_devices(self, type_id: int = 0) -> list[DeviceId]:
+        """Devices of this runtime under ``type_id`` (0: every type)."""
+        return self.runtime.enumerate_devices(type_id, self.info())
+
+    def enumerate_all_devices(self) -> list[DeviceId]:
+        return self.runtime.enumerate_all_devices(self.info())
+
+    def device_count(self, type_id: int = 0) -> int:
+        return len(self.enumerate_devices(type_id))
+
+    def device_count_total(self) -> int:
+        return len(self.enumerate_all_devices())
+
+    # -- streams -------------------------------------------------------------------------------
+    def execution_stream(self) -> StreamId:
+        """The explicitly assigned stream, else the calling thread's current stream."""
+        return self._stream if self._stream is not None else StreamId.current()
+
+    def set_stream(self, stream: StreamId) -> None:
+        """Unsafe: pin this client object to ``stream``. Adds no ordering between work already
+        queued on the previous stream and work queued after the call."""
+        self._stream = stream
+
+    def same_execution_queue(self, other: ComputeClient) -> bool:
+        """Same device server and same currently resolved stream. Not a completion check."""
+        return self._server is other._server and self.execution_stream() == other.execution_stream()
+
+    def fixed_execution_queue(self) -> ComputeClient:
+        """A clone pinned to the currently resolved stream; creates no stream, waits for
+        nothing."""
+        return ComputeClient(self._device, self._server, self.execution_stream())
+
+    # -- memory and transfers ------------------------------------------------------------------
+    def create_from_slice(self, data: Any) -> Handle:
+        """Device memory holding a copy of ``data`` (any C-contiguous buffer)."""
+        return self._server.create(_byte_view(data), self.execution_stream().value)
+
+    def empty(self, nbytes: int) -> Handle:
+        """Uninitialised device memory of ``nbytes`` bytes (not zeroed)."""
+        return self._server.empty(_check_nbytes(nbytes), self.execution_stream().value)
+
+    def write(self, handle: Handle, data: Any) -> None:
+        """Enqueue a copy of ``data`` into ``handle`` (sizes must match exactly)."""
+        view = _byte_view(data)
+        if view.nbytes != handle.nbytes:
+            raise InvalidHandle(
+                f"cannot write {view.nbytes} bytes into a {handle.nbytes}-byte handle"
+            )
+        self._server.write(handle.binding(), view, self.execution_stream().value)
+
+    def create_tensor_from_slice(
+        self, data: Any, shape: Sequence[int], elem_size: int
+    ) -> tuple[Handle, tuple[int, ...]]:
+        """Device memory for a contiguous tensor holding ``data``; returns it with its strides.
+
+        :raises LayoutError: when ``data`` is not ``prod(shape) * elem_size`` bytes.
+        """
+        view = _byte_view(data)
+        expected = _tensor_nbytes(shape, elem_size)
+        if view.nbytes != expected:
+            raise LayoutError(
+                f"a tensor of shape {tuple(shape)} with {elem_size}-byte elements needs "
+                f"{expected} bytes; got {view.nbytes}"
+            )
+        return self.create_from_slice(view), contiguous_strides(shape)
+
+    def empty_tensor(self, shape: Sequence[int], elem_size: int) -> tuple[Handle, tuple[int, ...]]:
+        """Uninitialised memory for a contiguous tensor; returns it with its strides."""
+        return self.empty(_tensor_nbytes(shape, elem_size)), contiguous_strides(shape)
+
+    def read_one(self, handle: Handle) -> Bytes:
+        """Read one handle, waiting for the work that writes it.
+
+        :raises ServerError: the stream's pending error or the buffer's poison.
+        """
+        return self.read_async([handle]).result()[0]
+
+    def read_one_unchecked(self, handle: Handle) -> Bytes:
+        """Like ``read_one`` but panics on failure. (It does not disable bounds checks.)"""
+        return _panicking(lambda: self.read_one(handle))
+
+    def read_async(self, handles: Sequence[Handle]) -> RudaFuture[list[Bytes]]:
+        """Enqueue reads of ``handles``; never waits."""
+        bindings = [h.binding() for h in handles]
+        return self._server.read(bindings, self.execution_stream().value)
+
+    def read(self, handles: Sequence[Handle]) -> list[Bytes]:
+        """Read several handles, waiting; panics on failure."""
+        return _panicking(lambda: self.read_async(handles).result())
+
+    def read_tensor_async(self, descriptors: Sequence[CopyDescriptor]) -> RudaFuture[list[Bytes]]:
+        """Enqueue reads of tensors, each returned contiguous (row-major).
+
+        :raises LayoutError: at once, for a layout ``Runtime.can_read_tensor`` refuses or one
+            that does not fit its handle; nothing is relaid silently.
+        """
+        for d in descriptors:
+            if not self.runtime.can_read_tensor(d.shape, d.strides):
+                raise LayoutError(
+                    f"{self.runtime.__name__} cannot read a tensor of shape {d.shape} with "
+                    f"strides {d.strides} as is; make it contiguous first"
+                )
+            span = _tensor_span(d)
+            if span > d.handle.nbytes:
+                raise LayoutError(
+                    f"shape {d.shape} with strides {d.strides} spans {span} bytes; the handle "
+                    f"has {d.handle.nbytes}"
+                )
+        raw = self.read_async([d.handle for d in descriptors])
+        return raw.then(
+            lambda data: [_gather(d, b) for d, b in zip(descriptors, data, strict=True)]
+        )
+
+    def read_tensor(self, descriptors: Sequence[CopyDescriptor]) -> list[Bytes]:
+        """Read tensors, waiting; panics on failure."""
+        return _panicking(lambda: self.read_tensor_async(descriptors).result())
+
+    def memory_usage(self) -> MemoryUsage:
+        """The server allocator's accounting (not host RSS or physical GPU memory)."""
+        return self._server.memory_usage()
+
+    def memory_cleanup(self) -> None:
+        """Give unused pages back to the driver."""
+        self._server.memory_cleanup()
+
+    # -- execution -----------------------------------------------------------------------------
+    def launch(
+        self,
+        task: RudaTask,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic] = (),
+        metadata: Sequence[int] = (),
+    ) -> None:
+        """Enqueue ``task`` in Checked mode and return at once.
+
+        :raises TooManyResources: at once, when the launch exceeds a device limit.
+        :raises InvalidHandle: at once, for a freed binding or one of another device.
+        Compilation and execution errors surface at the next flush, sync or read.
+        """
+        self._check_limits(task, count, dim)
+        self._server.launch(
+            task,
+            count,
+            dim,
+            bindings,
+            scalars,
+            metadata,
+            ExecutionMode.CHECKED,
+            self.execution_stream().value,
+        )
+
+    def launch_unchecked(
+        self,
+        task: RudaTask,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic] = (),
+        metadata: Sequence[int] = (),
+    ) -> None:
+        """Unsafe: enqueue ``task`` with the checks ``BoundsCheckMode.current()`` selects. With
+        ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
+        self._check_limits(task, count, dim)
+        mode = BoundsCheckMode.current().execution_mode
+        self._server.launch(
+            task, count, dim, bindings, scalars, metadata, mode, self.execution_stream().value
+        )
+
+    def flush(self) -> None:
+        """Submit queued work. Not a completion fence.
+
+        :raises ServerError: the stream's pending error, if any.
+        """
+        self._server.flush(self.execution_stream().value)
+
+    def sync(self) -> RudaFuture[None]:
+        """A future that completes when the resolved stream's queued work has; creating it does
+        not wait. Its result raises the stream's pending error or a Validate report."""
+        return self._server.sync(self.execution_stream().value)
+
+    def _check_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> None:
+        max_units, max_dim, max_count = self._launch_limits
+        if (
+            dim.x * dim.y * dim.z > max_units
+            or dim.x > max_dim[0]
+            or dim.y > max_dim[1]
+            or dim.z > max_dim[2]
+            or count.x > max_count[0]
+            or count.y > max_count[1]
+            or count.z > max_count[2]
+            or task.shared_bytes > self._server.properties().max_shared_memory_nbytes
+        ):
+            raise TooManyResources(self._describe_limits(task, count, dim))
+
+    def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> str:
+        props = self._server.properties()
+        dev = self._device
+        if dim.num_units > props.max_units_per_ruda:
+            return (
+                f"{dim} is {dim.num_units} units; {dev} allows {props.max_units_per_ruda} per "
+                "cube. Shrink RudaDim or raise RudaCount"
+            )
+        if any(d > m for d, m in zip((dim.x, dim.y, dim.z), props.max_ruda_dim, strict=True)):
+            return f"{dim} exceeds {dev}'s per-axis limit {props.max_ruda_dim}"
+        if task.shared_bytes > props.max_shared_memory_nbytes:
+            return (
+                f"kernel {task.name} needs {task.shared_bytes} bytes of shared memory; {dev} "
+                f"allows {props.max_shared_memory_nbytes} per cube. Use a smaller SharedMemory"
+            )
+        return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"
+
+    def __repr__(self) -> str:
+        pinned = f", stream={self._stream.value}" if self._stream is not None else ""
+        return f"ComputeClient({self._device}{pinned})"
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides, in elements, of a contiguous tensor of ``shape``."""
+    strides = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        strides[k] = strides[k + 1] * max(shape[k + 1], 1)
+    return tuple(strides)
+
+
+def _tensor_nbytes(shape: Sequence[int], elem_size: int) -> int:
+    if any(not isinstance(s, int) or s < 0 for s in shape) or elem_size < 1:
+        raise LayoutError(
+            f"shape {tuple(shape)} / element size {elem_size} must be non-negative ints"
+        )
+    return math.prod(shape) * elem_size
+
+
+def _tensor_span(d: CopyDescriptor) -> int:
+    if math.prod(d.shape) == 0:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(d.shape, d.strides, strict=True)) + 1) * d.elem_size
+
+
+def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
+    nbytes = math.prod(d.shape) * d.elem_size
+    if d.strides == contiguous_strides(d.shape) or nbytes == 0:
+        return raw[:nbytes]
+    flat = np.frombuffer(raw, dtype=np.uint8)
+    view = np.lib.stride_tricks.as_strided(
+        flat,
+        shape=(*d.shape, d.elem_size),
+        strides=(*(s * d.elem_size for s in d.strides), 1),
+        writeable=False,
+    )
+    return memoryview(np.ascontiguousarray(view).reshape(-1)).toreadonly()
+
+
+def _byte_view(data: Any) -> memoryview:
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"{type(data).__name__} has no buffer interface; pass bytes, a bytearray, a "
+            "memoryview or a NumPy array"
+        ) from None
+    if not view.c_contiguous:
+        raise ValueError("the data is not C-contiguous; copy it with np.ascontiguousarray first")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def _check_nbytes(nbytes: int) -> int:
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+        raise ValueError(f"empty() needs a non-negative int number of bytes, got {nbytes!r}")
+    return nbytes
+
+
+def _panicking(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except ServerError as exc:
+        raise RudaPanic(f"{type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,138 @@
+"""The compile contract: ``Compiler`` (IR -> source), ``CompiledKernel`` and ``RudaTask``.
+
+A backend's :class:`Compiler` is pure: a lowered :class:`KernelDefinition`, options and a mode go
+in, source text comes out, with no driver call. Building that source into something runnable
+(NVRTC, ``clBuildProgram``, ``exec``) is the server's job, cached per (kernel, device).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..ir import KernelDefinition
+from ..ir.bounds import lower_bounds
+from .launch import ExecutionMode
+
+__all__ = ["CompileOptions", "CompiledKernel", "Compiler", "KernelTask", "RudaTask"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompileOptions:
+    """Backend options that change the generated code. Part of every cache key.
+
+    ``plane_dim`` is the plane width the code is generated for; ``extra`` holds backend-specific
+    settings as sorted ``(name, value)`` pairs (for example the target architecture).
+    """
+
+    plane_dim: int = 32
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return dict(self.extra).get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledKernel:
+    """The output of :meth:`Compiler.compile`.
+
+    :param entrypoint: the function name to look up in the built module/program.
+    :param source: the generated source text (what ``RUDA_DUMP_SOURCE`` writes).
+    :param definition: the lowered definition the source was generated from.
+    :param mode: the execution mode the source implements.
+    :param shared_bytes: static shared memory per cube, in bytes.
+    :param extra: backend-specific facts (e.g. the report buffer's parameter index).
+    """
+
+    entrypoint: str
+    source: str
+    definition: KernelDefinition
+    mode: ExecutionMode
+    shared_bytes: int = 0
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+
+class Compiler(ABC):
+    """Turns a lowered kernel definition into source text for one target language."""
+
+    #: A short name of the target language, e.g. ``"cuda"``, ``"opencl"``, ``"numpy"``.
+    name: str = ""
+    #: File suffix of the generated source (used when dumping it for debugging).
+    source_suffix: str = "txt"
+
+    @abstractmethod
+    def compile(
+        self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
+    ) -> CompiledKernel:
+        """Generate source for ``definition`` (already lowered for ``mode`` by the bounds pass).
+
+        Deterministic: equal inputs give equal source.
+
+        :raises CompilationError: when the definition uses something the target cannot express.
+        """
+
+
+class RudaTask(ABC):
+    """Something a server can compile and launch: a kernel with a stable cache ``key``."""
+
+    @property
+    @abstractmethod
+    def key(self) -> str:
+        """Identity of the task for caches; equal keys mean interchangeable compiled code."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The kernel's name, used in error messages."""
+
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory per cube, in bytes (checked against the device before launch)."""
+        return 0
+
+    def writes(self, binding_index: int) -> bool:
+        """Whether the task may write its ``binding_index``-th binding (True unless known
+        read-only). A failed launch poisons only the bindings it may write."""
+        return True
+
+    @abstractmethod
+    def compile(
+        self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
+    ) -> CompiledKernel:
+        """Compile with ``compiler``; never launches anything."""
+
+
+class KernelTask(RudaTask):
+    """A task for a specialised :class:`KernelDefinition`. Applies the shared bounds pass for the
+    mode, then the backend compiler."""
+
+    __slots__ = ("_key", "definition")
+
+    def __init__(self, definition: KernelDefinition) -> None:
+        self.definition = definition
+        self._key = definition.fingerprint()
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def shared_bytes(self) -> int:
+        return sum(s.length * s.elem.nbytes for s in self.definition.shared)
+
+    def writes(self, binding_index: int) -> bool:
+        params = self.definition.array_params
+        return binding_index >= len(params) or not params[binding_index].read_only
+
+    def compile(
+        self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
+    ) -> CompiledKernel:
+        return compiler.compile(lower_bounds(self.definition, mode), options, mode)
+
+    def __repr__(self) -> str:
+        return f"KernelTask({self.definition.name}, key={self._key[:12]})"

@@ -1,0 +1,125 @@
+"""``RudaFuture``: the result of asynchronous work (``sync()``, ``read_async`` …).
+
+Creating a future never waits. ``result(timeout)`` blocks until the work is done and returns
+its value or raises its :class:`~ruda_core.runtime.errors.ServerError`; the outcome is computed
+once and remembered, so every caller sees the same value or error. ``await fut`` waits without
+blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Generator
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Promise", "RudaFuture"]
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+_PENDING = object()
+
+
+class RudaFuture(Generic[T]):
+    """A value that becomes available when queued device work completes.
+
+    :param wait: blocks up to ``timeout`` seconds (``None``: forever) and returns the value,
+        raises ``TimeoutError`` if it is not ready in time, or raises the work's error.
+    :param done: returns True once ``wait`` would return without blocking. Must not block.
+    """
+
+    __slots__ = ("_done", "_error", "_lock", "_value", "_wait")
+
+    def __init__(self, wait: Callable[[float | None], T], done: Callable[[], bool]) -> None:
+        self._wait = wait
+        self._done = done
+        self._lock = threading.Lock()
+        self._value: Any = _PENDING
+        self._error: BaseException | None = None
+
+    @classmethod
+    def ready(cls, value: T) -> RudaFuture[T]:
+        """A future that is already complete with ``value``."""
+        fut: RudaFuture[T] = cls(lambda _t: value, lambda: True)
+        fut._value = value
+        return fut
+
+    @classmethod
+    def failed(cls, error: BaseException) -> RudaFuture[T]:
+        """A future that is already complete with ``error``."""
+
+        def wait(_timeout: float | None) -> T:
+            raise error
+
+        fut: RudaFuture[T] = cls(wait, lambda: True)
+        fut._error = error
+        return fut
+
+    def done(self) -> bool:
+        """True when the work has completed (successfully or not). Never blocks."""
+        return self._value is not _PENDING or self._error is not None or self._done()
+
+    def result(self, timeout: float | None = None) -> T:
+        """Wait for the work and return its value.
+
+        :raises TimeoutError: when it is not complete within ``timeout`` seconds.
+        :raises ServerError: the error of the work, every time ``result`` is called.
+        """
+        if self._value is not _PENDING:
+            return self._value  # type: ignore[no-any-return]  # a T once set
+        with self._lock:
+            if self._value is _PENDING and self._error is None:
+                try:
+                    self._value = self._wait(timeout)
+                except TimeoutError:
+                    raise
+                except BaseException as exc:
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            return self._value  # type: ignore[no-any-return]  # a T once set
+
+    def then(self, fn: Callable[[T], U]) -> RudaFuture[U]:
+        """A future of ``fn(result)``; ``fn`` runs once, in the thread that first waits."""
+        return RudaFuture(lambda timeout: fn(self.result(timeout)), self.done)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        if not self.done():
+            yield from asyncio.get_running_loop().run_in_executor(None, self._settle).__await__()
+        return self.result()
+
+    def _settle(self) -> None:
+        with contextlib.suppress(Exception):  # remembered, and re-raised by result() in __await__
+            self.result()
+
+    def __repr__(self) -> str:
+        return f"<RudaFuture {'done' if self.done() else 'pending'}>"
+
+
+class Promise(Generic[T]):
+    """The producing side of a :class:`RudaFuture`: a worker completes it exactly once."""
+
+    __slots__ = ("_error", "_event", "_value", "future")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self.future: RudaFuture[T] = RudaFuture(self._wait, self._event.is_set)
+
+    def set_result(self, value: T) -> None:
+        self._value = value
+        self._event.set()
+
+    def set_error(self, error: BaseException) -> None:
+        self._error = error
+        self._event.set()
+
+    def _wait(self, timeout: float | None) -> T:
+        if not self._event.wait(timeout):
+            raise TimeoutError(f"the device work was not complete within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[no-any-return]  # set by set_result

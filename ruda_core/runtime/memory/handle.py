@@ -1,0 +1,130 @@
+"""``Handle`` (owns memory), ``Binding`` (a frozen, non-owning view) and the pool's ``Slice``.
+
+Dropping the last Python reference to a handle (and to every handle viewing the same slice)
+returns its slice to the pool: the release is queued without taking any lock (so it is safe from
+any thread and from the garbage collector) and processed by the server at its next memory
+operation, stream-ordered: the slice is reused only when no queued work still uses it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..errors import ServerError
+
+__all__ = ["Binding", "Handle", "Page", "Slice"]
+
+
+class Page:
+    """One allocation from the backend's :class:`Storage`."""
+
+    __slots__ = ("exclusive", "free_ranges", "live", "nbytes", "resource")
+
+    def __init__(self, resource: object, nbytes: int, exclusive: bool) -> None:
+        self.resource = resource  #: the backend's object for this page
+        self.nbytes = nbytes
+        self.exclusive = exclusive
+        #: free (offset, nbytes) ranges, sorted by offset (sliced pages only)
+        self.free_ranges: list[tuple[int, int]] = [] if exclusive else [(0, nbytes)]
+        #: slices on this page that are live or waiting for their fence
+        self.live = 0
+
+
+class Slice:
+    """A piece of a page that backs one allocation. Owned by the memory management.
+
+    ``stream`` is the server stream that last used the slice (for cross-stream ordering and
+    stream-ordered reuse); ``error`` poisons it after a failed write by a kernel; ``freed`` is
+    set the moment its last handle is dropped.
+    """
+
+    __slots__ = ("error", "fence", "freed", "nbytes", "offset_bytes", "page", "requested", "stream")
+
+    def __init__(self, page: Page, offset_bytes: int, nbytes: int, requested: int) -> None:
+        self.page = page
+        self.offset_bytes = offset_bytes
+        self.nbytes = nbytes  #: rounded size held in the page
+        self.requested = requested  #: size the user asked for
+        self.stream: Any = None
+        self.error: ServerError | None = None
+        self.freed = False
+        self.fence: Any = None
+
+
+class _SliceOwner:
+    """Releases its slice when the last handle referencing it is collected."""
+
+    __slots__ = ("dropped", "slice")
+
+    def __init__(self, slice_: Slice, dropped: deque[Slice]) -> None:
+        self.slice = slice_
+        self.dropped = dropped
+
+    def __del__(self) -> None:
+        self.slice.freed = True
+        self.dropped.append(self.slice)  # deque.append is atomic: safe from any thread / the GC
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Binding:
+    """A non-owning view of ``nbytes`` at ``offset_bytes`` of a page, on the server ``server_id``.
+
+    Only bindings cross into ``ComputeServer.launch``. Valid while the handle it came from is
+    alive; using one after that is refused with ``InvalidHandle``.
+    """
+
+    slice: Slice
+    offset_bytes: int
+    nbytes: int
+    server_id: int
+
+    @property
+    def resource(self) -> object:
+        """The backend's page object; ``offset_bytes`` is relative to it."""
+        return self.slice.page.resource
+
+    def __repr__(self) -> str:
+        return f"Binding({self.nbytes} B at +{self.offset_bytes}, server {self.server_id:#x})"
+
+
+class Handle:
+    """Owned device memory of ``nbytes`` bytes. Keep it alive as long as you use the memory.
+
+    ``offset(start, end)`` makes a handle viewing a byte range of the same memory; the memory is
+    released when every such handle is gone.
+    """
+
+    __slots__ = ("__weakref__", "_binding", "_owner", "nbytes", "offset_bytes", "server_id")
+
+    def __init__(self, owner: _SliceOwner, offset_bytes: int, nbytes: int, server_id: int) -> None:
+        self._owner = owner
+        self.offset_bytes = offset_bytes  #: offset of this view within its slice
+        self.nbytes = nbytes
+        self.server_id = server_id
+        self._binding = Binding(
+            owner.slice, owner.slice.offset_bytes + offset_bytes, nbytes, server_id
+        )
+
+    @classmethod
+    def _new(cls, slice_: Slice, dropped: deque[Slice], server_id: int) -> Handle:
+        return cls(_SliceOwner(slice_, dropped), 0, slice_.requested, server_id)
+
+    def binding(self) -> Binding:
+        """The binding of this handle (the same object every call)."""
+        return self._binding
+
+    def offset(self, start: int, end: int | None = None) -> Handle:
+        """A handle for bytes ``[start, end)`` of this one, sharing its memory.
+
+        :raises ValueError: when the range is not inside this handle.
+        """
+        stop = self.nbytes if end is None else end
+        if not 0 <= start <= stop <= self.nbytes:
+            raise ValueError(f"byte range [{start}, {stop}) is outside a {self.nbytes}-byte handle")
+        return Handle(self._owner, self.offset_bytes + start, stop - start, self.server_id)
+
+    def __repr__(self) -> str:
+        return f"Handle({self.nbytes} B, server {self.server_id:#x})"

@@ -1,0 +1,35 @@
+"""The backend side of memory: a :class:`Storage` allocates and frees raw pages.
+
+A backend implements only this; pooling, slicing, alignment, stream-ordered reuse and release
+policy are generic (``management.py``). Every method is called with the server's lock held.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+__all__ = ["Storage"]
+
+
+class Storage(ABC):
+    """Raw device memory of one device.
+
+    ``alignment_nbytes`` is the alignment every page and every slice offset respects (a power of
+    two). ``capacity_nbytes`` is the most the device can ever hold; a larger request is a
+    ``BufferTooBig`` before any driver call.
+    """
+
+    alignment_nbytes: int = 256
+    capacity_nbytes: int = 1 << 62
+
+    @abstractmethod
+    def alloc(self, nbytes: int) -> object:
+        """Allocate one page of ``nbytes`` (a multiple of the alignment) and return the backend's
+        resource for it (a pointer, a ``cl.Buffer``, an ndarray …).
+
+        :raises OutOfMemory: when the driver has no room now.
+        """
+
+    @abstractmethod
+    def dealloc(self, resource: object) -> None:
+        """Give a page back to the driver. Called only when no queued work uses it."""

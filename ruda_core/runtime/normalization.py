@@ -1,0 +1,20 @@
+"""Arguments of the native normalisation hooks of :class:`~ruda_core.runtime.Runtime`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Elem
+from .memory.handle import Handle
+
+__all__ = ["TensorBuffer"]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorBuffer:
+    """A device tensor passed to or returned from native LayerNorm: a handle and its layout."""
+
+    handle: Handle
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    elem: Elem

@@ -1,0 +1,95 @@
+"""Device capabilities: :class:`DeviceProperties` (limits), :class:`Features` (what the device
+can do) and :class:`TargetProperties` (what a runtime's code generator targets).
+
+All are frozen values computed once when a server is created; queries never probe the driver.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+
+from ..ir import Elem
+
+__all__ = ["DeviceProperties", "Feature", "Features", "TargetProperties"]
+
+
+class Feature(enum.Enum):
+    """An optional capability. Tests and kernels ask for these before using them."""
+
+    PLANE = "plane"  #: plane (warp / subgroup) operations
+    PLANE_SHUFFLE = "plane_shuffle"  #: plane_shuffle / plane_broadcast with per-unit lanes
+    ATOMIC_INT64 = "atomic_int64"  #: 64-bit integer atomics
+    ATOMIC_FLOAT = "atomic_float"  #: float atomics (native or emulated)
+    DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic
+    DEVICE_TIMING = "device_timing"  #: execution time from device events / timestamps
+    NATIVE_LAYER_NORM = "native_layer_norm"
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What a device supports: capabilities and element types."""
+
+    features: frozenset[Feature]
+    elems: frozenset[Elem]
+
+    def has(self, feature: Feature) -> bool:
+        return feature in self.features
+
+    def supports(self, elem: Elem) -> bool:
+        return elem in self.elems
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProperties:
+    """Limits and facts of one device.
+
+    :param name: the device's marketing name.
+    :param vendor: the vendor or platform.
+    :param memory_nbytes: global memory the device reports.
+    :param max_units_per_ruda: the most units in one cube (product of RudaDim).
+    :param max_ruda_dim: the most units per cube along x, y, z.
+    :param max_ruda_count: the most cubes along x, y, z.
+    :param max_shared_memory_nbytes: shared memory available to one cube.
+    :param plane_dim: the plane (warp / subgroup) width; 1 when the device has no planes.
+    :param compute_units: SMs / compute units / CPU cores.
+    :param alignment_nbytes: allocation alignment of the memory pools.
+    :param extra: further facts as sorted (name, value) pairs, e.g. compute capability.
+    """
+
+    name: str
+    vendor: str
+    memory_nbytes: int
+    max_units_per_ruda: int
+    max_ruda_dim: tuple[int, int, int]
+    max_ruda_count: tuple[int, int, int]
+    max_shared_memory_nbytes: int
+    plane_dim: int
+    compute_units: int
+    alignment_nbytes: int
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def fingerprint(self, features: Features) -> str:
+        """A stable hex digest of these properties and ``features``: the hardware/capability
+        identity used by caches."""
+        parts = [repr(self), repr(sorted(f.value for f in features.features))]
+        parts.append(repr(sorted(e.value for e in features.elems)))
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+    def summary(self) -> str:
+        """One line for ``ruda devices``."""
+        mem = self.memory_nbytes / 2**30
+        return (
+            f"{mem:.1f} GiB, {self.compute_units} compute units, "
+            f"{self.max_units_per_ruda} units/cube, "
+            f"{self.max_shared_memory_nbytes // 1024} KiB shared, plane {self.plane_dim}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TargetProperties:
+    """What a runtime's code generator targets, independent of a particular device."""
+
+    language: str
+    default_plane_dim: int

@@ -1,0 +1,383 @@
+"""``ComputeServer``: the backend execution contract, and the generic half every backend shares.
+
+A backend subclasses :class:`ComputeServer` and fills in the private hooks (``_new_stream``,
+``_build``, ``_launch``, ``_write``, ``_read``, ``_fence``, ``_wait``, ``_flush``, ``_sync``)
+plus ``properties``/``features``. The public methods here own everything that does not depend on
+the driver: argument checks, memory pools, stream-ordered reuse, cross-stream ordering, the
+compiled-kernel cache, error surfacing and Validate-mode reports. Public methods take the
+server's lock; hooks are called with it held and must not block on device work (except
+``_read``'s and ``_sync``'s futures, which block only when waited on).
+
+Error surfacing: a failure of enqueued work (a kernel that does not build, a kernel that faults
+on the NumPy device) is recorded on its stream and raised by the next ``flush``, ``sync`` or
+read on that stream, naming the kernel. Buffers such a launch could have written are poisoned:
+reading them raises that error instead of returning stale data, and a kernel that takes one as a
+read-only input is not run (its outputs are poisoned in turn), until the buffer is written again
+by ``write`` or by a launch that may write it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
+from .device import DeviceId
+from .errors import InvalidHandle, LaunchError, ServerError, ValidationError
+from .future import RudaFuture
+from .launch import ExecutionMode, RudaCount, RudaDim
+from .memory.handle import Binding, Handle
+from .memory.management import Fence, MemoryConfig, MemoryManagement
+from .memory.storage import Storage
+from .memory.usage import MemoryUsage
+from .properties import DeviceProperties, Features
+
+if TYPE_CHECKING:
+    from .backend import Runtime
+
+__all__ = ["Bytes", "ComputeServer", "ServerStream"]
+
+#: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
+#: without a copy; ``bytes(b)`` copies).
+Bytes = memoryview
+
+_REPORT_WORDS = 6
+
+
+class ServerStream:
+    """Per-stream state of a server. Backends subclass it to hold their queue."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.error: ServerError | None = None
+        #: Validate-mode report buffers awaiting the next sync: (handle, kernel, buffer names)
+        self.reports: list[tuple[Handle, str, tuple[str, ...]]] = []
+
+    def take_error(self) -> ServerError | None:
+        error, self.error = self.error, None
+        return error
+
+
+class ComputeServer(ABC):
+    """The execution contract of one device (see the module docstring for the split of work).
+
+    :param device_id: the device this server runs on.
+    :param storage: the backend's raw page allocator.
+    """
+
+    #: The code generator of this backend.
+    compiler: Compiler
+    #: Streams map onto at most this many backend queues (stream value modulo this).
+    max_streams: int = 32
+
+    def __init__(
+        self, device_id: DeviceId, storage: Storage, memory_config: MemoryConfig | None = None
+    ) -> None:
+        self.device_id = device_id
+        self.server_id = id(self)
+        self.lock = threading.RLock()
+        self.memory = MemoryManagement(storage, memory_config or MemoryConfig(), self._fence)
+        self._streams: dict[int, ServerStream] = {}
+        self._kernels: dict[tuple[str, ExecutionMode], tuple[CompiledKernel, Any]] = {}
+        self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
+        self._fingerprint: str | None = None
+
+    # -- what a backend provides ---------------------------------------------------------------
+    @property
+    @abstractmethod
+    def runtime(self) -> type[Runtime]:
+        """The :class:`Runtime` this server belongs to."""
+
+    @abstractmethod
+    def properties(self) -> DeviceProperties:
+        """Limits of the device (computed once, never a driver call per query)."""
+
+    @abstractmethod
+    def features(self) -> Features:
+        """Capabilities of the device (computed once)."""
+
+    @abstractmethod
+    def compile_options(self) -> CompileOptions:
+        """Options this device compiles with (computed once)."""
+
+    def info(self) -> Any:
+        """What ``Runtime.enumerate_devices`` needs besides a type id (None by default)."""
+        return None
+
+    def properties_fingerprint(self) -> str:
+        """Hardware/capability identity, computed on first call and cached."""
+        if self._fingerprint is None:
+            self._fingerprint = self.properties().fingerprint(self.features())
+        return self._fingerprint
+
+    @abstractmethod
+    def _new_stream(self, slot: int) -> ServerStream:
+        """Create the backend queue for a stream slot."""
+
+    @abstractmethod
+    def _build(self, compiled: CompiledKernel) -> Any:
+        """Turn generated source into something ``_launch`` can run.
+
+        :raises CompilationError: with the driver's log when the source does not build.
+        """
+
+    @abstractmethod
+    def _launch(
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        """Enqueue one launch of a built kernel. Must not wait for the device."""
+
+    @abstractmethod
+    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        """Enqueue a copy of ``data`` (exactly ``binding.nbytes``) into ``binding``. The copy
+        of the host data must be taken before returning (the caller may reuse its buffer)."""
+
+    @abstractmethod
+    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+        """Enqueue reads of ``bindings``; the future yields one ``Bytes`` per binding."""
+
+    @abstractmethod
+    def _fence(self, stream: ServerStream) -> Fence:
+        """A fence after everything enqueued on ``stream`` so far."""
+
+    @abstractmethod
+    def _wait(self, stream: ServerStream, fence: Fence) -> None:
+        """Make later work on ``stream`` wait for ``fence`` (without blocking the host)."""
+
+    @abstractmethod
+    def _flush(self, stream: ServerStream) -> None:
+        """Submit what is queued on ``stream``."""
+
+    @abstractmethod
+    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+        """A future that completes when all work enqueued on ``stream`` so far has completed."""
+
+    # -- memory --------------------------------------------------------------------------------
+    def empty(self, nbytes: int, stream_value: int) -> Handle:
+        """Uninitialised memory of ``nbytes`` bytes, first usable on the given stream."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            slice_ = self.memory.reserve(nbytes, stream)
+            return Handle._new(slice_, self.memory.dropped, self.server_id)
+
+    def create(self, data: memoryview, stream_value: int) -> Handle:
+        """Memory holding a copy of ``data`` (a contiguous byte view)."""
+        with self.lock:
+            handle = self.empty(data.nbytes, stream_value)
+            if data.nbytes:
+                self._write(self._stream(stream_value), handle.binding(), data)
+            return handle
+
+    def write(self, binding: Binding, data: memoryview, stream_value: int) -> None:
+        """Enqueue a copy of ``data`` into ``binding``; clears a poisoned buffer."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, (binding,))
+            binding.slice.error = None
+            if data.nbytes:
+                self._write(stream, binding, data)
+
+    def read(self, bindings: Sequence[Binding], stream_value: int) -> RudaFuture[list[Bytes]]:
+        """Enqueue reads; the future yields the bytes or raises the stream's pending error or a
+        buffer's poison."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, bindings)
+            future = self._read(stream, bindings)
+
+        def check(data: list[Bytes]) -> list[Bytes]:
+            self._raise_pending(stream)
+            for b in bindings:
+                if b.slice.error is not None:
+                    raise b.slice.error
+            return data
+
+        return future.then(check)
+
+    def memory_usage(self) -> MemoryUsage:
+        with self.lock:
+            return self.memory.usage()
+
+    def memory_cleanup(self) -> None:
+        """Give unused pages back to the driver."""
+        with self.lock:
+            self.memory.cleanup()
+
+    # -- execution -----------------------------------------------------------------------------
+    def launch(
+        self,
+        task: RudaTask,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+        mode: ExecutionMode,
+        stream_value: int,
+    ) -> None:
+        """Enqueue ``task``. Build failures and poisoned inputs are recorded on the stream and
+        raised at its next flush, sync or read; nothing here waits for the device."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, bindings)
+            if count.binding is not None:
+                self._use_bindings(stream, (count.binding,))
+            try:
+                compiled, kernel = self._kernel(task, mode)
+            except ServerError as exc:
+                self.fail(stream, exc, bindings, task)
+                return
+            poisoned = self.poisoned_input(task, bindings)
+            if poisoned is not None:
+                self.fail(stream, poisoned, bindings, task)
+                return
+            for k, b in enumerate(bindings):
+                if task.writes(k):
+                    b.slice.error = None
+            if mode is ExecutionMode.VALIDATE:
+                bindings = [*bindings, self._report_binding(stream, task, compiled)]
+            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+
+    def flush(self, stream_value: int) -> None:
+        """Submit queued work and raise the stream's pending error, if any."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._flush(stream)
+        self._raise_pending(stream)
+
+    def sync(self, stream_value: int) -> RudaFuture[None]:
+        """A future for the completion of everything enqueued on the stream so far. Its result
+        raises the stream's pending error or a Validate-mode report."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            reports, stream.reports = stream.reports, []
+            future = self._sync(stream)
+
+        def check(_: None) -> None:
+            self._raise_pending(stream)
+            self._check_reports(stream, reports)
+
+        return future.then(check)
+
+    def fail(
+        self,
+        stream: ServerStream,
+        error: ServerError,
+        bindings: Sequence[Binding],
+        task: RudaTask | None = None,
+    ) -> None:
+        """Record a failure of enqueued work: the stream's first pending error, and poison on
+        every buffer the work could have written. Backends call this from their queues."""
+        if stream.error is None:
+            stream.error = error
+        for k, b in enumerate(bindings):
+            if task is None or task.writes(k):
+                b.slice.error = error
+
+    def poisoned_input(self, task: RudaTask, bindings: Sequence[Binding]) -> LaunchError | None:
+        """The error to record when a read-only input of ``task`` is poisoned, else None."""
+        for k, b in enumerate(bindings):
+            if b.slice.error is not None and not task.writes(k):
+                error = LaunchError(
+                    f"kernel {task.name} was not run: its input #{k} holds no valid data "
+                    f"after an earlier failure ({b.slice.error})"
+                )
+                error.__cause__ = b.slice.error
+                return error
+        return None
+
+    # -- internals -----------------------------------------------------------------------------
+    def _stream(self, value: int) -> ServerStream:
+        slot = value % self.max_streams
+        stream = self._streams.get(slot)
+        if stream is None:
+            stream = self._streams[slot] = self._new_stream(slot)
+        return stream
+
+    def _use_bindings(self, stream: ServerStream, bindings: Sequence[Binding]) -> None:
+        """Refuse foreign or freed bindings; order cross-stream use after the last user."""
+        for b in bindings:
+            s = b.slice
+            if b.server_id != self.server_id or s.freed:
+                raise InvalidHandle(_describe_bad_binding(b, self))
+            if s.stream is not stream:
+                if s.stream is not None:
+                    self._wait(stream, self._fence(s.stream))
+                s.stream = stream
+
+    def _kernel(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
+        key = (task.key, mode)
+        entry = self._kernels.get(key)
+        if entry is None:
+            compiled = task.compile(self.compiler, self.compile_options(), mode)
+            if self._dump_dir:
+                _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
+            entry = self._kernels[key] = (compiled, self._build(compiled))
+        return entry
+
+    def _report_binding(
+        self, stream: ServerStream, task: RudaTask, compiled: CompiledKernel
+    ) -> Binding:
+        zeros = memoryview(bytes(4 * _REPORT_WORDS))
+        handle = self.create(zeros, stream.slot)
+        names = tuple(compiled.extra.get("report_names", ()))  # type: ignore[call-overload]
+        stream.reports.append((handle, task.name, names))
+        return handle.binding()
+
+    def _raise_pending(self, stream: ServerStream) -> None:
+        with self.lock:
+            error = stream.take_error()
+        if error is not None:
+            raise error
+
+    def _check_reports(
+        self, stream: ServerStream, reports: list[tuple[Handle, str, tuple[str, ...]]]
+    ) -> None:
+        if not reports:
+            return
+        with self.lock:
+            future = self._read(stream, [h.binding() for h, _, _ in reports])
+        for (_, kernel, names), raw in zip(reports, future.result(), strict=True):
+            words = np.frombuffer(raw, dtype=np.uint32)
+            if words[0]:
+                buf = int(words[1])
+                index = int(words[2]) | int(words[3]) << 32
+                length = int(words[4]) | int(words[5]) << 32
+                name = names[buf] if buf < len(names) else f"buffer #{buf}"
+                raise ValidationError(
+                    f"kernel {kernel} accessed {name}[{index}] but {name} has length {length}",
+                    kernel=kernel,
+                    buffer=name,
+                    index=index,
+                    length=length,
+                )
+
+
+def _describe_bad_binding(binding: Binding, server: ComputeServer) -> str:
+    if binding.slice.freed:
+        return f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
+    return (
+        f"{binding!r} belongs to another device's server, not {server.device_id}; copy the data "
+        "to this device first"
+    )
+
+
+def _dump_source(folder: Path, suffix: str, task: RudaTask, compiled: CompiledKernel) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}.{suffix}"
+    (folder / name).write_text(compiled.source)

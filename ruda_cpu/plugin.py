@@ -1,0 +1,17 @@
+"""The ``cpu`` driver plugin: the NumPy reference device, always available."""
+
+from __future__ import annotations
+
+from ruda_core import __version__
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
+
+from .runtime import CpuDevice, CpuRuntime
+
+
+def _probe() -> list[CpuDevice]:
+    return [CpuDevice(0)]
+
+
+@hookimpl
+def ruda_backend_info() -> BackendInfo:
+    return BackendInfo("cpu", __version__, PLUGIN_API_VERSION, CpuRuntime, _probe)

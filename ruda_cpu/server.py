@@ -1,0 +1,231 @@
+"""``CpuServer``: the NumPy reference device's server.
+
+Each stream slot has a worker thread that runs the stream's commands in order, so launches are
+truly asynchronous: errors of a launch surface at the next flush, sync or read, as on a GPU.
+A :class:`CpuFence` is a position in a stream's command sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ruda_core.ir import Elem
+from ruda_core.runtime import (
+    Binding,
+    Bytes,
+    CompiledKernel,
+    CompileOptions,
+    ComputeServer,
+    DeviceId,
+    DeviceProperties,
+    Feature,
+    Features,
+    LaunchError,
+    Promise,
+    RudaCount,
+    RudaDim,
+    RudaFuture,
+    RudaTask,
+    ServerError,
+    ServerStream,
+)
+
+from .compiler import CpuCompiler
+from .storage import CpuStorage, host_memory_nbytes
+
+if TYPE_CHECKING:
+    from ruda_core.runtime import Runtime
+
+__all__ = ["CpuFence", "CpuServer", "CpuStream"]
+
+PLANE_DIM = 32
+
+
+class CpuStream(ServerStream):
+    """A command queue served by one daemon worker thread, in order."""
+
+    def __init__(self, slot: int, name: str) -> None:
+        super().__init__(slot)
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self.submitted = 0  #: commands enqueued (under the server lock)
+        self.completed = 0  #: commands finished (under ``_cond``)
+        threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def enqueue(self, command: Callable[[], None]) -> None:
+        self.submitted += 1
+        self._queue.put(command)
+
+    def wait_for(self, seq: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.completed >= seq)
+
+    def _work(self) -> None:
+        while True:
+            command = self._queue.get()
+            command()  # commands record their own failures on the stream; they never raise
+            with self._cond:
+                self.completed += 1
+                self._cond.notify_all()
+
+
+class CpuFence:
+    """The point after the ``seq``-th command of a stream."""
+
+    __slots__ = ("seq", "stream")
+
+    def __init__(self, stream: CpuStream, seq: int) -> None:
+        self.stream = stream
+        self.seq = seq
+
+    def done(self) -> bool:
+        return self.stream.completed >= self.seq
+
+    def wait(self) -> None:
+        self.stream.wait_for(self.seq)
+
+
+def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
+    page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
+    usable = binding.nbytes - binding.nbytes % dtype.itemsize
+    return page[binding.offset_bytes : binding.offset_bytes + usable].view(dtype)
+
+
+class CpuServer(ComputeServer):
+    """The server of the NumPy reference device."""
+
+    max_streams = 64
+
+    def __init__(self, device_id: DeviceId) -> None:
+        super().__init__(device_id, CpuStorage())
+        self.compiler = CpuCompiler()
+        self._options = CompileOptions(plane_dim=PLANE_DIM)
+        self._properties = DeviceProperties(
+            name="NumPy reference device",
+            vendor=f"NumPy {np.__version__}",
+            memory_nbytes=host_memory_nbytes(),
+            max_units_per_ruda=1024,
+            max_ruda_dim=(1024, 1024, 64),
+            max_ruda_count=(2**31 - 1, 65535, 65535),
+            max_shared_memory_nbytes=64 * 1024,
+            plane_dim=PLANE_DIM,
+            compute_units=os.cpu_count() or 1,
+            alignment_nbytes=CpuStorage.alignment_nbytes,
+        )
+        self._features = Features(
+            frozenset(
+                {
+                    Feature.PLANE,
+                    Feature.PLANE_SHUFFLE,
+                    Feature.ATOMIC_INT64,
+                    Feature.ATOMIC_FLOAT,
+                    Feature.DYNAMIC_COUNT,
+                }
+            ),
+            frozenset(e for e in Elem if e is not Elem.BF16),
+        )
+
+    @property
+    def runtime(self) -> type[Runtime]:
+        from .runtime import CpuRuntime  # the runtime module imports this one
+
+        return CpuRuntime
+
+    def properties(self) -> DeviceProperties:
+        return self._properties
+
+    def features(self) -> Features:
+        return self._features
+
+    def compile_options(self) -> CompileOptions:
+        return self._options
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _new_stream(self, slot: int) -> CpuStream:
+        return CpuStream(slot, f"ruda-cpu-stream-{slot}")
+
+    def _build(self, compiled: CompiledKernel) -> Any:
+        from .executor import build
+
+        dtypes = [p.elem.numpy for p in compiled.definition.array_params]
+        return build(compiled), dtypes
+
+    def _launch(
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        run, dtypes = kernel
+        bindings = list(bindings)
+        dims = (dim.x, dim.y, dim.z)
+
+        def command() -> None:
+            poisoned = self.poisoned_input(task, bindings)
+            if poisoned is not None:
+                self.fail(stream, poisoned, bindings, task)
+                return
+            try:
+                if count.binding is None:
+                    counts = (count.x, count.y, count.z)
+                else:
+                    counts = tuple(int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
+                if min(counts) > 0:
+                    buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
+                    run(counts, dims, buffers, scalars, metadata)
+            except ServerError as exc:
+                self.fail(stream, exc, bindings, task)
+            except Exception as exc:  # a fault of the kernel becomes the stream's error
+                error = LaunchError(f"kernel {task.name} failed on {self.device_id}: {exc!r}")
+                error.__cause__ = exc
+                self.fail(stream, error, bindings, task)
+
+        cast(CpuStream, stream).enqueue(command)
+
+    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        host = np.frombuffer(data, dtype=np.uint8).copy()
+        target = _view(binding, np.dtype(np.uint8))
+
+        def command() -> None:
+            target[:] = host
+
+        cast(CpuStream, stream).enqueue(command)
+
+    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+        promise: Promise[list[Bytes]] = Promise()
+        views = [_view(b, np.dtype(np.uint8)) for b in bindings]
+
+        def command() -> None:
+            promise.set_result([memoryview(v.copy()).toreadonly() for v in views])
+
+        cast(CpuStream, stream).enqueue(command)
+        return promise.future
+
+    def _fence(self, stream: ServerStream) -> CpuFence:
+        cpu = cast(CpuStream, stream)
+        return CpuFence(cpu, cpu.submitted)
+
+    def _wait(self, stream: ServerStream, fence: Any) -> None:
+        if fence.done():
+            return
+        cast(CpuStream, stream).enqueue(fence.wait)
+
+    def _flush(self, stream: ServerStream) -> None:
+        """Nothing to submit: the worker runs commands as they arrive."""
+
+    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+        promise: Promise[None] = Promise()
+        cast(CpuStream, stream).enqueue(lambda: promise.set_result(None))
+        return promise.future

@@ -1,0 +1,37 @@
+"""``CpuStorage``: pages of host memory as NumPy byte arrays."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ruda_core.runtime import OutOfMemory, Storage
+
+__all__ = ["CpuStorage", "host_memory_nbytes"]
+
+
+def host_memory_nbytes() -> int:
+    """Physical memory of this machine, in bytes."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
+        return 16 << 30
+
+
+class CpuStorage(Storage):
+    """Each page is a ``np.empty(nbytes, uint8)``; the resource is that array."""
+
+    alignment_nbytes = 64
+
+    def __init__(self) -> None:
+        self.capacity_nbytes = host_memory_nbytes()
+
+    def alloc(self, nbytes: int) -> object:
+        try:
+            return np.empty(nbytes, dtype=np.uint8)
+        except MemoryError as exc:
+            raise OutOfMemory(f"the host has no room for a {nbytes}-byte page") from exc
+
+    def dealloc(self, resource: object) -> None:
+        """Nothing to do: the page is freed when the pool drops its array."""

@@ -1,0 +1,45 @@
+"""The ``ruda`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ruda_core.cli import main
+
+
+def test_devices_json_parses_and_lists_the_numpy_device(capsys):
+    assert main(["devices", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    cpu = next(b for b in facts["backends"] if b["backend"] == "cpu")
+    assert cpu["status"] == "available"
+    device = cpu["devices"][0]
+    assert device["device"] == "cpu" and device["memory_nbytes"] > 0
+    for backend in facts["backends"]:
+        assert backend["status"] == "available" or backend["reason"]
+
+
+def test_devices_tree_names_every_backend(capsys):
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "cpu" in out and "NumPy reference device" in out
+    for name in ("cuda", "opencl"):
+        assert name in out
+
+
+def test_plugins_json(capsys):
+    assert main(["plugins", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"cpu", "cuda", "opencl"} <= {r["backend"] for r in rows}
+
+
+def test_console_entry_point_runs():
+    result = subprocess.run(
+        [sys.executable, "-m", "ruda_core.cli", "devices", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["backends"]
