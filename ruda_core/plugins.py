@@ -33,6 +33,7 @@ __all__ = [
     "PLUGIN_API_VERSION",
     "BackendInfo",
     "BackendStatus",
+    "NoDevice",
     "Status",
     "backends",
     "client",
@@ -48,6 +49,13 @@ PLUGIN_API_VERSION = 1
 ALWAYS_LOADED = "cpu"
 
 hookspec = pluggy.HookspecMarker("ruda")
+
+
+class NoDevice(PluginError):
+    """Raised by a probe whose driver works but finds no usable device; the message is the
+    reason shown to users."""
+
+
 hookimpl = pluggy.HookimplMarker("ruda")
 
 
@@ -61,8 +69,8 @@ class BackendInfo:
     :param runtime: the backend's :class:`Runtime` subclass; its ``device`` class must accept
         a device index as its only argument.
     :param probe: imports the driver and returns the devices present; raises
-        ``ModuleNotFoundError`` when the driver library is not installed, any other exception
-        when it is unusable.
+        ``ModuleNotFoundError`` when the driver library is not installed, :class:`NoDevice`
+        when it finds no device, any other exception when it is unusable.
     :param install_hint: how to install what is missing, e.g. ``"pip install 'ruda[cuda]'"``.
     """
 
@@ -222,6 +230,8 @@ def _probe(info: BackendInfo) -> BackendStatus:
     except ModuleNotFoundError as exc:
         hint = f": {info.install_hint}" if info.install_hint else ""
         status = replace(base, status=Status.NOT_INSTALLED, reason=f"{exc}{hint}")
+    except NoDevice as exc:
+        status = replace(base, status=Status.NO_DEVICE, reason=str(exc))
     except Exception as exc:
         status = replace(base, status=Status.IMPORT_FAILED, reason=f"{type(exc).__name__}: {exc}")
     else:

@@ -68,11 +68,3 @@ class CpuRuntime(Runtime):
     @classmethod
     def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:
         return [DeviceId(0, 0)] if type_id == 0 else []
-
-    @classmethod
-    def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
-        import numpy as np
-
-        from ruda_core import __version__
-
-        return f"ruda-cpu {__version__} numpy {np.__version__}"

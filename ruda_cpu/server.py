@@ -146,6 +146,9 @@ class CpuServer(ComputeServer):
     def compile_options(self) -> CompileOptions:
         return self._options
 
+    def driver_fingerprint(self) -> str:
+        return f"numpy {np.__version__}"
+
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> CpuStream:
         return CpuStream(slot, f"ruda-cpu-stream-{slot}")
@@ -155,6 +158,12 @@ class CpuServer(ComputeServer):
 
         dtypes = [p.elem.numpy for p in compiled.definition.array_params]
         return build(compiled), dtypes
+
+    def _binary(self, kernel: Any) -> bytes:
+        return b""  # the generated source travels in the cached CompiledKernel itself
+
+    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:
+        return self._build(compiled)
 
     def _launch(
         self,

@@ -72,9 +72,11 @@ class Runtime(ABC):
 
     @classmethod
     def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
-        """Stable loaded driver/runtime identity for persistent autotuning; None (the default)
-        means session-only caches. A device ordinal or API major version alone is not enough."""
-        return None
+        """Stable loaded driver/runtime identity for persistent autotuning; None means
+        session-only caches. A device ordinal or API major version alone is not enough. The
+        default asks the client's server (``ComputeServer.driver_fingerprint``), which is None
+        unless the backend knows its driver stack."""
+        return client.server.driver_fingerprint()
 
     @classmethod
     def require_array_lengths(cls) -> bool:

@@ -19,7 +19,10 @@ by ``write`` or by a launch that may write it.
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .cache import CacheWarning, DiskCache, digest
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .errors import InvalidHandle, LaunchError, ServerError, ValidationError
@@ -41,7 +45,7 @@ from .properties import DeviceProperties, Features
 if TYPE_CHECKING:
     from .backend import Runtime
 
-__all__ = ["Bytes", "ComputeServer", "ServerStream"]
+__all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 
 #: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
 #: without a copy; ``bytes(b)`` copies).
@@ -62,6 +66,20 @@ class ServerStream:
     def take_error(self) -> ServerError | None:
         error, self.error = self.error, None
         return error
+
+
+class CompileStats:
+    """How this server obtained its kernels: ``compiled`` from IR, or loaded from ``disk_hits``
+    entries of the persistent cache."""
+
+    __slots__ = ("compiled", "disk_hits")
+
+    def __init__(self) -> None:
+        self.compiled = 0
+        self.disk_hits = 0
+
+    def __repr__(self) -> str:
+        return f"CompileStats(compiled={self.compiled}, disk_hits={self.disk_hits})"
 
 
 class ComputeServer(ABC):
@@ -87,6 +105,8 @@ class ComputeServer(ABC):
         self._kernels: dict[tuple[str, ExecutionMode], tuple[CompiledKernel, Any]] = {}
         self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._fingerprint: str | None = None
+        self._disk: DiskCache | None = None
+        self.compile_stats = CompileStats()
 
     # -- what a backend provides ---------------------------------------------------------------
     @property
@@ -109,6 +129,19 @@ class ComputeServer(ABC):
     def info(self) -> Any:
         """What ``Runtime.enumerate_devices`` needs besides a type id (None by default)."""
         return None
+
+    def driver_fingerprint(self) -> str | None:
+        """Stable identity of the loaded driver stack (versions of driver, runtime, compiler);
+        None (the default) keeps compiled kernels and tuning results in this process only."""
+        return None
+
+    def _binary(self, kernel: Any) -> bytes | None:
+        """What to persist of a built kernel (a cubin, a program binary …); None: nothing."""
+        return None
+
+    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:
+        """Rebuild a kernel from what ``_binary`` returned in an earlier process."""
+        raise NotImplementedError(f"{type(self).__name__} persists no binaries")
 
     def properties_fingerprint(self) -> str:
         """Hardware/capability identity, computed on first call and cached."""
@@ -324,11 +357,61 @@ class ComputeServer(ABC):
         key = (task.key, mode)
         entry = self._kernels.get(key)
         if entry is None:
-            compiled = task.compile(self.compiler, self.compile_options(), mode)
-            if self._dump_dir:
-                _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
-            entry = self._kernels[key] = (compiled, self._build(compiled))
+            entry = self._kernels[key] = self._compile_and_build(task, mode)
         return entry
+
+    def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
+        disk_key = self._disk_key(task, mode)
+        if disk_key is not None:
+            loaded = self._load_cached(disk_key)
+            if loaded is not None:
+                return loaded
+        compiled = task.compile(self.compiler, self.compile_options(), mode)
+        if self._dump_dir:
+            _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
+        kernel = self._build(compiled)
+        self.compile_stats.compiled += 1
+        if disk_key is not None and self._disk is not None:
+            binary = self._binary(kernel)
+            if binary is not None:
+                self._disk.put(disk_key, pickle.dumps((compiled, binary)))
+        return compiled, kernel
+
+    def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
+        driver = self.driver_fingerprint()
+        if driver is None:
+            return None
+        if self._disk is None:
+            self._disk = DiskCache("kernels")
+        from .. import __version__
+
+        return digest(
+            task.key,
+            mode.value,
+            self.compile_options(),
+            self.compiler.name,
+            __version__,
+            driver,
+            self.properties_fingerprint(),
+            sys.version_info[:2],
+        )
+
+    def _load_cached(self, disk_key: str) -> tuple[CompiledKernel, Any] | None:
+        blob = self._disk.get(disk_key) if self._disk is not None else None
+        if blob is None:
+            return None
+        try:
+            compiled, binary = pickle.loads(blob)
+            kernel = self._load_binary(compiled, binary)
+        except Exception as exc:  # a stale or foreign entry: rebuild it, loudly
+            warnings.warn(
+                f"cached kernel {disk_key[:12]} could not be loaded ({exc!r}); rebuilding",
+                CacheWarning,
+                stacklevel=4,
+            )
+            return None
+        self.compile_stats.disk_hits += 1
+        return compiled, kernel
 
     def _report_binding(
         self, stream: ServerStream, task: RudaTask, compiled: CompiledKernel

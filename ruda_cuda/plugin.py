@@ -1,0 +1,30 @@
+"""The ``cuda`` driver plugin. Imports CuPy only when probed."""
+
+from __future__ import annotations
+
+from ruda_core import __version__
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
+
+from .runtime import CudaDevice, CudaRuntime
+
+
+def _probe() -> list[CudaDevice]:
+    import cupy
+
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        raise NoDevice(f"CUDA reports no usable device: {exc}") from exc
+    return [CudaDevice(k) for k in range(count)]
+
+
+@hookimpl
+def ruda_backend_info() -> BackendInfo:
+    return BackendInfo(
+        "cuda",
+        __version__,
+        PLUGIN_API_VERSION,
+        CudaRuntime,
+        _probe,
+        install_hint="pip install 'ruda[cuda]' (CUDA 12) or 'ruda[cuda13]' (CUDA 13)",
+    )

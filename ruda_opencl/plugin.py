@@ -1,0 +1,32 @@
+"""The ``opencl`` driver plugin. Imports PyOpenCL only when probed."""
+
+from __future__ import annotations
+
+from ruda_core import __version__
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
+
+from .runtime import OpenCLDevice, OpenCLRuntime
+
+
+def _probe() -> list[OpenCLDevice]:
+    from .platform import all_devices
+
+    devices = all_devices()
+    if not devices:
+        raise NoDevice(
+            "no OpenCL platform or device found; install a driver (pip install 'ruda[pocl]' "
+            "gives a CPU one) or point OCL_ICD_VENDORS at your vendor's .icd files"
+        )
+    return [OpenCLDevice(k) for k in range(len(devices))]
+
+
+@hookimpl
+def ruda_backend_info() -> BackendInfo:
+    return BackendInfo(
+        "opencl",
+        __version__,
+        PLUGIN_API_VERSION,
+        OpenCLRuntime,
+        _probe,
+        install_hint="pip install 'ruda[opencl]' (or 'ruda[pocl]' for a CPU OpenCL driver)",
+    )
