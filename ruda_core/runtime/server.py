@@ -283,7 +283,9 @@ class ComputeServer(ABC):
                 if task.writes(k):
                     b.slice.error = None
             if mode is ExecutionMode.VALIDATE:
+                n = len(bindings)  # the report is the last array: its length the last length
                 bindings = [*bindings, self._report_binding(stream, task, compiled)]
+                metadata = [*metadata[:n], _REPORT_WORDS, *metadata[n:]]
             self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
 
     def flush(self, stream_value: int) -> None:

@@ -1,0 +1,77 @@
+"""The kernel IR: element types, variables, operations and structured control flow.
+
+A backend author reads this package to write a compiler: :class:`KernelDefinition` is what
+``Compiler.compile`` receives, and ``ops`` states the exact meaning of every operation.
+"""
+
+from .kernel import (
+    Block,
+    Break,
+    Continue,
+    If,
+    Instr,
+    KernelDefinition,
+    Loop,
+    RangeLoop,
+    Return,
+    Stmt,
+)
+from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
+from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
+from .variables import (
+    ArrayVar,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Local,
+    LocalArray,
+    Operand,
+    Param,
+    ParamKind,
+    SharedArray,
+    SourceLoc,
+)
+
+# isort: split
+# Last: these import the runtime (errors, modes), which imports the names above from here.
+from .bounds import REPORT_PARAM, lower_bounds, report_names
+from .verify import verify
+
+__all__ = [
+    "ARITH_BINARY",
+    "ATOMIC_OPS",
+    "BITWISE_BINARY",
+    "COMPARE_OPS",
+    "FLOAT_ELEMS",
+    "FLOAT_UNARY",
+    "INT_ELEMS",
+    "NUMERIC_ELEMS",
+    "PLANE_OPS",
+    "REPORT_PARAM",
+    "ArrayVar",
+    "Block",
+    "Break",
+    "Builtin",
+    "BuiltinKind",
+    "Const",
+    "Continue",
+    "Elem",
+    "If",
+    "Instr",
+    "KernelDefinition",
+    "Local",
+    "LocalArray",
+    "Loop",
+    "Op",
+    "Operand",
+    "Param",
+    "ParamKind",
+    "RangeLoop",
+    "Return",
+    "SharedArray",
+    "SourceLoc",
+    "Stmt",
+    "lower_bounds",
+    "report_names",
+    "verify",
+]

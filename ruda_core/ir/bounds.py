@@ -1,0 +1,195 @@
+"""The bounds pass: rewrites array accesses of a kernel for an :class:`ExecutionMode`.
+
+``UNCHECKED`` leaves the definition as it is. ``CHECKED`` guards every ``INDEX``,
+``INDEX_ASSIGN`` and atomic on a global array parameter, a shared array or a local array: an
+out-of-bounds read (or atomic) yields 0 and an out-of-bounds write (or atomic) is dropped::
+
+    out = INDEX(arr, i)        _b1 = CAST(i) : u32          (only when i is not u32 already)
+                        ->     _b2 = LT(_b1, _b0)           (_b0 = LEN(arr), at the kernel's start)
+                               if _b2: out = INDEX(arr, i)
+                               else:   out = ASSIGN(0)
+
+The index is compared as an unsigned integer of its own width, at least 32 bits (a signed index is
+cast to the unsigned type of its width, so a negative one is huge; 64-bit indices compare in
+``u64``). The length is ``LEN(arr)`` for parameters and the constant length for shared and local
+arrays; an access whose constant index is known to be in bounds is left alone. Temporaries are
+named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output is
+deterministic.
+
+``VALIDATE`` is ``CHECKED`` plus, in every out-of-bounds branch,
+``REPORT_OOB(Const(buffer_no, u32), index as u64, length as u64)``, and a hidden last parameter
+``Param(n, REPORT_PARAM, ARRAY, u32)``. ``buffer_no`` indexes :func:`report_names` of the original
+definition; the index reported is the unsigned value compared (an ``i32`` index of -1 is
+reported as 4294967295).
+
+**REPORT_OOB for backends.** The report parameter is a buffer of 6 ``u32``
+``[flag, buffer_no, index_lo, index_hi, length_lo, length_hi]``, zeroed by the server before the
+launch. The first report (an atomic compare-and-swap of ``flag`` from 0 to 1 that succeeds) writes
+the other five words; every later report does nothing. Being an ARRAY parameter, the report
+buffer is the last binding and its length (6) is the last of the metadata's length slots, before
+any tensor shapes and strides (see :meth:`KernelDefinition.metadata_layout`). The server turns a
+set flag into a ``ValidationError`` naming the kernel, ``report_names(defn)[buffer_no]``, the
+index and the length.
+
+This module rewrites IR only; it must not know about any backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import cast
+
+from ..runtime.launch import ExecutionMode
+from .kernel import Block, If, Instr, KernelDefinition, Loop, RangeLoop, Stmt
+from .ops import ATOMIC_OPS, Op
+from .types import Elem
+from .variables import (
+    ArrayVar,
+    Const,
+    Local,
+    Operand,
+    Param,
+    ParamKind,
+    SourceLoc,
+)
+
+__all__ = ["REPORT_PARAM", "lower_bounds", "report_names"]
+
+#: Name of the hidden report parameter that ``VALIDATE`` appends.
+REPORT_PARAM = "_ruda_report"
+
+_CHECKED_OPS = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN}
+
+
+def report_names(defn: KernelDefinition) -> tuple[str, ...]:
+    """The buffers ``REPORT_OOB`` numbers, in order: array parameters, then shared arrays, then
+    local arrays (of the definition before the pass)."""
+    return (
+        *(p.name for p in defn.array_params),
+        *(s.name for s in defn.shared),
+        *(a.name for a in defn.local_arrays),
+    )
+
+
+def lower_bounds(defn: KernelDefinition, mode: ExecutionMode) -> KernelDefinition:
+    """``defn`` rewritten for ``mode`` (see the module docstring); ``defn`` itself for
+    ``UNCHECKED``. A verified input gives a verified output."""
+    if mode is ExecutionMode.UNCHECKED:
+        return defn
+    return _BoundsLowering(defn, validate=mode is ExecutionMode.VALIDATE).run()
+
+
+def _zero(elem: Elem) -> Const:
+    if elem is Elem.BOOL:
+        return Const(False, elem)
+    return Const(0.0 if elem.is_float else 0, elem)
+
+
+class _BoundsLowering:
+    __slots__ = ("buffer_no", "counter", "defn", "hoisted", "lengths", "names", "temps", "validate")
+
+    def __init__(self, defn: KernelDefinition, validate: bool) -> None:
+        self.defn = defn
+        self.validate = validate
+        arrays: list[ArrayVar] = [*defn.array_params, *defn.shared, *defn.local_arrays]
+        self.buffer_no = {arr: i for i, arr in enumerate(arrays)}
+        self.names = {p.name for p in defn.params} | {v.name for v in defn.locals}
+        self.names |= {s.name for s in defn.shared} | {a.name for a in defn.local_arrays}
+        self.counter = 0
+        self.temps: list[Local] = []
+        self.hoisted: list[Stmt] = []
+        self.lengths: dict[Param, Local] = {}
+
+    def run(self) -> KernelDefinition:
+        body = self._block(self.defn.body)
+        params = self.defn.params
+        if self.validate:
+            report = Param(len(params), REPORT_PARAM, ParamKind.ARRAY, Elem.U32)
+            params = (*params, report)
+        return replace(
+            self.defn,
+            params=params,
+            locals=(*self.defn.locals, *self.temps),
+            body=(*self.hoisted, *body),
+        )
+
+    def _temp(self, elem: Elem) -> Local:
+        name = f"_b{self.counter}"
+        while name in self.names:
+            self.counter += 1
+            name = f"_b{self.counter}"
+        self.counter += 1
+        self.names.add(name)
+        local = Local(name, elem)
+        self.temps.append(local)
+        return local
+
+    def _block(self, block: Block) -> Block:
+        out: list[Stmt] = []
+        for stmt in block:
+            if isinstance(stmt, Instr) and stmt.op in _CHECKED_OPS:
+                out.extend(self._guard(stmt))
+            elif isinstance(stmt, If):
+                out.append(
+                    replace(stmt, then=self._block(stmt.then), orelse=self._block(stmt.orelse))
+                )
+            elif isinstance(stmt, RangeLoop | Loop):
+                out.append(replace(stmt, body=self._block(stmt.body)))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def _length(self, param: Param) -> Local:
+        """``LEN(param)``, computed once at the kernel's start."""
+        local = self.lengths.get(param)
+        if local is None:
+            local = self.lengths[param] = self._temp(Elem.U32)
+            self.hoisted.append(Instr(Op.LEN, local, (param,)))
+        return local
+
+    def _widen(
+        self, value: Operand, elem: Elem, into: list[Stmt], loc: SourceLoc | None
+    ) -> Operand:
+        """``value`` as ``elem``: a constant converted here, else a CAST appended to ``into``."""
+        if value.elem is elem:
+            return value
+        if isinstance(value, Const):
+            return Const(int(value.value) % (1 << elem.bits), elem)
+        temp = self._temp(elem)
+        into.append(Instr(Op.CAST, temp, (value,), loc))
+        return temp
+
+    def _guard(self, ins: Instr) -> list[Stmt]:
+        arr = cast(ArrayVar, ins.args[0])  # the input is verified: an array, then an index
+        index = cast(Operand, ins.args[1])
+        loc = ins.loc
+        cmp_elem = Elem.U64 if index.elem.bits == 64 else Elem.U32
+        stmts: list[Stmt] = []
+        length: Operand
+        if isinstance(arr, Param):
+            param_length = self._length(arr)
+            unsigned = self._widen(index, cmp_elem, stmts, loc)
+            length = self._widen(param_length, cmp_elem, stmts, loc)
+        else:
+            unsigned = self._widen(index, cmp_elem, stmts, loc)
+            length = Const(arr.length, cmp_elem)
+            if isinstance(unsigned, Const):
+                in_bounds = int(unsigned.value) < arr.length
+                return [ins] if in_bounds else list(self._out_of_bounds(ins, unsigned, length))
+        cond = self._temp(Elem.BOOL)
+        stmts.append(Instr(Op.LT, cond, (unsigned, length), loc))
+        stmts.append(If(cond, (ins,), self._out_of_bounds(ins, unsigned, length), loc))
+        return stmts
+
+    def _out_of_bounds(self, ins: Instr, index: Operand, length: Operand) -> Block:
+        """What replaces ``ins`` out of bounds: 0 for its result, and a report in VALIDATE."""
+        loc = ins.loc
+        body: list[Stmt] = []
+        if ins.out is not None:
+            body.append(Instr(Op.ASSIGN, ins.out, (_zero(ins.out.elem),), loc))
+        if self.validate:
+            buffer_no = Const(self.buffer_no[cast(ArrayVar, ins.args[0])], Elem.U32)
+            index64 = self._widen(index, Elem.U64, body, loc)
+            length64 = self._widen(length, Elem.U64, body, loc)
+            body.append(Instr(Op.REPORT_OOB, None, (buffer_no, index64, length64), loc))
+        return tuple(body)

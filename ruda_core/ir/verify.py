@@ -1,0 +1,412 @@
+"""The IR verifier: checks that a :class:`KernelDefinition` is well typed and well formed.
+
+:func:`verify` enforces the typing rules written in :mod:`ruda_core.ir.ops` and the structural
+rules of :mod:`ruda_core.ir.kernel`: operand counts and element types, result elements, arrays
+only where arrays go, ``SHAPE``/``STRIDE`` axes below the tensor's rank, ``Break``/``Continue``
+only inside loops, every variable declared (locals, shared and local arrays listed in the
+definition, parameters in ``params`` at their index) and every name unique. Compilers may assume
+a verified definition; the front end and the bounds pass produce only verified ones. This module
+reads IR only; it must not know about any backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NoReturn
+
+import numpy as np
+
+from ..runtime.errors import CompilationError
+from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
+from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
+from .types import Elem
+from .variables import (
+    Builtin,
+    Const,
+    Local,
+    LocalArray,
+    Param,
+    ParamKind,
+    SharedArray,
+    SourceLoc,
+)
+
+__all__ = ["verify"]
+
+
+def verify(defn: KernelDefinition) -> None:
+    """Check ``defn``; return ``None`` when it is valid.
+
+    :raises CompilationError: naming the kernel, the offending statement and, where the statement
+        has one, its source location (``file``/``line`` set).
+    """
+    _Verifier(defn).run()
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _fail(message: str) -> NoReturn:
+    raise _Invalid(message)
+
+
+class _Verifier:
+    __slots__ = ("defn", "local_arrays", "locals", "params", "shared")
+
+    def __init__(self, defn: KernelDefinition) -> None:
+        self.defn = defn
+        self.params = frozenset(defn.params)
+        self.locals = frozenset(defn.locals)
+        self.shared = frozenset(defn.shared)
+        self.local_arrays = frozenset(defn.local_arrays)
+
+    def run(self) -> None:
+        try:
+            self._check_declarations()
+        except _Invalid as exc:
+            raise self._error(str(exc), self.defn.source) from None
+        self._block(self.defn.body, 0)
+
+    def _error(self, message: str, loc: SourceLoc | None) -> CompilationError:
+        where = f"{loc}: " if loc is not None else ""
+        return CompilationError(
+            f"{where}invalid IR in kernel '{self.defn.name}': {message}",
+            file=loc.file if loc is not None else None,
+            line=loc.line if loc is not None else None,
+        )
+
+    def _check_declarations(self) -> None:
+        names: set[str] = set()
+        declared = [
+            *(p.name for p in self.defn.params),
+            *(v.name for v in self.defn.locals),
+            *(s.name for s in self.defn.shared),
+            *(a.name for a in self.defn.local_arrays),
+        ]
+        for name in declared:
+            if not name.isidentifier():
+                _fail(f"name {name!r} is not an identifier")
+            if name in names:
+                _fail(f"name {name!r} is declared twice")
+            names.add(name)
+        for i, p in enumerate(self.defn.params):
+            if p.index != i:
+                _fail(f"parameter '{p.name}' has index {p.index} at position {i}")
+            if p.kind is not ParamKind.TENSOR and p.rank != 0:
+                _fail(f"{p.kind.value} parameter '{p.name}' has rank {p.rank}; only tensors do")
+            if p.rank < 0:
+                _fail(f"tensor '{p.name}' has negative rank {p.rank}")
+            if p.kind is ParamKind.SCALAR and p.read_only:
+                _fail(f"scalar parameter '{p.name}' is marked read_only")
+        arrays: list[SharedArray | LocalArray] = [*self.defn.shared, *self.defn.local_arrays]
+        for arr in arrays:
+            if arr.length < 1:
+                _fail(f"array '{arr.name}' has length {arr.length}; it must be at least 1")
+
+    # -- statements -------------------------------------------------------------------------
+
+    def _block(self, block: Block, loops: int) -> None:
+        for stmt in block:
+            try:
+                self._stmt(stmt, loops)
+            except _Invalid as exc:
+                raise self._error(f"{exc} (in `{_describe(stmt)}`)", stmt.loc) from None
+
+    def _stmt(self, stmt: object, loops: int) -> None:
+        if isinstance(stmt, Instr):
+            self._instr(stmt)
+        elif isinstance(stmt, If):
+            self._expect(self._scalar(stmt.cond), {Elem.BOOL}, "an if condition")
+            self._block(stmt.then, loops)
+            self._block(stmt.orelse, loops)
+        elif isinstance(stmt, RangeLoop):
+            self._range_loop(stmt, loops)
+        elif isinstance(stmt, Loop):
+            self._block(stmt.body, loops + 1)
+        elif isinstance(stmt, Break | Continue):
+            if loops == 0:
+                _fail(f"{type(stmt).__name__.lower()} outside a loop")
+        elif not isinstance(stmt, Return):
+            _fail(f"{stmt!r} is not a statement")
+
+    def _range_loop(self, stmt: RangeLoop, loops: int) -> None:
+        elem = self._local(stmt.var)
+        if not elem.is_int:
+            _fail(f"range loop variable '{stmt.var.name}' is {elem}; it must be an integer")
+        for what, operand in (("start", stmt.start), ("end", stmt.end), ("step", stmt.step)):
+            self._expect(self._scalar(operand), {elem}, f"the range {what}")
+        if not isinstance(stmt.step, Const) or stmt.step.value == 0:
+            _fail("the range step must be a non-zero constant")
+        self._block(stmt.body, loops + 1)
+
+    # -- instructions -----------------------------------------------------------------------
+
+    def _instr(self, ins: Instr) -> None:
+        check = _RULES.get(ins.op)
+        if check is None:
+            _fail(f"unknown operation {ins.op!r}")
+        check(self, ins)
+
+    def _arity(self, ins: Instr, n: int) -> None:
+        if len(ins.args) != n:
+            _fail(f"{ins.op} takes {n} operands, got {len(ins.args)}")
+
+    def _out(self, ins: Instr, elem: Elem | None, required: bool = True) -> None:
+        """Check the result: ``elem`` is its required element (None: there is no result)."""
+        if ins.out is None:
+            if required and elem is not None:
+                _fail(f"{ins.op} needs a result local")
+            return
+        if elem is None:
+            _fail(f"{ins.op} has no result, yet writes '{ins.out.name}'")
+        out_elem = self._local(ins.out)
+        if out_elem is not elem:
+            _fail(f"{ins.op} gives {elem}, but its result '{ins.out.name}' is {out_elem}")
+
+    def _scalar(self, value: object) -> Elem:
+        """The element of a scalar operand, after checking it is declared and valid."""
+        if isinstance(value, Local):
+            return self._local(value)
+        if isinstance(value, Const):
+            _check_const(value)
+            return value.elem
+        if isinstance(value, Builtin):
+            return Elem.U32
+        if isinstance(value, Param):
+            if value.is_array:
+                _fail(f"array parameter '{value.name}' used as a scalar")
+            self._param(value)
+            return value.elem
+        _fail(f"{value!r} is not a scalar operand")
+
+    def _array(self, value: object, *, global_only: bool = False) -> Elem:
+        """The element of an array operand, after checking it is declared and allowed."""
+        if isinstance(value, Param):
+            if not value.is_array:
+                _fail(f"scalar parameter '{value.name}' used as an array")
+            self._param(value)
+            return value.elem
+        if isinstance(value, SharedArray) and not global_only:
+            if value not in self.shared:
+                _fail(f"shared array '{value.name}' is not declared in the definition")
+            return value.elem
+        if isinstance(value, LocalArray) and not global_only:
+            if value not in self.local_arrays:
+                _fail(f"local array '{value.name}' is not declared in the definition")
+            return value.elem
+        _fail(f"{value!r} is not an array this operation accepts")
+
+    def _local(self, var: Local) -> Elem:
+        if var not in self.locals:
+            _fail(f"local '{var.name}: {var.elem}' is not declared in the definition")
+        return var.elem
+
+    def _param(self, p: Param) -> None:
+        if p not in self.params:
+            _fail(f"parameter '{p.name}' is not one of the kernel's parameters (as declared)")
+
+    def _expect(self, elem: Elem, allowed: set[Elem] | frozenset[Elem], what: str) -> Elem:
+        if elem not in allowed:
+            names = ", ".join(sorted(e.value for e in allowed))
+            _fail(f"{what} is {elem}; expected {names}")
+        return elem
+
+    def _same(self, ins: Instr, allowed: frozenset[Elem], n: int, what: str) -> Elem:
+        """Check ``n`` scalar operands of one element from ``allowed``; return it."""
+        self._arity(ins, n)
+        elems = [self._scalar(a) for a in ins.args]
+        self._expect(elems[0], allowed, f"the operand of {ins.op} ({what})")
+        if any(e is not elems[0] for e in elems):
+            _fail(f"{ins.op} needs operands of one type, got {', '.join(map(str, elems))}")
+        return elems[0]
+
+    def _index(self, value: object) -> None:
+        self._expect(self._scalar(value), _INT, "an index")
+
+
+_INT = frozenset(e for e in Elem if e.is_int)
+_FLOAT = frozenset(e for e in Elem if e.is_float)
+_NUMERIC = _INT | _FLOAT
+_ANY = frozenset(Elem)
+_BOOL = frozenset({Elem.BOOL})
+
+
+def _check_const(c: Const) -> None:
+    v, elem = c.value, c.elem
+    if elem is Elem.BOOL:
+        ok = isinstance(v, bool)
+    elif elem.is_int:
+        info = np.iinfo(elem.numpy)
+        ok = isinstance(v, int) and not isinstance(v, bool) and int(info.min) <= v <= int(info.max)
+    else:
+        ok = isinstance(v, float)
+    if not ok:
+        _fail(f"constant {v!r} is not a value of {elem}")
+
+
+def _describe(stmt: object) -> str:
+    if isinstance(stmt, Instr):
+        return str(stmt)
+    if isinstance(stmt, If):
+        return f"if {stmt.cond}"
+    if isinstance(stmt, RangeLoop):
+        return f"for {stmt.var} in range({stmt.start}, {stmt.end}, {stmt.step})"
+    return type(stmt).__name__.lower()
+
+
+# -- per-operation rules ---------------------------------------------------------------------
+
+Rule = Callable[[_Verifier, Instr], None]
+
+
+def _assign(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 1)
+    v._out(ins, v._scalar(ins.args[0]))
+
+
+def _cast(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 1)
+    v._scalar(ins.args[0])
+    if ins.out is None:
+        _fail("cast needs a result local")
+    v._local(ins.out)
+
+
+def _select(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 3)
+    v._expect(v._scalar(ins.args[0]), _BOOL, "the select condition")
+    a, b = v._scalar(ins.args[1]), v._scalar(ins.args[2])
+    if a is not b:
+        _fail(f"select needs two values of one type, got {a} and {b}")
+    v._out(ins, a)
+
+
+def _same_rule(allowed: frozenset[Elem], n: int, what: str, result: Elem | None = None) -> Rule:
+    def rule(v: _Verifier, ins: Instr) -> None:
+        elem = v._same(ins, allowed, n, what)
+        v._out(ins, result if result is not None else elem)
+
+    return rule
+
+
+def _index_op(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    elem = v._array(ins.args[0])
+    v._index(ins.args[1])
+    v._out(ins, elem)
+
+
+def _index_assign(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 3)
+    elem = v._array(ins.args[0])
+    v._index(ins.args[1])
+    v._expect(v._scalar(ins.args[2]), {elem}, "the stored value")
+    v._out(ins, None)
+
+
+def _metadata(n: int, tensor_only: bool) -> Rule:
+    def rule(v: _Verifier, ins: Instr) -> None:
+        v._arity(ins, n)
+        arr = ins.args[0]
+        v._array(arr, global_only=True)
+        if tensor_only and (not isinstance(arr, Param) or arr.kind is not ParamKind.TENSOR):
+            _fail(f"{ins.op} needs a tensor parameter")
+        if n == 2:
+            dim = ins.args[1]
+            if not isinstance(dim, Const) or not dim.elem.is_int:
+                _fail(f"{ins.op} needs a constant integer axis")
+            _check_const(dim)
+            rank = arr.rank  # type: ignore[union-attr]  # a tensor Param, checked above
+            if not 0 <= int(dim.value) < rank:
+                _fail(f"axis {dim.value} is out of range for tensor '{arr}' of rank {rank}")
+        v._out(ins, Elem.U32)
+
+    return rule
+
+
+def _atomic(v: _Verifier, ins: Instr) -> None:
+    n = {Op.ATOMIC_LOAD: 2, Op.ATOMIC_CAS: 4}.get(ins.op, 3)
+    v._arity(ins, n)
+    arr = ins.args[0]
+    if isinstance(arr, LocalArray):
+        _fail(f"{ins.op} needs a global or shared array, not local array '{arr.name}'")
+    elem = v._array(arr)
+    allowed = _INT if ins.op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR) else _NUMERIC
+    v._expect(elem, allowed, f"the element of {ins.op}'s array")
+    v._index(ins.args[1])
+    for value in ins.args[2:]:
+        v._expect(v._scalar(value), {elem}, f"the value of {ins.op}")
+    v._out(ins, None if ins.op is Op.ATOMIC_STORE else elem, required=False)
+
+
+def _sync(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 0)
+    v._out(ins, None)
+
+
+def _plane_lane(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    elem = v._scalar(ins.args[0])
+    v._expect(v._scalar(ins.args[1]), {Elem.U32}, f"the lane of {ins.op}")
+    v._out(ins, elem)
+
+
+def _report(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 3)
+    buffer_no = ins.args[0]
+    if not isinstance(buffer_no, Const) or buffer_no.elem is not Elem.U32:
+        _fail("report_oob needs a constant u32 buffer number")
+    _check_const(buffer_no)
+    v._expect(v._scalar(ins.args[1]), {Elem.U64}, "the reported index")
+    v._expect(v._scalar(ins.args[2]), {Elem.U64}, "the reported length")
+    v._out(ins, None)
+
+
+def _build_rules() -> dict[Op, Rule]:
+    rules: dict[Op, Rule] = {
+        Op.ASSIGN: _assign,
+        Op.CAST: _cast,
+        Op.SELECT: _select,
+        Op.NEG: _same_rule(_NUMERIC, 1, "numbers"),
+        Op.ABS: _same_rule(_NUMERIC, 1, "numbers"),
+        Op.FMA: _same_rule(_FLOAT, 3, "floats"),
+        Op.CLAMP: _same_rule(_NUMERIC, 3, "numbers"),
+        Op.ISNAN: _same_rule(_FLOAT, 1, "floats", Elem.BOOL),
+        Op.ISINF: _same_rule(_FLOAT, 1, "floats", Elem.BOOL),
+        Op.AND: _same_rule(_BOOL, 2, "bool"),
+        Op.OR: _same_rule(_BOOL, 2, "bool"),
+        Op.NOT: _same_rule(_BOOL, 1, "bool"),
+        Op.BIT_NOT: _same_rule(_INT, 1, "integers"),
+        Op.INDEX: _index_op,
+        Op.INDEX_ASSIGN: _index_assign,
+        Op.LEN: _metadata(1, tensor_only=False),
+        Op.SHAPE: _metadata(2, tensor_only=True),
+        Op.STRIDE: _metadata(2, tensor_only=True),
+        Op.RANK: _metadata(1, tensor_only=True),
+        Op.SYNC_UNITS: _sync,
+        Op.PLANE_ALL: _same_rule(_BOOL, 1, "bool"),
+        Op.PLANE_ANY: _same_rule(_BOOL, 1, "bool"),
+        Op.PLANE_BROADCAST: _plane_lane,
+        Op.PLANE_SHUFFLE: _plane_lane,
+        Op.REPORT_OOB: _report,
+    }
+    for op in ARITH_BINARY:
+        floats_only = op in (Op.DIV, Op.POW)
+        rules[op] = _same_rule(
+            _FLOAT if floats_only else _NUMERIC, 2, "floats" if floats_only else "numbers"
+        )
+    for op in FLOAT_UNARY:
+        rules[op] = _same_rule(_FLOAT, 1, "floats")
+    for op in COMPARE_OPS:
+        rules[op] = _same_rule(_ANY, 2, "any type", Elem.BOOL)
+    for op in BITWISE_BINARY:
+        rules[op] = _same_rule(_INT, 2, "integers")
+    for op in ATOMIC_OPS:
+        rules[op] = _atomic
+    for op in PLANE_OPS - {Op.PLANE_ALL, Op.PLANE_ANY, Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE}:
+        rules[op] = _same_rule(_NUMERIC, 1, "numbers")
+    return rules
+
+
+_RULES = _build_rules()

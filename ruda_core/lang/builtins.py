@@ -1,0 +1,232 @@
+"""Builtins of the kernel language: position values, memory, barriers, atomics, plane operations
+and math intrinsics.
+
+These are marker objects: a kernel body names them and the front end turns each use into IR.
+Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
+:class:`~ruda_core.ir.BuiltinKind`). Calls:
+
+* ``SharedMemory(T, n)`` / ``LocalArray(T, n)``: an array of ``n`` (a compile-time int) elements,
+  one per cube / one per unit, named after the variable it is assigned to; ``a.len()`` is ``n``
+  as a ``u32`` constant. Atomics do not apply to local arrays.
+* ``sync_units()``: the barrier of one cube.
+* ``atomic_<op>(arr, i, v)`` on a global array or ``SharedMemory``, returning the old value;
+  ``atomic_load(arr, i)``, ``atomic_store(arr, i, v)`` and
+  ``atomic_compare_and_swap(arr, i, cmp, v)``.
+* ``plane_<op>(v)`` over the units of a plane; ``plane_broadcast(v, lane)`` and
+  ``plane_shuffle(v, src)`` read another lane's value.
+* math: ``exp exp2 log log2 log1p sqrt rsqrt recip sin cos tan tanh erf floor ceil round trunc``
+  (floats), ``isnan isinf`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow``
+  (floats). ``round`` of a float is a float (half to even). Python's ``abs``, ``min``, ``max``,
+  ``round`` and ``pow`` mean the same inside kernels.
+* ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
+  compile-time int.
+
+Outside kernels the math intrinsics compute on the host (NumPy); the others raise ``TypeError``.
+This module builds no IR.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import BuiltinKind
+
+__all__ = [
+    "ABSOLUTE_POS",
+    "ABSOLUTE_POS_X",
+    "ABSOLUTE_POS_Y",
+    "ABSOLUTE_POS_Z",
+    "PLANE_DIM",
+    "RUDA_COUNT",
+    "RUDA_COUNT_X",
+    "RUDA_COUNT_Y",
+    "RUDA_COUNT_Z",
+    "RUDA_DIM",
+    "RUDA_DIM_X",
+    "RUDA_DIM_Y",
+    "RUDA_DIM_Z",
+    "RUDA_POS",
+    "RUDA_POS_X",
+    "RUDA_POS_Y",
+    "RUDA_POS_Z",
+    "UNIT_POS",
+    "UNIT_POS_PLANE",
+    "UNIT_POS_X",
+    "UNIT_POS_Y",
+    "UNIT_POS_Z",
+    "BuiltinVar",
+    "Intrinsic",
+    "LocalArray",
+    "SharedMemory",
+    "abs",
+    "atomic_add",
+    "atomic_and",
+    "atomic_compare_and_swap",
+    "atomic_load",
+    "atomic_max",
+    "atomic_min",
+    "atomic_or",
+    "atomic_store",
+    "atomic_sub",
+    "atomic_swap",
+    "atomic_xor",
+    "ceil",
+    "clamp",
+    "cos",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "fma",
+    "isinf",
+    "isnan",
+    "log",
+    "log1p",
+    "log2",
+    "max",
+    "min",
+    "plane_all",
+    "plane_any",
+    "plane_broadcast",
+    "plane_exclusive_sum",
+    "plane_inclusive_sum",
+    "plane_max",
+    "plane_min",
+    "plane_prod",
+    "plane_shuffle",
+    "plane_sum",
+    "pow",
+    "recip",
+    "round",
+    "rsqrt",
+    "sin",
+    "sqrt",
+    "sync_units",
+    "tan",
+    "tanh",
+    "trunc",
+    "unroll",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinVar:
+    """A position builtin (``u32``) as a kernel body names it."""
+
+    kind: BuiltinKind
+
+    def __repr__(self) -> str:
+        return self.kind.value
+
+
+ABSOLUTE_POS = BuiltinVar(BuiltinKind.ABSOLUTE_POS)
+ABSOLUTE_POS_X = BuiltinVar(BuiltinKind.ABSOLUTE_POS_X)
+ABSOLUTE_POS_Y = BuiltinVar(BuiltinKind.ABSOLUTE_POS_Y)
+ABSOLUTE_POS_Z = BuiltinVar(BuiltinKind.ABSOLUTE_POS_Z)
+UNIT_POS = BuiltinVar(BuiltinKind.UNIT_POS)
+UNIT_POS_X = BuiltinVar(BuiltinKind.UNIT_POS_X)
+UNIT_POS_Y = BuiltinVar(BuiltinKind.UNIT_POS_Y)
+UNIT_POS_Z = BuiltinVar(BuiltinKind.UNIT_POS_Z)
+RUDA_POS = BuiltinVar(BuiltinKind.RUDA_POS)
+RUDA_POS_X = BuiltinVar(BuiltinKind.RUDA_POS_X)
+RUDA_POS_Y = BuiltinVar(BuiltinKind.RUDA_POS_Y)
+RUDA_POS_Z = BuiltinVar(BuiltinKind.RUDA_POS_Z)
+RUDA_DIM = BuiltinVar(BuiltinKind.RUDA_DIM)
+RUDA_DIM_X = BuiltinVar(BuiltinKind.RUDA_DIM_X)
+RUDA_DIM_Y = BuiltinVar(BuiltinKind.RUDA_DIM_Y)
+RUDA_DIM_Z = BuiltinVar(BuiltinKind.RUDA_DIM_Z)
+RUDA_COUNT = BuiltinVar(BuiltinKind.RUDA_COUNT)
+RUDA_COUNT_X = BuiltinVar(BuiltinKind.RUDA_COUNT_X)
+RUDA_COUNT_Y = BuiltinVar(BuiltinKind.RUDA_COUNT_Y)
+RUDA_COUNT_Z = BuiltinVar(BuiltinKind.RUDA_COUNT_Z)
+PLANE_DIM = BuiltinVar(BuiltinKind.PLANE_DIM)
+UNIT_POS_PLANE = BuiltinVar(BuiltinKind.UNIT_POS_PLANE)
+
+
+@dataclass(frozen=True, slots=True)
+class Intrinsic:
+    """A function of the kernel language. ``name`` selects the front end's handler; ``host`` is
+    what a call outside a kernel computes (``None``: such a call is a ``TypeError``)."""
+
+    name: str
+    host: Callable[..., object] | None = field(default=None, compare=False)
+
+    def __call__(self, *args: object) -> object:
+        if self.host is None:
+            raise TypeError(f"{self.name}() can only be used inside a @kernel or @func body")
+        return self.host(*args)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _host_rsqrt(x: float) -> float:
+    return 1.0 / math.sqrt(x)
+
+
+def _host_recip(x: float) -> float:
+    return 1.0 / x
+
+
+def _host_fma(a: float, b: float, c: float) -> float:
+    return a * b + c
+
+
+SharedMemory = Intrinsic("SharedMemory")
+LocalArray = Intrinsic("LocalArray")
+sync_units = Intrinsic("sync_units")
+unroll = Intrinsic("unroll")
+
+atomic_load = Intrinsic("atomic_load")
+atomic_store = Intrinsic("atomic_store")
+atomic_swap = Intrinsic("atomic_swap")
+atomic_add = Intrinsic("atomic_add")
+atomic_sub = Intrinsic("atomic_sub")
+atomic_min = Intrinsic("atomic_min")
+atomic_max = Intrinsic("atomic_max")
+atomic_and = Intrinsic("atomic_and")
+atomic_or = Intrinsic("atomic_or")
+atomic_xor = Intrinsic("atomic_xor")
+atomic_compare_and_swap = Intrinsic("atomic_compare_and_swap")
+
+plane_sum = Intrinsic("plane_sum")
+plane_prod = Intrinsic("plane_prod")
+plane_min = Intrinsic("plane_min")
+plane_max = Intrinsic("plane_max")
+plane_all = Intrinsic("plane_all")
+plane_any = Intrinsic("plane_any")
+plane_broadcast = Intrinsic("plane_broadcast")
+plane_shuffle = Intrinsic("plane_shuffle")
+plane_inclusive_sum = Intrinsic("plane_inclusive_sum")
+plane_exclusive_sum = Intrinsic("plane_exclusive_sum")
+
+exp = Intrinsic("exp", np.exp)
+exp2 = Intrinsic("exp2", np.exp2)
+log = Intrinsic("log", np.log)
+log2 = Intrinsic("log2", np.log2)
+log1p = Intrinsic("log1p", np.log1p)
+sqrt = Intrinsic("sqrt", np.sqrt)
+rsqrt = Intrinsic("rsqrt", _host_rsqrt)
+recip = Intrinsic("recip", _host_recip)
+sin = Intrinsic("sin", np.sin)
+cos = Intrinsic("cos", np.cos)
+tan = Intrinsic("tan", np.tan)
+tanh = Intrinsic("tanh", np.tanh)
+erf = Intrinsic("erf", math.erf)
+floor = Intrinsic("floor", np.floor)
+ceil = Intrinsic("ceil", np.ceil)
+round = Intrinsic("round", builtins.round)
+trunc = Intrinsic("trunc", np.trunc)
+isnan = Intrinsic("isnan", np.isnan)
+isinf = Intrinsic("isinf", np.isinf)
+abs = Intrinsic("abs", builtins.abs)
+min = Intrinsic("min", builtins.min)
+max = Intrinsic("max", builtins.max)
+fma = Intrinsic("fma", _host_fma)
+clamp = Intrinsic("clamp", np.clip)
+pow = Intrinsic("pow", builtins.pow)

@@ -1,0 +1,185 @@
+"""The typing rules of the kernel language: promotion, literals and conversions.
+
+* Two typed operands of a binary operation meet at :func:`promote`'s type, with explicit ``CAST``
+  instructions: integers follow C's usual arithmetic conversions without integer promotion (the
+  wider type wins; at one width signed + unsigned gives unsigned), floats take the wider float
+  (``f16`` with ``bf16`` gives ``f32``), an integer with a float gives the float. ``bool`` mixes
+  with nothing.
+* A compile-time number (a literal, a ``Comptime`` value) adopts the other operand's type and
+  must fit it: ``-1`` cannot be ``u32``, a float never becomes an integer, an int or a float
+  never becomes ``bool``. Alone it takes ``i32`` (int), ``f32`` (float) or ``bool``.
+* Assignment and stores never convert a typed value (:func:`convert`); an explicit cast does
+  (:func:`explicit_cast`, with ``CAST`` semantics: integers wrap, floats truncate toward zero).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+from ..ir import Builtin, Const, Elem, Local, Op, Operand, Param
+from .scope import BuilderState, PyVal, Value, is_array
+
+__all__ = [
+    "convert",
+    "default_elem",
+    "elem_of",
+    "explicit_cast",
+    "implicit",
+    "literal",
+    "operand",
+    "promote",
+    "round_float",
+]
+
+
+def elem_of(value: Value) -> Elem | None:
+    """The element of a typed scalar; ``None`` for compile-time values and arrays."""
+    if isinstance(value, Const | Local | Builtin):
+        return value.elem
+    if isinstance(value, Param) and not value.is_array:
+        return value.elem
+    return None
+
+
+def promote(a: Elem, b: Elem) -> Elem | None:
+    """The common type of two typed operands, or ``None`` when they do not mix."""
+    if a is b:
+        return a
+    if a is Elem.BOOL or b is Elem.BOOL:
+        return None
+    if a.is_float and b.is_float:
+        if a.bits == b.bits:
+            return Elem.F32  # f16 with bf16
+        return a if a.bits > b.bits else b
+    if a.is_float or b.is_float:
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return b if a.is_signed else a
+
+
+def round_float(value: float, elem: Elem) -> float:
+    """``value`` rounded to the nearest value of the float element ``elem``."""
+    if elem is Elem.F64:
+        return float(value)
+    with np.errstate(over="ignore"):
+        if elem is Elem.F16:
+            return float(np.float16(value))
+        single = np.float32(value)
+    if elem is Elem.F32 or not math.isfinite(single):
+        return float(single)
+    bits = int(single.view(np.uint32))  # bf16: round f32 to its top 16 bits, half to even
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return float(np.uint32(bits).view(np.float32))
+
+
+def _int_fits(value: int, elem: Elem) -> bool:
+    info = np.iinfo(elem.numpy)
+    return int(info.min) <= value <= int(info.max)
+
+
+def literal(b: BuilderState, value: object, elem: Elem, node: ast.AST | None) -> Const:
+    """The compile-time ``value`` as a constant of ``elem`` (implicit adoption).
+
+    :raises CompilationError: when it is not a number of that kind or does not fit.
+    """
+    if isinstance(value, bool):
+        if elem is Elem.BOOL:
+            return Const(value, elem)
+    elif isinstance(value, int):
+        if elem.is_int and _int_fits(value, elem):
+            return Const(value, elem)
+        if elem.is_float:
+            result = round_float(float(value), elem) if abs(value) < 2**1024 else math.inf
+            if math.isfinite(result):
+                return Const(result, elem)
+        if elem.is_int:
+            b.fail(f"{value} does not fit {elem}; cast explicitly with {elem}(...)", node)
+    elif isinstance(value, float):
+        if elem.is_float:
+            result = round_float(value, elem)
+            if math.isfinite(result) or not math.isfinite(value):
+                return Const(result, elem)
+            b.fail(f"{value!r} overflows {elem}", node)
+        if elem.is_int:
+            b.fail(
+                f"the float {value!r} cannot take the integer type {elem}; cast the integer "
+                f"operand to a float, e.g. f32(...)",
+                node,
+            )
+    else:
+        b.fail(f"{value!r} is not a number and cannot be used as {elem}", node)
+    b.fail(f"{value!r} cannot be used as {elem}", node)
+
+
+def default_elem(b: BuilderState, value: object, node: ast.AST | None) -> Elem:
+    """The type a compile-time value takes alone: int -> i32, float -> f32, bool -> bool."""
+    if isinstance(value, bool):
+        return Elem.BOOL
+    if isinstance(value, int):
+        if not _int_fits(value, Elem.I32):
+            b.fail(f"{value} does not fit i32; give it a type, e.g. i64({value})", node)
+        return Elem.I32
+    if isinstance(value, float):
+        return Elem.F32
+    b.fail(f"{value!r} is not a number, so it cannot be a runtime value", node)
+
+
+def operand(b: BuilderState, value: Value, node: ast.AST | None) -> Operand:
+    """``value`` as a typed scalar operand (a compile-time number takes its default type)."""
+    if isinstance(value, PyVal):
+        return literal(b, value.value, default_elem(b, value.value, node), node)
+    if is_array(value):
+        b.fail(f"array '{value}' cannot be used as a scalar value; index it", node)
+    return value  # type: ignore[return-value]  # a scalar Param, checked by is_array
+
+
+def implicit(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) -> Operand:
+    """``value`` as ``elem`` for an operation: adopt a literal, or CAST a typed value."""
+    if isinstance(value, PyVal):
+        return literal(b, value.value, elem, node)
+    op = operand(b, value, node)
+    if op.elem is elem:
+        return op
+    return b.emit(Op.CAST, elem, op)
+
+
+def convert(
+    b: BuilderState, value: Value, elem: Elem, node: ast.AST | None, target: str
+) -> Operand:
+    """``value`` for a write to ``target`` of type ``elem``: a literal adopts ``elem``; a typed
+    value must already be ``elem``.
+
+    :raises CompilationError: "cannot assign f64 to local 'acc' of type f32; cast …".
+    """
+    if isinstance(value, PyVal):
+        return literal(b, value.value, elem, node)
+    op = operand(b, value, node)
+    if op.elem is not elem:
+        b.fail(f"cannot assign {op.elem} to {target} of type {elem}; cast with {elem}(...)", node)
+    return op
+
+
+def explicit_cast(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) -> Operand:
+    """``elem(value)``: a typed value is CAST; a compile-time number converts like CAST does."""
+    if not isinstance(value, PyVal):
+        op = operand(b, value, node)
+        return op if op.elem is elem else b.emit(Op.CAST, elem, op)
+    v = value.value
+    if not isinstance(v, bool | int | float):
+        b.fail(f"cannot convert {v!r} to {elem}", node)
+    if elem is Elem.BOOL:
+        return Const(bool(v), elem)
+    if elem.is_float:
+        return literal(b, float(v), elem, node)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            b.fail(f"cannot convert {v!r} to {elem}", node)
+        v = math.trunc(v)
+    wrapped = int(v) % (1 << elem.bits)
+    if elem.is_signed and wrapped >= 1 << (elem.bits - 1):
+        wrapped -= 1 << elem.bits
+    return Const(wrapped, elem)

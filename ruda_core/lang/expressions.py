@@ -1,0 +1,478 @@
+"""Expressions of the kernel language: from Python ``ast`` expressions to IR values.
+
+Compile-time operands (literals, ``Comptime`` values, module constants) are computed in Python;
+a typed operand turns the expression into IR (see :mod:`.coerce` for the typing rules).
+``and``/``or`` and ``a if c else b`` never evaluate the side that is not selected when that side
+indexes an array or does an atomic: they become an ``If`` that writes a temporary. Otherwise
+they are plain ``AND``/``OR``/``SELECT``. Comparisons chain like Python's (``a < b < c`` is
+``a < b and b < c``). Names resolve to the function's variables, then its closure and module
+globals (constants, ``@func`` functions, ruda builtins and modules only), then Python builtins
+(``range len min max abs round pow int float bool``).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+import operator
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..ir import ATOMIC_OPS, Builtin, Const, Elem, If, Instr, Op, Operand, Param, ParamKind, Stmt
+from .builtins import BuiltinVar, Intrinsic
+from .coerce import default_elem, elem_of, explicit_cast, implicit, operand, promote
+from .func import Func
+from .intrinsics import FOLDABLE, HANDLERS
+from .scope import BuilderState, PyVal, Value, is_array
+from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
+
+__all__ = ["ExprBuilder"]
+
+_BINARY: dict[type[ast.operator], tuple[str, Op, Callable[[Any, Any], Any]]] = {
+    ast.Add: ("+", Op.ADD, operator.add),
+    ast.Sub: ("-", Op.SUB, operator.sub),
+    ast.Mult: ("*", Op.MUL, operator.mul),
+    ast.Div: ("/", Op.DIV, operator.truediv),
+    ast.FloorDiv: ("//", Op.FLOOR_DIV, operator.floordiv),
+    ast.Mod: ("%", Op.MOD, operator.mod),
+    ast.Pow: ("**", Op.POW, operator.pow),
+    ast.BitAnd: ("&", Op.BIT_AND, operator.and_),
+    ast.BitOr: ("|", Op.BIT_OR, operator.or_),
+    ast.BitXor: ("^", Op.BIT_XOR, operator.xor),
+    ast.LShift: ("<<", Op.SHL, operator.lshift),
+    ast.RShift: (">>", Op.SHR, operator.rshift),
+}
+_BOOL_BITWISE = {Op.BIT_AND: Op.AND, Op.BIT_OR: Op.OR, Op.BIT_XOR: Op.NE}
+_COMPARE: dict[type[ast.cmpop], tuple[str, Op | None, Callable[[Any, Any], Any]]] = {
+    ast.Eq: ("==", Op.EQ, operator.eq),
+    ast.NotEq: ("!=", Op.NE, operator.ne),
+    ast.Lt: ("<", Op.LT, operator.lt),
+    ast.LtE: ("<=", Op.LE, operator.le),
+    ast.Gt: (">", Op.GT, operator.gt),
+    ast.GtE: (">=", Op.GE, operator.ge),
+    ast.Is: ("is", None, operator.is_),
+    ast.IsNot: ("is not", None, operator.is_not),
+    ast.In: ("in", None, lambda a, b: a in b),
+    ast.NotIn: ("not in", None, lambda a, b: a not in b),
+}
+_PY_BUILTINS = {
+    id(f): (f, f.__name__) for f in (range, len, min, max, abs, round, pow, int, float, bool)
+}
+_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN}
+_CONSTANT_TYPES = (type(None), bool, int, float, str)
+_COMPTIME_OBJECTS = (
+    ScalarType,
+    ElemVar,
+    Intrinsic,
+    Func,
+    ModuleType,
+    enum.Enum,
+    ArrayType,
+    TensorType,
+    ComptimeType,
+)
+
+
+def _has_effects(stmts: list[Stmt]) -> bool:
+    """True when running ``stmts`` unconditionally could index, store or do an atomic."""
+    return any(not isinstance(s, Instr) or s.op in _GUARDED for s in stmts)
+
+
+def _is_constant(obj: object) -> bool:
+    if isinstance(obj, tuple):
+        return all(_is_constant(o) or isinstance(o, ScalarType) for o in obj)
+    return isinstance(obj, _CONSTANT_TYPES)
+
+
+class ExprBuilder(BuilderState):
+    """Evaluates expressions; :class:`~.statements.StmtBuilder` adds statements and inlining."""
+
+    def call_func(
+        self, fn: Func, args: list[Value], kwargs: dict[str, Value], node: ast.Call, discard: bool
+    ) -> Value | None:
+        """Inline a call of a device function; its result (``None`` when there is none)."""
+        raise NotImplementedError
+
+    # -- entry points -----------------------------------------------------------------------
+
+    def expr(self, node: ast.expr) -> Value:
+        """Evaluate ``node``; compile-time results stay :class:`PyVal`."""
+        if isinstance(node, ast.Constant):
+            return PyVal(node.value)
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        if isinstance(node, ast.BinOp):
+            return self.binary(node.op, self.expr(node.left), self.expr(node.right), node)
+        if isinstance(node, ast.UnaryOp):
+            return self.unary(node)
+        if isinstance(node, ast.Compare):
+            return self.compare_chain(node)
+        if isinstance(node, ast.BoolOp):
+            return self.bool_op(node)
+        if isinstance(node, ast.IfExp):
+            return self.if_exp(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Attribute):
+            obj = self.expr(node.value)
+            if is_array(obj):
+                self.fail(f"'{obj}.{node.attr}' is a method; call it: {obj}.{node.attr}()", node)
+            return self.attribute(obj, node.attr, node)
+        if isinstance(node, ast.Call):
+            result = self.call(node)
+            if result is None:
+                self.fail(f"{ast.unparse(node.func)}() gives no value", node)
+            return result
+        self.fail(f"{type(node).__name__} is not supported in kernels", node)
+
+    def boolean(self, value: Value, node: ast.AST, what: str) -> Operand:
+        """``value`` as a bool operand; anything else is an error naming ``what``."""
+        if isinstance(value, PyVal):
+            if isinstance(value.value, bool):
+                return Const(value.value, Elem.BOOL)
+            self.fail(f"{what} must be bool, got {value.value!r}", node)
+        op = operand(self, value, node)
+        if op.elem is not Elem.BOOL:
+            self.fail(f"{what} must be bool, got {op.elem}; compare explicitly, e.g. x != 0", node)
+        return op
+
+    def index(self, value: Value, node: ast.AST) -> Operand:
+        """``value`` as an array index (any integer type; a literal takes u32 if it fits)."""
+        if isinstance(value, PyVal):
+            v = value.value
+            if not isinstance(v, int) or isinstance(v, bool):
+                self.fail(f"an index must be an integer, got {v!r}", node)
+            for elem in (Elem.U32, Elem.I32, Elem.I64, Elem.U64):
+                info = np.iinfo(elem.numpy)
+                if int(info.min) <= v <= int(info.max):
+                    return Const(v, elem)
+            self.fail(f"the index {v} does not fit 64 bits", node)
+        op = operand(self, value, node)
+        if not op.elem.is_int:
+            self.fail(f"an index must be an integer, got {op.elem}", node)
+        return op
+
+    def comptime(self, compute: Callable[[], object], node: ast.AST) -> Value:
+        """Run a compile-time computation; a Python error in it becomes a CompilationError."""
+        try:
+            result = compute()
+        except Exception as exc:  # any error of the user's compile-time expression
+            self.fail(f"compile-time evaluation failed: {type(exc).__name__}: {exc}", node)
+        return self.classify(result, repr(result), node)
+
+    # -- names ------------------------------------------------------------------------------
+
+    def lookup(self, name: str, node: ast.AST) -> Value:
+        value = self.frame.scope.get(name)
+        if value is not None:
+            return value
+        parsed = self.frame.parsed
+        if name in parsed.assigned:
+            self.fail(f"'{name}' is used before it is assigned", node)
+        fn = parsed.fn
+        freevars = fn.__code__.co_freevars
+        if name in freevars:
+            cell = (fn.__closure__ or ())[freevars.index(name)]
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                self.fail(f"the closure variable '{name}' is not bound yet", node)
+            return self.classify(contents, name, node)
+        globals_ = fn.__globals__
+        if name in globals_:
+            return self.classify(globals_[name], name, node)
+        if hasattr(builtins, name):
+            return self.classify(getattr(builtins, name), name, node)
+        self.fail(f"name '{name}' is not defined", node)
+
+    def classify(self, obj: object, name: str, node: ast.AST) -> Value:
+        """A Python object named in a kernel, as a value; refuses what kernels cannot use."""
+        if isinstance(obj, BuiltinVar):
+            return Builtin(obj.kind)
+        if isinstance(obj, np.generic):
+            obj = obj.item()
+        if _is_constant(obj) or isinstance(obj, _COMPTIME_OBJECTS):
+            return PyVal(obj)
+        entry = _PY_BUILTINS.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return PyVal(obj)
+        if obj is print:
+            self.fail("print is not supported in kernels", node)
+        self.fail(
+            f"'{name}' is a {type(obj).__name__}; a kernel can use numbers, bools, strings, tuples "
+            "of these, @func functions, ruda builtins and modules",
+            node,
+        )
+
+    def attribute(self, obj: Value, attr: str, node: ast.AST) -> Value:
+        if not isinstance(obj, PyVal):
+            self.fail(f"a {elem_of(obj)} value has no attribute '{attr}'", node)
+        try:
+            value = getattr(obj.value, attr)
+        except AttributeError:
+            self.fail(f"{obj.value!r} has no attribute '{attr}'", node)
+        return self.classify(value, attr, node)
+
+    # -- operators --------------------------------------------------------------------------
+
+    def common(self, a: Value, b: Value, node: ast.AST, what: str) -> Elem:
+        """The type two operands meet at (a compile-time number adopts the other's type)."""
+        for v in (a, b):
+            if is_array(v):
+                self.fail(f"array '{v}' cannot be an operand of {what}; index it", node)
+        ea, eb = elem_of(a), elem_of(b)
+        if ea is None and eb is None:
+            value = a.value if isinstance(a, PyVal) else None
+            other = b.value if isinstance(b, PyVal) else None
+            if isinstance(other, float) and not isinstance(value, float):
+                value = other
+            return default_elem(self, value, node)
+        if ea is None or eb is None:
+            return eb if ea is None else ea  # type: ignore[return-value]  # one is set
+        elem = promote(ea, eb)
+        if elem is None:
+            self.fail(f"{what} cannot combine {ea} and {eb}; cast one side, e.g. {eb}(...)", node)
+        return elem
+
+    def binary(self, op: ast.operator, a: Value, b: Value, node: ast.AST) -> Value:
+        entry = _BINARY.get(type(op))
+        if entry is None:
+            self.fail(f"the operator {type(op).__name__} is not supported in kernels", node)
+        symbol, ir_op, py_op = entry
+        if isinstance(a, PyVal) and isinstance(b, PyVal):
+            return self.comptime(lambda: py_op(a.value, b.value), node)
+        what = f"'{symbol}'"
+        if ir_op in (Op.SHL, Op.SHR):
+            elem = elem_of(a) or self.common(a, b, node, what)
+            if not elem.is_int:
+                self.fail(f"{what} needs integers, got {elem}", node)
+            return self.emit(
+                ir_op, elem, implicit(self, a, elem, node), implicit(self, b, elem, node)
+            )
+        elem = self.common(a, b, node, what)
+        if ir_op in _BOOL_BITWISE and elem is Elem.BOOL:
+            ir_op = _BOOL_BITWISE[ir_op]
+        elif ir_op in _BOOL_BITWISE and not elem.is_int:
+            self.fail(f"{what} needs integers or bools, got {elem}", node)
+        elif ir_op in (Op.DIV, Op.POW) and not elem.is_float:
+            hint = "use '//' for integer division or " if ir_op is Op.DIV else ""
+            self.fail(f"{what} needs floats, got {elem}; {hint}cast with f32(...)", node)
+        elif elem is Elem.BOOL and ir_op not in (Op.AND, Op.OR, Op.NE):
+            self.fail(f"{what} needs numbers, got bool; cast with i32(...)", node)
+        return self.emit(ir_op, elem, implicit(self, a, elem, node), implicit(self, b, elem, node))
+
+    def unary(self, node: ast.UnaryOp) -> Value:
+        value = self.expr(node.operand)
+        op = node.op
+        if isinstance(value, PyVal):
+            py_ops: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+                ast.USub: operator.neg,
+                ast.UAdd: operator.pos,
+                ast.Not: operator.not_,
+                ast.Invert: operator.invert,
+            }
+            return self.comptime(lambda: py_ops[type(op)](value.value), node)
+        if isinstance(op, ast.Not):
+            return self.emit(Op.NOT, Elem.BOOL, self.boolean(value, node, "the operand of 'not'"))
+        x = operand(self, value, node)
+        if isinstance(op, ast.Invert):
+            if not x.elem.is_int:
+                self.fail(f"'~' needs an integer, got {x.elem}; use 'not' for bool", node)
+            return self.emit(Op.BIT_NOT, x.elem, x)
+        if not x.elem.is_numeric:
+            self.fail(f"unary '{'-' if isinstance(op, ast.USub) else '+'}' needs a number", node)
+        return self.emit(Op.NEG, x.elem, x) if isinstance(op, ast.USub) else x
+
+    def compare(self, op: ast.cmpop, a: Value, b: Value, node: ast.AST) -> Value:
+        symbol, ir_op, py_op = _COMPARE[type(op)]
+        if isinstance(a, PyVal) and isinstance(b, PyVal):
+            return self.comptime(lambda: py_op(a.value, b.value), node)
+        if ir_op is None:
+            self.fail(f"'{symbol}' works only on compile-time values", node)
+        elem = self.common(a, b, node, f"'{symbol}'")
+        if elem is Elem.BOOL and ir_op not in (Op.EQ, Op.NE):
+            self.fail(f"'{symbol}' needs numbers, got bool", node)
+        x, y = implicit(self, a, elem, node), implicit(self, b, elem, node)
+        return self.emit(ir_op, Elem.BOOL, x, y)
+
+    def compare_chain(self, node: ast.Compare) -> Value:
+        left = self.expr(node.left)
+        right = self.expr(node.comparators[0])
+        result = self.compare(node.ops[0], left, right, node)
+        for op, comparator in zip(node.ops[1:], node.comparators[1:], strict=True):
+            prev = right
+
+            def step(
+                op: ast.cmpop = op, prev: Value = prev, comparator: ast.expr = comparator
+            ) -> Value:
+                nonlocal right
+                right = self.expr(comparator)
+                return self.compare(op, prev, right, node)
+
+            result = self.logic(True, result, step, node)
+        return result
+
+    def bool_op(self, node: ast.BoolOp) -> Value:
+        is_and = isinstance(node.op, ast.And)
+        result = self.expr(node.values[0])
+        for value in node.values[1:]:
+            result = self.logic(is_and, result, lambda v=value: self.expr(v), node)  # type: ignore[misc]
+        return result
+
+    def logic(self, is_and: bool, left: Value, right: Callable[[], Value], node: ast.AST) -> Value:
+        """``left and right()`` / ``left or right()`` with Python's short circuit; ``right`` runs
+        under an ``If`` when it indexes or does atomics."""
+        name = "and" if is_and else "or"
+        if isinstance(left, PyVal):
+            return right() if bool(left.value) == is_and else left
+        lhs = self.boolean(left, node, f"an operand of '{name}'")
+        with self.capture() as stmts:
+            rhs = self.boolean(right(), node, f"an operand of '{name}'")
+        if not _has_effects(stmts):
+            self.blocks[-1].extend(stmts)
+            return self.emit(Op.AND if is_and else Op.OR, Elem.BOOL, lhs, rhs)
+        result = self.temp(Elem.BOOL)
+        self.write(result, lhs)
+        test = result if is_and else self.emit(Op.NOT, Elem.BOOL, result)
+        with self.into(stmts):
+            self.write(result, rhs)
+        self.append(If(test, tuple(stmts), (), self.loc))
+        return result
+
+    def if_exp(self, node: ast.IfExp) -> Value:
+        test = self.expr(node.test)
+        if isinstance(test, PyVal):
+            return self.expr(node.body if test.value else node.orelse)
+        cond = self.boolean(test, node.test, "the condition")
+        with self.capture() as then:
+            a = self.expr(node.body)
+        with self.capture() as orelse:
+            b = self.expr(node.orelse)
+        elem = self.common(a, b, node, "a conditional expression")
+        if not _has_effects(then) and not _has_effects(orelse):
+            self.blocks[-1].extend(then + orelse)
+            x, y = implicit(self, a, elem, node), implicit(self, b, elem, node)
+            return self.emit(Op.SELECT, elem, cond, x, y)
+        result = self.temp(elem)
+        for block, value in ((then, a), (orelse, b)):
+            with self.into(block):
+                self.write(result, implicit(self, value, elem, node))
+        self.append(If(cond, tuple(then), tuple(orelse), self.loc))
+        return result
+
+    # -- arrays -----------------------------------------------------------------------------
+
+    def subscript(self, node: ast.Subscript) -> Value:
+        obj = self.expr(node.value)
+        if isinstance(obj, PyVal):
+            index = self.expr(node.slice)
+            if not isinstance(index, PyVal):
+                self.fail(f"cannot index the compile-time value {obj.value!r} at runtime", node)
+            return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
+        if not is_array(obj):
+            self.fail(f"'{obj}' is not an array", node)
+        index_op = self.index(self.expr(node.slice), node.slice)
+        return self.emit(Op.INDEX, obj.elem, obj, index_op)
+
+    def method(self, arr: Value, name: str, node: ast.Call) -> Value:
+        """``arr.len()``, ``t.shape(d)``, ``t.stride(d)``, ``t.rank()``."""
+        if node.keywords:
+            self.fail(f"{arr}.{name}() takes no keyword arguments", node)
+        args = [self.expr(a) for a in node.args]
+        if name == "len" and not args:
+            if isinstance(arr, Param):
+                return self.emit(Op.LEN, Elem.U32, arr)
+            return Const(arr.length, Elem.U32)  # type: ignore[union-attr]  # Shared/LocalArray
+        if not isinstance(arr, Param) or arr.kind is not ParamKind.TENSOR:
+            self.fail(f"'{arr}' has only len(); shape, stride and rank are tensor methods", node)
+        if name == "rank" and not args:
+            return PyVal(arr.rank)
+        if name in ("shape", "stride") and len(args) == 1:
+            axis = args[0]
+            if not isinstance(axis, PyVal) or not isinstance(axis.value, int):
+                self.fail(
+                    f"{arr}.{name}(axis) needs a compile-time int axis; iterate axes with "
+                    "`for d in unroll(range(t.rank()))`",
+                    node,
+                )
+            if not 0 <= axis.value < arr.rank:
+                self.fail(f"axis {axis.value} is out of range for '{arr}' of rank {arr.rank}", node)
+            op = Op.SHAPE if name == "shape" else Op.STRIDE
+            return self.emit(op, Elem.U32, arr, Const(axis.value, Elem.U32))
+        self.fail(f"'{arr}' has no method {name}() with {len(args)} arguments", node)
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def call(self, node: ast.Call, discard: bool = False) -> Value | None:
+        """Evaluate a call; ``discard`` says the result is unused (a statement)."""
+        if isinstance(node.func, ast.Attribute):
+            obj = self.expr(node.func.value)
+            if is_array(obj):
+                return self.method(obj, node.func.attr, node)
+            callee = self.attribute(obj, node.func.attr, node.func)
+        else:
+            callee = self.expr(node.func)
+        if not isinstance(callee, PyVal):
+            self.fail(f"'{ast.unparse(node.func)}' is not callable", node)
+        fn = callee.value
+        if isinstance(fn, Func):
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+            return self.call_func(fn, args, kwargs, node, discard)
+        name = ast.unparse(node.func)
+        if node.keywords:
+            self.fail(f"{name}() takes no keyword arguments in kernels", node)
+        args = [self.expr(a) for a in node.args]
+        if isinstance(fn, ScalarType | ElemVar):
+            if len(args) != 1:
+                self.fail(f"the cast {name}(x) takes one value", node)
+            elem = fn.elem if isinstance(fn, ScalarType) else self.bound(fn, node)
+            return explicit_cast(self, args[0], elem, node)
+        entry = _PY_BUILTINS.get(id(fn))
+        if entry is not None and entry[0] is fn:
+            return self.python_builtin(entry[1], fn, args, node)
+        if isinstance(fn, Intrinsic):
+            if fn.name in FOLDABLE and all(isinstance(a, PyVal) for a in args):
+                host = fn.host
+                return self.comptime(lambda: host(*(a.value for a in args)), node)  # type: ignore[misc, union-attr]
+            return HANDLERS[fn.name](self, args, node, discard)
+        self.fail(f"cannot call {fn!r} in a kernel", node)
+
+    def python_builtin(
+        self, name: str, fn: Callable[..., object], args: list[Value], node: ast.Call
+    ) -> Value | None:
+        if all(isinstance(a, PyVal) for a in args) and name != "range":
+            return self.comptime(lambda: fn(*(a.value for a in args)), node)  # type: ignore[union-attr]
+        if name in FOLDABLE:
+            return HANDLERS[name](self, args, node, False)
+        if name == "len" and len(args) == 1 and is_array(args[0]):
+            arr = args[0]
+            if isinstance(arr, Param):
+                return self.emit(Op.LEN, Elem.U32, arr)
+            return Const(arr.length, Elem.U32)  # type: ignore[union-attr]  # Shared/LocalArray
+        if name == "range":
+            self.fail("range() is only allowed as the iterable of a for loop", node)
+        if name in ("int", "float", "bool"):
+            hint = {"int": "i32", "float": "f32", "bool": "bool_"}[name]
+            self.fail(f"{name}() of a runtime value; cast with {hint}(...)", node)
+        self.fail(f"{name}() is not supported on these arguments", node)
+
+    def bound(self, var: ElemVar, node: ast.AST) -> Elem:
+        """The element ``var`` is bound to here."""
+        elem = self.frame.bindings.get(var)
+        if elem is None:
+            self.fail(f"{var} is not bound here: no parameter is declared with it", node)
+        return elem
+
+    def elem_arg(self, value: Value, node: ast.AST) -> Elem:
+        """A type argument (``f32``, ``Float``, a Comptime type) as an element."""
+        given = annotation_type(value.value) if isinstance(value, PyVal) else None
+        if isinstance(given, ScalarType):
+            return given.elem
+        if isinstance(value, PyVal) and isinstance(value.value, ElemVar):
+            return self.bound(value.value, node)
+        self.fail(f"expected a type such as f32 or Float, got {value}", node)

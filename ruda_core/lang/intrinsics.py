@@ -1,0 +1,234 @@
+"""Calls of the language's builtins (:mod:`.builtins`): each handler turns one call into IR.
+
+A handler receives the builder, the evaluated arguments, the call node and whether the result is
+unused; it returns the call's value (``None`` for calls without one). Math on compile-time
+numbers only (``min(BLOCK, 32)``) is computed in Python for ``min max abs round pow``
+(:data:`FOLDABLE`); other intrinsics give a compile-time number its default type.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..ir import Elem, LocalArray, Op, Operand, SharedArray
+from .coerce import convert, default_elem, elem_of, implicit, operand, promote
+from .scope import PyVal, Value, is_array
+
+if TYPE_CHECKING:
+    from .expressions import ExprBuilder
+
+__all__ = ["FOLDABLE", "HANDLERS", "Handler"]
+
+Handler = Callable[["ExprBuilder", list[Value], ast.Call, bool], Value | None]
+
+#: Intrinsics computed in Python when every argument is a compile-time value.
+FOLDABLE = frozenset({"min", "max", "abs", "round", "pow"})
+
+
+def _arity(b: ExprBuilder, name: str, args: list[Value], n: int, node: ast.AST) -> None:
+    if len(args) != n:
+        b.fail(f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(args)}", node)
+
+
+def _common(b: ExprBuilder, name: str, args: list[Value], node: ast.AST) -> Elem:
+    """The type the arguments meet at (like a binary operation's operands)."""
+    elem: Elem | None = None
+    for arg in args:
+        if is_array(arg):
+            b.fail(f"{name}() takes scalars; index the array '{arg}'", node)
+        e = elem_of(arg)
+        if e is None:
+            continue
+        joined = e if elem is None else promote(elem, e)
+        if joined is None:
+            b.fail(f"{name}() cannot combine {elem} and {e}; cast one of them", node)
+        elem = joined
+    if elem is None:
+        values = [a.value for a in args if isinstance(a, PyVal)]
+        floats = [v for v in values if isinstance(v, float)]
+        elem = default_elem(b, floats[0] if floats else values[0], node)
+    return elem
+
+
+def _math(op: Op, n: int | None, floats: bool = False, result: Elem | None = None) -> Handler:
+    """A math intrinsic over ``n`` arguments (``None``: two or more, folded pairwise)."""
+    name = op.value
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+        if n is None:
+            if len(args) < 2:
+                b.fail(f"{name}() takes at least 2 arguments", node)
+        else:
+            _arity(b, name, args, n, node)
+        elem = _common(b, name, args, node)
+        if floats and not elem.is_float:
+            elem = Elem.F32 if all(isinstance(a, PyVal) for a in args) else elem
+        if floats and not elem.is_float:
+            b.fail(f"{name}() needs floats, got {elem}; cast with f32(...)", node)
+        if not elem.is_numeric:
+            b.fail(f"{name}() needs numbers, got bool", node)
+        ops = [implicit(b, a, elem, node) for a in args]
+        value: Operand = ops[0]
+        if n is None:
+            for other in ops[1:]:
+                value = b.emit(op, elem, value, other)
+            return value
+        return b.emit(op, result or elem, *ops)
+
+    return handler
+
+
+def _pow(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _arity(b, "pow", args, 2, node)
+    return b.binary(ast.Pow(), args[0], args[1], node)
+
+
+def _array_decl(shared: bool) -> Handler:
+    what = "SharedMemory" if shared else "LocalArray"
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+        _arity(b, what, args, 2, node)
+        elem = b.elem_arg(args[0], node)
+        length = args[1]
+        if (
+            not isinstance(length, PyVal)
+            or not isinstance(length.value, int)
+            or isinstance(length.value, bool)
+            or length.value < 1
+        ):
+            b.fail(f"{what}(T, n) needs a compile-time int n >= 1, got {length}", node)
+        name = b.unique(b.name_hint or ("_shared" if shared else "_local"))
+        b.name_hint = None
+        if shared:
+            arr = SharedArray(name, elem, length.value)
+            b.shared.append(arr)
+            return arr
+        local = LocalArray(name, elem, length.value)
+        b.local_arrays.append(local)
+        return local
+
+    return handler
+
+
+def _sync_units(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _arity(b, "sync_units", args, 0, node)
+    b.emit_to(None, Op.SYNC_UNITS)
+
+
+def _atomic(op: Op, name: str, values: int) -> Handler:
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value | None:
+        _arity(b, name, args, 2 + values, node)
+        arr = args[0]
+        if not is_array(arr) or isinstance(arr, LocalArray):
+            b.fail(f"{name}() needs a global array or SharedMemory, got {arr}", node)
+        elem: Elem = arr.elem  # type: ignore[union-attr]  # an array, checked above
+        if elem is Elem.BOOL or (
+            op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR) and elem.is_float
+        ):
+            b.fail(f"{name}() does not apply to {elem} elements", node)
+        index = b.index(args[1], node)
+        ops = [convert(b, v, elem, node, f"an element of '{arr}'") for v in args[2:]]
+        if discard or op is Op.ATOMIC_STORE:
+            b.emit_to(None, op, arr, index, *ops)  # type: ignore[arg-type]  # an array
+            return None
+        return b.emit(op, elem, arr, index, *ops)  # type: ignore[arg-type]  # an array
+
+    return handler
+
+
+def _plane(op: Op, boolean: bool) -> Handler:
+    name = op.value
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+        _arity(b, name, args, 1, node)
+        if boolean:
+            return b.emit(op, Elem.BOOL, b.boolean(args[0], node, f"the value of {name}()"))
+        value = operand(b, args[0], node)
+        if not value.elem.is_numeric:
+            b.fail(f"{name}() needs a number, got bool", node)
+        return b.emit(op, value.elem, value)
+
+    return handler
+
+
+def _plane_lane(op: Op) -> Handler:
+    name = op.value
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+        _arity(b, name, args, 2, node)
+        value = operand(b, args[0], node)
+        lane = args[1]
+        lane_elem = elem_of(lane)
+        if lane_elem is not None and not lane_elem.is_int:
+            b.fail(f"the lane of {name}() must be an integer, got {lane_elem}", node)
+        return b.emit(op, value.elem, value, implicit(b, lane, Elem.U32, node))
+
+    return handler
+
+
+def _unroll(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    b.fail("unroll(...) is only allowed as the iterable of a for loop", node)
+
+
+_FLOAT_UNARY = {
+    "exp": Op.EXP,
+    "exp2": Op.EXP2,
+    "log": Op.LOG,
+    "log2": Op.LOG2,
+    "log1p": Op.LOG1P,
+    "sqrt": Op.SQRT,
+    "rsqrt": Op.RSQRT,
+    "recip": Op.RECIP,
+    "sin": Op.SIN,
+    "cos": Op.COS,
+    "tan": Op.TAN,
+    "tanh": Op.TANH,
+    "erf": Op.ERF,
+    "floor": Op.FLOOR,
+    "ceil": Op.CEIL,
+    "round": Op.ROUND,
+    "trunc": Op.TRUNC,
+}
+_ATOMICS = {
+    "atomic_load": (Op.ATOMIC_LOAD, 0),
+    "atomic_store": (Op.ATOMIC_STORE, 1),
+    "atomic_swap": (Op.ATOMIC_SWAP, 1),
+    "atomic_add": (Op.ATOMIC_ADD, 1),
+    "atomic_sub": (Op.ATOMIC_SUB, 1),
+    "atomic_min": (Op.ATOMIC_MIN, 1),
+    "atomic_max": (Op.ATOMIC_MAX, 1),
+    "atomic_and": (Op.ATOMIC_AND, 1),
+    "atomic_or": (Op.ATOMIC_OR, 1),
+    "atomic_xor": (Op.ATOMIC_XOR, 1),
+    "atomic_compare_and_swap": (Op.ATOMIC_CAS, 2),
+}
+
+#: Handlers by intrinsic name.
+HANDLERS: dict[str, Handler] = {
+    **{name: _math(op, 1, floats=True) for name, op in _FLOAT_UNARY.items()},
+    **{name: _atomic(op, name, n) for name, (op, n) in _ATOMICS.items()},
+    "isnan": _math(Op.ISNAN, 1, floats=True, result=Elem.BOOL),
+    "isinf": _math(Op.ISINF, 1, floats=True, result=Elem.BOOL),
+    "abs": _math(Op.ABS, 1),
+    "min": _math(Op.MIN, None),
+    "max": _math(Op.MAX, None),
+    "clamp": _math(Op.CLAMP, 3),
+    "fma": _math(Op.FMA, 3, floats=True),
+    "pow": _pow,
+    "SharedMemory": _array_decl(shared=True),
+    "LocalArray": _array_decl(shared=False),
+    "sync_units": _sync_units,
+    "unroll": _unroll,
+    "plane_sum": _plane(Op.PLANE_SUM, boolean=False),
+    "plane_prod": _plane(Op.PLANE_PROD, boolean=False),
+    "plane_min": _plane(Op.PLANE_MIN, boolean=False),
+    "plane_max": _plane(Op.PLANE_MAX, boolean=False),
+    "plane_inclusive_sum": _plane(Op.PLANE_INCLUSIVE_SUM, boolean=False),
+    "plane_exclusive_sum": _plane(Op.PLANE_EXCLUSIVE_SUM, boolean=False),
+    "plane_all": _plane(Op.PLANE_ALL, boolean=True),
+    "plane_any": _plane(Op.PLANE_ANY, boolean=True),
+    "plane_broadcast": _plane_lane(Op.PLANE_BROADCAST),
+    "plane_shuffle": _plane_lane(Op.PLANE_SHUFFLE),
+}

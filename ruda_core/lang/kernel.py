@@ -1,0 +1,272 @@
+"""``@kernel``: a Python function compiled for every device, specialised on demand.
+
+A kernel is specialised by its element-variable bindings, its ``Comptime`` values and the ranks
+of its ``Tensor`` parameters. :meth:`Kernel.definition` gives a specialisation's
+:class:`KernelDefinition` (for tests and tools); :meth:`Kernel.launch` infers the bindings and
+ranks from the arguments (or takes bindings by keyword, ``Float=f32``), builds the
+specialisation on first use and caches it with its :class:`~.launch.Launcher`. Syntax errors
+surface when the decorator runs; everything else at the first specialisation.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..ir import Elem, KernelDefinition
+from ..runtime.errors import LaunchConfigError
+from ..runtime.launch import RudaCount, RudaDim
+from .frontend import build_kernel
+from .launch import Launcher, arg_elem
+from .syntax import KernelParam, parse_function, parse_signature
+from .types import ElemVar, as_elem
+
+__all__ = ["Kernel", "kernel"]
+
+SpecKey = tuple[tuple[Elem, ...], tuple[object, ...], tuple[int, ...]]
+
+
+def _typed(value: object) -> object:
+    """A cache key for a comptime value that tells ``1``, ``1.0`` and ``True`` apart."""
+    if isinstance(value, tuple):
+        return (tuple, tuple(_typed(v) for v in value))
+    return (type(value), value)
+
+
+class Kernel:
+    """A kernel made by :func:`kernel`. Thread-safe: specialisations are built at most a few
+    times under contention and then shared."""
+
+    __slots__ = (
+        "_default",
+        "_elem_vars",
+        "_fixed",
+        "_generic_args",
+        "_launchers",
+        "_positions",
+        "_probes",
+        "_runtime",
+        "_specs",
+        "_tensor_args",
+        "fn",
+        "params",
+        "parsed",
+    )
+
+    def __init__(self, fn: Callable[..., object]) -> None:
+        self.fn = fn
+        self.parsed = parse_function(fn, "kernel")
+        self.params: tuple[KernelParam, ...] = parse_signature(self.parsed)
+        #: Parameters bound to positional launch arguments, in order.
+        self._runtime = tuple(p for p in self.params if p.kind != "comptime")
+        vars_: dict[ElemVar, list[int]] = {}
+        for i, p in enumerate(self._runtime):
+            if isinstance(p.elem, ElemVar):
+                vars_.setdefault(p.elem, []).append(i)
+        self._elem_vars = tuple(vars_)
+        self._positions = vars_
+        self._specs: dict[SpecKey, KernelDefinition] = {}
+        self._launchers: dict[SpecKey, Launcher] = {}
+        self._default: Launcher | None = None
+        self._probes: dict[object, Launcher] = {}
+        self._generic_args = tuple(sorted(i for pos in vars_.values() for i in pos))
+        self._tensor_args = tuple(i for i, p in enumerate(self._runtime) if p.kind == "tensor")
+        #: Without element variables or tensors, launches without keywords share one launcher.
+        self._fixed = not vars_ and all(p.kind != "tensor" for p in self._runtime)
+
+    @property
+    def name(self) -> str:
+        return self.parsed.name
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(f"kernel '{self.name}' is launched with {self.name}.launch(client, ...)")
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name}>"
+
+    # -- specialisation ---------------------------------------------------------------------
+
+    def definition(self, **spec: object) -> KernelDefinition:
+        """The definition of one specialisation. ``spec`` names each ``Comptime`` parameter
+        (its value; defaults apply), each element variable (``Float=f32``) and each tensor
+        parameter (its rank).
+
+        :raises LaunchConfigError: for a missing or unknown specialisation input.
+        :raises CompilationError: when the body cannot be compiled.
+        """
+        ranks: dict[str, int] = {}
+        comptime: dict[str, object] = {}
+        for name, value in spec.items():
+            param = next((p for p in self._runtime if p.name == name), None)
+            if param is not None and param.kind == "tensor":
+                ranks[name] = int(value)  # type: ignore[call-overload]  # a rank
+            else:
+                comptime[name] = value
+        bindings = self._explicit_bindings(comptime)
+        return self._definition(self._key(bindings, comptime, ranks), bindings, comptime, ranks)
+
+    def _explicit_bindings(self, comptime: dict[str, object]) -> dict[ElemVar, Elem]:
+        """Pop element-variable keywords from ``comptime`` into bindings."""
+        bindings: dict[ElemVar, Elem] = {}
+        for var in self._elem_vars:
+            if var.name in comptime:
+                try:
+                    bindings[var] = as_elem(comptime.pop(var.name))
+                except TypeError as exc:
+                    raise LaunchConfigError(f"kernel '{self.name}': {var.name}: {exc}") from None
+        return bindings
+
+    def _key(
+        self, bindings: dict[ElemVar, Elem], comptime: dict[str, object], ranks: Mapping[str, int]
+    ) -> SpecKey:
+        where = f"kernel '{self.name}'"
+        elems: list[Elem] = []
+        for var in self._elem_vars:
+            elem = bindings.get(var)
+            if elem is None:
+                raise LaunchConfigError(
+                    f"{where}: cannot infer {var.name}; pass arguments that declare their element "
+                    f"(ArrayArg(..., elem=f32)) or {var.name}=f32"
+                )
+            if elem not in var.allowed:
+                allowed = ", ".join(sorted(e.value for e in var.allowed))
+                raise LaunchConfigError(f"{where}: {var.name} is {elem}; it allows {allowed}")
+            elems.append(elem)
+        values: list[object] = []
+        for p in self.params:
+            if p.kind != "comptime":
+                continue
+            value = comptime.pop(p.name, p.default)
+            if value is inspect.Parameter.empty:
+                raise LaunchConfigError(f"{where}: give the Comptime parameter {p.name}=...")
+            try:
+                hash(value)
+            except TypeError:
+                raise LaunchConfigError(
+                    f"{where}: Comptime {p.name}={value!r} is not hashable"
+                ) from None
+            comptime[p.name] = value
+            values.append(_typed(value))
+        unknown = set(comptime) - {p.name for p in self.params}
+        if unknown:
+            raise LaunchConfigError(
+                f"{where}: {', '.join(sorted(unknown))} is not a Comptime parameter, element "
+                "variable or tensor parameter"
+            )
+        rank_list: list[int] = []
+        for p in self._runtime:
+            if p.kind == "tensor":
+                if p.name not in ranks:
+                    raise LaunchConfigError(f"{where}: give the rank of tensor '{p.name}'")
+                rank_list.append(ranks[p.name])
+        return tuple(elems), tuple(values), tuple(rank_list)
+
+    def _definition(
+        self,
+        key: SpecKey,
+        bindings: dict[ElemVar, Elem],
+        comptime: Mapping[str, object],
+        ranks: Mapping[str, int],
+    ) -> KernelDefinition:
+        defn = self._specs.get(key)
+        if defn is None:
+            defn = build_kernel(self.parsed, self.params, bindings, comptime, ranks)
+            self._specs[key] = defn
+        return defn
+
+    # -- launch -----------------------------------------------------------------------------
+
+    def launch(
+        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+    ) -> None:
+        """Launch in Checked mode: ``args`` bind positionally to the non-Comptime parameters,
+        ``comptime`` by keyword. Enqueues and returns at once.
+
+        :raises LaunchConfigError: at once, for arguments that do not fit the parameters.
+        :raises CompilationError: at once, when the kernel cannot be specialised.
+        """
+        self._launcher(args, comptime).launch(client.launch, count, dim, args)
+
+    def launch_unchecked(
+        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+    ) -> None:
+        """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
+        self._launcher(args, comptime).launch(client.launch_unchecked, count, dim, args)
+
+    def _launcher(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:
+        """The launcher for these arguments: one lookup on a probe of what specialises the
+        kernel (argument elements, tensor ranks, keywords); the full derivation, with its
+        errors, only on a miss."""
+        if not comptime and self._default is not None:
+            return self._default
+        try:
+            probe = (
+                tuple(arg_elem(args[i]) for i in self._generic_args),
+                tuple(len(args[i].shape) for i in self._tensor_args),  # type: ignore[attr-defined]
+                tuple(comptime.items()),
+            )
+            launcher = self._probes.get(probe)
+        except (IndexError, AttributeError, TypeError):  # a malformed launch: derive, and raise
+            probe, launcher = None, None
+        if launcher is None:
+            launcher = self._derive(args, dict(comptime))
+            if probe is not None:
+                self._probes[probe] = launcher
+            if not comptime and self._fixed:
+                self._default = launcher
+        return launcher
+
+    def _derive(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:
+        bindings = self._explicit_bindings(comptime)
+        if len(args) != len(self._runtime):
+            names = ", ".join(p.name for p in self._runtime)
+            raise LaunchConfigError(
+                f"kernel '{self.name}' takes {len(self._runtime)} arguments ({names}) plus "
+                f"Comptime keywords; got {len(args)}"
+            )
+        for var, positions in self._positions.items():
+            for i in positions:
+                self._infer(var, args[i], self._runtime[i].name, bindings)
+        ranks = {
+            self._runtime[i].name: self._rank(self._runtime[i].name, args[i])
+            for i in self._tensor_args
+        }
+        key = self._key(bindings, comptime, ranks)
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = Launcher(self._definition(key, bindings, comptime, ranks))
+            self._launchers[key] = launcher
+        return launcher
+
+    def _infer(self, var: ElemVar, arg: object, name: str, bindings: dict[ElemVar, Elem]) -> None:
+        try:
+            elem = arg_elem(arg)
+        except TypeError as exc:
+            raise LaunchConfigError(f"kernel '{self.name}': argument '{name}': {exc}") from None
+        if elem is None:
+            return
+        bound = bindings.get(var)
+        if bound is None:
+            bindings[var] = elem
+        elif bound is not elem:
+            raise LaunchConfigError(
+                f"kernel '{self.name}': argument '{name}' is {elem}, but {var.name} is {bound}"
+            )
+
+    def _rank(self, name: str, arg: object) -> int:
+        shape = getattr(arg, "shape", None)
+        if shape is None or not hasattr(arg, "strides"):
+            raise LaunchConfigError(
+                f"kernel '{self.name}': argument '{name}' expects a TensorArg or RudaTensor, got "
+                f"{arg!r}"
+            )
+        return len(shape)
+
+
+def kernel(fn: Callable[..., object]) -> Kernel:
+    """Declare a kernel (see :mod:`ruda_core.lang`).
+
+    :raises CompilationError: at once, for unsupported syntax or parameter annotations.
+    """
+    return Kernel(fn)

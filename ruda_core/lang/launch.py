@@ -1,0 +1,258 @@
+"""Launch glue: binding Python arguments to one specialised kernel and calling the client.
+
+A :class:`Launcher` is made once per specialisation. It holds the ``KernelTask`` and one binder
+per parameter, built from the definition, so a launch only checks and converts its arguments
+and makes one client call with the launch ABI of :mod:`ruda_core.ir.kernel`:
+
+* an ``Array`` parameter takes an :class:`ArrayArg` (or a contiguous ``RudaTensor``/
+  :class:`TensorArg`, whose element count is its length);
+* a ``Tensor`` parameter takes a :class:`TensorArg` or a ``RudaTensor``; its metadata length is
+  one more than its largest addressed offset;
+* a scalar parameter takes a Python or NumPy number, converted to the parameter's NumPy type (an
+  integer must fit; a float must not overflow; bool takes only bools).
+
+Every check raises :class:`LaunchConfigError` before anything is enqueued.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..ir import Elem, KernelDefinition, Param, ParamKind
+from ..runtime.compiler import KernelTask
+from ..runtime.errors import LaunchConfigError
+from ..runtime.launch import RudaCount, RudaDim
+from ..runtime.memory import Binding
+from .args import ArrayArg, HandleLike, TensorArg
+from .types import as_elem
+
+__all__ = ["Launcher", "Submit"]
+
+#: ``client.launch`` or ``client.launch_unchecked``.
+Submit = Callable[
+    [KernelTask, RudaCount, RudaDim, list[Binding], list[np.generic], list[int]], None
+]
+Binder = Callable[[object, list[Binding], list[np.generic], list[int], list[int]], None]
+
+_U32_LIMIT = 1 << 32
+_DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
+
+
+class Launcher:
+    """The launch path of one specialisation (thread-safe: it holds no per-launch state)."""
+
+    __slots__ = ("_binders", "_names", "definition", "task")
+
+    def __init__(self, definition: KernelDefinition) -> None:
+        self.definition = definition
+        self.task = KernelTask(definition)
+        self._binders = tuple(_binder(definition.name, p) for p in definition.params)
+        self._names = ", ".join(p.name for p in definition.params)
+
+    def launch(
+        self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
+    ) -> None:
+        """Check and convert ``args`` (one per parameter, in order) and call ``submit``.
+
+        :raises LaunchConfigError: for a wrong argument count, kind, element type or size.
+        """
+        if len(args) != len(self._binders):
+            raise LaunchConfigError(
+                f"kernel '{self.definition.name}' takes {len(self._binders)} arguments "
+                f"({self._names}) plus Comptime keywords; got {len(args)}"
+            )
+        bindings: list[Binding] = []
+        scalars: list[np.generic] = []
+        metadata: list[int] = []
+        dims: list[int] = []
+        for bind, arg in zip(self._binders, args, strict=True):
+            bind(arg, bindings, scalars, metadata, dims)
+        metadata += dims
+        submit(self.task, count, dim, bindings, scalars, metadata)
+
+
+def arg_elem(arg: object) -> Elem | None:
+    """The element type an argument declares (``None`` when it declares none)."""
+    if isinstance(arg, np.generic):
+        return _DTYPE_ELEMS.get(arg.dtype) or Elem.from_dtype(arg.dtype)
+    elem = getattr(arg, "elem", None)
+    return None if elem is None else as_elem(elem)
+
+
+def _binder(kernel: str, p: Param) -> Binder:
+    where = f"kernel '{kernel}': argument '{p.name}'"
+    if p.kind is ParamKind.ARRAY:
+        return _array_binder(where, p.elem)
+    if p.kind is ParamKind.TENSOR:
+        return _tensor_binder(where, p.elem, p.rank)
+    return _scalar_binder(where, p.elem)
+
+
+def _check_elem(where: str, declared: Elem, given: Elem | None) -> None:
+    if given is not None and given is not declared:
+        raise LaunchConfigError(f"{where} has {given} elements; the kernel declares {declared}")
+
+
+def _check_size(where: str, handle: HandleLike, count: int, itemsize: int) -> None:
+    nbytes = handle.nbytes
+    if count * itemsize > nbytes:
+        raise LaunchConfigError(
+            f"{where} covers {count} elements of {itemsize} B = {count * itemsize} B, but its "
+            f"handle holds {nbytes} B"
+        )
+
+
+def _tensor_parts(
+    where: str, arg: object
+) -> tuple[HandleLike, tuple[int, ...], tuple[int, ...], Elem | None]:
+    if type(arg) is TensorArg:
+        return arg.handle, arg.shape, arg.strides, arg.elem
+    if not (hasattr(arg, "handle") and hasattr(arg, "shape") and hasattr(arg, "strides")):
+        raise LaunchConfigError(f"{where} expects a TensorArg or RudaTensor, got {arg!r}")
+    shape = tuple(_u32(where, "extent", s) for s in arg.shape)
+    strides = tuple(_u32(where, "stride", s) for s in arg.strides)
+    if len(shape) != len(strides):
+        raise LaunchConfigError(f"{where}: shape {shape} and strides {strides} differ in rank")
+    return arg.handle, shape, strides, arg_elem(arg)
+
+
+def _u32(where: str, what: str, value: object) -> int:
+    try:
+        n = operator.index(value)  # type: ignore[arg-type]  # any int-like
+    except TypeError:
+        raise LaunchConfigError(f"{where}: {what} {value!r} is not an int") from None
+    if not 0 <= n < _U32_LIMIT:
+        raise LaunchConfigError(f"{where}: {what} {n} is outside 0..2**32-1")
+    return n
+
+
+def _span(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Elements addressed by a strided view: one more than its largest offset."""
+    span = 1
+    for extent, stride in zip(shape, strides, strict=True):
+        if extent == 0:
+            return 0
+        span += (extent - 1) * stride
+    return span
+
+
+def _array_binder(where: str, elem: Elem) -> Binder:
+    itemsize = elem.nbytes
+
+    def bind(
+        arg: object,
+        bindings: list[Binding],
+        _s: list[np.generic],
+        lengths: list[int],
+        _d: list[int],
+    ) -> None:
+        if type(arg) is ArrayArg:
+            handle, length, given = arg.handle, arg.length, arg.elem
+        else:
+            handle, shape, strides, given = _tensor_parts(where, arg)
+            if strides != _contiguous(shape):
+                raise LaunchConfigError(
+                    f"{where} is an Array parameter; a tensor with strides {strides} for shape "
+                    f"{shape} is not contiguous"
+                )
+            length = math.prod(shape)
+            if length >= _U32_LIMIT:
+                raise LaunchConfigError(f"{where} has {length} elements; the limit is 2**32-1")
+        _check_elem(where, elem, given)
+        _check_size(where, handle, length, itemsize)
+        bindings.append(handle.binding())
+        lengths.append(length)
+
+    return bind
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    return tuple(strides)
+
+
+def _tensor_binder(where: str, elem: Elem, rank: int) -> Binder:
+    itemsize = elem.nbytes
+
+    def bind(
+        arg: object,
+        bindings: list[Binding],
+        _s: list[np.generic],
+        lengths: list[int],
+        dims: list[int],
+    ) -> None:
+        handle, shape, strides, given = _tensor_parts(where, arg)
+        if len(shape) != rank:
+            raise LaunchConfigError(
+                f"{where} has rank {len(shape)}; this specialisation has {rank}"
+            )
+        _check_elem(where, elem, given)
+        span = _span(shape, strides)
+        if span >= _U32_LIMIT:
+            raise LaunchConfigError(f"{where} addresses {span} elements; the limit is 2**32-1")
+        _check_size(where, handle, span, itemsize)
+        bindings.append(handle.binding())
+        lengths.append(span)
+        dims += shape
+        dims += strides
+
+    return bind
+
+
+def _scalar_binder(where: str, elem: Elem) -> Binder:
+    if elem is Elem.BF16:
+
+        def refuse(arg: object, *_: object) -> None:
+            raise LaunchConfigError(f"{where} is bf16, which the host cannot pass; use f32")
+
+        return refuse
+    convert = _scalar_converter(where, elem)
+    scalar_type = elem.numpy.type
+
+    def bind(
+        arg: object, _b: list[Binding], scalars: list[np.generic], _l: list[int], _d: list[int]
+    ) -> None:
+        scalars.append(arg if type(arg) is scalar_type else convert(arg))  # type: ignore[arg-type]
+
+    return bind
+
+
+def _scalar_converter(where: str, elem: Elem) -> Callable[[object], np.generic]:
+    scalar_type = elem.numpy.type
+    if elem is Elem.BOOL:
+
+        def to_bool(arg: object) -> np.generic:
+            if not isinstance(arg, bool | np.bool_):
+                raise LaunchConfigError(f"{where} is bool; got {arg!r}")
+            return np.bool_(arg)
+
+        return to_bool
+    if elem.is_int:
+        info = np.iinfo(elem.numpy)
+        lo, hi = int(info.min), int(info.max)
+
+        def to_int(arg: object) -> np.generic:
+            if type(arg) is not int and not isinstance(arg, np.integer):
+                raise LaunchConfigError(f"{where} is {elem}; got {arg!r}, which is not an integer")
+            if not lo <= arg <= hi:
+                raise LaunchConfigError(f"{where} is {elem}; {arg} is outside {lo}..{hi}")
+            return scalar_type(arg)  # type: ignore[no-any-return]  # a NumPy scalar type
+
+        return to_int
+    limit = float(np.finfo(elem.numpy).max)
+
+    def to_float(arg: object) -> np.generic:
+        if type(arg) not in (float, int) and not isinstance(arg, np.floating | np.integer):
+            raise LaunchConfigError(f"{where} is {elem}; got {arg!r}, which is not a number")
+        in_range = -limit <= arg <= limit  # type: ignore[operator]  # a real number
+        if not in_range and not (isinstance(arg, float | np.floating) and not math.isfinite(arg)):
+            raise LaunchConfigError(f"{where} is {elem}; {arg!r} overflows it")
+        return scalar_type(arg)  # type: ignore[no-any-return]  # a NumPy scalar type
+
+    return to_float

@@ -1,0 +1,212 @@
+"""State of one kernel build: the blocks being filled, declared variables, unique names, the
+function being built (the kernel or an inlined ``@func``) and error reporting.
+
+A value of the front end (:data:`Value`) is an IR operand, an IR array, or a :class:`PyVal`: a
+compile-time Python value (a literal, a ``Comptime`` value, a module, a type, an ``@func`` …)
+that becomes IR only when it meets a typed value. This module knows nothing of Python syntax
+beyond locating nodes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from ..ir import (
+    Builtin,
+    Const,
+    Elem,
+    Instr,
+    Local,
+    LocalArray,
+    Op,
+    Operand,
+    Param,
+    SharedArray,
+    SourceLoc,
+    Stmt,
+)
+from ..runtime.errors import CompilationError
+from .syntax import ParsedFunction
+from .types import ElemVar
+
+__all__ = ["BuilderState", "Frame", "PyVal", "Return", "Value", "is_array"]
+
+
+@dataclass(frozen=True, slots=True)
+class PyVal:
+    """A compile-time Python value."""
+
+    value: object
+
+
+Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal
+
+
+def is_array(value: Value) -> bool:
+    """True for global array/tensor parameters, shared arrays and local arrays."""
+    if isinstance(value, Param):
+        return value.is_array
+    return isinstance(value, SharedArray | LocalArray)
+
+
+@dataclass(slots=True)
+class Return:
+    """Where the ``return`` statements of an inlined ``@func`` deliver.
+
+    A return nested in a runtime ``if`` or loop leaves a loop that wraps the function's body
+    (``wrapped``); from inside the function's own loops it also sets ``done``, which each of
+    those loops tests after it ends to leave the next enclosing loop.
+    """
+
+    elem: Elem | None  #: the annotated result element, if any
+    direct: bool  #: the only return is the last statement: its value is the result as is
+    depth: int = 0  #: the block depth of the function's top level
+    finished: bool = False  #: a top-level return was built; the rest is unreachable
+    result: Value | None = None
+    local: Local | None = None
+    done: Local | None = None
+    wrapped: bool = False
+    in_loops: int = 0  #: returns made inside the function's runtime loops so far
+    has_value: bool | None = None
+
+
+@dataclass(slots=True)
+class Frame:
+    """The function being built: its names, element bindings and loop nesting.
+
+    ``loops`` holds ``"loop"`` for IR loops and ``"unroll"`` for loops unrolled at build time.
+    """
+
+    parsed: ParsedFunction
+    scope: dict[str, Value]
+    bindings: dict[ElemVar, Elem]
+    locals_by_name: dict[str, Local] = field(default_factory=dict)
+    loops: list[str] = field(default_factory=list)
+    ret: Return | None = None
+
+
+class BuilderState:
+    """Mutable state of one build. Not thread-safe; one build runs on one thread."""
+
+    def __init__(self, kernel_name: str, frame: Frame) -> None:
+        self.kernel_name = kernel_name
+        self.frame = frame
+        self.blocks: list[list[Stmt]] = [[]]
+        self.locals: dict[Local, None] = {}
+        self.fresh: set[Local] = set()
+        self.shared: list[SharedArray] = []
+        self.local_arrays: list[LocalArray] = []
+        self.used: set[str] = set()
+        self.counter = 0
+        self.loc: SourceLoc | None = None
+        self.name_hint: str | None = None
+        self.inlining: list[object] = []
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def fail(self, message: str, node: ast.AST | None = None) -> NoReturn:
+        """Raise a CompilationError at ``node`` (else the current statement)."""
+        parsed = self.frame.parsed
+        if node is not None:
+            line = parsed.line(node)
+        elif self.loc is not None:
+            line = self.loc.line
+        else:
+            line = parsed.line(parsed.tree)
+        if parsed.kind == "kernel":
+            where = f"kernel '{self.kernel_name}'"
+        else:
+            where = f"@func '{parsed.name}' (inlined into kernel '{self.kernel_name}')"
+        raise CompilationError(
+            f"{parsed.file}:{line}: in {where}: {message}", file=parsed.file, line=line
+        )
+
+    def locate(self, node: ast.AST) -> SourceLoc:
+        return SourceLoc(self.frame.parsed.file, self.frame.parsed.line(node))
+
+    # -- names and variables ----------------------------------------------------------------
+
+    def unique(self, base: str) -> str:
+        """A name not used yet in this kernel: ``base``, else ``base_1``, ``base_2`` …"""
+        name, n = base, 0
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
+    def new_local(self, base: str, elem: Elem) -> Local:
+        local = Local(self.unique(base), elem)
+        self.locals[local] = None
+        return local
+
+    def temp(self, elem: Elem) -> Local:
+        """A fresh temporary (``_t<n>``)."""
+        name = f"_t{self.counter}"
+        while name in self.used:
+            self.counter += 1
+            name = f"_t{self.counter}"
+        self.counter += 1
+        return self.new_local(name, elem)
+
+    # -- emission ---------------------------------------------------------------------------
+
+    def append(self, stmt: Stmt) -> None:
+        self.blocks[-1].append(stmt)
+
+    def emit(self, op: Op, elem: Elem, *args: Operand | Param | SharedArray | LocalArray) -> Local:
+        """Append ``t = op(*args)`` with a fresh temporary ``t`` of ``elem``; return ``t``."""
+        out = self.temp(elem)
+        self.fresh.add(out)
+        self.append(Instr(op, out, args, self.loc))
+        return out
+
+    def emit_to(
+        self, out: Local | None, op: Op, *args: Operand | Param | SharedArray | LocalArray
+    ) -> None:
+        self.append(Instr(op, out, args, self.loc))
+
+    def write(self, dest: Local, value: Operand) -> None:
+        """``dest = value``: retargets the instruction that just computed a fresh temporary
+        ``value`` instead of copying it, so generated code reads ``y = a + b``."""
+        block = self.blocks[-1]
+        last = block[-1] if block else None
+        if (
+            isinstance(value, Local)
+            and value in self.fresh
+            and isinstance(last, Instr)
+            and last.out == value
+        ):
+            block[-1] = Instr(last.op, dest, last.args, last.loc)
+            self.fresh.discard(value)
+            del self.locals[value]
+            return
+        self.emit_to(dest, Op.ASSIGN, value)
+
+    def pin(self, value: Value) -> None:
+        """Mark ``value`` as bound to a name, so :meth:`write` never retargets it."""
+        if isinstance(value, Local):
+            self.fresh.discard(value)
+
+    @contextmanager
+    def capture(self) -> Iterator[list[Stmt]]:
+        """Collect the statements appended inside the ``with`` into a new list."""
+        block: list[Stmt] = []
+        self.blocks.append(block)
+        try:
+            yield block
+        finally:
+            self.blocks.pop()
+
+    @contextmanager
+    def into(self, block: list[Stmt]) -> Iterator[None]:
+        """Append to ``block`` inside the ``with``."""
+        self.blocks.append(block)
+        try:
+            yield
+        finally:
+            self.blocks.pop()

@@ -1,0 +1,452 @@
+"""Statements of the kernel language, and the inlining of ``@func`` calls.
+
+* ``name = value``: a name bound once (one plain assignment, never augmented, never a loop
+  target) to a compile-time value or an array stays that value; otherwise the name is a local
+  whose type is its first value's (a lone literal: int -> i32, float -> f32, bool -> bool) or
+  its annotation's (``acc: f32 = 0``). Later writes must have that type (literals adopt it).
+  Kernel parameters cannot be assigned.
+* ``a[i] = v`` and ``a[i] op= v`` store ``v`` of the array's element type (literals adopt it).
+* ``if``/``elif``/``else`` on a compile-time condition builds only the branch taken; on a runtime
+  condition (which must be bool) it is an IR ``If``.
+* ``for v in range(...)`` (1 to 3 arguments, the step a compile-time non-zero int) is an IR
+  ``RangeLoop``, even when the bounds are compile-time; the variable's type is the bounds'
+  common type (``i32`` for literals). ``for v in unroll(range(...))`` and ``for v in <tuple>``
+  over compile-time values are unrolled, so ``v`` is a compile-time value; ``break`` and
+  ``continue`` cannot leave an unrolled loop.
+* ``while cond`` is a ``Loop`` that tests ``cond`` first; ``break``, ``continue``, ``return``
+  (no value, ends the unit's kernel) and ``pass`` mean what they mean in Python.
+* A call whose result is unused is a statement (``sync_units()``, ``atomic_add(...)``, a device
+  function).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from ..ir import Break, Const, Continue, Elem, If, Loop, Op, Param, ParamKind, RangeLoop
+from ..ir import Return as ReturnStmt
+from .coerce import convert, default_elem, elem_of, implicit
+from .expressions import ExprBuilder
+from .func import Func
+from .scope import Frame, PyVal, Return, Value, is_array
+from .types import (
+    ArrayType,
+    Comptime,
+    ComptimeType,
+    ElemVar,
+    ScalarType,
+    TensorType,
+    annotation_type,
+)
+
+__all__ = ["StmtBuilder"]
+
+
+class StmtBuilder(ExprBuilder):
+    """Builds statements into the current block."""
+
+    def stmts(self, body: Iterable[ast.stmt]) -> None:
+        ret = self.frame.ret
+        for node in body:
+            if ret is not None and ret.finished:
+                return  # after a top-level return of a device function: unreachable
+            self.stmt(node)
+
+    def stmt(self, node: ast.stmt) -> None:
+        self.loc = self.locate(node)
+        if isinstance(node, ast.Assign):
+            self.name_hint = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
+            value = self.expr(node.value)
+            self.name_hint = None
+            if len(node.targets) > 1:
+                self.pin(value)  # read by every target: never retarget it into the first
+            for target in node.targets:
+                self.assign(target, value, node)
+        elif isinstance(node, ast.AnnAssign):
+            self.ann_assign(node)
+        elif isinstance(node, ast.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, ast.If):
+            self.if_stmt(node)
+        elif isinstance(node, ast.For):
+            self.for_stmt(node)
+        elif isinstance(node, ast.While):
+            self.while_stmt(node)
+        elif isinstance(node, ast.Break | ast.Continue):
+            self.jump(node)
+        elif isinstance(node, ast.Return):
+            self.return_stmt(node)
+        elif isinstance(node, ast.Expr):
+            self.expr_stmt(node)
+        elif not isinstance(node, ast.Pass):
+            self.fail(f"{type(node).__name__} is not supported in kernels", node)
+
+    # -- assignment -------------------------------------------------------------------------
+
+    def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> None:
+        if isinstance(target, ast.Subscript):
+            self.store(self.expr(target.value), self.expr(target.slice), value, target)
+        elif isinstance(target, ast.Name):
+            self.bind(target.id, value, node)
+        else:
+            self.fail("assign to a name or an array element", target)
+
+    def check_not_param(self, name: str, node: ast.AST) -> None:
+        """Kernel parameters are read-only names."""
+        if isinstance(self.frame.scope.get(name), Param) and self.frame.parsed.kind == "kernel":
+            self.fail(f"cannot assign to the parameter '{name}'; copy it into a new name", node)
+
+    def bind(self, name: str, value: Value, node: ast.AST) -> None:
+        frame = self.frame
+        self.check_not_param(name, node)
+        once = name in frame.parsed.once
+        if is_array(value) or (isinstance(value, PyVal) and once):
+            if not once:
+                self.fail(
+                    f"an array can be bound only to a name assigned once; '{name}' is "
+                    "assigned elsewhere too",
+                    node,
+                )
+            frame.scope[name] = value
+            return
+        self.write_name(name, value, node)
+
+    def write_name(self, name: str, value: Value, node: ast.AST, elem: Elem | None = None) -> None:
+        """Write ``value`` to the local ``name``, declaring it (of ``elem``, else of the value's
+        type) at its first write."""
+        frame = self.frame
+        local = frame.locals_by_name.get(name)
+        if local is None:
+            if elem is None:
+                elem = elem_of(value)
+            if elem is None:
+                if is_array(value):
+                    self.fail(f"the array '{value}' cannot be stored in a local", node)
+                elem = default_elem(self, value.value, node)  # type: ignore[union-attr]  # PyVal
+            local = self.new_local(name, elem)
+            frame.locals_by_name[name] = local
+        elif elem is not None and elem is not local.elem:
+            self.fail(f"'{name}' is already a local of type {local.elem}, not {elem}", node)
+        frame.scope[name] = local
+        self.write(local, convert(self, value, local.elem, node, f"local '{name}'"))
+
+    def ann_assign(self, node: ast.AnnAssign) -> None:
+        ann = self.expr(node.annotation)
+        name = node.target.id  # type: ignore[union-attr]  # checked by the syntax pass
+        value = self.expr(node.value)  # type: ignore[arg-type]  # checked by the syntax pass
+        self.check_not_param(name, node)
+        self.write_name(name, value, node, self.elem_arg(ann, node.annotation))
+
+    def aug_assign(self, node: ast.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            arr = self.expr(target.value)
+            index = self.expr(target.slice)
+            current = self.load(arr, index, target)
+            self.store(
+                arr, index, self.binary(node.op, current, self.expr(node.value), node), target
+            )
+            return
+        if not isinstance(target, ast.Name):
+            self.fail("assign to a name or an array element", target)
+        name = target.id
+        current = self.lookup(name, target)
+        self.bind(name, self.binary(node.op, current, self.expr(node.value), node), node)
+
+    def load(self, arr: Value, index: Value, node: ast.AST) -> Value:
+        if not is_array(arr):
+            self.fail(f"'{arr}' is not an array", node)
+        return self.emit(Op.INDEX, arr.elem, arr, self.index(index, node))  # type: ignore[union-attr, arg-type]
+
+    def store(self, arr: Value, index: Value, value: Value, node: ast.AST) -> None:
+        if not is_array(arr):
+            self.fail(f"'{arr}' is not an array; only array elements can be assigned", node)
+        index_op = self.index(index, node)
+        v = convert(self, value, arr.elem, node, f"an element of '{arr}'")  # type: ignore[union-attr]
+        self.emit_to(None, Op.INDEX_ASSIGN, arr, index_op, v)  # type: ignore[arg-type]  # array
+
+    # -- control flow -----------------------------------------------------------------------
+
+    def if_stmt(self, node: ast.If) -> None:
+        test = self.expr(node.test)
+        if isinstance(test, PyVal):
+            self.stmts(node.body if test.value else node.orelse)
+            return
+        cond = self.boolean(test, node.test, "an if condition")
+        loc = self.loc
+        with self.capture() as then:
+            self.stmts(node.body)
+        with self.capture() as orelse:
+            self.stmts(node.orelse)
+        self.append(If(cond, tuple(then), tuple(orelse), loc))
+
+    def expr_stmt(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            self.call(node.value, discard=True)
+        elif not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            self.fail("this expression has no effect", node)
+
+    def jump(self, node: ast.Break | ast.Continue) -> None:
+        word = "break" if isinstance(node, ast.Break) else "continue"
+        if not self.frame.loops or self.frame.loops[-1] == "unroll":
+            self.fail(f"'{word}' cannot leave an unrolled loop", node)
+        self.append(Break(self.loc) if word == "break" else Continue(self.loc))
+
+    def while_stmt(self, node: ast.While) -> None:
+        loc = self.loc
+        before = self.returns_in_loops()
+        with self.loop("loop"), self.capture() as body:
+            test = self.expr(node.test)
+            if isinstance(test, PyVal) and not test.value:
+                return
+            if not isinstance(test, PyVal):
+                cond = self.boolean(test, node.test, "a while condition")
+                self.append(If(self.emit(Op.NOT, Elem.BOOL, cond), (Break(loc),), (), loc))
+            self.stmts(node.body)
+        self.append(Loop(tuple(body), loc))
+        self.after_loop(before)
+
+    def for_stmt(self, node: ast.For) -> None:
+        name = node.target.id  # type: ignore[attr-defined]  # a Name, by the syntax pass
+        self.check_not_param(name, node.target)
+        it = node.iter
+        if isinstance(it, ast.Call) and self.callee(it) is range:
+            self.range_loop(name, it, node)
+            return
+        if isinstance(it, ast.Call) and getattr(self.callee(it), "name", None) == "unroll":
+            if len(it.args) != 1 or it.keywords:
+                self.fail("unroll() takes one iterable", it)
+            values = self.unroll_values(it.args[0])
+        else:
+            iterable = self.expr(it)
+            if not isinstance(iterable, PyVal) or not isinstance(iterable.value, tuple):
+                self.fail("a for loop iterates range(...), unroll(range(...)) or a tuple", it)
+            values = list(iterable.value)
+        for value in values:
+            self.frame.scope[name] = self.classify(value, name, node)
+            with self.loop("unroll"):
+                self.stmts(node.body)
+
+    def callee(self, call: ast.Call) -> object:
+        value = self.expr(call.func)
+        return value.value if isinstance(value, PyVal) else None
+
+    def unroll_values(self, node: ast.expr) -> list[object]:
+        if isinstance(node, ast.Call) and self.callee(node) is range:
+            bounds = [self.expr(a) for a in node.args]
+            if not all(isinstance(b, PyVal) for b in bounds):
+                self.fail("unroll(range(...)) needs compile-time bounds", node)
+            values: list[Any] = [b.value for b in bounds if isinstance(b, PyVal)]
+            result = self.comptime(lambda: tuple(range(*values)), node)
+        else:
+            result = self.expr(node)
+        if not isinstance(result, PyVal) or not isinstance(result.value, tuple):
+            self.fail("unroll() needs range(...) of compile-time ints or a tuple", node)
+        return list(result.value)
+
+    def range_loop(self, name: str, call: ast.Call, node: ast.For) -> None:
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            self.fail("range() takes 1 to 3 positional arguments", call)
+        args = [self.expr(a) for a in call.args]
+        start, end = (PyVal(0), args[0]) if len(args) == 1 else (args[0], args[1])
+        step = args[2] if len(args) == 3 else PyVal(1)
+        if not isinstance(step, PyVal) or not isinstance(step.value, int) or step.value == 0:
+            self.fail("the step of range() must be a compile-time non-zero int", call)
+        local = self.frame.locals_by_name.get(name)
+        elem = local.elem if local is not None else self.common(start, end, call, "range()")
+        if not elem.is_int:
+            self.fail(f"range() needs integers, got {elem}", call)
+        for bound in (start, end):
+            bound_elem = elem_of(bound)
+            if bound_elem is not None and not bound_elem.is_int:
+                self.fail(f"range() needs integer bounds, got {bound_elem}", call)
+        if step.value < 0 and not elem.is_signed:
+            self.fail(f"a negative step needs a signed loop variable, not {elem}", call)
+        start_op, end_op = implicit(self, start, elem, call), implicit(self, end, elem, call)
+        if local is None:
+            local = self.new_local(name, elem)
+            self.frame.locals_by_name[name] = local
+        self.frame.scope[name] = local
+        loc = self.loc
+        before = self.returns_in_loops()
+        with self.loop("loop"), self.capture() as body:
+            self.stmts(node.body)
+        step_const = Const(step.value, elem)
+        self.append(RangeLoop(local, start_op, end_op, step_const, tuple(body), loc))
+        self.after_loop(before)
+
+    def loop(self, kind: str) -> _LoopScope:
+        return _LoopScope(self, kind)
+
+    # -- device functions -------------------------------------------------------------------
+
+    def return_stmt(self, node: ast.Return) -> None:
+        ret = self.frame.ret
+        if ret is None:  # the kernel itself
+            self.append(ReturnStmt(self.loc))
+            return
+        value = self.expr(node.value) if node.value is not None else None
+        if ret.has_value is not None and ret.has_value != (value is not None):
+            self.fail("a function must return a value on every path or on none", node)
+        ret.has_value = value is not None
+        if ret.direct:
+            ret.result = value
+        elif value is not None:
+            if ret.local is None:
+                elem = ret.elem or elem_of(value)
+                if elem is None:
+                    if not isinstance(value, PyVal):
+                        self.fail("a function with several returns cannot return an array", node)
+                    elem = default_elem(self, value.value, node)
+                ret.local = self.new_local(f"_{self.frame.parsed.name}_result", elem)
+                ret.result = ret.local
+            self.write(ret.local, convert(self, value, ret.local.elem, node, "the result"))
+        if len(self.blocks) == ret.depth:
+            ret.finished = True
+            return
+        ret.wrapped = True
+        if "loop" in self.frame.loops:
+            if ret.done is None:
+                ret.done = self.new_local(f"_{self.frame.parsed.name}_done", Elem.BOOL)
+            self.write(ret.done, Const(True, Elem.BOOL))
+            ret.in_loops += 1
+        self.append(Break(self.loc))
+
+    def returns_in_loops(self) -> int:
+        ret = self.frame.ret
+        return ret.in_loops if ret is not None else 0
+
+    def after_loop(self, before: int) -> None:
+        """After an IR loop of a device function that returned from inside it: leave the next
+        enclosing loop too (``before`` is :meth:`returns_in_loops` from before the loop)."""
+        ret = self.frame.ret
+        if ret is not None and ret.done is not None and ret.in_loops > before:
+            self.append(If(ret.done, (Break(self.loc),), (), self.loc))
+
+    def call_func(
+        self, fn: Func, args: list[Value], kwargs: dict[str, Value], node: ast.Call, discard: bool
+    ) -> Value | None:
+        if fn in self.inlining:
+            self.fail(f"@func '{fn.parsed.name}' calls itself; recursion is not supported", node)
+        try:
+            bound = fn.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            self.fail(f"bad call of @func '{fn.parsed.name}': {exc}", node)
+        bound.apply_defaults()
+        annotations = fn.annotations
+        bindings = dict(self.frame.bindings)
+        params: list[tuple[str, Value]] = []
+        for name, raw in bound.arguments.items():
+            value = raw if isinstance(raw, Value) else self.classify(raw, name, node)
+            ann = annotation_type(annotations.get(name, inspect.Parameter.empty))
+            params.append((name, self.check_arg(fn, name, value, ann, bindings, node)))
+        ret_ann = annotation_type(annotations.get("return", inspect.Parameter.empty))
+        ret_elem = None
+        if isinstance(ret_ann, ScalarType | ElemVar):
+            ret_elem = ret_ann.elem if isinstance(ret_ann, ScalarType) else bindings.get(ret_ann)
+        parsed = fn.parsed
+        ret = Return(ret_elem, direct=parsed.returns <= 1 and parsed.tail_return)
+        if ret.elem is not None and not ret.direct:
+            ret.local = ret.result = self.new_local(f"_{parsed.name}_result", ret.elem)
+        caller, caller_loc = self.frame, self.loc
+        self.frame = Frame(parsed, {}, bindings, ret=ret)
+        self.inlining.append(fn)
+        try:
+            with self.capture() as body:
+                ret.depth = len(self.blocks)
+                for name, value in params:
+                    if name in parsed.assigned and not is_array(value):
+                        self.write_name(name, value, node)
+                    else:
+                        self.pin(value)
+                        self.frame.scope[name] = value
+                self.stmts(parsed.tree.body)
+        finally:
+            self.inlining.pop()
+            self.frame, self.loc = caller, caller_loc
+        if ret.has_value and not parsed.always_returns:
+            self.fail(f"@func '{parsed.name}' can end without returning a value", node)
+        if ret.wrapped:
+            if ret.done is not None:
+                self.write(ret.done, Const(False, Elem.BOOL))
+            self.append(Loop((*body, Break(self.loc)), self.loc))
+        else:
+            self.blocks[-1].extend(body)
+        result = ret.result
+        if result is None:
+            if not discard:
+                self.fail(f"@func '{parsed.name}' returns no value", node)
+            return None
+        if ret.direct and ret.elem is not None:
+            return convert(self, result, ret.elem, node, f"the result of @func '{parsed.name}'")
+        return result
+
+    def check_arg(
+        self,
+        fn: Func,
+        name: str,
+        value: Value,
+        ann: object,
+        bindings: dict[ElemVar, Elem],
+        node: ast.AST,
+    ) -> Value:
+        """Check an argument against its parameter's annotation (binding element variables)."""
+        where = f"argument '{name}' of @func '{fn.parsed.name}'"
+        if ann is inspect.Parameter.empty:
+            return value
+        if isinstance(ann, ComptimeType) or ann is Comptime:
+            if not isinstance(value, PyVal):
+                self.fail(f"{where} must be a compile-time value", node)
+            return value
+        if isinstance(ann, ArrayType | TensorType):
+            tensor = isinstance(ann, TensorType)
+            is_tensor = isinstance(value, Param) and value.kind is ParamKind.TENSOR
+            if not is_array(value) or (tensor and not is_tensor):
+                self.fail(f"{where} must be {'a tensor' if tensor else 'an array'}", node)
+            self.bind_elem(ann.elem, value.elem, bindings, where, node)  # type: ignore[union-attr]
+            return value
+        if isinstance(ann, ScalarType | ElemVar):
+            elem = elem_of(value)
+            if isinstance(ann, ElemVar) and ann not in bindings:
+                if elem is None:
+                    self.fail(f"{where} is a literal; {ann} cannot be inferred from it", node)
+                self.bind_elem(ann, elem, bindings, where, node)
+            target = ann.elem if isinstance(ann, ScalarType) else bindings[ann]
+            return convert(self, value, target, node, where)
+        self.fail(f"{where} has an unsupported annotation {ann!r}", node)
+
+    def bind_elem(
+        self, spec: object, elem: Elem, bindings: dict[ElemVar, Elem], where: str, node: ast.AST
+    ) -> None:
+        if isinstance(spec, ScalarType):
+            if spec.elem is not elem:
+                self.fail(f"{where} has {elem} elements; {spec} is declared", node)
+            return
+        var: ElemVar = spec  # type: ignore[assignment]  # ArrayType/TensorType hold one of two
+        bound = bindings.get(var)
+        if bound is None:
+            if elem not in var.allowed:
+                self.fail(f"{where} is {elem}, which {var} does not allow", node)
+            bindings[var] = elem
+        elif bound is not elem:
+            self.fail(f"{where} is {elem}, but {var} is {bound} here", node)
+
+
+class _LoopScope:
+    """``with``: push a loop kind on the current frame for the duration of the block."""
+
+    __slots__ = ("builder", "frame", "kind")
+
+    def __init__(self, builder: StmtBuilder, kind: str) -> None:
+        self.builder = builder
+        self.kind = kind
+        self.frame = builder.frame
+
+    def __enter__(self) -> None:
+        self.frame.loops.append(self.kind)
+
+    def __exit__(self, *exc: object) -> None:
+        self.frame.loops.pop()

@@ -1,0 +1,370 @@
+"""Reading a kernel or device function: its source, the syntax the language accepts, and its
+signature.
+
+:func:`parse_function` runs when ``@kernel``/``@func`` decorates a function: it parses the
+source and rejects, with a :class:`CompilationError` that names the function, file and line,
+everything the language never accepts (lambdas, lists, dicts, comprehensions, tuples, slices,
+nested functions, ``with``/``try``/``raise``/``import``/``global``, ``print``, ``for``/``while``
+``else`` clauses, tuple targets, ``return <value>`` in a kernel). Names are resolved later, when
+a kernel is specialised, because a module may define an ``@func`` after the kernel that calls it.
+This module builds no IR.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ..ir import Elem
+from ..runtime.errors import CompilationError
+from .types import (
+    ArrayType,
+    Comptime,
+    ComptimeType,
+    ElemSpec,
+    ElemVar,
+    ScalarType,
+    TensorType,
+    annotation_type,
+)
+
+__all__ = [
+    "KernelParam",
+    "ParsedFunction",
+    "evaluated_annotations",
+    "parse_function",
+    "parse_signature",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFunction:
+    """A checked Python function of the kernel language.
+
+    :param once: names bound by exactly one plain assignment and never otherwise written; such a
+        name bound to a compile-time value stays a compile-time value.
+    :param assigned: every name the body writes (assignments, augmented assignments, loop
+        targets).
+    :param returns: how many ``return`` statements the body has.
+    :param tail_return: the last top-level statement is a ``return``.
+    :param always_returns: every path through the body ends in a ``return``.
+    """
+
+    fn: Callable[..., object]
+    kind: str
+    name: str
+    tree: ast.FunctionDef
+    file: str
+    line_offset: int
+    once: frozenset[str]
+    assigned: frozenset[str]
+    returns: int
+    tail_return: bool
+    always_returns: bool
+
+    def line(self, node: ast.AST) -> int:
+        """The file line of ``node``."""
+        return self.line_offset + getattr(node, "lineno", 1)
+
+    def error(self, message: str, node: ast.AST | None = None) -> CompilationError:
+        line = self.line(node if node is not None else self.tree)
+        return CompilationError(
+            f"{self.file}:{line}: in {self.kind} '{self.name}': {message}",
+            file=self.file,
+            line=line,
+        )
+
+
+def parse_function(fn: Callable[..., object], kind: str) -> ParsedFunction:
+    """Parse and check ``fn`` (``kind`` is ``"kernel"`` or ``"@func"``, for messages).
+
+    :raises CompilationError: when the source cannot be read or uses unsupported syntax.
+    """
+    name = getattr(fn, "__name__", repr(fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise CompilationError(f"{kind} '{name}': {fn!r} is not a Python function")
+    file, first_line = code.co_filename, code.co_firstlineno
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as exc:
+        raise CompilationError(
+            f"{file}:{first_line}: {kind} '{name}': cannot read its source ({exc}); define it in "
+            "a file", file=file, line=first_line,
+        ) from None  # fmt: skip
+    tree = ast.parse(source)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise CompilationError(
+            f"{file}:{first_line}: {kind} '{name}' must be a plain `def` function",
+            file=file,
+            line=first_line,
+        )
+    counts = _AssignCounter()
+    for stmt in fdef.body:
+        counts.visit(stmt)
+    parsed = ParsedFunction(
+        fn=fn,
+        kind=kind,
+        name=name,
+        tree=fdef,
+        file=file,
+        line_offset=first_line - 1,
+        once=frozenset(n for n, c in counts.plain.items() if c == 1 and n not in counts.other),
+        assigned=frozenset(counts.plain) | counts.other,
+        returns=counts.returns,
+        tail_return=bool(fdef.body) and isinstance(fdef.body[-1], ast.Return),
+        always_returns=_always_returns(fdef.body),
+    )
+    _SyntaxChecker(parsed).check()
+    return parsed
+
+
+class _AssignCounter(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.plain: dict[str, int] = {}
+        self.other: set[str] = set()
+        self.returns = 0
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self.plain[target.id] = self.plain.get(target.id, 0) + 1
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name):
+            self.other.add(node.target.id)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if isinstance(node.target, ast.Name):
+            self.other.add(node.target.id)
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For) -> None:
+        if isinstance(node.target, ast.Name):
+            self.other.add(node.target.id)
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        self.returns += 1
+        self.generic_visit(node)
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+_STMTS = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.Break,
+    ast.Continue,
+    ast.Return,
+    ast.Expr,
+    ast.Pass,
+)
+_EXPRS = (
+    ast.BoolOp,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.IfExp,
+    ast.Compare,
+    ast.Call,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Name,
+)
+_OTHER = (ast.keyword, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+_REFUSED: dict[type[ast.AST], str] = {
+    ast.Lambda: "lambdas are not supported in kernels; define an @func",
+    ast.List: "lists are not supported in kernels; use LocalArray or SharedMemory",
+    ast.ListComp: "comprehensions are not supported in kernels; write a for loop",
+    ast.SetComp: "comprehensions are not supported in kernels; write a for loop",
+    ast.DictComp: "comprehensions are not supported in kernels; write a for loop",
+    ast.GeneratorExp: "generators are not supported in kernels; write a for loop",
+    ast.Dict: "dicts are not supported in kernels",
+    ast.Set: "sets are not supported in kernels",
+    ast.Tuple: "tuples are not supported in kernels; assign one value per statement",
+    ast.Slice: "slicing is not supported in kernels; index one element at a time",
+    ast.Starred: "starred expressions are not supported in kernels",
+    ast.NamedExpr: "the walrus operator is not supported in kernels",
+    ast.JoinedStr: "f-strings are not supported in kernels",
+    ast.FunctionDef: "nested functions are not supported; define an @func at module level",
+    ast.AsyncFunctionDef: "async functions are not supported in kernels",
+    ast.ClassDef: "classes cannot be defined in kernels",
+    ast.With: "`with` is not supported in kernels",
+    ast.Try: "`try` is not supported in kernels",
+    ast.Raise: "`raise` is not supported in kernels",
+    ast.Assert: "`assert` is not supported in kernels",
+    ast.Delete: "`del` is not supported in kernels",
+    ast.Import: "imports are not allowed in kernels; import at module level",
+    ast.ImportFrom: "imports are not allowed in kernels; import at module level",
+    ast.Global: "`global` is not supported in kernels",
+    ast.Nonlocal: "`nonlocal` is not supported in kernels",
+    ast.Yield: "generators are not supported in kernels",
+    ast.YieldFrom: "generators are not supported in kernels",
+    ast.Await: "`await` is not supported in kernels",
+}
+
+
+class _SyntaxChecker:
+    def __init__(self, parsed: ParsedFunction) -> None:
+        self.parsed = parsed
+
+    def fail(self, message: str, node: ast.AST) -> NoReturn:
+        raise self.parsed.error(message, node)
+
+    def check(self) -> None:
+        args = self.parsed.tree.args
+        if args.vararg is not None or args.kwarg is not None:
+            self.fail("*args and **kwargs are not supported", self.parsed.tree)
+        for stmt in self.parsed.tree.body:
+            for node in ast.walk(stmt):
+                self.node(node)
+
+    def node(self, node: ast.AST) -> None:
+        refused = _REFUSED.get(type(node))
+        if refused is not None:
+            self.fail(refused, node)
+        if isinstance(node, ast.For | ast.While) and node.orelse:
+            self.fail(f"`{type(node).__name__.lower()} ... else` is not supported", node)
+        elif isinstance(node, ast.For) and not isinstance(node.target, ast.Name):
+            self.fail("a for loop needs one plain name as its target", node)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self.target(target)
+        elif isinstance(node, ast.AugAssign):
+            self.target(node.target)
+        elif isinstance(node, ast.AnnAssign) and (
+            not isinstance(node.target, ast.Name) or node.value is None
+        ):
+            self.fail("an annotated assignment needs a plain name and a value", node)
+        elif (
+            isinstance(node, ast.Return) and node.value is not None and self.parsed.kind == "kernel"
+        ):
+            self.fail("a kernel cannot return a value; store results into an array", node)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+            and "print" not in self.parsed.assigned
+        ):
+            self.fail("print is not supported in kernels", node)
+        elif not isinstance(node, _STMTS + _EXPRS + _OTHER):
+            self.fail(f"{type(node).__name__} is not supported in kernels", node)
+
+    def target(self, target: ast.expr) -> None:
+        if not isinstance(target, ast.Name | ast.Subscript):
+            self.fail("assign to a name or an array element (a[i]), one per statement", target)
+
+
+# -- signatures ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KernelParam:
+    """One parameter of a kernel's Python signature.
+
+    :param kind: ``"array"``, ``"tensor"``, ``"scalar"`` or ``"comptime"``.
+    :param elem: the element (a scalar type or an element variable); ``None`` for comptime.
+    :param default: the default of a comptime parameter (``inspect.Parameter.empty`` if none).
+    """
+
+    name: str
+    kind: str
+    elem: ElemSpec | None
+    default: object = inspect.Parameter.empty
+
+    def resolve(self, bindings: dict[ElemVar, Elem]) -> Elem:
+        """The element of this parameter under ``bindings`` (which must bind its variable)."""
+        if isinstance(self.elem, ScalarType):
+            return self.elem.elem
+        if isinstance(self.elem, ElemVar):
+            return bindings[self.elem]
+        raise TypeError(f"parameter '{self.name}' has no element")
+
+
+def parse_signature(parsed: ParsedFunction) -> tuple[KernelParam, ...]:
+    """The kernel's parameters from its annotations.
+
+    :raises CompilationError: for a missing or unsupported annotation.
+    """
+    try:
+        annotations = evaluated_annotations(parsed.fn)
+    except Exception as exc:  # any error of the user's annotation expressions
+        raise parsed.error(f"cannot evaluate the annotations: {exc}") from None
+    sig = inspect.signature(parsed.fn)
+    args = parsed.tree.args
+    nodes = {a.arg: a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    params = [
+        _kernel_param(parsed, nodes[p.name], p, annotations.get(p.name, inspect.Parameter.empty))
+        for p in sig.parameters.values()
+    ]
+    return tuple(params)
+
+
+def evaluated_annotations(fn: Callable[..., object]) -> dict[str, Any]:
+    """``fn``'s annotations, string ones evaluated in its globals and closure.
+
+    :raises Exception: whatever evaluating an annotation raises.
+    """
+    code = fn.__code__
+    cells = fn.__closure__ or ()
+    closure = {}
+    for name, cell in zip(code.co_freevars, cells, strict=True):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # an empty cell: a name assigned after the definition
+            continue
+    return inspect.get_annotations(fn, eval_str=True, locals=closure)
+
+
+def _kernel_param(
+    parsed: ParsedFunction, node: ast.arg, p: inspect.Parameter, ann: object
+) -> KernelParam:
+    ann = annotation_type(ann)
+    if isinstance(ann, ArrayType):
+        kind = "array"
+    elif isinstance(ann, TensorType):
+        kind = "tensor"
+    elif isinstance(ann, ScalarType | ElemVar):
+        return _no_default(parsed, node, p, KernelParam(p.name, "scalar", ann))
+    elif isinstance(ann, ComptimeType) or ann is Comptime:
+        return KernelParam(p.name, "comptime", None, p.default)
+    else:
+        shown = "no annotation" if ann is inspect.Parameter.empty else f"annotation {ann!r}"
+        raise parsed.error(
+            f"parameter '{p.name}' has {shown}; use Array[T], Tensor[T], a scalar type (f32, u32 "
+            "…), an element variable (Float …) or Comptime[...]",
+            node,
+        )
+    return _no_default(parsed, node, p, KernelParam(p.name, kind, ann.elem))
+
+
+def _no_default(
+    parsed: ParsedFunction, node: ast.arg, p: inspect.Parameter, param: KernelParam
+) -> KernelParam:
+    if p.default is not inspect.Parameter.empty:
+        raise parsed.error(
+            f"only Comptime parameters may have a default ('{p.name}' has one)", node
+        )
+    return param

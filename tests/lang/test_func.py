@@ -1,0 +1,169 @@
+"""Device functions: inlining, argument binding and returns from anywhere."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ruda_core.ir import Loop
+from ruda_core.lang import Array, Comptime, Float, f32, f64, func, i32, kernel, u32
+from ruda_core.runtime.errors import CompilationError
+
+from .helpers import run, walk
+
+
+@func
+def square(x):
+    return x * x
+
+
+@func
+def first_negative(a: Array[f32], n: u32) -> i32:
+    for k in range(n):
+        if a[k] < 0:
+            return i32(k)
+    return -1
+
+
+@func
+def sign(v: Float) -> Float:
+    if v < 0:
+        return Float(-1)
+    elif v > 0:
+        return Float(1)
+    return Float(0)
+
+
+@func
+def find_pair(a: Array[i32], n: u32, target: i32) -> u32:
+    i = u32(0)
+    while i < n:
+        for j in range(2):
+            if a[i] == target + j:
+                return i
+        i += 1
+    return n
+
+
+@func
+def bumped(x):
+    x += 1
+    return x
+
+
+@func
+def fill(out: Array[i32], v: i32, COUNT: Comptime[int] = 2):
+    for k in range(COUNT):
+        out[k] = v
+
+
+@kernel
+def uses_funcs(x: Array[f32], ints: Array[i32], out: Array[f32], res: Array[i32], n: u32):
+    out[0] = square(x[0])
+    res[0] = first_negative(x, n)
+    out[1] = sign(x[1])
+    res[1] = i32(find_pair(ints, n, 7))
+    v = 5
+    w = bumped(v)
+    res[2] = v
+    res[3] = w
+    fill(res, 9, COUNT=1)
+
+
+def _reference(x: np.ndarray, ints: np.ndarray, n: int) -> tuple[list[float], list[int]]:
+    pair = next((i for i in range(n) if ints[i] in (7, 8)), n)
+    return [float(x[0]) ** 2, float(np.sign(x[1]))], [9, pair, 5, 6]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    x=st.lists(st.sampled_from([-2.0, -0.5, 0.0, 1.5, 3.0]), min_size=4, max_size=4),
+    ints=st.lists(st.integers(5, 9), min_size=4, max_size=4),
+    n=st.integers(0, 4),
+)
+def test_inlined_functions_compute_what_python_computes(x, ints, n):
+    xs, ii = np.array(x, np.float32), np.array(ints, np.int32)
+    out, res = np.zeros(2, np.float32), np.zeros(4, np.int32)
+    run(uses_funcs.definition(), x=xs, ints=ii, out=out, res=res, n=n)
+    want_out, want_res = _reference(xs, ii, n)
+    assert out.tolist() == want_out
+    assert res.tolist() == want_res
+
+
+def test_first_negative_result_lands_in_res0_before_fill():
+    @kernel
+    def only_neg(x: Array[f32], res: Array[i32], n: u32):
+        res[0] = first_negative(x, n)
+
+    res = np.zeros(1, np.int32)
+    run(only_neg.definition(), x=np.array([1, 2, -3, -4], np.float32), res=res, n=4)
+    assert res[0] == 2
+    run(only_neg.definition(), x=np.array([1, 2, 3, 4], np.float32), res=res, n=4)
+    assert res[0] == -1
+
+
+def test_only_functions_with_nested_returns_are_wrapped():
+    d = uses_funcs.definition()
+    wrappers = [s for s in walk(d.body) if isinstance(s, Loop)]
+    assert len(wrappers) == 4  # first_negative, sign, find_pair (+ its while loop)
+    names = {v.name for v in d.locals}
+    assert {"_first_negative_result", "_first_negative_done", "_sign_result"} <= names
+    assert "_square_result" not in names  # a single final return needs no result local
+
+
+@func
+def recurse(x):
+    return recurse(x)
+
+
+@func
+def maybe(x: f32) -> f32:
+    if x > 0:
+        return x
+
+
+@func
+def nothing(out: Array[f32]):
+    out[0] = 1.0
+
+
+def _build(body):
+    return kernel(body).definition()
+
+
+def test_recursion_is_refused():
+    def k(out: Array[f32]):
+        out[0] = recurse(out[0])
+
+    with pytest.raises(CompilationError, match="recursion"):
+        _build(k)
+
+
+def test_missing_return_path_is_refused():
+    def k(out: Array[f32]):
+        out[0] = maybe(out[0])
+
+    with pytest.raises(CompilationError, match="can end without returning"):
+        _build(k)
+
+
+def test_using_a_function_without_result_is_refused():
+    def k(out: Array[f32]):
+        out[1] = nothing(out)
+
+    with pytest.raises(CompilationError, match="returns no value"):
+        _build(k)
+
+
+def test_annotations_are_checked_at_the_call():
+    def wrong_type(out: Array[f64]):
+        out[0] = sign(out[0]) + first_negative(out, 2)
+
+    with pytest.raises(CompilationError, match="argument 'a' of @func 'first_negative'"):
+        _build(wrong_type)
+
+    def runtime_comptime(out: Array[i32], n: u32):
+        fill(out, 1, COUNT=n)
+
+    with pytest.raises(CompilationError, match="must be a compile-time value"):
+        _build(runtime_comptime)
