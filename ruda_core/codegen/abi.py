@@ -1,0 +1,105 @@
+"""The argument list of a generated kernel, as data for the host launcher.
+
+The order is fixed (see :mod:`ruda_core.ir.kernel`): one pointer per ARRAY/TENSOR parameter —
+followed, where the dialect has an ``offset_type``, by that buffer's byte offset — then one value
+per SCALAR parameter, then the ``u32`` metadata slots of
+:meth:`~ruda_core.ir.KernelDefinition.metadata_layout`, one ``unsigned int`` each. A launcher
+builds its packer from :class:`KernelArg` rows once per kernel and never parses source.
+This module only describes and declares arguments; it writes no kernel body.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Elem, KernelDefinition
+from .dialect import Dialect, MemSpace
+
+__all__ = ["ArgKind", "KernelArg", "Signature", "build_signature"]
+
+
+class ArgKind(enum.Enum):
+    """What the host passes for one kernel argument."""
+
+    BUFFER = "buffer"  #: the device pointer of ``bindings[index]``
+    OFFSET = "offset"  #: the byte offset of ``bindings[index]`` within its pointer
+    SCALAR = "scalar"  #: ``scalars[index]`` converted to ``dtype``
+    METADATA = "metadata"  #: ``metadata[index]`` as ``u32``
+
+
+@dataclass(frozen=True, slots=True)
+class KernelArg:
+    """One argument of a generated kernel.
+
+    :param name: the C parameter name.
+    :param kind: what the host passes.
+    :param ctype: the C type as declared.
+    :param dtype: for BUFFER the element layout the kernel reads (``uint16`` bits for bf16); for
+        the others the exact scalar type to pack.
+    :param index: position in the launch's bindings, scalars or metadata (by ``kind``).
+    """
+
+    name: str
+    kind: ArgKind
+    ctype: str
+    dtype: np.dtype
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A kernel's arguments, the prologue statements that finish them (offsets applied, raw
+    scalars converted) and the C name of each metadata slot, keyed ``(what, param, axis)``."""
+
+    args: tuple[KernelArg, ...]
+    prologue: tuple[str, ...]
+    metadata: dict[tuple[str, str, int], str] = field(default_factory=dict)
+
+
+def build_signature(
+    definition: KernelDefinition,
+    dialect: Dialect,
+    names: dict[str, str],
+    claim: Callable[[str], str],
+) -> Signature:
+    """The arguments of ``definition``. ``names`` maps parameter names to their C names;
+    ``claim`` hands out fresh identifiers for derived names (offsets, metadata, raw scalars)."""
+    args: list[KernelArg] = []
+    prologue: list[str] = []
+    for k, p in enumerate(definition.array_params):
+        name = names[p.name]
+        storage = dialect.storage_type(p.elem, MemSpace.GLOBAL)
+        pointer = f"{dialect.qualified(MemSpace.GLOBAL, storage, const=p.read_only)}*"
+        restrict = f" {dialect.restrict}" if p.read_only and dialect.restrict else ""
+        args.append(
+            KernelArg(name, ArgKind.BUFFER, pointer + restrict, dialect.host_dtype(p.elem), k)
+        )
+        if dialect.offset_type is not None:
+            offset = claim(f"{name.rstrip('_')}_offset")
+            args.append(
+                KernelArg(offset, ArgKind.OFFSET, dialect.offset_type, np.dtype(np.uint64), k)
+            )
+            byte = dialect.qualified(MemSpace.GLOBAL, dialect.type_name(Elem.U8), const=p.read_only)
+            prologue.append(f"{name} = ({pointer})(({byte}*){name} + {offset});")
+    for k, p in enumerate(definition.scalar_params):
+        name = names[p.name]
+        ctype, dtype = dialect.scalar_arg(p.elem)
+        value_type = dialect.type_name(p.elem)
+        if ctype == value_type:
+            args.append(KernelArg(name, ArgKind.SCALAR, ctype, dtype, k))
+        else:
+            raw = claim(f"{name.rstrip('_')}_arg")
+            args.append(KernelArg(raw, ArgKind.SCALAR, ctype, dtype, k))
+            prologue.append(f"const {value_type} {name} = {dialect.arg_to_value(p.elem, raw)};")
+    u32 = dialect.type_name(Elem.U32)
+    metadata: dict[tuple[str, str, int], str] = {}
+    for k, (what, p, axis) in enumerate(definition.metadata_layout()):
+        suffix = "len" if what == "len" else f"{what}{axis}"
+        meta = claim(f"{names[p.name].rstrip('_')}_{suffix}")
+        metadata[(what, p.name, axis)] = meta
+        args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
+    return Signature(tuple(args), tuple(prologue), metadata)

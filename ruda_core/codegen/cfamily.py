@@ -1,0 +1,437 @@
+"""The C-family emitter: one lowered :class:`KernelDefinition` and a :class:`Dialect` in, source
+text out.
+
+The output is one translation unit: a header comment naming the kernel and its Python source,
+the dialect's preamble, the helper functions the kernel needs, and the kernel. The kernel's
+prologue applies buffer offsets, converts raw scalar arguments and computes the position
+builtins it uses; then come shared arrays, local arrays and locals (zero-initialised), then the
+body as structured C with ``// file:line`` comments where the IR has locations. Names are the
+user's, mangled only where the target reserves them (see :mod:`~ruda_core.codegen.names`).
+
+``RangeLoop`` keeps Python's meaning: start and end are evaluated once, a hidden counter drives
+the loop (so writes to the variable do not change the iteration), and a step other than ±1
+stops at the end instead of stepping past it, so the counter can never wrap.
+
+The emitter never asks which dialect it has; it is pure and deterministic, imports no driver,
+and its output may serve as a cache key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..ir import (
+    ATOMIC_OPS,
+    PLANE_OPS,
+    Block,
+    Break,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Continue,
+    Elem,
+    If,
+    Instr,
+    KernelDefinition,
+    Local,
+    LocalArray,
+    Loop,
+    Op,
+    Operand,
+    Param,
+    RangeLoop,
+    Return,
+    SharedArray,
+    SourceLoc,
+    Stmt,
+)
+from ..ir.bounds import REPORT_PARAM
+from ..runtime.errors import CompilationError, UnsupportedFeature
+from .abi import KernelArg, Signature, build_signature
+from .atomics import AtomicLowering
+from .dialect import Dialect, MemSpace, Usage
+from .expr import ExprLowering
+from .names import NameTable
+from .plane import PlaneLowering
+from .prelude import Prelude
+
+__all__ = ["CFamilyEmitter", "EmittedKernel"]
+
+_T = TypeVar("_T")
+_INDENT = "    "
+_BUILTIN_NAMES = frozenset(kind.value for kind in BuiltinKind)
+#: Builtins in declaration order (each after the ones its formula names).
+_BUILTIN_ORDER = [
+    *(
+        f"{what}_{axis}"
+        for what in ("UNIT_POS", "RUDA_POS", "RUDA_DIM", "RUDA_COUNT")
+        for axis in "XYZ"
+    ),
+    "UNIT_POS",
+    "RUDA_POS",
+    "RUDA_DIM",
+    "RUDA_COUNT",
+    "ABSOLUTE_POS_X",
+    "ABSOLUTE_POS_Y",
+    "ABSOLUTE_POS_Z",
+    "ABSOLUTE_POS",
+    "PLANE_DIM",
+    "UNIT_POS_PLANE",
+]
+_AXIS_SOURCE = {"UNIT_POS": "unit", "RUDA_POS": "cube", "RUDA_DIM": "dim", "RUDA_COUNT": "count"}
+_LINEAR = {
+    "UNIT_POS": "UNIT_POS_Z * RUDA_DIM_X * RUDA_DIM_Y + UNIT_POS_Y * RUDA_DIM_X + UNIT_POS_X",
+    "RUDA_POS": "RUDA_POS_Z * RUDA_COUNT_X * RUDA_COUNT_Y + RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X",
+    "RUDA_DIM": "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z",
+    "RUDA_COUNT": "RUDA_COUNT_X * RUDA_COUNT_Y * RUDA_COUNT_Z",
+    "ABSOLUTE_POS": "ABSOLUTE_POS_Z * (RUDA_COUNT_X * RUDA_DIM_X) * (RUDA_COUNT_Y * RUDA_DIM_Y)"
+    " + ABSOLUTE_POS_Y * (RUDA_COUNT_X * RUDA_DIM_X) + ABSOLUTE_POS_X",
+}
+_IDENT = re.compile(r"[A-Z_]+")
+_METADATA_OPS = {Op.LEN: "len", Op.SHAPE: "shape", Op.STRIDE: "stride"}
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedKernel:
+    """Generated source with its entry point and argument list (see
+    :mod:`~ruda_core.codegen.abi`)."""
+
+    entrypoint: str
+    source: str
+    args: tuple[KernelArg, ...]
+
+
+class CFamilyEmitter:
+    """Emits kernels for one dialect. Stateless and reusable; :meth:`emit` is pure."""
+
+    __slots__ = ("dialect",)
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def emit(self, definition: KernelDefinition) -> EmittedKernel:
+        """Generate ``definition`` (verified, already lowered by the bounds pass).
+
+        :raises UnsupportedFeature: the target lacks something the kernel uses; the message
+            names the kernel, the Python location where known, and the capability.
+        :raises CompilationError: the definition uses something no C target can express.
+        """
+        writer = _KernelWriter(self.dialect, definition)
+        return writer.guarded(writer.run)
+
+    def arguments(self, definition: KernelDefinition) -> tuple[KernelArg, ...]:
+        """The argument list :meth:`emit` gives ``definition``, without generating its body.
+
+        :raises UnsupportedFeature: as :meth:`emit`, for the parameters' types.
+        """
+        writer = _KernelWriter(self.dialect, definition)
+        return writer.guarded(lambda: writer.start().args)
+
+
+def usage_of(definition: KernelDefinition) -> Usage:
+    """The element types and ``(operation, element)`` pairs ``definition`` uses."""
+    elems = {p.elem for p in definition.params}
+    elems |= {v.elem for v in definition.locals}
+    elems |= {s.elem for s in definition.shared} | {a.elem for a in definition.local_arrays}
+    ops: set[tuple[Op, Elem]] = set()
+
+    def walk(block: Block) -> None:
+        for stmt in block:
+            if isinstance(stmt, Instr):
+                elems.update(a.elem for a in stmt.args if isinstance(a, Const))
+                key = stmt.args[0].elem if stmt.args else Elem.U32
+                ops.add((stmt.op, key))
+                if stmt.op is Op.REPORT_OOB:
+                    ops.add((Op.ATOMIC_CAS, Elem.U32))
+            elif isinstance(stmt, If):
+                walk(stmt.then)
+                walk(stmt.orelse)
+            elif isinstance(stmt, RangeLoop | Loop):
+                walk(stmt.body)
+
+    walk(definition.body)
+    return Usage(frozenset(elems), frozenset(ops))
+
+
+class _KernelWriter:
+    """The state of one emission: names, helpers, used builtins and output lines."""
+
+    def __init__(self, dialect: Dialect, definition: KernelDefinition) -> None:
+        self.d = dialect
+        self.defn = definition
+        self.names = NameTable(dialect.reserved | _BUILTIN_NAMES, dialect.reserved_prefixes)
+        self.entry = self.names.claim(definition.name)
+        self.c: dict[str, str] = {p.name: self.names.claim(p.name) for p in definition.params}
+        self.signature: Signature | None = None
+        self.prelude = Prelude()
+        self.expr = ExprLowering(dialect, self.prelude, self._name_of)
+        self.atomics = AtomicLowering(self.expr)
+        self.plane = PlaneLowering(self.expr, lambda: self._builtin(BuiltinKind.UNIT_POS_PLANE))
+        self.builtins: set[str] = set()
+        self.lines: list[str] = []
+        self.loc: SourceLoc | None = None
+        self._commented: tuple[str, int] | None = None
+
+    def where(self) -> str:
+        loc = self.loc or self.defn.source
+        return f"kernel '{self.defn.name}'" + (f" ({loc})" if loc is not None else "")
+
+    def guarded(self, action: Callable[[], _T]) -> _T:
+        """``action()``, with errors re-raised naming the kernel and the current location."""
+        try:
+            return action()
+        except UnsupportedFeature as exc:
+            raise UnsupportedFeature(f"{self.where()}: {exc}") from exc
+        except CompilationError as exc:
+            loc = self.loc or self.defn.source
+            raise CompilationError(
+                f"{self.where()}: {exc}",
+                file=loc.file if loc else None,
+                line=loc.line if loc else None,
+            ) from exc
+
+    def start(self) -> Signature:
+        """Declare the parameters (and derived arguments), then the arrays and locals."""
+        if self.signature is None:
+            self.signature = build_signature(self.defn, self.d, self.c, self.names.claim)
+            declared: list[SharedArray | LocalArray | Local] = [
+                *self.defn.shared,
+                *self.defn.local_arrays,
+                *self.defn.locals,
+            ]
+            for var in declared:
+                self.c[var.name] = self.names.claim(var.name)
+        return self.signature
+
+    # -- assembly ---------------------------------------------------------------------------
+
+    def run(self) -> EmittedKernel:
+        d, defn = self.d, self.defn
+        signature = self.start()
+        preamble = d.preamble(usage_of(defn))
+        self._block(defn.body, 1)
+        body, self.lines = self.lines, []
+        self.loc = None
+        declarations = self._declarations()
+        source = "from " + str(defn.source) if defn.source is not None else "(no source location)"
+        out = [f"// Kernel {defn.name} {source}", f"// Generated by ruda for {d.name}.", ""]
+        if preamble:
+            out += [*preamble, ""]
+        out += self.prelude.render()
+        args = [f"{_INDENT}{a.ctype} {a.name}" for a in signature.args]
+        if args:
+            out += [f"{d.kernel_prefix} {self.entry}(", ",\n".join(args), ") {"]
+        else:
+            out.append(f"{d.kernel_prefix} {self.entry}(void) {{")
+        out += declarations
+        if declarations and body:
+            out.append("")
+        out += [*body, "}", ""]
+        return EmittedKernel(self.entry, "\n".join(out), signature.args)
+
+    def _declarations(self) -> list[str]:
+        d, defn = self.d, self.defn
+        lines = [_INDENT + line for line in self.start().prologue]
+        u32 = d.type_name(Elem.U32)
+        needed = self._builtin_closure()
+        lines += [
+            f"{_INDENT}const {u32} {name} = {self._builtin_formula(name)};"
+            for name in _BUILTIN_ORDER
+            if name in needed
+        ]
+        for s in defn.shared:
+            decl = d.shared_decl(d.storage_type(s.elem, MemSpace.SHARED), self.c[s.name], s.length)
+            lines.append(_INDENT + decl)
+        for a in defn.local_arrays:
+            storage = d.storage_type(a.elem, MemSpace.LOCAL)
+            lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
+        for v in defn.locals:
+            zero = d.literal(False if v.elem is Elem.BOOL else 0, v.elem)
+            lines.append(f"{_INDENT}{d.type_name(v.elem)} {self.c[v.name]} = {zero};")
+        return lines
+
+    def _builtin_formula(self, name: str) -> str:
+        if name in _LINEAR:
+            return _LINEAR[name]
+        if name.startswith("ABSOLUTE_POS_"):
+            axis = name[-1]
+            return f"RUDA_POS_{axis} * RUDA_DIM_{axis} + UNIT_POS_{axis}"
+        if name == "PLANE_DIM":
+            return self.d.plane_dim()
+        if name == "UNIT_POS_PLANE":
+            return self.d.plane_lane() or "UNIT_POS % PLANE_DIM"
+        return self.d.position(_AXIS_SOURCE[name[:-2]], "XYZ".index(name[-1]))
+
+    def _builtin_closure(self) -> set[str]:
+        needed = set(self.builtins)
+        for name in reversed(_BUILTIN_ORDER):
+            if name in needed:
+                needed.update(
+                    n for n in _IDENT.findall(self._builtin_formula(name)) if n in _BUILTIN_NAMES
+                )
+        return needed
+
+    # -- operands ---------------------------------------------------------------------------
+
+    def _builtin(self, kind: BuiltinKind) -> str:
+        self.builtins.add(kind.value)
+        return kind.value
+
+    def _name_of(self, operand: Operand) -> str:
+        if isinstance(operand, Builtin):
+            return self._builtin(operand.kind)
+        return self.c[operand.name]  # type: ignore[union-attr]  # Local or Param
+
+    # -- statements -------------------------------------------------------------------------
+
+    def _line(self, depth: int, text: str) -> None:
+        self.lines.append(_INDENT * depth + text)
+
+    def _locate(self, loc: SourceLoc | None, depth: int) -> None:
+        if loc is None:
+            return
+        self.loc = loc
+        key = (loc.file, loc.line)
+        if key != self._commented:
+            self._commented = key
+            self._line(depth, f"// {os.path.basename(loc.file)}:{loc.line}")
+
+    def _block(self, block: Block, depth: int) -> None:
+        for stmt in block:
+            self._stmt(stmt, depth)
+
+    def _stmt(self, stmt: Stmt, depth: int) -> None:
+        self._locate(stmt.loc, depth)
+        if isinstance(stmt, Instr):
+            self._instr(stmt, depth)
+        elif isinstance(stmt, If):
+            self._line(depth, f"if ({self.expr.text(stmt.cond)}) {{")
+            self._block(stmt.then, depth + 1)
+            if stmt.orelse:
+                self._line(depth, "} else {")
+                self._block(stmt.orelse, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, RangeLoop):
+            self._range_loop(stmt, depth)
+        elif isinstance(stmt, Loop):
+            self._line(depth, "for (;;) {")
+            self._block(stmt.body, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, Break):
+            self._line(depth, "break;")
+        elif isinstance(stmt, Continue):
+            self._line(depth, "continue;")
+        elif isinstance(stmt, Return):
+            self._line(depth, "return;")
+        else:
+            raise CompilationError(f"{stmt!r} is not a statement")
+
+    def _range_loop(self, loop: RangeLoop, depth: int) -> None:
+        d, expr = self.d, self.expr
+        elem = loop.var.elem
+        ctype, var = d.type_name(elem), self.c[loop.var.name]
+        counter = self.names.claim(f"{var.rstrip('_')}_it")
+        init = f"{ctype} {counter} = {expr.text(loop.start)}"
+        end = expr.text(loop.end)
+        if isinstance(loop.end, Local):  # the body may assign it; Python reads it once
+            end_name = self.names.claim(f"{var.rstrip('_')}_end")
+            init += f", {end_name} = {end}"
+            end = end_name
+        step = int(loop.step.value)
+        cond = f"{counter} < {end}" if step > 0 else f"{counter} > {end}"
+        if abs(step) == 1:
+            advance = f"{counter}++" if step > 0 else f"{counter}--"
+        else:  # step only while it stays inside the range, so the counter never wraps
+            unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
+            size = expr.literal(abs(step), unsigned)
+
+            def wide(x: str) -> str:
+                return x if elem is unsigned else f"({d.type_name(unsigned)}){x}"
+
+            if step > 0:
+                distance, moved = f"{wide(end)} - {wide(counter)}", f"{wide(counter)} + {size}"
+            else:
+                distance, moved = f"{wide(counter)} - {wide(end)}", f"{wide(counter)} - {size}"
+            if elem is not unsigned:
+                moved = f"({ctype})({moved})"
+            advance = f"{counter} = {distance} > {size} ? {moved} : {end}"
+        self._line(depth, f"for ({init}; {cond}; {advance}) {{")
+        self._line(depth + 1, f"{var} = {counter};")
+        self._block(loop.body, depth + 1)
+        self._line(depth, "}")
+
+    # -- instructions -----------------------------------------------------------------------
+
+    def _array(self, arr: object) -> tuple[str, MemSpace]:
+        if isinstance(arr, Param):
+            return self.c[arr.name], MemSpace.GLOBAL
+        if isinstance(arr, SharedArray):
+            return self.c[arr.name], MemSpace.SHARED
+        if isinstance(arr, LocalArray):
+            return self.c[arr.name], MemSpace.LOCAL
+        raise CompilationError(f"{arr!r} is not an array")
+
+    def _instr(self, ins: Instr, depth: int) -> None:
+        op, out, args, expr = ins.op, ins.out, ins.args, self.expr
+        value: str
+        if op is Op.INDEX_ASSIGN:
+            base, space = self._array(args[0])
+            index, stored = expr.text(args[1]), expr.text(args[2])  # type: ignore[arg-type]
+            self._line(depth, self.d.store(args[0].elem, space, base, index, stored) + ";")
+            return
+        if op is Op.SYNC_UNITS:
+            self._line(depth, self.d.sync_units())
+            return
+        if op is Op.REPORT_OOB:
+            self._report(ins, depth)
+            return
+        if op is Op.INDEX:
+            base, space = self._array(args[0])
+            value = self.d.load(args[0].elem, space, base, expr.text(args[1]))  # type: ignore[arg-type]
+        elif op in _METADATA_OPS:
+            axis = int(args[1].value) if op is not Op.LEN else 0  # type: ignore[union-attr]
+            value = self.start().metadata[(_METADATA_OPS[op], args[0].name, axis)]  # type: ignore[union-attr]
+        elif op is Op.RANK:
+            value = expr.literal(args[0].rank, Elem.U32)  # type: ignore[union-attr]
+        elif op in ATOMIC_OPS:
+            base, space = self._array(args[0])
+            ptr = f"&{base}[{expr.text(args[1])}]"  # type: ignore[arg-type]
+            values = [expr.text(a) for a in args[2:]]  # type: ignore[arg-type]
+            value = self.atomics.expression(op, args[0].elem, space, ptr, values)
+        elif op in PLANE_OPS:
+            texts = [expr.text(a) for a in args]  # type: ignore[arg-type]
+            value = self.plane.expression(op, args[0].elem, texts)
+        elif op is Op.CAST:
+            if out is None:
+                raise CompilationError("cast without a result")
+            value = expr.cast(args[0], args[0].elem, out.elem)  # type: ignore[arg-type]
+        else:
+            elem = args[1].elem if op is Op.SELECT else args[0].elem
+            value = expr.apply(op, elem, args)  # type: ignore[arg-type]
+        if out is None:
+            self._line(depth, f"{value};")
+        else:
+            self._line(depth, f"{self.c[out.name]} = {value};")
+
+    def _report(self, ins: Instr, depth: int) -> None:
+        """REPORT_OOB: the first report wins the flag and writes the other five words."""
+        report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
+        if report is None:
+            raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
+        expr, u32 = self.expr, self.d.type_name(Elem.U32)
+        base = self.c[report.name]
+        zero, one = expr.literal(0, Elem.U32), expr.literal(1, Elem.U32)
+        flag = self.atomics.expression(
+            Op.ATOMIC_CAS, Elem.U32, MemSpace.GLOBAL, f"&{base}[0]", [zero, one]
+        )
+        buffer_no, index, length = (expr.text(a) for a in ins.args)  # type: ignore[arg-type]
+        self._line(depth, f"if ({flag} == {zero}) {{")
+        words = [buffer_no, f"({u32}){index}", f"({u32})({index} >> 32)"]
+        words += [f"({u32}){length}", f"({u32})({length} >> 32)"]
+        for k, word in enumerate(words, start=1):
+            self._line(depth + 1, f"{base}[{k}] = {word};")
+        self._line(depth, "}")

@@ -1,0 +1,54 @@
+"""``CFamilyCompiler``: the shared :class:`~ruda_core.runtime.compiler.Compiler` of C-family
+backends. A backend subclass names its target and builds its :class:`Dialect` from the
+``CompileOptions``; everything else is here. Pure: no driver is imported or called.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+from ..ir import KernelDefinition
+from ..ir.bounds import REPORT_PARAM
+from ..runtime.compiler import CompiledKernel, CompileOptions, Compiler
+from ..runtime.launch import ExecutionMode
+from .cfamily import CFamilyEmitter
+from .dialect import Dialect
+
+__all__ = ["CFamilyCompiler"]
+
+
+class CFamilyCompiler(Compiler):
+    """Compiles a lowered definition to C-family source with the subclass's dialect.
+
+    ``CompiledKernel.extra`` holds ``"args"``, the kernel's argument list as
+    :class:`~ruda_core.codegen.abi.KernelArg` rows (what the host launcher packs), and
+    ``"report_binding"``, the binding index of the Validate-mode report buffer (or ``None``).
+    """
+
+    @abstractmethod
+    def dialect(self, options: CompileOptions) -> Dialect:
+        """The dialect for a device described by ``options``.
+
+        :raises ValueError: when ``options`` holds a malformed setting for this target.
+        """
+
+    def compile(
+        self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
+    ) -> CompiledKernel:
+        """Generate source for ``definition``.
+
+        :raises UnsupportedFeature: the device lacks a capability the kernel needs (the message
+            names the kernel and the capability).
+        :raises CompilationError: the definition cannot be expressed in C.
+        """
+        emitted = CFamilyEmitter(self.dialect(options)).emit(definition)
+        names = [p.name for p in definition.array_params]
+        report = names.index(REPORT_PARAM) if REPORT_PARAM in names else None
+        return CompiledKernel(
+            entrypoint=emitted.entrypoint,
+            source=emitted.source,
+            definition=definition,
+            mode=mode,
+            shared_bytes=sum(s.length * s.elem.nbytes for s in definition.shared),
+            extra={"args": emitted.args, "report_binding": report},
+        )

@@ -1,0 +1,300 @@
+"""The :class:`Dialect` contract: everything that differs between C-family targets.
+
+The :class:`~ruda_core.codegen.cfamily.CFamilyEmitter` writes one C program for every target and
+asks its dialect for each target-specific piece: type names, qualifiers, literals, builtins,
+barriers, atomics, plane (warp / subgroup) primitives and the conversions of narrow floats. The
+defaults are plain C99 (``<stdint.h>`` types, ``<math.h>`` functions); a default that C99 cannot
+express raises :class:`~ruda_core.runtime.errors.UnsupportedFeature`, like CubeCL's default trait
+methods. A dialect is an immutable description of one target with its capabilities; it never
+imports a driver and holds no per-kernel state.
+
+Templates returned by the atomic and plane hooks are ``str.format`` strings over the fields
+``{ptr}`` (element address), ``{v}`` (value), ``{cmp}`` (compared value) and ``{lane}``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from abc import ABC
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Elem, Op
+from ..runtime.errors import UnsupportedFeature
+from .names import C99_KEYWORDS, MATH_NAMES
+
+__all__ = ["BITS_ELEM", "Dialect", "MemSpace", "Usage"]
+
+
+class MemSpace(enum.Enum):
+    """Where an array lives."""
+
+    GLOBAL = "global"  #: a buffer parameter
+    SHARED = "shared"  #: one array per cube
+    LOCAL = "local"  #: one array per unit
+
+
+#: The unsigned integer of each element size: the bit pattern type of atomics and bit casts.
+BITS_ELEM = {1: Elem.U8, 2: Elem.U16, 4: Elem.U32, 8: Elem.U64}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one kernel uses, for :meth:`Dialect.preamble`: its element types and the
+    ``(operation, element)`` pairs of its instructions (atomics and plane operations by their
+    array or value element)."""
+
+    elems: frozenset[Elem]
+    ops: frozenset[tuple[Op, Elem]]
+
+    def uses(self, ops: frozenset[Op] | set[Op]) -> bool:
+        """True when any instruction's operation is in ``ops``."""
+        return any(op in ops for op, _ in self.ops)
+
+
+_C99_TYPES = {
+    Elem.BOOL: "bool",
+    Elem.I8: "int8_t",
+    Elem.I16: "int16_t",
+    Elem.I32: "int32_t",
+    Elem.I64: "int64_t",
+    Elem.U8: "uint8_t",
+    Elem.U16: "uint16_t",
+    Elem.U32: "uint32_t",
+    Elem.U64: "uint64_t",
+    Elem.F32: "float",
+    Elem.F64: "double",
+}
+_UNSUFFIXED_MATH = frozenset({"isnan", "isinf"})
+
+
+class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses override some
+    """A C-family target. Subclasses override class attributes and the hooks below.
+
+    Every hook is pure. Hooks that cannot express something raise ``UnsupportedFeature`` with a
+    message naming the missing capability; the emitter adds the kernel's name.
+    """
+
+    #: Human-readable target name, used in the header comment and errors.
+    name = "C99"
+    #: Text before a kernel's name in its definition.
+    kernel_prefix = "void"
+    #: Text before a generated helper function's return type.
+    function_prefix = "static inline"
+    #: The restrict qualifier written on read-only buffer parameters.
+    restrict = "restrict"
+    #: Storage class of shared arrays.
+    shared_qualifier = "static"
+    #: When set, every buffer parameter is followed by a byte offset argument of this C type that
+    #: the kernel adds to the pointer in its prologue (the host binds pool pages plus offsets).
+    offset_type: str | None = None
+    #: Type of integers that hold addresses.
+    uintptr = "uintptr_t"
+    #: Suffixes of integer literals.
+    int_suffix = {Elem.U32: "u", Elem.I64: "LL", Elem.U64: "ULL"}
+    #: Names user identifiers must not take (keywords, types, functions the emitter calls).
+    reserved = C99_KEYWORDS | MATH_NAMES
+    #: Prefixes of target builtins user identifiers must not start with.
+    reserved_prefixes: tuple[str, ...] = ()
+    #: The C type of each element; an element missing here is unsupported.
+    types: Mapping[Elem, str] = _C99_TYPES
+    #: Templates of the ``u32`` position builtins by kind (``unit``: position in the cube,
+    #: ``cube``: position of the cube, ``dim``: units per cube, ``count``: cubes), with the
+    #: fields ``{axis}`` (0, 1, 2) and ``{xyz}`` (x, y, z).
+    positions: Mapping[str, str] = {}
+    #: The barrier statement of one cube (``None``: the target has none).
+    barrier: str | None = None
+    #: Bit casts of float elements: ``(bits to value, value to bits)`` templates over ``{}``.
+    bit_casts: Mapping[Elem, tuple[str, str]] = {}
+    #: True when math functions are overloaded on their argument type (no C99 ``f`` suffix).
+    overloaded_math = False
+    #: True when the target has an ``rsqrt`` function (else ``1 / sqrt``).
+    has_rsqrt = False
+
+    # -- types ------------------------------------------------------------------------------
+
+    def type_name(self, elem: Elem) -> str:
+        """The C type of a value of ``elem`` (locals, scalars, expressions)."""
+        try:
+            return self.types[elem]
+        except KeyError:
+            raise UnsupportedFeature(f"{self.name} has no {elem} type") from None
+
+    def storage_type(self, elem: Elem, space: MemSpace) -> str:
+        """The C element type of an array of ``elem`` in ``space``."""
+        return self.type_name(elem)
+
+    def host_dtype(self, elem: Elem) -> np.dtype:
+        """The NumPy dtype of one buffer element as the host lays it out (bf16 as raw bits)."""
+        return np.dtype(np.uint16) if elem is Elem.BF16 else elem.numpy
+
+    def scalar_arg(self, elem: Elem) -> tuple[str, np.dtype]:
+        """The C type and host dtype of a scalar kernel argument of ``elem``."""
+        return self.type_name(elem), self.host_dtype(elem)
+
+    def arg_to_value(self, elem: Elem, expr: str) -> str:
+        """Converts a scalar argument (of :meth:`scalar_arg`'s type) to a value of ``elem``."""
+        return expr
+
+    def qualified(
+        self, space: MemSpace, ctype: str, *, const: bool = False, volatile: bool = False
+    ) -> str:
+        """The pointee type of a pointer to ``ctype`` in ``space``, with qualifiers."""
+        quals = ("volatile " if volatile else "") + ("const " if const else "")
+        return f"{quals}{ctype}"
+
+    def shared_decl(self, ctype: str, name: str, length: int) -> str:
+        """The declaration of a shared array (function scope)."""
+        return f"{self.shared_qualifier} {ctype} {name}[{length}];"
+
+    def load(self, elem: Elem, space: MemSpace, base: str, index: str) -> str:
+        """An expression reading ``base[index]`` as a value of ``elem``."""
+        return f"{base}[{index}]"
+
+    def store(self, elem: Elem, space: MemSpace, base: str, index: str, value: str) -> str:
+        """A statement (without ``;``) writing ``value`` (of ``elem``) to ``base[index]``."""
+        return f"{base}[{index}] = {value}"
+
+    # -- literals and conversions -----------------------------------------------------------
+
+    def literal(self, value: int | float | bool, elem: Elem) -> str:
+        """A C expression of type :meth:`type_name` ``(elem)`` for a constant."""
+        if elem is Elem.BOOL:
+            return "true" if value else "false"
+        if elem.is_int:
+            return self.int_literal(int(value), elem)
+        compute = self.compute_elem(elem)
+        if compute is not elem:
+            return self.narrow(elem, self.literal(value, compute), compute)
+        value = float(value)
+        if not math.isfinite(value):
+            return self.float_special(value, elem)
+        return self.float_literal(value, elem)
+
+    def int_literal(self, value: int, elem: Elem) -> str:
+        suffix = self.int_suffix.get(elem, "")
+        if elem.is_signed and value == -(1 << (elem.bits - 1)) and elem.bits >= 32:
+            return f"(-{-value - 1}{suffix} - 1{suffix})"  # the minimum has no literal form
+        return f"{value}{suffix}"
+
+    def float_literal(self, value: float, elem: Elem) -> str:
+        """A finite float literal; the text round-trips to exactly ``value``."""
+        if elem is Elem.F64:
+            return repr(value)
+        return f"{np.float32(value)!s}f"
+
+    def float_special(self, value: float, elem: Elem) -> str:
+        """An infinity or NaN of ``elem``."""
+        sign = "-" if value < 0 else ""
+        text = "NAN" if math.isnan(value) else f"{sign}INFINITY"
+        return text if elem is Elem.F32 else f"(({self.type_name(elem)}){text})"
+
+    def compute_elem(self, elem: Elem) -> Elem:
+        """The element whose C operators and math functions compute ``elem``'s arithmetic: ``elem``
+        itself, or a wider float for floats the target only stores (converted with
+        :meth:`widen` and :meth:`narrow`)."""
+        return elem
+
+    def widen(self, elem: Elem, expr: str) -> str:
+        """A value of ``elem`` as a value of :meth:`compute_elem` ``(elem)``."""
+        return expr
+
+    def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
+        """A value of ``source`` (any element) converted to ``elem``, rounding to nearest even."""
+        return f"({self.type_name(elem)}){expr}"
+
+    def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
+        """A float of ``source`` truncated toward zero to the integer ``target``."""
+        return f"({self.type_name(target)}){expr}"
+
+    def bits_to_value(self, elem: Elem, expr: str) -> str:
+        """Reinterprets an unsigned integer of ``elem``'s size as a value of ``elem``."""
+        if elem in self.bit_casts:
+            return self.bit_casts[elem][0].format(expr)
+        if elem.is_float:
+            raise UnsupportedFeature(f"{self.name} has no bit cast to {elem}")
+        return f"({self.type_name(elem)}){expr}"
+
+    def value_to_bits(self, elem: Elem, expr: str) -> str:
+        """Reinterprets a value of ``elem`` as the unsigned integer of its size."""
+        if elem in self.bit_casts:
+            return self.bit_casts[elem][1].format(expr)
+        if elem.is_float:
+            raise UnsupportedFeature(f"{self.name} has no bit cast from {elem}")
+        bits = BITS_ELEM[elem.nbytes]
+        return expr if elem is bits else f"({self.type_name(bits)}){expr}"
+
+    def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
+        """A call of the C99 math function ``fn`` (``exp``, ``fmin``, ``rint``, ``rsqrt`` …) on
+        values of the float ``elem``."""
+        if fn == "rsqrt" and not self.has_rsqrt:
+            return f"({self.literal(1.0, elem)} / {self.math_call('sqrt', elem, args)})"
+        suffixed = elem is Elem.F32 and not self.overloaded_math and fn not in _UNSUFFIXED_MATH
+        suffix = "f" if suffixed else ""
+        return f"{fn}{suffix}({', '.join(args)})"
+
+    def mul_exact(self, a: str, b: str, elem: Elem) -> str:
+        """``a * b`` rounded on its own (never fused into a neighbouring add)."""
+        return f"({a} * {b})"
+
+    # -- positions and synchronisation ------------------------------------------------------
+
+    def position(self, what: str, axis: int) -> str:
+        """A ``u32`` expression for the position builtin ``what`` (see :attr:`positions`)
+        along ``axis``."""
+        if what not in self.positions:
+            raise UnsupportedFeature(f"{self.name} has no unit-position builtins")
+        return self.positions[what].format(axis=axis, xyz="xyz"[axis])
+
+    def plane_dim(self) -> str:
+        """A ``u32`` expression for the plane width."""
+        raise UnsupportedFeature(f"{self.name} has no planes")
+
+    def plane_lane(self) -> str | None:
+        """A ``u32`` expression for the unit's lane in its plane, or ``None`` to compute it as
+        ``UNIT_POS % PLANE_DIM``."""
+        return None
+
+    def sync_units(self) -> str:
+        """The barrier statement of one cube (with ``;``)."""
+        if self.barrier is None:
+            raise UnsupportedFeature(f"{self.name} has no barrier")
+        return self.barrier
+
+    # -- atomics ----------------------------------------------------------------------------
+
+    def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
+        """A template for a native atomic returning the old value of ``elem``, or ``None`` to
+        get a compare-and-swap loop. Asked for every atomic but ``ATOMIC_LOAD``."""
+        return None
+
+    def atomic_cas_word(self, bits: Elem, space: MemSpace) -> str:
+        """A template ``{ptr}, {cmp}, {v}`` for a compare-and-swap of a ``u32`` or ``u64`` word
+        returning the old word; ``{ptr}`` has type :meth:`atomic_word_pointer`."""
+        raise UnsupportedFeature(f"{self.name} has no {bits.bits}-bit atomic compare-and-swap")
+
+    def atomic_word_pointer(self, bits: Elem, space: MemSpace) -> str:
+        """The pointer type the compare-and-swap template takes."""
+        return f"{self.qualified(space, self.type_name(bits), volatile=True)}*"
+
+    # -- plane operations -------------------------------------------------------------------
+
+    def plane_native(self, op: Op, elem: Elem) -> str | None:
+        """A template for a native plane operation on ``{v}`` (and ``{lane}``), or ``None`` to
+        build it from :meth:`shuffle`."""
+        raise UnsupportedFeature(f"{self.name} has no plane operations")
+
+    def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        """The value of another lane: ``mode`` ``"xor"`` (lane ^ arg), ``"up"`` (lane - arg; a
+        lane below arg gets its own value) or ``"idx"`` (lane arg)."""
+        raise UnsupportedFeature(f"{self.name} has no plane shuffles")
+
+    # -- the program ------------------------------------------------------------------------
+
+    def preamble(self, usage: Usage) -> list[str]:
+        """Lines before everything else: pragmas, includes and the dialect's own helpers for
+        what ``usage`` lists. Raises ``UnsupportedFeature`` for what the target lacks."""
+        return ["#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>"]

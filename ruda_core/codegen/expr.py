@@ -1,0 +1,277 @@
+"""Expressions: the exact semantics of :mod:`ruda_core.ir.ops` for value operations, in C.
+
+Integer arithmetic wraps without undefined behaviour: signed and sub-``int`` operands are
+computed in the unsigned type of their width (at least 32 bits) and converted back, so C's
+overflow and promotion rules never apply. Python floor division and modulo of signed integers,
+and clamping of integers, are helper functions; division and modulo by zero (and the overflowing
+``MIN // -1``) give 0. Shift amounts are taken modulo the bit width. Floats the target only
+stores (see :meth:`Dialect.compute_elem`) are widened, computed and rounded back per operation.
+This module builds expression text only; statements and control flow are the emitter's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..ir import COMPARE_OPS, FLOAT_UNARY, Const, Elem, Op, Operand
+from ..runtime.errors import CompilationError
+from .dialect import Dialect
+from .prelude import Prelude, function
+
+__all__ = ["Arg", "ExprLowering", "bare"]
+
+#: An operand, or C text already of the operand element's value type.
+Arg = Operand | str
+
+_SYMBOL = {
+    Op.ADD: "+",
+    Op.SUB: "-",
+    Op.MUL: "*",
+    Op.DIV: "/",
+    Op.FLOOR_DIV: "/",
+    Op.MOD: "%",
+    Op.EQ: "==",
+    Op.NE: "!=",
+    Op.LT: "<",
+    Op.LE: "<=",
+    Op.GT: ">",
+    Op.GE: ">=",
+    Op.AND: "&&",
+    Op.OR: "||",
+    Op.BIT_AND: "&",
+    Op.BIT_OR: "|",
+    Op.BIT_XOR: "^",
+}
+#: C99 math function of each operation computed by one call.
+_MATH = {op: op.value for op in FLOAT_UNARY if op is not Op.RECIP} | {
+    Op.ROUND: "rint",
+    Op.ABS: "fabs",
+    Op.MIN: "fmin",
+    Op.MAX: "fmax",
+    Op.POW: "pow",
+    Op.FMA: "fma",
+    Op.ISNAN: "isnan",
+    Op.ISINF: "isinf",
+}
+
+
+def bare(expr: str) -> str:
+    """``expr`` without one pair of enclosing parentheses, where they enclose all of it (for
+    text that becomes a function argument)."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(expr) - 1:
+            return expr
+    return expr[1:-1]
+
+
+class ExprLowering:
+    """Turns value operations into C expressions for one dialect, registering the helper
+    functions they call in ``prelude``. ``name_of`` gives the C name of a non-constant operand."""
+
+    __slots__ = ("d", "name_of", "prelude")
+
+    def __init__(self, dialect: Dialect, prelude: Prelude, name_of: Callable[[Operand], str]):
+        self.d = dialect
+        self.prelude = prelude
+        self.name_of = name_of
+
+    # -- operands ---------------------------------------------------------------------------
+
+    def text(self, a: Arg) -> str:
+        """``a`` as an atom of its element's value type."""
+        if isinstance(a, str):
+            return a
+        if isinstance(a, Const):
+            literal = self.d.literal(a.value, a.elem)
+            return f"({literal})" if literal.startswith("-") else literal
+        return self.name_of(a)
+
+    def wide(self, a: Arg, elem: Elem) -> str:
+        """``a`` (of ``elem``) as a value of the dialect's compute element for ``elem``."""
+        compute = self.d.compute_elem(elem)
+        if compute is elem:
+            return self.text(a)
+        if isinstance(a, Const):  # exact: a constant of elem is representable in compute
+            literal = self.d.literal(a.value, compute)
+            return f"({literal})" if literal.startswith("-") else literal
+        return self.d.widen(elem, self.text(a))
+
+    def literal(self, value: int | float | bool, elem: Elem) -> str:
+        return self.text(Const(value, elem))
+
+    # -- operations -------------------------------------------------------------------------
+
+    def apply(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
+        """The expression of ``op`` on operands of ``elem`` (for SELECT: the values' element)."""
+        if op is Op.ASSIGN:
+            return self.text(args[0])
+        if op is Op.SELECT:
+            cond, a, b = (self.text(x) for x in args)
+            return f"({cond} ? {a} : {b})"
+        if elem.is_float:
+            return self._float(op, elem, args)
+        return self._integer(op, elem, args)
+
+    def cast(self, a: Arg, source: Elem, target: Elem) -> str:
+        """``a`` (of ``source``) converted to ``target`` with the IR's CAST rules."""
+        d = self.d
+        if source is target:
+            return self.text(a)
+        if target is Elem.BOOL:
+            if source.is_float:
+                compute = d.compute_elem(source)
+                return f"({self.wide(a, source)} != {self.literal(0.0, compute)})"
+            return f"({self.text(a)} != {self.literal(0, source)})"
+        if source.is_float:
+            value, compute = self.wide(a, source), d.compute_elem(source)
+            if target.is_int:
+                return d.float_to_int(value, compute, target)
+            if d.compute_elem(target) is not target:
+                return d.narrow(target, value, compute)
+            return f"({d.type_name(target)}){value}"
+        if d.compute_elem(target) is not target:
+            return d.narrow(target, self.text(a), source)
+        return f"({d.type_name(target)}){self.text(a)}"
+
+    # -- floats -----------------------------------------------------------------------------
+
+    def _float(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
+        compute = self.d.compute_elem(elem)
+        w = [self.wide(a, elem) for a in args]
+        if op in COMPARE_OPS:
+            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+        if op in (Op.ISNAN, Op.ISINF):
+            return self.d.math_call(_MATH[op], compute, w)
+        value = self._float_value(op, compute, w)
+        return value if compute is elem else self.d.narrow(elem, bare(value), compute)
+
+    def _float_value(self, op: Op, elem: Elem, w: list[str]) -> str:
+        d = self.d
+        if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
+            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+        if op is Op.FLOOR_DIV:
+            return d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
+        if op is Op.MOD:
+            floor = d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
+            return f"({w[0]} - {d.mul_exact(floor, w[1], elem)})"
+        if op is Op.NEG:
+            return f"(-{w[0]})"
+        if op is Op.RECIP:
+            return f"({d.literal(1.0, elem)} / {w[0]})"
+        if op is Op.CLAMP:
+            low = d.math_call("fmax", elem, w[:2])
+            return d.math_call("fmin", elem, [low, w[2]])
+        if op in _MATH:
+            return d.math_call(_MATH[op], elem, w)
+        raise CompilationError(f"{op} is not defined on {elem}")
+
+    # -- integers and bool ------------------------------------------------------------------
+
+    def _integer(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
+        t = [self.text(a) for a in args]
+        if op in COMPARE_OPS or op in (Op.AND, Op.OR):
+            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+        if op is Op.NOT:
+            return f"(!{t[0]})"
+        if not elem.is_int:
+            raise CompilationError(f"{op} is not defined on {elem}")
+        ctype = self.d.type_name(elem)
+        unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
+        utype = self.d.type_name(unsigned)
+        wraps = elem.is_signed or elem.bits < 32
+        if op in (Op.ADD, Op.SUB, Op.MUL):
+            if not wraps:
+                return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+            return f"({ctype})(({utype}){t[0]} {_SYMBOL[op]} ({utype}){t[1]})"
+        if op is Op.NEG:
+            zero = self.literal(0, unsigned)
+            return f"({ctype})({zero} - ({utype}){t[0]})" if wraps else f"({zero} - {t[0]})"
+        if op is Op.ABS:
+            if not elem.is_signed:
+                return t[0]
+            negated = self._integer(Op.NEG, elem, t)
+            return f"({t[0]} < {self.literal(0, elem)} ? {negated} : {t[0]})"
+        if op in (Op.FLOOR_DIV, Op.MOD):
+            return self._division(op, elem, args, t)
+        if op is Op.MIN:
+            return f"({t[0]} < {t[1]} ? {t[0]} : {t[1]})"
+        if op is Op.MAX:
+            return f"({t[0]} > {t[1]} ? {t[0]} : {t[1]})"
+        if op is Op.CLAMP:
+            return f"{self._clamp_helper(elem)}({', '.join(t)})"
+        if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
+            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+        if op is Op.BIT_NOT:
+            return f"({ctype})(~{t[0]})" if elem.bits < 32 else f"(~{t[0]})"
+        if op in (Op.SHL, Op.SHR):
+            amount = args[1]
+            if isinstance(amount, Const):
+                shift = str(int(amount.value) % elem.bits)
+            else:
+                shift = f"({t[1]} & {elem.bits - 1})"
+            if op is Op.SHR:
+                return f"({t[0]} >> {shift})"
+            return f"({ctype})(({utype}){t[0]} << {shift})" if wraps else f"({t[0]} << {shift})"
+        raise CompilationError(f"{op} is not defined on {elem}")
+
+    def _division(self, op: Op, elem: Elem, args: Sequence[Arg], t: list[str]) -> str:
+        if elem.is_signed:
+            helper = self._floordiv_helper(elem) if op is Op.FLOOR_DIV else self._mod_helper(elem)
+            return f"{helper}({t[0]}, {t[1]})"
+        divisor = args[1]
+        if isinstance(divisor, Const) and divisor.value != 0:
+            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+        zero = self.literal(0, elem)
+        return f"({t[1]} == {zero} ? {zero} : {t[0]} {_SYMBOL[op]} {t[1]})"
+
+    def _floordiv_helper(self, elem: Elem) -> str:
+        name = f"ruda_floordiv_{elem}"
+        if name in self.prelude:
+            return name
+        ctype, zero, one = self.d.type_name(elem), self.literal(0, elem), self.literal(1, elem)
+        body = [
+            f"if (b == {zero}) {{",
+            f"    return {zero};",
+            "}",
+            f"if (b == {self.literal(-1, elem)}) {{",
+            f"    return {self._integer(Op.NEG, elem, ['a'])};",
+            "}",
+            f"{ctype} q = a / b;",
+            f"if (a % b != {zero} && (a < {zero}) != (b < {zero})) {{",
+            f"    q = q - {one};",
+            "}",
+            "return q;",
+        ]
+        params = [f"{ctype} a", f"{ctype} b"]
+        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
+
+    def _mod_helper(self, elem: Elem) -> str:
+        name = f"ruda_mod_{elem}"
+        if name in self.prelude:
+            return name
+        ctype, zero = self.d.type_name(elem), self.literal(0, elem)
+        body = [
+            f"if (b == {zero} || b == {self.literal(-1, elem)}) {{",
+            f"    return {zero};",
+            "}",
+            f"{ctype} r = a % b;",
+            f"if (r != {zero} && (r < {zero}) != (b < {zero})) {{",
+            "    r = r + b;",
+            "}",
+            "return r;",
+        ]
+        params = [f"{ctype} a", f"{ctype} b"]
+        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
+
+    def _clamp_helper(self, elem: Elem) -> str:
+        name = f"ruda_clamp_{elem}"
+        if name in self.prelude:
+            return name
+        ctype = self.d.type_name(elem)
+        body = [f"{ctype} m = x > lo ? x : lo;", "return m < hi ? m : hi;"]
+        params = [f"{ctype} x", f"{ctype} lo", f"{ctype} hi"]
+        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))

@@ -1,0 +1,224 @@
+"""CUDA C++ (as NVRTC compiles it) as a :class:`Dialect`.
+
+``CompileOptions.extra`` key ``arch`` (``"sm_90"``, ``"compute_90"`` or ``"90"``; default
+``sm_52``, NVRTC's default) selects native atomics: ``f64`` add from sm_60, ``f16`` add from
+sm_70, ``bf16`` add and ``__reduce_*_sync`` from sm_80; older targets get compare-and-swap
+loops and shuffle butterflies. ``f16``/``bf16`` are ``__half``/``__nv_bfloat16`` (cuda_fp16.h,
+cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes are warps of
+32 lanes; plane operations use the full mask, so a plane must have all its 32 units. Pure:
+imports no driver.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ruda_core.codegen import (
+    C99_KEYWORDS,
+    CXX_KEYWORDS,
+    MATH_NAMES,
+    Dialect,
+    MemSpace,
+    Usage,
+    words,
+)
+from ruda_core.ir import Elem, Op
+from ruda_core.runtime.compiler import CompileOptions
+
+__all__ = ["CudaDialect"]
+
+_TYPES = {
+    Elem.BOOL: "bool",
+    Elem.I8: "signed char",
+    Elem.I16: "short",
+    Elem.I32: "int",
+    Elem.I64: "long long",
+    Elem.U8: "unsigned char",
+    Elem.U16: "unsigned short",
+    Elem.U32: "unsigned int",
+    Elem.U64: "unsigned long long",
+    Elem.F16: "__half",
+    Elem.BF16: "__nv_bfloat16",
+    Elem.F32: "float",
+    Elem.F64: "double",
+}
+#: Source spelling in the names of CUDA's conversion intrinsics (``__int2half_rn`` …).
+_SOURCE = {
+    Elem.F32: "float",
+    Elem.I32: "int",
+    Elem.U32: "uint",
+    Elem.I64: "ll",
+    Elem.U64: "ull",
+    Elem.I16: "short",
+    Elem.U16: "ushort",
+    Elem.I8: "short",
+    Elem.U8: "ushort",
+    Elem.BOOL: "ushort",
+}
+_NARROW = {Elem.F16: "half", Elem.BF16: "bfloat16"}
+_BIT_CASTS = {
+    Elem.F32: ("__uint_as_float({})", "__float_as_uint({})"),
+    Elem.F64: (
+        "__longlong_as_double((long long){})",
+        "(unsigned long long)__double_as_longlong({})",
+    ),
+    Elem.F16: ("__ushort_as_half({})", "__half_as_ushort({})"),
+    Elem.BF16: ("__ushort_as_bfloat16({})", "__bfloat16_as_ushort({})"),
+}
+_INT_ATOMIC = {
+    Op.ATOMIC_ADD: "atomicAdd({ptr}, {v})",
+    Op.ATOMIC_SUB: "atomicSub({ptr}, {v})",
+    Op.ATOMIC_SWAP: "atomicExch({ptr}, {v})",
+    Op.ATOMIC_MIN: "atomicMin({ptr}, {v})",
+    Op.ATOMIC_MAX: "atomicMax({ptr}, {v})",
+    Op.ATOMIC_AND: "atomicAnd({ptr}, {v})",
+    Op.ATOMIC_OR: "atomicOr({ptr}, {v})",
+    Op.ATOMIC_XOR: "atomicXor({ptr}, {v})",
+    Op.ATOMIC_CAS: "atomicCAS({ptr}, {cmp}, {v})",
+}
+_ULL = "unsigned long long"
+_U64_ATOMIC = _INT_ATOMIC | {Op.ATOMIC_SUB: "atomicAdd({ptr}, 0ULL - {v})"}
+#: i64 through the unsigned forms (same bits), except min/max which have long long forms.
+_I64_ATOMIC = {
+    op: f"(long long){t}".replace("{ptr}", f"({_ULL}*){{ptr}}")
+    .replace("{v}", f"({_ULL}){{v}}")
+    .replace("{cmp}", f"({_ULL}){{cmp}}")
+    for op, t in _U64_ATOMIC.items()
+} | {Op.ATOMIC_MIN: "atomicMin({ptr}, {v})", Op.ATOMIC_MAX: "atomicMax({ptr}, {v})"}
+#: Float elements with a native atomicAdd: (minimum arch, negated operand for atomic sub).
+_FLOAT_ADD = {
+    Elem.F32: (20, "-{v}"),
+    Elem.F64: (60, "-{v}"),
+    Elem.F16: (70, "__hneg({v})"),
+    Elem.BF16: (80, "__hneg({v})"),
+}
+_FULL = "0xffffffffu"
+_SHUFFLE = {"xor": "__shfl_xor_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
+_REDUCE = {Op.PLANE_SUM: "add", Op.PLANE_MIN: "min", Op.PLANE_MAX: "max"}
+
+
+class CudaDialect(Dialect):
+    """CUDA C++ for compute capability ``arch`` (e.g. 90 for sm_90)."""
+
+    name = "CUDA C++"
+    kernel_prefix = 'extern "C" __global__ void'
+    function_prefix = "static __device__ __forceinline__"
+    restrict = "__restrict__"
+    shared_qualifier = "__shared__"
+    uintptr = _ULL
+    types = _TYPES
+    positions = {
+        "unit": "threadIdx.{xyz}",
+        "cube": "blockIdx.{xyz}",
+        "dim": "blockDim.{xyz}",
+        "count": "gridDim.{xyz}",
+    }
+    has_rsqrt = True
+    barrier = "__syncthreads();"
+    bit_casts = _BIT_CASTS
+    reserved = (
+        C99_KEYWORDS
+        | CXX_KEYWORDS
+        | MATH_NAMES
+        | words(
+            """
+            threadIdx blockIdx blockDim gridDim warpSize dim3 half atomicAdd atomicSub
+            atomicExch atomicMin atomicMax atomicAnd atomicOr atomicXor atomicCAS
+            """
+        )
+    )
+
+    def __init__(self, arch: int = 52) -> None:
+        self.arch = arch
+
+    @classmethod
+    def from_options(cls, options: CompileOptions) -> CudaDialect:
+        """The dialect for ``options.extra``'s ``arch`` (other keys are ignored)."""
+        arch = options.get("arch", "52") or "52"
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[a-z]?", arch)
+        if match is None:
+            raise ValueError(f"CompileOptions arch={arch!r} is not like 'sm_90' or '90'")
+        return cls(int(match.group(1)))
+
+    def compute_elem(self, elem: Elem) -> Elem:
+        return Elem.F32 if elem in _NARROW else elem
+
+    def widen(self, elem: Elem, expr: str) -> str:
+        return f"__{_NARROW[elem]}2float({expr})" if elem in _NARROW else expr
+
+    def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
+        if elem not in _NARROW:
+            return super().narrow(elem, expr, source)
+        if source is Elem.F64:
+            return f"__double2{_NARROW[elem]}({expr})"
+        spelling = _SOURCE[source]
+        if source in (Elem.I8, Elem.U8, Elem.BOOL):
+            expr = f"({'short' if source is Elem.I8 else 'unsigned short'}){expr}"
+        return f"__{spelling}2{_NARROW[elem]}_rn({expr})"
+
+    def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
+        src = "float" if source is Elem.F32 else "double"
+        if target.bits < 32:
+            return f"({_TYPES[target]})__{src}2int_rz({expr})"
+        return f"__{src}2{_SOURCE[target]}_rz({expr})"
+
+    def float_special(self, value: float, elem: Elem) -> str:
+        if elem is Elem.F32:
+            bits = struct.unpack("<I", struct.pack("<f", value))[0]
+            return f"__uint_as_float(0x{bits:08x}u)"
+        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+        return f"__longlong_as_double(0x{bits:016x}LL)"
+
+    def mul_exact(self, a: str, b: str, elem: Elem) -> str:
+        return f"__{'f' if elem is Elem.F32 else 'd'}mul_rn({a}, {b})"
+
+    def plane_dim(self) -> str:
+        return "warpSize"
+
+    def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
+        if elem in (Elem.I32, Elem.U32):
+            return _INT_ATOMIC.get(op)
+        if elem is Elem.U64:
+            return _U64_ATOMIC.get(op)
+        if elem is Elem.I64:
+            return _I64_ATOMIC.get(op)
+        if elem is Elem.F32 and op is Op.ATOMIC_SWAP:
+            return "atomicExch({ptr}, {v})"
+        if elem in _FLOAT_ADD and op in (Op.ATOMIC_ADD, Op.ATOMIC_SUB):
+            arch, negated = _FLOAT_ADD[elem]
+            if self.arch >= arch:
+                return "atomicAdd({ptr}, " + ("{v}" if op is Op.ATOMIC_ADD else negated) + ")"
+        return None
+
+    def atomic_cas_word(self, bits: Elem, space: MemSpace) -> str:
+        return "atomicCAS({ptr}, {cmp}, {v})"
+
+    def atomic_word_pointer(self, bits: Elem, space: MemSpace) -> str:
+        return f"{_TYPES[bits]}*"
+
+    def plane_native(self, op: Op, elem: Elem) -> str | None:
+        if op in (Op.PLANE_ALL, Op.PLANE_ANY):
+            return f"(__{'all' if op is Op.PLANE_ALL else 'any'}_sync({_FULL}, {{v}}) != 0)"
+        if op in (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE):
+            return self.shuffle("idx", elem, "{v}", "{lane}")
+        if op in _REDUCE and elem in (Elem.I32, Elem.U32) and self.arch >= 80:
+            return f"__reduce_{_REDUCE[op]}_sync({_FULL}, {{v}})"
+        return None
+
+    def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        fn = _SHUFFLE[mode]
+        if elem is Elem.BOOL:
+            return f"({fn}({_FULL}, (int){value}, {arg}) != 0)"
+        if elem.is_int and elem.bits < 32:
+            wide = "int" if elem.is_signed else "unsigned int"
+            return f"({_TYPES[elem]}){fn}({_FULL}, ({wide}){value}, {arg})"
+        return f"{fn}({_FULL}, {value}, {arg})"
+
+    def preamble(self, usage: Usage) -> list[str]:
+        lines = []
+        if Elem.F16 in usage.elems:
+            lines.append("#include <cuda_fp16.h>")
+        if Elem.BF16 in usage.elems:
+            lines.append("#include <cuda_bf16.h>")
+        return lines

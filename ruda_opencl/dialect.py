@@ -1,0 +1,339 @@
+"""OpenCL C 1.2 (plus the extensions a device reports) as a :class:`Dialect`.
+
+Capabilities come from ``CompileOptions.extra`` (value ``"1"``/``"true"`` to enable; see
+:data:`CAPABILITIES`). Without ``fp16``, ``f16`` is storage-only: buffers hold ``half`` read and
+written with ``vload_half``/``vstore_half_rte``, shared and local arrays hold the bits as
+``ushort``, values are ``float`` rounded to half after every operation (exact for + - * /).
+``bool`` cannot be a kernel argument or buffer element in OpenCL C, so bool buffers, arrays and
+scalar arguments are ``uchar`` (0 or 1, NumPy's bool layout) converted on access. Each buffer
+pointer is followed by its ``ulong`` byte offset. Pure: imports no driver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ruda_core.codegen import C99_KEYWORDS, MATH_NAMES, Dialect, MemSpace, Usage, words
+from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
+from ruda_core.runtime.compiler import CompileOptions
+from ruda_core.runtime.errors import UnsupportedFeature
+
+__all__ = ["CAPABILITIES", "OpenCLDialect"]
+
+#: ``CompileOptions.extra`` keys and the OpenCL extension each stands for.
+CAPABILITIES = {
+    "fp16": "cl_khr_fp16",
+    "fp64": "cl_khr_fp64",
+    "int64_atomics": "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics",
+    "subgroups": "cl_khr_subgroups",
+    "subgroup_shuffle": "cl_khr_subgroup_shuffle",
+    "subgroup_arith": "cl_khr_subgroup_non_uniform_arithmetic",
+}
+_TYPES = {
+    Elem.BOOL: "bool",
+    Elem.I8: "char",
+    Elem.I16: "short",
+    Elem.I32: "int",
+    Elem.I64: "long",
+    Elem.U8: "uchar",
+    Elem.U16: "ushort",
+    Elem.U32: "uint",
+    Elem.U64: "ulong",
+    Elem.F16: "half",
+    Elem.F32: "float",
+    Elem.F64: "double",
+}
+_SPACES = {MemSpace.GLOBAL: "__global", MemSpace.SHARED: "__local", MemSpace.LOCAL: "__private"}
+_ATOMIC = {
+    Op.ATOMIC_ADD: "add",
+    Op.ATOMIC_SUB: "sub",
+    Op.ATOMIC_SWAP: "xchg",
+    Op.ATOMIC_MIN: "min",
+    Op.ATOMIC_MAX: "max",
+    Op.ATOMIC_AND: "and",
+    Op.ATOMIC_OR: "or",
+    Op.ATOMIC_XOR: "xor",
+}
+_SUBGROUP = {
+    Op.PLANE_SUM: "sub_group_reduce_add({v})",
+    Op.PLANE_MIN: "sub_group_reduce_min({v})",
+    Op.PLANE_MAX: "sub_group_reduce_max({v})",
+    Op.PLANE_BROADCAST: "sub_group_broadcast({v}, {lane})",
+    Op.PLANE_INCLUSIVE_SUM: "sub_group_scan_inclusive_add({v})",
+    Op.PLANE_EXCLUSIVE_SUM: "sub_group_scan_exclusive_add({v})",
+}
+#: Plane operations whose float result must be rounded back to half.
+_ROUNDED = frozenset({Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM})
+_F16_HELPERS = """\
+static inline float ruda_f16_round(float x) {
+    ushort bits;
+    vstore_half_rte(x, 0, (__private half*)&bits);
+    return vload_half(0, (__private const half*)&bits);
+}
+static inline float ruda_f16_from_bits(ushort bits) {
+    return vload_half(0, (__private const half*)&bits);
+}
+static inline ushort ruda_f16_to_bits(float x) {
+    ushort bits;
+    vstore_half_rte(x, 0, (__private half*)&bits);
+    return bits;
+}"""
+_F16_FROM_F64 = """\
+static inline float ruda_f16_round_f64(double x) {
+    ushort bits;
+    vstore_half_rte(x, 0, (__private half*)&bits);
+    return vload_half(0, (__private const half*)&bits);
+}"""
+_VECTOR_TYPES = frozenset(f"{t}{n}" for t in set(_TYPES.values()) for n in (2, 3, 4, 8, 16))
+
+
+class OpenCLDialect(Dialect):
+    """OpenCL C for a device with the given :data:`CAPABILITIES` (a set of their keys)."""
+
+    name = "OpenCL C"
+    kernel_prefix = "__kernel void"
+    shared_qualifier = "__local"
+    offset_type = "ulong"
+    int_suffix = {Elem.U32: "u", Elem.I64: "L", Elem.U64: "UL"}
+    reserved = (
+        C99_KEYWORDS
+        | MATH_NAMES
+        | _VECTOR_TYPES
+        | frozenset(_TYPES.values())
+        | words(
+            """
+            kernel global local constant private read_only write_only read_write
+            uniform pipe image1d_t image2d_t image3d_t sampler_t event_t barrier
+            half CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE
+            """
+        )
+    )
+    types = _TYPES
+    positions = {
+        "unit": "(uint)get_local_id({axis})",
+        "cube": "(uint)get_group_id({axis})",
+        "dim": "(uint)get_local_size({axis})",
+        "count": "(uint)get_num_groups({axis})",
+    }
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    bit_casts = {
+        Elem.F16: ("as_half({})", "as_ushort({})"),
+        Elem.F32: ("as_float({})", "as_uint({})"),
+        Elem.F64: ("as_double({})", "as_ulong({})"),
+    }
+    overloaded_math = True
+    has_rsqrt = True
+    reserved_prefixes = (
+        "convert_",
+        "as_",
+        "vload",
+        "vstore",
+        "sub_group_",
+        "atomic_",
+        "atom_",
+        "get_",
+    )
+
+    def __init__(self, capabilities: frozenset[str] = frozenset(), plane_dim: int = 32) -> None:
+        unknown = capabilities - CAPABILITIES.keys()
+        if unknown:
+            raise ValueError(
+                f"unknown OpenCL capabilities {sorted(unknown)}; use {list(CAPABILITIES)}"
+            )
+        self.capabilities = capabilities
+        self.plane_width = plane_dim
+
+    @classmethod
+    def from_options(cls, options: CompileOptions) -> OpenCLDialect:
+        """The dialect for ``options.extra`` (unknown keys are ignored) and ``plane_dim``."""
+        on = {k for k, v in options.extra if k in CAPABILITIES and v.lower() in ("1", "true")}
+        return cls(frozenset(on), options.plane_dim)
+
+    @staticmethod
+    def extra_for(extensions: str) -> tuple[tuple[str, str], ...]:
+        """The ``CompileOptions.extra`` pairs for a device whose ``CL_DEVICE_EXTENSIONS`` string
+        is ``extensions``."""
+        names = set(extensions.split())
+        pairs = [
+            (key, "1") for key, ext in CAPABILITIES.items() if set(ext.split(" and ")) <= names
+        ]
+        return tuple(sorted(pairs))
+
+    def _require(self, capability: str, what: str) -> None:
+        if capability not in self.capabilities:
+            raise UnsupportedFeature(
+                f"{what} needs {CAPABILITIES[capability]}, which the OpenCL device lacks "
+                f"(CompileOptions.extra {capability}=1)"
+            )
+
+    @property
+    def _half_storage_only(self) -> bool:
+        return "fp16" not in self.capabilities
+
+    def type_name(self, elem: Elem) -> str:
+        if elem is Elem.F64:
+            self._require("fp64", "f64")
+        if elem is Elem.F16 and self._half_storage_only:
+            return "float"
+        if elem is Elem.BF16:
+            raise UnsupportedFeature("OpenCL C has no bf16 type; use f16 or f32")
+        return _TYPES[elem]
+
+    def storage_type(self, elem: Elem, space: MemSpace) -> str:
+        if elem is Elem.BOOL:
+            return "uchar"
+        if elem is Elem.F16 and self._half_storage_only:
+            return "half" if space is MemSpace.GLOBAL else "ushort"
+        return self.type_name(elem)
+
+    def scalar_arg(self, elem: Elem) -> tuple[str, np.dtype]:
+        if elem is Elem.BOOL:
+            return "uchar", np.dtype(np.uint8)
+        if elem is Elem.F16 and self._half_storage_only:
+            return "float", np.dtype(np.float32)
+        return super().scalar_arg(elem)
+
+    def arg_to_value(self, elem: Elem, expr: str) -> str:
+        return f"({expr} != 0)" if elem is Elem.BOOL else expr
+
+    def qualified(
+        self, space: MemSpace, ctype: str, *, const: bool = False, volatile: bool = False
+    ) -> str:
+        return (
+            ("volatile " if volatile else "")
+            + f"{_SPACES[space]} "
+            + ("const " if const else "")
+            + ctype
+        )
+
+    def _half_pointer(self, space: MemSpace, base: str) -> str:
+        return base if space is MemSpace.GLOBAL else f"({self.qualified(space, 'half')}*){base}"
+
+    def load(self, elem: Elem, space: MemSpace, base: str, index: str) -> str:
+        if elem is Elem.BOOL:
+            return f"({base}[{index}] != 0)"
+        if elem is Elem.F16 and self._half_storage_only:
+            return f"vload_half({index}, {self._half_pointer(space, base)})"
+        return f"{base}[{index}]"
+
+    def store(self, elem: Elem, space: MemSpace, base: str, index: str, value: str) -> str:
+        if elem is Elem.BOOL:
+            return f"{base}[{index}] = (uchar){value}"
+        if elem is Elem.F16 and self._half_storage_only:
+            return f"vstore_half_rte({value}, {index}, {self._half_pointer(space, base)})"
+        return f"{base}[{index}] = {value}"
+
+    def literal(self, value: int | float | bool, elem: Elem) -> str:
+        if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half
+            return super().literal(value, Elem.F32)
+        return super().literal(value, elem)
+
+    def float_literal(self, value: float, elem: Elem) -> str:
+        text = super().float_literal(value, elem)
+        return f"(half){text}" if elem is Elem.F16 else text
+
+    def compute_elem(self, elem: Elem) -> Elem:
+        return Elem.F32 if elem is Elem.F16 and self._half_storage_only else elem
+
+    def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
+        if elem is not Elem.F16 or not self._half_storage_only:
+            return super().narrow(elem, expr, source)
+        if source is Elem.F64:
+            return f"ruda_f16_round_f64({expr})"
+        return f"ruda_f16_round({expr if source is Elem.F32 else f'(float){expr}'})"
+
+    def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
+        if target.bits >= 32:
+            return f"convert_{_TYPES[target]}_sat_rtz({expr})"
+        return f"({_TYPES[target]})convert_int_sat_rtz({expr})"
+
+    def bits_to_value(self, elem: Elem, expr: str) -> str:
+        if elem is Elem.F16 and self._half_storage_only:
+            return f"ruda_f16_from_bits({expr})"
+        return super().bits_to_value(elem, expr)
+
+    def value_to_bits(self, elem: Elem, expr: str) -> str:
+        if elem is Elem.F16 and self._half_storage_only:
+            return f"ruda_f16_to_bits({expr})"
+        return super().value_to_bits(elem, expr)
+
+    def plane_dim(self) -> str:
+        return (
+            "get_sub_group_size()" if "subgroups" in self.capabilities else f"{self.plane_width}u"
+        )
+
+    def plane_lane(self) -> str | None:
+        return "get_sub_group_local_id()" if "subgroups" in self.capabilities else None
+
+    def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
+        if (
+            elem.is_int
+            and elem.bits >= 32
+            and (elem.bits == 32 or "int64_atomics" in self.capabilities)
+        ):
+            prefix = "atomic_" if elem.bits == 32 else "atom_"
+            if op is Op.ATOMIC_CAS:
+                return prefix + "cmpxchg({ptr}, {cmp}, {v})"
+            return f"{prefix}{_ATOMIC[op]}({{ptr}}, {{v}})"
+        if elem is Elem.F32 and op is Op.ATOMIC_SWAP:
+            return "atomic_xchg({ptr}, {v})"
+        return None
+
+    def atomic_cas_word(self, bits: Elem, space: MemSpace) -> str:
+        if bits is Elem.U64:
+            self._require("int64_atomics", "a 64-bit atomic")
+            return "atom_cmpxchg({ptr}, {cmp}, {v})"
+        return "atomic_cmpxchg({ptr}, {cmp}, {v})"
+
+    def _widened(self, op: Op, elem: Elem, call: str) -> str:
+        """``call`` on a type the subgroup builtins take (int for bool and narrow ints)."""
+        if elem is Elem.BOOL:
+            return f"({call.replace('{v}', '(int){v}')} != 0)"
+        if elem.is_int and elem.bits < 32:
+            wide = "int" if elem.is_signed else "uint"
+            return f"({_TYPES[elem]}){call.replace('{v}', f'({wide}){{v}}')}"
+        if elem is Elem.F16 and self._half_storage_only and op in _ROUNDED:
+            return self.narrow(elem, call, Elem.F32)
+        return call
+
+    def plane_native(self, op: Op, elem: Elem) -> str | None:
+        self._require("subgroups", str(op))
+        if op in (Op.PLANE_ALL, Op.PLANE_ANY):
+            return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
+        if op is Op.PLANE_SHUFFLE:
+            return self.shuffle("idx", elem, "{v}", "{lane}")
+        if op is Op.PLANE_PROD:
+            if "subgroup_arith" not in self.capabilities:
+                return None  # a butterfly over shuffles
+            return self._widened(op, elem, "sub_group_non_uniform_reduce_mul({v})")
+        return self._widened(op, elem, _SUBGROUP[op])
+
+    def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        self._require("subgroup_shuffle", "a plane shuffle")
+        if mode == "up":
+            raise UnsupportedFeature("OpenCL has no relative subgroup shuffle here")
+        fn = "sub_group_shuffle_xor" if mode == "xor" else "sub_group_shuffle"
+        return self._widened(Op.PLANE_SHUFFLE, elem, f"{fn}({{v}}, {arg})").replace("{v}", value)
+
+    def preamble(self, usage: Usage) -> list[str]:
+        lines = ["#pragma OPENCL FP_CONTRACT OFF"]
+        extensions: list[str] = []
+        if Elem.BF16 in usage.elems:
+            raise UnsupportedFeature("OpenCL C has no bf16 type; use f16 or f32")
+        if Elem.F64 in usage.elems:
+            self._require("fp64", "f64")
+            extensions.append("cl_khr_fp64")
+        if Elem.F16 in usage.elems and not self._half_storage_only:
+            extensions.append("cl_khr_fp16")
+        if any(op in ATOMIC_OPS and elem.nbytes == 8 for op, elem in usage.ops):
+            self._require("int64_atomics", "a 64-bit atomic")
+            extensions += ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
+        if usage.uses(PLANE_OPS):
+            self._require("subgroups", "a plane operation")
+            extensions.append("cl_khr_subgroups")  # the newer subgroup extensions need no pragma
+        lines += [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in extensions]
+        if Elem.F16 in usage.elems and self._half_storage_only:
+            lines += ["", _F16_HELPERS]
+            if Elem.F64 in usage.elems:
+                lines.append(_F16_FROM_F64)
+        return lines

@@ -1,0 +1,57 @@
+"""Compile-only tests: the representative kernels build with PoCL (OpenCL) and NVRTC (CUDA).
+
+NVRTC comes from the ``nvidia-cuda-nvrtc-cu12`` and ``cuda-bindings`` wheels (no GPU needed);
+the CUDA headers (cuda_fp16.h, cuda_bf16.h) from ``nvidia-cuda-runtime-cu12``. Without them the
+CUDA tests skip and say which package is missing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ruda_core.codegen import CFamilyEmitter
+from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_cuda.dialect import CudaDialect
+
+from .kernels import KERNELS
+
+OPENCL_NEEDS = {"plane_ops": "cl_khr_subgroups"}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_kernel_builds_with_opencl(opencl, name: str) -> None:
+    definition = KERNELS[name]()
+    if name in OPENCL_NEEDS and OPENCL_NEEDS[name] not in opencl.device.extensions:
+        with pytest.raises(UnsupportedFeature, match=OPENCL_NEEDS[name]):
+            opencl.emit(definition)
+        return
+    opencl.build(opencl.emit(definition).source)
+
+
+def _nvrtc_compile(source: str, arch: int) -> tuple[bool, str]:
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="install cuda-bindings for NVRTC")
+    runtime = pytest.importorskip(
+        "nvidia.cuda_runtime", reason="install nvidia-cuda-runtime-cu12 for the CUDA headers"
+    )
+    include = os.path.join(next(iter(runtime.__path__)), "include")
+    try:
+        err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    except RuntimeError as exc:  # the bindings load libnvrtc lazily
+        pytest.skip(f"NVRTC is not loadable (install nvidia-cuda-nvrtc-cu12): {exc}")
+    options = [f"--gpu-architecture=compute_{arch}".encode(), f"-I{include}".encode(), b"-w"]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    nvrtc.nvrtcDestroyProgram(prog)
+    return err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
+
+
+@pytest.mark.parametrize("arch", [60, 75, 90])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_kernel_compiles_with_nvrtc(name: str, arch: int) -> None:
+    source = CFamilyEmitter(CudaDialect(arch)).emit(KERNELS[name]()).source
+    ok, log = _nvrtc_compile(source, arch)
+    assert ok, f"NVRTC rejected {name} for sm_{arch}:\n{log}\n{source}"

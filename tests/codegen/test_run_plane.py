@@ -1,0 +1,165 @@
+"""Plane operations and bf16 on a device (CUDA; OpenCL devices with subgroups): every plane
+operation against NumPy per plane of PLANE_DIM units, and bf16 arithmetic against a bf16
+rounding model in NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import BuiltinKind as K
+from ruda_core.ir import Elem, KernelDefinition, Op
+from ruda_core.runtime.errors import UnsupportedFeature
+
+from .irbuild import KernelBuilder, b, c
+from .references import wrap
+
+E = Elem
+UNITS = 64
+REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
+SCAN = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
+
+
+def plane_kernel(elem: Elem) -> KernelDefinition:
+    """out[k*UNITS + u] = plane op k of x[u]; then broadcast, shuffle, all and any."""
+    k = KernelBuilder(f"plane_{elem}")
+    x = k.array("x", elem, read_only=True)
+    out = k.array("out", elem)
+    flags = k.array("flags", E.BOOL)
+    width = k.array("width", E.U32)
+    u = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="u")
+    k.do(Op.INDEX_ASSIGN, None, width, u, b(K.PLANE_DIM))
+    v = k.let(Op.INDEX, elem, x, u, name="v")
+    lane = b(K.UNIT_POS_PLANE)
+    results = [k.let(op, elem, v) for op in REDUCE + SCAN]
+    results.append(k.let(Op.PLANE_BROADCAST, elem, v, c(5, E.U32)))
+    last = k.let(Op.SUB, E.U32, b(K.PLANE_DIM), c(1, E.U32))
+    mirror = k.let(Op.SUB, E.U32, last, lane)
+    results.append(k.let(Op.PLANE_SHUFFLE, elem, v, mirror))
+    for slot, value in enumerate(results):
+        at = k.let(Op.ADD, E.U32, c(slot * UNITS, E.U32), u)
+        k.do(Op.INDEX_ASSIGN, None, out, at, value)
+    odd = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, c(2, E.U32)), c(1, E.U32))
+    big = k.let(Op.GE, E.BOOL, u, b(K.PLANE_DIM))
+    flag_values = [
+        k.let(Op.PLANE_ALL, E.BOOL, odd),
+        k.let(Op.PLANE_ANY, E.BOOL, odd),
+        k.let(Op.PLANE_ALL, E.BOOL, big),
+        k.let(Op.PLANE_ANY, E.BOOL, big),
+        k.let(Op.PLANE_SHUFFLE, E.BOOL, odd, mirror),
+    ]
+    for slot, value in enumerate(flag_values):
+        at = k.let(Op.ADD, E.U32, c(slot * UNITS, E.U32), u)
+        k.do(Op.INDEX_ASSIGN, None, flags, at, value)
+    return k.build()
+
+
+def _reference(op: Op, values: list, elem: Elem, plane: int) -> list:
+    def fix(v: object) -> object:  # integer sums and products wrap
+        return wrap(int(v), elem) if elem.is_int else v  # type: ignore[call-overload]
+
+    out: list = []
+    for start in range(0, len(values), plane):
+        part = values[start : start + plane]
+        if op is Op.PLANE_SUM:
+            out += [fix(sum(part))] * plane
+        elif op is Op.PLANE_PROD:
+            out += [fix(np.prod(np.array(part, dtype=object)))] * plane
+        elif op is Op.PLANE_MIN:
+            out += [min(part)] * plane
+        elif op is Op.PLANE_MAX:
+            out += [max(part)] * plane
+        elif op is Op.PLANE_INCLUSIVE_SUM:
+            out += [fix(sum(part[: i + 1])) for i in range(plane)]
+        else:
+            out += [fix(sum(part[:i])) for i in range(plane)]
+    return out
+
+
+@pytest.mark.parametrize("elem", [E.I32, E.U8, E.I64, E.F32, E.F64, E.F16], ids=str)
+def test_plane_operations(device, elem: Elem) -> None:
+    try:
+        device.emit(plane_kernel(elem))
+    except UnsupportedFeature as exc:
+        pytest.skip(str(exc))
+    rng = np.random.default_rng(7)
+    if elem.is_int:
+        values = [int(v) for v in rng.integers(-3, 4, UNITS)]
+        values = [wrap(v, elem) for v in values]
+    else:  # small dyadic values: sums and products are exact in any order
+        values = [float(v) for v in rng.integers(-4, 5, UNITS) / 2]
+        values[3] = 1.5
+    x = np.array(values, dtype=elem.numpy)
+    out = np.zeros(8 * UNITS, elem.numpy)
+    flags = np.zeros(5 * UNITS, bool)
+    width = np.zeros(UNITS, np.uint32)
+    arrays = [x, out, flags, width]
+    _, got, got_flags, got_width = device.run(plane_kernel(elem), arrays, dim=(UNITS, 1, 1))
+    plane = int(got_width[0])
+    assert plane in (8, 16, 32, 64) and (got_width == plane).all()
+    for slot, op in enumerate(REDUCE + SCAN):
+        expected = np.array(_reference(op, values, elem, plane)).astype(elem.numpy)
+        np.testing.assert_array_equal(got[slot * UNITS : (slot + 1) * UNITS], expected, str(op))
+    planes = x.reshape(-1, plane)
+    np.testing.assert_array_equal(got[6 * UNITS : 7 * UNITS], np.repeat(planes[:, 5], plane))
+    np.testing.assert_array_equal(got[7 * UNITS :], planes[:, ::-1].ravel())
+    odd = np.arange(UNITS) % 2 == 1
+    big = np.arange(UNITS) >= plane
+    all_big = np.repeat(big.reshape(-1, plane).all(axis=1), plane)
+    any_big = np.repeat(big.reshape(-1, plane).any(axis=1), plane)
+    expected_flags = [
+        np.zeros(UNITS, bool),
+        np.ones(UNITS, bool),
+        all_big,
+        any_big,
+        odd.reshape(-1, plane)[:, ::-1].ravel(),
+    ]
+    for slot, expected in enumerate(expected_flags):
+        np.testing.assert_array_equal(got_flags[slot * UNITS : (slot + 1) * UNITS], expected)
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """Round f32 values to bf16 (nearest even), as their 16-bit patterns."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def bf16_value(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def test_bf16_buffers_and_arithmetic(device) -> None:
+    k = KernelBuilder("bf16_ops")
+    a = k.array("a", E.BF16, read_only=True)
+    f = k.array("f", E.F32, read_only=True)
+    out = k.array("out", E.BF16)
+    i = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="i")
+    x = k.let(Op.INDEX, E.BF16, a, i)
+    y = k.let(Op.CAST, E.BF16, k.let(Op.INDEX, E.F32, f, i))
+    results = [
+        k.let(Op.ADD, E.BF16, x, y),
+        k.let(Op.MUL, E.BF16, x, y),
+        k.let(Op.DIV, E.BF16, x, y),
+        k.let(Op.MAX, E.BF16, x, y),
+        k.let(Op.CAST, E.BF16, k.let(Op.CAST, E.I32, x)),
+        y,
+    ]
+    n = 16
+    for slot, value in enumerate(results):
+        at = k.let(Op.ADD, E.U32, c(slot * n, E.U32), i)
+        k.do(Op.INDEX_ASSIGN, None, out, at, value)
+    try:
+        defn = k.build()
+        device.emit(defn)
+    except UnsupportedFeature as exc:
+        pytest.skip(str(exc))
+    rng = np.random.default_rng(3)
+    a_bits = bf16_bits(rng.normal(size=n).astype(np.float32) * 100)
+    f_values = (rng.normal(size=n) * 7).astype(np.float32)
+    _, _, got = device.run(defn, [a_bits, f_values, np.zeros(6 * n, np.uint16)], dim=(n, 1, 1))
+    xv, yv = bf16_value(a_bits), bf16_value(bf16_bits(f_values))
+    with np.errstate(all="ignore"):
+        expected = [xv + yv, xv * yv, xv / yv, np.fmax(xv, yv), np.trunc(xv), yv]
+    for slot, want in enumerate(expected):
+        np.testing.assert_array_equal(got[slot * n : (slot + 1) * n], bf16_bits(want), str(slot))
