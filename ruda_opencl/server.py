@@ -1,0 +1,324 @@
+"""``OpenCLServer``: ruda's execution contract on one OpenCL device, through PyOpenCL.
+
+``RudaCount`` is the work-group count and ``RudaDim`` the local size (global size = count x
+dim). Each stream slot is one in-order ``CommandQueue`` with profiling enabled; a fence is a
+marker event; cross-stream ordering is a barrier waiting on another queue's marker. PyOpenCL
+errors are translated to ruda's error tree here, in :func:`_translate`, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import numpy as np
+import pyopencl as cl
+
+from ruda_core.codegen.abi import ArgKind, KernelArg
+from ruda_core.ir import Elem
+from ruda_core.runtime import (
+    Binding,
+    Bytes,
+    CompilationError,
+    CompiledKernel,
+    CompileOptions,
+    ComputeServer,
+    DeviceProperties,
+    Feature,
+    Features,
+    IoError,
+    LaunchError,
+    RudaCount,
+    RudaDim,
+    RudaFuture,
+    RudaTask,
+    ServerStream,
+    TooManyResources,
+)
+
+from .compiler import OpenCLCompiler
+from .dialect import OpenCLDialect
+from .platform import all_devices, driver_fingerprint
+from .storage import OpenCLStorage
+
+if TYPE_CHECKING:
+    from ruda_core.runtime import Runtime
+
+    from .runtime import OpenCLDevice
+
+__all__ = ["OpenCLServer"]
+
+T = TypeVar("T")
+_COMPLETE = cl.command_execution_status.COMPLETE
+_ARG_CODE = {ArgKind.BUFFER: 0, ArgKind.OFFSET: 1, ArgKind.SCALAR: 2, ArgKind.METADATA: 3}
+
+
+def _translate(what: str, fn: Callable[[], T]) -> T:
+    """Run a PyOpenCL call; its errors become ServerErrors naming ``what``."""
+    try:
+        return fn()
+    except cl.Error as exc:
+        raise LaunchError(f"{what} failed on OpenCL: {exc}") from exc
+
+
+class OpenCLStream(ServerStream):
+    """One in-order command queue."""
+
+    def __init__(self, slot: int, queue: Any) -> None:
+        super().__init__(slot)
+        self.queue = queue
+
+
+class _EventFence:
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+    def done(self) -> bool:
+        return bool(self.event.command_execution_status == _COMPLETE)
+
+    def wait(self) -> None:
+        _translate("waiting for a queue", self.event.wait)
+
+
+def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
+    def wait(timeout: float | None) -> T:
+        if timeout is not None and event.command_execution_status != _COMPLETE:
+            # OpenCL has no timed wait: poll until the deadline
+            deadline = time.monotonic() + timeout
+            while event.command_execution_status != _COMPLETE:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the OpenCL work was not complete within {timeout} s")
+                time.sleep(50e-6)
+        _translate("waiting for queued work", event.wait)
+        return value()
+
+    return RudaFuture(wait, lambda: bool(event.command_execution_status == _COMPLETE))
+
+
+class _Launcher:
+    """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
+
+    __slots__ = ("kernel", "max_units", "name", "plan", "program")
+
+    def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
+        args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
+        self.program = program
+        self.name = compiled.definition.name
+        self.kernel = cl.Kernel(program, compiled.entrypoint)
+        self.kernel.set_scalar_arg_dtypes(
+            [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
+        )
+        self.plan = [(_ARG_CODE[a.kind], a.index) for a in args]
+        self.max_units = int(
+            self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+        )
+
+
+class OpenCLServer(ComputeServer):
+    """The server of one OpenCL device."""
+
+    def __init__(self, device: OpenCLDevice) -> None:
+        self._device = all_devices()[device.index]
+        self._context = cl.Context([self._device])
+        super().__init__(device.to_id(), OpenCLStorage(self._context, self._device))
+        self.compiler = OpenCLCompiler()
+        dev = self._device
+        capabilities = OpenCLDialect.extra_for(dev.extensions)
+        caps = dict(capabilities)
+        self._plane_dim = self._native_plane_dim(caps)
+        self._options = CompileOptions(plane_dim=max(self._plane_dim, 1), extra=capabilities)
+        self._build_options = self._choose_build_options()
+        self._properties = DeviceProperties(
+            name=dev.name.strip(),
+            vendor=dev.platform.name.strip(),
+            memory_nbytes=int(dev.global_mem_size),
+            max_units_per_ruda=int(dev.max_work_group_size),
+            max_ruda_dim=cast(
+                tuple[int, int, int], tuple(int(s) for s in dev.max_work_item_sizes[:3])
+            ),
+            max_ruda_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
+            max_shared_memory_nbytes=int(dev.local_mem_size),
+            plane_dim=max(self._plane_dim, 1),
+            compute_units=int(dev.max_compute_units),
+            alignment_nbytes=OpenCLStorage.alignment_nbytes,
+            extra=(("opencl_version", dev.version.strip()), ("driver", dev.driver_version.strip())),
+        )
+        features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.DEVICE_TIMING}
+        if self._plane_dim > 1 and "subgroup_arith" in caps:
+            features.add(Feature.PLANE)
+            if "subgroup_shuffle" in caps:
+                features.add(Feature.PLANE_SHUFFLE)
+        if "int64_atomics" in caps:
+            features.add(Feature.ATOMIC_INT64)
+        elems = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
+        if "fp64" in caps:
+            elems.add(Elem.F64)
+        self._features = Features(frozenset(features), frozenset(elems))
+
+    def _native_plane_dim(self, caps: dict[str, str]) -> int:
+        """The subgroup width where the device has subgroups and reports a fixed width."""
+        if "subgroups" not in caps:
+            return 1
+        dev = self._device
+        try:  # NVIDIA reports its warp width through cl_nv_device_attribute_query
+            return int(dev.get_info(0x4003))  # CL_DEVICE_WARP_SIZE_NV
+        except cl.Error:
+            return 1
+
+    def _choose_build_options(self) -> list[str]:
+        options = []
+        if self._device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+            options.append("-cl-fp32-correctly-rounded-divide-sqrt")
+        return options
+
+    @property
+    def runtime(self) -> type[Runtime]:
+        from .runtime import OpenCLRuntime
+
+        return OpenCLRuntime
+
+    def properties(self) -> DeviceProperties:
+        return self._properties
+
+    def features(self) -> Features:
+        return self._features
+
+    def compile_options(self) -> CompileOptions:
+        return self._options
+
+    def driver_fingerprint(self) -> str:
+        return driver_fingerprint(self._device)
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _new_stream(self, slot: int) -> OpenCLStream:
+        props = cl.command_queue_properties.PROFILING_ENABLE
+        queue = _translate(
+            "creating a queue", lambda: cl.CommandQueue(self._context, properties=props)
+        )
+        return OpenCLStream(slot, queue)
+
+    def _build(self, compiled: CompiledKernel) -> _Launcher:
+        program = cl.Program(self._context, compiled.source)
+        try:
+            program.build(options=self._build_options)
+        except cl.Error as exc:
+            raise CompilationError(
+                f"kernel {compiled.definition.name} did not build for {self._device.name}:\n"
+                f"{exc}\n--- generated OpenCL C ---\n{_numbered(compiled.source)}",
+                file=compiled.definition.source.file if compiled.definition.source else None,
+                line=compiled.definition.source.line if compiled.definition.source else None,
+            ) from exc
+        return _Launcher(program, compiled, self._device)
+
+    def _binary(self, kernel: Any) -> bytes | None:
+        binaries = kernel.program.binaries
+        return bytes(binaries[0]) if binaries and binaries[0] else None
+
+    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
+        program = cl.Program(self._context, [self._device], [binary])
+        program.build(options=self._build_options)
+        return _Launcher(program, compiled, self._device)
+
+    def _launch(
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        launcher: _Launcher = kernel
+        queue = cast(OpenCLStream, stream).queue
+        if dim.x * dim.y * dim.z > launcher.max_units:
+            raise TooManyResources(
+                f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
+                f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
+            )
+        if count.binding is None:
+            cx, cy, cz = count.x, count.y, count.z
+        else:
+            cx, cy, cz = self._read_count(queue, count.binding)
+            if not (cx and cy and cz):
+                return
+        args: list[Any] = []
+        for code, i in launcher.plan:
+            if code == 0:
+                args.append(bindings[i].slice.page.resource)
+            elif code == 1:
+                args.append(bindings[i].offset_bytes)
+            elif code == 2:
+                args.append(scalars[i])
+            else:
+                args.append(metadata[i])
+        gsize = (cx * dim.x, cy * dim.y, cz * dim.z)
+        try:
+            launcher.kernel(queue, gsize, (dim.x, dim.y, dim.z), *args)
+        except cl.Error as exc:
+            raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
+
+    def _read_count(self, queue: Any, binding: Binding) -> tuple[int, int, int]:
+        host = np.empty(3, dtype=np.uint32)
+        _translate(
+            "reading a dynamic RudaCount",
+            lambda: cl.enqueue_copy(
+                queue, host, binding.resource, src_offset=binding.offset_bytes, is_blocking=True
+            ),
+        )
+        return int(host[0]), int(host[1]), int(host[2])
+
+    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer
+        queue = cast(OpenCLStream, stream).queue
+        try:
+            cl.enqueue_copy(
+                queue, binding.resource, host, dst_offset=binding.offset_bytes, is_blocking=False
+            )
+        except cl.Error as exc:
+            raise IoError(f"writing {binding.nbytes} bytes to OpenCL failed: {exc}") from exc
+
+    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+        queue = cast(OpenCLStream, stream).queue
+        hosts = [np.empty(b.nbytes, dtype=np.uint8) for b in bindings]
+        try:
+            for host, b in zip(hosts, bindings, strict=True):
+                if b.nbytes:
+                    cl.enqueue_copy(
+                        queue, host, b.resource, src_offset=b.offset_bytes, is_blocking=False
+                    )
+            marker = cl.enqueue_marker(queue)
+            queue.flush()
+        except cl.Error as exc:
+            raise IoError(f"reading from OpenCL failed: {exc}") from exc
+        return _event_future(marker, lambda: [memoryview(h).toreadonly() for h in hosts])
+
+    def _fence(self, stream: ServerStream) -> _EventFence:
+        queue = cast(OpenCLStream, stream).queue
+        marker = _translate("recording a fence", lambda: cl.enqueue_marker(queue))
+        queue.flush()  # another queue may wait on it: it must make progress
+        return _EventFence(marker)
+
+    def _wait(self, stream: ServerStream, fence: Any) -> None:
+        if fence.done():
+            return
+        queue = cast(OpenCLStream, stream).queue
+        _translate("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
+
+    def _flush(self, stream: ServerStream) -> None:
+        _translate("flushing a queue", cast(OpenCLStream, stream).queue.flush)
+
+    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+        queue = cast(OpenCLStream, stream).queue
+        marker = _translate("recording a sync point", lambda: cl.enqueue_marker(queue))
+        queue.flush()
+        return _event_future(marker, lambda: None)
+
+
+def _numbered(source: str) -> str:
+    return "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))

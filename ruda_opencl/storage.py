@@ -1,0 +1,39 @@
+"""``OpenCLStorage``: pool pages as ``cl.Buffer`` objects of one context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyopencl as cl
+
+from ruda_core.runtime import OutOfMemory, Storage
+
+__all__ = ["OpenCLStorage"]
+
+_OOM_CODES = {
+    cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+    cl.status_code.OUT_OF_RESOURCES,
+    cl.status_code.OUT_OF_HOST_MEMORY,
+}
+
+
+class OpenCLStorage(Storage):
+    """Each page is one read-write ``cl.Buffer``. A page may not exceed the device's
+    ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` (the storage's capacity)."""
+
+    alignment_nbytes = 256
+
+    def __init__(self, context: Any, device: Any) -> None:
+        self._context = context
+        self.capacity_nbytes = int(device.max_mem_alloc_size)
+
+    def alloc(self, nbytes: int) -> object:
+        try:
+            return cl.Buffer(self._context, cl.mem_flags.READ_WRITE, nbytes)
+        except cl.Error as exc:
+            if exc.code in _OOM_CODES:
+                raise OutOfMemory(f"OpenCL has no room for a {nbytes}-byte buffer: {exc}") from exc
+            raise
+
+    def dealloc(self, resource: object) -> None:
+        resource.release()  # type: ignore[attr-defined]  # a cl.Buffer
