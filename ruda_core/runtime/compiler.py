@@ -107,11 +107,13 @@ class KernelTask(RudaTask):
     """A task for a specialised :class:`KernelDefinition`. Applies the shared bounds pass for the
     mode, then the backend compiler."""
 
-    __slots__ = ("_key", "definition")
+    __slots__ = ("_key", "_shared_bytes", "_writes", "definition")
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self._key = definition.fingerprint()
+        self._shared_bytes = sum(s.length * s.elem.nbytes for s in definition.shared)
+        self._writes = tuple(not p.read_only for p in definition.array_params)
 
     @property
     def key(self) -> str:
@@ -123,11 +125,11 @@ class KernelTask(RudaTask):
 
     @property
     def shared_bytes(self) -> int:
-        return sum(s.length * s.elem.nbytes for s in self.definition.shared)
+        return self._shared_bytes
 
     def writes(self, binding_index: int) -> bool:
-        params = self.definition.array_params
-        return binding_index >= len(params) or not params[binding_index].read_only
+        writes = self._writes
+        return binding_index >= len(writes) or writes[binding_index]
 
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode

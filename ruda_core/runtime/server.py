@@ -275,13 +275,16 @@ class ComputeServer(ABC):
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
                 return
-            poisoned = self.poisoned_input(task, bindings)
-            if poisoned is not None:
-                self.fail(stream, poisoned, bindings, task)
-                return
-            for k, b in enumerate(bindings):
-                if task.writes(k):
-                    b.slice.error = None
+            for b in bindings:
+                if b.slice.error is not None:  # rare: resolve poison only when there is some
+                    poisoned = self.poisoned_input(task, bindings)
+                    if poisoned is not None:
+                        self.fail(stream, poisoned, bindings, task)
+                        return
+                    for k, written in enumerate(bindings):
+                        if task.writes(k):
+                            written.slice.error = None
+                    break
             if mode is ExecutionMode.VALIDATE:
                 n = len(bindings)  # the report is the last array: its length the last length
                 bindings = [*bindings, self._report_binding(stream, task, compiled)]

@@ -1,0 +1,353 @@
+"""``CudaServer``: ruda's execution contract on one CUDA device, through CuPy.
+
+``RudaCount`` is the CUDA grid and ``RudaDim`` the CUDA block. Each stream slot is one
+non-blocking CUDA stream; fences are CUDA events, cross-stream ordering is
+``cudaStreamWaitEvent``. Kernels are compiled by NVRTC to a cubin for the device's own
+architecture and launched with ``cuLaunchKernel`` from a parameter block packed in place.
+Reads land in pinned host memory, so ``read_async`` overlaps with other work.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import cupy
+import numpy as np
+from cupy.cuda import driver, runtime
+
+from ruda_core.codegen.abi import ArgKind, KernelArg
+from ruda_core.ir import Elem
+from ruda_core.runtime import (
+    Binding,
+    Bytes,
+    CompiledKernel,
+    CompileOptions,
+    ComputeServer,
+    DeviceProperties,
+    Feature,
+    Features,
+    LaunchError,
+    RudaCount,
+    RudaDim,
+    RudaFuture,
+    RudaTask,
+    ServerStream,
+)
+
+from .compiler import CudaCompiler
+from .driver import build_cubin, driver_fingerprint, guard, load_module
+from .storage import CudaStorage
+
+if TYPE_CHECKING:
+    from ruda_core.runtime import Runtime
+
+    from .runtime import CudaDevice
+
+__all__ = ["CudaServer"]
+
+T = TypeVar("T")
+_HOST_TO_DEVICE = 1
+_DEVICE_TO_HOST = 2
+_ARG_CODE = {ArgKind.BUFFER: 0, ArgKind.OFFSET: 1, ArgKind.SCALAR: 2, ArgKind.METADATA: 3}
+_STRUCT_CODE = {
+    "b": "b",
+    "B": "B",
+    "h": "h",
+    "H": "H",
+    "i": "i",
+    "I": "I",
+    "l": "q",
+    "L": "Q",
+    "q": "q",
+    "Q": "Q",
+    "e": "e",
+    "f": "f",
+    "d": "d",
+    "?": "?",
+}
+_current = threading.local()
+
+
+class CudaStream(ServerStream):
+    """One non-blocking CUDA stream and the pinned buffers of reads still in flight."""
+
+    def __init__(self, slot: int, stream: Any) -> None:
+        super().__init__(slot)
+        self.stream = stream
+        self.ptr: int = stream.ptr
+        self.in_flight: list[tuple[Any, list[np.ndarray]]] = []
+
+    def prune(self) -> None:
+        self.in_flight = [(e, hosts) for e, hosts in self.in_flight if not e.done]
+
+
+class _EventFence:
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+    def done(self) -> bool:
+        return bool(self.event.done)
+
+    def wait(self) -> None:
+        guard("waiting for a CUDA event", self.event.synchronize)
+
+
+def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
+    def wait(timeout: float | None) -> T:
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while not event.done:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the CUDA work was not complete within {timeout} s")
+                time.sleep(20e-6)
+        guard("waiting for queued CUDA work", event.synchronize)
+        return value()
+
+    return RudaFuture(wait, lambda: bool(event.done))
+
+
+class _Launcher:
+    """A loaded kernel with a parameter block packed in place: built once per (kernel, mode).
+
+    ``cuLaunchKernel`` copies the parameters when it is called, so the block is reused by
+    every launch (launches of one server are serialised by its lock)."""
+
+    __slots__ = (
+        "block",
+        "cubin",
+        "function",
+        "module",
+        "name",
+        "params",
+        "plan",
+        "pointers",
+        "struct",
+    )
+
+    def __init__(self, cubin: bytes, compiled: CompiledKernel) -> None:
+        args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
+        self.cubin = cubin
+        self.name = compiled.definition.name
+        self.module = load_module(cubin)
+        self.function = self.module.get_function(compiled.entrypoint)
+        fmt, offsets, size = ["<"], [], 0
+        for a in args:
+            code = "Q" if a.kind is ArgKind.BUFFER else _STRUCT_CODE[a.dtype.char]
+            width = struct.calcsize(code)
+            pad = -size % width
+            fmt.append(f"{pad}x{code}" if pad else code)
+            offsets.append(size + pad)
+            size += pad + width
+        self.struct = struct.Struct("".join(fmt))
+        self.block = ctypes.create_string_buffer(max(size, 1))
+        base = ctypes.addressof(self.block)
+        self.pointers = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in offsets])
+        self.params = ctypes.addressof(self.pointers)
+        self.plan = [(_ARG_CODE[a.kind], a.index) for a in args]
+
+
+class CudaServer(ComputeServer):
+    """The server of one CUDA device."""
+
+    def __init__(self, device: CudaDevice) -> None:
+        self._index = device.index
+        self._activate()
+        props = guard("querying the device", lambda: runtime.getDeviceProperties(device.index))
+        super().__init__(device.to_id(), CudaStorage(int(props["totalGlobalMem"])))
+        self.compiler = CudaCompiler()
+        self._arch = f"sm_{props['major']}{props['minor']}"
+        self._options = CompileOptions(
+            plane_dim=int(props["warpSize"]), extra=(("arch", self._arch),)
+        )
+        self._properties = DeviceProperties(
+            name=props["name"].decode(),
+            vendor="NVIDIA",
+            memory_nbytes=int(props["totalGlobalMem"]),
+            max_units_per_ruda=int(props["maxThreadsPerBlock"]),
+            max_ruda_dim=cast(tuple[int, int, int], tuple(props["maxThreadsDim"])),
+            max_ruda_count=cast(tuple[int, int, int], tuple(props["maxGridSize"])),
+            max_shared_memory_nbytes=int(props["sharedMemPerBlock"]),
+            plane_dim=int(props["warpSize"]),
+            compute_units=int(props["multiProcessorCount"]),
+            alignment_nbytes=CudaStorage.alignment_nbytes,
+            extra=(
+                ("arch", self._arch),
+                ("compute_capability", f"{props['major']}.{props['minor']}"),
+            ),
+        )
+        features = {
+            Feature.PLANE,
+            Feature.PLANE_SHUFFLE,
+            Feature.ATOMIC_INT64,
+            Feature.ATOMIC_FLOAT,
+            Feature.DYNAMIC_COUNT,
+            Feature.DEVICE_TIMING,
+        }
+        self._features = Features(frozenset(features), frozenset(Elem))
+
+    def _activate(self) -> None:
+        """Make this device current on the calling thread (CUDA's current device is per thread)."""
+        if getattr(_current, "index", None) != self._index:
+            guard("selecting the device", lambda: runtime.setDevice(self._index))
+            _current.index = self._index
+
+    @property
+    def runtime(self) -> type[Runtime]:
+        from .runtime import CudaRuntime
+
+        return CudaRuntime
+
+    def properties(self) -> DeviceProperties:
+        return self._properties
+
+    def features(self) -> Features:
+        return self._features
+
+    def compile_options(self) -> CompileOptions:
+        return self._options
+
+    def driver_fingerprint(self) -> str:
+        return driver_fingerprint()
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _new_stream(self, slot: int) -> CudaStream:
+        self._activate()
+        return CudaStream(
+            slot, guard("creating a stream", lambda: cupy.cuda.Stream(non_blocking=True))
+        )
+
+    def _build(self, compiled: CompiledKernel) -> _Launcher:
+        self._activate()
+        cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch)
+        return _Launcher(cubin, compiled)
+
+    def _binary(self, kernel: Any) -> bytes:
+        return cast(_Launcher, kernel).cubin
+
+    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
+        self._activate()
+        return _Launcher(binary, compiled)
+
+    def _launch(
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        launcher: _Launcher = kernel
+        cuda = cast(CudaStream, stream)
+        self._activate()
+        if count.binding is None:
+            cx, cy, cz = count.x, count.y, count.z
+        else:
+            cx, cy, cz = self._read_count(cuda, count.binding)
+            if not (cx and cy and cz):
+                return
+        values: list[Any] = []
+        for code, i in launcher.plan:
+            if code == 0:
+                b = bindings[i]
+                values.append(b.slice.page.resource + b.offset_bytes)
+            elif code == 2:
+                values.append(scalars[i])
+            else:
+                values.append(metadata[i])
+        launcher.struct.pack_into(launcher.block, 0, *values)
+        try:
+            driver.launchKernel(
+                launcher.function.ptr,
+                cx,
+                cy,
+                cz,
+                dim.x,
+                dim.y,
+                dim.z,
+                0,
+                cuda.ptr,
+                launcher.params,
+                0,
+            )
+        except driver.CUDADriverError as exc:
+            raise LaunchError(
+                f"kernel {launcher.name} failed to launch on {self.device_id}: {exc}. If an "
+                "earlier kernel faulted, sync after each launch to find it"
+            ) from exc
+
+    def _read_count(self, stream: CudaStream, binding: Binding) -> tuple[int, int, int]:
+        host = np.empty(3, dtype=np.uint32)
+        src = binding.slice.page.resource + binding.offset_bytes  # type: ignore[operator]
+        guard(
+            "reading a dynamic RudaCount",
+            lambda: runtime.memcpyAsync(host.ctypes.data, src, 12, _DEVICE_TO_HOST, stream.ptr),
+        )
+        guard("reading a dynamic RudaCount", stream.stream.synchronize)
+        return int(host[0]), int(host[1]), int(host[2])
+
+    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        self._activate()
+        host = np.frombuffer(data, dtype=np.uint8)
+        dst = binding.slice.page.resource + binding.offset_bytes  # type: ignore[operator]
+        ptr = cast(CudaStream, stream).ptr
+        # from pageable memory the copy is staged before the call returns: `data` may be reused
+        guard(
+            f"copying {binding.nbytes} bytes to the GPU",
+            lambda: runtime.memcpyAsync(dst, host.ctypes.data, host.nbytes, _HOST_TO_DEVICE, ptr),
+        )
+
+    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+        self._activate()
+        cuda = cast(CudaStream, stream)
+        cuda.prune()
+        hosts = []
+        for b in bindings:
+            pinned = cupy.cuda.alloc_pinned_memory(max(b.nbytes, 1))
+            host = np.frombuffer(pinned, dtype=np.uint8, count=b.nbytes)
+            hosts.append(host)
+            if b.nbytes:
+                src = b.slice.page.resource + b.offset_bytes  # type: ignore[operator]
+                guard(
+                    f"copying {b.nbytes} bytes from the GPU",
+                    lambda h=host, s=src, n=b.nbytes: runtime.memcpyAsync(
+                        h.ctypes.data, s, n, _DEVICE_TO_HOST, cuda.ptr
+                    ),
+                )
+        event = self._record(cuda)
+        cuda.in_flight.append((event, hosts))  # keeps the pinned buffers alive until copied
+        return _event_future(event, lambda: [memoryview(h).toreadonly() for h in hosts])
+
+    def _record(self, stream: CudaStream) -> Any:
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        guard("recording an event", lambda: event.record(stream.stream))
+        return event
+
+    def _fence(self, stream: ServerStream) -> _EventFence:
+        self._activate()
+        return _EventFence(self._record(cast(CudaStream, stream)))
+
+    def _wait(self, stream: ServerStream, fence: Any) -> None:
+        if fence.done():
+            return
+        cuda = cast(CudaStream, stream)
+        guard("ordering streams", lambda: cuda.stream.wait_event(fence.event))
+
+    def _flush(self, stream: ServerStream) -> None:
+        """Nothing to submit: CUDA starts work as it is enqueued."""
+
+    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+        self._activate()
+        cuda = cast(CudaStream, stream)
+        cuda.prune()
+        return _event_future(self._record(cuda), lambda: None)
