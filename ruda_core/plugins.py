@@ -19,7 +19,7 @@ import importlib.metadata
 import inspect
 import os
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pluggy
@@ -37,6 +37,7 @@ __all__ = [
     "Status",
     "backends",
     "client",
+    "conformance_xfails",
     "enumerate_all_devices",
     "hookimpl",
     "hookspec",
@@ -96,6 +97,24 @@ class _Spec:
         backends works on machines without drivers.
 
         :returns: the plugin's :class:`BackendInfo`, or None to offer nothing.
+        """
+
+    @hookspec
+    def ruda_conformance_xfails(self) -> Mapping[str, str] | None:  # type: ignore[empty-body]
+        """Known failures of this backend in the conformance suite (``ruda_core.testing``).
+
+        Called only by the conformance suite's pytest plugin, once per session, through
+        :func:`conformance_xfails`; never while backends are loaded or probed. The overrides
+        apply to the devices of this plugin's backend only. Each key is an ``fnmatch`` pattern
+        over a test's conformance name, ``<module>::<test>[<params>]`` without the device, e.g.
+        ``"test_plane::test_plane_reductions[f16]"`` or ``"test_ops_float::*[f64-*]"``; each
+        value is the reason, which must say why the backend cannot conform (a driver bug and
+        its tracker, a hardware limit). A matching test is marked ``xfail(strict=True)``: it
+        still runs, and an override that starts passing fails the suite, so stale ones are
+        removed. The suite's guard test fails for an empty reason or a pattern that matches no
+        test. An implementation must not open a device or import a driver.
+
+        :returns: ``{pattern: reason}``, or None for no overrides.
         """
 
 
@@ -241,6 +260,44 @@ def _probe(info: BackendInfo) -> BackendStatus:
     if _strict():
         raise PluginError(f"backend {info.name!r}: {status.status.value}: {status.reason}")
     return status
+
+
+def conformance_xfails() -> dict[str, dict[str, str]]:
+    """Every loaded backend's conformance overrides: ``{backend: {pattern: reason}}``.
+
+    Calls each plugin's ``ruda_conformance_xfails`` hook, if it has one; backends that failed
+    to load contribute nothing.
+
+    :raises PluginError: when a hook fails or returns something other than a mapping of
+        strings, naming the plugin.
+    """
+    loaded = {n for n, e in _registry.load().items() if isinstance(e, BackendInfo)}
+    manager = pluggy.PluginManager("ruda")
+    manager.add_hookspecs(_Spec)
+    found: dict[str, dict[str, str]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in loaded or ep.name in found:
+            continue
+        module = ep.load()  # already imported when the backend loaded
+        manager.register(module, name=f"xfails:{ep.name}")
+        try:
+            impls = manager.hook.ruda_conformance_xfails.get_hookimpls()
+            result = impls[-1].function() if impls else None
+        except Exception as exc:
+            raise PluginError(f"{ep.name}: ruda_conformance_xfails failed: {exc!r}") from exc
+        finally:
+            manager.unregister(module)
+        if result is None:
+            continue
+        if not isinstance(result, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in result.items()
+        ):
+            raise PluginError(
+                f"{ep.name}: ruda_conformance_xfails returned {result!r}; return a mapping of "
+                "test-name patterns to reasons"
+            )
+        found[ep.name] = dict(result)
+    return found
 
 
 def reload() -> None:

@@ -20,7 +20,7 @@ import cupy
 import numpy as np
 from cupy.cuda import driver, runtime
 
-from ruda_core.codegen.abi import ArgKind, KernelArg
+from ruda_core.codegen.abi import ArgKind, KernelArg, make_arg_reader
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
@@ -53,7 +53,6 @@ __all__ = ["CudaServer"]
 T = TypeVar("T")
 _HOST_TO_DEVICE = 1
 _DEVICE_TO_HOST = 2
-_ARG_CODE = {ArgKind.BUFFER: 0, ArgKind.OFFSET: 1, ArgKind.SCALAR: 2, ArgKind.METADATA: 3}
 _STRUCT_CODE = {
     "b": "b",
     "B": "B",
@@ -150,7 +149,7 @@ class _Launcher:
         base = ctypes.addressof(self.block)
         self.pointers = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in offsets])
         self.params = ctypes.addressof(self.pointers)
-        self.plan = [(_ARG_CODE[a.kind], a.index) for a in args]
+        self.read_args = make_arg_reader(args, "{b}.slice.page.resource + {b}.offset_bytes")
 
 
 class CudaServer(ComputeServer):
@@ -256,16 +255,9 @@ class CudaServer(ComputeServer):
             cx, cy, cz = self._read_count(cuda, count.binding)
             if not (cx and cy and cz):
                 return
-        values: list[Any] = []
-        for code, i in launcher.plan:
-            if code == 0:
-                b = bindings[i]
-                values.append(b.slice.page.resource + b.offset_bytes)
-            elif code == 2:
-                values.append(scalars[i])
-            else:
-                values.append(metadata[i])
-        launcher.struct.pack_into(launcher.block, 0, *values)
+        launcher.struct.pack_into(
+            launcher.block, 0, *launcher.read_args(bindings, scalars, metadata)
+        )
         try:
             driver.launchKernel(
                 launcher.function.ptr,

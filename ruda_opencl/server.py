@@ -9,13 +9,14 @@ errors are translated to ruda's error tree here, in :func:`_translate`, and nowh
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pyopencl as cl
 
-from ruda_core.codegen.abi import ArgKind, KernelArg
+from ruda_core.codegen.abi import ArgKind, KernelArg, make_arg_reader
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
@@ -51,7 +52,6 @@ __all__ = ["OpenCLServer"]
 
 T = TypeVar("T")
 _COMPLETE = cl.command_execution_status.COMPLETE
-_ARG_CODE = {ArgKind.BUFFER: 0, ArgKind.OFFSET: 1, ArgKind.SCALAR: 2, ArgKind.METADATA: 3}
 
 
 def _translate(what: str, fn: Callable[[], T]) -> T:
@@ -101,7 +101,7 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
 class _Launcher:
     """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
 
-    __slots__ = ("kernel", "max_units", "name", "plan", "program")
+    __slots__ = ("kernel", "max_units", "name", "program", "read_args")
 
     def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
         args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
@@ -111,7 +111,7 @@ class _Launcher:
         self.kernel.set_scalar_arg_dtypes(
             [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
         )
-        self.plan = [(_ARG_CODE[a.kind], a.index) for a in args]
+        self.read_args = make_arg_reader(args, "{b}.slice.page.resource")
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
@@ -203,7 +203,9 @@ class OpenCLServer(ComputeServer):
     def _build(self, compiled: CompiledKernel) -> _Launcher:
         program = cl.Program(self._context, compiled.source)
         try:
-            program.build(options=self._build_options)
+            with warnings.catch_warnings():  # a driver's informational build log is not an error
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program.build(options=self._build_options)
         except cl.Error as exc:
             raise CompilationError(
                 f"kernel {compiled.definition.name} did not build for {self._device.name}:\n"
@@ -219,7 +221,9 @@ class OpenCLServer(ComputeServer):
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         program = cl.Program(self._context, [self._device], [binary])
-        program.build(options=self._build_options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program.build(options=self._build_options)
         return _Launcher(program, compiled, self._device)
 
     def _launch(
@@ -247,19 +251,14 @@ class OpenCLServer(ComputeServer):
             cx, cy, cz = self._read_count(queue, count.binding)
             if not (cx and cy and cz):
                 return
-        args: list[Any] = []
-        for code, i in launcher.plan:
-            if code == 0:
-                args.append(bindings[i].slice.page.resource)
-            elif code == 1:
-                args.append(bindings[i].offset_bytes)
-            elif code == 2:
-                args.append(scalars[i])
-            else:
-                args.append(metadata[i])
         gsize = (cx * dim.x, cy * dim.y, cz * dim.z)
         try:
-            launcher.kernel(queue, gsize, (dim.x, dim.y, dim.z), *args)
+            launcher.kernel(
+                queue,
+                gsize,
+                (dim.x, dim.y, dim.z),
+                *launcher.read_args(bindings, scalars, metadata),
+            )
         except cl.Error as exc:
             raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
 

@@ -11,7 +11,7 @@ This module only describes and declares arguments; it writes no kernel body.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from ..ir import Elem, KernelDefinition
 from .dialect import Dialect, MemSpace
 
-__all__ = ["ArgKind", "KernelArg", "Signature", "build_signature"]
+__all__ = ["ArgKind", "KernelArg", "Signature", "build_signature", "make_arg_reader"]
 
 
 class ArgKind(enum.Enum):
@@ -103,3 +103,30 @@ def build_signature(
         metadata[(what, p.name, axis)] = meta
         args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
     return Signature(tuple(args), tuple(prologue), metadata)
+
+
+ArgReader = Callable[[Sequence[object], Sequence[object], Sequence[int]], tuple[object, ...]]
+
+
+def make_arg_reader(args: Sequence[KernelArg], buffer_expr: str) -> ArgReader:
+    """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
+    order, generated once per kernel so a launch does no per-argument dispatch.
+
+    ``buffer_expr`` is the backend's expression for a BUFFER argument, with ``{b}`` standing for
+    the binding (e.g. ``"{b}.slice.page.resource + {b}.offset_bytes"`` for a raw pointer).
+    OFFSET arguments are the binding's ``offset_bytes``.
+    """
+    parts = []
+    for a in args:
+        if a.kind is ArgKind.BUFFER:
+            parts.append(buffer_expr.format(b=f"b[{a.index}]"))
+        elif a.kind is ArgKind.OFFSET:
+            parts.append(f"b[{a.index}].offset_bytes")
+        elif a.kind is ArgKind.SCALAR:
+            parts.append(f"s[{a.index}]")
+        else:
+            parts.append(f"m[{a.index}]")
+    source = f"def read(b, s, m):\n    return ({', '.join(parts)}{',' if parts else ''})\n"
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<ruda kernel arguments>", "exec"), namespace)
+    return namespace["read"]  # type: ignore[return-value]  # the function defined above

@@ -71,7 +71,12 @@ class ComputeClient:
         self._server = server
         self._stream = stream
         props = server.properties()
-        self._launch_limits = (props.max_units_per_ruda, props.max_ruda_dim, props.max_ruda_count)
+        self._launch_limits = (
+            props.max_units_per_ruda,
+            props.max_ruda_dim,
+            props.max_ruda_count,
+            props.max_shared_memory_nbytes,
+        )
 
     # -- registration --------------------------------------------------------------------------
     @classmethod
@@ -334,7 +339,7 @@ class ComputeClient:
         return self._server.sync(self.execution_stream().value)
 
     def _check_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> None:
-        max_units, max_dim, max_count = self._launch_limits
+        max_units, max_dim, max_count, max_shared = self._launch_limits
         if (
             dim.x * dim.y * dim.z > max_units
             or dim.x > max_dim[0]
@@ -343,7 +348,7 @@ class ComputeClient:
             or count.x > max_count[0]
             or count.y > max_count[1]
             or count.z > max_count[2]
-            or task.shared_bytes > self._server.properties().max_shared_memory_nbytes
+            or task.shared_bytes > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim))
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ir import KernelDefinition
-from ..ir.bounds import lower_bounds
+from ..ir.bounds import lower_bounds, report_names
 from .launch import ExecutionMode
 
 __all__ = ["CompileOptions", "CompiledKernel", "Compiler", "KernelTask", "RudaTask"]
@@ -134,7 +134,11 @@ class KernelTask(RudaTask):
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
     ) -> CompiledKernel:
-        return compiler.compile(lower_bounds(self.definition, mode), options, mode)
+        compiled = compiler.compile(lower_bounds(self.definition, mode), options, mode)
+        if mode is ExecutionMode.VALIDATE:  # the server names buffers in ValidationErrors
+            extra = {**compiled.extra, "report_names": report_names(self.definition)}
+            compiled = replace(compiled, extra=extra)
+        return compiled
 
     def __repr__(self) -> str:
         return f"KernelTask({self.definition.name}, key={self._key[:12]})"

@@ -52,6 +52,7 @@ __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 Bytes = memoryview
 
 _REPORT_WORDS = 6
+_CHECKED = ExecutionMode.CHECKED
 
 
 class ServerStream:
@@ -99,10 +100,14 @@ class ComputeServer(ABC):
     ) -> None:
         self.device_id = device_id
         self.server_id = id(self)
-        self.lock = threading.RLock()
+        self.lock = threading.Lock()  # never held across a call that takes it again
         self.memory = MemoryManagement(storage, memory_config or MemoryConfig(), self._fence)
         self._streams: dict[int, ServerStream] = {}
-        self._kernels: dict[tuple[str, ExecutionMode], tuple[CompiledKernel, Any]] = {}
+        #: built kernels by task key, one table per mode (looked up by identity on the hot path)
+        self._kernels: dict[ExecutionMode, dict[str, tuple[CompiledKernel, Any]]] = {
+            m: {} for m in ExecutionMode
+        }
+        self._checked = self._kernels[ExecutionMode.CHECKED]
         self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._fingerprint: str | None = None
         self._disk: DiskCache | None = None
@@ -204,17 +209,22 @@ class ComputeServer(ABC):
     def empty(self, nbytes: int, stream_value: int) -> Handle:
         """Uninitialised memory of ``nbytes`` bytes, first usable on the given stream."""
         with self.lock:
-            stream = self._stream(stream_value)
-            slice_ = self.memory.reserve(nbytes, stream)
-            return Handle._new(slice_, self.memory.dropped, self.server_id)
+            return self._empty(nbytes, self._stream(stream_value))
 
     def create(self, data: memoryview, stream_value: int) -> Handle:
         """Memory holding a copy of ``data`` (a contiguous byte view)."""
         with self.lock:
-            handle = self.empty(data.nbytes, stream_value)
-            if data.nbytes:
-                self._write(self._stream(stream_value), handle.binding(), data)
-            return handle
+            return self._create(data, self._stream(stream_value))
+
+    def _empty(self, nbytes: int, stream: ServerStream) -> Handle:
+        slice_ = self.memory.reserve(nbytes, stream)
+        return Handle._new(slice_, self.memory.dropped, self.server_id)
+
+    def _create(self, data: memoryview, stream: ServerStream) -> Handle:
+        handle = self._empty(data.nbytes, stream)
+        if data.nbytes:
+            self._write(stream, handle.binding(), data)
+        return handle
 
     def write(self, binding: Binding, data: memoryview, stream_value: int) -> None:
         """Enqueue a copy of ``data`` into ``binding``; clears a poisoned buffer."""
@@ -359,10 +369,10 @@ class ComputeServer(ABC):
                 s.stream = stream
 
     def _kernel(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
-        key = (task.key, mode)
-        entry = self._kernels.get(key)
+        table = self._checked if mode is _CHECKED else self._kernels[mode]
+        entry = table.get(task.key)
         if entry is None:
-            entry = self._kernels[key] = self._compile_and_build(task, mode)
+            entry = table[task.key] = self._compile_and_build(task, mode)
         return entry
 
     def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
@@ -422,7 +432,7 @@ class ComputeServer(ABC):
         self, stream: ServerStream, task: RudaTask, compiled: CompiledKernel
     ) -> Binding:
         zeros = memoryview(bytes(4 * _REPORT_WORDS))
-        handle = self.create(zeros, stream.slot)
+        handle = self._create(zeros, stream)
         names = tuple(compiled.extra.get("report_names", ()))  # type: ignore[call-overload]
         stream.reports.append((handle, task.name, names))
         return handle.binding()
