@@ -9,7 +9,9 @@ processes by a file lock; every entry carries a checksum, so a torn or corrupt f
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import os
 import tempfile
 import warnings
@@ -20,7 +22,7 @@ import platformdirs
 
 from .errors import RudaWarning
 
-__all__ = ["CacheWarning", "DiskCache", "cache_root", "digest"]
+__all__ = ["CacheWarning", "DiskCache", "cache_root", "code_fingerprint", "digest"]
 
 _MAGIC = b"RUDA-CACHE-1\n"
 _SUM = 32
@@ -39,6 +41,19 @@ def cache_root() -> Path:
 def digest(*parts: object) -> str:
     """A hex SHA-256 of the ``repr`` of ``parts``: a cache key of everything that matters."""
     return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+@functools.cache
+def code_fingerprint(*packages: str) -> str:
+    """A digest of the Python sources of ``packages``: cached entries produced by other code
+    (an upgrade, an edited checkout) are never reused. Computed once per process."""
+    h = hashlib.sha256()
+    for name in sorted(packages):
+        folder = Path(importlib.import_module(name).__file__ or "").parent
+        for path in sorted(folder.rglob("*.py")):
+            h.update(str(path.relative_to(folder)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:32]
 
 
 class DiskCache:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache import CacheWarning, DiskCache, digest
+from .cache import CacheWarning, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .errors import InvalidHandle, LaunchError, ServerError, ValidationError
@@ -398,14 +398,13 @@ class ComputeServer(ABC):
             return None
         if self._disk is None:
             self._disk = DiskCache("kernels")
-        from .. import __version__
-
+        backend = type(self).__module__.partition(".")[0]
         return digest(
             task.key,
             mode.value,
             self.compile_options(),
             self.compiler.name,
-            __version__,
+            code_fingerprint("ruda_core", backend),
             driver,
             self.properties_fingerprint(),
             sys.version_info[:2],

@@ -1,0 +1,325 @@
+"""``CpuCompiler``: a lowered kernel definition -> Python source over NumPy, run in lockstep.
+
+The generated module defines one function, named after the kernel, that runs one batch of whole
+cubes: ``fn(g, *buffers, *scalars, *metadata)`` with ``g`` a
+:class:`~ruda_cpu.lockstep.batch.Batch`. Every IR value is a vector over the batch's lanes (or
+a NumPy scalar when uniform); control flow is an execution mask:
+
+* ``if``: the lanes of the block's mask split by the condition; a branch no lane takes is
+  skipped;
+* loops run while any lane of their loop mask is active; ``break``, ``continue`` and
+  ``return`` remove lanes from the loop, iteration and kernel (``_alive``) masks, and every
+  enclosing block re-intersects its mask after a statement that may have removed lanes;
+* a local assigned under a partial mask keeps its old value on inactive lanes (``L.merge``),
+  unless no read can observe those lanes (see ``analysis``);
+* ``sync_units`` is a point every lane reaches together, so it needs no code.
+
+The source is deterministic, one statement per line, and keeps the user's names; comments give
+the Python source line of each statement. This module never runs the code (see ``executor``).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+
+from ruda_core.ir import (
+    Block,
+    Break,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Continue,
+    Elem,
+    If,
+    Instr,
+    KernelDefinition,
+    Local,
+    Loop,
+    Param,
+    RangeLoop,
+    Return,
+    SourceLoc,
+    Stmt,
+)
+from ruda_core.ir.bounds import REPORT_PARAM
+from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
+from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime.launch import ExecutionMode
+
+from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
+from .expressions import expression, literal
+
+__all__ = ["CpuCompiler"]
+
+_DEAD = "<dead>"  # the mask of code no lane can reach
+_INDENT = "    "
+
+
+class CpuCompiler(Compiler):
+    """Generates vectorised NumPy source for the reference device. Pure and deterministic."""
+
+    name = "numpy"
+    source_suffix = "py"
+
+    def compile(
+        self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
+    ) -> CompiledKernel:
+        """:raises UnsupportedFeature: when the kernel uses ``bf16``, which NumPy lacks."""
+        _reject_bf16(definition)
+        emitter = _Emitter(definition, options, mode)
+        source = emitter.module()
+        return CompiledKernel(
+            entrypoint=emitter.entrypoint,
+            source=source,
+            definition=definition,
+            mode=mode,
+            shared_bytes=sum(s.length * s.elem.nbytes for s in definition.shared),
+            extra={
+                "plane_dim": options.plane_dim,
+                "local_bytes": sum(a.length * a.elem.nbytes for a in definition.local_arrays),
+                "written": tuple(
+                    i for i, p in enumerate(definition.array_params) if p in emitter.facts.written
+                ),
+            },
+        )
+
+
+def _reject_bf16(defn: KernelDefinition) -> None:
+    elems = [p.elem for p in defn.params] + [v.elem for v in defn.locals]
+    elems += [s.elem for s in defn.shared] + [a.elem for a in defn.local_arrays]
+    for stmt in walk(defn.body):
+        if isinstance(stmt, Instr):
+            elems += [a.elem for a in stmt.args if isinstance(a, Const)]
+    if Elem.BF16 in elems:
+        raise UnsupportedFeature(
+            f"kernel {defn.name} uses bf16, which the NumPy reference device does not support; "
+            "compute in f32 on this device"
+        )
+
+
+class _Emitter:
+    """Renders one definition. Implements the ``expressions.Context`` protocol."""
+
+    def __init__(self, defn: KernelDefinition, options: CompileOptions, mode: ExecutionMode):
+        self.defn = defn
+        self.options = options
+        self.mode = mode
+        self.facts: KernelFacts = analyse(defn)
+        self.names = Namer()
+        self.lines: list[str] = []
+        self.depth = 1
+        self.loops: list[tuple[str, str]] = []  # (loop mask, iteration mask), innermost last
+        self.last_loc: SourceLoc | None = None
+        self.entrypoint = self.names.fresh(defn.name)
+        self.alive = self.names.fresh("_alive")  # lanes that have not returned
+        self.gone = self.names.fresh("_gone")
+        self.args = ["g"]  # then the launch ABI's order: arrays, scalars, metadata
+        for p in (*defn.array_params, *defn.scalar_params):
+            self.args.append(self.names.name(p, p.name))
+        for what, p, axis in defn.metadata_layout():
+            wanted = f"{p.name}_len" if what == "len" else f"{p.name}_{what}{axis}"
+            key = (what, p) if what == "len" else (what, p, axis)
+            self.args.append(self.names.name(key, wanted))
+
+    # --- expressions.Context --------------------------------------------------------------------
+
+    def ref(self, x: object) -> str:
+        if isinstance(x, Builtin):
+            return self.names.name(x.kind, x.kind.value)
+        return self.names.name(x, getattr(x, "name", "_v"))
+
+    def is_lanes(self, x: object) -> bool:
+        if isinstance(x, Builtin):
+            return x.kind in LANES_BUILTINS
+        return x in self.facts.lanes_locals
+
+    def is_written(self, p: Param) -> bool:
+        return p in self.facts.written
+
+    def report(self) -> str:
+        return self.ref(next(p for p in self.defn.params if p.name == REPORT_PARAM))
+
+    # --- text -----------------------------------------------------------------------------------
+
+    def emit(self, text: str) -> None:
+        self.lines.append(_INDENT * self.depth + text)
+
+    def comment_for(self, loc: SourceLoc | None) -> None:
+        if loc is None or loc == self.last_loc:
+            return
+        self.last_loc = loc
+        text = linecache.getline(loc.file, loc.line).strip()
+        where = f"{os.path.basename(loc.file)}:{loc.line}"
+        self.emit(f"# {where}: {text}" if text else f"# {where}")
+
+    def module(self) -> str:
+        body = self._body()
+        src = self.defn.source
+        header = [
+            f"# ruda NumPy kernel {self.defn.name} ({self.mode.value}, plane_dim "
+            f"{self.options.plane_dim})",
+            f"# from {src}" if src is not None else "# from generated IR",
+            "# One call runs one batch of whole cubes in lockstep (see ruda_cpu.lockstep).",
+            "",
+            "",
+            f"def {self.entrypoint}({', '.join(self.args)}):",
+        ]
+        return "\n".join(header + body) + "\n"
+
+    def _body(self) -> list[str]:
+        self.lines = []
+        self._block(self.defn.body, "None")
+        main, self.lines = self.lines, []
+        for kind in sorted(self.facts.builtins, key=lambda k: k.value):
+            self.emit(f"{self.ref(Builtin(kind))} = {self._builtin(kind)}")
+        for s in self.defn.shared:
+            self.emit(f"{self.ref(s)} = g.shared(np.{s.elem.numpy.name}, {s.length})")
+        for a in self.defn.local_arrays:
+            self.emit(f"{self.ref(a)} = g.local_array(np.{a.elem.numpy.name}, {a.length})")
+        for v in self.defn.locals:
+            if v not in self.facts.defined_first:
+                zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)
+                self.emit(f"{self.ref(v)} = {literal(zero)}")
+        if has_return(self.defn.body):
+            self.emit(f"{self.alive} = None")
+        return self.lines + main
+
+    def _builtin(self, kind: BuiltinKind) -> str:
+        if kind is BuiltinKind.PLANE_DIM:
+            return literal(Const(self.options.plane_dim, Elem.U32))
+        return f"g.{kind.value.lower()}()"
+
+    # --- statements -----------------------------------------------------------------------------
+
+    def _block(self, block: Block, mask: str) -> str:
+        """Emit ``block`` for the lanes of ``mask``; return the mask after it (or _DEAD)."""
+        start = len(self.lines)
+        for stmt in block:
+            if mask == _DEAD:
+                break
+            self.comment_for(stmt.loc)
+            mask = self._stmt(stmt, mask)
+        if len(self.lines) == start or all(
+            line.strip().startswith("#") for line in self.lines[start:]
+        ):
+            self.emit("pass")
+        return mask
+
+    def _stmt(self, stmt: Stmt, mask: str) -> str:
+        if isinstance(stmt, Instr):
+            self._instr(stmt, mask)
+            return mask
+        if isinstance(stmt, Break | Continue | Return):
+            self._exit(stmt, mask)
+            return _DEAD
+        if isinstance(stmt, If):
+            self._if(stmt, mask)
+        elif isinstance(stmt, RangeLoop):
+            self._range_loop(stmt, mask)
+        else:
+            self._loop(stmt, mask)
+        return self._refresh(mask) if exits_here(stmt) else mask
+
+    def _instr(self, ins: Instr, mask: str) -> None:
+        text = expression(ins, self, mask)
+        if ins.out is None:
+            self.emit(text)
+        else:
+            self._assign(ins, ins.out, text, mask)
+
+    def _assign(self, site: Stmt, var: Local, text: str, mask: str) -> None:
+        name = self.ref(var)
+        if mask == "None" or id(site) in self.facts.plain:
+            self.emit(f"{name} = {text}")
+        else:
+            self.emit(f"{name} = L.merge({mask}, {text}, {name})")
+
+    def _refresh(self, mask: str) -> str:
+        """The block's mask after a statement that removed some lanes from the kernel or the
+        innermost loop iteration; stops the kernel or iteration once no lane is left."""
+        target = self.loops[-1][1] if self.loops else self.alive
+        if mask == "None":
+            mask = target
+        elif mask != target:
+            self.emit(f"{mask} = L.mask_and({mask}, {target})")
+        if mask == target:
+            self.emit(f"if {target} is False:")
+            self.emit(f"{_INDENT}{'continue' if self.loops else 'return'}")
+        return mask
+
+    def _exit(self, stmt: Stmt, mask: str) -> None:
+        if isinstance(stmt, Return) and not self.loops and mask in ("None", self.alive):
+            self.emit("return")
+            return
+        updates: list[str] = []
+        if isinstance(stmt, Return):
+            updates.append(self.alive)
+            for lm, it in self.loops:
+                updates += [lm, it]
+        else:
+            lm, it = self.loops[-1]
+            updates += [lm, it] if isinstance(stmt, Break) else [it]
+        if mask in updates:
+            self.emit(f"{self.gone} = {mask}")
+            mask = self.gone
+        self.emit(f"# {type(stmt).__name__.lower()}")
+        for var in updates:
+            self.emit(f"{var} = L.mask_andnot({var}, {mask})")
+
+    def _if(self, stmt: If, mask: str) -> None:
+        cond = self._value(stmt.cond)
+        then_mask = self.names.numbered("_m")
+        self.emit(f"{then_mask} = L.mask_and({mask}, {cond})")
+        else_mask = None
+        if stmt.orelse:
+            else_mask = self.names.numbered("_m")
+            self.emit(f"{else_mask} = L.mask_andnot({mask}, {cond})")
+        if stmt.then:
+            self._nested(f"if {then_mask} is not False:", stmt.then, then_mask)
+        if else_mask is not None:
+            self._nested(f"if {else_mask} is not False:", stmt.orelse, else_mask)
+
+    def _nested(self, head: str, block: Block, mask: str) -> None:
+        self.emit(head)
+        self.depth += 1
+        self._block(block, mask)
+        self.depth -= 1
+
+    def _value(self, x: object) -> str:
+        return literal(x) if isinstance(x, Const) else self.ref(x)
+
+    def _range_loop(self, stmt: RangeLoop, mask: str) -> None:
+        start = self.names.numbered("_start")
+        trips = self.names.numbered("_trips")
+        lm, it = self.names.numbered("_lm"), self.names.numbered("_it")
+        j = self.names.numbered("_j")
+        step = int(stmt.step.value)
+        self.emit(f"{start} = {self._value(stmt.start)}")
+        if isinstance(stmt.start, Const) and isinstance(stmt.end, Const):
+            count = len(range(int(stmt.start.value), int(stmt.end.value), step))
+            self.emit(f"{trips} = {count}")
+        else:
+            self.emit(f"{trips} = L.trip_count({start}, {self._value(stmt.end)}, {step})")
+        self.emit(f"{lm} = {mask}")
+        self.emit(f"for {j} in range(L.most({trips})):")
+        self.depth += 1
+        self.emit(f"{it} = L.iter_mask({lm}, {j}, {trips})")
+        self.emit(f"if {it} is False:")
+        self.emit(f"{_INDENT}break")
+        self._assign(stmt, stmt.var, f"L.range_value({start}, {j}, {step})", it)
+        self.loops.append((lm, it))
+        self._block(stmt.body, it)
+        self.loops.pop()
+        self.depth -= 1
+
+    def _loop(self, stmt: Loop, mask: str) -> None:
+        lm, it = self.names.numbered("_lm"), self.names.numbered("_it")
+        self.emit(f"{lm} = {mask}")
+        self.emit(f"while {lm} is not False:")
+        self.depth += 1
+        self.emit(f"{it} = {lm}")
+        self.loops.append((lm, it))
+        self._block(stmt.body, it)
+        self.loops.pop()
+        self.depth -= 1
