@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +35,7 @@ from ruda_core.runtime import (
     RudaTask,
     ServerError,
     ServerStream,
+    Storage,
 )
 
 from .compiler import CpuCompiler
@@ -75,6 +77,25 @@ class CpuStream(ServerStream):
                 self._cond.notify_all()
 
 
+class CpuStamp:
+    """The worker's clock when it reached this point of its queue."""
+
+    __slots__ = ("_done", "ns")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.ns = 0
+
+    def mark(self) -> None:
+        self.ns = time.perf_counter_ns()
+        self._done.set()
+
+    def ns_since(self, base: Any) -> int:
+        self._done.wait()
+        base._done.wait()
+        return self.ns - int(base.ns)
+
+
 class CpuFence:
     """The point after the ``seq``-th command of a stream."""
 
@@ -102,8 +123,11 @@ class CpuServer(ComputeServer):
 
     max_streams = 64
 
-    def __init__(self, device_id: DeviceId) -> None:
-        super().__init__(device_id, CpuStorage())
+    def __init__(self, device_id: DeviceId, storage: Storage | None = None) -> None:
+        """:param storage: the page allocator; its pages must be writable 1-D ``uint8``
+        ndarrays (default: :class:`CpuStorage`)."""
+        storage = storage if storage is not None else CpuStorage()
+        super().__init__(device_id, storage)
         self.compiler = CpuCompiler()
         self._options = CompileOptions(plane_dim=PLANE_DIM)
         self._properties = DeviceProperties(
@@ -116,7 +140,7 @@ class CpuServer(ComputeServer):
             max_shared_memory_nbytes=64 * 1024,
             plane_dim=PLANE_DIM,
             compute_units=os.cpu_count() or 1,
-            alignment_nbytes=CpuStorage.alignment_nbytes,
+            alignment_nbytes=storage.alignment_nbytes,
         )
         self._features = Features(
             frozenset(
@@ -126,6 +150,7 @@ class CpuServer(ComputeServer):
                     Feature.ATOMIC_INT64,
                     Feature.ATOMIC_FLOAT,
                     Feature.DYNAMIC_COUNT,
+                    Feature.DEVICE_TIMING,
                 }
             ),
             frozenset(e for e in Elem if e is not Elem.BF16),
@@ -230,6 +255,11 @@ class CpuServer(ComputeServer):
         if fence.done():
             return
         cast(CpuStream, stream).enqueue(fence.wait)
+
+    def _timestamp(self, stream: ServerStream) -> CpuStamp:
+        stamp = CpuStamp()
+        cast(CpuStream, stream).enqueue(stamp.mark)
+        return stamp
 
     def _flush(self, stream: ServerStream) -> None:
         """Nothing to submit: the worker runs commands as they arrive."""

@@ -85,6 +85,20 @@ class CudaStream(ServerStream):
         self.in_flight = [(e, hosts) for e, hosts in self.in_flight if not e.done]
 
 
+class _EventStamp:
+    """A timing-enabled CUDA event."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+    def ns_since(self, base: Any) -> int:
+        guard("waiting for a CUDA event", self.event.synchronize)
+        ms = guard("timing CUDA events", lambda: cupy.cuda.get_elapsed_time(base.event, self.event))
+        return int(ms * 1e6)
+
+
 class _EventFence:
     __slots__ = ("event",)
 
@@ -334,6 +348,12 @@ class CudaServer(ComputeServer):
             return
         cuda = cast(CudaStream, stream)
         guard("ordering streams", lambda: cuda.stream.wait_event(fence.event))
+
+    def _timestamp(self, stream: ServerStream) -> _EventStamp:
+        self._activate()
+        event = cupy.cuda.Event(block=False, disable_timing=False)
+        guard("recording a timing event", lambda: event.record(cast(CudaStream, stream).stream))
+        return _EventStamp(event)
 
     def _flush(self, stream: ServerStream) -> None:
         """Nothing to submit: CUDA starts work as it is enqueued."""

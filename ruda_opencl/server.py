@@ -70,6 +70,19 @@ class OpenCLStream(ServerStream):
         self.queue = queue
 
 
+class _MarkerStamp:
+    """A marker on a profiling queue: its end time is when the device reached it."""
+
+    __slots__ = ("marker",)
+
+    def __init__(self, marker: Any) -> None:
+        self.marker = marker
+
+    def ns_since(self, base: Any) -> int:
+        _translate("waiting for a marker", self.marker.wait)
+        return int(self.marker.profile.end) - int(base.marker.profile.end)
+
+
 class _EventFence:
     __slots__ = ("event",)
 
@@ -308,6 +321,10 @@ class OpenCLServer(ComputeServer):
             return
         queue = cast(OpenCLStream, stream).queue
         _translate("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
+
+    def _timestamp(self, stream: ServerStream) -> _MarkerStamp:
+        queue = cast(OpenCLStream, stream).queue
+        return _MarkerStamp(_translate("recording a timestamp", lambda: cl.enqueue_marker(queue)))
 
     def _flush(self, stream: ServerStream) -> None:
         _translate("flushing a queue", cast(OpenCLStream, stream).queue.flush)

@@ -30,7 +30,7 @@ from .errors import (
 from .future import Promise, RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
-from .profile import ProfileDuration, TimingMethod
+from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent
 from .properties import DeviceProperties, Feature, Features, TargetProperties
 from .server import Bytes, ComputeServer, ServerStream
 from .stream import StreamId
@@ -67,6 +67,7 @@ __all__ = [
     "OutOfMemory",
     "PluginError",
     "ProfileDuration",
+    "ProfileTrace",
     "Promise",
     "RudaCount",
     "RudaDim",
@@ -78,11 +79,13 @@ __all__ = [
     "ServerError",
     "ServerStream",
     "ServerUnhealthy",
+    "Stamp",
     "Storage",
     "StreamId",
     "TargetProperties",
     "TimingMethod",
     "TooManyResources",
+    "TraceEvent",
     "UnsupportedFeature",
     "ValidationError",
     "contiguous_strides",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -23,7 +24,8 @@ from .future import RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
-from .properties import DeviceProperties, Features
+from .profile import ProfileDuration, TimingMethod
+from .properties import DeviceProperties, Feature, Features
 from .server import Bytes, ComputeServer
 from .stream import StreamId
 
@@ -337,6 +339,30 @@ class ComputeClient:
         """A future that completes when the resolved stream's queued work has; creating it does
         not wait. Its result raises the stream's pending error or a Validate report."""
         return self._server.sync(self.execution_stream().value)
+
+    def profile(self, fn: Callable[[], T], name: str | None = None) -> tuple[T, ProfileDuration]:
+        """Run ``fn`` and time the device work it enqueues on this device (any stream).
+
+        Returns ``fn``'s result and a :class:`ProfileDuration`: ``submission_ns`` is the host
+        time ``fn`` took to enqueue, ``execution_ns`` the device time of its kernels and
+        ``transfer_ns`` of its copies, measured with device timestamps (``method``); its
+        ``trace`` exports to Chrome/Perfetto. Waits for the profiled work. Profiles do not nest.
+        """
+        server = self._server
+        server.start_profile(self.execution_stream().value)
+        start = time.perf_counter_ns()
+        try:
+            result = fn()
+        finally:
+            submission = time.perf_counter_ns() - start
+            trace = server.end_profile()
+        method = (
+            TimingMethod.DEVICE
+            if self.features().has(Feature.DEVICE_TIMING)
+            else TimingMethod.SYSTEM
+        )
+        label = name if name is not None else getattr(fn, "__name__", "profile")
+        return result, ProfileDuration.from_trace(label, submission, method, trace)
 
     def _check_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> None:
         max_units, max_dim, max_count, max_shared = self._launch_limits

@@ -33,13 +33,20 @@ import numpy as np
 from .cache import CacheWarning, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
-from .errors import InvalidHandle, LaunchError, ServerError, ValidationError
+from .errors import (
+    InvalidHandle,
+    LaunchError,
+    ServerError,
+    UnsupportedFeature,
+    ValidationError,
+)
 from .future import RudaFuture
 from .launch import ExecutionMode, RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage
 from .memory.usage import MemoryUsage
+from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 
 if TYPE_CHECKING:
@@ -67,6 +74,17 @@ class ServerStream:
     def take_error(self) -> ServerError | None:
         error, self.error = self.error, None
         return error
+
+
+class _Recording:
+    """Operations timed while a profile runs: (kind, name, stream, start, end) stamps."""
+
+    __slots__ = ("base", "ops", "streams")
+
+    def __init__(self, base: Stamp, stream: ServerStream) -> None:
+        self.base = base
+        self.ops: list[tuple[str, str, ServerStream, Stamp, Stamp]] = []
+        self.streams: dict[int, ServerStream] = {stream.slot: stream}
 
 
 class CompileStats:
@@ -111,6 +129,7 @@ class ComputeServer(ABC):
         self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._fingerprint: str | None = None
         self._disk: DiskCache | None = None
+        self._profile: _Recording | None = None
         self.compile_stats = CompileStats()
 
     # -- what a backend provides ---------------------------------------------------------------
@@ -197,6 +216,13 @@ class ComputeServer(ABC):
     def _wait(self, stream: ServerStream, fence: Fence) -> None:
         """Make later work on ``stream`` wait for ``fence`` (without blocking the host)."""
 
+    def _timestamp(self, stream: ServerStream) -> Stamp:
+        """Record a device timestamp into ``stream`` (for profiling).
+
+        :raises UnsupportedFeature: by default: the backend cannot time device work.
+        """
+        raise UnsupportedFeature(f"{type(self).__name__} records no device timestamps")
+
     @abstractmethod
     def _flush(self, stream: ServerStream) -> None:
         """Submit what is queued on ``stream``."""
@@ -223,8 +249,22 @@ class ComputeServer(ABC):
     def _create(self, data: memoryview, stream: ServerStream) -> Handle:
         handle = self._empty(data.nbytes, stream)
         if data.nbytes:
-            self._write(stream, handle.binding(), data)
+            self._timed_write(stream, handle.binding(), data)
         return handle
+
+    def _timed_write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        if self._profile is None:
+            self._write(stream, binding, data)
+        else:
+            start = self._timestamp(stream)
+            self._write(stream, binding, data)
+            self._note("transfer", f"write {binding.nbytes} B", stream, start)
+
+    def _note(self, kind: str, name: str, stream: ServerStream, start: Stamp) -> None:
+        rec = self._profile
+        if rec is not None:
+            rec.ops.append((kind, name, stream, start, self._timestamp(stream)))
+            rec.streams[stream.slot] = stream
 
     def write(self, binding: Binding, data: memoryview, stream_value: int) -> None:
         """Enqueue a copy of ``data`` into ``binding``; clears a poisoned buffer."""
@@ -233,7 +273,7 @@ class ComputeServer(ABC):
             self._use_bindings(stream, (binding,))
             binding.slice.error = None
             if data.nbytes:
-                self._write(stream, binding, data)
+                self._timed_write(stream, binding, data)
 
     def read(self, bindings: Sequence[Binding], stream_value: int) -> RudaFuture[list[Bytes]]:
         """Enqueue reads; the future yields the bytes or raises the stream's pending error or a
@@ -241,7 +281,13 @@ class ComputeServer(ABC):
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
-            future = self._read(stream, bindings)
+            if self._profile is None:
+                future = self._read(stream, bindings)
+            else:
+                start = self._timestamp(stream)
+                future = self._read(stream, bindings)
+                nbytes = sum(b.nbytes for b in bindings)
+                self._note("transfer", f"read {nbytes} B", stream, start)
 
         def check(data: list[Bytes]) -> list[Bytes]:
             self._raise_pending(stream)
@@ -299,7 +345,16 @@ class ComputeServer(ABC):
                 n = len(bindings)  # the report is the last array: its length the last length
                 bindings = [*bindings, self._report_binding(stream, task, compiled)]
                 metadata = [*metadata[:n], _REPORT_WORDS, *metadata[n:]]
-            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+            if self._profile is None:
+                self._launch(
+                    stream, task, kernel, compiled, count, dim, bindings, scalars, metadata
+                )
+            else:
+                start = self._timestamp(stream)
+                self._launch(
+                    stream, task, kernel, compiled, count, dim, bindings, scalars, metadata
+                )
+                self._note("kernel", task.name, stream, start)
 
     def flush(self, stream_value: int) -> None:
         """Submit queued work and raise the stream's pending error, if any."""
@@ -321,6 +376,34 @@ class ComputeServer(ABC):
             self._check_reports(stream, reports)
 
         return future.then(check)
+
+    def start_profile(self, stream_value: int) -> None:
+        """Begin timing every kernel and transfer enqueued on this device, on any stream.
+
+        :raises UnsupportedFeature: when the backend records no device timestamps.
+        :raises ServerError: when a profile is already running (profiles do not nest).
+        """
+        with self.lock:
+            if self._profile is not None:
+                raise ServerError(f"a profile is already running on {self.device_id}")
+            stream = self._stream(stream_value)
+            self._profile = _Recording(self._timestamp(stream), stream)
+
+    def end_profile(self) -> ProfileTrace:
+        """Stop timing, wait for the timed work and return its trace (times relative to the
+        start of the profile)."""
+        with self.lock:
+            rec, self._profile = self._profile, None
+            if rec is None:
+                raise ServerError(f"no profile is running on {self.device_id}")
+            waits = [self._sync(s) for s in rec.streams.values()]
+        for w in waits:
+            w.result()
+        events = tuple(
+            TraceEvent(name, kind, stream.slot, start.ns_since(rec.base), end.ns_since(rec.base))
+            for kind, name, stream, start, end in rec.ops
+        )
+        return ProfileTrace(str(self.device_id), events)
 
     def fail(
         self,
