@@ -45,15 +45,19 @@ _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
 class Launcher:
     """The launch path of one specialisation (thread-safe: it holds no per-launch state)."""
 
-    __slots__ = ("_binders", "_names", "definition", "task")
+    __slots__ = ("_binders", "_names", "definition", "launch", "task")
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.task = KernelTask(definition)
         self._binders = tuple(_binder(definition.name, p) for p in definition.params)
         self._names = ", ".join(p.name for p in definition.params)
+        #: the launch entry point: a generated fast path where the signature allows one
+        self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], None] = (
+            _fast_path(self) or self.checked_launch
+        )
 
-    def launch(
+    def checked_launch(
         self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
     ) -> None:
         """Check and convert ``args`` (one per parameter, in order) and call ``submit``.
@@ -256,3 +260,45 @@ def _scalar_converter(where: str, elem: Elem) -> Callable[[object], np.generic]:
         return scalar_type(arg)  # type: ignore[no-any-return]  # a NumPy scalar type
 
     return to_float
+
+
+def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
+    """A launch function generated for a signature of Array and scalar parameters.
+
+    It accepts exactly what the binders accept when every Array argument is an ``ArrayArg``
+    that fits its handle and every scalar is already of the parameter's NumPy type (or is
+    converted by the same converter); anything else goes to :meth:`Launcher.checked_launch`,
+    which raises the precise error. The generated code does no per-parameter dispatch.
+    """
+    defn = launcher.definition
+    if any(p.kind is ParamKind.TENSOR or p.elem is Elem.BF16 for p in defn.params):
+        return None
+    env: dict[str, object] = {"ArrayArg": ArrayArg, "task": launcher.task}
+    checks, bindings, scalars, lengths = [], [], [], []
+    for k, p in enumerate(defn.params):
+        a = f"a{k}"
+        if p.kind is ParamKind.ARRAY:
+            env[f"E{k}"] = p.elem
+            checks.append(
+                f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
+                f" or {a}.length * {p.elem.nbytes} > {a}.handle.nbytes: return slow(s, c, d, args)"
+            )
+            bindings.append(f"{a}.handle.binding()")
+            lengths.append(f"{a}.length")
+        else:
+            env[f"T{k}"] = p.elem.numpy.type
+            env[f"C{k}"] = _scalar_converter(f"kernel '{defn.name}': argument '{p.name}'", p.elem)
+            scalars.append(f"{a} if type({a}) is T{k} else C{k}({a})")
+    names = ", ".join(f"a{k}" for k in range(len(defn.params)))
+    unpack = f"    {names}{',' if len(defn.params) == 1 else ''} = args\n" if defn.params else ""
+    body = "".join(f"    {line}\n" for line in checks)
+    source = (
+        "def launch(s, c, d, args):\n"
+        f"    if len(args) != {len(defn.params)}: return slow(s, c, d, args)\n"
+        f"{unpack}{body}"
+        f"    s(task, c, d, [{', '.join(bindings)}], [{', '.join(scalars)}], "
+        f"[{', '.join(lengths)}])\n"
+    )
+    env["slow"] = launcher.checked_launch
+    exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
+    return env["launch"]  # type: ignore[return-value]  # the function defined above
