@@ -1,0 +1,144 @@
+"""Building and running generated NumPy kernels: :func:`build` -> :class:`CpuKernel`.
+
+The source of a :class:`CompiledKernel` is compiled once, under the file name
+``<ruda-numpy:NAME:HASH>`` (registered with ``linecache`` so tracebacks show the generated
+lines). A :class:`CpuKernel` runs a whole launch synchronously on the calling thread, as
+successive batches of whole cubes (about ``LANES_PER_BATCH`` lanes each), and keeps no state
+between calls, so one kernel may run on several threads at once. This module runs only source
+made by ``CpuCompiler`` and touches no memory but the arrays a launch passes in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from ruda_core.runtime.compiler import CompiledKernel
+from ruda_core.runtime.errors import LaunchConfigError, LaunchError, OutOfMemory
+
+from . import lockstep
+from .lockstep import Batch, LaunchShape
+
+__all__ = ["LANES_PER_BATCH", "LOCAL_BYTES_PER_BATCH", "CpuKernel", "build"]
+
+#: Lanes per batch (rounded down to whole cubes, at least one cube): bounds memory per launch.
+LANES_PER_BATCH = 1 << 17
+#: Local-array bytes per batch: kernels with large local arrays run smaller batches.
+LOCAL_BYTES_PER_BATCH = 1 << 28
+
+
+class CpuKernel:
+    """One compiled kernel of the NumPy device. Thread-safe; see :meth:`__call__`."""
+
+    __slots__ = (
+        "_dtypes",
+        "_fn",
+        "_local_bytes",
+        "_meta_count",
+        "_pairs",
+        "_plane_dim",
+        "_scalar_types",
+        "name",
+    )
+
+    def __init__(self, compiled: CompiledKernel, fn: Callable[..., None]) -> None:
+        defn = compiled.definition
+        self.name = defn.name
+        self._fn = fn
+        extra = compiled.extra  # written by CpuCompiler
+        self._plane_dim = cast(int, extra.get("plane_dim", 32))
+        self._local_bytes = cast(int, extra.get("local_bytes", 0))
+        arrays = defn.array_params
+        self._dtypes = tuple(p.elem.numpy for p in arrays)
+        self._scalar_types = tuple(p.elem.numpy.type for p in defn.scalar_params)
+        self._meta_count = len(defn.metadata_layout())
+        written = set(cast(tuple[int, ...], extra.get("written", ())))
+        #: (read-only, written) buffer positions whose overlap forbids views of the former
+        self._pairs = tuple(
+            (r, w) for r in range(len(arrays)) if r not in written for w in sorted(written)
+        )
+
+    def __call__(
+        self,
+        count: tuple[int, int, int],
+        dim: tuple[int, int, int],
+        buffers: Sequence[np.ndarray],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        """Run the launch: ``count`` cubes of ``dim`` units over ``buffers`` (1-D arrays of the
+        array parameters' dtypes, written in place), ``scalars`` (in parameter order) and the
+        ``u32`` ``metadata`` of ``KernelDefinition.metadata_layout()``. Returns when done.
+
+        :raises LaunchConfigError: when the arguments do not match the kernel's parameters.
+        :raises LaunchError: (naming the kernel) for any failure while the kernel runs.
+        """
+        args = self._arguments(buffers, scalars, metadata)
+        shape = LaunchShape(
+            (count[0], count[1], count[2]), (dim[0], dim[1], dim[2]), self._plane_dim
+        )
+        if shape.units == 0 or shape.cubes == 0:
+            return
+        views = True  # loads from read-only buffers may be views unless a write could alias
+        for r, w in self._pairs:
+            if np.may_share_memory(buffers[r], buffers[w]):
+                views = False
+        lanes = LANES_PER_BATCH
+        if self._local_bytes:
+            lanes = min(lanes, LOCAL_BYTES_PER_BATCH // self._local_bytes)
+        per_batch = max(1, lanes // shape.units)
+        fn = self._fn
+        try:
+            with np.errstate(all="ignore"):
+                for first in range(0, shape.cubes, per_batch):
+                    fn(Batch(shape, first, min(per_batch, shape.cubes - first), views), *args)
+        except MemoryError as exc:
+            raise OutOfMemory(
+                f"kernel {self.name} ran out of host memory on the NumPy device ({exc}); "
+                "free memory or launch fewer units"
+            ) from exc
+        except Exception as exc:
+            raise LaunchError(
+                f"kernel {self.name} failed on the NumPy device (RudaCount{tuple(count)}, "
+                f"RudaDim{tuple(dim)}): {type(exc).__name__}: {exc}; the traceback's "
+                "<ruda-numpy:...> frames point at the generated source"
+            ) from exc
+
+    def _arguments(
+        self, buffers: Sequence[np.ndarray], scalars: Sequence[Any], metadata: Sequence[int]
+    ) -> list[Any]:
+        if len(buffers) != len(self._dtypes) or len(scalars) != len(self._scalar_types):
+            raise LaunchConfigError(
+                f"kernel {self.name} takes {len(self._dtypes)} buffers and "
+                f"{len(self._scalar_types)} scalars; got {len(buffers)} and {len(scalars)}"
+            )
+        if len(metadata) != self._meta_count:
+            raise LaunchConfigError(
+                f"kernel {self.name} takes {self._meta_count} metadata values; got {len(metadata)}"
+            )
+        for k, (buf, dtype) in enumerate(zip(buffers, self._dtypes, strict=True)):
+            if buf.dtype != dtype or buf.ndim != 1:
+                raise LaunchConfigError(
+                    f"kernel {self.name}: buffer {k} must be a 1-D {dtype} array, got a "
+                    f"{buf.ndim}-D {buf.dtype} array"
+                )
+        values = [t(s) for t, s in zip(self._scalar_types, scalars, strict=True)]
+        return [*buffers, *values, *(np.uint32(v) for v in metadata)]
+
+    def __repr__(self) -> str:
+        return f"CpuKernel({self.name})"
+
+
+def build(compiled: CompiledKernel) -> CpuKernel:
+    """Compile ``compiled.source`` (made by ``CpuCompiler``) into a runnable kernel."""
+    digest = hashlib.sha256(compiled.source.encode()).hexdigest()[:12]
+    filename = f"<ruda-numpy:{compiled.definition.name}:{digest}>"
+    lines = compiled.source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(compiled.source), None, lines, filename)
+    namespace: dict[str, Any] = {"np": np, "L": lockstep, "__name__": filename}
+    exec(compile(compiled.source, filename, "exec"), namespace)  # our own source
+    return CpuKernel(compiled, namespace[compiled.entrypoint])

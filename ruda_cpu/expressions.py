@@ -1,0 +1,232 @@
+"""Python expressions for single IR instructions, over lockstep values.
+
+``expression(ins, ctx)`` returns the right-hand side for ``ins.out`` (or a statement for
+instructions without a result). NumPy operators are used where they already have the IR's
+meaning in the operand's element type (NEP 50: NumPy scalars never change the type);
+operations that need more (lane vectors, masks, memory, atomics, planes) call the lockstep
+runtime ``L``. This module only renders text.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, cast
+
+from ruda_core.ir import ATOMIC_OPS, Const, Elem, Instr, Local, LocalArray, Op, Param, SharedArray
+from ruda_core.runtime.errors import CompilationError
+
+__all__ = ["Context", "expression", "literal"]
+
+
+class Context(Protocol):
+    """What rendering needs from the code generator."""
+
+    def ref(self, x: object) -> str:
+        """The Python name of a local, parameter, builtin, metadata slot or array."""
+
+    def is_lanes(self, x: object) -> bool:
+        """Whether ``x`` may hold a Lanes value at run time."""
+
+    def is_written(self, p: Param) -> bool:
+        """Whether the kernel stores to (or atomically updates) array parameter ``p``."""
+
+    def report(self) -> str:
+        """The name of the Validate report buffer (the bounds pass's hidden parameter)."""
+
+
+def literal(c: Const) -> str:
+    """A NumPy scalar expression of exactly ``c``'s value and element type."""
+    if c.elem is Elem.BOOL:
+        return "np.True_" if c.value else "np.False_"
+    ctor = f"np.{c.elem.numpy.name}"
+    if c.elem.is_float:
+        v = float(c.value)
+        text = repr(v) if v == v and v not in (float("inf"), float("-inf")) else f"'{v}'"
+        return f"{ctor}({text})"
+    return f"{ctor}({int(c.value)})"
+
+
+_OPERATORS = {
+    Op.ADD: "+",
+    Op.SUB: "-",
+    Op.MUL: "*",
+    Op.DIV: "/",
+    Op.POW: "**",
+    Op.EQ: "==",
+    Op.NE: "!=",
+    Op.LT: "<",
+    Op.LE: "<=",
+    Op.GT: ">",
+    Op.GE: ">=",
+    Op.AND: "&",
+    Op.OR: "|",
+    Op.BIT_AND: "&",
+    Op.BIT_OR: "|",
+    Op.BIT_XOR: "^",
+}
+#: Binary operations whose lockstep helper keeps lane vectors symbolic.
+_LANES_HELPERS = {
+    Op.ADD: "add",
+    Op.SUB: "sub",
+    Op.MUL: "mul",
+    Op.EQ: "eq",
+    Op.NE: "ne",
+    Op.LT: "lt",
+    Op.LE: "le",
+    Op.GT: "gt",
+    Op.GE: "ge",
+}
+_UNARY_FUNCS = {
+    Op.EXP: "np.exp",
+    Op.EXP2: "np.exp2",
+    Op.LOG: "np.log",
+    Op.LOG2: "np.log2",
+    Op.LOG1P: "np.log1p",
+    Op.SQRT: "np.sqrt",
+    Op.RECIP: "np.reciprocal",
+    Op.SIN: "np.sin",
+    Op.COS: "np.cos",
+    Op.TAN: "np.tan",
+    Op.TANH: "np.tanh",
+    Op.ERF: "L.erf",
+    Op.FLOOR: "np.floor",
+    Op.CEIL: "np.ceil",
+    Op.ROUND: "np.rint",
+    Op.TRUNC: "np.trunc",
+    Op.ISNAN: "np.isnan",
+    Op.ISINF: "np.isinf",
+    Op.ABS: "np.abs",
+}
+_ATOMIC_HELPERS = {
+    Op.ATOMIC_SWAP: "atomic_swap",
+    Op.ATOMIC_ADD: "atomic_add",
+    Op.ATOMIC_SUB: "atomic_sub",
+    Op.ATOMIC_MIN: "atomic_min",
+    Op.ATOMIC_MAX: "atomic_max",
+    Op.ATOMIC_AND: "atomic_and",
+    Op.ATOMIC_OR: "atomic_or",
+    Op.ATOMIC_XOR: "atomic_xor",
+    Op.ATOMIC_CAS: "atomic_cas",
+}
+_PLANE_HELPERS = {
+    Op.PLANE_SUM: "plane_sum",
+    Op.PLANE_PROD: "plane_prod",
+    Op.PLANE_MIN: "plane_min",
+    Op.PLANE_MAX: "plane_max",
+    Op.PLANE_ALL: "plane_all",
+    Op.PLANE_ANY: "plane_any",
+    Op.PLANE_BROADCAST: "plane_broadcast",
+    Op.PLANE_SHUFFLE: "plane_shuffle",
+    Op.PLANE_INCLUSIVE_SUM: "plane_inclusive_sum",
+    Op.PLANE_EXCLUSIVE_SUM: "plane_exclusive_sum",
+}
+
+
+def _operand(x: object, ctx: Context, keep_lanes: bool = False) -> str:
+    if isinstance(x, Const):
+        return literal(x)
+    name = ctx.ref(x)
+    if not keep_lanes and ctx.is_lanes(x):
+        return f"L.arr({name})"
+    return name
+
+
+def _is_memory(x: object) -> bool:
+    return isinstance(x, SharedArray | LocalArray)
+
+
+def _load(ins: Instr, ctx: Context) -> str:
+    target, idx = ins.args[0], _operand(ins.args[1], ctx, keep_lanes=True)
+    if _is_memory(target):
+        return f"L.load_seg({ctx.ref(target)}, {idx})"
+    if ins.op is Op.INDEX and isinstance(target, Param) and not ctx.is_written(target):
+        return f"L.load_ro(g, {ctx.ref(target)}, {idx})"
+    return f"L.load({ctx.ref(target)}, {idx})"
+
+
+def _memory(ins: Instr, ctx: Context, mask: str) -> str:
+    if ins.op in (Op.INDEX, Op.ATOMIC_LOAD):
+        return _load(ins, ctx)
+    args = [_operand(a, ctx, keep_lanes=True) for a in ins.args[1:]]
+    target = ctx.ref(ins.args[0])
+    if ins.op in (Op.INDEX_ASSIGN, Op.ATOMIC_STORE):
+        helper = "store_seg" if _is_memory(ins.args[0]) else "store"
+        return f"L.{helper}({target}, {', '.join(args)}, {mask})"
+    fetch = ins.out is not None
+    return f"L.{_ATOMIC_HELPERS[ins.op]}(g, {target}, {', '.join(args)}, {mask}, {fetch})"
+
+
+def _arith(ins: Instr, ctx: Context) -> str:
+    op, elem = ins.op, ins.args[0].elem
+    lanes = any(ctx.is_lanes(a) for a in ins.args)
+    if lanes and op in _LANES_HELPERS:
+        a, b = (_operand(x, ctx, keep_lanes=True) for x in ins.args)
+        return f"L.{_LANES_HELPERS[op]}({a}, {b})"
+    ops = [_operand(x, ctx) for x in ins.args]
+    if op in _OPERATORS:
+        return f"{ops[0]} {_OPERATORS[op]} {ops[1]}"
+    if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_float:
+        return f"{ops[0]} {'//' if op is Op.FLOOR_DIV else '%'} {ops[1]}"
+    if op is Op.FLOOR_DIV:
+        return f"np.floor({ops[0]} / {ops[1]})"
+    if op is Op.MOD:
+        return f"{ops[0]} - np.floor({ops[0]} / {ops[1]}) * {ops[1]}"
+    if op in (Op.MIN, Op.MAX):
+        fn = ("fmin" if op is Op.MIN else "fmax") if elem.is_float else op.value + "imum"
+        return f"np.{fn}({ops[0]}, {ops[1]})"
+    if op in (Op.SHL, Op.SHR):
+        bits = literal(Const(elem.bits - 1, elem))
+        return f"{ops[0]} {'<<' if op is Op.SHL else '>>'} ({ops[1]} & {bits})"
+    raise CompilationError(f"the NumPy device has no rule for {op}")  # unreachable if verified
+
+
+def expression(ins: Instr, ctx: Context, mask: str) -> str:
+    """The Python text computing ``ins`` for the lanes of ``mask`` (an expression)."""
+    op = ins.op
+    args = ins.args
+    if op is Op.ASSIGN:
+        return _operand(args[0], ctx, keep_lanes=True)
+    if op is Op.CAST:
+        return _cast(ins, ctx)
+    if op is Op.SELECT:
+        c, a, b = (_operand(x, ctx, keep_lanes=True) for x in args)
+        return f"L.select({c}, {a}, {b})"
+    if op in _UNARY_FUNCS:
+        return f"{_UNARY_FUNCS[op]}({_operand(args[0], ctx)})"
+    if op is Op.RSQRT:
+        return f"np.reciprocal(np.sqrt({_operand(args[0], ctx)}))"
+    if op in (Op.NEG, Op.NOT, Op.BIT_NOT):
+        return f"{'-' if op is Op.NEG else '~'}{_operand(args[0], ctx)}"
+    if op is Op.FMA:
+        return f"L.fma({', '.join(_operand(a, ctx) for a in args)})"
+    if op is Op.CLAMP:
+        x, lo, hi = (_operand(a, ctx) for a in args)
+        lo_fn, hi_fn = ("fmax", "fmin") if args[0].elem.is_float else ("maximum", "minimum")
+        return f"np.{hi_fn}(np.{lo_fn}({x}, {lo}), {hi})"
+    if op is Op.LEN:
+        return ctx.ref(("len", args[0]))
+    if op in (Op.SHAPE, Op.STRIDE):
+        return ctx.ref((op.value, args[0], int(cast(Const, args[1]).value)))
+    if op is Op.RANK:
+        return literal(Const(cast(Param, args[0]).rank, Elem.U32))
+    if op in (Op.INDEX, Op.INDEX_ASSIGN) or op in ATOMIC_OPS:
+        return _memory(ins, ctx, mask)
+    if op in _PLANE_HELPERS:
+        values = ", ".join(_operand(a, ctx, keep_lanes=True) for a in args)
+        return f"L.{_PLANE_HELPERS[op]}(g, {values}, {mask})"
+    if op is Op.SYNC_UNITS:
+        return "pass  # sync_units(): the lanes of every cube are here together"
+    if op is Op.REPORT_OOB:
+        values = ", ".join(_operand(a, ctx, keep_lanes=True) for a in args)
+        return f"L.report_oob({ctx.report()}, {mask}, {values})"
+    return _arith(ins, ctx)
+
+
+def _cast(ins: Instr, ctx: Context) -> str:
+    src, out = ins.args[0], cast(Local, ins.out)  # a verified CAST has a result
+    if src.elem is out.elem:
+        return _operand(src, ctx, keep_lanes=True)
+    if out.elem is Elem.BOOL:
+        return f"{_operand(src, ctx)} != 0"
+    if ctx.is_lanes(src):
+        return f"L.cast({ctx.ref(src)}, np.{out.elem.numpy.name})"
+    return f"{_operand(src, ctx)}.astype(np.{out.elem.numpy.name})"

@@ -1,0 +1,113 @@
+"""Execution masks and range loops of the lockstep runtime.
+
+A *mask* is ``None`` (every lane active), ``False`` (no lane active) or a boolean array with at
+least one true and one false element: masks are normalised so that generated code can test
+``m is not False`` before running a block. This module holds no state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .values import Lanes, Units, Value, add, arr, wrap
+
+__all__ = [
+    "iter_mask",
+    "mask_and",
+    "mask_andnot",
+    "merge",
+    "most",
+    "range_value",
+    "trip_count",
+]
+
+Mask = Any  # None | False | np.ndarray of bool
+
+
+def _normalise(m: np.ndarray) -> Mask:
+    count = np.count_nonzero(m)
+    if count == m.shape[0]:
+        return None
+    if count == 0:
+        return False
+    return m
+
+
+def mask_and(m: Mask, c: Value) -> Mask:
+    """The lanes of mask ``m`` where ``c`` (a mask or a bool value) holds."""
+    if m is False or c is None:
+        return m
+    if c is False:
+        return False
+    if isinstance(c, np.generic):
+        return m if c else False
+    if m is None:
+        return _normalise(c)
+    return _normalise(m & c)
+
+
+def mask_andnot(m: Mask, c: Value) -> Mask:
+    """The lanes of mask ``m`` where ``c`` (a mask or a bool value) does not hold."""
+    if m is False or c is False:
+        return m
+    if c is None:
+        return False
+    if isinstance(c, np.generic):
+        return False if c else m
+    if m is None:
+        return _normalise(~c)
+    return _normalise(m & ~c)
+
+
+def merge(m: Mask, new: Value, old: Value) -> Value:
+    """The value of a variable assigned ``new`` under mask ``m`` that held ``old`` before."""
+    if m is None:
+        return new
+    if m is False:
+        return old
+    return np.where(m, arr(new), arr(old))
+
+
+# --- range loops ----------------------------------------------------------------------------------
+
+
+def trip_count(start: Value, end: Value, step: int) -> Any:
+    """Iterations of ``range(start, end, step)`` per lane: a Python int when uniform, else an
+    array of ``uint64``. Exact for every integer type (no wrap-around)."""
+    if isinstance(start, np.generic) and isinstance(end, np.generic):
+        return len(range(int(start), int(end), step))
+    s, e = arr(start), arr(end)
+    dtype = np.result_type(s, e)
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    if step > 0:
+        going, span = e > s, np.asarray(e).astype(unsigned) - np.asarray(s).astype(unsigned)
+    else:
+        going, span = s > e, np.asarray(s).astype(unsigned) - np.asarray(e).astype(unsigned)
+    size = abs(step)
+    trips = span.astype(np.uint64) // np.uint64(size)
+    trips += (span.astype(np.uint64) % np.uint64(size)) != 0
+    return np.where(going, trips, np.uint64(0))
+
+
+def most(trips: Any) -> int:
+    """The largest trip count of :func:`trip_count`'s result."""
+    if type(trips) is int:
+        return trips
+    return int(trips.max()) if trips.shape[0] else 0
+
+
+def iter_mask(loop_mask: Mask, j: int, trips: Any) -> Mask:
+    """The lanes of ``loop_mask`` that run iteration ``j`` of a range loop."""
+    if type(trips) is int:
+        return loop_mask if j < trips else False
+    return mask_and(loop_mask, trips > np.uint64(j))
+
+
+def range_value(start: Value, j: int, step: int) -> Value:
+    """``start + j * step`` in ``start``'s type, wrapping."""
+    if type(start) is Lanes or type(start) is Units:
+        return add(start, wrap(j * step, start.dtype))
+    dtype = np.result_type(start)
+    return start + wrap(j * step, dtype)

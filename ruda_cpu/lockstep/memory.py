@@ -1,0 +1,238 @@
+"""Loads and stores of global buffers, shared memory and local arrays, for a batch of lanes.
+
+Every access is safe whatever the index: an index outside the NumPy buffer (or outside the
+lane's segment of shared or local memory) reads 0 and drops the write, and negative indices
+never wrap. Loads ignore the execution mask (an inactive lane's value is never observed);
+stores write only active lanes. When several active lanes store to one element, one of them
+wins. Loads return new arrays, except :func:`load_ro`, which may return a view of a buffer the
+kernel never writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .batch import Batch, Segmented
+from .values import Lanes, Units, arr
+
+__all__ = ["load", "load_ro", "load_seg", "report_oob", "store", "store_seg"]
+
+
+def _unsigned(idx: np.ndarray) -> np.ndarray:
+    """The index vector with negative values seen as huge ones (so one ``< length`` test
+    checks both bounds)."""
+    if idx.dtype.kind == "u":
+        return idx
+    if idx.dtype.kind == "b":
+        return idx.view(np.uint8)
+    return idx.view(f"u{idx.dtype.itemsize}")
+
+
+def _intp(u: np.ndarray) -> np.ndarray:
+    """An unsigned index vector as ``intp`` (values >= 2**63 turn negative: callers mask them)."""
+    return u.view(np.intp) if u.dtype.itemsize == 8 else u
+
+
+def _valid_range(start: int, step: int, n: int, length: int) -> tuple[int, int]:
+    """The lanes ``[j0, j1)`` of ``start + step*j`` that fall in ``[0, length)``."""
+    if step > 0:
+        j0 = -(start // step)
+        j1 = -((start - length) // step)
+    else:
+        j0 = -((length - 1 - start) // -step)
+        j1 = start // -step + 1
+    return min(max(j0, 0), n), min(max(j1, 0), n)
+
+
+def _slice(buf: np.ndarray, start: int, step: int, n: int) -> np.ndarray:
+    """The view ``buf[start + step*j for j in range(n)]`` (all in bounds)."""
+    last = start + step * (n - 1)
+    if step > 0:
+        return buf[start : last + 1 : step]
+    return buf[last : start + 1 : -step][::-1]
+
+
+def _load_lanes(buf: np.ndarray, idx: Lanes, view: bool) -> Any:
+    j0, j1 = _valid_range(idx.start, idx.step, idx.n, buf.shape[0])
+    if j0 == 0 and j1 == idx.n:
+        part = _slice(buf, idx.start, idx.step, idx.n)
+        return part if view else part.copy()
+    out = np.zeros(idx.n, dtype=buf.dtype)
+    if j0 < j1:
+        out[j0:j1] = _slice(buf, idx.start + idx.step * j0, idx.step, j1 - j0)
+    return out
+
+
+def _gather(data: np.ndarray, flat: np.ndarray, bad: np.ndarray) -> Any:
+    """``data[flat]`` with the ``bad`` lanes (whose ``flat`` is a safe dummy) set to 0."""
+    out = data[flat]
+    out[bad] = 0
+    return out
+
+
+def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
+    if type(idx) is Lanes:
+        return _load_lanes(buf, idx, view)
+    if type(idx) is Units:
+        return np.tile(_load_lanes(buf, idx.one, True), idx.cubes)
+    length = buf.shape[0]
+    if isinstance(idx, np.generic):
+        i = int(idx)
+        return buf[i] if 0 <= i < length else buf.dtype.type(0)
+    if length == 0:
+        return np.zeros(idx.shape[0], dtype=buf.dtype)
+    u = _unsigned(idx)
+    if u.max() < length:
+        return buf[u]
+    bad = u >= length
+    return _gather(buf, np.where(bad, 0, u), bad)
+
+
+def load(buf: np.ndarray, idx: Any) -> Any:
+    """``buf[idx]`` per lane (0 where out of bounds), as a new value."""
+    return _load(buf, idx, False)
+
+
+def load_ro(g: Batch, buf: np.ndarray, idx: Any) -> Any:
+    """:func:`load` for a buffer the kernel never writes: may return a view of it."""
+    return _load(buf, idx, g.views)
+
+
+def _store_lanes(buf: np.ndarray, idx: Lanes, v: Any, m: Any) -> None:
+    j0, j1 = _valid_range(idx.start, idx.step, idx.n, buf.shape[0])
+    if j0 >= j1:
+        return
+    view = _slice(buf, idx.start + idx.step * j0, idx.step, j1 - j0)
+    v = arr(v)
+    part = v if isinstance(v, np.generic) else v[j0:j1]
+    if m is None:
+        view[...] = part
+    else:
+        np.copyto(view, part, where=m[j0:j1])
+
+
+def _last_active(v: Any, m: Any) -> Any:
+    """The value of the highest active lane (the one that wins a uniform-address store)."""
+    if isinstance(v, np.generic):
+        return v
+    v = arr(v)
+    if m is None:
+        return v[-1]
+    return v[np.flatnonzero(m)[-1]]
+
+
+def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
+    """``buf[idx] = v`` for the active lanes of mask ``m`` that are in bounds."""
+    if m is False:
+        return
+    if type(idx) is Lanes:
+        _store_lanes(buf, idx, v, m)
+        return
+    length = buf.shape[0]
+    if isinstance(idx, np.generic):
+        i = int(idx)
+        if 0 <= i < length:
+            buf[i] = _last_active(v, m)
+        return
+    u = _unsigned(arr(idx))
+    v = arr(v)
+    keep = u < length if m is None else (u < length) & m
+    if m is None and keep.all():
+        buf[u] = v
+    elif isinstance(v, np.generic):
+        buf[u[keep]] = v
+    else:
+        buf[u[keep]] = v[keep]
+
+
+def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | None:
+    """For a Units index of shared memory (one segment per cube): the (cubes, units) view of
+    the in-bounds columns and their unit range ``[j0, j1)``; None for other indices."""
+    if type(idx) is not Units or seg.per != idx.one.n:
+        return None
+    one = idx.one
+    j0, j1 = _valid_range(one.start, one.step, one.n, seg.length)
+    rows = seg.data.reshape(-1, seg.length)
+    if j0 >= j1:
+        return rows[:, :0], 0, 0
+    first = one.start + one.step * j0
+    last = first + one.step * (j1 - j0 - 1)
+    if one.step > 0:
+        return rows[:, first : last + 1 : one.step], j0, j1
+    return rows[:, last : first + 1 : -one.step][:, ::-1], j0, j1
+
+
+def load_seg(seg: Segmented, idx: Any) -> Any:
+    """``mem[idx]`` of each lane's own segment of shared or local memory (0 out of bounds)."""
+    length = seg.length
+    if isinstance(idx, np.generic):
+        i = int(idx)
+        return seg.segment_column(i) if 0 <= i < length else seg.data.dtype.type(0)
+    columns = _unit_columns(seg, idx)
+    if columns is not None:
+        view, j0, j1 = columns
+        if j1 - j0 == seg.per:
+            return view.flatten()
+        out = np.zeros((view.shape[0], seg.per), dtype=seg.data.dtype)
+        out[:, j0:j1] = view
+        return out.reshape(-1)
+    u = _unsigned(arr(idx))
+    if length and u.max() < length:
+        return seg.data[seg.base + _intp(u)]
+    bad = u >= length
+    return _gather(seg.data, seg.base + _intp(np.where(bad, 0, u)), bad)
+
+
+def store_seg(seg: Segmented, idx: Any, v: Any, m: Any) -> None:
+    """``mem[idx] = v`` in each active lane's own segment (dropped out of bounds)."""
+    if m is False:
+        return
+    columns = _unit_columns(seg, idx)
+    if columns is not None:
+        view, j0, j1 = columns
+        if isinstance(v := arr(v), np.ndarray):
+            v = v.reshape(-1, seg.per)[:, j0:j1]
+        if m is None:
+            view[...] = v
+        else:
+            np.copyto(view, v, where=m.reshape(-1, seg.per)[:, j0:j1])
+        return
+    if isinstance(idx, np.generic):
+        i = int(idx)
+        if not 0 <= i < seg.length:
+            return
+        flat = seg.base + i
+        keep = m
+    else:
+        u = _unsigned(arr(idx))
+        flat = seg.base + _intp(u)
+        inside = u < seg.length
+        keep = inside if m is None else inside & m
+        if m is None and keep.all():
+            keep = None
+    v = arr(v)
+    if keep is None:
+        seg.data[flat] = v
+    elif isinstance(v, np.generic):
+        seg.data[flat[keep]] = v
+    else:
+        seg.data[flat[keep]] = v[keep]
+
+
+def _lane_value(v: Any, lane: int) -> int:
+    if isinstance(v, np.generic):
+        return int(v)
+    return int(arr(v)[lane])
+
+
+def report_oob(report: np.ndarray, m: Any, buffer_no: Any, index: Any, length: Any) -> None:
+    """Record an out-of-bounds access of the lowest active lane of ``m`` in the Validate
+    report buffer ``[flag, buffer_no, index_lo, index_hi, length_lo, length_hi]`` (u32), unless
+    an earlier report set ``flag``."""
+    if m is False or report.shape[0] < 6 or report[0] != 0:
+        return
+    lane = 0 if m is None else int(np.argmax(m))
+    i, n = _lane_value(index, lane), _lane_value(length, lane)
+    report[:6] = (1, int(buffer_no), i & 0xFFFFFFFF, i >> 32, n & 0xFFFFFFFF, n >> 32)

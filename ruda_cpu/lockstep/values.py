@@ -1,0 +1,334 @@
+"""Lane values and the arithmetic that needs more than a NumPy operator.
+
+A *value* is the state of one IR variable over the lanes of a batch: a NumPy scalar (the same in
+every lane), a 1-D array with one element per lane, a :class:`Lanes` (an integer vector known to
+be ``start + step * lane``, so that memory accesses through it become slices) or a
+:class:`Units` (the same ``start + step * unit`` in every cube: shared-memory accesses through
+it become 2-D slices).
+
+Values are never mutated after creation; every operation returns a new value of the operation's
+element type. Callers run under ``np.errstate(all="ignore")``: integer arithmetic wraps and
+division by zero gives an unspecified value instead of warning. This module holds no state.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Lanes",
+    "Units",
+    "Value",
+    "add",
+    "arr",
+    "cast",
+    "eq",
+    "fma",
+    "ge",
+    "gt",
+    "lanes",
+    "le",
+    "lt",
+    "mul",
+    "ne",
+    "select",
+    "sub",
+    "wrap",
+]
+
+Value = Any  # np.generic | np.ndarray | Lanes | Units
+
+
+_U64 = np.dtype(np.uint64)
+_RANGES = {
+    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+}
+
+
+def wrap(value: int, dtype: np.dtype) -> Any:
+    """The integer ``value`` modulo 2**bits as a scalar of ``dtype`` (two's complement)."""
+    bits = dtype.itemsize * 8
+    v = value & ((1 << bits) - 1)
+    if dtype.kind == "i" and v >> (bits - 1):
+        v -= 1 << bits
+    return dtype.type(v)
+
+
+class Lanes:
+    """The integer vector ``start + step * j`` for ``j in range(n)``, every element within
+    ``dtype``'s range (no wrap-around) and ``step != 0``. Build it with :func:`lanes`."""
+
+    __slots__ = ("_array", "dtype", "n", "start", "step")
+
+    def __init__(self, start: int, step: int, n: int, dtype: np.dtype) -> None:
+        self.start = start
+        self.step = step
+        self.n = n
+        self.dtype = dtype
+        self._array: np.ndarray | None = None
+
+    def array(self) -> np.ndarray:
+        """The materialised vector (computed once, then shared: never mutate it)."""
+        if self._array is None:
+            j = np.arange(self.n, dtype=np.uint64)
+            step, start = wrap(self.step, _U64), wrap(self.start, _U64)
+            self._array = (j * step + start).astype(self.dtype)  # exact modulo 2**64
+        return self._array
+
+    def __repr__(self) -> str:
+        return f"Lanes({self.start} + {self.step}*j, n={self.n}, {self.dtype})"
+
+
+def lanes(start: int, step: int, n: int, dtype: np.dtype) -> Value:
+    """``start + step * j`` over ``n`` lanes in ``dtype`` with wrap-around: a :class:`Lanes`
+    when no element wraps, a scalar when ``step == 0``, else an array."""
+    if step == 0:
+        return wrap(start, dtype)
+    lo, hi = _RANGES[dtype]
+    if not lo <= start <= hi:
+        start = int(wrap(start, dtype))
+    last = start + step * (n - 1)
+    if lo <= last <= hi:
+        return Lanes(start, step, n, dtype)
+    j = np.arange(n, dtype=np.uint64).astype(dtype)
+    return j * wrap(step, dtype) + dtype.type(start)
+
+
+class Units:
+    """An integer vector that repeats ``one`` (a :class:`Lanes` over the units of one cube) in
+    each of ``cubes`` cubes: a unit position, plus or times uniform values."""
+
+    __slots__ = ("_array", "cubes", "one")
+
+    def __init__(self, one: Lanes, cubes: int) -> None:
+        self.one = one
+        self.cubes = cubes
+        self._array: np.ndarray | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.one.dtype
+
+    def array(self) -> np.ndarray:
+        """The materialised vector (computed once, then shared: never mutate it)."""
+        if self._array is None:
+            self._array = np.tile(self.one.array(), self.cubes)
+        return self._array
+
+    def __repr__(self) -> str:
+        return f"Units({self.one!r} in each of {self.cubes} cubes)"
+
+
+def _per_unit(result: Value, cubes: int) -> Value:
+    """The value over all cubes of an operation computed over one cube's units."""
+    if type(result) is Lanes:
+        return Units(result, cubes)
+    if isinstance(result, np.ndarray):
+        return np.tile(result, cubes)
+    return result
+
+
+def arr(x: Value) -> Any:
+    """``x`` with a :class:`Lanes` or :class:`Units` materialised; scalars and arrays are
+    returned as they are."""
+    if type(x) is Lanes or type(x) is Units:
+        return x.array()
+    return x
+
+
+# --- Lanes-aware integer arithmetic -----------------------------------------------------------
+
+
+def _units_op(fn: Callable[[Any, Any], Any], a: Value, b: Value) -> Value:
+    """``fn`` over one cube's units when one operand is Units and the other uniform or Units."""
+    if type(a) is Units and type(b) is Units:
+        return _per_unit(fn(a.one, b.one), a.cubes)
+    if type(a) is Units and isinstance(b, np.generic):
+        return _per_unit(fn(a.one, b), a.cubes)
+    if type(b) is Units and isinstance(a, np.generic):
+        return _per_unit(fn(a, b.one), b.cubes)
+    return fn(arr(a), arr(b))
+
+
+def add(a: Value, b: Value) -> Value:
+    if type(a) is Units or type(b) is Units:
+        return _units_op(add, a, b)
+    ta, tb = type(a) is Lanes, type(b) is Lanes
+    if ta and tb:
+        return lanes(a.start + b.start, a.step + b.step, a.n, a.dtype)
+    if ta and isinstance(b, np.generic):
+        return lanes(a.start + int(b), a.step, a.n, a.dtype)
+    if tb and isinstance(a, np.generic):
+        return lanes(b.start + int(a), b.step, b.n, b.dtype)
+    return arr(a) + arr(b)
+
+
+def sub(a: Value, b: Value) -> Value:
+    if type(a) is Units or type(b) is Units:
+        return _units_op(sub, a, b)
+    ta, tb = type(a) is Lanes, type(b) is Lanes
+    if ta and tb:
+        return lanes(a.start - b.start, a.step - b.step, a.n, a.dtype)
+    if ta and isinstance(b, np.generic):
+        return lanes(a.start - int(b), a.step, a.n, a.dtype)
+    if tb and isinstance(a, np.generic):
+        return lanes(int(a) - b.start, -b.step, b.n, b.dtype)
+    return arr(a) - arr(b)
+
+
+def mul(a: Value, b: Value) -> Value:
+    if type(a) is Units or type(b) is Units:
+        return _units_op(mul, a, b)
+    if type(a) is Lanes and isinstance(b, np.generic):
+        return lanes(a.start * int(b), a.step * int(b), a.n, a.dtype)
+    if type(b) is Lanes and isinstance(a, np.generic):
+        return lanes(b.start * int(a), b.step * int(a), b.n, b.dtype)
+    return arr(a) * arr(b)
+
+
+def cast(x: Value, to: type[np.generic]) -> Value:
+    """Convert to the type ``to`` by the IR's CAST rules (float->int truncates, ->bool is
+    ``!= 0``)."""
+    dtype = np.dtype(to)
+    if dtype.kind == "b":
+        return arr(x) != 0
+    if type(x) is Units:
+        return _per_unit(cast(x.one, to), x.cubes)
+    if type(x) is Lanes:
+        if dtype.kind in "iu":
+            return lanes(x.start, x.step, x.n, dtype)
+        x = x.array()
+    return x.astype(dtype)
+
+
+# --- comparisons --------------------------------------------------------------------------------
+
+_MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+
+
+def _lanes_true(start: int, step: int, n: int, op: str, bound: int) -> tuple[int, int, bool]:
+    """For ``v_j = start + step*j`` (step > 0): the lanes where ``v_j <op> bound`` hold are
+    ``[lo, hi)`` (``inside`` True) or its complement (``inside`` False)."""
+    if op in ("le", "gt"):
+        bound += 1  # integers: v <= b is v < b + 1
+    k = min(max(-((start - bound) // step), 0), n)  # first j with v_j >= bound
+    if op in ("lt", "le"):
+        return 0, k, True
+    if op in ("gt", "ge"):
+        return k, n, True
+    off = bound - start
+    j0 = off // step if off % step == 0 else n
+    hit = 0 <= j0 < n
+    return (j0, j0 + 1, op == "eq") if hit else (0, 0, op == "eq")
+
+
+def _compare_lanes(x: Lanes, op: str, bound: int) -> Value:
+    start, step = x.start, x.step
+    if step < 0:  # compare -v_j with -bound instead: an increasing sequence
+        start, step, bound = -start, -step, -bound
+        if op not in ("eq", "ne"):
+            op = _MIRROR[op]
+    lo, hi, inside = _lanes_true(start, step, x.n, op, bound)
+    true_count = hi - lo if inside else x.n - (hi - lo)
+    if true_count == x.n:
+        return np.True_
+    if true_count == 0:
+        return np.False_
+    out = np.full(x.n, not inside)
+    out[lo:hi] = inside
+    return out
+
+
+def _compare(op: str, a: Value, b: Value) -> Value:
+    if type(a) is Units or type(b) is Units:
+        return _units_op(functools.partial(_compare, op), a, b)
+    ta, tb = type(a) is Lanes, type(b) is Lanes
+    if ta and tb:
+        if a.step == b.step:
+            return np.bool_(_OPERATORS[op](a.start, b.start))
+        diff = Lanes(a.start - b.start, a.step - b.step, a.n, a.dtype)  # exact, in Python ints
+        return _compare_lanes(diff, op, 0)
+    if ta and isinstance(b, np.generic):
+        return _compare_lanes(a, op, int(b))
+    if tb and isinstance(a, np.generic):
+        return _compare_lanes(b, _MIRROR[op], int(a))
+    return _OPERATORS[op](arr(a), arr(b))
+
+
+def lt(a: Value, b: Value) -> Value:
+    return _compare("lt", a, b)
+
+
+def le(a: Value, b: Value) -> Value:
+    return _compare("le", a, b)
+
+
+def gt(a: Value, b: Value) -> Value:
+    return _compare("gt", a, b)
+
+
+def ge(a: Value, b: Value) -> Value:
+    return _compare("ge", a, b)
+
+
+def eq(a: Value, b: Value) -> Value:
+    return _compare("eq", a, b)
+
+
+def ne(a: Value, b: Value) -> Value:
+    return _compare("ne", a, b)
+
+
+# --- other operations ---------------------------------------------------------------------------
+
+
+def select(cond: Value, a: Value, b: Value) -> Value:
+    """``a`` where ``cond`` else ``b``; uniform when ``cond`` is."""
+    if isinstance(cond, np.generic):
+        return a if cond else b
+    return np.where(cond, arr(a), arr(b))
+
+
+def fma(a: Value, b: Value, c: Value) -> Value:
+    """``a * b + c`` rounded (nearly) once. f16 and f32 are computed in f64, where the product
+    is exact, then rounded to the element type (a double rounding, off by at most one ulp in
+    rare ties). f64 uses error-free transformations (Dekker's product, Knuth's sum): the result
+    is within one ulp of the fused value, and ``a * b + c`` where an intermediate overflows."""
+    dtype = np.result_type(a)
+    if dtype.itemsize < 8:
+        wide = np.float64(1)
+        return (a * wide * b + c).astype(dtype)
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + e == a * b exactly
+    s = p + c
+    v = s - p
+    t = (p - (s - v)) + (c - v)  # s + t == p + c exactly
+    r = s + (t + e)
+    return (
+        np.where(np.isfinite(r), r, s)
+        if isinstance(r, np.ndarray)
+        else (r if np.isfinite(r) else s)
+    )
+
+
+def _split(x: Value) -> tuple[Value, Value]:
+    """Veltkamp's split of an f64 into two halves of 26 bits: ``hi + lo == x``."""
+    t = x * np.float64(134217729.0)
+    hi = t - (t - x)
+    return hi, x - hi

@@ -1,0 +1,270 @@
+"""Atomics on global and shared memory: contended updates, and fetched old values consistent
+with the lanes applying one after another."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ruda_core.ir import Elem, Op
+
+from .kernels import KB, B, c, compile_kernel, launch
+
+U32, I32, I64, F32, F64, BOOL = Elem.U32, Elem.I32, Elem.I64, Elem.F32, Elem.F64, Elem.BOOL
+
+FETCHING = [
+    Op.ATOMIC_ADD,
+    Op.ATOMIC_SUB,
+    Op.ATOMIC_MIN,
+    Op.ATOMIC_MAX,
+    Op.ATOMIC_AND,
+    Op.ATOMIC_OR,
+    Op.ATOMIC_XOR,
+    Op.ATOMIC_SWAP,
+]
+PY = {
+    Op.ATOMIC_ADD: lambda a, b: a + b,
+    Op.ATOMIC_SUB: lambda a, b: a - b,
+    Op.ATOMIC_MIN: min,
+    Op.ATOMIC_MAX: max,
+    Op.ATOMIC_AND: lambda a, b: a & b,
+    Op.ATOMIC_OR: lambda a, b: a | b,
+    Op.ATOMIC_XOR: lambda a, b: a ^ b,
+    Op.ATOMIC_SWAP: lambda a, b: b,
+}
+
+
+def histogram(fetch: bool) -> KB:
+    kb = KB("histogram")
+    px, ph, po = kb.array("x", U32), kb.array("h", U32), kb.array("old", U32)
+    i = B("ABSOLUTE_POS")
+    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, px))):
+        out = kb.var("o", U32) if fetch else None
+        kb.op(Op.ATOMIC_ADD, out, ph, kb.load(px, i), c(1, U32))
+        if out is not None:
+            kb.store(po, i, out)
+    return kb
+
+
+def test_contended_histogram_is_exact_and_fast() -> None:
+    n = 1 << 21
+    x = np.random.default_rng(0).integers(0, 256, n).astype(np.uint32)
+    h = np.zeros(256, np.uint32)
+    kernel = compile_kernel(histogram(False).build())
+    start = time.perf_counter()
+    launch(histogram(False).build(), n // 256, 256, [x, h, np.zeros(1, np.uint32)], kernel=kernel)
+    elapsed = time.perf_counter() - start
+    assert (h == np.bincount(x, minlength=256)).all()
+    assert elapsed < 2.0, f"{n} contended atomic adds took {elapsed:.2f} s"
+
+
+def test_fetched_add_gives_every_lane_a_distinct_old_value() -> None:
+    n = 100_000
+    x = np.random.default_rng(1).integers(0, 7, n).astype(np.uint32)
+    h, old = np.full(7, 1000, np.uint32), np.zeros(n, np.uint32)
+    launch(histogram(True).build(), -(-n // 128), 128, [x, h, old])
+    counts = np.bincount(x, minlength=7)
+    assert (h == 1000 + counts).all()
+    for b in range(7):
+        assert sorted(old[x == b].tolist()) == list(range(1000, 1000 + counts[b]))
+
+
+def fetch_kernel(op: Op, elem: Elem, shared: bool) -> KB:
+    """old[i] = op(target[idx[i]], v[i]) for lanes with v[i] != 0 (others inactive)."""
+    kb = KB(f"{op.value}_{elem.value}")
+    pt, pi, pv, po = (
+        kb.array("t", elem),
+        kb.array("idx", U32),
+        kb.array("v", elem),
+        kb.array("old", elem),
+    )
+    i = B("ABSOLUTE_POS")
+    k, v = kb.load(pi, i), kb.load(pv, i)
+    target = pt
+    if shared:  # the cube's copy of t in shared memory, written back by unit 0
+        target = kb.smem("st", elem, 16)
+        j = kb.var("j", U32)
+        with (
+            kb.if_(kb.op(Op.EQ, BOOL, B("UNIT_POS"), c(0, U32))),
+            kb.range_(j, c(0, U32), c(16, U32)),
+        ):
+            kb.store(target, j, kb.load(pt, j))
+        kb.sync()
+    with kb.if_(kb.op(Op.NE, BOOL, v, c(0.0 if elem.is_float else 0, elem))):
+        kb.store(po, i, kb.op(op, elem, target, k, v))
+    if shared:
+        kb.sync()
+        with (
+            kb.if_(kb.op(Op.EQ, BOOL, B("UNIT_POS"), c(0, U32))),
+            kb.range_(j, c(0, U32), c(16, U32)),
+        ):
+            kb.store(pt, j, kb.load(target, j))
+    return kb
+
+
+def check_sequential(
+    op: Op,
+    elem: Elem,
+    t0: np.ndarray,
+    idx: np.ndarray,
+    v: np.ndarray,
+    t: np.ndarray,
+    old: np.ndarray,
+) -> None:
+    """There is an order of the active lanes, per address, whose sequential application gives
+    ``old`` and ``t``: replay the lanes of each address sorted by lane (the order this device
+    uses) and compare."""
+    wrap = (
+        (lambda z: elem.numpy.type(z))
+        if elem.is_float
+        else (lambda z: np.array(z % (1 << elem.bits)).astype(np.uint64).astype(elem.numpy)[()])
+    )
+    state = {a: t0[a].item() for a in range(t0.size)}
+    for lane in range(idx.size):
+        if v[lane] == 0 or idx[lane] >= t0.size:
+            continue
+        a = int(idx[lane])
+        assert old[lane] == state[a], (op, lane, a, old[lane], state[a])
+        state[a] = wrap(PY[op](state[a], v[lane].item())).item()
+    assert t.tolist() == [state[a] for a in range(t0.size)]
+
+
+CASES = [
+    (op, elem)
+    for op in FETCHING
+    for elem in (U32, I64, Elem.U8, F32, F64)
+    if not (elem.is_float and op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR))
+]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["global", "shared"])
+@pytest.mark.parametrize(("op", "elem"), CASES, ids=str)
+def test_fetching_atomics_replay_sequentially(op: Op, elem: Elem, shared: bool) -> None:
+    rng = np.random.default_rng(2)
+    n = 64  # one cube, so shared memory holds every update
+    idx = rng.integers(0, 18, n).astype(np.uint32)  # 16 and 17 are out of bounds
+    if elem.is_float:
+        v = rng.integers(-8, 9, n).astype(elem.numpy) / elem.numpy.type(4)
+        t0 = rng.integers(-50, 50, 16).astype(elem.numpy)
+    else:
+        v = rng.integers(0, 256, n).astype(elem.numpy)
+        t0 = rng.integers(0, 256, 16).astype(elem.numpy)
+    t, old = t0.copy(), np.zeros(n, elem.numpy)
+    launch(fetch_kernel(op, elem, shared).build(), 1, n, [t, idx, v, old])
+    check_sequential(op, elem, t0, idx, v, t, old)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    op=st.sampled_from([Op.ATOMIC_ADD, Op.ATOMIC_MAX, Op.ATOMIC_XOR, Op.ATOMIC_SWAP]),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.sampled_from([1, 2, 5, 16]),
+    n=st.integers(1, 300),
+)
+def test_fetching_atomics_random_contention(op: Op, seed: int, spread: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, spread, n).astype(np.uint32)
+    v = rng.integers(0, 2**31, n).astype(np.uint32)
+    t0 = rng.integers(0, 2**31, 16).astype(np.uint32)
+    t, old = t0.copy(), np.zeros(n, np.uint32)
+    launch(fetch_kernel(op, U32, False).build(), n, 1, [t, idx, v, old])
+    check_sequential(op, U32, t0, idx, v, t, old)
+
+
+def test_float_add_old_values_are_true_intermediate_sums() -> None:
+    """Heavy contention of a float fetch-add: old values are the running sums of one order."""
+    n = 5000
+    idx = np.zeros(n, np.uint32)
+    idx[::2] = 1
+    v = np.random.default_rng(3).random(n).astype(np.float32) + np.float32(0.5)
+    t0 = np.zeros(16, np.float32)
+    t, old = t0.copy(), np.zeros(n, np.float32)
+    launch(fetch_kernel(Op.ATOMIC_ADD, F32, False).build(), n // 100, 100, [t, idx, v, old])
+    for a in (0, 1):
+        lanes = np.flatnonzero(idx == a)
+        order = lanes[np.argsort(old[lanes], kind="stable")]
+        running = np.float32(0)
+        for lane in order:
+            assert old[lane] == running
+            running = np.float32(running + v[lane])
+        assert t[a] == running
+
+
+def cas_kernel() -> KB:
+    kb = KB("cas")
+    pt, pi, pc, pv, po = (kb.array(n, U32) for n in ("t", "idx", "cmp", "v", "old"))
+    i = B("ABSOLUTE_POS")
+    k = kb.load(pi, i)
+    kb.store(po, i, kb.op(Op.ATOMIC_CAS, U32, pt, k, kb.load(pc, i), kb.load(pv, i)))
+    return kb
+
+
+@pytest.mark.parametrize("uniform_cmp", [True, False])
+def test_compare_and_swap_replays_sequentially(uniform_cmp: bool) -> None:
+    rng = np.random.default_rng(4)
+    n = 256
+    idx = rng.integers(0, 4, n).astype(np.uint32)
+    cmp = np.zeros(n, np.uint32) if uniform_cmp else rng.integers(0, 3, n).astype(np.uint32)
+    v = rng.integers(0, 3, n).astype(np.uint32)
+    t0 = np.array([0, 1, 2, 0], np.uint32)
+    t, old = t0.copy(), np.zeros(n, np.uint32)
+    launch(cas_kernel().build(), 4, 64, [t, idx, cmp, v, old])
+    state = t0.tolist()
+    for lane in range(n):
+        a = idx[lane]
+        assert old[lane] == state[a]
+        if state[a] == cmp[lane]:
+            state[a] = int(v[lane])
+    assert t.tolist() == state
+
+
+def test_cas_spin_lock_pattern_elects_one_lane_per_address() -> None:
+    n = 50_000
+    idx = (np.arange(n) % 3).astype(np.uint32)
+    t, old = np.zeros(4, np.uint32), np.zeros(n, np.uint32)
+    lanes = np.arange(n, dtype=np.uint32) + 1
+    launch(cas_kernel().build(), n // 100, 100, [t, idx, np.zeros(n, np.uint32), lanes, old])
+    for a in range(3):
+        winners = np.flatnonzero((idx == a) & (old == 0))
+        assert winners.size == 1 and t[a] == winners[0] + 1
+        assert (old[(idx == a) & (old != 0)] == t[a]).all()
+
+
+def test_non_fetching_atomics_and_load_store() -> None:
+    kb = KB("mixed")
+    pt, pi, po = kb.array("t", I32), kb.array("idx", U32), kb.array("o", I32)
+    i = B("ABSOLUTE_POS")
+    k = kb.load(pi, i)
+    v = kb.op(Op.CAST, I32, i)
+    for op in (Op.ATOMIC_MIN, Op.ATOMIC_MAX, Op.ATOMIC_SUB, Op.ATOMIC_OR):
+        kb.op(
+            op,
+            None,
+            pt,
+            kb.op(
+                Op.ADD,
+                U32,
+                k,
+                c(
+                    {Op.ATOMIC_MIN: 0, Op.ATOMIC_MAX: 4, Op.ATOMIC_SUB: 8, Op.ATOMIC_OR: 12}[op],
+                    U32,
+                ),
+            ),
+            v,
+        )
+    kb.op(Op.ATOMIC_STORE, None, pt, c(16, U32), c(5, I32))
+    kb.store(po, i, kb.op(Op.ATOMIC_LOAD, I32, pt, c(16, U32)))
+    idx = (np.arange(200) % 4).astype(np.uint32)
+    t, o = np.full(17, 100, np.int32), np.zeros(200, np.int32)
+    launch(kb.build(), 2, 100, [t, idx, o])
+    lanes = np.arange(200)
+    for b in range(4):
+        mine = lanes[idx == b]
+        assert t[b] == min(100, mine.min()) and t[4 + b] == max(100, mine.max())
+        assert t[8 + b] == 100 - mine.sum()
+        assert t[12 + b] == 100 | np.bitwise_or.reduce(mine)
+    assert t[16] == 5 and (o == 5).all()

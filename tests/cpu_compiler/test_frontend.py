@@ -1,0 +1,88 @@
+"""Kernels written in the Python kernel language, compiled by the NumPy compiler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    Float,
+    SharedMemory,
+    atomic_add,
+    f32,
+    kernel,
+    plane_sum,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime.launch import ExecutionMode
+
+from .kernels import launch
+
+
+@kernel
+def block_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
+    smem = SharedMemory(f32, BLOCK)
+    i = ABSOLUTE_POS
+    smem[UNIT_POS] = x[i] if i < x.len() else f32(0)
+    sync_units()
+    s = BLOCK // 2
+    while s > 0:
+        if s > UNIT_POS:
+            smem[UNIT_POS] += smem[UNIT_POS + s]
+        sync_units()
+        s //= 2
+    if UNIT_POS == 0:
+        out[RUDA_POS] = smem[0]
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_design_block_sum(mode: ExecutionMode) -> None:
+    x = np.arange(256 * 40 - 3, dtype=np.float32)
+    out = np.zeros(40, np.float32)
+    report = launch(block_sum.definition(BLOCK=256), 40, 256, [x, out], mode=mode)
+    want = np.concatenate([x, np.zeros(3, np.float32)]).reshape(40, 256).sum(axis=1)
+    assert (out == want).all()
+    assert report is None or report[0] == 0
+
+
+@kernel
+def axpy(x: Array[Float], y: Array[Float], alpha: Float):
+    i = ABSOLUTE_POS
+    if i < y.len():
+        y[i] = alpha * x[i] + y[i]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_element_generic_axpy(dtype: type) -> None:
+    from ruda_core.lang import f16, f64
+
+    elem = {np.float16: f16, np.float32: f32, np.float64: f64}[dtype]
+    x = np.linspace(-2, 2, 1000).astype(dtype)
+    y = np.ones(1000, dtype)
+    launch(axpy.definition(Float=elem), 4, 256, [x, y], [0.5], mode=ExecutionMode.CHECKED)
+    want = (dtype(0.5) * x + np.ones(1000, dtype)).astype(dtype)
+    assert (y == want).all()
+
+
+@kernel
+def histogram(x: Array[u32], bins: Array[u32], sums: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        atomic_add(bins, x[i], u32(1))
+    total = plane_sum(f32(1))
+    if UNIT_POS == 0:
+        sums[RUDA_POS] = total
+
+
+def test_histogram_and_plane_sum() -> None:
+    x = np.random.default_rng(0).integers(0, 16, 1000).astype(np.uint32)
+    bins, sums = np.zeros(16, np.uint32), np.zeros(8, np.float32)
+    launch(histogram.definition(), 8, 128, [x, bins, sums], mode=ExecutionMode.CHECKED)
+    assert (bins == np.bincount(x, minlength=16)).all()
+    assert (sums == 32).all()

@@ -1,0 +1,232 @@
+"""Launch geometry, batching, thread safety, errors and the generated source."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ruda_cpu.executor as executor
+from ruda_core.ir import BuiltinKind, Elem, Op
+from ruda_core.ir.bounds import lower_bounds
+from ruda_core.runtime.compiler import CompileOptions
+from ruda_core.runtime.errors import LaunchConfigError, LaunchError
+from ruda_core.runtime.launch import ExecutionMode
+from ruda_cpu.compiler import CpuCompiler
+
+from .kernels import KB, B, c, compile_kernel, launch, metadata_for
+
+U32, F32, BOOL = Elem.U32, Elem.F32, Elem.BOOL
+KINDS = [k for k in BuiltinKind if k not in (BuiltinKind.PLANE_DIM, BuiltinKind.UNIT_POS_PLANE)]
+
+
+def builtins_kernel() -> KB:
+    """out[k * total + ABSOLUTE_POS] = builtin k, for every position builtin."""
+    kb = KB("builtins")
+    po = kb.array("o", U32)
+    total = kb.op(Op.MUL, U32, B("RUDA_DIM"), B("RUDA_COUNT"))
+    lane = B("ABSOLUTE_POS")
+    for k, kind in enumerate(KINDS):
+        at = kb.op(Op.ADD, U32, kb.op(Op.MUL, U32, total, c(k, U32)), lane)
+        kb.store(po, at, B(kind.name))
+    return kb
+
+
+def expected_builtins(count: tuple[int, int, int], dim: tuple[int, int, int]) -> np.ndarray:
+    cx, cy, cz = count
+    dx, dy, dz = dim
+    total = cx * cy * cz * dx * dy * dz
+    out = np.zeros((len(KINDS), total), np.int64)
+    for rz in range(cz):
+        for ry in range(cy):
+            for rx in range(cx):
+                for uz in range(dz):
+                    for uy in range(dy):
+                        for ux in range(dx):
+                            ax, ay, az = rx * dx + ux, ry * dy + uy, rz * dz + uz
+                            absolute = (az * cy * dy + ay) * cx * dx + ax
+                            value = {
+                                "ABSOLUTE_POS": absolute,
+                                "ABSOLUTE_POS_X": ax,
+                                "ABSOLUTE_POS_Y": ay,
+                                "ABSOLUTE_POS_Z": az,
+                                "UNIT_POS": (uz * dy + uy) * dx + ux,
+                                "UNIT_POS_X": ux,
+                                "UNIT_POS_Y": uy,
+                                "UNIT_POS_Z": uz,
+                                "RUDA_POS": (rz * cy + ry) * cx + rx,
+                                "RUDA_POS_X": rx,
+                                "RUDA_POS_Y": ry,
+                                "RUDA_POS_Z": rz,
+                                "RUDA_DIM": dx * dy * dz,
+                                "RUDA_DIM_X": dx,
+                                "RUDA_DIM_Y": dy,
+                                "RUDA_DIM_Z": dz,
+                                "RUDA_COUNT": cx * cy * cz,
+                                "RUDA_COUNT_X": cx,
+                                "RUDA_COUNT_Y": cy,
+                                "RUDA_COUNT_Z": cz,
+                            }
+                            for k, kind in enumerate(KINDS):
+                                out[k, absolute] = value[kind.name]
+    return out.reshape(-1)
+
+
+@pytest.mark.parametrize(
+    ("count", "dim"),
+    [
+        ((5, 1, 1), (8, 1, 1)),
+        ((3, 2, 1), (4, 3, 1)),
+        ((2, 3, 2), (2, 2, 3)),
+        ((1, 1, 1), (4, 2, 2)),
+        ((7, 1, 1), (1, 1, 1)),
+        ((2, 2, 2), (1, 1, 1)),
+        ((1, 4, 1), (3, 1, 1)),
+    ],
+)
+def test_every_builtin_in_1d_2d_and_3d_launches(count: tuple, dim: tuple) -> None:
+    want = expected_builtins(count, dim)
+    out = np.zeros(want.size, np.uint32)
+    launch(builtins_kernel().build(), count, dim, [out])
+    assert out.tolist() == want.tolist()
+
+
+def test_builtins_across_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "LANES_PER_BATCH", 20)
+    for count, dim in [((5, 3, 2), (3, 2, 1)), ((11, 1, 1), (6, 1, 1)), ((9, 2, 1), (1, 1, 1))]:
+        want = expected_builtins(count, dim)
+        out = np.zeros(want.size, np.uint32)
+        launch(builtins_kernel().build(), count, dim, [out])
+        assert out.tolist() == want.tolist()
+
+
+def saxpy() -> KB:
+    kb = KB("saxpy")
+    px, py = kb.array("x", F32), kb.array("y", F32)
+    alpha = kb.scalar("alpha", F32)
+    i = B("ABSOLUTE_POS")
+    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, py))):
+        ax = kb.op(Op.MUL, F32, alpha, kb.load(px, i))
+        kb.store(py, i, kb.op(Op.ADD, F32, ax, kb.load(py, i)))
+    return kb
+
+
+def test_a_launch_bigger_than_one_batch() -> None:
+    n = 3 * executor.LANES_PER_BATCH + 1234
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    launch(saxpy().build(), -(-n // 256), 256, [x, y], [2.0], mode=ExecutionMode.CHECKED)
+    assert (y == 2 * np.arange(n, dtype=np.float32) + 1).all()
+
+
+def test_one_kernel_runs_on_four_threads_at_once() -> None:
+    defn = saxpy().build()
+    kernel = compile_kernel(defn, ExecutionMode.CHECKED)
+    n = 200_000
+    xs = [np.full(n, t + 1, np.float32) for t in range(4)]
+    ys = [np.zeros(n, np.float32) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for _ in range(5):
+                meta = metadata_for(defn, [xs[t], ys[t]])
+                kernel((-(-n // 128), 1, 1), (128, 1, 1), [xs[t], ys[t]], [np.float32(1)], meta)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t in range(4):
+        assert (ys[t] == 5 * (t + 1)).all()
+
+
+def test_argument_mismatches_are_launch_config_errors() -> None:
+    kernel = compile_kernel(saxpy().build())
+    x = np.zeros(4, np.float32)
+    with pytest.raises(LaunchConfigError, match="saxpy takes 2 buffers"):
+        kernel((1, 1, 1), (4, 1, 1), [x], [np.float32(1)], [4, 4])
+    with pytest.raises(LaunchConfigError, match="float32"):
+        kernel((1, 1, 1), (4, 1, 1), [x, x.view(np.int32)], [np.float32(1)], [4, 4])
+    with pytest.raises(LaunchConfigError, match="metadata"):
+        kernel((1, 1, 1), (4, 1, 1), [x, x], [np.float32(1)], [4])
+
+
+def test_failures_inside_a_kernel_are_launch_errors_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kernel = compile_kernel(saxpy().build())
+    x = np.zeros(4, np.float32)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    from ruda_cpu import lockstep
+
+    monkeypatch.setattr(lockstep, "load_ro", broken)
+    with pytest.raises(LaunchError, match=r"saxpy.*boom") as info:
+        kernel((1, 1, 1), (4, 1, 1), [x, x.copy()], [np.float32(1)], [4, 4])
+    frames = traceback.extract_tb(info.value.__cause__.__traceback__)
+    generated = [f for f in frames if f.filename.startswith("<ruda-numpy:saxpy:")]
+    assert generated and "load_ro" in (generated[0].line or "")
+
+
+def test_zero_sized_launch_runs_nothing() -> None:
+    kernel = compile_kernel(saxpy().build())
+    y = np.ones(4, np.float32)
+    kernel((0, 1, 1), (4, 1, 1), [y.copy(), y], [np.float32(1)], [4, 4])
+    assert (y == 1).all()
+
+
+def test_generated_source_is_readable_and_deterministic() -> None:
+    defn = saxpy().build()
+    lowered = lower_bounds(defn, ExecutionMode.CHECKED)
+    first = CpuCompiler().compile(lowered, CompileOptions(), ExecutionMode.CHECKED)
+    again = CpuCompiler().compile(
+        lower_bounds(defn, ExecutionMode.CHECKED), CompileOptions(), ExecutionMode.CHECKED
+    )
+    assert first.source == again.source
+    text = first.source
+    assert text.startswith("# ruda NumPy kernel saxpy (checked, plane_dim 32)")
+    assert "def saxpy(g, x, y, alpha, x_len, y_len):" in text
+    assert "# <test>:" in text
+    assert all(";" not in line for line in text.splitlines())
+    compile(text, "<check>", "exec")
+    assert first.extra["plane_dim"] == 32 and first.extra["written"] == (1,)
+
+
+def test_clashing_names_are_renamed() -> None:
+    kb = KB("np")  # the kernel, a parameter and a local named like runtime globals
+    p = kb.array("L", U32)
+    g = kb.var("g", U32)
+    kb.set(g, c(3, U32))
+    kb.store(p, B("ABSOLUTE_POS"), g)
+    out = np.zeros(4, np.uint32)
+    launch(kb.build(), 1, 4, [out])
+    assert (out == 3).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    count=st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3)),
+    dim=st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(1, 2)),
+    batch=st.integers(1, 64),
+)
+def test_builtins_for_random_geometries(count: tuple, dim: tuple, batch: int) -> None:
+    old = executor.LANES_PER_BATCH
+    executor.LANES_PER_BATCH = batch
+    try:
+        want = expected_builtins(count, dim)
+        out = np.zeros(want.size, np.uint32)
+        launch(builtins_kernel().build(), count, dim, [out])
+    finally:
+        executor.LANES_PER_BATCH = old
+    assert out.tolist() == want.tolist()

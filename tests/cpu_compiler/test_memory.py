@@ -1,0 +1,208 @@
+"""Shared memory, local arrays, loads/stores and bounds behaviour in every execution mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem, Op
+from ruda_core.runtime.launch import ExecutionMode
+
+from .kernels import KB, B, c, launch
+
+I32, U32, F32, BOOL = Elem.I32, Elem.U32, Elem.F32, Elem.BOOL
+
+
+def block_sum(block: int) -> KB:
+    """The tree reduction of DESIGN.md: barriers inside a while loop."""
+    kb = KB("block_sum")
+    x, out = kb.array("x", F32), kb.array("out", F32)
+    sm = kb.smem("smem", F32, block)
+    i, u = B("ABSOLUTE_POS"), B("UNIT_POS")
+    v, s = kb.var("v", F32), kb.var("s", U32)
+    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, x))) as els:
+        kb.op(Op.INDEX, v, x, i)
+    with kb.else_(els):
+        kb.set(v, c(0.0, F32))
+    kb.store(sm, u, v)
+    kb.sync()
+    kb.set(s, c(block // 2, U32))
+    with kb.loop():
+        with kb.if_(kb.op(Op.NOT, BOOL, kb.op(Op.GT, BOOL, s, c(0, U32)))):
+            kb.brk()
+        with kb.if_(kb.op(Op.LT, BOOL, u, s)):
+            other = kb.load(sm, kb.op(Op.ADD, U32, u, s))
+            kb.store(sm, u, kb.op(Op.ADD, F32, kb.load(sm, u), other))
+        kb.sync()
+        kb.op(Op.FLOOR_DIV, s, s, c(2, U32))
+    with kb.if_(kb.op(Op.EQ, BOOL, u, c(0, U32))):
+        kb.store(out, B("RUDA_POS"), kb.load(sm, c(0, U32)))
+    return kb
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_shared_memory_tree_reduction_over_many_cubes(mode: ExecutionMode) -> None:
+    cubes, block = 300, 256
+    x = np.random.default_rng(0).integers(0, 100, cubes * block - 77).astype(np.float32)
+    out = np.zeros(cubes, np.float32)
+    report = launch(block_sum(block).build(), cubes, block, [x, out], mode=mode)
+    padded = np.concatenate([x, np.zeros(77, np.float32)])
+    assert (out == padded.reshape(cubes, block).sum(axis=1)).all()
+    assert report is None or report[0] == 0
+
+
+def test_cubes_never_see_each_others_shared_memory() -> None:
+    kb = KB("isolation")
+    po, pz = kb.array("o", U32), kb.array("z", U32)
+    sm = kb.smem("sm", U32, 64)
+    u, cube = B("UNIT_POS"), B("RUDA_POS")
+    with kb.if_(kb.op(Op.NE, BOOL, u, c(0, U32))):  # smem[0] is written by cube 0 only
+        kb.store(sm, u, kb.op(Op.ADD, U32, cube, c(1, U32)))
+    with kb.if_(kb.op(Op.EQ, BOOL, kb.op(Op.ADD, U32, cube, u), c(0, U32))):
+        kb.store(sm, c(0, U32), c(999, U32))
+    kb.sync()
+    nxt = kb.op(Op.MOD, U32, kb.op(Op.ADD, U32, u, c(1, U32)), c(64, U32))
+    kb.store(po, B("ABSOLUTE_POS"), kb.load(sm, nxt))
+    kb.store(pz, B("ABSOLUTE_POS"), kb.load(sm, c(0, U32)))
+    cubes = 50
+    o, z = np.zeros(cubes * 64, np.uint32), np.zeros(cubes * 64, np.uint32)
+    launch(kb.build(), cubes, 64, [o, z])
+    o2, z2 = o.reshape(cubes, 64), z.reshape(cubes, 64)
+    ids = np.arange(cubes)[:, None] + 1
+    assert (o2[:, :-1] == ids).all()
+    assert (o2[1:, -1] == 0).all() and o2[0, -1] == 999
+    assert (z2[0] == 999).all() and (z2[1:] == 0).all()
+
+
+def test_shared_memory_survives_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ruda_cpu.executor as executor
+
+    monkeypatch.setattr(executor, "LANES_PER_BATCH", 128)  # 2 cubes of 64 per batch
+    cubes = 9
+    x = np.arange(cubes * 64, dtype=np.float32)
+    out = np.zeros(cubes, np.float32)
+    launch(block_sum(64).build(), cubes, 64, [x, out])
+    assert (out == x.reshape(cubes, 64).sum(axis=1)).all()
+
+
+def test_local_arrays_are_private_per_lane() -> None:
+    kb = KB("local")
+    po = kb.array("o", U32)
+    la = kb.larr("la", U32, 8)
+    i = B("ABSOLUTE_POS")
+    j, acc = kb.var("j", U32), kb.var("acc", U32)
+    with kb.range_(j, c(0, U32), c(8, U32)):
+        kb.store(la, j, kb.op(Op.MUL, U32, i, j))
+    kb.store(la, c(9, U32), c(12345, U32))  # out of bounds: dropped (CHECKED: guarded)
+    kb.set(acc, kb.load(la, c(20, U32)))  # out of bounds: 0
+    with kb.range_(j, c(0, U32), c(8, U32)):
+        kb.op(Op.ADD, acc, acc, kb.load(la, kb.op(Op.SUB, U32, c(7, U32), j)))
+    kb.store(po, i, acc)
+    for mode in ExecutionMode:
+        o = np.zeros(200, np.uint32)
+        launch(kb.build(), 4, 50, [o], mode=mode)
+        assert o.tolist() == [p * 28 for p in range(200)]
+
+
+def oob_kernel() -> KB:
+    """Reads a[idx[i]] into o[i] and stores 7 to w[idx[i]]: idx may be anything."""
+    kb = KB("oob")
+    pa, pi, po, pw = (kb.array(name, I32) for name in ("a", "idx", "o", "w"))
+    sm = kb.smem("sm", I32, 4)
+    i = B("ABSOLUTE_POS")
+    k = kb.load(pi, i)
+    kb.store(sm, kb.op(Op.MOD, I32, kb.op(Op.CAST, I32, B("UNIT_POS")), c(4, I32)), c(3, I32))
+    kb.store(sm, k, c(5, I32))  # may be out of bounds of sm
+    kb.sync()
+    got = kb.load(pa, k)
+    kb.store(po, i, kb.op(Op.ADD, I32, got, kb.load(sm, c(0, I32))))
+    kb.store(pw, k, c(7, I32))
+    return kb
+
+
+def test_unchecked_never_wraps_negative_indices_or_crashes() -> None:
+    idx = np.array([0, -1, 3, 2**31 - 1, -(2**31), 9, 10, 5], np.int32)
+    a = np.arange(10, dtype=np.int32) * 10
+    o, w = np.zeros(8, np.int32), np.zeros(10, np.int32)
+    launch(oob_kernel().build(), 2, 4, [a, idx, o, w])
+    # sm[0] is 5 when some lane of the cube wrote index 0 to sm, else 3
+    assert o.tolist() == [5, 5, 35, 5, 3, 93, 3, 53]
+    assert w.tolist() == [7, 0, 0, 7, 0, 7, 0, 0, 0, 7]
+
+
+def test_checked_uses_the_metadata_length() -> None:
+    idx = np.array([0, 1, 5, 6, 7, 9, -1, 3], np.int32)
+    a = np.arange(10, dtype=np.int32) * 10
+    o, w = np.zeros(8, np.int32), np.zeros(10, np.int32)
+    lengths = {"a": 6, "w": 6}  # the buffers are longer than the arrays
+    launch(oob_kernel().build(), 1, 8, [a, idx, o, w], mode=ExecutionMode.CHECKED, lengths=lengths)
+    assert o.tolist() == [5, 15, 55, 5, 5, 5, 5, 35]
+    assert w.tolist() == [7, 7, 0, 7, 0, 7, 0, 0, 0, 0]
+
+
+def test_validate_reports_the_first_access_of_the_lowest_lane() -> None:
+    idx = np.array([0, 1, 2, 3, 4, 5, 6, 7], np.int32)
+    idx[5] = -2  # lane 5: a[-2] (as u32 4294967294) is the first out-of-bounds access
+    idx[6] = 11
+    a, o, w = np.zeros(10, np.int32), np.zeros(8, np.int32), np.zeros(10, np.int32)
+    report = launch(oob_kernel().build(), 1, 8, [a, idx, o, w], mode=ExecutionMode.VALIDATE)
+    assert report is not None
+    # buffer numbering: a, idx, o, w, then shared sm (4): the sm store of lane 4 comes first
+    assert report.tolist() == [1, 4, 4, 0, 4, 0]
+
+
+def test_validate_reports_u64_index_halves() -> None:
+    kb = KB("big")
+    pa, po = kb.array("a", F32), kb.array("o", F32)
+    kb.store(po, B("ABSOLUTE_POS"), kb.load(pa, c(2**33 + 5, Elem.U64)))
+    a, o = np.ones(3, np.float32), np.ones(2, np.float32)
+    report = launch(kb.build(), 1, 2, [a, o], mode=ExecutionMode.VALIDATE)
+    assert report is not None and report.tolist() == [1, 0, 5, 2, 3, 0]
+    assert (o == 0).all()
+
+
+def test_contiguous_and_strided_lane_accesses_near_the_ends() -> None:
+    """ABSOLUTE_POS * 3 - 4 and 50 - ABSOLUTE_POS are lane vectors: slices, partly out of
+    bounds at both ends."""
+    kb = KB("strided")
+    pa, po, pw = kb.array("a", I32), kb.array("o", I32), kb.array("w", I32)
+    i = kb.op(Op.CAST, I32, B("ABSOLUTE_POS"))
+    up = kb.op(Op.SUB, I32, kb.op(Op.MUL, I32, i, c(3, I32)), c(4, I32))
+    down = kb.op(Op.SUB, I32, c(50, I32), i)
+    kb.store(po, i, kb.op(Op.ADD, I32, kb.load(pa, up), kb.load(pa, down)))
+    with kb.if_(kb.op(Op.NE, BOOL, kb.op(Op.MOD, I32, i, c(5, I32)), c(0, I32))):
+        kb.store(pw, up, i)
+    a = np.arange(40, dtype=np.int32) + 1
+    o, w = np.zeros(64, np.int32), np.full(40, -1, np.int32)
+    launch(kb.build(), 2, 32, [a, o, w])
+
+    def get(j: int) -> int:
+        return int(a[j]) if 0 <= j < 40 else 0
+
+    assert o.tolist() == [get(3 * p - 4) + get(50 - p) for p in range(64)]
+    want = np.full(40, -1)
+    for p in range(64):
+        if p % 5 and 0 <= 3 * p - 4 < 40:
+            want[3 * p - 4] = p
+    assert w.tolist() == want.tolist()
+
+
+def test_loaded_values_do_not_alias_later_stores() -> None:
+    """t = a[i]; a[i] = 0; b[i] = t — and the same with a and b one buffer."""
+    kb = KB("alias")
+    pa, pb = kb.array("a", F32), kb.array("b", F32)
+    i = B("ABSOLUTE_POS")
+    t = kb.load(pa, i)
+    kb.store(pa, i, c(0.0, F32))
+    kb.store(pb, i, t)
+    a, b = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    launch(kb.build(), 1, 64, [a, b])
+    assert (b == np.arange(64)).all() and (a == 0).all()
+    kb2 = KB("alias_ro")  # r is read-only, w aliases it
+    pr, pw = kb2.array("r", F32), kb2.array("w", F32)
+    t2 = kb2.load(pr, i)
+    kb2.store(pw, i, c(-1.0, F32))
+    kb2.store(pw, kb2.op(Op.ADD, U32, i, c(64, U32)), t2)
+    buf = np.arange(128, dtype=np.float32)
+    launch(kb2.build(), 1, 64, [buf, buf])
+    assert (buf[:64] == -1).all() and (buf[64:] == np.arange(64)).all()

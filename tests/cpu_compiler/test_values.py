@@ -1,0 +1,119 @@
+"""The symbolic lane vectors of the lockstep runtime agree with their materialised arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ruda_cpu.lockstep import values
+from ruda_cpu.lockstep.batch import Segmented
+from ruda_cpu.lockstep.memory import _valid_range, load, load_seg, store, store_seg
+
+DTYPES = [np.dtype(t) for t in (np.uint8, np.int16, np.uint32, np.int32, np.int64, np.uint64)]
+OPS = ["lt", "le", "gt", "ge", "eq", "ne"]
+
+
+@st.composite
+def lane_vectors(draw: st.DrawFn) -> tuple:
+    dtype = draw(st.sampled_from(DTYPES))
+    info = np.iinfo(dtype)
+    n = draw(st.integers(1, 40))
+    step = draw(st.integers(-5, 5))
+    start = draw(st.integers(int(info.min), int(info.max)))
+    return values.lanes(start, step, n, dtype), dtype, start, step, n
+
+
+def wrapped(start: int, step: int, n: int, dtype: np.dtype) -> np.ndarray:
+    bits = dtype.itemsize * 8
+    raw = [(start + step * j) % (1 << bits) for j in range(n)]
+    return np.array(raw, dtype=np.uint64).astype(dtype)
+
+
+@settings(max_examples=300, deadline=None)
+@given(v=lane_vectors(), op=st.sampled_from(OPS), data=st.data())
+def test_lane_vectors_compare_like_arrays(v: tuple, op: str, data: st.DataObject) -> None:
+    x, dtype, start, step, n = v
+    ref = wrapped(start, step, n, dtype)
+    assert (values.arr(x) == ref).all() if not isinstance(x, np.generic) else (ref == x).all()
+    info = np.iinfo(dtype)
+    bound = dtype.type(data.draw(st.integers(int(info.min), int(info.max))))
+    got = getattr(values, op)(x, bound)
+    want = getattr(
+        np,
+        {
+            "lt": "less",
+            "le": "less_equal",
+            "gt": "greater",
+            "ge": "greater_equal",
+            "eq": "equal",
+            "ne": "not_equal",
+        }[op],
+    )(ref, bound)
+    assert (np.broadcast_to(got, want.shape) == want).all()
+    got_mirror = getattr(
+        values, {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}[op]
+    )(bound, x)
+    assert (np.broadcast_to(got_mirror, want.shape) == want).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(v=lane_vectors(), k=st.integers(-(2**65), 2**65), to=st.sampled_from(DTYPES))
+def test_lane_vector_arithmetic_and_casts_wrap(v: tuple, k: int, to: np.dtype) -> None:
+    x, dtype, start, step, n = v
+    s = values.wrap(k, dtype)
+    ref = wrapped(start, step, n, dtype)
+    with np.errstate(all="ignore"):
+        for fn, want in ((values.add, ref + s), (values.sub, ref - s), (values.mul, ref * s)):
+            got = fn(x, s)
+            assert (np.broadcast_to(values.arr(got), want.shape) == want).all()
+        got = values.cast(x, to.type)
+        assert (np.broadcast_to(values.arr(got), (n,)) == ref.astype(to)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    start=st.integers(-50, 80),
+    step=st.integers(-6, 6).filter(bool),
+    n=st.integers(1, 30),
+    length=st.integers(0, 40),
+)
+def test_valid_range_and_slices(start: int, step: int, n: int, length: int) -> None:
+    j0, j1 = _valid_range(start, step, n, length)
+    inside = [j for j in range(n) if 0 <= start + step * j < length]
+    assert list(range(j0, j1)) == inside
+    buf = np.arange(length, dtype=np.int32) + 1
+    idx = values.Lanes(start, step, n, np.dtype(np.int64))
+    want = [buf[start + step * j] if 0 <= start + step * j < length else 0 for j in range(n)]
+    assert values.arr(load(buf, idx)).tolist() == want
+    m = np.arange(n) % 3 != 0
+    store(buf, idx, np.full(n, -7, np.int32), m)
+    for j in range(n):
+        if 0 <= start + step * j < length:
+            assert buf[start + step * j] == (-7 if m[j] else want[j])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    start=st.integers(-10, 20),
+    step=st.integers(-3, 3).filter(bool),
+    units=st.integers(1, 9),
+    cubes=st.integers(1, 4),
+    length=st.integers(1, 12),
+)
+def test_unit_vectors_index_shared_memory(
+    start: int, step: int, units: int, cubes: int, length: int
+) -> None:
+    one = values.lanes(start, step, units, np.dtype(np.int64))
+    idx = values.Units(one, cubes) if isinstance(one, values.Lanes) else one
+    plain = values.arr(idx)
+    seg = Segmented(np.dtype(np.int32), length, cubes, units)
+    seg.data[:] = np.arange(seg.data.size)
+    ref = Segmented(np.dtype(np.int32), length, cubes, units)
+    ref.data[:] = seg.data
+    assert (np.broadcast_to(load_seg(seg, idx), (cubes * units,)) == load_seg(ref, plain)).all()
+    m = np.arange(cubes * units) % 2 == 0
+    vals = np.arange(cubes * units, dtype=np.int32) + 1000
+    store_seg(seg, idx, vals, m)
+    store_seg(ref, plain, vals, m)
+    assert (seg.data == ref.data).all()
