@@ -10,12 +10,24 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
-def test_quickstart(device, capsys):
+DEVICES = ["cpu", "opencl:0"]
+
+
+def _run(example: str, device: str) -> None:
     import ruda_core as ruda
 
     if device not in {str(d) for d in ruda.enumerate_all_devices()}:
         pytest.skip(f"{device} is not present here: no OpenCL driver is installed")
-    module = runpy.run_path(str(EXAMPLES / "quickstart.py"))
-    module["main"](device)
+    runpy.run_path(str(EXAMPLES / example))["main"](device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quickstart(device, capsys):
+    _run("quickstart.py", device)
     assert "agree with NumPy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_plan_reuses_its_scratch(device, capsys):
+    _run("plan.py", device)
+    assert "one scratch buffer reused" in capsys.readouterr().out
