@@ -150,18 +150,24 @@ class _Registry:
         self.lock = threading.RLock()
         self.loaded: dict[str, BackendStatus | BackendInfo] | None = None
         self.probed: dict[str, BackendStatus] = {}
+        #: backend name -> (distribution, entry point value) of each loaded plugin
+        self.origins: dict[str, tuple[str, str]] = {}
 
     def load(self) -> dict[str, BackendStatus | BackendInfo]:
         with self.lock:
             if self.loaded is None:
-                self.loaded = _load_entry_points()
+                self.loaded = _load_entry_points(self.origins)
             return self.loaded
 
     def status(self, name: str) -> BackendStatus:
         with self.lock:
             if name not in self.probed:
                 entry = self.load()[name]
-                self.probed[name] = entry if isinstance(entry, BackendStatus) else _probe(entry)
+                if isinstance(entry, BackendStatus):
+                    self.probed[name] = entry
+                else:
+                    dist, value = self.origins.get(name, ("", ""))
+                    self.probed[name] = replace(_probe(entry), distribution=dist, entry_point=value)
             return self.probed[name]
 
 
@@ -179,7 +185,9 @@ def _selected() -> set[str] | None:
     return {n.strip().lower() for n in raw.split(",") if n.strip()} | {ALWAYS_LOADED}
 
 
-def _load_entry_points() -> dict[str, BackendStatus | BackendInfo]:
+def _load_entry_points(
+    origins: dict[str, tuple[str, str]],
+) -> dict[str, BackendStatus | BackendInfo]:
     manager = pluggy.PluginManager("ruda")
     manager.add_hookspecs(_Spec)
     found: dict[str, BackendStatus | BackendInfo] = {}
@@ -211,6 +219,7 @@ def _load_entry_points() -> dict[str, BackendStatus | BackendInfo]:
             for plugin in manager.get_plugins():
                 manager.unregister(plugin)
         found[info.name] = info
+        origins[info.name] = (dist, ep.value)
     if selected is not None:
         for name in selected - set(found):
             found[name] = BackendStatus(

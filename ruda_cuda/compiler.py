@@ -16,6 +16,7 @@ class CudaCompiler(CFamilyCompiler):
     reserved)."""
 
     name = "cuda"
+    source_suffix = "cu"
 
     def dialect(self, options: CompileOptions) -> CudaDialect:
         return CudaDialect.from_options(options)

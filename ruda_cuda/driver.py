@@ -54,8 +54,11 @@ def include_dirs() -> tuple[str, ...]:
     return tuple(c for c in candidates if os.path.isdir(c))
 
 
-def build_cubin(source: str, name: str, arch: str) -> bytes:
+def build_cubin(
+    source: str, name: str, arch: str, where: tuple[str | None, int | None] = (None, None)
+) -> bytes:
     """Compile CUDA C++ with NVRTC to a cubin for ``arch`` (e.g. ``"sm_90"``), never PTX.
+    ``where`` is the kernel's Python file and line, for the error.
 
     Floating-point contraction is off (``--fmad=false``) so results match the reference device;
     kernels ask for fused multiply-add explicitly with ``fma``.
@@ -73,7 +76,9 @@ def build_cubin(source: str, name: str, arch: str) -> bytes:
         numbered = "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
         raise CompilationError(
             f"kernel {name} did not compile with NVRTC ({exc}):\n{log}\n"
-            f"--- generated CUDA C++ ---\n{numbered}"
+            f"--- generated CUDA C++ ---\n{numbered}",
+            file=where[0],
+            line=where[1],
         ) from exc
     finally:
         nvrtc.destroyProgram(program)

@@ -12,6 +12,7 @@ from typing import Any
 from ruda_core.runtime import (
     ComputeClient,
     DeviceId,
+    LazyType,
     Runtime,
     TargetProperties,
     is_contiguous_or_pitched,
@@ -43,18 +44,14 @@ class CudaRuntime(Runtime):
     """CUDA through CuPy: NVRTC for compilation, CUDA streams and events for ordering."""
 
     compiler = CudaCompiler
+    server = LazyType("ruda_cuda.server:CudaServer")  # imports CuPy when first read
     device = CudaDevice
 
     @classmethod
     def client(cls, device: Any = None) -> ComputeClient:
         dev = device if device is not None else CudaDevice()
 
-        def make() -> Any:
-            from .server import CudaServer
-
-            return CudaServer(dev)
-
-        return ComputeClient.get_or_init(dev, make)
+        return ComputeClient.get_or_init(dev, lambda: cls.server(dev))
 
     @classmethod
     def name(cls, client: ComputeClient) -> str:

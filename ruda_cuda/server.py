@@ -238,7 +238,9 @@ class CudaServer(ComputeServer):
 
     def _build(self, compiled: CompiledKernel) -> _Launcher:
         self._activate()
-        cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch)
+        loc = compiled.definition.source
+        where = (loc.file, loc.line) if loc is not None else (None, None)
+        cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch, where)
         return _Launcher(cubin, compiled)
 
     def _binary(self, kernel: Any) -> bytes:

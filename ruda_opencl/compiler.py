@@ -15,6 +15,7 @@ class OpenCLCompiler(CFamilyCompiler):
     """Generates OpenCL C; the entry point is the kernel's name (mangled if reserved)."""
 
     name = "opencl"
+    source_suffix = "cl"
 
     def dialect(self, options: CompileOptions) -> OpenCLDialect:
         return OpenCLDialect.from_options(options)

@@ -13,6 +13,7 @@ from typing import Any
 from ruda_core.runtime import (
     ComputeClient,
     DeviceId,
+    LazyType,
     Runtime,
     TargetProperties,
     is_contiguous_or_pitched,
@@ -46,18 +47,14 @@ class OpenCLRuntime(Runtime):
     """OpenCL 1.2+ through PyOpenCL."""
 
     compiler = OpenCLCompiler
+    server = LazyType("ruda_opencl.server:OpenCLServer")  # imports PyOpenCL when first read
     device = OpenCLDevice
 
     @classmethod
     def client(cls, device: Any = None) -> ComputeClient:
         dev = device if device is not None else OpenCLDevice()
 
-        def make() -> Any:
-            from .server import OpenCLServer
-
-            return OpenCLServer(dev)
-
-        return ComputeClient.get_or_init(dev, make)
+        return ComputeClient.get_or_init(dev, lambda: cls.server(dev))
 
     @classmethod
     def name(cls, client: ComputeClient) -> str:

@@ -116,7 +116,9 @@ def _tensor_parts(
     if type(arg) is TensorArg:
         return arg.handle, arg.shape, arg.strides, arg.elem
     if not (hasattr(arg, "handle") and hasattr(arg, "shape") and hasattr(arg, "strides")):
-        raise LaunchConfigError(f"{where} expects a TensorArg or RudaTensor, got {arg!r}")
+        raise LaunchConfigError(
+            f"{where} expects an ArrayArg(handle, length), a TensorArg or a RudaTensor, got {arg!r}"
+        )
     shape = tuple(_u32(where, "extent", s) for s in arg.shape)
     strides = tuple(_u32(where, "stride", s) for s in arg.strides)
     if len(shape) != len(strides):

@@ -4,7 +4,7 @@
 (server.py, errors.py), memory (memory/), streams, futures, profiling and properties.
 """
 
-from .backend import Runtime, is_contiguous_or_pitched
+from .backend import LazyType, Runtime, is_contiguous_or_pitched
 from .client import ComputeClient, CopyDescriptor, contiguous_strides
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
@@ -62,6 +62,7 @@ __all__ = [
     "LaunchConfigError",
     "LaunchError",
     "LayoutError",
+    "LazyType",
     "MemoryConfig",
     "MemoryUsage",
     "OutOfMemory",

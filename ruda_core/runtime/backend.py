@@ -6,6 +6,7 @@ subclasses it; the plugin loader refuses a subclass that leaves an abstract memb
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
@@ -17,7 +18,21 @@ from .normalization import TensorBuffer
 from .properties import TargetProperties
 from .server import ComputeServer
 
-__all__ = ["Runtime", "is_contiguous_or_pitched"]
+__all__ = ["LazyType", "Runtime", "is_contiguous_or_pitched"]
+
+
+class LazyType:
+    """A class attribute naming a type by ``"module:Name"``, imported on first access.
+
+    Lets a ``Runtime`` declare its ``server`` type without importing the driver library that
+    the server's module needs: ``server = LazyType("ruda_cuda.server:CudaServer")``.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.module, _, self.name = target.partition(":")
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
 
 
 class Runtime(ABC):

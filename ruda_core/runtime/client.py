@@ -24,7 +24,7 @@ from .future import RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
-from .profile import ProfileDuration, TimingMethod
+from .profile import ProfileDuration, ProfileTrace, TimingMethod
 from .properties import DeviceProperties, Feature, Features
 from .server import Bytes, ComputeServer
 from .stream import StreamId
@@ -349,6 +349,9 @@ class ComputeClient:
         ``trace`` exports to Chrome/Perfetto. Waits for the profiled work. Profiles do not nest.
         """
         server = self._server
+        label = name if name is not None else getattr(fn, "__name__", "profile")
+        if not self.features().has(Feature.DEVICE_TIMING):
+            return self._profile_by_wall_clock(fn, label)
         server.start_profile(self.execution_stream().value)
         start = time.perf_counter_ns()
         try:
@@ -356,13 +359,22 @@ class ComputeClient:
         finally:
             submission = time.perf_counter_ns() - start
             trace = server.end_profile()
-        method = (
-            TimingMethod.DEVICE
-            if self.features().has(Feature.DEVICE_TIMING)
-            else TimingMethod.SYSTEM
+        return result, ProfileDuration.from_trace(label, submission, TimingMethod.DEVICE, trace)
+
+    def _profile_by_wall_clock(self, fn: Callable[[], T], label: str) -> tuple[T, ProfileDuration]:
+        """For devices without timestamps: execution is the wall time from the start of ``fn``
+        to the completion of a sync (queueing included); transfers are not separated."""
+        self.sync().result()
+        start = time.perf_counter_ns()
+        result = fn()
+        submitted = time.perf_counter_ns()
+        self.sync().result()
+        done = time.perf_counter_ns()
+        trace = ProfileTrace(str(self.device_id()), ())
+        duration = ProfileDuration(
+            label, submitted - start, done - start, 0, TimingMethod.SYSTEM, trace
         )
-        label = name if name is not None else getattr(fn, "__name__", "profile")
-        return result, ProfileDuration.from_trace(label, submission, method, trace)
+        return result, duration
 
     def _check_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> None:
         max_units, max_dim, max_count, max_shared = self._launch_limits

@@ -460,13 +460,12 @@ class ComputeServer(ABC):
 
     def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
         disk_key = self._disk_key(task, mode)
-        if disk_key is not None:
-            loaded = self._load_cached(disk_key)
-            if loaded is not None:
-                return loaded
+        loaded = self._load_cached(disk_key) if disk_key is not None else None
+        if loaded is not None:
+            self._dump(task, loaded[0])
+            return loaded
         compiled = task.compile(self.compiler, self.compile_options(), mode)
-        if self._dump_dir:
-            _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
+        self._dump(task, compiled)  # before building: a source that fails to build is dumped too
         kernel = self._build(compiled)
         self.compile_stats.compiled += 1
         if disk_key is not None and self._disk is not None:
@@ -474,6 +473,10 @@ class ComputeServer(ABC):
             if binary is not None:
                 self._disk.put(disk_key, pickle.dumps((compiled, binary)))
         return compiled, kernel
+
+    def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
+        if self._dump_dir:
+            _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
 
     def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
         driver = self.driver_fingerprint()

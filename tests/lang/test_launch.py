@@ -126,7 +126,7 @@ def test_bad_arguments_are_refused_before_anything_runs():
     cases = [
         (good[:4], "takes 5 arguments \\(x, n, k, b, v\\)"),
         ([TensorArg(h, (2, 2), (1, 2)), *good[1:]], "strides \\(1, 2\\) for shape \\(2, 2\\)"),
-        ([3, *good[1:]], "expects a TensorArg or RudaTensor, got 3"),
+        ([3, *good[1:]], r"ArrayArg\(handle, length\), a TensorArg or a RudaTensor, got 3"),
         ([ArrayArg(h, 4, f64), *good[1:]], "has f64 elements; the kernel declares f32"),
         ([ArrayArg(h, 5), *good[1:]], "5 elements of 4 B = 20 B, but its handle holds 16 B"),
         ([good[0], -1, *good[2:]], "argument 'n' is u32; -1 is outside 0..4294967295"),
