@@ -1,10 +1,13 @@
-"""Project-wide pytest setup: an isolated cache folder for every test session."""
+"""Project-wide pytest setup: the conformance suite's plugin (its modules run on every local
+device, see ``testpaths``) and an isolated cache folder for every test session."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+pytest_plugins = ["ruda_core.testing.plugin"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,8 +1,14 @@
-"""The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]``.
+"""The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]`` and
+``ruda conformance [--device D ...] [--report out.json|out.md] [-- pytest args]``.
 
 ``devices`` prints a tree per backend: each device with its name, memory and a properties
 summary, and the reason for every unavailable backend. ``--json`` prints the same facts as one
 JSON document for scripts. The command exits 0 even when some backends are unavailable.
+
+``conformance`` runs the backend conformance suite (``ruda_core.testing``) through pytest on the
+given devices (default: every device), prints a summary per device and writes the test-by-device
+matrix as JSON or Markdown; it exits with pytest's status. It needs pytest and Hypothesis
+(``pip install 'ruda[test]'``), imported only by this subcommand.
 """
 
 from __future__ import annotations
@@ -11,10 +17,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__, plugins
-from .runtime.errors import ServerError
 
 __all__ = ["main"]
 
@@ -39,7 +45,7 @@ def _device_facts(status: plugins.BackendStatus) -> list[dict[str, Any]]:
                 summary=props.summary(),
                 extra=dict(props.extra),
             )
-        except (ServerError, RuntimeError) as exc:
+        except Exception as exc:  # one device that cannot be opened must not hide the others
             entry["error"] = f"{type(exc).__name__}: {exc}"
         facts.append(entry)
     return facts
@@ -94,7 +100,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     devices.add_argument("--json", action="store_true", help="print JSON for scripts")
     plugs = sub.add_parser("plugins", help="list driver plugins and their status")
     plugs.add_argument("--json", action="store_true", help="print JSON for scripts")
+    conf = sub.add_parser(
+        "conformance",
+        help="run the backend conformance suite",
+        description="Run the conformance suite on devices; arguments after -- go to pytest.",
+    )
+    conf.add_argument(
+        "--device", action="append", default=[], metavar="D", help="a device to test (repeatable)"
+    )
+    conf.add_argument(
+        "--report", type=Path, metavar="PATH", help="write the matrix to PATH (.json or .md)"
+    )
+    conf.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
     args = parser.parse_args(argv)
+
+    if args.command == "conformance":
+        return _conformance(args.device, args.report, args.pytest_args)
 
     if args.command == "devices":
         facts = _backend_facts()
@@ -113,6 +134,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reason = f" ({r['reason']})" if r["reason"] else ""
                 print(f"{r['backend']:<8} {r['status']:<14} {r['runtime']}{reason}")
     return 0
+
+
+def _conformance(devices: list[str], report: Path | None, extra: list[str]) -> int:
+    try:
+        from .testing.report import run_conformance
+    except ModuleNotFoundError as exc:
+        print(
+            f"ruda conformance needs pytest and hypothesis ({exc}); install them with "
+            "pip install 'ruda[test]'",
+            file=sys.stderr,
+        )
+        return 2
+    return run_conformance(devices, report, extra[1:] if extra[:1] == ["--"] else extra)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from ruda_core.runtime.compiler import CompiledKernel
-from ruda_core.runtime.errors import LaunchConfigError, LaunchError, OutOfMemory
+from ruda_core.runtime.errors import CompilationError, LaunchConfigError, LaunchError, OutOfMemory
 
 from . import lockstep
 from .lockstep import Batch, LaunchShape
@@ -140,5 +140,21 @@ def build(compiled: CompiledKernel) -> CpuKernel:
     lines = compiled.source.splitlines(keepends=True)
     linecache.cache[filename] = (len(compiled.source), None, lines, filename)
     namespace: dict[str, Any] = {"np": np, "L": lockstep, "__name__": filename}
-    exec(compile(compiled.source, filename, "exec"), namespace)  # our own source
-    return CpuKernel(compiled, namespace[compiled.entrypoint])
+    try:
+        code = compile(compiled.source, filename, "exec")
+    except SyntaxError as exc:
+        loc = compiled.definition.source
+        raise CompilationError(
+            f"kernel {compiled.definition.name}: its generated NumPy source does not compile: "
+            f"{exc.msg} (generated line {exc.lineno})",
+            file=loc.file if loc else None,
+            line=loc.line if loc else None,
+        ) from exc
+    exec(code, namespace)  # our own generated source
+    try:
+        return CpuKernel(compiled, namespace[compiled.entrypoint])
+    except KeyError:
+        raise CompilationError(
+            f"kernel {compiled.definition.name}: the generated source defines no function "
+            f"{compiled.entrypoint!r}"
+        ) from None

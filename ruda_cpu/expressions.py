@@ -166,6 +166,10 @@ def _arith(ins: Instr, ctx: Context) -> str:
         return f"{ops[0]} {_OPERATORS[op]} {ops[1]}"
     if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_float:
         return f"{ops[0]} {'//' if op is Op.FLOOR_DIV else '%'} {ops[1]}"
+    if op in (Op.FLOOR_DIV, Op.MOD) and elem is Elem.F16:  # in f32, rounded once (ops.py)
+        a, b = f"np.float32({ops[0]})", f"np.float32({ops[1]})"
+        q = f"np.floor({a} / {b})"
+        return f"np.float16({q if op is Op.FLOOR_DIV else f'{a} - {q} * {b}'})"
     if op is Op.FLOOR_DIV:
         return f"np.floor({ops[0]} / {ops[1]})"
     if op is Op.MOD:

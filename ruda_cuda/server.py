@@ -139,8 +139,8 @@ class _Launcher:
         "module",
         "name",
         "params",
-        "plan",
         "pointers",
+        "read_args",
         "struct",
     )
 

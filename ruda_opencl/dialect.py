@@ -11,6 +11,8 @@ pointer is followed by its ``ulong`` byte offset. Pure: imports no driver.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ruda_core.codegen import C99_KEYWORDS, MATH_NAMES, Dialect, MemSpace, Usage, words
@@ -169,6 +171,13 @@ class OpenCLDialect(Dialect):
     @property
     def _half_storage_only(self) -> bool:
         return "fp16" not in self.capabilities
+
+    def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
+        call = super().math_call(fn, elem, args)
+        if fn == "tanh":  # some drivers (PoCL) return tanh(+-inf) one ulp short of +-1
+            x, one = args[0], self.literal(1.0, elem)
+            return f"(isinf({x}) ? copysign({one}, {x}) : {call})"
+        return call
 
     def type_name(self, elem: Elem) -> str:
         if elem is Elem.F64:

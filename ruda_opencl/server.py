@@ -63,11 +63,17 @@ def _translate(what: str, fn: Callable[[], T]) -> T:
 
 
 class OpenCLStream(ServerStream):
-    """One in-order command queue."""
+    """One in-order command queue, and the events of host copies still in flight (PyOpenCL waits
+    for such an event when it is dropped, so dropping it at once would make copies blocking)."""
 
     def __init__(self, slot: int, queue: Any) -> None:
         super().__init__(slot)
         self.queue = queue
+        self.in_flight: list[Any] = []
+
+    def keep(self, event: Any) -> None:
+        self.in_flight = [e for e in self.in_flight if e.command_execution_status != _COMPLETE]
+        self.in_flight.append(event)
 
 
 class _MarkerStamp:
@@ -124,7 +130,8 @@ class _Launcher:
         self.kernel.set_scalar_arg_dtypes(
             [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
         )
-        self.read_args = make_arg_reader(args, "{b}.slice.page.resource")
+        scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
+        self.read_args = make_arg_reader(args, "{b}.slice.page.resource", scalar_dtypes)
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
@@ -287,22 +294,31 @@ class OpenCLServer(ComputeServer):
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer
-        queue = cast(OpenCLStream, stream).queue
+        ocl = cast(OpenCLStream, stream)
         try:
-            cl.enqueue_copy(
-                queue, binding.resource, host, dst_offset=binding.offset_bytes, is_blocking=False
+            ocl.keep(
+                cl.enqueue_copy(
+                    ocl.queue,
+                    binding.resource,
+                    host,
+                    dst_offset=binding.offset_bytes,
+                    is_blocking=False,
+                )
             )
         except cl.Error as exc:
             raise IoError(f"writing {binding.nbytes} bytes to OpenCL failed: {exc}") from exc
 
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
-        queue = cast(OpenCLStream, stream).queue
+        ocl = cast(OpenCLStream, stream)
+        queue = ocl.queue
         hosts = [np.empty(b.nbytes, dtype=np.uint8) for b in bindings]
         try:
             for host, b in zip(hosts, bindings, strict=True):
                 if b.nbytes:
-                    cl.enqueue_copy(
-                        queue, host, b.resource, src_offset=b.offset_bytes, is_blocking=False
+                    ocl.keep(
+                        cl.enqueue_copy(
+                            queue, host, b.resource, src_offset=b.offset_bytes, is_blocking=False
+                        )
                     )
             marker = cl.enqueue_marker(queue)
             queue.flush()

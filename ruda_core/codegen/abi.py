@@ -108,14 +108,19 @@ def build_signature(
 ArgReader = Callable[[Sequence[object], Sequence[object], Sequence[int]], tuple[object, ...]]
 
 
-def make_arg_reader(args: Sequence[KernelArg], buffer_expr: str) -> ArgReader:
+def make_arg_reader(
+    args: Sequence[KernelArg], buffer_expr: str, scalar_dtypes: Sequence[np.dtype] = ()
+) -> ArgReader:
     """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
     order, generated once per kernel so a launch does no per-argument dispatch.
 
     ``buffer_expr`` is the backend's expression for a BUFFER argument, with ``{b}`` standing for
     the binding (e.g. ``"{b}.slice.page.resource + {b}.offset_bytes"`` for a raw pointer).
-    OFFSET arguments are the binding's ``offset_bytes``.
+    OFFSET arguments are the binding's ``offset_bytes``. When ``scalar_dtypes`` (the scalar
+    parameters' own dtypes) is given, a SCALAR whose argument dtype differs (bool passed as
+    ``uchar``, f16 passed as ``float``) is converted to the argument's dtype.
     """
+    env: dict[str, object] = {}
     parts = []
     for a in args:
         if a.kind is ArgKind.BUFFER:
@@ -123,10 +128,13 @@ def make_arg_reader(args: Sequence[KernelArg], buffer_expr: str) -> ArgReader:
         elif a.kind is ArgKind.OFFSET:
             parts.append(f"b[{a.index}].offset_bytes")
         elif a.kind is ArgKind.SCALAR:
-            parts.append(f"s[{a.index}]")
+            if scalar_dtypes and scalar_dtypes[a.index] != a.dtype:
+                env[f"T{a.index}"] = a.dtype.type
+                parts.append(f"T{a.index}(s[{a.index}])")
+            else:
+                parts.append(f"s[{a.index}]")
         else:
             parts.append(f"m[{a.index}]")
     source = f"def read(b, s, m):\n    return ({', '.join(parts)}{',' if parts else ''})\n"
-    namespace: dict[str, object] = {}
-    exec(compile(source, "<ruda kernel arguments>", "exec"), namespace)
-    return namespace["read"]  # type: ignore[return-value]  # the function defined above
+    exec(compile(source, "<ruda kernel arguments>", "exec"), env)
+    return env["read"]  # type: ignore[return-value]  # the function defined above

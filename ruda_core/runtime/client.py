@@ -458,6 +458,8 @@ def _byte_view(data: Any) -> memoryview:
         ) from None
     if not view.c_contiguous:
         raise ValueError("the data is not C-contiguous; copy it with np.ascontiguousarray first")
+    if view.nbytes == 0:
+        return memoryview(b"")  # memoryview.cast refuses shapes with a zero extent
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 

@@ -49,7 +49,7 @@ def _series(a: np.ndarray) -> Any:
 
 
 def _continued_fraction(a: np.ndarray) -> Any:
-    low = float(a.min())
+    low = float(np.fmin.reduce(a))  # NaN lanes must not decide the depth of the others
     depth = 120 if low < 1.5 else 90 if low < 2.0 else 50 if low < 3.0 else 20
     t = a.copy()
     for k in range(depth, 0, -1):

@@ -1,0 +1,127 @@
+"""``HostMemRuntime`` and ``HostMemDevice``.
+
+The server class is made on first use from the reference backend's server (found through
+``ruda_core.backends()``, never imported by name): the reference device's compiler and command
+queues over :class:`~ruda_hostmem.storage.MmapStorage` pages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ruda_core
+from ruda_core.runtime import (
+    BackendUnavailable,
+    ComputeClient,
+    ComputeServer,
+    DeviceId,
+    DeviceProperties,
+    Runtime,
+    TargetProperties,
+    is_contiguous_or_pitched,
+)
+
+from .storage import MmapStorage
+
+__all__ = ["HostMemDevice", "HostMemRuntime"]
+
+REFERENCE_BACKEND = "cpu"
+_lock = threading.Lock()
+_server_class: type[ComputeServer] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostMemDevice:
+    """The host-memory device; there is one, index 0."""
+
+    index: int = 0
+
+    def __post_init__(self) -> None:
+        if self.index != 0:
+            raise ValueError(f"hostmem has device 0 only, not {self.index}")
+
+    def to_id(self) -> DeviceId:
+        return DeviceId(0, self.index)
+
+    def __str__(self) -> str:
+        return f"hostmem:{self.index}"
+
+
+def _reference_runtime() -> type[Runtime]:
+    for status in ruda_core.backends():
+        if status.name == REFERENCE_BACKEND and status.runtime is not None:
+            return status.runtime
+    raise BackendUnavailable("hostmem needs ruda's reference backend 'cpu', which is not loaded")
+
+
+def server_class() -> type[ComputeServer]:
+    """The hostmem server: the reference server class over mmap pages (made once)."""
+    global _server_class
+    with _lock:
+        if _server_class is None:
+            reference = _reference_runtime()
+            _server_class = _make_server_class(reference.server)
+            HostMemRuntime.server = _server_class
+            HostMemRuntime.compiler = reference.compiler
+        return _server_class
+
+
+def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
+    class HostMemServer(base):  # type: ignore[valid-type,misc]  # a class chosen at run time
+        """The reference server's compiler and queues over :class:`MmapStorage` pages."""
+
+        def __init__(self, device_id: DeviceId) -> None:
+            super().__init__(device_id, storage=MmapStorage())
+            self._hostmem_properties: DeviceProperties = dataclasses.replace(
+                super().properties(), name="hostmem (mmap pages)", vendor="ruda-hostmem"
+            )
+
+        @property
+        def runtime(self) -> type[Runtime]:
+            return HostMemRuntime
+
+        def properties(self) -> DeviceProperties:
+            return self._hostmem_properties
+
+        def driver_fingerprint(self) -> str:
+            return f"ruda-hostmem 0.1.0 over {super().driver_fingerprint()}"
+
+    return HostMemServer
+
+
+class HostMemRuntime(Runtime):
+    """Kernels of the reference compiler over mmap-backed host memory. ``server`` and
+    ``compiler`` are set when the first client is made (they come from the reference backend).
+    """
+
+    device = HostMemDevice
+
+    @classmethod
+    def client(cls, device: Any = None) -> ComputeClient:
+        dev = device if device is not None else HostMemDevice()
+        make: Callable[[DeviceId], ComputeServer] = server_class()
+        return ComputeClient.get_or_init(dev, lambda: make(dev.to_id()))
+
+    @classmethod
+    def name(cls, client: ComputeClient) -> str:
+        return "hostmem"
+
+    @classmethod
+    def max_ruda_count(cls) -> tuple[int, int, int]:
+        return _reference_runtime().max_ruda_count()
+
+    @classmethod
+    def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
+        return is_contiguous_or_pitched(shape, strides)
+
+    @classmethod
+    def target_properties(cls) -> TargetProperties:
+        return _reference_runtime().target_properties()
+
+    @classmethod
+    def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:
+        return [DeviceId(0, 0)] if type_id == 0 else []

@@ -1,0 +1,183 @@
+"""Bounds: ``launch`` is always Checked (out-of-bounds reads give 0, writes are dropped, negative
+indices never wrap); ``launch_unchecked`` follows ``BoundsCheckMode`` (enforce = Checked,
+validate = Checked plus a ``ValidationError`` at the next sync naming kernel, buffer, index and
+length, auto = Unchecked)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    SharedMemory,
+    i32,
+    kernel,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim, ValidationError
+from ruda_core.testing.runner import TIMEOUT_S, read_array
+
+SENTINEL = 0xABCD1234
+
+
+@kernel
+def conformance_shifted_read(x: Array[u32], out: Array[u32], shift: i32):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i32(i) + shift]
+
+
+@kernel
+def conformance_shifted_write(out: Array[u32], count: u32, shift: i32):
+    i = ABSOLUTE_POS
+    if i < count:
+        out[i32(i) + shift] = i + u32(1)
+
+
+@kernel
+def conformance_shared_overrun(out: Array[u32]):
+    a = SharedMemory(u32, 4)
+    b = SharedMemory(u32, 8)
+    b[UNIT_POS] = u32(500) + UNIT_POS
+    sync_units()
+    a[UNIT_POS] = u32(100) + UNIT_POS  # units 4..7 write past the end of a
+    sync_units()
+    out[UNIT_POS] = a[UNIT_POS]  # units 4..7 read past the end of a: 0
+    out[UNIT_POS + u32(8)] = b[UNIT_POS]
+
+
+@pytest.fixture
+def bounds_mode() -> Iterator[type[BoundsCheckMode]]:
+    """``BoundsCheckMode``, returned to the environment's setting after the test."""
+    yield BoundsCheckMode
+    BoundsCheckMode.configure(None)
+
+
+def _read(client, n, length, shift, unchecked=False):
+    x = client.create_from_slice(np.arange(1, n + 1, dtype=np.uint32))
+    out = client.create_from_slice(np.full(length, SENTINEL, dtype=np.uint32))
+    launch = (
+        conformance_shifted_read.launch_unchecked if unchecked else conformance_shifted_read.launch
+    )
+    launch(
+        client,
+        RudaCount(-(-length // 32)),
+        RudaDim(32),
+        ArrayArg(x, n),
+        ArrayArg(out, length),
+        shift,
+    )
+    return out
+
+
+def _write(client, n, length, shift, unchecked=False):
+    """A buffer of ``n`` elements seen by the kernel as ``length``; it writes ``count = n``."""
+    out = client.create_from_slice(np.full(n, SENTINEL, dtype=np.uint32))
+    launch = (
+        conformance_shifted_write.launch_unchecked
+        if unchecked
+        else conformance_shifted_write.launch
+    )
+    launch(client, RudaCount(-(-n // 32)), RudaDim(32), ArrayArg(out, length), n, shift)
+    return out
+
+
+def _expected_read(n: int, length: int, shift: int) -> np.ndarray:
+    j = np.arange(length) + shift
+    return np.where((j >= 0) & (j < n), j + 1, 0).astype(np.uint32)
+
+
+def _expected_write(n: int, length: int, shift: int) -> np.ndarray:
+    out = np.full(n, SENTINEL, dtype=np.uint32)
+    for i in range(n):
+        if 0 <= i + shift < length:
+            out[i + shift] = i + 1
+    return out
+
+
+@pytest.mark.parametrize("shift", [0, 5, -3, -(2**31)])
+def test_checked_out_of_bounds_reads_give_zero(client, shift):
+    n, length = 50, 80
+    got = read_array(client, _read(client, n, length, shift), np.uint32)
+    np.testing.assert_array_equal(got, _expected_read(n, length, shift))
+
+
+@pytest.mark.parametrize("shift", [0, 7, -5, -(2**31)])
+def test_checked_out_of_bounds_writes_are_dropped(client, shift):
+    n, length = 100, 60
+    got = read_array(client, _write(client, n, length, shift), np.uint32)
+    np.testing.assert_array_equal(got, _expected_write(n, length, shift))
+
+
+def test_checked_shared_memory_accesses_stay_in_their_array(client):
+    out = client.create_from_slice(np.full(16, SENTINEL, dtype=np.uint32))
+    conformance_shared_overrun.launch(client, RudaCount(1), RudaDim(8), ArrayArg(out, 16))
+    got = read_array(client, out, np.uint32)
+    np.testing.assert_array_equal(got[:8], [100, 101, 102, 103, 0, 0, 0, 0])
+    np.testing.assert_array_equal(got[8:], 500 + np.arange(8))
+
+
+def test_launch_stays_checked_whatever_the_mode(client, bounds_mode):
+    bounds_mode.configure("validate")
+    got = read_array(client, _write(client, 100, 60, 7), np.uint32)
+    client.sync().result(timeout=TIMEOUT_S)  # launch is Checked, never Validate
+    np.testing.assert_array_equal(got, _expected_write(100, 60, 7))
+    bounds_mode.configure("auto")
+    got = read_array(client, _read(client, 50, 80, 5), np.uint32)
+    np.testing.assert_array_equal(got, _expected_read(50, 80, 5))
+
+
+def test_unchecked_enforce_is_checked(client, bounds_mode):
+    bounds_mode.configure(BoundsCheckMode.ENFORCE)
+    got = read_array(client, _read(client, 50, 80, -3, unchecked=True), np.uint32)
+    np.testing.assert_array_equal(got, _expected_read(50, 80, -3))
+    got = read_array(client, _write(client, 100, 60, 7, unchecked=True), np.uint32)
+    np.testing.assert_array_equal(got, _expected_write(100, 60, 7))
+    client.sync().result(timeout=TIMEOUT_S)
+
+
+def test_unchecked_auto_runs_in_bounds_kernels(client, bounds_mode):
+    bounds_mode.configure(BoundsCheckMode.AUTO)
+    got = read_array(client, _read(client, 80, 80, 0, unchecked=True), np.uint32)
+    np.testing.assert_array_equal(got, np.arange(1, 81))
+    client.sync().result(timeout=TIMEOUT_S)
+
+
+def test_validate_reports_an_out_of_bounds_write_at_the_next_sync(client, bounds_mode):
+    client.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    out = _write(client, 100, 60, 0, unchecked=True)  # units 60..99 write past the end
+    with pytest.raises(ValidationError) as info:
+        client.sync().result(timeout=TIMEOUT_S)
+    error = info.value
+    assert error.kernel == "conformance_shifted_write" and error.buffer == "out"
+    assert error.length == 60 and 60 <= error.index < 100
+    message = str(error)
+    for part in ("conformance_shifted_write", "out", str(error.index), "60"):
+        assert part in message, f"{part!r} missing from {message!r}"
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), _expected_write(100, 60, 0))
+    client.sync().result(timeout=TIMEOUT_S)  # reported once
+
+
+def test_validate_reports_a_negative_read_index(client, bounds_mode):
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    out = _read(client, 50, 40, -2, unchecked=True)
+    with pytest.raises(ValidationError) as info:
+        client.sync().result(timeout=TIMEOUT_S)
+    assert info.value.buffer == "x" and info.value.length == 50
+    assert info.value.index in (2**32 - 1, 2**32 - 2)  # -1 or -2 compared as u32, never wrapped
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), _expected_read(50, 40, -2))
+
+
+def test_validate_is_silent_for_in_bounds_kernels(client, bounds_mode):
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    got = read_array(client, _read(client, 80, 80, 0, unchecked=True), np.uint32)
+    client.sync().result(timeout=TIMEOUT_S)
+    np.testing.assert_array_equal(got, np.arange(1, 81))

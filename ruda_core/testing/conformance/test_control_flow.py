@@ -1,0 +1,134 @@
+"""Control flow with divergent units: if/elif/else, nested loops with break and continue, early
+return, while loops with data-dependent trip counts, device functions and conditional
+expressions, checked against the same computation in Python."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, func, i32, kernel, u32
+from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
+
+N = 1000
+SENTINEL = 0xFFFFFFFF
+
+
+@func
+def conformance_weight(a: u32, b: u32) -> u32:
+    return a * b + u32(1)
+
+
+@kernel
+def conformance_branches(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        r = i % u32(3)
+        if r == u32(0):
+            out[i] = i * u32(2)
+        elif r == u32(1):
+            out[i] = i + u32(7) if i > u32(500) else i + u32(11)
+        else:
+            out[i] = u32(5)
+
+
+@kernel
+def conformance_nested_loops(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        acc = u32(0)
+        for a in range(i % u32(6)):
+            for b in range(u32(9)):
+                if b == a:
+                    continue
+                if b > a + u32(3):
+                    break
+                acc += conformance_weight(a, b)
+        out[i] = acc
+
+
+@kernel
+def conformance_early_return(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i >= out.len():
+        return
+    if i % u32(4) == u32(0):
+        return
+    out[i] = i
+
+
+@kernel
+def conformance_collatz(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        x = i + u32(1)
+        steps = u32(0)
+        while x != u32(1):
+            if x % u32(2) == u32(0):  # noqa: SIM108 - the test is about a divergent if/else
+                x = x // u32(2)
+            else:
+                x = u32(3) * x + u32(1)
+            steps += u32(1)
+        out[i] = steps
+
+
+@kernel
+def conformance_signed_loop(out: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        total = i32(0)
+        for k in range(i32(i) - i32(5), i32(-10), -3):
+            total += k
+        out[i] = total
+
+
+def _launch(client, kern, n=N, dtype=np.uint32):
+    out = client.create_from_slice(np.full(n, SENTINEL, dtype=np.uint32).view(dtype))
+    kern.launch(client, RudaCount(-(-n // 128)), RudaDim(128), ArrayArg(out, n))
+    return read_array(client, out, dtype)
+
+
+def test_divergent_if_elif_else(client):
+    i = np.arange(N)
+    r = i % 3
+    expected = np.where(r == 0, i * 2, np.where(r == 1, np.where(i > 500, i + 7, i + 11), 5))
+    np.testing.assert_array_equal(_launch(client, conformance_branches), expected)
+
+
+def test_nested_loops_with_break_and_continue(client):
+    expected = []
+    for i in range(N):
+        acc = 0
+        for a in range(i % 6):
+            for b in range(9):
+                if b == a:
+                    continue
+                if b > a + 3:
+                    break
+                acc += a * b + 1
+        expected.append(acc)
+    np.testing.assert_array_equal(_launch(client, conformance_nested_loops), expected)
+
+
+def test_early_return_leaves_outputs_untouched(client):
+    i = np.arange(N)
+    expected = np.where(i % 4 == 0, SENTINEL, i)
+    np.testing.assert_array_equal(_launch(client, conformance_early_return), expected)
+
+
+def test_while_with_data_dependent_trip_counts(client):
+    expected = []
+    for i in range(N):
+        x, steps = i + 1, 0
+        while x != 1:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            steps += 1
+        expected.append(steps)
+    np.testing.assert_array_equal(_launch(client, conformance_collatz), expected)
+
+
+def test_range_with_negative_step_and_signed_bounds(client):
+    n = 64
+    expected = [sum(range(i - 5, -10, -3)) for i in range(n)]
+    got = _launch(client, conformance_signed_loop, n, np.int32)
+    np.testing.assert_array_equal(got, expected)

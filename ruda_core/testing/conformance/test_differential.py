@@ -1,0 +1,33 @@
+"""Differential fuzzing: random well-typed kernels (``ruda_core.testing.differential``) must give
+the reference device's results exactly. ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of
+kernels per device (default 20); a failure shrinks (for at most ``RUDA_DIFFERENTIAL_SHRINK_S``
+seconds, default 60) to a minimal kernel and prints its IR and the device's generated source."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ruda_core.testing.differential import (
+    ShrinkBudget,
+    atomic_elems,
+    example_count,
+    fuzz_elems,
+    programs,
+)
+
+_BUDGETS: dict[str, ShrinkBudget] = {}
+
+
+@settings(
+    max_examples=example_count(),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_random_kernels_match_the_reference(client, reference, data):
+    elems = fuzz_elems(client, reference)
+    max_units = client.properties().max_units_per_ruda
+    program = data.draw(programs(elems, atomic_elems(client, elems), max_units), label="program")
+    budget = _BUDGETS.setdefault(str(client.device), ShrinkBudget())
+    budget.check(client, reference, program)

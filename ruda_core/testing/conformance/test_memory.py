@@ -1,0 +1,194 @@
+"""Memory and transfers: round trips of every size, empty + write + read, the pool's accounting,
+``memory_cleanup`` and stream-ordered reuse of dropped handles."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import InvalidHandle, RudaCount, RudaDim
+from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
+
+SIZES = [0, 1, 3, 255, 256, 257, 4096, (1 << 20) + 3, 32 << 20]
+
+
+def _size_id(n: int) -> str:
+    return f"{n >> 20}MiB+{n & 0xFFFFF}B" if n >= 1 << 20 else f"{n}B"
+
+
+@kernel
+def conformance_copy(src: Array[u32], dst: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < dst.len():
+        dst[i] = src[i]
+
+
+def _copy(client, src, dst, n):
+    conformance_copy.launch(
+        client, RudaCount(-(-n // 64)), RudaDim(64), ArrayArg(src, n), ArrayArg(dst, n)
+    )
+
+
+@pytest.mark.parametrize("nbytes", SIZES, ids=_size_id)
+def test_round_trip(client, nbytes):
+    data = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    handle = client.create_from_slice(data)
+    assert handle.nbytes == nbytes
+    out = client.read_one(handle)
+    assert len(out) == nbytes
+    np.testing.assert_array_equal(np.frombuffer(out, dtype=np.uint8), data)
+
+
+@settings(max_examples=25)
+@given(data=st.binary(max_size=3000))
+def test_round_trip_of_any_bytes(client, data):
+    assert bytes(client.read_one(client.create_from_slice(data))) == data
+
+
+def test_read_is_a_bytes_like_buffer(client):
+    values = np.arange(100, dtype=np.float32)
+    raw = client.read_one(client.create_from_slice(values))
+    assert memoryview(raw).nbytes == values.nbytes
+    np.testing.assert_array_equal(np.frombuffer(raw, dtype=np.float32), values)
+    assert bytes(raw) == values.tobytes()
+
+
+@pytest.mark.parametrize("nbytes", [0, 8, 4096, 3 << 20], ids=_size_id)
+def test_empty_then_write_then_read(client, nbytes):
+    handle = client.empty(nbytes)
+    assert handle.nbytes == nbytes
+    assert len(client.read_one(handle)) == nbytes  # readable; the contents are unspecified
+    data = np.random.default_rng(nbytes + 1).integers(0, 256, nbytes, dtype=np.uint8)
+    client.write(handle, data)
+    np.testing.assert_array_equal(np.frombuffer(client.read_one(handle), np.uint8), data)
+
+
+def test_write_of_the_wrong_size_is_refused(client):
+    handle = client.create_from_slice(bytes(range(16)))
+    with pytest.raises(InvalidHandle):
+        client.write(handle, bytes(8))
+    assert bytes(client.read_one(handle)) == bytes(range(16))
+
+
+def test_create_copies_the_host_data(client):
+    data = bytearray(b"abcdefgh" * 64)
+    handle = client.create_from_slice(data)
+    data[:] = b"z" * len(data)
+    assert bytes(client.read_one(handle)) == b"abcdefgh" * 64
+
+
+def test_write_copies_the_host_data(client):
+    handle = client.empty(64)
+    data = np.arange(16, dtype=np.uint32)
+    client.write(handle, data)
+    data[:] = 0
+    np.testing.assert_array_equal(read_array(client, handle, np.uint32), np.arange(16))
+
+
+def test_read_of_many_handles(client):
+    handles = [client.create_from_slice(bytes([k]) * (k * 37 + 1)) for k in range(10)]
+    future = client.read_async(handles)
+    got = [bytes(b) for b in future.result(timeout=TIMEOUT_S)]
+    assert got == [bytes([k]) * (k * 37 + 1) for k in range(10)]
+    assert [bytes(b) for b in client.read(handles)] == got
+
+
+def test_offset_handles_view_the_same_memory(client):
+    handle = client.create_from_slice(np.arange(64, dtype=np.uint32))
+    view = handle.offset(16, 48)
+    np.testing.assert_array_equal(read_array(client, view, np.uint32), np.arange(4, 12))
+    client.write(view, np.full(8, 7, dtype=np.uint32))
+    expected = np.arange(64, dtype=np.uint32)
+    expected[4:12] = 7
+    np.testing.assert_array_equal(read_array(client, handle, np.uint32), expected)
+
+
+def test_kernel_output_round_trip(client):
+    n = 10_000
+    src = client.create_from_slice(np.arange(n, dtype=np.uint32) * 3)
+    dst = client.empty(4 * n)
+    _copy(client, src, dst, n)
+    np.testing.assert_array_equal(read_array(client, dst, np.uint32), np.arange(n) * 3)
+
+
+def test_memory_usage_accounts_live_allocations(client):
+    before = settle(client)
+    sizes = [1, 63, 64, 65, 1000, 5000]
+    handles = [client.empty(n) for n in sizes]
+    usage = client.memory_usage()
+    assert usage.number_allocs == before.number_allocs + len(sizes)
+    assert usage.bytes_in_use == before.bytes_in_use + sum(sizes)
+    assert usage.bytes_padding >= before.bytes_padding
+    assert usage.bytes_reserved >= usage.bytes_in_use + usage.bytes_padding
+    del handles
+    after = settle(client)
+    assert after.number_allocs == before.number_allocs
+    assert after.bytes_in_use == before.bytes_in_use
+    assert after.bytes_padding == before.bytes_padding
+
+
+def test_memory_cleanup_gives_pages_back(client):
+    settle(client)
+    big = 8 << 20
+    handles = [client.empty(big) for _ in range(4)]
+    with_them = client.memory_usage().bytes_reserved
+    assert with_them >= 4 * big
+    del handles
+    settle(client)
+    client.memory_cleanup()
+    after = client.memory_usage()
+    assert after.bytes_reserved <= with_them - 4 * big, (
+        f"memory_cleanup() kept {after.bytes_reserved} bytes reserved; before dropping 4 "
+        f"handles of {big} bytes it was {with_them}"
+    )
+
+
+def test_reserved_memory_stays_bounded_under_churn(client):
+    settle(client)
+    client.memory_cleanup()
+    start = client.memory_usage().bytes_reserved
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        handles = [client.empty(int(n)) for n in rng.integers(1, 3 << 20, 4)]
+        del handles
+    peak = client.memory_usage().bytes_reserved
+    # four live handles of < 3 MiB at any time, the pool's page granularity and its idle cache
+    assert peak - start <= 256 << 20, f"reserved grew by {peak - start} bytes under churn"
+
+
+def test_dropped_input_is_not_reused_before_queued_work_reads_it(client, spin):
+    n = 1 << 16
+    values = np.arange(n, dtype=np.uint32) ^ 0x5A5A5A5A
+    busy = client.empty(4 * spin.units)
+    src = client.create_from_slice(values)
+    dst = client.empty(4 * n)
+    spin.launch(busy)  # keeps this stream busy: the copy below is still queued
+    _copy(client, src, dst, n)
+    del src
+    gc.collect()
+    junk = np.full(n, 0xDEAD, dtype=np.uint32)
+    same_stream = [client.create_from_slice(junk) for _ in range(4)]
+
+    def other_stream() -> None:
+        held = [client.create_from_slice(junk) for _ in range(4)]
+        client.sync().result(timeout=TIMEOUT_S)
+        same_stream.extend(held)
+
+    worker = threading.Thread(target=other_stream)
+    worker.start()
+    worker.join(TIMEOUT_S)
+    np.testing.assert_array_equal(read_array(client, dst, np.uint32), values)
+    assert len(same_stream) == 8  # kept alive until here: they must not alias the source
+
+
+def test_negative_and_non_integer_sizes_are_refused(client):
+    with pytest.raises(ValueError):
+        client.empty(-1)
+    with pytest.raises(ValueError):
+        client.empty(1.5)  # type: ignore[arg-type]

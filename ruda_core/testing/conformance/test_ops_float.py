@@ -1,0 +1,115 @@
+"""Float operations on every float type the device supports, against the reference device within
+the tolerance table (``ruda_core.testing.tolerance``): arithmetic, ``FLOOR_DIV``/``MOD``, every
+math intrinsic, ``FMA`` (fused or not), ``CLAMP``, ``MIN``/``MAX`` with NaN, comparisons,
+``ISNAN``/``ISINF``; plus known answers that do not depend on the reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import FLOAT_UNARY, Elem, Op
+from ruda_core.testing.markers import need, requires_elem
+from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
+from ruda_core.testing.runner import run_definition
+from ruda_core.testing.tolerance import assert_matches, op_class
+
+FLOAT_ELEMS = [Elem.F16, Elem.F32, Elem.F64]
+VALUE_OPS = [
+    Op.ADD,
+    Op.SUB,
+    Op.MUL,
+    Op.DIV,
+    Op.FLOOR_DIV,
+    Op.MOD,
+    Op.POW,
+    Op.MIN,
+    Op.MAX,
+    Op.NEG,
+    Op.ABS,
+    Op.FMA,
+    Op.CLAMP,
+    Op.ASSIGN,
+    *sorted(FLOAT_UNARY, key=lambda op: op.value),
+]
+BOOL_OPS = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.ISNAN, Op.ISINF]
+
+
+def _run_table(client, elem, inputs, value_ops=VALUE_OPS, bool_ops=BOOL_OPS):
+    defn = ops_kernel(f"conformance_float_ops_{elem}_{len(value_ops)}", elem, value_ops, bool_ops)
+    n = len(inputs[0])
+    out = np.zeros(n * len(value_ops), elem.numpy)
+    flags = np.zeros(n * len(bool_ops), bool)
+    result = run_definition(client, defn, [*inputs, out, flags], count=-(-n // BLOCK), dim=BLOCK)
+    return result[3].reshape(len(value_ops), n), result[4].reshape(len(bool_ops), n)
+
+
+@pytest.mark.parametrize("elem", FLOAT_ELEMS, ids=str)
+def test_float_ops_match_the_reference(client, reference, elem):
+    need(client, elem, reference=reference)
+    inputs = float_inputs(elem)
+    got, got_flags = _run_table(client, elem, inputs)
+    want, want_flags = _run_table(reference, elem, inputs)
+    a, b, c = inputs
+    with np.errstate(all="ignore"):
+        unfused = a * b + c  # rounded twice, in the element type
+    for slot, op in enumerate(VALUE_OPS):
+        also = unfused if op is Op.FMA else None
+        assert_matches(
+            got[slot], want[slot], elem, op_class(op), what=str(op), inputs=inputs, also=also
+        )
+    for slot, op in enumerate(BOOL_OPS):
+        assert_matches(got_flags[slot], want_flags[slot], Elem.BOOL, what=str(op), inputs=inputs)
+
+
+@pytest.mark.parametrize("elem", FLOAT_ELEMS, ids=str)
+def test_known_answers(client, elem):
+    need(client, elem)
+    nan, inf = math.nan, math.inf
+    rows = [  # a, b, c, {op: expected}
+        (7.5, 2.0, 0.0, {Op.FLOOR_DIV: 3.0, Op.MOD: 1.5, Op.MIN: 2.0, Op.MAX: 7.5}),
+        (-7.5, 2.0, 0.0, {Op.FLOOR_DIV: -4.0, Op.MOD: 0.5, Op.ROUND: -8.0, Op.TRUNC: -7.0}),
+        (7.5, -2.0, 0.0, {Op.FLOOR_DIV: -4.0, Op.MOD: -0.5, Op.ROUND: 8.0, Op.FLOOR: 7.0}),
+        (2.5, 1.0, 3.0, {Op.ROUND: 2.0, Op.CEIL: 3.0, Op.FMA: 5.5, Op.CLAMP: 2.5}),
+        (nan, 1.0, 2.0, {Op.MIN: 1.0, Op.MAX: 1.0, Op.CLAMP: 1.0}),
+        (1.0, nan, 2.0, {Op.MIN: 1.0, Op.MAX: 1.0, Op.ADD: nan}),
+        (-0.5, 4.0, -1.0, {Op.ABS: 0.5, Op.NEG: 0.5, Op.CLAMP: -1.0, Op.ROUND: -0.0}),
+        (4.0, 0.5, 8.0, {Op.MUL: 2.0, Op.SUB: 3.5, Op.FMA: 10.0, Op.MOD: 0.0}),
+        (1.0, 0.0, 1.0, {Op.DIV: inf, Op.LOG: 0.0, Op.LOG2: 0.0, Op.FLOOR_DIV: inf}),
+        (-inf, 3.0, 1.0, {Op.MAX: 3.0, Op.MIN: -inf, Op.EXP: 0.0, Op.TANH: -1.0}),
+    ]
+    ops = sorted({op for *_, table in rows for op in table}, key=lambda op: op.value)
+    inputs = [np.array([row[k] for row in rows], dtype=elem.numpy) for k in range(3)]
+    got, _ = _run_table(client, elem, inputs, ops, [Op.ISNAN])
+    for slot, op in enumerate(ops):
+        for k, (*args, table) in enumerate(rows):
+            if op in table:
+                assert got[slot][k] == table[op] or (
+                    math.isnan(table[op]) and math.isnan(got[slot][k])
+                ), f"{op}{tuple(args)} = {got[slot][k]!r}, want {table[op]!r}"
+                if table[op] == 0:
+                    assert math.copysign(1, got[slot][k]) == math.copysign(1, table[op]), (
+                        f"{op}{tuple(args)} = {got[slot][k]!r}, want {table[op]!r}"
+                    )
+
+
+@pytest.mark.parametrize("elem", FLOAT_ELEMS, ids=str)
+def test_nan_and_infinity_predicates(client, elem):
+    need(client, elem)
+    values = np.array([0.0, -1.0, math.inf, -math.inf, math.nan, 1e-3], dtype=elem.numpy)
+    _, flags = _run_table(
+        client, elem, [values, values, values], [Op.ASSIGN], [Op.ISNAN, Op.ISINF, Op.EQ]
+    )
+    np.testing.assert_array_equal(flags[0], np.isnan(values))
+    np.testing.assert_array_equal(flags[1], np.isinf(values))
+    np.testing.assert_array_equal(flags[2], values == values)  # NaN != NaN
+
+
+@requires_elem(Elem.F64)
+def test_f64_keeps_double_precision(client):
+    a = np.array([1.0, 3.0, 1e15], dtype=np.float64)
+    b = np.array([2.0**-40, 2.0**-30, 1.0], dtype=np.float64)
+    got, _ = _run_table(client, Elem.F64, [a, b, b], [Op.ADD, Op.SUB], [])
+    np.testing.assert_array_equal(got[0] - a, b, "f64 addition rounded like a narrower type")

@@ -1,0 +1,123 @@
+"""Shared memory and barriers: every cube has its own shared memory (a cube never sees another
+cube's values), ``sync_units`` orders the units of a cube (tree reduction, tile transpose)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    RUDA_POS,
+    UNIT_POS,
+    UNIT_POS_X,
+    UNIT_POS_Y,
+    Array,
+    ArrayArg,
+    Comptime,
+    SharedMemory,
+    f32,
+    kernel,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
+
+
+@kernel
+def conformance_cube_ids(out: Array[u32], BLOCK: Comptime[int]):
+    ids = SharedMemory(u32, BLOCK)
+    ids[UNIT_POS] = RUDA_POS
+    sync_units()
+    first = ids[(UNIT_POS + u32(1)) % u32(BLOCK)]  # another unit's slot
+    sync_units()
+    ids[UNIT_POS] = RUDA_POS * u32(3) + u32(1)
+    sync_units()
+    second = ids[(UNIT_POS + u32(BLOCK // 2)) % u32(BLOCK)]
+    out[ABSOLUTE_POS * u32(2)] = first
+    out[ABSOLUTE_POS * u32(2) + u32(1)] = second
+
+
+@kernel
+def conformance_block_sum(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    smem = SharedMemory(u32, BLOCK)
+    i = ABSOLUTE_POS
+    smem[UNIT_POS] = x[i] if i < x.len() else u32(0)
+    sync_units()
+    s = BLOCK // 2
+    while s > 0:
+        if UNIT_POS < s:
+            smem[UNIT_POS] += smem[UNIT_POS + s]
+        sync_units()
+        s //= 2
+    if UNIT_POS == 0:
+        out[RUDA_POS] = smem[0]
+
+
+@kernel
+def conformance_transpose(x: Array[u32], out: Array[u32], TILE: Comptime[int]):
+    tile = SharedMemory(u32, TILE * TILE)
+    wide = SharedMemory(f32, TILE)
+    tile[UNIT_POS_Y * u32(TILE) + UNIT_POS_X] = x[RUDA_POS * u32(TILE * TILE) + UNIT_POS]
+    if UNIT_POS_Y == u32(0):
+        wide[UNIT_POS_X] = f32(UNIT_POS_X) + f32(0.5)
+    sync_units()
+    value = tile[UNIT_POS_X * u32(TILE) + UNIT_POS_Y] + u32(wide[UNIT_POS_Y] * f32(2))
+    out[RUDA_POS * u32(TILE * TILE) + UNIT_POS] = value
+
+
+def test_each_cube_has_its_own_shared_memory(client):
+    block = min(64, client.properties().max_units_per_ruda)
+    cubes = 512
+    out = client.empty(4 * 2 * block * cubes)
+    conformance_cube_ids.launch(
+        client, RudaCount(cubes), RudaDim(block), ArrayArg(out, 2 * block * cubes), BLOCK=block
+    )
+    got = read_array(client, out, np.uint32).reshape(cubes, block, 2)
+    cube = np.arange(cubes)[:, None]
+    wrong = np.nonzero((got[:, :, 0] != cube) | (got[:, :, 1] != cube * 3 + 1))[0]
+    assert not len(wrong), (
+        f"{len(set(wrong))} cubes saw another cube's shared memory, e.g. cube {wrong[0]} read "
+        f"{got[wrong[0], :4].tolist()}"
+    )
+
+
+def test_tree_reduction_with_barriers(client):
+    block = 1 << (min(256, client.properties().max_units_per_ruda).bit_length() - 1)
+    n = 100_003
+    cubes = -(-n // block)
+    x = np.random.default_rng(4).integers(0, 1000, n, dtype=np.uint32)
+    xh = client.create_from_slice(x)
+    out = client.empty(4 * cubes)
+    conformance_block_sum.launch(
+        client,
+        RudaCount(cubes),
+        RudaDim(block),
+        ArrayArg(xh, n),
+        ArrayArg(out, cubes),
+        BLOCK=block,
+    )
+    padded = np.zeros(cubes * block, dtype=np.uint64)
+    padded[:n] = x
+    np.testing.assert_array_equal(
+        read_array(client, out, np.uint32), padded.reshape(cubes, block).sum(axis=1)
+    )
+
+
+def test_two_dimensional_tile_transpose(client):
+    tile = 8
+    cubes = 16
+    x = np.arange(cubes * tile * tile, dtype=np.uint32)
+    xh = client.create_from_slice(x)
+    out = client.empty(x.nbytes)
+    conformance_transpose.launch(
+        client,
+        RudaCount(cubes),
+        RudaDim(tile, tile),
+        ArrayArg(xh, x.size),
+        ArrayArg(out, x.size),
+        TILE=tile,
+    )
+    got = read_array(client, out, np.uint32).reshape(cubes, tile, tile)
+    expected = x.reshape(cubes, tile, tile).transpose(0, 2, 1) + (np.arange(tile) * 2 + 1)[:, None]
+    np.testing.assert_array_equal(got, expected)

@@ -1,0 +1,481 @@
+"""Differential fuzzing: random well-typed kernels, built directly as IR, run on a device and on
+the NumPy reference device, whose results must agree exactly.
+
+:func:`programs` is a Hypothesis strategy of :class:`Program` (a verified kernel, a launch
+geometry and its inputs); :func:`check_program` runs one on both devices and raises an
+``AssertionError`` naming the first differing output, with the kernel's IR dump and the
+device's generated source (the server also writes it to ``RUDA_DUMP_SOURCE`` when that is set).
+Hypothesis shrinks a failing program to a minimal kernel.
+
+Every generated kernel is defined on every device, bit for bit, by construction:
+
+* expressions over the device's numeric types and ``bool``: ``+ - *``, ``min max abs neg clamp
+  select``, comparisons, casts, bitwise operations and shifts (any amount: the IR takes it modulo
+  the width), integer ``// %`` with an odd divisor (never zero), ``floor ceil round trunc
+  isnan isinf`` on floats;
+* finite floats stay multiples of 1/4 (inputs and constants are; a float product is
+  ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
+  every result is exactly rounded; float -> int casts go through ``clamp`` into a range every
+  integer type holds (NaN clamps to the lower bound); int -> float casts take the low 11 bits,
+  exact even in f16;
+* control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
+  conditional ``break``/``continue``, early ``return`` only after the last barrier;
+* shared memory written at each unit's own slot, a barrier in uniform control flow, then read at
+  another unit's slot; global integer atomics whose final values do not depend on their order
+  (the old values they return are discarded).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from ..ir import Elem, KernelDefinition, Local, Op, Operand, Param, SharedArray, lower_bounds
+from ..runtime import ComputeClient, ExecutionMode, Feature
+from .irbuild import KernelBuilder, builtin, const
+from .runner import run_definition
+from .tolerance import mismatches
+
+__all__ = [
+    "ENV_EXAMPLES",
+    "ENV_SHRINK_S",
+    "Program",
+    "ShrinkBudget",
+    "atomic_elems",
+    "check_program",
+    "example_count",
+    "fuzz_elems",
+    "generated_source",
+    "programs",
+]
+
+#: Raises the number of examples the conformance module tries (default 20).
+ENV_EXAMPLES = "RUDA_DIFFERENTIAL_EXAMPLES"
+#: Seconds Hypothesis may spend shrinking a failure (see :class:`ShrinkBudget`).
+ENV_SHRINK_S = "RUDA_DIFFERENTIAL_SHRINK_S"
+_VARS = 3  # locals per element type
+_ATOMICS = [
+    Op.ATOMIC_ADD,
+    Op.ATOMIC_SUB,
+    Op.ATOMIC_MIN,
+    Op.ATOMIC_MAX,
+    Op.ATOMIC_AND,
+    Op.ATOMIC_OR,
+    Op.ATOMIC_XOR,
+]
+_ACC = 2 * len(_ATOMICS)  # elements of each atomic accumulator: two per operation
+_GEOMETRIES = [
+    ((1, 1, 1), (1, 1, 1)),
+    ((3, 1, 1), (8, 1, 1)),
+    ((2, 1, 1), (32, 1, 1)),
+    ((1, 1, 1), (64, 1, 1)),
+    ((2, 2, 1), (4, 4, 1)),
+    ((1, 2, 3), (2, 2, 4)),
+]
+_FLOAT_LEAVES = [
+    0.0,
+    -0.0,
+    0.25,
+    -0.5,
+    1.0,
+    -1.0,
+    2.0,
+    3.0,
+    -7.0,
+    64.0,
+    1e4,
+    np.inf,
+    -np.inf,
+    np.nan,
+]
+
+
+def example_count(default: int = 20) -> int:
+    """Examples per device: ``RUDA_DIFFERENTIAL_EXAMPLES``, else ``default``."""
+    raw = os.environ.get(ENV_EXAMPLES, "").strip()
+    return int(raw) if raw else default
+
+
+def fuzz_elems(client: ComputeClient, reference: ComputeClient) -> list[Elem]:
+    """Numeric element types both devices support (bf16 never: the reference lacks it)."""
+    ok = [e for e in Elem if e.is_numeric and e is not Elem.BF16]
+    return [e for e in ok if client.features().supports(e) and reference.features().supports(e)]
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """A generated kernel with its launch. ``inputs`` holds one array per array parameter."""
+
+    definition: KernelDefinition
+    count: tuple[int, int, int]
+    dim: tuple[int, int, int]
+    inputs: tuple[np.ndarray, ...]
+    #: Array parameters compared after the launch (the outputs and atomic accumulators).
+    outputs: tuple[int, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        return (
+            f"Program(count={self.count}, dim={self.dim})\n{self.definition.dump()}\n"
+            + "\n".join(
+                f"  input {p.name} = {a.tolist()!r}"
+                for p, a in zip(self.definition.array_params, self.inputs, strict=True)
+            )
+        )
+
+
+class _Gen:
+    """Builds one kernel from Hypothesis draws."""
+
+    def __init__(self, draw: st.DrawFn, elems: list[Elem], atomics: list[Elem]) -> None:
+        self.draw = draw
+        self.elems = elems
+        self.k = KernelBuilder("fuzz")
+        self.inputs = {e: self.k.array(f"in_{e}", e, read_only=True) for e in elems}
+        self.outs = {e: self.k.array(f"out_{e}", e) for e in elems}
+        self.accs = {e: self.k.array(f"acc_{e}", e) for e in atomics}
+        #: assignable locals per element; loop variables are readable only (``readable``)
+        self.pool: dict[Elem, list[Local]] = {e: [] for e in [*elems, Elem.BOOL]}
+        self.loop_vars: list[Local] = []
+        self.loops = 0
+        self.may_return = False
+        self.budget = draw(st.integers(1, 10))
+        self.counter = 0
+
+    # -- expressions --------------------------------------------------------------------------
+    def expr(self, elem: Elem, depth: int) -> Operand:
+        k = self.k
+        if depth <= 0 or self.draw(st.integers(0, 3)) == 0:
+            return self.leaf(elem)
+        if elem is Elem.BOOL:
+            return self.bool_expr(depth)
+        kind = self.draw(st.sampled_from(["unary", "binary", "binary", "select", "clamp", "cast"]))
+        if kind == "unary":
+            ops = [Op.NEG, Op.ABS]
+            ops += [Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC] if elem.is_float else [Op.BIT_NOT]
+            return k.let(self.draw(st.sampled_from(ops)), elem, self.expr(elem, depth - 1))
+        if kind == "binary":
+            ops = [Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX]
+            if elem.is_int:
+                ops += [Op.FLOOR_DIV, Op.MOD, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR]
+            op = self.draw(st.sampled_from(ops))
+            a, b = self.expr(elem, depth - 1), self.expr(elem, depth - 1)
+            if op in (Op.FLOOR_DIV, Op.MOD):
+                b = k.let(Op.BIT_OR, elem, b, const(1, elem))  # odd: never zero
+            if op is Op.MUL and elem.is_float:
+                b = k.let(Op.FLOOR, elem, b)  # keeps floats multiples of 1/4
+            return k.let(op, elem, a, b)
+        if kind == "select":
+            cond = self.bool_expr(depth - 1)
+            return k.let(
+                Op.SELECT, elem, cond, self.expr(elem, depth - 1), self.expr(elem, depth - 1)
+            )
+        if kind == "clamp":
+            args = [self.expr(elem, depth - 1) for _ in range(3)]
+            return k.let(Op.CLAMP, elem, *args)
+        return self.cast_to(elem, depth - 1)
+
+    def cast_to(self, elem: Elem, depth: int) -> Operand:
+        k = self.k
+        source = self.draw(st.sampled_from([*self.elems, Elem.BOOL]))
+        x = self.expr(source, depth)
+        if source.is_float and elem.is_int:
+            lo, hi = (0.0, 100.0) if not elem.is_signed else (-100.0, 100.0)
+            x = k.let(Op.CLAMP, source, x, const(lo, source), const(hi, source))
+        elif source.is_int and elem.is_float:
+            low_bits = min(0x7FF, int(np.iinfo(source.numpy).max))  # exact in every float
+            x = k.let(Op.BIT_AND, source, x, const(low_bits, source))
+        return k.let(Op.CAST, elem, x)
+
+    def bool_expr(self, depth: int) -> Operand:
+        k = self.k
+        kind = self.draw(st.sampled_from(["compare", "compare", "logic", "predicate", "leaf"]))
+        if depth <= 0 or kind == "leaf":
+            return self.leaf(Elem.BOOL)
+        if kind == "compare":
+            elem = self.draw(st.sampled_from(self.elems))
+            op = self.draw(st.sampled_from([Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE]))
+            return k.let(op, Elem.BOOL, self.expr(elem, depth - 1), self.expr(elem, depth - 1))
+        if kind == "logic":
+            op = self.draw(st.sampled_from([Op.AND, Op.OR, Op.NOT]))
+            args = [self.bool_expr(depth - 1) for _ in range(1 if op is Op.NOT else 2)]
+            return k.let(op, Elem.BOOL, *args)
+        floats = [e for e in self.elems if e.is_float]
+        if not floats:
+            return self.leaf(Elem.BOOL)
+        elem = self.draw(st.sampled_from(floats))
+        op = self.draw(st.sampled_from([Op.ISNAN, Op.ISINF]))
+        return k.let(op, Elem.BOOL, self.expr(elem, depth - 1))
+
+    def readable(self, elem: Elem) -> list[Local]:
+        return self.pool[elem] + (self.loop_vars if elem is Elem.U32 else [])
+
+    def leaf(self, elem: Elem) -> Operand:
+        choices = ["const", "builtin"] + ["var"] * 3 * bool(self.readable(elem))
+        kind = self.draw(st.sampled_from(choices))
+        if kind == "var":
+            return self.draw(st.sampled_from(self.readable(elem)))
+        if kind == "builtin" and elem is not Elem.BOOL:
+            name = self.draw(st.sampled_from(["UNIT_POS", "RUDA_POS", "ABSOLUTE_POS"]))
+            value: Operand = builtin(name)
+            if elem is not Elem.U32:
+                value = self.k.let(
+                    Op.CAST, elem, self.k.let(Op.BIT_AND, Elem.U32, value, const(0x7FF, Elem.U32))
+                )
+            return value
+        return self.constant(elem)
+
+    def constant(self, elem: Elem) -> Operand:
+        if elem is Elem.BOOL:
+            return const(self.draw(st.booleans()), elem)
+        if elem.is_float:
+            return const(float(self.draw(st.sampled_from(_FLOAT_LEAVES))), elem)
+        info = np.iinfo(elem.numpy)
+        edges = [0, 1, 2, 3, 7, 31, 64, int(info.max), int(info.min)]
+        edges += [-1, -2, -100] if elem.is_signed else []
+        value = self.draw(
+            st.one_of(st.sampled_from(edges), st.integers(int(info.min), int(info.max)))
+        )
+        return const(value, elem)
+
+    # -- statements ---------------------------------------------------------------------------
+    def block(self, depth: int) -> None:
+        for _ in range(self.draw(st.integers(1, 3))):
+            if self.budget <= 0:
+                return
+            self.budget -= 1
+            self.statement(depth)
+
+    def statement(self, depth: int) -> None:
+        k = self.k
+        kinds = ["assign", "assign", "assign"]
+        if depth > 0:
+            kinds += ["if", "for", "loop"]
+        if self.loops:
+            kinds += ["break", "continue"]
+        if self.may_return:
+            kinds.append("return")
+        if self.accs:
+            kinds.append("atomic")
+        kind = self.draw(st.sampled_from(kinds))
+        if kind == "assign":
+            elem = self.draw(st.sampled_from([*self.elems, Elem.BOOL]))
+            var = self.draw(st.sampled_from(self.pool[elem]))
+            k.assign(var, self.expr(elem, 3))
+        elif kind == "if":
+            with k.if_(self.bool_expr(2)):
+                self.block(depth - 1)
+            if self.draw(st.booleans()):
+                with k.else_():
+                    self.block(depth - 1)
+        elif kind == "for":
+            self.counter += 1
+            var = k.local(f"k{self.counter}", Elem.U32)
+            end = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(3, Elem.U32))
+            self.loops += 1
+            self.loop_vars.append(var)
+            with k.range_(var, const(0, Elem.U32), end):
+                self.block(depth - 1)
+            self.loop_vars.remove(var)
+            self.loops -= 1
+        elif kind == "loop":
+            self.counter += 1
+            trips = k.local(f"trips{self.counter}", Elem.U32)
+            k.assign(trips, const(0, Elem.U32))
+            limit = self.draw(st.integers(0, 3))
+            self.loops += 1
+            with k.loop():
+                with k.if_(k.let(Op.GE, Elem.BOOL, trips, const(limit, Elem.U32))):
+                    k.break_()
+                k.assign(trips, k.let(Op.ADD, Elem.U32, trips, const(1, Elem.U32)))
+                self.block(depth - 1)
+            self.loops -= 1
+        elif kind in ("break", "continue", "return"):
+            with k.if_(self.bool_expr(2)):
+                {"break": k.break_, "continue": k.continue_, "return": k.return_}[kind]()
+        else:
+            elem = self.draw(st.sampled_from(sorted(self.accs, key=lambda e: e.value)))
+            slot = self.draw(st.integers(0, len(_ATOMICS) - 1))
+            # each operation has its own two elements: different operations do not commute
+            low = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(1, Elem.U32))
+            index = k.let(Op.BIT_OR, Elem.U32, low, const(2 * slot, Elem.U32))
+            k.do(_ATOMICS[slot], None, self.accs[elem], index, self.expr(elem, 2))
+
+    # -- the kernel ---------------------------------------------------------------------------
+    def build(self, shared: bool, units_per_cube: int) -> KernelDefinition:
+        k = self.k
+        i = k.local("i", Elem.U32)
+        k.assign(i, builtin("ABSOLUTE_POS"))
+        n = k.let(Op.LEN, Elem.U32, self.inputs[self.elems[0]])
+        for elem in [*self.elems, Elem.BOOL]:
+            for j in range(_VARS):
+                var = k.local(f"v_{elem}_{j}", elem)
+                self.pool[elem].append(var)
+                if elem is Elem.BOOL:
+                    k.assign(var, self.constant(elem))
+                    continue
+                at = k.let(Op.MOD, Elem.U32, k.let(Op.ADD, Elem.U32, i, const(j * 7, Elem.U32)), n)
+                k.assign(var, k.load(self.inputs[elem], at))
+        self.block(2)
+        if shared:
+            self.shared_phase(units_per_cube)
+        self.may_return = True
+        self.block(2)
+        for elem in self.elems:
+            for j, var in enumerate(self.pool[elem]):
+                at = k.let(
+                    Op.ADD,
+                    Elem.U32,
+                    k.let(Op.MUL, Elem.U32, i, const(_VARS, Elem.U32)),
+                    const(j, Elem.U32),
+                )
+                k.store(self.outs[elem], at, var)
+        return k.build()
+
+    def shared_phase(self, units: int) -> None:
+        k = self.k
+        elem = self.draw(st.sampled_from(self.elems))
+        smem: SharedArray = k.shared("tile", elem, units)
+        unit = builtin("UNIT_POS")
+        k.store(smem, unit, self.expr(elem, 2))
+        k.sync_units()
+        shift = self.draw(st.integers(0, max(units - 1, 0)))
+        at = k.let(
+            Op.MOD,
+            Elem.U32,
+            k.let(Op.ADD, Elem.U32, unit, const(shift, Elem.U32)),
+            const(units, Elem.U32),
+        )
+        var = self.draw(st.sampled_from(self.pool[elem]))
+        k.assign(var, k.load(smem, at))
+
+
+def _input(draw: st.DrawFn, elem: Elem, n: int) -> np.ndarray:
+    if elem.is_float:
+        values = draw(
+            st.lists(
+                st.sampled_from([*_FLOAT_LEAVES, 0.5, 5.0, -3.25, 100.0]), min_size=n, max_size=n
+            )
+        )
+        return np.array(values, dtype=elem.numpy)
+    info = np.iinfo(elem.numpy)
+    seed = draw(st.integers(0, 2**32 - 1))
+    return np.random.default_rng(seed).integers(int(info.min), int(info.max), n, elem.numpy, True)
+
+
+@st.composite
+def programs(
+    draw: st.DrawFn, elems: Sequence[Elem], atomic_elems: Sequence[Elem] = (), max_units: int = 1024
+) -> Program:
+    """Random :class:`Program` over ``elems`` (numeric element types; u32 is always used),
+    with global atomics on ``atomic_elems`` (32/64-bit integers) and cubes of at most
+    ``max_units`` units."""
+    drawn = draw(st.lists(st.sampled_from(list(elems)), max_size=2, unique=True))
+    atomics = (
+        draw(st.lists(st.sampled_from(list(atomic_elems)), max_size=1)) if atomic_elems else []
+    )
+    chosen = sorted({Elem.U32, *drawn, *atomics}, key=lambda e: e.value)  # u32 indexes all
+    count, dim = draw(st.sampled_from([g for g in _GEOMETRIES if np.prod(g[1]) <= max_units]))
+    units_per_cube = int(np.prod(dim))
+    total = int(np.prod(count)) * units_per_cube
+    gen = _Gen(draw, chosen, atomics)
+    defn = gen.build(draw(st.booleans()), units_per_cube)
+    arrays: list[np.ndarray] = []
+    outputs = []
+    for k, p in enumerate(defn.array_params):
+        if p.name.startswith("in_"):
+            arrays.append(_input(draw, p.elem, total))
+        elif p.name.startswith("out_"):
+            arrays.append(np.full(total * _VARS, 7, dtype=p.elem.numpy))
+            outputs.append(k)
+        else:
+            info = np.iinfo(p.elem.numpy)
+            ones = -1 if p.elem.is_signed else int(info.max)
+            start = {
+                Op.ATOMIC_MIN: int(info.max),
+                Op.ATOMIC_MAX: int(info.min),
+                Op.ATOMIC_AND: ones,
+            }
+            init = [start.get(op, 0) for op in _ATOMICS for _ in range(2)]
+            arrays.append(np.array(init, dtype=p.elem.numpy))
+            outputs.append(k)
+    return Program(defn, count, dim, tuple(arrays), tuple(outputs))
+
+
+def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
+    """The integer types the fuzzer may use atomics on for ``client``."""
+    wide = client.features().has(Feature.ATOMIC_INT64)
+    return [e for e in elems if e.is_int and (e.bits == 32 or (e.bits == 64 and wide))]
+
+
+def generated_source(client: ComputeClient, definition: KernelDefinition) -> str:
+    """The source ``client``'s compiler generates for a Checked launch of ``definition``."""
+    server = client.server
+    mode = ExecutionMode.CHECKED
+    lowered = lower_bounds(definition, mode)
+    return server.compiler.compile(lowered, server.compile_options(), mode).source
+
+
+class ShrinkBudget:
+    """Bounds the time Hypothesis spends shrinking a failure on a slow-compiling device.
+
+    Outcomes are remembered per program; once ``seconds`` have passed since the first failure,
+    programs not run before are rejected (``hypothesis.reject``) instead of compiled, so the
+    shrinker settles on the smallest failure found so far and replays it from memory.
+    ``RUDA_DIFFERENTIAL_SHRINK_S`` overrides the default of 60 seconds.
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        raw = os.environ.get(ENV_SHRINK_S, "").strip()
+        self.seconds = seconds if seconds is not None else float(raw) if raw else 60.0
+        self.first_failure: float | None = None
+        self._outcomes: dict[str, AssertionError | None] = {}
+
+    def check(self, client: ComputeClient, reference: ComputeClient, program: Program) -> None:
+        """:func:`check_program`, remembered; may call ``hypothesis.reject()``."""
+        key = f"{client.device}|{program!r}"
+        if key not in self._outcomes:
+            if (
+                self.first_failure is not None
+                and time.monotonic() - self.first_failure > self.seconds
+            ):
+                reject()
+            try:
+                check_program(client, reference, program)
+                self._outcomes[key] = None
+            except AssertionError as exc:
+                self._outcomes[key] = exc
+                if self.first_failure is None:
+                    self.first_failure = time.monotonic()
+        outcome = self._outcomes[key]
+        if outcome is not None:
+            raise outcome
+
+
+def check_program(client: ComputeClient, reference: ComputeClient, program: Program) -> None:
+    """Run ``program`` on ``client`` and ``reference`` and require equal outputs.
+
+    :raises AssertionError: naming the first differing output, with the IR dump and the
+        device's generated source.
+    """
+    defn = program.definition
+    want = run_definition(reference, defn, program.inputs, count=program.count, dim=program.dim)
+    got = run_definition(client, defn, program.inputs, count=program.count, dim=program.dim)
+    params: list[Param] = list(defn.array_params)
+    for k in program.outputs:
+        bad = np.nonzero(mismatches(got[k], want[k], params[k].elem))[0]
+        if len(bad):
+            first = int(bad[0])
+            unit = first // _VARS if params[k].name.startswith("out_") else "?"
+            raise AssertionError(
+                f"{client.device} differs from the reference in {params[k].name}: {len(bad)} of "
+                f"{len(got[k])} values, first at [{first}]: got {got[k][first]!r}, want "
+                f"{want[k][first]!r} (unit {unit})\n"
+                f"--- IR ---\n{defn.dump()}\n"
+                f"--- source generated for {client.device} ---\n{generated_source(client, defn)}"
+            )

@@ -1,0 +1,142 @@
+"""Conformance names of tests, and the xfail overrides drivers declare against them.
+
+A test's *conformance name* is ``<module>::<function>[<params>]`` without the device, e.g.
+``test_ops_float::test_float_ops_match_reference[f16]``: the same on every device, so a
+driver's overrides (``ruda_conformance_xfails`` in :mod:`ruda_core.plugins`) and the report
+matrix can name it. An override's pattern matches a test when ``fnmatch`` accepts the full name
+or the name without its ``[params]``; ``*`` and ``?`` are its only wildcards. Overrides apply
+only to tests of :mod:`ruda_core.testing.conformance` on a device of the declaring backend.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from .. import plugins
+from ..runtime.errors import PluginError
+from .selection import backend_of
+
+__all__ = [
+    "CONFORMANCE_PACKAGE",
+    "DEVICE_PARAM",
+    "Overrides",
+    "conformance_functions",
+    "conformance_name",
+    "device_of",
+    "matches",
+]
+
+CONFORMANCE_PACKAGE = "ruda_core.testing.conformance"
+#: The parameter name that carries the device under test.
+DEVICE_PARAM = "ruda_device"
+
+
+def device_of(item: pytest.Item) -> str | None:
+    """The device a test item runs on, or None when it is not parametrised by device."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    value = callspec.params.get(DEVICE_PARAM)
+    return value if isinstance(value, str) else None
+
+
+def conformance_name(item: pytest.Item) -> str:
+    """``<module>::<function>[<params without the device>]`` of a test item."""
+    module = getattr(item, "module", None)
+    base = module.__name__.rsplit(".", 1)[-1] if module is not None else item.path.stem
+    name = f"{base}::{getattr(item, 'originalname', item.name)}"
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return name
+    ident = callspec.id
+    device = device_of(item)
+    if device is not None:
+        if ident == device:
+            ident = ""
+        elif ident.endswith(f"-{device}"):
+            ident = ident[: -len(device) - 1]
+        elif ident.startswith(f"{device}-"):
+            ident = ident[len(device) + 1 :]
+    return f"{name}[{ident}]" if ident else name
+
+
+def is_conformance(item: pytest.Item) -> bool:
+    module = getattr(item, "module", None)
+    return module is not None and module.__name__.startswith(CONFORMANCE_PACKAGE + ".")
+
+
+def _glob(pattern: str) -> str:
+    """``pattern`` with ``[`` and ``]`` literal: only ``*`` and ``?`` are wildcards."""
+    return "".join({"[": "[[]", "]": "[]]"}.get(ch, ch) for ch in pattern)
+
+
+def matches(pattern: str, name: str) -> bool:
+    """Whether an override ``pattern`` applies to the conformance ``name`` (``*`` and ``?`` are
+    the only wildcards)."""
+    glob = _glob(pattern)
+    return fnmatch.fnmatchcase(name, glob) or fnmatch.fnmatchcase(name.split("[", 1)[0], glob)
+
+
+def conformance_functions() -> list[str]:
+    """``<module>::<function>`` of every test function of the conformance package."""
+    package = importlib.import_module(CONFORMANCE_PACKAGE)
+    names = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("test_"):
+            continue
+        module = importlib.import_module(f"{CONFORMANCE_PACKAGE}.{info.name}")
+        for attr, value in vars(module).items():
+            if attr.startswith("test_") and inspect.isfunction(value):
+                names.append(f"{info.name}::{attr}")
+    return sorted(names)
+
+
+@dataclass(slots=True)
+class Overrides:
+    """The declared overrides of every backend, or the error that stopped collecting them."""
+
+    by_backend: Mapping[str, Mapping[str, str]]
+    error: str = ""
+
+    @classmethod
+    def load(cls) -> Overrides:
+        try:
+            return cls(plugins.conformance_xfails())
+        except PluginError as exc:
+            return cls({}, str(exc))
+
+    def reason_for(self, item: pytest.Item) -> str | None:
+        """The reason of the first valid override matching ``item``, else None. Overrides with
+        an empty reason are never applied (the guard test reports them)."""
+        device = device_of(item)
+        if device is None or not is_conformance(item):
+            return None
+        backend = backend_of(device)
+        name = conformance_name(item)
+        for pattern, reason in self.by_backend.get(backend, {}).items():
+            if reason.strip() and matches(pattern, name):
+                return f"{backend} declares a known failure: {reason.strip()}"
+        return None
+
+    def problems(self) -> list[str]:
+        """Every override without a reason or matching no conformance test."""
+        functions = conformance_functions()
+        found = [self.error] if self.error else []
+        for backend, table in sorted(self.by_backend.items()):
+            for pattern, reason in table.items():
+                if not reason.strip():
+                    found.append(f"{backend}: override {pattern!r} has no reason")
+                base = _glob(pattern.split("[", 1)[0])
+                if not any(fnmatch.fnmatchcase(f, base) for f in functions):
+                    found.append(
+                        f"{backend}: override {pattern!r} matches no conformance test (names "
+                        "look like 'test_memory::test_round_trip[0B]')"
+                    )
+        return found

@@ -1,0 +1,162 @@
+"""The conformance suite's pytest plugin (opt-in).
+
+Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conftest.py`` or
+``pytest -p ruda_core.testing.plugin --pyargs ruda_core.testing.conformance``. It provides:
+
+* ``--ruda-device D`` (repeatable; ``RUDA_TEST_DEVICES=cpu,opencl:0``; default: every device
+  ``ruda_core.enumerate_all_devices()`` lists) and ``RUDA_REQUIRE=cuda,opencl`` (a required
+  backend that is missing or unusable fails instead of skipping), see :mod:`.selection`;
+* the fixtures ``ruda_device`` (the device string, e.g. ``"opencl:0"``; every test using it or
+  ``client`` runs once per selected device, with the device as its id), ``client`` (that
+  device's ``ComputeClient``) and ``reference`` (the NumPy reference device's client), all
+  session-scoped, so they work with Hypothesis' ``@given``;
+* the markers of :mod:`.markers` (``requires``, ``requires_elem``), checked before a test's
+  fixtures are set up;
+* the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, see
+  :mod:`.overrides`;
+* a Hypothesis profile ``ruda-ci`` (derandomised, no deadline), loaded when ``CI`` is set and
+  no other profile was asked for.
+
+The plugin never imports a driver itself; opening a device is what imports it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import settings
+
+import ruda_core
+
+from ..runtime import ComputeClient
+from .markers import MARK_ELEMS, MARK_FEATURES, missing
+from .overrides import DEVICE_PARAM, Overrides
+from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
+
+__all__ = ["HYPOTHESIS_PROFILE", "client", "reference", "ruda_device"]
+
+#: The Hypothesis profile loaded on CI.
+HYPOTHESIS_PROFILE = "ruda-ci"
+settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, deadline=None, print_blob=True)
+
+_SELECTION = pytest.StashKey[DeviceSelection]()
+_OVERRIDES = pytest.StashKey[Overrides]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ruda", "ruda conformance suite")
+    group.addoption(
+        "--ruda-device",
+        action="append",
+        default=[],
+        metavar="D",
+        help=f"run device tests on D (repeatable, or a comma list; default: ${ENV_DEVICES}, "
+        "else every device ruda_core.enumerate_all_devices() lists)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARK_FEATURES}(*features): the test needs these ruda Feature values"
+    )
+    config.addinivalue_line(
+        "markers", f"{MARK_ELEMS}(*elems): the test needs these ruda element types"
+    )
+    if os.environ.get("CI") and not config.getoption("hypothesis_profile", default=None):
+        settings.load_profile(HYPOTHESIS_PROFILE)
+    config.stash[_SELECTION] = DeviceSelection.from_options(config.getoption("ruda_device"))
+
+
+def _selection(config: pytest.Config) -> DeviceSelection:
+    return config.stash[_SELECTION]
+
+
+def _overrides(config: pytest.Config) -> Overrides:
+    if _OVERRIDES not in config.stash:
+        config.stash[_OVERRIDES] = Overrides.load()
+    return config.stash[_OVERRIDES]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    selection = _selection(config)
+    lines = [f"ruda devices: {', '.join(selection.names)}"]
+    if selection.required:
+        lines.append(
+            f"ruda required backends ({ENV_REQUIRE}): {', '.join(sorted(selection.required))}"
+        )
+    if selection.enumeration_error:
+        lines.append(f"ruda: {selection.enumeration_error}")
+    return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise every test that uses ``ruda_device`` (directly or through ``client``) over
+    the selected devices; the device id comes last in the test id."""
+    if DEVICE_PARAM in metafunc.fixturenames:
+        names = _selection(metafunc.config).names
+        metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    overrides = _overrides(config)
+    for item in items:
+        reason = overrides.reason_for(item)
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+def _check_available(selection: DeviceSelection, name: str) -> ComputeClient:
+    outcome = selection.open(name)
+    if isinstance(outcome, Unavailable):
+        if outcome.required:
+            pytest.fail(outcome.message(), pytrace=False)
+        pytest.skip(outcome.message())
+    return outcome
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or fail, for a required backend) a device test whose device cannot be opened, and
+    skip as *unsupported* one whose device lacks a marked capability, before any fixture."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or DEVICE_PARAM not in callspec.params:
+        return
+    client = _check_available(_selection(item.config), callspec.params[DEVICE_PARAM])
+    features = [f for m in item.iter_markers(MARK_FEATURES) for f in m.args]
+    elems = [e for m in item.iter_markers(MARK_ELEMS) for e in m.args]
+    reason = missing(client, features, elems)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def ruda_device(request: pytest.FixtureRequest) -> str:
+    """The device under test, as ``ruda_core.client`` accepts it (``"cpu"``, ``"opencl:0"``)."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture(scope="session")
+def client(request: pytest.FixtureRequest, ruda_device: str) -> ComputeClient:
+    """The client of the device under test."""
+    return _check_available(_selection(request.config), ruda_device)
+
+
+@pytest.fixture(scope="session")
+def reference() -> ComputeClient:
+    """The client of the NumPy reference device, the oracle results are compared with."""
+    return ruda_core.client("cpu")
+
+
+@pytest.fixture(scope="session")
+def ruda_selection(request: pytest.FixtureRequest) -> DeviceSelection:
+    """The test run's device selection (devices, required backends, enumeration error)."""
+    return _selection(request.config)
+
+
+@pytest.fixture(scope="session")
+def ruda_overrides(request: pytest.FixtureRequest) -> Overrides:
+    """Every backend's declared xfail overrides."""
+    return _overrides(request.config)

@@ -1,0 +1,111 @@
+"""Running IR definitions and reading arrays back: the glue every conformance test shares.
+
+:func:`run_definition` uploads host arrays, launches a :class:`KernelDefinition` through the
+client's public ``launch`` (the launch ABI of :mod:`ruda_core.ir.kernel`) and reads every array
+back. bf16 arrays are passed as ``uint16`` bit patterns. Nothing here knows about a backend.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+
+from ..ir import Elem, KernelDefinition, ParamKind
+from ..runtime import (
+    ComputeClient,
+    Handle,
+    KernelTask,
+    MemoryUsage,
+    RudaCount,
+    RudaDim,
+    contiguous_strides,
+)
+
+__all__ = ["TIMEOUT_S", "host_dtype", "read_array", "run_definition", "settle", "to_dim"]
+
+#: How long a conformance test waits for device work before calling it hung.
+TIMEOUT_S = 120.0
+
+Dim3 = int | tuple[int, int, int]
+
+
+def host_dtype(elem: Elem) -> np.dtype:
+    """The NumPy dtype that holds ``elem`` on the host (``uint16`` bit patterns for bf16)."""
+    return np.dtype(np.uint16) if elem is Elem.BF16 else elem.numpy
+
+
+def read_array(client: ComputeClient, handle: Handle, dtype: object) -> np.ndarray:
+    """Read ``handle`` (waiting) as a 1-D array of ``dtype``.
+
+    :raises ServerError: the stream's pending error or the buffer's poison.
+    """
+    raw = client.read_async([handle]).result(timeout=TIMEOUT_S)[0]
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).copy()  # type: ignore[call-overload]
+
+
+def settle(client: ComputeClient) -> MemoryUsage:
+    """Memory usage once dropped handles are collected and the stream's work has finished."""
+    gc.collect()
+    client.sync().result(timeout=TIMEOUT_S)
+    return client.memory_usage()
+
+
+def to_dim(value: Dim3) -> tuple[int, int, int]:
+    return (value, 1, 1) if isinstance(value, int) else value
+
+
+def run_definition(
+    client: ComputeClient,
+    defn: KernelDefinition,
+    arrays: Sequence[np.ndarray],
+    scalars: Sequence[object] = (),
+    count: Dim3 = 1,
+    dim: Dim3 = 1,
+    *,
+    unchecked: bool = False,
+) -> list[np.ndarray]:
+    """Run ``defn`` over copies of ``arrays`` (one per array/tensor parameter, in order; a
+    tensor parameter takes a C-contiguous array of its rank) and return every array afterwards.
+
+    :param scalars: one per scalar parameter, converted to the parameter's type.
+    :param unchecked: launch with ``launch_unchecked`` (``BoundsCheckMode`` decides) instead of
+        the Checked ``launch``.
+    :raises ServerError: launch errors at once; execution errors when the arrays are read.
+    """
+    params = defn.array_params
+    if len(arrays) != len(params):
+        raise ValueError(f"{defn.name} takes {len(params)} arrays, got {len(arrays)}")
+    handles = []
+    metadata: list[int] = []
+    dims: list[int] = []
+    for p, arr in zip(params, arrays, strict=True):
+        host = np.ascontiguousarray(arr)
+        if host.dtype != host_dtype(p.elem):
+            raise TypeError(f"{defn.name}: array '{p.name}' is {host.dtype}, not {p.elem}")
+        handles.append(client.create_from_slice(host.reshape(-1).view(np.uint8)))
+        metadata.append(host.size)
+        if p.kind is ParamKind.TENSOR:
+            if host.ndim != p.rank:
+                raise ValueError(f"{defn.name}: tensor '{p.name}' needs rank {p.rank}")
+            dims += [*host.shape, *contiguous_strides(host.shape)]
+    values = [
+        cast(np.generic, np.asarray(v).astype(p.elem.numpy)[()])
+        for p, v in zip(defn.scalar_params, scalars, strict=True)
+    ]
+    submit = client.launch_unchecked if unchecked else client.launch
+    submit(
+        KernelTask(defn),
+        RudaCount(*to_dim(count)),
+        RudaDim(*to_dim(dim)),
+        [h.binding() for h in handles],
+        values,
+        [*metadata, *dims],
+    )
+    out = client.read_async(handles).result(timeout=TIMEOUT_S)
+    return [
+        np.frombuffer(raw, dtype=host_dtype(p.elem)).reshape(np.shape(arr)).copy()
+        for p, arr, raw in zip(params, arrays, out, strict=True)
+    ]

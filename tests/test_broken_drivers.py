@@ -1,0 +1,215 @@
+"""The conformance suite catches broken drivers: tiny out-of-tree backends that wrap the reference
+device through the public plugin API and break one contract each, installed as a distribution on
+PYTHONPATH and run through ``ruda conformance`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+DRIVER = '''"""A deliberately broken ruda backend for tests: {what}."""
+
+from dataclasses import dataclass
+
+from ruda_core import backends
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
+from ruda_core.runtime import ComputeClient, DeviceId, Runtime, RudaFuture, is_contiguous_or_pitched
+
+NAME = "{name}"
+
+
+@dataclass(frozen=True)
+class Device:
+    index: int = 0
+
+    def to_id(self):
+        return DeviceId(0, self.index)
+
+    def __str__(self):
+        return f"{{NAME}}:{{self.index}}"
+
+
+def _reference():
+    return next(s.runtime for s in backends() if s.name == "cpu")
+
+
+def _server_class():
+    class BrokenServer(_reference().server):
+        @property
+        def runtime(self):
+            return BrokenRuntime
+
+{override}
+
+    return BrokenServer
+
+
+class BrokenRuntime(Runtime):
+    device = Device
+
+    @classmethod
+    def client(cls, device=None):
+        dev = device or Device()
+        return ComputeClient.get_or_init(dev, lambda: _server_class()(dev.to_id()))
+
+    @classmethod
+    def name(cls, client):
+        return NAME
+
+    @classmethod
+    def max_ruda_count(cls):
+        return _reference().max_ruda_count()
+
+    @classmethod
+    def can_read_tensor(cls, shape, strides):
+        return is_contiguous_or_pitched(shape, strides)
+
+    @classmethod
+    def target_properties(cls):
+        return _reference().target_properties()
+
+    @classmethod
+    def enumerate_devices(cls, type_id, info):
+        return [DeviceId(0, 0)] if type_id == 0 else []
+
+
+@hookimpl
+def ruda_backend_info():
+    return BackendInfo(NAME, "0.0", PLUGIN_API_VERSION, BrokenRuntime, lambda: [Device(0)])
+
+
+@hookimpl
+def ruda_conformance_xfails():
+    return {xfails!r}
+'''
+
+NOSYNC = """        def _sync(self, stream):
+            return RudaFuture.ready(None)  # claims completion before queued work has run"""
+NOWAIT = """        def _wait(self, stream, fence):
+            pass  # never orders a stream after another stream's work"""
+FAITHFUL = """        pass"""
+
+DECLARED = "test_futures::test_sync_waits_for_the_work_enqueued_before_it"
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A distribution with three backends: ``nosync``, ``nowait`` and ``badxfail`` (faithful,
+    but declaring overrides without a reason or without a test)."""
+    root = tmp_path_factory.mktemp("broken-drivers")
+    info = root / "ruda_broken_drivers-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: ruda-broken-drivers\nVersion: 1.0\n"
+    )
+    modules = {
+        "nosync": (NOSYNC, "sync() resolves at once", {DECLARED: "sync is not a fence here"}),
+        "nowait": (NOWAIT, "streams are never ordered", {}),
+        "badxfail": (
+            FAITHFUL,
+            "bad overrides",
+            {"test_memory::test_round_trip": "  ", "test_no_such_module::*": "a reason"},
+        ),
+    }
+    lines = ["[ruda.backends]"]
+    for name, (override, what, xfails) in modules.items():
+        source = DRIVER.format(name=name, what=what, override=override, xfails=xfails)
+        (root / f"ruda_broken_{name}.py").write_text(source)
+        lines.append(f"{name} = ruda_broken_{name}")
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _conformance(
+    drivers: Path, tmp_path: Path, device: str, *pytest_args: str, **env_vars: str
+) -> dict:
+    report = tmp_path / f"{device.replace(':', '_')}-{len(env_vars)}.json"
+    env = {**os.environ, "PYTHONPATH": f"{drivers}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for name in ("RUDA_BACKENDS", "RUDA_REQUIRE", "RUDA_TEST_DEVICES"):
+        env.pop(name, None)
+    env.update(env_vars)
+    args = [
+        sys.executable,
+        "-m",
+        "ruda_core.cli",
+        "conformance",
+        "--device",
+        device,
+        "--report",
+        str(report),
+        "--",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *pytest_args,
+    ]
+    result = subprocess.run(
+        args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert report.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    matrix = json.loads(report.read_text())["matrix"]
+    return {"returncode": result.returncode, "matrix": matrix, "out": result.stdout[-4000:]}
+
+
+def _outcomes(run: dict, device: str) -> dict[str, str]:
+    return {t: row[device] for t, row in run["matrix"].items() if device in row}
+
+
+def test_a_driver_whose_sync_is_no_fence_fails_the_fence_tests(drivers, tmp_path):
+    run = _conformance(drivers, tmp_path, "nosync:0", "-k", "test_futures or test_round_trip")
+    got = _outcomes(run, "nosync:0")
+    assert run["returncode"] != 0
+    for name in (
+        "test_futures::test_resolved_sync_is_a_completion_fence",
+        "test_futures::test_sync_of_a_pinned_queue_from_another_thread_fences_that_stream",
+        "test_futures::test_result_with_a_timeout_raises_timeout_error_while_pending",
+    ):
+        assert got[name] == "fail", (name, got, run["out"])
+    assert got[DECLARED] == "xfail", run["out"]  # declared by the driver, with its reason
+    assert got["test_futures::test_read_future_yields_one_buffer_per_handle"] == "pass"
+    assert got["test_memory::test_round_trip[4096B]"] == "pass"
+
+
+def test_a_driver_that_ignores_cross_stream_ordering_fails_the_stream_tests(drivers, tmp_path):
+    run = _conformance(drivers, tmp_path, "nowait:0", "-k", "test_streams")
+    got = _outcomes(run, "nowait:0")
+    assert run["returncode"] != 0
+    for name in (
+        "test_streams::test_consumer_thread_reads_what_a_producer_thread_wrote",
+        "test_streams::test_kernel_on_another_stream_sees_the_writers_data",
+        "test_streams::test_handle_used_after_set_stream_is_ordered_after_its_writer",
+    ):
+        assert got[name] == "fail", (name, got, run["out"])
+    assert got["test_streams::test_queue_queries_follow_the_seed"] == "pass"
+    assert got["test_streams::test_each_thread_has_its_own_stream"] == "pass"
+
+
+def test_overrides_without_a_reason_or_a_test_fail_the_guard(drivers, tmp_path):
+    run = _conformance(drivers, tmp_path, "badxfail:0", "-k", "test_overrides or test_round_trip")
+    guard = run["matrix"]["test_overrides::test_every_override_has_a_reason_and_matches_a_test"]
+    assert guard == {"any": "fail"}, run["out"]
+    assert "has no reason" in run["out"] and "matches no conformance test" in run["out"]
+    got = _outcomes(run, "badxfail:0")
+    assert (
+        got["test_memory::test_round_trip[0B]"] == "pass"
+    )  # an override without reason is not applied
+
+
+def test_a_required_backend_that_is_missing_fails_instead_of_skipping(drivers, tmp_path):
+    require = {"RUDA_REQUIRE": "nosuchbackend"}
+    run = _conformance(drivers, tmp_path, "nosuchbackend:0", "-k", "test_devices", **require)
+    assert run["returncode"] != 0
+    assert run["matrix"]["test_devices::test_required_backends_are_present"] == {"any": "fail"}
+    got = _outcomes(run, "nosuchbackend:0")
+    assert got and set(got.values()) == {"fail"}, got
+    relaxed = _conformance(drivers, tmp_path, "nosuchbackend:0", "-k", "test_devices")
+    got = _outcomes(relaxed, "nosuchbackend:0")
+    assert got and set(got.values()) == {"skip"}, got
+    assert relaxed["returncode"] == 0, relaxed["out"]
