@@ -1,13 +1,16 @@
 """Memory-bound kernels on a GPU, next to the device's copy bandwidth measured in the same run.
 
-For one device (``cuda:0`` or ``opencl:N``):
+For one device (``cuda:0`` or ``opencl:N``), over N = 256 M f32 (``RUDA_BENCH_N`` overrides):
 
-* device-to-device copy of 1 GiB (``cudaMemcpyAsync`` / ``clEnqueueCopyBuffer``): the roof;
-* ruda ``c[i] = a[i] + b[i]`` over 256 M f32 (Checked, what ``launch`` runs), in GB/s moved
-  (3 x 1 GiB per run) and as a fraction of the copy bandwidth;
-* on CUDA, CuPy's ``cupy.add(a, b, out=c)`` on the same data;
-* ruda block-reduction sum (grid-stride loop, shared-memory tree, one atomic per cube) over
-  256 M f32, next to ``cupy.sum`` on CUDA.
+* device-to-device copy of 1 GiB (``cudaMemcpyAsync`` / ``clEnqueueCopyBuffer``): the roof, in
+  GB/s moved (read + write);
+* ruda ``c = a + b``: one element per unit, and a grid-stride loop unrolled x4, with ``launch``
+  (Checked) and ``launch_unchecked`` (BoundsCheckMode auto = Unchecked); GB/s moved (3 x 1 GiB
+  per run) and the fraction of the copy's;
+* ruda sums of the 1 GiB array: a shared-memory tree, and (where the device has planes)
+  ``plane_sum`` after an x8-unrolled grid-stride loop, with one atomic per cube;
+* on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
+  kernel's time as a multiple of CuPy's.
 
 Times are the best of several runs of ``REPS`` back-to-back launches between syncs.
 Run: ``python benchmarks/bandwidth.py cuda:0``.
@@ -15,6 +18,7 @@ Run: ``python benchmarks/bandwidth.py cuda:0``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -24,9 +28,11 @@ import numpy as np
 import ruda_core as ruda
 from ruda_core.lang import (
     ABSOLUTE_POS,
+    PLANE_DIM,
     RUDA_COUNT,
     RUDA_DIM,
     UNIT_POS,
+    UNIT_POS_PLANE,
     Array,
     ArrayArg,
     Comptime,
@@ -34,11 +40,13 @@ from ruda_core.lang import (
     atomic_add,
     f32,
     kernel,
+    plane_sum,
     sync_units,
+    unroll,
 )
-from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.runtime import Feature, RudaCount, RudaDim
 
-N = 256 * 1024 * 1024
+N = int(os.environ.get("RUDA_BENCH_N", 256 * 1024 * 1024))
 REPS = 10
 ROUNDS = 5
 BLOCK = 256
@@ -49,6 +57,46 @@ def add(a: Array[f32], b: Array[f32], c: Array[f32]):
     i = ABSOLUTE_POS
     if i < c.len():
         c[i] = a[i] + b[i]
+
+
+@kernel
+def add_strided(a: Array[f32], b: Array[f32], c: Array[f32], UNROLL: Comptime[int]):
+    n = c.len()
+    stride = RUDA_COUNT * RUDA_DIM
+    i = ABSOLUTE_POS
+    while i + (UNROLL - 1) * stride < n:
+        for k in unroll(range(UNROLL)):
+            j = i + k * stride
+            c[j] = a[j] + b[j]
+        i += UNROLL * stride
+    while i < n:
+        c[i] = a[i] + b[i]
+        i += stride
+
+
+@kernel
+def reduce_plane(x: Array[f32], out: Array[f32], BLOCK: Comptime[int], UNROLL: Comptime[int]):
+    partial = SharedMemory(f32, BLOCK // 32)
+    n = x.len()
+    stride = RUDA_COUNT * RUDA_DIM
+    acc = f32(0)
+    i = ABSOLUTE_POS
+    while i + (UNROLL - 1) * stride < n:
+        for k in unroll(range(UNROLL)):
+            acc += x[i + k * stride]
+        i += UNROLL * stride
+    while i < n:
+        acc += x[i]
+        i += stride
+    acc = plane_sum(acc)
+    if UNIT_POS_PLANE == 0:
+        partial[UNIT_POS // PLANE_DIM] = acc
+    sync_units()
+    if UNIT_POS < PLANE_DIM:
+        total = partial[UNIT_POS] if UNIT_POS < BLOCK // 32 else f32(0)
+        total = plane_sum(total)
+        if UNIT_POS == 0:
+            atomic_add(out, 0, total)
 
 
 @kernel
@@ -131,24 +179,53 @@ def main(device: str) -> None:
 
     args = (ArrayArg(a, N), ArrayArg(b, N), ArrayArg(c, N))
     cubes = (N + BLOCK - 1) // BLOCK
-    add_s = best_seconds(lambda: add.launch(client, RudaCount(cubes), RudaDim(BLOCK), *args), sync)
-    got = np.frombuffer(client.read_one(c), dtype=np.float32)
-    if not np.array_equal(got, host_a + host_b):
-        raise SystemExit("ruda add returned a wrong result")
-    ours = 3 * gib / add_s
-    print(f"  ruda add                    {ours:8.1f} GB/s  = {ours / roof:5.1%} of copy")
+    wide = 4 * client.properties().compute_units * 8  # cubes of a grid-stride launch
+    expected = host_a + host_b
+    adds = {
+        "add, one element per unit": lambda: add.launch(
+            client, RudaCount(cubes), RudaDim(BLOCK), *args
+        ),
+        "add, grid-stride x4": lambda: add_strided.launch(
+            client, RudaCount(wide), RudaDim(BLOCK), *args, UNROLL=4
+        ),
+        "add, grid-stride x4 unchecked": lambda: add_strided.launch_unchecked(
+            client, RudaCount(wide), RudaDim(BLOCK), *args, UNROLL=4
+        ),
+    }
+    add_s = {}
+    for label, run in adds.items():
+        client.write(c, np.zeros(N, np.float32))
+        add_s[label] = best_seconds(run, sync)
+        if not np.array_equal(np.frombuffer(client.read_one(c), dtype=np.float32), expected):
+            raise SystemExit(f"ruda {label} returned a wrong result")
+        gbs = 3 * gib / add_s[label]
+        print(f"  ruda {label:30s} {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
 
     out = client.create_from_slice(np.zeros(1, np.float32))
-    red_cubes = 4 * client.properties().compute_units * 8
     red = (ArrayArg(a, N), ArrayArg(out, 1))
-
-    def reduce() -> None:
-        reduce_sum.launch(client, RudaCount(red_cubes), RudaDim(BLOCK), *red, BLOCK=BLOCK)
-
-    red_s = best_seconds(reduce, sync)
-    red_gbs = gib / red_s
-    share = red_gbs / roof * 2  # a reduction only reads: its roof is twice the copy's
-    print(f"  ruda block-reduction sum    {red_gbs:8.1f} GB/s  = {share:5.1%} of read roof")
+    want = float(host_a.sum(dtype=np.float64))
+    reductions = {
+        "sum, shared-memory tree": lambda: reduce_sum.launch(
+            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK
+        ),
+    }
+    if client.features().has(Feature.PLANE):
+        reductions["sum, plane_sum x8"] = lambda: reduce_plane.launch(
+            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8
+        )
+        reductions["sum, plane_sum x8 unchecked"] = lambda: reduce_plane.launch_unchecked(
+            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8
+        )
+    red_s = {}
+    for label, run in reductions.items():
+        client.write(out, np.zeros(1, np.float32))
+        run()
+        got = float(np.frombuffer(client.read_one(out), dtype=np.float32)[0])
+        if abs(got - want) > 1e-3 * abs(want):
+            raise SystemExit(f"ruda {label} returned {got}, want {want}")
+        red_s[label] = best_seconds(run, sync)
+        gbs = gib / red_s[label]
+        print(f"  ruda {label:30s} {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
 
     if client.name() == "cuda":
         import cupy
@@ -156,16 +233,15 @@ def main(device: str) -> None:
         ca, cb = cupy.asarray(host_a), cupy.asarray(host_b)
         cc = cupy.empty_like(ca)
         cupy_add_s = best_seconds(lambda: cupy.add(ca, cb, out=cc), cupy.cuda.Device().synchronize)
-        cupy_add = 3 * gib / cupy_add_s
-        print(
-            f"  cupy.add                    {cupy_add:8.1f} GB/s  = {cupy_add / roof:5.1%} of copy"
-            f"  (ruda/cupy time {add_s / cupy_add_s:.2f}x)"
-        )
+        gbs = 3 * gib / cupy_add_s
+        print(f"  cupy.add                            {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
+        for label, t in add_s.items():
+            print(f"    ruda {label}: {t / cupy_add_s:.2f}x cupy.add's time")
         cupy_sum_s = best_seconds(lambda: ca.sum(), cupy.cuda.Device().synchronize)
-        print(
-            f"  cupy.sum                    {gib / cupy_sum_s:8.1f} GB/s"
-            f"  (ruda/cupy time {red_s / cupy_sum_s:.2f}x)"
-        )
+        gbs = gib / cupy_sum_s
+        print(f"  cupy.sum                            {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
+        for label, t in red_s.items():
+            print(f"    ruda {label}: {t / cupy_sum_s:.2f}x cupy.sum's time")
 
 
 if __name__ == "__main__":
