@@ -4,8 +4,10 @@
 * ``opencl:*``: a raw PyOpenCL kernel call on the same queue;
 * ``cpu``: ruda alone (the NumPy device has no lower-level peer).
 
-Each side enqueues ``N`` launches and syncs once; the best of several rounds (interleaved) is
-reported in microseconds per launch, with the ratio ruda / peer.
+Two ruda forms are timed: ``kernel.launch(...)`` (arguments checked and packed each time) and
+``kernel.prepare(...).launch()`` (checked and packed once, replayed). Each side enqueues ``N``
+launches and syncs once; the best of several rounds (interleaved) is reported in microseconds
+per launch, with the ratio ruda / peer.
 
 Run: ``python benchmarks/launch_overhead.py [device ...]`` (default: every device).
 """
@@ -53,6 +55,11 @@ def ruda_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], N
     return enqueue, lambda: client.sync().result(), handle
 
 
+def prepared_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+    prepared = touch.prepare(client, RudaCount(1), RudaDim(1), ArrayArg(client.empty(4), 1))
+    return prepared.launch, lambda: client.sync().result(), prepared
+
+
 def cupy_side() -> tuple[Callable[[], None], Callable[[], None], object]:
     import cupy
 
@@ -94,21 +101,22 @@ def pyopencl_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[
 def measure(device: str) -> str:
     client = ruda.client(device)
     backend = device.split(":")[0]
-    ours = ruda_side(client)
+    sides = {"ruda launch": ruda_side(client), "ruda prepared": prepared_side(client)}
     peer = {"cuda": cupy_side, "opencl": lambda: pyopencl_side(client)}.get(backend)
-    theirs = peer() if peer else None
-    best_ours, best_peer = float("inf"), float("inf")
-    for _ in range(ROUNDS):
-        best_ours = min(best_ours, per_launch_us(ours[0], ours[1]))
-        if theirs:
-            best_peer = min(best_peer, per_launch_us(theirs[0], theirs[1]))
-    if not theirs:
-        return f"{device:10s} ruda {best_ours:7.2f} us/launch (no peer)"
     name = "CuPy RawKernel" if backend == "cuda" else "raw PyOpenCL"
-    return (
-        f"{device:10s} ruda {best_ours:7.2f} us/launch  {name} {best_peer:7.2f} us/launch  "
-        f"ratio {best_ours / best_peer:.2f}x"
-    )
+    if peer is not None:
+        sides[name] = peer()
+    best = dict.fromkeys(sides, float("inf"))
+    for _ in range(ROUNDS):
+        for label, (enqueue, sync, _) in sides.items():
+            best[label] = min(best[label], per_launch_us(enqueue, sync))
+    parts = [f"{label} {us:6.2f} us" for label, us in best.items()]
+    if peer is not None:
+        parts.append(
+            f"ratio launch {best['ruda launch'] / best[name]:.2f}x, "
+            f"prepared {best['ruda prepared'] / best[name]:.2f}x"
+        )
+    return f"{device:10s} " + "  ".join(parts)
 
 
 def main(devices: list[str]) -> None:

@@ -126,23 +126,25 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
     return RudaFuture(wait, lambda: bool(event.done))
 
 
+class _ParamBlock:
+    """Kernel parameters packed in place, and the array of pointers ``cuLaunchKernel`` reads."""
+
+    __slots__ = ("block", "params", "pointers")
+
+    def __init__(self, size: int, offsets: Sequence[int]) -> None:
+        self.block = ctypes.create_string_buffer(max(size, 1))
+        base = ctypes.addressof(self.block)
+        self.pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        self.params = ctypes.addressof(self.pointers)
+
+
 class _Launcher:
     """A loaded kernel with a parameter block packed in place: built once per (kernel, mode).
 
     ``cuLaunchKernel`` copies the parameters when it is called, so the block is reused by
     every launch (launches of one server are serialised by its lock)."""
 
-    __slots__ = (
-        "block",
-        "cubin",
-        "function",
-        "module",
-        "name",
-        "params",
-        "pointers",
-        "read_args",
-        "struct",
-    )
+    __slots__ = ("cubin", "function", "module", "name", "offsets", "params", "read_args", "struct")
 
     def __init__(self, cubin: bytes, compiled: CompiledKernel) -> None:
         args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
@@ -159,11 +161,12 @@ class _Launcher:
             offsets.append(size + pad)
             size += pad + width
         self.struct = struct.Struct("".join(fmt))
-        self.block = ctypes.create_string_buffer(max(size, 1))
-        base = ctypes.addressof(self.block)
-        self.pointers = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in offsets])
-        self.params = ctypes.addressof(self.pointers)
+        self.offsets = offsets
+        self.params = self.new_block()
         self.read_args = make_arg_reader(args, "{b}.slice.page.resource + {b}.offset_bytes")
+
+    def new_block(self) -> _ParamBlock:
+        return _ParamBlock(self.struct.size, self.offsets)
 
 
 class CudaServer(ComputeServer):
@@ -271,9 +274,8 @@ class CudaServer(ComputeServer):
             cx, cy, cz = self._read_count(cuda, count.binding)
             if not (cx and cy and cz):
                 return
-        launcher.struct.pack_into(
-            launcher.block, 0, *launcher.read_args(bindings, scalars, metadata)
-        )
+        params = launcher.params
+        launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
         try:
             driver.launchKernel(
                 launcher.function.ptr,
@@ -285,7 +287,7 @@ class CudaServer(ComputeServer):
                 dim.z,
                 0,
                 cuda.ptr,
-                launcher.params,
+                params.params,
                 0,
             )
         except driver.CUDADriverError as exc:
@@ -293,6 +295,37 @@ class CudaServer(ComputeServer):
                 f"kernel {launcher.name} failed to launch on {self.device_id}: {exc}. If an "
                 "earlier kernel faulted, sync after each launch to find it"
             ) from exc
+
+    def _prepare(
+        self,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Callable[[ServerStream], None]:
+        launcher: _Launcher = kernel
+        params = launcher.new_block()  # this launch's own, packed once
+        launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
+        func, grid, block = (
+            launcher.function.ptr,
+            (count.x, count.y, count.z),
+            (dim.x, dim.y, dim.z),
+        )
+
+        def run(stream: ServerStream) -> None:
+            self._activate()
+            try:
+                driver.launchKernel(
+                    func, *grid, *block, 0, cast(CudaStream, stream).ptr, params.params, 0
+                )
+            except driver.CUDADriverError as exc:
+                raise LaunchError(f"kernel {launcher.name} failed to launch: {exc}") from exc
+
+        return run
 
     def _read_count(self, stream: CudaStream, binding: Binding) -> tuple[int, int, int]:
         host = np.empty(3, dtype=np.uint32)

@@ -120,21 +120,29 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
 class _Launcher:
     """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
 
-    __slots__ = ("kernel", "max_units", "name", "program", "read_args")
+    __slots__ = ("arg_dtypes", "entrypoint", "kernel", "max_units", "name", "program", "read_args")
 
     def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
         args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
         self.program = program
         self.name = compiled.definition.name
+        self.entrypoint = compiled.entrypoint
+        self.arg_dtypes = [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
         self.kernel = cl.Kernel(program, compiled.entrypoint)
-        self.kernel.set_scalar_arg_dtypes(
-            [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
-        )
+        self.kernel.set_scalar_arg_dtypes(self.arg_dtypes)
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
         self.read_args = make_arg_reader(args, "{b}.slice.page.resource", scalar_dtypes)
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
+
+    def bound_copy(self, values: Sequence[Any]) -> Any:
+        """A kernel object of its own with ``values`` set as its arguments once (for a
+        prepared launch; the shared ``kernel`` is re-bound by every ordinary launch)."""
+        own = cl.Kernel(self.program, self.entrypoint)
+        own.set_scalar_arg_dtypes(self.arg_dtypes)
+        own.set_args(*values)
+        return own
 
 
 class OpenCLServer(ComputeServer):
@@ -260,11 +268,7 @@ class OpenCLServer(ComputeServer):
     ) -> None:
         launcher: _Launcher = kernel
         queue = cast(OpenCLStream, stream).queue
-        if dim.x * dim.y * dim.z > launcher.max_units:
-            raise TooManyResources(
-                f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
-                f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
-            )
+        self._check_units(launcher, dim)
         if count.binding is None:
             cx, cy, cz = count.x, count.y, count.z
         else:
@@ -281,6 +285,39 @@ class OpenCLServer(ComputeServer):
             )
         except cl.Error as exc:
             raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
+
+    def _prepare(
+        self,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Callable[[ServerStream], None]:
+        launcher: _Launcher = kernel
+        self._check_units(launcher, dim)
+        own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
+        gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
+        lsize = (dim.x, dim.y, dim.z)
+        enqueue = cl.enqueue_nd_range_kernel
+
+        def run(stream: ServerStream) -> None:
+            try:
+                enqueue(cast(OpenCLStream, stream).queue, own, gsize, lsize)
+            except cl.Error as exc:
+                raise LaunchError(f"kernel {launcher.name} failed to launch: {exc}") from exc
+
+        return run
+
+    def _check_units(self, launcher: _Launcher, dim: RudaDim) -> None:
+        if dim.x * dim.y * dim.z > launcher.max_units:
+            raise TooManyResources(
+                f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
+                f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
+            )
 
     def _read_count(self, queue: Any, binding: Binding) -> tuple[int, int, int]:
         host = np.empty(3, dtype=np.uint32)

@@ -10,11 +10,13 @@ surface when the decorator runs; everything else at the first specialisation.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ir import Elem, KernelDefinition
+from ..runtime.client import PreparedLaunch
 from ..runtime.errors import LaunchConfigError
 from ..runtime.launch import RudaCount, RudaDim
 from .frontend import build_kernel
@@ -193,6 +195,32 @@ class Kernel:
     ) -> None:
         """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
         self._launcher(args, comptime).launch(client.launch_unchecked, count, dim, args)
+
+    def prepare(
+        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+    ) -> PreparedLaunch:
+        """Check ``args`` and build the kernel once; the result's ``launch()`` enqueues this
+        exact launch again with nothing re-checked or re-packed (Checked mode). It keeps the
+        arguments, and so their memory, alive.
+
+        :raises LaunchConfigError: at once, as :meth:`launch`.
+        :raises CompilationError: at once, when the kernel does not specialise or build.
+        """
+        prepared: PreparedLaunch = self._launcher(args, comptime).launch(
+            client.prepare, count, dim, args
+        )
+        prepared.keep = args
+        return prepared
+
+    def prepare_unchecked(
+        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+    ) -> PreparedLaunch:
+        """Like :meth:`prepare`, with the bounds checks ``BoundsCheckMode`` selects now."""
+        prepared: PreparedLaunch = self._launcher(args, comptime).launch(
+            functools.partial(client.prepare, unchecked=True), count, dim, args
+        )
+        prepared.keep = args
+        return prepared
 
     def _launcher(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:
         """The launcher for these arguments: one lookup on a probe of what specialises the

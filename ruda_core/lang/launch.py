@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,9 +34,7 @@ from .types import as_elem
 __all__ = ["Launcher", "Submit"]
 
 #: ``client.launch`` or ``client.launch_unchecked``.
-Submit = Callable[
-    [KernelTask, RudaCount, RudaDim, list[Binding], list[np.generic], list[int]], None
-]
+Submit = Callable[[KernelTask, RudaCount, RudaDim, list[Binding], list[np.generic], list[int]], Any]
 Binder = Callable[[object, list[Binding], list[np.generic], list[int], list[int]], None]
 
 _U32_LIMIT = 1 << 32
@@ -53,14 +52,15 @@ class Launcher:
         self._binders = tuple(_binder(definition.name, p) for p in definition.params)
         self._names = ", ".join(p.name for p in definition.params)
         #: the launch entry point: a generated fast path where the signature allows one
-        self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], None] = (
+        self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
             _fast_path(self) or self.checked_launch
         )
 
     def checked_launch(
         self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
-    ) -> None:
-        """Check and convert ``args`` (one per parameter, in order) and call ``submit``.
+    ) -> Any:
+        """Check and convert ``args`` (one per parameter, in order) and call ``submit``;
+        return what it returns.
 
         :raises LaunchConfigError: for a wrong argument count, kind, element type or size.
         """
@@ -76,7 +76,7 @@ class Launcher:
         for bind, arg in zip(self._binders, args, strict=True):
             bind(arg, bindings, scalars, metadata, dims)
         metadata += dims
-        submit(self.task, count, dim, bindings, scalars, metadata)
+        return submit(self.task, count, dim, bindings, scalars, metadata)
 
 
 def arg_elem(arg: object) -> Elem | None:
@@ -298,7 +298,7 @@ def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
         "def launch(s, c, d, args):\n"
         f"    if len(args) != {len(defn.params)}: return slow(s, c, d, args)\n"
         f"{unpack}{body}"
-        f"    s(task, c, d, [{', '.join(bindings)}], [{', '.join(scalars)}], "
+        f"    return s(task, c, d, [{', '.join(bindings)}], [{', '.join(scalars)}], "
         f"[{', '.join(lengths)}])\n"
     )
     env["slow"] = launcher.checked_launch

@@ -5,7 +5,7 @@
 """
 
 from .backend import LazyType, Runtime, is_contiguous_or_pitched
-from .client import ComputeClient, CopyDescriptor, contiguous_strides
+from .client import ComputeClient, CopyDescriptor, PreparedLaunch, contiguous_strides
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
 from .errors import (
@@ -67,6 +67,7 @@ __all__ = [
     "MemoryUsage",
     "OutOfMemory",
     "PluginError",
+    "PreparedLaunch",
     "ProfileDuration",
     "ProfileTrace",
     "Promise",

@@ -32,7 +32,7 @@ from .stream import StreamId
 if TYPE_CHECKING:
     from .backend import Runtime
 
-__all__ = ["ComputeClient", "CopyDescriptor"]
+__all__ = ["ComputeClient", "CopyDescriptor", "PreparedLaunch"]
 
 T = TypeVar("T")
 
@@ -57,6 +57,26 @@ class CopyDescriptor:
             raise LayoutError(f"shape {self.shape} and strides {self.strides} differ in rank")
         if self.elem_size < 1 or min(self.shape, default=1) < 0 or min(self.strides, default=0) < 0:
             raise LayoutError(f"{self}: sizes, extents and strides must be non-negative")
+
+
+class PreparedLaunch:
+    """A launch checked and built once; ``launch()`` enqueues it again on the resolved stream
+    of the client that prepared it, with its arguments already packed. Thread-safe.
+
+    ``keep`` holds whatever keeps the bindings' memory alive (the launch's arguments)."""
+
+    __slots__ = ("_client", "_replay", "keep")
+
+    def __init__(self, client: ComputeClient, replay: Callable[[int], None]) -> None:
+        self._client = client
+        self._replay = replay
+        self.keep: object = None
+
+    def launch(self) -> None:
+        """Enqueue the launch and return at once; errors surface as for ``launch``."""
+        client = self._client
+        stream = client._stream
+        self._replay((stream if stream is not None else StreamId.current()).value)
 
 
 class ComputeClient:
@@ -327,6 +347,30 @@ class ComputeClient:
         self._server.launch(
             task, count, dim, bindings, scalars, metadata, mode, self.execution_stream().value
         )
+
+    def prepare(
+        self,
+        task: RudaTask,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic] = (),
+        metadata: Sequence[int] = (),
+        *,
+        unchecked: bool = False,
+    ) -> PreparedLaunch:
+        """Check and build a launch once, for replaying it many times with ``.launch()``.
+
+        The bindings must stay valid as long as the prepared launch is used (keep their
+        handles). ``unchecked`` takes the mode of ``launch_unchecked`` at this moment.
+
+        :raises TooManyResources: at once, as ``launch``.
+        :raises CompilationError: at once, when the kernel does not build.
+        """
+        self._check_limits(task, count, dim)
+        mode = BoundsCheckMode.current().execution_mode if unchecked else ExecutionMode.CHECKED
+        replay = self._server.prepare(task, count, dim, bindings, scalars, metadata, mode)
+        return PreparedLaunch(self, replay)
 
     def flush(self) -> None:
         """Submit queued work. Not a completion fence.

@@ -24,7 +24,7 @@ import sys
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -331,30 +331,101 @@ class ComputeServer(ABC):
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
                 return
-            for b in bindings:
-                if b.slice.error is not None:  # rare: resolve poison only when there is some
-                    poisoned = self.poisoned_input(task, bindings)
-                    if poisoned is not None:
-                        self.fail(stream, poisoned, bindings, task)
-                        return
-                    for k, written in enumerate(bindings):
-                        if task.writes(k):
-                            written.slice.error = None
-                    break
-            if mode is ExecutionMode.VALIDATE:
-                n = len(bindings)  # the report is the last array: its length the last length
-                bindings = [*bindings, self._report_binding(stream, task, compiled)]
-                metadata = [*metadata[:n], _REPORT_WORDS, *metadata[n:]]
-            if self._profile is None:
-                self._launch(
-                    stream, task, kernel, compiled, count, dim, bindings, scalars, metadata
+            self._enqueue(
+                stream, task, mode, compiled, kernel, count, dim, bindings, scalars, metadata
+            )
+
+    def _enqueue(
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        mode: ExecutionMode,
+        compiled: CompiledKernel,
+        kernel: Any,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> None:
+        """The launch of a built kernel whose bindings are ordered on ``stream`` (lock held)."""
+        for b in bindings:
+            if b.slice.error is not None:  # rare: resolve poison only when there is some
+                poisoned = self.poisoned_input(task, bindings)
+                if poisoned is not None:
+                    self.fail(stream, poisoned, bindings, task)
+                    return
+                for k, written in enumerate(bindings):
+                    if task.writes(k):
+                        written.slice.error = None
+                break
+        if mode is ExecutionMode.VALIDATE:
+            n = len(bindings)  # the report is the last array: its length the last length
+            bindings = [*bindings, self._report_binding(stream, task, compiled)]
+            metadata = [*metadata[:n], _REPORT_WORDS, *metadata[n:]]
+        if self._profile is None:
+            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+        else:
+            start = self._timestamp(stream)
+            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+            self._note("kernel", task.name, stream, start)
+
+    def prepare(
+        self,
+        task: RudaTask,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+        mode: ExecutionMode,
+    ) -> Callable[[int], None]:
+        """Build ``task`` now and return ``replay(stream_value)``, which enqueues this exact
+        launch again with everything that does not change precomputed by the backend. A replay
+        keeps every guarantee of :meth:`launch` (ordering, poisoning, profiling, Validate).
+
+        :raises CompilationError: at once, when the kernel does not build.
+        """
+        frozen = tuple(bindings)
+        with self.lock:
+            compiled, kernel = self._kernel(task, mode)
+            fast = None
+            if mode is not ExecutionMode.VALIDATE and count.binding is None:
+                fast = self._prepare(task, kernel, compiled, count, dim, frozen, scalars, metadata)
+
+        def replay(stream_value: int) -> None:
+            with self.lock:
+                stream = self._stream(stream_value)
+                self._use_bindings(stream, frozen)
+                if fast is not None and self._profile is None and not _poisoned(frozen):
+                    fast(stream)
+                    return
+                if count.binding is not None:
+                    self._use_bindings(stream, (count.binding,))
+                self._enqueue(
+                    stream, task, mode, compiled, kernel, count, dim, frozen, scalars, metadata
                 )
-            else:
-                start = self._timestamp(stream)
-                self._launch(
-                    stream, task, kernel, compiled, count, dim, bindings, scalars, metadata
-                )
-                self._note("kernel", task.name, stream, start)
+
+        return replay
+
+    def _prepare(
+        self,
+        task: RudaTask,
+        kernel: Any,
+        compiled: CompiledKernel,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Callable[[ServerStream], None]:
+        """Precompute one launch; the result enqueues it on a stream (lock held, bindings
+        ordered). The default precomputes nothing; backends override it to pack arguments once."""
+
+        def run(stream: ServerStream) -> None:
+            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+
+        return run
 
     def flush(self, stream_value: int) -> None:
         """Submit queued work and raise the stream's pending error, if any."""
@@ -549,6 +620,13 @@ class ComputeServer(ABC):
                     index=index,
                     length=length,
                 )
+
+
+def _poisoned(bindings: Sequence[Binding]) -> bool:
+    for b in bindings:  # noqa: SIM110  # a loop costs less than any() on the replay path
+        if b.slice.error is not None:
+            return True
+    return False
 
 
 def _describe_bad_binding(binding: Binding, server: ComputeServer) -> str:
