@@ -470,9 +470,16 @@ class ComputeServer(ABC):
             waits = [self._sync(s) for s in rec.streams.values()]
         for w in waits:
             w.result()
-        events = tuple(
-            TraceEvent(name, kind, stream.slot, start.ns_since(rec.base), end.ns_since(rec.base))
+        spans = [
+            (kind, name, stream.slot, start.ns_since(rec.base), end.ns_since(rec.base))
             for kind, name, stream, start, end in rec.ops
+        ]
+        # another stream may have started before the base stamp's stream reached it
+        shift = min((span[3] for span in spans), default=0)
+        shift = min(shift, 0)
+        events = tuple(
+            TraceEvent(name, kind, slot, start - shift, end - shift)
+            for kind, name, slot, start, end in spans
         )
         return ProfileTrace(str(self.device_id), events)
 
