@@ -9,9 +9,11 @@ from .client import ComputeClient, CopyDescriptor, PreparedLaunch, contiguous_st
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
 from .errors import (
+    AutotuneError,
     BackendUnavailable,
     BufferTooBig,
     CompilationError,
+    DeploymentTagsError,
     InvalidHandle,
     IoError,
     LaunchConfigError,
@@ -36,6 +38,7 @@ from .server import Bytes, ComputeServer, ServerStream
 from .stream import StreamId
 
 __all__ = [
+    "AutotuneError",
     "BackendUnavailable",
     "Binding",
     "BoundsCheckMode",
@@ -48,6 +51,7 @@ __all__ = [
     "ComputeClient",
     "ComputeServer",
     "CopyDescriptor",
+    "DeploymentTagsError",
     "Device",
     "DeviceId",
     "DeviceProperties",

@@ -17,8 +17,10 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── LayoutError (ValueError)      a tensor layout the runtime cannot read as is
     │   ├── ValidationError               Validate mode found an out-of-bounds access
     │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
+    │   ├── AutotuneError                 every candidate of a tunable set failed
     │   └── ServerUnhealthy               the device is lost; recreate the process
     ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
+    │   └── DeploymentTagsError           deployment tags changed after their first use
     └── PluginError                       a driver plugin is broken or unavailable
         └── BackendUnavailable            a named backend cannot be used (says what is missing)
 
@@ -27,10 +29,14 @@ Warnings subclass :class:`RudaWarning`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 __all__ = [
+    "AutotuneError",
     "BackendUnavailable",
     "BufferTooBig",
     "CompilationError",
+    "DeploymentTagsError",
     "InvalidHandle",
     "IoError",
     "LaunchConfigError",
@@ -115,6 +121,17 @@ class UnsupportedFeature(ServerError, NotImplementedError):
     """The device or runtime lacks the capability that was asked for."""
 
 
+class AutotuneError(ServerError):
+    """Every candidate of a tunable set failed for one key. The message lists each candidate's
+    error; ``errors`` maps candidate names to the exceptions, and ``__cause__`` is the first of
+    them. The client stays usable."""
+
+    def __init__(self, message: str, errors: Mapping[str, BaseException]) -> None:
+        super().__init__(message)
+        #: candidate name -> the exception it raised
+        self.errors = dict(errors)
+
+
 class ServerUnhealthy(ServerError):
     """The device is in an unrecoverable state (a lost context). Recreate the process."""
 
@@ -123,6 +140,10 @@ class RudaPanic(RuntimeError):
     """The panicking form of a :class:`ServerError`, raised by the seed's panicking methods
     (``read``, ``read_tensor``, ``read_one_unchecked``, ``init``, ``load``). ``__cause__`` is
     the ``ServerError`` where there is one."""
+
+
+class DeploymentTagsError(RudaPanic):
+    """Deployment tags were changed after their first use (they are immutable from then on)."""
 
 
 class PluginError(Exception):

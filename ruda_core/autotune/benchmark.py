@@ -1,0 +1,140 @@
+"""Measuring the candidates of a set on a device: :func:`benchmark`.
+
+Each candidate runs once to warm up (compilation, first-use allocation), then ``samples`` times
+under ``client.profile``; its cost is the median over those runs of the larger of the device
+time of the run's kernels and copies and the host time the run took to enqueue them (a candidate
+is as slow as its bottleneck). Every run is followed by a sync, so a failure at launch or at
+execution is attributed to the candidate that caused it; such a candidate is excluded and its
+error recorded. When a profile is already running on the device (tuning inside a profiled
+region), runs are timed by the host clock around a sync instead.
+
+One tuning runs at a time per device (other work on the device while tuning distorts the
+timings). This module never stores results (see :mod:`.cache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import statistics
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime import ComputeClient, ComputeServer, ServerError
+from .result import AutotuneError, TuneResult
+from .tunable import Tunable, TunableSet
+
+__all__ = ["benchmark"]
+
+_log = logging.getLogger("ruda.autotune")
+_locks: weakref.WeakKeyDictionary[ComputeServer, threading.RLock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def _device_lock(server: ComputeServer) -> threading.RLock:
+    with _locks_guard:
+        lock = _locks.get(server)
+        if lock is None:
+            lock = _locks[server] = threading.RLock()
+        return lock
+
+
+def benchmark(
+    client: ComputeClient,
+    tunable_set: TunableSet,
+    key: str,
+    inputs: tuple[Any, ...],
+    *,
+    warmup: int,
+    samples: int,
+) -> TuneResult:
+    """Measure every candidate of ``tunable_set`` on ``inputs`` and return the result; blocks
+    until done. Candidates that raise are excluded and recorded in ``TuneResult.errors``.
+
+    :param key: the key's ``repr``, recorded in the result and in error messages.
+    :raises AutotuneError: when every candidate raised.
+    :raises ServerError: a pending error of work enqueued before tuning began, surfaced by the
+        sync that starts the tuning (it belongs to that work, not to a candidate).
+    """
+    with _device_lock(client.server):
+        client.sync().result()
+        timings: dict[str, int] = {}
+        errors: dict[str, BaseException] = {}
+        for tunable in tunable_set.tunables:
+            args = inputs if tunable_set.input_fn is None else tunable_set.input_fn(client, *inputs)
+            try:
+                timings[tunable.name] = _measure(client, tunable, tuple(args), warmup, samples)
+            except Exception as exc:  # any failure excludes the candidate; it is recorded
+                errors[tunable.name] = exc
+                _drain(client)
+                _log.info(
+                    "autotune %s %s: %s excluded: %r", tunable_set.name, key, tunable.name, exc
+                )
+    if not timings:
+        listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
+        raise AutotuneError(
+            f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
+            f"{client.device_id()}; fix or add a candidate that runs here:\n{listing}",
+            errors,
+        ) from next(iter(errors.values()))
+    order = {name: k for k, name in enumerate(tunable_set.names)}
+    winner = min(timings, key=lambda name: (timings[name], order[name]))
+    _log.info("autotune %s %s: %s wins %s", tunable_set.name, key, winner, timings)
+    return TuneResult(
+        set_name=tunable_set.name,
+        key=key,
+        winner=winner,
+        timings_ns=tuple(timings.items()),
+        errors=tuple((n, f"{type(e).__name__}: {e}") for n, e in errors.items()),
+    )
+
+
+def _measure(
+    client: ComputeClient, tunable: Tunable, args: tuple[Any, ...], warmup: int, samples: int
+) -> int:
+    """The candidate's cost in ns (see the module docstring); raises what the candidate raised,
+    at launch or at the sync after it."""
+
+    def run() -> None:
+        tunable.fn(client, *args)
+
+    for _ in range(warmup):
+        run()
+        client.sync().result()
+    costs = [_timed(client, run, f"autotune {tunable.name}") for _ in range(samples)]
+    return int(statistics.median(costs))
+
+
+def _timed(client: ComputeClient, run: Callable[[], None], name: str) -> int:
+    started = False
+
+    def body() -> None:
+        nonlocal started
+        started = True
+        run()
+
+    try:
+        _, duration = client.profile(body, name=name)
+    except ServerError:
+        if started:
+            raise
+        return _timed_by_host(client, run)  # the device is being profiled already
+    client.sync().result()
+    return max(duration.execution_ns + duration.transfer_ns, duration.submission_ns)
+
+
+def _timed_by_host(client: ComputeClient, run: Callable[[], None]) -> int:
+    start = time.perf_counter_ns()
+    run()
+    client.sync().result()
+    return time.perf_counter_ns() - start
+
+
+def _drain(client: ComputeClient) -> None:
+    """Clear what a failed candidate left pending on the stream, so that the next candidate is
+    not blamed for it."""
+    with contextlib.suppress(ServerError):  # the excluded candidate's own error, recorded already
+        client.sync().result()

@@ -1,0 +1,171 @@
+"""Tuning results persist across processes under RUDA_CACHE_DIR; a corrupt or foreign entry is a
+warning and a new tuning; a device without a driver fingerprint tunes into a session-only
+store and writes nothing."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core.autotune import Tuner, runtime_environment
+from ruda_core.autotune.cache import entry_key, key_repr
+from ruda_core.runtime import ComputeClient, DeviceId
+from ruda_core.runtime.cache import CacheWarning, DiskCache
+from ruda_cpu.server import CpuServer
+
+from .kernels import N, inputs, make_set, present_devices, read_u32, run_fast, run_slow
+
+EXPECTED = 2 * np.arange(N, dtype=np.uint32)
+
+CHILD = """
+import json, sys
+import numpy as np
+import ruda_core as ruda
+from ruda_core.autotune import Tunable, TunableSet, Tuner, anchor
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import RudaCount, RudaDim
+
+@kernel
+def child_fast(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] * u32(2)
+
+@kernel
+def child_slow(x: Array[u32], out: Array[u32], reps: u32, mul: u32, add: u32):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        acc = x[i]
+        for _k in range(reps):
+            acc = acc * mul + add
+        out[i] = acc * u32(2)
+
+def fast(client, x, n):
+    out = client.empty(4 * n)
+    child_fast.launch(client, RudaCount(n // 64), RudaDim(64), ArrayArg(x, n), ArrayArg(out, n))
+    return out
+
+def slow(client, x, n):
+    out = client.empty(4 * n)
+    child_slow.launch(client, RudaCount(n // 64), RudaDim(64), ArrayArg(x, n), ArrayArg(out, n),
+                      256, 1, 0)
+    return out
+
+DOUBLE = TunableSet("child.double", lambda x, n: anchor(n),
+                    [Tunable("slow", slow), Tunable("fast", fast)])
+client = ruda.client(sys.argv[1])
+tuner = Tuner()
+x = np.arange(4096, dtype=np.uint32)
+out = tuner.execute(client, DOUBLE, client.create_from_slice(x), 4096)
+assert np.array_equal(np.frombuffer(client.read_one(out), np.uint32), 2 * x)
+winner = tuner.tune(client, DOUBLE, None, 4096).winner
+stats = tuner.stats
+print(json.dumps({"benchmarked": stats.benchmarked, "cache_hits": stats.cache_hits,
+                  "winner": winner}))
+"""
+
+
+@pytest.mark.parametrize("device", present_devices())
+def test_a_second_process_uses_the_stored_result_without_benchmarking(device, tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = {**os.environ, "RUDA_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, str(script), device],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0] == {"benchmarked": 1, "cache_hits": 1, "winner": "fast"}  # tune(): a hit
+    assert runs[1] == {"benchmarked": 0, "cache_hits": 2, "winner": "fast"}
+    assert list((tmp_path / "cache" / "autotune").rglob("*.lock")), "the entry was written"
+
+
+def _entries(root: Path) -> list[Path]:
+    return [p for p in (root / "autotune").rglob("*") if p.is_file() and ".lock" not in p.name]
+
+
+def test_a_corrupt_entry_is_a_warning_and_a_new_tuning(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
+    client = ruda.client("cpu")
+    tunables = make_set("corrupt", ("slow", run_slow), ("fast", run_fast))
+    x, n = inputs(client)
+    Tuner().execute(client, tunables, x, n)
+    (entry,) = _entries(tmp_path)
+    raw = entry.read_bytes()
+    entry.write_bytes(raw[: len(raw) // 2] + b"garbage")
+
+    tuner = Tuner()
+    with pytest.warns(CacheWarning, match="corrupt"):
+        out = tuner.execute(client, tunables, x, n)
+    np.testing.assert_array_equal(read_u32(client, out), EXPECTED)
+    assert (tuner.stats.benchmarked, tuner.stats.cache_hits) == (1, 0)
+    again = Tuner()  # the new tuning replaced the entry: read back with no warning
+    assert again.tune(client, tunables, x, n).winner == "fast"
+    assert again.stats.cache_hits == 1
+
+
+def test_a_well_formed_entry_naming_an_unknown_winner_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
+    client = ruda.client("cpu")
+    tunables = make_set("foreign", ("slow", run_slow), ("fast", run_fast))
+    x, n = inputs(client)
+    text = key_repr(tunables, tunables.key_fn(x, n))
+    entry = entry_key(runtime_environment(client), tunables, text)
+    record = {
+        "format": 1,
+        "set": tunables.name,
+        "key": text,
+        "winner": "gone",
+        "timings_ns": [],
+        "errors": [],
+    }
+    DiskCache("autotune").put(entry, json.dumps(record).encode())
+    tuner = Tuner()
+    with pytest.warns(CacheWarning, match="unusable"):
+        result = tuner.tune(client, tunables, x, n)
+    assert result.winner == "fast" and tuner.stats.benchmarked == 1
+
+
+class SessionOnlyServer(CpuServer):
+    """The NumPy device, with a driver stack it cannot identify across processes."""
+
+    def driver_fingerprint(self) -> None:
+        return None
+
+
+_ids = itertools.count(900)
+
+
+def test_no_driver_fingerprint_tunes_into_a_session_only_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
+    index = next(_ids)
+    client = ComputeClient(("session-only-cpu", index), SessionOnlyServer(DeviceId(0, index)), None)
+    env = runtime_environment(client)
+    assert env.driver_fingerprint is None and not env.persistent
+    tunables = make_set("session", ("slow", run_slow), ("fast", run_fast))
+    x, n = inputs(client)
+    first = Tuner()
+    np.testing.assert_array_equal(read_u32(client, first.execute(client, tunables, x, n)), EXPECTED)
+    assert first.stats.benchmarked == 1
+    assert _entries(tmp_path) == [], "nothing is persisted without a driver fingerprint"
+    second = Tuner()  # the session store answers other tuners of this process
+    assert second.tune(client, tunables, x, n).winner == "fast"
+    assert (second.stats.benchmarked, second.stats.cache_hits) == (0, 1)
+
+    persistent = ruda.client("cpu")  # the same set on a device with a fingerprint is stored
+    Tuner().execute(persistent, tunables, *inputs(persistent))
+    assert len(_entries(tmp_path)) == 1

@@ -1,0 +1,206 @@
+"""The tuner picks the fastest real kernel variant, excludes candidates that fail at launch or at
+the next sync, raises one clear error when all fail, tunes a key once across threads and tunes
+a recorded winner again when it stops launching."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core.autotune import AutotuneError, Tunable, TunableSet, Tuner
+from ruda_core.lang import ArrayArg
+from ruda_core.runtime import CompilationError, RudaCount, RudaDim, ServerError, TooManyResources
+
+from .kernels import (
+    N,
+    double_in_place,
+    inputs,
+    make_set,
+    present_devices,
+    read_u32,
+    run_broken,
+    run_fast,
+    run_slow,
+    run_too_big,
+)
+
+EXPECTED = 2 * np.arange(N, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("device", present_devices())
+def test_the_faster_of_two_real_variants_wins(device):
+    client = ruda.client(device)
+    tunables = make_set("fastest", ("slow", run_slow), ("fast", run_fast))  # slow first: no tie
+    tuner = Tuner()
+    x, n = inputs(client)
+    np.testing.assert_array_equal(read_u32(client, tuner.execute(client, tunables, x, n)), EXPECTED)
+    result = tuner.tune(client, tunables, x, n)
+    timings = dict(result.timings_ns)
+    assert result.winner == "fast", timings
+    assert timings["slow"] > timings["fast"] and result.errors == ()
+    # a hit runs the winner without measuring again
+    np.testing.assert_array_equal(read_u32(client, tuner.execute(client, tunables, x, n)), EXPECTED)
+    assert tuner.stats.benchmarked == 1
+
+
+@pytest.mark.parametrize("device", present_devices())
+def test_a_failing_candidate_is_excluded_and_its_error_recorded(device):
+    client = ruda.client(device)
+    tunables = make_set(
+        "failing",
+        ("too-big", run_too_big),  # raises at launch
+        ("broken", run_broken),  # launches, then fails at the sync
+        ("slow", run_slow),
+        ("fast", run_fast),
+    )
+    tuner = Tuner()
+    x, n = inputs(client)
+    out = tuner.execute(client, tunables, x, n)
+    np.testing.assert_array_equal(read_u32(client, out), EXPECTED)
+    result = tuner.tune(client, tunables, x, n)
+    errors = dict(result.errors)
+    assert result.winner == "fast"
+    assert [name for name, _ in result.timings_ns] == ["slow", "fast"]
+    assert errors["too-big"].startswith(TooManyResources.__name__)
+    assert (
+        errors["broken"].startswith(CompilationError.__name__) and "double_fast" in errors["broken"]
+    )
+    client.sync().result()  # nothing of the failed candidates is left pending
+
+
+def test_every_candidate_failing_is_one_server_error_naming_each():
+    client = ruda.client("cpu")
+    tunables = make_set("all-fail", ("too-big", run_too_big), ("broken", run_broken))
+    x, n = inputs(client)
+    with pytest.raises(AutotuneError) as info:
+        Tuner().execute(client, tunables, x, n)
+    error = info.value
+    assert isinstance(error, ServerError)
+    message = str(error)
+    assert tunables.name in message and "key 4096" in message
+    assert "too-big: TooManyResources" in message and "broken: CompilationError" in message
+    assert set(error.errors) == {"too-big", "broken"}
+    assert isinstance(error.__cause__, TooManyResources)
+    # the client stays usable
+    np.testing.assert_array_equal(read_u32(client, run_fast(client, x, n)), EXPECTED)
+
+
+def test_a_cached_winner_that_stops_launching_is_tuned_again():
+    client = ruda.client("cpu")
+    units = {"fast": 64}
+
+    def configurable_fast(client, x, n):
+        return run_fast(client, x, n, units=units["fast"])
+
+    tunables = make_set("retune", ("slow", run_slow), ("fast", configurable_fast))
+    first, second = Tuner(), Tuner()
+    x, n = inputs(client)
+    first.execute(client, tunables, x, n)
+    assert first.tune(client, tunables, x, n).winner == "fast"
+    units["fast"] = 1 << 20  # the recorded winner no longer launches on this device
+
+    # a winner recorded in this tuner
+    np.testing.assert_array_equal(read_u32(client, first.execute(client, tunables, x, n)), EXPECTED)
+    assert (first.stats.retuned, first.stats.benchmarked) == (1, 2)
+    result = first.tune(client, tunables, x, n)
+    assert result.winner == "slow" and "fast" in dict(result.errors)
+    # the new winner is what is stored: another tuner uses it without measuring
+    np.testing.assert_array_equal(
+        read_u32(client, second.execute(client, tunables, x, n)), EXPECTED
+    )
+    assert (second.stats.benchmarked, second.stats.cache_hits) == (0, 1)
+
+
+def test_a_stored_winner_that_stops_launching_is_tuned_again():
+    client = ruda.client("cpu")
+    units = {"fast": 64}
+
+    def configurable_fast(client, x, n):
+        return run_fast(client, x, n, units=units["fast"])
+
+    tunables = make_set("retune-stored", ("slow", run_slow), ("fast", configurable_fast))
+    x, n = inputs(client)
+    Tuner().execute(client, tunables, x, n)
+    units["fast"] = 1 << 20
+    tuner = Tuner()  # loads "fast" from the store, runs it, sees it fail, tunes again
+    np.testing.assert_array_equal(read_u32(client, tuner.execute(client, tunables, x, n)), EXPECTED)
+    stats = tuner.stats
+    assert (stats.cache_hits, stats.retuned, stats.benchmarked) == (1, 1, 1)
+    assert tuner.tune(client, tunables, x, n).winner == "slow"
+
+
+def test_threads_missing_the_same_key_tune_it_once():
+    client = ruda.client("cpu")
+    tunables = make_set("threads", ("slow", run_slow), ("fast", run_fast))
+    tuners = [Tuner(), Tuner()]
+    start = threading.Barrier(6)
+    outputs: list[np.ndarray] = []
+    failures: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            x, n = inputs(client)
+            start.wait()
+            out = tuners[k % 2].execute(client, tunables, x, n)
+            outputs.append(read_u32(client, out))
+        except BaseException as exc:  # reported by the main thread below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not failures, failures
+    assert len(outputs) == 6 and all(np.array_equal(o, EXPECTED) for o in outputs)
+    assert sum(t.stats.benchmarked for t in tuners) == 1
+    assert sum(t.stats.cache_hits for t in tuners) <= 1
+
+
+def test_in_place_candidates_are_benchmarked_on_copies_from_input_fn():
+    client = ruda.client("cpu")
+
+    def in_place(client, x, n):
+        double_in_place.launch(client, RudaCount(n // 64), RudaDim(64), ArrayArg(x, n))
+        return x
+
+    def copies(client, x, n):
+        return (client.create_from_slice(client.read_one(x)), n)
+
+    tunables = make_set("in-place", ("a", in_place), ("b", in_place), input_fn=copies)
+    x, n = inputs(client)
+    Tuner().execute(client, tunables, x, n)
+    np.testing.assert_array_equal(read_u32(client, x), EXPECTED)  # doubled once, not 1 + 2 * 6
+
+
+def test_malformed_sets_and_keys_are_refused():
+    with pytest.raises(ValueError, match="no candidates"):
+        TunableSet("empty", len, [])
+    with pytest.raises(ValueError, match=r"duplicate candidate names \['a'\]"):
+        TunableSet("dupes", len, [Tunable("a", run_fast), Tunable("a", run_slow)])
+    with pytest.raises(TypeError, match="is not a Tunable"):
+        TunableSet("raw", len, [run_fast])
+    with pytest.raises(TypeError, match="non-empty str name"):
+        Tunable("", run_fast)
+    client = ruda.client("cpu")
+    x, n = inputs(client)
+    unhashable = TunableSet("unhashable", lambda x, n: [n], [Tunable("fast", run_fast)])
+    with pytest.raises(TypeError, match="not hashable"):
+        Tuner().execute(client, unhashable, x, n)
+    by_address = TunableSet("address", lambda x, n: object(), [Tunable("fast", run_fast)])
+    with pytest.raises(TypeError, match="no stable repr"):
+        Tuner().execute(client, by_address, x, n)
+
+
+def test_tuning_inside_a_profiled_region_times_by_the_host_clock():
+    client = ruda.client("cpu")
+    tunables = make_set("profiled", ("slow", run_slow), ("fast", run_fast))
+    tuner = Tuner()
+    x, n = inputs(client)
+    out, timing = client.profile(lambda: tuner.execute(client, tunables, x, n))
+    np.testing.assert_array_equal(read_u32(client, out), EXPECTED)
+    assert tuner.tune(client, tunables, x, n).winner == "fast"
+    assert timing.execution_ns > 0  # the outer profile saw the tuning's runs
