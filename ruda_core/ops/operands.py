@@ -1,0 +1,117 @@
+"""Checking the tensors an operation is given, before anything is enqueued.
+
+An operand is a :class:`~ruda_core.runtime.normalization.TensorBuffer` or a
+:class:`~ruda_core.tensor.RudaTensor`; both become a ``TensorBuffer``. The checks raise
+``TypeError`` for an object that is neither, :class:`~ruda_core.runtime.LayoutError` for a
+shape, stride or size problem, :class:`~ruda_core.runtime.LaunchConfigError` for a wrong element
+type or parameter value, and :class:`~ruda_core.runtime.UnsupportedFeature` for an element type
+the device lacks. Each message names the operation and the operand. This module launches
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from ..ir import Elem
+from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
+from ..runtime.normalization import TensorBuffer
+from ..tensor import RudaTensor
+
+__all__ = [
+    "U32_LIMIT",
+    "Operand",
+    "as_buffer",
+    "check_elem",
+    "check_epsilon",
+    "check_float",
+    "check_shape",
+]
+
+#: Kernels index with ``u32``: an operand has fewer elements than this.
+U32_LIMIT = 1 << 32
+
+#: What an operation accepts as a tensor.
+Operand = TensorBuffer | RudaTensor
+
+
+def _is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Row-major with no padding; the stride of an axis of extent 1 does not matter."""
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n > 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def as_buffer(op: str, name: str, value: object) -> TensorBuffer:
+    """``value`` as a ``TensorBuffer`` after checking that its layout is contiguous and that its
+    handle holds every element.
+
+    :raises TypeError: when ``value`` is neither a ``TensorBuffer`` nor a ``RudaTensor``.
+    :raises LayoutError: for mismatched ranks, negative extents, a non-contiguous layout, too
+        many elements for ``u32`` indexing, or a handle smaller than the tensor.
+    """
+    if not isinstance(value, TensorBuffer | RudaTensor):
+        raise TypeError(f"{op}: {name} must be a TensorBuffer or a RudaTensor, got {value!r}")
+    shape = tuple(int(n) for n in value.shape)
+    strides = tuple(int(s) for s in value.strides)
+    where = f"{op}: {name} of shape {shape} and strides {strides}"
+    if len(shape) != len(strides):
+        raise LayoutError(f"{where}: shape and strides differ in rank")
+    if any(n < 0 for n in shape):
+        raise LayoutError(f"{where}: an extent is negative")
+    if not _is_contiguous(shape, strides):
+        raise LayoutError(
+            f"{where} is not contiguous; {op} reads row-major tensors without padding: make it "
+            "contiguous with a copy kernel first"
+        )
+    size = math.prod(shape)
+    if size >= U32_LIMIT:
+        raise LayoutError(f"{where} has {size} elements; kernels index with u32 (< 2**32)")
+    nbytes = size * value.elem.nbytes
+    if value.handle.nbytes < nbytes:
+        raise LayoutError(
+            f"{where} needs {nbytes} bytes of {value.elem}, but its handle holds "
+            f"{value.handle.nbytes}"
+        )
+    return TensorBuffer(value.handle, shape, strides, value.elem)
+
+
+def check_shape(op: str, name: str, buf: TensorBuffer, shape: tuple[int, ...]) -> None:
+    """:raises LayoutError: unless ``buf`` has exactly ``shape``."""
+    if buf.shape != shape:
+        raise LayoutError(f"{op}: {name} has shape {buf.shape}; expected {shape}")
+
+
+def check_float(op: str, name: str, buf: TensorBuffer, client: ComputeClient) -> None:
+    """:raises LaunchConfigError: unless ``buf`` holds floats.
+    :raises UnsupportedFeature: when the device lacks ``buf``'s element type."""
+    if not buf.elem.is_float:
+        raise LaunchConfigError(f"{op}: {name} is {buf.elem}; expected f16, bf16, f32 or f64")
+    if not client.features().supports(buf.elem):
+        raise UnsupportedFeature(
+            f"{op}: {name} is {buf.elem}, which {client.device} does not support; use f32"
+        )
+
+
+def check_elem(op: str, name: str, buf: TensorBuffer, elem: Elem, why: str) -> None:
+    """:raises LaunchConfigError: unless ``buf`` holds ``elem``; ``why`` says where that type
+    comes from."""
+    if buf.elem is not elem:
+        raise LaunchConfigError(f"{op}: {name} is {buf.elem}; expected {elem} ({why})")
+
+
+def check_epsilon(op: str, epsilon: object) -> float:
+    """``epsilon`` as a float.
+
+    :raises LaunchConfigError: unless it is a finite real number >= 0.
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise LaunchConfigError(f"{op}: epsilon must be a real number, got {epsilon!r}")
+    value = float(epsilon)
+    if not math.isfinite(value) or value < 0:
+        raise LaunchConfigError(f"{op}: epsilon is {value}; it must be finite and >= 0")
+    return value

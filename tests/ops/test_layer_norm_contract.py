@@ -1,0 +1,298 @@
+"""The contract of ``ruda_core.ops.layer_norm`` / ``layer_norm_backward`` beyond accuracy:
+operand checks that raise before anything is enqueued, accepted operand types, empty inputs,
+both reduction paths, rows beyond the cube count, and the dispatch to a runtime's native
+LayerNorm."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core.ir import Elem
+from ruda_core.ops import layer_norm, layer_norm_backward, normalization
+from ruda_core.ops.geometry import RowGeometry, row_geometry
+from ruda_core.runtime import (
+    BoundsCheckMode,
+    ComputeClient,
+    DeviceId,
+    Feature,
+    LaunchConfigError,
+    LayoutError,
+    UnsupportedFeature,
+)
+from ruda_core.runtime.normalization import TensorBuffer
+from ruda_core.tensor import RudaTensor
+from ruda_cpu import CpuRuntime
+from ruda_cpu.server import CpuServer
+
+from .reference import TOLERANCE, assert_close, download, make_case, reference, upload
+
+_ids = itertools.count(200)
+
+
+@pytest.fixture
+def cpu() -> ComputeClient:
+    """A client of a fresh NumPy-device server that no other test shares (exact accounting)."""
+    index = next(_ids)
+    return ComputeClient(("ops-cpu", index), CpuServer(DeviceId(0, index)), None)
+
+
+def _buffer(client, shape, elem=Elem.F32, strides=None, nbytes=None):
+    size = int(np.prod(shape))
+    handle = client.empty(size * elem.nbytes if nbytes is None else nbytes)
+    if strides is None:
+        strides = tuple(int(s) for s in np.cumprod((1, *shape[:0:-1]))[::-1])
+    return TensorBuffer(handle, shape, strides, elem)
+
+
+# -- operand checks ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"input": ((12,), None)}, LayoutError, r"expected \(rows, features\)"),
+        ({"input": ((2, 3, 2), None)}, LayoutError, r"expected \(rows, features\)"),
+        ({"input": ((4, 0), None)}, LayoutError, "features >= 1"),
+        ({"input": ((4, 3), (1, 4))}, LayoutError, "not contiguous"),
+        ({"input": ((4, 3), (5, 1))}, LayoutError, "not contiguous"),
+        ({"weight": ((4,), None)}, LayoutError, r"weight has shape \(4,\); expected \(3,\)"),
+        ({"bias": ((3, 1), None)}, LayoutError, r"bias has shape \(3, 1\)"),
+    ],
+    ids=["rank1", "rank3", "no-features", "transposed", "padded", "weight", "bias"],
+)
+def test_layout_errors(cpu, change, error, message):
+    shapes = {"input": ((4, 3), None), "weight": ((3,), None), "bias": ((3,), None)}
+    shapes.update(change)
+    args = {name: _buffer(cpu, shape, strides=strides) for name, (shape, strides) in shapes.items()}
+    before = cpu.memory_usage().number_allocs
+    with pytest.raises(error, match=message):
+        layer_norm(cpu, args["input"], args["weight"], args["bias"])
+    assert cpu.memory_usage().number_allocs == before
+
+
+def test_small_handle_is_refused(cpu):
+    x = _buffer(cpu, (4, 3), nbytes=40)
+    with pytest.raises(LayoutError, match="needs 48 bytes of f32, but its handle holds 40"):
+        layer_norm(cpu, x, _buffer(cpu, (3,)))
+
+
+@pytest.mark.parametrize(
+    ("input_elem", "weight_elem", "message"),
+    [
+        (Elem.I32, Elem.I32, "input is i32; expected f16, bf16, f32 or f64"),
+        (Elem.F32, Elem.F64, r"weight is f64; expected f32 \(the input's element type\)"),
+    ],
+)
+def test_element_type_errors(cpu, input_elem, weight_elem, message):
+    x = _buffer(cpu, (4, 3), input_elem)
+    with pytest.raises(LaunchConfigError, match=message):
+        layer_norm(cpu, x, _buffer(cpu, (3,), weight_elem))
+
+
+def test_element_type_the_device_lacks(cpu):
+    assert not cpu.features().supports(Elem.BF16)
+    x = _buffer(cpu, (4, 3), Elem.BF16)
+    with pytest.raises(UnsupportedFeature, match=r"bf16, which .* does not support"):
+        layer_norm(cpu, x, _buffer(cpu, (3,), Elem.BF16))
+
+
+@pytest.mark.parametrize("epsilon", [-1e-5, float("nan"), float("inf"), "1e-5", True])
+def test_bad_epsilon(cpu, epsilon):
+    with pytest.raises(LaunchConfigError, match="epsilon"):
+        layer_norm(cpu, _buffer(cpu, (4, 3)), _buffer(cpu, (3,)), epsilon=epsilon)
+
+
+def test_operand_of_another_type(cpu):
+    with pytest.raises(TypeError, match="input must be a TensorBuffer or a RudaTensor"):
+        layer_norm(cpu, np.zeros((4, 3), np.float32), _buffer(cpu, (3,)))
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "elem", "error", "message"),
+    [
+        ("grad", (4, 4), Elem.F16, LayoutError, r"grad has shape \(4, 4\); expected \(4, 3\)"),
+        ("grad", (4, 3), Elem.F32, LaunchConfigError, "grad is f32; expected f16"),
+        ("mean", (3,), Elem.F32, LayoutError, r"mean has shape \(3,\); expected \(4,\)"),
+        ("mean", (4,), Elem.F16, LaunchConfigError, "the accumulator type of f16 input"),
+        ("rstd", (4,), Elem.F64, LaunchConfigError, r"rstd is f64; expected f32"),
+    ],
+)
+def test_backward_operand_errors(cpu, name, shape, elem, error, message):
+    args = {
+        "input": _buffer(cpu, (4, 3), Elem.F16),
+        "weight": _buffer(cpu, (3,), Elem.F16),
+        "grad": _buffer(cpu, (4, 3), Elem.F16),
+        "mean": _buffer(cpu, (4,)),
+        "rstd": _buffer(cpu, (4,)),
+    }
+    args[name] = _buffer(cpu, shape, elem)
+    before = cpu.memory_usage().number_allocs
+    with pytest.raises(error, match=message):
+        layer_norm_backward(cpu, **args)
+    assert cpu.memory_usage().number_allocs == before
+
+
+# -- operands, shapes and paths ----------------------------------------------------------------
+
+
+def test_ruda_tensor_operands(cpu):
+    case = make_case((5, 40), np.float32, seed=8)
+    expected = reference(case)
+    x, w = RudaTensor.from_numpy(cpu, case.x), RudaTensor.from_numpy(cpu, case.weight)
+    out, mean, rstd = layer_norm(cpu, x, w, RudaTensor.from_numpy(cpu, case.bias))
+    assert isinstance(out, TensorBuffer)
+    assert_close("out", download(cpu, out), expected.out, TOLERANCE[Elem.F32])
+    grads = layer_norm_backward(cpu, x, w, RudaTensor.from_numpy(cpu, case.grad), mean, rstd)
+    assert all(isinstance(g, TensorBuffer) for g in grads)
+    assert_close("grad_weight", download(cpu, grads[1]), expected.grad_weight, 2e-6)
+
+
+def test_single_feature_rows_accept_any_stride(cpu):
+    """An axis of extent 1 may have any stride: (rows, 1) with stride (1, 7) is contiguous."""
+    x = upload(cpu, np.arange(4, dtype=np.float32).reshape(4, 1))
+    x = TensorBuffer(x.handle, x.shape, (1, 7), x.elem)
+    out, mean, rstd = layer_norm(cpu, x, upload(cpu, np.ones(1, np.float32)))
+    np.testing.assert_array_equal(download(cpu, out), np.zeros((4, 1), np.float32))
+    np.testing.assert_array_equal(download(cpu, mean), np.arange(4, dtype=np.float32))
+    np.testing.assert_allclose(download(cpu, rstd), np.full(4, 1e-5**-0.5), rtol=1e-6)
+
+
+def test_no_rows(client):
+    x = upload(client, np.zeros((0, 5), np.float32))
+    w = upload(client, np.ones(5, np.float32))
+    out, mean, rstd = layer_norm(client, x, w)
+    assert (out.shape, mean.shape, rstd.shape) == ((0, 5), (0,), (0,))
+    grads = layer_norm_backward(client, x, w, x, mean, rstd)
+    assert grads[0].shape == (0, 5)
+    np.testing.assert_array_equal(download(client, grads[1]), np.zeros(5, np.float32))
+    np.testing.assert_array_equal(download(client, grads[2]), np.zeros(5, np.float32))
+
+
+def test_shared_memory_path_on_a_device_with_planes(client, monkeypatch):
+    """The shared-memory reduction, forced where the plane path would be chosen."""
+
+    def shared_only(client: ComputeClient, features: int) -> RowGeometry:
+        return RowGeometry(block=row_geometry(client, features).block, planes=False)
+
+    monkeypatch.setattr(normalization, "row_geometry", shared_only)
+    case = make_case((9, 1000), np.float32, seed=9)
+    expected = reference(case)
+    x, w = upload(client, case.x), upload(client, case.weight)
+    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+    assert_close("out", download(client, out), expected.out, TOLERANCE[Elem.F32])
+    assert_close("grad_input", download(client, grads[0]), expected.grad_input, 2e-6)
+
+
+def test_rows_beyond_the_cube_count(client, monkeypatch):
+    """Fewer cubes than rows: each cube strides over rows."""
+    monkeypatch.setattr(normalization, "_row_cubes", lambda client, rows: 3)
+    case = make_case((11, 24), np.float32, seed=10)
+    expected = reference(case)
+    x, w = upload(client, case.x), upload(client, case.weight)
+    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+    assert_close("out", download(client, out), expected.out, TOLERANCE[Elem.F32])
+    assert_close("grad_input", download(client, grads[0]), expected.grad_input, 2e-6)
+
+
+def test_row_geometry_on_every_device(client):
+    props = client.properties()
+    for features in (1, 7, 24, 33, 1000, 8192):
+        geometry = row_geometry(client, features)
+        assert geometry.block & (geometry.block - 1) == 0
+        assert geometry.block <= props.max_units_per_ruda
+        assert geometry.block <= props.max_ruda_dim[0]
+        if geometry.planes:
+            assert client.features().has(Feature.PLANE)
+            assert geometry.block % props.plane_dim == 0
+            assert geometry.block <= props.plane_dim**2
+
+
+# -- native dispatch ---------------------------------------------------------------------------
+
+
+class NativeLayerNormRuntime(CpuRuntime):
+    """A runtime that claims native LayerNorm and records what it is given."""
+
+    calls: list[tuple[str, tuple[object, ...]]] = []
+
+    @classmethod
+    def has_native_layer_norm(cls) -> bool:
+        return True
+
+    @classmethod
+    def layer_norm(cls, client, input, weight, bias, epsilon):
+        cls.calls.append(("layer_norm", (input, weight, bias, epsilon)))
+        return input, weight, weight
+
+    @classmethod
+    def layer_norm_backward(cls, client, input, weight, grad, mean, rstd):
+        cls.calls.append(("layer_norm_backward", (input, weight, grad, mean, rstd)))
+        return grad, mean, rstd
+
+
+class NativeLayerNormServer(CpuServer):
+    @property
+    def runtime(self):
+        return NativeLayerNormRuntime
+
+
+@pytest.fixture
+def native() -> ComputeClient:
+    NativeLayerNormRuntime.calls.clear()
+    index = next(_ids)
+    return ComputeClient(("native-cpu", index), NativeLayerNormServer(DeviceId(0, index)), None)
+
+
+def test_native_layer_norm_is_called_with_checked_operands(native):
+    x = RudaTensor.from_numpy(native, np.ones((4, 3), np.float32))
+    w = upload(native, np.ones(3, np.float32))
+    result = layer_norm(native, x, w, None, epsilon=1e-3)
+    ((name, (given_x, given_w, given_b, eps)),) = NativeLayerNormRuntime.calls
+    assert name == "layer_norm"
+    assert given_x == TensorBuffer(x.handle, x.shape, x.strides, x.elem)
+    assert (given_w, given_b, eps) == (w, None, 1e-3)
+    assert result == (given_x, w, w)
+
+
+def test_native_layer_norm_backward_is_called(native):
+    x = upload(native, np.ones((4, 3), np.float32))
+    w = upload(native, np.ones(3, np.float32))
+    stats = upload(native, np.ones(4, np.float32))
+    result = layer_norm_backward(native, x, w, x, stats, stats)
+    assert NativeLayerNormRuntime.calls == [("layer_norm_backward", (x, w, x, stats, stats))]
+    assert result == (x, stats, stats)
+
+
+def test_operands_are_checked_before_native_dispatch(native):
+    x = upload(native, np.ones((4, 3), np.float32))
+    with pytest.raises(LayoutError):
+        layer_norm(native, x, upload(native, np.ones(4, np.float32)))
+    assert NativeLayerNormRuntime.calls == []
+
+
+@pytest.mark.parametrize("planes", [True, False], ids=["planes", "shared"])
+def test_no_access_out_of_bounds(monkeypatch, planes):
+    """Under ``BoundsCheckMode.VALIDATE`` the NumPy device reports any out-of-bounds access of
+    the (unchecked) launches at the next sync."""
+    client = ruda.client("cpu")
+
+    def geometry(client: ComputeClient, features: int) -> RowGeometry:
+        return RowGeometry(block=row_geometry(client, features).block, planes=planes)
+
+    monkeypatch.setattr(normalization, "row_geometry", geometry)
+    BoundsCheckMode.configure(BoundsCheckMode.VALIDATE)
+    try:
+        for shape in [(1, 7), (37, 33), (3, 1000)]:
+            case = make_case(shape, np.float32, seed=11)
+            x, w = upload(client, case.x), upload(client, case.weight)
+            _, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+            layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+            client.sync().result(timeout=60)
+    finally:
+        BoundsCheckMode.configure(None)
