@@ -4,6 +4,11 @@
 ``range_`` and ``loop`` are context managers opening nested blocks. :meth:`KernelBuilder.build`
 verifies the definition (a ``CompilationError`` for ill-formed IR). It builds IR only; running
 a definition is :mod:`.runner`'s job.
+
+Source locations are the builder's choice: by default every statement gets a line of its own in
+``<ruda-conformance>``; ``file`` names another file, ``line`` pins statements to a line the caller
+moves on (as hand-written source puts several statements on one line, which golden files show),
+and ``file=None`` leaves the kernel without locations.
 """
 
 from __future__ import annotations
@@ -54,16 +59,29 @@ def builtin(name: str) -> Builtin:
 
 
 class KernelBuilder:
-    """Builds one :class:`KernelDefinition`; every statement gets its own source line."""
+    """Builds one :class:`KernelDefinition` statement by statement.
 
-    def __init__(self, name: str) -> None:
+    :param name: the kernel's name.
+    :param file: the source file the kernel claims to come from; ``None`` for no locations at all.
+    :param line: ``None`` gives the definition line 1 and every statement the next line; a number
+        is the definition's line and the line of every statement until :attr:`line` is set again.
+    :raises TypeError: when ``line`` is given without a ``file``.
+    """
+
+    def __init__(self, name: str, *, file: str | None = _FILE, line: int | None = None) -> None:
+        if file is None and line is not None:
+            raise TypeError(f"kernel {name}: line={line} needs a file; pass file= or drop line")
         self.name = name
+        self.file = file
+        #: The line of the statement added last (counting) or of the next ones (pinned).
+        self.line = 1 if line is None else line
         self.params: list[Param] = []
         self.locals: list[Local] = []
         self.shared_arrays: list[SharedArray] = []
         self.local_arrays: list[LocalArray] = []
         self._blocks: list[list[Stmt]] = [[]]
-        self._line = 1
+        self._counting = line is None
+        self._source = None if file is None else SourceLoc(file, self.line)
         self._temps = 0
 
     # -- declarations ----------------------------------------------------------------------------
@@ -108,9 +126,12 @@ class KernelBuilder:
 
     # -- statements ------------------------------------------------------------------------------
     @property
-    def _loc(self) -> SourceLoc:
-        self._line += 1
-        return SourceLoc(_FILE, self._line)
+    def _loc(self) -> SourceLoc | None:
+        if self.file is None:
+            return None
+        if self._counting:
+            self.line += 1
+        return SourceLoc(self.file, self.line)
 
     def add(self, stmt: Stmt) -> None:
         """Append a statement to the innermost open block."""
@@ -118,13 +139,21 @@ class KernelBuilder:
 
     def do(
         self, op: Op, out: Local | None, *args: Operand | Param | SharedArray | LocalArray
-    ) -> None:
-        """Append ``out = op(*args)``."""
+    ) -> Local | None:
+        """Append ``out = op(*args)`` and return ``out``."""
         self.add(Instr(op, out, tuple(args), self._loc))
+        return out
 
-    def let(self, op: Op, elem: Elem, *args: Operand | Param | SharedArray | LocalArray) -> Local:
-        """Append ``_tN = op(*args)`` for a fresh temporary of ``elem`` and return it."""
-        out = self.tmp(elem)
+    def let(
+        self,
+        op: Op,
+        elem: Elem,
+        *args: Operand | Param | SharedArray | LocalArray,
+        name: str | None = None,
+    ) -> Local:
+        """Append ``v = op(*args)`` for a new local ``v`` of ``elem`` and return it: the local
+        ``name`` when given (declared here), else a fresh temporary ``_tN``."""
+        out = self.tmp(elem) if name is None else self.local(name, elem)
         self.do(op, out, *args)
         return out
 
@@ -196,7 +225,7 @@ class KernelBuilder:
             tuple(self.shared_arrays),
             tuple(self.local_arrays),
             tuple(self._blocks[0]),
-            SourceLoc(_FILE, 1),
+            self._source,
         )
         verify(defn)
         return defn

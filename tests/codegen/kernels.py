@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ruda_core.ir import BuiltinKind as K
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.ir.bounds import lower_bounds
 from ruda_core.runtime.launch import ExecutionMode
-
-from .irbuild import KernelBuilder, b, c
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
 E = Elem
+#: The file the hand-written kernels claim to come from: golden files and messages show it.
+FILE = "/src/kernels.py"
 
 
 def axpy() -> KernelDefinition:
     """out[i] = alpha * x[i] + y[i], guarded by i < len; a checked (bounds-lowered) kernel."""
-    k = KernelBuilder("axpy", line=10)
+    k = KernelBuilder("axpy", file=FILE, line=10)
     x = k.array("x", E.F32, read_only=True)
     y = k.array("y", E.F32, read_only=True)
     out = k.array("out", E.F32)
     alpha = k.scalar("alpha", E.F32)
     k.line = 11
-    i = k.let(Op.ASSIGN, E.U32, b(K.ABSOLUTE_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
     n = k.let(Op.LEN, E.U32, out, name="n")
     inside = k.let(Op.LT, E.BOOL, i, n)
     with k.if_(inside):
@@ -36,26 +36,26 @@ def axpy() -> KernelDefinition:
 
 def block_sum() -> KernelDefinition:
     """A shared-memory tree reduction with a while loop, as in DESIGN.md."""
-    k = KernelBuilder("block_sum", line=20)
+    k = KernelBuilder("block_sum", file=FILE, line=20)
     x = k.array("x", E.F32, read_only=True)
     out = k.array("out", E.F32)
     smem = k.shared("smem", E.F32, 256)
     k.line = 21
-    i = k.let(Op.ASSIGN, E.U32, b(K.ABSOLUTE_POS), name="i")
-    unit = b(K.UNIT_POS)
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
+    unit = builtin("UNIT_POS")
     v = k.local("v", E.F32)
     inside = k.let(Op.LT, E.BOOL, i, k.let(Op.LEN, E.U32, x))
     with k.if_(inside):
         k.do(Op.INDEX, v, x, i)
     with k.else_():
-        k.do(Op.ASSIGN, v, c(0.0, E.F32))
+        k.do(Op.ASSIGN, v, const(0.0, E.F32))
     k.do(Op.INDEX_ASSIGN, None, smem, unit, v)
     k.line = 22
     k.do(Op.SYNC_UNITS, None)
-    s = k.let(Op.ASSIGN, E.U32, c(128, E.U32), name="s")
+    s = k.let(Op.ASSIGN, E.U32, const(128, E.U32), name="s")
     k.line = 23
     with k.loop():
-        done = k.let(Op.EQ, E.BOOL, s, c(0, E.U32))
+        done = k.let(Op.EQ, E.BOOL, s, const(0, E.U32))
         with k.if_(done):
             k.break_()
         active = k.let(Op.LT, E.BOOL, unit, s)
@@ -66,33 +66,39 @@ def block_sum() -> KernelDefinition:
             k.do(Op.INDEX_ASSIGN, None, smem, unit, k.let(Op.ADD, E.F32, mine, other))
         k.line = 25
         k.do(Op.SYNC_UNITS, None)
-        k.do(Op.FLOOR_DIV, s, s, c(2, E.U32))
+        k.do(Op.FLOOR_DIV, s, s, const(2, E.U32))
     k.line = 26
-    first = k.let(Op.EQ, E.BOOL, unit, c(0, E.U32))
+    first = k.let(Op.EQ, E.BOOL, unit, const(0, E.U32))
     with k.if_(first):
-        k.do(Op.INDEX_ASSIGN, None, out, b(K.RUDA_POS), k.let(Op.INDEX, E.F32, smem, c(0, E.U32)))
+        k.do(
+            Op.INDEX_ASSIGN,
+            None,
+            out,
+            builtin("RUDA_POS"),
+            k.let(Op.INDEX, E.F32, smem, const(0, E.U32)),
+        )
     return k.build()
 
 
 def integer_ops() -> KernelDefinition:
     """Python integer semantics: floor division, modulo, shifts, wrapping, casts, range loops."""
-    k = KernelBuilder("integer_ops", line=30)
+    k = KernelBuilder("integer_ops", file=FILE, line=30)
     a = k.array("a", E.I32, read_only=True)
     out = k.array("out", E.I32)
     small = k.array("small", E.U8)
-    i = k.let(Op.ASSIGN, E.U32, b(K.ABSOLUTE_POS_X), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS_X"), name="i")
     k.line = 31
     x = k.let(Op.INDEX, E.I32, a, i, name="x")
-    q = k.let(Op.FLOOR_DIV, E.I32, x, c(-3, E.I32), name="q")
+    q = k.let(Op.FLOOR_DIV, E.I32, x, const(-3, E.I32), name="q")
     r = k.let(Op.MOD, E.I32, x, q, name="r")
     sh = k.let(Op.SHL, E.I32, q, r)
     k.line = 32
-    acc = k.let(Op.MUL, E.I32, k.let(Op.ADD, E.I32, sh, c(-2147483648, E.I32)), x, name="acc")
+    acc = k.let(Op.MUL, E.I32, k.let(Op.ADD, E.I32, sh, const(-2147483648, E.I32)), x, name="acc")
     j = k.local("j", E.U32)
-    with k.range_(j, c(4294967290, E.U32), c(4294967295, E.U32), 2):
+    with k.range_(j, const(4294967290, E.U32), const(4294967295, E.U32), 2):
         k.do(Op.ADD, acc, acc, k.let(Op.CAST, E.I32, j))
     back = k.local("back", E.I8)
-    with k.range_(back, c(100, E.I8), c(-128, E.I8), -7):
+    with k.range_(back, const(100, E.I8), const(-128, E.I8), -7):
         k.do(Op.SUB, acc, acc, k.let(Op.CAST, E.I32, back))
     k.line = 33
     k.do(Op.INDEX_ASSIGN, None, out, i, k.let(Op.SHR, E.I32, acc, k.let(Op.NEG, E.I32, r)))
@@ -104,107 +110,120 @@ def integer_ops() -> KernelDefinition:
 
 def atomics() -> KernelDefinition:
     """Native and compare-and-swap atomics on global and shared arrays of several types."""
-    k = KernelBuilder("atomics", line=40)
+    k = KernelBuilder("atomics", file=FILE, line=40)
     hist = k.array("hist", E.U32)
     fsum = k.array("fsum", E.F32)
     dmax = k.array("dmax", E.F64)
     bytes_ = k.array("bytes", E.U8)
     wide = k.array("wide", E.I64)
     tile = k.shared("tile", E.I32, 64)
-    unit = b(K.UNIT_POS)
-    slot = k.let(Op.MOD, E.U32, unit, c(4, E.U32))
-    k.do(Op.ATOMIC_ADD, None, hist, slot, c(1, E.U32))
-    old = k.let(Op.ATOMIC_ADD, E.F32, fsum, slot, c(0.5, E.F32), name="old")
+    unit = builtin("UNIT_POS")
+    slot = k.let(Op.MOD, E.U32, unit, const(4, E.U32))
+    k.do(Op.ATOMIC_ADD, None, hist, slot, const(1, E.U32))
+    old = k.let(Op.ATOMIC_ADD, E.F32, fsum, slot, const(0.5, E.F32), name="old")
     k.do(Op.ATOMIC_MAX, None, dmax, slot, k.let(Op.CAST, E.F64, old))
-    k.do(Op.ATOMIC_ADD, None, bytes_, slot, c(3, E.U8))
-    seen = k.let(Op.ATOMIC_CAS, E.I64, wide, c(0, E.U32), c(0, E.I64), c(-1, E.I64), name="seen")
-    k.do(Op.ATOMIC_MIN, None, wide, c(1, E.U32), seen)
-    k.do(Op.ATOMIC_XOR, None, tile, slot, c(5, E.I32))
-    k.do(Op.ATOMIC_STORE, None, fsum, c(3, E.U32), k.let(Op.ATOMIC_LOAD, E.F32, fsum, c(2, E.U32)))
+    k.do(Op.ATOMIC_ADD, None, bytes_, slot, const(3, E.U8))
+    seen = k.let(
+        Op.ATOMIC_CAS, E.I64, wide, const(0, E.U32), const(0, E.I64), const(-1, E.I64), name="seen"
+    )
+    k.do(Op.ATOMIC_MIN, None, wide, const(1, E.U32), seen)
+    k.do(Op.ATOMIC_XOR, None, tile, slot, const(5, E.I32))
+    k.do(
+        Op.ATOMIC_STORE,
+        None,
+        fsum,
+        const(3, E.U32),
+        k.let(Op.ATOMIC_LOAD, E.F32, fsum, const(2, E.U32)),
+    )
     return k.build()
 
 
 def half_and_bool() -> KernelDefinition:
     """f16 arithmetic and math, conversions to and from f16, bool buffers and scalars."""
-    k = KernelBuilder("half_and_bool", line=50)
+    k = KernelBuilder("half_and_bool", file=FILE, line=50)
     h = k.array("h", E.F16)
     flags = k.array("flags", E.BOOL)
     scale = k.scalar("scale", E.F16)
     enable = k.scalar("enable", E.BOOL)
     cache = k.shared("cache", E.F16, 32)
-    i = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="i")
     v = k.let(Op.INDEX, E.F16, h, i, name="v")
     k.do(Op.INDEX_ASSIGN, None, cache, i, v)
     w = k.let(Op.MUL, E.F16, k.let(Op.SQRT, E.F16, v), scale, name="w")
-    w2 = k.let(Op.ADD, E.F16, w, c(1.5, E.F16))
-    big = k.let(Op.GT, E.BOOL, w2, k.let(Op.INDEX, E.F16, cache, c(0, E.U32)))
+    w2 = k.let(Op.ADD, E.F16, w, const(1.5, E.F16))
+    big = k.let(Op.GT, E.BOOL, w2, k.let(Op.INDEX, E.F16, cache, const(0, E.U32)))
     both = k.let(Op.AND, E.BOOL, big, enable)
     k.do(Op.INDEX_ASSIGN, None, flags, i, both)
     as_int = k.let(Op.CAST, E.I32, w2)
-    back = k.let(Op.CAST, E.F16, k.let(Op.ADD, E.I32, as_int, c(1, E.I32)))
-    k.do(Op.INDEX_ASSIGN, None, h, i, k.let(Op.SELECT, E.F16, both, back, c(float("inf"), E.F16)))
+    back = k.let(Op.CAST, E.F16, k.let(Op.ADD, E.I32, as_int, const(1, E.I32)))
+    k.do(
+        Op.INDEX_ASSIGN, None, h, i, k.let(Op.SELECT, E.F16, both, back, const(float("inf"), E.F16))
+    )
     return k.build()
 
 
 def plane_ops() -> KernelDefinition:
     """Plane reductions, scans, broadcast and shuffle."""
-    k = KernelBuilder("plane_ops", line=60)
+    k = KernelBuilder("plane_ops", file=FILE, line=60)
     x = k.array("x", E.F32)
     n = k.array("n", E.I32)
-    i = k.let(Op.ASSIGN, E.U32, b(K.ABSOLUTE_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
     v = k.let(Op.INDEX, E.F32, x, i, name="v")
     s = k.let(Op.PLANE_SUM, E.F32, v, name="s")
     p = k.let(Op.PLANE_PROD, E.F32, v, name="p")
     m = k.let(Op.PLANE_MAX, E.F32, k.let(Op.ADD, E.F32, s, p))
-    first = k.let(Op.PLANE_BROADCAST, E.F32, m, c(0, E.U32))
+    first = k.let(Op.PLANE_BROADCAST, E.F32, m, const(0, E.U32))
     k.do(Op.INDEX_ASSIGN, None, x, i, first)
     count = k.let(Op.INDEX, E.I32, n, i, name="count")
     total = k.let(Op.PLANE_INCLUSIVE_SUM, E.I32, count)
     before = k.let(Op.PLANE_EXCLUSIVE_SUM, E.I32, count)
     lowest = k.let(Op.PLANE_MIN, E.I32, total)
     mirrored = k.let(
-        Op.PLANE_SHUFFLE, E.I32, before, k.let(Op.SUB, E.U32, c(31, E.U32), b(K.UNIT_POS_PLANE))
+        Op.PLANE_SHUFFLE,
+        E.I32,
+        before,
+        k.let(Op.SUB, E.U32, const(31, E.U32), builtin("UNIT_POS_PLANE")),
     )
     any_neg = k.let(Op.PLANE_ANY, E.BOOL, k.let(Op.LT, E.BOOL, lowest, mirrored))
     with k.if_(any_neg):
-        k.do(Op.INDEX_ASSIGN, None, n, i, k.let(Op.CAST, E.I32, b(K.PLANE_DIM)))
+        k.do(Op.INDEX_ASSIGN, None, n, i, k.let(Op.CAST, E.I32, builtin("PLANE_DIM")))
     return k.build()
 
 
 def tensor_validate() -> KernelDefinition:
     """Tensor metadata, a local array and a Validate-mode bounds report."""
-    k = KernelBuilder("tensor_validate", line=70)
+    k = KernelBuilder("tensor_validate", file=FILE, line=70)
     t = k.tensor("t", E.F64, 2, read_only=True)
     out = k.array("out", E.F64)
     scratch = k.local_array("scratch", E.F64, 4)
-    row = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS_Y), name="row")
-    col = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS_X), name="col")
-    s0 = k.let(Op.STRIDE, E.U32, t, c(0, E.U32))
-    s1 = k.let(Op.STRIDE, E.U32, t, c(1, E.U32))
+    row = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS_Y"), name="row")
+    col = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS_X"), name="col")
+    s0 = k.let(Op.STRIDE, E.U32, t, const(0, E.U32))
+    s1 = k.let(Op.STRIDE, E.U32, t, const(1, E.U32))
     at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, row, s0), k.let(Op.MUL, E.U32, col, s1))
-    k.do(Op.INDEX_ASSIGN, None, scratch, c(0, E.U32), k.let(Op.INDEX, E.F64, t, at))
+    k.do(Op.INDEX_ASSIGN, None, scratch, const(0, E.U32), k.let(Op.INDEX, E.F64, t, at))
     rank = k.let(Op.RANK, E.U32, t)
-    extent = k.let(Op.SHAPE, E.U32, t, c(1, E.U32))
-    value = k.let(Op.INDEX, E.F64, scratch, c(0, E.U32))
+    extent = k.let(Op.SHAPE, E.U32, t, const(1, E.U32))
+    value = k.let(Op.INDEX, E.F64, scratch, const(0, E.U32))
     k.do(Op.INDEX_ASSIGN, None, out, k.let(Op.MUL, E.U32, rank, extent), value)
     return lower_bounds(k.build(), ExecutionMode.VALIDATE)
 
 
 def reserved_names() -> KernelDefinition:
     """User names that collide with C, C++, OpenCL and CUDA reserved words."""
-    k = KernelBuilder("kernel", line=None)
+    k = KernelBuilder("kernel", file=None)
     arr = k.array("int", E.I32)
     new = k.scalar("new", E.I32)
     mn = k.local("min", E.I32)
-    k.do(Op.INDEX, mn, arr, c(0, E.U32))
+    k.do(Op.INDEX, mn, arr, const(0, E.U32))
     glob = k.let(Op.ADD, E.I32, mn, new, name="global")
-    cls = k.let(Op.ADD, E.I32, glob, c(1, E.I32), name="int_len")
+    cls = k.let(Op.ADD, E.I32, glob, const(1, E.I32), name="int_len")
     k.do(
         Op.INDEX_ASSIGN,
         None,
         arr,
-        b(K.UNIT_POS),
-        k.let(Op.ADD, E.I32, cls, c(2, E.I32), name="UNIT_POS"),
+        builtin("UNIT_POS"),
+        k.let(Op.ADD, E.I32, cls, const(2, E.I32), name="UNIT_POS"),
     )
     return k.build()
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ruda_core.ir import Elem, Op
+from ruda_core.testing.opkernels import float_edges as conformance_float_edges
 
 E = Elem
 INT_ELEMS = [E.I8, E.I16, E.I32, E.I64, E.U8, E.U16, E.U32, E.U64]
@@ -89,27 +90,9 @@ def int_reference(op: Op, elem: Elem, x: list[int], y: list[int], z: list[int]) 
 
 
 def float_edges(elem: Elem) -> np.ndarray:
-    big = 1e4 if elem is E.F16 else 1e10
+    """The conformance suite's edge values, then the smallest subnormal (flushed or not)."""
     tiny = float(np.finfo(elem.numpy).smallest_subnormal)
-    raw = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        -2.5,
-        3.0,
-        7.25,
-        -7.25,
-        1e-3,
-        big,
-        -big,
-        math.inf,
-        -math.inf,
-        math.nan,
-        tiny,
-    ]
-    return np.array(raw, dtype=elem.numpy)
+    return np.array([*conformance_float_edges(elem), tiny], dtype=elem.numpy)
 
 
 def float_reference(op: Op, elem: Elem, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:

@@ -14,13 +14,14 @@ from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions
 from ruda_core.runtime.errors import CompilationError, UnsupportedFeature
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_cuda.compiler import CudaCompiler
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.compiler import OpenCLCompiler
 from ruda_opencl.dialect import OpenCLDialect
 
-from .irbuild import KernelBuilder, c
 from .kernels import (
+    FILE,
     KERNELS,
     atomics,
     axpy,
@@ -118,17 +119,17 @@ def test_scalar_and_buffer_dtypes_per_dialect() -> None:
     assert native["scale"] == ("half", np.float16)
     cuda = {a.name: (a.ctype, a.dtype) for a in CFamilyEmitter(CudaDialect()).emit(defn).args}
     assert cuda["enable"] == ("bool", np.bool_) and cuda["scale"] == ("__half", np.float16)
-    k = KernelBuilder("bf16")
+    k = KernelBuilder("bf16", file=FILE, line=1)
     x = k.array("x", E.BF16)
-    k.do(Op.INDEX_ASSIGN, None, x, c(0, E.U32), c(1.5, E.BF16))
+    k.do(Op.INDEX_ASSIGN, None, x, const(0, E.U32), const(1.5, E.BF16))
     (arg, _) = CFamilyEmitter(CudaDialect()).emit(k.build()).args
     assert (arg.ctype, arg.dtype) == ("__nv_bfloat16*", np.uint16)
 
 
 def _f64_kernel() -> KernelDefinition:
-    k = KernelBuilder("needs_fp64", line=7)
+    k = KernelBuilder("needs_fp64", file=FILE, line=7)
     x = k.array("x", E.F64)
-    k.do(Op.INDEX_ASSIGN, None, x, c(0, E.U32), c(1.0, E.F64))
+    k.do(Op.INDEX_ASSIGN, None, x, const(0, E.U32), const(1.0, E.F64))
     return k.build()
 
 
@@ -149,9 +150,9 @@ def test_missing_capability_names_kernel_and_extension(dialect: Dialect, make, n
 
 
 def test_bf16_is_refused_by_opencl_with_the_location() -> None:
-    k = KernelBuilder("brain", line=42)
+    k = KernelBuilder("brain", file=FILE, line=42)
     x = k.array("x", E.BF16)
-    k.do(Op.INDEX_ASSIGN, None, x, c(0, E.U32), c(1.5, E.BF16))
+    k.do(Op.INDEX_ASSIGN, None, x, const(0, E.U32), const(1.5, E.BF16))
     with pytest.raises(UnsupportedFeature, match=r"kernel 'brain' \(/src/kernels.py:42\).*bf16"):
         CFamilyEmitter(OpenCLDialect()).emit(k.build())
 
@@ -220,9 +221,9 @@ def test_source_locations_appear_as_comments() -> None:
 
 
 def test_report_without_its_parameter_is_a_compilation_error() -> None:
-    k = KernelBuilder("broken", line=3)
+    k = KernelBuilder("broken", file=FILE, line=3)
     k.array("x", E.F32)
-    k.do(Op.REPORT_OOB, None, c(0, E.U32), c(1, E.U64), c(2, E.U64))
+    k.do(Op.REPORT_OOB, None, const(0, E.U32), const(1, E.U64), const(2, E.U64))
     with pytest.raises(CompilationError, match=r"broken.*_ruda_report") as info:
         CFamilyEmitter(CudaDialect()).emit(k.build())
     assert (info.value.file, info.value.line) == ("/src/kernels.py", 3)
@@ -230,15 +231,21 @@ def test_report_without_its_parameter_is_a_compilation_error() -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_default_dialect_is_plain_c99(tmp_path) -> None:
-    k = KernelBuilder("plain")
+    k = KernelBuilder("plain", file=FILE, line=1)
     x = k.array("x", E.I32)
     n = k.scalar("n", E.I64)
     i = k.local("i", E.U32)
-    with k.range_(i, c(0, E.U32), c(10, E.U32), 3):
-        v = k.let(Op.FLOOR_DIV, E.I32, k.let(Op.INDEX, E.I32, x, i), c(-2, E.I32))
-        k.do(Op.INDEX_ASSIGN, None, x, i, k.let(Op.CLAMP, E.I32, v, c(-5, E.I32), c(5, E.I32)))
-    k.let(Op.MOD, E.I64, n, c(7, E.I64))
-    k.let(Op.ROUND, E.F32, k.let(Op.RSQRT, E.F32, c(2.0, E.F32)))
+    with k.range_(i, const(0, E.U32), const(10, E.U32), 3):
+        v = k.let(Op.FLOOR_DIV, E.I32, k.let(Op.INDEX, E.I32, x, i), const(-2, E.I32))
+        k.do(
+            Op.INDEX_ASSIGN,
+            None,
+            x,
+            i,
+            k.let(Op.CLAMP, E.I32, v, const(-5, E.I32), const(5, E.I32)),
+        )
+    k.let(Op.MOD, E.I64, n, const(7, E.I64))
+    k.let(Op.ROUND, E.F32, k.let(Op.RSQRT, E.F32, const(2.0, E.F32)))
     path = tmp_path / "kernel.c"
     path.write_text(CFamilyEmitter(Dialect()).emit(k.build()).source)
     result = subprocess.run(

@@ -13,9 +13,9 @@ from ruda_core.ir import BuiltinKind as K
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.ir.bounds import lower_bounds
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .irbuild import KernelBuilder, b, c
-from .kernels import block_sum
+from .kernels import FILE, block_sum
 from .references import FLOAT_ELEMS, INT_ELEMS, wrap
 
 E = Elem
@@ -25,53 +25,61 @@ SLOTS = 4
 
 
 def atomics_kernel(elem: Elem) -> KernelDefinition:
-    k = KernelBuilder(f"atomics_{elem}")
+    k = KernelBuilder(f"atomics_{elem}", file=FILE, line=1)
     names = ["acc", "add_olds", "sub", "mx", "mn", "sw", "sw_olds", "cs", "cs_olds", "st", "ld"]
     if elem.is_int:
         names += ["orv", "andv", "xorv"]
     arr = {name: k.array(name, elem) for name in names}
     shout = k.array("shout", elem)
     tile = k.shared("tile", elem, SLOTS)
-    g = k.let(Op.ASSIGN, E.U32, b(K.ABSOLUTE_POS), name="g")
-    unit = b(K.UNIT_POS)
+    g = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="g")
+    unit = builtin("UNIT_POS")
 
     def cast(value: object) -> object:
         return k.let(Op.CAST, elem, value)
 
-    one = c(1.0 if elem.is_float else 1, elem)
-    slot = k.let(Op.MOD, E.U32, g, c(SLOTS, E.U32))
-    first = k.let(Op.LT, E.BOOL, unit, c(SLOTS, E.U32))
+    one = const(1.0 if elem.is_float else 1, elem)
+    slot = k.let(Op.MOD, E.U32, g, const(SLOTS, E.U32))
+    first = k.let(Op.LT, E.BOOL, unit, const(SLOTS, E.U32))
     with k.if_(first):
-        k.do(Op.INDEX_ASSIGN, None, tile, unit, c(0.0 if elem.is_float else 0, elem))
+        k.do(Op.INDEX_ASSIGN, None, tile, unit, const(0.0 if elem.is_float else 0, elem))
     k.do(Op.SYNC_UNITS, None)
-    k.do(Op.ATOMIC_ADD, None, tile, k.let(Op.MOD, E.U32, unit, c(SLOTS, E.U32)), one)
+    k.do(Op.ATOMIC_ADD, None, tile, k.let(Op.MOD, E.U32, unit, const(SLOTS, E.U32)), one)
     k.do(
         Op.INDEX_ASSIGN, None, arr["add_olds"], g, k.let(Op.ATOMIC_ADD, elem, arr["acc"], slot, one)
     )
     k.do(Op.ATOMIC_SUB, None, arr["sub"], slot, one)
-    k.do(Op.ATOMIC_MAX, None, arr["mx"], c(0, E.U32), cast(k.let(Op.MOD, E.U32, g, c(50, E.U32))))
-    upto = k.let(Op.ADD, E.U32, k.let(Op.MOD, E.U32, g, c(100, E.U32)), c(1, E.U32))
-    k.do(Op.ATOMIC_MIN, None, arr["mn"], c(0, E.U32), cast(upto))
+    k.do(
+        Op.ATOMIC_MAX,
+        None,
+        arr["mx"],
+        const(0, E.U32),
+        cast(k.let(Op.MOD, E.U32, g, const(50, E.U32))),
+    )
+    upto = k.let(Op.ADD, E.U32, k.let(Op.MOD, E.U32, g, const(100, E.U32)), const(1, E.U32))
+    k.do(Op.ATOMIC_MIN, None, arr["mn"], const(0, E.U32), cast(upto))
     k.do(
         Op.INDEX_ASSIGN,
         None,
         arr["sw_olds"],
         g,
-        k.let(Op.ATOMIC_SWAP, elem, arr["sw"], c(0, E.U32), cast(upto)),
+        k.let(Op.ATOMIC_SWAP, elem, arr["sw"], const(0, E.U32), cast(upto)),
     )
-    zero = c(0.0 if elem.is_float else 0, elem)
-    old = k.let(Op.ATOMIC_CAS, elem, arr["cs"], c(0, E.U32), zero, cast(upto))
+    zero = const(0.0 if elem.is_float else 0, elem)
+    old = k.let(Op.ATOMIC_CAS, elem, arr["cs"], const(0, E.U32), zero, cast(upto))
     k.do(Op.INDEX_ASSIGN, None, arr["cs_olds"], g, old)
     k.do(Op.ATOMIC_STORE, None, arr["st"], g, cast(upto))
     k.do(Op.INDEX_ASSIGN, None, arr["ld"], g, k.let(Op.ATOMIC_LOAD, elem, arr["st"], g))
     if elem.is_int:
-        bit = k.let(Op.SHL, elem, one, cast(k.let(Op.MOD, E.U32, g, c(7, E.U32))))
-        k.do(Op.ATOMIC_OR, None, arr["orv"], c(0, E.U32), bit)
-        k.do(Op.ATOMIC_AND, None, arr["andv"], c(0, E.U32), k.let(Op.BIT_NOT, elem, bit))
-        k.do(Op.ATOMIC_XOR, None, arr["xorv"], c(0, E.U32), bit)
+        bit = k.let(Op.SHL, elem, one, cast(k.let(Op.MOD, E.U32, g, const(7, E.U32))))
+        k.do(Op.ATOMIC_OR, None, arr["orv"], const(0, E.U32), bit)
+        k.do(Op.ATOMIC_AND, None, arr["andv"], const(0, E.U32), k.let(Op.BIT_NOT, elem, bit))
+        k.do(Op.ATOMIC_XOR, None, arr["xorv"], const(0, E.U32), bit)
     k.do(Op.SYNC_UNITS, None)
     with k.if_(first):
-        at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, b(K.RUDA_POS), c(SLOTS, E.U32)), unit)
+        at = k.let(
+            Op.ADD, E.U32, k.let(Op.MUL, E.U32, builtin("RUDA_POS"), const(SLOTS, E.U32)), unit
+        )
         k.do(Op.INDEX_ASSIGN, None, shout, at, k.let(Op.INDEX, elem, tile, unit))
     return k.build()
 
@@ -136,21 +144,21 @@ RANGES = [
 
 def ranges_kernel(write_var: bool) -> KernelDefinition:
     """For each range: iterations, sum of the values and the variable afterwards (u64)."""
-    k = KernelBuilder("ranges")
+    k = KernelBuilder("ranges", file=FILE, line=1)
     out = k.array("out", E.U64)
     for r, (elem, start, end, step) in enumerate(RANGES):
         var = k.local(f"v{r}", elem)
-        count = k.let(Op.ASSIGN, E.U64, c(0, E.U64))
-        total = k.let(Op.ASSIGN, E.U64, c(0, E.U64))
-        end_local = k.let(Op.ASSIGN, elem, c(end, elem))  # a local end: read once
-        with k.range_(var, c(start, elem), end_local, step):
-            k.do(Op.ADD, count, count, c(1, E.U64))
+        count = k.let(Op.ASSIGN, E.U64, const(0, E.U64))
+        total = k.let(Op.ASSIGN, E.U64, const(0, E.U64))
+        end_local = k.let(Op.ASSIGN, elem, const(end, elem))  # a local end: read once
+        with k.range_(var, const(start, elem), end_local, step):
+            k.do(Op.ADD, count, count, const(1, E.U64))
             k.do(Op.ADD, total, total, k.let(Op.CAST, E.U64, var))
             if write_var:  # neither changes the iteration
-                k.do(Op.ASSIGN, end_local, c(start, elem))
-                k.do(Op.ADD, var, var, c(1, elem))
+                k.do(Op.ASSIGN, end_local, const(start, elem))
+                k.do(Op.ADD, var, var, const(1, elem))
         for slot, value in enumerate((count, total, k.let(Op.CAST, E.U64, var))):
-            k.do(Op.INDEX_ASSIGN, None, out, c(3 * r + slot, E.U32), value)
+            k.do(Op.INDEX_ASSIGN, None, out, const(3 * r + slot, E.U32), value)
     return k.build()
 
 
@@ -169,28 +177,28 @@ def test_range_loops_keep_python_semantics_without_wrapping(device, write_var: b
 
 
 def test_loop_break_continue_and_if_else(device) -> None:
-    k = KernelBuilder("control")
+    k = KernelBuilder("control", file=FILE, line=1)
     out = k.array("out", E.I32)
-    x = k.let(Op.ASSIGN, E.I32, c(0, E.I32), name="x")
-    acc = k.let(Op.ASSIGN, E.I32, c(0, E.I32), name="acc")
+    x = k.let(Op.ASSIGN, E.I32, const(0, E.I32), name="x")
+    acc = k.let(Op.ASSIGN, E.I32, const(0, E.I32), name="acc")
     with k.loop():
-        k.do(Op.ADD, x, x, c(1, E.I32))
-        with k.if_(k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.I32, x, c(3, E.I32)), c(0, E.I32))):
+        k.do(Op.ADD, x, x, const(1, E.I32))
+        with k.if_(k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.I32, x, const(3, E.I32)), const(0, E.I32))):
             k.continue_()
-        with k.if_(k.let(Op.GT, E.BOOL, x, c(20, E.I32))):
+        with k.if_(k.let(Op.GT, E.BOOL, x, const(20, E.I32))):
             k.break_()
         k.do(Op.ADD, acc, acc, x)
     i = k.local("i", E.I32)
-    with k.range_(i, c(0, E.I32), c(20, E.I32), 3):
-        with k.if_(k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.I32, i, c(2, E.I32)), c(0, E.I32))):
+    with k.range_(i, const(0, E.I32), const(20, E.I32), 3):
+        with k.if_(k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.I32, i, const(2, E.I32)), const(0, E.I32))):
             k.continue_()
         with k.else_():
-            k.do(Op.MUL, acc, acc, c(2, E.I32))
+            k.do(Op.MUL, acc, acc, const(2, E.I32))
         k.do(Op.SUB, acc, acc, i)
-    k.do(Op.INDEX_ASSIGN, None, out, c(0, E.U32), acc)
-    with k.if_(k.let(Op.GT, E.BOOL, acc, c(0, E.I32))):
+    k.do(Op.INDEX_ASSIGN, None, out, const(0, E.U32), acc)
+    with k.if_(k.let(Op.GT, E.BOOL, acc, const(0, E.I32))):
         k.return_()
-    k.do(Op.INDEX_ASSIGN, None, out, c(1, E.U32), c(-1, E.I32))
+    k.do(Op.INDEX_ASSIGN, None, out, const(1, E.U32), const(-1, E.I32))
     (got,) = device.run(k.build(), [np.zeros(2, np.int32)])
     acc_py, x_py = 0, 0
     while True:
@@ -212,13 +220,15 @@ POSITIONS = [kind for kind in K]
 
 def test_position_builtins_follow_cubecl(device) -> None:
     count, dim = (2, 3, 2), (4, 2, 2)
-    k = KernelBuilder("positions")
+    k = KernelBuilder("positions", file=FILE, line=1)
     out = k.array("out", E.U32)
     total = int(np.prod(count) * np.prod(dim))
-    pos = b(K.ABSOLUTE_POS)
+    pos = builtin("ABSOLUTE_POS")
     for slot, kind in enumerate(POSITIONS):
-        at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, c(slot, E.U32), c(total, E.U32)), pos)
-        k.do(Op.INDEX_ASSIGN, None, out, at, b(kind))
+        at = k.let(
+            Op.ADD, E.U32, k.let(Op.MUL, E.U32, const(slot, E.U32), const(total, E.U32)), pos
+        )
+        k.do(Op.INDEX_ASSIGN, None, out, at, builtin(kind.name))
     (got,) = device.run(
         k.build(), [np.zeros(total * len(POSITIONS), np.uint32)], count=count, dim=dim
     )
@@ -264,11 +274,11 @@ def test_position_builtins_follow_cubecl(device) -> None:
 
 
 def test_validate_mode_reports_the_first_out_of_bounds_access(device) -> None:
-    k = KernelBuilder("oob")
+    k = KernelBuilder("oob", file=FILE, line=1)
     x = k.array("x", E.F32, read_only=True)
     out = k.array("out", E.F32)
-    unit = b(K.UNIT_POS)
-    at = k.let(Op.ADD, E.U32, unit, c(5, E.U32))
+    unit = builtin("UNIT_POS")
+    at = k.let(Op.ADD, E.U32, unit, const(5, E.U32))
     k.do(Op.INDEX_ASSIGN, None, out, unit, k.let(Op.INDEX, E.F32, x, at))
     defn = lower_bounds(k.build(), ExecutionMode.VALIDATE)
     x_host = np.arange(10, dtype=np.float32) + 1
@@ -289,17 +299,17 @@ def test_shared_memory_tree_reduction(device) -> None:
 
 
 def test_scalar_arguments_of_every_kind(device) -> None:
-    k = KernelBuilder("scalars")
+    k = KernelBuilder("scalars", file=FILE, line=1)
     h = k.array("h", E.F16)
     flags = k.array("flags", E.BOOL)
     wide = k.array("wide", E.I64)
     scale = k.scalar("scale", E.F16)
     enable = k.scalar("enable", E.BOOL)
     base = k.scalar("base", E.I64)
-    i = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="i")
     v = k.let(Op.INDEX, E.F16, h, i)
     k.do(Op.INDEX_ASSIGN, None, h, i, k.let(Op.MUL, E.F16, v, scale))
-    positive = k.let(Op.GT, E.BOOL, v, c(0.0, E.F16))
+    positive = k.let(Op.GT, E.BOOL, v, const(0.0, E.F16))
     k.do(Op.INDEX_ASSIGN, None, flags, i, k.let(Op.AND, E.BOOL, positive, enable))
     k.do(Op.INDEX_ASSIGN, None, wide, i, k.let(Op.ADD, E.I64, base, k.let(Op.CAST, E.I64, i)))
     h_host = np.array([-2, -0.5, 0, 0.25, 1, 3, 1000, 60000], np.float16)

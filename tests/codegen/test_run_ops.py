@@ -7,9 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruda_core.ir import FLOAT_UNARY, BuiltinKind, Elem, KernelDefinition, Op
+from ruda_core.ir import Elem, KernelDefinition, Op
+from ruda_core.testing.conformance.test_ops_int import COMPARES, VALUE_OPS
+from ruda_core.testing.irbuild import KernelBuilder, builtin
+from ruda_core.testing.opkernels import ops_kernel
 
-from .irbuild import KernelBuilder, b, c
+from .kernels import FILE
 from .references import (
     FLOAT_ELEMS,
     INT_ELEMS,
@@ -22,25 +25,8 @@ from .references import (
 
 E = Elem
 BLOCK = 64
-INT_VALUE_OPS = [
-    Op.ADD,
-    Op.SUB,
-    Op.MUL,
-    Op.FLOOR_DIV,
-    Op.MOD,
-    Op.MIN,
-    Op.MAX,
-    Op.BIT_AND,
-    Op.BIT_OR,
-    Op.BIT_XOR,
-    Op.SHL,
-    Op.SHR,
-    Op.NEG,
-    Op.ABS,
-    Op.BIT_NOT,
-    Op.CLAMP,
-]
-COMPARES = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE]
+#: The conformance suite's integer operations, less ``ASSIGN`` (no Python-int reference).
+INT_VALUE_OPS = [op for op in VALUE_OPS if op is not Op.ASSIGN]
 #: Float operations checked bit-exactly (IEEE correctly rounded or exact by definition).
 FLOAT_EXACT = [
     Op.ADD,
@@ -81,32 +67,6 @@ FLOAT_BOOL = [*COMPARES, Op.ISNAN, Op.ISINF]
 RTOL = {E.F16: 2e-3, E.F32: 2e-6, E.F64: 1e-14}
 
 
-def arity(op: Op) -> int:
-    if op in (Op.CLAMP, Op.FMA):
-        return 3
-    if op in FLOAT_UNARY or op in (Op.NEG, Op.ABS, Op.BIT_NOT, Op.ISNAN, Op.ISINF):
-        return 1
-    return 2
-
-
-def ops_kernel(elem: Elem, value_ops: list[Op], bool_ops: list[Op]) -> KernelDefinition:
-    """out[k*n + i] = value_ops[k](a[i], b[i], c[i]); flags[k*n + i] likewise for bool_ops."""
-    k = KernelBuilder(f"ops_{elem}")
-    arrays = [k.array(name, elem, read_only=True) for name in "abc"]
-    out = k.array("out", elem)
-    flags = k.array("flags", E.BOOL)
-    i = k.let(Op.ASSIGN, E.U32, b(BuiltinKind.ABSOLUTE_POS), name="i")
-    n = k.let(Op.LEN, E.U32, arrays[0], name="n")
-    with k.if_(k.let(Op.LT, E.BOOL, i, n)):
-        x = [k.let(Op.INDEX, elem, arr, i) for arr in arrays]
-        for target, ops, result in ((out, value_ops, elem), (flags, bool_ops, E.BOOL)):
-            for slot, op in enumerate(ops):
-                value = k.let(op, result, *x[: arity(op)])
-                at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, n, c(slot, E.U32)), i)
-                k.do(Op.INDEX_ASSIGN, None, target, at, value)
-    return k.build()
-
-
 def launch(device, defn: KernelDefinition, arrays: list[np.ndarray]) -> list[np.ndarray]:
     n = len(arrays[0])
     return device.run(defn, arrays, count=(-(-n // BLOCK), 1, 1), dim=(BLOCK, 1, 1))
@@ -122,7 +82,7 @@ def test_integer_ops_match_python(device, elem: Elem) -> None:
     arrays = [np.array(v, dtype=elem.numpy) for v in (x, y, z)]
     out = np.zeros(n * len(INT_VALUE_OPS), elem.numpy)
     flags = np.zeros(n * len(COMPARES), bool)
-    defn = ops_kernel(elem, INT_VALUE_OPS, COMPARES)
+    defn = ops_kernel(f"ops_{elem}", elem, INT_VALUE_OPS, COMPARES)
     got_out, got_flags = launch(device, defn, [*arrays, out, flags])[3:]
     for slot, op in enumerate(INT_VALUE_OPS):
         expected = int_reference(op, elem, x, y, z)
@@ -146,7 +106,7 @@ def test_float_ops_match_numpy(device, elem: Elem) -> None:
     value_ops = FLOAT_EXACT + FLOAT_APPROX
     out = np.zeros(n * len(value_ops), elem.numpy)
     flags = np.zeros(n * len(FLOAT_BOOL), bool)
-    defn = ops_kernel(elem, value_ops, FLOAT_BOOL)
+    defn = ops_kernel(f"ops_{elem}", elem, value_ops, FLOAT_BOOL)
     got_out, got_flags = launch(device, defn, [x, y, z, out, flags])[3:]
     for slot, op in enumerate(value_ops):
         expected = float_reference(op, elem, x, y, z)
@@ -171,10 +131,10 @@ def test_float_ops_match_numpy(device, elem: Elem) -> None:
 
 
 def cast_kernel(source: Elem, targets: list[Elem]) -> KernelDefinition:
-    k = KernelBuilder(f"cast_{source}")
+    k = KernelBuilder(f"cast_{source}", file=FILE, line=1)
     a = k.array("a", source, read_only=True)
     outs = [k.array(f"out_{t}", t) for t in targets]
-    i = k.let(Op.ASSIGN, E.U32, b(BuiltinKind.ABSOLUTE_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
     with k.if_(k.let(Op.LT, E.BOOL, i, k.let(Op.LEN, E.U32, a))):
         x = k.let(Op.INDEX, source, a, i)
         for t, out in zip(targets, outs, strict=True):

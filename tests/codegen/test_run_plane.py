@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruda_core.ir import BuiltinKind as K
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .irbuild import KernelBuilder, b, c
+from .kernels import FILE
 from .references import wrap
 
 E = Elem
@@ -22,25 +22,25 @@ SCAN = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
 
 def plane_kernel(elem: Elem) -> KernelDefinition:
     """out[k*UNITS + u] = plane op k of x[u]; then broadcast, shuffle, all and any."""
-    k = KernelBuilder(f"plane_{elem}")
+    k = KernelBuilder(f"plane_{elem}", file=FILE, line=1)
     x = k.array("x", elem, read_only=True)
     out = k.array("out", elem)
     flags = k.array("flags", E.BOOL)
     width = k.array("width", E.U32)
-    u = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="u")
-    k.do(Op.INDEX_ASSIGN, None, width, u, b(K.PLANE_DIM))
+    u = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="u")
+    k.do(Op.INDEX_ASSIGN, None, width, u, builtin("PLANE_DIM"))
     v = k.let(Op.INDEX, elem, x, u, name="v")
-    lane = b(K.UNIT_POS_PLANE)
+    lane = builtin("UNIT_POS_PLANE")
     results = [k.let(op, elem, v) for op in REDUCE + SCAN]
-    results.append(k.let(Op.PLANE_BROADCAST, elem, v, c(5, E.U32)))
-    last = k.let(Op.SUB, E.U32, b(K.PLANE_DIM), c(1, E.U32))
+    results.append(k.let(Op.PLANE_BROADCAST, elem, v, const(5, E.U32)))
+    last = k.let(Op.SUB, E.U32, builtin("PLANE_DIM"), const(1, E.U32))
     mirror = k.let(Op.SUB, E.U32, last, lane)
     results.append(k.let(Op.PLANE_SHUFFLE, elem, v, mirror))
     for slot, value in enumerate(results):
-        at = k.let(Op.ADD, E.U32, c(slot * UNITS, E.U32), u)
+        at = k.let(Op.ADD, E.U32, const(slot * UNITS, E.U32), u)
         k.do(Op.INDEX_ASSIGN, None, out, at, value)
-    odd = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, c(2, E.U32)), c(1, E.U32))
-    big = k.let(Op.GE, E.BOOL, u, b(K.PLANE_DIM))
+    odd = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, const(2, E.U32)), const(1, E.U32))
+    big = k.let(Op.GE, E.BOOL, u, builtin("PLANE_DIM"))
     flag_values = [
         k.let(Op.PLANE_ALL, E.BOOL, odd),
         k.let(Op.PLANE_ANY, E.BOOL, odd),
@@ -49,7 +49,7 @@ def plane_kernel(elem: Elem) -> KernelDefinition:
         k.let(Op.PLANE_SHUFFLE, E.BOOL, odd, mirror),
     ]
     for slot, value in enumerate(flag_values):
-        at = k.let(Op.ADD, E.U32, c(slot * UNITS, E.U32), u)
+        at = k.let(Op.ADD, E.U32, const(slot * UNITS, E.U32), u)
         k.do(Op.INDEX_ASSIGN, None, flags, at, value)
     return k.build()
 
@@ -130,11 +130,11 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
 
 
 def test_bf16_buffers_and_arithmetic(device) -> None:
-    k = KernelBuilder("bf16_ops")
+    k = KernelBuilder("bf16_ops", file=FILE, line=1)
     a = k.array("a", E.BF16, read_only=True)
     f = k.array("f", E.F32, read_only=True)
     out = k.array("out", E.BF16)
-    i = k.let(Op.ASSIGN, E.U32, b(K.UNIT_POS), name="i")
+    i = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="i")
     x = k.let(Op.INDEX, E.BF16, a, i)
     y = k.let(Op.CAST, E.BF16, k.let(Op.INDEX, E.F32, f, i))
     results = [
@@ -147,7 +147,7 @@ def test_bf16_buffers_and_arithmetic(device) -> None:
     ]
     n = 16
     for slot, value in enumerate(results):
-        at = k.let(Op.ADD, E.U32, c(slot * n, E.U32), i)
+        at = k.let(Op.ADD, E.U32, const(slot * n, E.U32), i)
         k.do(Op.INDEX_ASSIGN, None, out, at, value)
     try:
         defn = k.build()

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ruda_core.ir import Elem, Op
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .kernels import KB, B, c, compile_kernel, launch
+from .launcher import FILE, compile_kernel, launch
 
 U32, I32, I64, F32, F64, BOOL = Elem.U32, Elem.I32, Elem.I64, Elem.F32, Elem.F64, Elem.BOOL
 
@@ -38,13 +39,13 @@ PY = {
 }
 
 
-def histogram(fetch: bool) -> KB:
-    kb = KB("histogram")
+def histogram(fetch: bool) -> KernelBuilder:
+    kb = KernelBuilder("histogram", file=FILE)
     px, ph, po = kb.array("x", U32), kb.array("h", U32), kb.array("old", U32)
-    i = B("ABSOLUTE_POS")
-    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, px))):
-        out = kb.var("o", U32) if fetch else None
-        kb.op(Op.ATOMIC_ADD, out, ph, kb.load(px, i), c(1, U32))
+    i = builtin("ABSOLUTE_POS")
+    with kb.if_(kb.let(Op.LT, BOOL, i, kb.let(Op.LEN, U32, px))):
+        out = kb.local("o", U32) if fetch else None
+        kb.do(Op.ATOMIC_ADD, out, ph, kb.load(px, i), const(1, U32))
         if out is not None:
             kb.store(po, i, out)
     return kb
@@ -73,34 +74,34 @@ def test_fetched_add_gives_every_lane_a_distinct_old_value() -> None:
         assert sorted(old[x == b].tolist()) == list(range(1000, 1000 + counts[b]))
 
 
-def fetch_kernel(op: Op, elem: Elem, shared: bool) -> KB:
+def fetch_kernel(op: Op, elem: Elem, shared: bool) -> KernelBuilder:
     """old[i] = op(target[idx[i]], v[i]) for lanes with v[i] != 0 (others inactive)."""
-    kb = KB(f"{op.value}_{elem.value}")
+    kb = KernelBuilder(f"{op.value}_{elem.value}", file=FILE)
     pt, pi, pv, po = (
         kb.array("t", elem),
         kb.array("idx", U32),
         kb.array("v", elem),
         kb.array("old", elem),
     )
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     k, v = kb.load(pi, i), kb.load(pv, i)
     target = pt
     if shared:  # the cube's copy of t in shared memory, written back by unit 0
-        target = kb.smem("st", elem, 16)
-        j = kb.var("j", U32)
+        target = kb.shared("st", elem, 16)
+        j = kb.local("j", U32)
         with (
-            kb.if_(kb.op(Op.EQ, BOOL, B("UNIT_POS"), c(0, U32))),
-            kb.range_(j, c(0, U32), c(16, U32)),
+            kb.if_(kb.let(Op.EQ, BOOL, builtin("UNIT_POS"), const(0, U32))),
+            kb.range_(j, const(0, U32), const(16, U32)),
         ):
             kb.store(target, j, kb.load(pt, j))
-        kb.sync()
-    with kb.if_(kb.op(Op.NE, BOOL, v, c(0.0 if elem.is_float else 0, elem))):
-        kb.store(po, i, kb.op(op, elem, target, k, v))
+        kb.sync_units()
+    with kb.if_(kb.let(Op.NE, BOOL, v, const(0.0 if elem.is_float else 0, elem))):
+        kb.store(po, i, kb.let(op, elem, target, k, v))
     if shared:
-        kb.sync()
+        kb.sync_units()
         with (
-            kb.if_(kb.op(Op.EQ, BOOL, B("UNIT_POS"), c(0, U32))),
-            kb.range_(j, c(0, U32), c(16, U32)),
+            kb.if_(kb.let(Op.EQ, BOOL, builtin("UNIT_POS"), const(0, U32))),
+            kb.range_(j, const(0, U32), const(16, U32)),
         ):
             kb.store(pt, j, kb.load(target, j))
     return kb
@@ -194,12 +195,12 @@ def test_float_add_old_values_are_true_intermediate_sums() -> None:
         assert t[a] == running
 
 
-def cas_kernel() -> KB:
-    kb = KB("cas")
+def cas_kernel() -> KernelBuilder:
+    kb = KernelBuilder("cas", file=FILE)
     pt, pi, pc, pv, po = (kb.array(n, U32) for n in ("t", "idx", "cmp", "v", "old"))
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     k = kb.load(pi, i)
-    kb.store(po, i, kb.op(Op.ATOMIC_CAS, U32, pt, k, kb.load(pc, i), kb.load(pv, i)))
+    kb.store(po, i, kb.let(Op.ATOMIC_CAS, U32, pt, k, kb.load(pc, i), kb.load(pv, i)))
     return kb
 
 
@@ -235,29 +236,29 @@ def test_cas_spin_lock_pattern_elects_one_lane_per_address() -> None:
 
 
 def test_non_fetching_atomics_and_load_store() -> None:
-    kb = KB("mixed")
+    kb = KernelBuilder("mixed", file=FILE)
     pt, pi, po = kb.array("t", I32), kb.array("idx", U32), kb.array("o", I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     k = kb.load(pi, i)
-    v = kb.op(Op.CAST, I32, i)
+    v = kb.let(Op.CAST, I32, i)
     for op in (Op.ATOMIC_MIN, Op.ATOMIC_MAX, Op.ATOMIC_SUB, Op.ATOMIC_OR):
-        kb.op(
+        kb.do(
             op,
             None,
             pt,
-            kb.op(
+            kb.let(
                 Op.ADD,
                 U32,
                 k,
-                c(
+                const(
                     {Op.ATOMIC_MIN: 0, Op.ATOMIC_MAX: 4, Op.ATOMIC_SUB: 8, Op.ATOMIC_OR: 12}[op],
                     U32,
                 ),
             ),
             v,
         )
-    kb.op(Op.ATOMIC_STORE, None, pt, c(16, U32), c(5, I32))
-    kb.store(po, i, kb.op(Op.ATOMIC_LOAD, I32, pt, c(16, U32)))
+    kb.do(Op.ATOMIC_STORE, None, pt, const(16, U32), const(5, I32))
+    kb.store(po, i, kb.let(Op.ATOMIC_LOAD, I32, pt, const(16, U32)))
     idx = (np.arange(200) % 4).astype(np.uint32)
     t, o = np.full(17, 100, np.int32), np.zeros(200, np.int32)
     launch(kb.build(), 2, 100, [t, idx, o])

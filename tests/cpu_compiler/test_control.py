@@ -5,26 +5,28 @@ from __future__ import annotations
 import numpy as np
 
 from ruda_core.ir import Elem, Op
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .kernels import KB, B, c, launch
+from .launcher import FILE, launch
 
 I32, U32, BOOL = Elem.I32, Elem.U32, Elem.BOOL
 
 
 def test_divergent_if_elif_else_and_partial_assignment() -> None:
-    kb = KB("branches")
+    kb = KernelBuilder("branches", file=FILE)
     pa, po, pk = kb.array("a", I32), kb.array("o", I32), kb.array("keep", I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x = kb.load(pa, i)
-    r, keep = kb.var("r", I32), kb.var("kept", I32)
-    kb.set(keep, c(-1, I32))
-    with kb.if_(kb.op(Op.LT, BOOL, x, c(0, I32))) as els:
-        kb.set(r, kb.op(Op.NEG, I32, x))
-        kb.set(keep, c(5, I32))
-    with kb.else_(els), kb.if_(kb.op(Op.EQ, BOOL, x, c(0, I32))) as els2:
-        kb.set(r, c(100, I32))
-    with kb.else_(els2):
-        kb.set(r, kb.op(Op.MUL, I32, x, c(3, I32)))
+    r, keep = kb.local("r", I32), kb.local("kept", I32)
+    kb.assign(keep, const(-1, I32))
+    with kb.if_(kb.let(Op.LT, BOOL, x, const(0, I32))):
+        kb.assign(r, kb.let(Op.NEG, I32, x))
+        kb.assign(keep, const(5, I32))
+    with kb.else_():
+        with kb.if_(kb.let(Op.EQ, BOOL, x, const(0, I32))):
+            kb.assign(r, const(100, I32))
+        with kb.else_():
+            kb.assign(r, kb.let(Op.MUL, I32, x, const(3, I32)))
     kb.store(po, i, r)
     kb.store(pk, i, keep)
     a = np.random.default_rng(0).integers(-5, 6, 300).astype(np.int32)
@@ -49,21 +51,21 @@ def _nested(a: int, b: int) -> int:
 
 
 def test_nested_loops_with_per_lane_trips_break_and_continue() -> None:
-    kb = KB("nested")
+    kb = KernelBuilder("nested", file=FILE)
     pa, pb, po = kb.array("a", I32), kb.array("b", I32), kb.array("o", I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, y = kb.load(pa, i), kb.load(pb, i)
-    acc, j, k = kb.var("acc", I32), kb.var("j", I32), kb.var("k", I32)
-    kb.set(acc, c(0, I32))
-    with kb.range_(j, c(0, I32), kb.op(Op.MOD, I32, x, c(7, I32))):
-        with kb.if_(kb.op(Op.EQ, BOOL, j, c(3, I32))):
-            kb.cont()
-        with kb.range_(k, j, c(10, I32), 2):
-            with kb.if_(kb.op(Op.GT, BOOL, k, y)):
-                kb.brk()
-            kb.op(Op.ADD, acc, acc, kb.op(Op.MUL, I32, k, j))
-        with kb.if_(kb.op(Op.GT, BOOL, acc, c(50, I32))):
-            kb.brk()
+    acc, j, k = kb.local("acc", I32), kb.local("j", I32), kb.local("k", I32)
+    kb.assign(acc, const(0, I32))
+    with kb.range_(j, const(0, I32), kb.let(Op.MOD, I32, x, const(7, I32))):
+        with kb.if_(kb.let(Op.EQ, BOOL, j, const(3, I32))):
+            kb.continue_()
+        with kb.range_(k, j, const(10, I32), 2):
+            with kb.if_(kb.let(Op.GT, BOOL, k, y)):
+                kb.break_()
+            kb.do(Op.ADD, acc, acc, kb.let(Op.MUL, I32, k, j))
+        with kb.if_(kb.let(Op.GT, BOOL, acc, const(50, I32))):
+            kb.break_()
     kb.store(po, i, acc)
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 40, 512).astype(np.int32), rng.integers(-2, 12, 512).astype(np.int32)
@@ -81,24 +83,27 @@ def _collatz(n: int) -> int:
 
 
 def test_while_loop_with_per_lane_trip_counts() -> None:
-    kb = KB("collatz")
+    kb = KernelBuilder("collatz", file=FILE)
     pa, po = kb.array("a", U32), kb.array("o", U32)
-    i = B("ABSOLUTE_POS")
-    n, steps = kb.var("n", U32), kb.var("steps", U32)
-    kb.set(n, kb.load(pa, i))
-    kb.set(steps, c(0, U32))
+    i = builtin("ABSOLUTE_POS")
+    n, steps = kb.local("n", U32), kb.local("steps", U32)
+    kb.assign(n, kb.load(pa, i))
+    kb.assign(steps, const(0, U32))
     with kb.loop():
-        go = kb.op(
-            Op.AND, BOOL, kb.op(Op.NE, BOOL, n, c(1, U32)), kb.op(Op.LT, BOOL, steps, c(200, U32))
+        go = kb.let(
+            Op.AND,
+            BOOL,
+            kb.let(Op.NE, BOOL, n, const(1, U32)),
+            kb.let(Op.LT, BOOL, steps, const(200, U32)),
         )
-        with kb.if_(kb.op(Op.NOT, BOOL, go)):
-            kb.brk()
-        even = kb.op(Op.EQ, BOOL, kb.op(Op.MOD, U32, n, c(2, U32)), c(0, U32))
-        with kb.if_(even) as els:
-            kb.op(Op.FLOOR_DIV, n, n, c(2, U32))
-        with kb.else_(els):
-            kb.op(Op.ADD, n, kb.op(Op.MUL, U32, n, c(3, U32)), c(1, U32))
-        kb.op(Op.ADD, steps, steps, c(1, U32))
+        with kb.if_(kb.let(Op.NOT, BOOL, go)):
+            kb.break_()
+        even = kb.let(Op.EQ, BOOL, kb.let(Op.MOD, U32, n, const(2, U32)), const(0, U32))
+        with kb.if_(even):
+            kb.do(Op.FLOOR_DIV, n, n, const(2, U32))
+        with kb.else_():
+            kb.do(Op.ADD, n, kb.let(Op.MUL, U32, n, const(3, U32)), const(1, U32))
+        kb.do(Op.ADD, steps, steps, const(1, U32))
     kb.store(po, i, steps)
     a = np.arange(1, 257, dtype=np.uint32)
     o = np.zeros(256, np.uint32)
@@ -107,23 +112,23 @@ def test_while_loop_with_per_lane_trip_counts() -> None:
 
 
 def test_early_return_at_top_level_and_inside_loops() -> None:
-    kb = KB("early")
+    kb = KernelBuilder("early", file=FILE)
     pa, po = kb.array("a", I32), kb.array("o", I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x = kb.load(pa, i)
-    with kb.if_(kb.op(Op.LT, BOOL, x, c(0, I32))):
-        kb.ret()
-    kb.store(po, i, c(1, I32))
-    j, m = kb.var("j", I32), kb.var("m", I32)
+    with kb.if_(kb.let(Op.LT, BOOL, x, const(0, I32))):
+        kb.return_()
+    kb.store(po, i, const(1, I32))
+    j, m = kb.local("j", I32), kb.local("m", I32)
     with kb.loop():
-        with kb.range_(j, c(0, I32), c(10, I32)), kb.if_(kb.op(Op.EQ, BOOL, j, x)):
+        with kb.range_(j, const(0, I32), const(10, I32)), kb.if_(kb.let(Op.EQ, BOOL, j, x)):
             kb.store(po, i, j)
-            kb.ret()
-        kb.brk()
-    kb.set(m, kb.op(Op.ADD, I32, x, c(100, I32)))
+            kb.return_()
+        kb.break_()
+    kb.assign(m, kb.let(Op.ADD, I32, x, const(100, I32)))
     kb.store(po, i, m)
-    kb.ret()
-    kb.store(po, i, c(-99, I32))  # unreachable
+    kb.return_()
+    kb.store(po, i, const(-99, I32))  # unreachable
     a = np.arange(-20, 20, dtype=np.int32)
     o = np.full(40, 7, np.int32)
     launch(kb.build(), 5, 8, [a, o])
@@ -131,15 +136,15 @@ def test_early_return_at_top_level_and_inside_loops() -> None:
 
 
 def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges() -> None:
-    kb = KB("ranges")
+    kb = KernelBuilder("ranges", file=FILE)
     pa, pb, po, pl = kb.array("a", I32), kb.array("b", I32), kb.array("o", I32), kb.array("l", I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, y = kb.load(pa, i), kb.load(pb, i)
-    acc, j = kb.var("acc", I32), kb.var("j", I32)
-    kb.set(acc, c(0, I32))
-    kb.set(j, c(-1000, I32))
+    acc, j = kb.local("acc", I32), kb.local("j", I32)
+    kb.assign(acc, const(0, I32))
+    kb.assign(j, const(-1000, I32))
     with kb.range_(j, x, y, -3):
-        kb.op(Op.ADD, acc, kb.op(Op.MUL, I32, acc, c(3, I32)), j)
+        kb.do(Op.ADD, acc, kb.let(Op.MUL, I32, acc, const(3, I32)), j)
     kb.store(po, i, acc)
     kb.store(pl, i, j)  # the last value the loop gave j (or its value before the loop)
     rng = np.random.default_rng(2)
@@ -154,13 +159,13 @@ def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges() -> None:
 
 
 def test_unsigned_range_near_the_top_does_not_wrap() -> None:
-    kb = KB("urange")
+    kb = KernelBuilder("urange", file=FILE)
     po = kb.array("o", U32)
-    j, n = kb.var("j", U32), kb.var("n", U32)
-    kb.set(n, c(0, U32))
-    with kb.range_(j, c(2**32 - 5, U32), c(2**32 - 1, U32), 2):
-        kb.op(Op.ADD, n, n, c(1, U32))
-    kb.store(po, B("ABSOLUTE_POS"), n)
+    j, n = kb.local("j", U32), kb.local("n", U32)
+    kb.assign(n, const(0, U32))
+    with kb.range_(j, const(2**32 - 5, U32), const(2**32 - 1, U32), 2):
+        kb.do(Op.ADD, n, n, const(1, U32))
+    kb.store(po, builtin("ABSOLUTE_POS"), n)
     o = np.zeros(4, np.uint32)
     launch(kb.build(), 1, 4, [o])
     assert o.tolist() == [2] * 4
@@ -169,18 +174,18 @@ def test_unsigned_range_near_the_top_does_not_wrap() -> None:
 def test_uniform_and_lane_vector_conditions_agree() -> None:
     """Conditions on ABSOLUTE_POS and UNIT_POS are kept symbolic; mixing them with loaded
     values must give the same masks as plain arrays would."""
-    kb = KB("symbolic")
+    kb = KernelBuilder("symbolic", file=FILE)
     po = kb.array("o", I32)
-    i, u = B("ABSOLUTE_POS"), B("UNIT_POS")
-    r = kb.var("r", I32)
-    kb.set(r, c(0, I32))
-    j = kb.op(Op.SUB, U32, kb.op(Op.MUL, U32, i, c(3, U32)), c(7, U32))
-    with kb.if_(kb.op(Op.GE, BOOL, j, c(50, U32))):
-        kb.op(Op.ADD, r, r, c(1, I32))
-    with kb.if_(kb.op(Op.LT, BOOL, kb.op(Op.ADD, U32, u, c(5, U32)), c(20, U32))):
-        kb.op(Op.ADD, r, r, c(10, I32))
-    with kb.if_(kb.op(Op.EQ, BOOL, kb.op(Op.CAST, I32, i), c(33, I32))):
-        kb.op(Op.ADD, r, r, c(100, I32))
+    i, u = builtin("ABSOLUTE_POS"), builtin("UNIT_POS")
+    r = kb.local("r", I32)
+    kb.assign(r, const(0, I32))
+    j = kb.let(Op.SUB, U32, kb.let(Op.MUL, U32, i, const(3, U32)), const(7, U32))
+    with kb.if_(kb.let(Op.GE, BOOL, j, const(50, U32))):
+        kb.do(Op.ADD, r, r, const(1, I32))
+    with kb.if_(kb.let(Op.LT, BOOL, kb.let(Op.ADD, U32, u, const(5, U32)), const(20, U32))):
+        kb.do(Op.ADD, r, r, const(10, I32))
+    with kb.if_(kb.let(Op.EQ, BOOL, kb.let(Op.CAST, I32, i), const(33, I32))):
+        kb.do(Op.ADD, r, r, const(100, I32))
     kb.store(po, i, r)
     o = np.zeros(128, np.int32)
     launch(kb.build(), 4, 32, [o])

@@ -22,7 +22,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime.launch import ExecutionMode
 
-from .kernels import launch
+from .launcher import launch
 
 
 @kernel

@@ -16,23 +16,24 @@ from ruda_core.ir.bounds import lower_bounds
 from ruda_core.runtime.compiler import CompileOptions
 from ruda_core.runtime.errors import LaunchConfigError, LaunchError
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_cpu.compiler import CpuCompiler
 
-from .kernels import KB, B, c, compile_kernel, launch, metadata_for
+from .launcher import FILE, compile_kernel, launch, metadata_for
 
 U32, F32, BOOL = Elem.U32, Elem.F32, Elem.BOOL
 KINDS = [k for k in BuiltinKind if k not in (BuiltinKind.PLANE_DIM, BuiltinKind.UNIT_POS_PLANE)]
 
 
-def builtins_kernel() -> KB:
+def builtins_kernel() -> KernelBuilder:
     """out[k * total + ABSOLUTE_POS] = builtin k, for every position builtin."""
-    kb = KB("builtins")
+    kb = KernelBuilder("builtins", file=FILE)
     po = kb.array("o", U32)
-    total = kb.op(Op.MUL, U32, B("RUDA_DIM"), B("RUDA_COUNT"))
-    lane = B("ABSOLUTE_POS")
+    total = kb.let(Op.MUL, U32, builtin("RUDA_DIM"), builtin("RUDA_COUNT"))
+    lane = builtin("ABSOLUTE_POS")
     for k, kind in enumerate(KINDS):
-        at = kb.op(Op.ADD, U32, kb.op(Op.MUL, U32, total, c(k, U32)), lane)
-        kb.store(po, at, B(kind.name))
+        at = kb.let(Op.ADD, U32, kb.let(Op.MUL, U32, total, const(k, U32)), lane)
+        kb.store(po, at, builtin(kind.name))
     return kb
 
 
@@ -104,14 +105,14 @@ def test_builtins_across_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> No
         assert out.tolist() == want.tolist()
 
 
-def saxpy() -> KB:
-    kb = KB("saxpy")
+def saxpy() -> KernelBuilder:
+    kb = KernelBuilder("saxpy", file=FILE)
     px, py = kb.array("x", F32), kb.array("y", F32)
     alpha = kb.scalar("alpha", F32)
-    i = B("ABSOLUTE_POS")
-    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, py))):
-        ax = kb.op(Op.MUL, F32, alpha, kb.load(px, i))
-        kb.store(py, i, kb.op(Op.ADD, F32, ax, kb.load(py, i)))
+    i = builtin("ABSOLUTE_POS")
+    with kb.if_(kb.let(Op.LT, BOOL, i, kb.let(Op.LEN, U32, py))):
+        ax = kb.let(Op.MUL, F32, alpha, kb.load(px, i))
+        kb.store(py, i, kb.let(Op.ADD, F32, ax, kb.load(py, i)))
     return kb
 
 
@@ -204,11 +205,12 @@ def test_generated_source_is_readable_and_deterministic() -> None:
 
 
 def test_clashing_names_are_renamed() -> None:
-    kb = KB("np")  # the kernel, a parameter and a local named like runtime globals
+    # the kernel, a parameter and a local named like runtime globals
+    kb = KernelBuilder("np", file=FILE)
     p = kb.array("L", U32)
-    g = kb.var("g", U32)
-    kb.set(g, c(3, U32))
-    kb.store(p, B("ABSOLUTE_POS"), g)
+    g = kb.local("g", U32)
+    kb.assign(g, const(3, U32))
+    kb.store(p, builtin("ABSOLUTE_POS"), g)
     out = np.zeros(4, np.uint32)
     launch(kb.build(), 1, 4, [out])
     assert (out == 3).all()

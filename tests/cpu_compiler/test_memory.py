@@ -7,36 +7,37 @@ import pytest
 
 from ruda_core.ir import Elem, Op
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .kernels import KB, B, c, launch
+from .launcher import FILE, launch
 
 I32, U32, F32, BOOL = Elem.I32, Elem.U32, Elem.F32, Elem.BOOL
 
 
-def block_sum(block: int) -> KB:
+def block_sum(block: int) -> KernelBuilder:
     """The tree reduction of DESIGN.md: barriers inside a while loop."""
-    kb = KB("block_sum")
+    kb = KernelBuilder("block_sum", file=FILE)
     x, out = kb.array("x", F32), kb.array("out", F32)
-    sm = kb.smem("smem", F32, block)
-    i, u = B("ABSOLUTE_POS"), B("UNIT_POS")
-    v, s = kb.var("v", F32), kb.var("s", U32)
-    with kb.if_(kb.op(Op.LT, BOOL, i, kb.op(Op.LEN, U32, x))) as els:
-        kb.op(Op.INDEX, v, x, i)
-    with kb.else_(els):
-        kb.set(v, c(0.0, F32))
+    sm = kb.shared("smem", F32, block)
+    i, u = builtin("ABSOLUTE_POS"), builtin("UNIT_POS")
+    v, s = kb.local("v", F32), kb.local("s", U32)
+    with kb.if_(kb.let(Op.LT, BOOL, i, kb.let(Op.LEN, U32, x))):
+        kb.do(Op.INDEX, v, x, i)
+    with kb.else_():
+        kb.assign(v, const(0.0, F32))
     kb.store(sm, u, v)
-    kb.sync()
-    kb.set(s, c(block // 2, U32))
+    kb.sync_units()
+    kb.assign(s, const(block // 2, U32))
     with kb.loop():
-        with kb.if_(kb.op(Op.NOT, BOOL, kb.op(Op.GT, BOOL, s, c(0, U32)))):
-            kb.brk()
-        with kb.if_(kb.op(Op.LT, BOOL, u, s)):
-            other = kb.load(sm, kb.op(Op.ADD, U32, u, s))
-            kb.store(sm, u, kb.op(Op.ADD, F32, kb.load(sm, u), other))
-        kb.sync()
-        kb.op(Op.FLOOR_DIV, s, s, c(2, U32))
-    with kb.if_(kb.op(Op.EQ, BOOL, u, c(0, U32))):
-        kb.store(out, B("RUDA_POS"), kb.load(sm, c(0, U32)))
+        with kb.if_(kb.let(Op.NOT, BOOL, kb.let(Op.GT, BOOL, s, const(0, U32)))):
+            kb.break_()
+        with kb.if_(kb.let(Op.LT, BOOL, u, s)):
+            other = kb.load(sm, kb.let(Op.ADD, U32, u, s))
+            kb.store(sm, u, kb.let(Op.ADD, F32, kb.load(sm, u), other))
+        kb.sync_units()
+        kb.do(Op.FLOOR_DIV, s, s, const(2, U32))
+    with kb.if_(kb.let(Op.EQ, BOOL, u, const(0, U32))):
+        kb.store(out, builtin("RUDA_POS"), kb.load(sm, const(0, U32)))
     return kb
 
 
@@ -52,18 +53,18 @@ def test_shared_memory_tree_reduction_over_many_cubes(mode: ExecutionMode) -> No
 
 
 def test_cubes_never_see_each_others_shared_memory() -> None:
-    kb = KB("isolation")
+    kb = KernelBuilder("isolation", file=FILE)
     po, pz = kb.array("o", U32), kb.array("z", U32)
-    sm = kb.smem("sm", U32, 64)
-    u, cube = B("UNIT_POS"), B("RUDA_POS")
-    with kb.if_(kb.op(Op.NE, BOOL, u, c(0, U32))):  # smem[0] is written by cube 0 only
-        kb.store(sm, u, kb.op(Op.ADD, U32, cube, c(1, U32)))
-    with kb.if_(kb.op(Op.EQ, BOOL, kb.op(Op.ADD, U32, cube, u), c(0, U32))):
-        kb.store(sm, c(0, U32), c(999, U32))
-    kb.sync()
-    nxt = kb.op(Op.MOD, U32, kb.op(Op.ADD, U32, u, c(1, U32)), c(64, U32))
-    kb.store(po, B("ABSOLUTE_POS"), kb.load(sm, nxt))
-    kb.store(pz, B("ABSOLUTE_POS"), kb.load(sm, c(0, U32)))
+    sm = kb.shared("sm", U32, 64)
+    u, cube = builtin("UNIT_POS"), builtin("RUDA_POS")
+    with kb.if_(kb.let(Op.NE, BOOL, u, const(0, U32))):  # smem[0] is written by cube 0 only
+        kb.store(sm, u, kb.let(Op.ADD, U32, cube, const(1, U32)))
+    with kb.if_(kb.let(Op.EQ, BOOL, kb.let(Op.ADD, U32, cube, u), const(0, U32))):
+        kb.store(sm, const(0, U32), const(999, U32))
+    kb.sync_units()
+    nxt = kb.let(Op.MOD, U32, kb.let(Op.ADD, U32, u, const(1, U32)), const(64, U32))
+    kb.store(po, builtin("ABSOLUTE_POS"), kb.load(sm, nxt))
+    kb.store(pz, builtin("ABSOLUTE_POS"), kb.load(sm, const(0, U32)))
     cubes = 50
     o, z = np.zeros(cubes * 64, np.uint32), np.zeros(cubes * 64, np.uint32)
     launch(kb.build(), cubes, 64, [o, z])
@@ -86,17 +87,17 @@ def test_shared_memory_survives_batches(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_local_arrays_are_private_per_lane() -> None:
-    kb = KB("local")
+    kb = KernelBuilder("local", file=FILE)
     po = kb.array("o", U32)
-    la = kb.larr("la", U32, 8)
-    i = B("ABSOLUTE_POS")
-    j, acc = kb.var("j", U32), kb.var("acc", U32)
-    with kb.range_(j, c(0, U32), c(8, U32)):
-        kb.store(la, j, kb.op(Op.MUL, U32, i, j))
-    kb.store(la, c(9, U32), c(12345, U32))  # out of bounds: dropped (CHECKED: guarded)
-    kb.set(acc, kb.load(la, c(20, U32)))  # out of bounds: 0
-    with kb.range_(j, c(0, U32), c(8, U32)):
-        kb.op(Op.ADD, acc, acc, kb.load(la, kb.op(Op.SUB, U32, c(7, U32), j)))
+    la = kb.local_array("la", U32, 8)
+    i = builtin("ABSOLUTE_POS")
+    j, acc = kb.local("j", U32), kb.local("acc", U32)
+    with kb.range_(j, const(0, U32), const(8, U32)):
+        kb.store(la, j, kb.let(Op.MUL, U32, i, j))
+    kb.store(la, const(9, U32), const(12345, U32))  # out of bounds: dropped (CHECKED: guarded)
+    kb.assign(acc, kb.load(la, const(20, U32)))  # out of bounds: 0
+    with kb.range_(j, const(0, U32), const(8, U32)):
+        kb.do(Op.ADD, acc, acc, kb.load(la, kb.let(Op.SUB, U32, const(7, U32), j)))
     kb.store(po, i, acc)
     for mode in ExecutionMode:
         o = np.zeros(200, np.uint32)
@@ -104,19 +105,23 @@ def test_local_arrays_are_private_per_lane() -> None:
         assert o.tolist() == [p * 28 for p in range(200)]
 
 
-def oob_kernel() -> KB:
+def oob_kernel() -> KernelBuilder:
     """Reads a[idx[i]] into o[i] and stores 7 to w[idx[i]]: idx may be anything."""
-    kb = KB("oob")
+    kb = KernelBuilder("oob", file=FILE)
     pa, pi, po, pw = (kb.array(name, I32) for name in ("a", "idx", "o", "w"))
-    sm = kb.smem("sm", I32, 4)
-    i = B("ABSOLUTE_POS")
+    sm = kb.shared("sm", I32, 4)
+    i = builtin("ABSOLUTE_POS")
     k = kb.load(pi, i)
-    kb.store(sm, kb.op(Op.MOD, I32, kb.op(Op.CAST, I32, B("UNIT_POS")), c(4, I32)), c(3, I32))
-    kb.store(sm, k, c(5, I32))  # may be out of bounds of sm
-    kb.sync()
+    kb.store(
+        sm,
+        kb.let(Op.MOD, I32, kb.let(Op.CAST, I32, builtin("UNIT_POS")), const(4, I32)),
+        const(3, I32),
+    )
+    kb.store(sm, k, const(5, I32))  # may be out of bounds of sm
+    kb.sync_units()
     got = kb.load(pa, k)
-    kb.store(po, i, kb.op(Op.ADD, I32, got, kb.load(sm, c(0, I32))))
-    kb.store(pw, k, c(7, I32))
+    kb.store(po, i, kb.let(Op.ADD, I32, got, kb.load(sm, const(0, I32))))
+    kb.store(pw, k, const(7, I32))
     return kb
 
 
@@ -152,9 +157,9 @@ def test_validate_reports_the_first_access_of_the_lowest_lane() -> None:
 
 
 def test_validate_reports_u64_index_halves() -> None:
-    kb = KB("big")
+    kb = KernelBuilder("big", file=FILE)
     pa, po = kb.array("a", F32), kb.array("o", F32)
-    kb.store(po, B("ABSOLUTE_POS"), kb.load(pa, c(2**33 + 5, Elem.U64)))
+    kb.store(po, builtin("ABSOLUTE_POS"), kb.load(pa, const(2**33 + 5, Elem.U64)))
     a, o = np.ones(3, np.float32), np.ones(2, np.float32)
     report = launch(kb.build(), 1, 2, [a, o], mode=ExecutionMode.VALIDATE)
     assert report is not None and report.tolist() == [1, 0, 5, 2, 3, 0]
@@ -164,13 +169,13 @@ def test_validate_reports_u64_index_halves() -> None:
 def test_contiguous_and_strided_lane_accesses_near_the_ends() -> None:
     """ABSOLUTE_POS * 3 - 4 and 50 - ABSOLUTE_POS are lane vectors: slices, partly out of
     bounds at both ends."""
-    kb = KB("strided")
+    kb = KernelBuilder("strided", file=FILE)
     pa, po, pw = kb.array("a", I32), kb.array("o", I32), kb.array("w", I32)
-    i = kb.op(Op.CAST, I32, B("ABSOLUTE_POS"))
-    up = kb.op(Op.SUB, I32, kb.op(Op.MUL, I32, i, c(3, I32)), c(4, I32))
-    down = kb.op(Op.SUB, I32, c(50, I32), i)
-    kb.store(po, i, kb.op(Op.ADD, I32, kb.load(pa, up), kb.load(pa, down)))
-    with kb.if_(kb.op(Op.NE, BOOL, kb.op(Op.MOD, I32, i, c(5, I32)), c(0, I32))):
+    i = kb.let(Op.CAST, I32, builtin("ABSOLUTE_POS"))
+    up = kb.let(Op.SUB, I32, kb.let(Op.MUL, I32, i, const(3, I32)), const(4, I32))
+    down = kb.let(Op.SUB, I32, const(50, I32), i)
+    kb.store(po, i, kb.let(Op.ADD, I32, kb.load(pa, up), kb.load(pa, down)))
+    with kb.if_(kb.let(Op.NE, BOOL, kb.let(Op.MOD, I32, i, const(5, I32)), const(0, I32))):
         kb.store(pw, up, i)
     a = np.arange(40, dtype=np.int32) + 1
     o, w = np.zeros(64, np.int32), np.full(40, -1, np.int32)
@@ -189,20 +194,20 @@ def test_contiguous_and_strided_lane_accesses_near_the_ends() -> None:
 
 def test_loaded_values_do_not_alias_later_stores() -> None:
     """t = a[i]; a[i] = 0; b[i] = t — and the same with a and b one buffer."""
-    kb = KB("alias")
+    kb = KernelBuilder("alias", file=FILE)
     pa, pb = kb.array("a", F32), kb.array("b", F32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     t = kb.load(pa, i)
-    kb.store(pa, i, c(0.0, F32))
+    kb.store(pa, i, const(0.0, F32))
     kb.store(pb, i, t)
     a, b = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
     launch(kb.build(), 1, 64, [a, b])
     assert (b == np.arange(64)).all() and (a == 0).all()
-    kb2 = KB("alias_ro")  # r is read-only, w aliases it
+    kb2 = KernelBuilder("alias_ro", file=FILE)  # r is read-only, w aliases it
     pr, pw = kb2.array("r", F32), kb2.array("w", F32)
     t2 = kb2.load(pr, i)
-    kb2.store(pw, i, c(-1.0, F32))
-    kb2.store(pw, kb2.op(Op.ADD, U32, i, c(64, U32)), t2)
+    kb2.store(pw, i, const(-1.0, F32))
+    kb2.store(pw, kb2.let(Op.ADD, U32, i, const(64, U32)), t2)
     buf = np.arange(128, dtype=np.float32)
     launch(kb2.build(), 1, 64, [buf, buf])
     assert (buf[:64] == -1).all() and (buf[64:] == np.arange(64)).all()

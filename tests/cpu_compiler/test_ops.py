@@ -12,8 +12,11 @@ import pytest
 
 from ruda_core.ir import Elem, Op
 from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.testing.conformance.test_ops_int import COMPARES, VALUE_OPS
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
+from ruda_core.testing.opkernels import arity
 
-from .kernels import KB, B, c, launch
+from .launcher import FILE, launch
 
 N = 320  # 5 cubes of 64
 INTS = [Elem.I8, Elem.I16, Elem.I32, Elem.I64, Elem.U8, Elem.U16, Elem.U32, Elem.U64]
@@ -55,15 +58,15 @@ def sample(elem: Elem, seed: int) -> np.ndarray:
 def run_binary(op: Op, elem: Elem, out_elem: Elem, a: np.ndarray, b: np.ndarray) -> tuple:
     """out1[i] = op(a[i], b[i]); out2[i] = op(p, q) for scalar params (uniform values);
     out3[i] = op(a[i], b[0]) through a constant."""
-    kb = KB(f"{op.value}_{elem.value}")
+    kb = KernelBuilder(f"{op.value}_{elem.value}", file=FILE)
     pa, pb = kb.array("a", elem), kb.array("b", elem)
     o1, o2, o3 = (kb.array(n, out_elem) for n in ("o1", "o2", "o3"))
     p, q = kb.scalar("p", elem), kb.scalar("q", elem)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, y = kb.load(pa, i), kb.load(pb, i)
-    kb.store(o1, i, kb.op(op, out_elem, x, y))
-    kb.store(o2, i, kb.op(op, out_elem, p, q))
-    kb.store(o3, i, kb.op(op, out_elem, x, c(b[0].item(), elem)))
+    kb.store(o1, i, kb.let(op, out_elem, x, y))
+    kb.store(o2, i, kb.let(op, out_elem, p, q))
+    kb.store(o3, i, kb.let(op, out_elem, x, const(b[0].item(), elem)))
     outs = [np.zeros(N, out_elem.numpy) for _ in range(3)]
     launch(kb.build(), N // 64, 64, [a, b, *outs], [a[3], b[3]])
     return tuple(outs)
@@ -97,21 +100,8 @@ def int_ref(op: Op, x: int, y: int, elem: Elem) -> int | bool | None:
     ]
 
 
-INT_BINARY = [
-    Op.ADD,
-    Op.SUB,
-    Op.MUL,
-    Op.FLOOR_DIV,
-    Op.MOD,
-    Op.MIN,
-    Op.MAX,
-    Op.BIT_AND,
-    Op.BIT_OR,
-    Op.BIT_XOR,
-    Op.SHL,
-    Op.SHR,
-]
-COMPARES = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE]
+#: The binary operations of the conformance suite's integer table.
+INT_BINARY = [op for op in VALUE_OPS if arity(op) == 2]
 
 
 @pytest.mark.parametrize("elem", INTS, ids=str)
@@ -133,15 +123,15 @@ def test_integer_binary(op: Op, elem: Elem) -> None:
 @pytest.mark.parametrize("elem", INTS, ids=str)
 def test_integer_unary_and_clamp(elem: Elem) -> None:
     a, lo, hi = sample(elem, 3), sample(elem, 4), sample(elem, 5)
-    kb = KB("unary")
+    kb = KernelBuilder("unary", file=FILE)
     pa, plo, phi = kb.array("a", elem), kb.array("lo", elem), kb.array("hi", elem)
     outs = {name: kb.array(name, elem) for name in ("neg", "abs", "bnot", "clamp")}
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x = kb.load(pa, i)
-    kb.store(outs["neg"], i, kb.op(Op.NEG, elem, x))
-    kb.store(outs["abs"], i, kb.op(Op.ABS, elem, x))
-    kb.store(outs["bnot"], i, kb.op(Op.BIT_NOT, elem, x))
-    kb.store(outs["clamp"], i, kb.op(Op.CLAMP, elem, x, kb.load(plo, i), kb.load(phi, i)))
+    kb.store(outs["neg"], i, kb.let(Op.NEG, elem, x))
+    kb.store(outs["abs"], i, kb.let(Op.ABS, elem, x))
+    kb.store(outs["bnot"], i, kb.let(Op.BIT_NOT, elem, x))
+    kb.store(outs["clamp"], i, kb.let(Op.CLAMP, elem, x, kb.load(plo, i), kb.load(phi, i)))
     arrays = {name: np.zeros(N, elem.numpy) for name in outs}
     launch(kb.build(), N // 64, 64, [a, lo, hi, *arrays.values()])
     for k in range(N):
@@ -265,16 +255,16 @@ def test_float_unary(elem: Elem) -> None:
     a = (rng.uniform(0.01, 6.0, N) * rng.choice([-1, 1], N)).astype(elem.numpy)
     a[:8] = [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 0.0, -0.0]  # ROUND ties to even
     ops = [*UNARY_MATH, Op.NEG, Op.ABS, Op.ISNAN, Op.ISINF]
-    kb = KB("unary")
+    kb = KernelBuilder("unary", file=FILE)
     pa = kb.array("a", elem)
     outs = {}
     for op in ops:
         out_elem = Elem.BOOL if op in (Op.ISNAN, Op.ISINF) else elem
         outs[op] = kb.array(op.value, out_elem)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x = kb.load(pa, i)
     for op in ops:
-        kb.store(outs[op], i, kb.op(op, outs[op].elem, x))
+        kb.store(outs[op], i, kb.let(op, outs[op].elem, x))
     arrays = {op: np.zeros(N, p.elem.numpy) for op, p in outs.items()}
     launch(kb.build(), N // 64, 64, [a, *arrays.values()])
     eps = float(np.finfo(elem.numpy).eps)
@@ -301,11 +291,11 @@ def test_float_unary(elem: Elem) -> None:
 
 def test_isnan_isinf_and_special_values() -> None:
     a = np.array([np.nan, np.inf, -np.inf, 0.0, 1.0] * 64, np.float32)
-    kb = KB("special")
+    kb = KernelBuilder("special", file=FILE)
     pa, pn, pi = kb.array("a", Elem.F32), kb.array("n", Elem.BOOL), kb.array("i", Elem.BOOL)
-    x = kb.load(pa, B("ABSOLUTE_POS"))
-    kb.store(pn, B("ABSOLUTE_POS"), kb.op(Op.ISNAN, Elem.BOOL, x))
-    kb.store(pi, B("ABSOLUTE_POS"), kb.op(Op.ISINF, Elem.BOOL, x))
+    x = kb.load(pa, builtin("ABSOLUTE_POS"))
+    kb.store(pn, builtin("ABSOLUTE_POS"), kb.let(Op.ISNAN, Elem.BOOL, x))
+    kb.store(pi, builtin("ABSOLUTE_POS"), kb.let(Op.ISINF, Elem.BOOL, x))
     n, i = np.zeros(320, bool), np.zeros(320, bool)
     launch(kb.build(), 5, 64, [a, n, i])
     assert (n == np.isnan(a)).all() and (i == np.isinf(a)).all()
@@ -314,13 +304,13 @@ def test_isnan_isinf_and_special_values() -> None:
 @pytest.mark.parametrize("elem", FLOATS, ids=str)
 def test_fma_and_clamp(elem: Elem) -> None:
     a, b, d = sample(elem, 11), sample(elem, 12), sample(elem, 13)
-    kb = KB("fma")
+    kb = KernelBuilder("fma", file=FILE)
     pa, pb, pd = kb.array("a", elem), kb.array("b", elem), kb.array("d", elem)
     pf, pc = kb.array("f", elem), kb.array("cl", elem)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, y, z = kb.load(pa, i), kb.load(pb, i), kb.load(pd, i)
-    kb.store(pf, i, kb.op(Op.FMA, elem, x, y, z))
-    kb.store(pc, i, kb.op(Op.CLAMP, elem, x, c(-1.0, elem), c(2.0, elem)))
+    kb.store(pf, i, kb.let(Op.FMA, elem, x, y, z))
+    kb.store(pc, i, kb.let(Op.CLAMP, elem, x, const(-1.0, elem), const(2.0, elem)))
     f, cl = np.zeros(N, elem.numpy), np.zeros(N, elem.numpy)
     launch(kb.build(), 5, 64, [a, b, d, f, cl])
     eps = float(np.finfo(elem.numpy).eps)
@@ -355,16 +345,16 @@ def test_erf_accuracy() -> None:
 
 def test_logic_and_select() -> None:
     a, b = sample(Elem.BOOL, 14), sample(Elem.BOOL, 15)
-    kb = KB("logic")
+    kb = KernelBuilder("logic", file=FILE)
     pa, pb = kb.array("a", Elem.BOOL), kb.array("b", Elem.BOOL)
     o_and, o_or, o_not = (kb.array(n, Elem.BOOL) for n in ("and_", "or_", "not_"))
     o_sel = kb.array("sel", Elem.I32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, y = kb.load(pa, i), kb.load(pb, i)
-    kb.store(o_and, i, kb.op(Op.AND, Elem.BOOL, x, y))
-    kb.store(o_or, i, kb.op(Op.OR, Elem.BOOL, x, y))
-    kb.store(o_not, i, kb.op(Op.NOT, Elem.BOOL, x))
-    kb.store(o_sel, i, kb.op(Op.SELECT, Elem.I32, x, c(7, Elem.I32), c(-3, Elem.I32)))
+    kb.store(o_and, i, kb.let(Op.AND, Elem.BOOL, x, y))
+    kb.store(o_or, i, kb.let(Op.OR, Elem.BOOL, x, y))
+    kb.store(o_not, i, kb.let(Op.NOT, Elem.BOOL, x))
+    kb.store(o_sel, i, kb.let(Op.SELECT, Elem.I32, x, const(7, Elem.I32), const(-3, Elem.I32)))
     outs = [np.zeros(N, bool) for _ in range(3)] + [np.zeros(N, np.int32)]
     launch(kb.build(), 5, 64, [a, b, *outs])
     for k in range(N):
@@ -380,12 +370,12 @@ def test_cast_to_every_type(src: Elem) -> None:
     a = sample(src, 16)
     if src.is_float:
         a[:6] = [0.0, -0.0, 2.75, -2.75, 100.5, 1.0]  # no NaN: unspecified for int targets
-    kb = KB("cast")
+    kb = KernelBuilder("cast", file=FILE)
     pa = kb.array("a", src)
     outs = [kb.array(f"o_{e.value}", e) for e in ALL]
-    x = kb.load(pa, B("ABSOLUTE_POS"))
+    x = kb.load(pa, builtin("ABSOLUTE_POS"))
     for p in outs:
-        kb.store(p, B("ABSOLUTE_POS"), kb.op(Op.CAST, p.elem, x))
+        kb.store(p, builtin("ABSOLUTE_POS"), kb.let(Op.CAST, p.elem, x))
     arrays = [np.zeros(N, p.elem.numpy) for p in outs]
     launch(kb.build(), 5, 64, [a, *arrays])
     for p, got in zip(outs, arrays, strict=True):
@@ -412,37 +402,41 @@ def test_cast_to_every_type(src: Elem) -> None:
 
 def test_cast_nan_to_int_does_not_warn() -> None:
     a = np.array([np.nan, np.inf, -np.inf, 1e30] * 16, np.float32)
-    kb = KB("nan_cast")
+    kb = KernelBuilder("nan_cast", file=FILE)
     pa, po = kb.array("a", Elem.F32), kb.array("o", Elem.I32)
-    kb.store(po, B("ABSOLUTE_POS"), kb.op(Op.CAST, Elem.I32, kb.load(pa, B("ABSOLUTE_POS"))))
+    kb.store(
+        po, builtin("ABSOLUTE_POS"), kb.let(Op.CAST, Elem.I32, kb.load(pa, builtin("ABSOLUTE_POS")))
+    )
     launch(kb.build(), 1, 64, [a, np.zeros(64, np.int32)])  # filterwarnings=error
 
 
 def test_integer_division_by_zero_does_not_warn() -> None:
     a = np.arange(64, dtype=np.int32) - 32
-    kb = KB("div0")
+    kb = KernelBuilder("div0", file=FILE)
     pa, po = kb.array("a", Elem.I32), kb.array("o", Elem.I32)
-    x = kb.load(pa, B("ABSOLUTE_POS"))
-    q = kb.op(Op.FLOOR_DIV, Elem.I32, x, c(0, Elem.I32))
-    kb.store(po, B("ABSOLUTE_POS"), kb.op(Op.MOD, Elem.I32, q, c(0, Elem.I32)))
+    x = kb.load(pa, builtin("ABSOLUTE_POS"))
+    q = kb.let(Op.FLOOR_DIV, Elem.I32, x, const(0, Elem.I32))
+    kb.store(po, builtin("ABSOLUTE_POS"), kb.let(Op.MOD, Elem.I32, q, const(0, Elem.I32)))
     launch(kb.build(), 1, 64, [a, np.zeros(64, np.int32)])
 
 
 def test_bf16_is_unsupported() -> None:
-    kb = KB("bf")
+    kb = KernelBuilder("bf", file=FILE)
     kb.array("a", Elem.BF16)
     with pytest.raises(UnsupportedFeature, match="bf16"):
         launch(kb.build(), 1, 1, [np.zeros(4, np.uint16)])
 
 
 def test_rank_shape_stride_metadata() -> None:
-    kb = KB("meta")
-    t = kb.array("t", Elem.F32, rank=2)
+    kb = KernelBuilder("meta", file=FILE)
+    t = kb.tensor("t", Elem.F32, 2)
     o = kb.array("o", Elem.U32)
-    vals = [kb.op(op, Elem.U32, t, c(d, Elem.U32)) for op in (Op.SHAPE, Op.STRIDE) for d in (0, 1)]
-    vals += [kb.op(Op.RANK, Elem.U32, t), kb.op(Op.LEN, Elem.U32, t)]
+    vals = [
+        kb.let(op, Elem.U32, t, const(d, Elem.U32)) for op in (Op.SHAPE, Op.STRIDE) for d in (0, 1)
+    ]
+    vals += [kb.let(Op.RANK, Elem.U32, t), kb.let(Op.LEN, Elem.U32, t)]
     for k, v in enumerate(vals):
-        kb.store(o, c(k, Elem.U32), v)
+        kb.store(o, const(k, Elem.U32), v)
     out = np.zeros(6, np.uint32)
     launch(kb.build(), 1, 1, [np.zeros(12, np.float32), out], tensors={"t": ((3, 4), (4, 1))})
     assert out.tolist() == [3, 4, 4, 1, 2, 12]

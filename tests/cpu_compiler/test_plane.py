@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import Elem, Op
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .kernels import KB, B, c, launch
+from .launcher import FILE, launch
 
 U32, I32, F32, BOOL = Elem.U32, Elem.I32, Elem.F32, Elem.BOOL
 REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
@@ -26,14 +27,14 @@ def planes(cubes: int, units: int, plane_dim: int) -> list[list[int]]:
 @pytest.mark.parametrize(("units", "plane_dim"), [(64, 32), (48, 32), (20, 32), (40, 16)])
 @pytest.mark.parametrize("elem", [I32, U32, F32], ids=str)
 def test_reductions_and_scans_over_active_lanes(units: int, plane_dim: int, elem: Elem) -> None:
-    kb = KB("plane")
+    kb = KernelBuilder("plane", file=FILE)
     pa, pm = kb.array("a", elem), kb.array("active", BOOL)
     outs = {op: kb.array(op.value, elem) for op in REDUCE + SCANS}
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x = kb.load(pa, i)
     with kb.if_(kb.load(pm, i)):
         for op, p in outs.items():
-            kb.store(p, i, kb.op(op, elem, x))
+            kb.store(p, i, kb.let(op, elem, x))
     cubes = 3
     n = cubes * units
     rng = np.random.default_rng(0)
@@ -64,16 +65,16 @@ def test_reductions_and_scans_over_active_lanes(units: int, plane_dim: int, elem
 
 
 def test_all_any_broadcast_shuffle() -> None:
-    kb = KB("plane_misc")
+    kb = KernelBuilder("plane_misc", file=FILE)
     pa, pf, ps = kb.array("a", U32), kb.array("flag", BOOL), kb.array("src", U32)
     p_all, p_any = kb.array("all_", BOOL), kb.array("any_", BOOL)
     p_bc, p_sh = kb.array("bc", U32), kb.array("sh", U32)
-    i = B("ABSOLUTE_POS")
+    i = builtin("ABSOLUTE_POS")
     x, f = kb.load(pa, i), kb.load(pf, i)
-    kb.store(p_all, i, kb.op(Op.PLANE_ALL, BOOL, f))
-    kb.store(p_any, i, kb.op(Op.PLANE_ANY, BOOL, f))
-    kb.store(p_bc, i, kb.op(Op.PLANE_BROADCAST, U32, x, c(5, U32)))
-    kb.store(p_sh, i, kb.op(Op.PLANE_SHUFFLE, U32, x, kb.load(ps, i)))
+    kb.store(p_all, i, kb.let(Op.PLANE_ALL, BOOL, f))
+    kb.store(p_any, i, kb.let(Op.PLANE_ANY, BOOL, f))
+    kb.store(p_bc, i, kb.let(Op.PLANE_BROADCAST, U32, x, const(5, U32)))
+    kb.store(p_sh, i, kb.let(Op.PLANE_SHUFFLE, U32, x, kb.load(ps, i)))
     cubes, units, pd = 2, 48, 16
     n = cubes * units
     rng = np.random.default_rng(1)
@@ -93,10 +94,10 @@ def test_all_any_broadcast_shuffle() -> None:
 
 
 def test_plane_dim_and_unit_pos_plane_builtins() -> None:
-    kb = KB("plane_builtins")
+    kb = KernelBuilder("plane_builtins", file=FILE)
     pd_out, pos = kb.array("pd", U32), kb.array("pos", U32)
-    kb.store(pd_out, B("ABSOLUTE_POS"), B("PLANE_DIM"))
-    kb.store(pos, B("ABSOLUTE_POS"), B("UNIT_POS_PLANE"))
+    kb.store(pd_out, builtin("ABSOLUTE_POS"), builtin("PLANE_DIM"))
+    kb.store(pos, builtin("ABSOLUTE_POS"), builtin("UNIT_POS_PLANE"))
     a, b = np.zeros(96, np.uint32), np.zeros(96, np.uint32)
     launch(kb.build(), 2, 48, [a, b], plane_dim=16)
     assert (a == 16).all()

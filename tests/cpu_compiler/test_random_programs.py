@@ -34,8 +34,9 @@ from ruda_core.ir import (
 )
 from ruda_core.ir.verify import verify
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.irbuild import builtin
 
-from .kernels import B, launch
+from .launcher import launch
 
 I32, BOOL = Elem.I32, Elem.BOOL
 VARS = [Local(f"v{k}", I32) for k in range(4)]
@@ -162,7 +163,7 @@ def lower_stores(block: tuple, lane_slot: Local, tmp: Local) -> tuple:
 def program(body: tuple) -> KernelDefinition:
     lane, lane_slot, tmp = Local("lane", I32), Local("lane_slot", I32), Local("tmp", I32)
     prologue = [
-        Instr(Op.CAST, lane, (B("ABSOLUTE_POS"),)),
+        Instr(Op.CAST, lane, (builtin("ABSOLUTE_POS"),)),
         Instr(Op.MUL, lane_slot, (lane, Const(SLOTS, I32))),
     ]
     for k, v in enumerate(VARS):
