@@ -39,8 +39,10 @@ def test_build_failure_shows_the_driver_log_and_numbered_source(name):
     message = str(info.value)
     assert "fill" in message and "--- generated" in message
     garbage = GARBAGE_LINE.strip()
-    numbered = [line for line in message.splitlines() if garbage in line]
-    assert numbered and numbered[0].split()[0].isdigit(), "the bad line is shown with its number"
+    numbered = [
+        line for line in message.splitlines() if garbage in line and line.split()[0].isdigit()
+    ]
+    assert numbered, "the generated source is listed with line numbers, the bad line included"
     assert info.value.file is not None and info.value.file.endswith(__file__.split("/")[-1])
     # the client stays usable
     fill.launch(client, RudaCount(1), RudaDim(16), ArrayArg(handle, 16))
