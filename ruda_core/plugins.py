@@ -87,7 +87,7 @@ class _Spec:
     """The hook specification of ruda driver plugins."""
 
     @hookspec(firstresult=True)
-    def ruda_backend_info(self) -> BackendInfo | None:  # type: ignore[empty-body]
+    def ruda_backend_info(self) -> BackendInfo | None:
         """Describe the backend this plugin provides: name, version, plugin API, Runtime class,
         probe.
 
@@ -100,7 +100,7 @@ class _Spec:
         """
 
     @hookspec
-    def ruda_conformance_xfails(self) -> Mapping[str, str] | None:  # type: ignore[empty-body]
+    def ruda_conformance_xfails(self) -> Mapping[str, str] | None:
         """Known failures of this backend in the conformance suite (``ruda_core.testing``).
 
         Called only by the conformance suite's pytest plugin, once per session, through
@@ -201,8 +201,7 @@ def _load_entry_points(
             module = ep.load()
             manager.register(module, name=f"{dist}:{ep.name}")
             manager.check_pending()
-            info = manager.hook.ruda_backend_info.get_hookimpls()[-1].function()
-            _validate(info, ep.name)
+            info = _validate(manager.hook.ruda_backend_info.get_hookimpls()[-1].function(), ep.name)
         except Exception as exc:
             if _strict():
                 raise PluginError(f"{where} failed to load: {exc}") from exc
@@ -232,7 +231,7 @@ def _load_entry_points(
     return found
 
 
-def _validate(info: object, entry_name: str) -> None:
+def _validate(info: object, entry_name: str) -> BackendInfo:
     if not isinstance(info, BackendInfo):
         raise PluginError(f"ruda_backend_info returned {info!r}, not a BackendInfo")
     if info.api_version != PLUGIN_API_VERSION:
@@ -249,6 +248,7 @@ def _validate(info: object, entry_name: str) -> None:
         )
     if info.name != entry_name:
         raise PluginError(f"entry point {entry_name!r} declares backend name {info.name!r}")
+    return info
 
 
 def _probe(info: BackendInfo) -> BackendStatus:

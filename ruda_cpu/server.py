@@ -215,7 +215,8 @@ class CpuServer(ComputeServer):
                 if count.binding is None:
                     counts = (count.x, count.y, count.z)
                 else:
-                    counts = tuple(int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
+                    x, y, z = (int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
+                    counts = (x, y, z)
                 if min(counts) > 0:
                     buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
                     run(counts, dims, buffers, scalars, metadata)
@@ -242,7 +243,7 @@ class CpuServer(ComputeServer):
         views = [_view(b, np.dtype(np.uint8)) for b in bindings]
 
         def command() -> None:
-            promise.set_result([memoryview(v.copy()).toreadonly() for v in views])
+            promise.set_result([v.copy().data.toreadonly() for v in views])
 
         cast(CpuStream, stream).enqueue(command)
         return promise.future

@@ -358,16 +358,19 @@ class CudaServer(ComputeServer):
             host = np.frombuffer(pinned, dtype=np.uint8, count=b.nbytes)
             hosts.append(host)
             if b.nbytes:
-                src = b.slice.page.resource + b.offset_bytes  # type: ignore[operator]
-                guard(
-                    f"copying {b.nbytes} bytes from the GPU",
-                    lambda h=host, s=src, n=b.nbytes: runtime.memcpyAsync(
-                        h.ctypes.data, s, n, _DEVICE_TO_HOST, cuda.ptr
-                    ),
-                )
+                self._copy_to_host(cuda, host, b)
         event = self._record(cuda)
         cuda.in_flight.append((event, hosts))  # keeps the pinned buffers alive until copied
-        return _event_future(event, lambda: [memoryview(h).toreadonly() for h in hosts])
+        return _event_future(event, lambda: [h.data.toreadonly() for h in hosts])
+
+    def _copy_to_host(self, stream: CudaStream, host: np.ndarray, binding: Binding) -> None:
+        src = cast(int, binding.slice.page.resource) + binding.offset_bytes
+        guard(
+            f"copying {binding.nbytes} bytes from the GPU",
+            lambda: runtime.memcpyAsync(
+                host.ctypes.data, src, binding.nbytes, _DEVICE_TO_HOST, stream.ptr
+            ),
+        )
 
     def _record(self, stream: CudaStream) -> Any:
         event = cupy.cuda.Event(block=False, disable_timing=True)

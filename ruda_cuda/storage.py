@@ -23,4 +23,4 @@ class CudaStorage(Storage):
         return guard(f"allocating {nbytes} bytes of GPU memory", lambda: runtime.malloc(nbytes))
 
     def dealloc(self, resource: object) -> None:
-        guard("freeing GPU memory", lambda: runtime.free(resource))  # type: ignore[arg-type]
+        guard("freeing GPU memory", lambda: runtime.free(resource))

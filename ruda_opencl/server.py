@@ -181,7 +181,7 @@ class OpenCLServer(ComputeServer):
                 features.add(Feature.PLANE_SHUFFLE)
         if "int64_atomics" in caps:
             features.add(Feature.ATOMIC_INT64)
-        elems = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
+        elems: set[Elem] = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
         if "fp64" in caps:
             elems.add(Elem.F64)
         self._features = Features(frozenset(features), frozenset(elems))
@@ -281,7 +281,7 @@ class OpenCLServer(ComputeServer):
                 queue,
                 gsize,
                 (dim.x, dim.y, dim.z),
-                *launcher.read_args(bindings, scalars, metadata),
+                *cast(Any, launcher.read_args(bindings, scalars, metadata)),
             )
         except cl.Error as exc:
             raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
@@ -324,7 +324,11 @@ class OpenCLServer(ComputeServer):
         _translate(
             "reading a dynamic RudaCount",
             lambda: cl.enqueue_copy(
-                queue, host, binding.resource, src_offset=binding.offset_bytes, is_blocking=True
+                queue,
+                host,
+                cast(Any, binding.resource),
+                src_offset=binding.offset_bytes,
+                is_blocking=True,
             ),
         )
         return int(host[0]), int(host[1]), int(host[2])
@@ -336,7 +340,7 @@ class OpenCLServer(ComputeServer):
             ocl.keep(
                 cl.enqueue_copy(
                     ocl.queue,
-                    binding.resource,
+                    cast(Any, binding.resource),
                     host,
                     dst_offset=binding.offset_bytes,
                     is_blocking=False,
@@ -354,14 +358,18 @@ class OpenCLServer(ComputeServer):
                 if b.nbytes:
                     ocl.keep(
                         cl.enqueue_copy(
-                            queue, host, b.resource, src_offset=b.offset_bytes, is_blocking=False
+                            queue,
+                            host,
+                            cast(Any, b.resource),
+                            src_offset=b.offset_bytes,
+                            is_blocking=False,
                         )
                     )
             marker = cl.enqueue_marker(queue)
             queue.flush()
         except cl.Error as exc:
             raise IoError(f"reading from OpenCL failed: {exc}") from exc
-        return _event_future(marker, lambda: [memoryview(h).toreadonly() for h in hosts])
+        return _event_future(marker, lambda: [h.data.toreadonly() for h in hosts])
 
     def _fence(self, stream: ServerStream) -> _EventFence:
         queue = cast(OpenCLStream, stream).queue

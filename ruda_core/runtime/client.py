@@ -489,7 +489,7 @@ def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
         strides=(*(s * d.elem_size for s in d.strides), 1),
         writeable=False,
     )
-    return memoryview(np.ascontiguousarray(view).reshape(-1)).toreadonly()
+    return np.ascontiguousarray(view).reshape(-1).data.toreadonly()
 
 
 def _byte_view(data: Any) -> memoryview:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Generator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = ["Promise", "RudaFuture"]
 
@@ -79,7 +79,7 @@ class RudaFuture(Generic[T]):
                     self._error = exc
             if self._error is not None:
                 raise self._error
-            return self._value  # type: ignore[no-any-return]  # a T once set
+            return cast(T, self._value)
 
     def then(self, fn: Callable[[T], U]) -> RudaFuture[U]:
         """A future of ``fn(result)``; ``fn`` runs once, in the thread that first waits."""

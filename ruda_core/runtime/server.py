@@ -26,7 +26,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -596,7 +596,7 @@ class ComputeServer(ABC):
     ) -> Binding:
         zeros = memoryview(bytes(4 * _REPORT_WORDS))
         handle = self._create(zeros, stream)
-        names = tuple(compiled.extra.get("report_names", ()))  # type: ignore[call-overload]
+        names = cast(tuple[str, ...], compiled.extra.get("report_names", ()))
         stream.reports.append((handle, task.name, names))
         return handle.binding()
 
