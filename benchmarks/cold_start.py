@@ -4,7 +4,8 @@ Runs a child process twice with one fresh ``RUDA_CACHE_DIR``: the first compiles
 kernel, the second finds it on disk. Each child reports the seconds from after its imports to
 its first result read back, and how the kernel was obtained (``CompileStats``).
 
-Run: ``python benchmarks/cold_start.py [device]`` (default ``cpu``).
+Run: ``python benchmarks/cold_start.py [device]`` (default ``cpu``); with
+``RUDA_BENCH_PREIMPORT=cupy`` the child imports that library before the clock starts.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import sys
 import tempfile
 
 CHILD = r"""
-import json, sys, time
+import importlib, json, os, sys, time
 import numpy as np
+for name in filter(None, os.environ.get("RUDA_BENCH_PREIMPORT", "").split(",")):
+    importlib.import_module(name)  # count a driver library's import as import time
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import RudaCount, RudaDim
