@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ruda_core.ir import (
@@ -30,6 +29,7 @@ from ruda_core.ir import (
     RangeLoop,
     Return,
     Stmt,
+    walk,
 )
 
 __all__ = ["KernelFacts", "Namer", "analyse", "exits_here", "has_return", "walk"]
@@ -50,17 +50,6 @@ LANES_BUILTINS = frozenset(
 )
 #: Operations that pass a lane vector through (the lockstep helpers keep it symbolic).
 _LANES_OPS = frozenset({Op.ASSIGN, Op.ADD, Op.SUB, Op.MUL, Op.CAST, Op.SELECT})
-
-
-def walk(block: Block) -> Iterator[Stmt]:
-    """Every statement of ``block``, nested ones included, in order."""
-    for stmt in block:
-        yield stmt
-        if isinstance(stmt, If):
-            yield from walk(stmt.then)
-            yield from walk(stmt.orelse)
-        elif isinstance(stmt, RangeLoop | Loop):
-            yield from walk(stmt.body)
 
 
 def has_return(block: Block) -> bool:

@@ -15,6 +15,7 @@ from .kernel import (
     RangeLoop,
     Return,
     Stmt,
+    walk,
 )
 from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
@@ -74,4 +75,5 @@ __all__ = [
     "lower_bounds",
     "report_names",
     "verify",
+    "walk",
 ]

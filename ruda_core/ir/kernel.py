@@ -16,6 +16,7 @@ the NumPy device can run it as masks.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .ops import Op
@@ -32,6 +33,7 @@ __all__ = [
     "RangeLoop",
     "Return",
     "Stmt",
+    "walk",
 ]
 
 
@@ -170,6 +172,17 @@ class KernelDefinition:
 
     def __str__(self) -> str:
         return self.dump()
+
+
+def walk(block: Block) -> Iterator[Stmt]:
+    """Every statement of ``block``, nested ones included, in order."""
+    for stmt in block:
+        yield stmt
+        if isinstance(stmt, If):
+            yield from walk(stmt.then)
+            yield from walk(stmt.orelse)
+        elif isinstance(stmt, RangeLoop | Loop):
+            yield from walk(stmt.body)
 
 
 def _dump_block(block: Block, depth: int, lines: list[str], with_loc: bool) -> None:

@@ -19,7 +19,14 @@ import numpy as np
 
 from .compiler import RudaTask
 from .device import DeviceId
-from .errors import InvalidHandle, LayoutError, RudaPanic, ServerError, TooManyResources
+from .errors import (
+    InvalidHandle,
+    LaunchConfigError,
+    LayoutError,
+    RudaPanic,
+    ServerError,
+    TooManyResources,
+)
 from .future import RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .memory.handle import Binding, Handle
@@ -83,7 +90,7 @@ class ComputeClient:
     """Allocation, kernel submission, readback, synchronisation and capability queries of one
     device. ``Runtime.client(device)`` returns the one client of a device."""
 
-    __slots__ = ("_device", "_launch_limits", "_server", "_stream")
+    __slots__ = ("_device", "_launch_limits", "_plane_dim", "_server", "_stream")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
@@ -93,6 +100,7 @@ class ComputeClient:
         self._server = server
         self._stream = stream
         props = server.properties()
+        self._plane_dim = max(props.plane_dim, 1)
         self._launch_limits = (
             props.max_units_per_ruda,
             props.max_ruda_dim,
@@ -433,6 +441,12 @@ class ComputeClient:
             or task.shared_bytes > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim))
+        if task.uses_planes and (dim.x * dim.y * dim.z) % self._plane_dim:
+            raise LaunchConfigError(
+                f"kernel {task.name} uses plane operations, which need whole planes: {dim} is "
+                f"{dim.num_units} units, not a multiple of {self._device}'s plane width "
+                f"{self._plane_dim}. Use a RudaDim whose unit count is a multiple of it"
+            )
 
     def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> str:
         props = self._server.properties()

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..ir import KernelDefinition
+from ..ir import PLANE_OPS, Instr, KernelDefinition, walk
 from ..ir.bounds import lower_bounds, report_names
 from .launch import ExecutionMode
 
@@ -96,6 +96,11 @@ class RudaTask(ABC):
         read-only). A failed launch poisons only the bindings it may write."""
         return True
 
+    @property
+    def uses_planes(self) -> bool:
+        """Whether the task uses plane operations (its cubes must then be whole planes)."""
+        return False
+
     @abstractmethod
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
@@ -107,13 +112,16 @@ class KernelTask(RudaTask):
     """A task for a specialised :class:`KernelDefinition`. Applies the shared bounds pass for the
     mode, then the backend compiler."""
 
-    __slots__ = ("_key", "_shared_bytes", "_writes", "definition")
+    __slots__ = ("_key", "_planes", "_shared_bytes", "_writes", "definition")
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self._key = definition.fingerprint()
         self._shared_bytes = sum(s.length * s.elem.nbytes for s in definition.shared)
         self._writes = tuple(not p.read_only for p in definition.array_params)
+        self._planes = any(
+            isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
+        )
 
     @property
     def key(self) -> str:
@@ -126,6 +134,10 @@ class KernelTask(RudaTask):
     @property
     def shared_bytes(self) -> int:
         return self._shared_bytes
+
+    @property
+    def uses_planes(self) -> bool:
+        return self._planes
 
     def writes(self, binding_index: int) -> bool:
         writes = self._writes

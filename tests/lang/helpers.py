@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 
-from ruda_core.ir import Block, If, Instr, KernelDefinition, Loop, Op, RangeLoop, Stmt
+from ruda_core.ir import Instr, KernelDefinition, Op, walk
 
 from .ir_interp import Interp
-
-
-def walk(block: Block) -> Iterator[Stmt]:
-    """Every statement of ``block``, nested ones included, in order."""
-    for stmt in block:
-        yield stmt
-        if isinstance(stmt, If):
-            yield from walk(stmt.then)
-            yield from walk(stmt.orelse)
-        elif isinstance(stmt, RangeLoop | Loop):
-            yield from walk(stmt.body)
 
 
 def instrs(defn: KernelDefinition, op: Op | None = None) -> list[Instr]:

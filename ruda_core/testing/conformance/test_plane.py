@@ -27,7 +27,7 @@ from ruda_core.lang import (
     plane_sum,
     u32,
 )
-from ruda_core.runtime import Feature, RudaCount, RudaDim
+from ruda_core.runtime import Feature, LaunchConfigError, RudaCount, RudaDim
 from ruda_core.testing.markers import need, requires
 from ruda_core.testing.runner import read_array
 
@@ -149,3 +149,15 @@ def test_plane_shuffle(client):
     lane = np.arange(units) % plane
     expected = x[np.arange(units) - lane + (lane + 3) % plane]
     np.testing.assert_array_equal(read_array(client, out, np.uint32), expected)
+
+
+@requires(Feature.PLANE)
+def test_plane_kernel_needs_whole_planes(client):
+    plane = client.properties().plane_dim
+    x = client.create_from_slice(np.zeros(4 * plane, np.uint32))
+    before = read_array(client, x, np.uint32).copy()
+    with pytest.raises(LaunchConfigError, match="whole planes"):
+        conformance_plane_shuffle.launch(
+            client, RudaCount(1), RudaDim(plane + 1), ArrayArg(x, 4 * plane), ArrayArg(x, 4 * plane)
+        )
+    np.testing.assert_array_equal(read_array(client, x, np.uint32), before)
