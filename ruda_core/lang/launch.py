@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Elem, KernelDefinition, Param, ParamKind
+from ..runtime.client import contiguous_strides
 from ..runtime.compiler import KernelTask
 from ..runtime.errors import LaunchConfigError
 from ..runtime.launch import RudaCount, RudaDim
@@ -160,7 +161,7 @@ def _array_binder(where: str, elem: Elem) -> Binder:
             handle, length, given = arg.handle, arg.length, arg.elem
         else:
             handle, shape, strides, given = _tensor_parts(where, arg)
-            if strides != _contiguous(shape):
+            if strides != contiguous_strides(shape):
                 raise LaunchConfigError(
                     f"{where} is an Array parameter; a tensor with strides {strides} for shape "
                     f"{shape} is not contiguous"
@@ -174,13 +175,6 @@ def _array_binder(where: str, elem: Elem) -> Binder:
         lengths.append(length)
 
     return bind
-
-
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
-    return tuple(strides)
 
 
 def _tensor_binder(where: str, elem: Elem, rank: int) -> Binder:
