@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -113,17 +112,11 @@ class _EventFence:
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    def wait(timeout: float | None) -> T:
-        if timeout is not None:
-            deadline = time.monotonic() + timeout
-            while not event.done:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"the CUDA work was not complete within {timeout} s")
-                time.sleep(20e-6)
-        guard("waiting for queued CUDA work", event.synchronize)
-        return value()
-
-    return RudaFuture(wait, lambda: bool(event.done))
+    return RudaFuture.polling(
+        lambda: bool(event.done),
+        lambda: guard("waiting for queued CUDA work", event.synchronize),
+        value,
+    )
 
 
 class _ParamBlock:

@@ -8,7 +8,6 @@ errors are translated to ruda's error tree here, in :func:`_translate`, and nowh
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -103,18 +102,11 @@ class _EventFence:
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    def wait(timeout: float | None) -> T:
-        if timeout is not None and event.command_execution_status != _COMPLETE:
-            # OpenCL has no timed wait: poll until the deadline
-            deadline = time.monotonic() + timeout
-            while event.command_execution_status != _COMPLETE:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"the OpenCL work was not complete within {timeout} s")
-                time.sleep(50e-6)
-        _translate("waiting for queued work", event.wait)
-        return value()
-
-    return RudaFuture(wait, lambda: bool(event.command_execution_status == _COMPLETE))
+    return RudaFuture.polling(
+        lambda: bool(event.command_execution_status == _COMPLETE),
+        lambda: _translate("waiting for queued work", event.wait),
+        value,
+    )
 
 
 class _Launcher:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar, cast
 
@@ -80,6 +81,26 @@ class RudaFuture(Generic[T]):
             if self._error is not None:
                 raise self._error
             return cast(T, self._value)
+
+    @classmethod
+    def polling(
+        cls, done: Callable[[], bool], wait: Callable[[], None], value: Callable[[], T]
+    ) -> RudaFuture[T]:
+        """A future over a driver event that offers only a non-blocking ``done`` query and an
+        untimed blocking ``wait``: a timed ``result`` polls ``done`` until its deadline, then
+        ``wait`` runs (raising the work's error, if any) and ``value()`` is the result."""
+
+        def timed_wait(timeout: float | None) -> T:
+            if timeout is not None:
+                deadline = time.monotonic() + timeout
+                while not done():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"the device work was not complete within {timeout} s")
+                    time.sleep(20e-6)
+            wait()
+            return value()
+
+        return cls(timed_wait, done)
 
     def then(self, fn: Callable[[T], U]) -> RudaFuture[U]:
         """A future of ``fn(result)``; ``fn`` runs once, in the thread that first waits."""
