@@ -117,14 +117,15 @@ class BoundsCheckMode(enum.Enum):
 
     @classmethod
     def current(cls) -> BoundsCheckMode:
-        """The mode in force now (configured, else ``RUDA_BOUNDS_CHECK``, else ``auto``).
+        """The mode in force now (configured, else ``RUDA_BOUNDS_CHECK``, else ``auto``). A
+        variable that is set but empty (or blank) counts as unset.
 
         :raises ValueError: when ``RUDA_BOUNDS_CHECK`` names no mode.
         """
         configured = _config.mode
         if configured is not None:
             return configured
-        raw = os.environ.get("RUDA_BOUNDS_CHECK", "auto").strip().lower()
+        raw = os.environ.get("RUDA_BOUNDS_CHECK", "").strip().lower() or "auto"
         try:
             return cls(raw)
         except ValueError:
