@@ -1,9 +1,12 @@
 """The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]`` and
 ``ruda conformance [--device D ...] [--report out.json|out.md] [-- pytest args]``.
 
-``devices`` prints a tree per backend: each device with its name, memory and a properties
-summary, and the reason for every unavailable backend. ``--json`` prints the same facts as one
-JSON document for scripts. The command exits 0 even when some backends are unavailable.
+``devices`` prints a tree per backend: each device with its name, the runtime it comes from,
+memory and a properties summary; every device that failed the probe (a tiny kernel built and
+run on it) as *unusable* with the driver's reason; and the reason for every unavailable
+backend. ``--json`` prints the same facts as one JSON document for scripts; ``--reprobe``
+probes every device again instead of trusting stored verdicts. The command exits 0 even when
+some backends or devices are unavailable.
 
 ``conformance`` runs the backend conformance suite (``ruda_core.testing``) through pytest on the
 given devices (default: every device), prints a summary per device and writes the test-by-device
@@ -33,6 +36,7 @@ def _device_facts(status: plugins.BackendStatus) -> list[dict[str, Any]]:
             client = plugins.client(device)
             props = client.properties()
             entry.update(
+                status="available",
                 name=props.name,
                 vendor=props.vendor,
                 memory_nbytes=props.memory_nbytes,
@@ -46,9 +50,18 @@ def _device_facts(status: plugins.BackendStatus) -> list[dict[str, Any]]:
                 extra=dict(props.extra),
             )
         except Exception as exc:  # one device that cannot be opened must not hide the others
-            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry.update(status="unusable", reason=f"{type(exc).__name__}: {exc}")
         facts.append(entry)
-    return facts
+    for unusable in status.unusable:
+        facts.append(
+            {"device": str(unusable.device), "status": "unusable", "reason": unusable.reason}
+        )
+    return sorted(facts, key=lambda f: _device_order(f["device"]))
+
+
+def _device_order(name: str) -> tuple[str, int]:
+    head, _, index = name.partition(":")
+    return head, int(index) if index.isdigit() else 0
 
 
 def _backend_facts() -> list[dict[str, Any]]:
@@ -73,7 +86,12 @@ def _print_devices(facts: list[dict[str, Any]]) -> None:
         devices = backend["devices"]
         for k, d in enumerate(devices):
             branch = "└──" if k == len(devices) - 1 else "├──"
-            detail = d.get("error") or f"{d['name']} — {d['summary']}"
+            if d["status"] == "unusable":
+                detail = f"unusable: {d['reason']}"
+            else:
+                runtime = dict(d["extra"]).get("runtime")
+                source = f" [{runtime}]" if runtime else ""
+                detail = f"{d['name']}{source} — {d['summary']}"
             print(f"  {branch} {d['device']}: {detail}")
 
 
@@ -84,6 +102,8 @@ def _plugin_facts() -> list[dict[str, Any]]:
             "version": s.version,
             "status": s.status.value,
             "reason": s.reason,
+            "devices": len(s.devices),
+            "unusable": {str(u.device): u.reason for u in s.unusable},
             "distribution": s.distribution,
             "entry_point": s.entry_point,
             "runtime": f"{s.runtime.__module__}.{s.runtime.__qualname__}" if s.runtime else "",
@@ -98,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     devices = sub.add_parser("devices", help="list every device of every installed backend")
     devices.add_argument("--json", action="store_true", help="print JSON for scripts")
+    devices.add_argument(
+        "--reprobe", action="store_true", help="probe every device again (forget stored verdicts)"
+    )
     plugs = sub.add_parser("plugins", help="list driver plugins and their status")
     plugs.add_argument("--json", action="store_true", help="print JSON for scripts")
     conf = sub.add_parser(
@@ -118,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _conformance(args.device, args.report, args.pytest_args)
 
     if args.command == "devices":
+        if args.reprobe:
+            plugins.reload(reprobe=True)
         facts = _backend_facts()
         if args.json:
             json.dump({"ruda": __version__, "backends": facts}, sys.stdout, indent=2)
@@ -132,7 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             for r in rows:
                 reason = f" ({r['reason']})" if r["reason"] else ""
-                print(f"{r['backend']:<8} {r['status']:<14} {r['runtime']}{reason}")
+                count = f"{r['devices']} usable, {len(r['unusable'])} unusable"
+                print(f"{r['backend']:<8} {r['status']:<14} {count:<22} {r['runtime']}{reason}")
+                for device, why in r["unusable"].items():
+                    print(f"{'':<8} {device}: unusable: {why}")
     return 0
 
 

@@ -6,10 +6,13 @@ imports only these light modules; driver libraries (cupy, pyopencl) are imported
 backend's ``probe``, which runs on first enumeration or ``client()`` lookup of that backend.
 
 Each plugin is loaded and probed in its own ``try``: a broken or driverless plugin becomes a
-:class:`BackendStatus` with a reason and never stops the others. ``RUDA_STRICT_PLUGINS=1``
-makes any failure a :class:`PluginError`. ``RUDA_BACKENDS=cuda,opencl`` selects backends (the
-NumPy reference backend ``cpu`` always loads); a selected backend that fails raises
-:class:`BackendUnavailable` naming the variable.
+:class:`BackendStatus` with a reason and never stops the others. A device the driver lists is
+*available* only after a tiny kernel has built and run on it (:mod:`ruda_core.probe`, verdicts
+cached per driver and device identity); one that fails is listed as *unusable* with the driver's
+reason, left out of :func:`enumerate_all_devices`, and :func:`client` raises that reason.
+``RUDA_STRICT_PLUGINS=1`` makes any failure a :class:`PluginError`.
+``RUDA_BACKENDS=cuda,opencl`` selects backends (the NumPy reference backend ``cpu`` always
+loads); a selected backend that fails raises :class:`BackendUnavailable` naming the variable.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import pluggy
 
+from . import probe
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
 from .runtime.errors import BackendUnavailable, PluginError
@@ -35,6 +39,7 @@ __all__ = [
     "BackendStatus",
     "NoDevice",
     "Status",
+    "UnusableDevice",
     "backends",
     "client",
     "conformance_xfails",
@@ -73,6 +78,9 @@ class BackendInfo:
         ``ModuleNotFoundError`` when the driver library is not installed, :class:`NoDevice`
         when it finds no device, any other exception when it is unusable.
     :param install_hint: how to install what is missing, e.g. ``"pip install 'ruda[cuda]'"``.
+    :param identify: a stable identity of one probed device and the driver stack serving it
+        (names and versions, never free memory), read without opening the device; it keys the
+        cached probe verdict. None: the device is probed in every process.
     """
 
     name: str
@@ -81,6 +89,7 @@ class BackendInfo:
     runtime: type[Runtime]
     probe: Callable[[], Sequence[Hashable]]
     install_hint: str = ""
+    identify: Callable[[Hashable], str] | None = None
 
 
 class _Spec:
@@ -123,17 +132,28 @@ class Status(enum.Enum):
     NOT_INSTALLED = "not installed"
     IMPORT_FAILED = "import failed"
     NO_DEVICE = "no device"
+    UNUSABLE = "unusable"
+
+
+@dataclass(frozen=True, slots=True)
+class UnusableDevice:
+    """A device the driver lists but that failed the probe, and the driver's reason."""
+
+    device: Hashable
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class BackendStatus:
-    """One backend as enumeration saw it."""
+    """One backend as enumeration saw it: ``devices`` are the usable ones, ``unusable`` those
+    that failed the probe. A backend with devices but none usable is ``Status.UNUSABLE``."""
 
     name: str
     version: str
     status: Status
     reason: str = ""
     devices: tuple[Hashable, ...] = ()
+    unusable: tuple[UnusableDevice, ...] = ()
     distribution: str = ""
     entry_point: str = ""
     runtime: type[Runtime] | None = field(default=None, repr=False)
@@ -264,11 +284,32 @@ def _probe(info: BackendInfo) -> BackendStatus:
         status = replace(base, status=Status.IMPORT_FAILED, reason=f"{type(exc).__name__}: {exc}")
     else:
         if devices:
-            return replace(base, devices=devices)
-        status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
+            status = _probe_devices(info, base, devices)
+            if status.available:
+                return status
+        else:
+            status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
     if _strict():
         raise PluginError(f"backend {info.name!r}: {status.status.value}: {status.reason}")
     return status
+
+
+def _probe_devices(
+    info: BackendInfo, base: BackendStatus, devices: tuple[Hashable, ...]
+) -> BackendStatus:
+    usable: list[Hashable] = []
+    unusable: list[UnusableDevice] = []
+    for device in devices:
+        found = probe.verdict(info.name, info.runtime, device, info.identify)
+        if found.usable:
+            usable.append(device)
+        else:
+            unusable.append(UnusableDevice(device, found.reason))
+    status = replace(base, devices=tuple(usable), unusable=tuple(unusable))
+    if usable:
+        return status
+    reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
+    return replace(status, status=Status.UNUSABLE, reason=reasons)
 
 
 def conformance_xfails() -> dict[str, dict[str, str]]:
@@ -309,10 +350,13 @@ def conformance_xfails() -> dict[str, dict[str, str]]:
     return found
 
 
-def reload() -> None:
+def reload(*, reprobe: bool = False) -> None:
     """Forget loaded plugins and probe results; the next call re-reads the entry points (after
-    installing a driver package in a running process, say). Existing clients stay valid."""
+    installing a driver package in a running process, say). Existing clients stay valid.
+    ``reprobe`` also drops the stored device verdicts, so every device is probed again."""
     with _registry.lock:
+        if reprobe:
+            probe.forget_verdicts()
         _registry.loaded = None
         _registry.probed.clear()
 
@@ -339,34 +383,46 @@ def enumerate_all_devices() -> list[Hashable]:
 
 
 def client(device: str | Hashable = "cpu") -> ComputeClient:
-    """The client of a device given as ``"cpu"``, ``"cuda:0"``, ``"opencl:1"`` or a device
-    object (shorthand for ``Runtime.client(device)``).
+    """The client of a device given as ``"cpu"``, ``"cuda:0"``, ``"opencl:1"`` (a backend name
+    alone means its first usable device) or a device object (shorthand for
+    ``Runtime.client(device)``).
 
-    :raises BackendUnavailable: when the backend is missing or unusable (says why).
+    :raises BackendUnavailable: when the backend is missing or unusable, or the device failed
+        the probe (says why, in the driver's words).
     :raises ValueError: for a malformed string or an index beyond the devices present (the
         message lists what exists).
     """
     if not isinstance(device, str):
         for status in backends():
             if status.runtime is not None and isinstance(device, status.runtime.device):
-                return status.runtime.client(device)
+                return status.runtime.client(_usable(status, device, str(device)))
         raise ValueError(f"{device!r} is not a device of any loaded backend")
-    name, _, index_text = device.strip().lower().partition(":")
+    name, colon, index_text = device.strip().lower().partition(":")
     loaded = _registry.load()
     if name not in loaded:
         known = ", ".join(str(d) for d in enumerate_all_devices())
         raise ValueError(f"unknown device {device!r}; devices present: {known}")
     status = _registry.status(name)
-    if not status.available:
-        raise BackendUnavailable(f"backend {name!r} is {status.status.value}: {status.reason}")
     try:
-        index = int(index_text) if index_text else 0
+        index = int(index_text) if colon else None
     except ValueError:
         raise ValueError(f"{device!r}: the part after ':' must be a device index") from None
-    if not 0 <= index < len(status.devices):
+    wanted = {f"{name}:{index}"} | ({name} if index == 0 else set())
+    listed = [*status.devices, *(u.device for u in status.unusable)]
+    found = next((d for d in listed if str(d).lower() in wanted), None)
+    if found is None and index is None and status.devices:
+        found = status.devices[0]
+    if found is None and status.available:
         known = ", ".join(str(d) for d in status.devices)
         raise ValueError(f"{device!r} does not exist; {name} devices present: {known}")
-    runtime = status.runtime
-    if runtime is None:  # unreachable for an available backend; keeps the type checker honest
-        raise BackendUnavailable(f"backend {name!r} has no runtime")
-    return runtime.client(status.devices[index])
+    if found is None or status.runtime is None:
+        raise BackendUnavailable(f"backend {name!r} is {status.status.value}: {status.reason}")
+    return status.runtime.client(_usable(status, found, device))
+
+
+def _usable(status: BackendStatus, device: Hashable, asked: str) -> Hashable:
+    """``device``, unless it failed the probe: then its reason is raised."""
+    for entry in status.unusable:
+        if entry.device == device:
+            raise BackendUnavailable(f"{asked} is unusable: {entry.reason}")
+    return device

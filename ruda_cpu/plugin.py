@@ -12,6 +12,14 @@ def _probe() -> list[CpuDevice]:
     return [CpuDevice(0)]
 
 
+def _identify(device: object) -> str:
+    import numpy
+
+    return f"numpy {numpy.__version__}"
+
+
 @hookimpl
 def ruda_backend_info() -> BackendInfo:
-    return BackendInfo("cpu", __version__, PLUGIN_API_VERSION, CpuRuntime, _probe)
+    return BackendInfo(
+        "cpu", __version__, PLUGIN_API_VERSION, CpuRuntime, _probe, identify=_identify
+    )

@@ -18,6 +18,18 @@ def _probe() -> list[CudaDevice]:
     return [CudaDevice(k) for k in range(count)]
 
 
+def _identify(device: object) -> str:
+    import cupy
+
+    from .driver import driver_fingerprint
+
+    assert isinstance(device, CudaDevice)
+    props = cupy.cuda.runtime.getDeviceProperties(device.index)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    where = f"pci {props.get('pciDomainID')}:{props.get('pciBusID')}:{props.get('pciDeviceID')}"
+    return f"{name} sm_{props['major']}{props['minor']} {where} | {driver_fingerprint()}"
+
+
 @hookimpl
 def ruda_backend_info() -> BackendInfo:
     return BackendInfo(
@@ -27,4 +39,5 @@ def ruda_backend_info() -> BackendInfo:
         CudaRuntime,
         _probe,
         install_hint="pip install 'ruda[cuda]' (CUDA 12) or 'ruda[cuda13]' (CUDA 13)",
+        identify=_identify,
     )

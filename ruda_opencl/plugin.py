@@ -14,10 +14,18 @@ def _probe() -> list[OpenCLDevice]:
     devices = all_devices()
     if not devices:
         raise NoDevice(
-            "no OpenCL platform or device found; install a driver (pip install 'ruda[pocl]' "
-            "gives a CPU one) or point OCL_ICD_VENDORS at your vendor's .icd files"
+            "no OpenCL platform or device found; install a driver (pip install "
+            "'ruda[opencl-cpu]' gives a CPU one) or point OCL_ICD_VENDORS at your vendor's "
+            ".icd files"
         )
     return [OpenCLDevice(k) for k in range(len(devices))]
+
+
+def _identify(device: object) -> str:
+    from .platform import all_devices, driver_fingerprint
+
+    assert isinstance(device, OpenCLDevice)
+    return driver_fingerprint(all_devices()[device.index])
 
 
 @hookimpl
@@ -28,5 +36,6 @@ def ruda_backend_info() -> BackendInfo:
         PLUGIN_API_VERSION,
         OpenCLRuntime,
         _probe,
-        install_hint="pip install 'ruda[opencl]' (or 'ruda[pocl]' for a CPU OpenCL driver)",
+        install_hint="pip install 'ruda[opencl]' (or 'ruda[opencl-cpu]' for a CPU OpenCL driver)",
+        identify=_identify,
     )

@@ -39,7 +39,12 @@ from ruda_core.runtime import (
 
 from .compiler import OpenCLCompiler
 from .dialect import OpenCLDialect
-from .platform import all_devices, driver_fingerprint
+from .platform import (
+    all_devices,
+    build_failure_summary,
+    driver_fingerprint,
+    platform_runtime,
+)
 from .storage import OpenCLStorage
 
 if TYPE_CHECKING:
@@ -164,7 +169,11 @@ class OpenCLServer(ComputeServer):
             plane_dim=max(self._plane_dim, 1),
             compute_units=int(dev.max_compute_units),
             alignment_nbytes=OpenCLStorage.alignment_nbytes,
-            extra=(("opencl_version", dev.version.strip()), ("driver", dev.driver_version.strip())),
+            extra=(
+                ("runtime", platform_runtime(dev)),
+                ("opencl_version", dev.version.strip()),
+                ("driver", dev.driver_version.strip()),
+            ),
         )
         features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.DEVICE_TIMING}
         if self._plane_dim > 1 and "subgroup_arith" in caps:
@@ -228,7 +237,8 @@ class OpenCLServer(ComputeServer):
                 program.build(options=self._build_options)
         except cl.Error as exc:
             raise CompilationError(
-                f"kernel {compiled.definition.name} did not build for {self._device.name}:\n"
+                f"kernel {compiled.definition.name} did not build for {self._device.name}: "
+                f"{build_failure_summary(self._device, str(exc))}\n"
                 f"{exc}\n--- generated OpenCL C ---\n{_numbered(compiled.source)}",
                 file=compiled.definition.source.file if compiled.definition.source else None,
                 line=compiled.definition.source.line if compiled.definition.source else None,

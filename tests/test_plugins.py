@@ -1,4 +1,5 @@
-"""Driver plugins: isolation of a broken plugin, strict mode, selection, device strings."""
+"""Driver plugins: isolation of a broken plugin, strict mode, selection, device strings, and the
+probe that lists a device whose kernels cannot build as unusable."""
 
 from __future__ import annotations
 
@@ -118,3 +119,167 @@ def test_importing_ruda_core_imports_no_driver():
     )
     result = _run(code)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+NOBUILD = '''"""A driver over the reference device whose compiler fails while NOBUILD_FAIL=1, as
+PoCL's does on a CPU newer than its LLVM."""
+
+import os
+from dataclasses import dataclass
+
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
+from ruda_core.runtime import CompilationError, ComputeClient, DeviceId
+from ruda_cpu import CpuRuntime
+
+LOG = "error: unknown target CPU 'generic'\\nnote: the compiler's LLVM predates this CPU"
+
+
+@dataclass(frozen=True)
+class Device:
+    index: int = 0
+
+    def to_id(self):
+        return DeviceId(0, self.index)
+
+    def __str__(self):
+        return f"nobuild:{self.index}"
+
+
+class Server(CpuRuntime.server):
+    def _refuse(self):
+        if os.environ.get("NOBUILD_FAIL") == "1":
+            raise CompilationError(LOG)
+
+    def _build(self, compiled):
+        self._refuse()
+        return super()._build(compiled)
+
+    def _load_binary(self, compiled, binary):
+        self._refuse()
+        return super()._load_binary(compiled, binary)
+
+    @property
+    def runtime(self):
+        return NoBuildRuntime
+
+
+class NoBuildRuntime(CpuRuntime):
+    device = Device
+
+    @classmethod
+    def client(cls, device=None):
+        dev = device or Device()
+        return ComputeClient.get_or_init(dev, lambda: Server(dev.to_id()))
+
+    @classmethod
+    def name(cls, client):
+        return "nobuild"
+
+
+@hookimpl
+def ruda_backend_info():
+    return BackendInfo(
+        "nobuild", "1.0", PLUGIN_API_VERSION, NoBuildRuntime, lambda: [Device(0)],
+        identify=lambda device: "nobuild compiler 1.0",
+    )
+'''
+
+DEVICES = """
+import json, ruda_core as ruda
+status = next(s for s in ruda.backends() if s.name == "nobuild")
+try:
+    ruda.client("nobuild:0")
+    opened = ""
+except Exception as exc:
+    opened = f"{type(exc).__name__}: {exc}"
+print(json.dumps({
+    "status": status.status.value,
+    "reason": status.reason,
+    "unusable": {str(u.device): u.reason for u in status.unusable},
+    "devices": [str(d) for d in ruda.enumerate_all_devices()],
+    "opened": opened,
+}))
+"""
+
+
+@pytest.fixture
+def nobuild_driver(tmp_path: Path) -> Path:
+    return _fake_distribution(
+        tmp_path / "dist",
+        "[ruda.backends]\nnobuild = ruda_fake_nobuild\n",
+        {"ruda_fake_nobuild": NOBUILD},
+    )
+
+
+def _devices(root: Path, cache: Path, **env: str) -> dict[str, object]:
+    result = _run(DEVICES, root, RUDA_CACHE_DIR=str(cache), **env)
+    assert result.returncode == 0, result.stderr
+    facts: dict[str, object] = json.loads(result.stdout)
+    return facts
+
+
+def test_a_device_whose_kernels_cannot_build_is_unusable_with_the_drivers_reason(
+    nobuild_driver, tmp_path
+):
+    facts = _devices(nobuild_driver, tmp_path / "cache", NOBUILD_FAIL="1")
+    assert facts["status"] == "unusable"
+    reason = facts["unusable"]["nobuild:0"]
+    assert reason == "CompilationError: error: unknown target CPU 'generic'"
+    assert "nobuild:0" not in facts["devices"] and "cpu" in facts["devices"]
+    assert facts["opened"] == f"BackendUnavailable: nobuild:0 is unusable: {reason}"
+
+
+def test_ruda_devices_lists_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
+    env = {"NOBUILD_FAIL": "1", "RUDA_CACHE_DIR": str(tmp_path / "cache")}
+    code = "from ruda_core.cli import main; main(['devices'])"
+    text = _run(code, nobuild_driver, **env).stdout
+    assert "nobuild 1.0 — unusable: nobuild:0: CompilationError: error: unknown target CPU" in text
+    assert "└── nobuild:0: unusable: CompilationError: error: unknown target CPU 'generic'" in text
+    plugins = _run("from ruda_core.cli import main; main(['plugins'])", nobuild_driver, **env)
+    assert "0 usable, 1 unusable" in plugins.stdout
+
+
+def test_the_probe_verdict_is_stored_per_device_identity_and_reprobe_forgets_it(
+    nobuild_driver, tmp_path
+):
+    cache = tmp_path / "cache"
+    assert _devices(nobuild_driver, cache)["status"] == "available"
+    # the compiler now fails, but the stored verdict for this identity is trusted: no build
+    assert _devices(nobuild_driver, cache, NOBUILD_FAIL="1")["status"] == "available"
+    reprobe = _run(
+        "from ruda_core.cli import main; main(['devices', '--reprobe'])",
+        nobuild_driver,
+        RUDA_CACHE_DIR=str(cache),
+        NOBUILD_FAIL="1",
+    )
+    assert "nobuild:0: unusable" in reprobe.stdout, reprobe.stderr
+    assert _devices(nobuild_driver, cache, NOBUILD_FAIL="1")["status"] == "unusable"
+
+
+def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q", "-rs",
+         "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_futures"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(nobuild_driver), "NOBUILD_FAIL": "1",
+             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": ""},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "nobuild:0 is not available: BackendUnavailable: nobuild:0 is unusable: " in (
+        result.stdout
+    )
+    assert " failed" not in result.stdout
+
+
+def test_a_required_backend_without_a_usable_device_fails(nobuild_driver, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q",
+         "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_devices",
+         "-k", "required"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(nobuild_driver), "NOBUILD_FAIL": "1",
+             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_REQUIRE": "nobuild",
+             "RUDA_TEST_DEVICES": ""},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "backend 'nobuild' is unusable" in result.stdout

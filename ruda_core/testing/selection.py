@@ -2,10 +2,11 @@
 
 Devices come from ``--ruda-device`` (repeatable, comma lists allowed), else the
 ``RUDA_TEST_DEVICES`` environment variable (``cpu,opencl:0``), else every device
-``ruda_core.enumerate_all_devices()`` lists. ``RUDA_REQUIRE=cuda,opencl`` names backends that
-must be present: a required backend that is missing, has no device or whose device cannot be
-opened is a test *failure*; any other device that cannot be opened is a *skip* whose reason
-names the device and why. A device is opened at most once per test run.
+``ruda_core.enumerate_all_devices()`` lists plus every device that failed its probe (whose tests
+then skip with the driver's reason). ``RUDA_REQUIRE=cuda,opencl`` names backends that must be
+present: a required backend that is missing or has no usable device is a test *failure*; any
+other device that cannot be opened is a *skip* whose reason names the device and why. A device
+is opened at most once per test run.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class DeviceSelection:
             error = f"enumerate_all_devices() failed: {type(exc).__name__}: {exc}"
             available = [str(d) for s in ruda_core.backends() if s.available for d in s.devices]
             return cls(available or ["cpu"], required, error)
-        return cls(found, required)
+        unusable = [str(u.device) for s in ruda_core.backends() for u in s.unusable]
+        return cls(found + unusable, required)
 
     def open(self, name: str) -> ComputeClient | Unavailable:
         """The client of ``name``, or why it cannot be had (remembered for the test run)."""
@@ -103,6 +105,12 @@ class DeviceSelection:
                 outcome = ruda_core.client(name)
             except Exception as exc:  # any failure to open is reported per device, never raised
                 reason = f"{type(exc).__name__}: {exc}"
-                outcome = Unavailable(name, reason, backend_of(name) in self.required)
+                backend = backend_of(name)
+                required = backend in self.required and not _has_usable_device(backend)
+                outcome = Unavailable(name, reason, required)
             self._opened[name] = outcome
         return outcome
+
+
+def _has_usable_device(backend: str) -> bool:
+    return any(s.name == backend and s.devices for s in ruda_core.backends())

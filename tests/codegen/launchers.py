@@ -7,6 +7,7 @@ scalars packed to the row's dtype, and metadata from the definition's layout.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,19 +38,24 @@ def metadata(defn: KernelDefinition, arrays: Sequence[np.ndarray]) -> list[int]:
 
 
 class OpenCLLauncher:
-    """Compiles with :class:`OpenCLCompiler` for the device's extensions and runs on it."""
+    """Compiles with :class:`OpenCLCompiler` for the extensions of the first OpenCL device that
+    passed ruda's probe, and runs on it."""
 
     name = "opencl"
 
     def __init__(self) -> None:
         import pyopencl as cl
 
+        import ruda_core
         from ruda_opencl.compiler import OpenCLCompiler
         from ruda_opencl.dialect import OpenCLDialect
+        from ruda_opencl.platform import all_devices
 
         self.cl = cl
-        platform = cl.get_platforms()[0]
-        self.device = platform.get_devices()[0]
+        status = next(s for s in ruda_core.backends() if s.name == "opencl")
+        if not status.devices:  # none passed the probe: say why
+            raise RuntimeError(f"opencl is {status.status.value}: {status.reason}")
+        self.device = all_devices()[status.devices[0].index]
         self.ctx = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.ctx)
         extra = OpenCLDialect.extra_for(self.device.extensions)
@@ -61,7 +67,9 @@ class OpenCLLauncher:
         return EmittedKernel(compiled.entrypoint, compiled.source, compiled.extra["args"])  # type: ignore[arg-type]
 
     def build(self, source: str) -> object:
-        return self.cl.Program(self.ctx, source).build()
+        with warnings.catch_warnings():  # a driver's informational build log is not an error
+            warnings.simplefilter("ignore", self.cl.CompilerWarning)
+            return self.cl.Program(self.ctx, source).build()
 
     def run(
         self,

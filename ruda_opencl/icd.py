@@ -1,0 +1,124 @@
+"""OpenCL runtimes installed with pip, made visible to the ICD loader without a variable.
+
+The ICD loader (ocl-icd, the one PyOpenCL's wheels bundle, or the system's) finds drivers
+through ``.icd`` files in one folder: ``OCL_ICD_VENDORS`` when set, else ``/etc/OpenCL/vendors``.
+A runtime installed from PyPI (Intel's CPU runtime, ``intel-opencl-rt``) ships an ``.icd`` file
+naming a build-time prefix, so the loader never finds it. :func:`expose_pip_runtimes` writes a
+merged folder under ruda's cache — a copy of every ``.icd`` file of the folder the loader would
+read, plus one naming each pip runtime's library by its absolute path — and points
+``OCL_ICD_VENDORS`` at it, so every system driver (NVIDIA, ROCm, PoCL …) stays visible beside
+the pip one.
+
+It must run before the first OpenCL call of the process (the loader reads its folder once);
+:mod:`ruda_opencl.platform` calls it before it queries platforms. Nothing changes when no pip
+runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when the folder cannot be written
+(then :func:`sources` says why). Imports no driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ruda_core.runtime.cache import cache_root, digest
+
+__all__ = ["PIP_RUNTIMES", "IcdSource", "expose_pip_runtimes", "sources"]
+
+#: PyPI distributions that ship an OpenCL driver library, and the library's file name.
+PIP_RUNTIMES = {"intel-opencl-rt": "libintelocl.so"}
+_SYSTEM_FOLDER = "/etc/OpenCL/vendors"
+_OPT_OUT = "RUDA_OPENCL_PIP_ICD"
+
+
+@dataclass(frozen=True, slots=True)
+class IcdSource:
+    """One driver the loader is shown: its ``.icd`` file, the library it names and where it
+    came from (``"pip: intel-opencl-rt 2026.2.0"``, ``"system"``)."""
+
+    icd: str
+    library: str
+    origin: str
+
+
+def _pip_libraries() -> list[IcdSource]:
+    found = []
+    for dist_name, library in PIP_RUNTIMES.items():
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for file in dist.files or ():
+            if file.name == library:
+                path = Path(str(dist.locate_file(file))).resolve()
+                if path.is_file():
+                    origin = f"pip: {dist_name} {dist.version}"
+                    found.append(IcdSource(f"ruda-{dist_name}.icd", str(path), origin))
+                break
+    return found
+
+
+def _loader_folder() -> Path:
+    """The folder the loader would read without ruda."""
+    return Path(os.environ.get("OCL_ICD_VENDORS") or _SYSTEM_FOLDER)
+
+
+def _folder_sources(folder: Path) -> list[IcdSource]:
+    if not folder.is_dir():
+        return []
+    found = []
+    for icd in sorted(folder.glob("*.icd")):
+        try:
+            library = icd.read_text().strip()
+        except OSError:
+            continue
+        found.append(IcdSource(icd.name, library, f"system: {icd}"))
+    return found
+
+
+def _write_folder(entries: list[IcdSource]) -> Path:
+    folder = cache_root() / "opencl-icd" / digest(*entries)[:16]
+    if not all((folder / e.icd).is_file() for e in entries):
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in entries:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            with os.fdopen(fd, "w") as out:
+                out.write(entry.library + "\n")
+            os.replace(tmp, folder / entry.icd)
+    return folder
+
+
+@functools.cache
+def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
+    """Point ``OCL_ICD_VENDORS`` at a folder showing the loader every system driver and every
+    pip-installed one (once per process; later calls return the first answer).
+
+    :returns: the drivers shown, and a note when pip runtimes could not be added (else "").
+    """
+    folder = _loader_folder()
+    if not folder.is_dir() and "OCL_ICD_VENDORS" in os.environ:
+        return (), f"OCL_ICD_VENDORS={folder} is not a folder; pip OpenCL runtimes not added"
+    present = _folder_sources(folder)
+    pip = _pip_libraries()
+    if os.environ.get(_OPT_OUT, "") == "0" or not pip:
+        return tuple(present), ""
+    by_library = {e.library: e for e in pip}
+    present = [by_library.get(e.library, e) for e in present]  # a folder written earlier
+    names = {e.icd for e in present}
+    libraries = {e.library for e in present}
+    added = [e for e in pip if e.library not in libraries and e.icd not in names]
+    if not added:
+        return tuple(present), ""
+    try:
+        os.environ["OCL_ICD_VENDORS"] = str(_write_folder([*present, *added]))
+    except OSError as exc:
+        return tuple(present), f"cannot write an OpenCL vendors folder under {cache_root()}: {exc}"
+    return (*present, *added), ""
+
+
+def sources() -> tuple[IcdSource, ...]:
+    """The drivers :func:`expose_pip_runtimes` showed the loader."""
+    return expose_pip_runtimes()[0]
