@@ -44,7 +44,11 @@ class CudaRuntime(Runtime):
     """CUDA through CuPy: NVRTC for compilation, CUDA streams and events for ordering."""
 
     compiler = CudaCompiler
-    server = LazyType("ruda_cuda.server:CudaServer")  # imports CuPy when first read
+    #: imports CuPy when first read
+    server = LazyType(
+        "ruda_cuda.server:CudaServer",
+        "pip install 'ruda[cuda]' (CUDA 12) or 'ruda[cuda13]' (CUDA 13)",
+    )
     device = CudaDevice
 
     @classmethod

@@ -47,7 +47,8 @@ class OpenCLRuntime(Runtime):
     """OpenCL 1.2+ through PyOpenCL."""
 
     compiler = OpenCLCompiler
-    server = LazyType("ruda_opencl.server:OpenCLServer")  # imports PyOpenCL when first read
+    #: imports PyOpenCL when first read
+    server = LazyType("ruda_opencl.server:OpenCLServer", "pip install 'ruda[opencl]'")
     device = OpenCLDevice
 
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from .client import ComputeClient
 from .compiler import Compiler
 from .device import DeviceId
+from .errors import BackendUnavailable
 from .normalization import TensorBuffer
 from .properties import TargetProperties
 from .server import ComputeServer
@@ -25,14 +26,35 @@ class LazyType:
     """A class attribute naming a type by ``"module:Name"``, imported on first access.
 
     Lets a ``Runtime`` declare its ``server`` type without importing the driver library that
-    the server's module needs: ``server = LazyType("ruda_cuda.server:CudaServer")``.
+    the server's module needs: ``server = LazyType("ruda_cuda.server:CudaServer", "pip install
+    'ruda[cuda]'")``.
+
+    :param install_hint: how to install what the module imports, for the error.
+    :raises BackendUnavailable: on access, when the module imports a package that is not
+        installed (a missing module of the backend's own package is a ``ModuleNotFoundError``).
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, install_hint: str = "") -> None:
         self.module, _, self.name = target.partition(":")
+        self.install_hint = install_hint
+        self.attribute = self.name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
 
     def __get__(self, instance: object, owner: type | None = None) -> Any:
-        return getattr(importlib.import_module(self.module), self.name)
+        try:
+            module = importlib.import_module(self.module)
+        except ModuleNotFoundError as exc:
+            own = self.module.partition(".")[0]
+            if exc.name is None or exc.name.partition(".")[0] == own:
+                raise
+            where = f"{owner.__name__}.{self.attribute}" if owner is not None else self.module
+            hint = f"; install it with {self.install_hint}" if self.install_hint else ""
+            raise BackendUnavailable(
+                f"{where} needs the package {exc.name!r}, which is not installed{hint}"
+            ) from exc
+        return getattr(module, self.name)
 
 
 class Runtime(ABC):

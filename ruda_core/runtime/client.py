@@ -28,7 +28,7 @@ from .errors import (
     TooManyResources,
 )
 from .future import RudaFuture
-from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
+from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim, integral
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
@@ -224,17 +224,22 @@ class ComputeClient:
         return self._server.create(_byte_view(data), self.execution_stream().value)
 
     def empty(self, nbytes: int) -> Handle:
-        """Uninitialised device memory of ``nbytes`` bytes (not zeroed)."""
+        """Uninitialised device memory of ``nbytes`` bytes (not zeroed).
+
+        :param nbytes: a non-negative integer (``int`` or NumPy integer).
+        :raises ValueError: for a negative size, a bool, a float or another non-integer.
+        """
         return self._server.empty(_check_nbytes(nbytes), self.execution_stream().value)
 
     def write(self, handle: Handle, data: Any) -> None:
         """Enqueue a copy of ``data`` into ``handle`` (sizes must match exactly)."""
+        (binding,) = _bindings("write", (handle,))
         view = _byte_view(data)
         if view.nbytes != handle.nbytes:
             raise InvalidHandle(
                 f"cannot write {view.nbytes} bytes into a {handle.nbytes}-byte handle"
             )
-        self._server.write(handle.binding(), view, self.execution_stream().value)
+        self._server.write(binding, view, self.execution_stream().value)
 
     def create_tensor_from_slice(
         self, data: Any, shape: Sequence[int], elem_size: int
@@ -256,21 +261,27 @@ class ComputeClient:
         """Uninitialised memory for a contiguous tensor; returns it with its strides."""
         return self.empty(_tensor_nbytes(shape, elem_size)), contiguous_strides(shape)
 
-    def read_one(self, handle: Handle) -> Bytes:
-        """Read one handle, waiting for the work that writes it.
+    def read_one(self, handle: Handle, timeout: float | None = None) -> Bytes:
+        """Read one handle, waiting (at most ``timeout`` seconds; None: forever) for the work
+        that writes it.
 
+        :raises TimeoutError: when that work is not complete within ``timeout`` seconds (the
+            read stays enqueued; reading again waits for it anew).
         :raises ServerError: the stream's pending error or the buffer's poison.
         """
-        return self.read_async([handle]).result()[0]
+        return self.read_async([handle]).result(timeout)[0]
 
     def read_one_unchecked(self, handle: Handle) -> Bytes:
         """Like ``read_one`` but panics on failure. (It does not disable bounds checks.)"""
         return _panicking(lambda: self.read_one(handle))
 
     def read_async(self, handles: Sequence[Handle]) -> RudaFuture[list[Bytes]]:
-        """Enqueue reads of ``handles``; never waits."""
-        bindings = [h.binding() for h in handles]
-        return self._server.read(bindings, self.execution_stream().value)
+        """Enqueue reads of ``handles``; never waits.
+
+        :raises TypeError: at once, when an element is not a :class:`Handle` (a ``Binding``,
+            say: bindings are what ``launch`` takes).
+        """
+        return self._server.read(_bindings("read", handles), self.execution_stream().value)
 
     def read(self, handles: Sequence[Handle]) -> list[Bytes]:
         """Read several handles, waiting; panics on failure."""
@@ -521,10 +532,32 @@ def _byte_view(data: Any) -> memoryview:
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-def _check_nbytes(nbytes: int) -> int:
-    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
-        raise ValueError(f"empty() needs a non-negative int number of bytes, got {nbytes!r}")
-    return nbytes
+def _check_nbytes(nbytes: object) -> int:
+    n = integral(nbytes)
+    if n is None or n < 0:
+        raise ValueError(
+            f"empty() takes a non-negative integer number of bytes (an int or a NumPy integer), "
+            f"got {nbytes!r} ({type(nbytes).__name__})"
+        )
+    return n
+
+
+def _bindings(what: str, handles: Sequence[Handle]) -> list[Binding]:
+    """The bindings of ``handles``.
+
+    :raises TypeError: naming the first element that is not a :class:`Handle`.
+    """
+    try:
+        return [h.binding() for h in handles]
+    except AttributeError:
+        for k, h in enumerate(handles):  # only on failure: name what was passed
+            if not callable(getattr(h, "binding", None)):
+                raise TypeError(
+                    f"{what} takes Handles; element {k} is {h!r} ({type(h).__name__}). Pass the "
+                    "Handle that create_from_slice() or empty() returned (a Binding is what the "
+                    "low-level launch takes; a RudaTensor has its Handle as .handle)"
+                ) from None
+        raise
 
 
 def _panicking(fn: Callable[[], T]) -> T:

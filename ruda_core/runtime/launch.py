@@ -9,6 +9,7 @@ validated at construction; device limits are checked once per launch by the clie
 from __future__ import annotations
 
 import enum
+import operator
 import os
 import threading
 from dataclasses import dataclass
@@ -19,31 +20,52 @@ from .errors import LaunchConfigError
 if TYPE_CHECKING:
     from .memory.handle import Binding
 
-__all__ = ["BoundsCheckMode", "ExecutionMode", "RudaCount", "RudaDim"]
+__all__ = ["BoundsCheckMode", "ExecutionMode", "RudaCount", "RudaDim", "integral"]
 
 _U32_MAX = 0xFFFF_FFFF
 
 
-def _check_axes(what: object, x: int, y: int, z: int) -> None:
-    for v in (x, y, z):
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise LaunchConfigError(f"{what}: every axis must be an int, got {v!r}")
+def integral(value: object) -> int | None:
+    """``value`` as an ``int`` when it is an integer (an ``int``, a NumPy integer, anything with
+    ``__index__``) other than a ``bool``; None for anything else (a float, a bool, a string)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # any object; TypeError if not
+    except TypeError:
+        return None
+
+
+def _check_axes(value: RudaDim | RudaCount) -> None:
+    """Store every axis of ``value`` as an ``int`` in 1..2**32-1, else raise."""
+    for axis in ("x", "y", "z"):
+        v = getattr(value, axis)
+        if type(v) is not int:
+            n = integral(v)
+            if n is None:
+                raise LaunchConfigError(
+                    f"{value}: every axis must be an integer (an int or a NumPy integer), got "
+                    f"{v!r} ({type(v).__name__})"
+                )
+            object.__setattr__(value, axis, n)  # frozen: normalised once, at construction
+            v = n
         if v < 1 or v > _U32_MAX:
             raise LaunchConfigError(
-                f"{what} has an axis outside 1..2**32-1; use 1 for axes you do not need"
+                f"{value} has an axis outside 1..2**32-1; use 1 for axes you do not need"
             )
 
 
 @dataclass(frozen=True, slots=True)
 class RudaDim:
-    """Units per cube. Every axis is >= 1; the product must fit the device."""
+    """Units per cube. Every axis is an integer (``int`` or NumPy, stored as ``int``) in
+    1..2**32-1; the product must fit the device."""
 
     x: int = 1
     y: int = 1
     z: int = 1
 
     def __post_init__(self) -> None:
-        _check_axes(self, self.x, self.y, self.z)
+        _check_axes(self)
 
     @property
     def num_units(self) -> int:
@@ -63,7 +85,7 @@ class RudaCount:
 
     def __post_init__(self) -> None:
         if self.binding is None:
-            _check_axes(self, self.x, self.y, self.z)
+            _check_axes(self)
         elif self.binding.nbytes < 12:
             raise LaunchConfigError(
                 f"a dynamic RudaCount needs 3 u32 values (12 bytes); the binding has "

@@ -92,6 +92,24 @@ def test_result_with_a_timeout_raises_timeout_error_while_pending(client, spin):
     assert fence.result(timeout=0) is None  # remembered
 
 
+def test_read_one_timeout_raises_timeout_error_while_pending(client, spin):
+    handle = client.empty(4 * spin.units)
+    spin.launch(handle)
+    start = time.perf_counter()
+    try:
+        client.read_one(handle, timeout=0.001)
+    except TimeoutError:
+        pass
+    else:
+        elapsed = time.perf_counter() - start
+        assert elapsed >= spin.seconds / 3, (
+            f"read_one(timeout=0.001) returned after {elapsed:.3f} s while a "
+            f"{spin.seconds:.3f} s kernel writing the handle was queued"
+        )
+    got = np.frombuffer(client.read_one(handle, timeout=TIMEOUT_S), np.uint32)
+    np.testing.assert_array_equal(got, spin.expected())
+
+
 def test_futures_can_be_awaited(client, spin):
     handle = client.empty(4 * spin.units)
 
