@@ -16,6 +16,7 @@ Tests that do not run per device (the guard tests) are listed under the device `
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ import pytest
 from .. import __version__
 from .markers import UNSUPPORTED
 from .overrides import conformance_name, device_of
+from .selection import DeviceSelection, Unavailable, parse_names
 
 __all__ = ["OUTCOMES", "Matrix", "ResultCollector", "run_conformance"]
 
@@ -167,7 +169,18 @@ def run_conformance(
     devices: Sequence[str], report: Path | None = None, pytest_args: Sequence[str] = ()
 ) -> int:
     """Run the conformance suite on ``devices`` (empty: the plugin's default), print a summary,
-    write the matrix to ``report`` if given, and return pytest's exit code."""
+    write the matrix to ``report`` if given, and return pytest's exit code.
+
+    A named device that cannot be opened (an unknown backend, an index beyond its devices, a
+    driver that fails) is refused before pytest runs: its reason goes to stderr and the exit
+    code is pytest's usage error, never the success of a run that skipped everything.
+    """
+    unusable = _unusable(devices)
+    if unusable:
+        for outcome in unusable:
+            print(f"ruda conformance: {outcome.message()}", file=sys.stderr)
+        print("run `ruda devices` to list the devices that can be tested", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
     collector = ResultCollector()
     args = ["-p", "ruda_core.testing.plugin", "--pyargs", "ruda_core.testing.conformance"]
     args += [f"--ruda-device={d}" for d in devices]
@@ -177,3 +190,12 @@ def run_conformance(
         collector.matrix.write(report)
         print(f"matrix written to {report}")
     return int(code)
+
+
+def _unusable(devices: Sequence[str]) -> list[Unavailable]:
+    """The devices named in ``devices`` that cannot be opened."""
+    if not parse_names(devices):
+        return []
+    selection = DeviceSelection.from_options(devices)
+    outcomes = [selection.open(name) for name in selection.names]
+    return [o for o in outcomes if isinstance(o, Unavailable)]

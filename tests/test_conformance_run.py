@@ -1,0 +1,27 @@
+"""``ruda conformance`` (``run_conformance``): a named device that cannot be opened is a
+non-zero exit with the reason, before any test runs; a usable one runs the suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from ruda_core import cli
+
+
+@pytest.mark.parametrize("device", ["nosuch:0", "cpu:3"])
+def test_conformance_unknown_device_exits_non_zero_with_the_reason(capsys, device):
+    code = cli.main(["conformance", "--device", "cpu", "--device", device])
+    out, err = capsys.readouterr()
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert f"ruda conformance: {device} is not available: " in err
+    assert "cpu is not" not in err
+    assert "ruda devices" in err
+    assert "ruda conformance:" not in out  # no summary: pytest never ran
+
+
+def test_conformance_of_a_usable_device_runs(capsys):
+    selected = ["-q", "-p", "no:cacheprovider", "-k", "test_runtime_client_is_the_one_client"]
+    code = cli.main(["conformance", "--device", "cpu", "--", *selected])
+    out, _ = capsys.readouterr()
+    assert code == pytest.ExitCode.OK
+    assert "cpu: 1 pass" in out
