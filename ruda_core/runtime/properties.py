@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..ir import Elem
 
 __all__ = ["DeviceProperties", "Feature", "Features", "TargetProperties"]
+
+#: Properties that can differ between two processes on one device, left out of fingerprints:
+#: PoCL, for one, reports a share of the memory that is free when the process starts.
+_VOLATILE = frozenset({"memory_nbytes"})
 
 
 class Feature(enum.Enum):
@@ -71,9 +75,13 @@ class DeviceProperties:
     extra: tuple[tuple[str, str], ...] = field(default=())
 
     def fingerprint(self, features: Features) -> str:
-        """A stable hex digest of these properties and ``features``: the hardware/capability
-        identity used by caches."""
-        parts = [repr(self), repr(sorted(f.value for f in features.features))]
+        """A hex digest of the device's stable identity, which keys the kernel and tuning
+        caches: every property but the volatile ``memory_nbytes``, and ``features``. It is the
+        same in every process on the same device and driver stack."""
+        identity = [
+            (f.name, getattr(self, f.name)) for f in fields(self) if f.name not in _VOLATILE
+        ]
+        parts = [repr(identity), repr(sorted(f.value for f in features.features))]
         parts.append(repr(sorted(e.value for e in features.elems)))
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 

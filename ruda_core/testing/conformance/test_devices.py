@@ -22,6 +22,7 @@ from ruda_core.runtime import (
     TargetProperties,
     contiguous_strides,
 )
+from ruda_core.testing.processes import fingerprints_elsewhere
 from ruda_core.testing.selection import backend_of
 
 _never = itertools.count()
@@ -105,6 +106,13 @@ def test_properties_fingerprint_is_stable(client):
     assert isinstance(first, str) and first
     assert client.properties_fingerprint() == first
     assert client.fixed_execution_queue().properties_fingerprint() == first
+
+
+def test_properties_fingerprint_is_the_same_in_another_process(client, ruda_device):
+    # it keys persistent caches: nothing that varies between processes may go into it (PoCL,
+    # for one, reports less memory under POCL_MEMORY_LIMIT, as it does when less is free)
+    elsewhere = fingerprints_elsewhere([ruda_device], {"POCL_MEMORY_LIMIT": "1"})
+    assert elsewhere == {ruda_device: client.properties_fingerprint()}
 
 
 def test_device_id_and_enumeration_agree(client):
