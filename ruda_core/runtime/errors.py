@@ -29,7 +29,9 @@ Warnings subclass :class:`RudaWarning`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "AutotuneError",
@@ -42,6 +44,7 @@ __all__ = [
     "LaunchConfigError",
     "LaunchError",
     "LayoutError",
+    "OutOfBoundsReport",
     "OutOfMemory",
     "PluginError",
     "RudaPanic",
@@ -103,18 +106,58 @@ class LayoutError(ServerError, ValueError):
     """A tensor layout the runtime refuses to read as is (see ``Runtime.can_read_tensor``)."""
 
 
-class ValidationError(ServerError):
-    """Validate mode found an out-of-bounds access. The message names the kernel, the buffer,
-    the index and the length (``kernel``, ``buffer``, ``index``, ``length`` attributes)."""
+@dataclass(frozen=True, slots=True)
+class OutOfBoundsReport:
+    """The out-of-bounds access Validate mode recorded for one launch: ``kernel`` accessed
+    ``buffer[index]`` while ``buffer`` has ``length`` elements."""
 
-    def __init__(
-        self, message: str, *, kernel: str = "", buffer: str = "", index: int = 0, length: int = 0
-    ) -> None:
-        super().__init__(message)
-        self.kernel = kernel
-        self.buffer = buffer
-        self.index = index
-        self.length = length
+    kernel: str
+    buffer: str
+    index: int
+    length: int
+
+    def __str__(self) -> str:
+        return (
+            f"kernel {self.kernel} accessed {self.buffer}[{self.index}] but {self.buffer} has "
+            f"length {self.length}"
+        )
+
+
+class ValidationError(ServerError):
+    """Validate mode found out-of-bounds accesses in ``count`` launches since the last sync.
+
+    ``reports`` holds the first of them in launch order (at most ``MAX_REPORTS``), each naming
+    the kernel, the buffer, the index and the length; ``kernel``, ``buffer``, ``index`` and
+    ``length`` are those of the first. The message lists every report it holds and how many
+    more there were.
+    """
+
+    #: The most reports one error holds; later faulting launches are only counted.
+    MAX_REPORTS = 8
+
+    def __init__(self, reports: Sequence[OutOfBoundsReport], count: int | None = None) -> None:
+        if not reports:
+            raise ValueError("a ValidationError needs at least one report")
+        self.reports = tuple(reports[: self.MAX_REPORTS])
+        self.count = max(count if count is not None else len(reports), len(self.reports))
+        first = self.reports[0]
+        self.kernel = first.kernel
+        self.buffer = first.buffer
+        self.index = first.index
+        self.length = first.length
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        if self.count == 1:
+            return str(self.reports[0])
+        lines = [f"{self.count} launches since the last sync accessed memory out of bounds:"]
+        lines += [f"  {report}" for report in self.reports]
+        if self.count > len(self.reports):
+            lines.append(f"  ... and {self.count - len(self.reports)} more launches")
+        return "\n".join(lines)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reports, self.count))
 
 
 class UnsupportedFeature(ServerError, NotImplementedError):

@@ -18,6 +18,7 @@ by ``write`` or by a launch that may write it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
@@ -38,7 +39,6 @@ from .errors import (
     LaunchError,
     ServerError,
     UnsupportedFeature,
-    ValidationError,
 )
 from .future import RudaFuture
 from .launch import ExecutionMode, RudaCount, RudaDim
@@ -48,6 +48,7 @@ from .memory.storage import Storage
 from .memory.usage import MemoryUsage
 from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
+from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
 
 if TYPE_CHECKING:
     from .backend import Runtime
@@ -58,8 +59,8 @@ __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 #: without a copy; ``bytes(b)`` copies).
 Bytes = memoryview
 
-_REPORT_WORDS = 6
 _CHECKED = ExecutionMode.CHECKED
+_SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
 
 
 class ServerStream:
@@ -68,8 +69,8 @@ class ServerStream:
     def __init__(self, slot: int) -> None:
         self.slot = slot
         self.error: ServerError | None = None
-        #: Validate-mode report buffers awaiting the next sync: (handle, kernel, buffer names)
-        self.reports: list[tuple[Handle, str, tuple[str, ...]]] = []
+        #: Validate-mode reports since the last sync (made at the first validated launch)
+        self.reports: ReportLog | None = None
 
     def take_error(self) -> ServerError | None:
         error, self.error = self.error, None
@@ -320,7 +321,9 @@ class ComputeServer(ABC):
         stream_value: int,
     ) -> None:
         """Enqueue ``task``. Build failures and poisoned inputs are recorded on the stream and
-        raised at its next flush, sync or read; nothing here waits for the device."""
+        raised at its next flush, sync or read. Nothing here waits for the device, except a
+        validated launch while its stream's report reads lag :data:`~.reports.MAX_FOLDS` slabs
+        behind: it then waits, without holding the lock, for the oldest."""
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
@@ -331,9 +334,11 @@ class ComputeServer(ABC):
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
                 return
-            self._enqueue(
+            backlog = self._enqueue(
                 stream, task, mode, compiled, kernel, count, dim, bindings, scalars, metadata
             )
+        if backlog is not None:
+            _settle(backlog)
 
     def _enqueue(
         self,
@@ -347,28 +352,35 @@ class ComputeServer(ABC):
         bindings: Sequence[Binding],
         scalars: Sequence[np.generic],
         metadata: Sequence[int],
-    ) -> None:
-        """The launch of a built kernel whose bindings are ordered on ``stream`` (lock held)."""
+    ) -> RudaFuture[Any] | None:
+        """The launch of a built kernel whose bindings are ordered on ``stream`` (lock held).
+        Returns the report read a validated launch must wait for once the lock is released
+        (see :meth:`launch`), else None."""
         for b in bindings:
             if b.slice.error is not None:  # rare: resolve poison only when there is some
                 poisoned = self.poisoned_input(task, bindings)
                 if poisoned is not None:
                     self.fail(stream, poisoned, bindings, task)
-                    return
+                    return None
                 for k, written in enumerate(bindings):
                     if task.writes(k):
                         written.slice.error = None
                 break
+        backlog = None
         if mode is ExecutionMode.VALIDATE:
             n = len(bindings)  # the report is the last array: its length the last length
-            bindings = [*bindings, self._report_binding(stream, task, compiled)]
-            metadata = [*metadata[:n], _REPORT_WORDS, *metadata[n:]]
+            log = self._report_log(stream)
+            names = cast(tuple[str, ...], compiled.extra.get("report_names", ()))
+            bindings = [*bindings, log.take_slot((task.name, names))]
+            metadata = [*metadata[:n], REPORT_WORDS, *metadata[n:]]
+            backlog = log.backlog()
         if self._profile is None:
             self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
         else:
             start = self._timestamp(stream)
             self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
             self._note("kernel", task.name, stream, start)
+        return backlog
 
     def prepare(
         self,
@@ -402,9 +414,11 @@ class ComputeServer(ABC):
                     return
                 if count.binding is not None:
                     self._use_bindings(stream, (count.binding,))
-                self._enqueue(
+                backlog = self._enqueue(
                     stream, task, mode, compiled, kernel, count, dim, frozen, scalars, metadata
                 )
+            if backlog is not None:
+                _settle(backlog)
 
         return replay
 
@@ -439,12 +453,20 @@ class ComputeServer(ABC):
         raises the stream's pending error or a Validate-mode report."""
         with self.lock:
             stream = self._stream(stream_value)
-            reports, stream.reports = stream.reports, []
+            log = stream.reports
+            if log is not None and log.owners:
+                self._fold(stream, log)
+            folds, tally = log.take() if log is not None else ([], None)
             future = self._sync(stream)
 
         def check(_: None) -> None:
             self._raise_pending(stream)
-            self._check_reports(stream, reports)
+            if tally is not None:
+                for read, owners in folds:  # complete: each was enqueued before the sync
+                    tally.add(read.result()[0], owners)
+                error = tally.error()
+                if error is not None:
+                    raise error
 
         return future.then(check)
 
@@ -591,14 +613,24 @@ class ComputeServer(ABC):
         self.compile_stats.disk_hits += 1
         return compiled, kernel
 
-    def _report_binding(
-        self, stream: ServerStream, task: RudaTask, compiled: CompiledKernel
-    ) -> Binding:
-        zeros = memoryview(bytes(4 * _REPORT_WORDS))
-        handle = self._create(zeros, stream)
-        names = cast(tuple[str, ...], compiled.extra.get("report_names", ()))
-        stream.reports.append((handle, task.name, names))
-        return handle.binding()
+    def _report_log(self, stream: ServerStream) -> ReportLog:
+        """The stream's report log with a free slot: made at its first validated launch, its
+        slab folded when full (lock held)."""
+        log = stream.reports
+        if log is None:
+            log = stream.reports = ReportLog(self._create(_SLAB_ZEROS, stream))
+        elif log.full:
+            self._fold(stream, log)
+        return log
+
+    def _fold(self, stream: ServerStream, log: ReportLog) -> None:
+        """Enqueue a read of the slab and then its zeroing; tally the folds already read."""
+        slab = log.slab.binding()
+        log.fold(self._read(stream, [slab]))
+        self._write(stream, slab, _SLAB_ZEROS)
+        failed = log.harvest()
+        if failed is not None:
+            self.fail(stream, failed, ())
 
     def _raise_pending(self, stream: ServerStream) -> None:
         with self.lock:
@@ -606,27 +638,12 @@ class ComputeServer(ABC):
         if error is not None:
             raise error
 
-    def _check_reports(
-        self, stream: ServerStream, reports: list[tuple[Handle, str, tuple[str, ...]]]
-    ) -> None:
-        if not reports:
-            return
-        with self.lock:
-            future = self._read(stream, [h.binding() for h, _, _ in reports])
-        for (_, kernel, names), raw in zip(reports, future.result(), strict=True):
-            words = np.frombuffer(raw, dtype=np.uint32)
-            if words[0]:
-                buf = int(words[1])
-                index = int(words[2]) | int(words[3]) << 32
-                length = int(words[4]) | int(words[5]) << 32
-                name = names[buf] if buf < len(names) else f"buffer #{buf}"
-                raise ValidationError(
-                    f"kernel {kernel} accessed {name}[{index}] but {name} has length {length}",
-                    kernel=kernel,
-                    buffer=name,
-                    index=index,
-                    length=length,
-                )
+
+def _settle(future: RudaFuture[Any]) -> None:
+    """Wait for ``future`` without raising: its outcome is remembered and raised by whoever
+    takes its result (for report reads: the next sync)."""
+    with contextlib.suppress(ServerError):
+        future.result()
 
 
 def _poisoned(bindings: Sequence[Binding]) -> bool:

@@ -1,7 +1,8 @@
 """Bounds: ``launch`` is always Checked (out-of-bounds reads give 0, writes are dropped, negative
 indices never wrap); ``launch_unchecked`` follows ``BoundsCheckMode`` (enforce = Checked,
-validate = Checked plus a ``ValidationError`` at the next sync naming kernel, buffer, index and
-length, auto = Unchecked)."""
+validate = Checked plus a ``ValidationError`` at the next sync counting every faulting launch
+since the last one and naming kernel, buffer, index and length of the first, auto =
+Unchecked)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ from ruda_core.lang import (
     sync_units,
     u32,
 )
-from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim, ValidationError
+from ruda_core.runtime import (
+    BoundsCheckMode,
+    OutOfBoundsReport,
+    RudaCount,
+    RudaDim,
+    ValidationError,
+)
+from ruda_core.runtime.reports import REPORT_SLOTS
 from ruda_core.testing.runner import TIMEOUT_S, read_array
 
 SENTINEL = 0xABCD1234
@@ -181,3 +189,43 @@ def test_validate_is_silent_for_in_bounds_kernels(client, bounds_mode):
     got = read_array(client, _read(client, 80, 80, 0, unchecked=True), np.uint32)
     client.sync().result(timeout=TIMEOUT_S)
     np.testing.assert_array_equal(got, np.arange(1, 81))
+
+
+def test_validate_reports_every_faulting_launch_since_the_last_sync(client, bounds_mode):
+    client.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    _write(client, 1, 1, 4, unchecked=True)  # writes out[4] of 1
+    _read(client, 50, 32, 0, unchecked=True)  # in bounds: not reported
+    _read(client, 8, 1, 20, unchecked=True)  # reads x[20] of 8
+    _write(client, 1, 1, -1, unchecked=True)  # writes out[-1]
+    _write(client, 1, 1, 9, unchecked=True)  # writes out[9] of 1
+    with pytest.raises(ValidationError) as info:
+        client.sync().result(timeout=TIMEOUT_S)
+    assert info.value.count == 4
+    assert info.value.reports == (
+        OutOfBoundsReport("conformance_shifted_write", "out", 4, 1),
+        OutOfBoundsReport("conformance_shifted_read", "x", 20, 8),
+        OutOfBoundsReport("conformance_shifted_write", "out", 2**32 - 1, 1),
+        OutOfBoundsReport("conformance_shifted_write", "out", 9, 1),
+    )
+    for report in info.value.reports:
+        assert f"  {report}" in str(info.value).splitlines()
+    client.sync().result(timeout=TIMEOUT_S)  # reported once
+
+
+def test_validate_counts_faulting_launches_beyond_one_report_buffer(client, bounds_mode):
+    client.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    out = client.create_from_slice(np.zeros(1, dtype=np.uint32))
+    launches = 2 * REPORT_SLOTS + 5
+    faulting = [k for k in range(launches) if k % 7 == 3]
+    for k in range(launches):
+        conformance_shifted_write.launch_unchecked(
+            client, RudaCount(1), RudaDim(1), ArrayArg(out, 1), 1, k if k % 7 == 3 else 0
+        )
+    with pytest.raises(ValidationError) as info:
+        client.sync().result(timeout=TIMEOUT_S)
+    assert info.value.count == len(faulting)
+    first = faulting[: ValidationError.MAX_REPORTS]
+    assert [r.index for r in info.value.reports] == first
+    client.sync().result(timeout=TIMEOUT_S)
