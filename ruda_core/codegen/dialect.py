@@ -203,8 +203,9 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         return expr
 
     def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
-        """A value of ``source`` (any element) converted to ``elem``, rounding to nearest even."""
-        return f"({self.type_name(elem)}){expr}"
+        """A value of ``source`` (any element) converted to ``elem``, rounding to nearest even.
+        ``expr`` may be a bare expression (an operation's text without its parentheses)."""
+        return f"({self.type_name(elem)})({expr})"
 
     def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
         """A float of ``source`` truncated toward zero to the integer ``target``."""

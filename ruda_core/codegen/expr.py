@@ -5,7 +5,9 @@ computed in the unsigned type of their width (at least 32 bits) and converted ba
 overflow and promotion rules never apply. Python floor division and modulo of signed integers,
 and clamping of integers, are helper functions; division and modulo by zero (and the overflowing
 ``MIN // -1``) give 0. Shift amounts are taken modulo the bit width. Floats the target only
-stores (see :meth:`Dialect.compute_elem`) are widened, computed and rounded back per operation.
+stores (see :meth:`Dialect.compute_elem`) are widened, computed and rounded back per operation;
+``FLOOR_DIV`` and ``MOD`` of an ``f16`` the target computes natively are computed in ``f32`` and
+rounded once, as the IR defines them (a half quotient would be rounded before its floor).
 This module builds expression text only; statements and control flow are the emitter's.
 """
 
@@ -53,6 +55,8 @@ _MATH = {op: op.value for op in FLOAT_UNARY if op is not Op.RECIP} | {
     Op.ISNAN: "isnan",
     Op.ISINF: "isinf",
 }
+#: Composite operations an ``f16`` computes in ``f32`` even where the target has half arithmetic.
+_F16_IN_F32 = frozenset({Op.FLOOR_DIV, Op.MOD})
 
 
 def bare(expr: str) -> str:
@@ -141,7 +145,11 @@ class ExprLowering:
 
     def _float(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
         compute = self.d.compute_elem(elem)
-        w = [self.wide(a, elem) for a in args]
+        if compute is Elem.F16 and op in _F16_IN_F32:
+            compute = Elem.F32
+            w = [self.cast(a, elem, compute) for a in args]
+        else:
+            w = [self.wide(a, elem) for a in args]
         if op in COMPARE_OPS:
             return f"({w[0]} {_SYMBOL[op]} {w[1]})"
         if op in (Op.ISNAN, Op.ISINF):

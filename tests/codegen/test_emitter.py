@@ -157,6 +157,17 @@ def test_bf16_is_refused_by_opencl_with_the_location() -> None:
         CFamilyEmitter(OpenCLDialect()).emit(k.build())
 
 
+def test_f16_floor_div_and_mod_are_computed_in_float_even_with_half_arithmetic() -> None:
+    k = KernelBuilder("halves", file=FILE, line=1)
+    x = k.array("x", E.F16)
+    a, b = (k.let(Op.INDEX, E.F16, x, const(j, E.U32)) for j in (0, 1))
+    k.do(Op.INDEX_ASSIGN, None, x, const(2, E.U32), k.let(Op.FLOOR_DIV, E.F16, a, b))
+    k.do(Op.INDEX_ASSIGN, None, x, const(3, E.U32), k.let(Op.MOD, E.F16, a, b))
+    source = CFamilyEmitter(FULL_OPENCL).emit(k.build()).source
+    assert "_t3 = (half)(floor((float)_t1 / (float)_t2));" in source
+    assert "_t4 = (half)((float)_t1 - (floor((float)_t1 / (float)_t2) * (float)_t2));" in source
+
+
 def test_compilers_return_compiled_kernels() -> None:
     defn = tensor_validate()
     compiled = OpenCLCompiler().compile(
