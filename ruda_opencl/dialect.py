@@ -1,4 +1,5 @@
-"""OpenCL C 1.2 (plus the extensions a device reports) as a :class:`Dialect`.
+"""OpenCL C 1.2 (plus the extensions and OpenCL C 3.0 features a device reports) as a
+:class:`Dialect`.
 
 Capabilities come from ``CompileOptions.extra`` (value ``"1"``/``"true"`` to enable; see
 :data:`CAPABILITIES`). Without ``fp16``, ``f16`` is storage-only: buffers hold ``half`` read and
@@ -6,12 +7,20 @@ written with ``vload_half``/``vstore_half_rte``, shared and local arrays hold th
 ``ushort``, values are ``float`` rounded to half after every operation (exact for + - * /).
 ``bool`` cannot be a kernel argument or buffer element in OpenCL C, so bool buffers, arrays and
 scalar arguments are ``uchar`` (0 or 1, NumPy's bool layout) converted on access. Each buffer
-pointer is followed by its ``ulong`` byte offset. Pure: imports no driver.
+pointer is followed by its ``ulong`` byte offset.
+
+Planes are subgroups of the fixed width ``CompileOptions.plane_dim`` where any subgroup
+capability is on (the server enables one only when it can fix the width); ``PLANE_DIM`` is that
+constant, and with ``intel_reqd_subgroup_size`` every kernel requires it from the compiler.
+``UNIT_POS_PLANE`` is ``UNIT_POS % PLANE_DIM`` (a driver may form subgroups within each row of a
+cube, so ``get_sub_group_local_id`` differs from it where rows are not whole planes; the server
+refuses plane operations on such cubes). Without subgroups ``PLANE_DIM`` is 1 and plane
+operations are unsupported. Pure: imports no driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -20,17 +29,23 @@ from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
 from ruda_core.runtime.compiler import CompileOptions
 from ruda_core.runtime.errors import UnsupportedFeature
 
-__all__ = ["CAPABILITIES", "OpenCLDialect"]
+__all__ = ["CAPABILITIES", "SUBGROUPS", "OpenCLDialect"]
 
-#: ``CompileOptions.extra`` keys and the OpenCL extension each stands for.
+#: ``CompileOptions.extra`` keys and the OpenCL extensions (or OpenCL C 3.0 features) each
+#: stands for: all the names joined by " and ", any of those joined by " or ".
 CAPABILITIES = {
     "fp16": "cl_khr_fp16",
     "fp64": "cl_khr_fp64",
     "int64_atomics": "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics",
     "subgroups": "cl_khr_subgroups",
+    "opencl_c_subgroups": "__opencl_c_subgroups",  # OpenCL C 3.0: build with -cl-std=CL3.0
+    "intel_subgroups": "cl_intel_subgroups",
+    "intel_reqd_subgroup_size": "cl_intel_required_subgroup_size",
     "subgroup_shuffle": "cl_khr_subgroup_shuffle",
     "subgroup_arith": "cl_khr_subgroup_non_uniform_arithmetic",
 }
+#: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
+SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")
 _TYPES = {
     Elem.BOOL: "bool",
     Elem.I8: "char",
@@ -137,13 +152,19 @@ class OpenCLDialect(Dialect):
     )
 
     def __init__(self, capabilities: frozenset[str] = frozenset(), plane_dim: int = 32) -> None:
+        """:raises ValueError: for an unknown capability or a plane width below 1."""
         unknown = capabilities - CAPABILITIES.keys()
         if unknown:
             raise ValueError(
                 f"unknown OpenCL capabilities {sorted(unknown)}; use {list(CAPABILITIES)}"
             )
+        if plane_dim < 1:
+            raise ValueError(f"a plane width is >= 1, not {plane_dim}")
         self.capabilities = capabilities
         self.plane_width = plane_dim
+        if self._planes and "intel_reqd_subgroup_size" in capabilities:
+            required = f"__attribute__((intel_reqd_sub_group_size({plane_dim})))"
+            self.kernel_prefix = f"__kernel {required} void"
 
     @classmethod
     def from_options(cls, options: CompileOptions) -> OpenCLDialect:
@@ -152,14 +173,16 @@ class OpenCLDialect(Dialect):
         return cls(frozenset(on), options.plane_dim)
 
     @staticmethod
-    def extra_for(extensions: str) -> tuple[tuple[str, str], ...]:
+    def extra_for(extensions: str, features: Iterable[str] = ()) -> tuple[tuple[str, str], ...]:
         """The ``CompileOptions.extra`` pairs for a device whose ``CL_DEVICE_EXTENSIONS`` string
-        is ``extensions``."""
-        names = set(extensions.split())
-        pairs = [
-            (key, "1") for key, ext in CAPABILITIES.items() if set(ext.split(" and ")) <= names
-        ]
-        return tuple(sorted(pairs))
+        is ``extensions`` and whose OpenCL C 3.0 features (``CL_DEVICE_OPENCL_C_FEATURES``
+        names) are ``features``."""
+        names = set(extensions.split()) | set(features)
+
+        def offered(spec: str) -> bool:
+            return any(set(alt.split(" and ")) <= names for alt in spec.split(" or "))
+
+        return tuple(sorted((key, "1") for key, spec in CAPABILITIES.items() if offered(spec)))
 
     def _require(self, capability: str, what: str) -> None:
         if capability not in self.capabilities:
@@ -167,6 +190,18 @@ class OpenCLDialect(Dialect):
                 f"{what} needs {CAPABILITIES[capability]}, which the OpenCL device lacks "
                 f"(CompileOptions.extra {capability}=1)"
             )
+
+    def _require_planes(self, what: str) -> None:
+        if not self._planes:
+            raise UnsupportedFeature(
+                f"{what} needs subgroups of a fixed width (cl_khr_subgroups, "
+                "__opencl_c_subgroups or cl_intel_subgroups), which the OpenCL device lacks "
+                "(CompileOptions.extra subgroups=1)"
+            )
+
+    @property
+    def _planes(self) -> bool:
+        return any(key in self.capabilities for key in SUBGROUPS)
 
     @property
     def _half_storage_only(self) -> bool:
@@ -267,12 +302,7 @@ class OpenCLDialect(Dialect):
         return super().value_to_bits(elem, expr)
 
     def plane_dim(self) -> str:
-        return (
-            "get_sub_group_size()" if "subgroups" in self.capabilities else f"{self.plane_width}u"
-        )
-
-    def plane_lane(self) -> str | None:
-        return "get_sub_group_local_id()" if "subgroups" in self.capabilities else None
+        return f"{self.plane_width}u" if self._planes else "1u"
 
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
         if (
@@ -301,12 +331,12 @@ class OpenCLDialect(Dialect):
         if elem.is_int and elem.bits < 32:
             wide = "int" if elem.is_signed else "uint"
             return f"({_TYPES[elem]}){call.replace('{v}', f'({wide}){{v}}')}"
-        if elem is Elem.F16 and self._half_storage_only and op in _ROUNDED:
+        if self.compute_elem(elem) is not elem and op in _ROUNDED:
             return self.narrow(elem, call, Elem.F32)
         return call
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
-        self._require("subgroups", str(op))
+        self._require_planes(str(op))
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:
@@ -338,8 +368,9 @@ class OpenCLDialect(Dialect):
             self._require("int64_atomics", "a 64-bit atomic")
             extensions += ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
         if usage.uses(PLANE_OPS):
-            self._require("subgroups", "a plane operation")
-            extensions.append("cl_khr_subgroups")  # the newer subgroup extensions need no pragma
+            self._require_planes("a plane operation")
+            if "subgroups" in self.capabilities:  # the other subgroup sources need no pragma
+                extensions.append("cl_khr_subgroups")
         lines += [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in extensions]
         if Elem.F16 in usage.elems and self._half_storage_only:
             lines += ["", _F16_HELPERS]

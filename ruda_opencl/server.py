@@ -16,7 +16,6 @@ import numpy as np
 import pyopencl as cl
 
 from ruda_core.codegen.abi import ArgKind, KernelArg, make_arg_reader
-from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -25,9 +24,9 @@ from ruda_core.runtime import (
     CompileOptions,
     ComputeServer,
     DeviceProperties,
-    Feature,
     Features,
     IoError,
+    LaunchConfigError,
     LaunchError,
     RudaCount,
     RudaDim,
@@ -37,8 +36,8 @@ from ruda_core.runtime import (
     TooManyResources,
 )
 
+from .capabilities import OpenCLCapabilities
 from .compiler import OpenCLCompiler
-from .dialect import OpenCLDialect
 from .platform import (
     all_devices,
     build_failure_summary,
@@ -151,11 +150,9 @@ class OpenCLServer(ComputeServer):
         super().__init__(device.to_id(), OpenCLStorage(self._context, self._device))
         self.compiler = OpenCLCompiler()
         dev = self._device
-        capabilities = OpenCLDialect.extra_for(dev.extensions)
-        caps = dict(capabilities)
-        self._plane_dim = self._native_plane_dim(caps)
-        self._options = CompileOptions(plane_dim=max(self._plane_dim, 1), extra=capabilities)
-        self._build_options = self._choose_build_options()
+        capabilities = OpenCLCapabilities.of(dev)
+        self._options = capabilities.compile_options
+        self._build_options = list(capabilities.build_options)
         self._properties = DeviceProperties(
             name=dev.name.strip(),
             vendor=dev.platform.name.strip(),
@@ -166,7 +163,7 @@ class OpenCLServer(ComputeServer):
             ),
             max_ruda_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
             max_shared_memory_nbytes=int(dev.local_mem_size),
-            plane_dim=max(self._plane_dim, 1),
+            plane_dim=capabilities.plane_dim,
             compute_units=int(dev.max_compute_units),
             alignment_nbytes=OpenCLStorage.alignment_nbytes,
             extra=(
@@ -175,33 +172,7 @@ class OpenCLServer(ComputeServer):
                 ("driver", dev.driver_version.strip()),
             ),
         )
-        features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.DEVICE_TIMING}
-        if self._plane_dim > 1 and "subgroup_arith" in caps:
-            features.add(Feature.PLANE)
-            if "subgroup_shuffle" in caps:
-                features.add(Feature.PLANE_SHUFFLE)
-        if "int64_atomics" in caps:
-            features.add(Feature.ATOMIC_INT64)
-        elems: set[Elem] = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
-        if "fp64" in caps:
-            elems.add(Elem.F64)
-        self._features = Features(frozenset(features), frozenset(elems))
-
-    def _native_plane_dim(self, caps: dict[str, str]) -> int:
-        """The subgroup width where the device has subgroups and reports a fixed width."""
-        if "subgroups" not in caps:
-            return 1
-        dev = self._device
-        try:  # NVIDIA reports its warp width through cl_nv_device_attribute_query
-            return int(dev.get_info(0x4003))  # CL_DEVICE_WARP_SIZE_NV
-        except cl.Error:
-            return 1
-
-    def _choose_build_options(self) -> list[str]:
-        options = []
-        if self._device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
-            options.append("-cl-fp32-correctly-rounded-divide-sqrt")
-        return options
+        self._features = capabilities.features()
 
     @property
     def runtime(self) -> type[Runtime]:
@@ -270,7 +241,7 @@ class OpenCLServer(ComputeServer):
     ) -> None:
         launcher: _Launcher = kernel
         queue = cast(OpenCLStream, stream).queue
-        self._check_units(launcher, dim)
+        self._check_units(launcher, task, dim)
         if count.binding is None:
             cx, cy, cz = count.x, count.y, count.z
         else:
@@ -300,7 +271,7 @@ class OpenCLServer(ComputeServer):
         metadata: Sequence[int],
     ) -> Callable[[ServerStream], None]:
         launcher: _Launcher = kernel
-        self._check_units(launcher, dim)
+        self._check_units(launcher, task, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
         lsize = (dim.x, dim.y, dim.z)
@@ -314,11 +285,18 @@ class OpenCLServer(ComputeServer):
 
         return run
 
-    def _check_units(self, launcher: _Launcher, dim: RudaDim) -> None:
+    def _check_units(self, launcher: _Launcher, task: RudaTask, dim: RudaDim) -> None:
         if dim.x * dim.y * dim.z > launcher.max_units:
             raise TooManyResources(
                 f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
+            )
+        plane = self._properties.plane_dim
+        if task.uses_planes and dim.y * dim.z > 1 and dim.x % plane:
+            raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
+                f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows: "
+                f"OpenCL drivers may form subgroups within each row, so RudaDim.x must be a "
+                f"multiple of {self._device.name.strip()}'s plane width {plane}"
             )
 
     def _read_count(self, queue: Any, binding: Binding) -> tuple[int, int, int]:

@@ -38,8 +38,9 @@ def metadata(defn: KernelDefinition, arrays: Sequence[np.ndarray]) -> list[int]:
 
 
 class OpenCLLauncher:
-    """Compiles with :class:`OpenCLCompiler` for the extensions of the first OpenCL device that
-    passed ruda's probe, and runs on it."""
+    """Compiles with :class:`OpenCLCompiler` for the capabilities of the first OpenCL device
+    that passed ruda's probe, builds with its build options, as its server does, and runs on
+    it."""
 
     name = "opencl"
 
@@ -47,8 +48,8 @@ class OpenCLLauncher:
         import pyopencl as cl
 
         import ruda_core
+        from ruda_opencl.capabilities import OpenCLCapabilities
         from ruda_opencl.compiler import OpenCLCompiler
-        from ruda_opencl.dialect import OpenCLDialect
         from ruda_opencl.platform import all_devices
 
         self.cl = cl
@@ -58,8 +59,8 @@ class OpenCLLauncher:
         self.device = all_devices()[status.devices[0].index]
         self.ctx = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.ctx)
-        extra = OpenCLDialect.extra_for(self.device.extensions)
-        self.options = CompileOptions(extra=extra)
+        self.capabilities = OpenCLCapabilities.of(self.device)
+        self.options = self.capabilities.compile_options
         self.compiler = OpenCLCompiler()
 
     def emit(self, defn: KernelDefinition) -> EmittedKernel:
@@ -69,7 +70,8 @@ class OpenCLLauncher:
     def build(self, source: str) -> object:
         with warnings.catch_warnings():  # a driver's informational build log is not an error
             warnings.simplefilter("ignore", self.cl.CompilerWarning)
-            return self.cl.Program(self.ctx, source).build()
+            program = self.cl.Program(self.ctx, source)
+            return program.build(options=list(self.capabilities.build_options))
 
     def run(
         self,

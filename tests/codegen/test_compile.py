@@ -12,19 +12,22 @@ import os
 import pytest
 
 from ruda_core.codegen import CFamilyEmitter
+from ruda_core.runtime import Feature
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_cuda.dialect import CudaDialect
 
 from .kernels import KERNELS
 
-OPENCL_NEEDS = {"plane_ops": "cl_khr_subgroups"}
+#: Kernel -> the feature it needs and what the error says where the OpenCL device lacks it.
+OPENCL_NEEDS = {"plane_ops": (Feature.PLANE, "subgroups of a fixed width")}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_kernel_builds_with_opencl(opencl, name: str) -> None:
     definition = KERNELS[name]()
-    if name in OPENCL_NEEDS and OPENCL_NEEDS[name] not in opencl.device.extensions:
-        with pytest.raises(UnsupportedFeature, match=OPENCL_NEEDS[name]):
+    feature, message = OPENCL_NEEDS.get(name, (None, ""))
+    if feature is not None and not opencl.capabilities.features().has(feature):
+        with pytest.raises(UnsupportedFeature, match=message):
             opencl.emit(definition)
         return
     opencl.build(opencl.emit(definition).source)

@@ -198,7 +198,9 @@ def test_options_parsing() -> None:
         CudaDialect.from_options(CompileOptions(extra=(("arch", "hopper"),)))
     opts = CompileOptions(plane_dim=16, extra=(("fp64", "1"), ("fp16", "0"), ("other", "1")))
     dialect = OpenCLDialect.from_options(opts)
-    assert dialect.capabilities == {"fp64"} and dialect.plane_dim() == "16u"
+    assert dialect.capabilities == {"fp64"} and dialect.plane_dim() == "1u"  # no subgroups
+    with_subgroups = CompileOptions(plane_dim=16, extra=(("intel_subgroups", "1"),))
+    assert OpenCLDialect.from_options(with_subgroups).plane_dim() == "16u"
     with pytest.raises(ValueError, match="unknown OpenCL capabilities"):
         OpenCLDialect(frozenset({"fp128"}))
     extensions = (

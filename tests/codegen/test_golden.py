@@ -22,7 +22,8 @@ from .kernels import KERNELS
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("RUDA_UPDATE_GOLDEN") == "1"
 
-#: Targets with their file suffix: CUDA for sm_90, and OpenCL with and without extensions.
+#: Targets with their file suffix: CUDA for sm_90, and OpenCL with and without extensions, and
+#: with the subgroups of Intel's OpenCL 3.0 drivers (a required width of 16).
 TARGETS: dict[str, tuple[Dialect, str]] = {
     "cuda": (CudaDialect(90), "cu"),
     "cuda_sm52": (CudaDialect(52), "cu"),
@@ -33,12 +34,31 @@ TARGETS: dict[str, tuple[Dialect, str]] = {
         ),
         "cl",
     ),
+    "opencl_intel": (
+        OpenCLDialect(
+            frozenset(
+                {
+                    "fp16",
+                    "fp64",
+                    "int64_atomics",
+                    "intel_reqd_subgroup_size",
+                    "intel_subgroups",
+                    "opencl_c_subgroups",
+                    "subgroup_arith",
+                    "subgroup_shuffle",
+                }
+            ),
+            plane_dim=16,
+        ),
+        "cl",
+    ),
 }
 CASES = (
     [("cuda", name) for name in KERNELS]
     + [("cuda_sm52", name) for name in ("atomics", "plane_ops")]
     + [("opencl", name) for name in KERNELS if name != "plane_ops"]
     + [("opencl_full", name) for name in ("half_and_bool", "plane_ops", "atomics")]
+    + [("opencl_intel", "plane_ops")]
 )
 
 

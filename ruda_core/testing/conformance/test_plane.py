@@ -62,6 +62,13 @@ def conformance_plane_shuffle(x: Array[u32], out: Array[u32]):
     out[i] = plane_shuffle(x[i], (UNIT_POS_PLANE + u32(3)) % PLANE_DIM)
 
 
+@kernel
+def conformance_plane_rows(x: Array[u32], out: Array[u32]):
+    i = UNIT_POS
+    out[i] = plane_sum(x[i])
+    out[x.len() + i] = UNIT_POS_PLANE
+
+
 def _units(client) -> int:
     props = client.properties()
     return min(2 * props.plane_dim, props.max_units_per_ruda)
@@ -149,6 +156,25 @@ def test_plane_shuffle(client):
     lane = np.arange(units) % plane
     expected = x[np.arange(units) - lane + (lane + 3) % plane]
     np.testing.assert_array_equal(read_array(client, out, np.uint32), expected)
+
+
+@requires(Feature.PLANE)
+def test_planes_of_a_cube_of_several_rows_are_consecutive_units(client):
+    plane = client.properties().plane_dim
+    rows = max(1, min(3, client.properties().max_units_per_ruda // plane))
+    units = plane * rows
+    x = np.arange(units, dtype=np.uint32) ** 2
+    out = client.empty(2 * x.nbytes)
+    conformance_plane_rows.launch(
+        client,
+        RudaCount(1),
+        RudaDim(plane, rows),
+        ArrayArg(client.create_from_slice(x), units),
+        ArrayArg(out, 2 * units),
+    )
+    got = read_array(client, out, np.uint32).reshape(2, units)
+    np.testing.assert_array_equal(got[0], np.repeat(_planes(x, plane).sum(axis=1), plane))
+    np.testing.assert_array_equal(got[1], np.arange(units) % plane, "UNIT_POS_PLANE")
 
 
 @requires(Feature.PLANE)

@@ -5,7 +5,7 @@
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 
 static inline float ruda_plane_prod_f32(float v) {
-    for (uint m = get_sub_group_size() / 2u; m > 0u; m = m / 2u) {
+    for (uint m = 32u / 2u; m > 0u; m = m / 2u) {
         float other = sub_group_shuffle_xor(v, m);
         v = (v * other);
     }
@@ -33,12 +33,13 @@ __kernel void plane_ops(
     const uint RUDA_DIM_Z = (uint)get_local_size(2);
     const uint RUDA_COUNT_X = (uint)get_num_groups(0);
     const uint RUDA_COUNT_Y = (uint)get_num_groups(1);
+    const uint UNIT_POS = UNIT_POS_Z * RUDA_DIM_X * RUDA_DIM_Y + UNIT_POS_Y * RUDA_DIM_X + UNIT_POS_X;
     const uint ABSOLUTE_POS_X = RUDA_POS_X * RUDA_DIM_X + UNIT_POS_X;
     const uint ABSOLUTE_POS_Y = RUDA_POS_Y * RUDA_DIM_Y + UNIT_POS_Y;
     const uint ABSOLUTE_POS_Z = RUDA_POS_Z * RUDA_DIM_Z + UNIT_POS_Z;
     const uint ABSOLUTE_POS = ABSOLUTE_POS_Z * (RUDA_COUNT_X * RUDA_DIM_X) * (RUDA_COUNT_Y * RUDA_DIM_Y) + ABSOLUTE_POS_Y * (RUDA_COUNT_X * RUDA_DIM_X) + ABSOLUTE_POS_X;
-    const uint PLANE_DIM = get_sub_group_size();
-    const uint UNIT_POS_PLANE = get_sub_group_local_id();
+    const uint PLANE_DIM = 32u;
+    const uint UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;
     uint i = 0u;
     float v = 0.0f;
     float s = 0.0f;

@@ -1,0 +1,170 @@
+"""``OpenCLCapabilities``: what one OpenCL device gives ruda, read once when its server starts:
+the dialect's capability keys (``CompileOptions.extra``), the plane width, the program build
+options, and the features and element types they imply. Imports PyOpenCL.
+
+``PLANE_DIM`` is a compile-time constant and ``properties().plane_dim`` one number per device,
+but OpenCL lets the compiler choose each kernel's subgroup size. Subgroups are therefore enabled
+only where the width can be fixed for every kernel:
+
+- ``cl_intel_required_subgroup_size``: every kernel requires the width with
+  ``intel_reqd_sub_group_size``, chosen by :func:`choose_plane_dim` from the sizes the device
+  supports (``CL_DEVICE_SUB_GROUP_SIZES_INTEL``);
+- ``cl_khr_subgroups`` on NVIDIA: the warp width (``CL_DEVICE_WARP_SIZE_NV``).
+
+Elsewhere (PoCL, AMD …) the subgroup capabilities are dropped, so the device has plane width 1,
+``PLANE_DIM`` reads 1 and plane operations are unsupported. Subgroups found through the OpenCL C
+3.0 feature ``__opencl_c_subgroups`` need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the default).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyopencl as cl
+
+from ruda_core.ir import Elem
+from ruda_core.runtime import CompileOptions, Feature, Features
+
+from .dialect import SUBGROUPS, OpenCLDialect
+
+__all__ = ["PREFERRED_PLANE_DIM", "OpenCLCapabilities", "choose_plane_dim"]
+
+#: The plane width asked of Intel's compilers: the one width every Intel device with required
+#: subgroup sizes supports (GPUs offer 8/16/32 or 16/32, CPUs 4 to 64), the float lanes of an
+#: AVX-512 register, and the width those compilers pick for most kernels unasked. Wider planes
+#: split into several registers and make the smallest whole-plane cube larger.
+PREFERRED_PLANE_DIM = 16
+_SUB_GROUP_SIZES_INTEL = 0x4108  # CL_DEVICE_SUB_GROUP_SIZES_INTEL: size_t[]
+_WARP_SIZE_NV = 0x4003  # CL_DEVICE_WARP_SIZE_NV: cl_uint
+#: Capabilities that mean nothing without a fixed plane width.
+_PLANE_KEYS = frozenset({*SUBGROUPS, "intel_reqd_subgroup_size"})
+
+
+def choose_plane_dim(sizes: Iterable[int]) -> int:
+    """The plane width to require from the subgroup ``sizes`` a device supports:
+    :data:`PREFERRED_PLANE_DIM` where offered, else the largest power of two above 1 up to 32
+    (CUDA's warp), else 1 (no planes)."""
+    offered = set(sizes)
+    if PREFERRED_PLANE_DIM in offered:
+        return PREFERRED_PLANE_DIM
+    fitting = [n for n in offered if 1 < n <= 32 and n & (n - 1) == 0]
+    return max(fitting, default=1)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCLCapabilities:
+    """The capabilities of one device.
+
+    :param extra: the dialect capability pairs (:data:`~ruda_opencl.dialect.CAPABILITIES`).
+    :param plane_dim: the fixed subgroup width every kernel runs with; 1 without planes.
+    :param build_options: the options every program is built with.
+    """
+
+    extra: tuple[tuple[str, str], ...]
+    plane_dim: int
+    build_options: tuple[str, ...]
+
+    @classmethod
+    def of(cls, device: Any) -> OpenCLCapabilities:
+        """Read ``device`` (a ``pyopencl.Device``)."""
+        features = [f.name for f in _features(device)]
+        extra = dict(OpenCLDialect.extra_for(device.extensions, features))
+        plane_dim = _plane_dim(device, extra.keys())
+        if plane_dim == 1:
+            extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
+        options = []
+        if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+            options.append("-cl-fp32-correctly-rounded-divide-sqrt")
+        if "opencl_c_subgroups" in extra:
+            options.append("-cl-std=CL3.0")
+        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options))
+
+    @property
+    def compile_options(self) -> CompileOptions:
+        """The options the compiler generates this device's code with."""
+        return CompileOptions(plane_dim=self.plane_dim, extra=self.extra)
+
+    def features(self) -> Features:
+        """The features and element types the capabilities give (planes need the product too:
+        a native one or shuffles for its butterfly)."""
+        caps = dict(self.extra)
+        features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.DEVICE_TIMING}
+        if self.plane_dim > 1 and ("subgroup_arith" in caps or "subgroup_shuffle" in caps):
+            features.add(Feature.PLANE)
+            if "subgroup_shuffle" in caps:
+                features.add(Feature.PLANE_SHUFFLE)
+        if "int64_atomics" in caps:
+            features.add(Feature.ATOMIC_INT64)
+        elems: set[Elem] = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
+        if "fp64" in caps:
+            elems.add(Elem.F64)
+        return Features(frozenset(features), frozenset(elems))
+
+
+def _features(device: Any) -> list[Any]:
+    """The device's OpenCL C 3.0 features (none before OpenCL 3.0, whose drivers reject it)."""
+    try:
+        return list(device.opencl_c_features)
+    except (cl.Error, AttributeError):
+        return []
+
+
+def _plane_dim(device: Any, caps: Iterable[str]) -> int:
+    """The width subgroups can be fixed to on ``device``, or 1."""
+    have = set(caps)
+    if not have & set(SUBGROUPS):
+        return 1
+    if "intel_reqd_subgroup_size" in have:
+        return choose_plane_dim(_intel_subgroup_sizes(device))
+    if "subgroups" in have:
+        try:  # NVIDIA reports its warp width through cl_nv_device_attribute_query
+            return int(device.get_info(_WARP_SIZE_NV))
+        except cl.Error:
+            return 1
+    return 1
+
+
+def _intel_subgroup_sizes(device: Any) -> tuple[int, ...]:
+    """``CL_DEVICE_SUB_GROUP_SIZES_INTEL``. PyOpenCL's ``get_info`` answers only the queries it
+    knows (this one raises ``INVALID_VALUE`` without reaching the driver), so it is asked of
+    the ICD loader directly; empty when that fails."""
+    get_info = _loader_get_device_info()
+    if get_info is None:
+        return ()
+    nbytes = ctypes.c_size_t()
+    handle = ctypes.c_void_p(device.int_ptr)
+    if get_info(handle, _SUB_GROUP_SIZES_INTEL, 0, None, ctypes.byref(nbytes)) != 0:
+        return ()
+    sizes = (ctypes.c_size_t * (nbytes.value // ctypes.sizeof(ctypes.c_size_t)))()
+    if get_info(handle, _SUB_GROUP_SIZES_INTEL, nbytes, sizes, None) != 0:
+        return ()
+    return tuple(int(n) for n in sizes)
+
+
+@functools.cache
+def _loader_get_device_info() -> Callable[..., int] | None:
+    """``clGetDeviceInfo`` of the ICD loader PyOpenCL's wheel bundles, else the system's (any
+    loader dispatches through the device handle to its driver); None without one."""
+    bundled = sorted((Path(cl.__file__).parent / ".libs").glob("libOpenCL*"))
+    name = str(bundled[0]) if bundled else ctypes.util.find_library("OpenCL")
+    if name is None:
+        return None
+    try:
+        fn = ctypes.CDLL(name).clGetDeviceInfo
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    fn.restype = ctypes.c_int32
+    return fn

@@ -1,0 +1,161 @@
+"""What an OpenCL device's extensions and OpenCL C 3.0 features give: the dialect's capability
+keys, a fixed plane width, build options, features; and on a real Intel device, that kernels run
+with that width (``PLANE_DIM`` equals ``properties().plane_dim``)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+import ruda_core as ruda
+from ruda_core.codegen import CFamilyEmitter
+from ruda_core.lang import PLANE_DIM, UNIT_POS, Array, ArrayArg, kernel, plane_sum, u32
+from ruda_core.runtime import (
+    CompileOptions,
+    Feature,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+)
+from ruda_core.testing.runner import read_array
+from ruda_opencl.capabilities import OpenCLCapabilities, _intel_subgroup_sizes, choose_plane_dim
+from ruda_opencl.dialect import OpenCLDialect
+from ruda_opencl.platform import all_devices
+
+from .kernels import plane_ops
+
+#: Intel's OpenCL 3.0 CPU driver, less what does not concern planes.
+INTEL_EXTENSIONS = (
+    "cl_intel_required_subgroup_size cl_intel_subgroups cl_khr_fp64 "
+    "cl_khr_subgroup_non_uniform_arithmetic cl_khr_subgroup_shuffle"
+)
+
+
+class FakeDevice:
+    """The device queries :meth:`OpenCLCapabilities.of` makes of a driver without required
+    subgroup sizes (whose width query would go to the ICD loader)."""
+
+    single_fp_config = 0
+
+    def __init__(self, extensions: str, features: tuple[str, ...] = (), warp: int = 0) -> None:
+        self.extensions = extensions
+        self.opencl_c_features = [SimpleNamespace(name=f) for f in features]
+        self.warp = warp
+
+    def get_info(self, param: int) -> int:
+        import pyopencl as cl
+
+        if param != 0x4003 or not self.warp:
+            raise cl.LogicError("clGetDeviceInfo", cl.status_code.INVALID_VALUE, "no such info")
+        return self.warp
+
+
+def test_subgroups_of_the_opencl_c_3_feature_need_no_pragma_and_get_a_required_width() -> None:
+    extra = OpenCLDialect.extra_for(INTEL_EXTENSIONS, ["__opencl_c_subgroups", "__opencl_c_fp64"])
+    keys = {k for k, _ in extra}
+    assert {"opencl_c_subgroups", "intel_subgroups", "intel_reqd_subgroup_size"} <= keys
+    assert "subgroups" not in keys  # cl_khr_subgroups is not reported
+    dialect = OpenCLDialect.from_options(CompileOptions(16, extra))
+    source = CFamilyEmitter(dialect).emit(plane_ops()).source
+    assert "__kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_ops(" in source
+    assert "const uint PLANE_DIM = 16u;" in source
+    assert "cl_khr_subgroups" not in source
+
+
+def test_cl_khr_subgroups_keeps_its_pragma_and_requires_no_width() -> None:
+    extra = OpenCLDialect.extra_for("cl_khr_subgroups cl_khr_subgroup_shuffle cl_khr_fp64")
+    source = CFamilyEmitter(OpenCLDialect.from_options(CompileOptions(32, extra))).emit(plane_ops())
+    assert "#pragma OPENCL EXTENSION cl_khr_subgroups : enable" in source.source
+    assert "__kernel void plane_ops(" in source.source
+
+
+@pytest.mark.parametrize(
+    ("sizes", "width"),
+    [((4, 8, 16, 32, 64), 16), ((8, 32), 32), ((8, 12), 8), ((64,), 1), ((), 1)],
+)
+def test_plane_width_prefers_16_then_the_widest_power_of_two_up_to_32(sizes, width) -> None:
+    assert choose_plane_dim(sizes) == width
+
+
+def test_subgroups_of_no_fixed_width_are_dropped_and_plane_dim_reads_1() -> None:
+    device = FakeDevice("cl_khr_subgroups cl_khr_subgroup_shuffle", ("__opencl_c_subgroups",))
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == 1 and caps.build_options == ()
+    assert not {"subgroups", "opencl_c_subgroups"} & dict(caps.extra).keys()
+    assert not caps.features().has(Feature.PLANE)
+    dialect = OpenCLDialect.from_options(caps.compile_options)
+    assert dialect.plane_dim() == "1u"
+
+
+def test_nvidia_planes_are_its_warps() -> None:
+    device = FakeDevice(
+        "cl_khr_subgroups cl_khr_subgroup_shuffle cl_khr_subgroup_non_uniform_arithmetic",
+        warp=32,
+    )
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == 32 and caps.build_options == ()
+    assert {Feature.PLANE, Feature.PLANE_SHUFFLE} <= caps.features().features
+
+
+def _intel() -> tuple[int, Any]:
+    for index, device in enumerate(all_devices()):
+        if "cl_intel_required_subgroup_size" in device.extensions:
+            return index, device
+    pytest.skip("no OpenCL device with cl_intel_required_subgroup_size here")
+
+
+def test_intel_device_capabilities() -> None:
+    _, device = _intel()
+    assert 16 in _intel_subgroup_sizes(device)
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == 16
+    assert "-cl-std=CL3.0" in caps.build_options
+    features = caps.features()
+    assert {Feature.PLANE, Feature.PLANE_SHUFFLE} <= features.features
+
+
+@kernel
+def plane_width(out: Array[u32]):
+    out[UNIT_POS] = PLANE_DIM
+
+
+@kernel
+def plane_sums(x: Array[u32], out: Array[u32]):
+    out[UNIT_POS] = plane_sum(x[UNIT_POS])
+
+
+def test_intel_kernels_run_with_the_plane_width_of_the_properties() -> None:
+    index, _ = _intel()
+    client = ruda.client(f"opencl:{index}")
+    plane = client.properties().plane_dim
+    assert plane == 16
+    out = client.empty(4 * 4 * plane)
+    plane_width.launch(client, RudaCount(1), RudaDim(4 * plane), ArrayArg(out, 4 * plane))
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), plane)
+    x = np.arange(4 * plane, dtype=np.uint32)
+    sums = client.empty(x.nbytes)
+    plane_sums.launch(
+        client,
+        RudaCount(1),
+        RudaDim(plane, 4),
+        ArrayArg(client.create_from_slice(x), x.size),
+        ArrayArg(sums, x.size),
+    )
+    expected = np.repeat(x.reshape(-1, plane).sum(axis=1), plane)
+    np.testing.assert_array_equal(read_array(client, sums, np.uint32), expected)
+
+
+def test_plane_kernels_on_rows_shorter_than_a_plane_are_refused() -> None:
+    index, _ = _intel()
+    client = ruda.client(f"opencl:{index}")
+    plane = client.properties().plane_dim
+    x = client.create_from_slice(np.zeros(2 * plane, np.uint32))
+    with pytest.raises(LaunchConfigError, match=r"RudaDim\.x must be a multiple"):
+        plane_sums.launch(
+            client, RudaCount(1), RudaDim(plane // 2, 4), ArrayArg(x, 2 * plane), ArrayArg(x, 16)
+        )
