@@ -101,9 +101,8 @@ class OpenCLCapabilities:
                 features.add(Feature.PLANE_SHUFFLE)
         if "int64_atomics" in caps:
             features.add(Feature.ATOMIC_INT64)
-        elems: set[Elem] = {e for e in Elem if e not in (Elem.BF16, Elem.F64)}
-        if "fp64" in caps:
-            elems.add(Elem.F64)
+        optional = {Elem.F64: "fp64", Elem.BF16: "bf16"}
+        elems = {e for e in Elem if e not in optional or optional[e] in caps}
         return Features(frozenset(features), frozenset(elems))
 
 

@@ -5,9 +5,12 @@ Capabilities come from ``CompileOptions.extra`` (value ``"1"``/``"true"`` to ena
 :data:`CAPABILITIES`). Without ``fp16``, ``f16`` is storage-only: buffers hold ``half`` read and
 written with ``vload_half``/``vstore_half_rte``, shared and local arrays hold the bits as
 ``ushort``, values are ``float`` rounded to half after every operation (exact for + - * /).
-``bool`` cannot be a kernel argument or buffer element in OpenCL C, so bool buffers, arrays and
-scalar arguments are ``uchar`` (0 or 1, NumPy's bool layout) converted on access. Each buffer
-pointer is followed by its ``ulong`` byte offset.
+``bf16`` (with ``bf16``) is stored as its bits in ``ushort`` and computed as ``float`` rounded to
+bf16 (nearest even) after every operation, through Intel's conversion builtins; ``f64`` and
+32/64-bit integers are first truncated to ``float`` with a sticky bit (round to odd), so they
+are rounded once. ``bool`` cannot be a kernel argument or buffer element in OpenCL C, so bool
+buffers, arrays and scalar arguments are ``uchar`` (0 or 1, NumPy's bool layout) converted on
+access. Each buffer pointer is followed by its ``ulong`` byte offset.
 
 Planes are subgroups of the fixed width ``CompileOptions.plane_dim`` where any subgroup
 capability is on (the server enables one only when it can fix the width); ``PLANE_DIM`` is that
@@ -43,6 +46,7 @@ CAPABILITIES = {
     "intel_reqd_subgroup_size": "cl_intel_required_subgroup_size",
     "subgroup_shuffle": "cl_khr_subgroup_shuffle",
     "subgroup_arith": "cl_khr_subgroup_non_uniform_arithmetic",
+    "bf16": "cl_intel_bfloat16 or cl_intel_bfloat16_conversions",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")
@@ -100,6 +104,19 @@ static inline float ruda_f16_round_f64(double x) {
     ushort bits;
     vstore_half_rte(x, 0, (__private half*)&bits);
     return vload_half(0, (__private const half*)&bits);
+}"""
+_BF16_HELPERS = """\
+static inline float ruda_bf16_from_bits(ushort bits) {
+    return intel_convert_as_bfloat16_float(bits);
+}
+static inline ushort ruda_bf16_to_bits(float x) {
+    return intel_convert_bfloat16_as_ushort(x);
+}
+static inline float ruda_bf16_round(float x) {
+    return ruda_bf16_from_bits(ruda_bf16_to_bits(x));
+}
+static inline float ruda_bf16_round_odd(float truncated, bool inexact) {
+    return ruda_bf16_round(as_float(as_uint(truncated) | (uint)inexact));
 }"""
 _VECTOR_TYPES = frozenset(f"{t}{n}" for t in set(_TYPES.values()) for n in (2, 3, 4, 8, 16))
 
@@ -220,12 +237,16 @@ class OpenCLDialect(Dialect):
         if elem is Elem.F16 and self._half_storage_only:
             return "float"
         if elem is Elem.BF16:
-            raise UnsupportedFeature("OpenCL C has no bf16 type; use f16 or f32")
+            self._require("bf16", "bf16")
+            return "float"
         return _TYPES[elem]
 
     def storage_type(self, elem: Elem, space: MemSpace) -> str:
         if elem is Elem.BOOL:
             return "uchar"
+        if elem is Elem.BF16:
+            self._require("bf16", "bf16")
+            return "ushort"
         if elem is Elem.F16 and self._half_storage_only:
             return "half" if space is MemSpace.GLOBAL else "ushort"
         return self.type_name(elem)
@@ -235,9 +256,13 @@ class OpenCLDialect(Dialect):
             return "uchar", np.dtype(np.uint8)
         if elem is Elem.F16 and self._half_storage_only:
             return "float", np.dtype(np.float32)
+        if elem is Elem.BF16:
+            return self.storage_type(elem, MemSpace.LOCAL), self.host_dtype(elem)
         return super().scalar_arg(elem)
 
     def arg_to_value(self, elem: Elem, expr: str) -> str:
+        if elem is Elem.BF16:
+            return self.bits_to_value(elem, expr)
         return f"({expr} != 0)" if elem is Elem.BOOL else expr
 
     def qualified(
@@ -258,6 +283,8 @@ class OpenCLDialect(Dialect):
             return f"({base}[{index}] != 0)"
         if elem is Elem.F16 and self._half_storage_only:
             return f"vload_half({index}, {self._half_pointer(space, base)})"
+        if elem is Elem.BF16:
+            return self.bits_to_value(elem, f"{base}[{index}]")
         return f"{base}[{index}]"
 
     def store(self, elem: Elem, space: MemSpace, base: str, index: str, value: str) -> str:
@@ -265,6 +292,8 @@ class OpenCLDialect(Dialect):
             return f"{base}[{index}] = (uchar){value}"
         if elem is Elem.F16 and self._half_storage_only:
             return f"vstore_half_rte({value}, {index}, {self._half_pointer(space, base)})"
+        if elem is Elem.BF16:
+            return f"{base}[{index}] = {self.value_to_bits(elem, value)}"
         return f"{base}[{index}] = {value}"
 
     def literal(self, value: int | float | bool, elem: Elem) -> str:
@@ -277,14 +306,28 @@ class OpenCLDialect(Dialect):
         return f"(half){text}" if elem is Elem.F16 else text
 
     def compute_elem(self, elem: Elem) -> Elem:
-        return Elem.F32 if elem is Elem.F16 and self._half_storage_only else elem
+        if elem is Elem.BF16 or (elem is Elem.F16 and self._half_storage_only):
+            return Elem.F32
+        return elem
 
     def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
+        if elem is Elem.BF16:
+            return self._to_bf16(expr, source)
         if elem is not Elem.F16 or not self._half_storage_only:
             return super().narrow(elem, expr, source)
         if source is Elem.F64:
             return f"ruda_f16_round_f64({expr})"
         return f"ruda_f16_round({expr if source is Elem.F32 else f'(float){expr}'})"
+
+    @staticmethod
+    def _to_bf16(expr: str, source: Elem) -> str:
+        """``expr`` (of ``source``) rounded once to bf16: sources ``float`` cannot hold exactly
+        are truncated to it with a sticky bit (round to odd keeps the second rounding exact)."""
+        if source is Elem.F64 or (source.is_int and source.bits >= 32):
+            truncated = f"convert_float_rtz({expr})"
+            inexact = f"({_TYPES[source]}){truncated} != ({expr})"
+            return f"ruda_bf16_round_odd({truncated}, {inexact})"
+        return f"ruda_bf16_round({expr if source is Elem.F32 else f'(float){expr}'})"
 
     def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
         if target.bits >= 32:
@@ -294,11 +337,15 @@ class OpenCLDialect(Dialect):
     def bits_to_value(self, elem: Elem, expr: str) -> str:
         if elem is Elem.F16 and self._half_storage_only:
             return f"ruda_f16_from_bits({expr})"
+        if elem is Elem.BF16:
+            return f"ruda_bf16_from_bits({expr})"
         return super().bits_to_value(elem, expr)
 
     def value_to_bits(self, elem: Elem, expr: str) -> str:
         if elem is Elem.F16 and self._half_storage_only:
             return f"ruda_f16_to_bits({expr})"
+        if elem is Elem.BF16:
+            return f"ruda_bf16_to_bits({expr})"
         return super().value_to_bits(elem, expr)
 
     def plane_dim(self) -> str:
@@ -358,7 +405,7 @@ class OpenCLDialect(Dialect):
         lines = ["#pragma OPENCL FP_CONTRACT OFF"]
         extensions: list[str] = []
         if Elem.BF16 in usage.elems:
-            raise UnsupportedFeature("OpenCL C has no bf16 type; use f16 or f32")
+            self._require("bf16", "bf16")
         if Elem.F64 in usage.elems:
             self._require("fp64", "f64")
             extensions.append("cl_khr_fp64")
@@ -376,4 +423,6 @@ class OpenCLDialect(Dialect):
             lines += ["", _F16_HELPERS]
             if Elem.F64 in usage.elems:
                 lines.append(_F16_FROM_F64)
+        if Elem.BF16 in usage.elems:
+            lines += ["", _BF16_HELPERS]
         return lines

@@ -149,12 +149,33 @@ def test_missing_capability_names_kernel_and_extension(dialect: Dialect, make, n
     assert f"kernel '{definition.name}'" in str(info.value)
 
 
-def test_bf16_is_refused_by_opencl_with_the_location() -> None:
+def test_bf16_without_intel_bfloat16_is_refused_with_the_location() -> None:
     k = KernelBuilder("brain", file=FILE, line=42)
     x = k.array("x", E.BF16)
     k.do(Op.INDEX_ASSIGN, None, x, const(0, E.U32), const(1.5, E.BF16))
-    with pytest.raises(UnsupportedFeature, match=r"kernel 'brain' \(/src/kernels.py:42\).*bf16"):
+    with pytest.raises(
+        UnsupportedFeature, match=r"kernel 'brain' \(/src/kernels.py:42\).*cl_intel_bfloat16"
+    ):
         CFamilyEmitter(OpenCLDialect()).emit(k.build())
+
+
+def test_bf16_is_ushort_bits_computed_in_float_and_rounded_once() -> None:
+    k = KernelBuilder("brain", file=FILE, line=1)
+    x = k.array("x", E.BF16)
+    d = k.array("d", E.F64, read_only=True)
+    n = k.array("n", E.I32, read_only=True)
+    i = const(0, E.U32)
+    wide = k.let(Op.CAST, E.BF16, k.let(Op.INDEX, E.F64, d, i))
+    whole = k.let(Op.CAST, E.BF16, k.let(Op.INDEX, E.I32, n, i))
+    k.do(Op.INDEX_ASSIGN, None, x, i, k.let(Op.ADD, E.BF16, wide, whole))
+    emitted = CFamilyEmitter(OpenCLDialect(frozenset({"bf16", "fp64"}))).emit(k.build())
+    assert emitted.args[0].ctype == "__global ushort*" and emitted.args[0].dtype == np.uint16
+    source = emitted.source
+    assert "return intel_convert_bfloat16_as_ushort(x);" in source
+    # f64 and i32 are truncated to float with a sticky bit, then rounded once
+    assert "ruda_bf16_round_odd(convert_float_rtz(_t1), (double)convert_float_rtz(_t1)" in source
+    assert "ruda_bf16_round_odd(convert_float_rtz(_t3), (int)convert_float_rtz(_t3)" in source
+    assert "_t5 = ruda_bf16_round(_t2 + _t4);\n    x[0u] = ruda_bf16_to_bits(_t5);" in source
 
 
 def test_f16_floor_div_and_mod_are_computed_in_float_even_with_half_arithmetic() -> None:

@@ -14,6 +14,7 @@ pytest.importorskip("pyopencl")
 
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter
+from ruda_core.ir import Elem
 from ruda_core.lang import PLANE_DIM, UNIT_POS, Array, ArrayArg, kernel, plane_sum, u32
 from ruda_core.runtime import (
     CompileOptions,
@@ -117,6 +118,7 @@ def test_intel_device_capabilities() -> None:
     assert "-cl-std=CL3.0" in caps.build_options
     features = caps.features()
     assert {Feature.PLANE, Feature.PLANE_SHUFFLE} <= features.features
+    assert features.supports(Elem.BF16) == ("cl_intel_bfloat16" in device.extensions)
 
 
 @kernel

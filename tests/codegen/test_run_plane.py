@@ -1,8 +1,11 @@
-"""Plane operations and bf16 on a device (CUDA; OpenCL devices with subgroups): every plane
-operation against NumPy per plane of PLANE_DIM units, and bf16 arithmetic against a bf16
-rounding model in NumPy."""
+"""Plane operations and bf16 on a device (CUDA; OpenCL devices with subgroups and bf16): every
+plane operation against NumPy per plane of PLANE_DIM units, bf16 arithmetic against a bf16
+rounding model in NumPy, and conversions to bf16 against exact rounding of the source value."""
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -163,3 +166,52 @@ def test_bf16_buffers_and_arithmetic(device) -> None:
         expected = [xv + yv, xv * yv, xv / yv, np.fmax(xv, yv), np.trunc(xv), yv]
     for slot, want in enumerate(expected):
         np.testing.assert_array_equal(got[slot * n : (slot + 1) * n], bf16_bits(want), str(slot))
+
+
+def bf16_of_exact(value: int | float) -> int:
+    """The bf16 bits nearest ``value`` (an int or a finite float, rounded once, ties to even;
+    normal range or infinity)."""
+    exact = Fraction(value)
+    if exact == 0:
+        return 0x8000 if math.copysign(1.0, float(value)) < 0 else 0
+    sign, magnitude = (0x8000 if exact < 0 else 0), abs(exact)
+    exponent = math.floor(math.log2(magnitude)) - 7  # 8 significant bits
+    while magnitude / Fraction(2) ** exponent >= 256:
+        exponent += 1
+    while magnitude / Fraction(2) ** exponent < 128:
+        exponent -= 1
+    rounded = round(magnitude / Fraction(2) ** exponent) * Fraction(2) ** exponent  # half even
+    if rounded >= 2**128:
+        return sign | 0x7F80
+    return sign | int(bf16_bits(np.array([float(rounded)], np.float32))[0])
+
+
+#: Values whose rounding to float first would end on a bf16 tie (double rounding), ties,
+#: the ends of each type's range, and f64 beyond f32's range.
+BF16_SOURCES = {
+    E.F64: [1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-40), 1 + 2**-8, 3.4e38, 1e300, -1e-300, 0.1],
+    E.I32: [2**24 + 2**16 + 1, -(2**24 + 2**16 + 1), 2**24 + 2**16, 257, 259, 2**31 - 1, -(2**31)],
+    E.U32: [2**32 - 1, 2**31 + 2**23 + 1, 2**31 + 2**23, 385, 7, 0, 2**24 + 1],
+    E.I64: [2**62 + 2**54 + 1, -(2**63), 2**63 - 1, 2**40 + 2**32, -3, 2**53 + 1, 1],
+    E.U64: [2**64 - 1, 2**40 + 2**32 + 1, 2**63, 511, 513, 2**56 + 2**48 + 2**47, 0],
+}
+
+
+@pytest.mark.parametrize("source", list(BF16_SOURCES), ids=str)
+def test_conversions_to_bf16_round_once(device, source: Elem) -> None:
+    k = KernelBuilder(f"to_bf16_{source}", file=FILE, line=1)
+    x = k.array("x", source, read_only=True)
+    out = k.array("out", E.BF16)
+    i = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="i")
+    k.do(Op.INDEX_ASSIGN, None, out, i, k.let(Op.CAST, E.BF16, k.let(Op.INDEX, source, x, i)))
+    defn = k.build()
+    try:
+        device.emit(defn)
+    except UnsupportedFeature as exc:
+        pytest.skip(str(exc))
+    values = BF16_SOURCES[source]
+    n = len(values)
+    arrays = [np.array(values, dtype=source.numpy), np.zeros(n, np.uint16)]
+    got = device.run(defn, arrays, dim=(n, 1, 1))[1]
+    expected = [bf16_of_exact(int(v) if source.is_int else v) for v in arrays[0]]
+    np.testing.assert_array_equal(got, np.array(expected, np.uint16), [hex(b) for b in got])

@@ -16,14 +16,12 @@ ROW_KERNELS = [kernels.layer_norm_forward, kernels.layer_norm_grad_input]
 AFFINE_KERNELS = [kernels.layer_norm_grad_affine_partials, kernels.layer_norm_grad_affine_finish]
 ELEMS = [(f16, f32), (bf16, f32), (f32, f32), (f64, f64)]
 CUDA = CudaDialect(90)
-OPENCL = OpenCLDialect(frozenset({"fp16", "fp64", "subgroups"}))
+OPENCL = OpenCLDialect(frozenset({"bf16", "fp16", "fp64", "subgroups"}))
 
 
 def _cases():
     for dialect in (CUDA, OPENCL):
         for data, acc in ELEMS:
-            if dialect is OPENCL and data is bf16:
-                continue  # OpenCL C has no bf16
             for planes in (True, False):
                 for k in ROW_KERNELS:
                     yield dialect, k, {"Float": data, "Acc": acc, "PLANES": planes}
