@@ -122,6 +122,7 @@ class CpuServer(ComputeServer):
     """The server of the NumPy reference device."""
 
     max_streams = 64
+    resolves_dynamic_counts = True  # the stream's worker reads the count when the launch runs
 
     def __init__(self, device_id: DeviceId, storage: Storage | None = None) -> None:
         """:param storage: the page allocator; its pages must be writable 1-D ``uint8``
@@ -217,6 +218,10 @@ class CpuServer(ComputeServer):
                 else:
                     x, y, z = (int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
                     counts = (x, y, z)
+                    refused = self.dynamic_count_error(task, count.binding, counts)
+                    if refused is not None:
+                        self.fail(stream, refused, bindings, task)
+                        return
                 if min(counts) > 0:
                     buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
                     run(counts, dims, buffers, scalars, metadata)

@@ -261,20 +261,14 @@ class CudaServer(ComputeServer):
         launcher: _Launcher = kernel
         cuda = cast(CudaStream, stream)
         self._activate()
-        if count.binding is None:
-            cx, cy, cz = count.x, count.y, count.z
-        else:
-            cx, cy, cz = self._read_count(cuda, count.binding)
-            if not (cx and cy and cz):
-                return
         params = launcher.params
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
         try:
             driver.launchKernel(
                 launcher.function.ptr,
-                cx,
-                cy,
-                cz,
+                count.x,
+                count.y,
+                count.z,
                 dim.x,
                 dim.y,
                 dim.z,
@@ -319,16 +313,6 @@ class CudaServer(ComputeServer):
                 raise LaunchError(f"kernel {launcher.name} failed to launch: {exc}") from exc
 
         return run
-
-    def _read_count(self, stream: CudaStream, binding: Binding) -> tuple[int, int, int]:
-        host = np.empty(3, dtype=np.uint32)
-        src = binding.slice.page.resource + binding.offset_bytes  # type: ignore[operator]
-        guard(
-            "reading a dynamic RudaCount",
-            lambda: runtime.memcpyAsync(host.ctypes.data, src, 12, _DEVICE_TO_HOST, stream.ptr),
-        )
-        guard("reading a dynamic RudaCount", stream.stream.synchronize)
-        return int(host[0]), int(host[1]), int(host[2])
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         self._activate()

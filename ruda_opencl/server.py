@@ -242,13 +242,7 @@ class OpenCLServer(ComputeServer):
         launcher: _Launcher = kernel
         queue = cast(OpenCLStream, stream).queue
         self._check_units(launcher, task, dim)
-        if count.binding is None:
-            cx, cy, cz = count.x, count.y, count.z
-        else:
-            cx, cy, cz = self._read_count(queue, count.binding)
-            if not (cx and cy and cz):
-                return
-        gsize = (cx * dim.x, cy * dim.y, cz * dim.z)
+        gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
         try:
             launcher.kernel(
                 queue,
@@ -298,20 +292,6 @@ class OpenCLServer(ComputeServer):
                 f"OpenCL drivers may form subgroups within each row, so RudaDim.x must be a "
                 f"multiple of {self._device.name.strip()}'s plane width {plane}"
             )
-
-    def _read_count(self, queue: Any, binding: Binding) -> tuple[int, int, int]:
-        host = np.empty(3, dtype=np.uint32)
-        _translate(
-            "reading a dynamic RudaCount",
-            lambda: cl.enqueue_copy(
-                queue,
-                host,
-                cast(Any, binding.resource),
-                src_offset=binding.offset_bytes,
-                is_blocking=True,
-            ),
-        )
-        return int(host[0]), int(host[1]), int(host[2])
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer

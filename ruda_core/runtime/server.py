@@ -27,7 +27,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from .errors import (
     InvalidHandle,
     LaunchError,
     ServerError,
+    TooManyResources,
     UnsupportedFeature,
 )
 from .future import RudaFuture
@@ -113,6 +114,12 @@ class ComputeServer(ABC):
     compiler: Compiler
     #: Streams map onto at most this many backend queues (stream value modulo this).
     max_streams: int = 32
+    #: Whether ``_launch`` takes dynamic counts and reads them when the launch executes, off the
+    #: host's critical path (the NumPy device's workers do). Such a backend must refuse what
+    #: :meth:`dynamic_count_error` refuses, with :meth:`fail`, when it reads the count. Otherwise
+    #: (the default) :meth:`launch` resolves a dynamic count itself and ``_launch`` only ever
+    #: sees static counts.
+    resolves_dynamic_counts: ClassVar[bool] = False
 
     def __init__(
         self, device_id: DeviceId, storage: Storage, memory_config: MemoryConfig | None = None
@@ -198,7 +205,8 @@ class ComputeServer(ABC):
         scalars: Sequence[np.generic],
         metadata: Sequence[int],
     ) -> None:
-        """Enqueue one launch of a built kernel. Must not wait for the device."""
+        """Enqueue one launch of a built kernel. Must not wait for the device. ``count`` is
+        static unless the backend sets :attr:`resolves_dynamic_counts`."""
 
     @abstractmethod
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
@@ -320,10 +328,21 @@ class ComputeServer(ABC):
         mode: ExecutionMode,
         stream_value: int,
     ) -> None:
-        """Enqueue ``task``. Build failures and poisoned inputs are recorded on the stream and
-        raised at its next flush, sync or read. Nothing here waits for the device, except a
-        validated launch while its stream's report reads lag :data:`~.reports.MAX_FOLDS` slabs
-        behind: it then waits, without holding the lock, for the oldest."""
+        """Enqueue ``task``. Build failures, poisoned inputs and dynamic counts beyond
+        ``max_ruda_count`` are recorded on the stream and raised at its next flush, sync or
+        read; the task then does not run.
+
+        Nothing here waits for the device while holding the lock. Two cases wait without it:
+        a dynamic count on a backend that does not resolve it itself (see
+        :attr:`resolves_dynamic_counts`) waits for the work before it on the stream and is read
+        back; a validated launch waits for the oldest report read while its stream's reads lag
+        :data:`~.reports.MAX_FOLDS` slabs behind.
+        """
+        if count.binding is not None and not self.resolves_dynamic_counts:
+            resolved = self._resolve_count(task, count.binding, bindings, stream_value)
+            if resolved is None:
+                return
+            count = resolved
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
@@ -406,6 +425,9 @@ class ComputeServer(ABC):
                 fast = self._prepare(task, kernel, compiled, count, dim, frozen, scalars, metadata)
 
         def replay(stream_value: int) -> None:
+            if count.binding is not None and not self.resolves_dynamic_counts:
+                self.launch(task, count, dim, frozen, scalars, metadata, mode, stream_value)
+                return
             with self.lock:
                 stream = self._stream(stream_value)
                 self._use_bindings(stream, frozen)
@@ -520,6 +542,29 @@ class ComputeServer(ABC):
             if task is None or task.writes(k):
                 b.slice.error = error
 
+    def dynamic_count_error(
+        self, task: RudaTask, binding: Binding, counts: tuple[int, int, int]
+    ) -> ServerError | None:
+        """Why ``task`` must not run with the dynamic count ``counts`` read from ``binding``
+        once the work before it is done: a ``LaunchError`` when the binding is poisoned, a
+        ``TooManyResources`` when an axis exceeds ``max_ruda_count``; None when it may run."""
+        poison = binding.slice.error
+        if poison is not None:
+            error = LaunchError(
+                f"kernel {task.name} was not run: its dynamic RudaCount holds no valid data "
+                f"after an earlier failure ({poison})"
+            )
+            error.__cause__ = poison
+            return error
+        limit = self.properties().max_ruda_count
+        if counts[0] <= limit[0] and counts[1] <= limit[1] and counts[2] <= limit[2]:
+            return None
+        return TooManyResources(
+            f"kernel {task.name} was not run: its dynamic RudaCount{counts} exceeds "
+            f"{self.device_id}'s cube-count limit {limit}. Clamp the count the kernel writes, "
+            "or loop over cubes in the kernel"
+        )
+
     def poisoned_input(self, task: RudaTask, bindings: Sequence[Binding]) -> LaunchError | None:
         """The error to record when a read-only input of ``task`` is poisoned, else None."""
         for k, b in enumerate(bindings):
@@ -550,6 +595,26 @@ class ComputeServer(ABC):
                 if s.stream is not None:
                     self._wait(stream, self._fence(s.stream))
                 s.stream = stream
+
+    def _resolve_count(
+        self, task: RudaTask, binding: Binding, bindings: Sequence[Binding], stream_value: int
+    ) -> RudaCount | None:
+        """The static count a dynamic count holds once the work before it on the stream is
+        done: reads it back, waiting without the lock. None when nothing is to run: a zero
+        axis, or a count refused (poisoned, or beyond ``max_ruda_count``) and recorded."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, bindings)  # refused before anything is poisoned
+            self._use_bindings(stream, (binding,))
+            read = self._read(stream, [binding])
+        words = np.frombuffer(read.result()[0], dtype=np.uint32)
+        counts = (int(words[0]), int(words[1]), int(words[2]))
+        error = self.dynamic_count_error(task, binding, counts)
+        if error is not None:
+            with self.lock:
+                self.fail(stream, error, bindings, task)
+            return None
+        return RudaCount(*counts) if min(counts) > 0 else None
 
     def _kernel(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
         table = self._checked if mode is _CHECKED else self._kernels[mode]
