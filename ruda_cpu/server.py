@@ -123,6 +123,7 @@ class CpuServer(ComputeServer):
 
     max_streams = 64
     resolves_dynamic_counts = True  # the stream's worker reads the count when the launch runs
+    fork_safe = True  # NumPy and threads it starts itself: a forked child can make a new server
 
     def __init__(self, device_id: DeviceId, storage: Storage | None = None) -> None:
         """:param storage: the page allocator; its pages must be writable 1-D ``uint8``

@@ -9,6 +9,7 @@ methods are thread-safe. Work is enqueued on the client's resolved stream: the s
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -113,10 +114,12 @@ class ComputeClient:
     def init(cls, device: Hashable, server: ComputeServer) -> ComputeClient:
         """Register ``server`` as the server of ``device`` and return its client.
 
-        :raises RudaPanic: when the device already has a registered server.
+        :raises RudaPanic: when the device already has a registered server (one retired by a
+            fork does not count).
         """
         with cls._registry_lock:
-            if device in cls._registry:
+            registered = cls._registry.get(device)
+            if registered is not None and registered._server.retired is None:
                 raise RudaPanic(
                     f"a {type(cls._registry[device]._server).__name__} is already registered "
                     f"for {device}; use ComputeClient.load({device!r}) or Runtime.client()"
@@ -140,16 +143,25 @@ class ComputeClient:
     def get_or_init(
         cls, device: Hashable, make_server: Callable[[], ComputeServer]
     ) -> ComputeClient:
-        """The client of ``device``, creating its server with ``make_server`` on first use.
-        Used by ``Runtime.client`` implementations; thread-safe."""
+        """The client of ``device``, creating its server with ``make_server`` on first use, and
+        again in a forked child whose inherited server is retired (see :mod:`.fork`). Used by
+        ``Runtime.client`` implementations; thread-safe.
+
+        :raises ServerUnhealthy: in a forked child, for a backend that cannot start again there.
+        """
         client = cls._registry.get(device)
-        if client is not None:
+        if client is not None and client._server.retired is None:
             return client
         with cls._registry_lock:
             client = cls._registry.get(device)
-            if client is None:
+            if client is None or client._server.retired is not None:
                 client = cls._registry[device] = cls(device, make_server(), None)
             return client
+
+    @classmethod
+    def _after_fork_in_child(cls) -> None:
+        """A parent's thread may have held the registry lock when it forked."""
+        cls._registry_lock = threading.Lock()
 
     # -- identity and capabilities -------------------------------------------------------------
     @property
@@ -479,6 +491,9 @@ class ComputeClient:
     def __repr__(self) -> str:
         pinned = f", stream={self._stream.value}" if self._stream is not None else ""
         return f"ComputeClient({self._device}{pinned})"
+
+
+os.register_at_fork(after_in_child=ComputeClient._after_fork_in_child)
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from .errors import (
     TooManyResources,
     UnsupportedFeature,
 )
+from .fork import check_new_server, track
 from .future import RudaFuture
 from .launch import ExecutionMode, RudaCount, RudaDim
 from .memory.handle import Binding, Handle
@@ -120,13 +121,29 @@ class ComputeServer(ABC):
     #: (the default) :meth:`launch` resolves a dynamic count itself and ``_launch`` only ever
     #: sees static counts.
     resolves_dynamic_counts: ClassVar[bool] = False
+    #: Whether a process forked from one that used this backend may make new servers of it:
+    #: True only for a backend that keeps no state a fork breaks (no driver context, no threads
+    #: it did not start itself). Servers made before a fork are never usable in the child
+    #: (see :mod:`.fork`).
+    fork_safe: ClassVar[bool] = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """:raises ServerUnhealthy: in a forked child, for a backend that is not ``fork_safe``
+        and had a server in the parent, before the backend touches its driver."""
+        check_new_server(cls)
+        return super().__new__(cls)
 
     def __init__(
         self, device_id: DeviceId, storage: Storage, memory_config: MemoryConfig | None = None
     ) -> None:
         self.device_id = device_id
         self.server_id = id(self)
-        self.lock = threading.Lock()  # never held across a call that takes it again
+        #: taken by every public method; never held across a call that takes it again. In a
+        #: forked child it is replaced by one that raises (see :mod:`.fork`).
+        self.lock = threading.Lock()
+        #: why this server cannot be used (it was made before a fork), else None
+        self.retired: str | None = None
+        track(self)
         self.memory = MemoryManagement(storage, memory_config or MemoryConfig(), self._fence)
         self._streams: dict[int, ServerStream] = {}
         #: built kernels by task key, one table per mode (looked up by identity on the hot path)
@@ -560,8 +577,8 @@ class ComputeServer(ABC):
         if counts[0] <= limit[0] and counts[1] <= limit[1] and counts[2] <= limit[2]:
             return None
         return TooManyResources(
-            f"kernel {task.name} was not run: its dynamic RudaCount{counts} exceeds "
-            f"{self.device_id}'s cube-count limit {limit}. Clamp the count the kernel writes, "
+            f"kernel {task.name} was not run: its dynamic RudaCount{counts} exceeds the "
+            f"cube-count limit {limit} of {self.device_id}. Clamp the count the kernel writes, "
             "or loop over cubes in the kernel"
         )
 
