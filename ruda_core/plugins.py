@@ -187,7 +187,10 @@ class _Registry:
                     self.probed[name] = entry
                 else:
                     dist, value = self.origins.get(name, ("", ""))
-                    self.probed[name] = replace(_probe(entry), distribution=dist, entry_point=value)
+                    listed = replace(_list(entry), distribution=dist, entry_point=value)
+                    # a driver may look itself up while its devices are probed: it sees them listed
+                    self.probed[name] = listed
+                    self.probed[name] = _probe_devices(entry, listed) if listed.devices else listed
             return self.probed[name]
 
 
@@ -271,7 +274,8 @@ def _validate(info: object, entry_name: str) -> BackendInfo:
     return info
 
 
-def _probe(info: BackendInfo) -> BackendStatus:
+def _list(info: BackendInfo) -> BackendStatus:
+    """The backend with the devices its driver lists, not yet probed."""
     base = BackendStatus(info.name, info.version, Status.AVAILABLE, runtime=info.runtime)
     try:
         devices = tuple(info.probe())
@@ -284,32 +288,28 @@ def _probe(info: BackendInfo) -> BackendStatus:
         status = replace(base, status=Status.IMPORT_FAILED, reason=f"{type(exc).__name__}: {exc}")
     else:
         if devices:
-            status = _probe_devices(info, base, devices)
-            if status.available:
-                return status
-        else:
-            status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
+            return replace(base, devices=devices)
+        status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
     if _strict():
         raise PluginError(f"backend {info.name!r}: {status.status.value}: {status.reason}")
     return status
 
 
-def _probe_devices(
-    info: BackendInfo, base: BackendStatus, devices: tuple[Hashable, ...]
-) -> BackendStatus:
+def _probe_devices(info: BackendInfo, listed: BackendStatus) -> BackendStatus:
+    """``listed`` with each device's probe verdict: usable ones stay in ``devices``."""
     usable: list[Hashable] = []
     unusable: list[UnusableDevice] = []
-    for device in devices:
+    for device in listed.devices:
         found = probe.verdict(info.name, info.runtime, device, info.identify)
         if found.usable:
             usable.append(device)
         else:
             unusable.append(UnusableDevice(device, found.reason))
-    status = replace(base, devices=tuple(usable), unusable=tuple(unusable))
-    if usable:
-        return status
     reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
-    return replace(status, status=Status.UNUSABLE, reason=reasons)
+    if unusable and _strict():
+        raise PluginError(f"backend {info.name!r} has unusable devices: {reasons}")
+    status = replace(listed, devices=tuple(usable), unusable=tuple(unusable))
+    return status if usable else replace(status, status=Status.UNUSABLE, reason=reasons)
 
 
 def conformance_xfails() -> dict[str, dict[str, str]]:

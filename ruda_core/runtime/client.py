@@ -94,7 +94,8 @@ class ComputeClient:
     __slots__ = ("_device", "_launch_limits", "_plane_dim", "_server", "_stream")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
-    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+    #: reentrant: a driver's server factory may open another device's client (its reference)
+    _registry_lock: ClassVar[threading.RLock] = threading.RLock()
 
     def __init__(self, device: Hashable, server: ComputeServer, stream: StreamId | None) -> None:
         self._device = device
@@ -161,7 +162,7 @@ class ComputeClient:
     @classmethod
     def _after_fork_in_child(cls) -> None:
         """A parent's thread may have held the registry lock when it forked."""
-        cls._registry_lock = threading.Lock()
+        cls._registry_lock = threading.RLock()
 
     # -- identity and capabilities -------------------------------------------------------------
     @property
