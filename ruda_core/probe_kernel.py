@@ -1,3 +1,5 @@
+# mypy: ignore-errors
+# (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """The kernel every device must build and run before it counts as usable
 (:mod:`ruda_core.probe`). Kept apart so that importing ruda does not import the kernel language."""
 
