@@ -94,6 +94,15 @@ NOSYNC = """        def _sync(self, stream):
             return RudaFuture.ready(None)  # claims completion before queued work has run"""
 NOWAIT = """        def _wait(self, stream, fence):
             pass  # never orders a stream after another stream's work"""
+RECYCLE = """        def _empty(self, nbytes, stream):
+            handle = super()._empty(nbytes, stream)
+            new = handle.binding().slice
+            place = (id(new.page), new.offset_bytes)
+            old = self.__dict__.setdefault("handed_out", {}).get(place)
+            if old is not None:
+                old.freed = False  # recycled: bindings of the dropped handle work again
+            self.handed_out[place] = new
+            return handle"""
 FAITHFUL = """        pass"""
 
 DECLARED = "test_futures::test_sync_waits_for_the_work_enqueued_before_it"
@@ -101,8 +110,9 @@ DECLARED = "test_futures::test_sync_waits_for_the_work_enqueued_before_it"
 
 @pytest.fixture(scope="module")
 def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A distribution with three backends: ``nosync``, ``nowait`` and ``badxfail`` (faithful,
-    but declaring overrides without a reason or without a test)."""
+    """A distribution with four backends: ``nosync``, ``nowait``, ``recycle`` (memory reused
+    after a drop revives the dropped handle's bindings) and ``badxfail`` (faithful, but
+    declaring overrides without a reason or without a test)."""
     root = tmp_path_factory.mktemp("broken-drivers")
     info = root / "ruda_broken_drivers-1.0.dist-info"
     info.mkdir()
@@ -112,6 +122,7 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     modules = {
         "nosync": (NOSYNC, "sync() resolves at once", {DECLARED: "sync is not a fence here"}),
         "nowait": (NOWAIT, "streams are never ordered", {}),
+        "recycle": (RECYCLE, "reused memory revives dropped bindings", {}),
         "badxfail": (
             FAITHFUL,
             "bad overrides",
@@ -189,6 +200,21 @@ def test_a_driver_that_ignores_cross_stream_ordering_fails_the_stream_tests(driv
         assert got[name] == "fail", (name, got, run["out"])
     assert got["test_streams::test_queue_queries_follow_the_seed"] == "pass"
     assert got["test_streams::test_each_thread_has_its_own_stream"] == "pass"
+
+
+def test_a_driver_that_revives_dropped_bindings_fails_the_memory_tests(drivers, tmp_path):
+    run = _conformance(drivers, tmp_path, "recycle:0", "-k", "test_memory and (reused or trip)")
+    got = _outcomes(run, "recycle:0")
+    assert run["returncode"] != 0
+    for name in (
+        "test_memory::test_binding_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+        "test_memory::test_dynamic_count_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+        "test_memory::test_prepared_launch_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+    ):
+        assert got[name] == "fail", (name, got, run["out"])
+    ordered = "test_memory::test_dropped_input_is_not_reused_before_queued_work_reads_it"
+    assert got[ordered] == "pass"
+    assert got["test_memory::test_round_trip[4096B]"] == "pass"
 
 
 def test_overrides_without_a_reason_or_a_test_fail_the_guard(drivers, tmp_path):

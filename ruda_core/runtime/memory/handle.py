@@ -38,7 +38,8 @@ class Slice:
 
     ``stream`` is the server stream that last used the slice (for cross-stream ordering and
     stream-ordered reuse); ``error`` poisons it after a failed write by a kernel; ``freed`` is
-    set the moment its last handle is dropped.
+    set the moment its last handle is dropped and never cleared: memory that is reused gets a
+    new ``Slice``, so a ``Binding`` of a dropped handle stays refused.
     """
 
     __slots__ = ("error", "fence", "freed", "nbytes", "offset_bytes", "page", "requested", "stream")

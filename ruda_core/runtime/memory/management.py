@@ -91,19 +91,18 @@ class MemoryManagement:
         slice_ = self._take_pending(rounded, stream) or self._place(rounded, nbytes)
         slice_.requested = nbytes
         slice_.stream = stream
-        slice_.error = None
-        slice_.freed = False
-        slice_.fence = None
         self._allocs += 1
         self._in_use += nbytes
         self._padding += slice_.nbytes - nbytes
         return slice_
 
     def _take_pending(self, rounded: int, stream: object) -> Slice | None:
+        """The memory of a pending slice of this size, as a new ``Slice``: the dropped one stays
+        freed, so bindings of its handle are refused whatever reuses the memory."""
         for k, s in enumerate(self._pending):
             if s.nbytes == rounded and (s.stream is stream or s.fence is None or s.fence.done()):
                 del self._pending[k]
-                return s
+                return Slice(s.page, s.offset_bytes, s.nbytes, 0)
         return None
 
     def _place(self, rounded: int, requested: int) -> Slice:

@@ -1,5 +1,6 @@
 """Memory and transfers: round trips of every size, empty + write + read, the pool's accounting,
-``memory_cleanup`` and stream-ordered reuse of dropped handles."""
+``memory_cleanup``, stream-ordered reuse of dropped handles, and references to dropped memory (a
+``Binding``, a dynamic ``RudaCount``, a prepared launch) refused however the memory was reused."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
-from ruda_core.runtime import InvalidHandle, RudaCount, RudaDim
+from ruda_core.runtime import Binding, Feature, InvalidHandle, KernelTask, RudaCount, RudaDim
+from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
 
 SIZES = [0, 1, 3, 255, 256, 257, 4096, (1 << 20) + 3, 32 << 20]
@@ -27,6 +29,16 @@ def conformance_copy(src: Array[u32], dst: Array[u32]):
     i = ABSOLUTE_POS
     if i < dst.len():
         dst[i] = src[i]
+
+
+@kernel
+def conformance_fill(out: Array[u32], value: u32):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = value
+
+
+FILL = KernelTask(conformance_fill.definition())
 
 
 def _copy(client, src, dst, n):
@@ -192,3 +204,60 @@ def test_negative_and_non_integer_sizes_are_refused(client):
         client.empty(-1)
     with pytest.raises(ValueError):
         client.empty(1.5)  # type: ignore[arg-type]
+
+
+STALE_N = 64
+
+
+def _stale_binding_and_reusers(client, spin) -> tuple[Binding, list]:
+    """The binding of a handle dropped while its stream is busy, and handles holding 7s made
+    right after on that stream, of the same size: the pool may give any of them the dropped
+    handle's memory at once, since the stream orders their work after the old."""
+    busy = client.empty(4 * spin.units)
+    spin.launch(busy)
+    dropped = client.empty(4 * STALE_N)
+    binding = dropped.binding()
+    del dropped
+    gc.collect()
+    sevens = np.full(STALE_N, 7, dtype=np.uint32)
+    return binding, [client.create_from_slice(sevens) for _ in range(4)]
+
+
+def _assert_still_sevens(client, handles) -> None:
+    for h in handles:
+        np.testing.assert_array_equal(read_array(client, h, np.uint32), np.full(STALE_N, 7))
+
+
+def test_binding_of_a_dropped_handle_is_refused_after_its_memory_is_reused(client, spin):
+    binding, reusers = _stale_binding_and_reusers(client, spin)
+    with pytest.raises(InvalidHandle, match="dropped"):
+        client.launch(FILL, RudaCount(1), RudaDim(STALE_N), [binding], [np.uint32(700)], [STALE_N])
+    _assert_still_sevens(client, reusers)
+
+
+@requires(Feature.DYNAMIC_COUNT)
+def test_dynamic_count_of_a_dropped_handle_is_refused_after_its_memory_is_reused(client, spin):
+    binding, reusers = _stale_binding_and_reusers(client, spin)
+    out = client.create_from_slice(np.zeros(STALE_N * STALE_N, dtype=np.uint32))
+    with pytest.raises(InvalidHandle, match="dropped"):
+        conformance_fill.launch(
+            client, RudaCount.dynamic(binding), RudaDim(STALE_N), ArrayArg(out, STALE_N**2), 9
+        )
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), 0)
+    _assert_still_sevens(client, reusers)
+
+
+def test_prepared_launch_of_a_dropped_handle_is_refused_after_its_memory_is_reused(client, spin):
+    busy = client.empty(4 * spin.units)
+    spin.launch(busy)
+    target = client.empty(4 * STALE_N)
+    prepared = client.prepare(
+        FILL, RudaCount(1), RudaDim(STALE_N), [target.binding()], [np.uint32(700)], [STALE_N]
+    )
+    del target  # the prepared launch holds only the binding, not the handle
+    gc.collect()
+    sevens = np.full(STALE_N, 7, dtype=np.uint32)
+    reusers = [client.create_from_slice(sevens) for _ in range(4)]
+    with pytest.raises(InvalidHandle, match="dropped"):
+        prepared.launch()
+    _assert_still_sevens(client, reusers)
