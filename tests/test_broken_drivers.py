@@ -229,13 +229,11 @@ def test_overrides_without_a_reason_or_a_test_fail_the_guard(drivers, tmp_path):
 
 
 def test_a_required_backend_that_is_missing_fails_instead_of_skipping(drivers, tmp_path):
+    # (naming a device that cannot be opened is refused before any test runs: see
+    # test_conformance_run.py)
     require = {"RUDA_REQUIRE": "nosuchbackend"}
-    run = _conformance(drivers, tmp_path, "nosuchbackend:0", "-k", "test_devices", **require)
+    run = _conformance(drivers, tmp_path, "cpu", "-k", "test_devices", **require)
     assert run["returncode"] != 0
     assert run["matrix"]["test_devices::test_required_backends_are_present"] == {"any": "fail"}
-    got = _outcomes(run, "nosuchbackend:0")
-    assert got and set(got.values()) == {"fail"}, got
-    relaxed = _conformance(drivers, tmp_path, "nosuchbackend:0", "-k", "test_devices")
-    got = _outcomes(relaxed, "nosuchbackend:0")
-    assert got and set(got.values()) == {"skip"}, got
-    assert relaxed["returncode"] == 0, relaxed["out"]
+    got = _outcomes(run, "cpu")
+    assert got and "fail" not in got.values(), got
