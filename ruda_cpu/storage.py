@@ -25,7 +25,7 @@ class CpuStorage(Storage):
     alignment_nbytes = 64
 
     def __init__(self) -> None:
-        self.capacity_nbytes = host_memory_nbytes()
+        self.capacity_nbytes = self.memory_nbytes = host_memory_nbytes()
 
     def alloc(self, nbytes: int) -> object:
         try:

@@ -17,7 +17,7 @@ class CudaStorage(Storage):
     alignment_nbytes = 256
 
     def __init__(self, total_nbytes: int) -> None:
-        self.capacity_nbytes = total_nbytes
+        self.capacity_nbytes = self.memory_nbytes = total_nbytes
 
     def alloc(self, nbytes: int) -> object:
         return guard(f"allocating {nbytes} bytes of GPU memory", lambda: runtime.malloc(nbytes))

@@ -19,13 +19,15 @@ _OOM_CODES = {
 
 class OpenCLStorage(Storage):
     """Each page is one read-write ``cl.Buffer``. A page may not exceed the device's
-    ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` (the storage's capacity)."""
+    ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` (the storage's capacity), nor all pages together its
+    ``CL_DEVICE_GLOBAL_MEM_SIZE``."""
 
     alignment_nbytes = 256
 
     def __init__(self, context: Any, device: Any) -> None:
         self._context = context
         self.capacity_nbytes = int(device.max_mem_alloc_size)
+        self.memory_nbytes = int(device.global_mem_size)
 
     def alloc(self, nbytes: int) -> object:
         try:

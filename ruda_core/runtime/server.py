@@ -259,12 +259,19 @@ class ComputeServer(ABC):
 
     # -- memory --------------------------------------------------------------------------------
     def empty(self, nbytes: int, stream_value: int) -> Handle:
-        """Uninitialised memory of ``nbytes`` bytes, first usable on the given stream."""
+        """Uninitialised memory of ``nbytes`` bytes, first usable on the given stream. Waits,
+        holding the lock, for the oldest releases still queued when the pool would otherwise
+        grow past twice the bytes in use (see :class:`MemoryManagement`).
+
+        :raises BufferTooBig: for a request that can never fit.
+        :raises OutOfMemory: when the pool is at its ``limit_nbytes`` or the driver is full.
+        """
         with self.lock:
             return self._empty(nbytes, self._stream(stream_value))
 
     def create(self, data: memoryview, stream_value: int) -> Handle:
-        """Memory holding a copy of ``data`` (a contiguous byte view)."""
+        """Memory holding a copy of ``data`` (a contiguous byte view); waits and raises as
+        :meth:`empty`."""
         with self.lock:
             return self._create(data, self._stream(stream_value))
 
@@ -329,7 +336,8 @@ class ComputeServer(ABC):
             return self.memory.usage()
 
     def memory_cleanup(self) -> None:
-        """Give unused pages back to the driver."""
+        """Give back to the driver the pages of dropped handles whose queued work has finished;
+        never waits (see :meth:`MemoryManagement.cleanup` for memory still in flight)."""
         with self.lock:
             self.memory.cleanup()
 
@@ -603,7 +611,11 @@ class ComputeServer(ABC):
         return stream
 
     def _use_bindings(self, stream: ServerStream, bindings: Sequence[Binding]) -> None:
-        """Refuse foreign or freed bindings; order cross-stream use after the last user."""
+        """Refuse foreign or freed bindings; order cross-stream use after the last user. Handles
+        dropped since the last memory operation are fenced first, before this work, so their
+        memory is free as soon as the work queued before the drop is done."""
+        if self.memory.dropped:
+            self.memory.drain()
         for b in bindings:
             s = b.slice
             if b.server_id != self.server_id or s.freed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 
@@ -13,7 +14,18 @@ _ids = itertools.count(100)
 
 
 @pytest.fixture
-def private_client() -> ComputeClient:
-    """A client of a fresh NumPy-device server that no other test shares (exact accounting)."""
-    index = next(_ids)
-    return ComputeClient(("private-cpu", index), CpuServer(DeviceId(0, index)), None)
+def new_private_client() -> Callable[[], ComputeClient]:
+    """Makes clients of fresh NumPy-device servers that no other test shares (exact
+    accounting; the server reads the environment when it is made)."""
+
+    def make() -> ComputeClient:
+        index = next(_ids)
+        return ComputeClient(("private-cpu", index), CpuServer(DeviceId(0, index)), None)
+
+    return make
+
+
+@pytest.fixture
+def private_client(new_private_client: Callable[[], ComputeClient]) -> ComputeClient:
+    """A client of a fresh NumPy-device server that no other test shares."""
+    return new_private_client()

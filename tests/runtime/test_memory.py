@@ -1,13 +1,32 @@
-"""Pool accounting, stream-ordered reuse and the release policy."""
+"""Pool accounting, stream-ordered reuse, the release policy, back-pressure on a stream that
+falls behind, and the memory limit."""
 
 from __future__ import annotations
 
 import gc
 import random
 
+import numpy as np
 import pytest
 
-from ruda_core.runtime import MemoryConfig
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import BufferTooBig, MemoryConfig, OutOfMemory, RudaCount, RudaDim
+from ruda_core.testing.workloads import Spin
+
+MIB = 1 << 20
+
+
+@kernel
+def double_into(src: Array[u32], dst: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < dst.len():
+        dst[i] = src[i] * u32(2)
+
+
+def _double(client, src, dst, n):
+    double_into.launch(
+        client, RudaCount(-(-n // 64)), RudaDim(64), ArrayArg(src, n), ArrayArg(dst, n)
+    )
 
 
 @pytest.fixture
@@ -93,3 +112,90 @@ def test_cleanup_after_everything_dropped_releases_all(client):
 def test_negative_size_is_refused(client):
     with pytest.raises(ValueError, match="non-negative"):
         client.empty(-1)
+
+
+def test_uploads_launches_and_frees_ahead_of_the_stream_keep_reserved_within_twice_in_use(
+    client,
+):
+    """10 000 cycles of 1 B - 4 MiB with at most 64 live handles, every 4th an upload and every
+    8th a launch, all enqueued behind a busy stream: the host waits for the oldest in-flight
+    frees instead of reserving pages for everything it ran ahead."""
+    rng = random.Random(7)
+    data = np.random.default_rng(7).integers(0, 256, 4 * MIB, dtype=np.uint8)
+    spin = Spin(client, target_s=0.3)
+    busy = client.empty(4 * spin.units)
+    live: list = []
+    peak_in_use = peak_reserved = 0
+    spin.launch(busy)
+    for k in range(10_000):
+        if len(live) >= 64 or (live and rng.random() < 0.5):
+            live.pop(rng.randrange(len(live)))
+            continue
+        n = rng.randrange(1, 4 * MIB)
+        live.append(client.create_from_slice(data[:n]) if k % 4 == 0 else client.empty(n))
+        if k % 8 == 1 and len(live) > 1:
+            _double(client, live[-2], live[-1], min(live[-2].nbytes, n) // 4)
+        usage = client.memory_usage()
+        peak_in_use = max(peak_in_use, usage.bytes_in_use)
+        peak_reserved = max(peak_reserved, usage.bytes_reserved)
+    page = MemoryConfig().page_nbytes
+    assert peak_reserved <= 2 * peak_in_use + page, (peak_reserved, peak_in_use)
+    client.sync().result(timeout=60)
+    del live
+    gc.collect()
+    client.memory_cleanup()
+    assert client.memory_usage().bytes_reserved <= page
+
+
+@pytest.fixture
+def limited(monkeypatch, new_private_client):
+    """A client whose pool may hold 64 MiB in all (``RUDA_MEMORY_LIMIT``)."""
+    monkeypatch.setenv("RUDA_MEMORY_LIMIT", "64MiB")
+    return new_private_client()
+
+
+def test_the_memory_limit_is_the_device_memory_by_default(monkeypatch, new_private_client):
+    monkeypatch.delenv("RUDA_MEMORY_LIMIT", raising=False)
+    client = new_private_client()
+    assert client.server.memory.limit_nbytes == client.properties().memory_nbytes
+
+
+def test_the_memory_limit_comes_from_the_environment(limited):
+    assert limited.server.memory.limit_nbytes == 64 * MIB
+
+
+def test_allocations_past_the_memory_limit_are_out_of_memory_and_the_client_recovers(limited):
+    held = [limited.empty(16 * MIB) for _ in range(4)]
+    with pytest.raises(OutOfMemory, match="RUDA_MEMORY_LIMIT"):
+        limited.empty(16 * MIB)
+    assert limited.memory_usage().bytes_reserved == 64 * MIB
+    held.pop()
+    n = 4 * MIB
+    src = limited.create_from_slice(np.arange(n, dtype=np.uint32))  # the dropped page
+    _double(limited, src, held[0], n)
+    got = np.frombuffer(limited.read_one(held[0]), dtype=np.uint32)
+    np.testing.assert_array_equal(got, np.arange(n, dtype=np.uint32) * 2)
+
+
+def test_a_request_larger_than_the_memory_limit_can_never_fit(limited):
+    with pytest.raises(BufferTooBig, match="limit"):
+        limited.empty(64 * MIB + 1)
+    limited.server.memory.limit_nbytes = 128 * MIB  # settable on a live pool
+    assert limited.empty(64 * MIB + 1).nbytes == 64 * MIB + 1
+
+
+def test_memory_in_flight_is_waited_for_before_the_limit_is_declared_reached(limited):
+    spin = Spin(limited, target_s=0.2)
+    busy = limited.empty(4 * spin.units)
+    spin.launch(busy)
+    for k in range(12):  # 12 x 16 MiB uploads, each dropped while still queued
+        h = limited.create_from_slice(np.full(4 * MIB + k, k, dtype=np.uint32))
+        del h
+    assert limited.memory_usage().bytes_reserved <= 64 * MIB
+
+
+@pytest.mark.parametrize("value", ["lots", "-1MiB", "1.5GiB", "12 MB"])
+def test_a_malformed_memory_limit_is_refused(monkeypatch, new_private_client, value):
+    monkeypatch.setenv("RUDA_MEMORY_LIMIT", value)
+    with pytest.raises(ValueError, match="RUDA_MEMORY_LIMIT"):
+        new_private_client()

@@ -6,17 +6,23 @@ storage alignment; the difference is accounted as padding.
 
 Reuse is stream-ordered. When a slice's last handle is dropped, the server records a fence on the
 stream that last used it; the slice returns to its pool only when that fence has completed. A
-request on that same stream may take a pending slice of the same size at once, since the stream
-orders the new work after the old.
+request on that same stream may take a pending slice that fits at once, since the stream orders
+the new work after the old. Reused memory always gets a new :class:`Slice`: the dropped one stays
+freed, so references to it are refused.
 
-Reserved memory stays bounded under churn: whenever idle pages (wholly free) exceed
-``max(config.idle_nbytes, bytes in use)`` they are given back to the driver. ``cleanup()`` gives
-back every idle page. All methods must be called with the server's lock held.
+Reserved memory stays bounded. A new page is taken only while the pages held stay within twice
+the bytes in use plus one page; past that, idle pages are given back first, then the host waits
+for the oldest in-flight release (back-pressure on a stream that fell behind). After a drain,
+idle pages beyond ``max(config.idle_nbytes, bytes in use)`` are given back; ``cleanup()`` gives
+back every idle page. The pages held never pass ``limit_nbytes``. All methods must be called with
+the server's lock held.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +34,9 @@ from .storage import Storage
 from .usage import MemoryUsage
 
 __all__ = ["Fence", "MemoryConfig", "MemoryManagement"]
+
+_LIMIT_VARIABLE = "RUDA_MEMORY_LIMIT"
+_UNITS = {"": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 
 class Fence(Protocol):
@@ -41,12 +50,33 @@ class Fence(Protocol):
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
     """Pool sizes. ``slice_max_nbytes`` is the largest request served from shared pages of
-    ``page_nbytes``; larger ones get exclusive pages rounded to ``exclusive_granularity``."""
+    ``page_nbytes``; larger ones get exclusive pages rounded to ``exclusive_granularity``.
+    ``limit_nbytes`` caps the pages held in all (None: ``RUDA_MEMORY_LIMIT``, else the
+    storage's ``memory_nbytes``)."""
 
     page_nbytes: int = 8 << 20
     slice_max_nbytes: int = 1 << 20
     exclusive_granularity: int = 2 << 20
     idle_nbytes: int = 64 << 20
+    limit_nbytes: int | None = None
+
+
+def _limit_from_env() -> int | None:
+    """``RUDA_MEMORY_LIMIT`` in bytes (an integer, optionally followed by KiB, MiB, GiB or TiB),
+    or None when it is unset or empty.
+
+    :raises ValueError: when the variable is set to anything else.
+    """
+    raw = os.environ.get(_LIMIT_VARIABLE, "").strip()
+    if not raw:
+        return None
+    match = re.fullmatch(r"(\d+)\s*([kmgt]ib)?", raw, re.IGNORECASE)
+    if match is None:
+        raise ValueError(
+            f"{_LIMIT_VARIABLE}={raw!r} is not a size; use bytes or a number with KiB, MiB, GiB "
+            "or TiB, e.g. 512MiB"
+        )
+    return int(match[1]) * _UNITS[(match[2] or "").lower()]
 
 
 def _round_up(n: int, to: int) -> int:
@@ -54,7 +84,16 @@ def _round_up(n: int, to: int) -> int:
 
 
 class MemoryManagement:
-    """Pools, accounting and release policy of one device's memory."""
+    """Pools, accounting and release policy of one device's memory.
+
+    ``limit_nbytes`` is the most the pool holds in pages; a request that would pass it, after
+    waiting for in-flight releases and giving back idle pages, is ``OutOfMemory``. It starts as
+    ``config.limit_nbytes``, else ``RUDA_MEMORY_LIMIT`` (read once, here), else the storage's
+    ``memory_nbytes``, never above the latter; it may be changed at any time and applies from
+    the next request.
+
+    :raises ValueError: when ``RUDA_MEMORY_LIMIT`` is malformed.
+    """
 
     def __init__(
         self, storage: Storage, config: MemoryConfig, fence_of: Callable[[Any], Fence]
@@ -63,6 +102,11 @@ class MemoryManagement:
         self.config = config
         self._fence_of = fence_of
         self._align = storage.alignment_nbytes
+        limit = config.limit_nbytes
+        if limit is None:
+            limit = _limit_from_env()
+        device = storage.memory_nbytes
+        self.limit_nbytes = device if limit is None else min(limit, device)  #: see above
         self.dropped: deque[Slice] = deque()  #: filled by handle finalisers, drained here
         self._sliced: list[Page] = []
         self._exclusive_free: list[Page] = []
@@ -74,10 +118,12 @@ class MemoryManagement:
 
     # -- allocation ----------------------------------------------------------------------------
     def reserve(self, nbytes: int, stream: object) -> Slice:
-        """A slice of at least ``nbytes`` for use on ``stream``.
+        """A slice of at least ``nbytes`` for use on ``stream``. May wait for queued device work
+        (back-pressure, see the module docstring), never for work queued after this call.
 
-        :raises BufferTooBig: when ``nbytes`` exceeds the device's capacity.
-        :raises OutOfMemory: when the device has no room even after releasing idle pages.
+        :raises BufferTooBig: when ``nbytes`` exceeds the device's capacity or the limit.
+        :raises OutOfMemory: when the pages held would pass the limit, or the driver has no
+            room, even after waiting for in-flight releases and giving back idle pages.
         """
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
@@ -85,6 +131,11 @@ class MemoryManagement:
             raise BufferTooBig(
                 f"{nbytes} bytes can never fit this device ({self.storage.capacity_nbytes} bytes "
                 "of memory); split the data"
+            )
+        if nbytes > self.limit_nbytes:
+            raise BufferTooBig(
+                f"{nbytes} bytes can never fit this device's memory limit of "
+                f"{self.limit_nbytes} bytes; split the data or raise {_LIMIT_VARIABLE}"
             )
         self.drain()
         rounded = _round_up(max(nbytes, 1), self._align)
@@ -96,22 +147,49 @@ class MemoryManagement:
         self._padding += slice_.nbytes - nbytes
         return slice_
 
+    def _is_exclusive(self, rounded: int) -> bool:
+        return rounded > self.config.slice_max_nbytes
+
     def _take_pending(self, rounded: int, stream: object) -> Slice | None:
-        """The memory of a pending slice of this size, as a new ``Slice``: the dropped one stays
-        freed, so bindings of its handle are refused whatever reuses the memory."""
+        """The memory of a slice dropped on ``stream`` that fits, as a new ``Slice``: the
+        dropped one stays freed, so bindings of its handle are refused whatever reuses it."""
+        exclusive = self._is_exclusive(rounded)
         for k, s in enumerate(self._pending):
-            if s.nbytes == rounded and (s.stream is stream or s.fence is None or s.fence.done()):
+            if s.stream is stream and (
+                rounded <= s.nbytes <= 2 * rounded if exclusive else s.nbytes == rounded
+            ):
                 del self._pending[k]
                 return Slice(s.page, s.offset_bytes, s.nbytes, 0)
         return None
 
     def _place(self, rounded: int, requested: int) -> Slice:
+        """Free space that fits, else a new page within the budget and the limit."""
+        exclusive = self._is_exclusive(rounded)
+        if exclusive:
+            nbytes = _round_up(rounded, self.config.exclusive_granularity)
+        else:
+            nbytes = self.config.page_nbytes
         self._reclaim()
-        if rounded <= self.config.slice_max_nbytes:
-            return self._place_sliced(rounded)
-        return self._place_exclusive(rounded)
+        while True:
+            slice_ = self._fit_exclusive(rounded) if exclusive else self._fit_sliced(rounded)
+            if slice_ is not None:
+                return slice_
+            if self._make_room(nbytes, requested):
+                continue
+            failure: OutOfMemory | None = None
+            if self._reserved + nbytes <= self.limit_nbytes:
+                try:
+                    return self._use_new_page(nbytes, exclusive, rounded)
+                except OutOfMemory as exc:
+                    failure = exc
+            if not self._free_everything():
+                usage = self.usage()
+                raise OutOfMemory(
+                    f"no room for a page of {nbytes} more bytes ({usage}; limit "
+                    f"{self.limit_nbytes} bytes); drop handles or raise {_LIMIT_VARIABLE}"
+                ) from failure
 
-    def _place_sliced(self, rounded: int) -> Slice:
+    def _fit_sliced(self, rounded: int) -> Slice | None:
         for page in self._sliced:
             for k, (off, size) in enumerate(page.free_ranges):
                 if size >= rounded:
@@ -120,40 +198,60 @@ class MemoryManagement:
                     else:
                         page.free_ranges[k] = (off + rounded, size - rounded)
                     return self._use(page, off, rounded)
-        page = self._new_page(self.config.page_nbytes, exclusive=False)
-        self._sliced.append(page)
-        page.free_ranges = [(rounded, page.nbytes - rounded)]
-        return self._use(page, 0, rounded)
+        return None
 
-    def _place_exclusive(self, rounded: int) -> Slice:
+    def _fit_exclusive(self, rounded: int) -> Slice | None:
         fits = [p for p in self._exclusive_free if rounded <= p.nbytes <= 2 * rounded]
-        if fits:
-            page = min(fits, key=lambda p: p.nbytes)
-            self._exclusive_free.remove(page)
-        else:
-            page = self._new_page(_round_up(rounded, self.config.exclusive_granularity), True)
+        if not fits:
+            return None
+        page = min(fits, key=lambda p: p.nbytes)
+        self._exclusive_free.remove(page)
         return self._use(page, 0, page.nbytes)
+
+    def _make_room(self, nbytes: int, requested: int) -> bool:
+        """Before taking a page of ``nbytes``: while the pages held would pass twice the bytes
+        in use plus one page, give back idle pages, then wait for the oldest in-flight release.
+        True when it waited (free space may fit the request now)."""
+        budget = 2 * (self._in_use + requested) + self.config.page_nbytes
+        over = self._reserved + nbytes - budget
+        if over <= 0:
+            return False
+        idle = sum(p.nbytes for p in self._idle_pages())
+        if idle:
+            self._release_idle(max(idle - over, 0))
+        if self._reserved + nbytes <= budget or not self._pending:
+            return False
+        self._pending[0].fence.wait()
+        self._reclaim()
+        return True
+
+    def _free_everything(self) -> bool:
+        """Wait for every in-flight release, else give back every idle page. False when there
+        was nothing to do."""
+        if self._pending:
+            self._wait_pending()
+            return True
+        if self._idle_pages():
+            self._release_idle(0)
+            return True
+        return False
 
     def _use(self, page: Page, offset: int, nbytes: int) -> Slice:
         page.live += 1
         return Slice(page, offset, nbytes, 0)
 
-    def _new_page(self, nbytes: int, exclusive: bool) -> Page:
-        try:
-            resource = self.storage.alloc(nbytes)
-        except OutOfMemory:
-            self._wait_pending()
-            self.cleanup()
-            try:
-                resource = self.storage.alloc(nbytes)
-            except OutOfMemory as exc:
-                usage = self.usage()
-                raise OutOfMemory(
-                    f"the device has no room for {nbytes} more bytes ({usage}); drop handles "
-                    "or call memory_cleanup() and retry"
-                ) from exc
+    def _use_new_page(self, nbytes: int, exclusive: bool, rounded: int) -> Slice:
+        """A slice of ``rounded`` bytes at the start of a new page of ``nbytes``.
+
+        :raises OutOfMemory: when the driver has no room.
+        """
+        page = Page(self.storage.alloc(nbytes), nbytes, exclusive)
         self._reserved += nbytes
-        return Page(resource, nbytes, exclusive)
+        if exclusive:
+            return self._use(page, 0, nbytes)
+        self._sliced.append(page)
+        page.free_ranges = [(rounded, nbytes - rounded)]
+        return self._use(page, 0, rounded)
 
     # -- release -------------------------------------------------------------------------------
     def drain(self) -> None:
@@ -222,7 +320,9 @@ class MemoryManagement:
         self._reclaim()
 
     def cleanup(self) -> None:
-        """Give every idle page back to the driver (pages of slices still fenced stay)."""
+        """Give back to the driver every page whose slices are all dropped and whose queued work
+        has finished. Never waits: memory of dropped handles whose work is still queued stays
+        reserved, returns to the pool when that work is done, and a later call gives it back."""
         self.drain()
         self._reclaim()
         self._release_idle(0)

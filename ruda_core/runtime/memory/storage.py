@@ -15,12 +15,14 @@ class Storage(ABC):
     """Raw device memory of one device.
 
     ``alignment_nbytes`` is the alignment every page and every slice offset respects (a power of
-    two). ``capacity_nbytes`` is the most the device can ever hold; a larger request is a
-    ``BufferTooBig`` before any driver call.
+    two). ``capacity_nbytes`` is the largest page the device can hold; a larger request is a
+    ``BufferTooBig`` before any driver call. ``memory_nbytes`` is the device's whole memory: the
+    pool never holds more pages than that in all (nor than its ``limit_nbytes``).
     """
 
     alignment_nbytes: int = 256
     capacity_nbytes: int = 1 << 62
+    memory_nbytes: int = 1 << 62
 
     @abstractmethod
     def alloc(self, nbytes: int) -> object:

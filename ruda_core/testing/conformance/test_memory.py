@@ -1,11 +1,13 @@
 """Memory and transfers: round trips of every size, empty + write + read, the pool's accounting,
-``memory_cleanup``, stream-ordered reuse of dropped handles, and references to dropped memory (a
+``memory_cleanup``, reserved memory bounded while a stream lags, the pool's memory limit,
+stream-ordered reuse of dropped handles, and references to dropped memory (a
 ``Binding``, a dynamic ``RudaCount``, a prepared launch) refused however the memory was reused."""
 
 from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -13,7 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
-from ruda_core.runtime import Binding, Feature, InvalidHandle, KernelTask, RudaCount, RudaDim
+from ruda_core.runtime import (
+    Binding,
+    Feature,
+    InvalidHandle,
+    KernelTask,
+    OutOfMemory,
+    RudaCount,
+    RudaDim,
+)
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
 
@@ -172,6 +182,90 @@ def test_reserved_memory_stays_bounded_under_churn(client):
     peak = client.memory_usage().bytes_reserved
     # four live handles of < 3 MiB at any time, the pool's page granularity and its idle cache
     assert peak - start <= 256 << 20, f"reserved grew by {peak - start} bytes under churn"
+
+
+def test_reserved_memory_stays_within_twice_the_peak_in_use_while_the_stream_lags(client, spin):
+    settle(client)
+    client.memory_cleanup()
+    before = client.memory_usage().bytes_reserved
+    rng = np.random.default_rng(11)
+    data = rng.integers(0, 256, 2 << 20, dtype=np.uint8)
+    busy = client.empty(4 * spin.units)
+    sink = client.empty(2 << 20)
+    uploads: list = []  # live uploaded handles; empty() handles are dropped at once
+    peak_in_use = peak_reserved = 0
+    spin.launch(busy)  # everything below is queued behind it: the host runs far ahead
+    for k in range(400):
+        n = int(rng.integers(1, 2 << 20))
+        if k % 2:
+            uploads.append(client.create_from_slice(data[:n]))
+        else:
+            scratch = client.empty(n)
+            _copy(client, scratch, sink, n // 4)
+        usage = client.memory_usage()  # right after the allocation: the peak of this step
+        peak_in_use = max(peak_in_use, usage.bytes_in_use)
+        peak_reserved = max(peak_reserved, usage.bytes_reserved)
+        if k % 2 == 0:
+            del scratch
+        elif len(uploads) > 16:
+            uploads.pop(int(rng.integers(len(uploads))))
+    page = client.server.memory.config.page_nbytes
+    assert peak_reserved <= before + 2 * peak_in_use + page, (
+        f"{peak_reserved} bytes reserved for at most {peak_in_use} in use, {before} before"
+    )
+    for h in uploads:
+        np.testing.assert_array_equal(read_array(client, h, np.uint8), data[: h.nbytes])
+
+
+def test_memory_cleanup_gives_back_memory_whose_work_finished_while_the_stream_runs(client, spin):
+    busy = client.empty(4 * spin.units)
+    settle(client)
+    client.memory_cleanup()
+    big = 8 << 20
+    handles = [client.create_from_slice(np.zeros(big, dtype=np.uint8)) for _ in range(4)]
+    client.sync().result(timeout=TIMEOUT_S)
+    with_them = client.memory_usage().bytes_reserved
+    del handles
+    gc.collect()
+    spin.launch(busy)  # queued after the drop; the dropped memory's own work has finished
+    deadline = time.monotonic() + spin.seconds / 3  # the spin is still running until then
+    client.memory_cleanup()
+    while client.memory_usage().bytes_reserved > with_them - 4 * big:
+        assert time.monotonic() < deadline, "memory_cleanup() kept memory whose work had finished"
+        time.sleep(0.005)
+        client.memory_cleanup()
+    in_flight = client.create_from_slice(np.ones(big, dtype=np.uint8))  # queued behind the spin
+    with_it = client.memory_usage().bytes_reserved
+    del in_flight
+    gc.collect()
+    client.memory_cleanup()  # does not wait; the memory is given back once its upload is done
+    client.sync().result(timeout=TIMEOUT_S)
+    client.memory_cleanup()
+    assert client.memory_usage().bytes_reserved <= with_it - big
+
+
+def test_allocations_past_the_memory_limit_raise_out_of_memory(client):
+    pool = client.server.memory
+    settle(client)
+    client.memory_cleanup()
+    chunk = 16 << 20
+    saved = pool.limit_nbytes
+    pool.limit_nbytes = client.memory_usage().bytes_reserved + 3 * chunk
+    held: list = []
+    try:
+        with pytest.raises(OutOfMemory, match="limit"):
+            for _ in range(8):
+                held.append(client.empty(chunk))
+        assert 1 <= len(held) <= 3
+        assert client.memory_usage().bytes_reserved <= pool.limit_nbytes
+        held.clear()  # the client is usable again once memory is dropped
+        n = chunk // 4
+        src = client.create_from_slice(np.arange(n, dtype=np.uint32))
+        dst = client.empty(chunk)
+        _copy(client, src, dst, n)
+        np.testing.assert_array_equal(read_array(client, dst, np.uint32), np.arange(n))
+    finally:
+        pool.limit_nbytes = saved
 
 
 def test_dropped_input_is_not_reused_before_queued_work_reads_it(client, spin):
