@@ -332,7 +332,10 @@ class ComputeClient:
         return self._server.memory_usage()
 
     def memory_cleanup(self) -> None:
-        """Give unused pages back to the driver."""
+        """Give back to the driver every pool page that holds no live handle and no memory whose
+        queued work is unfinished. Never waits: memory of a handle dropped while work using it
+        is still queued stays reserved until that work is done, then a later call gives it
+        back (or the pool reuses it)."""
         self._server.memory_cleanup()
 
     # -- execution -----------------------------------------------------------------------------
