@@ -497,7 +497,8 @@ class ComputeClient:
         return f"ComputeClient({self._device}{pinned})"
 
 
-os.register_at_fork(after_in_child=ComputeClient._after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX only
+    os.register_at_fork(after_in_child=ComputeClient._after_fork_in_child)
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

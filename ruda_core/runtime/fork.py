@@ -94,4 +94,5 @@ def _retire_in_child() -> None:
     _live.clear()
 
 
-os.register_at_fork(after_in_child=_retire_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX: elsewhere there is no fork to survive
+    os.register_at_fork(after_in_child=_retire_in_child)
