@@ -52,7 +52,7 @@ def test_build_failure_shows_the_driver_log_and_numbered_source(name):
 def test_cuda_out_of_memory_is_transient_and_the_client_keeps_working():
     client = ruda.client(_device("cuda:0"))
     total = client.properties().memory_nbytes
-    with pytest.raises(OutOfMemory, match="drop handles or call memory_cleanup"):
+    with pytest.raises(OutOfMemory, match="drop handles, call memory_cleanup"):
         client.empty(total - (64 << 20))  # fits the device, not its free memory
     data = np.arange(1 << 20, dtype=np.float32)
     np.testing.assert_array_equal(

@@ -211,6 +211,10 @@ def nobuild_driver(tmp_path: Path) -> Path:
     )
 
 
+def _path_with(root: Path) -> str:
+    return f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+
+
 def _devices(root: Path, cache: Path, **env: str) -> dict[str, object]:
     result = _run(DEVICES, root, RUDA_CACHE_DIR=str(cache), **env)
     assert result.returncode == 0, result.stderr
@@ -261,7 +265,7 @@ def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tm
         [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q", "-rs",
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_futures"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(nobuild_driver), "NOBUILD_FAIL": "1",
+        env={**os.environ, "PYTHONPATH": _path_with(nobuild_driver), "NOBUILD_FAIL": "1",
              "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": ""},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
@@ -277,7 +281,7 @@ def test_a_required_backend_without_a_usable_device_fails(nobuild_driver, tmp_pa
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_devices",
          "-k", "required"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(nobuild_driver), "NOBUILD_FAIL": "1",
+        env={**os.environ, "PYTHONPATH": _path_with(nobuild_driver), "NOBUILD_FAIL": "1",
              "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_REQUIRE": "nobuild",
              "RUDA_TEST_DEVICES": ""},
     )  # fmt: skip

@@ -500,6 +500,8 @@ class ComputeServer(ABC):
         raises the stream's pending error or a Validate-mode report."""
         with self.lock:
             stream = self._stream(stream_value)
+            if self.memory.dropped:  # fenced before the sync: free once it resolves
+                self.memory.drain()
             log = stream.reports
             if log is not None and log.owners:
                 self._fold(stream, log)

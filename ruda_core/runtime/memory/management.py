@@ -186,7 +186,8 @@ class MemoryManagement:
                 usage = self.usage()
                 raise OutOfMemory(
                     f"no room for a page of {nbytes} more bytes ({usage}; limit "
-                    f"{self.limit_nbytes} bytes); drop handles or raise {_LIMIT_VARIABLE}"
+                    f"{self.limit_nbytes} bytes); drop handles, call memory_cleanup or raise "
+                    f"{_LIMIT_VARIABLE}"
                 ) from failure
 
     def _fit_sliced(self, rounded: int) -> Slice | None:
