@@ -19,15 +19,18 @@ def _probe() -> list[CudaDevice]:
 
 
 def _identify(device: object) -> str:
+    """The GPU, its driver, the CUDA runtime and CuPy. Not NVRTC: loading it would cost a warm
+    start more than the whole probe saves; a new NVRTC comes with a new CuPy or runtime."""
     import cupy
 
-    from .driver import driver_fingerprint
-
     assert isinstance(device, CudaDevice)
-    props = cupy.cuda.runtime.getDeviceProperties(device.index)
+    runtime = cupy.cuda.runtime
+    props = runtime.getDeviceProperties(device.index)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     where = f"pci {props.get('pciDomainID')}:{props.get('pciBusID')}:{props.get('pciDeviceID')}"
-    return f"{name} sm_{props['major']}{props['minor']} {where} | {driver_fingerprint()}"
+    arch = f"sm_{props['major']}{props['minor']}"
+    versions = f"driver {runtime.driverGetVersion()} runtime {runtime.runtimeGetVersion()}"
+    return f"{name} {arch} {where} | cuda {versions} cupy {cupy.__version__}"
 
 
 @hookimpl

@@ -43,16 +43,21 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-@functools.cache
 def code_fingerprint(*packages: str) -> str:
     """A digest of the Python sources of ``packages``: cached entries produced by other code
-    (an upgrade, an edited checkout) are never reused. Computed once per process."""
+    (an upgrade, an edited checkout) are never reused. Each package is read once per process."""
+    if len(packages) == 1:
+        return _package_digest(packages[0])
+    return digest(*(_package_digest(name) for name in sorted(packages)))[:32]
+
+
+@functools.cache
+def _package_digest(name: str) -> str:
     h = hashlib.sha256()
-    for name in sorted(packages):
-        folder = Path(importlib.import_module(name).__file__ or "").parent
-        for path in sorted(folder.rglob("*.py")):
-            h.update(str(path.relative_to(folder)).encode())
-            h.update(path.read_bytes())
+    folder = Path(importlib.import_module(name).__file__ or "").parent
+    for path in sorted(folder.rglob("*.py")):
+        h.update(str(path.relative_to(folder)).encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:32]
 
 
