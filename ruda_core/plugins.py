@@ -95,13 +95,14 @@ class BackendInfo:
 class _Spec:
     """The hook specification of ruda driver plugins."""
 
-    @hookspec(firstresult=True)
+    @hookspec
     def ruda_backend_info(self) -> BackendInfo | None:
         """Describe the backend this plugin provides: name, version, plugin API, Runtime class,
         probe.
 
         Called once per process, at the first enumeration or ``ruda_core.client()`` lookup, for
-        every plugin in the ``ruda.backends`` group; each plugin's result is used on its own.
+        every plugin in the ``ruda.backends`` group, each on its own (a plugin's answer never
+        stands for another's).
         Must not import a driver or open a device: do that in the probe, so that listing
         backends works on machines without drivers.
 
@@ -125,6 +126,12 @@ class _Spec:
 
         :returns: ``{pattern: reason}``, or None for no overrides.
         """
+
+
+def _new_manager() -> pluggy.PluginManager:
+    manager = pluggy.PluginManager("ruda")
+    manager.add_hookspecs(_Spec)
+    return manager
 
 
 class Status(enum.Enum):
@@ -172,11 +179,14 @@ class _Registry:
         self.probed: dict[str, BackendStatus] = {}
         #: backend name -> (distribution, entry point value) of each loaded plugin
         self.origins: dict[str, tuple[str, str]] = {}
+        #: every plugin that loaded, registered under its backend name
+        self.manager = _new_manager()
 
     def load(self) -> dict[str, BackendStatus | BackendInfo]:
         with self.lock:
             if self.loaded is None:
-                self.loaded = _load_entry_points(self.origins)
+                self.manager = _new_manager()
+                self.loaded = _load_entry_points(self.manager, self.origins)
             return self.loaded
 
     def status(self, name: str) -> BackendStatus:
@@ -208,24 +218,33 @@ def _selected() -> set[str] | None:
     return {n.strip().lower() for n in raw.split(",") if n.strip()} | {ALWAYS_LOADED}
 
 
+def _call_one(manager: pluggy.PluginManager, hook: str, plugin: object) -> object:
+    """``plugin``'s own answer to ``hook`` (None when it does not implement it or answers None):
+    the hook called through pluggy with every other plugin left out."""
+    others = [p for p in manager.get_plugins() if p is not plugin]
+    results = manager.subset_hook_caller(hook, remove_plugins=others)()
+    return results[0] if results else None
+
+
 def _load_entry_points(
-    origins: dict[str, tuple[str, str]],
+    manager: pluggy.PluginManager, origins: dict[str, tuple[str, str]]
 ) -> dict[str, BackendStatus | BackendInfo]:
-    manager = pluggy.PluginManager("ruda")
-    manager.add_hookspecs(_Spec)
     found: dict[str, BackendStatus | BackendInfo] = {}
     selected = _selected()
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if selected is not None and ep.name not in selected:
-            continue
+        if (selected is not None and ep.name not in selected) or ep.name in found:
+            continue  # for two distributions of one backend name, the first on the path wins
         dist = ep.dist.name if ep.dist is not None else ""
         where = f"entry point {ep.name} = {ep.value} of distribution {dist or '?'}"
+        module: object = None
         try:
             module = ep.load()
-            manager.register(module, name=f"{dist}:{ep.name}")
+            manager.register(module, name=ep.name)
             manager.check_pending()
-            info = _validate(manager.hook.ruda_backend_info.get_hookimpls()[-1].function(), ep.name)
+            info = _validate(_call_one(manager, "ruda_backend_info", module), ep.name)
         except Exception as exc:
+            if module is not None and manager.is_registered(module):
+                manager.unregister(module)
             if _strict():
                 raise PluginError(f"{where} failed to load: {exc}") from exc
             found[ep.name] = BackendStatus(
@@ -237,9 +256,6 @@ def _load_entry_points(
                 entry_point=ep.value,
             )
             continue
-        finally:
-            for plugin in manager.get_plugins():
-                manager.unregister(plugin)
         found[info.name] = info
         origins[info.name] = (dist, ep.value)
     if selected is not None:
@@ -321,32 +337,27 @@ def conformance_xfails() -> dict[str, dict[str, str]]:
     :raises PluginError: when a hook fails or returns something other than a mapping of
         strings, naming the plugin.
     """
-    loaded = {n for n, e in _registry.load().items() if isinstance(e, BackendInfo)}
-    manager = pluggy.PluginManager("ruda")
-    manager.add_hookspecs(_Spec)
+    loaded = _registry.load()
+    manager = _registry.manager
     found: dict[str, dict[str, str]] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in loaded or ep.name in found:
+    for name, entry in loaded.items():
+        plugin = manager.get_plugin(name)
+        if not isinstance(entry, BackendInfo) or plugin is None:
             continue
-        module = ep.load()  # already imported when the backend loaded
-        manager.register(module, name=f"xfails:{ep.name}")
         try:
-            impls = manager.hook.ruda_conformance_xfails.get_hookimpls()
-            result = impls[-1].function() if impls else None
+            result = _call_one(manager, "ruda_conformance_xfails", plugin)
         except Exception as exc:
-            raise PluginError(f"{ep.name}: ruda_conformance_xfails failed: {exc!r}") from exc
-        finally:
-            manager.unregister(module)
+            raise PluginError(f"{name}: ruda_conformance_xfails failed: {exc!r}") from exc
         if result is None:
             continue
         if not isinstance(result, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in result.items()
         ):
             raise PluginError(
-                f"{ep.name}: ruda_conformance_xfails returned {result!r}; return a mapping of "
+                f"{name}: ruda_conformance_xfails returned {result!r}; return a mapping of "
                 "test-name patterns to reasons"
             )
-        found[ep.name] = dict(result)
+        found[name] = dict(result)
     return found
 
 

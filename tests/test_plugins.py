@@ -287,3 +287,19 @@ def test_a_required_backend_without_a_usable_device_fails(nobuild_driver, tmp_pa
     )  # fmt: skip
     assert result.returncode == 1, result.stdout[-3000:]
     assert "backend 'nobuild' is unusable" in result.stdout
+
+
+def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
+    module = (
+        "from ruda_core.plugins import hookimpl\n"
+        "@hookimpl\n"
+        "def ruda_backend_infoo():\n"
+        "    return None\n"
+    )
+    root = _fake_distribution(
+        tmp_path, "[ruda.backends]\ntypo = ruda_fake_typo\n", {"ruda_fake_typo": module}
+    )
+    facts = json.loads(_run(PROBE, root).stdout)
+    status, reason = facts["backends"]["typo"]
+    assert status == "import failed" and "ruda_backend_infoo" in reason
+    assert facts["backends"]["cpu"][0] == "available"
