@@ -21,17 +21,13 @@ from ruda_core.ir import KernelDefinition
 from ruda_core.ir.bounds import lower_bounds
 from ruda_core.lang import (
     ABSOLUTE_POS,
-    RUDA_POS,
-    UNIT_POS,
     Array,
-    Comptime,
-    SharedMemory,
     f32,
     kernel,
-    sync_units,
 )
 from ruda_core.runtime.compiler import CompileOptions
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.samples import block_sum
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cpu.executor import CpuKernel, build
 
@@ -41,22 +37,6 @@ def add(a: Array[f32], b: Array[f32], c: Array[f32]):
     i = ABSOLUTE_POS
     if i < c.len():
         c[i] = a[i] + b[i]
-
-
-@kernel
-def block_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
-    smem = SharedMemory(f32, BLOCK)
-    i = ABSOLUTE_POS
-    smem[UNIT_POS] = x[i] if i < x.len() else f32(0)
-    sync_units()
-    s = BLOCK // 2
-    while s > 0:
-        if s > UNIT_POS:
-            smem[UNIT_POS] += smem[UNIT_POS + s]
-        sync_units()
-        s //= 2
-    if UNIT_POS == 0:
-        out[RUDA_POS] = smem[0]
 
 
 def checked(definition: KernelDefinition) -> CpuKernel:

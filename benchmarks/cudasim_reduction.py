@@ -20,38 +20,14 @@ from numba import cuda, float32
 
 import ruda_core as ruda
 from ruda_core.lang import (
-    ABSOLUTE_POS,
-    RUDA_POS,
-    UNIT_POS,
-    Array,
     ArrayArg,
-    Comptime,
-    SharedMemory,
-    f32,
-    kernel,
-    sync_units,
 )
 from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.samples import block_sum
 
 BLOCK = 256
 RUDA_CUBES = 16_384  # 4 M units
 SIM_CUBES = 4  # 1024 units: the simulator starts a thread per unit
-
-
-@kernel
-def block_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
-    smem = SharedMemory(f32, BLOCK)
-    i = ABSOLUTE_POS
-    smem[UNIT_POS] = x[i] if i < x.len() else f32(0)
-    sync_units()
-    s = BLOCK // 2
-    while s > 0:
-        if UNIT_POS < s:
-            smem[UNIT_POS] += smem[UNIT_POS + s]
-        sync_units()
-        s //= 2
-    if UNIT_POS == 0:
-        out[RUDA_POS] = smem[0]
 
 
 @cuda.jit

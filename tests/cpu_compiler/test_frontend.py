@@ -10,35 +10,16 @@ from ruda_core.lang import (
     RUDA_POS,
     UNIT_POS,
     Array,
-    Comptime,
-    Float,
-    SharedMemory,
     atomic_add,
     f32,
     kernel,
     plane_sum,
-    sync_units,
     u32,
 )
 from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.testing.samples import axpy, block_sum
 
 from .launcher import launch
-
-
-@kernel
-def block_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
-    smem = SharedMemory(f32, BLOCK)
-    i = ABSOLUTE_POS
-    smem[UNIT_POS] = x[i] if i < x.len() else f32(0)
-    sync_units()
-    s = BLOCK // 2
-    while s > 0:
-        if s > UNIT_POS:
-            smem[UNIT_POS] += smem[UNIT_POS + s]
-        sync_units()
-        s //= 2
-    if UNIT_POS == 0:
-        out[RUDA_POS] = smem[0]
 
 
 @pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
@@ -49,13 +30,6 @@ def test_design_block_sum(mode: ExecutionMode) -> None:
     want = np.concatenate([x, np.zeros(3, np.float32)]).reshape(40, 256).sum(axis=1)
     assert (out == want).all()
     assert report is None or report[0] == 0
-
-
-@kernel
-def axpy(x: Array[Float], y: Array[Float], alpha: Float):
-    i = ABSOLUTE_POS
-    if i < y.len():
-        y[i] = alpha * x[i] + y[i]
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -22,8 +22,6 @@ from ruda_core.ir import (
 )
 from ruda_core.lang import (
     ABSOLUTE_POS,
-    RUDA_POS,
-    UNIT_POS,
     Array,
     Comptime,
     ElemVar,
@@ -52,30 +50,15 @@ from ruda_core.lang import (
     plane_sum,
     round,
     rsqrt,
-    sync_units,
     u8,
     u32,
     u64,
     unroll,
 )
+from ruda_core.testing import samples
+from ruda_core.testing.samples import block_sum
 
 from .helpers import instrs, run, walk
-
-
-@kernel
-def block_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
-    smem = SharedMemory(f32, BLOCK)
-    i = ABSOLUTE_POS
-    smem[UNIT_POS] = x[i] if i < x.len() else f32(0)
-    sync_units()
-    s = BLOCK // 2
-    while s > 0:
-        if s > UNIT_POS:
-            smem[UNIT_POS] += smem[UNIT_POS + s]
-        sync_units()
-        s //= 2
-    if UNIT_POS == 0:
-        out[RUDA_POS] = smem[0]
 
 
 def _line_of(fn: object, text: str) -> int:
@@ -96,7 +79,7 @@ def test_keeps_names_locations_and_declarations():
     assert all(n in ("i", "s") or n.startswith("_") for n in names)
     first = d.body[0]
     assert isinstance(first, Instr) and first.out == Local("i", Elem.U32)
-    assert first.loc is not None and first.loc.file == __file__
+    assert first.loc is not None and first.loc.file == samples.__file__
     assert first.loc.line == _line_of(block_sum.fn, "i = ABSOLUTE_POS")
     assert all(s.loc is not None for s in walk(d.body))
     assert d.source is not None and d.source.line == _line_of(block_sum.fn, "def block_sum")
