@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
+from codegen.kernels import plane_ops
+
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.ir import Elem
@@ -27,8 +29,6 @@ from ruda_core.testing.runner import read_array
 from ruda_opencl.capabilities import OpenCLCapabilities, _intel_subgroup_sizes, choose_plane_dim
 from ruda_opencl.dialect import OpenCLDialect
 from ruda_opencl.platform import all_devices
-
-from .kernels import plane_ops
 
 #: Intel's OpenCL 3.0 CPU driver, less what does not concern planes.
 INTEL_EXTENSIONS = (
