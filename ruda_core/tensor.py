@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import LayoutError
 from .ir import Elem
 from .runtime.client import ComputeClient, CopyDescriptor, contiguous_strides
-from .runtime.errors import LayoutError
 from .runtime.memory.handle import Handle
 
 __all__ = ["RudaTensor"]

@@ -31,6 +31,7 @@ from ruda_core.ir import (
     Const,
     Continue,
     Elem,
+    ExecutionMode,
     If,
     Instr,
     KernelDefinition,
@@ -43,9 +44,8 @@ from ruda_core.ir import (
     Stmt,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
+from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
-from ruda_core.runtime.errors import UnsupportedFeature
-from ruda_core.runtime.launch import ExecutionMode
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
 from .expressions import expression, literal

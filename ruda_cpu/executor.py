@@ -17,8 +17,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from ruda_core.runtime import CompilationError, LaunchConfigError, LaunchError, OutOfMemory
 from ruda_core.runtime.compiler import CompiledKernel
-from ruda_core.runtime.errors import CompilationError, LaunchConfigError, LaunchError, OutOfMemory
 
 from . import lockstep
 from .lockstep import Batch, LaunchShape

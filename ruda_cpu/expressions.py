@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol, cast
 
 from ruda_core.ir import ATOMIC_OPS, Const, Elem, Instr, Local, LocalArray, Op, Param, SharedArray
-from ruda_core.runtime.errors import CompilationError
+from ruda_core.runtime import CompilationError
 
 __all__ = ["Context", "expression", "literal"]
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from ruda_core.codegen import C99_KEYWORDS, MATH_NAMES, Dialect, MemSpace, Usage, words
 from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
+from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompileOptions
-from ruda_core.runtime.errors import UnsupportedFeature
 
 __all__ = ["CAPABILITIES", "SUBGROUPS", "OpenCLDialect"]
 

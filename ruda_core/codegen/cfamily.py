@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..errors import CompilationError, UnsupportedFeature
 from ..ir import (
     ATOMIC_OPS,
     PLANE_OPS,
@@ -50,7 +51,6 @@ from ..ir import (
     Stmt,
 )
 from ..ir.bounds import REPORT_PARAM
-from ..runtime.errors import CompilationError, UnsupportedFeature
 from .abi import KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
 from .dialect import Dialect, MemSpace, Usage

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from ..ir import KernelDefinition
+from ..ir import ExecutionMode, KernelDefinition
 from ..ir.bounds import REPORT_PARAM
 from ..runtime.compiler import CompiledKernel, CompileOptions, Compiler
-from ..runtime.launch import ExecutionMode
 from .cfamily import CFamilyEmitter
 from .dialect import Dialect
 

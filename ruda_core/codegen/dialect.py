@@ -4,7 +4,7 @@ The :class:`~ruda_core.codegen.cfamily.CFamilyEmitter` writes one C program for 
 asks its dialect for each target-specific piece: type names, qualifiers, literals, builtins,
 barriers, atomics, plane (warp / subgroup) primitives and the conversions of narrow floats. The
 defaults are plain C99 (``<stdint.h>`` types, ``<math.h>`` functions); a default that C99 cannot
-express raises :class:`~ruda_core.runtime.errors.UnsupportedFeature`, like CubeCL's default trait
+express raises :class:`~ruda_core.errors.UnsupportedFeature`, like CubeCL's default trait
 methods. A dialect is an immutable description of one target with its capabilities; it never
 imports a driver and holds no per-kernel state.
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UnsupportedFeature
 from ..ir import Elem, Op
-from ..runtime.errors import UnsupportedFeature
 from .names import C99_KEYWORDS, MATH_NAMES
 
 __all__ = ["BITS_ELEM", "Dialect", "MemSpace", "Usage"]

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..errors import CompilationError
 from ..ir import COMPARE_OPS, FLOAT_UNARY, Const, Elem, Op, Operand
-from ..runtime.errors import CompilationError
 from .dialect import Dialect
 from .prelude import Prelude, function
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..errors import UnsupportedFeature
 from ..ir import Elem, Op
-from ..runtime.errors import UnsupportedFeature
 from .expr import ExprLowering
 from .prelude import function
 

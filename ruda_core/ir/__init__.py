@@ -2,8 +2,12 @@
 
 A backend author reads this package to write a compiler: :class:`KernelDefinition` is what
 ``Compiler.compile`` receives, and ``ops`` states the exact meaning of every operation.
+
+This package is the ground floor: it imports nothing of ruda but the leaf :mod:`ruda_core.errors`,
+so the runtime, the language and every backend build on it in any import order.
 """
 
+from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .kernel import (
     Block,
     Break,
@@ -17,6 +21,7 @@ from .kernel import (
     Stmt,
     walk,
 )
+from .modes import ExecutionMode
 from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
 from .variables import (
@@ -32,10 +37,6 @@ from .variables import (
     SharedArray,
     SourceLoc,
 )
-
-# isort: split
-# Last: these import the runtime (errors, modes), which imports the names above from here.
-from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .verify import verify
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Const",
     "Continue",
     "Elem",
+    "ExecutionMode",
     "If",
     "Instr",
     "KernelDefinition",

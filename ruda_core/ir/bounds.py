@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from ..runtime.launch import ExecutionMode
 from .kernel import Block, If, Instr, KernelDefinition, Loop, RangeLoop, Stmt
+from .modes import ExecutionMode
 from .ops import ATOMIC_OPS, Op
 from .types import Elem
 from .variables import (

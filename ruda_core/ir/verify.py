@@ -16,7 +16,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from ..runtime.errors import CompilationError
+from ..errors import CompilationError
 from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
 from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
 from .types import Elem

@@ -11,8 +11,8 @@ import operator
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import LaunchConfigError
 from ..ir import Elem
-from ..runtime.errors import LaunchConfigError
 from ..runtime.memory import Binding
 from .types import as_elem
 

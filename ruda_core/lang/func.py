@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..runtime.errors import CompilationError
+from ..errors import CompilationError
 from .syntax import ParsedFunction, evaluated_annotations, parse_function
 
 __all__ = ["Func", "func"]

@@ -15,9 +15,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
-from ..runtime.errors import LaunchConfigError
 from ..runtime.launch import RudaCount, RudaDim
 from .frontend import build_kernel
 from .launch import Launcher, arg_elem

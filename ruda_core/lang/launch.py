@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition, Param, ParamKind
 from ..runtime.client import contiguous_strides
 from ..runtime.compiler import KernelTask
-from ..runtime.errors import LaunchConfigError
 from ..runtime.launch import RudaCount, RudaDim
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg

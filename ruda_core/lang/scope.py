@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from ..errors import CompilationError
 from ..ir import (
     Builtin,
     Const,
@@ -29,7 +30,6 @@ from ..ir import (
     SourceLoc,
     Stmt,
 )
-from ..runtime.errors import CompilationError
 from .syntax import ParsedFunction
 from .types import ElemVar
 

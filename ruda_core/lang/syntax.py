@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ..errors import CompilationError
 from ..ir import Elem
-from ..runtime.errors import CompilationError
 from .types import (
     ArrayType,
     Comptime,

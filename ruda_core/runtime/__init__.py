@@ -4,11 +4,7 @@
 (server.py, errors.py), memory (memory/), streams, futures, profiling and properties.
 """
 
-from .backend import LazyType, Runtime, is_contiguous_or_pitched
-from .client import ComputeClient, CopyDescriptor, PreparedLaunch, contiguous_strides
-from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
-from .device import Device, DeviceId
-from .errors import (
+from ..errors import (
     AutotuneError,
     BackendUnavailable,
     BufferTooBig,
@@ -30,6 +26,10 @@ from .errors import (
     UnsupportedFeature,
     ValidationError,
 )
+from .backend import LazyType, Runtime, is_contiguous_or_pitched
+from .client import ComputeClient, CopyDescriptor, PreparedLaunch, contiguous_strides
+from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
+from .device import Device, DeviceId
 from .future import Promise, RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage

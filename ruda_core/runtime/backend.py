@@ -11,10 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
+from ..errors import BackendUnavailable
 from .client import ComputeClient
 from .compiler import Compiler
 from .device import DeviceId
-from .errors import BackendUnavailable
 from .normalization import TensorBuffer
 from .properties import TargetProperties
 from .server import ComputeServer

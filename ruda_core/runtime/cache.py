@@ -20,7 +20,7 @@ from pathlib import Path
 import filelock
 import platformdirs
 
-from .errors import RudaWarning
+from ..errors import RudaWarning
 
 __all__ = ["CacheWarning", "DiskCache", "cache_root", "code_fingerprint", "digest"]
 

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from .compiler import RudaTask
-from .device import DeviceId
-from .errors import (
+from ..errors import (
     InvalidHandle,
     LaunchConfigError,
     LayoutError,
@@ -28,8 +26,11 @@ from .errors import (
     ServerError,
     TooManyResources,
 )
+from ..ir import ExecutionMode
+from .compiler import RudaTask
+from .device import DeviceId
 from .future import RudaFuture
-from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim, integral
+from .launch import BoundsCheckMode, RudaCount, RudaDim, integral
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod

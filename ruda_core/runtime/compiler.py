@@ -11,9 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..ir import PLANE_OPS, Instr, KernelDefinition, walk
+from ..ir import PLANE_OPS, ExecutionMode, Instr, KernelDefinition, walk
 from ..ir.bounds import lower_bounds, report_names
-from .launch import ExecutionMode
 
 __all__ = ["CompileOptions", "CompiledKernel", "Compiler", "KernelTask", "RudaTask"]
 

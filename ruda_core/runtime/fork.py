@@ -23,7 +23,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING
 
-from .errors import ServerUnhealthy
+from ..errors import ServerUnhealthy
 
 if TYPE_CHECKING:
     from .server import ComputeServer

@@ -1,7 +1,7 @@
 """``RudaFuture``: the result of asynchronous work (``sync()``, ``read_async`` …).
 
 Creating a future never waits. ``result(timeout)`` blocks until the work is done and returns
-its value or raises its :class:`~ruda_core.runtime.errors.ServerError`; the outcome is computed
+its value or raises its :class:`~ruda_core.runtime.ServerError`; the outcome is computed
 once and remembered, so every caller sees the same value or error. ``await fut`` waits without
 blocking the event loop.
 """

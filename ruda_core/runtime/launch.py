@@ -1,5 +1,5 @@
-"""Launch geometry and checking modes: ``RudaCount``, ``RudaDim``, ``BoundsCheckMode``,
-``ExecutionMode``.
+"""Launch geometry and checking modes: ``RudaCount``, ``RudaDim``, ``BoundsCheckMode`` (and
+``ExecutionMode``, which the IR defines and this module re-exports).
 
 ``RudaDim`` is the number of units per cube (the CUDA block, the OpenCL local size);
 ``RudaCount`` the number of cubes (the CUDA grid, the OpenCL work-group count). Both are
@@ -15,7 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import LaunchConfigError
+from ..errors import LaunchConfigError
+from ..ir.modes import ExecutionMode
 
 if TYPE_CHECKING:
     from .memory.handle import Binding
@@ -111,14 +112,6 @@ class RudaCount:
         if self.binding is not None:
             return f"RudaCount.dynamic({self.binding!r})"
         return f"RudaCount({self.x}, {self.y}, {self.z})"
-
-
-class ExecutionMode(enum.Enum):
-    """How a compiled kernel treats out-of-bounds accesses of its arrays."""
-
-    CHECKED = "checked"  #: OOB reads return 0, OOB writes are dropped
-    VALIDATE = "validate"  #: CHECKED, and the first OOB access is reported at the next sync
-    UNCHECKED = "unchecked"  #: no checks; the caller guarantees all accesses are in bounds
 
 
 class BoundsCheckMode(enum.Enum):

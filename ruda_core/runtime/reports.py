@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import OutOfBoundsReport, ServerError, ValidationError
+from ..errors import OutOfBoundsReport, ServerError, ValidationError
 from .future import RudaFuture
 from .memory.handle import Binding, Handle
 

@@ -31,19 +31,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import numpy as np
 
-from .cache import CacheWarning, DiskCache, code_fingerprint, digest
-from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
-from .device import DeviceId
-from .errors import (
+from ..errors import (
     InvalidHandle,
     LaunchError,
     ServerError,
     TooManyResources,
     UnsupportedFeature,
 )
+from ..ir import ExecutionMode
+from .cache import CacheWarning, DiskCache, code_fingerprint, digest
+from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
+from .device import DeviceId
 from .fork import check_new_server, track
 from .future import RudaFuture
-from .launch import ExecutionMode, RudaCount, RudaDim
+from .launch import RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage

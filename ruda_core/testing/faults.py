@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..ir import ExecutionMode
 from ..runtime import CompilationError, CompiledKernel, CompileOptions, Compiler, RudaTask
-from ..runtime.launch import ExecutionMode
 
 __all__ = ["BrokenSourceTask", "RefusedTask"]
 

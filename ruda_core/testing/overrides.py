@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from .. import plugins
-from ..runtime.errors import PluginError
+from ..errors import PluginError
 from .selection import backend_of
 
 __all__ = [

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..errors import ServerError
+    from ...errors import ServerError
 
 __all__ = ["Binding", "Handle", "Page", "Slice"]
 

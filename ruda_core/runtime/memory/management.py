@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import BufferTooBig, OutOfMemory
+from ...errors import BufferTooBig, OutOfMemory
 from .handle import Page, Slice
 from .storage import Storage
 from .usage import MemoryUsage

@@ -1,0 +1,203 @@
+"""The one exception tree of ruda.
+
+A leaf module: it imports nothing of ruda, so every layer, the IR included, may raise these.
+``ruda_core.runtime`` re-exports every name (``ruda_core.runtime.errors`` remains an import path).
+A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`RudaPanic` raised
+``from`` the ``ServerError`` that caused it. The client stays usable after either::
+
+    Exception
+    ├── ServerError                       a failed operation; the client stays usable
+    │   ├── LaunchError                   a kernel could not be launched or failed while running
+    │   │   ├── CompilationError          the kernel could not be compiled (+ SyntaxError-like
+    │   │   │                             location: kernel, file, line)
+    │   │   ├── OutOfMemory (MemoryError) transient: free memory and retry
+    │   │   ├── TooManyResources          the launch exceeds a device limit; shrink it
+    │   │   └── LaunchConfigError (ValueError)   malformed RudaCount / RudaDim / arguments
+    │   ├── BufferTooBig (MemoryError)    permanent: the allocation can never fit this device
+    │   ├── IoError                       a transfer failed
+    │   ├── InvalidHandle (ValueError)    freed, foreign (other device) or too small a handle
+    │   ├── LayoutError (ValueError)      a tensor layout the runtime cannot read as is
+    │   ├── ValidationError               Validate mode found an out-of-bounds access
+    │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
+    │   ├── AutotuneError                 every candidate of a tunable set failed
+    │   └── ServerUnhealthy               the device is lost; recreate the process
+    ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
+    │   └── DeploymentTagsError           deployment tags changed after their first use
+    └── PluginError                       a driver plugin is broken or unavailable
+        └── BackendUnavailable            a named backend cannot be used (says what is missing)
+
+Warnings subclass :class:`RudaWarning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AutotuneError",
+    "BackendUnavailable",
+    "BufferTooBig",
+    "CompilationError",
+    "DeploymentTagsError",
+    "InvalidHandle",
+    "IoError",
+    "LaunchConfigError",
+    "LaunchError",
+    "LayoutError",
+    "OutOfBoundsReport",
+    "OutOfMemory",
+    "PluginError",
+    "RudaPanic",
+    "RudaWarning",
+    "ServerError",
+    "ServerUnhealthy",
+    "TooManyResources",
+    "UnsupportedFeature",
+    "ValidationError",
+]
+
+
+class ServerError(Exception):
+    """A failed runtime operation. The client that raised it remains usable."""
+
+
+class LaunchError(ServerError):
+    """A kernel could not be launched, or failed while it ran."""
+
+
+class CompilationError(LaunchError):
+    """A kernel could not be compiled. The message names the kernel and, where known, the
+    Python file and line (``file``, ``line`` attributes) and the backend's log."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+
+
+class OutOfMemory(LaunchError, MemoryError):
+    """Transient: the device has no room now. Drop handles or call ``memory_cleanup()`` and
+    retry."""
+
+
+class TooManyResources(LaunchError):
+    """The launch asks for more than the device allows (units per cube, cube count, shared
+    memory). Shrink the launch; retrying the same launch will fail again."""
+
+
+class LaunchConfigError(LaunchError, ValueError):
+    """A malformed launch: bad ``RudaCount``/``RudaDim`` or arguments that do not match the
+    kernel's parameters."""
+
+
+class BufferTooBig(ServerError, MemoryError):
+    """Permanent: the requested allocation is larger than the device can ever provide."""
+
+
+class IoError(ServerError):
+    """A transfer between host and device failed."""
+
+
+class InvalidHandle(ServerError, ValueError):
+    """A handle that cannot be used here: freed, of another device, or too small."""
+
+
+class LayoutError(ServerError, ValueError):
+    """A tensor layout the runtime refuses to read as is (see ``Runtime.can_read_tensor``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfBoundsReport:
+    """The out-of-bounds access Validate mode recorded for one launch: ``kernel`` accessed
+    ``buffer[index]`` while ``buffer`` has ``length`` elements."""
+
+    kernel: str
+    buffer: str
+    index: int
+    length: int
+
+    def __str__(self) -> str:
+        return (
+            f"kernel {self.kernel} accessed {self.buffer}[{self.index}] but {self.buffer} has "
+            f"length {self.length}"
+        )
+
+
+class ValidationError(ServerError):
+    """Validate mode found out-of-bounds accesses in ``count`` launches since the last sync.
+
+    ``reports`` holds the first of them in launch order (at most ``MAX_REPORTS``), each naming
+    the kernel, the buffer, the index and the length; ``kernel``, ``buffer``, ``index`` and
+    ``length`` are those of the first. The message lists every report it holds and how many
+    more there were.
+    """
+
+    #: The most reports one error holds; later faulting launches are only counted.
+    MAX_REPORTS = 8
+
+    def __init__(self, reports: Sequence[OutOfBoundsReport], count: int | None = None) -> None:
+        if not reports:
+            raise ValueError("a ValidationError needs at least one report")
+        self.reports = tuple(reports[: self.MAX_REPORTS])
+        self.count = max(count if count is not None else len(reports), len(self.reports))
+        first = self.reports[0]
+        self.kernel = first.kernel
+        self.buffer = first.buffer
+        self.index = first.index
+        self.length = first.length
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        if self.count == 1:
+            return str(self.reports[0])
+        lines = [f"{self.count} launches since the last sync accessed memory out of bounds:"]
+        lines += [f"  {report}" for report in self.reports]
+        if self.count > len(self.reports):
+            lines.append(f"  ... and {self.count - len(self.reports)} more launches")
+        return "\n".join(lines)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reports, self.count))
+
+
+class UnsupportedFeature(ServerError, NotImplementedError):
+    """The device or runtime lacks the capability that was asked for."""
+
+
+class AutotuneError(ServerError):
+    """Every candidate of a tunable set failed for one key. The message lists each candidate's
+    error; ``errors`` maps candidate names to the exceptions, and ``__cause__`` is the first of
+    them. The client stays usable."""
+
+    def __init__(self, message: str, errors: Mapping[str, BaseException]) -> None:
+        super().__init__(message)
+        #: candidate name -> the exception it raised
+        self.errors = dict(errors)
+
+
+class ServerUnhealthy(ServerError):
+    """The device is in an unrecoverable state (a lost context). Recreate the process."""
+
+
+class RudaPanic(RuntimeError):
+    """The panicking form of a :class:`ServerError`, raised by the seed's panicking methods
+    (``read``, ``read_tensor``, ``read_one_unchecked``, ``init``, ``load``). ``__cause__`` is
+    the ``ServerError`` where there is one."""
+
+
+class DeploymentTagsError(RudaPanic):
+    """Deployment tags were changed after their first use (they are immutable from then on)."""
+
+
+class PluginError(Exception):
+    """A driver plugin failed to load or validate."""
+
+
+class BackendUnavailable(PluginError):
+    """A backend that was asked for by name cannot be used; the message says what is missing."""
+
+
+class RudaWarning(UserWarning):
+    """Base class of ruda's warnings."""
