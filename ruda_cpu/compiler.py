@@ -74,14 +74,10 @@ class CpuCompiler(Compiler):
             source=source,
             definition=definition,
             mode=mode,
-            shared_bytes=sum(s.length * s.elem.nbytes for s in definition.shared),
-            extra={
-                "plane_dim": options.plane_dim,
-                "local_bytes": sum(a.length * a.elem.nbytes for a in definition.local_arrays),
-                "written": tuple(
-                    i for i, p in enumerate(definition.array_params) if p in emitter.facts.written
-                ),
-            },
+            plane_dim=options.plane_dim,
+            written=tuple(
+                i for i, p in enumerate(definition.array_params) if p in emitter.facts.written
+            ),
         )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import linecache
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -49,14 +49,13 @@ class CpuKernel:
         defn = compiled.definition
         self.name = defn.name
         self._fn = fn
-        extra = compiled.extra  # written by CpuCompiler
-        self._plane_dim = cast(int, extra.get("plane_dim", 32))
-        self._local_bytes = cast(int, extra.get("local_bytes", 0))
+        self._plane_dim = compiled.plane_dim
+        self._local_bytes = compiled.local_bytes
         arrays = defn.array_params
         self._dtypes = tuple(p.elem.numpy for p in arrays)
         self._scalar_types = tuple(p.elem.numpy.type for p in defn.scalar_params)
         self._meta_count = len(defn.metadata_layout())
-        written = set(cast(tuple[int, ...], extra.get("written", ())))
+        written = set(compiled.written)
         #: (read-only, written) buffer positions whose overlap forbids views of the former
         self._pairs = tuple(
             (r, w) for r in range(len(arrays)) if r not in written for w in sorted(written)

@@ -19,7 +19,7 @@ import cupy
 import numpy as np
 from cupy.cuda import driver, runtime
 
-from ruda_core.codegen.abi import ArgKind, KernelArg, make_arg_reader
+from ruda_core.codegen.abi import ArgKind, make_arg_reader
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
@@ -140,7 +140,7 @@ class _Launcher:
     __slots__ = ("cubin", "function", "module", "name", "offsets", "params", "read_args", "struct")
 
     def __init__(self, cubin: bytes, compiled: CompiledKernel) -> None:
-        args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
+        args = compiled.args
         self.cubin = cubin
         self.name = compiled.definition.name
         self.module = load_module(cubin)

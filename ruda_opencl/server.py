@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import pyopencl as cl
 
-from ruda_core.codegen.abi import ArgKind, KernelArg, make_arg_reader
+from ruda_core.codegen.abi import ArgKind, make_arg_reader
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -119,7 +119,7 @@ class _Launcher:
     __slots__ = ("arg_dtypes", "entrypoint", "kernel", "max_units", "name", "program", "read_args")
 
     def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
-        args: tuple[KernelArg, ...] = compiled.extra["args"]  # type: ignore[assignment]
+        args = compiled.args
         self.program = program
         self.name = compiled.definition.name
         self.entrypoint = compiled.entrypoint

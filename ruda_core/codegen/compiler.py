@@ -8,7 +8,6 @@ from __future__ import annotations
 from abc import abstractmethod
 
 from ..ir import ExecutionMode, KernelDefinition
-from ..ir.bounds import REPORT_PARAM
 from ..runtime.compiler import CompiledKernel, CompileOptions, Compiler
 from .cfamily import CFamilyEmitter
 from .dialect import Dialect
@@ -19,9 +18,8 @@ __all__ = ["CFamilyCompiler"]
 class CFamilyCompiler(Compiler):
     """Compiles a lowered definition to C-family source with the subclass's dialect.
 
-    ``CompiledKernel.extra`` holds ``"args"``, the kernel's argument list as
-    :class:`~ruda_core.codegen.abi.KernelArg` rows (what the host launcher packs), and
-    ``"report_binding"``, the binding index of the Validate-mode report buffer (or ``None``).
+    ``CompiledKernel.args`` holds the kernel's argument list as
+    :class:`~ruda_core.codegen.abi.KernelArg` rows (what the host launcher packs).
     """
 
     @abstractmethod
@@ -41,13 +39,11 @@ class CFamilyCompiler(Compiler):
         :raises CompilationError: the definition cannot be expressed in C.
         """
         emitted = CFamilyEmitter(self.dialect(options)).emit(definition)
-        names = [p.name for p in definition.array_params]
-        report = names.index(REPORT_PARAM) if REPORT_PARAM in names else None
         return CompiledKernel(
             entrypoint=emitted.entrypoint,
             source=emitted.source,
             definition=definition,
             mode=mode,
-            shared_bytes=sum(s.length * s.elem.nbytes for s in definition.shared),
-            extra={"args": emitted.args, "report_binding": report},
+            plane_dim=options.plane_dim,
+            args=emitted.args,
         )

@@ -137,6 +137,17 @@ class KernelDefinition:
         """SCALAR parameters, in order: the order of the launch's scalars."""
         return tuple(p for p in self.params if not p.is_array)
 
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory per cube, in bytes: every shared array's length times its
+        element size."""
+        return sum(s.length * s.elem.nbytes for s in self.shared)
+
+    @property
+    def local_bytes(self) -> int:
+        """Local-array memory per unit, in bytes."""
+        return sum(a.length * a.elem.nbytes for a in self.local_arrays)
+
     def metadata_layout(self) -> tuple[tuple[str, Param, int], ...]:
         """The launch's metadata slots as ``(what, param, axis)`` with ``what`` one of
         ``"len"``, ``"shape"``, ``"stride"`` (axis is 0 for ``"len"``)."""

@@ -8,11 +8,14 @@ in, source text comes out, with no driver call. Building that source into someth
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..ir import PLANE_OPS, ExecutionMode, Instr, KernelDefinition, walk
 from ..ir.bounds import lower_bounds, report_names
+
+if TYPE_CHECKING:  # a type only: the runtime does not import codegen
+    from ..codegen.abi import KernelArg
 
 __all__ = ["CompileOptions", "CompiledKernel", "Compiler", "KernelTask", "RudaTask"]
 
@@ -34,22 +37,42 @@ class CompileOptions:
 
 @dataclass(frozen=True, slots=True)
 class CompiledKernel:
-    """The output of :meth:`Compiler.compile`.
+    """The output of :meth:`Compiler.compile`: generated source and every fact a server needs to
+    build and launch it. Immutable and picklable (the persistent cache stores it).
 
     :param entrypoint: the function name to look up in the built module/program.
     :param source: the generated source text (what ``RUDA_DUMP_SOURCE`` writes).
     :param definition: the lowered definition the source was generated from.
     :param mode: the execution mode the source implements.
-    :param shared_bytes: static shared memory per cube, in bytes.
-    :param extra: backend-specific facts (e.g. the report buffer's parameter index).
+    :param plane_dim: the plane width the source was generated for
+        (``CompileOptions.plane_dim``).
+    :param args: the generated kernel's argument list as
+        :class:`~ruda_core.codegen.abi.KernelArg` rows, what a C-family server packs; empty for
+        targets without one (the NumPy device).
+    :param written: binding positions of the array parameters the generated code may write, where
+        the compiler analyses writes (the NumPy compiler does); empty otherwise.
+    :param report_names: in Validate mode, the array names a report's buffer number indexes
+        (:func:`~ruda_core.ir.report_names`; set by :meth:`KernelTask.compile`); else empty.
     """
 
     entrypoint: str
     source: str
     definition: KernelDefinition
     mode: ExecutionMode
-    shared_bytes: int = 0
-    extra: Mapping[str, object] = field(default_factory=dict)
+    plane_dim: int
+    args: tuple[KernelArg, ...] = ()
+    written: tuple[int, ...] = ()
+    report_names: tuple[str, ...] = ()
+
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory per cube, in bytes (the definition's)."""
+        return self.definition.shared_bytes
+
+    @property
+    def local_bytes(self) -> int:
+        """Local-array memory per unit, in bytes (the definition's)."""
+        return self.definition.local_bytes
 
 
 class Compiler(ABC):
@@ -116,7 +139,7 @@ class KernelTask(RudaTask):
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self._key = definition.fingerprint()
-        self._shared_bytes = sum(s.length * s.elem.nbytes for s in definition.shared)
+        self._shared_bytes = definition.shared_bytes
         self._writes = tuple(not p.read_only for p in definition.array_params)
         self._planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
@@ -147,8 +170,7 @@ class KernelTask(RudaTask):
     ) -> CompiledKernel:
         compiled = compiler.compile(lower_bounds(self.definition, mode), options, mode)
         if mode is ExecutionMode.VALIDATE:  # the server names buffers in ValidationErrors
-            extra = {**compiled.extra, "report_names": report_names(self.definition)}
-            compiled = replace(compiled, extra=extra)
+            compiled = replace(compiled, report_names=report_names(self.definition))
         return compiled
 
     def __repr__(self) -> str:

@@ -27,7 +27,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
@@ -63,6 +63,9 @@ __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 Bytes = memoryview
 
 _CHECKED = ExecutionMode.CHECKED
+#: Layout of a persisted kernel (a pickled ``(CompiledKernel, binary)``), part of every key: an
+#: entry of another layout is never found, so it is rebuilt, never misread. 2: typed fields.
+_KERNEL_FORMAT = 2
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
 
 
@@ -415,8 +418,7 @@ class ComputeServer(ABC):
         if mode is ExecutionMode.VALIDATE:
             n = len(bindings)  # the report is the last array: its length the last length
             log = self._report_log(stream)
-            names = cast(tuple[str, ...], compiled.extra.get("report_names", ()))
-            bindings = [*bindings, log.take_slot((task.name, names))]
+            bindings = [*bindings, log.take_slot((task.name, compiled.report_names))]
             metadata = [*metadata[:n], REPORT_WORDS, *metadata[n:]]
             backlog = log.backlog()
         if self._profile is None:
@@ -683,6 +685,7 @@ class ComputeServer(ABC):
             self._disk = DiskCache("kernels")
         backend = type(self).__module__.partition(".")[0]
         return digest(
+            _KERNEL_FORMAT,
             task.key,
             mode.value,
             self.compile_options(),

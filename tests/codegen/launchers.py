@@ -65,7 +65,7 @@ class OpenCLLauncher:
 
     def emit(self, defn: KernelDefinition) -> EmittedKernel:
         compiled = self.compiler.compile(defn, self.options, ExecutionMode.UNCHECKED)
-        return EmittedKernel(compiled.entrypoint, compiled.source, compiled.extra["args"])  # type: ignore[arg-type]
+        return EmittedKernel(compiled.entrypoint, compiled.source, compiled.args)
 
     def build(self, source: str) -> object:
         with warnings.catch_warnings():  # a driver's informational build log is not an error
@@ -136,7 +136,7 @@ class CudaLauncher:
 
     def emit(self, defn: KernelDefinition) -> EmittedKernel:
         compiled = self.compiler.compile(defn, self.options, ExecutionMode.UNCHECKED)
-        return EmittedKernel(compiled.entrypoint, compiled.source, compiled.extra["args"])  # type: ignore[arg-type]
+        return EmittedKernel(compiled.entrypoint, compiled.source, compiled.args)
 
     def build(self, source: str) -> object:
         """NVRTC with its default options (CuPy's RawModule would add -ftz=true)."""

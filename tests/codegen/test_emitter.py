@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ruda_core.codegen import ArgKind, CFamilyEmitter, Dialect, NameTable
-from ruda_core.ir import Elem, KernelDefinition, Op
+from ruda_core.ir import REPORT_PARAM, Elem, KernelDefinition, Op
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions
 from ruda_core.runtime.errors import CompilationError, UnsupportedFeature
 from ruda_core.runtime.launch import ExecutionMode
@@ -195,18 +195,20 @@ def test_compilers_return_compiled_kernels() -> None:
         defn, CompileOptions(extra=(("fp64", "1"),)), ExecutionMode.VALIDATE
     )
     assert isinstance(compiled, CompiledKernel)
-    assert (compiled.entrypoint, compiled.mode, compiled.extra["report_binding"]) == (
+    assert (compiled.entrypoint, compiled.mode, compiled.plane_dim) == (
         "tensor_validate",
         ExecutionMode.VALIDATE,
-        2,
+        32,
     )
+    buffers = {a.name: a.index for a in compiled.args if a.kind is ArgKind.BUFFER}
+    assert buffers[REPORT_PARAM] == 2
     assert compiled.source.startswith("// Kernel tensor_validate from /src/kernels.py:70")
     blocks = KERNELS["block_sum"]()
     cuda = CudaCompiler().compile(
         blocks, CompileOptions(extra=(("arch", "sm_90"),)), ExecutionMode.UNCHECKED
     )
-    assert cuda.shared_bytes == 256 * 4 and cuda.extra["report_binding"] is None
-    assert cuda.extra["args"] == CFamilyEmitter(CudaDialect(90)).arguments(blocks)
+    assert cuda.shared_bytes == 256 * 4
+    assert cuda.args == CFamilyEmitter(CudaDialect(90)).arguments(blocks)
     with pytest.raises(UnsupportedFeature, match="cl_khr_fp64"):
         OpenCLCompiler().compile(defn, CompileOptions(), ExecutionMode.VALIDATE)
 

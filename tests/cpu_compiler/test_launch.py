@@ -201,7 +201,7 @@ def test_generated_source_is_readable_and_deterministic() -> None:
     assert "# <test>:" in text
     assert all(";" not in line for line in text.splitlines())
     compile(text, "<check>", "exec")
-    assert first.extra["plane_dim"] == 32 and first.extra["written"] == (1,)
+    assert first.plane_dim == 32 and first.written == (1,)
 
 
 def test_clashing_names_are_renamed() -> None:
