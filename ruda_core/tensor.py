@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .errors import LayoutError
 from .ir import Elem
-from .runtime.client import ComputeClient, CopyDescriptor, contiguous_strides
+from .runtime.client import ComputeClient, CopyDescriptor
+from .runtime.layout import Strided
 from .runtime.memory.handle import Handle
 
 __all__ = ["RudaTensor"]
 
 
 @dataclass(frozen=True, slots=True)
-class RudaTensor:
-    """A tensor on a device. Owns its memory through ``handle``."""
+class RudaTensor(Strided):
+    """A tensor on a device. Owns its memory through ``handle``; ``size``, ``span`` and
+    ``is_contiguous`` follow the rules of :mod:`ruda_core.runtime.layout`."""
 
     handle: Handle
     shape: tuple[int, ...]
@@ -26,8 +26,7 @@ class RudaTensor:
     elem: Elem
 
     def __post_init__(self) -> None:
-        if len(self.shape) != len(self.strides):
-            raise LayoutError(f"shape {self.shape} and strides {self.strides} differ in rank")
+        self._check_rank()
 
     @classmethod
     def from_numpy(cls, client: ComputeClient, array: np.ndarray) -> RudaTensor:
@@ -43,15 +42,6 @@ class RudaTensor:
         elem = Elem.from_dtype(dtype)
         handle, strides = client.empty_tensor(shape, elem.nbytes)
         return cls(handle, tuple(shape), strides, elem)
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self.shape)
-
-    @property
-    def is_contiguous(self) -> bool:
-        return self.strides == contiguous_strides(self.shape)
 
     def descriptor(self) -> CopyDescriptor:
         return CopyDescriptor(self.handle, self.shape, self.strides, self.elem.nbytes)

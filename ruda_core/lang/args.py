@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ..errors import LaunchConfigError
 from ..ir import Elem
+from ..runtime.layout import Strided
 from ..runtime.memory import Binding
 from .types import as_elem
 
@@ -68,7 +69,7 @@ class ArrayArg:
 
 
 @dataclass(frozen=True, slots=True)
-class TensorArg:
+class TensorArg(Strided):
     """A ``Tensor[T]`` argument: ``handle`` viewed with ``shape`` and ``strides`` (elements).
 
     Its rank specialises the kernel. The elements addressed are those at
@@ -94,7 +95,3 @@ class TensorArg:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "strides", strides)
         object.__setattr__(self, "elem", _elem(self.elem))
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)

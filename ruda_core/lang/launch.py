@@ -25,9 +25,9 @@ import numpy as np
 
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition, Param, ParamKind
-from ..runtime.client import contiguous_strides
 from ..runtime.compiler import KernelTask
 from ..runtime.launch import RudaCount, RudaDim
+from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
 from .types import as_elem
@@ -137,16 +137,6 @@ def _u32(where: str, what: str, value: object) -> int:
     return n
 
 
-def _span(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
-    """Elements addressed by a strided view: one more than its largest offset."""
-    span = 1
-    for extent, stride in zip(shape, strides, strict=True):
-        if extent == 0:
-            return 0
-        span += (extent - 1) * stride
-    return span
-
-
 def _array_binder(where: str, elem: Elem) -> Binder:
     itemsize = elem.nbytes
 
@@ -161,7 +151,7 @@ def _array_binder(where: str, elem: Elem) -> Binder:
             handle, length, given = arg.handle, arg.length, arg.elem
         else:
             handle, shape, strides, given = _tensor_parts(where, arg)
-            if strides != contiguous_strides(shape):
+            if not is_contiguous(shape, strides):
                 raise LaunchConfigError(
                     f"{where} is an Array parameter; a tensor with strides {strides} for shape "
                     f"{shape} is not contiguous"
@@ -193,12 +183,12 @@ def _tensor_binder(where: str, elem: Elem, rank: int) -> Binder:
                 f"{where} has rank {len(shape)}; this specialisation has {rank}"
             )
         _check_elem(where, elem, given)
-        span = _span(shape, strides)
-        if span >= _U32_LIMIT:
-            raise LaunchConfigError(f"{where} addresses {span} elements; the limit is 2**32-1")
-        _check_size(where, handle, span, itemsize)
+        addressed = span(shape, strides)
+        if addressed >= _U32_LIMIT:
+            raise LaunchConfigError(f"{where} addresses {addressed} elements; the limit is 2**32-1")
+        _check_size(where, handle, addressed, itemsize)
         bindings.append(handle.binding())
-        lengths.append(span)
+        lengths.append(addressed)
         dims += shape
         dims += strides
 

@@ -16,6 +16,7 @@ import numbers
 
 from ..ir import Elem
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
+from ..runtime.layout import is_contiguous
 from ..runtime.normalization import TensorBuffer
 from ..tensor import RudaTensor
 
@@ -36,16 +37,6 @@ U32_LIMIT = 1 << 32
 Operand = TensorBuffer | RudaTensor
 
 
-def _is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Row-major with no padding; the stride of an axis of extent 1 does not matter."""
-    expected = 1
-    for n, s in zip(reversed(shape), reversed(strides), strict=True):
-        if n > 1 and s != expected:
-            return False
-        expected *= n
-    return True
-
-
 def as_buffer(op: str, name: str, value: object) -> TensorBuffer:
     """``value`` as a ``TensorBuffer`` after checking that its layout is contiguous and that its
     handle holds every element.
@@ -63,7 +54,7 @@ def as_buffer(op: str, name: str, value: object) -> TensorBuffer:
         raise LayoutError(f"{where}: shape and strides differ in rank")
     if any(n < 0 for n in shape):
         raise LayoutError(f"{where}: an extent is negative")
-    if not _is_contiguous(shape, strides):
+    if not is_contiguous(shape, strides):
         raise LayoutError(
             f"{where} is not contiguous; {op} reads row-major tensors without padding: make it "
             "contiguous with a copy kernel first"

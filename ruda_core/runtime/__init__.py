@@ -1,7 +1,8 @@
 """The runtime contracts: what a backend implements and what a kernel author calls.
 
-``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` and its error tree
-(server.py, errors.py), memory (memory/), streams, futures, profiling and properties.
+``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py), memory
+(memory/), tensor layouts (layout.py), streams, futures, profiling and properties; the error tree
+(``ruda_core/errors.py``) is re-exported here.
 """
 
 from ..errors import (
@@ -26,12 +27,13 @@ from ..errors import (
     UnsupportedFeature,
     ValidationError,
 )
-from .backend import LazyType, Runtime, is_contiguous_or_pitched
-from .client import ComputeClient, CopyDescriptor, PreparedLaunch, contiguous_strides
+from .backend import LazyType, Runtime
+from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
 from .future import Promise, RudaFuture
 from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
+from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
 from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent
 from .properties import DeviceProperties, Feature, Features, TargetProperties

@@ -19,7 +19,7 @@ from .normalization import TensorBuffer
 from .properties import TargetProperties
 from .server import ComputeServer
 
-__all__ = ["LazyType", "Runtime", "is_contiguous_or_pitched"]
+__all__ = ["LazyType", "Runtime"]
 
 
 class LazyType:
@@ -146,18 +146,3 @@ class Runtime(ABC):
     def enumerate_all_devices(cls, info: Any) -> list[DeviceId]:
         """All devices the runtime can handle."""
         return cls.enumerate_devices(0, info)
-
-
-def is_contiguous_or_pitched(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """True for row-major layouts whose last stride is 1 and whose rows may be padded (each
-    stride at least the span of the axis after it): what the built-in runtimes read as is."""
-    if len(shape) != len(strides):
-        return False
-    span = 1
-    for n, s in zip(reversed(shape), reversed(strides), strict=True):
-        if n > 1 and s < span:
-            return False
-        if n > 1 and span == 1 and s != 1:
-            return False
-        span = max(span, s * n) if n > 1 else span
-    return True

@@ -31,6 +31,7 @@ from .compiler import RudaTask
 from .device import DeviceId
 from .future import RudaFuture
 from .launch import BoundsCheckMode, RudaCount, RudaDim, integral
+from .layout import Strided, contiguous_strides
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
@@ -47,7 +48,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class CopyDescriptor:
+class CopyDescriptor(Strided):
     """What ``read_tensor`` reads: a handle and the layout of its elements.
 
     :param handle: the tensor's memory.
@@ -62,8 +63,7 @@ class CopyDescriptor:
     elem_size: int
 
     def __post_init__(self) -> None:
-        if len(self.shape) != len(self.strides):
-            raise LayoutError(f"shape {self.shape} and strides {self.strides} differ in rank")
+        self._check_rank()
         if self.elem_size < 1 or min(self.shape, default=1) < 0 or min(self.strides, default=0) < 0:
             raise LayoutError(f"{self}: sizes, extents and strides must be non-negative")
 
@@ -313,7 +313,7 @@ class ComputeClient:
                     f"{self.runtime.__name__} cannot read a tensor of shape {d.shape} with "
                     f"strides {d.strides} as is; make it contiguous first"
                 )
-            span = _tensor_span(d)
+            span = d.span * d.elem_size
             if span > d.handle.nbytes:
                 raise LayoutError(
                     f"shape {d.shape} with strides {d.strides} spans {span} bytes; the handle "
@@ -502,14 +502,6 @@ if hasattr(os, "register_at_fork"):  # POSIX only
     os.register_at_fork(after_in_child=ComputeClient._after_fork_in_child)
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides, in elements, of a contiguous tensor of ``shape``."""
-    strides = [1] * len(shape)
-    for k in range(len(shape) - 2, -1, -1):
-        strides[k] = strides[k + 1] * max(shape[k + 1], 1)
-    return tuple(strides)
-
-
 def _tensor_nbytes(shape: Sequence[int], elem_size: int) -> int:
     if any(not isinstance(s, int) or s < 0 for s in shape) or elem_size < 1:
         raise LayoutError(
@@ -518,16 +510,9 @@ def _tensor_nbytes(shape: Sequence[int], elem_size: int) -> int:
     return math.prod(shape) * elem_size
 
 
-def _tensor_span(d: CopyDescriptor) -> int:
-    if math.prod(d.shape) == 0:
-        return 0
-    return (sum((n - 1) * s for n, s in zip(d.shape, d.strides, strict=True)) + 1) * d.elem_size
-
-
 def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
-    nbytes = math.prod(d.shape) * d.elem_size
-    if d.strides == contiguous_strides(d.shape) or nbytes == 0:
-        return raw[:nbytes]
+    if d.is_contiguous:
+        return raw[: d.size * d.elem_size]
     flat = np.frombuffer(raw, dtype=np.uint8)
     view = np.lib.stride_tricks.as_strided(
         flat,

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Elem
+from .layout import Strided
 from .memory.handle import Handle
 
 __all__ = ["TensorBuffer"]
 
 
 @dataclass(frozen=True, slots=True)
-class TensorBuffer:
+class TensorBuffer(Strided):
     """A device tensor passed to or returned from native LayerNorm: a handle and its layout."""
 
     handle: Handle
