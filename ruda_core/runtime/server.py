@@ -3,8 +3,9 @@
 A backend subclasses :class:`ComputeServer` and fills in the private hooks (``_new_stream``,
 ``_build``, ``_launch``, ``_write``, ``_read``, ``_fence``, ``_wait``, ``_flush``, ``_sync``)
 plus ``properties``/``features``. The public methods here own everything that does not depend on
-the driver: argument checks, memory pools, stream-ordered reuse, cross-stream ordering, the
-compiled-kernel cache, error surfacing and Validate-mode reports. Public methods take the
+the driver: argument checks, memory pools, stream-ordered reuse, cross-stream ordering, error
+surfacing, Validate-mode reports and profiling; its compiled kernels (tables, persistent cache,
+source dumps) are a :class:`~.kernels.KernelCache`. Public methods take the
 server's lock; hooks are called with it held and must not block on device work (except
 ``_read``'s and ``_sync``'s futures, which block only when waited on).
 
@@ -19,14 +20,9 @@ by ``write`` or by a launch that may write it.
 from __future__ import annotations
 
 import contextlib
-import os
-import pickle
-import sys
 import threading
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
@@ -39,11 +35,11 @@ from ..errors import (
     UnsupportedFeature,
 )
 from ..ir import ExecutionMode
-from .cache import CacheWarning, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .fork import check_new_server, track
 from .future import RudaFuture
+from .kernels import CompileStats, KernelCache
 from .launch import RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.management import Fence, MemoryConfig, MemoryManagement
@@ -62,10 +58,6 @@ __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 #: without a copy; ``bytes(b)`` copies).
 Bytes = memoryview
 
-_CHECKED = ExecutionMode.CHECKED
-#: Layout of a persisted kernel (a pickled ``(CompiledKernel, binary)``), part of every key: an
-#: entry of another layout is never found, so it is rebuilt, never misread. 2: typed fields.
-_KERNEL_FORMAT = 2
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
 
 
@@ -92,20 +84,6 @@ class _Recording:
         self.base = base
         self.ops: list[tuple[str, str, ServerStream, Stamp, Stamp]] = []
         self.streams: dict[int, ServerStream] = {stream.slot: stream}
-
-
-class CompileStats:
-    """How this server obtained its kernels: ``compiled`` from IR, or loaded from ``disk_hits``
-    entries of the persistent cache."""
-
-    __slots__ = ("compiled", "disk_hits")
-
-    def __init__(self) -> None:
-        self.compiled = 0
-        self.disk_hits = 0
-
-    def __repr__(self) -> str:
-        return f"CompileStats(compiled={self.compiled}, disk_hits={self.disk_hits})"
 
 
 class ComputeServer(ABC):
@@ -150,16 +128,11 @@ class ComputeServer(ABC):
         track(self)
         self.memory = MemoryManagement(storage, memory_config or MemoryConfig(), self._fence)
         self._streams: dict[int, ServerStream] = {}
-        #: built kernels by task key, one table per mode (looked up by identity on the hot path)
-        self._kernels: dict[ExecutionMode, dict[str, tuple[CompiledKernel, Any]]] = {
-            m: {} for m in ExecutionMode
-        }
-        self._checked = self._kernels[ExecutionMode.CHECKED]
-        self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._fingerprint: str | None = None
-        self._disk: DiskCache | None = None
         self._profile: _Recording | None = None
-        self.compile_stats = CompileStats()
+        #: built kernels (tables per mode, the persistent cache, source dumps)
+        self._kernels = KernelCache(self)
+        self.compile_stats: CompileStats = self._kernels.stats
 
     # -- what a backend provides ---------------------------------------------------------------
     @property
@@ -378,7 +351,7 @@ class ComputeServer(ABC):
             if count.binding is not None:
                 self._use_bindings(stream, (count.binding,))
             try:
-                compiled, kernel = self._kernel(task, mode)
+                compiled, kernel = self._kernels.get(task, mode)
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
                 return
@@ -447,7 +420,7 @@ class ComputeServer(ABC):
         """
         frozen = tuple(bindings)
         with self.lock:
-            compiled, kernel = self._kernel(task, mode)
+            compiled, kernel = self._kernels.get(task, mode)
             fast = None
             if mode is not ExecutionMode.VALIDATE and count.binding is None:
                 fast = self._prepare(task, kernel, compiled, count, dim, frozen, scalars, metadata)
@@ -650,69 +623,6 @@ class ComputeServer(ABC):
             return None
         return RudaCount(*counts) if min(counts) > 0 else None
 
-    def _kernel(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
-        table = self._checked if mode is _CHECKED else self._kernels[mode]
-        entry = table.get(task.key)
-        if entry is None:
-            entry = table[task.key] = self._compile_and_build(task, mode)
-        return entry
-
-    def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
-        disk_key = self._disk_key(task, mode)
-        loaded = self._load_cached(disk_key) if disk_key is not None else None
-        if loaded is not None:
-            self._dump(task, loaded[0])
-            return loaded
-        compiled = task.compile(self.compiler, self.compile_options(), mode)
-        self._dump(task, compiled)  # before building: a source that fails to build is dumped too
-        kernel = self._build(compiled)
-        self.compile_stats.compiled += 1
-        if disk_key is not None and self._disk is not None:
-            binary = self._binary(kernel)
-            if binary is not None:
-                self._disk.put(disk_key, pickle.dumps((compiled, binary)))
-        return compiled, kernel
-
-    def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
-        if self._dump_dir:
-            _dump_source(Path(self._dump_dir), self.compiler.source_suffix, task, compiled)
-
-    def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
-        driver = self.driver_fingerprint()
-        if driver is None:
-            return None
-        if self._disk is None:
-            self._disk = DiskCache("kernels")
-        backend = type(self).__module__.partition(".")[0]
-        return digest(
-            _KERNEL_FORMAT,
-            task.key,
-            mode.value,
-            self.compile_options(),
-            self.compiler.name,
-            code_fingerprint("ruda_core", backend),
-            driver,
-            self.properties_fingerprint(),
-            sys.version_info[:2],
-        )
-
-    def _load_cached(self, disk_key: str) -> tuple[CompiledKernel, Any] | None:
-        blob = self._disk.get(disk_key) if self._disk is not None else None
-        if blob is None:
-            return None
-        try:
-            compiled, binary = pickle.loads(blob)
-            kernel = self._load_binary(compiled, binary)
-        except Exception as exc:  # a stale or foreign entry: rebuild it, loudly
-            warnings.warn(
-                f"cached kernel {disk_key[:12]} could not be loaded ({exc!r}); rebuilding",
-                CacheWarning,
-                stacklevel=4,
-            )
-            return None
-        self.compile_stats.disk_hits += 1
-        return compiled, kernel
-
     def _report_log(self, stream: ServerStream) -> ReportLog:
         """The stream's report log with a free slot: made at its first validated launch, its
         slab folded when full (lock held)."""
@@ -760,9 +670,3 @@ def _describe_bad_binding(binding: Binding, server: ComputeServer) -> str:
         f"{binding!r} belongs to another device's server, not {server.device_id}; copy the data "
         "to this device first"
     )
-
-
-def _dump_source(folder: Path, suffix: str, task: RudaTask, compiled: CompiledKernel) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}.{suffix}"
-    (folder / name).write_text(compiled.source)

@@ -1,0 +1,141 @@
+"""``KernelCache``: the compiled kernels of one server.
+
+It holds one table per :class:`ExecutionMode` of built kernels by task key, the persistent cache
+of built kernels (``DiskCache("kernels")``, through the server's ``_binary``/``_load_binary``
+hooks, only for a backend with a driver fingerprint) and the source dumps of
+``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock,
+and kept for the server's life; a build that fails raises and is not cached, so the next lookup
+tries again. This module never enqueues work, touches memory or reads a stream.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..ir import ExecutionMode
+from .cache import CacheWarning, DiskCache, code_fingerprint, digest
+from .compiler import CompiledKernel, RudaTask
+
+if TYPE_CHECKING:
+    from .server import ComputeServer
+
+__all__ = ["CompileStats", "KernelCache"]
+
+_CHECKED = ExecutionMode.CHECKED
+#: Layout of a persisted kernel (a pickled ``(CompiledKernel, binary)``), part of every key: an
+#: entry of another layout is never found, so it is rebuilt, never misread. 2: typed fields.
+_KERNEL_FORMAT = 2
+
+
+class CompileStats:
+    """How this server obtained its kernels: ``compiled`` from IR, or loaded from ``disk_hits``
+    entries of the persistent cache."""
+
+    __slots__ = ("compiled", "disk_hits")
+
+    def __init__(self) -> None:
+        self.compiled = 0
+        self.disk_hits = 0
+
+    def __repr__(self) -> str:
+        return f"CompileStats(compiled={self.compiled}, disk_hits={self.disk_hits})"
+
+
+class KernelCache:
+    """Built kernels of ``server`` by (mode, task key). Not thread-safe: the server calls it
+    with its lock held.
+
+    :param server: the server whose compiler, options and build hooks make the kernels.
+    """
+
+    __slots__ = ("_by_mode", "_checked", "_disk", "_dump_dir", "_server", "stats")
+
+    def __init__(self, server: ComputeServer) -> None:
+        self._server = server
+        #: one table per mode, looked up by identity on the hot path
+        self._by_mode: dict[ExecutionMode, dict[str, tuple[CompiledKernel, Any]]] = {
+            m: {} for m in ExecutionMode
+        }
+        self._checked = self._by_mode[_CHECKED]
+        self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
+        self._disk: DiskCache | None = None
+        self.stats = CompileStats()
+
+    def get(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
+        """The compiled kernel and the backend's built kernel of ``task`` in ``mode``: from the
+        table, else from the persistent cache, else compiled and built now.
+
+        :raises ServerError: (a ``CompilationError`` …) when compiling or building fails.
+        """
+        table = self._checked if mode is _CHECKED else self._by_mode[mode]
+        entry = table.get(task.key)
+        if entry is None:
+            entry = table[task.key] = self._compile_and_build(task, mode)
+        return entry
+
+    def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
+        server = self._server
+        disk_key = self._disk_key(task, mode)
+        loaded = self._load_cached(disk_key) if disk_key is not None else None
+        if loaded is not None:
+            self._dump(task, loaded[0])
+            return loaded
+        compiled = task.compile(server.compiler, server.compile_options(), mode)
+        self._dump(task, compiled)  # before building: a source that fails to build is dumped too
+        kernel = server._build(compiled)
+        self.stats.compiled += 1
+        if disk_key is not None and self._disk is not None:
+            binary = server._binary(kernel)
+            if binary is not None:
+                self._disk.put(disk_key, pickle.dumps((compiled, binary)))
+        return compiled, kernel
+
+    def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
+        if self._dump_dir:
+            folder = Path(self._dump_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            suffix = self._server.compiler.source_suffix
+            name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}.{suffix}"
+            (folder / name).write_text(compiled.source)
+
+    def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
+        server = self._server
+        driver = server.driver_fingerprint()
+        if driver is None:
+            return None
+        if self._disk is None:
+            self._disk = DiskCache("kernels")
+        backend = type(server).__module__.partition(".")[0]
+        return digest(
+            _KERNEL_FORMAT,
+            task.key,
+            mode.value,
+            server.compile_options(),
+            server.compiler.name,
+            code_fingerprint("ruda_core", backend),
+            driver,
+            server.properties_fingerprint(),
+            sys.version_info[:2],
+        )
+
+    def _load_cached(self, disk_key: str) -> tuple[CompiledKernel, Any] | None:
+        blob = self._disk.get(disk_key) if self._disk is not None else None
+        if blob is None:
+            return None
+        try:
+            compiled, binary = pickle.loads(blob)
+            kernel = self._server._load_binary(compiled, binary)
+        except Exception as exc:  # a stale or foreign entry: rebuild it, loudly
+            warnings.warn(
+                f"cached kernel {disk_key[:12]} could not be loaded ({exc!r}); rebuilding",
+                CacheWarning,
+                stacklevel=4,
+            )
+            return None
+        self.stats.disk_hits += 1
+        return compiled, kernel
