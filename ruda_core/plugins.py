@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 import pluggy
 
 from . import probe
+from .errors import BackendUnavailable, PluginError
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
-from .runtime.errors import BackendUnavailable, PluginError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
