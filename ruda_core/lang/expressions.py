@@ -27,7 +27,7 @@ from .builtins import BuiltinVar, Intrinsic
 from .coerce import default_elem, elem_of, explicit_cast, implicit, operand, promote
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
-from .scope import BuilderState, PyVal, Value, is_array
+from .scope import BuilderState, LiteralChoice, PyVal, Value, is_array
 from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
 
 __all__ = ["ExprBuilder"]
@@ -226,8 +226,7 @@ class ExprBuilder(BuilderState):
                 self.fail(f"array '{v}' cannot be an operand of {what}; index it", node)
         ea, eb = elem_of(a), elem_of(b)
         if ea is None and eb is None:
-            value = a.value if isinstance(a, PyVal) else None
-            other = b.value if isinstance(b, PyVal) else None
+            value, other = _typical(a), _typical(b)
             if isinstance(other, float) and not isinstance(value, float):
                 value = other
             return default_elem(self, value, node)
@@ -352,6 +351,8 @@ class ExprBuilder(BuilderState):
             a = self.expr(node.body)
         with self.capture() as orelse:
             b = self.expr(node.orelse)
+        if isinstance(a, PyVal) and isinstance(b, PyVal) and _numbers(a.value, b.value):
+            return LiteralChoice(cond, a.value, b.value)  # typed by its context, as literals are
         elem = self.common(a, b, node, "a conditional expression")
         if not _has_effects(then) and not _has_effects(orelse):
             self.blocks[-1].extend(then + orelse)
@@ -373,8 +374,8 @@ class ExprBuilder(BuilderState):
             if not isinstance(index, PyVal):
                 self.fail(f"cannot index the compile-time value {obj.value!r} at runtime", node)
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
-        if not is_array(obj):
-            self.fail(f"'{obj}' is not an array", node)
+        if isinstance(obj, LiteralChoice) or not is_array(obj):
+            self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
         index_op = self.index(self.expr(node.slice), node.slice)
         return self.emit(Op.INDEX, obj.elem, obj, index_op)
 
@@ -476,3 +477,16 @@ class ExprBuilder(BuilderState):
         if isinstance(value, PyVal) and isinstance(value.value, ElemVar):
             return self.bound(value.value, node)
         self.fail(f"expected a type such as f32 or Float, got {value}", node)
+
+
+def _typical(value: Value) -> object:
+    """The compile-time number standing for ``value`` when typing it alone, else None."""
+    if isinstance(value, PyVal):
+        return value.value
+    return value.typical if isinstance(value, LiteralChoice) else None
+
+
+def _numbers(a: object, b: object) -> bool:
+    """Both bools, or both numbers that are not bools."""
+    kinds = {isinstance(a, bool), isinstance(b, bool)}
+    return len(kinds) == 1 and all(isinstance(v, bool | int | float) for v in (a, b))

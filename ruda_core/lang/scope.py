@@ -33,7 +33,7 @@ from ..ir import (
 from .syntax import ParsedFunction
 from .types import ElemVar
 
-__all__ = ["BuilderState", "Frame", "PyVal", "Return", "Value", "is_array"]
+__all__ = ["BuilderState", "Frame", "LiteralChoice", "PyVal", "Return", "Value", "is_array"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,23 @@ class PyVal:
     value: object
 
 
-Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal
+@dataclass(frozen=True, slots=True)
+class LiteralChoice:
+    """``a if cond else b`` of two compile-time numbers under a runtime condition. Like a
+    literal, it takes the type its context asks for (an assignment's target, the other
+    operand), and its own default type alone."""
+
+    cond: Operand
+    a: object
+    b: object
+
+    @property
+    def typical(self) -> object:
+        """The arm whose default type the choice takes alone (a float over an int)."""
+        return self.b if isinstance(self.b, float) and not isinstance(self.a, float) else self.a
+
+
+Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralChoice
 
 
 def is_array(value: Value) -> bool:
