@@ -31,7 +31,7 @@ class RudaTensor(Strided):
     @classmethod
     def from_numpy(cls, client: ComputeClient, array: np.ndarray) -> RudaTensor:
         """A contiguous device copy of ``array``."""
-        host = np.ascontiguousarray(array)
+        host = np.ascontiguousarray(array).reshape(np.shape(array))  # keeps a 0-d array 0-d
         elem = Elem.from_dtype(host.dtype)
         handle, strides = client.create_tensor_from_slice(host, host.shape, host.itemsize)
         return cls(handle, tuple(host.shape), strides, elem)

@@ -20,6 +20,7 @@ from ruda_core.runtime import (
     RudaPanic,
     contiguous_strides,
 )
+from ruda_core.tensor import RudaTensor
 from ruda_core.testing.runner import TIMEOUT_S, settle
 
 SHAPES = [(), (0,), (7,), (2, 3, 4), (1, 1, 5), (3, 0, 2), (2, 2, 2, 2)]
@@ -144,3 +145,10 @@ def test_layout_larger_than_its_handle_is_refused(client):
     handle = client.empty(40)
     with pytest.raises(LayoutError):
         client.read_tensor_async([CopyDescriptor(handle, (3, 4), (4, 1), 4)])
+
+
+def test_a_zero_dimensional_array_round_trips_as_a_zero_dimensional_tensor(client):
+    tensor = RudaTensor.from_numpy(client, np.array(3.5, np.float32))
+    assert tensor.shape == () and tensor.strides == ()
+    back = tensor.to_numpy(client)
+    assert back.shape == () and back == np.float32(3.5)
