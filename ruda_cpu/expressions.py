@@ -88,13 +88,34 @@ _UNARY_FUNCS = {
     Op.TAN: "np.tan",
     Op.TANH: "np.tanh",
     Op.ERF: "L.erf",
+    Op.ERFC: "L.erfc",
+    Op.LGAMMA: "L.lgamma",
+    Op.EXPM1: "np.expm1",
+    Op.LOG10: "np.log10",
+    Op.CBRT: "np.cbrt",
+    Op.ASIN: "np.arcsin",
+    Op.ACOS: "np.arccos",
+    Op.ATAN: "np.arctan",
+    Op.SINH: "np.sinh",
+    Op.COSH: "np.cosh",
+    Op.ASINH: "np.arcsinh",
+    Op.ACOSH: "np.arccosh",
+    Op.ATANH: "np.arctanh",
     Op.FLOOR: "np.floor",
     Op.CEIL: "np.ceil",
     Op.ROUND: "np.rint",
     Op.TRUNC: "np.trunc",
     Op.ISNAN: "np.isnan",
     Op.ISINF: "np.isinf",
+    Op.ISFINITE: "np.isfinite",
     Op.ABS: "np.abs",
+}
+_BINARY_FUNCS = {
+    Op.ATAN2: "np.arctan2",
+    Op.HYPOT: "np.hypot",
+    Op.FMOD: "np.fmod",
+    Op.REMAINDER: "L.remainder",
+    Op.COPYSIGN: "np.copysign",
 }
 _ATOMIC_HELPERS = {
     Op.ATOMIC_SWAP: "atomic_swap",
@@ -174,6 +195,8 @@ def _arith(ins: Instr, ctx: Context) -> str:
         return f"np.floor({ops[0]} / {ops[1]})"
     if op is Op.MOD:
         return f"{ops[0]} - np.floor({ops[0]} / {ops[1]}) * {ops[1]}"
+    if op in _BINARY_FUNCS:
+        return f"{_BINARY_FUNCS[op]}({ops[0]}, {ops[1]})"
     if op in (Op.MIN, Op.MAX):
         fn = ("fmin" if op is Op.MIN else "fmax") if elem.is_float else op.value + "imum"
         return f"np.{fn}({ops[0]}, {ops[1]})"

@@ -68,7 +68,7 @@ _C99_TYPES = {
     Elem.F32: "float",
     Elem.F64: "double",
 }
-_UNSUFFIXED_MATH = frozenset({"isnan", "isinf"})
+_UNSUFFIXED_MATH = frozenset({"isnan", "isinf", "isfinite"})
 
 
 class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses override some

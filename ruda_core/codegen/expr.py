@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import CompilationError
-from ..ir import COMPARE_OPS, FLOAT_UNARY, Const, Elem, Op, Operand
+from ..ir import COMPARE_OPS, FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Const, Elem, Op, Operand
 from .dialect import Dialect
 from .prelude import Prelude, function
 
@@ -45,15 +45,13 @@ _SYMBOL = {
     Op.BIT_XOR: "^",
 }
 #: C99 math function of each operation computed by one call.
-_MATH = {op: op.value for op in FLOAT_UNARY if op is not Op.RECIP} | {
+_MATH = {op: op.value for op in FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS if op is not Op.RECIP} | {
     Op.ROUND: "rint",
     Op.ABS: "fabs",
     Op.MIN: "fmin",
     Op.MAX: "fmax",
     Op.POW: "pow",
     Op.FMA: "fma",
-    Op.ISNAN: "isnan",
-    Op.ISINF: "isinf",
 }
 #: Composite operations an ``f16`` computes in ``f32`` even where the target has half arithmetic.
 _F16_IN_F32 = frozenset({Op.FLOOR_DIV, Op.MOD})
@@ -152,7 +150,7 @@ class ExprLowering:
             w = [self.wide(a, elem) for a in args]
         if op in COMPARE_OPS:
             return f"({w[0]} {_SYMBOL[op]} {w[1]})"
-        if op in (Op.ISNAN, Op.ISINF):
+        if op in FLOAT_TESTS:
             return self.d.math_call(_MATH[op], compute, w)
         value = self._float_value(op, compute, w)
         return value if compute is elem else self.d.narrow(elem, bare(value), compute)

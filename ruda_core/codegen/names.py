@@ -50,8 +50,9 @@ MATH_NAMES = frozenset(
     name + suffix
     for name in words(
         """
-        exp exp2 log log2 log1p sqrt rsqrt sin cos tan tanh erf floor ceil rint trunc
-        fabs fmin fmax fma pow isnan isinf min max abs
+        exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt sin cos tan asin acos atan atan2
+        sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil rint trunc hypot fmod
+        remainder copysign fabs fmin fmax fma pow isnan isinf isfinite min max abs
         """
     )
     for suffix in ("", "f")

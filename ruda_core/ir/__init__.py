@@ -22,7 +22,17 @@ from .kernel import (
     walk,
 )
 from .modes import ExecutionMode
-from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
+from .ops import (
+    ARITH_BINARY,
+    ATOMIC_OPS,
+    BITWISE_BINARY,
+    COMPARE_OPS,
+    FLOAT_BINARY,
+    FLOAT_TESTS,
+    FLOAT_UNARY,
+    PLANE_OPS,
+    Op,
+)
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
 from .variables import (
     ArrayVar,
@@ -44,7 +54,9 @@ __all__ = [
     "ATOMIC_OPS",
     "BITWISE_BINARY",
     "COMPARE_OPS",
+    "FLOAT_BINARY",
     "FLOAT_ELEMS",
+    "FLOAT_TESTS",
     "FLOAT_UNARY",
     "INT_ELEMS",
     "NUMERIC_ELEMS",

@@ -76,12 +76,33 @@ class Op(enum.Enum):
     TAN = "tan"
     TANH = "tanh"
     ERF = "erf"
+    ERFC = "erfc"
+    LGAMMA = "lgamma"  #: log |gamma(x)|
+    EXPM1 = "expm1"
+    LOG10 = "log10"
+    CBRT = "cbrt"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
     FLOOR = "floor"
     CEIL = "ceil"
     ROUND = "round"  #: half to even
     TRUNC = "trunc"
     ISNAN = "isnan"  #: -> bool
     ISINF = "isinf"  #: -> bool
+    ISFINITE = "isfinite"  #: -> bool
+
+    # float math, binary, float operands of one type
+    ATAN2 = "atan2"  #: (y, x)
+    HYPOT = "hypot"
+    FMOD = "fmod"  #: C's fmod: truncated division's remainder, exact
+    REMAINDER = "remainder"  #: IEEE remainder: x - n*y, n = x/y rounded half to even; exact
+    COPYSIGN = "copysign"
 
     # comparison: operands of one type -> bool
     EQ = "eq"
@@ -169,12 +190,29 @@ FLOAT_UNARY = frozenset(
         Op.TAN,
         Op.TANH,
         Op.ERF,
+        Op.ERFC,
+        Op.LGAMMA,
+        Op.EXPM1,
+        Op.LOG10,
+        Op.CBRT,
+        Op.ASIN,
+        Op.ACOS,
+        Op.ATAN,
+        Op.SINH,
+        Op.COSH,
+        Op.ASINH,
+        Op.ACOSH,
+        Op.ATANH,
         Op.FLOOR,
         Op.CEIL,
         Op.ROUND,
         Op.TRUNC,
     }
 )
+#: Binary operations defined on floats only (besides ``/`` and ``**``).
+FLOAT_BINARY = frozenset({Op.ATAN2, Op.HYPOT, Op.FMOD, Op.REMAINDER, Op.COPYSIGN})
+#: Float classification, -> bool.
+FLOAT_TESTS = frozenset({Op.ISNAN, Op.ISINF, Op.ISFINITE})
 COMPARE_OPS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 BITWISE_BINARY = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
 ATOMIC_OPS = frozenset(

@@ -18,7 +18,17 @@ import numpy as np
 
 from ..errors import CompilationError
 from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
-from .ops import ARITH_BINARY, ATOMIC_OPS, BITWISE_BINARY, COMPARE_OPS, FLOAT_UNARY, PLANE_OPS, Op
+from .ops import (
+    ARITH_BINARY,
+    ATOMIC_OPS,
+    BITWISE_BINARY,
+    COMPARE_OPS,
+    FLOAT_BINARY,
+    FLOAT_TESTS,
+    FLOAT_UNARY,
+    PLANE_OPS,
+    Op,
+)
 from .types import Elem
 from .variables import (
     Builtin,
@@ -372,8 +382,6 @@ def _build_rules() -> dict[Op, Rule]:
         Op.ABS: _same_rule(_NUMERIC, 1, "numbers"),
         Op.FMA: _same_rule(_FLOAT, 3, "floats"),
         Op.CLAMP: _same_rule(_NUMERIC, 3, "numbers"),
-        Op.ISNAN: _same_rule(_FLOAT, 1, "floats", Elem.BOOL),
-        Op.ISINF: _same_rule(_FLOAT, 1, "floats", Elem.BOOL),
         Op.AND: _same_rule(_BOOL, 2, "bool"),
         Op.OR: _same_rule(_BOOL, 2, "bool"),
         Op.NOT: _same_rule(_BOOL, 1, "bool"),
@@ -398,6 +406,10 @@ def _build_rules() -> dict[Op, Rule]:
         )
     for op in FLOAT_UNARY:
         rules[op] = _same_rule(_FLOAT, 1, "floats")
+    for op in FLOAT_BINARY:
+        rules[op] = _same_rule(_FLOAT, 2, "floats")
+    for op in FLOAT_TESTS:
+        rules[op] = _same_rule(_FLOAT, 1, "floats", Elem.BOOL)
     for op in COMPARE_OPS:
         rules[op] = _same_rule(_ANY, 2, "any type", Elem.BOOL)
     for op in BITWISE_BINARY:

@@ -14,10 +14,11 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   ``atomic_compare_and_swap(arr, i, cmp, v)``.
 * ``plane_<op>(v)`` over the units of a plane; ``plane_broadcast(v, lane)`` and
   ``plane_shuffle(v, src)`` read another lane's value.
-* math: ``exp exp2 log log2 log1p sqrt rsqrt recip sin cos tan tanh erf floor ceil round trunc``
-  (floats), ``isnan isinf`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow``
-  (floats). ``round`` of a float is a float (half to even). Python's ``abs``, ``min``, ``max``,
-  ``round`` and ``pow`` mean the same inside kernels.
+* math: ``exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt recip sin cos tan asin acos atan
+  sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil round trunc`` (floats), ``isnan
+  isinf isfinite`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow atan2 hypot fmod
+  remainder copysign`` (floats). ``round`` of a float is a float (half to even). Python's
+  ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
 
@@ -64,6 +65,13 @@ __all__ = [
     "LocalArray",
     "SharedMemory",
     "abs",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
     "atomic_add",
     "atomic_and",
     "atomic_compare_and_swap",
@@ -75,19 +83,29 @@ __all__ = [
     "atomic_sub",
     "atomic_swap",
     "atomic_xor",
+    "cbrt",
     "ceil",
     "clamp",
+    "copysign",
     "cos",
+    "cosh",
     "erf",
+    "erfc",
     "exp",
     "exp2",
+    "expm1",
     "floor",
     "fma",
+    "fmod",
+    "hypot",
+    "isfinite",
     "isinf",
     "isnan",
+    "lgamma",
     "log",
     "log1p",
     "log2",
+    "log10",
     "max",
     "min",
     "plane_all",
@@ -102,9 +120,11 @@ __all__ = [
     "plane_sum",
     "pow",
     "recip",
+    "remainder",
     "round",
     "rsqrt",
     "sin",
+    "sinh",
     "sqrt",
     "sync_units",
     "tan",
@@ -218,6 +238,25 @@ cos = Intrinsic("cos", np.cos)
 tan = Intrinsic("tan", np.tan)
 tanh = Intrinsic("tanh", np.tanh)
 erf = Intrinsic("erf", math.erf)
+erfc = Intrinsic("erfc", math.erfc)
+lgamma = Intrinsic("lgamma", math.lgamma)
+expm1 = Intrinsic("expm1", np.expm1)
+log10 = Intrinsic("log10", np.log10)
+cbrt = Intrinsic("cbrt", np.cbrt)
+asin = Intrinsic("asin", np.arcsin)
+acos = Intrinsic("acos", np.arccos)
+atan = Intrinsic("atan", np.arctan)
+sinh = Intrinsic("sinh", np.sinh)
+cosh = Intrinsic("cosh", np.cosh)
+asinh = Intrinsic("asinh", np.arcsinh)
+acosh = Intrinsic("acosh", np.arccosh)
+atanh = Intrinsic("atanh", np.arctanh)
+isfinite = Intrinsic("isfinite", np.isfinite)
+atan2 = Intrinsic("atan2", np.arctan2)
+hypot = Intrinsic("hypot", np.hypot)
+fmod = Intrinsic("fmod", np.fmod)
+remainder = Intrinsic("remainder", math.remainder)
+copysign = Intrinsic("copysign", np.copysign)
 floor = Intrinsic("floor", np.floor)
 ceil = Intrinsic("ceil", np.ceil)
 round = Intrinsic("round", builtins.round)

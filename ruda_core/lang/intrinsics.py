@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..ir import Elem, LocalArray, Op, Operand, SharedArray
+from ..ir import FLOAT_BINARY, Elem, LocalArray, Op, Operand, SharedArray
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
 from .scope import PyVal, Value, is_array
 
@@ -186,6 +186,19 @@ _FLOAT_UNARY = {
     "tan": Op.TAN,
     "tanh": Op.TANH,
     "erf": Op.ERF,
+    "erfc": Op.ERFC,
+    "lgamma": Op.LGAMMA,
+    "expm1": Op.EXPM1,
+    "log10": Op.LOG10,
+    "cbrt": Op.CBRT,
+    "asin": Op.ASIN,
+    "acos": Op.ACOS,
+    "atan": Op.ATAN,
+    "sinh": Op.SINH,
+    "cosh": Op.COSH,
+    "asinh": Op.ASINH,
+    "acosh": Op.ACOSH,
+    "atanh": Op.ATANH,
     "floor": Op.FLOOR,
     "ceil": Op.CEIL,
     "round": Op.ROUND,
@@ -211,6 +224,8 @@ HANDLERS: dict[str, Handler] = {
     **{name: _atomic(op, name, n) for name, (op, n) in _ATOMICS.items()},
     "isnan": _math(Op.ISNAN, 1, floats=True, result=Elem.BOOL),
     "isinf": _math(Op.ISINF, 1, floats=True, result=Elem.BOOL),
+    "isfinite": _math(Op.ISFINITE, 1, floats=True, result=Elem.BOOL),
+    **{op.value: _math(op, 2, floats=True) for op in FLOAT_BINARY},
     "abs": _math(Op.ABS, 1),
     "min": _math(Op.MIN, None),
     "max": _math(Op.MAX, None),

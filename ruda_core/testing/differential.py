@@ -163,6 +163,8 @@ class _Gen:
             ops = [Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX]
             if elem.is_int:
                 ops += [Op.FLOOR_DIV, Op.MOD, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR]
+            else:
+                ops += [Op.COPYSIGN, Op.FMOD, Op.REMAINDER]  # exactly defined, like + - *
             op = self.draw(st.sampled_from(ops))
             a, b = self.expr(elem, depth - 1), self.expr(elem, depth - 1)
             if op in (Op.FLOOR_DIV, Op.MOD):
@@ -209,7 +211,7 @@ class _Gen:
         if not floats:
             return self.leaf(Elem.BOOL)
         elem = self.draw(st.sampled_from(floats))
-        op = self.draw(st.sampled_from([Op.ISNAN, Op.ISINF]))
+        op = self.draw(st.sampled_from([Op.ISNAN, Op.ISINF, Op.ISFINITE]))
         return k.let(op, Elem.BOOL, self.expr(elem, depth - 1))
 
     def readable(self, elem: Elem) -> list[Local]:

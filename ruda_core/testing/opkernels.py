@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..ir import FLOAT_UNARY, Elem, KernelDefinition, Op
+from ..ir import FLOAT_TESTS, FLOAT_UNARY, Elem, KernelDefinition, Op
 from .irbuild import KernelBuilder, builtin, const
 
 __all__ = ["BLOCK", "arity", "float_inputs", "int_inputs", "ops_kernel"]
@@ -26,12 +26,10 @@ def arity(op: Op) -> int:
     """Operands of a value operation."""
     if op in (Op.CLAMP, Op.FMA, Op.SELECT):
         return 3
-    if op in FLOAT_UNARY or op in (
+    if op in FLOAT_UNARY or op in FLOAT_TESTS or op in (
         Op.NEG,
         Op.ABS,
         Op.BIT_NOT,
-        Op.ISNAN,
-        Op.ISINF,
         Op.NOT,
         Op.ASSIGN,
     ):

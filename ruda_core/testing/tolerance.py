@@ -8,11 +8,14 @@ place) of their element type, by operation class:
 class                     f16    bf16   f32    f64    operations
 ========================  =====  =====  =====  =====  ============================================
 ``EXACT``                 0      0      0      0      ``+ - *``, comparisons, casts, ``min max abs
-                                                      neg clamp select floor ceil round trunc``,
-                                                      float ``// %`` (IEEE or defined exactly)
+                                                      neg clamp select floor ceil round trunc
+                                                      copysign fmod remainder``, float ``// %``
+                                                      (IEEE or defined exactly)
 ``DIVISION``              1      1      3      2      ``/``, ``recip``, ``sqrt``, ``rsqrt``
-``TRANSCENDENTAL``        2      2      16     16     ``exp exp2 log log2 log1p sin cos tan tanh
-                                                      erf pow``
+``TRANSCENDENTAL``        2      2      16     16     ``exp exp2 expm1 log log2 log10 log1p cbrt
+                                                      sin cos tan asin acos atan atan2 sinh cosh
+                                                      tanh asinh acosh atanh hypot erf erfc
+                                                      lgamma pow``
 ``FUSED``                 1      1      1      1      ``fma``: against the fused *or* the unfused
                                                       result
 ========================  =====  =====  =====  =====  ============================================
@@ -83,6 +86,21 @@ OP_CLASSES: dict[Op, OpClass] = {
             Op.TAN,
             Op.TANH,
             Op.ERF,
+            Op.ERFC,
+            Op.LGAMMA,
+            Op.EXPM1,
+            Op.LOG10,
+            Op.CBRT,
+            Op.ASIN,
+            Op.ACOS,
+            Op.ATAN,
+            Op.ATAN2,
+            Op.SINH,
+            Op.COSH,
+            Op.ASINH,
+            Op.ACOSH,
+            Op.ATANH,
+            Op.HYPOT,
             Op.POW,
         )
     },

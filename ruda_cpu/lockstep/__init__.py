@@ -34,7 +34,7 @@ from .plane import (
     plane_shuffle,
     plane_sum,
 )
-from .special import erf
+from .special import erf, erfc, lgamma, remainder
 from .values import (
     Lanes,
     add,
@@ -71,11 +71,13 @@ __all__ = [
     "cast",
     "eq",
     "erf",
+    "erfc",
     "fma",
     "ge",
     "gt",
     "iter_mask",
     "le",
+    "lgamma",
     "load",
     "load_ro",
     "load_seg",
@@ -97,6 +99,7 @@ __all__ = [
     "plane_shuffle",
     "plane_sum",
     "range_value",
+    "remainder",
     "report_oob",
     "select",
     "store",

@@ -1,4 +1,5 @@
-"""Vectorised special functions NumPy lacks: ``erf``.
+"""Special functions NumPy lacks: ``erf`` (vectorised), ``erfc``, ``lgamma`` and the IEEE
+``remainder`` (element by element through :mod:`math`, in float64, rounded once).
 
 ``erf`` is computed in float64 whatever the element type and rounded once to it, so f16 and f32
 results are correctly rounded but for rare ties, and f64 results are within 4 ulp of the true
@@ -21,7 +22,7 @@ import numpy as np
 
 from .values import _split
 
-__all__ = ["erf"]
+__all__ = ["erf", "erfc", "lgamma", "remainder"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ONE_OVER_SQRT_PI = 1.0 / math.sqrt(math.pi)
@@ -71,3 +72,41 @@ def erf(x: Any) -> Any:
         out[mid] = _continued_fraction(a[mid])
     out = np.copysign(out, x64).astype(dtype)
     return out[0] if isinstance(x, np.generic) else out
+
+
+def _lgamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except ValueError:  # a pole: 0 or a negative integer, where C's lgamma gives +inf
+        return math.inf
+
+
+def _remainder(x: float, y: float) -> float:
+    try:
+        return math.remainder(x, y)
+    except ValueError:  # y == 0 or x infinite: C's remainder gives NaN
+        return math.nan
+
+
+def _per_element(fn: Any, *xs: Any) -> Any:
+    """``fn`` of float64 values, element by element, rounded once to the operands' type."""
+    dtype = np.result_type(*xs)
+    wide = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, np.float64)) for x in xs))
+    out = np.frompyfunc(fn, len(xs), 1)(*wide).astype(np.float64).astype(dtype)
+    return out[0] if all(isinstance(x, np.generic) for x in xs) else out
+
+
+def erfc(x: Any) -> Any:
+    """``1 - erf(x)`` without the cancellation, in ``x``'s element type."""
+    return _per_element(math.erfc, x)
+
+
+def lgamma(x: Any) -> Any:
+    """``log |gamma(x)|`` in ``x``'s element type (+inf at the poles)."""
+    return _per_element(_lgamma, x)
+
+
+def remainder(x: Any, y: Any) -> Any:
+    """IEEE 754 remainder ``x - n*y``, ``n`` the nearest integer to ``x/y`` (ties to even):
+    exact; NaN where ``y`` is 0 or ``x`` infinite."""
+    return _per_element(_remainder, x, y)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ruda_core.ir import FLOAT_UNARY, Elem, Op
+from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition
@@ -32,9 +32,9 @@ VALUE_OPS = [
     Op.FMA,
     Op.CLAMP,
     Op.ASSIGN,
-    *sorted(FLOAT_UNARY, key=lambda op: op.value),
+    *sorted(FLOAT_UNARY | FLOAT_BINARY, key=lambda op: op.value),
 ]
-BOOL_OPS = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.ISNAN, Op.ISINF]
+BOOL_OPS = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, *sorted(FLOAT_TESTS, key=lambda op: op.value)]
 
 
 def _run_table(client, elem, inputs, value_ops=VALUE_OPS, bool_ops=BOOL_OPS):
