@@ -45,7 +45,9 @@ _SYMBOL = {
     Op.BIT_XOR: "^",
 }
 #: C99 math function of each operation computed by one call.
-_MATH = {op: op.value for op in FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS if op is not Op.RECIP} | {
+_MATH: dict[Op, str] = {
+    op: op.value for op in FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS if op is not Op.RECIP
+} | {
     Op.ROUND: "rint",
     Op.ABS: "fabs",
     Op.MIN: "fmin",
