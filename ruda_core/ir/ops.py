@@ -210,9 +210,9 @@ FLOAT_UNARY = frozenset(
     }
 )
 #: Binary operations defined on floats only (besides ``/`` and ``**``).
-FLOAT_BINARY = frozenset({Op.ATAN2, Op.HYPOT, Op.FMOD, Op.REMAINDER, Op.COPYSIGN})
+FLOAT_BINARY: frozenset[Op] = frozenset({Op.ATAN2, Op.HYPOT, Op.FMOD, Op.REMAINDER, Op.COPYSIGN})
 #: Float classification, -> bool.
-FLOAT_TESTS = frozenset({Op.ISNAN, Op.ISINF, Op.ISFINITE})
+FLOAT_TESTS: frozenset[Op] = frozenset({Op.ISNAN, Op.ISINF, Op.ISFINITE})
 COMPARE_OPS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 BITWISE_BINARY = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
 ATOMIC_OPS = frozenset(
