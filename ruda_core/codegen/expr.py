@@ -44,10 +44,8 @@ _SYMBOL = {
     Op.BIT_OR: "|",
     Op.BIT_XOR: "^",
 }
-#: C99 math function of each operation computed by one call.
-_MATH: dict[Op, str] = {
-    op: op.value for op in FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS if op is not Op.RECIP
-} | {
+#: C99 spellings that differ from the operation's name.
+_SPELLED: dict[Op, str] = {
     Op.ROUND: "rint",
     Op.ABS: "fabs",
     Op.MIN: "fmin",
@@ -55,6 +53,8 @@ _MATH: dict[Op, str] = {
     Op.POW: "pow",
     Op.FMA: "fma",
 }
+#: C99 math function of each operation computed by one call.
+_MATH = {op: op.value for op in (FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS) - {Op.RECIP}} | _SPELLED
 #: Composite operations an ``f16`` computes in ``f32`` even where the target has half arithmetic.
 _F16_IN_F32 = frozenset({Op.FLOOR_DIV, Op.MOD})
 
