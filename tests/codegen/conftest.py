@@ -1,40 +1,129 @@
-"""Fixtures of the code generation tests: launchers for the devices this machine has."""
+"""Fixtures of the code generation tests: the C-family devices of this machine, through their
+drivers.
+
+``device`` is each OpenCL device of the test run's selection (``--ruda-device``, else
+``RUDA_TEST_DEVICES``, else every device found), the first CUDA device, and that GPU again with
+code generated for sm_52; ``opencl_device`` the OpenCL devices alone. A backend the selection has
+no device of still gets its device 0, whose tests skip with the reason (or fail when
+``RUDA_REQUIRE`` names the backend).
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
+from launch_modes import Dim3, run, run_validated
 
-from .launchers import CudaLauncher, OpenCLLauncher
+from ruda_core.ir import ExecutionMode, KernelDefinition
+from ruda_core.runtime import (
+    CompiledKernel,
+    CompileOptions,
+    ComputeClient,
+    KernelTask,
+    ValidationError,
+)
+from ruda_core.testing.selection import DeviceSelection, Unavailable, backend_of
+
+#: The architecture whose fallbacks the ``cuda:0-sm_52`` device runs: no native f64/f16/bf16
+#: atomic adds and no ``__reduce_*_sync``.
+OLD_ARCH = "sm_52"
+_SELECTION = pytest.StashKey[DeviceSelection]()
+
+
+class Target:
+    """A device under test: kernels compile with its server's compiler and options and run
+    through its client."""
+
+    def __init__(self, client: ComputeClient) -> None:
+        self.client = client
+
+    def emit(self, defn: KernelDefinition) -> CompiledKernel:
+        """The generated code of ``defn`` for this device (Unchecked), as its server makes it.
+
+        :raises UnsupportedFeature: when the device cannot express the kernel.
+        """
+        server = self.client.server
+        return KernelTask(defn).compile(
+            server.compiler, server.compile_options(), ExecutionMode.UNCHECKED
+        )
+
+    def build(self, compiled: CompiledKernel) -> object:
+        """Build ``compiled`` with the device's driver, as its server does before a launch."""
+        server = self.client.server
+        with server.lock:
+            return server._build(compiled)
+
+    def run(
+        self,
+        defn: KernelDefinition,
+        arrays: list[np.ndarray],
+        scalars: tuple[object, ...] | list[object] = (),
+        count: Dim3 = 1,
+        dim: Dim3 = 1,
+    ) -> list[np.ndarray]:
+        """Launch ``defn`` Unchecked and return every array afterwards."""
+        return run(self.client, defn, arrays, scalars, count, dim)
+
+    def run_validated(
+        self, defn: KernelDefinition, arrays: list[np.ndarray], count: Dim3 = 1, dim: Dim3 = 1
+    ) -> tuple[list[np.ndarray], ValidationError | None]:
+        """Launch ``defn`` in Validate mode: every array afterwards, and the launch's report."""
+        return run_validated(self.client, defn, arrays, (), count, dim)
+
+
+def _selection(config: pytest.Config) -> DeviceSelection:
+    if _SELECTION not in config.stash:
+        config.stash[_SELECTION] = DeviceSelection.from_options(config.getoption("ruda_device"))
+    return config.stash[_SELECTION]
+
+
+def _names(config: pytest.Config, backend: str) -> list[str]:
+    names = [n for n in _selection(config).names if backend_of(n) == backend]
+    return names or [f"{backend}:0"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    opencl = _names(metafunc.config, "opencl")
+    if "opencl_device" in metafunc.fixturenames:
+        metafunc.parametrize("opencl_device", opencl, indirect=True, scope="session")
+    if "device" in metafunc.fixturenames:
+        cuda = _names(metafunc.config, "cuda")[0]  # one GPU tells what NVRTC makes of the code
+        names = [*opencl, cuda, f"{cuda}-{OLD_ARCH}"]
+        metafunc.parametrize("device", names, indirect=True, scope="session")
+
+
+def _open(config: pytest.Config, name: str) -> ComputeClient:
+    outcome = _selection(config).open(name)
+    if isinstance(outcome, Unavailable):
+        if outcome.required:
+            pytest.fail(outcome.message(), pytrace=False)
+        pytest.skip(outcome.message())
+    return outcome
+
+
+def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
+    """A second server on the GPU of ``cuda`` that generates code for :data:`OLD_ARCH`; NVRTC
+    still builds it for the GPU's own architecture, so the fallbacks run there."""
+    from ruda_cuda.server import CudaServer
+
+    class OldArchServer(CudaServer):
+        def compile_options(self) -> CompileOptions:
+            return replace(super().compile_options(), extra=(("arch", OLD_ARCH),))
+
+    return ComputeClient((cuda.device, OLD_ARCH), OldArchServer(cuda.device), None)
 
 
 @pytest.fixture(scope="session")
-def opencl() -> OpenCLLauncher:
-    """A launcher on the first OpenCL device (PoCL on CI); skips without PyOpenCL or a device."""
-    pytest.importorskip("pyopencl")
-    try:
-        return OpenCLLauncher()
-    except Exception as exc:  # any driver failure means: no OpenCL device here
-        pytest.skip(f"no usable OpenCL device: {exc}")
+def opencl_device(request: pytest.FixtureRequest) -> Target:
+    """Each OpenCL device in turn."""
+    return Target(_open(request.config, request.param))
 
 
 @pytest.fixture(scope="session")
-def cuda() -> CudaLauncher:
-    """A launcher on the current CUDA GPU through CuPy; skips without CuPy or a GPU."""
-    pytest.importorskip("cupy")
-    try:
-        return CudaLauncher()
-    except Exception as exc:  # any driver failure means: no CUDA device here
-        pytest.skip(f"no usable CUDA device: {exc}")
-
-
-@pytest.fixture(scope="session")
-def cuda_sm52(cuda: CudaLauncher) -> CudaLauncher:
-    """The CUDA launcher generating code for sm_52: no native f64/f16/bf16 atomic adds and no
-    ``__reduce_*_sync``, so the fallbacks run on the GPU."""
-    return CudaLauncher(arch="52")
-
-
-@pytest.fixture(params=["opencl", "cuda", "cuda_sm52"])
-def device(request: pytest.FixtureRequest) -> OpenCLLauncher | CudaLauncher:
-    """Each launcher in turn (a test using it runs once per available backend)."""
-    return request.getfixturevalue(request.param)
+def device(request: pytest.FixtureRequest) -> Target:
+    """Each C-family device in turn (a test using it runs once per device)."""
+    name, _, arch = request.param.partition("-")
+    client = _open(request.config, name)
+    return Target(_old_arch_client(client) if arch else client)

@@ -1,4 +1,5 @@
-"""Compile-only tests: the representative kernels build with PoCL (OpenCL) and NVRTC (CUDA).
+"""Compile-only tests: the representative kernels build on every OpenCL device and with NVRTC
+(CUDA).
 
 NVRTC comes from the ``nvidia-cuda-nvrtc-cu12`` and ``cuda-bindings`` wheels (no GPU needed);
 the CUDA headers (cuda_fp16.h, cuda_bf16.h) from ``nvidia-cuda-runtime-cu12``. Without them the
@@ -23,14 +24,14 @@ OPENCL_NEEDS = {"plane_ops": (Feature.PLANE, "subgroups of a fixed width")}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
-def test_kernel_builds_with_opencl(opencl, name: str) -> None:
+def test_kernel_builds_with_opencl(opencl_device, name: str) -> None:
     definition = KERNELS[name]()
     feature, message = OPENCL_NEEDS.get(name, (None, ""))
-    if feature is not None and not opencl.capabilities.features().has(feature):
+    if feature is not None and not opencl_device.client.features().has(feature):
         with pytest.raises(UnsupportedFeature, match=message):
-            opencl.emit(definition)
+            opencl_device.emit(definition)
         return
-    opencl.build(opencl.emit(definition).source)
+    opencl_device.build(opencl_device.emit(definition))
 
 
 def _nvrtc_compile(source: str, arch: int) -> tuple[bool, str]:

@@ -11,8 +11,6 @@ import pytest
 
 from ruda_core.ir import BuiltinKind as K
 from ruda_core.ir import Elem, KernelDefinition, Op
-from ruda_core.ir.bounds import lower_bounds
-from ruda_core.runtime.launch import ExecutionMode
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
 from .kernels import FILE, block_sum
@@ -280,15 +278,13 @@ def test_validate_mode_reports_the_first_out_of_bounds_access(device) -> None:
     unit = builtin("UNIT_POS")
     at = k.let(Op.ADD, E.U32, unit, const(5, E.U32))
     k.do(Op.INDEX_ASSIGN, None, out, unit, k.let(Op.INDEX, E.F32, x, at))
-    defn = lower_bounds(k.build(), ExecutionMode.VALIDATE)
     x_host = np.arange(10, dtype=np.float32) + 1
-    _, got, report = device.run(
-        defn, [x_host, np.zeros(8, np.float32), np.zeros(6, np.uint32)], dim=(8, 1, 1)
-    )
+    (_, got), error = device.run_validated(k.build(), [x_host, np.zeros(8, np.float32)], dim=8)
     np.testing.assert_array_equal(got, [6, 7, 8, 9, 10, 0, 0, 0])
-    flag, buffer_no, index_lo, index_hi, length_lo, length_hi = report.tolist()
-    assert (flag, buffer_no, index_hi, length_lo, length_hi) == (1, 0, 0, 10, 0)
-    assert index_lo in (10, 11, 12)
+    assert error is not None and error.count == 1
+    (report,) = error.reports
+    assert (report.kernel, report.buffer, report.length) == ("oob", "x", 10)
+    assert report.index in (10, 11, 12)
 
 
 def test_shared_memory_tree_reduction(device) -> None:
