@@ -25,8 +25,8 @@ from ruda_core.lang import (
     f32,
     kernel,
 )
+from ruda_core.runtime import ExecutionMode
 from ruda_core.runtime.compiler import CompileOptions
-from ruda_core.runtime.launch import ExecutionMode
 from ruda_core.testing.samples import block_sum
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cpu.executor import CpuKernel, build

@@ -4,7 +4,7 @@ A kernel is specialised by its element-variable bindings, its ``Comptime`` value
 of its ``Tensor`` parameters. :meth:`Kernel.definition` gives a specialisation's
 :class:`KernelDefinition` (for tests and tools); :meth:`Kernel.launch` infers the bindings and
 ranks from the arguments (or takes bindings by keyword, ``Float=f32``), builds the
-specialisation on first use and caches it with its :class:`~.launch.Launcher`. Syntax errors
+specialisation on first use and caches it with its :class:`~.launcher.Launcher`. Syntax errors
 surface when the decorator runs; everything else at the first specialisation.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
-from ..runtime.launch import RudaCount, RudaDim
+from ..runtime.dims import RudaCount, RudaDim
 from .frontend import build_kernel
-from .launch import Launcher, arg_elem
+from .launcher import Launcher, arg_elem
 from .syntax import KernelParam, parse_function, parse_signature
 from .types import ElemVar, as_elem
 

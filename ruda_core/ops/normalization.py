@@ -37,7 +37,7 @@ import math
 from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
-from ..runtime.normalization import TensorBuffer
+from ..runtime.layer_norm_args import TensorBuffer
 from .geometry import accumulator, row_geometry
 from .normalization_kernels import (
     layer_norm_forward,

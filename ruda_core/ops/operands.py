@@ -16,8 +16,8 @@ import numbers
 
 from ..ir import Elem
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
+from ..runtime.layer_norm_args import TensorBuffer
 from ..runtime.layout import is_contiguous
-from ..runtime.normalization import TensorBuffer
 from ..tensor import RudaTensor
 
 __all__ = [

@@ -31,8 +31,8 @@ from .backend import LazyType, Runtime
 from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
+from .dims import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .future import Promise, RudaFuture
-from .launch import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
 from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent

@@ -15,7 +15,7 @@ from ..errors import BackendUnavailable
 from .client import ComputeClient
 from .compiler import Compiler
 from .device import DeviceId
-from .normalization import TensorBuffer
+from .layer_norm_args import TensorBuffer
 from .properties import TargetProperties
 from .server import ComputeServer
 

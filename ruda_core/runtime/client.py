@@ -29,8 +29,8 @@ from ..errors import (
 from ..ir import ExecutionMode
 from .compiler import RudaTask
 from .device import DeviceId
+from .dims import BoundsCheckMode, RudaCount, RudaDim, integral
 from .future import RudaFuture
-from .launch import BoundsCheckMode, RudaCount, RudaDim, integral
 from .layout import Strided, contiguous_strides
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage

@@ -1,21 +1,6 @@
-"""Arguments of the native normalisation hooks of :class:`~ruda_core.runtime.Runtime`."""
+"""An import path kept for existing code: the arguments of the native LayerNorm hooks live in
+:mod:`ruda_core.runtime.layer_norm_args`."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-from ..ir import Elem
-from .layout import Strided
-from .memory.handle import Handle
+from .layer_norm_args import TensorBuffer
 
 __all__ = ["TensorBuffer"]
-
-
-@dataclass(frozen=True, slots=True)
-class TensorBuffer(Strided):
-    """A device tensor passed to or returned from native LayerNorm: a handle and its layout."""
-
-    handle: Handle
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    elem: Elem

@@ -37,10 +37,10 @@ from ..errors import (
 from ..ir import ExecutionMode
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
+from .dims import RudaCount, RudaDim
 from .fork import check_new_server, track
 from .future import RudaFuture
 from .kernels import CompileStats, KernelCache
-from .launch import RudaCount, RudaDim
 from .memory.handle import Binding, Handle
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage

@@ -1,4 +1,5 @@
-"""Launch glue: binding Python arguments to one specialised kernel and calling the client.
+"""The launcher of one specialised kernel: Python arguments bound to the launch ABI, then one
+client call.
 
 A :class:`Launcher` is made once per specialisation. It holds the ``KernelTask`` and one binder
 per parameter, built from the definition, so a launch only checks and converts its arguments
@@ -26,7 +27,7 @@ import numpy as np
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition, Param, ParamKind
 from ..runtime.compiler import KernelTask
-from ..runtime.launch import RudaCount, RudaDim
+from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
