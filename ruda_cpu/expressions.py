@@ -108,6 +108,11 @@ _UNARY_FUNCS = {
     Op.ISNAN: "np.isnan",
     Op.ISINF: "np.isinf",
     Op.ISFINITE: "np.isfinite",
+    Op.POPCOUNT: "L.popcount",
+    Op.LEADING_ZEROS: "L.leading_zeros",
+    Op.TRAILING_ZEROS: "L.trailing_zeros",
+    Op.FIND_FIRST_SET: "L.find_first_set",
+    Op.REVERSE_BITS: "L.reverse_bits",
     Op.ABS: "np.abs",
 }
 _BINARY_FUNCS = {
@@ -116,6 +121,9 @@ _BINARY_FUNCS = {
     Op.FMOD: "np.fmod",
     Op.REMAINDER: "L.remainder",
     Op.COPYSIGN: "np.copysign",
+    Op.MUL_HI: "L.mul_hi",
+    Op.SATURATING_ADD: "L.saturating_add",
+    Op.SATURATING_SUB: "L.saturating_sub",
 }
 _ATOMIC_HELPERS = {
     Op.ATOMIC_SWAP: "atomic_swap",

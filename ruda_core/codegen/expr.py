@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ..errors import CompilationError
 from ..ir import COMPARE_OPS, FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Const, Elem, Op, Operand
+from .bits import BIT_OPS, bit_helper
 from .dialect import Dialect
 from .prelude import Prelude, function
 
@@ -187,6 +188,8 @@ class ExprLowering:
             return f"(!{t[0]})"
         if not elem.is_int:
             raise CompilationError(f"{op} is not defined on {elem}")
+        if op in BIT_OPS:
+            return f"{bit_helper(self.d, self.prelude, op, elem)}({', '.join(t)})"
         ctype = self.d.type_name(elem)
         unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
         utype = self.d.type_name(unsigned)

@@ -124,6 +124,14 @@ class Op(enum.Enum):
     BIT_NOT = "bit_not"
     SHL = "shl"  #: (a, n) -> a << (n mod bits); n has a's type
     SHR = "shr"  #: (a, n) -> a >> (n mod bits); n has a's type
+    POPCOUNT = "popcount"  #: -> u32: the set bits
+    LEADING_ZEROS = "leading_zeros"  #: -> u32: zero bits above the highest set one (width for 0)
+    TRAILING_ZEROS = "trailing_zeros"  #: -> u32: zero bits below the lowest set one (width for 0)
+    FIND_FIRST_SET = "find_first_set"  #: -> u32: 1 + the lowest set bit's index; 0 for 0
+    REVERSE_BITS = "reverse_bits"
+    MUL_HI = "mul_hi"  #: the high half of the double-width product
+    SATURATING_ADD = "saturating_add"  #: clamped to the type's range instead of wrapping
+    SATURATING_SUB = "saturating_sub"
 
     # memory: the first operand is an ArrayVar, the index any integer type
     INDEX = "index"  #: (arr, i) -> arr[i]
@@ -213,6 +221,13 @@ FLOAT_UNARY = frozenset(
 FLOAT_BINARY: frozenset[Op] = frozenset({Op.ATAN2, Op.HYPOT, Op.FMOD, Op.REMAINDER, Op.COPYSIGN})
 #: Float classification, -> bool.
 FLOAT_TESTS: frozenset[Op] = frozenset({Op.ISNAN, Op.ISINF, Op.ISFINITE})
+#: Bit counts of an integer, -> u32.
+BIT_COUNTS: frozenset[Op] = frozenset(
+    {Op.POPCOUNT, Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET}
+)
+#: Integer operations of one or two operands of one type, with that type's result.
+INT_UNARY: frozenset[Op] = frozenset({Op.REVERSE_BITS})
+INT_BINARY: frozenset[Op] = frozenset({Op.MUL_HI, Op.SATURATING_ADD, Op.SATURATING_SUB})
 COMPARE_OPS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 BITWISE_BINARY = frozenset({Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
 ATOMIC_OPS = frozenset(

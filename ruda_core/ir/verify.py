@@ -21,11 +21,14 @@ from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, R
 from .ops import (
     ARITH_BINARY,
     ATOMIC_OPS,
+    BIT_COUNTS,
     BITWISE_BINARY,
     COMPARE_OPS,
     FLOAT_BINARY,
     FLOAT_TESTS,
     FLOAT_UNARY,
+    INT_BINARY,
+    INT_UNARY,
     PLANE_OPS,
     Op,
 )
@@ -412,8 +415,12 @@ def _build_rules() -> dict[Op, Rule]:
         rules[op] = _same_rule(_FLOAT, 1, "floats", Elem.BOOL)
     for op in COMPARE_OPS:
         rules[op] = _same_rule(_ANY, 2, "any type", Elem.BOOL)
-    for op in BITWISE_BINARY:
+    for op in BITWISE_BINARY | INT_BINARY:
         rules[op] = _same_rule(_INT, 2, "integers")
+    for op in INT_UNARY:
+        rules[op] = _same_rule(_INT, 1, "integers")
+    for op in BIT_COUNTS:
+        rules[op] = _same_rule(_INT, 1, "integers", Elem.U32)
     for op in ATOMIC_OPS:
         rules[op] = _atomic
     for op in PLANE_OPS - {Op.PLANE_ALL, Op.PLANE_ANY, Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE}:

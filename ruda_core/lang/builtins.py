@@ -17,7 +17,9 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
 * math: ``exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt recip sin cos tan asin acos atan
   sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil round trunc`` (floats), ``isnan
   isinf isfinite`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow atan2 hypot fmod
-  remainder copysign`` (floats). ``round`` of a float is a float (half to even). Python's
+  remainder copysign`` (floats), ``popcount leading_zeros trailing_zeros find_first_set`` (integers
+  -> u32), ``reverse_bits mul_hi saturating_add saturating_sub`` (integers). ``round`` of a float
+  is a float (half to even). Python's
   ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
@@ -94,6 +96,7 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "find_first_set",
     "floor",
     "fma",
     "fmod",
@@ -101,6 +104,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "leading_zeros",
     "lgamma",
     "log",
     "log1p",
@@ -108,6 +112,7 @@ __all__ = [
     "log10",
     "max",
     "min",
+    "mul_hi",
     "plane_all",
     "plane_any",
     "plane_broadcast",
@@ -118,17 +123,22 @@ __all__ = [
     "plane_prod",
     "plane_shuffle",
     "plane_sum",
+    "popcount",
     "pow",
     "recip",
     "remainder",
+    "reverse_bits",
     "round",
     "rsqrt",
+    "saturating_add",
+    "saturating_sub",
     "sin",
     "sinh",
     "sqrt",
     "sync_units",
     "tan",
     "tanh",
+    "trailing_zeros",
     "trunc",
     "unroll",
 ]
@@ -257,6 +267,14 @@ hypot = Intrinsic("hypot", np.hypot)
 fmod = Intrinsic("fmod", np.fmod)
 remainder = Intrinsic("remainder", math.remainder)
 copysign = Intrinsic("copysign", np.copysign)
+popcount = Intrinsic("popcount")
+leading_zeros = Intrinsic("leading_zeros")
+trailing_zeros = Intrinsic("trailing_zeros")
+find_first_set = Intrinsic("find_first_set")
+reverse_bits = Intrinsic("reverse_bits")
+mul_hi = Intrinsic("mul_hi")
+saturating_add = Intrinsic("saturating_add")
+saturating_sub = Intrinsic("saturating_sub")
 floor = Intrinsic("floor", np.floor)
 ceil = Intrinsic("ceil", np.ceil)
 round = Intrinsic("round", builtins.round)

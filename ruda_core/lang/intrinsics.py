@@ -12,7 +12,17 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..ir import FLOAT_BINARY, Elem, LocalArray, Op, Operand, SharedArray
+from ..ir import (
+    BIT_COUNTS,
+    FLOAT_BINARY,
+    INT_BINARY,
+    INT_UNARY,
+    Elem,
+    LocalArray,
+    Op,
+    Operand,
+    SharedArray,
+)
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
 from .scope import PyVal, Value, is_array
 
@@ -52,7 +62,9 @@ def _common(b: ExprBuilder, name: str, args: list[Value], node: ast.AST) -> Elem
     return elem
 
 
-def _math(op: Op, n: int | None, floats: bool = False, result: Elem | None = None) -> Handler:
+def _math(
+    op: Op, n: int | None, floats: bool = False, result: Elem | None = None, ints: bool = False
+) -> Handler:
     """A math intrinsic over ``n`` arguments (``None``: two or more, folded pairwise)."""
     name = op.value
 
@@ -69,6 +81,8 @@ def _math(op: Op, n: int | None, floats: bool = False, result: Elem | None = Non
             b.fail(f"{name}() needs floats, got {elem}; cast with f32(...)", node)
         if not elem.is_numeric:
             b.fail(f"{name}() needs numbers, got bool", node)
+        if ints and not elem.is_int:
+            b.fail(f"{name}() needs integers, got {elem}", node)
         ops = [implicit(b, a, elem, node) for a in args]
         value: Operand = ops[0]
         if n is None:
@@ -226,6 +240,9 @@ HANDLERS: dict[str, Handler] = {
     "isinf": _math(Op.ISINF, 1, floats=True, result=Elem.BOOL),
     "isfinite": _math(Op.ISFINITE, 1, floats=True, result=Elem.BOOL),
     **{op.value: _math(op, 2, floats=True) for op in FLOAT_BINARY},
+    **{op.value: _math(op, 1, ints=True, result=Elem.U32) for op in BIT_COUNTS},
+    **{op.value: _math(op, 1, ints=True) for op in INT_UNARY},
+    **{op.value: _math(op, 2, ints=True) for op in INT_BINARY},
     "abs": _math(Op.ABS, 1),
     "min": _math(Op.MIN, None),
     "max": _math(Op.MAX, None),

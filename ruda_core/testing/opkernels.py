@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..ir import FLOAT_TESTS, FLOAT_UNARY, Elem, KernelDefinition, Op
+from ..ir import BIT_COUNTS, FLOAT_TESTS, FLOAT_UNARY, INT_UNARY, Elem, KernelDefinition, Op
 from .irbuild import KernelBuilder, builtin, const
 
 __all__ = ["BLOCK", "arity", "float_inputs", "int_inputs", "ops_kernel"]
@@ -26,7 +26,7 @@ def arity(op: Op) -> int:
     """Operands of a value operation."""
     if op in (Op.CLAMP, Op.FMA, Op.SELECT):
         return 3
-    if op in FLOAT_UNARY or op in FLOAT_TESTS or op in (
+    if op in FLOAT_UNARY | FLOAT_TESTS | BIT_COUNTS | INT_UNARY or op in (
         Op.NEG,
         Op.ABS,
         Op.BIT_NOT,
@@ -37,18 +37,25 @@ def arity(op: Op) -> int:
     return 2
 
 
-def ops_kernel(name: str, elem: Elem, value_ops: list[Op], bool_ops: list[Op]) -> KernelDefinition:
+def ops_kernel(
+    name: str,
+    elem: Elem,
+    value_ops: list[Op],
+    bool_ops: list[Op],
+    bool_result: Elem = Elem.BOOL,
+) -> KernelDefinition:
     """``out[k*n + i] = value_ops[k](a[i], b[i], c[i])`` and likewise ``flags`` for
-    ``bool_ops``; ``n`` is ``len(a)``."""
+    ``bool_ops`` (whose results have the element ``bool_result``: ``u32`` for bit counts);
+    ``n`` is ``len(a)``."""
     k = KernelBuilder(name)
     inputs = [k.array(p, elem, read_only=True) for p in "abc"]
     out = k.array("out", elem)
-    flags = k.array("flags", Elem.BOOL)
+    flags = k.array("flags", bool_result)
     i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
     n = k.let(Op.LEN, Elem.U32, inputs[0])
     with k.if_(k.let(Op.LT, Elem.BOOL, i, n)):
         x = [k.load(arr, i) for arr in inputs]
-        for target, ops, result in ((out, value_ops, elem), (flags, bool_ops, Elem.BOOL)):
+        for target, ops, result in ((out, value_ops, elem), (flags, bool_ops, bool_result)):
             for slot, op in enumerate(ops):
                 value = k.let(op, result, *x[: arity(op)])
                 at = k.let(Op.ADD, Elem.U32, k.let(Op.MUL, Elem.U32, n, const(slot, Elem.U32)), i)

@@ -20,6 +20,16 @@ from .atomics import (
     atomic_xor,
 )
 from .batch import Batch, LaunchShape, Segmented
+from .bits import (
+    find_first_set,
+    leading_zeros,
+    mul_hi,
+    popcount,
+    reverse_bits,
+    saturating_add,
+    saturating_sub,
+    trailing_zeros,
+)
 from .control import iter_mask, mask_and, mask_andnot, merge, most, range_value, trip_count
 from .memory import load, load_ro, load_seg, report_oob, store, store_seg
 from .plane import (
@@ -72,11 +82,13 @@ __all__ = [
     "eq",
     "erf",
     "erfc",
+    "find_first_set",
     "fma",
     "ge",
     "gt",
     "iter_mask",
     "le",
+    "leading_zeros",
     "lgamma",
     "load",
     "load_ro",
@@ -87,6 +99,7 @@ __all__ = [
     "merge",
     "most",
     "mul",
+    "mul_hi",
     "ne",
     "plane_all",
     "plane_any",
@@ -98,12 +111,17 @@ __all__ = [
     "plane_prod",
     "plane_shuffle",
     "plane_sum",
+    "popcount",
     "range_value",
     "remainder",
     "report_oob",
+    "reverse_bits",
+    "saturating_add",
+    "saturating_sub",
     "select",
     "store",
     "store_seg",
     "sub",
+    "trailing_zeros",
     "trip_count",
 ]

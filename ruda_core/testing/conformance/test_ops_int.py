@@ -1,14 +1,16 @@
 """Integer operations on every integer type the device supports: arithmetic (wrapping),
 ``FLOOR_DIV``/``MOD`` with Python's sign rules, bitwise operations, shifts modulo the width,
-``MIN``/``MAX``/``ABS``/``NEG``/``CLAMP`` and comparisons, exactly as the reference computes
-them. Division by zero gives an unspecified value but must not crash."""
+``MIN``/``MAX``/``ABS``/``NEG``/``CLAMP``, comparisons, and the bit operations (``popcount``,
+``leading_zeros``, ``trailing_zeros``, ``find_first_set``, ``reverse_bits``, ``mul_hi``,
+saturating ``+ -``), exactly as the reference computes them. Division by zero gives an
+unspecified value but must not crash."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ruda_core.ir import Elem, Op
+from ruda_core.ir import BIT_COUNTS, INT_BINARY, INT_UNARY, Elem, Op
 from ruda_core.testing.markers import need
 from ruda_core.testing.opkernels import BLOCK, int_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition
@@ -33,7 +35,9 @@ VALUE_OPS = [
     Op.BIT_NOT,
     Op.CLAMP,
     Op.ASSIGN,
+    *sorted(INT_UNARY | INT_BINARY, key=lambda op: op.value),
 ]
+COUNTS = sorted(BIT_COUNTS, key=lambda op: op.value)
 COMPARES = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE]
 #: (a, b) -> (a // b, a % b) with Python's rules, for every signed type.
 SIGN_RULES = [
@@ -107,3 +111,18 @@ def test_division_by_zero_does_not_crash(client):
     got, _ = _run_table(client, elem, [a, b, b])  # any value, but the launch completes
     assert got.shape == (len(VALUE_OPS), 4)
     np.testing.assert_array_equal(got[VALUE_OPS.index(Op.ADD)], a)
+
+
+@pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
+def test_bit_counts_match_the_reference(client, reference, elem):
+    need(client, elem, reference=reference)
+    inputs = int_inputs(elem)
+    defn = ops_kernel(f"conformance_bit_counts_{elem}", elem, [], COUNTS, bool_result=Elem.U32)
+    n = len(inputs[0])
+    arrays = [*inputs, np.zeros(0, elem.numpy), np.zeros(n * len(COUNTS), np.uint32)]
+    got, want = (
+        run_definition(c, defn, arrays, count=-(-n // BLOCK), dim=BLOCK)[4].reshape(-1, n)
+        for c in (client, reference)
+    )
+    for slot, op in enumerate(COUNTS):
+        assert_matches(got[slot], want[slot], Elem.U32, what=str(op), inputs=inputs[:1])
