@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from launch_modes import run
 
 from ruda_core.ir import Elem, Op
+from ruda_core.runtime import ComputeClient
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .launcher import FILE, compile_kernel, launch
+from .kernels import FILE
 
 U32, I32, I64, F32, F64, BOOL = Elem.U32, Elem.I32, Elem.I64, Elem.F32, Elem.F64, Elem.BOOL
 
@@ -51,23 +53,23 @@ def histogram(fetch: bool) -> KernelBuilder:
     return kb
 
 
-def test_contended_histogram_is_exact_and_fast() -> None:
+def test_contended_histogram_is_exact_and_fast(cpu: ComputeClient) -> None:
     n = 1 << 21
     x = np.random.default_rng(0).integers(0, 256, n).astype(np.uint32)
-    h = np.zeros(256, np.uint32)
-    kernel = compile_kernel(histogram(False).build())
+    arrays = [x, np.zeros(256, np.uint32), np.zeros(1, np.uint32)]
+    run(cpu, histogram(False).build(), [x[:256], *arrays[1:]], dim=256)  # compiled before timing
     start = time.perf_counter()
-    launch(histogram(False).build(), n // 256, 256, [x, h, np.zeros(1, np.uint32)], kernel=kernel)
+    _, h, _ = run(cpu, histogram(False).build(), arrays, count=n // 256, dim=256)
     elapsed = time.perf_counter() - start
     assert (h == np.bincount(x, minlength=256)).all()
     assert elapsed < 2.0, f"{n} contended atomic adds took {elapsed:.2f} s"
 
 
-def test_fetched_add_gives_every_lane_a_distinct_old_value() -> None:
+def test_fetched_add_gives_every_lane_a_distinct_old_value(cpu: ComputeClient) -> None:
     n = 100_000
     x = np.random.default_rng(1).integers(0, 7, n).astype(np.uint32)
-    h, old = np.full(7, 1000, np.uint32), np.zeros(n, np.uint32)
-    launch(histogram(True).build(), -(-n // 128), 128, [x, h, old])
+    arrays = [x, np.full(7, 1000, np.uint32), np.zeros(n, np.uint32)]
+    _, h, old = run(cpu, histogram(True).build(), arrays, count=-(-n // 128), dim=128)
     counts = np.bincount(x, minlength=7)
     assert (h == 1000 + counts).all()
     for b in range(7):
@@ -144,7 +146,9 @@ CASES = [
 
 @pytest.mark.parametrize("shared", [False, True], ids=["global", "shared"])
 @pytest.mark.parametrize(("op", "elem"), CASES, ids=str)
-def test_fetching_atomics_replay_sequentially(op: Op, elem: Elem, shared: bool) -> None:
+def test_fetching_atomics_replay_sequentially(
+    cpu: ComputeClient, op: Op, elem: Elem, shared: bool
+) -> None:
     rng = np.random.default_rng(2)
     n = 64  # one cube, so shared memory holds every update
     idx = rng.integers(0, 18, n).astype(np.uint32)  # 16 and 17 are out of bounds
@@ -154,8 +158,8 @@ def test_fetching_atomics_replay_sequentially(op: Op, elem: Elem, shared: bool) 
     else:
         v = rng.integers(0, 256, n).astype(elem.numpy)
         t0 = rng.integers(0, 256, 16).astype(elem.numpy)
-    t, old = t0.copy(), np.zeros(n, elem.numpy)
-    launch(fetch_kernel(op, elem, shared).build(), 1, n, [t, idx, v, old])
+    arrays = [t0, idx, v, np.zeros(n, elem.numpy)]
+    t, _, _, old = run(cpu, fetch_kernel(op, elem, shared).build(), arrays, dim=n)
     check_sequential(op, elem, t0, idx, v, t, old)
 
 
@@ -166,25 +170,27 @@ def test_fetching_atomics_replay_sequentially(op: Op, elem: Elem, shared: bool) 
     spread=st.sampled_from([1, 2, 5, 16]),
     n=st.integers(1, 300),
 )
-def test_fetching_atomics_random_contention(op: Op, seed: int, spread: int, n: int) -> None:
+def test_fetching_atomics_random_contention(
+    cpu: ComputeClient, op: Op, seed: int, spread: int, n: int
+) -> None:
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, spread, n).astype(np.uint32)
     v = rng.integers(0, 2**31, n).astype(np.uint32)
     t0 = rng.integers(0, 2**31, 16).astype(np.uint32)
-    t, old = t0.copy(), np.zeros(n, np.uint32)
-    launch(fetch_kernel(op, U32, False).build(), n, 1, [t, idx, v, old])
+    arrays = [t0, idx, v, np.zeros(n, np.uint32)]
+    t, _, _, old = run(cpu, fetch_kernel(op, U32, False).build(), arrays, count=n)
     check_sequential(op, U32, t0, idx, v, t, old)
 
 
-def test_float_add_old_values_are_true_intermediate_sums() -> None:
+def test_float_add_old_values_are_true_intermediate_sums(cpu: ComputeClient) -> None:
     """Heavy contention of a float fetch-add: old values are the running sums of one order."""
     n = 5000
     idx = np.zeros(n, np.uint32)
     idx[::2] = 1
     v = np.random.default_rng(3).random(n).astype(np.float32) + np.float32(0.5)
-    t0 = np.zeros(16, np.float32)
-    t, old = t0.copy(), np.zeros(n, np.float32)
-    launch(fetch_kernel(Op.ATOMIC_ADD, F32, False).build(), n // 100, 100, [t, idx, v, old])
+    arrays = [np.zeros(16, np.float32), idx, v, np.zeros(n, np.float32)]
+    defn = fetch_kernel(Op.ATOMIC_ADD, F32, False).build()
+    t, _, _, old = run(cpu, defn, arrays, count=n // 100, dim=100)
     for a in (0, 1):
         lanes = np.flatnonzero(idx == a)
         order = lanes[np.argsort(old[lanes], kind="stable")]
@@ -205,15 +211,15 @@ def cas_kernel() -> KernelBuilder:
 
 
 @pytest.mark.parametrize("uniform_cmp", [True, False])
-def test_compare_and_swap_replays_sequentially(uniform_cmp: bool) -> None:
+def test_compare_and_swap_replays_sequentially(cpu: ComputeClient, uniform_cmp: bool) -> None:
     rng = np.random.default_rng(4)
     n = 256
     idx = rng.integers(0, 4, n).astype(np.uint32)
     cmp = np.zeros(n, np.uint32) if uniform_cmp else rng.integers(0, 3, n).astype(np.uint32)
     v = rng.integers(0, 3, n).astype(np.uint32)
     t0 = np.array([0, 1, 2, 0], np.uint32)
-    t, old = t0.copy(), np.zeros(n, np.uint32)
-    launch(cas_kernel().build(), 4, 64, [t, idx, cmp, v, old])
+    arrays = [t0, idx, cmp, v, np.zeros(n, np.uint32)]
+    t, _, _, _, old = run(cpu, cas_kernel().build(), arrays, count=4, dim=64)
     state = t0.tolist()
     for lane in range(n):
         a = idx[lane]
@@ -223,19 +229,19 @@ def test_compare_and_swap_replays_sequentially(uniform_cmp: bool) -> None:
     assert t.tolist() == state
 
 
-def test_cas_spin_lock_pattern_elects_one_lane_per_address() -> None:
+def test_cas_spin_lock_pattern_elects_one_lane_per_address(cpu: ComputeClient) -> None:
     n = 50_000
     idx = (np.arange(n) % 3).astype(np.uint32)
-    t, old = np.zeros(4, np.uint32), np.zeros(n, np.uint32)
     lanes = np.arange(n, dtype=np.uint32) + 1
-    launch(cas_kernel().build(), n // 100, 100, [t, idx, np.zeros(n, np.uint32), lanes, old])
+    arrays = [np.zeros(4, np.uint32), idx, np.zeros(n, np.uint32), lanes, np.zeros(n, np.uint32)]
+    t, _, _, _, old = run(cpu, cas_kernel().build(), arrays, count=n // 100, dim=100)
     for a in range(3):
         winners = np.flatnonzero((idx == a) & (old == 0))
         assert winners.size == 1 and t[a] == winners[0] + 1
         assert (old[(idx == a) & (old != 0)] == t[a]).all()
 
 
-def test_non_fetching_atomics_and_load_store() -> None:
+def test_non_fetching_atomics_and_load_store(cpu: ComputeClient) -> None:
     kb = KernelBuilder("mixed", file=FILE)
     pt, pi, po = kb.array("t", I32), kb.array("idx", U32), kb.array("o", I32)
     i = builtin("ABSOLUTE_POS")
@@ -260,8 +266,8 @@ def test_non_fetching_atomics_and_load_store() -> None:
     kb.do(Op.ATOMIC_STORE, None, pt, const(16, U32), const(5, I32))
     kb.store(po, i, kb.let(Op.ATOMIC_LOAD, I32, pt, const(16, U32)))
     idx = (np.arange(200) % 4).astype(np.uint32)
-    t, o = np.full(17, 100, np.int32), np.zeros(200, np.int32)
-    launch(kb.build(), 2, 100, [t, idx, o])
+    arrays = [np.full(17, 100, np.int32), idx, np.zeros(200, np.int32)]
+    t, _, o = run(cpu, kb.build(), arrays, count=2, dim=100)
     lanes = np.arange(200)
     for b in range(4):
         mine = lanes[idx == b]

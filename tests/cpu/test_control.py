@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+from launch_modes import run
 
 from ruda_core.ir import Elem, Op
+from ruda_core.runtime import ComputeClient
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .launcher import FILE, launch
+from .kernels import FILE
 
 I32, U32, BOOL = Elem.I32, Elem.U32, Elem.BOOL
 
 
-def test_divergent_if_elif_else_and_partial_assignment() -> None:
+def test_divergent_if_elif_else_and_partial_assignment(cpu: ComputeClient) -> None:
     kb = KernelBuilder("branches", file=FILE)
     pa, po, pk = kb.array("a", I32), kb.array("o", I32), kb.array("keep", I32)
     i = builtin("ABSOLUTE_POS")
@@ -30,8 +32,8 @@ def test_divergent_if_elif_else_and_partial_assignment() -> None:
     kb.store(po, i, r)
     kb.store(pk, i, keep)
     a = np.random.default_rng(0).integers(-5, 6, 300).astype(np.int32)
-    o, k = np.zeros(300, np.int32), np.zeros(300, np.int32)
-    launch(kb.build(), 3, 100, [a, o, k])
+    arrays = [a, np.zeros(300, np.int32), np.zeros(300, np.int32)]
+    _, o, k = run(cpu, kb.build(), arrays, count=3, dim=100)
     assert o.tolist() == [-v if v < 0 else 100 if v == 0 else 3 * v for v in a]
     assert k.tolist() == [5 if v < 0 else -1 for v in a]
 
@@ -50,7 +52,7 @@ def _nested(a: int, b: int) -> int:
     return acc
 
 
-def test_nested_loops_with_per_lane_trips_break_and_continue() -> None:
+def test_nested_loops_with_per_lane_trips_break_and_continue(cpu: ComputeClient) -> None:
     kb = KernelBuilder("nested", file=FILE)
     pa, pb, po = kb.array("a", I32), kb.array("b", I32), kb.array("o", I32)
     i = builtin("ABSOLUTE_POS")
@@ -69,8 +71,7 @@ def test_nested_loops_with_per_lane_trips_break_and_continue() -> None:
     kb.store(po, i, acc)
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 40, 512).astype(np.int32), rng.integers(-2, 12, 512).astype(np.int32)
-    o = np.zeros(512, np.int32)
-    launch(kb.build(), 4, 128, [a, b, o])
+    _, _, o = run(cpu, kb.build(), [a, b, np.zeros(512, np.int32)], count=4, dim=128)
     assert o.tolist() == [_nested(int(p), int(q)) for p, q in zip(a, b, strict=True)]
 
 
@@ -82,7 +83,7 @@ def _collatz(n: int) -> int:
     return steps
 
 
-def test_while_loop_with_per_lane_trip_counts() -> None:
+def test_while_loop_with_per_lane_trip_counts(cpu: ComputeClient) -> None:
     kb = KernelBuilder("collatz", file=FILE)
     pa, po = kb.array("a", U32), kb.array("o", U32)
     i = builtin("ABSOLUTE_POS")
@@ -106,12 +107,11 @@ def test_while_loop_with_per_lane_trip_counts() -> None:
         kb.do(Op.ADD, steps, steps, const(1, U32))
     kb.store(po, i, steps)
     a = np.arange(1, 257, dtype=np.uint32)
-    o = np.zeros(256, np.uint32)
-    launch(kb.build(), 8, 32, [a, o])
+    _, o = run(cpu, kb.build(), [a, np.zeros(256, np.uint32)], count=8, dim=32)
     assert o.tolist() == [_collatz(int(v)) for v in a]
 
 
-def test_early_return_at_top_level_and_inside_loops() -> None:
+def test_early_return_at_top_level_and_inside_loops(cpu: ComputeClient) -> None:
     kb = KernelBuilder("early", file=FILE)
     pa, po = kb.array("a", I32), kb.array("o", I32)
     i = builtin("ABSOLUTE_POS")
@@ -130,12 +130,11 @@ def test_early_return_at_top_level_and_inside_loops() -> None:
     kb.return_()
     kb.store(po, i, const(-99, I32))  # unreachable
     a = np.arange(-20, 20, dtype=np.int32)
-    o = np.full(40, 7, np.int32)
-    launch(kb.build(), 5, 8, [a, o])
+    _, o = run(cpu, kb.build(), [a, np.full(40, 7, np.int32)], count=5, dim=8)
     assert o.tolist() == [7 if v < 0 else v if v < 10 else v + 100 for v in a]
 
 
-def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges() -> None:
+def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges(cpu: ComputeClient) -> None:
     kb = KernelBuilder("ranges", file=FILE)
     pa, pb, po, pl = kb.array("a", I32), kb.array("b", I32), kb.array("o", I32), kb.array("l", I32)
     i = builtin("ABSOLUTE_POS")
@@ -149,8 +148,8 @@ def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges() -> None:
     kb.store(pl, i, j)  # the last value the loop gave j (or its value before the loop)
     rng = np.random.default_rng(2)
     a, b = rng.integers(-20, 20, 256).astype(np.int32), rng.integers(-20, 20, 256).astype(np.int32)
-    o, last = np.zeros(256, np.int32), np.zeros(256, np.int32)
-    launch(kb.build(), 2, 128, [a, b, o, last])
+    arrays = [a, b, np.zeros(256, np.int32), np.zeros(256, np.int32)]
+    _, _, o, last = run(cpu, kb.build(), arrays, count=2, dim=128)
     for k in range(256):
         acc_, j_ = 0, -1000
         for j_ in range(int(a[k]), int(b[k]), -3):
@@ -158,7 +157,7 @@ def test_range_loops_negative_step_per_lane_bounds_and_empty_ranges() -> None:
         assert (o[k], last[k]) == (np.int32(acc_), j_)
 
 
-def test_unsigned_range_near_the_top_does_not_wrap() -> None:
+def test_unsigned_range_near_the_top_does_not_wrap(cpu: ComputeClient) -> None:
     kb = KernelBuilder("urange", file=FILE)
     po = kb.array("o", U32)
     j, n = kb.local("j", U32), kb.local("n", U32)
@@ -166,12 +165,11 @@ def test_unsigned_range_near_the_top_does_not_wrap() -> None:
     with kb.range_(j, const(2**32 - 5, U32), const(2**32 - 1, U32), 2):
         kb.do(Op.ADD, n, n, const(1, U32))
     kb.store(po, builtin("ABSOLUTE_POS"), n)
-    o = np.zeros(4, np.uint32)
-    launch(kb.build(), 1, 4, [o])
+    (o,) = run(cpu, kb.build(), [np.zeros(4, np.uint32)], dim=4)
     assert o.tolist() == [2] * 4
 
 
-def test_uniform_and_lane_vector_conditions_agree() -> None:
+def test_uniform_and_lane_vector_conditions_agree(cpu: ComputeClient) -> None:
     """Conditions on ABSOLUTE_POS and UNIT_POS are kept symbolic; mixing them with loaded
     values must give the same masks as plain arrays would."""
     kb = KernelBuilder("symbolic", file=FILE)
@@ -187,8 +185,7 @@ def test_uniform_and_lane_vector_conditions_agree() -> None:
     with kb.if_(kb.let(Op.EQ, BOOL, kb.let(Op.CAST, I32, i), const(33, I32))):
         kb.do(Op.ADD, r, r, const(100, I32))
     kb.store(po, i, r)
-    o = np.zeros(128, np.int32)
-    launch(kb.build(), 4, 32, [o])
+    (o,) = run(cpu, kb.build(), [np.zeros(128, np.int32)], count=4, dim=32)
     want = [
         ((3 * p - 7) % 2**32 >= 50) + 10 * (p % 32 + 5 < 20) + 100 * (p == 33) for p in range(128)
     ]

@@ -9,17 +9,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from launch_modes import run
 
 import ruda_cpu.executor as executor
-from ruda_core.ir import BuiltinKind, Elem, Op
+from ruda_core.ir import BuiltinKind, Elem, ExecutionMode, Op
 from ruda_core.ir.bounds import lower_bounds
-from ruda_core.runtime.compiler import CompileOptions
-from ruda_core.runtime.errors import LaunchConfigError, LaunchError
-from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.runtime import CompileOptions, ComputeClient, LaunchConfigError, LaunchError
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_cpu.compiler import CpuCompiler
 
-from .launcher import FILE, compile_kernel, launch, metadata_for
+from .kernels import FILE, cpu_kernel
 
 U32, F32, BOOL = Elem.U32, Elem.F32, Elem.BOOL
 KINDS = [k for k in BuiltinKind if k not in (BuiltinKind.PLANE_DIM, BuiltinKind.UNIT_POS_PLANE)]
@@ -89,19 +88,22 @@ def expected_builtins(count: tuple[int, int, int], dim: tuple[int, int, int]) ->
         ((1, 4, 1), (3, 1, 1)),
     ],
 )
-def test_every_builtin_in_1d_2d_and_3d_launches(count: tuple, dim: tuple) -> None:
+def test_every_builtin_in_1d_2d_and_3d_launches(
+    cpu: ComputeClient, count: tuple, dim: tuple
+) -> None:
     want = expected_builtins(count, dim)
-    out = np.zeros(want.size, np.uint32)
-    launch(builtins_kernel().build(), count, dim, [out])
+    (out,) = run(cpu, builtins_kernel().build(), [np.zeros(want.size, np.uint32)], (), count, dim)
     assert out.tolist() == want.tolist()
 
 
-def test_builtins_across_batch_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_builtins_across_batch_boundaries(
+    cpu: ComputeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(executor, "LANES_PER_BATCH", 20)
     for count, dim in [((5, 3, 2), (3, 2, 1)), ((11, 1, 1), (6, 1, 1)), ((9, 2, 1), (1, 1, 1))]:
         want = expected_builtins(count, dim)
-        out = np.zeros(want.size, np.uint32)
-        launch(builtins_kernel().build(), count, dim, [out])
+        zeros = np.zeros(want.size, np.uint32)
+        (out,) = run(cpu, builtins_kernel().build(), [zeros], (), count, dim)
         assert out.tolist() == want.tolist()
 
 
@@ -116,17 +118,18 @@ def saxpy() -> KernelBuilder:
     return kb
 
 
-def test_a_launch_bigger_than_one_batch() -> None:
+def test_a_launch_bigger_than_one_batch(cpu: ComputeClient) -> None:
     n = 3 * executor.LANES_PER_BATCH + 1234
     x = np.arange(n, dtype=np.float32)
-    y = np.ones(n, np.float32)
-    launch(saxpy().build(), -(-n // 256), 256, [x, y], [2.0], mode=ExecutionMode.CHECKED)
+    arrays = [x, np.ones(n, np.float32)]
+    _, y = run(cpu, saxpy().build(), arrays, [2.0], -(-n // 256), 256, ExecutionMode.CHECKED)
     assert (y == 2 * np.arange(n, dtype=np.float32) + 1).all()
 
 
-def test_one_kernel_runs_on_four_threads_at_once() -> None:
+def test_one_kernel_runs_on_four_threads_at_once(cpu: ComputeClient) -> None:
+    """Each thread launches on its own stream, whose worker runs the server's one compiled
+    kernel: four workers run it at once."""
     defn = saxpy().build()
-    kernel = compile_kernel(defn, ExecutionMode.CHECKED)
     n = 200_000
     xs = [np.full(n, t + 1, np.float32) for t in range(4)]
     ys = [np.zeros(n, np.float32) for _ in range(4)]
@@ -135,8 +138,8 @@ def test_one_kernel_runs_on_four_threads_at_once() -> None:
     def work(t: int) -> None:
         try:
             for _ in range(5):
-                meta = metadata_for(defn, [xs[t], ys[t]])
-                kernel((-(-n // 128), 1, 1), (128, 1, 1), [xs[t], ys[t]], [np.float32(1)], meta)
+                arrays = [xs[t], ys[t]]
+                _, ys[t] = run(cpu, defn, arrays, [1], -(-n // 128), 128, ExecutionMode.CHECKED)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -151,7 +154,7 @@ def test_one_kernel_runs_on_four_threads_at_once() -> None:
 
 
 def test_argument_mismatches_are_launch_config_errors() -> None:
-    kernel = compile_kernel(saxpy().build())
+    kernel = cpu_kernel(saxpy().build())
     x = np.zeros(4, np.float32)
     with pytest.raises(LaunchConfigError, match="saxpy takes 2 buffers"):
         kernel((1, 1, 1), (4, 1, 1), [x], [np.float32(1)], [4, 4])
@@ -164,7 +167,7 @@ def test_argument_mismatches_are_launch_config_errors() -> None:
 def test_failures_inside_a_kernel_are_launch_errors_naming_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    kernel = compile_kernel(saxpy().build())
+    kernel = cpu_kernel(saxpy().build())
     x = np.zeros(4, np.float32)
 
     def broken(*args: object) -> None:
@@ -181,7 +184,7 @@ def test_failures_inside_a_kernel_are_launch_errors_naming_it(
 
 
 def test_zero_sized_launch_runs_nothing() -> None:
-    kernel = compile_kernel(saxpy().build())
+    kernel = cpu_kernel(saxpy().build())
     y = np.ones(4, np.float32)
     kernel((0, 1, 1), (4, 1, 1), [y.copy(), y], [np.float32(1)], [4, 4])
     assert (y == 1).all()
@@ -204,15 +207,14 @@ def test_generated_source_is_readable_and_deterministic() -> None:
     assert first.plane_dim == 32 and first.written == (1,)
 
 
-def test_clashing_names_are_renamed() -> None:
+def test_clashing_names_are_renamed(cpu: ComputeClient) -> None:
     # the kernel, a parameter and a local named like runtime globals
     kb = KernelBuilder("np", file=FILE)
     p = kb.array("L", U32)
     g = kb.local("g", U32)
     kb.assign(g, const(3, U32))
     kb.store(p, builtin("ABSOLUTE_POS"), g)
-    out = np.zeros(4, np.uint32)
-    launch(kb.build(), 1, 4, [out])
+    (out,) = run(cpu, kb.build(), [np.zeros(4, np.uint32)], dim=4)
     assert (out == 3).all()
 
 
@@ -222,13 +224,15 @@ def test_clashing_names_are_renamed() -> None:
     dim=st.tuples(st.integers(1, 5), st.integers(1, 3), st.integers(1, 2)),
     batch=st.integers(1, 64),
 )
-def test_builtins_for_random_geometries(count: tuple, dim: tuple, batch: int) -> None:
+def test_builtins_for_random_geometries(
+    cpu: ComputeClient, count: tuple, dim: tuple, batch: int
+) -> None:
     old = executor.LANES_PER_BATCH
     executor.LANES_PER_BATCH = batch
     try:
         want = expected_builtins(count, dim)
-        out = np.zeros(want.size, np.uint32)
-        launch(builtins_kernel().build(), count, dim, [out])
+        zeros = np.zeros(want.size, np.uint32)
+        (out,) = run(cpu, builtins_kernel().build(), [zeros], (), count, dim)
     finally:
         executor.LANES_PER_BATCH = old
     assert out.tolist() == want.tolist()

@@ -9,14 +9,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from launch_modes import run
 
 from ruda_core.ir import Elem, Op
-from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime import ComputeClient, UnsupportedFeature
 from ruda_core.testing.conformance.test_ops_int import COMPARES, VALUE_OPS
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.opkernels import arity
 
-from .launcher import FILE, launch
+from .kernels import FILE
 
 N = 320  # 5 cubes of 64
 INTS = [Elem.I8, Elem.I16, Elem.I32, Elem.I64, Elem.U8, Elem.U16, Elem.U32, Elem.U64]
@@ -55,7 +56,9 @@ def sample(elem: Elem, seed: int) -> np.ndarray:
     return rng.permutation(v.astype(elem.numpy))
 
 
-def run_binary(op: Op, elem: Elem, out_elem: Elem, a: np.ndarray, b: np.ndarray) -> tuple:
+def run_binary(
+    cpu: ComputeClient, op: Op, elem: Elem, out_elem: Elem, a: np.ndarray, b: np.ndarray
+) -> tuple:
     """out1[i] = op(a[i], b[i]); out2[i] = op(p, q) for scalar params (uniform values);
     out3[i] = op(a[i], b[0]) through a constant."""
     kb = KernelBuilder(f"{op.value}_{elem.value}", file=FILE)
@@ -68,8 +71,7 @@ def run_binary(op: Op, elem: Elem, out_elem: Elem, a: np.ndarray, b: np.ndarray)
     kb.store(o2, i, kb.let(op, out_elem, p, q))
     kb.store(o3, i, kb.let(op, out_elem, x, const(b[0].item(), elem)))
     outs = [np.zeros(N, out_elem.numpy) for _ in range(3)]
-    launch(kb.build(), N // 64, 64, [a, b, *outs], [a[3], b[3]])
-    return tuple(outs)
+    return tuple(run(cpu, kb.build(), [a, b, *outs], [a[3], b[3]], N // 64, 64)[2:])
 
 
 # --- integer arithmetic ---------------------------------------------------------------------
@@ -106,10 +108,10 @@ INT_BINARY = [op for op in VALUE_OPS if arity(op) == 2]
 
 @pytest.mark.parametrize("elem", INTS, ids=str)
 @pytest.mark.parametrize("op", INT_BINARY + COMPARES, ids=str)
-def test_integer_binary(op: Op, elem: Elem) -> None:
+def test_integer_binary(cpu: ComputeClient, op: Op, elem: Elem) -> None:
     a, b = sample(elem, 1), sample(elem, 2)
     out_elem = Elem.BOOL if op in COMPARES else elem
-    o1, o2, o3 = run_binary(op, elem, out_elem, a, b)
+    o1, o2, o3 = run_binary(cpu, op, elem, out_elem, a, b)
     for k in range(N):
         for got, x, y in ((o1[k], a[k], b[k]), (o3[k], a[k], b[0])):
             want = int_ref(op, int(x), int(y), elem)
@@ -121,7 +123,7 @@ def test_integer_binary(op: Op, elem: Elem) -> None:
 
 
 @pytest.mark.parametrize("elem", INTS, ids=str)
-def test_integer_unary_and_clamp(elem: Elem) -> None:
+def test_integer_unary_and_clamp(cpu: ComputeClient, elem: Elem) -> None:
     a, lo, hi = sample(elem, 3), sample(elem, 4), sample(elem, 5)
     kb = KernelBuilder("unary", file=FILE)
     pa, plo, phi = kb.array("a", elem), kb.array("lo", elem), kb.array("hi", elem)
@@ -132,8 +134,9 @@ def test_integer_unary_and_clamp(elem: Elem) -> None:
     kb.store(outs["abs"], i, kb.let(Op.ABS, elem, x))
     kb.store(outs["bnot"], i, kb.let(Op.BIT_NOT, elem, x))
     kb.store(outs["clamp"], i, kb.let(Op.CLAMP, elem, x, kb.load(plo, i), kb.load(phi, i)))
-    arrays = {name: np.zeros(N, elem.numpy) for name in outs}
-    launch(kb.build(), N // 64, 64, [a, lo, hi, *arrays.values()])
+    zeros = [np.zeros(N, elem.numpy) for _ in outs]
+    got = run(cpu, kb.build(), [a, lo, hi, *zeros], count=N // 64, dim=64)[3:]
+    arrays = dict(zip(outs, got, strict=True))
     for k in range(N):
         x, low, high = int(a[k]), int(lo[k]), int(hi[k])
         assert arrays["neg"][k] == wrap(-x, elem)
@@ -186,12 +189,12 @@ def float_ref(op: Op, x: float, y: float, elem: Elem) -> float | bool | None:
 
 @pytest.mark.parametrize("elem", FLOATS, ids=str)
 @pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MIN, Op.MAX, *COMPARES], ids=str)
-def test_float_binary_exact(op: Op, elem: Elem) -> None:
+def test_float_binary_exact(cpu: ComputeClient, op: Op, elem: Elem) -> None:
     """+ - * / are correctly rounded in the element type (a double-rounded f64 reference is
     exact for f16 and f32), so they must match bit for bit."""
     a, b = sample(elem, 6), sample(elem, 7)
     out_elem = Elem.BOOL if op in COMPARES else elem
-    o1, o2, o3 = run_binary(op, elem, out_elem, a, b)
+    o1, o2, o3 = run_binary(cpu, op, elem, out_elem, a, b)
     cases = [(o1[k], a[k], b[k]) for k in range(N)] + [(o3[k], a[k], b[0]) for k in range(N)]
     cases.append((o2[0], a[3], b[3]))
     for got, x, y in cases:
@@ -205,14 +208,14 @@ def test_float_binary_exact(op: Op, elem: Elem) -> None:
 
 
 @pytest.mark.parametrize("elem", FLOATS, ids=str)
-def test_float_floor_div_mod_pow(elem: Elem) -> None:
+def test_float_floor_div_mod_pow(cpu: ComputeClient, elem: Elem) -> None:
     a = np.abs(sample(elem, 8)) + elem.numpy.type(0.5)
     b = np.abs(sample(elem, 9)) + elem.numpy.type(0.25)
     a[::3] *= -1
     b[::5] *= -1
-    fd, _, _ = run_binary(Op.FLOOR_DIV, elem, elem, a, b)
-    md, _, _ = run_binary(Op.MOD, elem, elem, a, b)
-    pw, _, _ = run_binary(Op.POW, elem, elem, np.abs(a), b)
+    fd, _, _ = run_binary(cpu, Op.FLOOR_DIV, elem, elem, a, b)
+    md, _, _ = run_binary(cpu, Op.MOD, elem, elem, a, b)
+    pw, _, _ = run_binary(cpu, Op.POW, elem, elem, np.abs(a), b)
     for k in range(N):
         x, y = float(a[k]), float(b[k])
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -250,7 +253,7 @@ EXACT_UNARY = {Op.SQRT, Op.RECIP, Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC}
 
 
 @pytest.mark.parametrize("elem", FLOATS, ids=str)
-def test_float_unary(elem: Elem) -> None:
+def test_float_unary(cpu: ComputeClient, elem: Elem) -> None:
     rng = np.random.default_rng(10)
     a = (rng.uniform(0.01, 6.0, N) * rng.choice([-1, 1], N)).astype(elem.numpy)
     a[:8] = [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, 0.0, -0.0]  # ROUND ties to even
@@ -265,8 +268,9 @@ def test_float_unary(elem: Elem) -> None:
     x = kb.load(pa, i)
     for op in ops:
         kb.store(outs[op], i, kb.let(op, outs[op].elem, x))
-    arrays = {op: np.zeros(N, p.elem.numpy) for op, p in outs.items()}
-    launch(kb.build(), N // 64, 64, [a, *arrays.values()])
+    zeros = [np.zeros(N, p.elem.numpy) for p in outs.values()]
+    got = run(cpu, kb.build(), [a, *zeros], count=N // 64, dim=64)[1:]
+    arrays = dict(zip(outs, got, strict=True))
     eps = float(np.finfo(elem.numpy).eps)
     for k in range(N):
         v = float(a[k])
@@ -289,20 +293,19 @@ def test_float_unary(elem: Elem) -> None:
         assert not arrays[Op.ISNAN][k] and not arrays[Op.ISINF][k]
 
 
-def test_isnan_isinf_and_special_values() -> None:
+def test_isnan_isinf_and_special_values(cpu: ComputeClient) -> None:
     a = np.array([np.nan, np.inf, -np.inf, 0.0, 1.0] * 64, np.float32)
     kb = KernelBuilder("special", file=FILE)
     pa, pn, pi = kb.array("a", Elem.F32), kb.array("n", Elem.BOOL), kb.array("i", Elem.BOOL)
     x = kb.load(pa, builtin("ABSOLUTE_POS"))
     kb.store(pn, builtin("ABSOLUTE_POS"), kb.let(Op.ISNAN, Elem.BOOL, x))
     kb.store(pi, builtin("ABSOLUTE_POS"), kb.let(Op.ISINF, Elem.BOOL, x))
-    n, i = np.zeros(320, bool), np.zeros(320, bool)
-    launch(kb.build(), 5, 64, [a, n, i])
+    _, n, i = run(cpu, kb.build(), [a, np.zeros(320, bool), np.zeros(320, bool)], count=5, dim=64)
     assert (n == np.isnan(a)).all() and (i == np.isinf(a)).all()
 
 
 @pytest.mark.parametrize("elem", FLOATS, ids=str)
-def test_fma_and_clamp(elem: Elem) -> None:
+def test_fma_and_clamp(cpu: ComputeClient, elem: Elem) -> None:
     a, b, d = sample(elem, 11), sample(elem, 12), sample(elem, 13)
     kb = KernelBuilder("fma", file=FILE)
     pa, pb, pd = kb.array("a", elem), kb.array("b", elem), kb.array("d", elem)
@@ -311,8 +314,8 @@ def test_fma_and_clamp(elem: Elem) -> None:
     x, y, z = kb.load(pa, i), kb.load(pb, i), kb.load(pd, i)
     kb.store(pf, i, kb.let(Op.FMA, elem, x, y, z))
     kb.store(pc, i, kb.let(Op.CLAMP, elem, x, const(-1.0, elem), const(2.0, elem)))
-    f, cl = np.zeros(N, elem.numpy), np.zeros(N, elem.numpy)
-    launch(kb.build(), 5, 64, [a, b, d, f, cl])
+    arrays = [a, b, d, np.zeros(N, elem.numpy), np.zeros(N, elem.numpy)]
+    f, cl = run(cpu, kb.build(), arrays, count=5, dim=64)[3:]
     eps = float(np.finfo(elem.numpy).eps)
     for k in range(N):
         x_, y_, z_ = float(a[k]), float(b[k]), float(d[k])
@@ -343,7 +346,7 @@ def test_erf_accuracy() -> None:
 # --- logic, select, cast --------------------------------------------------------------------
 
 
-def test_logic_and_select() -> None:
+def test_logic_and_select(cpu: ComputeClient) -> None:
     a, b = sample(Elem.BOOL, 14), sample(Elem.BOOL, 15)
     kb = KernelBuilder("logic", file=FILE)
     pa, pb = kb.array("a", Elem.BOOL), kb.array("b", Elem.BOOL)
@@ -355,8 +358,8 @@ def test_logic_and_select() -> None:
     kb.store(o_or, i, kb.let(Op.OR, Elem.BOOL, x, y))
     kb.store(o_not, i, kb.let(Op.NOT, Elem.BOOL, x))
     kb.store(o_sel, i, kb.let(Op.SELECT, Elem.I32, x, const(7, Elem.I32), const(-3, Elem.I32)))
-    outs = [np.zeros(N, bool) for _ in range(3)] + [np.zeros(N, np.int32)]
-    launch(kb.build(), 5, 64, [a, b, *outs])
+    zeros = [np.zeros(N, bool) for _ in range(3)] + [np.zeros(N, np.int32)]
+    outs = run(cpu, kb.build(), [a, b, *zeros], count=5, dim=64)[2:]
     for k in range(N):
         assert outs[0][k] == (a[k] and b[k]) and outs[1][k] == (a[k] or b[k])
         assert outs[2][k] == (not a[k]) and outs[3][k] == (7 if a[k] else -3)
@@ -366,7 +369,7 @@ ALL = [Elem.BOOL, *INTS, *FLOATS]
 
 
 @pytest.mark.parametrize("src", ALL, ids=str)
-def test_cast_to_every_type(src: Elem) -> None:
+def test_cast_to_every_type(cpu: ComputeClient, src: Elem) -> None:
     a = sample(src, 16)
     if src.is_float:
         a[:6] = [0.0, -0.0, 2.75, -2.75, 100.5, 1.0]  # no NaN: unspecified for int targets
@@ -376,8 +379,8 @@ def test_cast_to_every_type(src: Elem) -> None:
     x = kb.load(pa, builtin("ABSOLUTE_POS"))
     for p in outs:
         kb.store(p, builtin("ABSOLUTE_POS"), kb.let(Op.CAST, p.elem, x))
-    arrays = [np.zeros(N, p.elem.numpy) for p in outs]
-    launch(kb.build(), 5, 64, [a, *arrays])
+    zeros = [np.zeros(N, p.elem.numpy) for p in outs]
+    arrays = run(cpu, kb.build(), [a, *zeros], count=5, dim=64)[1:]
     for p, got in zip(outs, arrays, strict=True):
         dst = p.elem
         for k in range(N):
@@ -400,34 +403,34 @@ def test_cast_to_every_type(src: Elem) -> None:
             assert same(float(g), float(want)) if dst.is_float else g == want, (src, dst, v, g)
 
 
-def test_cast_nan_to_int_does_not_warn() -> None:
+def test_cast_nan_to_int_does_not_warn(cpu: ComputeClient) -> None:
     a = np.array([np.nan, np.inf, -np.inf, 1e30] * 16, np.float32)
     kb = KernelBuilder("nan_cast", file=FILE)
     pa, po = kb.array("a", Elem.F32), kb.array("o", Elem.I32)
     kb.store(
         po, builtin("ABSOLUTE_POS"), kb.let(Op.CAST, Elem.I32, kb.load(pa, builtin("ABSOLUTE_POS")))
     )
-    launch(kb.build(), 1, 64, [a, np.zeros(64, np.int32)])  # filterwarnings=error
+    run(cpu, kb.build(), [a, np.zeros(64, np.int32)], dim=64)  # filterwarnings=error
 
 
-def test_integer_division_by_zero_does_not_warn() -> None:
+def test_integer_division_by_zero_does_not_warn(cpu: ComputeClient) -> None:
     a = np.arange(64, dtype=np.int32) - 32
     kb = KernelBuilder("div0", file=FILE)
     pa, po = kb.array("a", Elem.I32), kb.array("o", Elem.I32)
     x = kb.load(pa, builtin("ABSOLUTE_POS"))
     q = kb.let(Op.FLOOR_DIV, Elem.I32, x, const(0, Elem.I32))
     kb.store(po, builtin("ABSOLUTE_POS"), kb.let(Op.MOD, Elem.I32, q, const(0, Elem.I32)))
-    launch(kb.build(), 1, 64, [a, np.zeros(64, np.int32)])
+    run(cpu, kb.build(), [a, np.zeros(64, np.int32)], dim=64)
 
 
-def test_bf16_is_unsupported() -> None:
+def test_bf16_is_unsupported(cpu: ComputeClient) -> None:
     kb = KernelBuilder("bf", file=FILE)
     kb.array("a", Elem.BF16)
     with pytest.raises(UnsupportedFeature, match="bf16"):
-        launch(kb.build(), 1, 1, [np.zeros(4, np.uint16)])
+        run(cpu, kb.build(), [np.zeros(4, np.uint16)])
 
 
-def test_rank_shape_stride_metadata() -> None:
+def test_rank_shape_stride_metadata(cpu: ComputeClient) -> None:
     kb = KernelBuilder("meta", file=FILE)
     t = kb.tensor("t", Elem.F32, 2)
     o = kb.array("o", Elem.U32)
@@ -437,6 +440,5 @@ def test_rank_shape_stride_metadata() -> None:
     vals += [kb.let(Op.RANK, Elem.U32, t), kb.let(Op.LEN, Elem.U32, t)]
     for k, v in enumerate(vals):
         kb.store(o, const(k, Elem.U32), v)
-    out = np.zeros(6, np.uint32)
-    launch(kb.build(), 1, 1, [np.zeros(12, np.float32), out], tensors={"t": ((3, 4), (4, 1))})
+    _, out = run(cpu, kb.build(), [np.zeros((3, 4), np.float32), np.zeros(6, np.uint32)])
     assert out.tolist() == [3, 4, 4, 1, 2, 12]

@@ -1,18 +1,31 @@
-"""Plane operations over groups of PLANE_DIM consecutive units of a cube, with inactive lanes."""
+"""Plane operations over groups of PLANE_DIM consecutive units of a cube, with inactive lanes.
+
+These tests call the executor itself: the client launches only whole planes of the NumPy
+device's width (32), and the lane model also serves other widths and a partial last plane.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ruda_core.ir import Elem, Op
+from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
-from .launcher import FILE, launch
+from .kernels import FILE, cpu_kernel
 
 U32, I32, F32, BOOL = Elem.U32, Elem.I32, Elem.F32, Elem.BOOL
 REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
 SCANS = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
+
+
+def run_planes(
+    defn: KernelDefinition, cubes: int, units: int, arrays: list[np.ndarray], plane_dim: int
+) -> None:
+    """Run ``cubes`` cubes of ``units`` units in planes of ``plane_dim``, writing ``arrays``
+    (one per array parameter; no scalars, no tensors) in place."""
+    kernel = cpu_kernel(defn, plane_dim=plane_dim)
+    kernel((cubes, 1, 1), (units, 1, 1), arrays, [], [a.size for a in arrays])
 
 
 def planes(cubes: int, units: int, plane_dim: int) -> list[list[int]]:
@@ -41,7 +54,7 @@ def test_reductions_and_scans_over_active_lanes(units: int, plane_dim: int, elem
     a = rng.integers(-3 if elem.is_signed else 1, 4, n).astype(elem.numpy)
     active = rng.random(n) < 0.7
     arrays = {op: np.zeros(n, elem.numpy) for op in outs}
-    launch(kb.build(), cubes, units, [a, active, *arrays.values()], plane_dim=plane_dim)
+    run_planes(kb.build(), cubes, units, [a, active, *arrays.values()], plane_dim)
     for lanes in planes(cubes, units, plane_dim):
         act = [k for k in lanes if active[k]]
         vals = [a[k].item() for k in act]
@@ -84,7 +97,7 @@ def test_all_any_broadcast_shuffle() -> None:
     flag[16:32] = False  # one all false
     src = rng.integers(0, 20, n).astype(np.uint32)  # 16..19 are outside the plane
     outs = [np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.uint32), np.zeros(n, np.uint32)]
-    launch(kb.build(), cubes, units, [a, flag, src, *outs], plane_dim=pd)
+    run_planes(kb.build(), cubes, units, [a, flag, src, *outs], pd)
     for lanes in planes(cubes, units, pd):
         for k in lanes:
             assert outs[0][k] == all(flag[j] for j in lanes)
@@ -99,6 +112,6 @@ def test_plane_dim_and_unit_pos_plane_builtins() -> None:
     kb.store(pd_out, builtin("ABSOLUTE_POS"), builtin("PLANE_DIM"))
     kb.store(pos, builtin("ABSOLUTE_POS"), builtin("UNIT_POS_PLANE"))
     a, b = np.zeros(96, np.uint32), np.zeros(96, np.uint32)
-    launch(kb.build(), 2, 48, [a, b], plane_dim=16)
+    run_planes(kb.build(), 2, 48, [a, b], 16)
     assert (a == 16).all()
     assert b.tolist() == [u % 16 for _ in range(2) for u in range(48)]

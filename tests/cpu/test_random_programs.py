@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from launch_modes import run, run_validated
 
 from ruda_core.ir import (
     Break,
     Const,
     Continue,
     Elem,
+    ExecutionMode,
     If,
     Instr,
     KernelDefinition,
@@ -33,10 +35,8 @@ from ruda_core.ir import (
     Return,
 )
 from ruda_core.ir.verify import verify
-from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.runtime import ComputeClient
 from ruda_core.testing.irbuild import builtin
-
-from .launcher import launch
 
 I32, BOOL = Elem.I32, Elem.BOOL
 VARS = [Local(f"v{k}", I32) for k in range(4)]
@@ -269,12 +269,15 @@ def interpret(defn: KernelDefinition, lane: int, a: list[int], out: list[int]) -
     body=blocks(3, 0, []), seed=st.integers(0, 2**32 - 1), mode=st.sampled_from(list(ExecutionMode))
 )
 def test_random_program_matches_lane_by_lane_interpreter(
-    body: tuple, seed: int, mode: ExecutionMode
+    cpu: ComputeClient, body: tuple, seed: int, mode: ExecutionMode
 ) -> None:
     defn = program(body)
     a = np.random.default_rng(seed).integers(-12, 40, N_LANES + 30).astype(np.int32)
-    out = np.full(N_LANES * SLOTS, -1, np.int32)
-    launch(defn, 3, 32, [a, out], mode=mode)
+    arrays = [a, np.full(N_LANES * SLOTS, -1, np.int32)]
+    if mode is ExecutionMode.VALIDATE:  # loads may be out of bounds: the values are compared
+        (_, out), _ = run_validated(cpu, defn, arrays, (), 3, 32)
+    else:
+        _, out = run(cpu, defn, arrays, (), 3, 32, mode)
     want = [-1] * (N_LANES * SLOTS)
     for lane in range(N_LANES):
         interpret(defn, lane, a.tolist(), want)
