@@ -1,11 +1,16 @@
 """Project-wide pytest setup: the conformance suite's plugin (its modules run on every local
-device, see ``testpaths``) and an isolated cache folder for every test session."""
+device, see ``testpaths``), an isolated cache folder for every test session, and
+``open_device``, which opens a named device for a test as the conformance suite does."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
+
+from ruda_core.runtime import ComputeClient
+from ruda_core.testing.selection import DeviceSelection, Unavailable, required_backends
 
 pytest_plugins = ["ruda_core.testing.plugin"]
 
@@ -14,3 +19,19 @@ pytest_plugins = ["ruda_core.testing.plugin"]
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Compiled kernels and tuning results go to a fresh folder, not the user's cache."""
     os.environ["RUDA_CACHE_DIR"] = str(tmp_path_factory.mktemp("ruda-cache"))
+
+
+def _open_device(name: str) -> ComputeClient:
+    outcome = DeviceSelection([name], required_backends()).open(name)
+    if isinstance(outcome, Unavailable):
+        if outcome.required:
+            pytest.fail(outcome.message(), pytrace=False)
+        pytest.skip(outcome.message())
+    return outcome
+
+
+@pytest.fixture(scope="session")
+def open_device() -> Callable[[str], ComputeClient]:
+    """``open_device("cuda:0")`` is that device's client; a device this machine cannot open
+    skips the test, saying why, or fails it when ``RUDA_REQUIRE`` names the backend."""
+    return _open_device

@@ -10,6 +10,7 @@ no device of still gets its device 0, whose tests skip with the reason (or fail 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -24,7 +25,7 @@ from ruda_core.runtime import (
     KernelTask,
     ValidationError,
 )
-from ruda_core.testing.selection import DeviceSelection, Unavailable, backend_of
+from ruda_core.testing.selection import DeviceSelection, backend_of
 
 #: The architecture whose fallbacks the ``cuda:0-sm_52`` device runs: no native f64/f16/bf16
 #: atomic adds and no ``__reduce_*_sync``.
@@ -94,15 +95,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("device", names, indirect=True, scope="session")
 
 
-def _open(config: pytest.Config, name: str) -> ComputeClient:
-    outcome = _selection(config).open(name)
-    if isinstance(outcome, Unavailable):
-        if outcome.required:
-            pytest.fail(outcome.message(), pytrace=False)
-        pytest.skip(outcome.message())
-    return outcome
-
-
 def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
     """A second server on the GPU of ``cuda`` that generates code for :data:`OLD_ARCH`; NVRTC
     still builds it for the GPU's own architecture, so the fallbacks run there."""
@@ -116,14 +108,16 @@ def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
 
 
 @pytest.fixture(scope="session")
-def opencl_device(request: pytest.FixtureRequest) -> Target:
+def opencl_device(
+    request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]
+) -> Target:
     """Each OpenCL device in turn."""
-    return Target(_open(request.config, request.param))
+    return Target(open_device(request.param))
 
 
 @pytest.fixture(scope="session")
-def device(request: pytest.FixtureRequest) -> Target:
+def device(request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]) -> Target:
     """Each C-family device in turn (a test using it runs once per device)."""
     name, _, arch = request.param.partition("-")
-    client = _open(request.config, name)
+    client = open_device(name)
     return Target(_old_arch_client(client) if arch else client)
