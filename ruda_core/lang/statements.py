@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Iterable
 from typing import Any
 
-from ..ir import Break, Const, Continue, Elem, If, Loop, Op, Param, ParamKind, RangeLoop
+from ..ir import Break, Const, Continue, Elem, If, Local, Loop, Op, Param, ParamKind, RangeLoop
 from ..ir import Return as ReturnStmt
 from .coerce import convert, default_elem, elem_of, implicit
 from .expressions import ExprBuilder
@@ -253,8 +253,11 @@ class StmtBuilder(ExprBuilder):
         args = [self.expr(a) for a in call.args]
         start, end = (PyVal(0), args[0]) if len(args) == 1 else (args[0], args[1])
         step = args[2] if len(args) == 3 else PyVal(1)
-        if not isinstance(step, PyVal) or not isinstance(step.value, int) or step.value == 0:
-            self.fail("the step of range() must be a compile-time non-zero int", call)
+        if not isinstance(step, PyVal):
+            self.strided_loop(name, start, end, step, call, node)
+            return
+        if not isinstance(step.value, int) or step.value == 0:
+            self.fail("the step of range() must be a non-zero int", call)
         local = self.frame.locals_by_name.get(name)
         elem = local.elem if local is not None else self.common(start, end, call, "range()")
         if not elem.is_int:
@@ -277,6 +280,76 @@ class StmtBuilder(ExprBuilder):
         step_const = Const(step.value, elem)
         self.append(RangeLoop(local, start_op, end_op, step_const, tuple(body), loc))
         self.after_loop(before)
+
+    def strided_loop(
+        self, name: str, start: Value, end: Value, step: Value, call: ast.Call, node: ast.For
+    ) -> None:
+        """``range(start, end, step)`` with a run-time ``step`` (a grid-stride loop): a loop
+        that checks and advances at its top, so ``continue`` advances too. The remaining
+        distance is compared in the unsigned type of the loop's width, so the variable never
+        wraps past ``end``. A zero step runs no iteration (Python raises instead)."""
+        local = self.frame.locals_by_name.get(name)
+        elem = local.elem if local is not None else self.common(start, end, call, "range()")
+        if not elem.is_int:
+            self.fail(f"range() needs integers, got {elem}", call)
+        step_elem = elem_of(step)
+        if step_elem is None or not step_elem.is_int:
+            self.fail(f"the step of range() must be an integer, got {step_elem}", call)
+        if local is None:
+            elem = self.common(Const(0, elem), step, call, "range()")
+        first = self.temp(Elem.BOOL)
+        ends = [self.temp(elem) for _ in range(2)]
+        for temp, value in zip(ends, (end, step), strict=True):
+            self.write(temp, implicit(self, value, elem, call))
+        stop, stride = ends
+        if local is None:
+            local = self.new_local(name, elem)
+            self.frame.locals_by_name[name] = local
+        self.write(local, implicit(self, start, elem, call))
+        self.write(first, Const(True, Elem.BOOL))
+        self.frame.scope[name] = local
+        loc, before = self.loc, self.returns_in_loops()
+        with self.loop("loop"), self.capture() as body:
+            with self.capture() as on_first:
+                self.write(first, Const(False, Elem.BOOL))
+                self._break_unless(self._range_enters(elem, local, stop, stride), loc)
+            with self.capture() as on_next:
+                self._break_unless(self._range_continues(elem, local, stop, stride), loc)
+                self.write(local, self.emit(Op.ADD, elem, local, stride))
+            self.append(If(first, tuple(on_first), tuple(on_next), loc))
+            self.stmts(node.body)
+        self.append(Loop(tuple(body), loc))
+        self.after_loop(before)
+
+    def _break_unless(self, cond: Local, loc: Any) -> None:
+        self.append(If(self.emit(Op.NOT, Elem.BOOL, cond), (Break(loc),), (), loc))
+
+    def _range_enters(self, elem: Elem, i: Local, stop: Local, step: Local) -> Local:
+        """Whether ``range(i, stop, step)`` has a first iteration."""
+        zero, b = Const(0, elem), Elem.BOOL
+        up = self.emit(Op.AND, b, self.emit(Op.GT, b, step, zero), self.emit(Op.LT, b, i, stop))
+        if not elem.is_signed:
+            return up
+        down = self.emit(Op.AND, b, self.emit(Op.LT, b, step, zero), self.emit(Op.GT, b, i, stop))
+        return self.emit(Op.OR, b, up, down)
+
+    def _range_continues(self, elem: Elem, i: Local, stop: Local, step: Local) -> Local:
+        """Whether ``i + step`` is still inside the range, given that ``i`` is: the distance
+        to ``stop`` exceeds the step, both as unsigned numbers of ``elem``'s width."""
+        u = {8: Elem.U8, 16: Elem.U16, 32: Elem.U32, 64: Elem.U64}[elem.bits]
+
+        def unsigned(x: Local) -> Local:
+            return x if elem is u else self.emit(Op.CAST, u, x)
+
+        ahead = self.emit(Op.SUB, u, unsigned(stop), unsigned(i))
+        up = self.emit(Op.GT, Elem.BOOL, ahead, unsigned(step))
+        if not elem.is_signed:
+            return up
+        behind = self.emit(Op.SUB, u, unsigned(i), unsigned(stop))
+        back = self.emit(Op.NEG, u, unsigned(step))
+        down = self.emit(Op.GT, Elem.BOOL, behind, back)
+        rising = self.emit(Op.GT, Elem.BOOL, step, Const(0, elem))
+        return self.emit(Op.SELECT, Elem.BOOL, rising, up, down)
 
     def loop(self, kind: str) -> _LoopScope:
         return _LoopScope(self, kind)

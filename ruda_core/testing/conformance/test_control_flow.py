@@ -132,3 +132,47 @@ def test_range_with_negative_step_and_signed_bounds(client):
     expected = [sum(range(i - 5, -10, -3)) for i in range(n)]
     got = _launch(client, conformance_signed_loop, n, np.int32)
     np.testing.assert_array_equal(got, expected)
+
+
+@kernel
+def conformance_grid_stride(out: Array[u32], stride: u32):
+    for i in range(ABSOLUTE_POS, out.len(), stride):
+        if i % u32(5) == u32(3):
+            continue
+        out[i] = i * u32(2)
+
+
+@kernel
+def conformance_runtime_step(out: Array[i32], start: i32, stop: i32, step: i32):
+    if ABSOLUTE_POS == u32(0):
+        n = i32(0)
+        for i in range(start, stop, step):
+            out[n] = i
+            n += 1
+        out[out.len() - u32(1)] = n
+
+
+def test_range_with_a_runtime_step_is_a_grid_stride_loop(client):
+    n, cubes, units = N, 3, 32
+    out = client.create_from_slice(np.zeros(n, np.uint32))
+    stride = cubes * units
+    conformance_grid_stride.launch(
+        client, RudaCount(cubes), RudaDim(units), ArrayArg(out, n), stride
+    )
+    i = np.arange(n)
+    np.testing.assert_array_equal(
+        read_array(client, out, np.uint32), np.where(i % 5 == 3, 0, 2 * i)
+    )
+
+
+def test_range_with_a_runtime_step_follows_python_and_never_wraps(client):
+    cases = [(10, -3, -4), (0, 10, 3), (5, 5, 1), (-(2**31), 2**31 - 1, 2**30)]
+    cases += [(2**31 - 1, -(2**31), -(2**31)), (2**31 - 5, 2**31 - 1, 3), (0, 10, 0)]
+    for start, stop, step in cases:
+        out = client.create_from_slice(np.zeros(16, np.int32))
+        conformance_runtime_step.launch(
+            client, RudaCount(1), RudaDim(1), ArrayArg(out, 16), start, stop, step
+        )
+        got = read_array(client, out, np.int32)
+        want = list(range(start, stop, step)) if step else []  # a zero step runs no iteration
+        assert got[15] == len(want) and list(got[: len(want)]) == want, (start, stop, step)
