@@ -222,6 +222,8 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         return _operand(args[0], ctx, keep_lanes=True)
     if op is Op.CAST:
         return _cast(ins, ctx)
+    if op is Op.BITCAST:
+        return f"L.bitcast({_operand(args[0], ctx)}, np.{cast(Local, ins.out).elem.numpy.name})"
     if op is Op.SELECT:
         c, a, b = (_operand(x, ctx, keep_lanes=True) for x in args)
         return f"L.select({c}, {a}, {b})"

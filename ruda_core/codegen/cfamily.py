@@ -409,6 +409,10 @@ class _KernelWriter:
             if out is None:
                 raise CompilationError("cast without a result")
             value = expr.cast(args[0], args[0].elem, out.elem)  # type: ignore[arg-type]
+        elif op is Op.BITCAST:
+            if out is None:
+                raise CompilationError("bitcast without a result")
+            value = expr.bitcast(args[0], args[0].elem, out.elem)  # type: ignore[arg-type]
         else:
             elem = args[1].elem if op is Op.SELECT else args[0].elem
             value = expr.apply(op, elem, args)  # type: ignore[arg-type]

@@ -121,6 +121,10 @@ class ExprLowering:
             return self._float(op, elem, args)
         return self._integer(op, elem, args)
 
+    def bitcast(self, a: Arg, source: Elem, target: Elem) -> str:
+        """``a``'s bits (of ``source``) as a value of ``target``, a type of the same width."""
+        return self.d.bits_to_value(target, self.d.value_to_bits(source, self.text(a)))
+
     def cast(self, a: Arg, source: Elem, target: Elem) -> str:
         """``a`` (of ``source``) converted to ``target`` with the IR's CAST rules."""
         d = self.d

@@ -132,6 +132,7 @@ class Op(enum.Enum):
     MUL_HI = "mul_hi"  #: the high half of the double-width product
     SATURATING_ADD = "saturating_add"  #: clamped to the type's range instead of wrapping
     SATURATING_SUB = "saturating_sub"
+    BITCAST = "bitcast"  #: (x) -> the same bits as the result's type, of x's width
 
     # memory: the first operand is an ArrayVar, the index any integer type
     INDEX = "index"  #: (arr, i) -> arr[i]

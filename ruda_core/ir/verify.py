@@ -286,6 +286,17 @@ def _cast(v: _Verifier, ins: Instr) -> None:
     v._local(ins.out)
 
 
+def _bitcast(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 1)
+    source = v._scalar(ins.args[0])
+    if ins.out is None:
+        _fail("bitcast needs a result local")
+    v._local(ins.out)
+    target = ins.out.elem
+    if Elem.BOOL in (source, target) or source.nbytes != target.nbytes:
+        _fail(f"bitcast needs two numeric types of one width, got {source} and {target}")
+
+
 def _select(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, 3)
     v._expect(v._scalar(ins.args[0]), _BOOL, "the select condition")
@@ -380,6 +391,7 @@ def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
         Op.CAST: _cast,
+        Op.BITCAST: _bitcast,
         Op.SELECT: _select,
         Op.NEG: _same_rule(_NUMERIC, 1, "numbers"),
         Op.ABS: _same_rule(_NUMERIC, 1, "numbers"),

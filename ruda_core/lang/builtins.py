@@ -18,7 +18,8 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil round trunc`` (floats), ``isnan
   isinf isfinite`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow atan2 hypot fmod
   remainder copysign`` (floats), ``popcount leading_zeros trailing_zeros find_first_set`` (integers
-  -> u32), ``reverse_bits mul_hi saturating_add saturating_sub`` (integers). ``round`` of a float
+  -> u32), ``reverse_bits mul_hi saturating_add saturating_sub`` (integers); ``bitcast(T, x)``:
+  ``x``'s bits as the type ``T`` of its width. ``round`` of a float
   is a float (half to even). Python's
   ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
@@ -85,6 +86,7 @@ __all__ = [
     "atomic_sub",
     "atomic_swap",
     "atomic_xor",
+    "bitcast",
     "cbrt",
     "ceil",
     "clamp",
@@ -268,6 +270,7 @@ fmod = Intrinsic("fmod", np.fmod)
 remainder = Intrinsic("remainder", math.remainder)
 copysign = Intrinsic("copysign", np.copysign)
 popcount = Intrinsic("popcount")
+bitcast = Intrinsic("bitcast")
 leading_zeros = Intrinsic("leading_zeros")
 trailing_zeros = Intrinsic("trailing_zeros")
 find_first_set = Intrinsic("find_first_set")

@@ -94,6 +94,19 @@ def _math(
     return handler
 
 
+def _bitcast(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _arity(b, "bitcast", args, 2, node)
+    target = b.elem_arg(args[0], node)
+    value = operand(b, args[1], node)
+    if Elem.BOOL in (target, value.elem) or target.nbytes != value.elem.nbytes:
+        b.fail(
+            f"bitcast() reinterprets a number as another of its width: {value.elem} "
+            f"({value.elem.nbytes} bytes) cannot become {target} ({target.nbytes} bytes)",
+            node,
+        )
+    return value if target is value.elem else b.emit(Op.BITCAST, target, value)
+
+
 def _pow(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
     _arity(b, "pow", args, 2, node)
     return b.binary(ast.Pow(), args[0], args[1], node)
@@ -249,6 +262,7 @@ HANDLERS: dict[str, Handler] = {
     "clamp": _math(Op.CLAMP, 3),
     "fma": _math(Op.FMA, 3, floats=True),
     "pow": _pow,
+    "bitcast": _bitcast,
     "SharedMemory": _array_decl(shared=True),
     "LocalArray": _array_decl(shared=False),
     "sync_units": _sync_units,

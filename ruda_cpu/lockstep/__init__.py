@@ -21,6 +21,7 @@ from .atomics import (
 )
 from .batch import Batch, LaunchShape, Segmented
 from .bits import (
+    bitcast,
     find_first_set,
     leading_zeros,
     mul_hi,
@@ -78,6 +79,7 @@ __all__ = [
     "atomic_sub",
     "atomic_swap",
     "atomic_xor",
+    "bitcast",
     "cast",
     "eq",
     "erf",

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "bitcast",
     "find_first_set",
     "leading_zeros",
     "mul_hi",
@@ -125,3 +126,8 @@ def saturating_add(a: Any, b: Any) -> Any:
 
 def saturating_sub(a: Any, b: Any) -> Any:
     return _saturating(a, b, -1)
+
+
+def bitcast(x: Any, dtype: Any) -> Any:
+    """``x``'s bits as ``dtype``, a type of the same width."""
+    return _like(x, np.asarray(x).view(dtype), dtype)

@@ -1,0 +1,60 @@
+"""``bitcast(T, x)``: the bits of ``x`` read as ``T``, a type of the same width, on every device;
+the round trip is the identity, signed zeros and subnormals included. A NaN stays a NaN, but its
+payload may change where a target computes ``f16`` through ``f32`` (OpenCL without
+``cl_khr_fp16``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, Float, Int, bitcast, kernel
+from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.markers import need
+from ruda_core.testing.runner import read_array
+
+#: (float, the unsigned and signed integers of its width)
+PAIRS = [
+    (Elem.F16, Elem.U16, Elem.I16),
+    (Elem.F32, Elem.U32, Elem.I32),
+    (Elem.F64, Elem.U64, Elem.I64),
+]
+
+
+@kernel
+def conformance_bitcast(x: Array[Float], bits: Array[Int], back: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        b = bitcast(Int, x[i])
+        bits[i] = b
+        back[i] = bitcast(Float, b)
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: str(p[0]))
+def test_bitcast_reads_the_same_bits_as_another_type(client, pair):
+    flt, *ints = pair
+    need(client, flt, *ints)
+    values = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 3.0e-5], flt.numpy)
+    values = np.concatenate([values, np.array([0], ints[0].numpy).view(flt.numpy)])
+    nan = np.isnan(values)
+    for target in ints:
+        n = len(values)
+        x = client.create_from_slice(values)
+        bits, back = client.empty(n * flt.nbytes), client.empty(n * flt.nbytes)
+        _launch(client, x, bits, back, n, flt, target)
+        got_bits = read_array(client, bits, target.numpy)
+        np.testing.assert_array_equal(got_bits[~nan], values.view(target.numpy)[~nan])
+        assert np.isnan(got_bits.view(flt.numpy)[nan]).all()
+        round_trip = read_array(client, back, flt.numpy)
+        np.testing.assert_array_equal(
+            round_trip[~nan].view(ints[0].numpy), values[~nan].view(ints[0].numpy)
+        )
+        assert np.isnan(round_trip[nan]).all()
+
+
+def _launch(client, x, bits, back, n, flt, target):
+    conformance_bitcast.launch(
+        client, RudaCount(1), RudaDim(n), ArrayArg(x, n, elem=flt), ArrayArg(bits, n, elem=target),
+        ArrayArg(back, n, elem=flt),
+    )  # fmt: skip
