@@ -11,84 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_drivers import driver_source, fake_distribution, path_with
 
 pytestmark = pytest.mark.slow
-
-DRIVER = '''"""A deliberately broken ruda backend for tests: {what}."""
-
-from dataclasses import dataclass
-
-from ruda_core import backends
-from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
-from ruda_core.runtime import ComputeClient, DeviceId, Runtime, RudaFuture, is_contiguous_or_pitched
-
-NAME = "{name}"
-
-
-@dataclass(frozen=True)
-class Device:
-    index: int = 0
-
-    def to_id(self):
-        return DeviceId(0, self.index)
-
-    def __str__(self):
-        return f"{{NAME}}:{{self.index}}"
-
-
-def _reference():
-    return next(s.runtime for s in backends() if s.name == "cpu")
-
-
-def _server_class():
-    class BrokenServer(_reference().server):
-        @property
-        def runtime(self):
-            return BrokenRuntime
-
-{override}
-
-    return BrokenServer
-
-
-class BrokenRuntime(Runtime):
-    device = Device
-
-    @classmethod
-    def client(cls, device=None):
-        dev = device or Device()
-        return ComputeClient.get_or_init(dev, lambda: _server_class()(dev.to_id()))
-
-    @classmethod
-    def name(cls, client):
-        return NAME
-
-    @classmethod
-    def max_ruda_count(cls):
-        return _reference().max_ruda_count()
-
-    @classmethod
-    def can_read_tensor(cls, shape, strides):
-        return is_contiguous_or_pitched(shape, strides)
-
-    @classmethod
-    def target_properties(cls):
-        return _reference().target_properties()
-
-    @classmethod
-    def enumerate_devices(cls, type_id, info):
-        return [DeviceId(0, 0)] if type_id == 0 else []
-
-
-@hookimpl
-def ruda_backend_info():
-    return BackendInfo(NAME, "0.0", PLUGIN_API_VERSION, BrokenRuntime, lambda: [Device(0)])
-
-
-@hookimpl
-def ruda_conformance_xfails():
-    return {xfails!r}
-'''
 
 NOSYNC = """        def _sync(self, stream):
             return RudaFuture.ready(None)  # claims completion before queued work has run"""
@@ -113,13 +38,7 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A distribution with four backends: ``nosync``, ``nowait``, ``recycle`` (memory reused
     after a drop revives the dropped handle's bindings) and ``badxfail`` (faithful, but
     declaring overrides without a reason or without a test)."""
-    root = tmp_path_factory.mktemp("broken-drivers")
-    info = root / "ruda_broken_drivers-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: ruda-broken-drivers\nVersion: 1.0\n"
-    )
-    modules = {
+    drivers = {
         "nosync": (NOSYNC, "sync() resolves at once", {DECLARED: "sync is not a fence here"}),
         "nowait": (NOWAIT, "streams are never ordered", {}),
         "recycle": (RECYCLE, "reused memory revives dropped bindings", {}),
@@ -129,20 +48,22 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
             {"test_memory::test_round_trip": "  ", "test_no_such_module::*": "a reason"},
         ),
     }
-    lines = ["[ruda.backends]"]
-    for name, (override, what, xfails) in modules.items():
-        source = DRIVER.format(name=name, what=what, override=override, xfails=xfails)
-        (root / f"ruda_broken_{name}.py").write_text(source)
-        lines.append(f"{name} = ruda_broken_{name}")
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return root
+    return fake_distribution(
+        tmp_path_factory.mktemp("broken-drivers"),
+        "ruda-broken-drivers",
+        {name: f"ruda_broken_{name}" for name in drivers},
+        {
+            f"ruda_broken_{name}": driver_source(name, what, server, xfails=xfails)
+            for name, (server, what, xfails) in drivers.items()
+        },
+    )
 
 
 def _conformance(
     drivers: Path, tmp_path: Path, device: str, *pytest_args: str, **env_vars: str
 ) -> dict:
     report = tmp_path / f"{device.replace(':', '_')}-{len(env_vars)}.json"
-    env = {**os.environ, "PYTHONPATH": f"{drivers}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": path_with(drivers)}
     for name in ("RUDA_BACKENDS", "RUDA_REQUIRE", "RUDA_TEST_DEVICES"):
         env.pop(name, None)
     env.update(env_vars)

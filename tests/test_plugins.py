@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_drivers import driver_source, fake_distribution, path_with
 
 import ruda_core as ruda
 from ruda_core import Status
@@ -23,21 +24,15 @@ print(json.dumps({
 """
 
 
-def _fake_distribution(root: Path, entry_points: str, modules: dict[str, str]) -> Path:
-    """A real installed distribution on a path entry: dist-info metadata plus modules."""
-    info = root / "fake_driver-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-driver\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(entry_points)
-    for name, text in modules.items():
-        (root / f"{name}.py").write_text(text)
-    return root
+def _fake_distribution(root: Path, backend: str, module: str, text: str) -> Path:
+    """The distribution fake-driver, whose one backend is ``module``."""
+    return fake_distribution(root, "fake-driver", {backend: module}, {module: text})
 
 
 def _run(code: str, path: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **env}
     if path is not None:
-        full_env["PYTHONPATH"] = f"{path}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
+        full_env["PYTHONPATH"] = path_with(path)
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
     )
@@ -47,8 +42,9 @@ def _run(code: str, path: Path | None = None, **env: str) -> subprocess.Complete
 def broken_plugin(tmp_path: Path) -> Path:
     return _fake_distribution(
         tmp_path,
-        "[ruda.backends]\nbroken = ruda_fake_broken_driver\n",
-        {"ruda_fake_broken_driver": "raise ImportError('the vendor library is missing')\n"},
+        "broken",
+        "ruda_fake_broken_driver",
+        "raise ImportError('the vendor library is missing')\n",
     )
 
 
@@ -89,9 +85,7 @@ def test_plugin_with_wrong_api_version_is_refused(tmp_path):
         "def ruda_backend_info():\n"
         "    return BackendInfo('future', '9.0', 99, CpuRuntime, lambda: [])\n"
     )
-    root = _fake_distribution(
-        tmp_path, "[ruda.backends]\nfuture = ruda_fake_future\n", {"ruda_fake_future": module}
-    )
+    root = _fake_distribution(tmp_path, "future", "ruda_fake_future", module)
     facts = json.loads(_run(PROBE, root).stdout)
     status, reason = facts["backends"]["future"]
     assert status == "import failed" and "plugin API 99" in reason
@@ -121,68 +115,31 @@ def test_importing_ruda_core_imports_no_driver():
     assert result.stdout.strip() == "[]", result.stderr
 
 
-NOBUILD = '''"""A driver over the reference device whose compiler fails while NOBUILD_FAIL=1, as
-PoCL's does on a CPU newer than its LLVM."""
+NOBUILD = driver_source(
+    "nobuild",
+    "its compiler fails while NOBUILD_FAIL=1, as PoCL's does on a CPU newer than its LLVM",
+    """\
+        def _refuse(self):
+            if os.environ.get("NOBUILD_FAIL") == "1":
+                raise CompilationError(LOG)
 
+        def _build(self, compiled):
+            self._refuse()
+            return super()._build(compiled)
+
+        def _load_binary(self, compiled, binary):
+            self._refuse()
+            return super()._load_binary(compiled, binary)""",
+    version="1.0",
+    preamble="""\
 import os
-from dataclasses import dataclass
 
-from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
-from ruda_core.runtime import CompilationError, ComputeClient, DeviceId
-from ruda_cpu import CpuRuntime
+from ruda_core.runtime import CompilationError
 
 LOG = "error: unknown target CPU 'generic'\\nnote: the compiler's LLVM predates this CPU"
-
-
-@dataclass(frozen=True)
-class Device:
-    index: int = 0
-
-    def to_id(self):
-        return DeviceId(0, self.index)
-
-    def __str__(self):
-        return f"nobuild:{self.index}"
-
-
-class Server(CpuRuntime.server):
-    def _refuse(self):
-        if os.environ.get("NOBUILD_FAIL") == "1":
-            raise CompilationError(LOG)
-
-    def _build(self, compiled):
-        self._refuse()
-        return super()._build(compiled)
-
-    def _load_binary(self, compiled, binary):
-        self._refuse()
-        return super()._load_binary(compiled, binary)
-
-    @property
-    def runtime(self):
-        return NoBuildRuntime
-
-
-class NoBuildRuntime(CpuRuntime):
-    device = Device
-
-    @classmethod
-    def client(cls, device=None):
-        dev = device or Device()
-        return ComputeClient.get_or_init(dev, lambda: Server(dev.to_id()))
-
-    @classmethod
-    def name(cls, client):
-        return "nobuild"
-
-
-@hookimpl
-def ruda_backend_info():
-    return BackendInfo(
-        "nobuild", "1.0", PLUGIN_API_VERSION, NoBuildRuntime, lambda: [Device(0)],
-        identify=lambda device: "nobuild compiler 1.0",
-    )
-'''
+""",
+    identity="nobuild compiler 1.0",
+)
 
 DEVICES = """
 import json, ruda_core as ruda
@@ -204,15 +161,7 @@ print(json.dumps({
 
 @pytest.fixture
 def nobuild_driver(tmp_path: Path) -> Path:
-    return _fake_distribution(
-        tmp_path / "dist",
-        "[ruda.backends]\nnobuild = ruda_fake_nobuild\n",
-        {"ruda_fake_nobuild": NOBUILD},
-    )
-
-
-def _path_with(root: Path) -> str:
-    return f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    return _fake_distribution(tmp_path / "dist", "nobuild", "ruda_fake_nobuild", NOBUILD)
 
 
 def _devices(root: Path, cache: Path, **env: str) -> dict[str, object]:
@@ -265,7 +214,7 @@ def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tm
         [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q", "-rs",
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_futures"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": _path_with(nobuild_driver), "NOBUILD_FAIL": "1",
+        env={**os.environ, "PYTHONPATH": path_with(nobuild_driver), "NOBUILD_FAIL": "1",
              "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": ""},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
@@ -281,7 +230,7 @@ def test_a_required_backend_without_a_usable_device_fails(nobuild_driver, tmp_pa
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_devices",
          "-k", "required"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": _path_with(nobuild_driver), "NOBUILD_FAIL": "1",
+        env={**os.environ, "PYTHONPATH": path_with(nobuild_driver), "NOBUILD_FAIL": "1",
              "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_REQUIRE": "nobuild",
              "RUDA_TEST_DEVICES": ""},
     )  # fmt: skip
@@ -296,9 +245,7 @@ def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
         "def ruda_backend_infoo():\n"
         "    return None\n"
     )
-    root = _fake_distribution(
-        tmp_path, "[ruda.backends]\ntypo = ruda_fake_typo\n", {"ruda_fake_typo": module}
-    )
+    root = _fake_distribution(tmp_path, "typo", "ruda_fake_typo", module)
     facts = json.loads(_run(PROBE, root).stdout)
     status, reason = facts["backends"]["typo"]
     assert status == "import failed" and "ruda_backend_infoo" in reason
