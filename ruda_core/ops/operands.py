@@ -1,6 +1,6 @@
 """Checking the tensors an operation is given, before anything is enqueued.
 
-An operand is a :class:`~ruda_core.runtime.normalization.TensorBuffer` or a
+An operand is a :class:`~ruda_core.runtime.layer_norm_args.TensorBuffer` or a
 :class:`~ruda_core.tensor.RudaTensor`; both become a ``TensorBuffer``. The checks raise
 ``TypeError`` for an object that is neither, :class:`~ruda_core.runtime.LayoutError` for a
 shape, stride or size problem, :class:`~ruda_core.runtime.LaunchConfigError` for a wrong element

@@ -13,7 +13,7 @@ import numpy as np
 
 from ruda_core.ir import Elem
 from ruda_core.runtime import ComputeClient, CopyDescriptor
-from ruda_core.runtime.normalization import TensorBuffer
+from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 #: Allowed error of a result of each element type, relative to max(1, max |reference|) of the
 #: whole result (sums cancel, so an element-wise relative bound is not meaningful): about 4 ulps

@@ -8,7 +8,7 @@ import pytest
 
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.lang import bf16, f16, f32, f64
-from ruda_core.ops import normalization_kernels as kernels
+from ruda_core.ops import layer_norm_kernels as kernels
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
 

@@ -10,7 +10,7 @@ from ruda_core.ir import Elem
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.ops import layer_norm
 from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim
-from ruda_core.runtime.normalization import TensorBuffer
+from ruda_core.runtime.layer_norm_args import TensorBuffer
 from ruda_core.testing.runner import TIMEOUT_S, read_array
 
 

@@ -12,8 +12,8 @@ import ruda_core as ruda
 from ruda_core.ir import Elem
 from ruda_core.lang import ABSOLUTE_POS, Array, TensorArg, f32, kernel
 from ruda_core.runtime import CopyDescriptor, RudaCount, RudaDim, is_contiguous_or_pitched
+from ruda_core.runtime.layer_norm_args import TensorBuffer
 from ruda_core.runtime.layout import contiguous_strides, is_contiguous, span
-from ruda_core.runtime.normalization import TensorBuffer
 from ruda_core.tensor import RudaTensor
 
 SMALL = [

@@ -8,7 +8,7 @@ one row per cube at a time, striding over rows by the cube count, with any power
 ``RUDA_DIM`` up to :data:`.geometry.MAX_BLOCK` (a launch value, so one compiled kernel serves
 every row length), and reduce with :func:`.reduction.cube_sum`. The weight and bias gradients
 are a deterministic two-pass reduction over rows: per (chunk of rows, feature) partial sums, then
-one fixed-order sum per feature. Launching, shapes and validation are :mod:`.normalization`'s;
+one fixed-order sum per feature. Launching, shapes and validation are :mod:`.layer_norm`'s;
 nothing here checks arguments.
 """
 

@@ -1,7 +1,7 @@
 """LayerNorm over the last axis: :func:`layer_norm` and :func:`layer_norm_backward`.
 
 Both take a contiguous 2-D ``input`` of shape ``(rows, features)`` (the leading axes of a larger
-tensor flattened into ``rows``) as a :class:`~ruda_core.runtime.normalization.TensorBuffer` or a
+tensor flattened into ``rows``) as a :class:`~ruda_core.runtime.layer_norm_args.TensorBuffer` or a
 :class:`~ruda_core.tensor.RudaTensor`, and return :class:`TensorBuffer` values, the type of the
 ``Runtime`` LayerNorm hooks. Semantics are PyTorch's ``torch.nn.functional.layer_norm`` and its
 gradients, per row ``r``::
@@ -18,7 +18,7 @@ type and each result is rounded to its element type once.
 
 Dispatch: when ``client.runtime.has_native_layer_norm()`` is true, the checked operands are
 passed to ``client.runtime.layer_norm`` / ``layer_norm_backward`` and their results returned as
-they are; otherwise ruda's portable kernels (:mod:`.normalization_kernels`) run on the client's
+they are; otherwise ruda's portable kernels (:mod:`.layer_norm_kernels`) run on the client's
 stream.
 
 Both functions check every operand before anything is enqueued and then return at once: results
@@ -39,7 +39,7 @@ from ..lang import ArrayArg
 from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
 from ..runtime.layer_norm_args import TensorBuffer
 from .geometry import accumulator, row_geometry
-from .normalization_kernels import (
+from .layer_norm_kernels import (
     layer_norm_forward,
     layer_norm_grad_affine_finish,
     layer_norm_grad_affine_partials,
