@@ -27,10 +27,10 @@ from ruda_core.runtime import (
     DeviceProperties,
     Feature,
     Features,
+    LaunchArgs,
     LaunchError,
+    LoadedKernel,
     Promise,
-    RudaCount,
-    RudaDim,
     RudaFuture,
     RudaTask,
     ServerError,
@@ -193,19 +193,11 @@ class CpuServer(ComputeServer):
         return self._build(compiled)
 
     def _launch(
-        self,
-        stream: ServerStream,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
-        run, dtypes = kernel
-        bindings = list(bindings)
+        run, dtypes = kernel.built
+        count, dim, queued, scalars, metadata = args
+        bindings = list(queued)
         dims = (dim.x, dim.y, dim.z)
 
         def command() -> None:

@@ -30,9 +30,9 @@ from ruda_core.runtime import (
     DeviceProperties,
     Feature,
     Features,
+    LaunchArgs,
     LaunchError,
-    RudaCount,
-    RudaDim,
+    LoadedKernel,
     RudaFuture,
     RudaTask,
     ServerStream,
@@ -156,7 +156,7 @@ class _Launcher:
         self.struct = struct.Struct("".join(fmt))
         self.offsets = offsets
         self.params = self.new_block()
-        self.read_args = make_arg_reader(args, "{b}.slice.page.resource + {b}.offset_bytes")
+        self.read_args = make_arg_reader(args, "{b}.resource + {b}.offset_bytes")
 
     def new_block(self) -> _ParamBlock:
         return _ParamBlock(self.struct.size, self.offsets)
@@ -247,18 +247,10 @@ class CudaServer(ComputeServer):
         return _Launcher(binary, compiled)
 
     def _launch(
-        self,
-        stream: ServerStream,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
-        launcher: _Launcher = kernel
+        launcher: _Launcher = kernel.built
+        count, dim, bindings, scalars, metadata = args
         cuda = cast(CudaStream, stream)
         self._activate()
         params = launcher.params
@@ -284,17 +276,10 @@ class CudaServer(ComputeServer):
             ) from exc
 
     def _prepare(
-        self,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> Callable[[ServerStream], None]:
-        launcher: _Launcher = kernel
+        launcher: _Launcher = kernel.built
+        count, dim, bindings, scalars, metadata = args
         params = launcher.new_block()  # this launch's own, packed once
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
         func, grid, block = (
@@ -317,7 +302,7 @@ class CudaServer(ComputeServer):
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         self._activate()
         host = np.frombuffer(data, dtype=np.uint8)
-        dst = binding.slice.page.resource + binding.offset_bytes  # type: ignore[operator]
+        dst = cast(int, binding.resource) + binding.offset_bytes
         ptr = cast(CudaStream, stream).ptr
         # from pageable memory the copy is staged before the call returns: `data` may be reused
         guard(
@@ -341,7 +326,7 @@ class CudaServer(ComputeServer):
         return _event_future(event, lambda: [h.data.toreadonly() for h in hosts])
 
     def _copy_to_host(self, stream: CudaStream, host: np.ndarray, binding: Binding) -> None:
-        src = cast(int, binding.slice.page.resource) + binding.offset_bytes
+        src = cast(int, binding.resource) + binding.offset_bytes
         guard(
             f"copying {binding.nbytes} bytes from the GPU",
             lambda: runtime.memcpyAsync(

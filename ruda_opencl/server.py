@@ -26,9 +26,10 @@ from ruda_core.runtime import (
     DeviceProperties,
     Features,
     IoError,
+    LaunchArgs,
     LaunchConfigError,
     LaunchError,
-    RudaCount,
+    LoadedKernel,
     RudaDim,
     RudaFuture,
     RudaTask,
@@ -127,7 +128,7 @@ class _Launcher:
         self.kernel = cl.Kernel(program, compiled.entrypoint)
         self.kernel.set_scalar_arg_dtypes(self.arg_dtypes)
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
-        self.read_args = make_arg_reader(args, "{b}.slice.page.resource", scalar_dtypes)
+        self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes)
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
@@ -228,18 +229,10 @@ class OpenCLServer(ComputeServer):
         return _Launcher(program, compiled, self._device)
 
     def _launch(
-        self,
-        stream: ServerStream,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
-        launcher: _Launcher = kernel
+        launcher: _Launcher = kernel.built
+        count, dim, bindings, scalars, metadata = args
         queue = cast(OpenCLStream, stream).queue
         self._check_units(launcher, task, dim)
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
@@ -254,17 +247,10 @@ class OpenCLServer(ComputeServer):
             raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
 
     def _prepare(
-        self,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> Callable[[ServerStream], None]:
-        launcher: _Launcher = kernel
+        launcher: _Launcher = kernel.built
+        count, dim, bindings, scalars, metadata = args
         self._check_units(launcher, task, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)

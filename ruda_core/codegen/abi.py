@@ -115,7 +115,7 @@ def make_arg_reader(
     order, generated once per kernel so a launch does no per-argument dispatch.
 
     ``buffer_expr`` is the backend's expression for a BUFFER argument, with ``{b}`` standing for
-    the binding (e.g. ``"{b}.slice.page.resource + {b}.offset_bytes"`` for a raw pointer).
+    the binding (e.g. ``"{b}.resource + {b}.offset_bytes"`` for a raw pointer).
     OFFSET arguments are the binding's ``offset_bytes``. When ``scalar_dtypes`` (the scalar
     parameters' own dtypes) is given, a SCALAR whose argument dtype differs (bool passed as
     ``uchar``, f16 passed as ``float``) is converted to the argument's dtype.

@@ -27,12 +27,14 @@ from ..errors import (
     UnsupportedFeature,
     ValidationError,
 )
+from .arguments import LaunchArgs
 from .backend import LazyType, Runtime
 from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId
 from .dims import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .future import Promise, RudaFuture
+from .kernels import LoadedKernel
 from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
 from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent
@@ -66,10 +68,12 @@ __all__ = [
     "InvalidHandle",
     "IoError",
     "KernelTask",
+    "LaunchArgs",
     "LaunchConfigError",
     "LaunchError",
     "LayoutError",
     "LazyType",
+    "LoadedKernel",
     "MemoryConfig",
     "MemoryUsage",
     "OutOfBoundsReport",

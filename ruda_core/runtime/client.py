@@ -27,6 +27,7 @@ from ..errors import (
     TooManyResources,
 )
 from ..ir import ExecutionMode
+from .arguments import LaunchArgs
 from .compiler import RudaTask
 from .device import DeviceId
 from .dims import BoundsCheckMode, RudaCount, RudaDim, integral
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["ComputeClient", "CopyDescriptor", "PreparedLaunch"]
 
 T = TypeVar("T")
+_CHECKED = ExecutionMode.CHECKED
+#: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
+_new_args = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,16 +360,10 @@ class ComputeClient:
         Compilation and execution errors surface at the next flush, sync or read.
         """
         self._check_limits(task, count, dim)
-        self._server.launch(
-            task,
-            count,
-            dim,
-            bindings,
-            scalars,
-            metadata,
-            ExecutionMode.CHECKED,
-            self.execution_stream().value,
-        )
+        args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
+        stream = self._stream  # execution_stream(), inlined: this runs on every launch
+        value = (stream if stream is not None else StreamId.current()).value
+        self._server.launch(task, args, _CHECKED, value)
 
     def launch_unchecked(
         self,
@@ -380,9 +378,10 @@ class ComputeClient:
         ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
         self._check_limits(task, count, dim)
         mode = BoundsCheckMode.current().execution_mode
-        self._server.launch(
-            task, count, dim, bindings, scalars, metadata, mode, self.execution_stream().value
-        )
+        args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
+        stream = self._stream
+        value = (stream if stream is not None else StreamId.current()).value
+        self._server.launch(task, args, mode, value)
 
     def prepare(
         self,
@@ -404,9 +403,9 @@ class ComputeClient:
         :raises CompilationError: at once, when the kernel does not build.
         """
         self._check_limits(task, count, dim)
-        mode = BoundsCheckMode.current().execution_mode if unchecked else ExecutionMode.CHECKED
-        replay = self._server.prepare(task, count, dim, bindings, scalars, metadata, mode)
-        return PreparedLaunch(self, replay)
+        args = LaunchArgs(count, dim, bindings, scalars, metadata)
+        mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED
+        return PreparedLaunch(self, self._server.prepare(task, args, mode))
 
     def flush(self) -> None:
         """Submit queued work. Not a completion fence.

@@ -132,34 +132,25 @@ class RudaTask(ABC):
 
 class KernelTask(RudaTask):
     """A task for a specialised :class:`KernelDefinition`. Applies the shared bounds pass for the
-    mode, then the backend compiler."""
+    mode, then the backend compiler. Its facts are plain attributes, computed once: every launch
+    reads them (a property would be a call each time)."""
 
-    __slots__ = ("_key", "_planes", "_shared_bytes", "_writes", "definition")
+    __slots__ = ("_writes", "definition", "key", "name", "shared_bytes", "uses_planes")
+
+    key: str
+    name: str
+    shared_bytes: int
+    uses_planes: bool
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
-        self._key = definition.fingerprint()
-        self._shared_bytes = definition.shared_bytes
+        self.key = definition.fingerprint()
+        self.name = definition.name
+        self.shared_bytes = definition.shared_bytes
         self._writes = tuple(not p.read_only for p in definition.array_params)
-        self._planes = any(
+        self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
         )
-
-    @property
-    def key(self) -> str:
-        return self._key
-
-    @property
-    def name(self) -> str:
-        return self.definition.name
-
-    @property
-    def shared_bytes(self) -> int:
-        return self._shared_bytes
-
-    @property
-    def uses_planes(self) -> bool:
-        return self._planes
 
     def writes(self, binding_index: int) -> bool:
         writes = self._writes
@@ -174,4 +165,4 @@ class KernelTask(RudaTask):
         return compiled
 
     def __repr__(self) -> str:
-        return f"KernelTask({self.definition.name}, key={self._key[:12]})"
+        return f"KernelTask({self.definition.name}, key={self.key[:12]})"

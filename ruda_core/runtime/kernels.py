@@ -1,6 +1,6 @@
-"""``KernelCache``: the compiled kernels of one server.
+"""``KernelCache``: the compiled kernels of one server, each a :class:`LoadedKernel`.
 
-It holds one table per :class:`ExecutionMode` of built kernels by task key, the persistent cache
+It holds one table per :class:`ExecutionMode` of loaded kernels by task key, the persistent cache
 of built kernels (``DiskCache("kernels")``, through the server's ``_binary``/``_load_binary``
 hooks, only for a backend with a driver fingerprint) and the source dumps of
 ``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock,
@@ -14,6 +14,7 @@ import os
 import pickle
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +25,25 @@ from .compiler import CompiledKernel, RudaTask
 if TYPE_CHECKING:
     from .server import ComputeServer
 
-__all__ = ["CompileStats", "KernelCache"]
+__all__ = ["CompileStats", "KernelCache", "LoadedKernel"]
 
 _CHECKED = ExecutionMode.CHECKED
 #: Layout of a persisted kernel (a pickled ``(CompiledKernel, binary)``), part of every key: an
 #: entry of another layout is never found, so it is rebuilt, never misread. 2: typed fields.
 _KERNEL_FORMAT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedKernel:
+    """A kernel ready to launch on one server: what the compiler made and what the backend
+    built from it, made once per (task, mode) and passed to every ``_launch``/``_prepare``.
+
+    :param compiled: the compiler's output (source, argument rows, report names …).
+    :param built: what the server's ``_build`` (or ``_load_binary``) returned for it.
+    """
+
+    compiled: CompiledKernel
+    built: Any
 
 
 class CompileStats:
@@ -58,17 +72,15 @@ class KernelCache:
     def __init__(self, server: ComputeServer) -> None:
         self._server = server
         #: one table per mode, looked up by identity on the hot path
-        self._by_mode: dict[ExecutionMode, dict[str, tuple[CompiledKernel, Any]]] = {
-            m: {} for m in ExecutionMode
-        }
+        self._by_mode: dict[ExecutionMode, dict[str, LoadedKernel]] = {m: {} for m in ExecutionMode}
         self._checked = self._by_mode[_CHECKED]
         self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._disk: DiskCache | None = None
         self.stats = CompileStats()
 
-    def get(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
-        """The compiled kernel and the backend's built kernel of ``task`` in ``mode``: from the
-        table, else from the persistent cache, else compiled and built now.
+    def get(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
+        """The loaded kernel of ``task`` in ``mode``: from the table, else from the persistent
+        cache, else compiled and built now.
 
         :raises ServerError: (a ``CompilationError`` …) when compiling or building fails.
         """
@@ -78,22 +90,22 @@ class KernelCache:
             entry = table[task.key] = self._compile_and_build(task, mode)
         return entry
 
-    def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> tuple[CompiledKernel, Any]:
+    def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
         server = self._server
         disk_key = self._disk_key(task, mode)
         loaded = self._load_cached(disk_key) if disk_key is not None else None
         if loaded is not None:
-            self._dump(task, loaded[0])
+            self._dump(task, loaded.compiled)
             return loaded
         compiled = task.compile(server.compiler, server.compile_options(), mode)
         self._dump(task, compiled)  # before building: a source that fails to build is dumped too
-        kernel = server._build(compiled)
+        built = server._build(compiled)
         self.stats.compiled += 1
         if disk_key is not None and self._disk is not None:
-            binary = server._binary(kernel)
+            binary = server._binary(built)
             if binary is not None:
                 self._disk.put(disk_key, pickle.dumps((compiled, binary)))
-        return compiled, kernel
+        return LoadedKernel(compiled, built)
 
     def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
         if self._dump_dir:
@@ -123,13 +135,13 @@ class KernelCache:
             sys.version_info[:2],
         )
 
-    def _load_cached(self, disk_key: str) -> tuple[CompiledKernel, Any] | None:
+    def _load_cached(self, disk_key: str) -> LoadedKernel | None:
         blob = self._disk.get(disk_key) if self._disk is not None else None
         if blob is None:
             return None
         try:
             compiled, binary = pickle.loads(blob)
-            kernel = self._server._load_binary(compiled, binary)
+            built = self._server._load_binary(compiled, binary)
         except Exception as exc:  # a stale or foreign entry: rebuild it, loudly
             warnings.warn(
                 f"cached kernel {disk_key[:12]} could not be loaded ({exc!r}); rebuilding",
@@ -138,4 +150,4 @@ class KernelCache:
             )
             return None
         self.stats.disk_hits += 1
-        return compiled, kernel
+        return LoadedKernel(compiled, built)

@@ -35,12 +35,13 @@ from ..errors import (
     UnsupportedFeature,
 )
 from ..ir import ExecutionMode
+from .arguments import LaunchArgs
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
-from .dims import RudaCount, RudaDim
+from .dims import RudaCount
 from .fork import check_new_server, track
 from .future import RudaFuture
-from .kernels import CompileStats, KernelCache
+from .kernels import CompileStats, KernelCache, LoadedKernel
 from .memory.handle import Binding, Handle
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage
@@ -59,6 +60,7 @@ __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 Bytes = memoryview
 
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
+_VALIDATE = ExecutionMode.VALIDATE
 
 
 class ServerStream:
@@ -188,19 +190,11 @@ class ComputeServer(ABC):
 
     @abstractmethod
     def _launch(
-        self,
-        stream: ServerStream,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
-        """Enqueue one launch of a built kernel. Must not wait for the device. ``count`` is
-        static unless the backend sets :attr:`resolves_dynamic_counts`."""
+        """Enqueue one launch of ``kernel`` (``kernel.built`` is what ``_build`` returned) with
+        ``args``. Must not wait for the device. ``args.count`` is static unless the backend
+        sets :attr:`resolves_dynamic_counts`."""
 
     @abstractmethod
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
@@ -320,17 +314,9 @@ class ComputeServer(ABC):
 
     # -- execution -----------------------------------------------------------------------------
     def launch(
-        self,
-        task: RudaTask,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
-        mode: ExecutionMode,
-        stream_value: int,
+        self, task: RudaTask, args: LaunchArgs, mode: ExecutionMode, stream_value: int
     ) -> None:
-        """Enqueue ``task``. Build failures, poisoned inputs and dynamic counts beyond
+        """Enqueue ``task`` with ``args``. Build failures, poisoned inputs and dynamic counts beyond
         ``max_ruda_count`` are recorded on the stream and raised at its next flush, sync or
         read; the task then does not run.
 
@@ -340,24 +326,25 @@ class ComputeServer(ABC):
         back; a validated launch waits for the oldest report read while its stream's reads lag
         :data:`~.reports.MAX_FOLDS` slabs behind.
         """
-        if count.binding is not None and not self.resolves_dynamic_counts:
-            resolved = self._resolve_count(task, count.binding, bindings, stream_value)
+        count, dim, bindings, scalars, metadata = args  # one step; a field read costs more
+        dynamic = count.binding
+        if dynamic is not None and not self.resolves_dynamic_counts:
+            resolved = self._resolve_count(task, dynamic, bindings, stream_value)
             if resolved is None:
                 return
-            count = resolved
+            args = LaunchArgs(resolved, dim, bindings, scalars, metadata)
+            dynamic = None
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
-            if count.binding is not None:
-                self._use_bindings(stream, (count.binding,))
+            if dynamic is not None:
+                self._use_bindings(stream, (dynamic,))
             try:
-                compiled, kernel = self._kernels.get(task, mode)
+                kernel = self._kernels.get(task, mode)
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
                 return
-            backlog = self._enqueue(
-                stream, task, mode, compiled, kernel, count, dim, bindings, scalars, metadata
-            )
+            backlog = self._enqueue(stream, task, mode, kernel, args)
         if backlog is not None:
             _settle(backlog)
 
@@ -366,17 +353,13 @@ class ComputeServer(ABC):
         stream: ServerStream,
         task: RudaTask,
         mode: ExecutionMode,
-        compiled: CompiledKernel,
-        kernel: Any,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        kernel: LoadedKernel,
+        args: LaunchArgs,
     ) -> RudaFuture[Any] | None:
-        """The launch of a built kernel whose bindings are ordered on ``stream`` (lock held).
+        """The launch of a loaded kernel whose bindings are ordered on ``stream`` (lock held).
         Returns the report read a validated launch must wait for once the lock is released
         (see :meth:`launch`), else None."""
+        bindings = args[2]  # .bindings, read the cheap way: this runs on every launch
         for b in bindings:
             if b.slice.error is not None:  # rare: resolve poison only when there is some
                 poisoned = self.poisoned_input(task, bindings)
@@ -388,29 +371,24 @@ class ComputeServer(ABC):
                         written.slice.error = None
                 break
         backlog = None
-        if mode is ExecutionMode.VALIDATE:
+        if mode is _VALIDATE:
+            count, dim, _, scalars, metadata = args
             n = len(bindings)  # the report is the last array: its length the last length
             log = self._report_log(stream)
-            bindings = [*bindings, log.take_slot((task.name, compiled.report_names))]
+            report = log.take_slot((task.name, kernel.compiled.report_names))
             metadata = [*metadata[:n], REPORT_WORDS, *metadata[n:]]
+            args = LaunchArgs(count, dim, [*bindings, report], scalars, metadata)
             backlog = log.backlog()
         if self._profile is None:
-            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+            self._launch(stream, task, kernel, args)
         else:
             start = self._timestamp(stream)
-            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+            self._launch(stream, task, kernel, args)
             self._note("kernel", task.name, stream, start)
         return backlog
 
     def prepare(
-        self,
-        task: RudaTask,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
-        mode: ExecutionMode,
+        self, task: RudaTask, args: LaunchArgs, mode: ExecutionMode
     ) -> Callable[[int], None]:
         """Build ``task`` now and return ``replay(stream_value)``, which enqueues this exact
         launch again with everything that does not change precomputed by the backend. A replay
@@ -418,16 +396,19 @@ class ComputeServer(ABC):
 
         :raises CompilationError: at once, when the kernel does not build.
         """
+        count, dim, bindings, scalars, metadata = args
         frozen = tuple(bindings)
+        args = LaunchArgs(count, dim, frozen, tuple(scalars), tuple(metadata))
+        dynamic = count.binding
         with self.lock:
-            compiled, kernel = self._kernels.get(task, mode)
+            kernel = self._kernels.get(task, mode)
             fast = None
-            if mode is not ExecutionMode.VALIDATE and count.binding is None:
-                fast = self._prepare(task, kernel, compiled, count, dim, frozen, scalars, metadata)
+            if mode is not _VALIDATE and dynamic is None:
+                fast = self._prepare(task, kernel, args)
 
         def replay(stream_value: int) -> None:
-            if count.binding is not None and not self.resolves_dynamic_counts:
-                self.launch(task, count, dim, frozen, scalars, metadata, mode, stream_value)
+            if dynamic is not None and not self.resolves_dynamic_counts:
+                self.launch(task, args, mode, stream_value)
                 return
             with self.lock:
                 stream = self._stream(stream_value)
@@ -435,32 +416,23 @@ class ComputeServer(ABC):
                 if fast is not None and self._profile is None and not _poisoned(frozen):
                     fast(stream)
                     return
-                if count.binding is not None:
-                    self._use_bindings(stream, (count.binding,))
-                backlog = self._enqueue(
-                    stream, task, mode, compiled, kernel, count, dim, frozen, scalars, metadata
-                )
+                if dynamic is not None:
+                    self._use_bindings(stream, (dynamic,))
+                backlog = self._enqueue(stream, task, mode, kernel, args)
             if backlog is not None:
                 _settle(backlog)
 
         return replay
 
     def _prepare(
-        self,
-        task: RudaTask,
-        kernel: Any,
-        compiled: CompiledKernel,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> Callable[[ServerStream], None]:
-        """Precompute one launch; the result enqueues it on a stream (lock held, bindings
-        ordered). The default precomputes nothing; backends override it to pack arguments once."""
+        """Precompute one launch of ``kernel`` with ``args`` (whose sequences are tuples); the
+        result enqueues it on a stream (lock held, bindings ordered). The default precomputes
+        nothing; backends override it to pack arguments once."""
 
         def run(stream: ServerStream) -> None:
-            self._launch(stream, task, kernel, compiled, count, dim, bindings, scalars, metadata)
+            self._launch(stream, task, kernel, args)
 
         return run
 

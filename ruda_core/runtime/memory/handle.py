@@ -74,18 +74,17 @@ class Binding:
     """A non-owning view of ``nbytes`` at ``offset_bytes`` of a page, on the server ``server_id``.
 
     Only bindings cross into ``ComputeServer.launch``. Valid while the handle it came from is
-    alive; using one after that is refused with ``InvalidHandle``.
+    alive; using one after that is refused with ``InvalidHandle``. A backend reads ``resource``,
+    ``offset_bytes`` and ``nbytes``; ``slice`` is the pool's.
     """
 
     slice: Slice
     offset_bytes: int
     nbytes: int
     server_id: int
-
-    @property
-    def resource(self) -> object:
-        """The backend's page object; ``offset_bytes`` is relative to it."""
-        return self.slice.page.resource
+    #: the backend's object for the page (what its ``Storage.alloc`` returned); ``offset_bytes``
+    #: is relative to it. A field, not a property: argument packers read it on every launch.
+    resource: object
 
     def __repr__(self) -> str:
         return f"Binding({self.nbytes} B at +{self.offset_bytes}, server {self.server_id:#x})"
@@ -105,8 +104,9 @@ class Handle:
         self.offset_bytes = offset_bytes  #: offset of this view within its slice
         self.nbytes = nbytes
         self.server_id = server_id
+        slice_ = owner.slice
         self._binding = Binding(
-            owner.slice, owner.slice.offset_bytes + offset_bytes, nbytes, server_id
+            slice_, slice_.offset_bytes + offset_bytes, nbytes, server_id, slice_.page.resource
         )
 
     @classmethod
