@@ -7,9 +7,9 @@
   with nothing.
 * A compile-time number (a literal, a ``Comptime`` value) adopts the other operand's type and
   must fit it: ``-1`` cannot be ``u32``, a float never becomes an integer, an int or a float
-  never becomes ``bool``. Alone it takes ``i32`` (int), ``f32`` (float) or ``bool``. A choice of
-  two compile-time numbers under a runtime condition (``30 if flag else 50``) adopts a type the
-  same way, both arms together.
+  never becomes ``bool``. Alone it takes ``i32`` (int), ``f32`` (float) or ``bool``. Compile-time
+  numbers picked at run time (``30 if flag else 50``, ``TABLE[i]`` of a tuple) adopt a type the
+  same way, all of them together.
 * Assignment and stores never convert a typed value (:func:`convert`); an explicit cast does
   (:func:`explicit_cast`, with ``CAST`` semantics: integers wrap, floats truncate toward zero).
 """
@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..ir import Builtin, Const, Elem, Local, Op, Operand, Param
-from .scope import BuilderState, LiteralChoice, PyVal, Value, is_array
+from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
 
 __all__ = [
     "convert",
@@ -130,17 +130,22 @@ def default_elem(b: BuilderState, value: object, node: ast.AST | None) -> Elem:
     b.fail(f"{value!r} is not a number, so it cannot be a runtime value", node)
 
 
-def _choose(b: BuilderState, choice: LiteralChoice, elem: Elem, node: ast.AST | None) -> Operand:
-    arms = (literal(b, choice.a, elem, node), literal(b, choice.b, elem, node))
-    return b.emit(Op.SELECT, elem, choice.cond, *arms)
+def _pick(b: BuilderState, pick: LiteralPick, consts: list[Const], elem: Elem) -> Operand:
+    if pick.key.elem is Elem.BOOL:
+        return b.emit(Op.SELECT, elem, pick.key, *consts)
+    return b.emit(Op.INDEX, elem, b.constant_table(tuple(consts)), pick.key)
+
+
+def _adopt(b: BuilderState, pick: LiteralPick, elem: Elem, node: ast.AST | None) -> Operand:
+    return _pick(b, pick, [literal(b, v, elem, node) for v in pick.values], elem)
 
 
 def operand(b: BuilderState, value: Value, node: ast.AST | None) -> Operand:
     """``value`` as a typed scalar operand (a compile-time number takes its default type)."""
     if isinstance(value, PyVal):
         return literal(b, value.value, default_elem(b, value.value, node), node)
-    if isinstance(value, LiteralChoice):
-        return _choose(b, value, default_elem(b, value.typical, node), node)
+    if isinstance(value, LiteralPick):
+        return _adopt(b, value, default_elem(b, value.typical, node), node)
     if is_array(value):
         b.fail(f"array '{value}' cannot be used as a scalar value; index it", node)
     return value  # type: ignore[return-value]  # a scalar Param, checked by is_array
@@ -150,8 +155,8 @@ def implicit(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) ->
     """``value`` as ``elem`` for an operation: adopt a literal, or CAST a typed value."""
     if isinstance(value, PyVal):
         return literal(b, value.value, elem, node)
-    if isinstance(value, LiteralChoice):
-        return _choose(b, value, elem, node)
+    if isinstance(value, LiteralPick):
+        return _adopt(b, value, elem, node)
     op = operand(b, value, node)
     if op.elem is elem:
         return op
@@ -168,8 +173,8 @@ def convert(
     """
     if isinstance(value, PyVal):
         return literal(b, value.value, elem, node)
-    if isinstance(value, LiteralChoice):
-        return _choose(b, value, elem, node)
+    if isinstance(value, LiteralPick):
+        return _adopt(b, value, elem, node)
     op = operand(b, value, node)
     if op.elem is not elem:
         b.fail(f"cannot assign {op.elem} to {target} of type {elem}; cast with {elem}(...)", node)
@@ -178,12 +183,9 @@ def convert(
 
 def explicit_cast(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) -> Operand:
     """``elem(value)``: a typed value is CAST; a compile-time number converts like CAST does."""
-    if isinstance(value, LiteralChoice):
-        arms = (
-            explicit_cast(b, PyVal(value.a), elem, node),
-            explicit_cast(b, PyVal(value.b), elem, node),
-        )
-        return b.emit(Op.SELECT, elem, value.cond, *arms)
+    if isinstance(value, LiteralPick):
+        consts = [explicit_cast(b, PyVal(v), elem, node) for v in value.values]
+        return _pick(b, value, [c for c in consts if isinstance(c, Const)], elem)
     if not isinstance(value, PyVal):
         op = operand(b, value, node)
         return op if op.elem is elem else b.emit(Op.CAST, elem, op)

@@ -22,12 +22,24 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import ATOMIC_OPS, Builtin, Const, Elem, If, Instr, Op, Operand, Param, ParamKind, Stmt
+from ..ir import (
+    ATOMIC_OPS,
+    Builtin,
+    Const,
+    Elem,
+    If,
+    Instr,
+    Op,
+    Operand,
+    Param,
+    ParamKind,
+    Stmt,
+)
 from .builtins import BuiltinVar, Intrinsic
 from .coerce import default_elem, elem_of, explicit_cast, implicit, operand, promote
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
-from .scope import BuilderState, LiteralChoice, PyVal, Value, is_array
+from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
 from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
 
 __all__ = ["ExprBuilder"]
@@ -352,7 +364,7 @@ class ExprBuilder(BuilderState):
         with self.capture() as orelse:
             b = self.expr(node.orelse)
         if isinstance(a, PyVal) and isinstance(b, PyVal) and _numbers(a.value, b.value):
-            return LiteralChoice(cond, a.value, b.value)  # typed by its context, as literals are
+            return LiteralPick(cond, (a.value, b.value))  # typed by its context, as literals are
         elem = self.common(a, b, node, "a conditional expression")
         if not _has_effects(then) and not _has_effects(orelse):
             self.blocks[-1].extend(then + orelse)
@@ -372,12 +384,23 @@ class ExprBuilder(BuilderState):
         if isinstance(obj, PyVal):
             index = self.expr(node.slice)
             if not isinstance(index, PyVal):
-                self.fail(f"cannot index the compile-time value {obj.value!r} at runtime", node)
+                return self.picked(obj.value, self.index(index, node.slice), node)
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
-        if isinstance(obj, LiteralChoice) or not is_array(obj):
+        if isinstance(obj, LiteralPick) or not is_array(obj):
             self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
         index_op = self.index(self.expr(node.slice), node.slice)
         return self.emit(Op.INDEX, obj.elem, obj, index_op)
+
+    def picked(self, values: object, index: Operand, node: ast.AST) -> LiteralPick:
+        """``TABLE[i]`` of a compile-time tuple of numbers and a run-time ``i``: typed by its
+        context like a literal; its values fill a local array once per kernel."""
+        if not (isinstance(values, tuple) and values and all(_number(v) for v in values)):
+            self.fail(
+                f"cannot index the compile-time value {values!r} at run time; a table indexed "
+                "at run time is a tuple of numbers",
+                node,
+            )
+        return LiteralPick(index, values)
 
     def method(self, arr: Value, name: str, node: ast.Call) -> Value:
         """``arr.len()``, ``t.shape(d)``, ``t.stride(d)``, ``t.rank()``."""
@@ -483,10 +506,13 @@ def _typical(value: Value) -> object:
     """The compile-time number standing for ``value`` when typing it alone, else None."""
     if isinstance(value, PyVal):
         return value.value
-    return value.typical if isinstance(value, LiteralChoice) else None
+    return value.typical if isinstance(value, LiteralPick) else None
 
 
 def _numbers(a: object, b: object) -> bool:
     """Both bools, or both numbers that are not bools."""
-    kinds = {isinstance(a, bool), isinstance(b, bool)}
-    return len(kinds) == 1 and all(isinstance(v, bool | int | float) for v in (a, b))
+    return (isinstance(a, bool) and isinstance(b, bool)) or (_number(a) and _number(b))
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)

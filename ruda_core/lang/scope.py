@@ -33,7 +33,7 @@ from ..ir import (
 from .syntax import ParsedFunction
 from .types import ElemVar
 
-__all__ = ["BuilderState", "Frame", "LiteralChoice", "PyVal", "Return", "Value", "is_array"]
+__all__ = ["BuilderState", "Frame", "LiteralPick", "PyVal", "Return", "Value", "is_array"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,22 +44,21 @@ class PyVal:
 
 
 @dataclass(frozen=True, slots=True)
-class LiteralChoice:
-    """``a if cond else b`` of two compile-time numbers under a runtime condition. Like a
-    literal, it takes the type its context asks for (an assignment's target, the other
-    operand), and its own default type alone."""
+class LiteralPick:
+    """Compile-time numbers picked at run time: ``a if cond else b`` (``key`` the bool
+    condition, ``values`` ``(a, b)``) or ``TABLE[i]`` (``key`` the integer index into the
+    tuple). Like a literal, it takes the type its context asks for, and its own default alone."""
 
-    cond: Operand
-    a: object
-    b: object
+    key: Operand
+    values: tuple[object, ...]
 
     @property
     def typical(self) -> object:
-        """The arm whose default type the choice takes alone (a float over an int)."""
-        return self.b if isinstance(self.b, float) and not isinstance(self.a, float) else self.a
+        """The value whose default type the pick takes alone (a float over an int)."""
+        return next((v for v in self.values if isinstance(v, float)), self.values[0])
 
 
-Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralChoice
+Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralPick
 
 
 def is_array(value: Value) -> bool:
@@ -121,6 +120,8 @@ class BuilderState:
         self.loc: SourceLoc | None = None
         self.name_hint: str | None = None
         self.inlining: list[object] = []
+        #: constant tables indexed at run time, by their values, and their local arrays
+        self.tables: dict[tuple[Const, ...], LocalArray] = {}
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -170,6 +171,20 @@ class BuilderState:
         return self.new_local(name, elem)
 
     # -- emission ---------------------------------------------------------------------------
+
+    def constant_table(self, values: tuple[Const, ...]) -> LocalArray:
+        """A local array holding ``values``, filled at the kernel's start (once per unit,
+        before any use) and shared by every use of the same values."""
+        if values not in self.tables:
+            array = LocalArray(self.unique("_table"), values[0].elem, len(values))
+            self.local_arrays.append(array)
+            at = [Const(k, Elem.U32) for k in range(len(values))]
+            fill = [
+                Instr(Op.INDEX_ASSIGN, None, (array, k, v)) for k, v in zip(at, values, strict=True)
+            ]
+            self.blocks[0][:0] = fill
+            self.tables[values] = array
+        return self.tables[values]
 
     def append(self, stmt: Stmt) -> None:
         self.blocks[-1].append(stmt)

@@ -212,7 +212,7 @@ def k_runtime_axis(out: Array[u32], t: Tensor[f32], d: u32):
     out[0] = t.shape(d)  # ERR
 
 
-def k_runtime_step(out: Array[u32], n: u32):
+def k_runtime_step(out: Array[u32], n: f32):
     for i in range(0, 10, n):  # ERR
         out[i] = 0
 
@@ -297,7 +297,7 @@ BUILD_ERRORS = [
     (k_assign_param, "cannot assign to the parameter 'n'", {}),
     (k_before_assignment, "'later' is used before it is assigned", {}),
     (k_runtime_axis, "needs a compile-time int axis", {"t": 2}),
-    (k_runtime_step, "step of range\\(\\) must be a compile-time", {}),
+    (k_runtime_step, "step of range\\(\\) must be an integer, got f32", {}),
     (k_break_unroll, "cannot leave an unrolled loop", {}),
     (k_method_without_call, "is a method; call it", {}),
     (k_int_of_runtime, "cast with i32", {}),

@@ -1,5 +1,6 @@
 """Literals take the type their context asks for, also as both arms of a conditional expression
-(``out[i] = 30 if flag else 50`` into a ``u8``, ``i64``, ``f64`` … array), on every device."""
+(``out[i] = 30 if flag else 50`` into a ``u8``, ``i64``, ``f64`` … array) and as the entries of
+a compile-time tuple indexed at run time (``TABLE[i]``), on every device."""
 
 from __future__ import annotations
 
@@ -41,4 +42,39 @@ def test_a_choice_of_two_literals_takes_the_type_of_its_target(client, reference
         np.testing.assert_array_equal(got, want.astype(got.dtype), f"{elem} on {c.device}")
         np.testing.assert_array_equal(
             read_array(c, offset, np.float32), np.where(np.arange(N) % 2 == 0, 1.5, 2.5)
+        )
+
+
+TABLE = (3, 1, 4, 1, 5, 9, 2, 6)
+HALVES = (0.5, 1, 2.25)
+
+
+@kernel
+def conformance_constant_tables(out: Array[Numeric], small: Array[u32], frac: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = TABLE[i % u32(8)]
+        small[i] = u32(TABLE[u32(7) - i % u32(8)]) if i > u32(3) else TABLE[i % u32(8)]
+        frac[i] = HALVES[i % u32(3)]
+
+
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+def test_a_tuple_indexed_at_run_time_takes_the_type_of_its_target(client, reference, elem):
+    need(client, elem, reference=reference)
+    i = np.arange(N)
+    table = np.array(TABLE)
+    want_small = np.where(i > 3, table[7 - i % 8], table[i % 8])
+    for c in (client, reference):
+        out, small, frac = c.empty(N * elem.nbytes), c.empty(N * 4), c.empty(N * 4)
+        conformance_constant_tables.launch(
+            c, RudaCount(1), RudaDim(N), ArrayArg(out, N, elem=elem), ArrayArg(small, N),
+            ArrayArg(frac, N), Numeric=elem,
+        )  # fmt: skip
+        got = read_array(c, out, np.uint16 if elem is Elem.BF16 else elem.numpy)
+        if elem is Elem.BF16:
+            got = (got.astype(np.uint32) << 16).view(np.float32)
+        np.testing.assert_array_equal(got, table[i % 8].astype(got.dtype), f"{elem} on {c.device}")
+        np.testing.assert_array_equal(read_array(c, small, np.uint32), want_small)
+        np.testing.assert_array_equal(
+            read_array(c, frac, np.float32), np.array(HALVES, np.float32)[i % 3]
         )
