@@ -4,14 +4,11 @@ warning and a rebuild; RUDA_DUMP_SOURCE writes the generated source."""
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh_processes import run_in_turn
 
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
@@ -53,20 +50,7 @@ def _devices() -> list[str]:
 
 @pytest.mark.parametrize("device", _devices())
 def test_second_process_loads_the_kernel_instead_of_compiling(device, tmp_path):
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    env = {**os.environ, "RUDA_CACHE_DIR": str(tmp_path / "cache")}
-    runs = []
-    for _ in range(2):
-        result = subprocess.run(
-            [sys.executable, str(script), device],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert result.returncode == 0, result.stderr
-        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    runs = run_in_turn(CHILD, device, tmp_path)
     assert runs[0] == {"compiled": 1, "disk_hits": 0}
     assert runs[1] == {"compiled": 0, "disk_hits": 1}
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fresh_processes import run_in_turn
 
 import ruda_core as ruda
 from ruda_core.autotune import Tuner, runtime_environment
@@ -75,20 +73,7 @@ print(json.dumps({"benchmarked": stats.benchmarked, "cache_hits": stats.cache_hi
 
 @pytest.mark.parametrize("device", present_devices())
 def test_a_second_process_uses_the_stored_result_without_benchmarking(device, tmp_path):
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    env = {**os.environ, "RUDA_CACHE_DIR": str(tmp_path / "cache")}
-    runs = []
-    for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, str(script), device],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = run_in_turn(CHILD, device, tmp_path)
     assert runs[0] == {"benchmarked": 1, "cache_hits": 1, "winner": "fast"}  # tune(): a hit
     assert runs[1] == {"benchmarked": 0, "cache_hits": 2, "winner": "fast"}
     assert list((tmp_path / "cache" / "autotune").rglob("*.lock")), "the entry was written"
