@@ -37,8 +37,8 @@ def integral(value: object) -> int | None:
         return None
 
 
-def _check_axes(value: RudaDim | RudaCount) -> None:
-    """Store every axis of ``value`` as an ``int`` in 1..2**32-1, else raise."""
+def _check_axes(value: RudaDim | RudaCount, lowest: int = 1) -> None:
+    """Store every axis of ``value`` as an ``int`` in ``lowest``..2**32-1, else raise."""
     for axis in ("x", "y", "z"):
         v = getattr(value, axis)
         if type(v) is not int:
@@ -50,9 +50,9 @@ def _check_axes(value: RudaDim | RudaCount) -> None:
                 )
             object.__setattr__(value, axis, n)  # frozen: normalised once, at construction
             v = n
-        if v < 1 or v > _U32_MAX:
+        if v < lowest or v > _U32_MAX:
             raise LaunchConfigError(
-                f"{value} has an axis outside 1..2**32-1; use 1 for axes you do not need"
+                f"{value} has an axis outside {lowest}..2**32-1; use 1 for axes you do not need"
             )
 
 
@@ -77,7 +77,8 @@ class RudaDim:
 @dataclass(frozen=True, slots=True)
 class RudaCount:
     """Cubes per launch: static ``RudaCount(x, y, z)`` or dynamic ``RudaCount.dynamic(binding)``,
-    whose three ``u32`` values are read from device memory when the launch executes."""
+    whose three ``u32`` values are read from device memory when the launch executes. A zero
+    axis, static or dynamic, launches nothing (``(n + d - 1) // d`` cubes for ``n = 0``)."""
 
     x: int = 1
     y: int = 1
@@ -86,7 +87,7 @@ class RudaCount:
 
     def __post_init__(self) -> None:
         if self.binding is None:
-            _check_axes(self)
+            _check_axes(self, lowest=0)  # a zero axis launches nothing, as a dynamic one does
         elif self.binding.nbytes < 12:
             raise LaunchConfigError(
                 f"a dynamic RudaCount needs 3 u32 values (12 bytes); the binding has "

@@ -359,7 +359,9 @@ class ComputeServer(ABC):
         """The launch of a loaded kernel whose bindings are ordered on ``stream`` (lock held).
         Returns the report read a validated launch must wait for once the lock is released
         (see :meth:`launch`), else None."""
-        bindings = args[2]  # .bindings, read the cheap way: this runs on every launch
+        count, bindings = args[0], args[2]  # read the cheap way: this runs on every launch
+        if not (count.x and count.y and count.z) and count.binding is None:
+            return None  # an empty launch: nothing runs, nothing is written
         for b in bindings:
             if b.slice.error is not None:  # rare: resolve poison only when there is some
                 poisoned = self.poisoned_input(task, bindings)
@@ -403,7 +405,7 @@ class ComputeServer(ABC):
         with self.lock:
             kernel = self._kernels.get(task, mode)
             fast = None
-            if mode is not _VALIDATE and dynamic is None:
+            if mode is not _VALIDATE and dynamic is None and count.num_cubes:
                 fast = self._prepare(task, kernel, args)
 
         def replay(stream_value: int) -> None:

@@ -213,3 +213,15 @@ def test_binding_of_a_dropped_handle_is_refused(client):
     with pytest.raises(InvalidHandle, match="dropped"):
         client.launch(task, RudaCount(1), RudaDim(N), [binding], (), (N,))
     client.sync().result(timeout=TIMEOUT_S)
+
+
+def test_an_empty_launch_is_a_no_op(client):
+    out = _target(client)
+    n, units = 0, 32
+    cubes = (n + units - 1) // units  # the usual idiom gives 0 cubes for n = 0
+    for count in (RudaCount(cubes), RudaCount(4, 0, 1), RudaCount(1, 1, 0)):
+        conformance_mark.launch(client, count, RudaDim(units), ArrayArg(out, N))
+        conformance_mark.prepare(client, count, RudaDim(units), ArrayArg(out, N)).launch()
+    _untouched(client, out)
+    with pytest.raises(LaunchConfigError, match="outside 0..2"):
+        RudaCount(-1)
