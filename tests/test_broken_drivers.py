@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -95,74 +94,70 @@ def _outcomes(run: dict, device: str) -> dict[str, str]:
     return {t: row[device] for t, row in run["matrix"].items() if device in row}
 
 
-def _expect(
-    run: dict,
-    device: str,
-    fail: Sequence[str],
-    passing: Sequence[str],
-    xfail: Sequence[str] = (),
-) -> None:
-    """The run failed, and the named tests of ``device`` had these outcomes."""
-    got = _outcomes(run, device)
+#: Per broken driver, its device, the conformance tests it runs (``-k``) and their outcomes:
+#: the tests of the contract it breaks fail, the others pass.
+BREAKAGES = [
+    pytest.param(
+        "nosync:0",
+        "test_futures or test_round_trip",
+        [
+            "test_futures::test_resolved_sync_is_a_completion_fence",
+            "test_futures::test_sync_of_a_pinned_queue_from_another_thread_fences_that_stream",
+            "test_futures::test_result_with_a_timeout_raises_timeout_error_while_pending",
+        ],
+        [
+            "test_futures::test_read_future_yields_one_buffer_per_handle",
+            "test_memory::test_round_trip[4096B]",
+        ],
+        [DECLARED],  # declared by the driver, with its reason
+        id="sync-is-no-fence",
+    ),
+    pytest.param(
+        "nowait:0",
+        "test_streams",
+        [
+            "test_streams::test_consumer_thread_reads_what_a_producer_thread_wrote",
+            "test_streams::test_kernel_on_another_stream_sees_the_writers_data",
+            "test_streams::test_handle_used_after_set_stream_is_ordered_after_its_writer",
+        ],
+        [
+            "test_streams::test_queue_queries_follow_the_seed",
+            "test_streams::test_each_thread_has_its_own_stream",
+        ],
+        [],
+        id="streams-never-ordered",
+    ),
+    pytest.param(
+        "recycle:0",
+        "test_memory and (reused or trip)",
+        [
+            "test_memory::test_binding_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+            "test_memory::test_dynamic_count_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+            "test_memory::test_prepared_launch_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
+        ],
+        [
+            "test_memory::test_dropped_input_is_not_reused_before_queued_work_reads_it",
+            "test_memory::test_round_trip[4096B]",
+        ],
+        [],
+        id="reused-memory-revives-dropped-bindings",
+    ),
+]
+
+
+@pytest.mark.parametrize(("device", "select", "fail", "passing", "xfail"), BREAKAGES)
+def test_a_broken_driver_fails_the_tests_of_the_contract_it_breaks(
+    drivers, tmp_path, device, select, fail, passing, xfail
+):
+    run = _conformance(drivers, tmp_path, device, "-k", select)
     assert run["returncode"] != 0, run["out"]
     expected = {
         **dict.fromkeys(fail, "fail"),
         **dict.fromkeys(xfail, "xfail"),
         **dict.fromkeys(passing, "pass"),
     }
+    got = _outcomes(run, device)
     assert {name: got.get(name) for name in expected} == expected, run["out"]
-
-
-def test_a_driver_whose_sync_is_no_fence_fails_the_fence_tests(drivers, tmp_path):
-    run = _conformance(drivers, tmp_path, "nosync:0", "-k", "test_futures or test_round_trip")
-    _expect(
-        run,
-        "nosync:0",
-        fail=[
-            "test_futures::test_resolved_sync_is_a_completion_fence",
-            "test_futures::test_sync_of_a_pinned_queue_from_another_thread_fences_that_stream",
-            "test_futures::test_result_with_a_timeout_raises_timeout_error_while_pending",
-        ],
-        xfail=[DECLARED],  # declared by the driver, with its reason
-        passing=[
-            "test_futures::test_read_future_yields_one_buffer_per_handle",
-            "test_memory::test_round_trip[4096B]",
-        ],
-    )
-
-
-def test_a_driver_that_ignores_cross_stream_ordering_fails_the_stream_tests(drivers, tmp_path):
-    run = _conformance(drivers, tmp_path, "nowait:0", "-k", "test_streams")
-    _expect(
-        run,
-        "nowait:0",
-        fail=[
-            "test_streams::test_consumer_thread_reads_what_a_producer_thread_wrote",
-            "test_streams::test_kernel_on_another_stream_sees_the_writers_data",
-            "test_streams::test_handle_used_after_set_stream_is_ordered_after_its_writer",
-        ],
-        passing=[
-            "test_streams::test_queue_queries_follow_the_seed",
-            "test_streams::test_each_thread_has_its_own_stream",
-        ],
-    )
-
-
-def test_a_driver_that_revives_dropped_bindings_fails_the_memory_tests(drivers, tmp_path):
-    run = _conformance(drivers, tmp_path, "recycle:0", "-k", "test_memory and (reused or trip)")
-    _expect(
-        run,
-        "recycle:0",
-        fail=[
-            "test_memory::test_binding_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
-            "test_memory::test_dynamic_count_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
-            "test_memory::test_prepared_launch_of_a_dropped_handle_is_refused_after_its_memory_is_reused",
-        ],
-        passing=[
-            "test_memory::test_dropped_input_is_not_reused_before_queued_work_reads_it",
-            "test_memory::test_round_trip[4096B]",
-        ],
-    )
 
 
 def test_overrides_without_a_reason_or_a_test_fail_the_guard(drivers, tmp_path):
