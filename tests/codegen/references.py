@@ -36,7 +36,8 @@ def int_edges(elem: Elem) -> list[int]:
     return list(dict.fromkeys(wrap(v, elem) for v in raw))
 
 
-def _py_int(op: Op, x: int, y: int, z: int, bits: int) -> int:
+def _py_int(op: Op, x: int, y: int, z: int, elem: Elem) -> int:
+    bits = elem.bits
     if op is Op.ADD:
         return x + y
     if op is Op.SUB:
@@ -69,6 +70,14 @@ def _py_int(op: Op, x: int, y: int, z: int, bits: int) -> int:
         return ~x
     if op is Op.CLAMP:
         return min(max(x, y), z)
+    if op is Op.MUL_HI:  # the high half of the double-width product
+        return (x * y) >> bits
+    if op in (Op.SATURATING_ADD, Op.SATURATING_SUB):
+        info = np.iinfo(elem.numpy)
+        exact = x + y if op is Op.SATURATING_ADD else x - y
+        return min(max(exact, int(info.min)), int(info.max))
+    if op is Op.REVERSE_BITS:
+        return int(f"{x & ((1 << bits) - 1):0{bits}b}"[::-1], 2)
     raise KeyError(op)
 
 
@@ -85,7 +94,7 @@ _COMPARE = {
 def int_reference(op: Op, elem: Elem, x: list[int], y: list[int], z: list[int]) -> np.ndarray:
     if op in _COMPARE:
         return np.array([_COMPARE[op](a, b) for a, b in zip(x, y, strict=True)])
-    values = [wrap(_py_int(op, a, b, c, elem.bits), elem) for a, b, c in zip(x, y, z, strict=True)]
+    values = [wrap(_py_int(op, a, b, c, elem), elem) for a, b, c in zip(x, y, z, strict=True)]
     return np.array(values, dtype=elem.numpy)
 
 

@@ -80,6 +80,8 @@ def run_binary(
 def int_ref(op: Op, x: int, y: int, elem: Elem) -> int | bool | None:
     """The IR's meaning, with None for unspecified results."""
     bits = elem.bits
+    info = np.iinfo(elem.numpy)
+    lo, hi = int(info.min), int(info.max)
     table = {
         Op.ADD: lambda: x + y,
         Op.SUB: lambda: x - y,
@@ -93,6 +95,9 @@ def int_ref(op: Op, x: int, y: int, elem: Elem) -> int | bool | None:
         Op.BIT_XOR: lambda: x ^ y,
         Op.SHL: lambda: x << (y % bits),
         Op.SHR: lambda: x >> (y % bits),
+        Op.MUL_HI: lambda: (x * y) >> bits,  # the high half of the double-width product
+        Op.SATURATING_ADD: lambda: min(max(x + y, lo), hi),
+        Op.SATURATING_SUB: lambda: min(max(x - y, lo), hi),
     }
     if op in table:
         r = table[op]()
