@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ruda_core.runtime import (
     ComputeClient,
     DeviceId,
-    Runtime,
+    IndexedDevice,
+    IndexedRuntime,
     TargetProperties,
-    is_contiguous_or_pitched,
 )
 
 from .compiler import CpuCompiler
@@ -20,24 +18,18 @@ from .server import PLANE_DIM, CpuServer
 __all__ = ["CpuDevice", "CpuRuntime"]
 
 
-@dataclass(frozen=True, slots=True)
-class CpuDevice:
-    """The NumPy reference device. There is one: index 0."""
+class CpuDevice(IndexedDevice):
+    """The NumPy reference device. There is one: index 0, named ``"cpu"``."""
 
-    index: int = 0
-
-    def __post_init__(self) -> None:
-        if self.index != 0:
-            raise ValueError(f"the NumPy device has index 0 only, not {self.index}")
-
-    def to_id(self) -> DeviceId:
-        return DeviceId(0, self.index)
+    __slots__ = ()
+    backend = "cpu"
+    max_index = 0
 
     def __str__(self) -> str:
-        return "cpu"
+        return self.backend
 
 
-class CpuRuntime(Runtime):
+class CpuRuntime(IndexedRuntime):
     """The NumPy reference runtime: exact, deterministic, always available."""
 
     compiler = CpuCompiler
@@ -45,9 +37,8 @@ class CpuRuntime(Runtime):
     device = CpuDevice
 
     @classmethod
-    def client(cls, device: Any = None) -> ComputeClient:
-        dev = device if device is not None else CpuDevice()
-        return ComputeClient.get_or_init(dev, lambda: CpuServer(dev.to_id()))
+    def new_server(cls, device: Any) -> CpuServer:
+        return CpuServer(device.to_id())
 
     @classmethod
     def name(cls, client: ComputeClient) -> str:
@@ -56,10 +47,6 @@ class CpuRuntime(Runtime):
     @classmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:
         return (2**31 - 1, 65535, 65535)
-
-    @classmethod
-    def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
-        return is_contiguous_or_pitched(shape, strides)
 
     @classmethod
     def target_properties(cls) -> TargetProperties:

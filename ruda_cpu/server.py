@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,9 +40,6 @@ from ruda_core.runtime import (
 
 from .compiler import CpuCompiler
 from .storage import CpuStorage, host_memory_nbytes
-
-if TYPE_CHECKING:
-    from ruda_core.runtime import Runtime
 
 __all__ = ["CpuFence", "CpuServer", "CpuStream"]
 
@@ -157,12 +154,6 @@ class CpuServer(ComputeServer):
             ),
             frozenset(e for e in Elem if e is not Elem.BF16),
         )
-
-    @property
-    def runtime(self) -> type[Runtime]:
-        from .runtime import CpuRuntime  # the runtime module imports this one
-
-        return CpuRuntime
 
     def properties(self) -> DeviceProperties:
         return self._properties

@@ -13,7 +13,7 @@ import ctypes
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import cupy
 import numpy as np
@@ -40,12 +40,8 @@ from ruda_core.runtime import (
 
 from .compiler import CudaCompiler
 from .driver import build_cubin, driver_fingerprint, guard, load_module
+from .runtime import CudaDevice
 from .storage import CudaStorage
-
-if TYPE_CHECKING:
-    from ruda_core.runtime import Runtime
-
-    from .runtime import CudaDevice
 
 __all__ = ["CudaServer"]
 
@@ -206,12 +202,6 @@ class CudaServer(ComputeServer):
         if getattr(_current, "index", None) != self._index:
             guard("selecting the device", lambda: runtime.setDevice(self._index))
             _current.index = self._index
-
-    @property
-    def runtime(self) -> type[Runtime]:
-        from .runtime import CudaRuntime
-
-        return CudaRuntime
 
     def properties(self) -> DeviceProperties:
         return self._properties

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyopencl as cl
@@ -45,12 +45,8 @@ from .platform import (
     driver_fingerprint,
     platform_runtime,
 )
+from .runtime import OpenCLDevice
 from .storage import OpenCLStorage
-
-if TYPE_CHECKING:
-    from ruda_core.runtime import Runtime
-
-    from .runtime import OpenCLDevice
 
 __all__ = ["OpenCLServer"]
 
@@ -174,12 +170,6 @@ class OpenCLServer(ComputeServer):
             ),
         )
         self._features = capabilities.features()
-
-    @property
-    def runtime(self) -> type[Runtime]:
-        from .runtime import OpenCLRuntime
-
-        return OpenCLRuntime
 
     def properties(self) -> DeviceProperties:
         return self._properties

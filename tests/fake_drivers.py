@@ -48,10 +48,6 @@ def _reference():
 
 def _server_class():
     class FakeServer(_reference().server):
-        @property
-        def runtime(self):
-            return FakeRuntime
-
 {server}
 
     return FakeServer
@@ -63,7 +59,7 @@ class FakeRuntime(Runtime):
     @classmethod
     def client(cls, device=None):
         dev = device or Device()
-        return ComputeClient.get_or_init(dev, lambda: _server_class()(dev.to_id()))
+        return ComputeClient.get_or_init(dev, lambda: _server_class()(dev.to_id()), runtime=cls)
 
     @classmethod
     def name(cls, client):

@@ -1,8 +1,9 @@
 """The runtime contracts: what a backend implements and what a kernel author calls.
 
-``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py), memory
-(memory/), tensor layouts (layout.py), streams, futures, profiling and properties; the error tree
-(``ruda_core/errors.py``) is re-exported here.
+``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py), a
+launch's arguments (arguments.py) and geometry (dims.py), compiled kernels (compiler.py,
+kernels.py), devices (device.py), memory (memory/), tensor layouts (layout.py), streams,
+futures, profiling and properties; the error tree (``ruda_core/errors.py``) is re-exported here.
 """
 
 from ..errors import (
@@ -28,10 +29,10 @@ from ..errors import (
     ValidationError,
 )
 from .arguments import LaunchArgs
-from .backend import LazyType, Runtime
+from .backend import IndexedRuntime, LazyType, Runtime
 from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
-from .device import Device, DeviceId
+from .device import Device, DeviceId, IndexedDevice
 from .dims import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
 from .future import Promise, RudaFuture
 from .kernels import LoadedKernel
@@ -65,6 +66,8 @@ __all__ = [
     "Features",
     "Fence",
     "Handle",
+    "IndexedDevice",
+    "IndexedRuntime",
     "InvalidHandle",
     "IoError",
     "KernelTask",

@@ -1,7 +1,10 @@
-"""``Runtime``: ties a compiler, a server and a device type together (the seed's ``backend.rs``).
+"""``Runtime``: ties a compiler, a server and a device type together (CubeCL's ``backend.rs``).
 
-Every member of the seed's trait is a classmethod here, with the seed's defaults. A backend
-subclasses it; the plugin loader refuses a subclass that leaves an abstract member undefined.
+Every member of CubeCL's ``Runtime`` trait is a classmethod here, with the trait's defaults. A
+backend subclasses it, or :class:`IndexedRuntime`, which supplies the ``client`` and
+``can_read_tensor`` every in-tree driver shares; the plugin loader refuses a subclass that
+leaves an abstract member undefined. :class:`LazyType` lets a runtime name its server class
+without importing the driver library the server needs. Nothing here imports a driver.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from typing import Any, ClassVar
 from ..errors import BackendUnavailable
 from .client import ComputeClient
 from .compiler import Compiler
-from .device import DeviceId
+from .device import DeviceId, IndexedDevice
 from .layer_norm_args import TensorBuffer
+from .layout import is_contiguous_or_pitched
 from .properties import TargetProperties
 from .server import ComputeServer
 
-__all__ = ["LazyType", "Runtime"]
+__all__ = ["IndexedRuntime", "LazyType", "Runtime"]
 
 
 class LazyType:
@@ -58,28 +62,41 @@ class LazyType:
 
 
 class Runtime(ABC):
-    """A backend: its ``compiler``, ``server`` and ``device`` types and its device clients."""
+    """A backend: its ``compiler``, ``server`` and ``device`` types and its device clients.
 
-    #: The compiler class turning IR into this backend's source.
+    Each member says who reads it; a member no ruda code reads is kept because the Runtime API
+    reference lists it, for code written against CubeCL's trait.
+    """
+
+    #: The compiler class turning IR into this backend's source. Read by code that builds on
+    #: another backend's parts (``examples/ruda-hostmem`` reuses the reference compiler); a
+    #: server compiles with its own instance, ``ComputeServer.compiler``.
     compiler: ClassVar[type[Compiler]]
-    #: The compute server class running kernels on one device.
+    #: The compute server class running kernels on one device. Read by ``client`` (through
+    #: :meth:`IndexedRuntime.new_server`) and by drivers that derive a server from another
+    #: backend's. A :class:`LazyType` where importing it would import the driver library.
     server: ClassVar[type[ComputeServer]]
-    #: The device class (hashable; ``str(device)`` is its ``"name:index"`` form).
+    #: The device class (hashable; ``str(device)`` is its ``"name:index"`` form). Read by
+    #: ``ruda_core.client(device)``, which finds a device object's runtime by it.
     device: ClassVar[type[Hashable]]
 
     @classmethod
     @abstractmethod
     def client(cls, device: Any) -> ComputeClient:
-        """The one client of ``device``, initialising its server on first use (thread-safe)."""
+        """The one client of ``device``, initialising its server on first use (thread-safe).
+        Read by ``ruda_core.client()`` and the device probe; its client answers
+        ``client.runtime`` with this class."""
 
     @classmethod
     @abstractmethod
     def name(cls, client: ComputeClient) -> str:
-        """The runtime's name on the client's device."""
+        """The runtime's name on the client's device. Read by ``ComputeClient.name()`` and by
+        ``runtime_environment`` (part of every tuning key)."""
 
     @classmethod
     def has_native_layer_norm(cls) -> bool:
-        """Whether this runtime supplies native LayerNorm forward and all first-order gradients."""
+        """Whether this runtime supplies native LayerNorm forward and all first-order gradients.
+        Read by ``ruda_core.ops.layer_norm``/``layer_norm_backward`` before they dispatch."""
         return False
 
     @classmethod
@@ -91,7 +108,8 @@ class Runtime(ABC):
         bias: TensorBuffer | None,
         epsilon: float,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        """Native LayerNorm, returning output, mean and reciprocal standard deviation."""
+        """Native LayerNorm, returning output, mean and reciprocal standard deviation. Called by
+        ``ruda_core.ops.layer_norm`` with checked operands when :meth:`has_native_layer_norm`."""
         raise NotImplementedError("runtime does not supply native LayerNorm")
 
     @classmethod
@@ -104,45 +122,88 @@ class Runtime(ABC):
         mean: TensorBuffer,
         rstd: TensorBuffer,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        """Native LayerNorm gradients, returning input, weight and bias gradients."""
+        """Native LayerNorm gradients, returning input, weight and bias gradients. Called by
+        ``ruda_core.ops.layer_norm_backward`` when :meth:`has_native_layer_norm`."""
         raise NotImplementedError("runtime does not supply native LayerNorm backward")
 
     @classmethod
     def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
         """Stable loaded driver/runtime identity for persistent autotuning; None means
-        session-only caches. A device ordinal or API major version alone is not enough. The
-        default asks the client's server (``ComputeServer.driver_fingerprint``), which is None
-        unless the backend knows its driver stack."""
+        session-only caches. A device ordinal or API major version alone is not enough. Read by
+        ``runtime_environment``, whose keys select persistent tuning results. The default asks
+        the client's server (``ComputeServer.driver_fingerprint``), which is None unless the
+        backend knows its driver stack."""
         return client.server.driver_fingerprint()
 
     @classmethod
     def require_array_lengths(cls) -> bool:
-        """True if global input array lengths should be added to kernel info."""
+        """True if global input array lengths should be added to kernel info. No ruda code
+        reads it: every launch passes every array's length in its metadata (the launch ABI)."""
         return False
 
     @classmethod
     @abstractmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:
-        """The most cubes that can be launched along each axis."""
+        """The most cubes that can be launched along each axis, known without a device. No
+        ruda code reads it: a launch is checked against its device's
+        ``properties().max_ruda_count``, which may be lower."""
 
     @classmethod
     @abstractmethod
     def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
         """Whether a tensor with ``shape`` and ``strides`` can be read as is; if not, make it
-        contiguous before reading."""
+        contiguous before reading. Read by ``ComputeClient.read_tensor``/``read_tensor_async``,
+        which refuse any other layout."""
 
     @classmethod
     @abstractmethod
     def target_properties(cls) -> TargetProperties:
-        """Properties of the target hardware architecture."""
+        """Properties of the target hardware architecture, known without a device. No ruda
+        code reads it: code generation reads the device's ``compile_options()``."""
 
     @classmethod
     @abstractmethod
     def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:
         """All devices available under ``type_id`` (0: every type). ``info`` is the server's
-        enumeration info, or None for the driver's defaults."""
+        enumeration info, or None for the driver's defaults. Read by
+        ``ComputeClient.enumerate_devices`` and ``device_count``."""
 
     @classmethod
     def enumerate_all_devices(cls, info: Any) -> list[DeviceId]:
-        """All devices the runtime can handle."""
+        """All devices the runtime can handle. Read by ``ComputeClient.enumerate_all_devices``
+        and ``device_count_total``."""
         return cls.enumerate_devices(0, info)
+
+
+class IndexedRuntime(Runtime):
+    """A :class:`Runtime` whose devices are :class:`IndexedDevice` values and whose server is
+    made from one device: it supplies the ``client`` and ``can_read_tensor`` that every in-tree
+    driver shares. A subclass still defines ``name``, ``max_ruda_count``,
+    ``target_properties`` and ``enumerate_devices``, and sets ``server`` (or overrides
+    :meth:`new_server`).
+    """
+
+    device: ClassVar[type[IndexedDevice]]
+
+    @classmethod
+    def client(cls, device: Any = None) -> ComputeClient:
+        """The one client of ``device`` (default: the device of index 0), its server made by
+        :meth:`new_server` on first use; the client's ``runtime`` is this class.
+
+        :raises BackendUnavailable: when the server's module needs a driver that is not
+            installed (see :class:`LazyType`).
+        """
+        dev = device if device is not None else cls.device()
+        return ComputeClient.get_or_init(dev, lambda: cls.new_server(dev), runtime=cls)
+
+    @classmethod
+    def new_server(cls, device: Any) -> ComputeServer:
+        """The server of ``device``, made once per device by :meth:`client`: ``server(device)``
+        by default. Override it where the server takes something else (a ``DeviceId``)."""
+        return cls.server(device)  # type: ignore[call-arg]  # ComputeServer's own __init__ differs
+
+    @classmethod
+    def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
+        """Row-major layouts whose rows may be padded (:func:`is_contiguous_or_pitched`): what
+        the built-in memory pools hand out, read as one span and gathered on the host."""
+        return is_contiguous_or_pitched(shape, strides)

@@ -1,8 +1,9 @@
 """``ComputeClient``: the user's one entry point to a device.
 
-Every method of the Runtime API reference is here. Seed ``Result`` methods return a value or
-raise :class:`ServerError`; seed panics raise :class:`RudaPanic` from the ``ServerError``. All
-methods are thread-safe. Work is enqueued on the client's resolved stream: the stream pinned by
+Every method of the Runtime API reference is here. Methods that return a Rust ``Result`` there
+return a value or raise :class:`ServerError`; its panics raise :class:`RudaPanic` from the
+``ServerError``. A client knows the :class:`Runtime` that made it. All methods are thread-safe.
+Work is enqueued on the client's resolved stream: the stream pinned by
 ``set_stream``/``fixed_execution_queue``, else the calling thread's own.
 """
 
@@ -94,18 +95,35 @@ class PreparedLaunch:
 
 class ComputeClient:
     """Allocation, kernel submission, readback, synchronisation and capability queries of one
-    device. ``Runtime.client(device)`` returns the one client of a device."""
+    device. ``Runtime.client(device)`` returns the one client of a device.
 
-    __slots__ = ("_device", "_launch_limits", "_plane_dim", "_server", "_stream")
+    :param device: the backend's device object (the registry key).
+    :param server: the device's server.
+    :param stream: the stream this client is pinned to; None: the calling thread's.
+    :param runtime: the :class:`Runtime` the client answers as ``runtime``. None asks the
+        server for a ``runtime`` attribute, which servers written before clients knew their
+        runtime define.
+    """
+
+    __slots__ = ("_device", "_launch_limits", "_plane_dim", "_runtime", "_server", "_stream")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
     #: reentrant: a driver's server factory may open another device's client (its reference)
     _registry_lock: ClassVar[threading.RLock] = threading.RLock()
 
-    def __init__(self, device: Hashable, server: ComputeServer, stream: StreamId | None) -> None:
+    def __init__(
+        self,
+        device: Hashable,
+        server: ComputeServer,
+        stream: StreamId | None = None,
+        runtime: type[Runtime] | None = None,
+    ) -> None:
         self._device = device
         self._server = server
         self._stream = stream
+        self._runtime: type[Runtime] | None = (
+            runtime if runtime is not None else getattr(server, "runtime", None)
+        )
         props = server.properties()
         self._plane_dim = max(props.plane_dim, 1)
         self._launch_limits = (
@@ -117,8 +135,11 @@ class ComputeClient:
 
     # -- registration --------------------------------------------------------------------------
     @classmethod
-    def init(cls, device: Hashable, server: ComputeServer) -> ComputeClient:
-        """Register ``server`` as the server of ``device`` and return its client.
+    def init(
+        cls, device: Hashable, server: ComputeServer, runtime: type[Runtime] | None = None
+    ) -> ComputeClient:
+        """Register ``server`` as the server of ``device`` and return its client, whose
+        ``runtime`` is ``runtime``.
 
         :raises RudaPanic: when the device already has a registered server (one retired by a
             fork does not count).
@@ -130,7 +151,7 @@ class ComputeClient:
                     f"a {type(cls._registry[device]._server).__name__} is already registered "
                     f"for {device}; use ComputeClient.load({device!r}) or Runtime.client()"
                 )
-            client = cls._registry[device] = cls(device, server, None)
+            client = cls._registry[device] = cls(device, server, None, runtime)
             return client
 
     @classmethod
@@ -147,11 +168,14 @@ class ComputeClient:
 
     @classmethod
     def get_or_init(
-        cls, device: Hashable, make_server: Callable[[], ComputeServer]
+        cls,
+        device: Hashable,
+        make_server: Callable[[], ComputeServer],
+        runtime: type[Runtime] | None = None,
     ) -> ComputeClient:
         """The client of ``device``, creating its server with ``make_server`` on first use, and
         again in a forked child whose inherited server is retired (see :mod:`.fork`). Used by
-        ``Runtime.client`` implementations; thread-safe.
+        ``Runtime.client`` implementations, which pass themselves as ``runtime``; thread-safe.
 
         :raises ServerUnhealthy: in a forked child, for a backend that cannot start again there.
         """
@@ -161,7 +185,7 @@ class ComputeClient:
         with cls._registry_lock:
             client = cls._registry.get(device)
             if client is None or client._server.retired is not None:
-                client = cls._registry[device] = cls(device, make_server(), None)
+                client = cls._registry[device] = cls(device, make_server(), None, runtime)
             return client
 
     @classmethod
@@ -181,7 +205,17 @@ class ComputeClient:
 
     @property
     def runtime(self) -> type[Runtime]:
-        return self._server.runtime
+        """The :class:`Runtime` that made this client (``ComputeClient<R>``'s ``R``).
+
+        :raises RudaPanic: for a client made without one, of a server that names none.
+        """
+        runtime = self._runtime
+        if runtime is None:
+            raise RudaPanic(
+                f"{self!r} was made without a runtime; pass runtime= to ComputeClient, "
+                "ComputeClient.init or ComputeClient.get_or_init"
+            )
+        return runtime
 
     def name(self) -> str:
         """The runtime's name on this device (``Runtime.name``)."""
@@ -234,7 +268,7 @@ class ComputeClient:
     def fixed_execution_queue(self) -> ComputeClient:
         """A clone pinned to the currently resolved stream; creates no stream, waits for
         nothing."""
-        return ComputeClient(self._device, self._server, self.execution_stream())
+        return ComputeClient(self._device, self._server, self.execution_stream(), self._runtime)
 
     # -- memory and transfers ------------------------------------------------------------------
     def create_from_slice(self, data: Any) -> Handle:

@@ -23,7 +23,7 @@ import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -49,9 +49,6 @@ from .memory.usage import MemoryUsage
 from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
-
-if TYPE_CHECKING:
-    from .backend import Runtime
 
 __all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
 
@@ -137,11 +134,6 @@ class ComputeServer(ABC):
         self.compile_stats: CompileStats = self._kernels.stats
 
     # -- what a backend provides ---------------------------------------------------------------
-    @property
-    @abstractmethod
-    def runtime(self) -> type[Runtime]:
-        """The :class:`Runtime` this server belongs to."""
-
     @abstractmethod
     def properties(self) -> DeviceProperties:
         """Limits of the device (computed once, never a driver call per query)."""

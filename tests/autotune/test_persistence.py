@@ -17,6 +17,7 @@ from ruda_core.autotune import Tuner, runtime_environment
 from ruda_core.autotune.cache import entry_key, key_repr
 from ruda_core.runtime import ComputeClient, DeviceId
 from ruda_core.runtime.cache import CacheWarning, DiskCache
+from ruda_cpu import CpuRuntime
 from ruda_cpu.server import CpuServer
 
 from .kernels import N, inputs, make_set, present_devices, read_u32, run_fast, run_slow
@@ -138,7 +139,8 @@ _ids = itertools.count(900)
 def test_no_driver_fingerprint_tunes_into_a_session_only_store(tmp_path, monkeypatch):
     monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
     index = next(_ids)
-    client = ComputeClient(("session-only-cpu", index), SessionOnlyServer(DeviceId(0, index)), None)
+    server = SessionOnlyServer(DeviceId(0, index))
+    client = ComputeClient(("session-only-cpu", index), server, None, CpuRuntime)
     env = runtime_environment(client)
     assert env.driver_fingerprint is None and not env.persistent
     tunables = make_set("session", ("slow", run_slow), ("fast", run_fast))

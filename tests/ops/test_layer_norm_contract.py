@@ -40,7 +40,7 @@ _ids = itertools.count(200)
 def cpu() -> ComputeClient:
     """A client of a fresh NumPy-device server that no other test shares (exact accounting)."""
     index = next(_ids)
-    return ComputeClient(("ops-cpu", index), CpuServer(DeviceId(0, index)), None)
+    return ComputeClient(("ops-cpu", index), CpuServer(DeviceId(0, index)), None, CpuRuntime)
 
 
 def _buffer(client, shape, elem=Elem.F32, strides=None, nbytes=None):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from ruda_core.runtime import ComputeClient, DeviceId
+from ruda_cpu import CpuRuntime
 from ruda_cpu.server import CpuServer
 
 _ids = itertools.count(100)
@@ -20,7 +21,9 @@ def new_private_client() -> Callable[[], ComputeClient]:
 
     def make() -> ComputeClient:
         index = next(_ids)
-        return ComputeClient(("private-cpu", index), CpuServer(DeviceId(0, index)), None)
+        return ComputeClient(
+            ("private-cpu", index), CpuServer(DeviceId(0, index)), None, CpuRuntime
+        )
 
     return make
 

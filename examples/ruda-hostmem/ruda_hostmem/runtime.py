@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import ruda_core
@@ -20,9 +18,10 @@ from ruda_core.runtime import (
     ComputeServer,
     DeviceId,
     DeviceProperties,
+    IndexedDevice,
+    IndexedRuntime,
     Runtime,
     TargetProperties,
-    is_contiguous_or_pitched,
 )
 
 from .storage import MmapStorage
@@ -34,21 +33,12 @@ _lock = threading.Lock()
 _server_class: type[ComputeServer] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class HostMemDevice:
+class HostMemDevice(IndexedDevice):
     """The host-memory device; there is one, index 0."""
 
-    index: int = 0
-
-    def __post_init__(self) -> None:
-        if self.index != 0:
-            raise ValueError(f"hostmem has device 0 only, not {self.index}")
-
-    def to_id(self) -> DeviceId:
-        return DeviceId(0, self.index)
-
-    def __str__(self) -> str:
-        return f"hostmem:{self.index}"
+    __slots__ = ()
+    backend = "hostmem"
+    max_index = 0
 
 
 def _reference_runtime() -> type[Runtime]:
@@ -80,10 +70,6 @@ def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
                 super().properties(), name="hostmem (mmap pages)", vendor="ruda-hostmem"
             )
 
-        @property
-        def runtime(self) -> type[Runtime]:
-            return HostMemRuntime
-
         def properties(self) -> DeviceProperties:
             return self._hostmem_properties
 
@@ -93,7 +79,7 @@ def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
     return HostMemServer
 
 
-class HostMemRuntime(Runtime):
+class HostMemRuntime(IndexedRuntime):
     """Kernels of the reference compiler over mmap-backed host memory. ``server`` and
     ``compiler`` are set when the first client is made (they come from the reference backend).
     """
@@ -101,10 +87,9 @@ class HostMemRuntime(Runtime):
     device = HostMemDevice
 
     @classmethod
-    def client(cls, device: Any = None) -> ComputeClient:
-        dev = device if device is not None else HostMemDevice()
-        make: Callable[[DeviceId], ComputeServer] = server_class()
-        return ComputeClient.get_or_init(dev, lambda: make(dev.to_id()))
+    def new_server(cls, device: Any) -> ComputeServer:
+        make = server_class()
+        return make(device.to_id())  # type: ignore[call-arg]  # the reference's takes a DeviceId
 
     @classmethod
     def name(cls, client: ComputeClient) -> str:
@@ -113,10 +98,6 @@ class HostMemRuntime(Runtime):
     @classmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:
         return _reference_runtime().max_ruda_count()
-
-    @classmethod
-    def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:
-        return is_contiguous_or_pitched(shape, strides)
 
     @classmethod
     def target_properties(cls) -> TargetProperties:
