@@ -104,7 +104,8 @@ def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
         def compile_options(self) -> CompileOptions:
             return replace(super().compile_options(), extra=(("arch", OLD_ARCH),))
 
-    return ComputeClient((cuda.device, OLD_ARCH), OldArchServer(cuda.device), None)
+    server = OldArchServer(cuda.device)
+    return ComputeClient((cuda.device, OLD_ARCH), server, None, cuda.runtime)
 
 
 @pytest.fixture(scope="session")
