@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
-from ruda_core.ir import ATOMIC_OPS, Const, Elem, Instr, Local, LocalArray, Op, Param, SharedArray
+from ruda_core.ir import (
+    ATOMIC_OPS,
+    SYNC_REDUCE_OPS,
+    Const,
+    Elem,
+    Instr,
+    Local,
+    LocalArray,
+    Op,
+    Param,
+    SharedArray,
+)
 from ruda_core.runtime import CompilationError
 
 __all__ = ["Context", "expression", "literal"]
@@ -135,6 +146,8 @@ _ATOMIC_HELPERS = {
     Op.ATOMIC_OR: "atomic_or",
     Op.ATOMIC_XOR: "atomic_xor",
     Op.ATOMIC_CAS: "atomic_cas",
+    Op.ATOMIC_INC_WRAP: "atomic_inc_wrap",
+    Op.ATOMIC_DEC_WRAP: "atomic_dec_wrap",
 }
 _PLANE_HELPERS = {
     Op.PLANE_SUM: "plane_sum",
@@ -147,6 +160,19 @@ _PLANE_HELPERS = {
     Op.PLANE_SHUFFLE: "plane_shuffle",
     Op.PLANE_INCLUSIVE_SUM: "plane_inclusive_sum",
     Op.PLANE_EXCLUSIVE_SUM: "plane_exclusive_sum",
+    Op.PLANE_BALLOT: "plane_ballot",
+    Op.PLANE_ELECT: "plane_elect",
+    Op.PLANE_SHUFFLE_UP: "plane_shuffle_up",
+    Op.PLANE_SHUFFLE_DOWN: "plane_shuffle_down",
+    Op.PLANE_SHUFFLE_XOR: "plane_shuffle_xor",
+}
+#: Operations that only order or synchronise: every lane of a batch is already there together
+#: and sees every earlier access.
+_NO_CODE = {
+    Op.SYNC_UNITS: "sync_units(): the lanes of every cube are here together",
+    Op.SYNC_PLANE: "sync_plane(): the lanes of every plane are here together",
+    Op.FENCE_UNITS: "fence_units(): lockstep accesses are already in program order",
+    Op.FENCE_DEVICE: "fence_device(): lockstep accesses are already in program order",
 }
 
 
@@ -247,11 +273,12 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         return literal(Const(cast(Param, args[0]).rank, Elem.U32))
     if op in (Op.INDEX, Op.INDEX_ASSIGN) or op in ATOMIC_OPS:
         return _memory(ins, ctx, mask)
-    if op in _PLANE_HELPERS:
-        values = ", ".join(_operand(a, ctx, keep_lanes=True) for a in args)
-        return f"L.{_PLANE_HELPERS[op]}(g, {values}, {mask})"
-    if op is Op.SYNC_UNITS:
-        return "pass  # sync_units(): the lanes of every cube are here together"
+    if op in _PLANE_HELPERS or op in SYNC_REDUCE_OPS:
+        helper = _PLANE_HELPERS.get(op, op.value)
+        operands = [_operand(a, ctx, keep_lanes=True) for a in args]
+        return f"L.{helper}({', '.join(['g', *operands, mask])})"
+    if op in _NO_CODE:
+        return f"pass  # {_NO_CODE[op]}"
     if op is Op.REPORT_OOB:
         values = ", ".join(_operand(a, ctx, keep_lanes=True) for a in args)
         return f"L.report_oob({ctx.report()}, {mask}, {values})"

@@ -34,6 +34,7 @@ from .ops import (
     INT_BINARY,
     INT_UNARY,
     PLANE_OPS,
+    SYNC_REDUCE_OPS,
     Op,
 )
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
@@ -68,6 +69,7 @@ __all__ = [
     "NUMERIC_ELEMS",
     "PLANE_OPS",
     "REPORT_PARAM",
+    "SYNC_REDUCE_OPS",
     "ArrayVar",
     "Block",
     "Break",

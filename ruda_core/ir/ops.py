@@ -17,11 +17,27 @@ and rounded to ``f16`` once, the composite ``FLOOR_DIV`` and ``MOD`` included.
 
 Atomics act on one element of a global or shared array and return the element's value from
 before the operation (``out`` may be ``None`` when it is unused). The order in which concurrent
-atomics on one element apply is unspecified, but each applies exactly once.
+atomics on one element apply is unspecified, but each applies exactly once. The wrapping
+counters are CUDA's ``atomicInc``/``atomicDec`` on ``u32``: ``ATOMIC_INC_WRAP`` stores
+``0 if old >= limit else old + 1`` and ``ATOMIC_DEC_WRAP`` stores
+``limit if old == 0 or old > limit else old - 1``.
 
 Plane operations act over the units of one plane (``PLANE_DIM`` consecutive ``UNIT_POS`` values
 of one cube) and must be reached by all of them (uniform control flow), like ``SYNC_UNITS``,
-which must be reached by every unit of the cube.
+which must be reached by every unit of the cube. Lanes are ``UNIT_POS_PLANE``. ``PLANE_BALLOT``
+sets bit ``k`` for lane ``k`` when its operand is true; only lanes 0 to 31 have a bit (planes
+are at most 32 lanes on every device ruda drives). ``PLANE_ELECT`` is true on the lowest lane of
+the plane that reaches it (lane 0 under the uniform rule). The relative shuffles read lane
+``lane - delta`` (``UP``), ``lane + delta`` (``DOWN``) or ``lane ^ mask`` (``XOR``); a lane whose
+source is outside the plane (``delta`` or ``mask`` as large as the plane included) reads its own
+value, as CUDA's ``__shfl_*_sync`` do for sources within 32 lanes.
+
+``SYNC_PLANE`` is the barrier of one plane (its units' earlier shared and global memory accesses
+are visible to the plane's later ones). ``SYNC_UNITS_COUNT``/``_AND``/``_OR`` are ``SYNC_UNITS``
+that also give every unit the number of units of the cube whose operand is true (``u32``),
+whether all are, and whether any is. ``FENCE_UNITS``/``FENCE_DEVICE`` order the unit's earlier
+memory accesses before its later ones as seen by the units of its cube / of the whole device
+(CUDA's ``__threadfence_block``/``__threadfence``); they wait for nobody.
 """
 
 from __future__ import annotations
@@ -35,6 +51,7 @@ __all__ = [
     "COMPARE_OPS",
     "FLOAT_UNARY",
     "PLANE_OPS",
+    "SYNC_REDUCE_OPS",
     "Op",
 ]
 
@@ -156,9 +173,16 @@ class Op(enum.Enum):
     ATOMIC_OR = "atomic_or"
     ATOMIC_XOR = "atomic_xor"
     ATOMIC_CAS = "atomic_cas"  #: (arr, i, cmp, v): if arr[i] == cmp: arr[i] = v; -> old
+    ATOMIC_INC_WRAP = "atomic_inc_wrap"  #: (arr: u32, i, limit) -> old; a counter 0..limit
+    ATOMIC_DEC_WRAP = "atomic_dec_wrap"  #: (arr: u32, i, limit) -> old; counting down to 0
 
     # synchronisation
     SYNC_UNITS = "sync_units"  #: () -> None; a barrier for the units of one cube
+    SYNC_UNITS_COUNT = "sync_units_count"  #: (bool) -> u32; a barrier counting true operands
+    SYNC_UNITS_AND = "sync_units_and"  #: (bool) -> bool; a barrier: is every operand true
+    SYNC_UNITS_OR = "sync_units_or"  #: (bool) -> bool; a barrier: is any operand true
+    FENCE_UNITS = "fence_units"  #: () -> None; orders memory accesses for the cube
+    FENCE_DEVICE = "fence_device"  #: () -> None; orders memory accesses for the device
 
     # plane (warp / subgroup) operations
     PLANE_SUM = "plane_sum"
@@ -171,6 +195,12 @@ class Op(enum.Enum):
     PLANE_SHUFFLE = "plane_shuffle"  #: (v, src: u32 per unit) -> v of lane src
     PLANE_INCLUSIVE_SUM = "plane_inclusive_sum"
     PLANE_EXCLUSIVE_SUM = "plane_exclusive_sum"
+    PLANE_BALLOT = "plane_ballot"  #: (bool) -> u32: bit k set when lane k's operand is true
+    PLANE_ELECT = "plane_elect"  #: () -> bool: true on the plane's lowest lane that reaches it
+    PLANE_SHUFFLE_UP = "plane_shuffle_up"  #: (v, delta: u32) -> v of lane - delta
+    PLANE_SHUFFLE_DOWN = "plane_shuffle_down"  #: (v, delta: u32) -> v of lane + delta
+    PLANE_SHUFFLE_XOR = "plane_shuffle_xor"  #: (v, mask: u32) -> v of lane ^ mask
+    SYNC_PLANE = "sync_plane"  #: () -> None; a barrier for the units of one plane
 
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
@@ -244,8 +274,13 @@ ATOMIC_OPS = frozenset(
         Op.ATOMIC_OR,
         Op.ATOMIC_XOR,
         Op.ATOMIC_CAS,
+        Op.ATOMIC_INC_WRAP,
+        Op.ATOMIC_DEC_WRAP,
     }
 )
+#: Barriers of the cube that also reduce a ``bool`` over its units.
+SYNC_REDUCE_OPS = frozenset({Op.SYNC_UNITS_COUNT, Op.SYNC_UNITS_AND, Op.SYNC_UNITS_OR})
+#: Operations over the units of one plane (a kernel using one needs whole planes).
 PLANE_OPS = frozenset(
     {
         Op.PLANE_SUM,
@@ -258,5 +293,11 @@ PLANE_OPS = frozenset(
         Op.PLANE_SHUFFLE,
         Op.PLANE_INCLUSIVE_SUM,
         Op.PLANE_EXCLUSIVE_SUM,
+        Op.PLANE_BALLOT,
+        Op.PLANE_ELECT,
+        Op.PLANE_SHUFFLE_UP,
+        Op.PLANE_SHUFFLE_DOWN,
+        Op.PLANE_SHUFFLE_XOR,
+        Op.SYNC_PLANE,
     }
 )

@@ -243,6 +243,15 @@ _FLOAT = frozenset(e for e in Elem if e.is_float)
 _NUMERIC = _INT | _FLOAT
 _ANY = frozenset(Elem)
 _BOOL = frozenset({Elem.BOOL})
+_U32 = frozenset({Elem.U32})
+#: The elements of the atomics not defined on every number.
+_ATOMIC_ELEMS = {
+    Op.ATOMIC_AND: _INT,
+    Op.ATOMIC_OR: _INT,
+    Op.ATOMIC_XOR: _INT,
+    Op.ATOMIC_INC_WRAP: _U32,
+    Op.ATOMIC_DEC_WRAP: _U32,
+}
 
 
 def _check_const(c: Const) -> None:
@@ -356,7 +365,7 @@ def _atomic(v: _Verifier, ins: Instr) -> None:
     if isinstance(arr, LocalArray):
         _fail(f"{ins.op} needs a global or shared array, not local array '{arr.name}'")
     elem = v._array(arr)
-    allowed = _INT if ins.op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR) else _NUMERIC
+    allowed = _ATOMIC_ELEMS.get(ins.op, _NUMERIC)
     v._expect(elem, allowed, f"the element of {ins.op}'s array")
     v._index(ins.args[1])
     for value in ins.args[2:]:
@@ -374,6 +383,11 @@ def _plane_lane(v: _Verifier, ins: Instr) -> None:
     elem = v._scalar(ins.args[0])
     v._expect(v._scalar(ins.args[1]), {Elem.U32}, f"the lane of {ins.op}")
     v._out(ins, elem)
+
+
+def _elect(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 0)
+    v._out(ins, Elem.BOOL)
 
 
 def _report(v: _Verifier, ins: Instr) -> None:
@@ -408,10 +422,21 @@ def _build_rules() -> dict[Op, Rule]:
         Op.STRIDE: _metadata(2, tensor_only=True),
         Op.RANK: _metadata(1, tensor_only=True),
         Op.SYNC_UNITS: _sync,
+        Op.SYNC_PLANE: _sync,
+        Op.FENCE_UNITS: _sync,
+        Op.FENCE_DEVICE: _sync,
+        Op.SYNC_UNITS_COUNT: _same_rule(_BOOL, 1, "bool", Elem.U32),
+        Op.SYNC_UNITS_AND: _same_rule(_BOOL, 1, "bool"),
+        Op.SYNC_UNITS_OR: _same_rule(_BOOL, 1, "bool"),
         Op.PLANE_ALL: _same_rule(_BOOL, 1, "bool"),
         Op.PLANE_ANY: _same_rule(_BOOL, 1, "bool"),
+        Op.PLANE_BALLOT: _same_rule(_BOOL, 1, "bool", Elem.U32),
+        Op.PLANE_ELECT: _elect,
         Op.PLANE_BROADCAST: _plane_lane,
         Op.PLANE_SHUFFLE: _plane_lane,
+        Op.PLANE_SHUFFLE_UP: _plane_lane,
+        Op.PLANE_SHUFFLE_DOWN: _plane_lane,
+        Op.PLANE_SHUFFLE_XOR: _plane_lane,
         Op.REPORT_OOB: _report,
     }
     for op in ARITH_BINARY:
@@ -435,7 +460,7 @@ def _build_rules() -> dict[Op, Rule]:
         rules[op] = _same_rule(_INT, 1, "integers", Elem.U32)
     for op in ATOMIC_OPS:
         rules[op] = _atomic
-    for op in PLANE_OPS - {Op.PLANE_ALL, Op.PLANE_ANY, Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE}:
+    for op in PLANE_OPS - rules.keys():  # the reductions and scans
         rules[op] = _same_rule(_NUMERIC, 1, "numbers")
     return rules
 

@@ -8,12 +8,17 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
 * ``SharedMemory(T, n)`` / ``LocalArray(T, n)``: an array of ``n`` (a compile-time int) elements,
   one per cube / one per unit, named after the variable it is assigned to; ``a.len()`` is ``n``
   as a ``u32`` constant. Atomics do not apply to local arrays.
-* ``sync_units()``: the barrier of one cube.
+* ``sync_units()``: the barrier of one cube; ``sync_units_count(p)`` (``u32``),
+  ``sync_units_and(p)`` and ``sync_units_or(p)`` are that barrier reducing a ``bool`` over the
+  cube's units; ``sync_plane()`` is the barrier of one plane; ``fence_units()`` and
+  ``fence_device()`` order the unit's memory accesses for its cube / the device.
 * ``atomic_<op>(arr, i, v)`` on a global array or ``SharedMemory``, returning the old value;
   ``atomic_load(arr, i)``, ``atomic_store(arr, i, v)`` and
-  ``atomic_compare_and_swap(arr, i, cmp, v)``.
-* ``plane_<op>(v)`` over the units of a plane; ``plane_broadcast(v, lane)`` and
-  ``plane_shuffle(v, src)`` read another lane's value.
+  ``atomic_compare_and_swap(arr, i, cmp, v)``; ``atomic_inc_wrap(arr, i, limit)`` and
+  ``atomic_dec_wrap(arr, i, limit)`` on ``u32`` (CUDA's ``atomicInc``/``atomicDec``).
+* ``plane_<op>(v)`` over the units of a plane; ``plane_ballot(p)`` (``u32``) and
+  ``plane_elect()``; ``plane_broadcast(v, lane)``, ``plane_shuffle(v, src)`` and
+  ``plane_shuffle_up/down/xor(v, delta)`` read another lane's value.
 * math: ``exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt recip sin cos tan asin acos atan
   sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil round trunc`` (floats), ``isnan
   isinf isfinite`` (floats -> bool), ``abs min max clamp`` (numbers), ``fma pow atan2 hypot fmod
@@ -78,6 +83,8 @@ __all__ = [
     "atomic_add",
     "atomic_and",
     "atomic_compare_and_swap",
+    "atomic_dec_wrap",
+    "atomic_inc_wrap",
     "atomic_load",
     "atomic_max",
     "atomic_min",
@@ -98,6 +105,8 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "fence_device",
+    "fence_units",
     "find_first_set",
     "floor",
     "fma",
@@ -117,13 +126,18 @@ __all__ = [
     "mul_hi",
     "plane_all",
     "plane_any",
+    "plane_ballot",
     "plane_broadcast",
+    "plane_elect",
     "plane_exclusive_sum",
     "plane_inclusive_sum",
     "plane_max",
     "plane_min",
     "plane_prod",
     "plane_shuffle",
+    "plane_shuffle_down",
+    "plane_shuffle_up",
+    "plane_shuffle_xor",
     "plane_sum",
     "popcount",
     "pow",
@@ -137,7 +151,11 @@ __all__ = [
     "sin",
     "sinh",
     "sqrt",
+    "sync_plane",
     "sync_units",
+    "sync_units_and",
+    "sync_units_count",
+    "sync_units_or",
     "tan",
     "tanh",
     "trailing_zeros",
@@ -212,6 +230,12 @@ def _host_fma(a: float, b: float, c: float) -> float:
 SharedMemory = Intrinsic("SharedMemory")
 LocalArray = Intrinsic("LocalArray")
 sync_units = Intrinsic("sync_units")
+sync_units_count = Intrinsic("sync_units_count")
+sync_units_and = Intrinsic("sync_units_and")
+sync_units_or = Intrinsic("sync_units_or")
+sync_plane = Intrinsic("sync_plane")
+fence_units = Intrinsic("fence_units")
+fence_device = Intrinsic("fence_device")
 unroll = Intrinsic("unroll")
 
 atomic_load = Intrinsic("atomic_load")
@@ -225,6 +249,8 @@ atomic_and = Intrinsic("atomic_and")
 atomic_or = Intrinsic("atomic_or")
 atomic_xor = Intrinsic("atomic_xor")
 atomic_compare_and_swap = Intrinsic("atomic_compare_and_swap")
+atomic_inc_wrap = Intrinsic("atomic_inc_wrap")
+atomic_dec_wrap = Intrinsic("atomic_dec_wrap")
 
 plane_sum = Intrinsic("plane_sum")
 plane_prod = Intrinsic("plane_prod")
@@ -236,6 +262,11 @@ plane_broadcast = Intrinsic("plane_broadcast")
 plane_shuffle = Intrinsic("plane_shuffle")
 plane_inclusive_sum = Intrinsic("plane_inclusive_sum")
 plane_exclusive_sum = Intrinsic("plane_exclusive_sum")
+plane_ballot = Intrinsic("plane_ballot")
+plane_elect = Intrinsic("plane_elect")
+plane_shuffle_up = Intrinsic("plane_shuffle_up")
+plane_shuffle_down = Intrinsic("plane_shuffle_down")
+plane_shuffle_xor = Intrinsic("plane_shuffle_xor")
 
 exp = Intrinsic("exp", np.exp)
 exp2 = Intrinsic("exp2", np.exp2)

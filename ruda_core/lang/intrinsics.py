@@ -139,9 +139,31 @@ def _array_decl(shared: bool) -> Handler:
     return handler
 
 
-def _sync_units(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
-    _arity(b, "sync_units", args, 0, node)
-    b.emit_to(None, Op.SYNC_UNITS)
+def _statement(op: Op) -> Handler:
+    """A call without arguments or result: a barrier or a fence."""
+    name = op.value
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+        _arity(b, name, args, 0, node)
+        b.emit_to(None, op)
+
+    return handler
+
+
+def _predicate(op: Op, result: Elem) -> Handler:
+    """A call of one ``bool`` whose result is ``result``: a vote or a reducing barrier."""
+    name = op.value
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+        _arity(b, name, args, 1, node)
+        return b.emit(op, result, b.boolean(args[0], node, f"the value of {name}()"))
+
+    return handler
+
+
+def _plane_elect(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _arity(b, "plane_elect", args, 0, node)
+    return b.emit(Op.PLANE_ELECT, Elem.BOOL)
 
 
 def _atomic(op: Op, name: str, values: int) -> Handler:
@@ -151,6 +173,8 @@ def _atomic(op: Op, name: str, values: int) -> Handler:
         if not is_array(arr) or isinstance(arr, LocalArray):
             b.fail(f"{name}() needs a global array or SharedMemory, got {arr}", node)
         elem: Elem = arr.elem  # type: ignore[union-attr]  # an array, checked above
+        if op in (Op.ATOMIC_INC_WRAP, Op.ATOMIC_DEC_WRAP) and elem is not Elem.U32:
+            b.fail(f"{name}() applies to u32 elements only, not {elem}", node)
         if elem is Elem.BOOL or (
             op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR) and elem.is_float
         ):
@@ -165,13 +189,12 @@ def _atomic(op: Op, name: str, values: int) -> Handler:
     return handler
 
 
-def _plane(op: Op, boolean: bool) -> Handler:
+def _plane(op: Op) -> Handler:
+    """A plane reduction or scan of a number."""
     name = op.value
 
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
         _arity(b, name, args, 1, node)
-        if boolean:
-            return b.emit(op, Elem.BOOL, b.boolean(args[0], node, f"the value of {name}()"))
         value = operand(b, args[0], node)
         if not value.elem.is_numeric:
             b.fail(f"{name}() needs a number, got bool", node)
@@ -180,7 +203,8 @@ def _plane(op: Op, boolean: bool) -> Handler:
     return handler
 
 
-def _plane_lane(op: Op) -> Handler:
+def _plane_lane(op: Op, what: str = "lane") -> Handler:
+    """A plane read of another lane's value; ``what`` names the second argument."""
     name = op.value
 
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
@@ -189,7 +213,7 @@ def _plane_lane(op: Op) -> Handler:
         lane = args[1]
         lane_elem = elem_of(lane)
         if lane_elem is not None and not lane_elem.is_int:
-            b.fail(f"the lane of {name}() must be an integer, got {lane_elem}", node)
+            b.fail(f"the {what} of {name}() must be an integer, got {lane_elem}", node)
         return b.emit(op, value.elem, value, implicit(b, lane, Elem.U32, node))
 
     return handler
@@ -243,6 +267,8 @@ _ATOMICS = {
     "atomic_or": (Op.ATOMIC_OR, 1),
     "atomic_xor": (Op.ATOMIC_XOR, 1),
     "atomic_compare_and_swap": (Op.ATOMIC_CAS, 2),
+    "atomic_inc_wrap": (Op.ATOMIC_INC_WRAP, 1),
+    "atomic_dec_wrap": (Op.ATOMIC_DEC_WRAP, 1),
 }
 
 #: Handlers by intrinsic name.
@@ -265,16 +291,27 @@ HANDLERS: dict[str, Handler] = {
     "bitcast": _bitcast,
     "SharedMemory": _array_decl(shared=True),
     "LocalArray": _array_decl(shared=False),
-    "sync_units": _sync_units,
+    "sync_units": _statement(Op.SYNC_UNITS),
+    "sync_plane": _statement(Op.SYNC_PLANE),
+    "fence_units": _statement(Op.FENCE_UNITS),
+    "fence_device": _statement(Op.FENCE_DEVICE),
+    "sync_units_count": _predicate(Op.SYNC_UNITS_COUNT, Elem.U32),
+    "sync_units_and": _predicate(Op.SYNC_UNITS_AND, Elem.BOOL),
+    "sync_units_or": _predicate(Op.SYNC_UNITS_OR, Elem.BOOL),
     "unroll": _unroll,
-    "plane_sum": _plane(Op.PLANE_SUM, boolean=False),
-    "plane_prod": _plane(Op.PLANE_PROD, boolean=False),
-    "plane_min": _plane(Op.PLANE_MIN, boolean=False),
-    "plane_max": _plane(Op.PLANE_MAX, boolean=False),
-    "plane_inclusive_sum": _plane(Op.PLANE_INCLUSIVE_SUM, boolean=False),
-    "plane_exclusive_sum": _plane(Op.PLANE_EXCLUSIVE_SUM, boolean=False),
-    "plane_all": _plane(Op.PLANE_ALL, boolean=True),
-    "plane_any": _plane(Op.PLANE_ANY, boolean=True),
+    "plane_sum": _plane(Op.PLANE_SUM),
+    "plane_prod": _plane(Op.PLANE_PROD),
+    "plane_min": _plane(Op.PLANE_MIN),
+    "plane_max": _plane(Op.PLANE_MAX),
+    "plane_inclusive_sum": _plane(Op.PLANE_INCLUSIVE_SUM),
+    "plane_exclusive_sum": _plane(Op.PLANE_EXCLUSIVE_SUM),
+    "plane_all": _predicate(Op.PLANE_ALL, Elem.BOOL),
+    "plane_any": _predicate(Op.PLANE_ANY, Elem.BOOL),
+    "plane_ballot": _predicate(Op.PLANE_BALLOT, Elem.U32),
+    "plane_elect": _plane_elect,
     "plane_broadcast": _plane_lane(Op.PLANE_BROADCAST),
     "plane_shuffle": _plane_lane(Op.PLANE_SHUFFLE),
+    "plane_shuffle_up": _plane_lane(Op.PLANE_SHUFFLE_UP, "delta"),
+    "plane_shuffle_down": _plane_lane(Op.PLANE_SHUFFLE_DOWN, "delta"),
+    "plane_shuffle_xor": _plane_lane(Op.PLANE_SHUFFLE_XOR, "mask"),
 }

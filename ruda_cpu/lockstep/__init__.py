@@ -2,16 +2,18 @@
 
 Values are vectors over the lanes of a batch of whole cubes (``values``), control flow is
 an execution mask (``control``); a :class:`Batch`
-gives a batch's builtins and memory (``batch``); ``memory``, ``atomics`` and ``plane``
-implement accesses, atomics and plane operations under an execution mask; ``special`` holds
-``erf``. Everything here is stateless between calls and safe to use from several threads at
-once, each with its own batches.
+gives a batch's builtins and memory (``batch``); ``memory``, ``atomics``, ``plane`` and ``sync``
+implement accesses, atomics, plane operations and reducing barriers under an execution mask;
+``special`` holds ``erf``. Everything here is stateless between calls and safe to use from
+several threads at once, each with its own batches.
 """
 
 from .atomics import (
     atomic_add,
     atomic_and,
     atomic_cas,
+    atomic_dec_wrap,
+    atomic_inc_wrap,
     atomic_max,
     atomic_min,
     atomic_or,
@@ -36,16 +38,22 @@ from .memory import load, load_ro, load_seg, report_oob, store, store_seg
 from .plane import (
     plane_all,
     plane_any,
+    plane_ballot,
     plane_broadcast,
+    plane_elect,
     plane_exclusive_sum,
     plane_inclusive_sum,
     plane_max,
     plane_min,
     plane_prod,
     plane_shuffle,
+    plane_shuffle_down,
+    plane_shuffle_up,
+    plane_shuffle_xor,
     plane_sum,
 )
 from .special import erf, erfc, lgamma, remainder
+from .sync import sync_units_and, sync_units_count, sync_units_or
 from .values import (
     Lanes,
     add,
@@ -73,6 +81,8 @@ __all__ = [
     "atomic_add",
     "atomic_and",
     "atomic_cas",
+    "atomic_dec_wrap",
+    "atomic_inc_wrap",
     "atomic_max",
     "atomic_min",
     "atomic_or",
@@ -105,13 +115,18 @@ __all__ = [
     "ne",
     "plane_all",
     "plane_any",
+    "plane_ballot",
     "plane_broadcast",
+    "plane_elect",
     "plane_exclusive_sum",
     "plane_inclusive_sum",
     "plane_max",
     "plane_min",
     "plane_prod",
     "plane_shuffle",
+    "plane_shuffle_down",
+    "plane_shuffle_up",
+    "plane_shuffle_xor",
     "plane_sum",
     "popcount",
     "range_value",
@@ -124,6 +139,9 @@ __all__ = [
     "store",
     "store_seg",
     "sub",
+    "sync_units_and",
+    "sync_units_count",
+    "sync_units_or",
     "trailing_zeros",
     "trip_count",
 ]

@@ -11,7 +11,9 @@ sequential order (lanes grouped by address, in sort order):
 * float ADD/SUB: sequential accumulation (rounds over the small groups, ``accumulate`` over
   each large one), so every old value is a true intermediate sum;
 * SWAP: the previous lane's value; CAS: vectorised when the compare value is uniform within
-  an address, else one round per contending lane.
+  an address, else one round per contending lane;
+* INC_WRAP/DEC_WRAP (``u32`` counters modulo ``limit + 1``): one round per contending lane, in
+  closed form over a large group whose lanes share one limit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ __all__ = [
     "atomic_add",
     "atomic_and",
     "atomic_cas",
+    "atomic_dec_wrap",
+    "atomic_inc_wrap",
     "atomic_max",
     "atomic_min",
     "atomic_or",
@@ -206,6 +210,49 @@ def _cas_uniform(grp: _Groups, vs: np.ndarray, cs: np.ndarray) -> tuple[Any, Any
     return np.where(success, cs, settled[grp.gid]), settled
 
 
+def _cas_step(state: Any, v: Any, c: Any) -> Any:
+    return np.where(state == c, v, state)
+
+
+def _inc_wrap_step(state: Any, limit: Any, _c: Any) -> Any:
+    return np.where(state >= limit, 0, state + 1).astype(state.dtype)
+
+
+def _dec_wrap_step(state: Any, limit: Any, _c: Any) -> Any:
+    return np.where((state == 0) | (state > limit), limit, state - 1).astype(state.dtype)
+
+
+def _wrap_fold(up: bool) -> Callable[[Any, np.ndarray, Any], tuple[Any, Any]]:
+    """One group of counter updates (``up``: INC_WRAP, else DEC_WRAP): the counter's successive
+    values, in closed form when every lane has the same limit (once in range, the counter runs
+    modulo ``limit + 1``)."""
+    step = _inc_wrap_step if up else _dec_wrap_step
+
+    def fold(state: Any, vs: np.ndarray, _cs: Any) -> tuple[Any, Any]:
+        if not (vs == vs[0]).all():
+            old = np.empty_like(vs)
+            for j in range(vs.shape[0]):
+                old[j] = state
+                state = step(np.asarray(state), vs[j], None)
+            return old, state
+        start, limit = int(state), int(vs[0])
+        k = np.arange(vs.shape[0] + 1, dtype=np.int64)
+        if start <= limit:
+            seq = start + k if up else start - k
+        else:  # the first update brings the counter into range
+            seq = k - 1 if up else limit - (k - 1)
+        seq %= limit + 1
+        seq[0] = start
+        values = seq.astype(vs.dtype)
+        return values[:-1], values[-1]
+
+    return fold
+
+
+#: Kinds applied lane after lane (their result depends on the order).
+_ORDERED = frozenset({"cas", "inc_wrap", "dec_wrap"})
+
+
 def _rmw(
     kind: str, g: Batch, target: Any, idx: Any, v: Any, m: Any, fetch: bool, cmp: Any = None
 ) -> Any:
@@ -214,7 +261,7 @@ def _rmw(
     sel = _Selection(g, target, idx, v, m, cmp)
     data = sel.data
     is_float = data.dtype.kind == "f"
-    if not fetch and kind != "cas":
+    if not fetch and kind not in _ORDERED:
         if kind == "swap":
             data[sel.addr] = sel.vals
         else:
@@ -230,6 +277,11 @@ def _rmw(
         if result is None:
             largest = max(16, isqrt(vs.shape[0]))
             result = _sequential(grp, vs, cs, _cas_step, _cas_fold, largest)
+    elif kind in ("inc_wrap", "dec_wrap"):
+        up = kind == "inc_wrap"
+        step = _inc_wrap_step if up else _dec_wrap_step
+        largest = max(16, isqrt(vs.shape[0]))
+        result = _sequential(grp, vs, None, step, _wrap_fold(up), largest)
     elif kind == "swap":
         old = np.empty_like(vs)
         old[1:] = vs[:-1]
@@ -248,10 +300,6 @@ def _rmw(
     old, final = result
     data[grp.addr[grp.first]] = final
     return sel.scatter_old(grp.order, old)
-
-
-def _cas_step(state: Any, v: Any, c: Any) -> Any:
-    return np.where(state == c, v, state)
 
 
 _AT: dict[tuple[str, bool], np.ufunc] = {
@@ -312,3 +360,13 @@ def atomic_swap(g: Batch, target: Any, idx: Any, v: Any, m: Any, fetch: bool) ->
 def atomic_cas(g: Batch, target: Any, idx: Any, cmp: Any, v: Any, m: Any, fetch: bool) -> Any:
     """``old = target[idx]; if old == cmp: target[idx] = v`` per active lane."""
     return _rmw("cas", g, target, idx, v, m, fetch, cmp)
+
+
+def atomic_inc_wrap(g: Batch, target: Any, idx: Any, v: Any, m: Any, fetch: bool) -> Any:
+    """``target[idx] = 0 if old >= v else old + 1`` per active lane (``u32``)."""
+    return _rmw("inc_wrap", g, target, idx, v, m, fetch)
+
+
+def atomic_dec_wrap(g: Batch, target: Any, idx: Any, v: Any, m: Any, fetch: bool) -> Any:
+    """``target[idx] = v if old == 0 or old > v else old - 1`` per active lane (``u32``)."""
+    return _rmw("dec_wrap", g, target, idx, v, m, fetch)

@@ -2,8 +2,11 @@
 
 Reductions and scans combine the active lanes of each plane (inactive lanes contribute the
 operation's identity) and give every lane of the plane the result; arithmetic is in the value's
-element type (integers wrap). ``broadcast`` and ``shuffle`` read the source lane's current value
-whether it is active or not; a source lane outside the plane reads 0.
+element type (integers wrap). ``ballot`` sets the bits of the active lanes below 32 whose
+operand is true; ``elect`` is true on each plane's lowest active lane. ``broadcast`` and the
+shuffles read the source lane's current value whether it is active or not; a source lane
+outside the plane reads 0 for ``broadcast``/``shuffle`` and the lane's own value for the
+relative shuffles (``up``, ``down``, ``xor``).
 """
 
 from __future__ import annotations
@@ -18,15 +21,23 @@ from .values import arr
 __all__ = [
     "plane_all",
     "plane_any",
+    "plane_ballot",
     "plane_broadcast",
+    "plane_elect",
     "plane_exclusive_sum",
     "plane_inclusive_sum",
     "plane_max",
     "plane_min",
     "plane_prod",
     "plane_shuffle",
+    "plane_shuffle_down",
+    "plane_shuffle_up",
+    "plane_shuffle_xor",
     "plane_sum",
 ]
+
+#: Lanes from this one up have no bit in a ballot (its result is a ``u32``).
+_BALLOT_LANES = 32
 
 
 def _vector(g: Batch, v: Any) -> Any:
@@ -112,17 +123,62 @@ def plane_exclusive_sum(g: Batch, v: Any, m: Any) -> Any:
     return _lanes_of(g, out)
 
 
-def plane_shuffle(g: Batch, v: Any, src: Any, m: Any) -> Any:
-    """Each lane reads ``v`` of lane ``src`` (per lane) of its own plane."""
+def plane_ballot(g: Batch, v: Any, m: Any) -> Any:
+    """The ``u32`` whose bit ``k`` is set when lane ``k`` (below 32) is active and ``v`` holds."""
+    grid = _grid(g, v, m, False)[:, :_BALLOT_LANES]
+    bits = np.left_shift(np.uint32(1), np.arange(grid.shape[1], dtype=np.uint32))
+    return _spread(g, np.where(grid, bits, np.uint32(0)).sum(axis=1, dtype=np.uint32))
+
+
+def plane_elect(g: Batch, m: Any) -> Any:
+    """True on the lowest active lane of each plane."""
+    active = _grid(g, np.True_, m, False)
+    lanes = np.arange(active.shape[1])
+    return _lanes_of(g, lanes[None, :] == active.argmax(axis=1)[:, None])
+
+
+def _read_lanes(g: Batch, v: Any, src: np.ndarray, inside: np.ndarray, outside: Any) -> Any:
+    """Each lane's read of ``v`` at lane ``src`` of its own plane where ``inside`` holds, else
+    ``outside`` (a scalar or one value per lane)."""
     pd, pos = g.planes()
     grid = _grid(g, v, None, 0).reshape(-1)
     where = np.arange(g.n, dtype=np.intp) if pos is None else pos
+    index = where - where % pd + np.where(inside, src, 0).astype(np.intp)
+    return np.where(inside, grid[index], outside)
+
+
+def _own_lane(g: Batch) -> np.ndarray:
+    """Every lane's position in its plane, as ``uint64``."""
+    pd, pos = g.planes()
+    where = np.arange(g.n, dtype=np.intp) if pos is None else pos
+    return (where % pd).astype(np.uint64)
+
+
+def plane_shuffle(g: Batch, v: Any, src: Any, m: Any) -> Any:
+    """Each lane reads ``v`` of lane ``src`` (per lane) of its own plane."""
+    pd, _ = g.planes()
     src_u = _vector(g, src).astype(np.uint64)
-    inside = src_u < pd
-    index = where - where % pd + np.where(inside, src_u, 0).astype(np.intp)
-    out = grid[index]
-    out[~inside] = 0
-    return out
+    return _read_lanes(g, v, src_u, src_u < pd, 0)
+
+
+def plane_shuffle_up(g: Batch, v: Any, delta: Any, m: Any) -> Any:
+    """Each lane reads ``v`` of lane ``lane - delta``, or keeps its own below ``delta``."""
+    lane, d = _own_lane(g), _vector(g, delta).astype(np.uint64)
+    return _read_lanes(g, v, lane - d, d <= lane, _vector(g, v))
+
+
+def plane_shuffle_down(g: Batch, v: Any, delta: Any, m: Any) -> Any:
+    """Each lane reads ``v`` of lane ``lane + delta``, or keeps its own past the plane."""
+    pd, _ = g.planes()
+    lane, d = _own_lane(g), _vector(g, delta).astype(np.uint64)
+    return _read_lanes(g, v, lane + d, d < np.uint64(pd) - lane, _vector(g, v))
+
+
+def plane_shuffle_xor(g: Batch, v: Any, mask: Any, m: Any) -> Any:
+    """Each lane reads ``v`` of lane ``lane ^ mask``, or keeps its own past the plane."""
+    pd, _ = g.planes()
+    src = _own_lane(g) ^ _vector(g, mask).astype(np.uint64)
+    return _read_lanes(g, v, src, src < pd, _vector(g, v))
 
 
 def plane_broadcast(g: Batch, v: Any, lane: Any, m: Any) -> Any:
