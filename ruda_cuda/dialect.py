@@ -5,8 +5,10 @@
 sm_70, ``bf16`` add and ``__reduce_*_sync`` from sm_80; older targets get compare-and-swap
 loops and shuffle butterflies. ``f16``/``bf16`` are ``__half``/``__nv_bfloat16`` (cuda_fp16.h,
 cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes are warps of
-32 lanes; plane operations use the full mask, so a plane must have all its 32 units. Pure:
-imports no driver.
+32 lanes; plane operations use the full mask, so a plane must have all its 32 units; an election
+is the lowest lane of ``__activemask()``. Reducing barriers are ``__syncthreads_count/and/or``,
+the wrapping counters ``atomicInc``/``atomicDec``, the fences ``__threadfence_block`` and
+``__threadfence``. Pure: imports no driver.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ _INT_ATOMIC = {
     Op.ATOMIC_XOR: "atomicXor({ptr}, {v})",
     Op.ATOMIC_CAS: "atomicCAS({ptr}, {cmp}, {v})",
 }
+_U32_ATOMIC = _INT_ATOMIC | {
+    Op.ATOMIC_INC_WRAP: "atomicInc({ptr}, {v})",
+    Op.ATOMIC_DEC_WRAP: "atomicDec({ptr}, {v})",
+}
 _ULL = "unsigned long long"
 _U64_ATOMIC = _INT_ATOMIC | {Op.ATOMIC_SUB: "atomicAdd({ptr}, 0ULL - {v})"}
 #: i64 through the unsigned forms (same bits), except min/max which have long long forms.
@@ -94,8 +100,18 @@ _FLOAT_ADD = {
     Elem.BF16: (80, "__hneg({v})"),
 }
 _FULL = "0xffffffffu"
-_SHUFFLE = {"xor": "__shfl_xor_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
+_SHUFFLE = {
+    "xor": "__shfl_xor_sync",
+    "up": "__shfl_up_sync",
+    "down": "__shfl_down_sync",
+    "idx": "__shfl_sync",
+}
 _REDUCE = {Op.PLANE_SUM: "add", Op.PLANE_MIN: "min", Op.PLANE_MAX: "max"}
+_UNITS_REDUCE = {
+    Op.SYNC_UNITS_COUNT: "(unsigned int)__syncthreads_count({v})",
+    Op.SYNC_UNITS_AND: "(__syncthreads_and({v}) != 0)",
+    Op.SYNC_UNITS_OR: "(__syncthreads_or({v}) != 0)",
+}
 
 
 class CudaDialect(Dialect):
@@ -125,6 +141,7 @@ class CudaDialect(Dialect):
             """
             threadIdx blockIdx blockDim gridDim warpSize dim3 half atomicAdd atomicSub
             atomicExch atomicMin atomicMax atomicAnd atomicOr atomicXor atomicCAS
+            atomicInc atomicDec
             """
         )
     )
@@ -176,8 +193,22 @@ class CudaDialect(Dialect):
     def plane_dim(self) -> str:
         return "warpSize"
 
+    def units_reduce(self, op: Op) -> str | None:
+        return _UNITS_REDUCE[op]
+
+    def sync_plane(self) -> str:
+        return "__syncwarp();"
+
+    def fence_units(self) -> str:
+        return "__threadfence_block();"
+
+    def fence_device(self) -> str:
+        return "__threadfence();"
+
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
-        if elem in (Elem.I32, Elem.U32):
+        if elem is Elem.U32:
+            return _U32_ATOMIC.get(op)
+        if elem is Elem.I32:
             return _INT_ATOMIC.get(op)
         if elem is Elem.U64:
             return _U64_ATOMIC.get(op)
@@ -198,6 +229,10 @@ class CudaDialect(Dialect):
         return f"{_TYPES[bits]}*"
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
+        if op is Op.PLANE_BALLOT:
+            return f"__ballot_sync({_FULL}, {{v}})"
+        if op is Op.PLANE_ELECT:
+            return "(__ffs(__activemask()) - 1 == (int){lane})"
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(__{'all' if op is Op.PLANE_ALL else 'any'}_sync({_FULL}, {{v}}) != 0)"
         if op in (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE):

@@ -13,7 +13,8 @@ only where the width can be fixed for every kernel:
 
 Elsewhere (PoCL, AMD …) the subgroup capabilities are dropped, so the device has plane width 1,
 ``PLANE_DIM`` reads 1 and plane operations are unsupported. Subgroups found through the OpenCL C
-3.0 feature ``__opencl_c_subgroups`` need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the default).
+3.0 feature ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C
+1.2 is the default; see :data:`~ruda_opencl.dialect.OPENCL_C_3`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pyopencl as cl
 from ruda_core.ir import Elem
 from ruda_core.runtime import CompileOptions, Feature, Features
 
-from .dialect import SUBGROUPS, OpenCLDialect
+from .dialect import OPENCL_C_3, SUBGROUPS, OpenCLDialect
 
 __all__ = ["PREFERRED_PLANE_DIM", "OpenCLCapabilities", "choose_plane_dim"]
 
@@ -81,7 +82,7 @@ class OpenCLCapabilities:
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
-        if "opencl_c_subgroups" in extra:
+        if any(key in extra for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
         return cls(tuple(sorted(extra.items())), plane_dim, tuple(options))
 

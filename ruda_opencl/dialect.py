@@ -18,7 +18,19 @@ constant, and with ``intel_reqd_subgroup_size`` every kernel requires it from th
 ``UNIT_POS_PLANE`` is ``UNIT_POS % PLANE_DIM`` (a driver may form subgroups within each row of a
 cube, so ``get_sub_group_local_id`` differs from it where rows are not whole planes; the server
 refuses plane operations on such cubes). Without subgroups ``PLANE_DIM`` is 1 and plane
-operations are unsupported. Pure: imports no driver.
+operations are unsupported (``sync_plane()``, the barrier of a plane of one unit, is nothing).
+``plane_ballot``/``plane_elect`` are native with ``cl_khr_subgroup_ballot``/
+``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits / lane 0; the relative shuffles
+use ``cl_khr_subgroup_shuffle_relative`` (else ``sub_group_shuffle`` at a computed lane) and
+``sub_group_shuffle_xor``.
+
+Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_all``/
+``work_group_any`` with ``__opencl_c_work_group_collective_functions``, else the emitter's shared
+counter. ``fence_units()`` is ``mem_fence`` of local and global memory; ``fence_device()`` is the
+same in an OpenCL C 1.2 program (whose fences have no scope) and a device-scope
+``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
+is only as wide as the work-group. The wrapping counters are compare-and-swap loops. Pure:
+imports no driver.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
 from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompileOptions
 
-__all__ = ["CAPABILITIES", "SUBGROUPS", "OpenCLDialect"]
+__all__ = ["CAPABILITIES", "OPENCL_C_3", "SUBGROUPS", "OpenCLDialect"]
 
 #: ``CompileOptions.extra`` keys and the OpenCL extensions (or OpenCL C 3.0 features) each
 #: stands for: all the names joined by " and ", any of those joined by " or ".
@@ -46,10 +58,19 @@ CAPABILITIES = {
     "intel_reqd_subgroup_size": "cl_intel_required_subgroup_size",
     "subgroup_shuffle": "cl_khr_subgroup_shuffle",
     "subgroup_arith": "cl_khr_subgroup_non_uniform_arithmetic",
+    "subgroup_ballot": "cl_khr_subgroup_ballot",
+    "subgroup_vote": "cl_khr_subgroup_non_uniform_vote",
+    "subgroup_shuffle_relative": "cl_khr_subgroup_shuffle_relative",
     "bf16": "cl_intel_bfloat16 or cl_intel_bfloat16_conversions",
+    # OpenCL C 3.0 features:
+    "work_group_collectives": "__opencl_c_work_group_collective_functions",
+    "atomic_scope_device": "__opencl_c_atomic_order_acq_rel and __opencl_c_atomic_scope_device",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")
+#: The capabilities whose functions exist only in OpenCL C 3.0: a device with any of them builds
+#: every program with ``-cl-std=CL3.0`` (and its fences then follow OpenCL 2.0's scopes).
+OPENCL_C_3 = ("opencl_c_subgroups", "work_group_collectives")
 _TYPES = {
     Elem.BOOL: "bool",
     Elem.I8: "char",
@@ -85,6 +106,26 @@ _SUBGROUP = {
 }
 #: Plane operations whose float result must be rounded back to half.
 _ROUNDED = frozenset({Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM})
+_FENCE_FLAGS = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"
+
+
+def _units_helper(name: str, result: str, reduction: str) -> tuple[str, str]:
+    text = f"""\
+static inline {result} {name}(bool p) {{
+    barrier({_FENCE_FLAGS});
+    return {reduction};
+}}"""
+    return name, text
+
+
+#: Reducing barriers with work-group collectives: (helper name, helper text).
+_UNITS_REDUCE = {
+    Op.SYNC_UNITS_COUNT: _units_helper(
+        "ruda_sync_units_count", "uint", "work_group_reduce_add(p ? 1u : 0u)"
+    ),
+    Op.SYNC_UNITS_AND: _units_helper("ruda_sync_units_and", "bool", "work_group_all((int)p) != 0"),
+    Op.SYNC_UNITS_OR: _units_helper("ruda_sync_units_or", "bool", "work_group_any((int)p) != 0"),
+}
 _F16_HELPERS = """\
 static inline float ruda_f16_round(float x) {
     ushort bits;
@@ -138,7 +179,8 @@ class OpenCLDialect(Dialect):
             """
             kernel global local constant private read_only write_only read_write
             uniform pipe image1d_t image2d_t image3d_t sampler_t event_t barrier
-            half CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE
+            half CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE mem_fence memory_order_acq_rel
+            memory_scope_device
             """
         )
     )
@@ -163,6 +205,7 @@ class OpenCLDialect(Dialect):
         "vload",
         "vstore",
         "sub_group_",
+        "work_group_",
         "atomic_",
         "atom_",
         "get_",
@@ -219,6 +262,10 @@ class OpenCLDialect(Dialect):
     @property
     def _planes(self) -> bool:
         return any(key in self.capabilities for key in SUBGROUPS)
+
+    @property
+    def _opencl_c_3(self) -> bool:
+        return any(key in self.capabilities for key in OPENCL_C_3)
 
     @property
     def _half_storage_only(self) -> bool:
@@ -351,6 +398,23 @@ class OpenCLDialect(Dialect):
     def plane_dim(self) -> str:
         return f"{self.plane_width}u" if self._planes else "1u"
 
+    def units_reduce(self, op: Op) -> str | None:
+        if "work_group_collectives" not in self.capabilities:
+            return None
+        return _UNITS_REDUCE[op][0] + "({v})"
+
+    def sync_plane(self) -> str | None:
+        return f"sub_group_barrier({_FENCE_FLAGS});" if self._planes else None
+
+    def fence_units(self) -> str:
+        return f"mem_fence({_FENCE_FLAGS});"
+
+    def fence_device(self) -> str:
+        if not self._opencl_c_3:
+            return self.fence_units()
+        self._require("atomic_scope_device", "fence_device() in an OpenCL C 3.0 program")
+        return f"atomic_work_item_fence({_FENCE_FLAGS}, memory_order_acq_rel, memory_scope_device);"
+
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
         if (
             elem.is_int
@@ -360,7 +424,9 @@ class OpenCLDialect(Dialect):
             prefix = "atomic_" if elem.bits == 32 else "atom_"
             if op is Op.ATOMIC_CAS:
                 return prefix + "cmpxchg({ptr}, {cmp}, {v})"
-            return f"{prefix}{_ATOMIC[op]}({{ptr}}, {{v}})"
+            if op in _ATOMIC:
+                return f"{prefix}{_ATOMIC[op]}({{ptr}}, {{v}})"
+            return None  # the wrapping counters
         if elem is Elem.F32 and op is Op.ATOMIC_SWAP:
             return "atomic_xchg({ptr}, {v})"
         return None
@@ -384,6 +450,12 @@ class OpenCLDialect(Dialect):
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         self._require_planes(str(op))
+        if op is Op.PLANE_BALLOT:  # the .x word holds lanes 0 to 31
+            return (
+                "sub_group_ballot((int){v}).x" if "subgroup_ballot" in self.capabilities else None
+            )
+        if op is Op.PLANE_ELECT:
+            return "(sub_group_elect() != 0)" if "subgroup_vote" in self.capabilities else None
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:
@@ -396,10 +468,16 @@ class OpenCLDialect(Dialect):
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         self._require("subgroup_shuffle", "a plane shuffle")
-        if mode == "up":
-            raise UnsupportedFeature("OpenCL has no relative subgroup shuffle here")
-        fn = "sub_group_shuffle_xor" if mode == "xor" else "sub_group_shuffle"
-        return self._widened(Op.PLANE_SHUFFLE, elem, f"{fn}({{v}}, {arg})").replace("{v}", value)
+        if mode in ("up", "down") and "subgroup_shuffle_relative" in self.capabilities:
+            call = f"sub_group_shuffle_{mode}({{v}}, {arg})"
+        elif mode in ("up", "down"):  # any lane of the plane: callers discard outside ones
+            sign = "-" if mode == "up" else "+"
+            call = f"sub_group_shuffle({{v}}, (get_sub_group_local_id() {sign} {arg}) % "
+            call += f"{self.plane_dim()})"
+        else:
+            fn = "sub_group_shuffle_xor" if mode == "xor" else "sub_group_shuffle"
+            call = f"{fn}({{v}}, {arg})"
+        return self._widened(Op.PLANE_SHUFFLE, elem, call).replace("{v}", value)
 
     def preamble(self, usage: Usage) -> list[str]:
         lines = ["#pragma OPENCL FP_CONTRACT OFF"]
@@ -414,11 +492,15 @@ class OpenCLDialect(Dialect):
         if any(op in ATOMIC_OPS and elem.nbytes == 8 for op, elem in usage.ops):
             self._require("int64_atomics", "a 64-bit atomic")
             extensions += ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
-        if usage.uses(PLANE_OPS):
+        if usage.uses(PLANE_OPS - {Op.SYNC_PLANE}):  # a plane of one unit needs no barrier
             self._require_planes("a plane operation")
-            if "subgroups" in self.capabilities:  # the other subgroup sources need no pragma
-                extensions.append("cl_khr_subgroups")
+        if usage.uses(PLANE_OPS) and "subgroups" in self.capabilities:
+            extensions.append("cl_khr_subgroups")  # the other subgroup sources need no pragma
         lines += [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in extensions]
+        if "work_group_collectives" in self.capabilities:
+            for op, (_, text) in _UNITS_REDUCE.items():
+                if usage.uses({op}):
+                    lines += ["", text]
         if Elem.F16 in usage.elems and self._half_storage_only:
             lines += ["", _F16_HELPERS]
             if Elem.F64 in usage.elems:

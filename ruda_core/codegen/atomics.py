@@ -6,7 +6,8 @@ bits; ``ATOMIC_STORE`` is a swap whose result is dropped. The loop reads the wor
 new element with the same expression as the plain operation (so wrapping, ``fmin``/``fmax`` and
 narrow-float rounding match), splices it into the word and retries until the word was unchanged.
 8- and 16-bit elements are updated inside their aligned 32-bit word (little-endian lanes).
-``ATOMIC_CAS`` compares values (``-0.0 == 0.0``; NaN never matches), not bit patterns.
+``ATOMIC_CAS`` compares values (``-0.0 == 0.0``; NaN never matches), not bit patterns. The
+wrapping counters (``u32`` only) compute CUDA's ``atomicInc``/``atomicDec`` rules in the loop.
 This module builds expressions and helper functions only.
 """
 
@@ -62,6 +63,11 @@ class AtomicLowering:
             return "v"
         if op is Op.ATOMIC_CAS:
             return f"({self.expr.apply(Op.EQ, elem, ['cur', 'cmp'])} ? v : cur)"
+        zero, one = self.expr.literal(0, elem), self.expr.literal(1, elem)
+        if op is Op.ATOMIC_INC_WRAP:
+            return f"(cur >= v ? {zero} : cur + {one})"
+        if op is Op.ATOMIC_DEC_WRAP:
+            return f"((cur == {zero} || cur > v) ? v : cur - {one})"
         return self.expr.apply(_COMBINE[op], elem, ["cur", "v"])
 
     def _cas_loop(self, op: Op, elem: Elem, space: MemSpace) -> str:

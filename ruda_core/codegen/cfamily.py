@@ -4,7 +4,8 @@ text out.
 The output is one translation unit: a header comment naming the kernel and its Python source,
 the dialect's preamble, the helper functions the kernel needs, and the kernel. The kernel's
 prologue applies buffer offsets, converts raw scalar arguments and computes the position
-builtins it uses; then come shared arrays, local arrays and locals (zero-initialised), then the
+builtins it uses; then come shared arrays (with the counter of reducing barriers where one is
+built, see :mod:`~ruda_core.codegen.sync`), local arrays and locals (zero-initialised), then the
 body as structured C with ``// file:line`` comments where the IR has locations. Names are the
 user's, mangled only where the target reserves them (see :mod:`~ruda_core.codegen.names`).
 
@@ -28,6 +29,7 @@ from ..errors import CompilationError, UnsupportedFeature
 from ..ir import (
     ATOMIC_OPS,
     PLANE_OPS,
+    SYNC_REDUCE_OPS,
     Block,
     Break,
     Builtin,
@@ -58,6 +60,7 @@ from .expr import ExprLowering
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
+from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
 
@@ -93,6 +96,7 @@ _LINEAR = {
 }
 _IDENT = re.compile(r"[A-Z_]+")
 _METADATA_OPS = {Op.LEN: "len", Op.SHAPE: "shape", Op.STRIDE: "stride"}
+_SYNC_STATEMENTS = frozenset({Op.SYNC_UNITS, Op.SYNC_PLANE, Op.FENCE_UNITS, Op.FENCE_DEVICE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +175,7 @@ class _KernelWriter:
         self.expr = ExprLowering(dialect, self.prelude, self._name_of)
         self.atomics = AtomicLowering(self.expr)
         self.plane = PlaneLowering(self.expr, lambda: self._builtin(BuiltinKind.UNIT_POS_PLANE))
+        self.sync = SyncLowering(self.atomics, self._builtin)
         self.builtins: set[str] = set()
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
@@ -246,6 +251,9 @@ class _KernelWriter:
         for s in defn.shared:
             decl = d.shared_decl(d.storage_type(s.elem, MemSpace.SHARED), self.c[s.name], s.length)
             lines.append(_INDENT + decl)
+        if self.sync.counter is not None:
+            storage = d.storage_type(Elem.U32, MemSpace.SHARED)
+            lines.append(_INDENT + d.shared_decl(storage, self.sync.counter, 1))
         for a in defn.local_arrays:
             storage = d.storage_type(a.elem, MemSpace.LOCAL)
             lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
@@ -383,8 +391,8 @@ class _KernelWriter:
             index, stored = expr.text(args[1]), expr.text(args[2])  # type: ignore[arg-type]
             self._line(depth, self.d.store(args[0].elem, space, base, index, stored) + ";")
             return
-        if op is Op.SYNC_UNITS:
-            self._line(depth, self.d.sync_units())
+        if op in _SYNC_STATEMENTS:
+            self._line(depth, self.sync.statement(op))
             return
         if op is Op.REPORT_OOB:
             self._report(ins, depth)
@@ -404,7 +412,9 @@ class _KernelWriter:
             value = self.atomics.expression(op, args[0].elem, space, ptr, values)
         elif op in PLANE_OPS:
             texts = [expr.text(a) for a in args]  # type: ignore[arg-type]
-            value = self.plane.expression(op, args[0].elem, texts)
+            value = self.plane.expression(op, args[0].elem if args else Elem.BOOL, texts)
+        elif op in SYNC_REDUCE_OPS:
+            value = self.sync.reduce(op, expr.text(args[0]))  # type: ignore[arg-type]
         elif op is Op.CAST:
             if out is None:
                 raise CompilationError("cast without a result")

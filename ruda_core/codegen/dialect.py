@@ -8,8 +8,9 @@ express raises :class:`~ruda_core.errors.UnsupportedFeature`, like CubeCL's defa
 methods. A dialect is an immutable description of one target with its capabilities; it never
 imports a driver and holds no per-kernel state.
 
-Templates returned by the atomic and plane hooks are ``str.format`` strings over the fields
-``{ptr}`` (element address), ``{v}`` (value), ``{cmp}`` (compared value) and ``{lane}``.
+Templates returned by the atomic, plane and reducing-barrier hooks are ``str.format`` strings
+over the fields ``{ptr}`` (element address), ``{v}`` (value), ``{cmp}`` (compared value) and
+``{lane}``.
 """
 
 from __future__ import annotations
@@ -265,6 +266,27 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
             raise UnsupportedFeature(f"{self.name} has no barrier")
         return self.barrier
 
+    def units_reduce(self, op: Op) -> str | None:
+        """A template over ``{v}`` (a ``bool``) for a native barrier of the cube that also reduces
+        ``{v}`` over its units (``SYNC_UNITS_COUNT``: the ``u32`` count of true values;
+        ``_AND``/``_OR``: ``bool``), or ``None`` to build it from :meth:`sync_units` and a shared
+        counter updated with atomics."""
+        return None
+
+    def sync_plane(self) -> str | None:
+        """The barrier statement of one plane (with ``;``), or ``None`` where a plane is one
+        unit and needs none."""
+        raise UnsupportedFeature(f"{self.name} has no planes")
+
+    def fence_units(self) -> str:
+        """A statement ordering the unit's shared and global memory accesses before it before
+        those after it, as the units of its cube see them."""
+        raise UnsupportedFeature(f"{self.name} has no memory fences")
+
+    def fence_device(self) -> str:
+        """As :meth:`fence_units`, for global memory as every unit of the device sees it."""
+        raise UnsupportedFeature(f"{self.name} has no memory fences")
+
     # -- atomics ----------------------------------------------------------------------------
 
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
@@ -284,13 +306,16 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     # -- plane operations -------------------------------------------------------------------
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
-        """A template for a native plane operation on ``{v}`` (and ``{lane}``), or ``None`` to
-        build it from :meth:`shuffle`."""
+        """A template for a native plane operation on ``{v}`` and ``{lane}`` (the lane operand;
+        for ``PLANE_ELECT`` the unit's own lane), or ``None`` to build it from :meth:`shuffle`
+        (``PLANE_BALLOT`` from ``PLANE_SUM``, ``PLANE_ELECT`` as lane 0). Not asked for the
+        relative shuffles, which are built from :meth:`shuffle`."""
         raise UnsupportedFeature(f"{self.name} has no plane operations")
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
-        """The value of another lane: ``mode`` ``"xor"`` (lane ^ arg), ``"up"`` (lane - arg; a
-        lane below arg gets its own value) or ``"idx"`` (lane arg)."""
+        """The value of another lane: ``mode`` ``"xor"`` (lane ^ arg), ``"up"`` (lane - arg),
+        ``"down"`` (lane + arg) or ``"idx"`` (lane arg). The result is unspecified for a lane
+        whose source is outside the plane (callers select another value there)."""
         raise UnsupportedFeature(f"{self.name} has no plane shuffles")
 
     # -- the program ------------------------------------------------------------------------

@@ -5,7 +5,11 @@ Reductions without a native form are butterflies over ``shuffle("xor")`` (every 
 the same value; the plane width must be a power of two and the plane full), inclusive sums are
 Kogge-Stone scans over ``shuffle("up")`` and exclusive sums shift the inclusive sum up one lane
 (exact for floats, unlike subtracting the lane's own value). Combining uses the same expressions
-as the plain operations, so integer sums wrap. This module builds expressions and helpers only.
+as the plain operations, so integer sums wrap. A ballot without a native form is the plane sum
+of each lane's bit (distinct bits add like they or), an election without one is lane 0 (where
+every lane of the plane reaches it, as plane operations require). The relative shuffles are
+helpers that keep the lane's own value wherever the dialect's shuffle would read outside the
+plane. This module builds expressions and helpers only.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ _REDUCE = {
     Op.PLANE_MIN: Op.MIN,
     Op.PLANE_MAX: Op.MAX,
 }
+_RELATIVE = {Op.PLANE_SHUFFLE_UP: "up", Op.PLANE_SHUFFLE_DOWN: "down", Op.PLANE_SHUFFLE_XOR: "xor"}
+#: Lanes from this one up have no bit in a ballot (its result is a ``u32``).
+_BALLOT_LANES = 32
 
 
 class PlaneLowering:
@@ -39,10 +46,23 @@ class PlaneLowering:
         self.lane = lane
 
     def expression(self, op: Op, elem: Elem, args: Sequence[str]) -> str:
-        """The C expression of plane ``op`` on values of ``elem``; ``args`` as text."""
+        """The C expression of plane ``op`` on values of ``elem`` (``bool`` for
+        ``PLANE_ELECT``); ``args`` as text."""
+        if op in _RELATIVE:
+            return f"{self._relative(op, elem)}({args[0]}, {args[1]}, {self.lane()})"
+        if op is Op.PLANE_ELECT:
+            args = [self.lane()]
         native = self.d.plane_native(op, elem)
         if native is not None:
             return native.format(v=args[0], lane=args[-1])
+        lit = self.expr.literal
+        if op is Op.PLANE_ELECT:
+            return f"({args[0]} == {lit(0, Elem.U32)})"
+        if op is Op.PLANE_BALLOT:
+            lane = self.lane()
+            low = f"{lane} < {lit(_BALLOT_LANES, Elem.U32)}"
+            bit = f"(({args[0]} && {low}) ? ({lit(1, Elem.U32)} << {lane}) : {lit(0, Elem.U32)})"
+            return self.expression(Op.PLANE_SUM, Elem.U32, [bit])
         if op in (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE):
             return self.d.shuffle("idx", elem, args[0], args[1])
         if op in _REDUCE:
@@ -94,4 +114,25 @@ class PlaneLowering:
                 f"return lane == {lit(0, Elem.U32)} ? {lit(0, elem)} : t;",
             ]
         params = [f"{ctype} v", f"{u32} lane"]
+        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+
+    def _relative(self, op: Op, elem: Elem) -> str:
+        """``ruda_<op>_<elem>(v, delta or mask, lane)``: the shuffle, or ``v`` where its source
+        lane is outside the plane."""
+        name = f"ruda_{op.value}_{elem}"
+        if name in self.expr.prelude:
+            return name
+        d, mode = self.d, _RELATIVE[op]
+        u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
+        arg = "mask" if mode == "xor" else "delta"
+        inside = {
+            "up": "delta <= lane",
+            "down": f"delta < {d.plane_dim()} - lane",
+            "xor": f"(lane ^ mask) < {d.plane_dim()}",
+        }[mode]
+        body = [
+            f"{ctype} other = {d.shuffle(mode, elem, 'v', arg)};",
+            f"return {inside} ? other : v;",
+        ]
+        params = [f"{ctype} v", f"{u32} {arg}", f"{u32} lane"]
         return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
