@@ -1,0 +1,143 @@
+"""Barriers of the cube that count or reduce a predicate (``sync_units_count/and/or``), and the
+memory fences, against the NumPy reference device: the counts of every cube shape, the
+barrier's ordering of shared memory, repeated use in a loop, and the last-cube pattern of a
+grid reduction (``fence_device`` before a wrapping ticket)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    RUDA_COUNT,
+    RUDA_DIM,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    SharedMemory,
+    atomic_add,
+    atomic_inc_wrap,
+    fence_device,
+    fence_units,
+    kernel,
+    sync_units_and,
+    sync_units_count,
+    sync_units_or,
+    u32,
+)
+from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
+
+#: Cube shapes (RudaDim) of the reducing-barrier tests: powers of two or not, 1 to 3 axes.
+SHAPES = [(64, 1, 1), (8, 4, 1), (5, 3, 2), (1, 1, 1), (96, 1, 1)]
+CUBES = 3
+
+
+@kernel
+def conformance_reducing_barriers(x: Array[u32], out: Array[u32]):
+    cache = SharedMemory(u32, 128)
+    i = RUDA_POS * RUDA_DIM + UNIT_POS  # cube by cube, whatever the cube's shape
+    n = x.len()
+    v = x[i]
+    cache[UNIT_POS] = v
+    count = sync_units_count(v > u32(0))
+    neighbour = cache[(UNIT_POS + u32(1)) % RUDA_DIM]  # written before the barrier
+    out[i] = count
+    out[n + i] = u32(sync_units_and(v > u32(0)))
+    out[u32(2) * n + i] = u32(sync_units_or(v > u32(1)))
+    out[u32(3) * n + i] = neighbour
+
+
+@kernel
+def conformance_counts_in_a_loop(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    v = x[i]
+    total = u32(0)
+    for k in range(7):
+        total += sync_units_count(v % u32(7) == u32(k)) * u32(k + 1)
+        fence_units()
+    out[i] = total
+
+
+@kernel
+def conformance_last_cube_sums(x: Array[u32], partial: Array[u32], state: Array[u32]):
+    """state[0]: the ticket counter (back to 0 after the launch), state[1]: the total."""
+    part = SharedMemory(u32, 1)
+    if UNIT_POS == u32(0):
+        part[0] = u32(0)
+    if sync_units_or(ABSOLUTE_POS < x.len()):  # a barrier: part is cleared
+        atomic_add(part, 0, x[ABSOLUTE_POS])  # 0 past the end, in a checked launch
+    units = sync_units_count(True)  # a barrier: every add is done
+    ticket = u32(0)
+    if UNIT_POS == u32(0):
+        partial[RUDA_POS] = part[0]
+        fence_device()  # the partial is visible device-wide before the ticket is taken
+        ticket = atomic_inc_wrap(state, 0, RUDA_COUNT - u32(1))
+    if sync_units_or(UNIT_POS == u32(0) and ticket == RUDA_COUNT - u32(1)):
+        fence_device()
+        k = UNIT_POS
+        while k < RUDA_COUNT:
+            atomic_add(state, 1, partial[k])
+            k += units
+
+
+def _run(client, kern, x: np.ndarray, outs: list[int], dim, count: int = CUBES) -> list:
+    handles = [client.create_from_slice(np.zeros(n, np.uint32)) for n in outs]
+    kern.launch(
+        client,
+        RudaCount(count),
+        RudaDim(*dim),
+        ArrayArg(client.create_from_slice(x), x.size),
+        *(ArrayArg(h, n) for h, n in zip(handles, outs, strict=True)),
+    )
+    return [read_array(client, h, np.uint32) for h in handles]
+
+
+@pytest.mark.parametrize("dim", SHAPES, ids=lambda d: "x".join(map(str, d)))
+def test_reducing_barriers_match_the_reference(client, reference, dim):
+    units = dim[0] * dim[1] * dim[2]
+    if units > client.properties().max_units_per_ruda:
+        pytest.skip(f"{client.device} has fewer than {units} units per cube")
+    n = CUBES * units
+    rng = np.random.default_rng(units)
+    x = rng.integers(0, 3, n).astype(np.uint32)
+    x[:units] = rng.integers(1, 3, units)  # cube 0: every value > 0
+    x[units : 2 * units] = 0  # cube 1: none
+    (got,) = _run(client, conformance_reducing_barriers, x, [4 * n], dim)
+    (want,) = _run(reference, conformance_reducing_barriers, x, [4 * n], dim)
+    np.testing.assert_array_equal(got, want)
+    cubes = x.reshape(CUBES, units)
+    got = got.reshape(4, CUBES, units)
+    np.testing.assert_array_equal(
+        got[0], np.repeat((cubes > 0).sum(axis=1), units).reshape(CUBES, units)
+    )
+    np.testing.assert_array_equal(got[1][:, 0], (cubes > 0).all(axis=1))
+    np.testing.assert_array_equal(got[2][:, 0], (cubes > 1).any(axis=1))
+
+
+def test_reducing_barriers_repeat_in_a_loop(client, reference):
+    dim = (48, 1, 1)
+    x = np.random.default_rng(5).integers(0, 1000, CUBES * 48).astype(np.uint32)
+    (got,) = _run(client, conformance_counts_in_a_loop, x, [x.size], dim)
+    (want,) = _run(reference, conformance_counts_in_a_loop, x, [x.size], dim)
+    np.testing.assert_array_equal(got, want)
+    per_cube = x.reshape(CUBES, 48) % 7
+    totals = sum((per_cube == k).sum(axis=1) * (k + 1) for k in range(7))
+    np.testing.assert_array_equal(got, np.repeat(totals, 48))
+
+
+@pytest.mark.parametrize("cubes", [1, 5, 37])
+def test_last_cube_of_a_grid_reduction_sees_every_partial(client, reference, cubes):
+    dim = (32, 1, 1)
+    n = cubes * 32 - 7  # the last cube is partly idle
+    x = np.random.default_rng(cubes).integers(0, 1 << 20, n).astype(np.uint32)
+    got = _run(client, conformance_last_cube_sums, x, [cubes, 2], dim, cubes)
+    want = _run(reference, conformance_last_cube_sums, x, [cubes, 2], dim, cubes)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    partial, state = got
+    assert state[0] == 0, "the ticket counter wraps back to 0 after the last cube"
+    assert state[1] == np.uint32(x.sum(dtype=np.uint64) % 2**32)
+    np.testing.assert_array_equal(partial, np.add.reduceat(x, np.arange(0, n, 32)))
