@@ -1,6 +1,9 @@
 """CUDA driver access through CuPy: NVRTC compilation to a cubin, module loading, error
 translation and the driver-stack fingerprint. Imports CuPy; the rest of ruda_cuda reaches CuPy
-only through this module and the server.
+only through this module, the server and the storage.
+
+Every CUDA error becomes a ruda error here, in :func:`translate` (:func:`guard` runs a call
+through it) and :func:`build_cubin`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,9 +17,22 @@ from typing import Any, TypeVar
 import cupy
 from cupy.cuda import function, nvrtc, runtime
 
-from ruda_core.runtime import CompilationError, LaunchError, OutOfMemory, ServerUnhealthy
+from ruda_core.runtime import (
+    CompilationError,
+    LaunchError,
+    OutOfMemory,
+    ServerError,
+    ServerUnhealthy,
+)
 
-__all__ = ["build_cubin", "driver_fingerprint", "guard", "include_dirs", "load_module"]
+__all__ = [
+    "build_cubin",
+    "driver_fingerprint",
+    "guard",
+    "include_dirs",
+    "load_module",
+    "translate",
+]
 
 T = TypeVar("T")
 
@@ -25,21 +41,28 @@ _STICKY = {700, 701, 702, 714, 715, 716, 717, 718, 719, 720}
 _MEMORY_ALLOCATION = 2
 
 
-def guard(what: str, fn: Callable[[], T]) -> T:
-    """Run a CUDA call; its errors become ruda errors naming ``what``."""
-    try:
-        return fn()
-    except runtime.CUDARuntimeError as exc:
+def translate(what: str, exc: Exception, hint: str = "") -> ServerError:
+    """The ruda error for ``exc``, a CUDA runtime or driver error while ``what``, for the caller
+    to raise ``from exc``: ``OutOfMemory`` when the runtime reports the GPU full,
+    ``ServerUnhealthy`` when a kernel fault lost the context, else a ``LaunchError`` naming
+    ``what``, with ``hint`` after the driver's message."""
+    if isinstance(exc, runtime.CUDARuntimeError):
         if exc.status == _MEMORY_ALLOCATION:
-            raise OutOfMemory(f"{what}: the GPU is out of memory ({exc})") from exc
+            return OutOfMemory(f"{what}: the GPU is out of memory ({exc})")
         if exc.status in _STICKY:
-            raise ServerUnhealthy(
+            return ServerUnhealthy(
                 f"{what}: {exc}. A kernel faulted and the CUDA context is lost; restart the "
                 "process (run with RUDA_BOUNDS_CHECK=validate to find the access)"
-            ) from exc
-        raise LaunchError(f"{what} failed: {exc}") from exc
-    except cupy.cuda.driver.CUDADriverError as exc:
-        raise LaunchError(f"{what} failed: {exc}") from exc
+            )
+    return LaunchError(f"{what} failed: {exc}{hint}")
+
+
+def guard(what: str, fn: Callable[[], T]) -> T:
+    """Run a CUDA call; its errors become ruda errors naming ``what`` (:func:`translate`)."""
+    try:
+        return fn()
+    except (runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+        raise translate(what, exc) from exc
 
 
 @functools.cache

@@ -31,7 +31,6 @@ from ruda_core.runtime import (
     Feature,
     Features,
     LaunchArgs,
-    LaunchError,
     LoadedKernel,
     RudaFuture,
     RudaTask,
@@ -39,7 +38,7 @@ from ruda_core.runtime import (
 )
 
 from .compiler import CudaCompiler
-from .driver import build_cubin, driver_fingerprint, guard, load_module
+from .driver import build_cubin, driver_fingerprint, guard, load_module, translate
 from .runtime import CudaDevice
 from .storage import CudaStorage
 
@@ -65,6 +64,8 @@ _STRUCT_CODE = {
     "?": "?",
 }
 _current = threading.local()
+#: What a failed launch adds: the usual cause is an earlier kernel's fault, reported late.
+_FAULT_HINT = ". If an earlier kernel faulted, sync after each launch to find it"
 
 
 class CudaStream(ServerStream):
@@ -260,9 +261,8 @@ class CudaServer(ComputeServer):
                 0,
             )
         except driver.CUDADriverError as exc:
-            raise LaunchError(
-                f"kernel {launcher.name} failed to launch on {self.device_id}: {exc}. If an "
-                "earlier kernel faulted, sync after each launch to find it"
+            raise translate(
+                f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
             ) from exc
 
     def _prepare(
@@ -285,7 +285,9 @@ class CudaServer(ComputeServer):
                     func, *grid, *block, 0, cast(CudaStream, stream).ptr, params.params, 0
                 )
             except driver.CUDADriverError as exc:
-                raise LaunchError(f"kernel {launcher.name} failed to launch: {exc}") from exc
+                raise translate(
+                    f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
+                ) from exc
 
         return run
 

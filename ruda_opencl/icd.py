@@ -10,7 +10,7 @@ read, plus one naming each pip runtime's library by its absolute path — and po
 the pip one.
 
 It must run before the first OpenCL call of the process (the loader reads its folder once);
-:mod:`ruda_opencl.platform` calls it before it queries platforms. Nothing changes when no pip
+:mod:`ruda_opencl.driver` calls it before it queries platforms. Nothing changes when no pip
 runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when the folder cannot be written
 (then :func:`sources` says why). Imports no driver.
 """

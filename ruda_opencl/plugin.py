@@ -9,7 +9,7 @@ from .runtime import OpenCLDevice, OpenCLRuntime
 
 
 def _probe() -> list[OpenCLDevice]:
-    from .platform import all_devices
+    from .driver import all_devices
 
     devices = all_devices()
     if not devices:
@@ -22,7 +22,7 @@ def _probe() -> list[OpenCLDevice]:
 
 
 def _identify(device: object) -> str:
-    from .platform import all_devices, driver_fingerprint
+    from .driver import all_devices, driver_fingerprint
 
     assert isinstance(device, OpenCLDevice)
     return driver_fingerprint(all_devices()[device.index])

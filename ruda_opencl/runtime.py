@@ -30,7 +30,7 @@ class OpenCLDevice(IndexedDevice):
 
     def to_id(self) -> DeviceId:
         """The device's type id (its driver's device type) and index; queries the driver."""
-        from .platform import all_devices, type_id_of
+        from .driver import all_devices, type_id_of
 
         return DeviceId(type_id_of(all_devices()[self.index]), self.index)
 
@@ -57,7 +57,7 @@ class OpenCLRuntime(IndexedRuntime):
 
     @classmethod
     def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:
-        from .platform import all_devices, type_id_of
+        from .driver import all_devices, type_id_of
 
         return [
             DeviceId(type_id_of(d), k)

@@ -2,13 +2,13 @@
 
 ``RudaCount`` is the work-group count and ``RudaDim`` the local size (global size = count x
 dim). Each stream slot is one in-order ``CommandQueue`` with profiling enabled; a fence is a
-marker event; cross-stream ordering is a barrier waiting on another queue's marker. PyOpenCL
-errors are translated to ruda's error tree here, in :func:`_translate`, and nowhere else.
+marker event; cross-stream ordering is a barrier waiting on another queue's marker. Programs
+are built and loaded by :mod:`ruda_opencl.driver`, whose ``translate`` turns every PyOpenCL
+error into a ruda error.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -19,7 +19,6 @@ from ruda_core.codegen.abi import ArgKind, make_arg_reader
 from ruda_core.runtime import (
     Binding,
     Bytes,
-    CompilationError,
     CompiledKernel,
     CompileOptions,
     ComputeServer,
@@ -28,7 +27,6 @@ from ruda_core.runtime import (
     IoError,
     LaunchArgs,
     LaunchConfigError,
-    LaunchError,
     LoadedKernel,
     RudaDim,
     RudaFuture,
@@ -39,11 +37,14 @@ from ruda_core.runtime import (
 
 from .capabilities import OpenCLCapabilities
 from .compiler import OpenCLCompiler
-from .platform import (
+from .driver import (
     all_devices,
-    build_failure_summary,
+    build_program,
     driver_fingerprint,
+    guard,
+    load_program,
     platform_runtime,
+    translate,
 )
 from .runtime import OpenCLDevice
 from .storage import OpenCLStorage
@@ -52,14 +53,6 @@ __all__ = ["OpenCLServer"]
 
 T = TypeVar("T")
 _COMPLETE = cl.command_execution_status.COMPLETE
-
-
-def _translate(what: str, fn: Callable[[], T]) -> T:
-    """Run a PyOpenCL call; its errors become ServerErrors naming ``what``."""
-    try:
-        return fn()
-    except cl.Error as exc:
-        raise LaunchError(f"{what} failed on OpenCL: {exc}") from exc
 
 
 class OpenCLStream(ServerStream):
@@ -85,7 +78,7 @@ class _MarkerStamp:
         self.marker = marker
 
     def ns_since(self, base: Any) -> int:
-        _translate("waiting for a marker", self.marker.wait)
+        guard("waiting for a marker", self.marker.wait)
         return int(self.marker.profile.end) - int(base.marker.profile.end)
 
 
@@ -99,13 +92,13 @@ class _EventFence:
         return bool(self.event.command_execution_status == _COMPLETE)
 
     def wait(self) -> None:
-        _translate("waiting for a queue", self.event.wait)
+        guard("waiting for a queue", self.event.wait)
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
     return RudaFuture.polling(
         lambda: bool(event.command_execution_status == _COMPLETE),
-        lambda: _translate("waiting for queued work", event.wait),
+        lambda: guard("waiting for queued work", event.wait),
         value,
     )
 
@@ -186,25 +179,20 @@ class OpenCLServer(ComputeServer):
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> OpenCLStream:
         props = cl.command_queue_properties.PROFILING_ENABLE
-        queue = _translate(
-            "creating a queue", lambda: cl.CommandQueue(self._context, properties=props)
-        )
+        queue = guard("creating a queue", lambda: cl.CommandQueue(self._context, properties=props))
         return OpenCLStream(slot, queue)
 
     def _build(self, compiled: CompiledKernel) -> _Launcher:
-        program = cl.Program(self._context, compiled.source)
-        try:
-            with warnings.catch_warnings():  # a driver's informational build log is not an error
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                program.build(options=self._build_options)
-        except cl.Error as exc:
-            raise CompilationError(
-                f"kernel {compiled.definition.name} did not build for {self._device.name}: "
-                f"{build_failure_summary(self._device, str(exc))}\n"
-                f"{exc}\n--- generated OpenCL C ---\n{_numbered(compiled.source)}",
-                file=compiled.definition.source.file if compiled.definition.source else None,
-                line=compiled.definition.source.line if compiled.definition.source else None,
-            ) from exc
+        loc = compiled.definition.source
+        where = (loc.file, loc.line) if loc is not None else (None, None)
+        program = build_program(
+            self._context,
+            self._device,
+            compiled.source,
+            self._build_options,
+            compiled.definition.name,
+            where,
+        )
         return _Launcher(program, compiled, self._device)
 
     def _binary(self, kernel: Any) -> bytes | None:
@@ -212,10 +200,7 @@ class OpenCLServer(ComputeServer):
         return bytes(binaries[0]) if binaries and binaries[0] else None
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
-        program = cl.Program(self._context, [self._device], [binary])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            program.build(options=self._build_options)
+        program = load_program(self._context, self._device, binary, self._build_options)
         return _Launcher(program, compiled, self._device)
 
     def _launch(
@@ -234,7 +219,7 @@ class OpenCLServer(ComputeServer):
                 *cast(Any, launcher.read_args(bindings, scalars, metadata)),
             )
         except cl.Error as exc:
-            raise LaunchError(f"kernel {launcher.name} failed to launch on OpenCL: {exc}") from exc
+            raise translate(f"launching kernel {launcher.name}", exc) from exc
 
     def _prepare(
         self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
@@ -251,7 +236,7 @@ class OpenCLServer(ComputeServer):
             try:
                 enqueue(cast(OpenCLStream, stream).queue, own, gsize, lsize)
             except cl.Error as exc:
-                raise LaunchError(f"kernel {launcher.name} failed to launch: {exc}") from exc
+                raise translate(f"launching kernel {launcher.name}", exc) from exc
 
         return run
 
@@ -283,7 +268,7 @@ class OpenCLServer(ComputeServer):
                 )
             )
         except cl.Error as exc:
-            raise IoError(f"writing {binding.nbytes} bytes to OpenCL failed: {exc}") from exc
+            raise translate(f"writing {binding.nbytes} bytes", exc, IoError) from exc
 
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         ocl = cast(OpenCLStream, stream)
@@ -304,12 +289,12 @@ class OpenCLServer(ComputeServer):
             marker = cl.enqueue_marker(queue)
             queue.flush()
         except cl.Error as exc:
-            raise IoError(f"reading from OpenCL failed: {exc}") from exc
+            raise translate("reading", exc, IoError) from exc
         return _event_future(marker, lambda: [h.data.toreadonly() for h in hosts])
 
     def _fence(self, stream: ServerStream) -> _EventFence:
         queue = cast(OpenCLStream, stream).queue
-        marker = _translate("recording a fence", lambda: cl.enqueue_marker(queue))
+        marker = guard("recording a fence", lambda: cl.enqueue_marker(queue))
         queue.flush()  # another queue may wait on it: it must make progress
         return _EventFence(marker)
 
@@ -317,21 +302,17 @@ class OpenCLServer(ComputeServer):
         if fence.done():
             return
         queue = cast(OpenCLStream, stream).queue
-        _translate("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
+        guard("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
 
     def _timestamp(self, stream: ServerStream) -> _MarkerStamp:
         queue = cast(OpenCLStream, stream).queue
-        return _MarkerStamp(_translate("recording a timestamp", lambda: cl.enqueue_marker(queue)))
+        return _MarkerStamp(guard("recording a timestamp", lambda: cl.enqueue_marker(queue)))
 
     def _flush(self, stream: ServerStream) -> None:
-        _translate("flushing a queue", cast(OpenCLStream, stream).queue.flush)
+        guard("flushing a queue", cast(OpenCLStream, stream).queue.flush)
 
     def _sync(self, stream: ServerStream) -> RudaFuture[None]:
         queue = cast(OpenCLStream, stream).queue
-        marker = _translate("recording a sync point", lambda: cl.enqueue_marker(queue))
+        marker = guard("recording a sync point", lambda: cl.enqueue_marker(queue))
         queue.flush()
         return _event_future(marker, lambda: None)
-
-
-def _numbered(source: str) -> str:
-    return "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))

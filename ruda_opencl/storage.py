@@ -8,13 +8,9 @@ import pyopencl as cl
 
 from ruda_core.runtime import OutOfMemory, Storage
 
-__all__ = ["OpenCLStorage"]
+from .driver import translate
 
-_OOM_CODES = {
-    cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
-    cl.status_code.OUT_OF_RESOURCES,
-    cl.status_code.OUT_OF_HOST_MEMORY,
-}
+__all__ = ["OpenCLStorage"]
 
 
 class OpenCLStorage(Storage):
@@ -33,9 +29,7 @@ class OpenCLStorage(Storage):
         try:
             return cl.Buffer(self._context, cl.mem_flags.READ_WRITE, nbytes)
         except cl.Error as exc:
-            if exc.code in _OOM_CODES:
-                raise OutOfMemory(f"OpenCL has no room for a {nbytes}-byte buffer: {exc}") from exc
-            raise
+            raise translate(f"allocating a {nbytes}-byte buffer", exc, OutOfMemory) from exc
 
     def dealloc(self, resource: object) -> None:
         resource.release()  # type: ignore[attr-defined]  # a cl.Buffer

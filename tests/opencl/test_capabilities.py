@@ -28,7 +28,7 @@ from ruda_core.runtime import (
 from ruda_core.testing.runner import read_array
 from ruda_opencl.capabilities import OpenCLCapabilities, _intel_subgroup_sizes, choose_plane_dim
 from ruda_opencl.dialect import OpenCLDialect
-from ruda_opencl.platform import all_devices
+from ruda_opencl.driver import all_devices
 
 #: Intel's OpenCL 3.0 CPU driver, less what does not concern planes.
 INTEL_EXTENSIONS = (

@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
-from ruda_opencl.platform import explain_build_log
+from ruda_opencl.driver import explain_build_log
 
 PLATFORMS = """
 import json, os
-from ruda_opencl.platform import all_devices
+from ruda_opencl.driver import all_devices
 print(json.dumps({
     "platforms": sorted({d.platform.name.strip() for d in all_devices()}),
     "vendors": os.environ.get("OCL_ICD_VENDORS", ""),
