@@ -229,6 +229,50 @@ def reserved_names() -> KernelDefinition:
 
 
 #: name -> builder of every representative kernel.
+def plane_lanes() -> KernelDefinition:
+    """Ballot and election, the relative shuffles (of f32, u8 and bool) and the plane barrier."""
+    k = KernelBuilder("plane_lanes", file=FILE, line=80)
+    x = k.array("x", E.F32)
+    votes = k.array("votes", E.U32)
+    bytes_ = k.array("bytes", E.U8)
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
+    lane = builtin("UNIT_POS_PLANE")
+    v = k.let(Op.INDEX, E.F32, x, i, name="v")
+    positive = k.let(Op.GT, E.BOOL, v, const(0.0, E.F32), name="positive")
+    ballot = k.let(Op.PLANE_BALLOT, E.U32, positive, name="ballot")
+    leader = k.let(Op.PLANE_ELECT, E.BOOL, name="leader")
+    k.do(Op.INDEX_ASSIGN, None, votes, i, k.let(Op.SELECT, E.U32, leader, ballot, const(0, E.U32)))
+    up = k.let(Op.PLANE_SHUFFLE_UP, E.F32, v, const(1, E.U32), name="up")
+    b = k.let(Op.INDEX, E.U8, bytes_, i, name="b")
+    down = k.let(Op.PLANE_SHUFFLE_DOWN, E.U8, b, const(2, E.U32), name="down")
+    k.do(Op.INDEX_ASSIGN, None, bytes_, i, down)
+    flip = k.let(Op.PLANE_SHUFFLE_XOR, E.BOOL, positive, lane, name="flip")
+    k.do(Op.SYNC_PLANE, None)
+    k.do(Op.INDEX_ASSIGN, None, x, i, k.let(Op.SELECT, E.F32, flip, up, v))
+    return k.build()
+
+
+def barriers_and_counters() -> KernelDefinition:
+    """Reducing barriers, fences and wrapping atomic counters on global and shared memory."""
+    k = KernelBuilder("barriers_and_counters", file=FILE, line=90)
+    flags = k.array("flags", E.U32)
+    tickets = k.array("tickets", E.U32)
+    slots = k.shared("slots", E.U32, 4)
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
+    on = k.let(Op.NE, E.BOOL, k.let(Op.INDEX, E.U32, flags, i), const(0, E.U32), name="on")
+    count = k.let(Op.SYNC_UNITS_COUNT, E.U32, on, name="count")
+    every = k.let(Op.SYNC_UNITS_AND, E.BOOL, on, name="every")
+    some = k.let(Op.SYNC_UNITS_OR, E.BOOL, on, name="some")
+    k.do(Op.FENCE_UNITS, None)
+    ticket = k.let(Op.ATOMIC_INC_WRAP, E.U32, tickets, const(0, E.U32), count, name="ticket")
+    k.do(Op.FENCE_DEVICE, None)
+    slot = k.let(Op.MOD, E.U32, builtin("UNIT_POS"), const(4, E.U32))
+    k.do(Op.ATOMIC_DEC_WRAP, None, slots, slot, const(3, E.U32))
+    either = k.let(Op.SELECT, E.U32, some, count, const(0, E.U32))
+    k.do(Op.INDEX_ASSIGN, None, flags, i, k.let(Op.SELECT, E.U32, every, ticket, either))
+    return k.build()
+
+
 KERNELS: dict[str, Callable[[], KernelDefinition]] = {
     f.__name__: f
     for f in (
@@ -238,6 +282,8 @@ KERNELS: dict[str, Callable[[], KernelDefinition]] = {
         atomics,
         half_and_bool,
         plane_ops,
+        plane_lanes,
+        barriers_and_counters,
         tensor_validate,
         reserved_names,
     )

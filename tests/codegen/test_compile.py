@@ -20,7 +20,10 @@ from ruda_cuda.dialect import CudaDialect
 from .kernels import KERNELS
 
 #: Kernel -> the feature it needs and what the error says where the OpenCL device lacks it.
-OPENCL_NEEDS = {"plane_ops": (Feature.PLANE, "subgroups of a fixed width")}
+OPENCL_NEEDS = {
+    "plane_ops": (Feature.PLANE, "subgroups of a fixed width"),
+    "plane_lanes": (Feature.PLANE, "subgroups of a fixed width"),
+}
 
 
 @pytest.mark.parametrize("name", list(KERNELS))

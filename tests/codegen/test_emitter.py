@@ -25,7 +25,9 @@ from .kernels import (
     KERNELS,
     atomics,
     axpy,
+    barriers_and_counters,
     half_and_bool,
+    plane_lanes,
     plane_ops,
     reserved_names,
     tensor_validate,
@@ -140,6 +142,13 @@ def _f64_kernel() -> KernelDefinition:
         (OpenCLDialect(frozenset({"fp64"})), atomics, "cl_khr_int64_base_atomics"),
         (OpenCLDialect(frozenset({"fp64", "int64_atomics"})), plane_ops, "cl_khr_subgroups"),
         (OpenCLDialect(frozenset({"subgroups"})), plane_ops, "cl_khr_subgroup_shuffle"),
+        (OpenCLDialect(frozenset({"subgroups"})), plane_lanes, "cl_khr_subgroup_shuffle"),
+        (OpenCLDialect(), plane_lanes, "cl_khr_subgroups"),
+        (
+            OpenCLDialect(frozenset({"work_group_collectives"})),
+            barriers_and_counters,
+            "__opencl_c_atomic_scope_device",
+        ),
     ],
 )
 def test_missing_capability_names_kernel_and_extension(dialect: Dialect, make, needle: str) -> None:

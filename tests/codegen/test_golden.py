@@ -45,7 +45,12 @@ TARGETS: dict[str, tuple[Dialect, str]] = {
                     "intel_subgroups",
                     "opencl_c_subgroups",
                     "subgroup_arith",
+                    "subgroup_ballot",
                     "subgroup_shuffle",
+                    "subgroup_shuffle_relative",
+                    "subgroup_vote",
+                    "work_group_collectives",
+                    "atomic_scope_device",
                 }
             ),
             plane_dim=16,
@@ -56,9 +61,9 @@ TARGETS: dict[str, tuple[Dialect, str]] = {
 CASES = (
     [("cuda", name) for name in KERNELS]
     + [("cuda_sm52", name) for name in ("atomics", "plane_ops")]
-    + [("opencl", name) for name in KERNELS if name != "plane_ops"]
-    + [("opencl_full", name) for name in ("half_and_bool", "plane_ops", "atomics")]
-    + [("opencl_intel", "plane_ops")]
+    + [("opencl", name) for name in KERNELS if not name.startswith("plane_")]
+    + [("opencl_full", name) for name in ("half_and_bool", "plane_ops", "plane_lanes", "atomics")]
+    + [("opencl_intel", name) for name in ("plane_ops", "plane_lanes", "barriers_and_counters")]
 )
 
 

@@ -13,10 +13,16 @@ from ruda_core.lang import (
     SharedMemory,
     Tensor,
     atomic_add,
+    atomic_inc_wrap,
     f32,
     f64,
     i32,
     kernel,
+    plane_ballot,
+    plane_elect,
+    plane_shuffle_up,
+    sync_plane,
+    sync_units_count,
     u32,
     unroll,
 )
@@ -278,6 +284,30 @@ def k_while_else_free_comptime(out: Array[u32], MODE: Comptime[int]):
     out[0] = MODE  # ERR
 
 
+def k_wrap_counter_of_i32(out: Array[i32]):
+    atomic_inc_wrap(out, 0, 5)  # ERR
+
+
+def k_ballot_of_number(out: Array[u32]):
+    out[0] = plane_ballot(out[1])  # ERR
+
+
+def k_count_of_number(out: Array[u32], x: Array[f32]):
+    out[0] = sync_units_count(x[0])  # ERR
+
+
+def k_shuffle_by_float(out: Array[f32]):
+    out[0] = plane_shuffle_up(out[1], out[2])  # ERR
+
+
+def k_elect_with_argument(out: Array[u32]):
+    out[0] = u32(plane_elect(1))  # ERR
+
+
+def k_sync_plane_with_argument(out: Array[u32]):
+    sync_plane(out[0])  # ERR
+
+
 BUILD_ERRORS = [
     (k_unknown_name, "name 'missing_name' is not defined", {}),
     (k_global_list, "'A_LIST' is a list", {}),
@@ -311,6 +341,12 @@ BUILD_ERRORS = [
     (k_index_float, "an index must be an integer, got f32", {}),
     (k_reassign_array, "assigned once; .a. is assigned elsewhere", {}),
     (k_while_else_free_comptime, "does not fit u32", {"MODE": -3}),
+    (k_wrap_counter_of_i32, "atomic_inc_wrap\\(\\) applies to u32 elements only, not i32", {}),
+    (k_ballot_of_number, "the value of plane_ballot\\(\\) must be bool, got u32", {}),
+    (k_count_of_number, "the value of sync_units_count\\(\\) must be bool, got f32", {}),
+    (k_shuffle_by_float, "the delta of plane_shuffle_up\\(\\) must be an integer, got f32", {}),
+    (k_elect_with_argument, "plane_elect\\(\\) takes 0 arguments, got 1", {}),
+    (k_sync_plane_with_argument, "sync_plane\\(\\) takes 0 arguments, got 1", {}),
 ]
 
 

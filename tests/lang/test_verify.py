@@ -38,6 +38,7 @@ F32, I32, U32, U64, BOOL = Elem.F32, Elem.I32, Elem.U32, Elem.U64, Elem.BOOL
 X = Param(0, "x", ParamKind.ARRAY, F32)
 T = Param(1, "t", ParamKind.TENSOR, F32, rank=2)
 N = Param(2, "n", ParamKind.SCALAR, U32)
+X_I32 = Param(0, "x", ParamKind.ARRAY, I32)
 A, IDX, B, K = Local("a", F32), Local("i", U32), Local("b", BOOL), Local("k", I32)
 SMEM = SharedArray("smem", F32, 16)
 PRIV = LocalArray("priv", U32, 4)
@@ -112,6 +113,18 @@ INVALID = [
     ),
     (defn(ins(Op.REPORT_OOB, None, Const(1, U32), IDX, IDX)), "the reported index is u32"),
     (defn(ins(Op.PLANE_SHUFFLE, A, A, K)), "the lane of plane_shuffle is i32"),
+    (defn(ins(Op.PLANE_SHUFFLE_XOR, A, A, A)), "the lane of plane_shuffle_xor is f32"),
+    (defn(ins(Op.PLANE_BALLOT, IDX, IDX)), "plane_ballot \\(bool\\) is u32"),
+    (defn(ins(Op.PLANE_BALLOT, B, B)), "plane_ballot gives u32, but its result 'b' is bool"),
+    (defn(ins(Op.PLANE_ELECT, B, B)), "plane_elect takes 0 operands, got 1"),
+    (defn(ins(Op.SYNC_UNITS_COUNT, B, B)), "gives u32, but its result 'b' is bool"),
+    (defn(ins(Op.SYNC_UNITS_AND, B, IDX)), "sync_units_and \\(bool\\) is u32"),
+    (defn(ins(Op.FENCE_DEVICE, B)), "fence_device has no result"),
+    (defn(ins(Op.ATOMIC_INC_WRAP, None, X, IDX, A)), "atomic_inc_wrap's array is f32"),
+    (
+        defn(ins(Op.ATOMIC_DEC_WRAP, None, X_I32, IDX, K), params=(X_I32,)),
+        "atomic_dec_wrap's array is i32; expected u32",
+    ),
     (defn(ins(Op.ATOMIC_LOAD, A, X, IDX, A)), "takes 2 operands, got 3"),
     (defn(ins(Op.ADD, None, A, A)), "add needs a result local"),
     (defn(ins(Op.EQ, B, B, B), ins(Op.AND, B, B, IDX)), "operands of one type, got bool, u32"),
