@@ -223,5 +223,5 @@ def test_an_empty_launch_is_a_no_op(client):
         conformance_mark.launch(client, count, RudaDim(units), ArrayArg(out, N))
         conformance_mark.prepare(client, count, RudaDim(units), ArrayArg(out, N)).launch()
     _untouched(client, out)
-    with pytest.raises(LaunchConfigError, match="outside 0..2"):
+    with pytest.raises(LaunchConfigError, match=r"outside 0\.\.2"):
         RudaCount(-1)
