@@ -242,7 +242,7 @@ class CudaServer(ComputeServer):
     ) -> None:
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
-        cuda = cast(CudaStream, stream)
+        ptr: int = stream.ptr  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
         self._activate()
         params = launcher.params
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
@@ -256,7 +256,7 @@ class CudaServer(ComputeServer):
                 dim.y,
                 dim.z,
                 0,
-                cuda.ptr,
+                ptr,
                 params.params,
                 0,
             )
@@ -282,7 +282,13 @@ class CudaServer(ComputeServer):
             self._activate()
             try:
                 driver.launchKernel(
-                    func, *grid, *block, 0, cast(CudaStream, stream).ptr, params.params, 0
+                    func,
+                    *grid,
+                    *block,
+                    0,
+                    stream.ptr,  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
+                    params.params,
+                    0,
                 )
             except driver.CUDADriverError as exc:
                 raise translate(

@@ -108,6 +108,8 @@ class _Launcher:
 
     __slots__ = ("arg_dtypes", "entrypoint", "kernel", "max_units", "name", "program", "read_args")
 
+    kernel: Any  #: the pyopencl.Kernel every ordinary launch re-binds
+
     def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
         args = compiled.args
         self.program = program
@@ -208,15 +210,16 @@ class OpenCLServer(ComputeServer):
     ) -> None:
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
-        queue = cast(OpenCLStream, stream).queue
-        self._check_units(launcher, task, dim)
+        queue = stream.queue  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
+        if dim.x * dim.y * dim.z > launcher.max_units or task.uses_planes:
+            self._check_units(launcher, task, dim)  # only when a limit can be in reach
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
         try:
             launcher.kernel(
                 queue,
                 gsize,
                 (dim.x, dim.y, dim.z),
-                *cast(Any, launcher.read_args(bindings, scalars, metadata)),
+                *launcher.read_args(bindings, scalars, metadata),
             )
         except cl.Error as exc:
             raise translate(f"launching kernel {launcher.name}", exc) from exc

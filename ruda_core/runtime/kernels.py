@@ -78,6 +78,11 @@ class KernelCache:
         self._disk: DiskCache | None = None
         self.stats = CompileStats()
 
+    def table(self, mode: ExecutionMode) -> dict[str, LoadedKernel]:
+        """The loaded kernels of ``mode`` by task key (the live table, for a caller that looks a
+        kernel up without a call on its hot path; a miss still goes through :meth:`get`)."""
+        return self._by_mode[mode]
+
     def get(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
         """The loaded kernel of ``task`` in ``mode``: from the table, else from the persistent
         cache, else compiled and built now.

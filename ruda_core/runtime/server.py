@@ -58,6 +58,7 @@ Bytes = memoryview
 
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
 _VALIDATE = ExecutionMode.VALIDATE
+_CHECKED = ExecutionMode.CHECKED
 
 
 class ServerStream:
@@ -131,6 +132,8 @@ class ComputeServer(ABC):
         self._profile: _Recording | None = None
         #: built kernels (tables per mode, the persistent cache, source dumps)
         self._kernels = KernelCache(self)
+        #: the Checked table of ``_kernels``, read directly by :meth:`launch`
+        self._checked_kernels = self._kernels.table(_CHECKED)
         self.compile_stats: CompileStats = self._kernels.stats
 
     # -- what a backend provides ---------------------------------------------------------------
@@ -318,24 +321,29 @@ class ComputeServer(ABC):
         back; a validated launch waits for the oldest report read while its stream's reads lag
         :data:`~.reports.MAX_FOLDS` slabs behind.
         """
-        count, dim, bindings, scalars, metadata = args  # one step; a field read costs more
-        dynamic = count.binding
+        bindings = args.bindings
+        dynamic = args.count.binding
         if dynamic is not None and not self.resolves_dynamic_counts:
             resolved = self._resolve_count(task, dynamic, bindings, stream_value)
             if resolved is None:
                 return
-            args = LaunchArgs(resolved, dim, bindings, scalars, metadata)
+            args = LaunchArgs(resolved, args.dim, bindings, args.scalars, args.metadata)
             dynamic = None
         with self.lock:
-            stream = self._stream(stream_value)
+            # _stream() and KernelCache.get() inlined for the common case: this runs every launch
+            stream = self._streams.get(stream_value % self.max_streams)
+            if stream is None:
+                stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
             if dynamic is not None:
                 self._use_bindings(stream, (dynamic,))
-            try:
-                kernel = self._kernels.get(task, mode)
-            except ServerError as exc:
-                self.fail(stream, exc, bindings, task)
-                return
+            kernel = self._checked_kernels.get(task.key) if mode is _CHECKED else None
+            if kernel is None:
+                try:
+                    kernel = self._kernels.get(task, mode)
+                except ServerError as exc:
+                    self.fail(stream, exc, bindings, task)
+                    return
             backlog = self._enqueue(stream, task, mode, kernel, args)
         if backlog is not None:
             _settle(backlog)
@@ -405,7 +413,9 @@ class ComputeServer(ABC):
                 self.launch(task, args, mode, stream_value)
                 return
             with self.lock:
-                stream = self._stream(stream_value)
+                stream = self._streams.get(stream_value % self.max_streams)  # _stream(), inlined
+                if stream is None:
+                    stream = self._stream(stream_value)
                 self._use_bindings(stream, frozen)
                 if fast is not None and self._profile is None and not _poisoned(frozen):
                     fast(stream)
