@@ -177,7 +177,7 @@ class CpuServer(ComputeServer):
         dtypes = [p.elem.numpy for p in compiled.definition.array_params]
         return build(compiled), dtypes
 
-    def _binary(self, kernel: Any) -> bytes:
+    def _binary(self, built: Any) -> bytes:
         return b""  # the generated source travels in the cached CompiledKernel itself
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:

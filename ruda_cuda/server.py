@@ -230,8 +230,8 @@ class CudaServer(ComputeServer):
         cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch, where)
         return _Launcher(cubin, compiled)
 
-    def _binary(self, kernel: Any) -> bytes:
-        return cast(_Launcher, kernel).cubin
+    def _binary(self, built: Any) -> bytes:
+        return cast(_Launcher, built).cubin
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         self._activate()

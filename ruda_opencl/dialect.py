@@ -29,8 +29,8 @@ Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_al
 counter. ``fence_units()`` is ``mem_fence`` of local and global memory; ``fence_device()`` is the
 same in an OpenCL C 1.2 program (whose fences have no scope) and a device-scope
 ``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
-is only as wide as the work-group. The wrapping counters are compare-and-swap loops. Pure:
-imports no driver.
+is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
+Pure: imports no driver.
 """
 
 from __future__ import annotations

@@ -197,8 +197,8 @@ class OpenCLServer(ComputeServer):
         )
         return _Launcher(program, compiled, self._device)
 
-    def _binary(self, kernel: Any) -> bytes | None:
-        binaries = kernel.program.binaries
+    def _binary(self, built: Any) -> bytes | None:
+        binaries = built.program.binaries
         return bytes(binaries[0]) if binaries and binaries[0] else None
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:

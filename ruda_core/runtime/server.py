@@ -2,12 +2,14 @@
 
 A backend subclasses :class:`ComputeServer` and fills in the private hooks (``_new_stream``,
 ``_build``, ``_launch``, ``_write``, ``_read``, ``_fence``, ``_wait``, ``_flush``, ``_sync``)
-plus ``properties``/``features``. The public methods here own everything that does not depend on
-the driver: argument checks, memory pools, stream-ordered reuse, cross-stream ordering, error
-surfacing, Validate-mode reports and profiling; its compiled kernels (tables, persistent cache,
-source dumps) are a :class:`~.kernels.KernelCache`. Public methods take the
-server's lock; hooks are called with it held and must not block on device work (except
-``_read``'s and ``_sync``'s futures, which block only when waited on).
+plus ``properties``/``features``; a launch reaches ``_launch`` (or ``_prepare``) as a
+:class:`~.kernels.LoadedKernel` and the client's one :class:`~.arguments.LaunchArgs` record.
+The public methods here own everything that does not depend on the driver: argument checks,
+memory pools, stream-ordered reuse, cross-stream ordering, error surfacing, Validate-mode
+reports and profiling; its compiled kernels (tables, persistent cache, source dumps) are a
+:class:`~.kernels.KernelCache`. Public methods take the server's lock; hooks are called with it
+held and must not block on device work (except ``_read``'s and ``_sync``'s futures, which block
+only when waited on).
 
 Error surfacing: a failure of enqueued work (a kernel that does not build, a kernel that faults
 on the NumPy device) is recorded on its stream and raised by the next ``flush``, ``sync`` or
@@ -158,8 +160,9 @@ class ComputeServer(ABC):
         None (the default) keeps compiled kernels and tuning results in this process only."""
         return None
 
-    def _binary(self, kernel: Any) -> bytes | None:
-        """What to persist of a built kernel (a cubin, a program binary …); None: nothing."""
+    def _binary(self, built: Any) -> bytes | None:
+        """What to persist of what ``_build`` returned (a cubin, a program binary …); None:
+        nothing."""
         return None
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:
