@@ -31,7 +31,7 @@ from ..ir import Return as ReturnStmt
 from .coerce import convert, default_elem, elem_of, implicit
 from .expressions import ExprBuilder
 from .func import Func
-from .scope import Frame, PyVal, Return, Value, is_array
+from .scope import Frame, LiteralPick, PyVal, Return, Value, is_array
 from .types import (
     ArrayType,
     Comptime,
@@ -125,7 +125,7 @@ class StmtBuilder(ExprBuilder):
             if elem is None:
                 if is_array(value):
                     self.fail(f"the array '{value}' cannot be stored in a local", node)
-                elem = default_elem(self, value.value, node)  # type: ignore[union-attr]  # PyVal
+                elem = default_elem(self, _typical(value), node)
             local = self.new_local(name, elem)
             frame.locals_by_name[name] = local
         elif elem is not None and elem is not local.elem:
@@ -371,9 +371,9 @@ class StmtBuilder(ExprBuilder):
             if ret.local is None:
                 elem = ret.elem or elem_of(value)
                 if elem is None:
-                    if not isinstance(value, PyVal):
+                    if not isinstance(value, PyVal | LiteralPick):
                         self.fail("a function with several returns cannot return an array", node)
-                    elem = default_elem(self, value.value, node)
+                    elem = default_elem(self, _typical(value), node)
                 ret.local = self.new_local(f"_{self.frame.parsed.name}_result", elem)
                 ret.result = ret.local
             self.write(ret.local, convert(self, value, ret.local.elem, node, "the result"))
@@ -523,3 +523,8 @@ class _LoopScope:
 
     def __exit__(self, *exc: object) -> None:
         self.frame.loops.pop()
+
+
+def _typical(value: Value) -> object:
+    """The compile-time number a literal-like ``value`` types itself by when alone."""
+    return value.typical if isinstance(value, LiteralPick) else value.value  # type: ignore[union-attr]
