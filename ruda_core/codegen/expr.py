@@ -287,6 +287,12 @@ class ExprLowering:
         if name in self.prelude:
             return name
         ctype = self.d.type_name(elem)
-        body = [f"{ctype} m = x > lo ? x : lo;", "return m < hi ? m : hi;"]
+        body = [  # min(max(x, lo), hi) is hi for lo > hi, said first: Intel's OpenCL compiler
+            "if (lo > hi) {",  # turns the plain form into its clamp, undefined for lo > hi
+            "    return hi;",
+            "}",
+            f"{ctype} m = x > lo ? x : lo;",
+            "return m < hi ? m : hi;",
+        ]
         params = [f"{ctype} x", f"{ctype} lo", f"{ctype} hi"]
         return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
