@@ -20,9 +20,10 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   exact even in f16;
 * control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
   conditional ``break``/``continue``, early ``return`` only after the last barrier;
-* shared memory written at each unit's own slot, a barrier in uniform control flow, then read at
-  another unit's slot; global integer atomics whose final values do not depend on their order
-  (the old values they return are discarded).
+* shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
+  that counts or reduces a ``bool`` over the cube), then read at another unit's slot; global
+  integer atomics whose final values do not depend on their order (the old values they return
+  are discarded), wrapping ``u32`` counters among them, each element with one constant limit.
 """
 
 from __future__ import annotations
@@ -69,7 +70,14 @@ _ATOMICS = [
     Op.ATOMIC_OR,
     Op.ATOMIC_XOR,
 ]
-_ACC = 2 * len(_ATOMICS)  # elements of each atomic accumulator: two per operation
+#: Wrapping counters of u32 accumulators and the one limit of each: with a single limit per
+#: element, a counter's final value depends only on how many updates it received.
+_WRAPS = {Op.ATOMIC_INC_WRAP: 5, Op.ATOMIC_DEC_WRAP: 9}
+_REDUCING_BARRIERS = {
+    Op.SYNC_UNITS_COUNT: Elem.U32,
+    Op.SYNC_UNITS_AND: Elem.BOOL,
+    Op.SYNC_UNITS_OR: Elem.BOOL,
+}
 _GEOMETRIES = [
     ((1, 1, 1), (1, 1, 1)),
     ((3, 1, 1), (8, 1, 1)),
@@ -302,11 +310,14 @@ class _Gen:
                 {"break": k.break_, "continue": k.continue_, "return": k.return_}[kind]()
         else:
             elem = self.draw(st.sampled_from(sorted(self.accs, key=lambda e: e.value)))
-            slot = self.draw(st.integers(0, len(_ATOMICS) - 1))
+            ops = _atomics_of(elem)
+            slot = self.draw(st.integers(0, len(ops) - 1))
             # each operation has its own two elements: different operations do not commute
             low = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(1, Elem.U32))
             index = k.let(Op.BIT_OR, Elem.U32, low, const(2 * slot, Elem.U32))
-            k.do(_ATOMICS[slot], None, self.accs[elem], index, self.expr(elem, 2))
+            op = ops[slot]
+            value = const(_WRAPS[op], elem) if op in _WRAPS else self.expr(elem, 2)
+            k.do(op, None, self.accs[elem], index, value)
 
     # -- the kernel ---------------------------------------------------------------------------
     def build(self, shared: bool, units_per_cube: int) -> KernelDefinition:
@@ -345,7 +356,13 @@ class _Gen:
         smem: SharedArray = k.shared("tile", elem, units)
         unit = builtin("UNIT_POS")
         k.store(smem, unit, self.expr(elem, 2))
-        k.sync_units()
+        barrier = self.draw(st.sampled_from([Op.SYNC_UNITS, *_REDUCING_BARRIERS]))
+        if barrier is Op.SYNC_UNITS:
+            k.sync_units()
+        else:
+            result = _REDUCING_BARRIERS[barrier]
+            reduced = k.let(barrier, result, self.bool_expr(2))
+            k.assign(self.draw(st.sampled_from(self.pool[result])), reduced)
         shift = self.draw(st.integers(0, max(units - 1, 0)))
         at = k.let(
             Op.MOD,
@@ -355,6 +372,11 @@ class _Gen:
         )
         var = self.draw(st.sampled_from(self.pool[elem]))
         k.assign(var, k.load(smem, at))
+
+
+def _atomics_of(elem: Elem) -> list[Op]:
+    """The atomics of an accumulator of ``elem``, two elements each, in slot order."""
+    return [*_ATOMICS, *_WRAPS] if elem is Elem.U32 else _ATOMICS
 
 
 def _input(draw: st.DrawFn, elem: Elem, n: int) -> np.ndarray:
@@ -403,7 +425,7 @@ def programs(
                 Op.ATOMIC_MAX: int(info.min),
                 Op.ATOMIC_AND: ones,
             }
-            init = [start.get(op, 0) for op in _ATOMICS for _ in range(2)]
+            init = [start.get(op, 0) for op in _atomics_of(p.elem) for _ in range(2)]
             arrays.append(np.array(init, dtype=p.elem.numpy))
             outputs.append(k)
     return Program(defn, count, dim, tuple(arrays), tuple(outputs))
