@@ -236,8 +236,9 @@ class OpenCLServer(ComputeServer):
         enqueue = cl.enqueue_nd_range_kernel
 
         def run(stream: ServerStream) -> None:
+            queue = stream.queue  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
             try:
-                enqueue(cast(OpenCLStream, stream).queue, own, gsize, lsize)
+                enqueue(queue, own, gsize, lsize)
             except cl.Error as exc:
                 raise translate(f"launching kernel {launcher.name}", exc) from exc
 
