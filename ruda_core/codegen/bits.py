@@ -57,7 +57,7 @@ class _Writer:
             f"v = v - ((v >> 1) & {self.lit(_M1)});",
             f"v = (v & {self.lit(_M2)}) + ((v >> 2) & {self.lit(_M2)});",
             f"v = (v + (v >> 4)) & {self.lit(_M4)};",
-            f"return (uint)((v * {self.lit(_ONES)}) >> {top});",
+            f"return ({self.d.type_name(Elem.U32)})((v * {self.lit(_ONES)}) >> {top});",
         ]
         return self.add(name, self.d.type_name(Elem.U32), [f"{self.ut} v"], body)
 
