@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import math
 import operator
 from collections.abc import Callable
 from types import ModuleType
@@ -29,10 +30,12 @@ from ..ir import (
     Elem,
     If,
     Instr,
+    LocalArray,
     Op,
     Operand,
     Param,
     ParamKind,
+    SharedArray,
     Stmt,
 )
 from .builtins import BuiltinVar, Intrinsic
@@ -127,6 +130,11 @@ class ExprBuilder(BuilderState):
             return self.bool_op(node)
         if isinstance(node, ast.IfExp):
             return self.if_exp(node)
+        if isinstance(node, ast.Tuple):  # a shape: the syntax pass allows no other tuple
+            values = [self.expr(e) for e in node.elts]
+            if not all(isinstance(v, PyVal) for v in values):
+                self.fail("a shape must be a tuple of compile-time ints", node)
+            return PyVal(tuple(v.value for v in values if isinstance(v, PyVal)))
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Attribute):
@@ -388,8 +396,43 @@ class ExprBuilder(BuilderState):
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
         if isinstance(obj, LiteralPick) or not is_array(obj):
             self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
-        index_op = self.index(self.expr(node.slice), node.slice)
+        index_op = self.index(self.element_index(obj, node.slice), node.slice)
         return self.emit(Op.INDEX, obj.elem, obj, index_op)
+
+    def element_index(self, arr: Value, node: ast.expr) -> Value:
+        """The index of ``arr[node]``. For a shaped ``SharedMemory``/``LocalArray``, ``node``
+        is one index per axis, flattened row-major; an index outside its axis puts the whole
+        index out of range, so a checked read gives 0 and a checked write is dropped."""
+        if not isinstance(node, ast.Tuple):
+            return self.expr(node)
+        name = arr.name if isinstance(arr, SharedArray | LocalArray) else None
+        shape = self.shapes.get(name) if name is not None else None
+        if shape is None:
+            self.fail(
+                f"'{arr}' takes one index; several (a[y, x]) index a SharedMemory or "
+                "LocalArray declared with a shape, e.g. SharedMemory(f32, (16, 17))",
+                node,
+            )
+        if len(node.elts) != len(shape):
+            self.fail(f"'{arr}' has the shape {shape}: give {len(shape)} indices", node)
+        values = [self.expr(e) for e in node.elts]
+        if all(isinstance(v, PyVal) for v in values):
+            at = tuple(v.value for v in values if isinstance(v, PyVal))
+            if not all(isinstance(i, int) and 0 <= i < n for i, n in zip(at, shape, strict=True)):
+                self.fail(f"the index {at} is outside the shape {shape} of '{arr}'", node)
+            return PyVal(int(np.ravel_multi_index(at, shape)))  # type: ignore[arg-type]
+        u32, b = Elem.U32, Elem.BOOL
+        axes = [self._axis_index(v, e) for v, e in zip(values, node.elts, strict=True)]
+        flat, inside = axes[0], self.emit(Op.LT, b, axes[0], Const(shape[0], u32))
+        for axis, extent in zip(axes[1:], shape[1:], strict=True):
+            flat = self.emit(Op.ADD, u32, self.emit(Op.MUL, u32, flat, Const(extent, u32)), axis)
+            inside = self.emit(Op.AND, b, inside, self.emit(Op.LT, b, axis, Const(extent, u32)))
+        return self.emit(Op.SELECT, u32, inside, flat, Const(math.prod(shape), u32))
+
+    def _axis_index(self, value: Value, node: ast.expr) -> Operand:
+        """One axis's index as a ``u32`` (a negative signed index wraps, so it is outside)."""
+        op = self.index(value, node)
+        return op if op.elem is Elem.U32 else self.emit(Op.CAST, Elem.U32, op)
 
     def picked(self, values: object, index: Operand, node: ast.AST) -> LiteralPick:
         """``TABLE[i]`` of a compile-time tuple of numbers and a run-time ``i``: typed by its

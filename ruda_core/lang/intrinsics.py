@@ -9,6 +9,7 @@ numbers only (``min(BLOCK, 32)``) is computed in Python for ``min max abs round 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -118,23 +119,29 @@ def _array_decl(shared: bool) -> Handler:
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
         _arity(b, what, args, 2, node)
         elem = b.elem_arg(args[0], node)
-        length = args[1]
-        if (
-            not isinstance(length, PyVal)
-            or not isinstance(length.value, int)
-            or isinstance(length.value, bool)
-            or length.value < 1
+        size = args[1].value if isinstance(args[1], PyVal) else None
+        shape = size if isinstance(size, tuple) else (size,)
+        if not shape or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape
         ):
-            b.fail(f"{what}(T, n) needs a compile-time int n >= 1, got {length}", node)
+            b.fail(
+                f"{what}(T, n) needs a compile-time int n >= 1 or a tuple of them (a shape), "
+                f"got {args[1]}",
+                node,
+            )
+        length = math.prod(shape)
         name = b.unique(b.name_hint or ("_shared" if shared else "_local"))
         b.name_hint = None
+        arr: SharedArray | LocalArray
         if shared:
-            arr = SharedArray(name, elem, length.value)
+            arr = SharedArray(name, elem, length)
             b.shared.append(arr)
-            return arr
-        local = LocalArray(name, elem, length.value)
-        b.local_arrays.append(local)
-        return local
+        else:
+            arr = LocalArray(name, elem, length)
+            b.local_arrays.append(arr)
+        if isinstance(size, tuple):
+            b.shapes[arr.name] = shape
+        return arr
 
     return handler
 

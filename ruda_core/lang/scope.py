@@ -120,6 +120,8 @@ class BuilderState:
         self.loc: SourceLoc | None = None
         self.name_hint: str | None = None
         self.inlining: list[object] = []
+        #: the shapes of multi-dimensional shared and local arrays, by array name
+        self.shapes: dict[str, tuple[int, ...]] = {}
         #: constant tables indexed at run time, by their values, and their local arrays
         self.tables: dict[tuple[Const, ...], LocalArray] = {}
 

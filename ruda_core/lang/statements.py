@@ -88,7 +88,8 @@ class StmtBuilder(ExprBuilder):
 
     def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> None:
         if isinstance(target, ast.Subscript):
-            self.store(self.expr(target.value), self.expr(target.slice), value, target)
+            arr = self.expr(target.value)
+            self.store(arr, self.element_index(arr, target.slice), value, target)
         elif isinstance(target, ast.Name):
             self.bind(target.id, value, node)
         else:
@@ -144,7 +145,7 @@ class StmtBuilder(ExprBuilder):
         target = node.target
         if isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
-            index = self.expr(target.slice)
+            index = self.element_index(arr, target.slice)
             current = self.load(arr, index, target)
             self.store(
                 arr, index, self.binary(node.op, current, self.expr(node.value), node), target

@@ -226,6 +226,15 @@ _REFUSED: dict[type[ast.AST], str] = {
 }
 
 
+def _declares_array(node: ast.AST) -> bool:
+    """A call of ``SharedMemory`` or ``LocalArray`` (by name or attribute)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name in ("SharedMemory", "LocalArray")
+
+
 class _SyntaxChecker:
     def __init__(self, parsed: ParsedFunction) -> None:
         self.parsed = parsed
@@ -238,8 +247,14 @@ class _SyntaxChecker:
         if args.vararg is not None or args.kwarg is not None:
             self.fail("*args and **kwargs are not supported", self.parsed.tree)
         for stmt in self.parsed.tree.body:
-            for node in ast.walk(stmt):
-                self.node(node)
+            nodes = list(ast.walk(stmt))
+            # tuples are allowed as a shaped array's shape and index: SharedMemory(T, (h, w)),
+            # a[y, x]
+            allowed = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
+            allowed |= {id(a) for n in nodes if _declares_array(n) for a in n.args}  # type: ignore[attr-defined]
+            for node in nodes:
+                if not (isinstance(node, ast.Tuple) and id(node) in allowed):
+                    self.node(node)
 
     def node(self, node: ast.AST) -> None:
         refused = _REFUSED.get(type(node))

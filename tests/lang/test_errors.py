@@ -218,6 +218,21 @@ def k_runtime_axis(out: Array[u32], t: Tensor[f32], d: u32):
     out[0] = t.shape(d)  # ERR
 
 
+def k_two_indices_of_a_global(out: Array[u32]):
+    out[0, 1] = 0  # ERR
+
+
+def k_wrong_rank_of_a_tile(out: Array[u32]):
+    t = SharedMemory(u32, (4, 4))
+    t[1] = 0  # one index is a flat index into the whole tile
+    t[1, 2, 3] = 0  # ERR
+
+
+def k_tile_index_outside(out: Array[u32]):
+    t = SharedMemory(u32, (4, 4))
+    out[0] = t[1, 4]  # ERR
+
+
 def k_runtime_step(out: Array[u32], n: f32):
     for i in range(0, 10, n):  # ERR
         out[i] = 0
@@ -328,6 +343,9 @@ BUILD_ERRORS = [
     (k_before_assignment, "'later' is used before it is assigned", {}),
     (k_runtime_axis, "needs a compile-time int axis", {"t": 2}),
     (k_runtime_step, "step of range\\(\\) must be an integer, got f32", {}),
+    (k_two_indices_of_a_global, "'out' takes one index; several", {}),
+    (k_wrong_rank_of_a_tile, "has the shape \\(4, 4\\): give 2 indices", {}),
+    (k_tile_index_outside, "the index \\(1, 4\\) is outside the shape \\(4, 4\\)", {}),
     (k_break_unroll, "cannot leave an unrolled loop", {}),
     (k_method_without_call, "is a method; call it", {}),
     (k_int_of_runtime, "cast with i32", {}),

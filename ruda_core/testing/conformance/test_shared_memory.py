@@ -14,8 +14,10 @@ from ruda_core.lang import (
     Array,
     ArrayArg,
     Comptime,
+    LocalArray,
     SharedMemory,
     f32,
+    i32,
     kernel,
     sync_units,
     u32,
@@ -121,3 +123,27 @@ def test_two_dimensional_tile_transpose(client):
     got = read_array(client, out, np.uint32).reshape(cubes, tile, tile)
     expected = x.reshape(cubes, tile, tile).transpose(0, 2, 1) + (np.arange(tile) * 2 + 1)[:, None]
     np.testing.assert_array_equal(got, expected)
+
+
+@kernel
+def conformance_shaped_tiles(x: Array[f32], out: Array[f32]):
+    tile = SharedMemory(f32, (8, 9))  # a padded row, as transposes use
+    acc = LocalArray(u32, (2, 3))
+    tx = UNIT_POS_X
+    ty = UNIT_POS_Y
+    tile[ty, tx] = x[ty * u32(8) + tx]
+    acc[1, 2] = u32(5)
+    acc[1, 2] += u32(1)
+    sync_units()
+    outside = tile[ty, u32(9)] + tile[i32(-1), tx]  # an index outside its axis reads 0
+    out[ty * u32(8) + tx] = tile[tx, ty] + f32(acc[1, 2]) + outside
+
+
+def test_shaped_shared_and_local_arrays_index_row_major_and_check_each_axis(client):
+    x = np.arange(64, dtype=np.float32)
+    xh, out = client.create_from_slice(x), client.empty(x.nbytes)
+    conformance_shaped_tiles.launch(
+        client, RudaCount(1), RudaDim(8, 8), ArrayArg(xh, 64), ArrayArg(out, 64)
+    )
+    got = read_array(client, out, np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(got, x.reshape(8, 8).T + 6)
