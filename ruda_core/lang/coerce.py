@@ -31,6 +31,7 @@ __all__ = [
     "explicit_cast",
     "implicit",
     "literal",
+    "lossless",
     "operand",
     "promote",
     "round_float",
@@ -179,6 +180,26 @@ def convert(
     if op.elem is not elem:
         b.fail(f"cannot assign {op.elem} to {target} of type {elem}; cast with {elem}(...)", node)
     return op
+
+
+def lossless(source: Elem, target: Elem) -> bool:
+    """Whether every value of ``source`` is exactly a value of ``target``: a wider integer of a
+    signedness that holds it, an integer with fewer bits than a float's significand, a wider
+    float. ``bool`` widens to nothing."""
+    if Elem.BOOL in (source, target) or source is target:
+        return False
+    if source.is_int and target.is_int:
+        if source.is_signed and not target.is_signed:
+            return False
+        return target.bits > source.bits or (
+            source.is_signed == target.is_signed and target.bits == source.bits
+        )
+    if source.is_int:
+        significand = {Elem.F16: 11, Elem.BF16: 8, Elem.F32: 24, Elem.F64: 53}[target]
+        return source.bits - int(source.is_signed) <= significand
+    if target.is_int:
+        return False
+    return target.bits > source.bits
 
 
 def explicit_cast(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) -> Operand:

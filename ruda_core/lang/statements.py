@@ -28,7 +28,7 @@ from typing import Any
 
 from ..ir import Break, Const, Continue, Elem, If, Local, Loop, Op, Param, ParamKind, RangeLoop
 from ..ir import Return as ReturnStmt
-from .coerce import convert, default_elem, elem_of, implicit
+from .coerce import convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
 from .scope import Frame, LiteralPick, PyVal, Return, Value, is_array
@@ -489,6 +489,8 @@ class StmtBuilder(ExprBuilder):
                     self.fail(f"{where} is a literal; {ann} cannot be inferred from it", node)
                 self.bind_elem(ann, elem, bindings, where, node)
             target = ann.elem if isinstance(ann, ScalarType) else bindings[ann]
+            if elem is not None and lossless(elem, target):  # an exact widening, as C would do
+                return self.emit(Op.CAST, target, operand(self, value, node))
             return convert(self, value, target, node, where)
         self.fail(f"{where} has an unsupported annotation {ann!r}", node)
 

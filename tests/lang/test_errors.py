@@ -16,6 +16,7 @@ from ruda_core.lang import (
     atomic_inc_wrap,
     f32,
     f64,
+    func,
     i32,
     kernel,
     plane_ballot,
@@ -233,6 +234,15 @@ def k_tile_index_outside(out: Array[u32]):
     out[0] = t[1, 4]  # ERR
 
 
+@func
+def takes_u32(a: u32) -> u32:
+    return a
+
+
+def k_lossy_func_argument(out: Array[u32], n: i32):
+    out[0] = takes_u32(n)  # ERR
+
+
 def k_runtime_step(out: Array[u32], n: f32):
     for i in range(0, 10, n):  # ERR
         out[i] = 0
@@ -344,6 +354,7 @@ BUILD_ERRORS = [
     (k_runtime_axis, "needs a compile-time int axis", {"t": 2}),
     (k_runtime_step, "step of range\\(\\) must be an integer, got f32", {}),
     (k_two_indices_of_a_global, "'out' takes one index; several", {}),
+    (k_lossy_func_argument, "cannot assign i32 to argument 'a' of @func 'takes_u32'", {}),
     (k_wrong_rank_of_a_tile, "has the shape \\(4, 4\\): give 2 indices", {}),
     (k_tile_index_outside, "the index \\(1, 4\\) is outside the shape \\(4, 4\\)", {}),
     (k_break_unroll, "cannot leave an unrolled loop", {}),

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, func, i32, kernel, u32
+from ruda_core.ir import Elem
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, f64, func, i32, i64, kernel, u8, u32
 from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.markers import need
 from ruda_core.testing.runner import read_array
 
 N = 1000
@@ -176,3 +178,29 @@ def test_range_with_a_runtime_step_follows_python_and_never_wraps(client):
         got = read_array(client, out, np.int32)
         want = list(range(start, stop, step)) if step else []  # a zero step runs no iteration
         assert got[15] == len(want) and list(got[: len(want)]) == want, (start, stop, step)
+
+
+@func
+def conformance_scaled(a: u32, b: i64, c: f64) -> f64:
+    return f64(a) * f64(b) + c
+
+
+@kernel
+def conformance_widening_calls(x: Array[u8], y: Array[i32], z: Array[f32], out: Array[f64]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = conformance_scaled(x[i], y[i], z[i])  # u8 -> u32, i32 -> i64, f32 -> f64
+
+
+def test_func_arguments_widen_where_no_value_is_lost(client):
+    need(client, Elem.F64)
+    n = 16
+    x = np.arange(n, dtype=np.uint8) * 16
+    y = np.arange(n, dtype=np.int32) - 8
+    z = np.linspace(-1, 1, n).astype(np.float32)
+    handles = [client.create_from_slice(a) for a in (x, y, z)] + [client.empty(8 * n)]
+    conformance_widening_calls.launch(
+        client, RudaCount(1), RudaDim(n), *(ArrayArg(h, n) for h in handles)
+    )
+    want = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
+    np.testing.assert_array_equal(read_array(client, handles[3], np.float64), want)
