@@ -22,6 +22,8 @@ BIT_OPS = BIT_COUNTS | INT_UNARY | INT_BINARY
 _M1, _M2, _M4 = 0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F
 _M8, _M16, _M32 = 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0x00000000FFFFFFFF
 _ONES = 0x0101010101010101
+#: the swap masks of reverse_bits, by shift
+_SWAPS = {1: _M1, 2: _M2, 4: _M4, 8: _M8, 16: _M16, 32: _M32}
 
 
 class _Writer:
@@ -86,8 +88,8 @@ class _Writer:
         if name in self.prelude:
             return name
         body = [f"{self.ut} v = {self.unsigned('x')};"]
-        for s in [1, 2, 4, 8, 16, 32][: 6 if self.wide else 5]:
-            m = self.lit({1: _M1, 2: _M2, 4: _M4, 8: _M8, 16: _M16, 32: _M32}[s])
+        for s, mask in list(_SWAPS.items())[: 6 if self.wide else 5]:
+            m = self.lit(mask)
             body.append(f"v = ((v >> {s}) & {m}) | ((v & {m}) << {s});")
         if self.elem.bits < 32:
             body.append(f"v = v >> {32 - self.elem.bits};")

@@ -25,6 +25,7 @@ from ..ir import Builtin, Const, Elem, Local, Op, Operand, Param
 from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
 
 __all__ = [
+    "compile_time_number",
     "convert",
     "default_elem",
     "elem_of",
@@ -116,6 +117,14 @@ def literal(b: BuilderState, value: object, elem: Elem, node: ast.AST | None) ->
     else:
         b.fail(f"{value!r} is not a number and cannot be used as {elem}", node)
     b.fail(f"{value!r} cannot be used as {elem}", node)
+
+
+def compile_time_number(value: Value) -> object:
+    """The compile-time number that types ``value`` when it stands alone (a literal's value, a
+    pick's typical value), else None."""
+    if isinstance(value, PyVal):
+        return value.value
+    return value.typical if isinstance(value, LiteralPick) else None
 
 
 def default_elem(b: BuilderState, value: object, node: ast.AST | None) -> Elem:

@@ -39,7 +39,15 @@ from ..ir import (
     Stmt,
 )
 from .builtins import BuiltinVar, Intrinsic
-from .coerce import default_elem, elem_of, explicit_cast, implicit, operand, promote
+from .coerce import (
+    compile_time_number,
+    default_elem,
+    elem_of,
+    explicit_cast,
+    implicit,
+    operand,
+    promote,
+)
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
 from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
@@ -246,7 +254,7 @@ class ExprBuilder(BuilderState):
                 self.fail(f"array '{v}' cannot be an operand of {what}; index it", node)
         ea, eb = elem_of(a), elem_of(b)
         if ea is None and eb is None:
-            value, other = _typical(a), _typical(b)
+            value, other = compile_time_number(a), compile_time_number(b)
             if isinstance(other, float) and not isinstance(value, float):
                 value = other
             return default_elem(self, value, node)
@@ -543,13 +551,6 @@ class ExprBuilder(BuilderState):
         if isinstance(value, PyVal) and isinstance(value.value, ElemVar):
             return self.bound(value.value, node)
         self.fail(f"expected a type such as f32 or Float, got {value}", node)
-
-
-def _typical(value: Value) -> object:
-    """The compile-time number standing for ``value`` when typing it alone, else None."""
-    if isinstance(value, PyVal):
-        return value.value
-    return value.typical if isinstance(value, LiteralPick) else None
 
 
 def _numbers(a: object, b: object) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..ir import Break, Const, Continue, Elem, If, Local, Loop, Op, Param, ParamKind, RangeLoop
 from ..ir import Return as ReturnStmt
-from .coerce import convert, default_elem, elem_of, implicit, lossless, operand
+from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
 from .scope import Frame, LiteralPick, PyVal, Return, Value, is_array
@@ -126,7 +126,7 @@ class StmtBuilder(ExprBuilder):
             if elem is None:
                 if is_array(value):
                     self.fail(f"the array '{value}' cannot be stored in a local", node)
-                elem = default_elem(self, _typical(value), node)
+                elem = default_elem(self, compile_time_number(value), node)
             local = self.new_local(name, elem)
             frame.locals_by_name[name] = local
         elif elem is not None and elem is not local.elem:
@@ -374,7 +374,7 @@ class StmtBuilder(ExprBuilder):
                 if elem is None:
                     if not isinstance(value, PyVal | LiteralPick):
                         self.fail("a function with several returns cannot return an array", node)
-                    elem = default_elem(self, _typical(value), node)
+                    elem = default_elem(self, compile_time_number(value), node)
                 ret.local = self.new_local(f"_{self.frame.parsed.name}_result", elem)
                 ret.result = ret.local
             self.write(ret.local, convert(self, value, ret.local.elem, node, "the result"))
@@ -526,8 +526,3 @@ class _LoopScope:
 
     def __exit__(self, *exc: object) -> None:
         self.frame.loops.pop()
-
-
-def _typical(value: Value) -> object:
-    """The compile-time number a literal-like ``value`` types itself by when alone."""
-    return value.typical if isinstance(value, LiteralPick) else value.value  # type: ignore[union-attr]
