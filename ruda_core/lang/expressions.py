@@ -50,7 +50,7 @@ from .coerce import (
 )
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
-from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
+from .scope import BuilderState, LiteralPick, PyVal, Several, Value, is_array
 from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
 
 __all__ = ["ExprBuilder"]
@@ -151,11 +151,30 @@ class ExprBuilder(BuilderState):
                 self.fail(f"'{obj}.{node.attr}' is a method; call it: {obj}.{node.attr}()", node)
             return self.attribute(obj, node.attr, node)
         if isinstance(node, ast.Call):
-            result = self.call(node)
-            if result is None:
-                self.fail(f"{ast.unparse(node.func)}() gives no value", node)
+            result = self.call_value(node)
+            if isinstance(result, Several):
+                self.fail(
+                    f"{ast.unparse(node.func)}() returns {len(result.items)} values; unpack "
+                    "them into names: a, b = f(...)",
+                    node,
+                )
             return result
         self.fail(f"{type(node).__name__} is not supported in kernels", node)
+
+    def expr_or_several(self, node: ast.expr) -> Value:
+        """Evaluate the right side of an unpacking assignment or a ``return``: a tuple or a
+        ``@func`` returning several values gives :class:`Several`."""
+        if isinstance(node, ast.Tuple):
+            return Several(tuple(self.expr(e) for e in node.elts))
+        if isinstance(node, ast.Call):
+            return self.call_value(node)
+        return self.expr(node)
+
+    def call_value(self, node: ast.Call) -> Value:
+        result = self.call(node)
+        if result is None:
+            self.fail(f"{ast.unparse(node.func)}() gives no value", node)
+        return result
 
     def boolean(self, value: Value, node: ast.AST, what: str) -> Operand:
         """``value`` as a bool operand; anything else is an error naming ``what``."""
@@ -402,7 +421,7 @@ class ExprBuilder(BuilderState):
             if not isinstance(index, PyVal):
                 return self.picked(obj.value, self.index(index, node.slice), node)
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
-        if isinstance(obj, LiteralPick) or not is_array(obj):
+        if isinstance(obj, LiteralPick | Several) or not is_array(obj):
             self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
         index_op = self.index(self.element_index(obj, node.slice), node.slice)
         return self.emit(Op.INDEX, obj.elem, obj, index_op)

@@ -33,7 +33,16 @@ from ..ir import (
 from .syntax import ParsedFunction
 from .types import ElemVar
 
-__all__ = ["BuilderState", "Frame", "LiteralPick", "PyVal", "Return", "Value", "is_array"]
+__all__ = [
+    "BuilderState",
+    "Frame",
+    "LiteralPick",
+    "PyVal",
+    "Return",
+    "Several",
+    "Value",
+    "is_array",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +67,15 @@ class LiteralPick:
         return next((v for v in self.values if isinstance(v, float)), self.values[0])
 
 
-Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralPick
+@dataclass(frozen=True, slots=True)
+class Several:
+    """The values of a tuple ``(a, b)`` or of a ``@func`` that returns several. They are only
+    unpacked by an assignment (``x, y = f(v)``) or returned from a ``@func``."""
+
+    items: tuple[Value, ...]
+
+
+Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralPick | Several
 
 
 def is_array(value: Value) -> bool:
@@ -77,12 +94,13 @@ class Return:
     those loops tests after it ends to leave the next enclosing loop.
     """
 
-    elem: Elem | None  #: the annotated result element, if any
+    elems: tuple[Elem | None, ...] | None  #: the annotated result elements, if any
     direct: bool  #: the only return is the last statement: its value is the result as is
+    several: bool | None = None  #: it returns a tuple (known from the annotation or a return)
     depth: int = 0  #: the block depth of the function's top level
     finished: bool = False  #: a top-level return was built; the rest is unreachable
     result: Value | None = None
-    local: Local | None = None
+    locals: tuple[Local, ...] | None = None  #: where the returns write (several returns)
     done: Local | None = None
     wrapped: bool = False
     in_loops: int = 0  #: returns made inside the function's runtime loops so far

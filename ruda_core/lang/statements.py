@@ -5,6 +5,8 @@
   whose type is its first value's (a lone literal: int -> i32, float -> f32, bool -> bool) or
   its annotation's (``acc: f32 = 0``). Later writes must have that type (literals adopt it).
   Kernel parameters cannot be assigned.
+* ``x, y = f(v)`` unpacks a ``@func`` that returns a tuple, and ``x, y = y, x`` assigns
+  several names at once; every value on the right is read before any target is written.
 * ``a[i] = v`` and ``a[i] op= v`` store ``v`` of the array's element type (literals adopt it).
 * ``if``/``elif``/``else`` on a compile-time condition builds only the branch taken; on a runtime
   condition (which must be bool) it is an IR ``If``.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,7 +34,7 @@ from ..ir import Return as ReturnStmt
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
-from .scope import Frame, LiteralPick, PyVal, Return, Value, is_array
+from .scope import Frame, LiteralPick, PyVal, Return, Several, Value, is_array
 from .types import (
     ArrayType,
     Comptime,
@@ -59,7 +62,8 @@ class StmtBuilder(ExprBuilder):
         self.loc = self.locate(node)
         if isinstance(node, ast.Assign):
             self.name_hint = node.targets[0].id if isinstance(node.targets[0], ast.Name) else None
-            value = self.expr(node.value)
+            unpack = isinstance(node.targets[0], ast.Tuple)
+            value = self.expr_or_several(node.value) if unpack else self.expr(node.value)
             self.name_hint = None
             if len(node.targets) > 1:
                 self.pin(value)  # read by every target: never retarget it into the first
@@ -87,13 +91,37 @@ class StmtBuilder(ExprBuilder):
     # -- assignment -------------------------------------------------------------------------
 
     def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> None:
-        if isinstance(target, ast.Subscript):
+        if isinstance(target, ast.Tuple):
+            self.unpack(target, value, node)
+        elif isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             self.store(arr, self.element_index(arr, target.slice), value, target)
         elif isinstance(target, ast.Name):
             self.bind(target.id, value, node)
         else:
             self.fail("assign to a name or an array element", target)
+
+    def unpack(self, target: ast.Tuple, value: Value, node: ast.stmt) -> None:
+        """``a, b = value``: the values are read (copied where a target could change them)
+        before any target is written."""
+        if isinstance(value, PyVal) and isinstance(value.value, tuple):
+            items: tuple[Value, ...] = tuple(PyVal(v) for v in value.value)
+        elif isinstance(value, Several):
+            items = value.items
+        else:
+            self.fail("only a tuple or a @func returning one can be unpacked", node)
+        if len(items) != len(target.elts):
+            self.fail(f"cannot unpack {len(items)} values into {len(target.elts)} targets", node)
+        kept = [
+            self.emit(Op.ASSIGN, item.elem, item)
+            if isinstance(item, Local) and item not in self.fresh
+            else item
+            for item in items
+        ]
+        for value_kept in kept:
+            self.pin(value_kept)
+        for elt, item in zip(target.elts, kept, strict=True):
+            self.assign(elt, item, node)
 
     def check_not_param(self, name: str, node: ast.AST) -> None:
         """Kernel parameters are read-only names."""
@@ -362,22 +390,31 @@ class StmtBuilder(ExprBuilder):
         if ret is None:  # the kernel itself
             self.append(ReturnStmt(self.loc))
             return
-        value = self.expr(node.value) if node.value is not None else None
+        value = self.expr_or_several(node.value) if node.value is not None else None
         if ret.has_value is not None and ret.has_value != (value is not None):
             self.fail("a function must return a value on every path or on none", node)
         ret.has_value = value is not None
+        if value is not None:
+            several = isinstance(value, Several)
+            if ret.several is not None and ret.several != several:
+                want = "a tuple" if ret.several else "one value"
+                self.fail(f"every return of this function must give {want}", node)
+            ret.several = several
         if ret.direct:
             ret.result = value
         elif value is not None:
-            if ret.local is None:
-                elem = ret.elem or elem_of(value)
-                if elem is None:
-                    if not isinstance(value, PyVal | LiteralPick):
-                        self.fail("a function with several returns cannot return an array", node)
-                    elem = default_elem(self, compile_time_number(value), node)
-                ret.local = self.new_local(f"_{self.frame.parsed.name}_result", elem)
-                ret.result = ret.local
-            self.write(ret.local, convert(self, value, ret.local.elem, node, "the result"))
+            items = value.items if isinstance(value, Several) else (value,)
+            if ret.locals is None:
+                elems = ret.elems or (None,) * len(items)
+                if len(elems) != len(items):
+                    self.fail(f"the function returns {len(elems)} values, not {len(items)}", node)
+                pairs = zip(elems, items, strict=True)
+                ret.locals = tuple(self.result_local(elem, item, node) for elem, item in pairs)
+                ret.result = Several(ret.locals) if ret.several else ret.locals[0]
+            if len(items) != len(ret.locals):
+                self.fail(f"every return of this function must give {len(ret.locals)} values", node)
+            for local, item in zip(ret.locals, items, strict=True):
+                self.write(local, convert(self, item, local.elem, node, "the result"))
         if len(self.blocks) == ret.depth:
             ret.finished = True
             return
@@ -388,6 +425,15 @@ class StmtBuilder(ExprBuilder):
             self.write(ret.done, Const(True, Elem.BOOL))
             ret.in_loops += 1
         self.append(Break(self.loc))
+
+    def result_local(self, elem: Elem | None, value: Value, node: ast.AST) -> Local:
+        """The local a ``@func`` with several returns writes one result into."""
+        elem = elem or elem_of(value)
+        if elem is None:
+            if not isinstance(value, PyVal | LiteralPick):
+                self.fail("a function with several returns cannot return an array", node)
+            elem = default_elem(self, compile_time_number(value), node)
+        return self.new_local(f"_{self.frame.parsed.name}_result", elem)
 
     def returns_in_loops(self) -> int:
         ret = self.frame.ret
@@ -417,14 +463,13 @@ class StmtBuilder(ExprBuilder):
             value = raw if isinstance(raw, Value) else self.classify(raw, name, node)
             ann = annotation_type(annotations.get(name, inspect.Parameter.empty))
             params.append((name, self.check_arg(fn, name, value, ann, bindings, node)))
-        ret_ann = annotation_type(annotations.get("return", inspect.Parameter.empty))
-        ret_elem = None
-        if isinstance(ret_ann, ScalarType | ElemVar):
-            ret_elem = ret_ann.elem if isinstance(ret_ann, ScalarType) else bindings.get(ret_ann)
+        ret = Return(
+            self.result_elems(fn, annotations.get("return", inspect.Parameter.empty), bindings),
+            direct=fn.parsed.returns <= 1 and fn.parsed.tail_return,
+        )
+        if ret.elems is not None:
+            ret.several = typing.get_origin(annotations.get("return")) is tuple
         parsed = fn.parsed
-        ret = Return(ret_elem, direct=parsed.returns <= 1 and parsed.tail_return)
-        if ret.elem is not None and not ret.direct:
-            ret.local = ret.result = self.new_local(f"_{parsed.name}_result", ret.elem)
         caller, caller_loc = self.frame, self.loc
         self.frame = Frame(parsed, {}, bindings, ret=ret)
         self.inlining.append(fn)
@@ -454,9 +499,43 @@ class StmtBuilder(ExprBuilder):
             if not discard:
                 self.fail(f"@func '{parsed.name}' returns no value", node)
             return None
-        if ret.direct and ret.elem is not None:
-            return convert(self, result, ret.elem, node, f"the result of @func '{parsed.name}'")
+        if ret.direct and ret.elems is not None:
+            return self.convert_result(parsed.name, result, ret.elems, node)
         return result
+
+    def result_elems(
+        self, fn: Func, annotation: object, bindings: dict[ElemVar, Elem]
+    ) -> tuple[Elem | None, ...] | None:
+        """The element types a return annotation names (``f32``, ``T``, ``tuple[f32, T]``)."""
+        several = typing.get_origin(annotation) is tuple
+        parts = typing.get_args(annotation) if several else (annotation,)
+        if several and (not parts or Ellipsis in parts):
+            self.fail(f"@func '{fn.parsed.name}': annotate a tuple result as tuple[f32, i32]")
+        elems: list[Elem | None] = []
+        for part in map(annotation_type, parts):
+            if isinstance(part, ScalarType):
+                elems.append(part.elem)
+            elif isinstance(part, ElemVar):
+                elems.append(bindings.get(part))
+            elif several:
+                self.fail(f"@func '{fn.parsed.name}': a tuple result holds scalar types only")
+            else:
+                return None
+        return tuple(elems)
+
+    def convert_result(
+        self, name: str, result: Value, elems: tuple[Elem | None, ...], node: ast.AST
+    ) -> Value:
+        """A direct result converted to its annotated element types."""
+        items = result.items if isinstance(result, Several) else (result,)
+        if len(items) != len(elems):
+            self.fail(f"@func '{name}' returns {len(items)} values, annotated {len(elems)}", node)
+        what = f"the result of @func '{name}'"
+        done = tuple(
+            item if elem is None else convert(self, item, elem, node, what)
+            for item, elem in zip(items, elems, strict=True)
+        )
+        return Several(done) if isinstance(result, Several) else done[0]
 
     def check_arg(
         self,

@@ -3,11 +3,12 @@ signature.
 
 :func:`parse_function` runs when ``@kernel``/``@func`` decorates a function: it parses the
 source and rejects, with a :class:`CompilationError` that names the function, file and line,
-everything the language never accepts (lambdas, lists, dicts, comprehensions, tuples, slices,
-nested functions, ``with``/``try``/``raise``/``import``/``global``, ``print``, ``for``/``while``
-``else`` clauses, tuple targets, ``return <value>`` in a kernel). Names are resolved later, when
-a kernel is specialised, because a module may define an ``@func`` after the kernel that calls it.
-This module builds no IR.
+everything the language never accepts (lambdas, lists, dicts, comprehensions, slices, nested
+functions, ``with``/``try``/``raise``/``import``/``global``, ``print``, ``for``/``while``
+``else`` clauses, ``return <value>`` in a kernel, tuples other than a shape, an index, the
+targets and value of one unpacking assignment ``a, b = ...`` and a ``@func``'s return value).
+Names are resolved later, when a kernel is specialised, because a module may define an ``@func``
+after the kernel that calls it. This module builds no IR.
 """
 
 from __future__ import annotations
@@ -252,6 +253,7 @@ class _SyntaxChecker:
             # a[y, x]
             allowed = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
             allowed |= {id(a) for n in nodes if _declares_array(n) for a in n.args}  # type: ignore[attr-defined]
+            allowed |= {id(n) for n in _unpacking_tuples(nodes, self.parsed.kind)}
             for node in nodes:
                 if not (isinstance(node, ast.Tuple) and id(node) in allowed):
                     self.node(node)
@@ -288,8 +290,23 @@ class _SyntaxChecker:
             self.fail(f"{type(node).__name__} is not supported in kernels", node)
 
     def target(self, target: ast.expr) -> None:
-        if not isinstance(target, ast.Name | ast.Subscript):
-            self.fail("assign to a name or an array element (a[i]), one per statement", target)
+        elts = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(t, ast.Name | ast.Subscript) for t in elts):
+            self.fail("assign to names or array elements (a[i]): x = ..., or x, y = ...", target)
+
+
+def _unpacking_tuples(nodes: list[ast.AST], kind: str) -> list[ast.Tuple]:
+    """The tuples of unpacking assignments (``a, b = c, d``) and, in a ``@func``, of returns."""
+    found: list[ast.Tuple] = []
+    for node in nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+            if len(node.targets) == 1:
+                found.append(node.targets[0])
+                if isinstance(node.value, ast.Tuple):
+                    found.append(node.value)
+        elif isinstance(node, ast.Return) and kind == "@func" and isinstance(node.value, ast.Tuple):
+            found.append(node.value)
+    return found
 
 
 # -- signatures ----------------------------------------------------------------------------

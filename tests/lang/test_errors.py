@@ -56,8 +56,8 @@ def k_lambda(out: Array[f32]):
 
 
 def k_tuple_target(out: Array[f32]):
-    a, b = 1, 2  # ERR
-    out[0] = a + b
+    (a, b), c = (1, 2), 3  # ERR
+    out[0] = a + b + c
 
 
 def k_slice(out: Array[f32], x: Array[f32]):
@@ -115,7 +115,7 @@ def k_default(out: Array[f32], n: u32 = 3):  # ERR
 DEFINITION_ERRORS = [
     (k_list, "lists are not supported"),
     (k_lambda, "lambdas are not supported"),
-    (k_tuple_target, "tuples are not supported|one per statement"),
+    (k_tuple_target, "assign to names or array elements"),
     (k_slice, "slicing is not supported"),
     (k_print, "print is not supported"),
     (k_nested_def, "nested functions"),

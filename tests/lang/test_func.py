@@ -167,3 +167,97 @@ def test_annotations_are_checked_at_the_call():
 
     with pytest.raises(CompilationError, match="must be a compile-time value"):
         _build(runtime_comptime)
+
+
+@func
+def div_mod(a, b):
+    return a // b, a % b
+
+
+@func
+def ordered(a: f32, b: f32) -> tuple[f32, f32]:
+    if a < b:
+        return a, b
+    return b, a
+
+
+@func
+def swapped(x, y):
+    return y, x
+
+
+@kernel
+def uses_tuples(x: Array[i32], y: Array[f32], res: Array[i32], out: Array[f32]):
+    q, r = div_mod(x[0], 7)
+    res[0] = q
+    res[1] = r
+    lo, hi = ordered(y[0], 0.5)
+    out[0] = lo
+    out[1] = hi
+    a, b = y[1], y[2]
+    a, b = b, a
+    out[2] = a
+    out[3] = b
+    u, v = x[1], x[2]
+    u, v = swapped(u, v)
+    res[2] = u
+    res[3] = v
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    ints=st.lists(st.integers(-50, 50), min_size=3, max_size=3),
+    floats=st.lists(st.sampled_from([-1.0, 0.25, 0.5, 2.0]), min_size=3, max_size=3),
+)
+def test_tuples_unpack_like_python(ints, floats):
+    x, y = np.array(ints, np.int32), np.array(floats, np.float32)
+    res, out = np.zeros(4, np.int32), np.zeros(4, np.float32)
+    run(uses_tuples.definition(), x=x, y=y, res=res, out=out)
+    q, r = divmod(ints[0], 7)
+    assert res.tolist() == [q, r, ints[2], ints[1]]
+    lo, hi = sorted([floats[0], 0.5])
+    assert out.tolist() == [lo, hi, floats[2], floats[1]]
+
+
+@func
+def one_or_two(x: f32):
+    if x > 0:
+        return x, x
+    return x
+
+
+@func
+def bad_tuple_annotation(x: f32) -> tuple[f32, ...]:
+    return x, x
+
+
+def test_tuple_misuse_is_refused():
+    def unused_tuple(out: Array[f32]):
+        out[0] = div_mod(out[1], 2.0)
+
+    with pytest.raises(CompilationError, match="returns 2 values; unpack them"):
+        _build(unused_tuple)
+
+    def too_many(out: Array[f32]):
+        a, b, c = div_mod(out[1], 2.0)
+
+    with pytest.raises(CompilationError, match="cannot unpack 2 values into 3"):
+        _build(too_many)
+
+    def mixed(out: Array[f32]):
+        a, b = one_or_two(out[0])
+
+    with pytest.raises(CompilationError, match="every return of this function must give"):
+        _build(mixed)
+
+    def ellipsis(out: Array[f32]):
+        a, b = bad_tuple_annotation(out[0])
+
+    with pytest.raises(CompilationError, match=r"tuple\[f32, i32\]"):
+        _build(ellipsis)
+
+    def not_a_tuple(out: Array[f32]):
+        a, b = out[0]
+
+    with pytest.raises(CompilationError, match="only a tuple or a @func"):
+        _build(not_a_tuple)
