@@ -50,7 +50,7 @@ from .coerce import (
 )
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
-from .scope import BuilderState, LiteralPick, PyVal, Several, Value, is_array
+from .scope import BuilderState, Fields, LiteralPick, PyVal, Several, Value, is_array
 from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
 
 __all__ = ["ExprBuilder"]
@@ -258,6 +258,11 @@ class ExprBuilder(BuilderState):
     def attribute(self, obj: Value, attr: str, node: ast.AST) -> Value:
         if not isinstance(obj, PyVal):
             self.fail(f"a {elem_of(obj)} value has no attribute '{attr}'", node)
+        if isinstance(obj.value, Fields):
+            field = obj.value.get(attr)
+            if field is None:
+                self.fail(f"{obj.value.cls.__name__} has no field '{attr}'", node)
+            return field
         try:
             value = getattr(obj.value, attr)
         except AttributeError:

@@ -29,7 +29,7 @@ from ..ir import (
     Stmt,
     verify,
 )
-from .scope import Frame, Value
+from .scope import Fields, Frame, PyVal, Value
 from .statements import StmtBuilder
 from .syntax import KernelParam, ParsedFunction
 from .types import ElemVar
@@ -56,6 +56,7 @@ def build_kernel(
     frame = Frame(parsed, {}, dict(bindings))
     builder = StmtBuilder(parsed.name, frame)
     ir_params: list[Param] = []
+    groups: dict[tuple[str, type], list[tuple[str, Value]]] = {}
     for kp in params:
         value: Value
         if kp.kind == "comptime":
@@ -66,7 +67,12 @@ def build_kernel(
             value = Param(len(ir_params), kp.name, kind, kp.resolve(frame.bindings), rank)
             ir_params.append(value)
             builder.used.add(kp.name)
-        frame.scope[kp.name] = value
+        if kp.group is None or kp.struct is None:
+            frame.scope[kp.name] = value
+        else:
+            groups.setdefault((kp.group, kp.struct), []).append((kp.field, value))
+    for (name, cls), fields in groups.items():
+        frame.scope[name] = PyVal(Fields(cls, tuple(fields)))
     builder.stmts(parsed.tree.body)
     defn = KernelDefinition(
         name=parsed.name,

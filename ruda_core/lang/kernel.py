@@ -50,6 +50,7 @@ class Kernel:
         "_probes",
         "_runtime",
         "_specs",
+        "_structs",
         "_tensor_args",
         "fn",
         "params",
@@ -76,6 +77,11 @@ class Kernel:
         self._tensor_args = tuple(i for i, p in enumerate(self._runtime) if p.kind == "tensor")
         #: Without element variables or tensors, launches without keywords share one launcher.
         self._fixed = not vars_ and all(p.kind != "tensor" for p in self._runtime)
+        #: Per positional launch argument: its name and, for a dataclass, its class and fields
+        #: (empty when no parameter is a dataclass: arguments are passed on as they are).
+        self._structs: tuple[tuple[str, type | None, tuple[str, ...]], ...] = ()
+        if any(p.group is not None for p in self._runtime):
+            self._structs = _argument_layout(self._runtime)
 
     @property
     def name(self) -> str:
@@ -188,12 +194,16 @@ class Kernel:
         :raises LaunchConfigError: at once, for arguments that do not fit the parameters.
         :raises CompilationError: at once, when the kernel cannot be specialised.
         """
+        if self._structs:
+            args = self._flatten(args)
         self._launcher(args, comptime).launch(client.launch, count, dim, args)
 
     def launch_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
     ) -> None:
         """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
+        if self._structs:
+            args = self._flatten(args)
         self._launcher(args, comptime).launch(client.launch_unchecked, count, dim, args)
 
     def prepare(
@@ -206,6 +216,8 @@ class Kernel:
         :raises LaunchConfigError: at once, as :meth:`launch`.
         :raises CompilationError: at once, when the kernel does not specialise or build.
         """
+        if self._structs:
+            args = self._flatten(args)
         prepared: PreparedLaunch = self._launcher(args, comptime).launch(
             client.prepare, count, dim, args
         )
@@ -216,11 +228,36 @@ class Kernel:
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
     ) -> PreparedLaunch:
         """Like :meth:`prepare`, with the bounds checks ``BoundsCheckMode`` selects now."""
+        if self._structs:
+            args = self._flatten(args)
         prepared: PreparedLaunch = self._launcher(args, comptime).launch(
             functools.partial(client.prepare, unchecked=True), count, dim, args
         )
         prepared.keep = args
         return prepared
+
+    def _flatten(self, args: tuple[object, ...]) -> tuple[object, ...]:
+        """The arguments with each dataclass argument replaced by its fields, in order.
+
+        :raises LaunchConfigError: for a wrong count, or a dataclass argument of another type.
+        """
+        if len(args) != len(self._structs):
+            names = ", ".join(name for name, _, _ in self._structs)
+            raise LaunchConfigError(
+                f"kernel '{self.name}' takes {len(self._structs)} arguments ({names}) plus "
+                f"Comptime keywords; got {len(args)}"
+            )
+        flat: list[object] = []
+        for (name, cls, fields), arg in zip(self._structs, args, strict=True):
+            if cls is None:
+                flat.append(arg)
+            elif isinstance(arg, cls):
+                flat += [getattr(arg, f) for f in fields]
+            else:
+                raise LaunchConfigError(
+                    f"kernel '{self.name}': argument '{name}' expects a {cls.__name__}, got {arg!r}"
+                )
+        return tuple(flat)
 
     def _launcher(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:
         """The launcher for these arguments: one lookup on a probe of what specialises the
@@ -290,6 +327,22 @@ class Kernel:
                 f"{arg!r}"
             )
         return len(shape)
+
+
+def _argument_layout(
+    runtime: tuple[KernelParam, ...],
+) -> tuple[tuple[str, type | None, tuple[str, ...]], ...]:
+    """Group the fields of each dataclass parameter back into one positional argument."""
+    layout: list[tuple[str, type | None, tuple[str, ...]]] = []
+    for p in runtime:
+        if p.group is None:
+            layout.append((p.name, None, ()))
+        elif layout and layout[-1][0] == p.group:
+            name, cls, fields = layout[-1]
+            layout[-1] = (name, cls, (*fields, p.field))
+        else:
+            layout.append((p.group, p.struct, (p.field,)))
+    return tuple(layout)
 
 
 def kernel(fn: Callable[..., object]) -> Kernel:

@@ -35,6 +35,7 @@ from .types import ElemVar
 
 __all__ = [
     "BuilderState",
+    "Fields",
     "Frame",
     "LiteralPick",
     "PyVal",
@@ -65,6 +66,18 @@ class LiteralPick:
     def typical(self) -> object:
         """The value whose default type the pick takes alone (a float over an int)."""
         return next((v for v in self.values if isinstance(v, float)), self.values[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """A dataclass kernel parameter in the body (held by a :class:`PyVal`): ``p.x`` is the
+    value of its field ``x``."""
+
+    cls: type
+    values: tuple[tuple[str, Value], ...]
+
+    def get(self, name: str) -> Value | None:
+        return next((v for n, v in self.values if n == name), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import typing
 from collections.abc import Iterable
@@ -34,7 +35,7 @@ from ..ir import Return as ReturnStmt
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
-from .scope import Frame, LiteralPick, PyVal, Return, Several, Value, is_array
+from .scope import Fields, Frame, LiteralPick, PyVal, Return, Several, Value, is_array
 from .types import (
     ArrayType,
     Comptime,
@@ -560,6 +561,12 @@ class StmtBuilder(ExprBuilder):
             if not is_array(value) or (tensor and not is_tensor):
                 self.fail(f"{where} must be {'a tensor' if tensor else 'an array'}", node)
             self.bind_elem(ann.elem, value.elem, bindings, where, node)  # type: ignore[union-attr]
+            return value
+        if isinstance(ann, type) and dataclasses.is_dataclass(ann):
+            if not (isinstance(value, PyVal) and isinstance(value.value, Fields)):
+                self.fail(f"{where} must be a {ann.__name__} parameter of the kernel", node)
+            if value.value.cls is not ann:
+                self.fail(f"{where} is a {value.value.cls.__name__}, not a {ann.__name__}", node)
             return value
         if isinstance(ann, ScalarType | ElemVar):
             elem = elem_of(value)

@@ -14,8 +14,10 @@ after the kernel that calls it. This module builds no IR.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -319,12 +321,17 @@ class KernelParam:
     :param kind: ``"array"``, ``"tensor"``, ``"scalar"`` or ``"comptime"``.
     :param elem: the element (a scalar type or an element variable); ``None`` for comptime.
     :param default: the default of a comptime parameter (``inspect.Parameter.empty`` if none).
+    :param group: for a field of a dataclass parameter, that parameter's name (``name`` is then
+        ``<group>_<field>``), ``field`` the field's name and ``struct`` the dataclass.
     """
 
     name: str
     kind: str
     elem: ElemSpec | None
     default: object = inspect.Parameter.empty
+    group: str | None = None
+    field: str = ""
+    struct: type | None = None
 
     def resolve(self, bindings: dict[ElemVar, Elem]) -> Elem:
         """The element of this parameter under ``bindings`` (which must bind its variable)."""
@@ -347,11 +354,47 @@ def parse_signature(parsed: ParsedFunction) -> tuple[KernelParam, ...]:
     sig = inspect.signature(parsed.fn)
     args = parsed.tree.args
     nodes = {a.arg: a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    params = [
-        _kernel_param(parsed, nodes[p.name], p, annotations.get(p.name, inspect.Parameter.empty))
-        for p in sig.parameters.values()
-    ]
+    params: list[KernelParam] = []
+    for p in sig.parameters.values():
+        ann = annotations.get(p.name, inspect.Parameter.empty)
+        if isinstance(ann, type) and dataclasses.is_dataclass(ann):
+            params += _struct_params(parsed, nodes[p.name], p, ann)
+        else:
+            params.append(_kernel_param(parsed, nodes[p.name], p, ann))
+    names = [kp.name for kp in params]
+    clash = next((n for n in names if names.count(n) > 1), None)
+    if clash is not None:
+        raise parsed.error(
+            f"the parameter name '{clash}' is used twice (a dataclass field's "
+            "parameter is named <parameter>_<field>)"
+        )
     return tuple(params)
+
+
+def _struct_params(
+    parsed: ParsedFunction, node: ast.arg, p: inspect.Parameter, cls: type
+) -> list[KernelParam]:
+    """The parameters of a dataclass parameter: one per field, arrays, tensors and scalars."""
+    if p.default is not inspect.Parameter.empty:
+        raise parsed.error(f"the dataclass parameter '{p.name}' cannot have a default", node)
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception as exc:  # any error of the user's annotation expressions
+        raise parsed.error(f"cannot evaluate the fields of {cls.__name__}: {exc}") from None
+    out = []
+    for f in dataclasses.fields(cls):
+        field = inspect.Parameter(f"{p.name}_{f.name}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        kp = _kernel_param(parsed, node, field, hints.get(f.name, inspect.Parameter.empty))
+        if kp.kind == "comptime":
+            raise parsed.error(
+                f"field '{f.name}' of {cls.__name__}: a dataclass parameter holds arrays, "
+                "tensors and scalars; pass a compile-time value as its own Comptime parameter",
+                node,
+            )
+        out.append(dataclasses.replace(kp, group=p.name, field=f.name, struct=cls))
+    if not out:
+        raise parsed.error(f"the dataclass {cls.__name__} of '{p.name}' has no fields", node)
+    return out
 
 
 def evaluated_annotations(fn: Callable[..., object]) -> dict[str, Any]:

@@ -240,24 +240,28 @@ def test_tuple_misuse_is_refused():
 
     def too_many(out: Array[f32]):
         a, b, c = div_mod(out[1], 2.0)
+        out[0] = a + b + c
 
     with pytest.raises(CompilationError, match="cannot unpack 2 values into 3"):
         _build(too_many)
 
     def mixed(out: Array[f32]):
         a, b = one_or_two(out[0])
+        out[0] = a + b
 
     with pytest.raises(CompilationError, match="every return of this function must give"):
         _build(mixed)
 
     def ellipsis(out: Array[f32]):
         a, b = bad_tuple_annotation(out[0])
+        out[0] = a + b
 
     with pytest.raises(CompilationError, match=r"tuple\[f32, i32\]"):
         _build(ellipsis)
 
     def not_a_tuple(out: Array[f32]):
         a, b = out[0]
+        out[0] = a + b
 
     with pytest.raises(CompilationError, match="only a tuple or a @func"):
         _build(not_a_tuple)

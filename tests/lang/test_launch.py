@@ -1,5 +1,7 @@
 """Launch glue: argument binding and checks against a recording client, then real launches."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ from ruda_core.lang import (
     u32,
 )
 from ruda_core.runtime import KernelTask, RudaCount, RudaDim
-from ruda_core.runtime.errors import LaunchConfigError
+from ruda_core.runtime.errors import CompilationError, LaunchConfigError
 from ruda_core.tensor import RudaTensor
 
 COUNT, DIM = RudaCount(2), RudaDim(4)
@@ -235,3 +237,51 @@ def test_out_of_bounds_launch_is_checked_on_the_reference_device(cpu):
     axpy.launch(cpu, RudaCount(1), RudaDim(8), ArrayArg(xh, n, f32), ArrayArg(yh, 8), 1.0, 8)
     result = np.frombuffer(cpu.read_one(yh), np.float32)
     np.testing.assert_array_equal(result, [2, 2, 2, 2, 2, 1, 1, 1])
+
+
+@dataclasses.dataclass
+class Scaled:
+    k: Float
+    v: Array[Float]
+
+
+@dataclasses.dataclass
+class WithComptime:
+    n: Comptime[int]
+
+
+def test_a_generic_dataclass_argument_specialises_like_its_fields():
+    @kernel
+    def scale(p: Scaled, out: Array[Float]):
+        i = ABSOLUTE_POS
+        if i < out.len():
+            out[i] = p.k * p.v[i]
+
+    client = ruda_core.client("cpu")
+    for dtype in (np.float32, np.float64):
+        x = np.arange(8, dtype=dtype)
+        out = client.empty(x.nbytes)
+        arg = Scaled(3.0, ArrayArg(client.create_from_slice(x), 8, elem=dtype))
+        scale.launch(client, COUNT, DIM, arg, ArrayArg(out, 8, elem=dtype))
+        np.testing.assert_array_equal(np.frombuffer(client.read_one(out), dtype), 3 * x)
+    assert [p.name for p in scale.definition(Float=f32).params] == ["p_k", "p_v", "out"]
+
+
+def test_bad_dataclass_parameters_are_refused_at_definition():
+    def comptime_field(p: WithComptime, out: Array[f32]):
+        out[0] = 1.0
+
+    with pytest.raises(CompilationError, match="pass a compile-time value as its own Comptime"):
+        kernel(comptime_field)
+
+    def clash(p: Scaled, p_v: Array[f32]):
+        p_v[0] = 1.0
+
+    with pytest.raises(CompilationError, match="'p_v' is used twice"):
+        kernel(clash)
+
+    def unknown_field(p: Scaled, out: Array[f32]):
+        out[0] = p.w[0]
+
+    with pytest.raises(CompilationError, match="Scaled has no field 'w'"):
+        kernel(unknown_field).definition(Float=f32)
