@@ -38,6 +38,7 @@ from ..ir import (
     SharedArray,
     Stmt,
 )
+from . import views
 from .builtins import BuiltinVar, Intrinsic
 from .coerce import (
     compile_time_number,
@@ -428,8 +429,11 @@ class ExprBuilder(BuilderState):
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
         if isinstance(obj, LiteralPick | Several) or not is_array(obj):
             self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
+        if isinstance(node.slice, ast.Slice):
+            return views.view(self, obj, node.slice, node)
         index_op = self.index(self.element_index(obj, node.slice), node.slice)
-        return self.emit(Op.INDEX, obj.elem, obj, index_op)
+        arr, index_op = views.address(self, obj, index_op)
+        return self.emit(Op.INDEX, obj.elem, arr, index_op)  # type: ignore[arg-type]  # an array
 
     def element_index(self, arr: Value, node: ast.expr) -> Value:
         """The index of ``arr[node]``. For a shaped ``SharedMemory``/``LocalArray``, ``node``
@@ -483,9 +487,7 @@ class ExprBuilder(BuilderState):
             self.fail(f"{arr}.{name}() takes no keyword arguments", node)
         args = [self.expr(a) for a in node.args]
         if name == "len" and not args:
-            if isinstance(arr, Param):
-                return self.emit(Op.LEN, Elem.U32, arr)
-            return Const(arr.length, Elem.U32)  # type: ignore[union-attr]  # Shared/LocalArray
+            return views.length(self, arr)
         if not isinstance(arr, Param) or arr.kind is not ParamKind.TENSOR:
             self.fail(f"'{arr}' has only len(); shape, stride and rank are tensor methods", node)
         if name == "rank" and not args:
@@ -549,10 +551,7 @@ class ExprBuilder(BuilderState):
         if name in FOLDABLE:
             return HANDLERS[name](self, args, node, False)
         if name == "len" and len(args) == 1 and is_array(args[0]):
-            arr = args[0]
-            if isinstance(arr, Param):
-                return self.emit(Op.LEN, Elem.U32, arr)
-            return Const(arr.length, Elem.U32)  # type: ignore[union-attr]  # Shared/LocalArray
+            return views.length(self, args[0])
         if name == "range":
             self.fail("range() is only allowed as the iterable of a for loop", node)
         if name in ("int", "float", "bool"):

@@ -24,8 +24,9 @@ from ..ir import (
     Operand,
     SharedArray,
 )
+from . import views
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
-from .scope import PyVal, Value, is_array
+from .scope import PyVal, Value, View, is_array
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -177,7 +178,8 @@ def _atomic(op: Op, name: str, values: int) -> Handler:
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value | None:
         _arity(b, name, args, 2 + values, node)
         arr = args[0]
-        if not is_array(arr) or isinstance(arr, LocalArray):
+        base = arr.base if isinstance(arr, View) else arr
+        if not is_array(arr) or isinstance(base, LocalArray):
             b.fail(f"{name}() needs a global array or SharedMemory, got {arr}", node)
         elem: Elem = arr.elem  # type: ignore[union-attr]  # an array, checked above
         if op in (Op.ATOMIC_INC_WRAP, Op.ATOMIC_DEC_WRAP) and elem is not Elem.U32:
@@ -186,8 +188,8 @@ def _atomic(op: Op, name: str, values: int) -> Handler:
             op in (Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR) and elem.is_float
         ):
             b.fail(f"{name}() does not apply to {elem} elements", node)
-        index = b.index(args[1], node)
         ops = [convert(b, v, elem, node, f"an element of '{arr}'") for v in args[2:]]
+        arr, index = views.address(b, arr, b.index(args[1], node))
         if discard or op is Op.ATOMIC_STORE:
             b.emit_to(None, op, arr, index, *ops)  # type: ignore[arg-type]  # an array
             return None

@@ -42,6 +42,7 @@ __all__ = [
     "Return",
     "Several",
     "Value",
+    "View",
     "is_array",
 ]
 
@@ -69,6 +70,25 @@ class LiteralPick:
 
 
 @dataclass(frozen=True, slots=True)
+class View:
+    """``a[lo:hi]`` of a global, shared or local array: ``length`` elements of ``base`` from
+    ``offset`` on (both ``u32`` operands, the view inside the array). Index ``i`` of the view is
+    element ``offset + i`` of ``base``; an ``i`` past ``length`` is outside (a checked read
+    gives 0, a checked write is dropped)."""
+
+    base: Param | SharedArray | LocalArray
+    offset: Operand
+    length: Operand
+
+    @property
+    def elem(self) -> Elem:
+        return self.base.elem
+
+    def __str__(self) -> str:
+        return f"{self.base}[{self.offset}:+{self.length}]"
+
+
+@dataclass(frozen=True, slots=True)
 class Fields:
     """A dataclass kernel parameter in the body (held by a :class:`PyVal`): ``p.x`` is the
     value of its field ``x``."""
@@ -88,14 +108,25 @@ class Several:
     items: tuple[Value, ...]
 
 
-Value = Const | Local | Builtin | Param | SharedArray | LocalArray | PyVal | LiteralPick | Several
+Value = (
+    Const
+    | Local
+    | Builtin
+    | Param
+    | SharedArray
+    | LocalArray
+    | View
+    | PyVal
+    | LiteralPick
+    | Several
+)
 
 
 def is_array(value: Value) -> bool:
-    """True for global array/tensor parameters, shared arrays and local arrays."""
+    """True for global array/tensor parameters, shared and local arrays, and views of them."""
     if isinstance(value, Param):
         return value.is_array
-    return isinstance(value, SharedArray | LocalArray)
+    return isinstance(value, SharedArray | LocalArray | View)
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..ir import Break, Const, Continue, Elem, If, Local, Loop, Op, Param, ParamKind, RangeLoop
 from ..ir import Return as ReturnStmt
+from . import views
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
@@ -189,13 +190,15 @@ class StmtBuilder(ExprBuilder):
     def load(self, arr: Value, index: Value, node: ast.AST) -> Value:
         if not is_array(arr):
             self.fail(f"'{arr}' is not an array", node)
-        return self.emit(Op.INDEX, arr.elem, arr, self.index(index, node))  # type: ignore[union-attr, arg-type]
+        base, at = views.address(self, arr, self.index(index, node))
+        return self.emit(Op.INDEX, arr.elem, base, at)  # type: ignore[union-attr, arg-type]
 
     def store(self, arr: Value, index: Value, value: Value, node: ast.AST) -> None:
         if not is_array(arr):
             self.fail(f"'{arr}' is not an array; only array elements can be assigned", node)
         index_op = self.index(index, node)
         v = convert(self, value, arr.elem, node, f"an element of '{arr}'")  # type: ignore[union-attr]
+        arr, index_op = views.address(self, arr, index_op)
         self.emit_to(None, Op.INDEX_ASSIGN, arr, index_op, v)  # type: ignore[arg-type]  # array
 
     # -- control flow -----------------------------------------------------------------------

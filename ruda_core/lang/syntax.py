@@ -207,7 +207,7 @@ _REFUSED: dict[type[ast.AST], str] = {
     ast.Dict: "dicts are not supported in kernels",
     ast.Set: "sets are not supported in kernels",
     ast.Tuple: "tuples are not supported in kernels; assign one value per statement",
-    ast.Slice: "slicing is not supported in kernels; index one element at a time",
+    ast.Slice: "a slice is a view of one axis, a[lo:hi]; a shaped array takes indices only",
     ast.Starred: "starred expressions are not supported in kernels",
     ast.NamedExpr: "the walrus operator is not supported in kernels",
     ast.JoinedStr: "f-strings are not supported in kernels",
@@ -252,12 +252,12 @@ class _SyntaxChecker:
         for stmt in self.parsed.tree.body:
             nodes = list(ast.walk(stmt))
             # tuples are allowed as a shaped array's shape and index: SharedMemory(T, (h, w)),
-            # a[y, x]
+            # a[y, x]; a slice as the whole index is a view: a[lo:hi]
             allowed = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
             allowed |= {id(a) for n in nodes if _declares_array(n) for a in n.args}  # type: ignore[attr-defined]
             allowed |= {id(n) for n in _unpacking_tuples(nodes, self.parsed.kind)}
             for node in nodes:
-                if not (isinstance(node, ast.Tuple) and id(node) in allowed):
+                if not (isinstance(node, ast.Tuple | ast.Slice) and id(node) in allowed):
                     self.node(node)
 
     def node(self, node: ast.AST) -> None:
@@ -295,6 +295,8 @@ class _SyntaxChecker:
         elts = target.elts if isinstance(target, ast.Tuple) else [target]
         if not all(isinstance(t, ast.Name | ast.Subscript) for t in elts):
             self.fail("assign to names or array elements (a[i]): x = ..., or x, y = ...", target)
+        if any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice) for t in elts):
+            self.fail("assign to one element at a time: v = a[lo:hi]; v[i] = ...", target)
 
 
 def _unpacking_tuples(nodes: list[ast.AST], kind: str) -> list[ast.Tuple]:

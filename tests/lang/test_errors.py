@@ -61,7 +61,7 @@ def k_tuple_target(out: Array[f32]):
 
 
 def k_slice(out: Array[f32], x: Array[f32]):
-    out[0] = x[1:2]  # ERR
+    out[0:2] = x[1:3]  # ERR
 
 
 def k_print(out: Array[f32]):
@@ -116,7 +116,7 @@ DEFINITION_ERRORS = [
     (k_list, "lists are not supported"),
     (k_lambda, "lambdas are not supported"),
     (k_tuple_target, "assign to names or array elements"),
-    (k_slice, "slicing is not supported"),
+    (k_slice, "assign to one element at a time"),
     (k_print, "print is not supported"),
     (k_nested_def, "nested functions"),
     (k_return_value, "cannot return a value"),

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ruda_core.ir import Loop
-from ruda_core.lang import Array, Comptime, Float, f32, f64, func, i32, kernel, u32
+from ruda_core.lang import Array, Comptime, Float, Tensor, f32, f64, func, i32, kernel, u32
 from ruda_core.runtime.errors import CompilationError
 
 from .helpers import run, walk
@@ -265,3 +265,40 @@ def test_tuple_misuse_is_refused():
 
     with pytest.raises(CompilationError, match="only a tuple or a @func"):
         _build(not_a_tuple)
+
+
+def test_view_misuse_is_refused():
+    def stepped(out: Array[f32]):
+        v = out[0:8:2]
+        v[0] = 1.0
+
+    with pytest.raises(CompilationError, match="takes no step"):
+        _build(stepped)
+
+    def negative(out: Array[f32]):
+        v = out[-2:]
+        v[0] = 1.0
+
+    with pytest.raises(CompilationError, match="not negative, got -2"):
+        _build(negative)
+
+    def of_tensor(t: Tensor[f32]):
+        v = t[1:]
+        v[0] = 1.0
+
+    with pytest.raises(CompilationError, match="is a tensor"):
+        kernel(of_tensor).definition(t=1)
+
+
+def test_a_view_indexes_its_array_from_its_offset():
+    @kernel
+    def shifted(x: Array[f32], out: Array[f32]):
+        v = x[2:6]
+        w = out[1:]
+        w[0] = v[0]
+        w[1] = v[3]
+        w[2] = f32(v.len())
+
+    x, out = np.arange(8, dtype=np.float32), np.zeros(4, np.float32)
+    run(shifted.definition(), x=x, out=out)
+    assert out.tolist() == [0, 2, 5, 4]

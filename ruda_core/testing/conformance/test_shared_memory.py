@@ -1,5 +1,6 @@
 """Shared memory and barriers: every cube has its own shared memory (a cube never sees another
-cube's values), ``sync_units`` orders the units of a cube (tree reduction, tile transpose)."""
+cube's values), ``sync_units`` orders the units of a cube (tree reduction, tile transpose);
+views of shared and global arrays at an offset (``a[lo:hi]``) read, write and clip."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from ruda_core.lang import (
     Comptime,
     LocalArray,
     SharedMemory,
+    atomic_add,
     f32,
+    func,
     i32,
     kernel,
     sync_units,
@@ -147,3 +150,66 @@ def test_shaped_shared_and_local_arrays_index_row_major_and_check_each_axis(clie
     )
     got = read_array(client, out, np.float32).reshape(8, 8)
     np.testing.assert_array_equal(got, x.reshape(8, 8).T + 6)
+
+
+@func
+def conformance_view_sum(v: Array[f32]) -> f32:
+    acc = f32(0)
+    for k in range(v.len()):
+        acc += v[k]
+    return acc
+
+
+@kernel
+def conformance_views(
+    x: Array[f32], out: Array[f32], counts: Array[u32], lo: u32, hi: u32, BLOCK: Comptime[int]
+):
+    tile = SharedMemory(f32, BLOCK)
+    u = UNIT_POS
+    tile[u] = x[RUDA_POS * u32(BLOCK) + u]
+    sync_units()
+    upper = tile[BLOCK // 2 :]
+    window = x[lo:hi]
+    inner = window[1:]
+    if u == u32(0):
+        at = RUDA_POS * u32(6)
+        out[at] = conformance_view_sum(upper)
+        out[at + u32(1)] = conformance_view_sum(window)
+        out[at + u32(2)] = f32(inner.len())
+        out[at + u32(3)] = inner[u32(1000)]  # past the view: a checked read gives 0
+        out[at + u32(4)] = upper[3]
+        out[at + u32(5)] = f32(window.len())
+    part = counts[RUDA_POS * u32(8) + u32(2) :]
+    atomic_add(part[:4], u % u32(5), u32(1))  # lane 4 of each 5 is past the view: dropped
+
+
+def test_views_at_an_offset_read_write_and_clip_like_python(client):
+    block, cubes = 64, 3
+    x = np.arange(block * cubes, dtype=np.float32)
+    xh = client.create_from_slice(x)
+    for lo, hi in [(3, 10), (10, 3), (150, 400), (0, 192)]:
+        out = client.empty(4 * 6 * cubes)
+        counts = client.create_from_slice(np.zeros(8 * cubes, np.uint32))
+        conformance_views.launch(
+            client,
+            RudaCount(cubes),
+            RudaDim(block),
+            ArrayArg(xh, x.size),
+            ArrayArg(out, 6 * cubes),
+            ArrayArg(counts, 8 * cubes),
+            lo,
+            hi,
+            BLOCK=block,
+        )
+        got = read_array(client, out, np.float32).reshape(cubes, 6)
+        window = x[lo:hi]
+        for c in range(cubes):
+            tile = x[c * block : (c + 1) * block]
+            want = [tile[32:].sum(), window.sum(), len(window[1:]), 0, tile[32 + 3], len(window)]
+            np.testing.assert_array_equal(got[c], np.array(want, np.float32))
+        per_lane = np.bincount(np.arange(block) % 5, minlength=5)[:4]
+        want_counts = np.zeros((cubes, 8), np.uint32)
+        want_counts[:, 2:6] = per_lane
+        np.testing.assert_array_equal(
+            read_array(client, counts, np.uint32).reshape(cubes, 8), want_counts
+        )
