@@ -20,6 +20,7 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── ValidationError               Validate mode found an out-of-bounds access
     │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
     │   ├── AutotuneError                 every candidate of a tunable set failed
+    │   ├── CaptureError                  a call a capture cannot record; a graph on another device
     │   └── ServerUnhealthy               the device is lost; recreate the process
     ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
     │   └── DeploymentTagsError           deployment tags changed after their first use
@@ -39,6 +40,7 @@ __all__ = [
     "AutotuneError",
     "BackendUnavailable",
     "BufferTooBig",
+    "CaptureError",
     "CompilationError",
     "DeploymentTagsError",
     "InvalidHandle",
@@ -175,6 +177,12 @@ class AutotuneError(ServerError):
         super().__init__(message)
         #: candidate name -> the exception it raised
         self.errors = dict(errors)
+
+
+class CaptureError(ServerError):
+    """A call that a capture cannot record (an allocation, a transfer, a sync, a launch on
+    another stream) made inside ``client.capture()``, or a graph replayed on a client of
+    another device. Raised at once; nothing was enqueued and the capture stays open."""
 
 
 class ServerUnhealthy(ServerError):

@@ -2,14 +2,16 @@
 
 ``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py), a
 launch's arguments (arguments.py) and geometry (dims.py), compiled kernels (compiler.py,
-kernels.py), devices (device.py), memory (memory/), tensor layouts (layout.py), streams,
-futures, profiling and properties; the error tree (``ruda_core/errors.py``) is re-exported here.
+kernels.py), captured launches (capture.py), devices (device.py), memory (memory/), tensor
+layouts (layout.py), streams, futures, profiling and properties; the error tree
+(``ruda_core/errors.py``) is re-exported here.
 """
 
 from ..errors import (
     AutotuneError,
     BackendUnavailable,
     BufferTooBig,
+    CaptureError,
     CompilationError,
     DeploymentTagsError,
     InvalidHandle,
@@ -30,6 +32,7 @@ from ..errors import (
 )
 from .arguments import LaunchArgs
 from .backend import IndexedRuntime, LazyType, Runtime
+from .capture import Graph
 from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId, IndexedDevice
@@ -50,6 +53,7 @@ __all__ = [
     "BoundsCheckMode",
     "BufferTooBig",
     "Bytes",
+    "CaptureError",
     "CompilationError",
     "CompileOptions",
     "CompiledKernel",
@@ -65,6 +69,7 @@ __all__ = [
     "Feature",
     "Features",
     "Fence",
+    "Graph",
     "Handle",
     "IndexedDevice",
     "IndexedRuntime",

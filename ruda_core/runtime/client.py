@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
+from .capture import Graph
 from .compiler import RudaTask
 from .device import DeviceId
 from .dims import BoundsCheckMode, RudaCount, RudaDim, integral
@@ -440,6 +441,15 @@ class ComputeClient:
         args = LaunchArgs(count, dim, bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED
         return PreparedLaunch(self, self._server.prepare(task, args, mode))
+
+    def capture(self) -> Graph:
+        """A :class:`Graph` to use as ``with client.capture() as graph:``: the launches enqueued
+        on this client's resolved stream inside the block are checked and recorded, not run;
+        ``graph.replay()`` enqueues them all again, as asynchronously as ``launch``. Inside the
+        block, allocations, transfers, syncs, profiles and launches on another stream raise
+        :class:`CaptureError`.
+        """
+        return Graph(self)
 
     def flush(self) -> None:
         """Submit queued work. Not a completion fence.

@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
+from .capture import CapturedLaunch, Captures, PreparedStep, Recording
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .dims import RudaCount
@@ -132,6 +133,9 @@ class ComputeServer(ABC):
         self._streams: dict[int, ServerStream] = {}
         self._fingerprint: str | None = None
         self._profile: _Recording | None = None
+        self._capture_state = Captures(self)
+        #: open captures by the stream value they record, read on every launch
+        self._captures = self._capture_state.open
         #: built kernels (tables per mode, the persistent cache, source dumps)
         self._kernels = KernelCache(self)
         #: the Checked table of ``_kernels``, read directly by :meth:`launch`
@@ -235,12 +239,16 @@ class ComputeServer(ABC):
         :raises BufferTooBig: for a request that can never fit.
         :raises OutOfMemory: when the pool is at its ``limit_nbytes`` or the driver is full.
         """
+        if self._captures:
+            self._capture_state.refuse("empty()", stream_value)
         with self.lock:
             return self._empty(nbytes, self._stream(stream_value))
 
     def create(self, data: memoryview, stream_value: int) -> Handle:
         """Memory holding a copy of ``data`` (a contiguous byte view); waits and raises as
         :meth:`empty`."""
+        if self._captures:
+            self._capture_state.refuse("create_from_slice()", stream_value)
         with self.lock:
             return self._create(data, self._stream(stream_value))
 
@@ -270,6 +278,8 @@ class ComputeServer(ABC):
 
     def write(self, binding: Binding, data: memoryview, stream_value: int) -> None:
         """Enqueue a copy of ``data`` into ``binding``; clears a poisoned buffer."""
+        if self._captures:
+            self._capture_state.refuse("write()", stream_value)
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, (binding,))
@@ -280,6 +290,8 @@ class ComputeServer(ABC):
     def read(self, bindings: Sequence[Binding], stream_value: int) -> RudaFuture[list[Bytes]]:
         """Enqueue reads; the future yields the bytes or raises the stream's pending error or a
         buffer's poison."""
+        if self._captures:
+            self._capture_state.refuse("read()", stream_value)
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, bindings)
@@ -324,6 +336,10 @@ class ComputeServer(ABC):
         back; a validated launch waits for the oldest report read while its stream's reads lag
         :data:`~.reports.MAX_FOLDS` slabs behind.
         """
+        if self._captures and self._capture_state.record(
+            (CapturedLaunch(task, args, mode),), stream_value
+        ):
+            return
         bindings = args.bindings
         dynamic = args.count.binding
         if dynamic is not None and not self.resolves_dynamic_counts:
@@ -337,7 +353,7 @@ class ComputeServer(ABC):
             stream = self._streams.get(stream_value % self.max_streams)
             if stream is None:
                 stream = self._stream(stream_value)
-            self._use_bindings(stream, bindings)
+            poisoned = self._use_bindings(stream, bindings)
             if dynamic is not None:
                 self._use_bindings(stream, (dynamic,))
             kernel = self._checked_kernels.get(task.key) if mode is _CHECKED else None
@@ -347,6 +363,18 @@ class ComputeServer(ABC):
                 except ServerError as exc:
                     self.fail(stream, exc, bindings, task)
                     return
+            count = args[0]
+            if (  # the common case, without _enqueue's call: nothing of it applies
+                not poisoned
+                and mode is _CHECKED
+                and dynamic is None
+                and self._profile is None
+                and count.x
+                and count.y
+                and count.z
+            ):
+                self._launch(stream, task, kernel, args)
+                return
             backlog = self._enqueue(stream, task, mode, kernel, args)
         if backlog is not None:
             _settle(backlog)
@@ -397,21 +425,39 @@ class ComputeServer(ABC):
     ) -> Callable[[int], None]:
         """Build ``task`` now and return ``replay(stream_value)``, which enqueues this exact
         launch again with everything that does not change precomputed by the backend. A replay
-        keeps every guarantee of :meth:`launch` (ordering, poisoning, profiling, Validate).
+        keeps every guarantee of :meth:`launch` (ordering, poisoning, profiling, Validate), and
+        inside a capture of its stream it is recorded like a launch.
 
         :raises CompilationError: at once, when the kernel does not build.
         """
-        count, dim, bindings, scalars, metadata = args
-        frozen = tuple(bindings)
-        args = LaunchArgs(count, dim, frozen, tuple(scalars), tuple(metadata))
-        dynamic = count.binding
         with self.lock:
-            kernel = self._kernels.get(task, mode)
-            fast = None
-            if mode is not _VALIDATE and dynamic is None and count.num_cubes:
-                fast = self._prepare(task, kernel, args)
+            step = self._prepare_step(task, args, mode)
+        return self._replayer(step)
+
+    def _prepare_step(self, task: RudaTask, args: LaunchArgs, mode: ExecutionMode) -> PreparedStep:
+        """Freeze ``args``, build the kernel and let the backend precompute the launch (lock
+        held).
+
+        :raises CompilationError: when the kernel does not build.
+        """
+        count, dim, bindings, scalars, metadata = args
+        args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
+        kernel = self._kernels.get(task, mode)
+        fast = None
+        if mode is not _VALIDATE and count.binding is None and count.num_cubes:
+            fast = self._prepare(task, kernel, args)
+        return PreparedStep(task, args, mode, kernel, fast)
+
+    def _replayer(self, step: PreparedStep) -> Callable[[int], None]:
+        """``replay(stream_value)`` of one prepared launch (it takes the lock itself)."""
+        task, args, mode, kernel, fast = step
+        frozen = args.bindings
+        dynamic = args.count.binding
+        recorded = (CapturedLaunch(task, args, mode),)
 
         def replay(stream_value: int) -> None:
+            if self._captures and self._capture_state.record(recorded, stream_value):
+                return
             if dynamic is not None and not self.resolves_dynamic_counts:
                 self.launch(task, args, mode, stream_value)
                 return
@@ -419,8 +465,8 @@ class ComputeServer(ABC):
                 stream = self._streams.get(stream_value % self.max_streams)  # _stream(), inlined
                 if stream is None:
                     stream = self._stream(stream_value)
-                self._use_bindings(stream, frozen)
-                if fast is not None and self._profile is None and not _poisoned(frozen):
+                poisoned = self._use_bindings(stream, frozen)
+                if fast is not None and self._profile is None and not poisoned:
                     fast(stream)
                     return
                 if dynamic is not None:
@@ -443,8 +489,53 @@ class ComputeServer(ABC):
 
         return run
 
+    def _capture(
+        self, runs: Sequence[Callable[[ServerStream], None]]
+    ) -> Callable[[ServerStream], None]:
+        """Turn a capture into one replay: ``runs`` are what :meth:`_prepare` returned for each
+        recorded launch, in order (at least one). The result enqueues them all on a stream, with
+        the lock held, the bindings ordered, none poisoned and no profile running; it must not
+        wait for the device. Called once per capture, lock held. The default calls each run in
+        turn; a backend overrides it to enqueue the recording as one unit (a CUDA graph, an
+        OpenCL command buffer, one worker command).
+        """
+
+        def run(stream: ServerStream) -> None:
+            for each in runs:
+                each(stream)
+
+        return run
+
+    # -- capture (see :mod:`.capture`) ---------------------------------------------------------
+    def begin_capture(self, stream_value: int) -> Recording:
+        """Start recording the launches enqueued on ``stream_value`` instead of running them;
+        until :meth:`end_capture` or :meth:`abort_capture`, the other enqueueing calls on that
+        stream, and every call of the calling thread on another stream of this server, raise
+        :class:`CaptureError`.
+
+        :raises CaptureError: when the stream is already being captured or the calling thread is
+            capturing another stream of this server (captures do not nest).
+        """
+        return self._capture_state.begin(stream_value)
+
+    def end_capture(self, recording: Recording) -> Callable[[int], None]:
+        """Stop recording, build every recorded kernel and instantiate the recording once with
+        :meth:`_capture`; return ``replay(stream_value)``, which enqueues the whole recording
+        on that stream with the guarantees of :meth:`launch`. The recorded memory stays alive
+        while ``recording.keep`` does (the graph holds it).
+
+        :raises CompilationError: when a recorded kernel does not build (the capture is over).
+        """
+        return self._capture_state.end(recording)
+
+    def abort_capture(self, recording: Recording) -> None:
+        """Stop recording and discard what was recorded (the block raised)."""
+        self._capture_state.abort(recording)
+
     def flush(self, stream_value: int) -> None:
         """Submit queued work and raise the stream's pending error, if any."""
+        if self._captures:
+            self._capture_state.refuse("flush()", stream_value)
         with self.lock:
             stream = self._stream(stream_value)
             self._flush(stream)
@@ -453,6 +544,8 @@ class ComputeServer(ABC):
     def sync(self, stream_value: int) -> RudaFuture[None]:
         """A future for the completion of everything enqueued on the stream so far. Its result
         raises the stream's pending error or a Validate-mode report."""
+        if self._captures:
+            self._capture_state.refuse("sync()", stream_value)
         with self.lock:
             stream = self._stream(stream_value)
             if self.memory.dropped:  # fenced before the sync: free once it resolves
@@ -479,7 +572,10 @@ class ComputeServer(ABC):
 
         :raises UnsupportedFeature: when the backend records no device timestamps.
         :raises ServerError: when a profile is already running (profiles do not nest).
+        :raises CaptureError: inside a capture on the calling thread or the stream.
         """
+        if self._captures:
+            self._capture_state.refuse("profile()", stream_value)
         with self.lock:
             if self._profile is not None:
                 raise ServerError(f"a profile is already running on {self.device_id}")
@@ -559,6 +655,17 @@ class ComputeServer(ABC):
                 return error
         return None
 
+    def bad_binding(self, binding: Binding) -> InvalidHandle:
+        """The error for a binding of a dropped handle or of another server."""
+        if binding.slice.freed:
+            return InvalidHandle(
+                f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
+            )
+        return InvalidHandle(
+            f"{binding!r} belongs to another device's server, not {self.device_id}; copy the "
+            "data to this device first"
+        )
+
     # -- internals -----------------------------------------------------------------------------
     def _stream(self, value: int) -> ServerStream:
         slot = value % self.max_streams
@@ -567,20 +674,26 @@ class ComputeServer(ABC):
             stream = self._streams[slot] = self._new_stream(slot)
         return stream
 
-    def _use_bindings(self, stream: ServerStream, bindings: Sequence[Binding]) -> None:
-        """Refuse foreign or freed bindings; order cross-stream use after the last user. Handles
-        dropped since the last memory operation are fenced first, before this work, so their
-        memory is free as soon as the work queued before the drop is done."""
+    def _use_bindings(self, stream: ServerStream, bindings: Sequence[Binding]) -> bool:
+        """Refuse foreign or freed bindings; order cross-stream use after the last user; return
+        whether any binding is poisoned. Handles dropped since the last memory operation are
+        fenced first, before this work, so their memory is free as soon as the work queued
+        before the drop is done."""
         if self.memory.dropped:
             self.memory.drain()
+        server_id = self.server_id
+        poisoned = False
         for b in bindings:
             s = b.slice
-            if b.server_id != self.server_id or s.freed:
-                raise InvalidHandle(_describe_bad_binding(b, self))
+            if b.server_id != server_id or s.freed:
+                raise self.bad_binding(b)
             if s.stream is not stream:
                 if s.stream is not None:
                     self._wait(stream, self._fence(s.stream))
                 s.stream = stream
+            if s.error is not None:
+                poisoned = True
+        return poisoned
 
     def _resolve_count(
         self, task: RudaTask, binding: Binding, bindings: Sequence[Binding], stream_value: int
@@ -633,19 +746,3 @@ def _settle(future: RudaFuture[Any]) -> None:
     takes its result (for report reads: the next sync)."""
     with contextlib.suppress(ServerError):
         future.result()
-
-
-def _poisoned(bindings: Sequence[Binding]) -> bool:
-    for b in bindings:  # noqa: SIM110  # a loop costs less than any() on the replay path
-        if b.slice.error is not None:
-            return True
-    return False
-
-
-def _describe_bad_binding(binding: Binding, server: ComputeServer) -> str:
-    if binding.slice.freed:
-        return f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
-    return (
-        f"{binding!r} belongs to another device's server, not {server.device_id}; copy the data "
-        "to this device first"
-    )

@@ -8,6 +8,7 @@ operation, stream-ordered: the slice is reused only when no queued work still us
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,10 +40,22 @@ class Slice:
     ``stream`` is the server stream that last used the slice (for cross-stream ordering and
     stream-ordered reuse); ``error`` poisons it after a failed write by a kernel; ``freed`` is
     set the moment its last handle is dropped and never cleared: memory that is reused gets a
-    new ``Slice``, so a ``Binding`` of a dropped handle stays refused.
+    new ``Slice``, so a ``Binding`` of a dropped handle stays refused. ``owner`` reaches, while a
+    handle is alive, the object whose collection releases the slice: whatever holds it keeps the
+    memory alive (a captured graph does), as a handle would.
     """
 
-    __slots__ = ("error", "fence", "freed", "nbytes", "offset_bytes", "page", "requested", "stream")
+    __slots__ = (
+        "error",
+        "fence",
+        "freed",
+        "nbytes",
+        "offset_bytes",
+        "owner",
+        "page",
+        "requested",
+        "stream",
+    )
 
     def __init__(self, page: Page, offset_bytes: int, nbytes: int, requested: int) -> None:
         self.page = page
@@ -53,16 +66,18 @@ class Slice:
         self.error: ServerError | None = None
         self.freed = False
         self.fence: Any = None
+        self.owner: weakref.ref[object] | None = None
 
 
 class _SliceOwner:
     """Releases its slice when the last handle referencing it is collected."""
 
-    __slots__ = ("dropped", "slice")
+    __slots__ = ("__weakref__", "dropped", "slice")
 
     def __init__(self, slice_: Slice, dropped: deque[Slice]) -> None:
         self.slice = slice_
         self.dropped = dropped
+        slice_.owner = weakref.ref(self)
 
     def __del__(self) -> None:
         self.slice.freed = True

@@ -1,0 +1,286 @@
+"""Captured launches: ``with client.capture() as graph:`` records the launches enqueued on the
+client's stream instead of running them, and ``graph.replay()`` enqueues the whole recording again.
+
+A :class:`Recording` is a server's state of one open capture: the stream it records, the thread
+that opened it, the launches recorded so far and the owners of the memory they use, held so the
+memory stays alive as long as the graph does. :class:`Captures` is the generic half of a
+server's captures (what its ``begin_capture``, ``end_capture`` and ``abort_capture`` do, and
+the refusals inside a capture); it turns a finished recording into a replay through the
+backend's ``_capture`` hook. This module imports no driver and enqueues only through the
+server's hooks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..errors import CaptureError
+from ..ir import ExecutionMode
+from .arguments import LaunchArgs
+from .compiler import RudaTask
+from .kernels import LoadedKernel
+
+if TYPE_CHECKING:
+    from .client import ComputeClient
+    from .memory.handle import Binding
+    from .server import ComputeServer, ServerStream
+
+__all__ = ["CapturedLaunch", "Captures", "Graph", "PreparedStep", "Recording"]
+
+
+class CapturedLaunch(NamedTuple):
+    """One recorded launch: its task, its arguments (sequences frozen as tuples) and its mode."""
+
+    task: RudaTask
+    args: LaunchArgs
+    mode: ExecutionMode
+
+
+class PreparedStep(NamedTuple):
+    """A launch checked and built once (for ``prepare`` and captures): its arguments with tuples
+    for sequences, its loaded kernel, and what the backend's ``_prepare`` made of it (None where
+    the generic path must run each time: Validate, a dynamic or an empty count)."""
+
+    task: RudaTask
+    args: LaunchArgs
+    mode: ExecutionMode
+    kernel: LoadedKernel
+    fast: Callable[[ServerStream], None] | None
+
+
+class Recording:
+    """An open capture of one stream of one server (mutated under the server's lock).
+
+    :param stream_value: the stream whose launches are recorded.
+    :param thread: the identity of the thread that opened it (``threading.get_ident()``).
+    """
+
+    __slots__ = ("keep", "launches", "stream_value", "thread")
+
+    def __init__(self, stream_value: int, thread: int) -> None:
+        self.stream_value = stream_value
+        self.thread = thread
+        self.launches: list[CapturedLaunch] = []
+        #: the owners of the recorded launches' memory (their collection would free it)
+        self.keep: list[object] = []
+
+
+class Captures:
+    """The open captures of one server, by the stream value each records.
+
+    :param server: the server whose launches are recorded and whose hooks replay them.
+    """
+
+    __slots__ = ("_server", "open")
+
+    def __init__(self, server: ComputeServer) -> None:
+        self._server = server
+        #: open recordings by stream value (the server reads it on every launch)
+        self.open: dict[int, Recording] = {}
+
+    def begin(self, stream_value: int) -> Recording:
+        """See ``ComputeServer.begin_capture``."""
+        server = self._server
+        thread = threading.get_ident()
+        with server.lock:
+            for open_ in self.open.values():
+                if open_.stream_value == stream_value or open_.thread == thread:
+                    raise CaptureError(
+                        f"stream {open_.stream_value} of {server.device_id} is already being "
+                        "captured; captures do not nest: end that `with client.capture()` block "
+                        "first (a graph may replay another graph inside its block)"
+                    )
+            recording = self.open[stream_value] = Recording(stream_value, thread)
+            return recording
+
+    def end(self, recording: Recording) -> Callable[[int], None]:
+        """See ``ComputeServer.end_capture``. Where a recorded launch is validated or has a
+        dynamic count, or while a profile runs or a binding is poisoned, a replay enqueues each
+        launch as a prepared launch would."""
+        server = self._server
+        with server.lock:
+            self._close(recording)
+            steps = [
+                server._prepare_step(task, args, mode)
+                for task, args, mode in recording.launches
+                if args.count.binding is not None or args.count.num_cubes  # empty: runs nothing
+            ]
+            used: dict[int, Binding] = {}
+            for step in steps:
+                for b in step.args.bindings:
+                    used[id(b)] = b
+                dynamic = step.args.count.binding
+                if dynamic is not None:
+                    used[id(dynamic)] = dynamic
+            runs = [step.fast for step in steps if step.fast is not None]
+            whole = server._capture(runs) if steps and len(runs) == len(steps) else None
+        bindings = tuple(used.values())
+        replays = [server._replayer(step) for step in steps]
+        launches = tuple(recording.launches)
+        captures = self.open
+
+        def replay(stream_value: int) -> None:
+            if captures and self.record(launches, stream_value):
+                return
+            if whole is not None:
+                with server.lock:
+                    stream = server._stream(stream_value)
+                    poisoned = server._use_bindings(stream, bindings)
+                    if server._profile is None and not poisoned:
+                        whole(stream)
+                        return
+            for each in replays:
+                each(stream_value)
+
+        return replay
+
+    def abort(self, recording: Recording) -> None:
+        """See ``ComputeServer.abort_capture``."""
+        with self._server.lock:
+            self._close(recording)
+
+    def _close(self, recording: Recording) -> None:
+        if self.open.get(recording.stream_value) is recording:
+            del self.open[recording.stream_value]
+
+    def record(self, launches: Sequence[CapturedLaunch], stream_value: int) -> bool:
+        """Record ``launches`` when ``stream_value`` is being captured and return True; return
+        False when no capture concerns this call.
+
+        :raises CaptureError: for a launch of a capturing thread on another stream.
+        :raises InvalidHandle: for a freed or foreign binding, as a launch does.
+        """
+        server = self._server
+        with server.lock:
+            recording = self.open.get(stream_value)
+            if recording is None:
+                self.refuse(f"a launch of kernel {launches[0].task.name}", stream_value)
+                return False
+            owners: list[object] = []
+            frozen: list[CapturedLaunch] = []
+            for task, args, mode in launches:
+                count, dim, bindings, scalars, metadata = args
+                used = (*bindings, count.binding) if count.binding is not None else bindings
+                for b in used:
+                    ref = b.slice.owner
+                    owner = ref() if ref is not None else None
+                    if b.server_id != server.server_id or b.slice.freed or owner is None:
+                        raise server.bad_binding(b)
+                    owners.append(owner)
+                args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
+                frozen.append(CapturedLaunch(task, args, mode))
+            recording.keep += owners
+            recording.launches += frozen
+            return True
+
+    def refuse(self, call: str, stream_value: int) -> None:
+        """:raises CaptureError: naming ``call`` when ``stream_value`` is being captured or the
+        calling thread is capturing a stream of this server."""
+        thread = threading.get_ident()
+        device = self._server.device_id
+        for recording in list(self.open.values()):  # other threads may open or end one
+            if recording.stream_value == stream_value:
+                raise CaptureError(
+                    f"{call} on stream {stream_value} of {device} while it is being captured: "
+                    "a capture records kernel launches only. Allocate, transfer, sync and "
+                    "profile before or after the `with client.capture()` block"
+                )
+            if recording.thread == thread:
+                raise CaptureError(
+                    f"{call} on stream {stream_value} of {device} while this thread captures "
+                    f"stream {recording.stream_value}: a capture records the launches of one "
+                    "stream. Launch through the client that opened the capture, or after its "
+                    "`with client.capture()` block"
+                )
+
+
+class Graph:
+    """The launches recorded by ``client.capture()``, replayed with :meth:`replay`.
+
+    Use it once as a context manager: inside the block, launches on the client's resolved stream
+    (``kernel.launch``, ``launch_unchecked``, a ``PreparedLaunch``, another graph's replay) are
+    checked as usual and recorded, not run; allocations, transfers, syncs, profiles and launches
+    on another stream of the device raise :class:`CaptureError`. On leaving the block every
+    recorded kernel is built (a ``CompilationError`` raises there) and the backend instantiates
+    the recording once. The graph keeps the memory of every recorded launch alive. Scalars are
+    the values given at capture; capture again to change them. Thread-safe once captured.
+    """
+
+    __slots__ = ("_client", "_count", "_keep", "_recording", "_replay")
+
+    def __init__(self, client: ComputeClient) -> None:
+        self._client = client
+        self._recording: Recording | None = None
+        self._replay: Callable[[int], None] | None = None
+        self._count = 0
+        #: the owners of the recorded memory: the graph keeps it alive
+        self._keep: list[object] = []
+
+    def __enter__(self) -> Graph:
+        """Start recording on the client's resolved stream.
+
+        :raises CaptureError: when this graph already captured, the stream is being captured,
+            or the calling thread is capturing another stream of the device.
+        """
+        if self._recording is not None or self._replay is not None:
+            raise CaptureError("a Graph captures once; call client.capture() for another")
+        client = self._client
+        self._recording = client.server.begin_capture(client.execution_stream().value)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """End the recording; instantiate it unless the block raised (then it is discarded).
+
+        :raises CompilationError: when a recorded kernel does not build.
+        """
+        recording, self._recording = self._recording, None
+        if recording is None:
+            return
+        server = self._client.server
+        if exc_type is not None:
+            server.abort_capture(recording)
+            return
+        self._replay = server.end_capture(recording)
+        self._count = len(recording.launches)
+        self._keep = recording.keep
+
+    def __len__(self) -> int:
+        """The number of launches recorded."""
+        return self._count
+
+    def replay(self, client: ComputeClient | None = None) -> None:
+        """Enqueue every recorded launch, in order, on the resolved stream of ``client`` (default:
+        the client that captured) and return at once. Errors surface as for ``launch``: at the
+        next flush, sync or read on that stream. Inside a capture of that stream, the recorded
+        launches are recorded again.
+
+        :param client: a client of the same device (a ``fixed_execution_queue`` clone, say).
+        :raises CaptureError: at once, before the capture ended or after it failed, and for a
+            client of another device.
+        """
+        replay = self._replay
+        if replay is None:
+            raise CaptureError(
+                "this graph holds no recording: replay it after its `with client.capture()` "
+                "block has ended without an error"
+            )
+        target = self._client if client is None else client
+        if target.server is not self._client.server:
+            raise CaptureError(
+                f"a graph captured on {self._client.device_id()} cannot be replayed on "
+                f"{target.device_id()}: its kernels and memory belong to the device that "
+                "captured it. Capture the launches again on that device's client"
+            )
+        replay(target.execution_stream().value)
+
+    def __repr__(self) -> str:
+        state = "capturing" if self._recording is not None else f"{self._count} launches"
+        return f"Graph({self._client.device_id()}, {state})"
