@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -109,6 +110,24 @@ class CpuFence:
         self.stream.wait_for(self.seq)
 
 
+class _CpuRun:
+    """A prepared launch: enqueues its body as one command; a capture runs several bodies in
+    one command."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: Callable[[ServerStream], None]) -> None:
+        self.body = body
+
+    def __call__(self, stream: ServerStream) -> None:
+        cast(CpuStream, stream).enqueue(partial(self.body, stream))
+
+
+def _run_all(bodies: Sequence[Callable[[ServerStream], None]], stream: ServerStream) -> None:
+    for body in bodies:
+        body(stream)
+
+
 def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
     page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
     usable = binding.nbytes - binding.nbytes % dtype.itemsize
@@ -186,12 +205,38 @@ class CpuServer(ComputeServer):
     def _launch(
         self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
+        body = self._body(task, kernel, args, fixed=False)
+        stream.enqueue(partial(body, stream))  # type: ignore[attr-defined]  # a CpuStream
+
+    def _prepare(
+        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
+    ) -> Callable[[ServerStream], None]:
+        return _CpuRun(self._body(task, kernel, args, fixed=True))
+
+    def _capture(
+        self, runs: Sequence[Callable[[ServerStream], None]]
+    ) -> Callable[[ServerStream], None]:
+        """The whole recording as one worker command: the launches run back to back."""
+        bodies = tuple(cast(_CpuRun, run).body for run in runs)
+
+        def run(stream: ServerStream) -> None:
+            cast(CpuStream, stream).enqueue(partial(_run_all, bodies, stream))
+
+        return run
+
+    def _body(
+        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs, fixed: bool
+    ) -> Callable[[ServerStream], None]:
+        """The launch as a function the stream's worker calls: it checks poison when it runs,
+        records its failures on the stream and never raises. ``fixed``: the bindings' views
+        and a static count are taken now, once (for a prepared launch)."""
         run, dtypes = kernel.built
         count, dim, queued, scalars, metadata = args
         bindings = list(queued)
         dims = (dim.x, dim.y, dim.z)
+        views = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)] if fixed else None
 
-        def command() -> None:
+        def body(stream: ServerStream) -> None:
             poisoned = self.poisoned_input(task, bindings)
             if poisoned is not None:
                 self.fail(stream, poisoned, bindings, task)
@@ -207,7 +252,9 @@ class CpuServer(ComputeServer):
                         self.fail(stream, refused, bindings, task)
                         return
                 if min(counts) > 0:
-                    buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
+                    buffers = views
+                    if buffers is None:
+                        buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
                     run(counts, dims, buffers, scalars, metadata)
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
@@ -216,7 +263,7 @@ class CpuServer(ComputeServer):
                 error.__cause__ = exc
                 self.fail(stream, error, bindings, task)
 
-        stream.enqueue(command)  # type: ignore[attr-defined]  # a CpuStream; cast() is a call
+        return body
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()

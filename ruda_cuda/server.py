@@ -9,6 +9,7 @@ Reads land in pinned host memory, so ``read_async`` overlaps with other work.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import struct
 import threading
@@ -159,6 +160,28 @@ class _Launcher:
         return _ParamBlock(self.struct.size, self.offsets)
 
 
+class _GraphReplay:
+    """A capture instantiated as one CUDA graph: a replay is one ``cudaGraphLaunch`` on the
+    stream. Holds the stream it was captured and uploaded on, which must outlive the upload."""
+
+    __slots__ = ("graph", "server", "side")
+
+    def __init__(self, server: CudaServer, graph: Any, side: Any) -> None:
+        self.server = server
+        self.graph = graph
+        self.side = side
+
+    def __call__(self, stream: ServerStream) -> None:
+        server = self.server
+        server._activate()
+        try:
+            self.graph.launch(stream.stream)  # type: ignore[attr-defined]  # a CudaStream
+        except runtime.CUDARuntimeError as exc:
+            raise translate(
+                f"launching a captured CUDA graph on {server.device_id}", exc, _FAULT_HINT
+            ) from exc
+
+
 class CudaServer(ComputeServer):
     """The server of one CUDA device."""
 
@@ -296,6 +319,27 @@ class CudaServer(ComputeServer):
                 ) from exc
 
         return run
+
+    def _capture(
+        self, runs: Sequence[Callable[[ServerStream], None]]
+    ) -> Callable[[ServerStream], None]:
+        """The recording as one CUDA graph: the prepared launches are captured once on a stream
+        of its own (CuPy's relaxed capture mode), then the graph is instantiated and uploaded
+        there; nothing waits for the device."""
+        self._activate()
+        side = guard("creating a capture stream", lambda: cupy.cuda.Stream(non_blocking=True))
+        capturing = CudaStream(-1, side)
+        guard("beginning a CUDA graph capture", side.begin_capture)
+        try:
+            for run in runs:
+                run(capturing)
+        except BaseException:
+            with contextlib.suppress(runtime.CUDARuntimeError):  # the launch error says why
+                side.end_capture()
+            raise
+        graph = guard("ending a CUDA graph capture", side.end_capture)
+        guard("instantiating a CUDA graph", lambda: graph.upload(side))
+        return _GraphReplay(self, graph, side)
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         self._activate()
