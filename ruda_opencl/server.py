@@ -53,6 +53,7 @@ __all__ = ["OpenCLServer"]
 
 T = TypeVar("T")
 _COMPLETE = cl.command_execution_status.COMPLETE
+_enqueue_kernel = cl.enqueue_nd_range_kernel
 
 
 class OpenCLStream(ServerStream):
@@ -106,9 +107,19 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
 class _Launcher:
     """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
 
-    __slots__ = ("arg_dtypes", "entrypoint", "kernel", "max_units", "name", "program", "read_args")
+    __slots__ = (
+        "arg_dtypes",
+        "entrypoint",
+        "floats",
+        "kernel",
+        "max_units",
+        "name",
+        "program",
+        "read_args",
+        "values",
+    )
 
-    kernel: Any  #: the pyopencl.Kernel every ordinary launch re-binds
+    kernel: Any  #: the pyopencl.Kernel every ordinary launch binds
 
     def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
         args = compiled.args
@@ -118,6 +129,12 @@ class _Launcher:
         self.arg_dtypes = [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
         self.kernel = cl.Kernel(program, compiled.entrypoint)
         self.kernel.set_scalar_arg_dtypes(self.arg_dtypes)
+        #: the argument values last set on ``kernel`` (OpenCL captures them at each enqueue, so
+        #: a launch with equal values sets none); launches are serialised by the server's lock
+        self.values: tuple[object, ...] | None = None
+        #: whether a float scalar is passed: ``==`` cannot tell -0.0 from 0.0, so such a kernel
+        #: sets its arguments every launch
+        self.floats = any(a.kind is ArgKind.SCALAR and a.dtype.kind == "f" for a in args)
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
         self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes)
         self.max_units = int(
@@ -214,14 +231,15 @@ class OpenCLServer(ComputeServer):
         if dim.x * dim.y * dim.z > launcher.max_units or task.uses_planes:
             self._check_units(launcher, task, dim)  # only when a limit can be in reach
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
+        values = launcher.read_args(bindings, scalars, metadata)
+        kernel_ = launcher.kernel
         try:
-            launcher.kernel(
-                queue,
-                gsize,
-                (dim.x, dim.y, dim.z),
-                *launcher.read_args(bindings, scalars, metadata),
-            )
+            if values != launcher.values or launcher.floats:
+                kernel_.set_args(*values)
+                launcher.values = values
+            _enqueue_kernel(queue, kernel_, gsize, (dim.x, dim.y, dim.z))
         except cl.Error as exc:
+            launcher.values = None  # a failed set_args may have set some of them
             raise translate(f"launching kernel {launcher.name}", exc) from exc
 
     def _prepare(
@@ -233,7 +251,7 @@ class OpenCLServer(ComputeServer):
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
         lsize = (dim.x, dim.y, dim.z)
-        enqueue = cl.enqueue_nd_range_kernel
+        enqueue = _enqueue_kernel
 
         def run(stream: ServerStream) -> None:
             queue = stream.queue  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call

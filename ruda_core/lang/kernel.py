@@ -196,7 +196,10 @@ class Kernel:
         """
         if self._structs:
             args = self._flatten(args)
-        self._launcher(args, comptime).launch(client.launch, count, dim, args)
+        launcher = self._default  # _launcher(), inlined for the common case
+        if comptime or launcher is None:
+            launcher = self._launcher(args, comptime)
+        launcher.launch(client.launch, count, dim, args)
 
     def launch_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object

@@ -40,7 +40,7 @@ from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
 from .properties import DeviceProperties, Feature, Features
 from .server import Bytes, ComputeServer
-from .stream import StreamId
+from .stream import StreamId, thread_stream
 
 if TYPE_CHECKING:
     from .backend import Runtime
@@ -394,11 +394,24 @@ class ComputeClient:
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.
         """
-        self._check_limits(task, count, dim)
+        max_units, max_dim, max_count, max_shared = self._launch_limits
+        if (  # _check_limits() only when a limit is passed: this runs on every launch
+            dim.x * dim.y * dim.z > max_units
+            or dim.x > max_dim[0]
+            or dim.y > max_dim[1]
+            or dim.z > max_dim[2]
+            or count.x > max_count[0]
+            or count.y > max_count[1]
+            or count.z > max_count[2]
+            or task.shared_bytes > max_shared
+            or task.uses_planes
+        ):
+            self._check_limits(task, count, dim)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-        stream = self._stream  # execution_stream(), inlined: this runs on every launch
-        value = (stream if stream is not None else StreamId.current()).value
-        self._server.launch(task, args, _CHECKED, value)
+        stream = self._stream  # execution_stream(), inlined
+        if stream is None:
+            stream = getattr(thread_stream, "stream", None) or StreamId.current()
+        self._server.launch(task, args, _CHECKED, stream.value)
 
     def launch_unchecked(
         self,

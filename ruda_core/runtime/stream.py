@@ -10,10 +10,13 @@ import itertools
 import threading
 from dataclasses import dataclass
 
-__all__ = ["StreamId"]
+__all__ = ["StreamId", "thread_stream"]
 
 _next_id = itertools.count()
-_local = threading.local()
+#: ``thread_stream.stream`` is the calling thread's :class:`StreamId` once it has one (read
+#: directly by the launch path; ``StreamId.current()`` makes it on first use)
+thread_stream = threading.local()
+_local = thread_stream
 
 
 @dataclass(frozen=True, slots=True, order=True)
