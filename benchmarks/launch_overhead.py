@@ -9,11 +9,19 @@ Two ruda forms are timed: ``kernel.launch(...)`` (arguments checked and packed e
 launches and syncs once; the best of several rounds (interleaved) is reported in microseconds
 per launch, with the ratio ruda / peer.
 
+The replay line times a chain of ``CHAIN`` launches of the same kernel captured once
+(``client.capture()``) and replayed ``REPLAYS`` times: host microseconds per kernel of the
+enqueue loop (the sync after it is not counted), next to the same chain as plain calls of the
+peer (CuPy ``RawKernel``, raw PyOpenCL; ruda's own ``launch`` on the NumPy device) and, on CUDA,
+a CuPy graph of the chain and ``torch.cuda.CUDAGraph.replay()`` of a chain of ``fill_``
+kernels. Peers that are not installed are left out.
+
 Run: ``python benchmarks/launch_overhead.py [device ...]`` (default: every device).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +34,8 @@ from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 
 N = 5000
 ROUNDS = 7
+CHAIN = 10
+REPLAYS = 1000
 
 
 @kernel
@@ -75,7 +85,7 @@ def cupy_side() -> tuple[Callable[[], None], Callable[[], None], object]:
     def enqueue() -> None:
         raw((1,), (1,), (x, n), stream=stream)
 
-    return enqueue, stream.synchronize, x
+    return enqueue, stream.synchronize, (x, stream)
 
 
 def pyopencl_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
@@ -98,6 +108,80 @@ def pyopencl_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[
     return enqueue, queue.finish, buf
 
 
+def per_kernel_us(replay: Callable[[], None], sync: Callable[[], None]) -> float:
+    replay()
+    sync()
+    start = time.perf_counter()
+    for _ in range(REPLAYS):
+        replay()
+    host = time.perf_counter() - start
+    sync()
+    return host / (REPLAYS * CHAIN) * 1e6
+
+
+def chain_of(enqueue: Callable[[], None]) -> Callable[[], None]:
+    def chain() -> None:
+        for _ in range(CHAIN):
+            enqueue()
+
+    return chain
+
+
+def graph_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+    arg = ArrayArg(client.empty(4), 1)
+    count, dim = RudaCount(1), RudaDim(1)
+    with client.capture() as graph:
+        for _ in range(CHAIN):
+            touch.launch(client, count, dim, arg)
+    return graph.replay, lambda: client.sync().result(), graph
+
+
+def cupy_graph_side() -> tuple[Callable[[], None], Callable[[], None], object]:
+    raw_call, sync, x = cupy_side()
+    stream = x[1]
+    stream.begin_capture()
+    chain_of(raw_call)()
+    graph = stream.end_capture()
+    graph.upload(stream)
+    return lambda: graph.launch(stream), sync, (graph, x)
+
+
+def torch_graph_side() -> tuple[Callable[[], None], Callable[[], None], object]:
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # warm up off the default stream, as torch asks
+        x.fill_(1.0)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(CHAIN):
+            x.fill_(1.0)
+    return graph.replay, torch.cuda.synchronize, (graph, x)
+
+
+def replay_line(device: str, client: ComputeClient, backend: str) -> str:
+    sides = {"ruda graph replay": graph_side(client)}
+    if backend == "cuda":
+        enqueue, sync, keep = cupy_side()
+        sides[f"CuPy RawKernel x{CHAIN}"] = (chain_of(enqueue), sync, keep)
+        sides["CuPy graph"] = cupy_graph_side()
+        if importlib.util.find_spec("torch") is not None:
+            sides["torch CUDAGraph"] = torch_graph_side()
+    elif backend == "opencl":
+        enqueue, sync, keep = pyopencl_side(client)
+        sides[f"raw PyOpenCL x{CHAIN}"] = (chain_of(enqueue), sync, keep)
+    enqueue, sync, keep = ruda_side(client)
+    sides[f"ruda launch x{CHAIN}"] = (chain_of(enqueue), sync, keep)
+    best = dict.fromkeys(sides, float("inf"))
+    for _ in range(ROUNDS):
+        for label, (replay, sync, _) in sides.items():
+            best[label] = min(best[label], per_kernel_us(replay, sync))
+    parts = [f"{label} {us:5.2f}" for label, us in best.items()]
+    return f"{device:10s} replay of {CHAIN}, host us per kernel: " + "  ".join(parts)
+
+
 def measure(device: str) -> str:
     client = ruda.client(device)
     backend = device.split(":")[0]
@@ -116,12 +200,15 @@ def measure(device: str) -> str:
             f"ratio launch {best['ruda launch'] / best[name]:.2f}x, "
             f"prepared {best['ruda prepared'] / best[name]:.2f}x"
         )
-    return f"{device:10s} " + "  ".join(parts)
+    return f"{device:10s} " + "  ".join(parts) + "\n" + replay_line(device, client, backend)
 
 
 def main(devices: list[str]) -> None:
     names = devices or [str(d) for d in ruda.enumerate_all_devices()]
-    print(f"launch overhead, {N} launches per round, best of {ROUNDS} rounds")
+    print(
+        f"launch overhead, {N} launches per round, best of {ROUNDS} rounds; replays: a chain of "
+        f"{CHAIN} captured once, {REPLAYS} replays per round"
+    )
     for name in names:
         print(measure(name), flush=True)
 
