@@ -5,12 +5,19 @@
     ruda.enumerate_all_devices()   # every device of every working backend
     ruda.backends()                # each backend's status and reason
     ruda.client("cuda:0")          # the client of one device ("cpu", "opencl:1" …)
+    ruda.from_dlpack(array)        # a RudaTensor over another library's memory, no copy
 
 Kernels are written with :mod:`ruda_core.lang`; contracts live in :mod:`ruda_core.runtime`.
 Importing this package imports no driver.
 """
 
 from .plugins import BackendStatus, Status, backends, client, enumerate_all_devices, reload
+from .tensor import RudaTensor
+
+#: ``RudaTensor.from_dlpack``: a tensor over any DLPack producer's memory, without a copy.
+from_dlpack = RudaTensor.from_dlpack
+#: ``RudaTensor.from_cuda_array_interface``: the same for ``__cuda_array_interface__`` objects.
+from_cuda_array_interface = RudaTensor.from_cuda_array_interface
 
 __version__ = "0.1.0"
 
@@ -21,5 +28,7 @@ __all__ = [
     "backends",
     "client",
     "enumerate_all_devices",
+    "from_cuda_array_interface",
+    "from_dlpack",
     "reload",
 ]

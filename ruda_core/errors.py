@@ -17,6 +17,8 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── IoError                       a transfer failed
     │   ├── InvalidHandle (ValueError)    freed, foreign (other device) or too small a handle
     │   ├── LayoutError (ValueError)      a tensor layout the runtime cannot read as is
+    │   ├── InteropError (BufferError)    memory that cannot be shared with another library
+    │   │                                 as is (device, element type, layout, alignment)
     │   ├── ValidationError               Validate mode found an out-of-bounds access
     │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
     │   ├── AutotuneError                 every candidate of a tunable set failed
@@ -43,6 +45,7 @@ __all__ = [
     "CaptureError",
     "CompilationError",
     "DeploymentTagsError",
+    "InteropError",
     "InvalidHandle",
     "IoError",
     "LaunchConfigError",
@@ -108,6 +111,12 @@ class InvalidHandle(ServerError, ValueError):
 
 class LayoutError(ServerError, ValueError):
     """A tensor layout the runtime refuses to read as is (see ``Runtime.can_read_tensor``)."""
+
+
+class InteropError(ServerError, BufferError):
+    """Memory that cannot be shared with another library (DLPack, the CUDA array interface)
+    without a copy: another device, an element type or layout ruda cannot use, a misaligned
+    address. ruda never copies instead; the message says what to change."""
 
 
 @dataclass(frozen=True, slots=True)

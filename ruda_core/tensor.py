@@ -1,4 +1,9 @@
-"""``RudaTensor``: device storage plus tensor metadata (shape, strides in elements, element)."""
+"""``RudaTensor``: device storage plus tensor metadata (shape, strides in elements, element).
+
+It speaks the ecosystem's protocols without copying: DLPack both ways (``__dlpack__``,
+``__dlpack_device__``, :meth:`RudaTensor.from_dlpack`), the CUDA array interface on CUDA, and
+``__array__`` (a read from the device, hence always a copy).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InteropError
+from .interop import cuda_array_interface, dlpack
+from .interop.foreign import import_cuda_array_interface, import_dlpack
 from .ir import Elem
 from .runtime.client import ComputeClient, CopyDescriptor
 from .runtime.layout import Strided
@@ -50,3 +58,128 @@ class RudaTensor(Strided):
         """Read the tensor back (waits); contiguous result of ``shape``."""
         raw = client.read_tensor([self.descriptor()])[0]
         return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
+
+    # -- sharing with other libraries ----------------------------------------------------------
+    @classmethod
+    def from_dlpack(cls, obj: object, client: ComputeClient | None = None) -> RudaTensor:
+        """A tensor over ``obj``'s memory, without a copy (``ruda_core.from_dlpack``).
+
+        ``obj`` is any DLPack producer (NumPy, PyTorch, CuPy, JAX …) or, failing that, an
+        object with ``__cuda_array_interface__``. ``client`` defaults to the client of the
+        device the producer names; the producer's work is ordered before the client's current
+        stream. The tensor keeps the producer's memory alive while it (or work queued on it)
+        uses it; writes through either side are seen by the other.
+
+        :raises InteropError: for memory of another device, an element type ruda lacks,
+            negative strides, a misaligned address or a read-only array; nothing is copied.
+        :raises TypeError: for an object that speaks neither protocol.
+        """
+        return cls(*import_dlpack(obj, client))
+
+    @classmethod
+    def from_cuda_array_interface(
+        cls, obj: object, client: ComputeClient | None = None
+    ) -> RudaTensor:
+        """A tensor over the memory ``obj.__cuda_array_interface__`` (version 2 or 3)
+        describes, without a copy, keeping ``obj`` alive; ``client`` defaults to ``cuda:0``.
+        The client's current stream waits for the interface's ``stream``.
+
+        :raises InteropError: as :meth:`from_dlpack`.
+        """
+        return cls(*import_cuda_array_interface(obj, client))
+
+    def _client(self) -> ComputeClient:
+        return ComputeClient.owning(self.handle)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the memory.
+
+        :raises InteropError: on a device whose memory cannot be shared (OpenCL).
+        """
+        client = self._client()
+        device = client.server.dlpack_device()
+        if device is None:
+            raise InteropError(
+                f"{client.device} memory cannot be shared through DLPack (its buffers are not "
+                "shared by address); read it with to_numpy(client)"
+            )
+        return device
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> object:
+        """A DLPack capsule of this tensor's memory, without a copy (array API semantics).
+
+        :param stream: the consumer's stream, which is made to wait for ruda's queued work on
+            the memory: on CUDA a ``cudaStream_t``, 1 (legacy default, also for None) or 2
+            (per-thread default), -1 for no ordering; on the CPU None, and the call waits on
+            the host for that work.
+        :param max_version: the highest DLPack version the consumer reads; (1, 0) or later
+            gives a ``dltensor_versioned`` capsule, None or older a legacy ``dltensor`` one.
+        :param dl_device: the device the consumer wants; only this tensor's own is possible.
+        :param copy: False or None; True raises, since ruda exports only its own memory.
+        :raises InteropError: (a ``BufferError``) for anything that would need a copy, a
+            stream the device does not have, or memory of a device that cannot share it.
+        """
+        device = self.__dlpack_device__()
+        if copy:
+            raise InteropError(
+                "ruda exports its memory without copying; copy on the consumer's side (for "
+                "NumPy: np.array(np.from_dlpack(t)))"
+            )
+        if dl_device is not None and tuple(dl_device) != device:
+            raise InteropError(
+                f"the tensor lives on DLPack device {device}, not {tuple(dl_device)}; ruda "
+                "does not copy between devices here"
+            )
+        if device[0] == dlpack.DLDeviceType.CPU:
+            if stream not in (None, -1):
+                raise InteropError(f"stream {stream!r} for host memory; pass None")
+        elif stream == 0:
+            raise InteropError("stream 0 is ambiguous in DLPack; pass 1 for the legacy default")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        client = self._client()
+        address = client.server.export(self.handle.binding(), stream)
+        return dlpack.export_capsule(
+            address, device, self.shape, self.strides, self.elem, self.handle, versioned
+        )
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, object]:
+        """Version 3 of the CUDA array interface, for a tensor on a CUDA device; its
+        ``stream`` is the ruda stream that last used the memory, which a consumer waits for.
+
+        :raises AttributeError: on other devices (so ``hasattr`` answers False).
+        :raises InteropError: for bf16, which the interface cannot name.
+        """
+        client = self._client()
+        device = client.server.dlpack_device()
+        if device is None or device[0] != dlpack.DLDeviceType.CUDA:
+            raise AttributeError(f"{client.device} memory has no __cuda_array_interface__")
+        binding = self.handle.binding()
+        return cuda_array_interface.describe(
+            client.server.export(binding, -1),
+            self.shape,
+            self.strides,
+            self.elem,
+            client.server.last_stream_handle(binding),
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The tensor read from its device (waits): always a new array, so ``copy=False``
+        raises ``ValueError`` as NumPy 2 asks. ``np.asarray(t)`` and ``np.array(t)`` use it.
+
+        :raises RudaPanic: when the read fails or the layout cannot be read as is.
+        """
+        if copy is False:
+            raise ValueError(
+                "a RudaTensor lives in device memory: reading it is a copy. Use np.asarray(t) "
+                "(or np.from_dlpack(t) on the NumPy device, which shares the memory)"
+            )
+        host = self.to_numpy(self._client())
+        return host if dtype is None else host.astype(dtype, copy=False)

@@ -7,6 +7,7 @@ A :class:`CpuFence` is a position in a stream's command sequence.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import threading
@@ -17,6 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ruda_core.interop.dlpack import DLDeviceType
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
@@ -185,6 +187,20 @@ class CpuServer(ComputeServer):
 
     def driver_fingerprint(self) -> str:
         return f"numpy {np.__version__}"
+
+    def dlpack_device(self) -> tuple[int, int]:
+        return (DLDeviceType.CPU, 0)
+
+    def _address(self, binding: Binding) -> int:
+        page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
+        return int(page.ctypes.data) + binding.offset_bytes
+
+    def _adopt(self, address: int, nbytes: int) -> np.ndarray:
+        """A writable ``uint8`` view of host memory another library owns (kept alive by the
+        handle's owner, not by this array)."""
+        if nbytes == 0:
+            return np.empty(0, dtype=np.uint8)
+        return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
 
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> CpuStream:

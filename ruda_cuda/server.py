@@ -21,6 +21,7 @@ import numpy as np
 from cupy.cuda import driver, runtime
 
 from ruda_core.codegen.abi import ArgKind, make_arg_reader
+from ruda_core.interop.dlpack import DLDeviceType
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
     Binding,
@@ -47,6 +48,8 @@ __all__ = ["CudaServer"]
 
 T = TypeVar("T")
 _HOST_TO_DEVICE = 1
+#: ``cudaStreamLegacy``: the stream the DLPack convention means by None
+_LEGACY_STREAM = 1
 _DEVICE_TO_HOST = 2
 _STRUCT_CODE = {
     "b": "b",
@@ -238,6 +241,40 @@ class CudaServer(ComputeServer):
 
     def driver_fingerprint(self) -> str:
         return driver_fingerprint()
+
+    def dlpack_device(self) -> tuple[int, int]:
+        return (DLDeviceType.CUDA, self._index)
+
+    def _address(self, binding: Binding) -> int:
+        return cast(int, binding.resource) + binding.offset_bytes
+
+    def _adopt(self, address: int, nbytes: int) -> int:
+        return address  # a device pointer, like the pool's pages
+
+    def _stream_handle(self, stream: ServerStream) -> int:
+        return cast(CudaStream, stream).ptr
+
+    def _order_consumer(self, fence: Any, consumer: int | None) -> None:
+        """``consumer`` is a ``cudaStream_t``, 1 (``cudaStreamLegacy``, also for None) or 2
+        (``cudaStreamPerThread``): it waits for the fence's event on the device."""
+        if fence.done():
+            return
+        handle = _LEGACY_STREAM if consumer is None else consumer
+        self._activate()
+        guard(
+            "ordering another library's stream after ruda's work",
+            lambda: runtime.streamWaitEvent(handle, fence.event.ptr, 0),
+        )
+
+    def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
+        self._activate()
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+
+        def wait() -> None:
+            runtime.eventRecord(event.ptr, producer)
+            runtime.streamWaitEvent(cast(CudaStream, stream).ptr, event.ptr, 0)
+
+        guard("ordering ruda's stream after another library's work", wait)
 
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> CudaStream:

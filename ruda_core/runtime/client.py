@@ -190,6 +190,18 @@ class ComputeClient:
             return client
 
     @classmethod
+    def owning(cls, handle: Handle) -> ComputeClient:
+        """The registered client whose server holds ``handle``'s memory.
+
+        :raises InvalidHandle: when no registered client does (a server never registered).
+        """
+        with cls._registry_lock:
+            for client in cls._registry.values():
+                if client._server.server_id == handle.server_id:
+                    return client
+        raise InvalidHandle(f"{handle!r} belongs to no registered device's client")
+
+    @classmethod
     def _after_fork_in_child(cls) -> None:
         """A parent's thread may have held the registry lock when it forked."""
         cls._registry_lock = threading.RLock()

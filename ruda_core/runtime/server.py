@@ -322,6 +322,95 @@ class ComputeServer(ABC):
         with self.lock:
             self.memory.cleanup()
 
+    # -- memory shared with other libraries (DLPack, the CUDA array interface) -----------------
+    def dlpack_device(self) -> tuple[int, int] | None:
+        """The DLPack ``(device_type, device_id)`` of this device's memory; None (the default)
+        when its memory cannot be shared by address (OpenCL buffers are not pointers). A backend
+        that answers must implement ``_address`` and ``_adopt``."""
+        return None
+
+    def _address(self, binding: Binding) -> int:
+        """The address of ``binding``'s first byte, as other libraries on this device use it."""
+        raise UnsupportedFeature(f"{type(self).__name__} cannot share memory by address")
+
+    def _adopt(self, address: int, nbytes: int) -> object:
+        """The page resource (what ``Storage.alloc`` returns) for ``nbytes`` of memory at
+        ``address`` that another library allocated."""
+        raise UnsupportedFeature(f"{type(self).__name__} cannot use memory by address")
+
+    def _stream_handle(self, stream: ServerStream) -> int | None:
+        """The driver's handle of ``stream`` for other libraries (a ``cudaStream_t``); None
+        (the default) for a device without such streams."""
+        return None
+
+    def _order_consumer(self, fence: Fence, consumer: int | None) -> None:
+        """Make another library's work on stream ``consumer`` (a handle in the DLPack stream
+        convention) start after ``fence``. The default, for host memory, waits on the host;
+        called without the lock."""
+        fence.wait()
+
+    def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
+        """Make later work on ``stream`` wait for what another library has queued so far on its
+        stream ``producer`` (lock held; must not block)."""
+        raise UnsupportedFeature(f"{type(self).__name__} has no streams to order with")
+
+    def export(self, binding: Binding, consumer: int | None) -> int:
+        """The address of ``binding`` for another library, with that library's stream
+        ``consumer`` ordered after every queued use of the memory (``-1``: no ordering).
+        Blocks only on a device whose ``_order_consumer`` waits on the host.
+
+        :raises InvalidHandle: for a freed binding or one of another server.
+        :raises ServerError: the poison of a buffer a failed kernel left without valid data.
+        """
+        with self.lock:
+            s = binding.slice
+            if binding.server_id != self.server_id or s.freed:
+                raise InvalidHandle(_describe_bad_binding(binding, self))
+            if s.error is not None:
+                raise s.error
+            address = self._address(binding)
+            fence = self._fence(s.stream) if s.stream is not None else None
+        if fence is not None and consumer != -1:
+            self._order_consumer(fence, consumer)
+        return address
+
+    def adopt(
+        self,
+        address: int,
+        nbytes: int,
+        owner: object,
+        stream_value: int,
+        producer: int | None = None,
+    ) -> Handle:
+        """A handle over ``nbytes`` at ``address`` that another library allocated on this
+        device. ``owner`` keeps that memory alive until the handle is dropped and the work
+        queued on it is done; the pool never reuses it. With ``producer`` (the other library's
+        stream handle), work on ``stream_value`` waits for what that stream has queued.
+
+        :raises UnsupportedFeature: on a device whose memory cannot be used by address.
+        """
+        with self.lock:
+            stream = self._stream(stream_value)
+            if producer is not None:
+                self._order_after_producer(stream, producer)
+            resource = self._adopt(address, nbytes)
+            slice_ = self.memory.adopt(resource, nbytes, owner, stream)
+            return Handle._new(slice_, self.memory.dropped, self.server_id)
+
+    def stream_handle(self, stream_value: int) -> int | None:
+        """The driver's handle of a stream for other libraries (what a DLPack producer is asked
+        to order its work before), None on a device without such streams."""
+        with self.lock:
+            return self._stream_handle(self._stream(stream_value))
+
+    def last_stream_handle(self, binding: Binding) -> int | None:
+        """The driver's handle of the stream that last used ``binding`` (what the CUDA array
+        interface calls the producer's stream), None when none did or the device has no such
+        streams."""
+        with self.lock:
+            stream = binding.slice.stream
+            return None if stream is None else self._stream_handle(stream)
+
     # -- execution -----------------------------------------------------------------------------
     def launch(
         self, task: RudaTask, args: LaunchArgs, mode: ExecutionMode, stream_value: int

@@ -20,14 +20,20 @@ __all__ = ["Binding", "Handle", "Page", "Slice"]
 
 
 class Page:
-    """One allocation from the backend's :class:`Storage`."""
+    """One allocation from the backend's :class:`Storage`, or memory of another library that
+    a handle wraps (``foreign``)."""
 
-    __slots__ = ("exclusive", "free_ranges", "live", "nbytes", "resource")
+    __slots__ = ("exclusive", "foreign", "free_ranges", "live", "nbytes", "resource")
 
-    def __init__(self, resource: object, nbytes: int, exclusive: bool) -> None:
+    def __init__(
+        self, resource: object, nbytes: int, exclusive: bool, foreign: object = None
+    ) -> None:
         self.resource = resource  #: the backend's object for this page
         self.nbytes = nbytes
         self.exclusive = exclusive
+        #: for memory another library allocated: what keeps it alive until the page's slice is
+        #: dropped and its queued work done; None for the pool's own pages
+        self.foreign = foreign
         #: free (offset, nbytes) ranges, sorted by offset (sliced pages only)
         self.free_ranges: list[tuple[int, int]] = [] if exclusive else [(0, nbytes)]
         #: slices on this page that are live or waiting for their fence

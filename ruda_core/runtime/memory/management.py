@@ -111,6 +111,8 @@ class MemoryManagement:
         self._sliced: list[Page] = []
         self._exclusive_free: list[Page] = []
         self._pending: list[Slice] = []
+        #: dropped slices of foreign memory, in drop order, until their fence is done
+        self._foreign_pending: deque[Slice] = deque()
         self._allocs = 0
         self._in_use = 0
         self._padding = 0
@@ -147,6 +149,17 @@ class MemoryManagement:
         self._padding += slice_.nbytes - nbytes
         return slice_
 
+    def adopt(self, resource: object, nbytes: int, owner: object, stream: object) -> Slice:
+        """A slice of ``nbytes`` over memory another library allocated (``resource`` is what
+        the backend's pages are), first used on ``stream``. ``owner`` keeps the memory alive:
+        it is released once the slice is dropped and the work queued on it is done; the pool
+        never reuses the memory and does not count it in :meth:`usage`."""
+        page = Page(resource, nbytes, True, owner)
+        page.live = 1
+        slice_ = Slice(page, 0, nbytes, nbytes)
+        slice_.stream = stream
+        return slice_
+
     def _is_exclusive(self, rounded: int) -> bool:
         return rounded > self.config.slice_max_nbytes
 
@@ -155,8 +168,10 @@ class MemoryManagement:
         dropped one stays freed, so bindings of its handle are refused whatever reuses it."""
         exclusive = self._is_exclusive(rounded)
         for k, s in enumerate(self._pending):
-            if s.stream is stream and (
-                rounded <= s.nbytes <= 2 * rounded if exclusive else s.nbytes == rounded
+            if (
+                s.stream is stream
+                and s.page.foreign is None
+                and (rounded <= s.nbytes <= 2 * rounded if exclusive else s.nbytes == rounded)
             ):
                 del self._pending[k]
                 return Slice(s.page, s.offset_bytes, s.nbytes, 0)
@@ -262,19 +277,25 @@ class MemoryManagement:
         fences: dict[int, Fence] = {}
         while self.dropped:
             s = self.dropped.popleft()
-            self._allocs -= 1
-            self._in_use -= s.requested
-            self._padding -= s.nbytes - s.requested
             if s.stream is not None:
                 key = id(s.stream)
                 if key not in fences:
                     fences[key] = self._fence_of(s.stream)
                 s.fence = fences[key]
+            if s.page.foreign is not None:
+                self._foreign_pending.append(s)
+                continue
+            self._allocs -= 1
+            self._in_use -= s.requested
+            self._padding -= s.nbytes - s.requested
             self._pending.append(s)
         self._reclaim()
         self._apply_release_policy()
 
     def _reclaim(self) -> None:
+        foreign = self._foreign_pending
+        while foreign and (foreign[0].fence is None or foreign[0].fence.done()):
+            self._return(foreign.popleft())  # in drop order: a fence not done stops the scan
         keep: list[Slice] = []
         for s in self._pending:
             if s.fence is None or s.fence.done():
@@ -286,6 +307,9 @@ class MemoryManagement:
     def _return(self, s: Slice) -> None:
         page = s.page
         page.live -= 1
+        if page.foreign is not None:  # the other library's memory: let it go
+            page.foreign = page.resource = None
+            return
         if page.exclusive:
             self._exclusive_free.append(page)
         else:
@@ -315,7 +339,7 @@ class MemoryManagement:
             idle -= page.nbytes
 
     def _wait_pending(self) -> None:
-        for s in self._pending:
+        for s in [*self._pending, *self._foreign_pending]:
             if s.fence is not None:
                 s.fence.wait()
         self._reclaim()
