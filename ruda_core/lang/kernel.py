@@ -19,8 +19,9 @@ from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
 from ..runtime.dims import RudaCount, RudaDim
+from .foreign import import_arguments, shown
 from .frontend import build_kernel
-from .launcher import Launcher, arg_elem
+from .launcher import Launcher, Submit, arg_elem
 from .syntax import KernelParam, parse_function, parse_signature
 from .types import ElemVar, as_elem
 
@@ -189,17 +190,23 @@ class Kernel:
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
     ) -> None:
         """Launch in Checked mode: ``args`` bind positionally to the non-Comptime parameters,
-        ``comptime`` by keyword. Enqueues and returns at once.
+        ``comptime`` by keyword. Enqueues and returns at once. An ``Array`` or ``Tensor``
+        argument may be any DLPack array of the client's device (see :mod:`.foreign`).
 
         :raises LaunchConfigError: at once, for arguments that do not fit the parameters.
+        :raises InteropError: at once, for a foreign array ruda cannot use as is.
         :raises CompilationError: at once, when the kernel cannot be specialised.
         """
         if self._structs:
             args = self._flatten(args)
         launcher = self._default  # _launcher(), inlined for the common case
         if comptime or launcher is None:
-            launcher = self._launcher(args, comptime)
-        launcher.launch(client.launch, count, dim, args)
+            self._submit(client, client.launch, count, dim, args, comptime)
+            return
+        try:
+            launcher.launch(client.launch, count, dim, args)
+        except LaunchConfigError:  # perhaps foreign arrays: the full path imports them
+            self._submit(client, client.launch, count, dim, args, comptime)
 
     def launch_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
@@ -207,7 +214,7 @@ class Kernel:
         """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
         if self._structs:
             args = self._flatten(args)
-        self._launcher(args, comptime).launch(client.launch_unchecked, count, dim, args)
+        self._submit(client, client.launch_unchecked, count, dim, args, comptime)
 
     def prepare(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
@@ -219,24 +226,29 @@ class Kernel:
         :raises LaunchConfigError: at once, as :meth:`launch`.
         :raises CompilationError: at once, when the kernel does not specialise or build.
         """
-        if self._structs:
-            args = self._flatten(args)
-        prepared: PreparedLaunch = self._launcher(args, comptime).launch(
-            client.prepare, count, dim, args
-        )
-        prepared.keep = args
-        return prepared
+        return self._prepare(client, client.prepare, count, dim, args, comptime)
 
     def prepare_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
     ) -> PreparedLaunch:
         """Like :meth:`prepare`, with the bounds checks ``BoundsCheckMode`` selects now."""
+        submit = functools.partial(client.prepare, unchecked=True)
+        return self._prepare(client, submit, count, dim, args, comptime)
+
+    def _prepare(
+        self,
+        client: Any,
+        submit: Submit,
+        count: RudaCount,
+        dim: RudaDim,
+        args: tuple[object, ...],
+        comptime: dict[str, object],
+    ) -> PreparedLaunch:
         if self._structs:
             args = self._flatten(args)
-        prepared: PreparedLaunch = self._launcher(args, comptime).launch(
-            functools.partial(client.prepare, unchecked=True), count, dim, args
-        )
-        prepared.keep = args
+        prepared: PreparedLaunch = self._submit(client, submit, count, dim, args, comptime)
+        if prepared.keep is None:  # else it holds the foreign arrays' imports
+            prepared.keep = args
         return prepared
 
     def _flatten(self, args: tuple[object, ...]) -> tuple[object, ...]:
@@ -258,9 +270,33 @@ class Kernel:
                 flat += [getattr(arg, f) for f in fields]
             else:
                 raise LaunchConfigError(
-                    f"kernel '{self.name}': argument '{name}' expects a {cls.__name__}, got {arg!r}"
+                    f"kernel '{self.name}': argument '{name}' expects a {cls.__name__}, got "
+                    f"{shown(arg)}"
                 )
         return tuple(flat)
+
+    def _submit(
+        self,
+        client: Any,
+        submit: Submit,
+        count: RudaCount,
+        dim: RudaDim,
+        args: tuple[object, ...],
+        comptime: dict[str, object],
+    ) -> Any:
+        """Bind ``args`` (dataclass arguments already flattened) and call ``submit``. Only when
+        binding fails are foreign arrays imported (and the launch bound again with them), so
+        ruda's own arguments pay nothing."""
+        try:
+            return self._launcher(args, comptime).launch(submit, count, dim, args)
+        except LaunchConfigError:
+            imported = import_arguments(client, self._runtime, args)
+            if imported is None:
+                raise
+        result = self._launcher(imported, comptime).launch(submit, count, dim, imported)
+        if isinstance(result, PreparedLaunch):
+            result.keep = imported
+        return result
 
     def _launcher(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:
         """The launcher for these arguments: one lookup on a probe of what specialises the
@@ -327,7 +363,7 @@ class Kernel:
         if shape is None or not hasattr(arg, "strides"):
             raise LaunchConfigError(
                 f"kernel '{self.name}': argument '{name}' expects a TensorArg or RudaTensor, got "
-                f"{arg!r}"
+                f"{shown(arg)}"
             )
         return len(shape)
 

@@ -31,6 +31,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
+from .foreign import shown
 from .types import as_elem
 
 __all__ = ["Launcher", "Submit"]
@@ -119,7 +120,8 @@ def _tensor_parts(
         return arg.handle, arg.shape, arg.strides, arg.elem
     if not (hasattr(arg, "handle") and hasattr(arg, "shape") and hasattr(arg, "strides")):
         raise LaunchConfigError(
-            f"{where} expects an ArrayArg(handle, length), a TensorArg or a RudaTensor, got {arg!r}"
+            f"{where} expects an ArrayArg(handle, length), a TensorArg or a RudaTensor, got "
+            f"{shown(arg)}"
         )
     shape = tuple(_u32(where, "extent", s) for s in arg.shape)
     strides = tuple(_u32(where, "stride", s) for s in arg.strides)

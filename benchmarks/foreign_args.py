@@ -1,0 +1,164 @@
+"""Host cost of a saxpy launch with ruda's own arguments, with three foreign arrays, and with
+Triton, in one run.
+
+* ``ruda ArrayArg``: ``saxpy.launch`` with three ``ArrayArg`` (the plain path);
+* ``ruda foreign``: the same launch with three arrays of another library, imported through
+  DLPack at every launch: NumPy arrays on ``cpu``, PyTorch tensors on ``cuda:*`` (ordered
+  after torch's current stream);
+* ``Triton``: on ``cuda:*``, Triton's launch of an equivalent saxpy kernel with the same torch
+  tensors.
+
+Each side enqueues ``N`` launches; the time until the last one is enqueued, divided by ``N``,
+is the host cost in microseconds per launch (the best of several interleaved rounds; every
+round ends with a sync outside the timing). Parts whose library is missing are skipped.
+
+Run: ``python benchmarks/foreign_args.py [device ...]`` (default: every cpu and cuda device).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
+from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+
+N = 2000
+ROUNDS = 5
+ELEMENTS = 1024
+BLOCK = 256
+
+Side = tuple[Callable[[], None], Callable[[], None]]
+
+
+@kernel
+def saxpy(a: f32, x: Array[f32], y: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+if importlib.util.find_spec("triton") is not None:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_saxpy(x_ptr, y_ptr, out_ptr, a, n, BLOCK_SIZE: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, a * x + y, mask=mask)
+
+
+def host_us(enqueue: Callable[[], None], sync: Callable[[], None]) -> float:
+    enqueue()
+    sync()
+    start = time.perf_counter()
+    for _ in range(N):
+        enqueue()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed / N * 1e6
+
+
+def geometry() -> tuple[RudaCount, RudaDim]:
+    return RudaCount((ELEMENTS + BLOCK - 1) // BLOCK), RudaDim(BLOCK)
+
+
+def plain_side(client: ComputeClient) -> Side:
+    count, dim = geometry()
+    host = np.arange(ELEMENTS, dtype=np.float32)
+    x = ArrayArg(client.create_from_slice(host), ELEMENTS)
+    y = ArrayArg(client.create_from_slice(host), ELEMENTS)
+    out = ArrayArg(client.empty(host.nbytes), ELEMENTS)
+
+    def enqueue() -> None:
+        saxpy.launch(client, count, dim, 2.0, x, y, out)
+
+    return enqueue, lambda: client.sync().result()
+
+
+def numpy_side(client: ComputeClient) -> Side:
+    count, dim = geometry()
+    x, y = np.arange(ELEMENTS, dtype=np.float32), np.ones(ELEMENTS, np.float32)
+    out = np.empty_like(x)
+
+    def enqueue() -> None:
+        saxpy.launch(client, count, dim, 2.0, x, y, out)
+
+    return enqueue, lambda: client.sync().result()
+
+
+def torch_tensors(device: str) -> tuple[object, object, object]:
+    import torch
+
+    x = torch.arange(ELEMENTS, dtype=torch.float32, device=device)
+    return x, torch.ones_like(x), torch.empty_like(x)
+
+
+def torch_side(client: ComputeClient, device: str) -> Side:
+    import torch
+
+    count, dim = geometry()
+    x, y, out = torch_tensors(device)
+
+    def enqueue() -> None:
+        saxpy.launch(client, count, dim, 2.0, x, y, out)
+
+    def sync() -> None:
+        client.sync().result()
+        torch.cuda.synchronize()
+
+    return enqueue, sync
+
+
+def triton_side(device: str) -> Side:
+    import torch
+
+    x, y, out = torch_tensors(device)
+    grid = (triton.cdiv(ELEMENTS, BLOCK),)
+
+    def enqueue() -> None:
+        triton_saxpy[grid](x, y, out, 2.0, ELEMENTS, BLOCK_SIZE=BLOCK)
+
+    return enqueue, torch.cuda.synchronize
+
+
+def sides(device: str) -> dict[str, Side]:
+    client = ruda.client(device)
+    found = {"ruda ArrayArg": plain_side(client)}
+    if device == "cpu":
+        found["ruda NumPy arrays"] = numpy_side(client)
+    elif device.startswith("cuda") and importlib.util.find_spec("torch") is not None:
+        found["ruda torch tensors"] = torch_side(client, device)  # torch names it the same
+        if importlib.util.find_spec("triton") is not None:
+            found["Triton torch tensors"] = triton_side(device)
+    return found
+
+
+def measure(device: str) -> str:
+    timed = sides(device)
+    best = dict.fromkeys(timed, float("inf"))
+    for _ in range(ROUNDS):
+        for label, (enqueue, sync) in timed.items():
+            best[label] = min(best[label], host_us(enqueue, sync))
+    return f"{device:8s} " + "  ".join(f"{label} {us:7.2f} us" for label, us in best.items())
+
+
+def main(devices: list[str]) -> None:
+    names = devices or [
+        str(d) for d in ruda.enumerate_all_devices() if str(d).split(":")[0] in ("cpu", "cuda")
+    ]
+    print(f"saxpy of {ELEMENTS} f32, host us per launch, {N} launches, best of {ROUNDS} rounds")
+    for name in names:
+        print(measure(name), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
