@@ -171,7 +171,7 @@ class RudaTensor(Strided):
         )
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """The tensor read from its device (waits): always a new array, so ``copy=False``
+        """The tensor read from its device (waits): always a new, writable array, so ``copy=False``
         raises ``ValueError`` as NumPy 2 asks. ``np.asarray(t)`` and ``np.array(t)`` use it.
 
         :raises RudaPanic: when the read fails or the layout cannot be read as is.
@@ -181,5 +181,5 @@ class RudaTensor(Strided):
                 "a RudaTensor lives in device memory: reading it is a copy. Use np.asarray(t) "
                 "(or np.from_dlpack(t) on the NumPy device, which shares the memory)"
             )
-        host = self.to_numpy(self._client())
-        return host if dtype is None else host.astype(dtype, copy=False)
+        host = self.to_numpy(self._client())  # read-only: it views the read's bytes
+        return host.astype(host.dtype if dtype is None else dtype)  # a writable array

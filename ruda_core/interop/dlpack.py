@@ -115,7 +115,7 @@ _CODES: dict[Elem, tuple[int, int]] = {
     Elem.F64: (_FLOAT, 64),
 }
 _ELEMS = {code: elem for elem, code in _CODES.items()}
-_CODE_NAMES = {_INT: "int", _UINT: "uint", _FLOAT: "float", 3: "opaque", _BFLOAT: "bfloat"}
+_CODE_NAMES = {_INT: "int", _UINT: "uint", _FLOAT: "float", 3: "opaque", _BFLOAT: "bfloat", 5: "complex"}
 
 # Capsule names live as long as the module: a capsule keeps a pointer to its name.
 _VERSIONED = b"dltensor_versioned"
@@ -256,7 +256,7 @@ class ForeignTensor:
         code, bits, lanes = self.dtype
         elem = _ELEMS.get((code, bits)) if lanes == 1 else None
         if elem is None:
-            kind = _CODE_NAMES.get(code, f"code {code}")
+            kind = _CODE_NAMES.get(code, f"code {code}, bits ")
             vector = f" x{lanes}" if lanes != 1 else ""
             raise InteropError(
                 f"DLPack type {kind}{bits}{vector} has no ruda element type; use one of "
