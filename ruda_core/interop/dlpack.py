@@ -115,7 +115,14 @@ _CODES: dict[Elem, tuple[int, int]] = {
     Elem.F64: (_FLOAT, 64),
 }
 _ELEMS = {code: elem for elem, code in _CODES.items()}
-_CODE_NAMES = {_INT: "int", _UINT: "uint", _FLOAT: "float", 3: "opaque", _BFLOAT: "bfloat", 5: "complex"}
+_CODE_NAMES = {
+    _INT: "int",
+    _UINT: "uint",
+    _FLOAT: "float",
+    3: "opaque",
+    _BFLOAT: "bfloat",
+    5: "complex",
+}
 
 # Capsule names live as long as the module: a capsule keeps a pointer to its name.
 _VERSIONED = b"dltensor_versioned"

@@ -8,6 +8,7 @@ of exactly one element type; the IR has no implicit conversion (the language fro
 from __future__ import annotations
 
 import enum
+import functools
 
 import numpy as np
 
@@ -60,12 +61,9 @@ class Elem(enum.Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        """The NumPy dtype of this element.
-
-        :raises TypeError: for ``bf16``, which NumPy does not have.
-        """
+        """The NumPy dtype of this element; for ``bf16``, ``ml_dtypes.bfloat16``."""
         if self is Elem.BF16:
-            raise TypeError("bf16 has no NumPy dtype; use f32 on the host and cast in the kernel")
+            return _bfloat16()
         return np.dtype(_NUMPY_NAME[self])
 
     @classmethod
@@ -75,16 +73,29 @@ class Elem(enum.Enum):
         :raises TypeError: when the dtype has no IR element (complex, object, strings …).
         """
         dt = np.dtype(dtype)  # type: ignore[call-overload]  # np.dtype accepts any dtype-like
+        if dt.name == "bfloat16":  # ml_dtypes' type, recognised without importing it
+            return cls.BF16
         for elem, name in _NUMPY_NAME.items():
             if dt == np.dtype(name):
                 return elem
-        raise TypeError(f"dtype {dt} has no ruda element type; use one of {list(_NUMPY_NAME)}")
+        names = [*_NUMPY_NAME.values(), "bfloat16"]
+        raise TypeError(f"dtype {dt} has no ruda element type; use one of {names}")
 
     def __repr__(self) -> str:
         return f"Elem.{self.name}"
 
     def __str__(self) -> str:
         return self.value
+
+
+@functools.cache
+def _bfloat16() -> np.dtype:
+    """``ml_dtypes.bfloat16``, imported at the first use of bf16 on the host (it costs
+    milliseconds that a program without bf16 need not pay)."""
+    import ml_dtypes
+
+    dtype: np.dtype = np.dtype(ml_dtypes.bfloat16)  # ml_dtypes ships no stubs
+    return dtype
 
 
 _NBYTES = {

@@ -592,6 +592,11 @@ def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
 
 
 def _byte_view(data: Any) -> memoryview:
+    if isinstance(data, np.ndarray) and data.dtype.kind == "V" and data.dtype.names is None:
+        # ml_dtypes' bfloat16 (and other extension types) export no buffer format: as bytes
+        if not data.flags.c_contiguous:
+            raise ValueError("the data is not C-contiguous; copy it with np.ascontiguousarray")
+        data = data.reshape(-1).view(np.uint8)
     try:
         view = memoryview(data)
     except TypeError:

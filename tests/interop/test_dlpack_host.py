@@ -219,3 +219,16 @@ def test_opencl_memory_is_refused_not_copied(open_device):
     with pytest.raises(InteropError, match="cannot be shared through DLPack"):
         np.from_dlpack(t)
     np.testing.assert_array_equal(np.asarray(t), np.arange(4, dtype=np.float32))
+
+
+def test_bf16_round_trips_through_the_host_with_ml_dtypes(cpu):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.array([1.5, -2.25, 3.0078125, 2.0**-133], dtype=ml_dtypes.bfloat16)
+    t = RudaTensor.from_numpy(cpu, values)
+    assert t.elem.value == "bf16"
+    back = t.to_numpy(cpu)
+    assert back.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(back.view(np.uint16), values.view(np.uint16))
+    raw = cpu.read_one(cpu.create_from_slice(values))
+    np.testing.assert_array_equal(np.frombuffer(raw, np.uint16), values.view(np.uint16))
+    np.testing.assert_array_equal(np.asarray(t).view(np.uint16), values.view(np.uint16))
