@@ -365,7 +365,7 @@ class ComputeServer(ABC):
         with self.lock:
             s = binding.slice
             if binding.server_id != self.server_id or s.freed:
-                raise InvalidHandle(_describe_bad_binding(binding, self))
+                raise self.bad_binding(binding)
             if s.error is not None:
                 raise s.error
             address = self._address(binding)
