@@ -37,6 +37,7 @@ from .ops import (
     SYNC_REDUCE_OPS,
     Op,
 )
+from .printing import MAX_PRINT_VALUES, Conversion, PrintFormat
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
 from .variables import (
     ArrayVar,
@@ -66,6 +67,7 @@ __all__ = [
     "INT_BINARY",
     "INT_ELEMS",
     "INT_UNARY",
+    "MAX_PRINT_VALUES",
     "NUMERIC_ELEMS",
     "PLANE_OPS",
     "REPORT_PARAM",
@@ -77,6 +79,7 @@ __all__ = [
     "BuiltinKind",
     "Const",
     "Continue",
+    "Conversion",
     "Elem",
     "ExecutionMode",
     "If",
@@ -89,6 +92,7 @@ __all__ = [
     "Operand",
     "Param",
     "ParamKind",
+    "PrintFormat",
     "RangeLoop",
     "Return",
     "SharedArray",

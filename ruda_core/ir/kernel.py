@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .ops import Op
+from .printing import PrintFormat
 from .variables import ArrayVar, Const, Local, LocalArray, Operand, Param, SharedArray, SourceLoc
 
 __all__ = [
@@ -40,15 +41,19 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Instr:
     """``out = op(*args)``. ``out`` is ``None`` for operations without a result (stores,
-    barriers) and may be ``None`` for atomics whose old value is unused."""
+    barriers) and may be ``None`` for atomics whose old value is unused. ``format`` is the text
+    of a ``PRINT`` (``None`` for every other operation)."""
 
     op: Op
     out: Local | None
     args: tuple[Operand | ArrayVar, ...]
     loc: SourceLoc | None = field(default=None, compare=False)
+    format: PrintFormat | None = None
 
     def __str__(self) -> str:
         args = ", ".join(str(a) for a in self.args)
+        if self.format is not None:
+            args = f"{self.format}" + (f", {args}" if args else "")
         lhs = f"{self.out}: {self.out.elem} = " if self.out is not None else ""
         return f"{lhs}{self.op}({args})"
 

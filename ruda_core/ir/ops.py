@@ -38,6 +38,11 @@ that also give every unit the number of units of the cube whose operand is true 
 whether all are, and whether any is. ``FENCE_UNITS``/``FENCE_DEVICE`` order the unit's earlier
 memory accesses before its later ones as seen by the units of its cube / of the whole device
 (CUDA's ``__threadfence_block``/``__threadfence``); they wait for nobody.
+
+``PRINT`` writes one record of text per unit that executes it, formatted by the instruction's
+:class:`~ruda_core.ir.printing.PrintFormat` (exact per element type, see
+:mod:`ruda_core.ir.printing`). A record is never split or interleaved with another; the order
+of records of different units is unspecified (the NumPy device orders them by cube, then unit).
 """
 
 from __future__ import annotations
@@ -201,6 +206,9 @@ class Op(enum.Enum):
     PLANE_SHUFFLE_DOWN = "plane_shuffle_down"  #: (v, delta: u32) -> v of lane + delta
     PLANE_SHUFFLE_XOR = "plane_shuffle_xor"  #: (v, mask: u32) -> v of lane ^ mask
     SYNC_PLANE = "sync_plane"  #: () -> None; a barrier for the units of one plane
+
+    # output
+    PRINT = "print"  #: (values...) -> None; writes Instr.format's text (see ir.printing)
 
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None

@@ -32,6 +32,7 @@ from .ops import (
     PLANE_OPS,
     Op,
 )
+from .printing import MAX_PRINT_VALUES
 from .types import Elem
 from .variables import (
     Builtin,
@@ -159,6 +160,8 @@ class _Verifier:
         check = _RULES.get(ins.op)
         if check is None:
             _fail(f"unknown operation {ins.op!r}")
+        if (ins.format is None) is (ins.op is Op.PRINT):
+            _fail(f"{ins.op} {'needs a' if ins.op is Op.PRINT else 'takes no'} print format")
         check(self, ins)
 
     def _arity(self, ins: Instr, n: int) -> None:
@@ -401,6 +404,19 @@ def _report(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None)
 
 
+def _print(v: _Verifier, ins: Instr) -> None:
+    fmt = ins.format
+    if fmt is None or len(fmt.conversions) != len(ins.args):
+        _fail("print needs one conversion per value")
+    if len(ins.args) > MAX_PRINT_VALUES:
+        _fail(f"print writes at most {MAX_PRINT_VALUES} values, got {len(ins.args)}")
+    for conv, value in zip(fmt.conversions, ins.args, strict=True):
+        problem = conv.problem(v._scalar(value))
+        if problem is not None:
+            _fail(problem)
+    v._out(ins, None)
+
+
 def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
@@ -438,6 +454,7 @@ def _build_rules() -> dict[Op, Rule]:
         Op.PLANE_SHUFFLE_DOWN: _plane_lane,
         Op.PLANE_SHUFFLE_XOR: _plane_lane,
         Op.REPORT_OOB: _report,
+        Op.PRINT: _print,
     }
     for op in ARITH_BINARY:
         floats_only = op in (Op.DIV, Op.POW)
