@@ -51,6 +51,7 @@ from .coerce import (
 )
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
+from .printing import build_print
 from .scope import BuilderState, Fields, LiteralPick, PyVal, Several, Value, is_array
 from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
 
@@ -86,7 +87,7 @@ _COMPARE: dict[type[ast.cmpop], tuple[str, Op | None, Callable[[Any, Any], Any]]
 _PY_BUILTINS = {
     id(f): (f, f.__name__) for f in (range, len, min, max, abs, round, pow, int, float, bool)
 }
-_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN}
+_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.PRINT}
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 _COMPTIME_OBJECTS = (
     ScalarType,
@@ -102,7 +103,7 @@ _COMPTIME_OBJECTS = (
 
 
 def _has_effects(stmts: list[Stmt]) -> bool:
-    """True when running ``stmts`` unconditionally could index, store or do an atomic."""
+    """True when running ``stmts`` unconditionally could index, store, print or do an atomic."""
     return any(not isinstance(s, Instr) or s.op in _GUARDED for s in stmts)
 
 
@@ -249,7 +250,7 @@ class ExprBuilder(BuilderState):
         if entry is not None and entry[0] is obj:
             return PyVal(obj)
         if obj is print:
-            self.fail("print is not supported in kernels", node)
+            return PyVal(obj)
         self.fail(
             f"'{name}' is a {type(obj).__name__}; a kernel can use numbers, bools, strings, tuples "
             "of these, @func functions, ruda builtins and modules",
@@ -520,6 +521,9 @@ class ExprBuilder(BuilderState):
         if not isinstance(callee, PyVal):
             self.fail(f"'{ast.unparse(node.func)}' is not callable", node)
         fn = callee.value
+        if fn is print:
+            build_print(self, node)
+            return None
         if isinstance(fn, Func):
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}

@@ -4,11 +4,12 @@ signature.
 :func:`parse_function` runs when ``@kernel``/``@func`` decorates a function: it parses the
 source and rejects, with a :class:`CompilationError` that names the function, file and line,
 everything the language never accepts (lambdas, lists, dicts, comprehensions, slices, nested
-functions, ``with``/``try``/``raise``/``import``/``global``, ``print``, ``for``/``while``
-``else`` clauses, ``return <value>`` in a kernel, tuples other than a shape, an index, the
-targets and value of one unpacking assignment ``a, b = ...`` and a ``@func``'s return value).
-Names are resolved later, when a kernel is specialised, because a module may define an ``@func``
-after the kernel that calls it. This module builds no IR.
+functions, ``with``/``try``/``raise``/``import``/``global``, ``for``/``while`` ``else`` clauses,
+``return <value>`` in a kernel, tuples other than a shape, an index, the targets and value of
+one unpacking assignment ``a, b = ...`` and a ``@func``'s return value, f-strings outside
+``print`` and ``print`` keywords other than ``sep``/``end``). Names are resolved later, when a
+kernel is specialised, because a module may define an ``@func`` after the kernel that calls it.
+This module builds no IR.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ _REFUSED: dict[type[ast.AST], str] = {
     ast.Slice: "a slice is a view of one axis, a[lo:hi]; a shaped array takes indices only",
     ast.Starred: "starred expressions are not supported in kernels",
     ast.NamedExpr: "the walrus operator is not supported in kernels",
-    ast.JoinedStr: "f-strings are not supported in kernels",
+    ast.JoinedStr: "f-strings are supported in kernels only as arguments of print()",
     ast.FunctionDef: "nested functions are not supported; define an @func at module level",
     ast.AsyncFunctionDef: "async functions are not supported in kernels",
     ast.ClassDef: "classes cannot be defined in kernels",
@@ -238,6 +239,20 @@ def _declares_array(node: ast.AST) -> bool:
     return name in ("SharedMemory", "LocalArray")
 
 
+def _fstring_nodes(call: ast.Call) -> list[ast.AST]:
+    """The f-strings passed to ``print``, and their format specs (f-strings themselves)."""
+    found: list[ast.AST] = []
+    for arg in call.args:
+        if isinstance(arg, ast.JoinedStr):
+            found.append(arg)
+            found += [
+                v.format_spec
+                for v in arg.values
+                if isinstance(v, ast.FormattedValue) and v.format_spec is not None
+            ]
+    return found
+
+
 class _SyntaxChecker:
     def __init__(self, parsed: ParsedFunction) -> None:
         self.parsed = parsed
@@ -256,8 +271,12 @@ class _SyntaxChecker:
             allowed = {id(n.slice) for n in nodes if isinstance(n, ast.Subscript)}
             allowed |= {id(a) for n in nodes if _declares_array(n) for a in n.args}  # type: ignore[attr-defined]
             allowed |= {id(n) for n in _unpacking_tuples(nodes, self.parsed.kind)}
+            calls = [n for n in nodes if isinstance(n, ast.Call) and self.prints(n)]
+            allowed |= {id(f) for call in calls for f in _fstring_nodes(call)}
             for node in nodes:
-                if not (isinstance(node, ast.Tuple | ast.Slice) and id(node) in allowed):
+                if not (
+                    isinstance(node, ast.Tuple | ast.Slice | ast.JoinedStr) and id(node) in allowed
+                ):
                     self.node(node)
 
     def node(self, node: ast.AST) -> None:
@@ -281,15 +300,42 @@ class _SyntaxChecker:
             isinstance(node, ast.Return) and node.value is not None and self.parsed.kind == "kernel"
         ):
             self.fail("a kernel cannot return a value; store results into an array", node)
-        elif (
+        elif self.prints(node):
+            self.print_call(node)  # type: ignore[arg-type]  # a Call, by prints()
+        elif isinstance(node, ast.FormattedValue):
+            self.formatted(node)
+        elif not isinstance(node, _STMTS + _EXPRS + _OTHER):
+            self.fail(f"{type(node).__name__} is not supported in kernels", node)
+
+    def prints(self, node: ast.AST) -> bool:
+        """Whether ``node`` calls the builtin ``print`` (a name the function never assigns)."""
+        return (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "print"
             and "print" not in self.parsed.assigned
-        ):
-            self.fail("print is not supported in kernels", node)
-        elif not isinstance(node, _STMTS + _EXPRS + _OTHER):
-            self.fail(f"{type(node).__name__} is not supported in kernels", node)
+        )
+
+    def print_call(self, node: ast.Call) -> None:
+        for kw in node.keywords:
+            if kw.arg not in ("sep", "end"):
+                shown = f"{kw.arg}=" if kw.arg is not None else "**"
+                self.fail(
+                    f"print() in a kernel takes sep= and end= only, not {shown}: it always "
+                    "writes to the device's output, flushed at the host's next sync",
+                    kw,
+                )
+
+    def formatted(self, node: ast.FormattedValue) -> None:
+        if node.conversion != -1:
+            self.fail(
+                "f-string conversions (!r, !s, !a) are not supported in kernels; write {x} or "
+                "a format spec such as {x:.3f}",
+                node,
+            )
+        spec = node.format_spec
+        if spec is not None and any(isinstance(v, ast.FormattedValue) for v in spec.values):  # type: ignore[attr-defined]
+            self.fail("a format spec in a kernel must be literal text, such as {x:8.3f}", spec)
 
     def target(self, target: ast.expr) -> None:
         elts = target.elts if isinstance(target, ast.Tuple) else [target]

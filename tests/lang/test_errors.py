@@ -64,8 +64,20 @@ def k_slice(out: Array[f32], x: Array[f32]):
     out[0:2] = x[1:3]  # ERR
 
 
-def k_print(out: Array[f32]):
-    print(out)  # ERR
+def k_print_to_file(out: Array[f32]):
+    print(out[0], file=None)  # ERR
+
+
+def k_print_flush(out: Array[f32]):
+    print(out[0], flush=True)  # ERR
+
+
+def k_fstring_conversion(out: Array[f32]):
+    print(f"{out[0]!r}")  # ERR
+
+
+def k_fstring_computed_spec(out: Array[f32], w: u32):
+    print(f"{out[0]:{w}}")  # ERR
 
 
 def k_nested_def(out: Array[f32]):
@@ -117,12 +129,15 @@ DEFINITION_ERRORS = [
     (k_lambda, "lambdas are not supported"),
     (k_tuple_target, "assign to names or array elements"),
     (k_slice, "assign to one element at a time"),
-    (k_print, "print is not supported"),
+    (k_print_to_file, "takes sep= and end= only, not file="),
+    (k_print_flush, "takes sep= and end= only, not flush="),
+    (k_fstring_conversion, r"conversions \(!r, !s, !a\) are not supported"),
+    (k_fstring_computed_spec, "a format spec in a kernel must be literal text"),
     (k_nested_def, "nested functions"),
     (k_return_value, "cannot return a value"),
     (k_for_else, "else` is not supported"),
     (k_comprehension, "generators are not supported"),
-    (k_fstring, "f-strings"),
+    (k_fstring, "f-strings are supported in kernels only as arguments of print"),
     (k_with, "`with` is not supported"),
     (k_no_annotation, "parameter 'out' has no annotation"),
     (k_bad_annotation, "parameter 'n' has annotation"),
@@ -333,6 +348,67 @@ def k_sync_plane_with_argument(out: Array[u32]):
     sync_plane(out[0])  # ERR
 
 
+def k_print_array(out: Array[f32]):
+    print("out is", out)  # ERR
+
+
+def k_print_centred(out: Array[f32]):
+    print(f"{out[0]:^8}")  # ERR
+
+
+def k_print_grouped(out: Array[u32]):
+    print(f"{out[0]:,d}")  # ERR
+
+
+def k_print_alternate(out: Array[u32]):
+    print(f"{out[0]:#x}")  # ERR
+
+
+def k_print_hex_of_signed(out: Array[i32]):
+    print(f"{out[0]:x}")  # ERR
+
+
+def k_print_int_as_float(out: Array[i32]):
+    print(f"{out[0]:.2f}")  # ERR
+
+
+def k_print_float_as_int(out: Array[f32]):
+    print(f"{out[0]:d}")  # ERR
+
+
+def k_print_bool_spec(out: Array[u32]):
+    print(f"{out[0] > 0:>6}")  # ERR
+
+
+def k_print_unsigned_sign(out: Array[u32]):
+    print(f"{out[0]:+d}")  # ERR
+
+
+def k_print_zero_left(out: Array[i32]):
+    print(f"{out[0]:<05d}")  # ERR
+
+
+def k_print_runtime_sep(out: Array[u32]):
+    print(out[0], out[1], sep=out[2])  # ERR
+
+
+def k_print_module(out: Array[u32]):
+    print(np)  # ERR
+
+
+def k_print_too_many(out: Array[u32]):
+    v = out[0]
+    print(  # ERR
+        f"{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}"
+        f"{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}"
+        f"{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}{v}"
+    )
+
+
+def k_print_as_value(out: Array[u32]):
+    out[0] = print(1)  # ERR
+
+
 BUILD_ERRORS = [
     (k_unknown_name, "name 'missing_name' is not defined", {}),
     (k_global_list, "'A_LIST' is a list", {}),
@@ -376,6 +452,20 @@ BUILD_ERRORS = [
     (k_shuffle_by_float, "the delta of plane_shuffle_up\\(\\) must be an integer, got f32", {}),
     (k_elect_with_argument, "plane_elect\\(\\) takes 0 arguments, got 1", {}),
     (k_sync_plane_with_argument, "sync_plane\\(\\) takes 0 arguments, got 1", {}),
+    (k_print_array, "print\\(\\) writes scalars; index the array 'out'", {}),
+    (k_print_centred, "the alignment '\\^' has no printf form", {}),
+    (k_print_grouped, "digit grouping has no printf form", {}),
+    (k_print_alternate, "'#' has no printf form", {}),
+    (k_print_hex_of_signed, "'x' writes unsigned integers; cast i32 to an unsigned type", {}),
+    (k_print_int_as_float, "i32 takes no precision", {}),
+    (k_print_float_as_int, "the conversion 'd' does not apply to f32", {}),
+    (k_print_bool_spec, "a bool takes no format spec", {}),
+    (k_print_unsigned_sign, "printf writes no sign for the unsigned u32", {}),
+    (k_print_zero_left, "zero padding with an explicit alignment has no printf form", {}),
+    (k_print_runtime_sep, "print\\(\\)'s sep= must be a compile-time string", {}),
+    (k_print_module, "print\\(\\) cannot write <module 'numpy'", {}),
+    (k_print_too_many, "at most 32 run-time values \\(CUDA's printf limit\\), got 33", {}),
+    (k_print_as_value, "print\\(\\) gives no value", {}),
 ]
 
 
