@@ -4,14 +4,18 @@ The source of a :class:`CompiledKernel` is compiled once, under the file name
 ``<ruda-numpy:NAME:HASH>`` (registered with ``linecache`` so tracebacks show the generated
 lines). A :class:`CpuKernel` runs a whole launch synchronously on the calling thread, as
 successive batches of whole cubes (about ``LANES_PER_BATCH`` lanes each), and keeps no state
-between calls, so one kernel may run on several threads at once. This module runs only source
-made by ``CpuCompiler`` and touches no memory but the arrays a launch passes in.
+between calls, so one kernel may run on several threads at once. What a launch's units print is
+written to ``sys.stdout`` (looked up when the launch ends, so a redirection such as pytest's
+``capsys`` sees it) in one write, ordered by cube and unit, also when the launch fails. This
+module runs only source made by ``CpuCompiler`` and touches no memory but the arrays a launch
+passes in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import linecache
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,10 +95,15 @@ class CpuKernel:
             lanes = min(lanes, LOCAL_BYTES_PER_BATCH // self._local_bytes)
         per_batch = max(1, lanes // shape.units)
         fn = self._fn
+        printed: list[str] = []
         try:
             with np.errstate(all="ignore"):
                 for first in range(0, shape.cubes, per_batch):
-                    fn(Batch(shape, first, min(per_batch, shape.cubes - first), views), *args)
+                    batch = Batch(shape, first, min(per_batch, shape.cubes - first), views)
+                    try:
+                        fn(batch, *args)
+                    finally:
+                        printed.append(lockstep.batch_output(batch))
         except MemoryError as exc:
             raise OutOfMemory(
                 f"kernel {self.name} ran out of host memory on the NumPy device ({exc}); "
@@ -106,6 +115,8 @@ class CpuKernel:
                 f"RudaDim{tuple(dim)}): {type(exc).__name__}: {exc}; the traceback's "
                 "<ruda-numpy:...> frames point at the generated source"
             ) from exc
+        finally:
+            _write_output("".join(printed))
 
     def _arguments(
         self, buffers: Sequence[np.ndarray], scalars: Sequence[Any], metadata: Sequence[int]
@@ -130,6 +141,14 @@ class CpuKernel:
 
     def __repr__(self) -> str:
         return f"CpuKernel({self.name})"
+
+
+def _write_output(text: str) -> None:
+    """Write what a launch printed to the process's current ``sys.stdout`` and flush it."""
+    out = sys.stdout
+    if text and out is not None:
+        out.write(text)
+        out.flush()
 
 
 def build(compiled: CompiledKernel) -> CpuKernel:

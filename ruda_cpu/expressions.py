@@ -21,6 +21,7 @@ from ruda_core.ir import (
     LocalArray,
     Op,
     Param,
+    PrintFormat,
     SharedArray,
 )
 from ruda_core.runtime import CompilationError
@@ -282,6 +283,10 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
     if op is Op.REPORT_OOB:
         values = ", ".join(_operand(a, ctx, keep_lanes=True) for a in args)
         return f"L.report_oob({ctx.report()}, {mask}, {values})"
+    if op is Op.PRINT:
+        fmt = cast(PrintFormat, ins.format).printf([a.elem for a in args], lambda e: "")
+        values = "".join(f", {_operand(a, ctx, keep_lanes=True)}" for a in args)
+        return f"L.print_lanes(g, {mask}, {fmt!r}{values})"
     return _arith(ins, ctx)
 
 

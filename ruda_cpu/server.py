@@ -171,6 +171,7 @@ class CpuServer(ComputeServer):
                     Feature.ATOMIC_FLOAT,
                     Feature.DYNAMIC_COUNT,
                     Feature.DEVICE_TIMING,
+                    Feature.PRINT,
                 }
             ),
             frozenset(e for e in Elem if e is not Elem.BF16),

@@ -28,6 +28,7 @@ class Feature(enum.Enum):
     ATOMIC_FLOAT = "atomic_float"  #: float atomics (native or emulated)
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic
     DEVICE_TIMING = "device_timing"  #: execution time from device events / timestamps
+    PRINT = "print"  #: print() in kernels (printf on C targets)
     NATIVE_LAYER_NORM = "native_layer_norm"
 
 

@@ -4,8 +4,9 @@ Values are vectors over the lanes of a batch of whole cubes (``values``), contro
 an execution mask (``control``); a :class:`Batch`
 gives a batch's builtins and memory (``batch``); ``memory``, ``atomics``, ``plane`` and ``sync``
 implement accesses, atomics, plane operations and reducing barriers under an execution mask;
-``special`` holds ``erf``. Everything here is stateless between calls and safe to use from
-several threads at once, each with its own batches.
+``printing`` collects the records of ``print``; ``special`` holds ``erf``. Everything here is
+stateless between calls and safe to use from several threads at once, each with its own
+batches.
 """
 
 from .atomics import (
@@ -52,6 +53,7 @@ from .plane import (
     plane_shuffle_xor,
     plane_sum,
 )
+from .printing import batch_output, print_lanes
 from .special import erf, erfc, lgamma, remainder
 from .sync import sync_units_and, sync_units_count, sync_units_or
 from .values import (
@@ -89,6 +91,7 @@ __all__ = [
     "atomic_sub",
     "atomic_swap",
     "atomic_xor",
+    "batch_output",
     "bitcast",
     "cast",
     "eq",
@@ -129,6 +132,7 @@ __all__ = [
     "plane_shuffle_xor",
     "plane_sum",
     "popcount",
+    "print_lanes",
     "range_value",
     "remainder",
     "report_oob",

@@ -92,9 +92,10 @@ class Segmented:
 
 class Batch:
     """Cubes ``first .. first + cubes - 1`` of a launch. ``views`` says whether loads from
-    read-only buffers may return views (no written buffer overlaps them)."""
+    read-only buffers may return views (no written buffer overlaps them); ``printed`` collects
+    the ``(lanes, texts)`` records of its prints (see ``printing``)."""
 
-    __slots__ = ("_cache", "cubes", "first", "n", "shape", "views")
+    __slots__ = ("_cache", "cubes", "first", "n", "printed", "shape", "views")
 
     def __init__(self, shape: LaunchShape, first: int, cubes: int, views: bool) -> None:
         self.shape = shape
@@ -103,6 +104,7 @@ class Batch:
         self.n = cubes * shape.units
         self.views = views
         self._cache: dict[str, Any] = {}
+        self.printed: list[tuple[np.ndarray, list[str]]] = []
 
     # --- memory -------------------------------------------------------------------------------
 
