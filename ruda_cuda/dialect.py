@@ -132,6 +132,7 @@ class CudaDialect(Dialect):
     }
     has_rsqrt = True
     barrier = "__syncthreads();"
+    printf = "printf"
     bit_casts = _BIT_CASTS
     reserved = (
         C99_KEYWORDS

@@ -38,6 +38,7 @@ from ruda_core.runtime import (
     RudaTask,
     ServerStream,
 )
+from ruda_core.runtime.console import flush_c_stdout
 
 from .compiler import CudaCompiler
 from .driver import build_cubin, driver_fingerprint, guard, load_module, translate
@@ -113,11 +114,14 @@ class _EventFence:
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    return RudaFuture.polling(
-        lambda: bool(event.done),
-        lambda: guard("waiting for queued CUDA work", event.synchronize),
-        value,
-    )
+    """A sync or read: its wait (``cudaEventSynchronize``) makes CUDA hand over the printf
+    buffer, and what the kernels before it printed is then written out."""
+
+    def wait() -> None:
+        guard("waiting for queued CUDA work", event.synchronize)
+        flush_c_stdout()
+
+    return RudaFuture.polling(lambda: bool(event.done), wait, value)
 
 
 class _ParamBlock:
@@ -221,6 +225,7 @@ class CudaServer(ComputeServer):
             Feature.ATOMIC_FLOAT,
             Feature.DYNAMIC_COUNT,
             Feature.DEVICE_TIMING,
+            Feature.PRINT,
         }
         self._features = Features(frozenset(features), frozenset(Elem))
 

@@ -95,7 +95,12 @@ class OpenCLCapabilities:
         """The features and element types the capabilities give (planes need the product too:
         a native one or shuffles for its butterfly)."""
         caps = dict(self.extra)
-        features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.DEVICE_TIMING}
+        features = {
+            Feature.ATOMIC_FLOAT,
+            Feature.DYNAMIC_COUNT,
+            Feature.DEVICE_TIMING,
+            Feature.PRINT,  # printf is core OpenCL C 1.2
+        }
         if self.plane_dim > 1 and ("subgroup_arith" in caps or "subgroup_shuffle" in caps):
             features.add(Feature.PLANE)
             if "subgroup_shuffle" in caps:

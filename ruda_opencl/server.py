@@ -34,6 +34,7 @@ from ruda_core.runtime import (
     ServerStream,
     TooManyResources,
 )
+from ruda_core.runtime.console import flush_c_stdout
 
 from .capabilities import OpenCLCapabilities
 from .compiler import OpenCLCompiler
@@ -97,10 +98,14 @@ class _EventFence:
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
+    """A sync or read: when it completes, what the kernels before it printed is written out."""
+
+    def wait() -> None:
+        guard("waiting for queued work", event.wait)
+        flush_c_stdout()
+
     return RudaFuture.polling(
-        lambda: bool(event.command_execution_status == _COMPLETE),
-        lambda: guard("waiting for queued work", event.wait),
-        value,
+        lambda: bool(event.command_execution_status == _COMPLETE), wait, value
     )
 
 

@@ -60,6 +60,7 @@ from .expr import ExprLowering
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
+from .printf import print_statement
 from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
@@ -396,6 +397,9 @@ class _KernelWriter:
             return
         if op is Op.REPORT_OOB:
             self._report(ins, depth)
+            return
+        if op is Op.PRINT:
+            self._line(depth, print_statement(self.d, expr, ins))
             return
         if op is Op.INDEX:
             base, space = self._array(args[0])

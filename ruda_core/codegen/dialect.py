@@ -108,6 +108,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     positions: Mapping[str, str] = {}
     #: The barrier statement of one cube (``None``: the target has none).
     barrier: str | None = None
+    #: The device's ``printf`` function (``None``: the target cannot print).
+    printf: str | None = None
+    #: The printf length modifier of the elements :mod:`~ruda_core.codegen.printf` passes
+    #: (``i32``/``u32``/``f32`` need none; C99 passes ``f32`` promoted to ``double``).
+    printf_length: Mapping[Elem, str] = {Elem.I64: "ll", Elem.U64: "ll"}
     #: Bit casts of float elements: ``(bits to value, value to bits)`` templates over ``{}``.
     bit_casts: Mapping[Elem, tuple[str, str]] = {}
     #: True when math functions are overloaded on their argument type (no C99 ``f`` suffix).

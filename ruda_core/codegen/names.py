@@ -29,7 +29,7 @@ C99_KEYWORDS = words(
     inline int long register restrict return short signed sizeof static struct switch
     typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true false
     NULL main INFINITY NAN size_t ptrdiff_t intptr_t uintptr_t int8_t int16_t int32_t
-    int64_t uint8_t uint16_t uint32_t uint64_t
+    int64_t uint8_t uint16_t uint32_t uint64_t printf
     """
 )
 
