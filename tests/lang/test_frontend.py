@@ -10,6 +10,7 @@ from ruda_core.ir import (
     Builtin,
     BuiltinKind,
     Const,
+    Conversion,
     Elem,
     If,
     Instr,
@@ -17,6 +18,7 @@ from ruda_core.ir import (
     Loop,
     Op,
     ParamKind,
+    PrintFormat,
     RangeLoop,
     verify,
 )
@@ -423,3 +425,22 @@ def test_intrinsics_map_to_their_operations():
     ]
     (broadcast,) = instrs(d, Op.PLANE_BROADCAST)
     assert broadcast.args[1] == Const(3, Elem.U32)
+
+
+@kernel
+def prints(x: Array[f32], n: i32, WIDTH: Comptime[int]):
+    print("n", n, f"x[0]={x[0]:8.3f} {n:<5d}!", WIDTH, sep=", ", end=".")
+    if n > 0:
+        print(f"{WIDTH:03d} {n + 1}")
+
+
+def test_print_folds_compile_time_text_and_keeps_one_conversion_per_value():
+    d = prints.definition(WIDTH=7)
+    first, second = instrs(d, Op.PRINT)
+    assert first.format == PrintFormat(
+        ("n, ", ", x[0]=", " ", "!, 7."),
+        (Conversion(), Conversion(width=8, precision=3, kind="f"), Conversion("-", 5, None, "d")),
+    )
+    assert first.args[0] == d.params[1] and first.args[2] == d.params[1]
+    assert second.format == PrintFormat(("007 ", "\n"), (Conversion(),))
+    assert "print('007 {}\\n', " in d.dump()

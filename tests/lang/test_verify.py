@@ -14,6 +14,7 @@ from ruda_core.ir import (
     BuiltinKind,
     Const,
     Continue,
+    Conversion,
     Elem,
     If,
     Instr,
@@ -24,6 +25,7 @@ from ruda_core.ir import (
     Op,
     Param,
     ParamKind,
+    PrintFormat,
     RangeLoop,
     Return,
     SharedArray,
@@ -53,6 +55,13 @@ def ins(op, out, *args, loc=None):
     return Instr(op, out, args, loc)
 
 
+def printing(fmt, *args):
+    return Instr(Op.PRINT, None, args, None, fmt)
+
+
+ONE_VALUE = PrintFormat(("a=", "\n"), (Conversion(),))
+
+
 VALID = defn(
     ins(Op.ASSIGN, IDX, Builtin(BuiltinKind.ABSOLUTE_POS)),
     ins(Op.INDEX, A, X, IDX),
@@ -70,6 +79,11 @@ VALID = defn(
     ins(Op.SELECT, A, B, A, Const(0.0, F32)),
     ins(Op.SYNC_UNITS, None),
 )
+
+
+def test_a_print_format_has_one_more_piece_of_text_than_values():
+    with pytest.raises(ValueError, match="a print of 1 values has 2 pieces of text, not 1"):
+        PrintFormat(("x",), (Conversion(),))
 
 
 def test_a_valid_definition_passes():
@@ -128,6 +142,20 @@ INVALID = [
     (defn(ins(Op.ATOMIC_LOAD, A, X, IDX, A)), "takes 2 operands, got 3"),
     (defn(ins(Op.ADD, None, A, A)), "add needs a result local"),
     (defn(ins(Op.EQ, B, B, B), ins(Op.AND, B, B, IDX)), "operands of one type, got bool, u32"),
+    (defn(ins(Op.PRINT, None, A)), "print needs a print format"),
+    (defn(Instr(Op.ADD, A, (A, A), None, ONE_VALUE)), "add takes no print format"),
+    (defn(printing(ONE_VALUE, A, A)), "one conversion per value"),
+    (defn(printing(ONE_VALUE, X)), "array parameter 'x' used as a scalar"),
+    (defn(printing(PrintFormat(("", ""), (Conversion(kind="x"),)), K)), "cast i32 to an unsigned"),
+    (defn(printing(PrintFormat(("", ""), (Conversion(width=3),)), B)), "a bool takes no format"),
+    (
+        defn(printing(PrintFormat(("", ""), (Conversion(flags="0-"),)), A)),
+        "not some of '-\\+ 0' in that order",
+    ),
+    (
+        defn(printing(PrintFormat(("",) * 34, (Conversion(),) * 33), *(A,) * 33)),
+        "at most 32 values, got 33",
+    ),
 ]
 
 
