@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import MAX_PRINT_VALUES, Conversion, Instr, Op, Operand, PrintFormat
 from .coerce import operand
-from .scope import PyVal, Value, is_array
+from .scope import Fields, PyVal, Value, is_array
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -119,6 +119,11 @@ def _keyword_text(b: ExprBuilder, node: ast.Call, name: str, default: str) -> st
 
 
 def _compile_time_text(b: ExprBuilder, value: object, spec: str | None, at: ast.AST) -> str:
+    if isinstance(value, Fields):
+        names = ", ".join(name for name, _ in value.values)
+        b.fail(
+            f"print() writes scalars, not a {value.cls.__name__}; print its fields ({names})", at
+        )
     if not isinstance(value, _PRINTABLE):
         b.fail(f"print() cannot write {value!r}: it writes strings, numbers and scalars", at)
     if spec is None:

@@ -2,6 +2,7 @@
 
 import inspect
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -405,6 +406,16 @@ def k_print_too_many(out: Array[u32]):
     )
 
 
+@dataclass
+class Pair:
+    out: Array[u32]
+    n: u32
+
+
+def k_print_dataclass(p: Pair):
+    print("pair", p)  # ERR
+
+
 def k_print_as_value(out: Array[u32]):
     out[0] = print(1)  # ERR
 
@@ -466,6 +477,7 @@ BUILD_ERRORS = [
     (k_print_module, "print\\(\\) cannot write <module 'numpy'", {}),
     (k_print_too_many, "at most 32 run-time values \\(CUDA's printf limit\\), got 33", {}),
     (k_print_as_value, "print\\(\\) gives no value", {}),
+    (k_print_dataclass, "writes scalars, not a Pair; print its fields \\(out, n\\)", {}),
 ]
 
 
