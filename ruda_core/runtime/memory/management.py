@@ -21,14 +21,13 @@ the server's lock held.
 from __future__ import annotations
 
 import bisect
-import os
-import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...errors import BufferTooBig, OutOfMemory
+from ..nbytes import nbytes_from_env
 from .handle import Page, Slice
 from .storage import Storage
 from .usage import MemoryUsage
@@ -36,7 +35,6 @@ from .usage import MemoryUsage
 __all__ = ["Fence", "MemoryConfig", "MemoryManagement"]
 
 _LIMIT_VARIABLE = "RUDA_MEMORY_LIMIT"
-_UNITS = {"": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 
 class Fence(Protocol):
@@ -59,24 +57,6 @@ class MemoryConfig:
     exclusive_granularity: int = 2 << 20
     idle_nbytes: int = 64 << 20
     limit_nbytes: int | None = None
-
-
-def _limit_from_env() -> int | None:
-    """``RUDA_MEMORY_LIMIT`` in bytes (an integer, optionally followed by KiB, MiB, GiB or TiB),
-    or None when it is unset or empty.
-
-    :raises ValueError: when the variable is set to anything else.
-    """
-    raw = os.environ.get(_LIMIT_VARIABLE, "").strip()
-    if not raw:
-        return None
-    match = re.fullmatch(r"(\d+)\s*([kmgt]ib)?", raw, re.IGNORECASE)
-    if match is None:
-        raise ValueError(
-            f"{_LIMIT_VARIABLE}={raw!r} is not a size; use bytes or a number with KiB, MiB, GiB "
-            "or TiB, e.g. 512MiB"
-        )
-    return int(match[1]) * _UNITS[(match[2] or "").lower()]
 
 
 def _round_up(n: int, to: int) -> int:
@@ -104,7 +84,7 @@ class MemoryManagement:
         self._align = storage.alignment_nbytes
         limit = config.limit_nbytes
         if limit is None:
-            limit = _limit_from_env()
+            limit = nbytes_from_env(_LIMIT_VARIABLE)
         device = storage.memory_nbytes
         self.limit_nbytes = device if limit is None else min(limit, device)  #: see above
         self.dropped: deque[Slice] = deque()  #: filled by handle finalisers, drained here
