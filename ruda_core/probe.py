@@ -5,7 +5,7 @@ than its LLVM, say); listing it as available would only move the failure to the 
 sync. :func:`verdict` opens the device, launches the kernel of :mod:`ruda_core.probe_kernel`,
 reads the result back and checks it; any failure becomes the device's one-line reason.
 
-Verdicts persist in ``DiskCache("probes")`` keyed by the backend, the device, the driver's
+Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
 device), ruda's version and the digest of ruda's code, so a warm start reads a file instead of
 building a kernel. A backend without ``identify`` is probed in every process. ``ruda devices
@@ -15,21 +15,20 @@ building a kernel. A backend without ``identify`` is probed in every process. ``
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .runtime.backend import Runtime
-from .runtime.cache import DiskCache, code_fingerprint, digest
+from .runtime.cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
+from .runtime.cache_inventory import clear
 
 __all__ = ["PROBE_TIMEOUT_S", "Verdict", "forget_verdicts", "verdict"]
 
 #: How long the probe kernel may take to build, run and be read back.
 PROBE_TIMEOUT_S = 120.0
 _LENGTH = 64
-_NAMESPACE = "probes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +95,7 @@ def verdict(
         identity = None
     if identity is None:
         return _run(runtime, device)
-    cache = DiskCache(_NAMESPACE)
+    cache = DiskCache(CacheKind.PROBES)
     key = _key(backend, device, identity)
     stored = cache.get(key)
     if stored is not None:
@@ -106,10 +105,11 @@ def verdict(
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable entry is probed again and overwritten
     found = _run(runtime, device)
-    cache.put(key, json.dumps({"usable": found.usable, "reason": found.reason}).encode())
+    record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
+    cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
     return found
 
 
 def forget_verdicts() -> None:
     """Drop every stored verdict; the next enumeration probes every device again."""
-    shutil.rmtree(DiskCache(_NAMESPACE).folder, ignore_errors=True)
+    clear([CacheKind.PROBES])

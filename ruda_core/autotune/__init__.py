@@ -30,9 +30,10 @@ The pieces, modelled on CubeCL's ``tune`` module:
   stored result is keyed by it, so a result is reused only where it was measured.
 * :func:`set_deployment_tags`: process-wide tags that enter every environment. They freeze at
   their first use; changing them afterwards raises :class:`DeploymentTagsError`.
-* Storage (``cache.py``): results persist in ``DiskCache("autotune")`` under ``RUDA_CACHE_DIR``
-  (atomic, checksummed; a corrupt entry is a ``CacheWarning`` and a new tuning). A device whose
-  driver fingerprint is None keeps results in a process-wide session store instead.
+* Storage (``cache.py``): results persist in ``DiskCache(CacheKind.TUNING)`` under
+  ``RUDA_CACHE_DIR`` (atomic, checksummed; a corrupt entry is a ``CacheWarning`` and a new
+  tuning). A device whose driver fingerprint is None keeps results in a process-wide session
+  store instead.
 
 Tuning blocks and syncs; a hit neither blocks nor syncs. Nothing here imports a backend.
 """

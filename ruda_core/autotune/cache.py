@@ -2,7 +2,7 @@
 
 A result is stored under a digest of the runtime environment, the set's name, version and
 candidate names, the key's ``repr`` and the bounds-check mode. Environments with a driver
-fingerprint store results in ``DiskCache("autotune")`` (under ``RUDA_CACHE_DIR``; atomic,
+fingerprint store results in ``DiskCache(CacheKind.TUNING)`` (under ``RUDA_CACHE_DIR``; atomic,
 cross-process safe, checksummed), so another process on the same stack reuses them.
 Environments without one keep results in a process-wide session store: nothing is written to
 disk and the next process tunes again.
@@ -18,8 +18,8 @@ import threading
 import warnings
 from collections.abc import Hashable
 
-from ..runtime import BoundsCheckMode
-from ..runtime.cache import CacheWarning, DiskCache, digest
+from ..runtime import BoundsCheckMode, ComputeClient
+from ..runtime.cache import CacheKind, CacheWarning, DiskCache, EntryOrigin, digest
 from .environment import RuntimeEnvironment
 from .result import TuneResult
 from .tunable import TunableSet
@@ -74,7 +74,7 @@ def load_result(
     if not env.persistent:
         with _session_lock:
             return _session.get(entry)
-    raw = DiskCache("autotune").get(entry)
+    raw = DiskCache(CacheKind.TUNING).get(entry)
     if raw is None:
         return None
     try:
@@ -89,11 +89,15 @@ def load_result(
         return None
 
 
-def store_result(env: RuntimeEnvironment, entry: str, result: TuneResult) -> None:
-    """Keep ``result`` under ``entry``: on disk for a persistent environment (a failed write is a
+def store_result(
+    client: ComputeClient, env: RuntimeEnvironment, entry: str, result: TuneResult
+) -> None:
+    """Keep ``result``, measured on ``client``, under ``entry``: on disk for a persistent
+    environment (listed under the runtime, the device and the set's name; a failed write is a
     :class:`CacheWarning`), else in the session store."""
     if env.persistent:
-        DiskCache("autotune").put(entry, result.to_json())
+        origin = EntryOrigin(env.runtime, str(client.device), result.set_name)
+        DiskCache(CacheKind.TUNING).put(entry, result.to_json(), origin)
     else:
         with _session_lock:
             _session[entry] = result

@@ -129,7 +129,7 @@ class Tuner:
             result = load_result(env, tunable_set, text, entry)
             if result is None:
                 result = self._benchmark(client, tunable_set, text, inputs)
-                store_result(env, entry, result)
+                store_result(client, env, entry, result)
             else:
                 self._count("cache_hits")
             self._record(client.server, tunable_set, key, result)
@@ -163,7 +163,7 @@ class Tuner:
                 self._count("cache_hits")
                 return self._record(client.server, tunable_set, key, result), False
             result = self._benchmark(client, tunable_set, text, inputs)
-            store_result(env, entry, result)
+            store_result(client, env, entry, result)
             return self._record(client.server, tunable_set, key, result), True
 
     def _benchmark(

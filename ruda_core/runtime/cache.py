@@ -1,41 +1,131 @@
-"""``DiskCache``: the persistent, cross-process-safe store under compiled kernels and autotune
-results.
+"""``DiskCache``: the persistent, cross-process-safe store under compiled kernels, tuning
+results and device-probe verdicts.
 
-Entries live under ``platformdirs.user_cache_dir("ruda")`` (override: ``RUDA_CACHE_DIR``), one
-file per key. Writes are atomic (a temporary file renamed into place) and serialised across
-processes by a file lock; every entry carries a checksum, so a torn or corrupt file is a
-:class:`CacheWarning` and a miss (the caller rebuilds), never a crash or a wrong result.
+Entries live under :func:`cache_root` (``platformdirs.user_cache_dir("ruda")``, override:
+``RUDA_CACHE_DIR``), in one folder per :class:`CacheKind`, one file per key
+(``<folder>/<first two hex digits>/<key>``). A file is ``RUDA-CACHE-2\\n``, the length of the
+origin (4 bytes, little-endian), the origin as JSON (:class:`EntryOrigin`: driver, device,
+label), the SHA-256 of origin and payload, then the payload. The origin can be read without
+the payload (:func:`read_origin`), so entries are listed and filtered without loading a kernel.
+A file of another format version is a silent miss that the next write replaces; a torn or
+corrupt file is a :class:`CacheWarning` and a miss (the caller rebuilds), never a crash or a
+wrong result.
+
+Writes are atomic (a temporary file renamed into place) and serialised per key by a file lock
+(``<key>.lock``). Readers take no lock and treat a vanished file as a miss, so an entry may be
+removed at any time (:func:`remove_entry`), by another process too. A hit sets the entry's
+modification time to now, so that time is its last use. The entries under a root are capped at
+:func:`max_nbytes`: a write that may take them past it removes the least recently used until
+they fill 90% of it. This module never reads a payload it does not return.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import functools
 import hashlib
 import importlib
+import json
 import os
+import struct
 import tempfile
+import threading
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 import platformdirs
 
 from ..errors import RudaWarning
+from .nbytes import nbytes_from_env
 
-__all__ = ["CacheWarning", "DiskCache", "cache_root", "code_fingerprint", "digest"]
+__all__ = [
+    "DEFAULT_MAX_NBYTES",
+    "CacheKind",
+    "CacheWarning",
+    "DiskCache",
+    "EntryOrigin",
+    "cache_root",
+    "code_fingerprint",
+    "digest",
+    "entry_files",
+    "max_nbytes",
+    "prune",
+    "read_origin",
+    "remove_entry",
+]
 
-_MAGIC = b"RUDA-CACHE-1\n"
+_MAGIC_PREFIX = b"RUDA-CACHE-"
+#: the current format; a file with another version after the prefix is never read
+_MAGIC = _MAGIC_PREFIX + b"2\n"
+_ORIGIN_LENGTH = struct.Struct("<I")
+_HEAD = len(_MAGIC) + _ORIGIN_LENGTH.size
 _SUM = 32
+_CAP_VARIABLE = "RUDA_CACHE_MAX_BYTES"
+#: the cap on every entry under a cache root when ``RUDA_CACHE_MAX_BYTES`` is unset
+DEFAULT_MAX_NBYTES = 1 << 30
 
 
 class CacheWarning(RudaWarning):
     """A cache entry could not be read or written; the work is redone."""
 
 
+class CacheKind(enum.Enum):
+    """What a cache holds; the value is the name ``ruda cache --kind`` takes."""
+
+    KERNELS = "kernels"
+    TUNING = "tuning"
+    PROBES = "probes"
+
+    @property
+    def folder_name(self) -> str:
+        """The kind's folder under :func:`cache_root` (tuning results keep ``autotune``)."""
+        return "autotune" if self is CacheKind.TUNING else self.value
+
+
+@dataclass(frozen=True, slots=True)
+class EntryOrigin:
+    """What an entry was made for, stored in its header.
+
+    :param driver: the runtime's name (``Runtime.name``: ``"cpu"``, ``"opencl"``, ``"cuda"``).
+    :param device: the device as ``ruda_core.client()`` takes it (``"opencl:0"``).
+    :param label: what the entry holds, for people (a kernel's name, a tunable set's name).
+    """
+
+    driver: str
+    device: str
+    label: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps([self.driver, self.device, self.label]).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> EntryOrigin:
+        """:raises ValueError: when ``raw`` is not what :meth:`to_json` writes."""
+        try:
+            driver, device, label = json.loads(raw)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"not an entry origin: {raw[:80]!r}") from exc
+        return cls(str(driver), str(device), str(label))
+
+
 def cache_root() -> Path:
     """The folder of every ruda cache: ``RUDA_CACHE_DIR`` or the user's cache folder."""
     override = os.environ.get("RUDA_CACHE_DIR")
     return Path(override) if override else Path(platformdirs.user_cache_dir("ruda"))
+
+
+def max_nbytes() -> int:
+    """The cap on the bytes of all entries under a cache root: ``RUDA_CACHE_MAX_BYTES`` (bytes,
+    or a number with KiB, MiB, GiB or TiB; 0: no cap), else :data:`DEFAULT_MAX_NBYTES`.
+
+    :raises ValueError: when the variable is set to something else.
+    """
+    found = nbytes_from_env(_CAP_VARIABLE)
+    return DEFAULT_MAX_NBYTES if found is None else found
 
 
 def digest(*parts: object) -> str:
@@ -61,17 +151,27 @@ def _package_digest(name: str) -> str:
     return h.hexdigest()[:32]
 
 
-class DiskCache:
-    """Bytes by key in one namespace (a sub-folder of :func:`cache_root`)."""
+def _checksum(origin: bytes, payload: bytes) -> bytes:
+    h = hashlib.sha256(origin)
+    h.update(payload)
+    return h.digest()
 
-    def __init__(self, namespace: str) -> None:
-        self.folder = cache_root() / namespace
+
+class DiskCache:
+    """Bytes by key in the folder of one :class:`CacheKind` under the current
+    :func:`cache_root`. Thread- and process-safe."""
+
+    def __init__(self, kind: CacheKind) -> None:
+        self.kind = kind
+        self.root = cache_root()
+        self.folder = self.root / kind.folder_name
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
-        """The stored bytes, or None when absent or unreadable (then with a warning)."""
+        """The stored bytes, or None when absent, of another format version, or unreadable
+        (then with a warning). A hit marks the entry as used now."""
         path = self._path(key)
         try:
             raw = path.read_bytes()
@@ -80,28 +180,136 @@ class DiskCache:
         except OSError as exc:
             warnings.warn(f"cannot read cache entry {path}: {exc}", CacheWarning, stacklevel=2)
             return None
-        head = len(_MAGIC)
-        payload = raw[head + _SUM :]
-        if raw[:head] != _MAGIC or hashlib.sha256(payload).digest() != raw[head : head + _SUM]:
-            warnings.warn(
-                f"cache entry {path} is corrupt; it will be rebuilt", CacheWarning, stacklevel=2
-            )
-            return None
-        return payload
+        if not raw.startswith(_MAGIC) and raw.startswith(_MAGIC_PREFIX):
+            return None  # another format version: the caller rebuilds and replaces it
+        if raw.startswith(_MAGIC) and len(raw) >= _HEAD + _SUM:
+            (length,) = _ORIGIN_LENGTH.unpack_from(raw, len(_MAGIC))
+            origin = raw[_HEAD : _HEAD + length]
+            stored = raw[_HEAD + length : _HEAD + length + _SUM]
+            payload = raw[_HEAD + length + _SUM :]
+            if _checksum(origin, payload) == stored:
+                with contextlib.suppress(OSError):  # recency is advisory: a read-only cache
+                    os.utime(path)  # still serves its hits
+                return payload
+        warnings.warn(
+            f"cache entry {path} is corrupt; it will be rebuilt", CacheWarning, stacklevel=2
+        )
+        return None
 
-    def put(self, key: str, value: bytes) -> None:
-        """Store ``value`` atomically. A failure to write is a warning, not an error."""
+    def put(self, key: str, value: bytes, origin: EntryOrigin) -> None:
+        """Store ``value`` atomically under ``key``, with ``origin`` in its header, then keep
+        the root within :func:`max_nbytes`. A failure to write or to prune is a
+        :class:`CacheWarning`, not an error.
+
+        :raises ValueError: when ``RUDA_CACHE_MAX_BYTES`` is malformed (before writing).
+        """
+        cap = max_nbytes()
         path = self._path(key)
+        meta = origin.to_json()
+        record = b"".join(
+            (_MAGIC, _ORIGIN_LENGTH.pack(len(meta)), meta, _checksum(meta, value), value)
+        )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with filelock.FileLock(str(path) + ".lock", timeout=60):
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
                 try:
                     with os.fdopen(fd, "wb") as out:
-                        out.write(_MAGIC + hashlib.sha256(value).digest() + value)
+                        out.write(record)
                     os.replace(tmp, path)
                 except BaseException:
                     os.unlink(tmp)
                     raise
         except (OSError, filelock.Timeout) as exc:
             warnings.warn(f"cannot write cache entry {path}: {exc}", CacheWarning, stacklevel=2)
+            return
+        try:
+            _keep_within(self.root, cap, len(record))
+        except OSError as exc:
+            warnings.warn(f"cannot prune {self.root}: {exc}", CacheWarning, stacklevel=2)
+
+
+def read_origin(path: Path) -> EntryOrigin | None:
+    """The origin in the header of the entry file ``path``, reading nothing else; None when the
+    file is of another format version, unreadable or gone."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEAD)
+            if len(head) < _HEAD or not head.startswith(_MAGIC):
+                return None
+            (length,) = _ORIGIN_LENGTH.unpack_from(head, len(_MAGIC))
+            return EntryOrigin.from_json(f.read(length))
+    except (OSError, ValueError):
+        return None
+
+
+def entry_files(root: Path, kind: CacheKind) -> Iterator[tuple[Path, os.stat_result]]:
+    """Every entry file of ``kind`` under ``root`` with its ``stat``: not its lock file, not a
+    write's temporary file. Files removed meanwhile are left out."""
+    folder = root / kind.folder_name
+    if not folder.is_dir():
+        return
+    for shard in folder.iterdir():
+        if not shard.is_dir():
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            for path in shard.iterdir():
+                name = path.name
+                if name.startswith(".") or name.endswith(".lock"):
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    yield path, path.stat()
+
+
+def remove_entry(path: Path) -> None:
+    """Remove the entry file ``path`` and its lock file, if still there. Safe while other
+    processes use the cache: their reads miss, and a write in flight lands afterwards.
+
+    :raises OSError: when a file exists but cannot be removed.
+    """
+    for target in (path, path.with_name(path.name + ".lock")):
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+
+
+def prune(root: Path, cap: int) -> int:
+    """Remove the least recently used entries of every kind under ``root`` until they fill at
+    most 90% of ``cap``; nothing when they fit in ``cap`` already. Returns the bytes left.
+
+    :raises OSError: when an entry cannot be removed.
+    """
+    files = sorted(
+        (stat.st_mtime_ns, stat.st_size, str(path))
+        for kind in CacheKind
+        for path, stat in entry_files(root, kind)
+    )
+    total = sum(size for _, size, _ in files)
+    if total <= cap:
+        return total
+    target = cap * 9 // 10
+    for _, size, path in files:
+        if total <= target:
+            break
+        remove_entry(Path(path))
+        total -= size
+    return total
+
+
+#: per root: its bytes at this process's last scan plus what the process wrote since
+_estimates: dict[Path, int] = {}
+_estimates_lock = threading.Lock()
+
+
+def _keep_within(root: Path, cap: int, written: int) -> None:
+    """After a write of ``written`` bytes under ``root``: scan and prune when this process's
+    estimate of the root's size passes ``cap`` (and at its first write), else only count."""
+    if cap == 0:
+        return
+    with _estimates_lock:
+        estimate = _estimates.get(root)
+        if estimate is not None and estimate + written <= cap:
+            _estimates[root] = estimate + written
+            return
+    left = prune(root, cap)
+    with _estimates_lock:
+        _estimates[root] = left

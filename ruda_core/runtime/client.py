@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
+from .cache import EntryOrigin
 from .capture import Graph
 from .compiler import RudaTask
 from .device import DeviceId
@@ -125,6 +126,8 @@ class ComputeClient:
         self._runtime: type[Runtime] | None = (
             runtime if runtime is not None else getattr(server, "runtime", None)
         )
+        if self._runtime is not None:
+            server.cache_origin = EntryOrigin(self._runtime.name(self), str(device))
         props = server.properties()
         self._plane_dim = max(props.plane_dim, 1)
         self._launch_limits = (

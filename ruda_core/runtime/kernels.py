@@ -1,7 +1,8 @@
 """``KernelCache``: the compiled kernels of one server, each a :class:`LoadedKernel`.
 
 It holds one table per :class:`ExecutionMode` of loaded kernels by task key, the persistent cache
-of built kernels (``DiskCache("kernels")``, through the server's ``_binary``/``_load_binary``
+of built kernels (``DiskCache(CacheKind.KERNELS)``, each listed under the server's
+``cache_origin`` and the kernel's name, through the server's ``_binary``/``_load_binary``
 hooks, only for a backend with a driver fingerprint) and the source dumps of
 ``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock,
 and kept for the server's life; a build that fails raises and is not cached, so the next lookup
@@ -14,12 +15,12 @@ import os
 import pickle
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..ir import ExecutionMode
-from .cache import CacheWarning, DiskCache, code_fingerprint, digest
+from .cache import CacheKind, CacheWarning, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, RudaTask
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ class KernelCache:
         if disk_key is not None and self._disk is not None:
             binary = server._binary(built)
             if binary is not None:
-                self._disk.put(disk_key, pickle.dumps((compiled, binary)))
+                origin = replace(server.cache_origin, label=task.name)
+                self._disk.put(disk_key, pickle.dumps((compiled, binary)), origin)
         return LoadedKernel(compiled, built)
 
     def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
@@ -126,7 +128,7 @@ class KernelCache:
         if driver is None:
             return None
         if self._disk is None:
-            self._disk = DiskCache("kernels")
+            self._disk = DiskCache(CacheKind.KERNELS)
         backend = type(server).__module__.partition(".")[0]
         return digest(
             _KERNEL_FORMAT,

@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
+from .cache import EntryOrigin
 from .capture import CapturedLaunch, Captures, PreparedStep, Recording
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
@@ -136,6 +137,9 @@ class ComputeServer(ABC):
         self._capture_state = Captures(self)
         #: open captures by the stream value they record, read on every launch
         self._captures = self._capture_state.open
+        #: the driver and device its persisted kernels are listed under (``ruda cache``); set
+        #: by each client made of it
+        self.cache_origin = EntryOrigin("", "")
         #: built kernels (tables per mode, the persistent cache, source dumps)
         self._kernels = KernelCache(self)
         #: the Checked table of ``_kernels``, read directly by :meth:`launch`

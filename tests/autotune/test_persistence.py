@@ -16,7 +16,7 @@ import ruda_core as ruda
 from ruda_core.autotune import Tuner, runtime_environment
 from ruda_core.autotune.cache import entry_key, key_repr
 from ruda_core.runtime import ComputeClient, DeviceId
-from ruda_core.runtime.cache import CacheWarning, DiskCache
+from ruda_core.runtime.cache import CacheKind, CacheWarning, DiskCache, EntryOrigin
 from ruda_cpu import CpuRuntime
 from ruda_cpu.server import CpuServer
 
@@ -119,7 +119,8 @@ def test_a_well_formed_entry_naming_an_unknown_winner_is_not_used(tmp_path, monk
         "timings_ns": [],
         "errors": [],
     }
-    DiskCache("autotune").put(entry, json.dumps(record).encode())
+    origin = EntryOrigin("cpu", "cpu", tunables.name)
+    DiskCache(CacheKind.TUNING).put(entry, json.dumps(record).encode(), origin)
     tuner = Tuner()
     with pytest.warns(CacheWarning, match="unusable"):
         result = tuner.tune(client, tunables, x, n)

@@ -12,7 +12,7 @@ import pytest
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim, kernels
-from ruda_core.runtime.cache import CacheWarning, DiskCache
+from ruda_core.runtime.cache import CacheKind, CacheWarning, DiskCache, EntryOrigin
 
 
 @kernel
@@ -54,9 +54,10 @@ def test_a_payload_that_is_not_a_compiled_kernel_is_rebuilt(
 ) -> None:
     monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
     assert _run(new_private_client()) == (1, 0)
-    disk = DiskCache("kernels")
+    disk = DiskCache(CacheKind.KERNELS)
+    foreign = pickle.dumps(({"source": "a record of another shape"}, b""))
     for path in _entries(tmp_path):
-        disk.put(path.name, pickle.dumps(({"source": "a record of another shape"}, b"")))
+        disk.put(path.name, foreign, EntryOrigin("cpu", "cpu", "plus_two"))
     client = new_private_client()
     with pytest.warns(CacheWarning, match="could not be loaded"):
         assert _run(client) == (1, 0)
