@@ -1,4 +1,5 @@
-"""The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]`` and
+"""The ``ruda`` command: ``ruda devices [--json]``, ``ruda plugins [--json]``,
+``ruda cache [list|clear|path]`` and
 ``ruda conformance [--device D ...] [--report out.json|out.md] [-- pytest args]``.
 
 ``devices`` prints a tree per backend: each device with its name, the runtime it comes from,
@@ -7,6 +8,11 @@ run on it) as *unusable* with the driver's reason; and the reason for every unav
 backend. ``--json`` prints the same facts as one JSON document for scripts; ``--reprobe``
 probes every device again instead of trusting stored verdicts. The command exits 0 even when
 some backends or devices are unavailable.
+
+``cache`` lists the persistent caches (compiled kernels, tuning results, probe verdicts) by
+kind, driver and device with their sizes and folders (``--entries``: every entry; ``--json``),
+``cache clear`` removes all of them or those that ``--kind``, ``--device`` and ``--driver``
+select (safe while other processes use them), and ``cache path`` prints where they are.
 
 ``conformance`` runs the backend conformance suite (``ruda_core.testing``) through pytest on the
 given devices (default: every device), prints a summary per device and writes the test-by-device
@@ -17,13 +23,18 @@ matrix as JSON or Markdown; it exits with pytest's status. It needs pytest and H
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from . import __version__, plugins
+from .runtime.cache import CacheKind, cache_root, max_nbytes
+from .runtime.cache_inventory import CacheEntry, clear, list_entries
+from .runtime.nbytes import format_nbytes
 
 __all__ = ["main"]
 
@@ -112,6 +123,106 @@ def _plugin_facts() -> list[dict[str, Any]]:
     ]
 
 
+def _entry_facts(entry: CacheEntry) -> dict[str, Any]:
+    origin = entry.origin
+    return {
+        "kind": entry.kind.value,
+        "driver": origin.driver if origin else None,
+        "device": origin.device if origin else None,
+        "label": origin.label if origin else None,
+        "nbytes": entry.nbytes,
+        "used_at": entry.used_at,
+        "path": str(entry.path),
+    }
+
+
+def _count(entries: Sequence[CacheEntry]) -> str:
+    total = format_nbytes(sum(e.nbytes for e in entries))
+    return f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} ({total})"
+
+
+def _print_cache(cap: int, kinds: list[CacheKind], entries: list[CacheEntry], each: bool) -> None:
+    limit = f"capped at {format_nbytes(cap)}" if cap else "not capped"
+    print(f"ruda caches in {cache_root()} ({limit}; RUDA_CACHE_MAX_BYTES)")
+    for kind in kinds:
+        mine = [e for e in entries if e.kind is kind]
+        folder = cache_root() / kind.folder_name
+        print(f"{kind.value:<8} {folder}: {_count(mine) if mine else 'empty'}")
+        groups = itertools.groupby(
+            mine, lambda e: (e.origin.driver, e.origin.device) if e.origin else None
+        )
+        for origin, members in groups:
+            group = list(members)
+            driver, device = origin or ("?", "(another format, or unreadable)")
+            print(f"  {driver:<8} {device:<12} {_count(group)}")
+            for e in group if each else ():
+                used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used_at))
+                label = e.origin.label if e.origin else ""
+                print(
+                    f"    {format_nbytes(e.nbytes):>10}  used {used}  {label}  {e.path.name[:12]}"
+                )
+
+
+def _cache(args: argparse.Namespace) -> int:
+    kinds = [CacheKind(k) for k in args.kind] if args.kind else list(CacheKind)
+    if args.action == "path":
+        for folder in (
+            [cache_root() / k.folder_name for k in kinds] if args.kind else [cache_root()]
+        ):
+            print(folder)
+        return 0
+    try:
+        cap = max_nbytes()
+        if args.action == "clear":
+            removed = clear(kinds, device=args.device, driver=args.driver)
+        else:
+            entries = list_entries(kinds, device=args.device, driver=args.driver)
+    except (OSError, ValueError) as exc:  # an unremovable file, a malformed cap variable
+        print(f"ruda cache {args.action}: {exc}", file=sys.stderr)
+        return 1
+    if args.action == "clear":
+        print(f"removed {_count(removed)} from {cache_root()}")
+    elif args.json:
+        facts = {
+            "root": str(cache_root()),
+            "max_nbytes": cap,
+            "folders": {k.value: str(cache_root() / k.folder_name) for k in kinds},
+            "entries": [_entry_facts(e) for e in entries],
+        }
+        json.dump(facts, sys.stdout, indent=2)
+        print()
+    else:
+        _print_cache(cap, kinds, entries, args.entries)
+    return 0
+
+
+def _add_cache_parser(sub: Any) -> None:
+    kinds = [k.value for k in CacheKind]
+    cache = sub.add_parser(
+        "cache",
+        help="list, clear or locate the kernel, tuning and probe caches",
+        description="List the persistent caches (the default), clear them, or print their folder.",
+    )
+    actions = cache.add_subparsers(dest="action")
+    cache.set_defaults(
+        action="list", kind=None, device=None, driver=None, entries=False, json=False
+    )
+    listing = actions.add_parser("list", help="entries and sizes by kind, driver and device")
+    listing.add_argument("--entries", action="store_true", help="one line per entry as well")
+    listing.add_argument("--json", action="store_true", help="print JSON for scripts")
+    clearing = actions.add_parser("clear", help="remove every entry, or those the options select")
+    for parser in (listing, clearing):
+        parser.add_argument(
+            "--kind", action="append", choices=kinds, help="only this kind (repeatable)"
+        )
+        parser.add_argument("--device", metavar="D", help="only entries made for D (cpu, opencl:0)")
+        parser.add_argument("--driver", metavar="R", help="only entries of driver R (opencl)")
+    where = actions.add_parser("path", help="print the cache folder, or one kind's")
+    where.add_argument(
+        "--kind", action="append", choices=kinds, help="print this kind's folder (repeatable)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ruda", description="ruda: portable GPU compute")
     parser.add_argument("--version", action="version", version=f"ruda {__version__}")
@@ -123,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     plugs = sub.add_parser("plugins", help="list driver plugins and their status")
     plugs.add_argument("--json", action="store_true", help="print JSON for scripts")
+    _add_cache_parser(sub)
     conf = sub.add_parser(
         "conformance",
         help="run the backend conformance suite",
@@ -139,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "conformance":
         return _conformance(args.device, args.report, args.pytest_args)
+    if args.command == "cache":
+        return _cache(args)
 
     if args.command == "devices":
         if args.reprobe:
