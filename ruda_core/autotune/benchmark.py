@@ -5,8 +5,9 @@ under ``client.profile``; its cost is the median over those runs of the larger o
 time of the run's kernels and copies and the host time the run took to enqueue them (a candidate
 is as slow as its bottleneck). Every run is followed by a sync, so a failure at launch or at
 execution is attributed to the candidate that caused it; such a candidate is excluded and its
-error recorded. When a profile is already running on the device (tuning inside a profiled
-region), runs are timed by the host clock around a sync instead.
+error recorded; :mod:`.progress` reports each candidate as it goes. When a profile is already
+running on the device (tuning inside a profiled region), runs are timed by the host clock
+around a sync instead.
 
 One tuning runs at a time per device (other work on the device while tuning distorts the
 timings). This module never stores results (see :mod:`.cache`).
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime import ComputeClient, ComputeServer, ServerError
+from .progress import TuningProgress
 from .result import AutotuneError, TuneResult
 from .tunable import Tunable, TunableSet
 
@@ -63,16 +65,20 @@ def benchmark(
         client.sync().result()
         timings: dict[str, int] = {}
         errors: dict[str, BaseException] = {}
-        for tunable in tunable_set.tunables:
-            args = inputs if tunable_set.input_fn is None else tunable_set.input_fn(client, *inputs)
-            try:
-                timings[tunable.name] = _measure(client, tunable, tuple(args), warmup, samples)
-            except Exception as exc:  # any failure excludes the candidate; it is recorded
-                errors[tunable.name] = exc
-                _drain(client)
-                _log.info(
-                    "autotune %s %s: %s excluded: %r", tunable_set.name, key, tunable.name, exc
-                )
+        input_fn = tunable_set.input_fn
+        with TuningProgress(tunable_set.name, key, len(tunable_set.tunables)) as progress:
+            for index, tunable in enumerate(tunable_set.tunables):
+                progress.start(index, tunable.name)
+                args = tuple(inputs if input_fn is None else input_fn(client, *inputs))
+                try:
+                    cost = _measure(client, tunable, args, warmup, samples)
+                except Exception as exc:  # any failure excludes the candidate; it is recorded
+                    errors[tunable.name] = exc
+                    _drain(client)
+                    progress.excluded(index, tunable.name, exc)
+                else:
+                    timings[tunable.name] = cost
+                    progress.measured(index, tunable.name, cost)
     if not timings:
         listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
         raise AutotuneError(
