@@ -1,5 +1,6 @@
-"""Running a script in fresh Python processes, one after another, that share one cache folder:
-what a later process finds of an earlier one's work (compiled kernels, tuning results)."""
+"""Running a script in fresh Python processes that share one cache folder: what a later process
+finds of an earlier one's work (compiled kernels, tuning results), or what a process running
+beside the test does to the caches."""
 
 from __future__ import annotations
 
@@ -9,25 +10,35 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["run_in_turn"]
+__all__ = ["run_in_turn", "start"]
+
+
+def _command(source: str, folder: Path, name: str, *args: str) -> tuple[list[str], dict[str, str]]:
+    script = folder / name
+    script.write_text(source)
+    return [sys.executable, str(script), *args], {
+        **os.environ,
+        "RUDA_CACHE_DIR": str(folder / "cache"),
+    }
 
 
 def run_in_turn(source: str, device: str, folder: Path, times: int = 2) -> list[dict]:
     """Run the script ``source`` ``times`` times, each in a new interpreter with ``device`` as its
     argument and ``folder / "cache"`` as ``RUDA_CACHE_DIR``, and return the JSON object each run
     printed last. A run that fails fails the test with its stderr."""
-    script = folder / "child.py"
-    script.write_text(source)
-    env = {**os.environ, "RUDA_CACHE_DIR": str(folder / "cache")}
+    command, env = _command(source, folder, "child.py", device)
     facts = []
     for _ in range(times):
-        done = subprocess.run(
-            [sys.executable, str(script), device],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         facts.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return facts
+
+
+def start(source: str, folder: Path, *args: str) -> subprocess.Popen[str]:
+    """Start the script ``source`` in a new interpreter with ``args`` and ``folder / "cache"`` as
+    ``RUDA_CACHE_DIR``, without waiting; its stdout and stderr are pipes."""
+    command, env = _command(source, folder, "started.py", *args)
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )

@@ -1,8 +1,10 @@
 """Persisted kernels of another layout are rebuilt, never misread: the format version is part
-of every key, and a payload that is not a compiled kernel is a warning and a rebuild."""
+of every key, a file of the previous cache file format is a silent rebuild, and a payload that
+is not a compiled kernel is a warning and a rebuild."""
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim, kernels
 from ruda_core.runtime.cache import CacheKind, CacheWarning, DiskCache, EntryOrigin
+from ruda_core.runtime.cache_inventory import list_entries
 
 
 @kernel
@@ -61,3 +64,24 @@ def test_a_payload_that_is_not_a_compiled_kernel_is_rebuilt(
     client = new_private_client()
     with pytest.warns(CacheWarning, match="could not be loaded"):
         assert _run(client) == (1, 0)
+
+
+def test_a_file_of_the_previous_cache_format_is_rebuilt_without_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_private_client: Callable[[], ComputeClient]
+) -> None:
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
+    assert _run(new_private_client()) == (1, 0)
+    (path,) = _entries(tmp_path)
+    payload = DiskCache(CacheKind.KERNELS).get(path.name)
+    assert payload is not None
+    # format 1: no origin in the header, a checksum of the payload alone
+    path.write_bytes(b"RUDA-CACHE-1\n" + hashlib.sha256(payload).digest() + payload)
+    (old,) = list_entries([CacheKind.KERNELS])
+    assert old.origin is None  # listed, under no device
+    assert list_entries(driver="cpu") == []
+
+    assert _run(new_private_client()) == (1, 0)  # filterwarnings=error: no CacheWarning either
+    (new,) = list_entries([CacheKind.KERNELS])
+    assert new.origin is not None and new.origin.label == "plus_two"
+    assert list_entries(driver="cpu") == [new]
+    assert _run(new_private_client()) == (0, 1)
