@@ -53,7 +53,6 @@ __all__ = [
     "digest",
     "entry_files",
     "max_nbytes",
-    "prune",
     "read_origin",
     "remove_entry",
 ]
@@ -272,7 +271,7 @@ def remove_entry(path: Path) -> None:
             target.unlink()
 
 
-def prune(root: Path, cap: int) -> int:
+def _prune(root: Path, cap: int) -> int:
     """Remove the least recently used entries of every kind under ``root`` until they fill at
     most 90% of ``cap``; nothing when they fit in ``cap`` already. Returns the bytes left.
 
@@ -310,6 +309,6 @@ def _keep_within(root: Path, cap: int, written: int) -> None:
         if estimate is not None and estimate + written <= cap:
             _estimates[root] = estimate + written
             return
-    left = prune(root, cap)
+    left = _prune(root, cap)
     with _estimates_lock:
         _estimates[root] = left
