@@ -42,6 +42,7 @@ from ruda_core.ir import (
     Return,
     SourceLoc,
     Stmt,
+    scalarize_lines,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
 from ruda_core.runtime import UnsupportedFeature
@@ -65,8 +66,12 @@ class CpuCompiler(Compiler):
     def compile(
         self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
     ) -> CompiledKernel:
-        """:raises UnsupportedFeature: when the kernel uses ``bf16``, which NumPy lacks."""
+        """Lines run as their scalar lowering (:func:`~ruda_core.ir.scalarize_lines`).
+
+        :raises UnsupportedFeature: when the kernel uses ``bf16``, which NumPy lacks.
+        """
         _reject_bf16(definition)
+        definition = scalarize_lines(definition)
         emitter = _Emitter(definition, options, mode)
         source = emitter.module()
         return CompiledKernel(

@@ -21,6 +21,7 @@ from .kernel import (
     Stmt,
     walk,
 )
+from .lines import line_alignment, scalarize_lines, uses_lines
 from .modes import ExecutionMode
 from .ops import (
     ARITH_BINARY,
@@ -33,6 +34,8 @@ from .ops import (
     FLOAT_UNARY,
     INT_BINARY,
     INT_UNARY,
+    LANE_WISE_OPS,
+    LINE_OPS,
     PLANE_OPS,
     SYNC_REDUCE_OPS,
     Op,
@@ -40,6 +43,7 @@ from .ops import (
 from .printing import MAX_PRINT_VALUES, Conversion, PrintFormat
 from .types import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
 from .variables import (
+    LINE_WIDTHS,
     ArrayVar,
     Builtin,
     BuiltinKind,
@@ -67,6 +71,9 @@ __all__ = [
     "INT_BINARY",
     "INT_ELEMS",
     "INT_UNARY",
+    "LANE_WISE_OPS",
+    "LINE_OPS",
+    "LINE_WIDTHS",
     "MAX_PRINT_VALUES",
     "NUMERIC_ELEMS",
     "PLANE_OPS",
@@ -98,8 +105,11 @@ __all__ = [
     "SharedArray",
     "SourceLoc",
     "Stmt",
+    "line_alignment",
     "lower_bounds",
     "report_names",
+    "scalarize_lines",
+    "uses_lines",
     "verify",
     "walk",
 ]

@@ -12,7 +12,10 @@ out-of-bounds read (or atomic) yields 0 and an out-of-bounds write (or atomic) i
 The index is compared as an unsigned integer of its own width, at least 32 bits (a signed index is
 cast to the unsigned type of its width, so a negative one is huge; 64-bit indices compare in
 ``u64``). The length is ``LEN(arr)`` for parameters and the constant length for shared and local
-arrays; an access whose constant index is known to be in bounds is left alone. Temporaries are
+arrays; an access whose constant index is known to be in bounds is left alone. A line access
+(``LOAD_LINE``/``STORE_LINE`` of width ``w``) compares its line index with the number of whole
+lines, ``LEN(arr) // w`` (computed once at the kernel's start), so a partial last line is out of
+bounds as a whole: a load gives a line of zeros, a store is dropped. Temporaries are
 named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output is
 deterministic.
 
@@ -20,7 +23,8 @@ deterministic.
 ``REPORT_OOB(Const(buffer_no, u32), index as u64, length as u64)``, and a hidden last parameter
 ``Param(n, REPORT_PARAM, ARRAY, u32)``. ``buffer_no`` indexes :func:`report_names` of the original
 definition; the index reported is the unsigned value compared (an ``i32`` index of -1 is
-reported as 4294967295).
+reported as 4294967295). For a line access the report gives elements, not lines: the index of
+the line's last element, ``i * w + w - 1``, and the array's length.
 
 **REPORT_OOB for backends.** The report parameter is a buffer of 6 ``u32``
 ``[flag, buffer_no, index_lo, index_hi, length_lo, length_hi]``, zeroed by the server before the
@@ -58,7 +62,8 @@ __all__ = ["REPORT_PARAM", "lower_bounds", "report_names"]
 #: Name of the hidden report parameter that ``VALIDATE`` appends.
 REPORT_PARAM = "_ruda_report"
 
-_CHECKED_OPS = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN}
+_LINE_ACCESS = frozenset({Op.LOAD_LINE, Op.STORE_LINE})
+_CHECKED_OPS = ATOMIC_OPS | _LINE_ACCESS | {Op.INDEX, Op.INDEX_ASSIGN}
 
 
 def report_names(defn: KernelDefinition) -> tuple[str, ...]:
@@ -86,7 +91,17 @@ def _zero(elem: Elem) -> Const:
 
 
 class _BoundsLowering:
-    __slots__ = ("buffer_no", "counter", "defn", "hoisted", "lengths", "names", "temps", "validate")
+    __slots__ = (
+        "buffer_no",
+        "counter",
+        "defn",
+        "hoisted",
+        "lengths",
+        "line_counts",
+        "names",
+        "temps",
+        "validate",
+    )
 
     def __init__(self, defn: KernelDefinition, validate: bool) -> None:
         self.defn = defn
@@ -99,6 +114,7 @@ class _BoundsLowering:
         self.temps: list[Local] = []
         self.hoisted: list[Stmt] = []
         self.lengths: dict[Param, Local] = {}
+        self.line_counts: dict[tuple[Param, int, Elem], Local] = {}
 
     def run(self) -> KernelDefinition:
         body = self._block(self.defn.body)
@@ -147,6 +163,16 @@ class _BoundsLowering:
             self.hoisted.append(Instr(Op.LEN, local, (param,)))
         return local
 
+    def _line_count(self, param: Param, width: int, elem: Elem) -> Local:
+        """``LEN(param) // width`` as ``elem``, computed once at the kernel's start."""
+        key = (param, width, elem)
+        local = self.line_counts.get(key)
+        if local is None:
+            length = self._widen(self._length(param), elem, self.hoisted, None)
+            local = self.line_counts[key] = self._temp(elem)
+            self.hoisted.append(Instr(Op.FLOOR_DIV, local, (length, Const(width, elem))))
+        return local
+
     def _widen(
         self, value: Operand, elem: Elem, into: list[Stmt], loc: SourceLoc | None
     ) -> Operand:
@@ -166,7 +192,11 @@ class _BoundsLowering:
         cmp_elem = Elem.U64 if index.elem.bits == 64 else Elem.U32
         stmts: list[Stmt] = []
         length: Operand
-        if isinstance(arr, Param):
+        if ins.op in _LINE_ACCESS:
+            width = _line_width(ins)
+            unsigned = self._widen(index, cmp_elem, stmts, loc)
+            length = self._line_count(cast(Param, arr), width, cmp_elem)
+        elif isinstance(arr, Param):
             param_length = self._length(arr)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
             length = self._widen(param_length, cmp_elem, stmts, loc)
@@ -188,8 +218,22 @@ class _BoundsLowering:
         if ins.out is not None:
             body.append(Instr(Op.ASSIGN, ins.out, (_zero(ins.out.elem),), loc))
         if self.validate:
-            buffer_no = Const(self.buffer_no[cast(ArrayVar, ins.args[0])], Elem.U32)
+            arr = cast(ArrayVar, ins.args[0])
+            buffer_no = Const(self.buffer_no[arr], Elem.U32)
             index64 = self._widen(index, Elem.U64, body, loc)
+            if ins.op in _LINE_ACCESS:  # report elements: the line's last one, the length
+                width = Const(_line_width(ins), Elem.U64)
+                first = self._temp(Elem.U64)
+                last = self._temp(Elem.U64)
+                body.append(Instr(Op.MUL, first, (index64, width), loc))
+                body.append(Instr(Op.ADD, last, (first, Const(width.value - 1, Elem.U64)), loc))
+                index64, length = last, self._length(cast(Param, arr))
             length64 = self._widen(length, Elem.U64, body, loc)
             body.append(Instr(Op.REPORT_OOB, None, (buffer_no, index64, length64), loc))
         return tuple(body)
+
+
+def _line_width(ins: Instr) -> int:
+    """The width of a verified ``LOAD_LINE`` (its result) or ``STORE_LINE`` (its value)."""
+    line = ins.out if ins.op is Op.LOAD_LINE else ins.args[2]
+    return cast(Local, line).width

@@ -54,7 +54,7 @@ class Instr:
         args = ", ".join(str(a) for a in self.args)
         if self.format is not None:
             args = f"{self.format}" + (f", {args}" if args else "")
-        lhs = f"{self.out}: {self.out.elem} = " if self.out is not None else ""
+        lhs = f"{self.out}: {self.out.type_text} = " if self.out is not None else ""
         return f"{lhs}{self.op}({args})"
 
 
@@ -180,7 +180,7 @@ class KernelDefinition:
         lines.append(")")
         lines += [f"  shared {s.name}: {s.elem}[{s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
-        lines += [f"  local {v.name}: {v.elem}" for v in self.locals]
+        lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]
         _dump_block(self.body, 1, lines, with_locations)
         if with_locations and self.source is not None:
             lines.append(f"# source {self.source}")

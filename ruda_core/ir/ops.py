@@ -43,6 +43,26 @@ memory accesses before its later ones as seen by the units of its cube / of the 
 :class:`~ruda_core.ir.printing.PrintFormat` (exact per element type, see
 :mod:`ruda_core.ir.printing`). A record is never split or interleaved with another; the order
 of records of different units is unspecified (the NumPy device orders them by cube, then unit).
+
+**Lines.** A :class:`~ruda_core.ir.variables.Local` of width ``w`` (2, 4 or 8) is a line: ``w``
+lanes of its element. The operations of :data:`LANE_WISE_OPS` apply to lines lane by lane:
+lane ``k`` of the result is the scalar operation on lane ``k`` of every line operand, with the
+meaning written above for the element, and a scalar operand counts as the same value in every
+lane (broadcast). All line operands have one width, which the result has; the result may also
+be a line when every operand is a scalar, and then holds the scalar result in every lane
+(``ASSIGN(line, 0)`` zeroes a line). A comparison of lines is a ``bool`` line; ``SELECT``
+with a ``bool`` line picks per lane. No other operation takes a line, except:
+
+* ``LOAD_LINE(arr, i)``: lane ``k`` of the result (of width ``w``) is ``arr[i * w + k]``. ``arr``
+  is a global array or tensor parameter and ``i`` an integer *line* index, so a line starts at a
+  multiple of ``w`` elements (its address is aligned to ``w`` elements from the buffer's start).
+* ``STORE_LINE(arr, i, v)``: ``arr[i * w + k] = v[k]`` for every lane ``k`` of the line ``v``.
+* ``LINE_LANE(v, Const k)``: lane ``k`` (``0 <= k < w``) of the line ``v``, a scalar.
+* ``LINE_BUILD(a_0, …, a_{w-1})``: the line of width ``w`` whose lanes are the scalars ``a_k``.
+
+A line access is in bounds when its whole line is: ``i < len(arr) // w``. The last, partial
+line of an array whose length is not a multiple of ``w`` is out of bounds as a whole; the
+bounds pass (:mod:`~ruda_core.ir.bounds`) reads it as a line of zeros and drops its store.
 """
 
 from __future__ import annotations
@@ -55,6 +75,8 @@ __all__ = [
     "BITWISE_BINARY",
     "COMPARE_OPS",
     "FLOAT_UNARY",
+    "LANE_WISE_OPS",
+    "LINE_OPS",
     "PLANE_OPS",
     "SYNC_REDUCE_OPS",
     "Op",
@@ -210,6 +232,12 @@ class Op(enum.Enum):
     # output
     PRINT = "print"  #: (values...) -> None; writes Instr.format's text (see ir.printing)
 
+    # lines (see the module docstring)
+    LOAD_LINE = "load_line"  #: (arr, i) -> line of out.width: lane k is arr[i * width + k]
+    STORE_LINE = "store_line"  #: (arr, i, v: line) -> None; arr[i * width + k] = v[k]
+    LINE_LANE = "line_lane"  #: (v: line, Const k) -> lane k of v
+    LINE_BUILD = "line_build"  #: (a_0 … a_{w-1}) -> the line of width w of those lanes
+
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
 
@@ -308,4 +336,20 @@ PLANE_OPS = frozenset(
         Op.PLANE_SHUFFLE_XOR,
         Op.SYNC_PLANE,
     }
+)
+#: The operations that read or build lines as a whole (see the module docstring).
+LINE_OPS = frozenset({Op.LOAD_LINE, Op.STORE_LINE, Op.LINE_LANE, Op.LINE_BUILD})
+#: Value operations that apply to lines lane by lane, scalars broadcast.
+LANE_WISE_OPS = frozenset(
+    {Op.ASSIGN, Op.CAST, Op.BITCAST, Op.SELECT, Op.NEG, Op.ABS, Op.FMA, Op.CLAMP}
+    | ARITH_BINARY
+    | FLOAT_UNARY
+    | FLOAT_BINARY
+    | FLOAT_TESTS
+    | BIT_COUNTS
+    | INT_UNARY
+    | INT_BINARY
+    | COMPARE_OPS
+    | BITWISE_BINARY
+    | {Op.AND, Op.OR, Op.NOT, Op.BIT_NOT}
 )

@@ -1,8 +1,10 @@
 """Variables of the kernel IR: what an instruction reads and writes.
 
 Every variable is a frozen, hashable value. Scalars (:data:`Operand`) are per-unit values:
-constants, locals, builtins and scalar parameters. Arrays (:data:`ArrayVar`) are indexed:
-global array/tensor parameters, shared memory (one per cube) and local arrays (one per unit).
+constants, locals, builtins and scalar parameters; a :class:`Local` of ``width`` above 1 is a
+line, ``width`` lanes of its element (see :mod:`~ruda_core.ir.ops`). Arrays
+(:data:`ArrayVar`) are indexed: global array/tensor parameters, shared memory (one per cube)
+and local arrays (one per unit).
 This module holds data only; it must not know about any backend.
 """
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from .types import Elem
 
 __all__ = [
+    "LINE_WIDTHS",
     "ArrayVar",
     "Builtin",
     "BuiltinKind",
@@ -50,13 +53,24 @@ class Const:
         return f"{self.value!r}:{self.elem}"
 
 
+#: The lane counts a line may have.
+LINE_WIDTHS = (2, 4, 8)
+
+
 @dataclass(frozen=True, slots=True)
 class Local:
-    """A mutable per-unit scalar. Names are unique within a kernel and keep the user's spelling
+    """A mutable per-unit value: a scalar, or for ``width`` in :data:`LINE_WIDTHS` a line of
+    ``width`` lanes of ``elem``. Names are unique within a kernel and keep the user's spelling
     where one exists (temporaries start with ``_``)."""
 
     name: str
     elem: Elem
+    width: int = 1
+
+    @property
+    def type_text(self) -> str:
+        """``f32`` for a scalar, ``f32x4`` for a line (IR dumps and messages)."""
+        return f"{self.elem}x{self.width}" if self.width > 1 else str(self.elem)
 
     def __str__(self) -> str:
         return self.name

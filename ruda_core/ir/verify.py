@@ -1,11 +1,12 @@
 """The IR verifier: checks that a :class:`KernelDefinition` is well typed and well formed.
 
 :func:`verify` enforces the typing rules written in :mod:`ruda_core.ir.ops` and the structural
-rules of :mod:`ruda_core.ir.kernel`: operand counts and element types, result elements, arrays
-only where arrays go, ``SHAPE``/``STRIDE`` axes below the tensor's rank, ``Break``/``Continue``
-only inside loops, every variable declared (locals, shared and local arrays listed in the
-definition, parameters in ``params`` at their index) and every name unique. Compilers may assume
-a verified definition; the front end and the bounds pass produce only verified ones. This module
+rules of :mod:`ruda_core.ir.kernel`: operand counts and element types, result elements, arrays only
+where arrays go, lines only where the line rules of :mod:`ruda_core.ir.ops` allow them,
+``SHAPE``/``STRIDE`` axes below the tensor's rank, ``Break``/``Continue`` only inside loops, every
+variable declared (locals, shared and local arrays listed in the definition, parameters in
+``params`` at their index) and every name unique. Compilers may assume a verified definition; the
+front end and the bounds pass produce only verified ones. This module
 reads IR only; it must not know about any backend.
 """
 
@@ -29,12 +30,15 @@ from .ops import (
     FLOAT_UNARY,
     INT_BINARY,
     INT_UNARY,
+    LANE_WISE_OPS,
+    LINE_OPS,
     PLANE_OPS,
     Op,
 )
 from .printing import MAX_PRINT_VALUES
 from .types import Elem
 from .variables import (
+    LINE_WIDTHS,
     Builtin,
     Const,
     Local,
@@ -113,6 +117,9 @@ class _Verifier:
                 _fail(f"tensor '{p.name}' has negative rank {p.rank}")
             if p.kind is ParamKind.SCALAR and p.read_only:
                 _fail(f"scalar parameter '{p.name}' is marked read_only")
+        for v in self.defn.locals:
+            if v.width != 1 and v.width not in LINE_WIDTHS:
+                _fail(f"local '{v.name}' has width {v.width}; a line has {LINE_WIDTHS} lanes")
         arrays: list[SharedArray | LocalArray] = [*self.defn.shared, *self.defn.local_arrays]
         for arr in arrays:
             if arr.length < 1:
@@ -131,6 +138,7 @@ class _Verifier:
         if isinstance(stmt, Instr):
             self._instr(stmt)
         elif isinstance(stmt, If):
+            _no_line(stmt.cond, "an if condition")
             self._expect(self._scalar(stmt.cond), {Elem.BOOL}, "an if condition")
             self._block(stmt.then, loops)
             self._block(stmt.orelse, loops)
@@ -145,6 +153,8 @@ class _Verifier:
             _fail(f"{stmt!r} is not a statement")
 
     def _range_loop(self, stmt: RangeLoop, loops: int) -> None:
+        for what, value in (("variable", stmt.var), ("start", stmt.start), ("end", stmt.end)):
+            _no_line(value, f"the range {what}")
         elem = self._local(stmt.var)
         if not elem.is_int:
             _fail(f"range loop variable '{stmt.var.name}' is {elem}; it must be an integer")
@@ -162,6 +172,11 @@ class _Verifier:
             _fail(f"unknown operation {ins.op!r}")
         if (ins.format is None) is (ins.op is Op.PRINT):
             _fail(f"{ins.op} {'needs a' if ins.op is Op.PRINT else 'takes no'} print format")
+        if ins.op in LANE_WISE_OPS:
+            _lane_widths(ins)
+        elif ins.op not in LINE_OPS:
+            for value in (*ins.args, ins.out):
+                _no_line(value, f"an operand of {ins.op}")
         check(self, ins)
 
     def _arity(self, ins: Instr, n: int) -> None:
@@ -268,6 +283,29 @@ def _check_const(c: Const) -> None:
         ok = isinstance(v, float)
     if not ok:
         _fail(f"constant {v!r} is not a value of {elem}")
+
+
+def _width(value: object) -> int:
+    return value.width if isinstance(value, Local) else 1
+
+
+def _no_line(value: object, what: str) -> None:
+    if isinstance(value, Local) and value.width > 1:
+        _fail(f"{what} must be a scalar; '{value.name}' is the line {value.type_text}")
+
+
+def _lane_widths(ins: Instr) -> None:
+    """A lane-wise operation: its line operands share one width, which its result has (a line
+    result of scalar operands holds the scalar result in every lane)."""
+    widths = sorted({_width(a) for a in ins.args} - {1})
+    if len(widths) > 1:
+        _fail(f"{ins.op} mixes lines of widths {', '.join(map(str, widths))}")
+    out = ins.out
+    if widths and out is not None and out.width != widths[0]:
+        _fail(
+            f"{ins.op} of lines of width {widths[0]} cannot write '{out.name}' of type "
+            f"{out.type_text}"
+        )
 
 
 def _describe(stmt: object) -> str:
@@ -417,6 +455,52 @@ def _print(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None)
 
 
+def _line_of(v: _Verifier, value: object, what: str) -> Local:
+    if not isinstance(value, Local) or value.width == 1:
+        _fail(f"{what} must be a line, got {value}")
+    v._local(value)
+    return value
+
+
+def _load_line(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    elem = v._array(ins.args[0], global_only=True)
+    v._index(ins.args[1])
+    out = _line_of(v, ins.out, "the result of load_line")
+    if out.elem is not elem:
+        _fail(f"load_line of {elem} elements cannot write '{out.name}' of type {out.type_text}")
+
+
+def _store_line(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 3)
+    elem = v._array(ins.args[0], global_only=True)
+    v._index(ins.args[1])
+    value = _line_of(v, ins.args[2], "the stored value")
+    v._expect(value.elem, {elem}, "the stored line's element")
+    v._out(ins, None)
+
+
+def _line_lane(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    line = _line_of(v, ins.args[0], "the operand of line_lane")
+    lane = ins.args[1]
+    if not isinstance(lane, Const) or not lane.elem.is_int:
+        _fail("line_lane needs a constant integer lane")
+    _check_const(lane)
+    if not 0 <= int(lane.value) < line.width:
+        _fail(f"lane {lane.value} is outside the line '{line.name}' of {line.width} lanes")
+    v._out(ins, line.elem)
+    _no_line(ins.out, "the result of line_lane")
+
+
+def _line_build(v: _Verifier, ins: Instr) -> None:
+    out = _line_of(v, ins.out, "the result of line_build")
+    v._arity(ins, out.width)
+    for value in ins.args:
+        _no_line(value, "a lane of line_build")
+        v._expect(v._scalar(value), {out.elem}, "a lane of line_build")
+
+
 def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
@@ -455,6 +539,10 @@ def _build_rules() -> dict[Op, Rule]:
         Op.PLANE_SHUFFLE_XOR: _plane_lane,
         Op.REPORT_OOB: _report,
         Op.PRINT: _print,
+        Op.LOAD_LINE: _load_line,
+        Op.STORE_LINE: _store_line,
+        Op.LINE_LANE: _line_lane,
+        Op.LINE_BUILD: _line_build,
     }
     for op in ARITH_BINARY:
         floats_only = op in (Op.DIV, Op.POW)

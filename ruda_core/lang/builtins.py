@@ -29,6 +29,10 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
+* lines: ``Line(a, b, …)`` builds a line of its 2, 4 or 8 lanes, ``Line.splat(v, n)`` one of
+  ``n`` copies of ``v``, ``Line[T, n]`` annotates a local line; ``select(c, a, b)`` is ``a``
+  where ``c`` holds, else ``b``, lane by lane for a ``bool`` line ``c``. Arrays read and write
+  lines with ``x.load_line(i, n)`` and ``x.store_line(i, v)`` (see :mod:`.lines`).
 
 Outside kernels the math intrinsics compute on the host (NumPy); the others raise ``TypeError``.
 This module builds no IR.
@@ -44,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import BuiltinKind
+from .types import ElemSpec, LineType
 
 __all__ = [
     "ABSOLUTE_POS",
@@ -70,6 +75,8 @@ __all__ = [
     "UNIT_POS_Z",
     "BuiltinVar",
     "Intrinsic",
+    "Line",
+    "LineIntrinsic",
     "LocalArray",
     "SharedMemory",
     "abs",
@@ -148,6 +155,7 @@ __all__ = [
     "rsqrt",
     "saturating_add",
     "saturating_sub",
+    "select",
     "sin",
     "sinh",
     "sqrt",
@@ -215,6 +223,25 @@ class Intrinsic:
         return self.name
 
 
+@dataclass(frozen=True, slots=True)
+class LineIntrinsic(Intrinsic):
+    """``Line``: a call builds a line of its lanes, ``Line.splat(v, n)`` repeats one value and
+    ``Line[T, n]`` is the :class:`~.types.LineType` that annotates a local line."""
+
+    @property
+    def splat(self) -> Intrinsic:
+        """``Line.splat(v, n)``: the line of ``n`` lanes all equal to ``v``."""
+        return _LINE_SPLAT
+
+    def __getitem__(self, spec: tuple[ElemSpec, int]) -> LineType:
+        if not isinstance(spec, tuple) or len(spec) != 2:
+            raise TypeError(f"write Line[T, n], e.g. Line[f32, 4], not Line[{spec!r}]")
+        return LineType(*spec)
+
+
+_LINE_SPLAT = Intrinsic("Line.splat")
+
+
 def _host_rsqrt(x: float) -> float:
     return 1.0 / math.sqrt(x)
 
@@ -237,6 +264,8 @@ sync_plane = Intrinsic("sync_plane")
 fence_units = Intrinsic("fence_units")
 fence_device = Intrinsic("fence_device")
 unroll = Intrinsic("unroll")
+Line = LineIntrinsic("Line")
+select = Intrinsic("select")
 
 atomic_load = Intrinsic("atomic_load")
 atomic_store = Intrinsic("atomic_store")

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..ir import Builtin, Const, Elem, Local, Op, Operand, Param
-from .scope import BuilderState, LiteralPick, PyVal, Value, is_array
+from .scope import BuilderState, LiteralPick, PyVal, Value, is_array, width_of
 
 __all__ = [
     "compile_time_number",
@@ -174,10 +174,11 @@ def implicit(b: BuilderState, value: Value, elem: Elem, node: ast.AST | None) ->
 
 
 def convert(
-    b: BuilderState, value: Value, elem: Elem, node: ast.AST | None, target: str
+    b: BuilderState, value: Value, elem: Elem, node: ast.AST | None, target: str, width: int = 1
 ) -> Operand:
-    """``value`` for a write to ``target`` of type ``elem``: a literal adopts ``elem``; a typed
-    value must already be ``elem``.
+    """``value`` for a write to ``target`` of type ``elem`` (a line of ``width`` lanes when it
+    is above 1): a literal adopts ``elem`` (every lane of a line); a typed value must already
+    have that type and width.
 
     :raises CompilationError: "cannot assign f64 to local 'acc' of type f32; cast …".
     """
@@ -186,8 +187,17 @@ def convert(
     if isinstance(value, LiteralPick):
         return _adopt(b, value, elem, node)
     op = operand(b, value, node)
-    if op.elem is not elem:
-        b.fail(f"cannot assign {op.elem} to {target} of type {elem}; cast with {elem}(...)", node)
+    given = width_of(op)
+    if op.elem is not elem or given != width:
+        have = op.type_text if isinstance(op, Local) else str(op.elem)
+        want = f"{elem}x{width}" if width > 1 else str(elem)
+        if given == width:
+            hint = f"cast with {elem}(...)"
+        elif width == 1:
+            hint = "pick a lane (v[0]) or store the line with store_line(i, v)"
+        else:
+            hint = f"build a line, e.g. Line.splat(v, {width})"
+        b.fail(f"cannot assign {have} to {target} of type {want}; {hint}", node)
     return op
 
 

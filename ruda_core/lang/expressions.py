@@ -30,6 +30,7 @@ from ..ir import (
     Elem,
     If,
     Instr,
+    Local,
     LocalArray,
     Op,
     Operand,
@@ -51,9 +52,28 @@ from .coerce import (
 )
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
+from .lines import array_line_method, lane, line_method
 from .printing import build_print
-from .scope import BuilderState, Fields, LiteralPick, PyVal, Several, Value, is_array
-from .types import ArrayType, ComptimeType, ElemVar, ScalarType, TensorType, annotation_type
+from .scope import (
+    BuilderState,
+    Fields,
+    LiteralPick,
+    PyVal,
+    Several,
+    Value,
+    is_array,
+    is_line,
+    width_of,
+)
+from .types import (
+    ArrayType,
+    ComptimeType,
+    ElemVar,
+    LineType,
+    ScalarType,
+    TensorType,
+    annotation_type,
+)
 
 __all__ = ["ExprBuilder"]
 
@@ -87,7 +107,7 @@ _COMPARE: dict[type[ast.cmpop], tuple[str, Op | None, Callable[[Any, Any], Any]]
 _PY_BUILTINS = {
     id(f): (f, f.__name__) for f in (range, len, min, max, abs, round, pow, int, float, bool)
 }
-_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.PRINT}
+_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 _COMPTIME_OBJECTS = (
     ScalarType,
@@ -99,6 +119,7 @@ _COMPTIME_OBJECTS = (
     ArrayType,
     TensorType,
     ComptimeType,
+    LineType,
 )
 
 
@@ -185,6 +206,12 @@ class ExprBuilder(BuilderState):
                 return Const(value.value, Elem.BOOL)
             self.fail(f"{what} must be bool, got {value.value!r}", node)
         op = operand(self, value, node)
+        if isinstance(op, Local) and op.width > 1:
+            self.fail(
+                f"{what} must be one bool, got the line {op.type_text}; reduce it with .any() "
+                "or .all(), or pick per lane with select(c, a, b)",
+                node,
+            )
         if op.elem is not Elem.BOOL:
             self.fail(f"{what} must be bool, got {op.elem}; compare explicitly, e.g. x != 0", node)
         return op
@@ -201,6 +228,8 @@ class ExprBuilder(BuilderState):
                     return Const(v, elem)
             self.fail(f"the index {v} does not fit 64 bits", node)
         op = operand(self, value, node)
+        if isinstance(op, Local) and op.width > 1:
+            self.fail(f"an index must be one integer, got the line {op.type_text}", node)
         if not op.elem.is_int:
             self.fail(f"an index must be an integer, got {op.elem}", node)
         return op
@@ -412,7 +441,7 @@ class ExprBuilder(BuilderState):
             self.blocks[-1].extend(then + orelse)
             x, y = implicit(self, a, elem, node), implicit(self, b, elem, node)
             return self.emit(Op.SELECT, elem, cond, x, y)
-        result = self.temp(elem)
+        result = self.temp(elem, max(width_of(a), width_of(b)))
         for block, value in ((then, a), (orelse, b)):
             with self.into(block):
                 self.write(result, implicit(self, value, elem, node))
@@ -428,6 +457,8 @@ class ExprBuilder(BuilderState):
             if not isinstance(index, PyVal):
                 return self.picked(obj.value, self.index(index, node.slice), node)
             return self.comptime(lambda: obj.value[index.value], node)  # type: ignore[index]
+        if isinstance(obj, Local) and is_line(obj):
+            return lane(self, obj, self.expr(node.slice), node.slice)
         if isinstance(obj, LiteralPick | Several) or not is_array(obj):
             self.fail(f"'{ast.unparse(node.value)}' is not an array", node)
         if isinstance(node.slice, ast.Slice):
@@ -482,11 +513,18 @@ class ExprBuilder(BuilderState):
             )
         return LiteralPick(index, values)
 
-    def method(self, arr: Value, name: str, node: ast.Call) -> Value:
-        """``arr.len()``, ``t.shape(d)``, ``t.stride(d)``, ``t.rank()``."""
+    def method(self, arr: Value, name: str, node: ast.Call) -> Value | None:
+        """``arr.len()``, ``arr.load_line(i, N)``, ``arr.store_line(i, v)``, ``t.shape(d)``,
+        ``t.stride(d)``, ``t.rank()``; a line's reductions (:mod:`.lines`)."""
         if node.keywords:
             self.fail(f"{arr}.{name}() takes no keyword arguments", node)
         args = [self.expr(a) for a in node.args]
+        if isinstance(arr, Local):
+            return line_method(self, arr, name, args, node)
+        if name in ("load_line", "store_line"):
+            if not isinstance(arr, Param):
+                self.fail(f"{name}() reads and writes global arrays; '{arr}' is not one", node)
+            return array_line_method(self, arr, name, args, node)
         if name == "len" and not args:
             return views.length(self, arr)
         if not isinstance(arr, Param) or arr.kind is not ParamKind.TENSOR:
@@ -513,7 +551,7 @@ class ExprBuilder(BuilderState):
         """Evaluate a call; ``discard`` says the result is unused (a statement)."""
         if isinstance(node.func, ast.Attribute):
             obj = self.expr(node.func.value)
-            if is_array(obj):
+            if is_array(obj) or is_line(obj):
                 return self.method(obj, node.func.attr, node)
             callee = self.attribute(obj, node.func.attr, node.func)
         else:
@@ -554,6 +592,8 @@ class ExprBuilder(BuilderState):
             return self.comptime(lambda: fn(*(a.value for a in args)), node)  # type: ignore[union-attr]
         if name in FOLDABLE:
             return HANDLERS[name](self, args, node, False)
+        if name == "len" and len(args) == 1 and is_line(args[0]):
+            return PyVal(width_of(args[0]))
         if name == "len" and len(args) == 1 and is_array(args[0]):
             return views.length(self, args[0])
         if name == "range":

@@ -92,7 +92,7 @@ def _written(block: Block, out: set[Param]) -> None:
     for stmt in block:
         if isinstance(stmt, Instr):
             target = stmt.args[0] if stmt.args else None
-            writes = stmt.op is Op.INDEX_ASSIGN or stmt.op in ATOMIC_OPS
+            writes = stmt.op in (Op.INDEX_ASSIGN, Op.STORE_LINE) or stmt.op in ATOMIC_OPS
             if writes and isinstance(target, Param):
                 out.add(target)
         elif isinstance(stmt, If):

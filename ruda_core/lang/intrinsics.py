@@ -18,6 +18,7 @@ from ..ir import (
     FLOAT_BINARY,
     INT_BINARY,
     INT_UNARY,
+    LINE_WIDTHS,
     Elem,
     LocalArray,
     Op,
@@ -26,7 +27,8 @@ from ..ir import (
 )
 from . import views
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
-from .scope import PyVal, Value, View, is_array
+from .lines import line_width
+from .scope import PyVal, Value, View, is_array, is_line
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -228,6 +230,40 @@ def _plane_lane(op: Op, what: str = "lane") -> Handler:
     return handler
 
 
+def _lanes(b: ExprBuilder, name: str, args: list[Value], node: ast.Call) -> list[Operand]:
+    """Scalar arguments meeting at their common type, for the lanes of a line."""
+    for arg in args:
+        if is_line(arg):
+            b.fail(f"{name}() takes scalar lanes; '{arg}' is already a line", node)
+    elem = _common(b, name, args, node)
+    return [implicit(b, a, elem, node) for a in args]
+
+
+def _line(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    if len(args) not in LINE_WIDTHS:
+        b.fail(f"Line(...) takes {LINE_WIDTHS} lanes, got {len(args)}", node)
+    lanes = _lanes(b, "Line", args, node)
+    return b.emit(Op.LINE_BUILD, lanes[0].elem, *lanes, width=len(lanes))
+
+
+def _line_splat(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _arity(b, "Line.splat", args, 2, node)
+    width = line_width(b, args[1], "Line.splat(v, N)", node)
+    (lane,) = _lanes(b, "Line.splat", args[:1], node)
+    return b.emit(Op.LINE_BUILD, lane.elem, *([lane] * width), width=width)
+
+
+def _select(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _arity(b, "select", args, 3, node)
+    cond = args[0]
+    if is_line(cond) and elem_of(cond) is Elem.BOOL:
+        c: Operand = cond  # type: ignore[assignment]  # a bool line Local, checked above
+    else:
+        c = b.boolean(cond, node, "the condition of select()")
+    elem = _common(b, "select", args[1:], node)
+    return b.emit(Op.SELECT, elem, c, *(implicit(b, a, elem, node) for a in args[1:]))
+
+
 def _unroll(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
     b.fail("unroll(...) is only allowed as the iterable of a for loop", node)
 
@@ -308,6 +344,9 @@ HANDLERS: dict[str, Handler] = {
     "sync_units_and": _predicate(Op.SYNC_UNITS_AND, Elem.BOOL),
     "sync_units_or": _predicate(Op.SYNC_UNITS_OR, Elem.BOOL),
     "unroll": _unroll,
+    "Line": _line,
+    "Line.splat": _line_splat,
+    "select": _select,
     "plane_sum": _plane(Op.PLANE_SUM),
     "plane_prod": _plane(Op.PLANE_PROD),
     "plane_min": _plane(Op.PLANE_MIN),

@@ -17,6 +17,8 @@ from typing import NoReturn
 
 from ..errors import CompilationError
 from ..ir import (
+    LANE_WISE_OPS,
+    LINE_OPS,
     Builtin,
     Const,
     Elem,
@@ -44,6 +46,8 @@ __all__ = [
     "Value",
     "View",
     "is_array",
+    "is_line",
+    "width_of",
 ]
 
 
@@ -127,6 +131,16 @@ def is_array(value: Value) -> bool:
     if isinstance(value, Param):
         return value.is_array
     return isinstance(value, SharedArray | LocalArray | View)
+
+
+def is_line(value: Value) -> bool:
+    """True for a line (a local of several lanes)."""
+    return isinstance(value, Local) and value.width > 1
+
+
+def width_of(value: Value) -> int:
+    """The lanes of a line; 1 for anything else."""
+    return value.width if isinstance(value, Local) else 1
 
 
 @dataclass(slots=True)
@@ -220,19 +234,19 @@ class BuilderState:
         self.used.add(name)
         return name
 
-    def new_local(self, base: str, elem: Elem) -> Local:
-        local = Local(self.unique(base), elem)
+    def new_local(self, base: str, elem: Elem, width: int = 1) -> Local:
+        local = Local(self.unique(base), elem, width)
         self.locals[local] = None
         return local
 
-    def temp(self, elem: Elem) -> Local:
-        """A fresh temporary (``_t<n>``)."""
+    def temp(self, elem: Elem, width: int = 1) -> Local:
+        """A fresh temporary (``_t<n>``), a line of ``width`` lanes when it is above 1."""
         name = f"_t{self.counter}"
         while name in self.used:
             self.counter += 1
             name = f"_t{self.counter}"
         self.counter += 1
-        return self.new_local(name, elem)
+        return self.new_local(name, elem, width)
 
     # -- emission ---------------------------------------------------------------------------
 
@@ -253,9 +267,21 @@ class BuilderState:
     def append(self, stmt: Stmt) -> None:
         self.blocks[-1].append(stmt)
 
-    def emit(self, op: Op, elem: Elem, *args: Operand | Param | SharedArray | LocalArray) -> Local:
-        """Append ``t = op(*args)`` with a fresh temporary ``t`` of ``elem``; return ``t``."""
-        out = self.temp(elem)
+    def emit(
+        self,
+        op: Op,
+        elem: Elem,
+        *args: Operand | Param | SharedArray | LocalArray,
+        width: int | None = None,
+    ) -> Local:
+        """Append ``t = op(*args)`` with a fresh temporary ``t`` of ``elem``; return ``t``.
+
+        ``t`` is a line of ``width`` lanes when given; else, for a lane-wise operation, of the
+        width of its line operands (see :mod:`ruda_core.ir.ops`).
+
+        :raises CompilationError: for lines of two widths, or a line where ``op`` takes scalars.
+        """
+        out = self.temp(elem, self.lanes(op, args) if width is None else width)
         self.fresh.add(out)
         self.append(Instr(op, out, args, self.loc))
         return out
@@ -263,7 +289,18 @@ class BuilderState:
     def emit_to(
         self, out: Local | None, op: Op, *args: Operand | Param | SharedArray | LocalArray
     ) -> None:
+        self.lanes(op, args)
         self.append(Instr(op, out, args, self.loc))
+
+    def lanes(self, op: Op, args: tuple[object, ...]) -> int:
+        """The width of ``op``'s result from its line operands (1 when there are none)."""
+        widths = sorted({a.width for a in args if isinstance(a, Local) and a.width > 1})
+        if widths and op not in LANE_WISE_OPS | LINE_OPS:
+            line = next(a for a in args if isinstance(a, Local) and a.width > 1)
+            self.fail(f"{op} takes scalars, but '{line.name}' is a line of {line.type_text}")
+        if len(widths) > 1:
+            self.fail(f"lines of {' and '.join(map(str, widths))} lanes do not combine")
+        return widths[0] if widths and op in LANE_WISE_OPS else 1
 
     def write(self, dest: Local, value: Operand) -> None:
         """``dest = value``: retargets the instruction that just computed a fresh temporary

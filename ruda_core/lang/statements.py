@@ -36,12 +36,23 @@ from . import views
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
-from .scope import Fields, Frame, LiteralPick, PyVal, Return, Several, Value, is_array
+from .scope import (
+    Fields,
+    Frame,
+    LiteralPick,
+    PyVal,
+    Return,
+    Several,
+    Value,
+    is_array,
+    width_of,
+)
 from .types import (
     ArrayType,
     Comptime,
     ComptimeType,
     ElemVar,
+    LineType,
     ScalarType,
     TensorType,
     annotation_type,
@@ -145,30 +156,46 @@ class StmtBuilder(ExprBuilder):
             return
         self.write_name(name, value, node)
 
-    def write_name(self, name: str, value: Value, node: ast.AST, elem: Elem | None = None) -> None:
-        """Write ``value`` to the local ``name``, declaring it (of ``elem``, else of the value's
-        type) at its first write."""
+    def write_name(
+        self,
+        name: str,
+        value: Value,
+        node: ast.AST,
+        elem: Elem | None = None,
+        width: int | None = None,
+    ) -> None:
+        """Write ``value`` to the local ``name``, declaring it (of ``elem`` and ``width``, else
+        of the value's type) at its first write."""
         frame = self.frame
         local = frame.locals_by_name.get(name)
         if local is None:
+            if width is None:
+                width = width_of(value)
             if elem is None:
                 elem = elem_of(value)
             if elem is None:
                 if is_array(value):
                     self.fail(f"the array '{value}' cannot be stored in a local", node)
                 elem = default_elem(self, compile_time_number(value), node)
-            local = self.new_local(name, elem)
+            local = self.new_local(name, elem, width)
             frame.locals_by_name[name] = local
-        elif elem is not None and elem is not local.elem:
-            self.fail(f"'{name}' is already a local of type {local.elem}, not {elem}", node)
+        elif elem is not None and (elem is not local.elem or width not in (None, local.width)):
+            wanted = f"{elem}x{width}" if width is not None and width > 1 else str(elem)
+            self.fail(f"'{name}' is already a local of type {local.type_text}, not {wanted}", node)
         frame.scope[name] = local
-        self.write(local, convert(self, value, local.elem, node, f"local '{name}'"))
+        target = f"local '{name}'"
+        self.write(local, convert(self, value, local.elem, node, target, local.width))
 
     def ann_assign(self, node: ast.AnnAssign) -> None:
         ann = self.expr(node.annotation)
         name = node.target.id  # type: ignore[union-attr]  # checked by the syntax pass
         value = self.expr(node.value)  # type: ignore[arg-type]  # checked by the syntax pass
         self.check_not_param(name, node)
+        if isinstance(ann, PyVal) and isinstance(ann.value, LineType):
+            line = ann.value
+            elem = self.elem_arg(PyVal(line.elem), node.annotation)
+            self.write_name(name, value, node, elem, line.width)
+            return
         self.write_name(name, value, node, self.elem_arg(ann, node.annotation))
 
     def aug_assign(self, node: ast.AugAssign) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import FLOAT_ELEMS, INT_ELEMS, NUMERIC_ELEMS, Elem
+from ..ir import FLOAT_ELEMS, INT_ELEMS, LINE_WIDTHS, NUMERIC_ELEMS, Elem
 
 __all__ = [
     "Array",
@@ -26,6 +26,7 @@ __all__ = [
     "ElemVar",
     "Float",
     "Int",
+    "LineType",
     "Numeric",
     "ScalarType",
     "Tensor",
@@ -144,6 +145,27 @@ Int = ElemVar("Int", INT_ELEMS)
 Numeric = ElemVar("Numeric", NUMERIC_ELEMS)
 
 ElemSpec = ScalarType | ElemVar
+
+
+@dataclass(frozen=True, slots=True)
+class LineType:
+    """``Line[T, n]``: a line of ``n`` lanes (2, 4 or 8) of ``T``, a scalar type or an element
+    variable; it annotates a local (``acc: Line[f32, 4] = 0``).
+
+    :raises TypeError: for another ``n`` or a ``T`` that is not an element type.
+    """
+
+    elem: ElemSpec
+    width: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.elem, ScalarType | ElemVar):
+            raise TypeError(f"Line[T, n] needs an element type T such as f32, got {self.elem!r}")
+        if self.width not in LINE_WIDTHS or isinstance(self.width, bool):
+            raise TypeError(f"Line[T, n] has n in {LINE_WIDTHS}, got {self.width!r}")
+
+    def __repr__(self) -> str:
+        return f"Line[{self.elem!r}, {self.width}]"
 
 
 def _elem_spec(item: object, what: str) -> ElemSpec:

@@ -1,0 +1,151 @@
+"""Lines in a definition: the alignment their buffers need, and their lowering to scalars.
+
+:func:`line_alignment` gives, per global array parameter that a ``LOAD_LINE`` or ``STORE_LINE``
+reads or writes, the byte alignment the kernel language requires of its binding: a line's size
+(``width * elem.nbytes``), at most 16 bytes, the widest vector access of the C targets.
+
+:func:`scalarize_lines` is the reference meaning of lines (:mod:`ruda_core.ir.ops`) as scalar
+IR, for a backend without vector memory access (the NumPy device runs it): each line local
+becomes one scalar local per lane, a lane-wise instruction one instruction per lane,
+``LINE_LANE`` and ``LINE_BUILD`` copies, and a line access one ``INDEX``/``INDEX_ASSIGN`` per
+lane at ``i * w + k`` (computed in the index's type). Run it after the bounds pass, which
+checks line accesses as wholes. This module rewrites IR only; it must not know about any backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import cast
+
+from .kernel import Block, If, Instr, KernelDefinition, Loop, RangeLoop, Stmt, walk
+from .ops import LANE_WISE_OPS, Op
+from .variables import Const, Local, Operand, Param
+
+__all__ = ["MAX_LINE_ALIGNMENT", "line_alignment", "scalarize_lines", "uses_lines"]
+
+#: The largest alignment, in bytes, a line access requires of its buffer.
+MAX_LINE_ALIGNMENT = 16
+
+
+def uses_lines(defn: KernelDefinition) -> bool:
+    """Whether ``defn`` has a line local."""
+    return any(v.width > 1 for v in defn.locals)
+
+
+def line_alignment(defn: KernelDefinition) -> dict[Param, int]:
+    """The byte alignment each line-accessed array parameter's binding must have."""
+    needed: dict[Param, int] = {}
+    for stmt in walk(defn.body):
+        if isinstance(stmt, Instr) and stmt.op in (Op.LOAD_LINE, Op.STORE_LINE):
+            param = cast(Param, stmt.args[0])
+            line = cast(Local, stmt.out if stmt.op is Op.LOAD_LINE else stmt.args[2])
+            nbytes = min(line.width * line.elem.nbytes, MAX_LINE_ALIGNMENT)
+            needed[param] = max(needed.get(param, 1), nbytes)
+    return needed
+
+
+def scalarize_lines(defn: KernelDefinition) -> KernelDefinition:
+    """``defn`` without lines (see the module docstring); ``defn`` itself when it has none."""
+    if not uses_lines(defn):
+        return defn
+    return _Scalarizer(defn).run()
+
+
+class _Scalarizer:
+    __slots__ = ("defn", "lanes", "locals", "names")
+
+    def __init__(self, defn: KernelDefinition) -> None:
+        self.defn = defn
+        self.names = {p.name for p in defn.params} | {v.name for v in defn.locals}
+        self.names |= {s.name for s in defn.shared} | {a.name for a in defn.local_arrays}
+        self.locals: list[Local] = []
+        self.lanes: dict[Local, tuple[Local, ...]] = {}
+        for v in defn.locals:
+            if v.width == 1:
+                self.locals.append(v)
+            else:
+                self.lanes[v] = tuple(self._new(f"{v.name}_{k}", v) for k in range(v.width))
+
+    def _new(self, base: str, like: Local | Operand) -> Local:
+        name, n = base, 0
+        while name in self.names:
+            n += 1
+            name = f"{base}_{n}"
+        self.names.add(name)
+        local = Local(name, like.elem)
+        self.locals.append(local)
+        return local
+
+    def run(self) -> KernelDefinition:
+        body = self._block(self.defn.body)
+        return replace(self.defn, locals=tuple(self.locals), body=body)
+
+    def _block(self, block: Block) -> Block:
+        out: list[Stmt] = []
+        for stmt in block:
+            if isinstance(stmt, Instr):
+                out.extend(self._instr(stmt))
+            elif isinstance(stmt, If):
+                out.append(
+                    replace(stmt, then=self._block(stmt.then), orelse=self._block(stmt.orelse))
+                )
+            elif isinstance(stmt, RangeLoop | Loop):
+                out.append(replace(stmt, body=self._block(stmt.body)))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def _lane(self, value: object, k: int) -> object:
+        if isinstance(value, Local) and value.width > 1:
+            return self.lanes[value][k]
+        return value
+
+    def _instr(self, ins: Instr) -> list[Stmt]:
+        op, out, loc = ins.op, ins.out, ins.loc
+        if op is Op.LINE_LANE:
+            lane = int(cast(Const, ins.args[1]).value)
+            return [Instr(Op.ASSIGN, out, (self.lanes[cast(Local, ins.args[0])][lane],), loc)]
+        if op is Op.LINE_BUILD:
+            lanes = self.lanes[cast(Local, out)]
+            return [Instr(Op.ASSIGN, t, (a,), loc) for t, a in zip(lanes, ins.args, strict=True)]
+        if op in (Op.LOAD_LINE, Op.STORE_LINE):
+            return self._access(ins)
+        if op in LANE_WISE_OPS and out is not None and out.width > 1:
+            return [
+                Instr(op, self.lanes[out][k], tuple(self._lane(a, k) for a in ins.args), loc)  # type: ignore[misc]  # lanes of operands are operands
+                for k in range(out.width)
+            ]
+        return [ins]
+
+    def _access(self, ins: Instr) -> list[Stmt]:
+        arr, index, loc = ins.args[0], cast(Operand, ins.args[1]), ins.loc
+        line = cast(Local, ins.out if ins.op is Op.LOAD_LINE else ins.args[2])
+        width, elem = line.width, index.elem
+        stmts: list[Stmt] = []
+        base: Operand
+        if isinstance(index, Const):
+            base = _wrapped(int(index.value) * width, index)
+        else:
+            base = self._new("_line_at", index)
+            stmts.append(Instr(Op.MUL, base, (index, Const(width, elem)), loc))
+        for k, lane in enumerate(self.lanes[line]):
+            at: Operand = base
+            if k and isinstance(base, Const):
+                at = _wrapped(int(base.value) + k, index)
+            elif k:
+                at = self._new("_line_at", index)
+                stmts.append(Instr(Op.ADD, at, (base, Const(k, elem)), loc))
+            if ins.op is Op.LOAD_LINE:
+                stmts.append(Instr(Op.INDEX, lane, (arr, at), loc))
+            else:
+                stmts.append(Instr(Op.INDEX_ASSIGN, None, (arr, at, lane), loc))
+        return stmts
+
+
+def _wrapped(value: int, like: Operand) -> Const:
+    """``value`` wrapped to the integer type of ``like``, as the IR's arithmetic wraps."""
+    bits = like.elem.bits
+    value %= 1 << bits
+    if like.elem.is_signed and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return Const(value, like.elem)
