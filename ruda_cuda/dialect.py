@@ -8,15 +8,20 @@ cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes
 32 lanes; plane operations use the full mask, so a plane must have all its 32 units; an election
 is the lowest lane of ``__activemask()``. Reducing barriers are ``__syncthreads_count/and/or``,
 the wrapping counters ``atomicInc``/``atomicDec``, the fences ``__threadfence_block`` and
-``__threadfence``. Pure: imports no driver.
+``__threadfence``. A line moves through memory as raw words, one access per 16 bytes
+(``uint4``; ``uint2``, ``unsigned int`` or ``unsigned short`` for smaller lines), its lanes
+unpacked from and packed into those words with shifts and bit casts, so every element type
+takes the same path. Pure: imports no driver.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
 
 from ruda_core.codegen import (
+    BITS_ELEM,
     C99_KEYWORDS,
     CXX_KEYWORDS,
     MATH_NAMES,
@@ -114,6 +119,19 @@ _UNITS_REDUCE = {
 }
 
 
+#: The word type that moves a line of each size (bytes), at most 16 per access.
+_LINE_WORDS = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
+_UINT = "unsigned int"
+
+
+def _line_chunks(nbytes: int) -> tuple[str, int, list[str]]:
+    """The access type of a line of ``nbytes``, the number of accesses, and the names of the
+    32-bit words of one access (its fields; the access itself when it is one word or less)."""
+    size = min(nbytes, 16)
+    fields = {8: [".x", ".y"], 16: [".x", ".y", ".z", ".w"]}.get(size, [""])
+    return _LINE_WORDS[size], nbytes // size, fields
+
+
 class CudaDialect(Dialect):
     """CUDA C++ for compute capability ``arch`` (e.g. 90 for sm_90)."""
 
@@ -174,6 +192,54 @@ class CudaDialect(Dialect):
         if source in (Elem.I8, Elem.U8, Elem.BOOL):
             expr = f"({'short' if source is Elem.I8 else 'unsigned short'}){expr}"
         return f"__{spelling}2{_NARROW[elem]}_rn({expr})"
+
+    def load_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        ctype, count, fields = _line_chunks(width * elem.nbytes)
+        stmts = [f"const {ctype}* {temp} = (const {ctype}*){base} + ({index}) * {count};"]
+        words = [f"{temp}[{c}]{f}" for c in range(count) for f in fields]
+        bits_type = _TYPES[BITS_ELEM[elem.nbytes]]
+        per_word = max(4 // elem.nbytes, 1)
+        for k, lane in enumerate(lanes):
+            if elem.nbytes == 8:
+                bits = f"(({_ULL}){words[2 * k + 1]} << 32 | {words[2 * k]})"
+            elif elem.nbytes == 4:
+                bits = words[k]
+            else:
+                shift = 8 * elem.nbytes * (k % per_word)
+                bits = f"({bits_type})({words[k // per_word]} >> {shift})"
+            stmts.append(f"{lane} = {self.bits_to_value(elem, bits)};")
+        return stmts
+
+    def store_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        ctype, count, fields = _line_chunks(width * elem.nbytes)
+        bits = [self.value_to_bits(elem, lane) for lane in lanes]
+        if elem.nbytes == 8:
+            words = [w for b in bits for w in (f"({_UINT}){b}", f"({_UINT})({b} >> 32)")]
+        elif elem.nbytes == 4:
+            words = bits
+        else:
+            per_word = 4 // elem.nbytes
+            words = [
+                " | ".join(
+                    f"(({_UINT}){b} << {8 * elem.nbytes * m})"
+                    for m, b in enumerate(bits[j : j + per_word])
+                )
+                for j in range(0, len(bits), per_word)
+            ]
+        stmts = [f"{ctype}* {temp} = ({ctype}*){base} + ({index}) * {count};"]
+        per_access = len(fields)
+        for c in range(count):
+            part = words[c * per_access : (c + 1) * per_access]
+            if ctype.startswith("uint"):
+                value = f"make_{ctype}({', '.join(part)})"
+            else:
+                value = f"({ctype})({part[0]})"
+            stmts.append(f"{temp}[{c}] = {value};")
+        return stmts
 
     def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
         src = "float" if source is Elem.F32 else "double"

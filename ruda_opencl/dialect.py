@@ -347,6 +347,40 @@ class OpenCLDialect(Dialect):
             return f"{base}[{index}] = {self.value_to_bits(elem, value)}"
         return f"{base}[{index}] = {value}"
 
+    def _line_vector(self, elem: Elem, width: int) -> tuple[str, str]:
+        """The vector type of a line as ``vload``/``vstore`` move it, and their name suffix
+        (``vload_half4`` for a half that is only stored)."""
+        if elem is Elem.F16 and self._half_storage_only:
+            return f"float{width}", f"_half{width}"
+        return f"{self.storage_type(elem, MemSpace.GLOBAL)}{width}", str(width)
+
+    def load_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        vector, suffix = self._line_vector(elem, width)
+        stmts = [f"const {vector} {temp} = vload{suffix}({index}, {base});"]
+        for k, lane in enumerate(lanes):
+            value = f"{temp}.s{k}"
+            if elem is Elem.BOOL:
+                value = f"({value} != 0)"
+            elif elem is Elem.BF16:
+                value = self.bits_to_value(elem, value)
+            stmts.append(f"{lane} = {value};")
+        return stmts
+
+    def store_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        vector, suffix = self._line_vector(elem, width)
+        if elem is Elem.BOOL:
+            values = [f"(uchar){lane}" for lane in lanes]
+        elif elem is Elem.BF16:
+            values = [self.value_to_bits(elem, lane) for lane in lanes]
+        else:
+            values = list(lanes)
+        rounding = "_rte" if suffix.startswith("_half") else ""
+        return [f"vstore{suffix}{rounding}(({vector})({', '.join(values)}), {index}, {base});"]
+
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half
             return super().literal(value, Elem.F32)

@@ -9,6 +9,10 @@ built, see :mod:`~ruda_core.codegen.sync`), local arrays and locals (zero-initia
 body as structured C with ``// file:line`` comments where the IR has locations. Names are the
 user's, mangled only where the target reserves them (see :mod:`~ruda_core.codegen.names`).
 
+A line local is one C variable per lane (``v_0``, ``v_1`` …): a lane-wise instruction is one
+statement per lane, and only ``LOAD_LINE``/``STORE_LINE`` touch memory as a whole, through the
+dialect's vector access (:meth:`Dialect.load_line`).
+
 ``RangeLoop`` keeps Python's meaning: start and end are evaluated once, a hidden counter drives
 the loop (so writes to the variable do not change the iteration), and a step other than ±1
 stops at the end instead of stepping past it, so the counter can never wrap.
@@ -23,11 +27,12 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ..errors import CompilationError, UnsupportedFeature
 from ..ir import (
     ATOMIC_OPS,
+    LANE_WISE_OPS,
     PLANE_OPS,
     SYNC_REDUCE_OPS,
     Block,
@@ -56,7 +61,7 @@ from ..ir.bounds import REPORT_PARAM
 from .abi import KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
 from .dialect import Dialect, MemSpace, Usage
-from .expr import ExprLowering
+from .expr import Arg, ExprLowering
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
@@ -178,6 +183,9 @@ class _KernelWriter:
         self.plane = PlaneLowering(self.expr, lambda: self._builtin(BuiltinKind.UNIT_POS_PLANE))
         self.sync = SyncLowering(self.atomics, self._builtin)
         self.builtins: set[str] = set()
+        #: the C variables of each line local's lanes
+        self.lanes: dict[Local, list[str]] = {}
+        self.line_temp: str | None = None
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self._commented: tuple[str, int] | None = None
@@ -210,7 +218,12 @@ class _KernelWriter:
                 *self.defn.locals,
             ]
             for var in declared:
-                self.c[var.name] = self.names.claim(var.name)
+                if isinstance(var, Local) and var.width > 1:
+                    self.lanes[var] = [
+                        self.names.claim(f"{var.name}_{k}") for k in range(var.width)
+                    ]
+                else:
+                    self.c[var.name] = self.names.claim(var.name)
         return self.signature
 
     # -- assembly ---------------------------------------------------------------------------
@@ -260,7 +273,8 @@ class _KernelWriter:
             lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
         for v in defn.locals:
             zero = d.literal(False if v.elem is Elem.BOOL else 0, v.elem)
-            lines.append(f"{_INDENT}{d.type_name(v.elem)} {self.c[v.name]} = {zero};")
+            for name in self.lanes.get(v, [self.c[v.name]] if v.width == 1 else []):
+                lines.append(f"{_INDENT}{d.type_name(v.elem)} {name} = {zero};")
         return lines
 
     def _builtin_formula(self, name: str) -> str:
@@ -387,6 +401,9 @@ class _KernelWriter:
     def _instr(self, ins: Instr, depth: int) -> None:
         op, out, args, expr = ins.op, ins.out, ins.args, self.expr
         value: str
+        if (out is not None and out.width > 1) or op in (Op.STORE_LINE, Op.LINE_LANE):
+            self._line_instr(ins, depth)
+            return
         if op is Op.INDEX_ASSIGN:
             base, space = self._array(args[0])
             index, stored = expr.text(args[1]), expr.text(args[2])  # type: ignore[arg-type]
@@ -419,21 +436,60 @@ class _KernelWriter:
             value = self.plane.expression(op, args[0].elem if args else Elem.BOOL, texts)
         elif op in SYNC_REDUCE_OPS:
             value = self.sync.reduce(op, expr.text(args[0]))  # type: ignore[arg-type]
-        elif op is Op.CAST:
-            if out is None:
-                raise CompilationError("cast without a result")
-            value = expr.cast(args[0], args[0].elem, out.elem)  # type: ignore[arg-type]
-        elif op is Op.BITCAST:
-            if out is None:
-                raise CompilationError("bitcast without a result")
-            value = expr.bitcast(args[0], args[0].elem, out.elem)  # type: ignore[arg-type]
+        elif op in (Op.CAST, Op.BITCAST) and out is None:
+            raise CompilationError(f"{op} without a result")
         else:
-            elem = args[1].elem if op is Op.SELECT else args[0].elem
-            value = expr.apply(op, elem, args)  # type: ignore[arg-type]
+            value = self._value(ins, list(args))  # type: ignore[arg-type]  # value operands
         if out is None:
             self._line(depth, f"{value};")
         else:
             self._line(depth, f"{self.c[out.name]} = {value};")
+
+    def _value(self, ins: Instr, operands: list[Arg]) -> str:
+        """The expression of the value operation ``ins`` on ``operands`` (its operands, or the
+        texts of one lane of them)."""
+        op, args, out = ins.op, ins.args, ins.out
+        if op is Op.CAST:
+            return self.expr.cast(operands[0], args[0].elem, out.elem)  # type: ignore[union-attr]
+        if op is Op.BITCAST:
+            return self.expr.bitcast(operands[0], args[0].elem, out.elem)  # type: ignore[union-attr]
+        elem = args[1].elem if op is Op.SELECT else args[0].elem
+        return self.expr.apply(op, elem, operands)
+
+    def _line_instr(self, ins: Instr, depth: int) -> None:
+        """An instruction that writes or reads a line: lane by lane, or one line access."""
+        op, out, args = ins.op, ins.out, ins.args
+        if op is Op.LINE_LANE:
+            lane = self.lanes[args[0]][int(args[1].value)]  # type: ignore[index, union-attr]
+            self._line(depth, f"{self.c[out.name]} = {lane};")  # type: ignore[union-attr]
+            return
+        if op in (Op.LOAD_LINE, Op.STORE_LINE):
+            base, _ = self._array(args[0])
+            line = cast(Local, out if op is Op.LOAD_LINE else args[2])
+            if self.line_temp is None:
+                self.line_temp = self.names.claim("line")
+            access = self.d.load_line if op is Op.LOAD_LINE else self.d.store_line
+            index = self.expr.text(args[1])  # type: ignore[arg-type]
+            lanes = self.lanes[line]
+            stmts = access(args[0].elem, base, index, len(lanes), lanes, self.line_temp)
+            self._line(depth, "{")
+            for stmt in stmts:
+                self._line(depth + 1, stmt)
+            self._line(depth, "}")
+            return
+        lanes = self.lanes[out]  # type: ignore[index]
+        if op is Op.LINE_BUILD:
+            for lane, arg in zip(lanes, args, strict=True):
+                self._line(depth, f"{lane} = {self.expr.text(arg)};")  # type: ignore[arg-type]
+            return
+        if op not in LANE_WISE_OPS:
+            raise CompilationError(f"{op} does not apply to lines")
+        for k, lane in enumerate(lanes):
+            operands: list[Arg] = [
+                self.lanes[a][k] if isinstance(a, Local) and a.width > 1 else a  # type: ignore[misc]
+                for a in args
+            ]
+            self._line(depth, f"{lane} = {self._value(ins, operands)};")
 
     def _report(self, ins: Instr, depth: int) -> None:
         """REPORT_OOB: the first report wins the flag and writes the other five words."""

@@ -72,6 +72,11 @@ _C99_TYPES = {
 _UNSUFFIXED_MATH = frozenset({"isnan", "isinf", "isfinite"})
 
 
+def _line_element(index: str, width: int, k: int) -> str:
+    """The index of element ``k`` of line ``index`` of ``width`` lanes."""
+    return f"({index}) * {width} + {k}"
+
+
 class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses override some
     """A C-family target. Subclasses override class attributes and the hooks below.
 
@@ -163,6 +168,29 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def store(self, elem: Elem, space: MemSpace, base: str, index: str, value: str) -> str:
         """A statement (without ``;``) writing ``value`` (of ``elem``) to ``base[index]``."""
         return f"{base}[{index}] = {value}"
+
+    def load_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        """Statements (each ending in ``;``) reading line ``index`` of the global buffer
+        ``base``, its elements ``index * width + k``, into the variables ``lanes`` (values of
+        ``elem``). ``temp`` is a name free for a block-local temporary. The buffer's start is
+        aligned to the line's size, at most 16 bytes (:func:`~ruda_core.ir.line_alignment`).
+        The default reads element by element; targets override it with one vector access."""
+        return [
+            f"{lane} = {self.load(elem, MemSpace.GLOBAL, base, _line_element(index, width, k))};"
+            for k, lane in enumerate(lanes)
+        ]
+
+    def store_line(
+        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+    ) -> list[str]:
+        """Statements writing the values ``lanes`` (of ``elem``) to line ``index`` of ``base``,
+        as :meth:`load_line` reads it."""
+        return [
+            self.store(elem, MemSpace.GLOBAL, base, _line_element(index, width, k), lane) + ";"
+            for k, lane in enumerate(lanes)
+        ]
 
     # -- literals and conversions -----------------------------------------------------------
 

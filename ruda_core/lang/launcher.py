@@ -9,6 +9,9 @@ and makes one client call with the launch ABI of :mod:`ruda_core.ir.kernel`:
   :class:`TensorArg`, whose element count is its length);
 * a ``Tensor`` parameter takes a :class:`TensorArg` or a ``RudaTensor``; its metadata length is
   one more than its largest addressed offset;
+* an array or tensor that the kernel reads or writes in lines must start at a multiple of
+  the line's size in bytes, at most 16 (:func:`~ruda_core.ir.line_alignment`): a pool
+  allocation always does, a ``Handle.offset`` view or a borrowed buffer may not;
 * a scalar parameter takes a Python or NumPy number, converted to the parameter's NumPy type (an
   integer must fit; a float must not overflow; bool takes only bools).
 
@@ -25,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchConfigError
-from ..ir import Elem, KernelDefinition, Param, ParamKind
+from ..ir import Elem, KernelDefinition, Param, ParamKind, line_alignment
 from ..runtime.compiler import KernelTask
 from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
@@ -47,12 +50,15 @@ _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
 class Launcher:
     """The launch path of one specialisation (thread-safe: it holds no per-launch state)."""
 
-    __slots__ = ("_binders", "_names", "definition", "launch", "task")
+    __slots__ = ("_binders", "_names", "alignment", "definition", "launch", "task")
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.task = KernelTask(definition)
-        self._binders = tuple(_binder(definition.name, p) for p in definition.params)
+        self.alignment = line_alignment(definition)
+        self._binders = tuple(
+            _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
+        )
         self._names = ", ".join(p.name for p in definition.params)
         #: the launch entry point: a generated fast path where the signature allows one
         self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
@@ -90,12 +96,12 @@ def arg_elem(arg: object) -> Elem | None:
     return None if elem is None else as_elem(elem)
 
 
-def _binder(kernel: str, p: Param) -> Binder:
+def _binder(kernel: str, p: Param, alignment: int) -> Binder:
     where = f"kernel '{kernel}': argument '{p.name}'"
     if p.kind is ParamKind.ARRAY:
-        return _array_binder(where, p.elem)
+        return _array_binder(where, p.elem, alignment)
     if p.kind is ParamKind.TENSOR:
-        return _tensor_binder(where, p.elem, p.rank)
+        return _tensor_binder(where, p.elem, p.rank, alignment)
     return _scalar_binder(where, p.elem)
 
 
@@ -111,6 +117,16 @@ def _check_size(where: str, handle: HandleLike, count: int, itemsize: int) -> No
             f"{where} covers {count} elements of {itemsize} B = {count * itemsize} B, but its "
             f"handle holds {nbytes} B"
         )
+
+
+def _aligned(where: str, binding: Binding, alignment: int) -> Binding:
+    if alignment > 1 and binding.offset_bytes % alignment:
+        raise LaunchConfigError(
+            f"{where} starts {binding.offset_bytes} B into its memory; the kernel accesses it in "
+            f"lines, which need a start at a multiple of {alignment} B. Pass a handle (or a "
+            f"Handle.offset view) that starts at such a multiple"
+        )
+    return binding
 
 
 def _tensor_parts(
@@ -140,7 +156,7 @@ def _u32(where: str, what: str, value: object) -> int:
     return n
 
 
-def _array_binder(where: str, elem: Elem) -> Binder:
+def _array_binder(where: str, elem: Elem, alignment: int) -> Binder:
     itemsize = elem.nbytes
 
     def bind(
@@ -164,13 +180,13 @@ def _array_binder(where: str, elem: Elem) -> Binder:
                 raise LaunchConfigError(f"{where} has {length} elements; the limit is 2**32-1")
         _check_elem(where, elem, given)
         _check_size(where, handle, length, itemsize)
-        bindings.append(handle.binding())
+        bindings.append(_aligned(where, handle.binding(), alignment))
         lengths.append(length)
 
     return bind
 
 
-def _tensor_binder(where: str, elem: Elem, rank: int) -> Binder:
+def _tensor_binder(where: str, elem: Elem, rank: int, alignment: int) -> Binder:
     itemsize = elem.nbytes
 
     def bind(
@@ -190,7 +206,7 @@ def _tensor_binder(where: str, elem: Elem, rank: int) -> Binder:
         if addressed >= _U32_LIMIT:
             raise LaunchConfigError(f"{where} addresses {addressed} elements; the limit is 2**32-1")
         _check_size(where, handle, addressed, itemsize)
-        bindings.append(handle.binding())
+        bindings.append(_aligned(where, handle.binding(), alignment))
         lengths.append(addressed)
         dims += shape
         dims += strides
@@ -268,9 +284,13 @@ def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
         a = f"a{k}"
         if p.kind is ParamKind.ARRAY:
             env[f"E{k}"] = p.elem
+            misaligned = ""
+            if p in launcher.alignment:
+                misaligned = f" or {a}.handle.binding().offset_bytes % {launcher.alignment[p]}"
             checks.append(
                 f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
-                f" or {a}.length * {p.elem.nbytes} > {a}.handle.nbytes: return slow(s, c, d, args)"
+                f" or {a}.length * {p.elem.nbytes} > {a}.handle.nbytes{misaligned}:"
+                " return slow(s, c, d, args)"
             )
             bindings.append(f"{a}.handle.binding()")
             lengths.append(f"{a}.length")
