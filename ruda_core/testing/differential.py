@@ -20,6 +20,10 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   exact even in f16;
 * control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
   conditional ``break``/``continue``, early ``return`` only after the last barrier;
+* lines of 2, 4 or 8 lanes: a line loaded from an input (at a line index that may be past the
+  end, so a whole line reads as zeros under the bounds checks), combined lane by lane with a
+  line built from scalars (``+ - min max``, ``^`` of integers, a comparison picking per lane
+  with a scalar broadcast), then one lane kept;
 * shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
   that counts or reduces a ``bool`` over the cube), then read at another unit's slot; global
   integer atomics whose final values do not depend on their order (the old values they return
@@ -37,7 +41,17 @@ import numpy as np
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from ..ir import Elem, KernelDefinition, Local, Op, Operand, Param, SharedArray, lower_bounds
+from ..ir import (
+    LINE_WIDTHS,
+    Elem,
+    KernelDefinition,
+    Local,
+    Op,
+    Operand,
+    Param,
+    SharedArray,
+    lower_bounds,
+)
 from ..runtime import ComputeClient, ExecutionMode, Feature
 from .irbuild import KernelBuilder, builtin, const
 from .runner import run_definition
@@ -263,7 +277,7 @@ class _Gen:
 
     def statement(self, depth: int) -> None:
         k = self.k
-        kinds = ["assign", "assign", "assign"]
+        kinds = ["assign", "assign", "assign", "line"]
         if depth > 0:
             kinds += ["if", "for", "loop"]
         if self.loops:
@@ -277,6 +291,8 @@ class _Gen:
             elem = self.draw(st.sampled_from([*self.elems, Elem.BOOL]))
             var = self.draw(st.sampled_from(self.pool[elem]))
             k.assign(var, self.expr(elem, 3))
+        elif kind == "line":
+            self.line_statement()
         elif kind == "if":
             with k.if_(self.bool_expr(2)):
                 self.block(depth - 1)
@@ -318,6 +334,25 @@ class _Gen:
             op = ops[slot]
             value = const(_WRAPS[op], elem) if op in _WRAPS else self.expr(elem, 2)
             k.do(op, None, self.accs[elem], index, value)
+
+    def line_statement(self) -> None:
+        """A lane of a lane-wise combination of a loaded and a built line, into a local."""
+        k, draw = self.k, self.draw
+        elem = draw(st.sampled_from(self.elems))
+        width = draw(st.sampled_from(LINE_WIDTHS))
+        at = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(3, Elem.U32))
+        loaded = k.let(Op.LOAD_LINE, elem, self.inputs[elem], at, width=width)
+        lanes = [self.expr(elem, 1) for _ in range(width)]
+        built = k.let(Op.LINE_BUILD, elem, *lanes, width=width)
+        ops = [Op.ADD, Op.SUB, Op.MIN, Op.MAX] + [Op.BIT_XOR] * elem.is_int
+        value = k.let(draw(st.sampled_from(ops)), elem, loaded, built, width=width)
+        if draw(st.booleans()):
+            test = k.let(
+                draw(st.sampled_from([Op.LT, Op.EQ])), Elem.BOOL, loaded, built, width=width
+            )
+            value = k.let(Op.SELECT, elem, test, value, self.expr(elem, 1), width=width)
+        lane = const(draw(st.integers(0, width - 1)), Elem.U32)
+        k.assign(draw(st.sampled_from(self.pool[elem])), k.let(Op.LINE_LANE, elem, value, lane))
 
     # -- the kernel ---------------------------------------------------------------------------
     def build(self, shared: bool, units_per_cube: int) -> KernelDefinition:

@@ -103,16 +103,16 @@ class KernelBuilder:
         self.params.append(p)
         return p
 
-    def local(self, name: str, elem: Elem) -> Local:
-        """A named local (declare each name once)."""
-        v = Local(name, elem)
+    def local(self, name: str, elem: Elem, width: int = 1) -> Local:
+        """A named local (declare each name once), a line of ``width`` lanes above 1."""
+        v = Local(name, elem, width)
         self.locals.append(v)
         return v
 
-    def tmp(self, elem: Elem) -> Local:
+    def tmp(self, elem: Elem, width: int = 1) -> Local:
         """A fresh temporary local."""
         self._temps += 1
-        return self.local(f"_t{self._temps}", elem)
+        return self.local(f"_t{self._temps}", elem, width)
 
     def shared(self, name: str, elem: Elem, length: int) -> SharedArray:
         s = SharedArray(name, elem, length)
@@ -150,10 +150,12 @@ class KernelBuilder:
         elem: Elem,
         *args: Operand | Param | SharedArray | LocalArray,
         name: str | None = None,
+        width: int = 1,
     ) -> Local:
-        """Append ``v = op(*args)`` for a new local ``v`` of ``elem`` and return it: the local
-        ``name`` when given (declared here), else a fresh temporary ``_tN``."""
-        out = self.tmp(elem) if name is None else self.local(name, elem)
+        """Append ``v = op(*args)`` for a new local ``v`` of ``elem`` (a line of ``width``
+        lanes above 1) and return it: the local ``name`` when given (declared here), else a
+        fresh temporary ``_tN``."""
+        out = self.tmp(elem, width) if name is None else self.local(name, elem, width)
         self.do(op, out, *args)
         return out
 
