@@ -61,6 +61,7 @@ from .scope import (
     PyVal,
     Several,
     Value,
+    View,
     is_array,
     is_line,
     width_of,
@@ -522,6 +523,12 @@ class ExprBuilder(BuilderState):
         if isinstance(arr, Local):
             return line_method(self, arr, name, args, node)
         if name in ("load_line", "store_line"):
+            if isinstance(arr, View):
+                self.fail(
+                    f"{name}() takes the whole array, not a view (a view may start off the "
+                    "line's alignment); index lines of the array itself",
+                    node,
+                )
             if not isinstance(arr, Param):
                 self.fail(f"{name}() reads and writes global arrays; '{arr}' is not one", node)
             return array_line_method(self, arr, name, args, node)

@@ -182,6 +182,11 @@ def test_line_builders_and_reductions_check_their_arguments():
 
     assert "global arrays" in _error(shared)
 
+    def view(x: Array[f32]):
+        x[0] = x[4:].load_line(0, 4)[0]
+
+    assert "not a view" in _error(view)
+
 
 def test_select_picks_per_lane_with_a_bool_line():
     @kernel
