@@ -175,7 +175,8 @@ class _Emitter:
         for kind in sorted(self.facts.builtins, key=lambda k: k.value):
             self.emit(f"{self.ref(Builtin(kind))} = {self._builtin(kind)}")
         for s in self.defn.shared:
-            self.emit(f"{self.ref(s)} = g.shared(np.{s.elem.numpy.name}, {s.length})")
+            length = str(s.length) if s.size is None else f"max(int({self.ref(s.size)}), 1)"
+            self.emit(f"{self.ref(s)} = g.shared(np.{s.elem.numpy.name}, {length})")
         for a in self.defn.local_arrays:
             self.emit(f"{self.ref(a)} = g.local_array(np.{a.elem.numpy.name}, {a.length})")
         for v in self.defn.locals:

@@ -30,7 +30,7 @@ from ruda_core.codegen import (
     Usage,
     words,
 )
-from ruda_core.ir import Elem, Op
+from ruda_core.ir import DYNAMIC_SHARED_ALIGN, Elem, Op
 from ruda_core.runtime.compiler import CompileOptions
 
 __all__ = ["CudaDialect"]
@@ -140,6 +140,7 @@ class CudaDialect(Dialect):
     function_prefix = "static __device__ __forceinline__"
     restrict = "__restrict__"
     shared_qualifier = "__shared__"
+    dynamic_shared = "extern"
     uintptr = _ULL
     types = _TYPES
     positions = {
@@ -164,6 +165,17 @@ class CudaDialect(Dialect):
             """
         )
     )
+
+    def dynamic_shared_decls(
+        self, buffer: str, arrays: Sequence[tuple[str, str, str]]
+    ) -> list[str]:
+        align = DYNAMIC_SHARED_ALIGN
+        lines = [f"extern __shared__ __align__({align}) unsigned char {buffer}[];"]
+        offset = "0u"
+        for ctype, name, nbytes in arrays:
+            lines.append(f"{ctype}* {name} = ({ctype}*)({buffer} + {offset});")
+            offset = f"{offset} + ((({nbytes}) + {align - 1}u) / {align}u * {align}u)"
+        return lines
 
     def __init__(self, arch: int = 52) -> None:
         self.arch = arch

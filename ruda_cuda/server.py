@@ -320,7 +320,7 @@ class CudaServer(ComputeServer):
                 dim.x,
                 dim.y,
                 dim.z,
-                0,
+                task.dynamic_shared_bytes(scalars) if task.dynamic_shared else 0,
                 ptr,
                 params.params,
                 0,
@@ -342,6 +342,7 @@ class CudaServer(ComputeServer):
             (count.x, count.y, count.z),
             (dim.x, dim.y, dim.z),
         )
+        dynamic = task.dynamic_shared_bytes(scalars)
 
         def run(stream: ServerStream) -> None:
             self._activate()
@@ -350,7 +351,7 @@ class CudaServer(ComputeServer):
                     func,
                     *grid,
                     *block,
-                    0,
+                    dynamic,
                     stream.ptr,  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
                     params.params,
                     0,

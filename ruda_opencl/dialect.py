@@ -168,6 +168,7 @@ class OpenCLDialect(Dialect):
     name = "OpenCL C"
     kernel_prefix = "__kernel void"
     shared_qualifier = "__local"
+    dynamic_shared = "argument"
     offset_type = "ulong"
     int_suffix = {Elem.U32: "u", Elem.I64: "L", Elem.U64: "UL"}
     reserved = (

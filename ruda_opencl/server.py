@@ -131,7 +131,9 @@ class _Launcher:
         self.program = program
         self.name = compiled.definition.name
         self.entrypoint = compiled.entrypoint
-        self.arg_dtypes = [None if a.kind is ArgKind.BUFFER else a.dtype for a in args]
+        self.arg_dtypes = [
+            None if a.kind in (ArgKind.BUFFER, ArgKind.SHARED) else a.dtype for a in args
+        ]
         self.kernel = cl.Kernel(program, compiled.entrypoint)
         self.kernel.set_scalar_arg_dtypes(self.arg_dtypes)
         #: the argument values last set on ``kernel`` (OpenCL captures them at each enqueue, so
@@ -141,7 +143,7 @@ class _Launcher:
         #: sets its arguments every launch
         self.floats = any(a.kind is ArgKind.SCALAR and a.dtype.kind == "f" for a in args)
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
-        self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes)
+        self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )

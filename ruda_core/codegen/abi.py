@@ -3,7 +3,9 @@
 The order is fixed (see :mod:`ruda_core.ir.kernel`): one pointer per ARRAY/TENSOR parameter —
 followed, where the dialect has an ``offset_type``, by that buffer's byte offset — then one value
 per SCALAR parameter, then the ``u32`` metadata slots of
-:meth:`~ruda_core.ir.KernelDefinition.metadata_layout`, one ``unsigned int`` each. A launcher
+:meth:`~ruda_core.ir.KernelDefinition.metadata_layout`, one ``unsigned int`` each, then, where
+the dialect passes dynamic shared arrays as arguments (``dynamic_shared == "argument"``), one
+shared-memory pointer per dynamic shared array, whose size the host gives at launch. A launcher
 builds its packer from :class:`KernelArg` rows once per kernel and never parses source.
 This module only describes and declares arguments; it writes no kernel body.
 """
@@ -29,6 +31,7 @@ class ArgKind(enum.Enum):
     OFFSET = "offset"  #: the byte offset of ``bindings[index]`` within its pointer
     SCALAR = "scalar"  #: ``scalars[index]`` converted to ``dtype``
     METADATA = "metadata"  #: ``metadata[index]`` as ``u32``
+    SHARED = "shared"  #: shared memory of ``scalars[index]`` elements of ``dtype``
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,12 @@ def build_signature(
         meta = claim(f"{names[p.name].rstrip('_')}_{suffix}")
         metadata[(what, p.name, axis)] = meta
         args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
+    if dialect.dynamic_shared == "argument":
+        for s, k in definition.dynamic_shared:
+            storage = dialect.storage_type(s.elem, MemSpace.SHARED)
+            pointer = f"{dialect.qualified(MemSpace.SHARED, storage)}*"
+            dtype = dialect.host_dtype(s.elem)
+            args.append(KernelArg(names[s.name], ArgKind.SHARED, pointer, dtype, k))
     return Signature(tuple(args), tuple(prologue), metadata)
 
 
@@ -109,7 +118,10 @@ ArgReader = Callable[[Sequence[object], Sequence[object], Sequence[int]], tuple[
 
 
 def make_arg_reader(
-    args: Sequence[KernelArg], buffer_expr: str, scalar_dtypes: Sequence[np.dtype] = ()
+    args: Sequence[KernelArg],
+    buffer_expr: str,
+    scalar_dtypes: Sequence[np.dtype] = (),
+    shared: Callable[[int], object] | None = None,
 ) -> ArgReader:
     """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
     order, generated once per kernel so a launch does no per-argument dispatch.
@@ -118,7 +130,8 @@ def make_arg_reader(
     the binding (e.g. ``"{b}.resource + {b}.offset_bytes"`` for a raw pointer).
     OFFSET arguments are the binding's ``offset_bytes``. When ``scalar_dtypes`` (the scalar
     parameters' own dtypes) is given, a SCALAR whose argument dtype differs (bool passed as
-    ``uchar``, f16 passed as ``float``) is converted to the argument's dtype.
+    ``uchar``, f16 passed as ``float``) is converted to the argument's dtype. ``shared`` makes
+    the value of a SHARED argument from its size in bytes (at least 1).
     """
     env: dict[str, object] = {}
     parts = []
@@ -133,6 +146,11 @@ def make_arg_reader(
                 parts.append(f"T{a.index}(s[{a.index}])")
             else:
                 parts.append(f"s[{a.index}]")
+        elif a.kind is ArgKind.SHARED:
+            if shared is None:
+                raise ValueError(f"argument {a.name} is shared memory, and no maker was given")
+            env["L"] = shared
+            parts.append(f"L(max(int(s[{a.index}]) * {a.dtype.itemsize}, 1))")
         else:
             parts.append(f"m[{a.index}]")
     source = f"def read(b, s, m):\n    return ({', '.join(parts)}{',' if parts else ''})\n"

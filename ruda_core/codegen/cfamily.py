@@ -211,9 +211,14 @@ class _KernelWriter:
     def start(self) -> Signature:
         """Declare the parameters (and derived arguments), then the arrays and locals."""
         if self.signature is None:
+            dynamic = [s for s, _ in self.defn.dynamic_shared]
+            if dynamic and self.d.dynamic_shared is None:
+                raise UnsupportedFeature(f"{self.d.name} has no shared memory sized at launch")
+            for s in dynamic:  # named first: they may be arguments
+                self.c[s.name] = self.names.claim(s.name)
             self.signature = build_signature(self.defn, self.d, self.c, self.names.claim)
             declared: list[SharedArray | LocalArray | Local] = [
-                *self.defn.shared,
+                *(s for s in self.defn.shared if s.size is None),
                 *self.defn.local_arrays,
                 *self.defn.locals,
             ]
@@ -263,8 +268,20 @@ class _KernelWriter:
             if name in needed
         ]
         for s in defn.shared:
-            decl = d.shared_decl(d.storage_type(s.elem, MemSpace.SHARED), self.c[s.name], s.length)
-            lines.append(_INDENT + decl)
+            if s.size is None:
+                storage = d.storage_type(s.elem, MemSpace.SHARED)
+                lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length))
+        if defn.dynamic_shared and d.dynamic_shared == "extern":
+            arrays = [
+                (
+                    d.storage_type(s.elem, MemSpace.SHARED),
+                    self.c[s.name],
+                    f"{self.c[s.size.name]} * {d.literal(s.elem.nbytes, Elem.U32)}",  # type: ignore[union-attr]
+                )
+                for s, _ in defn.dynamic_shared
+            ]
+            buffer = self.names.claim("dynamic_shared")
+            lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays)]
         if self.sync.counter is not None:
             storage = d.storage_type(Elem.U32, MemSpace.SHARED)
             lines.append(_INDENT + d.shared_decl(storage, self.sync.counter, 1))

@@ -94,6 +94,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     restrict = "restrict"
     #: Storage class of shared arrays.
     shared_qualifier = "static"
+    #: How dynamic shared arrays (sized at launch) reach the kernel: ``"argument"``, a
+    #: shared-memory pointer argument each; ``"extern"``, one buffer of the launch's dynamic
+    #: size that :meth:`dynamic_shared_decls` divides; ``None``: the target has none.
+    dynamic_shared: str | None = None
     #: When set, every buffer parameter is followed by a byte offset argument of this C type that
     #: the kernel adds to the pointer in its prologue (the host binds pool pages plus offsets).
     offset_type: str | None = None
@@ -160,6 +164,14 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def shared_decl(self, ctype: str, name: str, length: int) -> str:
         """The declaration of a shared array (function scope)."""
         return f"{self.shared_qualifier} {ctype} {name}[{length}];"
+
+    def dynamic_shared_decls(
+        self, buffer: str, arrays: Sequence[tuple[str, str, str]]
+    ) -> list[str]:
+        """For ``dynamic_shared == "extern"``: the declarations of the dynamic shared arrays
+        ``(ctype, name, byte size expression)`` in one buffer named ``buffer``, each at a
+        multiple of :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` bytes, in order."""
+        raise UnsupportedFeature(f"{self.name} has no dynamic shared memory")
 
     def load(self, elem: Elem, space: MemSpace, base: str, index: str) -> str:
         """An expression reading ``base[index]`` as a value of ``elem``."""

@@ -9,6 +9,7 @@ so the runtime, the language and every backend build on it in any import order.
 
 from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .kernel import (
+    DYNAMIC_SHARED_ALIGN,
     Block,
     Break,
     Continue,
@@ -64,6 +65,7 @@ __all__ = [
     "BITWISE_BINARY",
     "BIT_COUNTS",
     "COMPARE_OPS",
+    "DYNAMIC_SHARED_ALIGN",
     "FLOAT_BINARY",
     "FLOAT_ELEMS",
     "FLOAT_TESTS",

@@ -11,13 +11,13 @@ out-of-bounds read (or atomic) yields 0 and an out-of-bounds write (or atomic) i
 
 The index is compared as an unsigned integer of its own width, at least 32 bits (a signed index is
 cast to the unsigned type of its width, so a negative one is huge; 64-bit indices compare in
-``u64``). The length is ``LEN(arr)`` for parameters and the constant length for shared and local
-arrays; an access whose constant index is known to be in bounds is left alone. A line access
-(``LOAD_LINE``/``STORE_LINE`` of width ``w``) compares its line index with the number of whole
-lines, ``LEN(arr) // w`` (computed once at the kernel's start), so a partial last line is out of
-bounds as a whole: a load gives a line of zeros, a store is dropped. Temporaries are
-named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output is
-deterministic.
+``u64``). The length is ``LEN(arr)`` for parameters, the size parameter for a dynamic shared array
+and the constant length for other shared and local arrays; an access whose constant index is known
+to be in bounds is left alone. A line access (``LOAD_LINE``/``STORE_LINE`` of width ``w``) compares
+its line index with the number of whole lines, ``LEN(arr) // w`` (computed once at the kernel's
+start), so a partial last line is out of bounds as a whole: a load gives a line of zeros, a store is
+dropped. Temporaries are named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the
+output is deterministic.
 
 ``VALIDATE`` is ``CHECKED`` plus, in every out-of-bounds branch,
 ``REPORT_OOB(Const(buffer_no, u32), index as u64, length as u64)``, and a hidden last parameter
@@ -54,6 +54,7 @@ from .variables import (
     Operand,
     Param,
     ParamKind,
+    SharedArray,
     SourceLoc,
 )
 
@@ -200,6 +201,9 @@ class _BoundsLowering:
             param_length = self._length(arr)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
             length = self._widen(param_length, cmp_elem, stmts, loc)
+        elif isinstance(arr, SharedArray) and arr.size is not None:  # sized at launch
+            unsigned = self._widen(index, cmp_elem, stmts, loc)
+            length = self._widen(arr.size, cmp_elem, stmts, loc)
         else:
             unsigned = self._widen(index, cmp_elem, stmts, loc)
             length = Const(arr.length, cmp_elem)

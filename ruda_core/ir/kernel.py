@@ -16,7 +16,7 @@ the NumPy device can run it as masks.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .ops import Op
@@ -24,6 +24,7 @@ from .printing import PrintFormat
 from .variables import ArrayVar, Const, Local, LocalArray, Operand, Param, SharedArray, SourceLoc
 
 __all__ = [
+    "DYNAMIC_SHARED_ALIGN",
     "Block",
     "Break",
     "Continue",
@@ -36,6 +37,10 @@ __all__ = [
     "Stmt",
     "walk",
 ]
+
+
+#: Each dynamic shared array of a cube starts at a multiple of this many bytes.
+DYNAMIC_SHARED_ALIGN = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +150,25 @@ class KernelDefinition:
     @property
     def shared_bytes(self) -> int:
         """Static shared memory per cube, in bytes: every shared array's length times its
-        element size."""
+        element size (dynamic shared arrays count in :meth:`dynamic_shared_bytes`)."""
         return sum(s.length * s.elem.nbytes for s in self.shared)
+
+    @property
+    def dynamic_shared(self) -> tuple[tuple[SharedArray, int], ...]:
+        """The dynamic shared arrays with the position of their size among the launch's
+        scalars, in declaration order."""
+        scalars = self.scalar_params
+        return tuple((s, scalars.index(s.size)) for s in self.shared if s.size is not None)
+
+    def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
+        """The dynamic shared memory a launch with ``scalars`` needs per cube: each dynamic
+        array's bytes rounded up to :data:`DYNAMIC_SHARED_ALIGN`, in declaration order (CUDA
+        places them so in one buffer; OpenCL passes each as its own ``__local`` argument)."""
+        align = DYNAMIC_SHARED_ALIGN
+        return sum(
+            -(-int(scalars[k]) * s.elem.nbytes // align) * align  # type: ignore[call-overload]
+            for s, k in self.dynamic_shared
+        )
 
     @property
     def local_bytes(self) -> int:
@@ -178,7 +200,7 @@ class KernelDefinition:
             for p in self.params
         ]
         lines.append(")")
-        lines += [f"  shared {s.name}: {s.elem}[{s.length}]" for s in self.shared]
+        lines += [f"  shared {s.name}: {s.elem}[{s.size or s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
         lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]
         _dump_block(self.body, 1, lines, with_locations)

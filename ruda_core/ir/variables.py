@@ -157,11 +157,16 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class SharedArray:
-    """Shared memory: one array of ``length`` elements per cube, visible to all its units."""
+    """Shared memory: one array of ``length`` elements per cube, visible to all its units.
+
+    A *dynamic* shared array has a ``size``: a ``u32`` scalar parameter whose value at launch is
+    its length (``length`` is then 0).
+    """
 
     name: str
     elem: Elem
     length: int
+    size: Param | None = None
 
     def __str__(self) -> str:
         return self.name

@@ -120,8 +120,17 @@ class _Verifier:
         for v in self.defn.locals:
             if v.width != 1 and v.width not in LINE_WIDTHS:
                 _fail(f"local '{v.name}' has width {v.width}; a line has {LINE_WIDTHS} lanes")
+        for s in self.defn.shared:
+            if s.size is None:
+                continue
+            if s.size not in self.defn.scalar_params or s.size.elem is not Elem.U32:
+                _fail(f"dynamic shared array '{s.name}' is sized by '{s.size}', not a u32 scalar")
+            if s.length != 0:
+                _fail(f"dynamic shared array '{s.name}' has a static length {s.length}")
         arrays: list[SharedArray | LocalArray] = [*self.defn.shared, *self.defn.local_arrays]
         for arr in arrays:
+            if isinstance(arr, SharedArray) and arr.size is not None:
+                continue
             if arr.length < 1:
                 _fail(f"array '{arr.name}' has length {arr.length}; it must be at least 1")
 

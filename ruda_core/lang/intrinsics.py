@@ -23,6 +23,7 @@ from ..ir import (
     LocalArray,
     Op,
     Operand,
+    Param,
     SharedArray,
 )
 from . import views
@@ -122,14 +123,17 @@ def _array_decl(shared: bool) -> Handler:
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
         _arity(b, what, args, 2, node)
         elem = b.elem_arg(args[0], node)
+        if shared and isinstance(args[1], Param) and not args[1].is_array:
+            return _dynamic_shared(b, elem, args[1], node)
         size = args[1].value if isinstance(args[1], PyVal) else None
         shape = size if isinstance(size, tuple) else (size,)
         if not shape or not all(
             isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape
         ):
             b.fail(
-                f"{what}(T, n) needs a compile-time int n >= 1 or a tuple of them (a shape), "
-                f"got {args[1]}",
+                f"{what}(T, n) needs a compile-time int n >= 1 or a tuple of them (a shape)"
+                + (", or a u32 kernel parameter n" if shared else "")
+                + f", got {args[1]}",
                 node,
             )
         length = math.prod(shape)
@@ -147,6 +151,18 @@ def _array_decl(shared: bool) -> Handler:
         return arr
 
     return handler
+
+
+def _dynamic_shared(b: ExprBuilder, elem: Elem, size: Param, node: ast.Call) -> SharedArray:
+    """``SharedMemory(T, n)`` of a ``u32`` kernel parameter ``n``: sized at each launch."""
+    if size.elem is not Elem.U32:
+        b.fail(
+            f"SharedMemory(T, {size}) sized at launch needs a u32 parameter, not {size.elem}", node
+        )
+    arr = SharedArray(b.unique(b.name_hint or "_shared"), elem, 0, size)
+    b.name_hint = None
+    b.shared.append(arr)
+    return arr
 
 
 def _statement(op: Op) -> Handler:

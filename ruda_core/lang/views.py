@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..ir import Const, Elem, Op, Operand, Param, ParamKind
+from ..ir import Const, Elem, Op, Operand, Param, ParamKind, SharedArray
 from .scope import PyVal, Value, View
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ def length(b: ExprBuilder, arr: Value) -> Operand:
         return arr.length
     if isinstance(arr, Param):
         return b.emit(Op.LEN, Elem.U32, arr)
+    if isinstance(arr, SharedArray) and arr.size is not None:
+        return arr.size
     return Const(arr.length, Elem.U32)  # type: ignore[union-attr]  # a shared or local array
 
 

@@ -420,8 +420,9 @@ class ComputeClient:
             or count.z > max_count[2]
             or task.shared_bytes > max_shared
             or task.uses_planes
+            or task.dynamic_shared
         ):
-            self._check_limits(task, count, dim)
+            self._check_limits(task, count, dim, scalars)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self._stream  # execution_stream(), inlined
         if stream is None:
@@ -439,7 +440,7 @@ class ComputeClient:
     ) -> None:
         """Unsafe: enqueue ``task`` with the checks ``BoundsCheckMode.current()`` selects. With
         ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
-        self._check_limits(task, count, dim)
+        self._check_limits(task, count, dim, scalars)
         mode = BoundsCheckMode.current().execution_mode
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self._stream
@@ -465,7 +466,7 @@ class ComputeClient:
         :raises TooManyResources: at once, as ``launch``.
         :raises CompilationError: at once, when the kernel does not build.
         """
-        self._check_limits(task, count, dim)
+        self._check_limits(task, count, dim, scalars)
         args = LaunchArgs(count, dim, bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED
         return PreparedLaunch(self, self._server.prepare(task, args, mode))
@@ -527,8 +528,11 @@ class ComputeClient:
         )
         return result, duration
 
-    def _check_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> None:
+    def _check_limits(
+        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
+    ) -> None:
         max_units, max_dim, max_count, max_shared = self._launch_limits
+        shared = task.shared_bytes + task.dynamic_shared_bytes(scalars)
         if (
             dim.x * dim.y * dim.z > max_units
             or dim.x > max_dim[0]
@@ -537,9 +541,9 @@ class ComputeClient:
             or count.x > max_count[0]
             or count.y > max_count[1]
             or count.z > max_count[2]
-            or task.shared_bytes > max_shared
+            or shared > max_shared
         ):
-            raise TooManyResources(self._describe_limits(task, count, dim))
+            raise TooManyResources(self._describe_limits(task, count, dim, shared))
         if task.uses_planes and (dim.x * dim.y * dim.z) % self._plane_dim:
             raise LaunchConfigError(
                 f"kernel {task.name} uses plane operations, which need whole planes: {dim} is "
@@ -547,7 +551,7 @@ class ComputeClient:
                 f"{self._plane_dim}. Use a RudaDim whose unit count is a multiple of it"
             )
 
-    def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim) -> str:
+    def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim, shared: int) -> str:
         props = self._server.properties()
         dev = self._device
         if dim.num_units > props.max_units_per_ruda:
@@ -557,9 +561,10 @@ class ComputeClient:
             )
         if any(d > m for d, m in zip((dim.x, dim.y, dim.z), props.max_ruda_dim, strict=True)):
             return f"{dim} exceeds {dev}'s per-axis limit {props.max_ruda_dim}"
-        if task.shared_bytes > props.max_shared_memory_nbytes:
+        if shared > props.max_shared_memory_nbytes:
+            sized = " (with the sizes given at this launch)" if task.dynamic_shared else ""
             return (
-                f"kernel {task.name} needs {task.shared_bytes} bytes of shared memory; {dev} "
+                f"kernel {task.name} needs {shared} bytes of shared memory{sized}; {dev} "
                 f"allows {props.max_shared_memory_nbytes} per cube. Use a smaller SharedMemory"
             )
         return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"

@@ -8,6 +8,7 @@ in, source text comes out, with no driver call. Building that source into someth
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -113,6 +114,14 @@ class RudaTask(ABC):
         """Static shared memory per cube, in bytes (checked against the device before launch)."""
         return 0
 
+    #: Whether the task has shared memory sized by its scalars (see :meth:`dynamic_shared_bytes`).
+    dynamic_shared: bool = False
+
+    def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
+        """The shared memory per cube that a launch with ``scalars`` needs beyond
+        :attr:`shared_bytes` (checked against the device before launch)."""
+        return 0
+
     def writes(self, binding_index: int) -> bool:
         """Whether the task may write its ``binding_index``-th binding (True unless known
         read-only). A failed launch poisons only the bindings it may write."""
@@ -135,22 +144,35 @@ class KernelTask(RudaTask):
     mode, then the backend compiler. Its facts are plain attributes, computed once: every launch
     reads them (a property would be a call each time)."""
 
-    __slots__ = ("_writes", "definition", "key", "name", "shared_bytes", "uses_planes")
+    __slots__ = (
+        "_writes",
+        "definition",
+        "dynamic_shared",
+        "key",
+        "name",
+        "shared_bytes",
+        "uses_planes",
+    )
 
     key: str
     name: str
     shared_bytes: int
     uses_planes: bool
+    dynamic_shared: bool
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.key = definition.fingerprint()
         self.name = definition.name
         self.shared_bytes = definition.shared_bytes
+        self.dynamic_shared = bool(definition.dynamic_shared)
         self._writes = tuple(not p.read_only for p in definition.array_params)
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
         )
+
+    def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
+        return self.definition.dynamic_shared_bytes(scalars) if self.dynamic_shared else 0
 
     def writes(self, binding_index: int) -> bool:
         writes = self._writes

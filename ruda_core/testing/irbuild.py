@@ -114,8 +114,14 @@ class KernelBuilder:
         self._temps += 1
         return self.local(f"_t{self._temps}", elem, width)
 
-    def shared(self, name: str, elem: Elem, length: int) -> SharedArray:
-        s = SharedArray(name, elem, length)
+    def shared(self, name: str, elem: Elem, length: int | Param) -> SharedArray:
+        """A shared array of ``length`` elements, or sized at launch by the ``u32`` scalar
+        parameter ``length``."""
+        s = (
+            SharedArray(name, elem, 0, length)
+            if isinstance(length, Param)
+            else SharedArray(name, elem, length)
+        )
         self.shared_arrays.append(s)
         return s
 

@@ -273,6 +273,32 @@ def barriers_and_counters() -> KernelDefinition:
     return k.build()
 
 
+def dynamic_shared() -> KernelDefinition:
+    """Two shared arrays sized at launch (of f64 and f16) and a static one, bounds-checked."""
+    k = KernelBuilder("dynamic_shared", file=FILE, line=280)
+    out = k.array("out", E.F64)
+    n = k.scalar("n", E.U32)
+    m = k.scalar("m", E.U32)
+    wide = k.shared("wide", E.F64, n)
+    half = k.shared("half", E.F16, m)
+    fixed = k.shared("fixed", E.U32, 4)
+    k.line = 281
+    unit = builtin("UNIT_POS")
+    k.do(Op.INDEX_ASSIGN, None, wide, unit, k.let(Op.CAST, E.F64, unit))
+    k.do(Op.INDEX_ASSIGN, None, half, unit, k.let(Op.CAST, E.F16, unit))
+    k.do(Op.INDEX_ASSIGN, None, fixed, const(0, E.U32), unit)
+    k.do(Op.SYNC_UNITS, None)
+    k.line = 282
+    total = k.let(
+        Op.ADD,
+        E.F64,
+        k.let(Op.INDEX, E.F64, wide, unit),
+        k.let(Op.CAST, E.F64, k.let(Op.INDEX, E.F16, half, unit)),
+    )
+    k.do(Op.INDEX_ASSIGN, None, out, unit, total)
+    return lower_bounds(k.build(), ExecutionMode.CHECKED)
+
+
 KERNELS: dict[str, Callable[[], KernelDefinition]] = {
     f.__name__: f
     for f in (
@@ -286,5 +312,6 @@ KERNELS: dict[str, Callable[[], KernelDefinition]] = {
         barriers_and_counters,
         tensor_validate,
         reserved_names,
+        dynamic_shared,
     )
 }

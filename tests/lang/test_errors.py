@@ -279,7 +279,7 @@ def k_int_of_runtime(out: Array[u32], x: Array[f32]):
 
 
 def k_runtime_shared_size(out: Array[u32], n: u32):
-    s = SharedMemory(u32, n)  # ERR
+    s = SharedMemory(u32, n + 1)  # ERR
     s[0] = 1
 
 
@@ -447,7 +447,7 @@ BUILD_ERRORS = [
     (k_break_unroll, "cannot leave an unrolled loop", {}),
     (k_method_without_call, "is a method; call it", {}),
     (k_int_of_runtime, "cast with i32", {}),
-    (k_runtime_shared_size, "needs a compile-time int n >= 1", {}),
+    (k_runtime_shared_size, "needs a compile-time int n >= 1 .*, or a u32 kernel parameter", {}),
     (k_atomic_local, "needs a global array or SharedMemory", {}),
     (k_bool_arithmetic, "'\\*' needs numbers, got bool", {}),
     (k_mixed_bool, "an operand of 'and' must be bool, got u32", {}),

@@ -6,7 +6,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ruda_core.ir import Loop
-from ruda_core.lang import Array, Comptime, Float, Tensor, f32, f64, func, i32, kernel, u32
+from ruda_core.lang import (
+    Array,
+    Comptime,
+    Float,
+    SharedMemory,
+    Tensor,
+    f32,
+    f64,
+    func,
+    i32,
+    kernel,
+    u32,
+)
 from ruda_core.runtime.errors import CompilationError
 
 from .helpers import run, walk
@@ -302,3 +314,22 @@ def test_a_view_indexes_its_array_from_its_offset():
     x, out = np.arange(8, dtype=np.float32), np.zeros(4, np.float32)
     run(shifted.definition(), x=x, out=out)
     assert out.tolist() == [0, 2, 5, 4]
+
+
+def test_shared_memory_sized_at_launch_needs_a_u32_parameter():
+    def signed(out: Array[f32], n: i32):
+        tile = SharedMemory(f32, n)
+        tile[0] = 1.0
+        out[0] = tile[0]
+
+    with pytest.raises(CompilationError, match="needs a u32 parameter, not i32"):
+        _build(signed)
+
+    def sized(out: Array[f32], n: u32):
+        tile = SharedMemory(f32, n)
+        out[0] = f32(tile.len())
+
+    defn = kernel(sized).definition()
+    (tile,) = defn.shared
+    assert tile.size is not None and tile.size.name == "n" and defn.shared_bytes == 0
+    assert defn.dynamic_shared_bytes([np.uint32(5)]) == 32  # 20 bytes, rounded up to 16

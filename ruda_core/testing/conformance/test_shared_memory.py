@@ -1,11 +1,15 @@
 """Shared memory and barriers: every cube has its own shared memory (a cube never sees another
 cube's values), ``sync_units`` orders the units of a cube (tree reduction, tile transpose);
-views of shared and global arrays at an offset (``a[lo:hi]``) read, write and clip."""
+views of shared and global arrays at an offset (``a[lo:hi]``) read, write and clip; shared
+arrays sized at launch by a ``u32`` argument hold what that size says, and one past the device
+is refused before anything runs."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from ruda_core.errors import TooManyResources
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_POS,
@@ -212,4 +216,49 @@ def test_views_at_an_offset_read_write_and_clip_like_python(client):
         want_counts[:, 2:6] = per_lane
         np.testing.assert_array_equal(
             read_array(client, counts, np.uint32).reshape(cubes, 8), want_counts
+        )
+
+
+@kernel
+def conformance_dynamic_shared(x: Array[f32], out: Array[f32], n: u32, m: u32):
+    tile = SharedMemory(f32, n)  # sized at each launch
+    flags = SharedMemory(u32, m)
+    fixed = SharedMemory(f32, 2)
+    u = UNIT_POS
+    base = RUDA_POS * n
+    tile[u] = x[base + u]  # units past n: a checked write is dropped
+    flags[u % m] = u32(1)
+    if u == u32(0):
+        fixed[0] = f32(tile.len())
+    sync_units()
+    if u < n:
+        mirrored = tile[n - u32(1) - u]
+        out[base + u] = mirrored + f32(flags[u % m]) + fixed[0] + tile[n + u]  # past n: 0
+
+
+def test_shared_memory_sized_at_launch(client):
+    cubes, units = 3, 128
+    for n, m in [(1, 1), (37, 5), (128, 64)]:
+        x = np.arange(cubes * n, dtype=np.float32)
+        out = client.empty(4 * x.size)
+        conformance_dynamic_shared.launch(
+            client,
+            RudaCount(cubes),
+            RudaDim(units),
+            ArrayArg(client.create_from_slice(x), x.size),
+            ArrayArg(out, x.size),
+            n,
+            m,
+        )
+        want = x.reshape(cubes, n)[:, ::-1] + 1 + n
+        got = read_array(client, out, np.float32).reshape(cubes, n)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_shared_memory_sized_past_the_device_is_refused_before_anything_runs(client):
+    limit = client.properties().max_shared_memory_nbytes
+    out = client.empty(4)
+    with pytest.raises(TooManyResources, match="with the sizes given at this launch"):
+        conformance_dynamic_shared.launch(
+            client, RudaCount(1), RudaDim(1), ArrayArg(out, 1), ArrayArg(out, 1), limit // 4, 1
         )
