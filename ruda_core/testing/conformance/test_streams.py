@@ -94,15 +94,21 @@ def conformance_copy_u32(src: Array[u32], dst: Array[u32]):
 
 
 def test_kernel_on_another_stream_sees_the_writers_data(client, spin):
-    produced = client.empty(4 * spin.units)
-    spin.launch(produced, seed=7)
-    copied = client.empty(4 * spin.units)
+    n = spin.units
+    produced = client.empty(4 * n)
+    copied = client.empty(4 * n)
 
-    def consume() -> None:  # this thread's stream: ordered after the spin through the handle
-        n = spin.units
+    def copy() -> None:
         conformance_copy_u32.launch(
             client, RudaCount(1), RudaDim(n), ArrayArg(produced, n), ArrayArg(copied, n)
         )
+
+    copy()  # built before the spin, so the consumer's launch is not delayed past it
+    client.sync().result(timeout=TIMEOUT_S)
+    spin.launch(produced, seed=7)
+
+    def consume() -> None:  # this thread's stream: ordered after the spin through the handle
+        copy()
         client.sync().result(timeout=TIMEOUT_S)
 
     _in_thread(consume)
