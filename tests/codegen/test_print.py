@@ -59,8 +59,16 @@ def test_cuda_passes_64_bit_values_as_long_long_and_floats_as_double():
 
 def test_opencl_uses_l_for_64_bit_values_and_doubles():
     line = _printf_line(_source(OpenCLDialect(frozenset({"fp64"}))))
-    assert line.startswith('printf("%d %u %+ld %lx %g %.2f %le %s\\n", (int)')
+    assert 'printf("%d %u %+ld %lx %g %.2f %le %s\\n", (int)' in line
     assert "%ll" not in line  # reserved in OpenCL C
+
+
+def test_opencl_passes_bools_as_string_literals_only():
+    line = _printf_line(_source(OpenCLDialect(frozenset({"fp64"}))))
+    # OpenCL C allows only literal strings for %s: one call for each value of the bool
+    assert line.count("printf(") == 2 and '"True"));' not in line
+    assert line.endswith('"False"));') and ', "True") :' in line
+    assert '? "True" : "False"' not in line
 
 
 @kernel
