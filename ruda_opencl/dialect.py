@@ -194,6 +194,7 @@ class OpenCLDialect(Dialect):
     }
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
     printf = "printf"
+    printf_literal_strings = True
     #: OpenCL C's ``long`` is 64 bits (``ll`` is reserved); ``f32`` is passed as ``float``, and
     #: ``f64`` with ``l`` (C99 ignores it; PoCL 3 otherwise prints a double rounded to float).
     printf_length = {Elem.I64: "l", Elem.U64: "l", Elem.F64: "l"}
