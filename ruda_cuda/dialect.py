@@ -5,13 +5,15 @@
 sm_70, ``bf16`` add and ``__reduce_*_sync`` from sm_80; older targets get compare-and-swap
 loops and shuffle butterflies. ``f16``/``bf16`` are ``__half``/``__nv_bfloat16`` (cuda_fp16.h,
 cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes are warps of
-32 lanes; plane operations use the full mask, so a plane must have all its 32 units; an election
-is the lowest lane of ``__activemask()``. Reducing barriers are ``__syncthreads_count/and/or``,
-the wrapping counters ``atomicInc``/``atomicDec``, the fences ``__threadfence_block`` and
-``__threadfence``. A line moves through memory as raw words, one access per 16 bytes
-(``uint4``; ``uint2``, ``unsigned int`` or ``unsigned short`` for smaller lines), its lanes
-unpacked from and packed into those words with shifts and bit casts, so every element type
-takes the same path. Pure: imports no driver.
+32 lanes; every warp intrinsic (``__shfl_*_sync``, ``__ballot_sync``, ``__all_sync``,
+``__any_sync``, ``__reduce_*_sync``, ``__syncwarp``) takes the mask of the warp's lanes that
+exist, ``ruda_plane_mask()``: all 32, fewer in a cube's last warp when its unit count is not a
+multiple of 32. An election is the lowest lane of ``__activemask()``. Reducing barriers are
+``__syncthreads_count/and/or``, the wrapping counters ``atomicInc``/``atomicDec``, the fences
+``__threadfence_block`` and ``__threadfence``. A line moves through memory as raw words, one
+access per 16 bytes (``uint4``; ``uint2``, ``unsigned int`` or ``unsigned short`` for smaller
+lines), its lanes unpacked from and packed into those words with shifts and bit casts, so every
+element type takes the same path. Pure: imports no driver.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ruda_core.codegen import (
     Usage,
     words,
 )
-from ruda_core.ir import DYNAMIC_SHARED_ALIGN, Elem, Op
+from ruda_core.ir import DYNAMIC_SHARED_ALIGN, PLANE_OPS, Elem, Op
 from ruda_core.runtime.compiler import CompileOptions
 
 __all__ = ["CudaDialect"]
@@ -104,7 +106,17 @@ _FLOAT_ADD = {
     Elem.F16: (70, "__hneg({v})"),
     Elem.BF16: (80, "__hneg({v})"),
 }
-_FULL = "0xffffffffu"
+#: The lanes of the unit's warp that exist (a cube's last warp may be partial), and their mask.
+_MASK = "ruda_plane_mask()"
+_PLANE_HELPERS = """\
+static __device__ __forceinline__ unsigned int ruda_plane_lanes() {
+    const unsigned int units = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned int unit = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    return min(units - (unit & ~31u), 32u);
+}
+static __device__ __forceinline__ unsigned int ruda_plane_mask() {
+    return 0xffffffffu >> (32u - ruda_plane_lanes());
+}"""
 _SHUFFLE = {
     "xor": "__shfl_xor_sync",
     "up": "__shfl_up_sync",
@@ -275,8 +287,11 @@ class CudaDialect(Dialect):
     def units_reduce(self, op: Op) -> str | None:
         return _UNITS_REDUCE[op]
 
+    def plane_lanes(self) -> str:
+        return "ruda_plane_lanes()"
+
     def sync_plane(self) -> str:
-        return "__syncwarp();"
+        return f"__syncwarp({_MASK});"
 
     def fence_units(self) -> str:
         return "__threadfence_block();"
@@ -309,25 +324,25 @@ class CudaDialect(Dialect):
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         if op is Op.PLANE_BALLOT:
-            return f"__ballot_sync({_FULL}, {{v}})"
+            return f"__ballot_sync({_MASK}, {{v}})"
         if op is Op.PLANE_ELECT:
             return "(__ffs(__activemask()) - 1 == (int){lane})"
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
-            return f"(__{'all' if op is Op.PLANE_ALL else 'any'}_sync({_FULL}, {{v}}) != 0)"
+            return f"(__{'all' if op is Op.PLANE_ALL else 'any'}_sync({_MASK}, {{v}}) != 0)"
         if op in (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE):
             return self.shuffle("idx", elem, "{v}", "{lane}")
         if op in _REDUCE and elem in (Elem.I32, Elem.U32) and self.arch >= 80:
-            return f"__reduce_{_REDUCE[op]}_sync({_FULL}, {{v}})"
+            return f"__reduce_{_REDUCE[op]}_sync({_MASK}, {{v}})"
         return None
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         fn = _SHUFFLE[mode]
         if elem is Elem.BOOL:
-            return f"({fn}({_FULL}, (int){value}, {arg}) != 0)"
+            return f"({fn}({_MASK}, (int){value}, {arg}) != 0)"
         if elem.is_int and elem.bits < 32:
             wide = "int" if elem.is_signed else "unsigned int"
-            return f"({_TYPES[elem]}){fn}({_FULL}, ({wide}){value}, {arg})"
-        return f"{fn}({_FULL}, {value}, {arg})"
+            return f"({_TYPES[elem]}){fn}({_MASK}, ({wide}){value}, {arg})"
+        return f"{fn}({_MASK}, {value}, {arg})"
 
     def preamble(self, usage: Usage) -> list[str]:
         lines = []
@@ -335,4 +350,8 @@ class CudaDialect(Dialect):
             lines.append("#include <cuda_fp16.h>")
         if Elem.BF16 in usage.elems:
             lines.append("#include <cuda_bf16.h>")
+        if usage.uses(PLANE_OPS):
+            if lines:
+                lines.append("")
+            lines.append(_PLANE_HELPERS)
         return lines

@@ -17,12 +17,14 @@ capability is on (the server enables one only when it can fix the width); ``PLAN
 constant, and with ``intel_reqd_subgroup_size`` every kernel requires it from the compiler.
 ``UNIT_POS_PLANE`` is ``UNIT_POS % PLANE_DIM`` (a driver may form subgroups within each row of a
 cube, so ``get_sub_group_local_id`` differs from it where rows are not whole planes; the server
-refuses plane operations on such cubes). Without subgroups ``PLANE_DIM`` is 1 and plane
-operations are unsupported (``sync_plane()``, the barrier of a plane of one unit, is nothing).
-``plane_ballot``/``plane_elect`` are native with ``cl_khr_subgroup_ballot``/
-``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits / lane 0; the relative shuffles
-use ``cl_khr_subgroup_shuffle_relative`` (else ``sub_group_shuffle`` at a computed lane) and
-``sub_group_shuffle_xor``.
+refuses plane operations on such cubes). The last subgroup of a work-group whose size is not a
+multiple of the width is smaller (``get_sub_group_size()``); the ``sub_group_*`` built-ins act
+over its work-items, which are the lanes of the plane that exist. Without subgroups
+``PLANE_DIM`` is 1 and plane operations are unsupported (``sync_plane()``, the barrier of a
+plane of one unit, is nothing). ``plane_ballot``/``plane_elect`` are native with
+``cl_khr_subgroup_ballot``/``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits /
+lane 0; the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
+``sub_group_shuffle`` at a computed lane) and ``sub_group_shuffle_xor``.
 
 Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_all``/
 ``work_group_any`` with ``__opencl_c_work_group_collective_functions``, else the emitter's shared
@@ -437,6 +439,10 @@ class OpenCLDialect(Dialect):
 
     def plane_dim(self) -> str:
         return f"{self.plane_width}u" if self._planes else "1u"
+
+    def plane_lanes(self) -> str:
+        self._require_planes("a plane operation")
+        return "get_sub_group_size()"
 
     def units_reduce(self, op: Op) -> str | None:
         if "work_group_collectives" not in self.capabilities:

@@ -278,9 +278,11 @@ class OpenCLServer(ComputeServer):
         plane = self._properties.plane_dim
         if task.uses_planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
-                f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows: "
-                f"OpenCL drivers may form subgroups within each row, so RudaDim.x must be a "
-                f"multiple of {self._device.name.strip()}'s plane width {plane}"
+                f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows "
+                f"of {dim.x} units: OpenCL drivers may form subgroups within each row, so each "
+                f"row must be whole planes. Make RudaDim.x a multiple of "
+                f"{self._device.name.strip()}'s plane width {plane}, or launch one row of "
+                f"RudaDim({dim.num_units}) units (its last plane may be partial)"
             )
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:

@@ -302,6 +302,12 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """A ``u32`` expression for the plane width."""
         raise UnsupportedFeature(f"{self.name} has no planes")
 
+    def plane_lanes(self) -> str:
+        """A ``u32`` expression, valid in helper functions too, for the number of lanes of the
+        unit's plane that exist: the plane width, fewer in the last plane of a cube whose unit
+        count is not a multiple of it."""
+        raise UnsupportedFeature(f"{self.name} has no planes")
+
     def plane_lane(self) -> str | None:
         """A ``u32`` expression for the unit's lane in its plane, or ``None`` to compute it as
         ``UNIT_POS % PLANE_DIM``."""
@@ -355,14 +361,18 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         """A template for a native plane operation on ``{v}`` and ``{lane}`` (the lane operand;
         for ``PLANE_ELECT`` the unit's own lane), or ``None`` to build it from :meth:`shuffle`
-        (``PLANE_BALLOT`` from ``PLANE_SUM``, ``PLANE_ELECT`` as lane 0). Not asked for the
-        relative shuffles, which are built from :meth:`shuffle`."""
+        (``PLANE_BALLOT`` from ``PLANE_SUM``, ``PLANE_ELECT`` as lane 0). It acts over the lanes
+        of the plane that exist (:meth:`plane_lanes`). For ``PLANE_BROADCAST`` and
+        ``PLANE_SHUFFLE`` it is the read of lane ``{lane}``, which is always a lane that exists
+        (the caller gives 0 for the others). Not asked for the relative shuffles, which are
+        built from :meth:`shuffle`."""
         raise UnsupportedFeature(f"{self.name} has no plane operations")
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         """The value of another lane: ``mode`` ``"xor"`` (lane ^ arg), ``"up"`` (lane - arg),
         ``"down"`` (lane + arg) or ``"idx"`` (lane arg). The result is unspecified for a lane
-        whose source is outside the plane (callers select another value there)."""
+        whose source is outside the plane or does not exist (callers select another value
+        there), but the call itself must be safe for every ``arg``."""
         raise UnsupportedFeature(f"{self.name} has no plane shuffles")
 
     # -- the program ------------------------------------------------------------------------

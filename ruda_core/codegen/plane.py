@@ -1,15 +1,20 @@
 """Plane (warp / subgroup) operations: the dialect's native form where it has one, otherwise
 built from its shuffles.
 
-Reductions without a native form are butterflies over ``shuffle("xor")`` (every lane ends with
-the same value; the plane width must be a power of two and the plane full), inclusive sums are
-Kogge-Stone scans over ``shuffle("up")`` and exclusive sums shift the inclusive sum up one lane
-(exact for floats, unlike subtracting the lane's own value). Combining uses the same expressions
-as the plain operations, so integer sums wrap. A ballot without a native form is the plane sum
-of each lane's bit (distinct bits add like they or), an election without one is lane 0 (where
-every lane of the plane reaches it, as plane operations require). The relative shuffles are
-helpers that keep the lane's own value wherever the dialect's shuffle would read outside the
-plane. This module builds expressions and helpers only.
+A plane has :meth:`~.dialect.Dialect.plane_lanes` lanes that exist: ``PLANE_DIM``, fewer in the
+last plane of a cube whose unit count is not a multiple of it. Reductions without a native form
+are butterflies over ``shuffle("xor")`` on a whole plane (every lane ends with the same value; the
+plane width must be a power of two) and, on a partial plane, a tree over ``shuffle("down")`` into
+lane 0 that skips partners past the last lane, then a read of lane 0 (a butterfly that skipped
+missing partners would leave some lanes without the values of others). Inclusive sums are
+Kogge-Stone scans over ``shuffle("up")``, whose sources are lower lanes and so always exist;
+exclusive sums shift the inclusive sum up one lane (exact for floats, unlike subtracting the
+lane's own value). Combining uses the same expressions as the plain operations, so integer sums
+wrap. A ballot without a native form is the plane sum of each lane's bit (distinct bits add like
+they or), an election without one is lane 0 (where every lane of the plane reaches it, as plane
+operations require). Broadcasts and shuffles read a lane that exists (lane 0 in place of any
+other) and give 0 where the source lane does not; the relative shuffles keep the lane's own
+value there. This module builds expressions and helpers only.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ _REDUCE = {
     Op.PLANE_MAX: Op.MAX,
 }
 _RELATIVE = {Op.PLANE_SHUFFLE_UP: "up", Op.PLANE_SHUFFLE_DOWN: "down", Op.PLANE_SHUFFLE_XOR: "xor"}
+_READS = (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE)
 #: Lanes from this one up have no bit in a ballot (its result is a ``u32``).
 _BALLOT_LANES = 32
 
@@ -50,6 +56,8 @@ class PlaneLowering:
         ``PLANE_ELECT``); ``args`` as text."""
         if op in _RELATIVE:
             return f"{self._relative(op, elem)}({args[0]}, {args[1]}, {self.lane()})"
+        if op in _READS:
+            return f"{self._read(op, elem)}({args[0]}, {args[1]})"
         if op is Op.PLANE_ELECT:
             args = [self.lane()]
         native = self.d.plane_native(op, elem)
@@ -63,31 +71,65 @@ class PlaneLowering:
             low = f"{lane} < {lit(_BALLOT_LANES, Elem.U32)}"
             bit = f"(({args[0]} && {low}) ? ({lit(1, Elem.U32)} << {lane}) : {lit(0, Elem.U32)})"
             return self.expression(Op.PLANE_SUM, Elem.U32, [bit])
-        if op in (Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE):
-            return self.d.shuffle("idx", elem, args[0], args[1])
         if op in _REDUCE:
-            return f"{self._butterfly(op, elem)}({args[0]})"
+            return f"{self._reduce(op, elem)}({args[0]}, {self.lane()})"
         if op in (Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM):
             return f"{self._scan(op, elem)}({args[0]}, {self.lane()})"
         raise UnsupportedFeature(f"{self.d.name} has no {op} on {elem}")
 
-    def _butterfly(self, op: Op, elem: Elem) -> str:
+    def _read(self, op: Op, elem: Elem) -> str:
+        """``ruda_<op>_<elem>(v, src)``: ``v`` of lane ``src``, or 0 where that lane does not
+        exist (the dialect's read is only ever asked for a lane that does)."""
         name = f"ruda_{op.value}_{elem}"
         if name in self.expr.prelude:
             return name
         d, lit = self.d, self.expr.literal
-        u32 = d.type_name(Elem.U32)
-        ctype = d.type_name(elem)
+        u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
+        native = d.plane_native(op, elem)
+        source = f"inside ? src : {lit(0, Elem.U32)}"
+        read = (
+            native.format(v="v", lane=source)
+            if native is not None
+            else d.shuffle("idx", elem, "v", source)
+        )
         body = [
-            f"for ({u32} m = {d.plane_dim()} / {lit(2, Elem.U32)}; m > {lit(0, Elem.U32)}; "
-            f"m = m / {lit(2, Elem.U32)}) {{",
-            f"    {ctype} other = {d.shuffle('xor', elem, 'v', 'm')};",
-            f"    v = {self.expr.apply(_REDUCE[op], elem, ['v', 'other'])};",
-            "}",
-            "return v;",
+            f"{d.type_name(Elem.BOOL)} inside = src < {d.plane_lanes()};",
+            f"{ctype} other = {read};",
+            f"return inside ? other : {lit(False if elem is Elem.BOOL else 0, elem)};",
         ]
-        text = function(d.function_prefix, ctype, name, [f"{ctype} v"], body)
-        return self.expr.prelude.add(name, text)
+        params = [f"{ctype} v", f"{u32} src"]
+        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+
+    def _reduce(self, op: Op, elem: Elem) -> str:
+        """``ruda_<op>_<elem>(v, lane)``: a butterfly on a whole plane, a tree into lane 0 and a
+        read of it on a partial one."""
+        name = f"ruda_{op.value}_{elem}"
+        if name in self.expr.prelude:
+            return name
+        d, lit = self.d, self.expr.literal
+        u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
+        zero, two = lit(0, Elem.U32), lit(2, Elem.U32)
+        combined = self.expr.apply(_REDUCE[op], elem, ["v", "other"])
+        halves = f"for ({u32} m = {d.plane_dim()} / {two}; m > {zero}; m = m / {two}) {{"
+        body = [
+            f"{u32} lanes = {d.plane_lanes()};",
+            f"if (lanes == {d.plane_dim()}) {{",
+            f"    {halves}",
+            f"        {ctype} other = {d.shuffle('xor', elem, 'v', 'm')};",
+            f"        v = {combined};",
+            "    }",
+            "    return v;",
+            "}",
+            halves,
+            f"    {ctype} other = {d.shuffle('down', elem, 'v', 'm')};",
+            "    if (lane + m < lanes) {",
+            f"        v = {combined};",
+            "    }",
+            "}",
+            f"return {d.shuffle('idx', elem, 'v', zero)};",
+        ]
+        params = [f"{ctype} v", f"{u32} lane"]
+        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
 
     def _scan(self, op: Op, elem: Elem) -> str:
         name = f"ruda_{op.value}_{elem}"
@@ -118,7 +160,7 @@ class PlaneLowering:
 
     def _relative(self, op: Op, elem: Elem) -> str:
         """``ruda_<op>_<elem>(v, delta or mask, lane)``: the shuffle, or ``v`` where its source
-        lane is outside the plane."""
+        lane does not exist."""
         name = f"ruda_{op.value}_{elem}"
         if name in self.expr.prelude:
             return name
@@ -127,8 +169,8 @@ class PlaneLowering:
         arg = "mask" if mode == "xor" else "delta"
         inside = {
             "up": "delta <= lane",
-            "down": f"delta < {d.plane_dim()} - lane",
-            "xor": f"(lane ^ mask) < {d.plane_dim()}",
+            "down": f"delta < {d.plane_lanes()} - lane",
+            "xor": f"(lane ^ mask) < {d.plane_lanes()}",
         }[mode]
         body = [
             f"{ctype} other = {d.shuffle(mode, elem, 'v', arg)};",

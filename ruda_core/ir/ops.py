@@ -24,13 +24,20 @@ counters are CUDA's ``atomicInc``/``atomicDec`` on ``u32``: ``ATOMIC_INC_WRAP`` 
 
 Plane operations act over the units of one plane (``PLANE_DIM`` consecutive ``UNIT_POS`` values
 of one cube) and must be reached by all of them (uniform control flow), like ``SYNC_UNITS``,
-which must be reached by every unit of the cube. Lanes are ``UNIT_POS_PLANE``. ``PLANE_BALLOT``
+which must be reached by every unit of the cube. Lanes are ``UNIT_POS_PLANE``. A cube whose unit
+count is not a multiple of ``PLANE_DIM`` ends with a *partial plane* of fewer lanes (a cube
+smaller than a plane is one); ``PLANE_DIM`` is still the device's width there, and the lanes
+past the cube's last unit do not exist. Every plane operation acts over the lanes that exist:
+reductions, scans, ``PLANE_ALL`` and ``PLANE_ANY`` combine those lanes only. ``PLANE_BALLOT``
 sets bit ``k`` for lane ``k`` when its operand is true; only lanes 0 to 31 have a bit (planes
-are at most 32 lanes on every device ruda drives). ``PLANE_ELECT`` is true on the lowest lane of
-the plane that reaches it (lane 0 under the uniform rule). The relative shuffles read lane
-``lane - delta`` (``UP``), ``lane + delta`` (``DOWN``) or ``lane ^ mask`` (``XOR``); a lane whose
-source is outside the plane (``delta`` or ``mask`` as large as the plane included) reads its own
-value, as CUDA's ``__shfl_*_sync`` do for sources within 32 lanes.
+are at most 32 lanes on every device ruda drives), and a lane that does not exist has none.
+``PLANE_ELECT`` is true on the lowest lane of the plane that reaches it (lane 0 under the
+uniform rule). ``PLANE_BROADCAST`` and ``PLANE_SHUFFLE`` read 0 where the source lane is not a
+lane of the plane that exists (outside the plane, or past the cube's last unit). The relative
+shuffles read lane ``lane - delta`` (``UP``), ``lane + delta`` (``DOWN``) or ``lane ^ mask``
+(``XOR``); a lane whose source is not a lane of the plane that exists (``delta`` or ``mask`` as
+large as the plane included) reads its own value, as CUDA's ``__shfl_*_sync`` do for sources
+within 32 lanes.
 
 ``SYNC_PLANE`` is the barrier of one plane (its units' earlier shared and global memory accesses
 are visible to the plane's later ones). ``SYNC_UNITS_COUNT``/``_AND``/``_OR`` are ``SYNC_UNITS``
@@ -316,7 +323,7 @@ ATOMIC_OPS = frozenset(
 )
 #: Barriers of the cube that also reduce a ``bool`` over its units.
 SYNC_REDUCE_OPS = frozenset({Op.SYNC_UNITS_COUNT, Op.SYNC_UNITS_AND, Op.SYNC_UNITS_OR})
-#: Operations over the units of one plane (a kernel using one needs whole planes).
+#: Operations over the units of one plane (its lanes that exist, see the module docstring).
 PLANE_OPS = frozenset(
     {
         Op.PLANE_SUM,

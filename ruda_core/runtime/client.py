@@ -21,7 +21,6 @@ import numpy as np
 
 from ..errors import (
     InvalidHandle,
-    LaunchConfigError,
     LayoutError,
     RudaPanic,
     ServerError,
@@ -107,7 +106,7 @@ class ComputeClient:
         runtime define.
     """
 
-    __slots__ = ("_device", "_launch_limits", "_plane_dim", "_runtime", "_server", "_stream")
+    __slots__ = ("_device", "_launch_limits", "_runtime", "_server", "_stream")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
     #: reentrant: a driver's server factory may open another device's client (its reference)
@@ -129,7 +128,6 @@ class ComputeClient:
         if self._runtime is not None:
             server.cache_origin = EntryOrigin(self._runtime.name(self), str(device))
         props = server.properties()
-        self._plane_dim = max(props.plane_dim, 1)
         self._launch_limits = (
             props.max_units_per_ruda,
             props.max_ruda_dim,
@@ -544,12 +542,6 @@ class ComputeClient:
             or shared > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim, shared))
-        if task.uses_planes and (dim.x * dim.y * dim.z) % self._plane_dim:
-            raise LaunchConfigError(
-                f"kernel {task.name} uses plane operations, which need whole planes: {dim} is "
-                f"{dim.num_units} units, not a multiple of {self._device}'s plane width "
-                f"{self._plane_dim}. Use a RudaDim whose unit count is a multiple of it"
-            )
 
     def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim, shared: int) -> str:
         props = self._server.properties()

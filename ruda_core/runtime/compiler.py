@@ -129,7 +129,8 @@ class RudaTask(ABC):
 
     @property
     def uses_planes(self) -> bool:
-        """Whether the task uses plane operations (its cubes must then be whole planes)."""
+        """Whether the task uses plane operations (a driver may refuse some cube shapes for
+        them)."""
         return False
 
     @abstractmethod

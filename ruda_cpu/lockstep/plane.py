@@ -1,12 +1,14 @@
 """Plane (warp/subgroup) operations over groups of ``plane_dim`` consecutive units of a cube.
 
-Reductions and scans combine the active lanes of each plane (inactive lanes contribute the
-operation's identity) and give every lane of the plane the result; arithmetic is in the value's
-element type (integers wrap). ``ballot`` sets the bits of the active lanes below 32 whose
-operand is true; ``elect`` is true on each plane's lowest active lane. ``broadcast`` and the
-shuffles read the source lane's current value whether it is active or not; a source lane
-outside the plane reads 0 for ``broadcast``/``shuffle`` and the lane's own value for the
-relative shuffles (``up``, ``down``, ``xor``).
+The last plane of a cube whose unit count is not a multiple of ``plane_dim`` is partial: its
+missing lanes take no part in anything. Reductions and scans combine the active lanes of each
+plane (inactive and missing lanes contribute the operation's identity) and give every lane of
+the plane the result; arithmetic is in the value's element type (integers wrap). ``ballot`` sets
+the bits of the active lanes below 32 whose operand is true; ``elect`` is true on each plane's
+lowest active lane. ``broadcast`` and the shuffles read the source lane's current value whether
+it is active or not; a source lane that does not exist (outside the plane, or past the cube's
+last unit) reads 0 for ``broadcast``/``shuffle`` and the lane's own value for the relative
+shuffles (``up``, ``down``, ``xor``).
 """
 
 from __future__ import annotations
@@ -154,6 +156,17 @@ def _own_lane(g: Batch) -> np.ndarray:
     return (where % pd).astype(np.uint64)
 
 
+def _existing(g: Batch) -> Any:
+    """The number of lanes of each lane's plane that exist, as ``uint64`` (a scalar where every
+    plane is whole)."""
+    pd, pos = g.planes()
+    if pos is None:
+        return np.uint64(pd)
+    units = g.shape.units
+    first = g.shape.unit_index(g.cubes) // pd * pd
+    return np.minimum(units - first, pd).astype(np.uint64)
+
+
 def plane_shuffle(g: Batch, v: Any, src: Any, m: Any) -> Any:
     """Each lane reads ``v`` of lane ``src`` (per lane) of its own plane."""
     pd, _ = g.planes()
@@ -168,17 +181,17 @@ def plane_shuffle_up(g: Batch, v: Any, delta: Any, m: Any) -> Any:
 
 
 def plane_shuffle_down(g: Batch, v: Any, delta: Any, m: Any) -> Any:
-    """Each lane reads ``v`` of lane ``lane + delta``, or keeps its own past the plane."""
-    pd, _ = g.planes()
+    """Each lane reads ``v`` of lane ``lane + delta``, or keeps its own past the plane's last
+    existing lane."""
     lane, d = _own_lane(g), _vector(g, delta).astype(np.uint64)
-    return _read_lanes(g, v, lane + d, d < np.uint64(pd) - lane, _vector(g, v))
+    return _read_lanes(g, v, lane + d, d < _existing(g) - lane, _vector(g, v))
 
 
 def plane_shuffle_xor(g: Batch, v: Any, mask: Any, m: Any) -> Any:
-    """Each lane reads ``v`` of lane ``lane ^ mask``, or keeps its own past the plane."""
-    pd, _ = g.planes()
+    """Each lane reads ``v`` of lane ``lane ^ mask``, or keeps its own where that lane does not
+    exist."""
     src = _own_lane(g) ^ _vector(g, mask).astype(np.uint64)
-    return _read_lanes(g, v, src, src < pd, _vector(g, v))
+    return _read_lanes(g, v, src, src < _existing(g), _vector(g, v))
 
 
 def plane_broadcast(g: Batch, v: Any, lane: Any, m: Any) -> Any:

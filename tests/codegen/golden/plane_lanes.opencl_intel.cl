@@ -10,12 +10,12 @@ static inline float ruda_plane_shuffle_up_f32(float v, uint delta, uint lane) {
 
 static inline uchar ruda_plane_shuffle_down_u8(uchar v, uint delta, uint lane) {
     uchar other = (uchar)sub_group_shuffle_down((uint)v, delta);
-    return delta < 16u - lane ? other : v;
+    return delta < get_sub_group_size() - lane ? other : v;
 }
 
 static inline bool ruda_plane_shuffle_xor_bool(bool v, uint mask, uint lane) {
     bool other = (sub_group_shuffle_xor((int)v, mask) != 0);
-    return (lane ^ mask) < 16u ? other : v;
+    return (lane ^ mask) < get_sub_group_size() ? other : v;
 }
 
 __kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_lanes(

@@ -4,12 +4,34 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 
-static inline float ruda_plane_prod_f32(float v) {
-    for (uint m = 32u / 2u; m > 0u; m = m / 2u) {
-        float other = sub_group_shuffle_xor(v, m);
-        v = (v * other);
+static inline float ruda_plane_prod_f32(float v, uint lane) {
+    uint lanes = get_sub_group_size();
+    if (lanes == 32u) {
+        for (uint m = 32u / 2u; m > 0u; m = m / 2u) {
+            float other = sub_group_shuffle_xor(v, m);
+            v = (v * other);
+        }
+        return v;
     }
-    return v;
+    for (uint m = 32u / 2u; m > 0u; m = m / 2u) {
+        float other = sub_group_shuffle(v, (get_sub_group_local_id() + m) % 32u);
+        if (lane + m < lanes) {
+            v = (v * other);
+        }
+    }
+    return sub_group_shuffle(v, 0u);
+}
+
+static inline float ruda_plane_broadcast_f32(float v, uint src) {
+    bool inside = src < get_sub_group_size();
+    float other = sub_group_broadcast(v, inside ? src : 0u);
+    return inside ? other : 0.0f;
+}
+
+static inline int ruda_plane_shuffle_i32(int v, uint src) {
+    bool inside = src < get_sub_group_size();
+    int other = sub_group_shuffle(v, inside ? src : 0u);
+    return inside ? other : 0;
 }
 
 __kernel void plane_ops(
@@ -61,17 +83,17 @@ __kernel void plane_ops(
     i = ABSOLUTE_POS;
     v = x[i];
     s = sub_group_reduce_add(v);
-    p = ruda_plane_prod_f32(v);
+    p = ruda_plane_prod_f32(v, UNIT_POS_PLANE);
     _t1 = (s + p);
     _t2 = sub_group_reduce_max(_t1);
-    _t3 = sub_group_broadcast(_t2, 0u);
+    _t3 = ruda_plane_broadcast_f32(_t2, 0u);
     x[i] = _t3;
     count = n[i];
     _t4 = sub_group_scan_inclusive_add(count);
     _t5 = sub_group_scan_exclusive_add(count);
     _t6 = sub_group_reduce_min(_t4);
     _t7 = (31u - UNIT_POS_PLANE);
-    _t8 = sub_group_shuffle(_t5, _t7);
+    _t8 = ruda_plane_shuffle_i32(_t5, _t7);
     _t9 = (_t6 < _t8);
     _t10 = (sub_group_any((int)_t9) != 0);
     if (_t10) {

@@ -3,6 +3,18 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+static inline float ruda_plane_broadcast_f32(float v, uint src) {
+    bool inside = src < get_sub_group_size();
+    float other = sub_group_broadcast(v, inside ? src : 0u);
+    return inside ? other : 0.0f;
+}
+
+static inline int ruda_plane_shuffle_i32(int v, uint src) {
+    bool inside = src < get_sub_group_size();
+    int other = sub_group_shuffle(v, inside ? src : 0u);
+    return inside ? other : 0;
+}
+
 __kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_ops(
     __global float* x,
     ulong x_offset,
@@ -55,14 +67,14 @@ __kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_ops(
     p = sub_group_non_uniform_reduce_mul(v);
     _t1 = (s + p);
     _t2 = sub_group_reduce_max(_t1);
-    _t3 = sub_group_broadcast(_t2, 0u);
+    _t3 = ruda_plane_broadcast_f32(_t2, 0u);
     x[i] = _t3;
     count = n[i];
     _t4 = sub_group_scan_inclusive_add(count);
     _t5 = sub_group_scan_exclusive_add(count);
     _t6 = sub_group_reduce_min(_t4);
     _t7 = (31u - UNIT_POS_PLANE);
-    _t8 = sub_group_shuffle(_t5, _t7);
+    _t8 = ruda_plane_shuffle_i32(_t5, _t7);
     _t9 = (_t6 < _t8);
     _t10 = (sub_group_any((int)_t9) != 0);
     if (_t10) {
