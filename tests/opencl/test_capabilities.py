@@ -17,7 +17,19 @@ from codegen.kernels import plane_ops
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.ir import Elem
-from ruda_core.lang import PLANE_DIM, UNIT_POS, Array, ArrayArg, kernel, plane_sum, u32
+from ruda_core.lang import (
+    PLANE_DIM,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    kernel,
+    plane_ballot,
+    plane_inclusive_sum,
+    plane_shuffle_down,
+    plane_shuffle_xor,
+    plane_sum,
+    u32,
+)
 from ruda_core.runtime import (
     CompileOptions,
     Feature,
@@ -25,6 +37,7 @@ from ruda_core.runtime import (
     RudaCount,
     RudaDim,
 )
+from ruda_core.testing.plane_model import PlaneModel
 from ruda_core.testing.runner import read_array
 from ruda_opencl.capabilities import OpenCLCapabilities, _intel_subgroup_sizes, choose_plane_dim
 from ruda_opencl.dialect import OpenCLDialect
@@ -157,7 +170,49 @@ def test_plane_kernels_on_rows_shorter_than_a_plane_are_refused() -> None:
     client = ruda.client(f"opencl:{index}")
     plane = client.properties().plane_dim
     x = client.create_from_slice(np.zeros(2 * plane, np.uint32))
-    with pytest.raises(LaunchConfigError, match=r"RudaDim\.x must be a multiple"):
+    refusal = r"each row must be whole planes\. Make RudaDim\.x a multiple of .* 16, or launch "
+    with pytest.raises(LaunchConfigError, match=refusal + r"one row of RudaDim\(32\) units"):
         plane_sums.launch(
             client, RudaCount(1), RudaDim(plane // 2, 4), ArrayArg(x, 2 * plane), ArrayArg(x, 16)
         )
+
+
+@kernel
+def partial_subgroup(x: Array[u32], out: Array[u32]):
+    i = UNIT_POS
+    n = x.len()
+    v = x[i]
+    out[i] = plane_sum(v)
+    out[n + i] = plane_inclusive_sum(v)
+    out[u32(2) * n + i] = plane_ballot(v % u32(2) == u32(1))
+    out[u32(3) * n + i] = plane_shuffle_xor(v, u32(1))
+    out[u32(4) * n + i] = plane_shuffle_down(v, u32(3))
+
+
+def test_intel_partial_subgroups_are_the_planes_of_a_cube_of_any_size() -> None:
+    """The driver's last subgroup of a work-group is as small as the cube's last plane, and the
+    built-ins and the relative shuffles act over its work-items only."""
+    index, _ = _intel()
+    client = ruda.client(f"opencl:{index}")
+    plane = client.properties().plane_dim
+    for units in range(1, 3 * plane):
+        x = np.arange(7, 7 + units, dtype=np.uint32) * np.uint32(3)
+        out = client.empty(5 * x.nbytes)
+        partial_subgroup.launch(
+            client,
+            RudaCount(1),
+            RudaDim(units),
+            ArrayArg(client.create_from_slice(x), units),
+            ArrayArg(out, 5 * units),
+        )
+        model = PlaneModel(1, units, plane)
+        ones = np.ones(units, np.int64)
+        want = [
+            model.sum(x),
+            model.inclusive_sum(x),
+            model.ballot(x % 2 == 1),
+            model.shuffle_xor(x, ones),
+            model.shuffle_down(x, 3 * ones),
+        ]
+        got = read_array(client, out, np.uint32).reshape(5, units)
+        np.testing.assert_array_equal(got, np.array(want), f"RudaDim({units})")

@@ -27,7 +27,7 @@ from ruda_core.lang import (
     plane_sum,
     u32,
 )
-from ruda_core.runtime import Feature, LaunchConfigError, RudaCount, RudaDim
+from ruda_core.runtime import Feature, RudaCount, RudaDim
 from ruda_core.testing.markers import need, requires
 from ruda_core.testing.runner import read_array
 
@@ -175,15 +175,3 @@ def test_planes_of_a_cube_of_several_rows_are_consecutive_units(client):
     got = read_array(client, out, np.uint32).reshape(2, units)
     np.testing.assert_array_equal(got[0], np.repeat(_planes(x, plane).sum(axis=1), plane))
     np.testing.assert_array_equal(got[1], np.arange(units) % plane, "UNIT_POS_PLANE")
-
-
-@requires(Feature.PLANE)
-def test_plane_kernel_needs_whole_planes(client):
-    plane = client.properties().plane_dim
-    x = client.create_from_slice(np.zeros(4 * plane, np.uint32))
-    before = read_array(client, x, np.uint32).copy()
-    with pytest.raises(LaunchConfigError, match="whole planes"):
-        conformance_plane_shuffle.launch(
-            client, RudaCount(1), RudaDim(plane + 1), ArrayArg(x, 4 * plane), ArrayArg(x, 4 * plane)
-        )
-    np.testing.assert_array_equal(read_array(client, x, np.uint32), before)
