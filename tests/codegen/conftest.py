@@ -3,9 +3,10 @@ drivers.
 
 ``device`` is each OpenCL device of the test run's selection (``--ruda-device``, else
 ``RUDA_TEST_DEVICES``, else every device found), the first CUDA device, and that GPU again with
-code generated for sm_52; ``opencl_device`` the OpenCL devices alone. A backend the selection has
-no device of still gets its device 0, whose tests skip with the reason (or fail when
-``RUDA_REQUIRE`` names the backend).
+code generated for sm_52; ``plane_device`` the same and each OpenCL device again with code
+generated without :data:`BARE_DROPS`; ``opencl_device`` the OpenCL devices alone. A backend
+the selection has no device of still gets its device 0, whose tests skip with the reason (or
+fail when ``RUDA_REQUIRE`` names the backend).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from ruda_core.testing.selection import DeviceSelection, backend_of
 #: The architecture whose fallbacks the ``cuda:0-sm_52`` device runs: no native f64/f16/bf16
 #: atomic adds and no ``__reduce_*_sync``.
 OLD_ARCH = "sm_52"
+#: The subgroup capabilities an OpenCL device's ``-bare`` variant generates code without: it
+#: keeps subgroups of a fixed width and ``sub_group_shuffle``/``_xor``, so products, ballots,
+#: elections and the relative shuffles are built from shuffles by the shared lowering, as on
+#: CUDA, and run on real subgroups.
+BARE_DROPS = frozenset(
+    {"subgroup_arith", "subgroup_ballot", "subgroup_vote", "subgroup_shuffle_relative"}
+)
 _SELECTION = pytest.StashKey[DeviceSelection]()
 
 
@@ -93,6 +101,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cuda = _names(metafunc.config, "cuda")[0]  # one GPU tells what NVRTC makes of the code
         names = [*opencl, cuda, f"{cuda}-{OLD_ARCH}"]
         metafunc.parametrize("device", names, indirect=True, scope="session")
+    if "plane_device" in metafunc.fixturenames:
+        cuda = _names(metafunc.config, "cuda")[0]
+        names = [*opencl, *(f"{name}-bare" for name in opencl), cuda, f"{cuda}-{OLD_ARCH}"]
+        metafunc.parametrize("plane_device", names, indirect=True, scope="session")
 
 
 def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
@@ -108,6 +120,21 @@ def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
     return ComputeClient((cuda.device, OLD_ARCH), server, None, cuda.runtime)
 
 
+def _bare_subgroups_client(opencl: ComputeClient) -> ComputeClient:
+    """A second server on the device of ``opencl`` that generates code without the capabilities
+    of :data:`BARE_DROPS` (the driver still offers them)."""
+    from ruda_opencl.server import OpenCLServer
+
+    class BareSubgroupsServer(OpenCLServer):
+        def compile_options(self) -> CompileOptions:
+            options = super().compile_options()
+            extra = tuple((k, v) for k, v in options.extra if k not in BARE_DROPS)
+            return replace(options, extra=extra)
+
+    server = BareSubgroupsServer(opencl.device)
+    return ComputeClient((opencl.device, "bare"), server, None, opencl.runtime)
+
+
 @pytest.fixture(scope="session")
 def opencl_device(
     request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]
@@ -116,9 +143,24 @@ def opencl_device(
     return Target(open_device(request.param))
 
 
+def _target(name: str, open_device: Callable[[str], ComputeClient]) -> Target:
+    device, _, variant = name.partition("-")
+    client = open_device(device)
+    if variant == "bare":
+        return Target(_bare_subgroups_client(client))
+    return Target(_old_arch_client(client) if variant else client)
+
+
 @pytest.fixture(scope="session")
 def device(request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]) -> Target:
     """Each C-family device in turn (a test using it runs once per device)."""
-    name, _, arch = request.param.partition("-")
-    client = open_device(name)
-    return Target(_old_arch_client(client) if arch else client)
+    return _target(request.param, open_device)
+
+
+@pytest.fixture(scope="session")
+def plane_device(
+    request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]
+) -> Target:
+    """Each C-family device in turn, and each OpenCL device again with the plane operations of
+    its bare subgroups."""
+    return _target(request.param, open_device)

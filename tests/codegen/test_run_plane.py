@@ -1,6 +1,8 @@
 """Plane operations and bf16 on a device (CUDA; OpenCL devices with subgroups and bf16): every
-plane operation against NumPy per plane of PLANE_DIM units, bf16 arithmetic against a bf16
-rounding model in NumPy, and conversions to bf16 against exact rounding of the source value."""
+plane operation against NumPy per plane of PLANE_DIM units, on whole planes and on cubes whose
+last plane is partial (also as built from shuffles on OpenCL's bare subgroups), bf16 arithmetic
+against a bf16 rounding model in NumPy, and conversions to bf16 against exact rounding of the
+source value."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
+from ruda_core.testing.plane_model import PlaneModel
 
 from .kernels import FILE
 from .references import wrap
@@ -21,6 +24,9 @@ E = Elem
 UNITS = 64
 REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
 SCAN = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
+RELATIVE = [Op.PLANE_SHUFFLE_UP, Op.PLANE_SHUFFLE_DOWN, Op.PLANE_SHUFFLE_XOR]
+#: Unit counts of one cube for the partial-plane test (whole planes on some widths).
+PARTIAL_UNITS = [1, 3, 17, 31, 33, 47, 100]
 
 
 def plane_kernel(elem: Elem) -> KernelDefinition:
@@ -80,7 +86,8 @@ def _reference(op: Op, values: list, elem: Elem, plane: int) -> list:
 
 
 @pytest.mark.parametrize("elem", [E.I32, E.U8, E.I64, E.F32, E.F64, E.F16], ids=str)
-def test_plane_operations(device, elem: Elem) -> None:
+def test_plane_operations(plane_device, elem: Elem) -> None:
+    device = plane_device
     try:
         device.emit(plane_kernel(elem))
     except UnsupportedFeature as exc:
@@ -119,6 +126,82 @@ def test_plane_operations(device, elem: Elem) -> None:
     ]
     for slot, expected in enumerate(expected_flags):
         np.testing.assert_array_equal(got_flags[slot * UNITS : (slot + 1) * UNITS], expected)
+
+
+def partial_plane_kernel(elem: Elem) -> KernelDefinition:
+    """One cube: ``out[k*n + u]`` = plane op k of ``x[u]`` (the reductions, the scans, a
+    broadcast of lane 2, a shuffle from and the relative shuffles by ``d[u]``); ``lanes[k*n + u]``
+    a ballot, the election and the plane's lane count (``plane_sum(1)``)."""
+    k = KernelBuilder(f"partial_plane_{elem}", file=FILE, line=1)
+    x = k.array("x", elem, read_only=True)
+    d = k.array("d", E.U32, read_only=True)
+    out = k.array("out", elem)
+    lanes = k.array("lanes", E.U32)
+    u = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="u")
+    n = k.let(Op.LEN, E.U32, x, name="n")
+    v, by = k.load(x, u), k.load(d, u)
+    results = [k.let(op, elem, v) for op in REDUCE + SCAN]
+    results.append(k.let(Op.PLANE_BROADCAST, elem, v, const(2, E.U32)))
+    results += [k.let(op, elem, v, by) for op in [Op.PLANE_SHUFFLE, *RELATIVE]]
+    third = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, const(3, E.U32)), const(0, E.U32))
+    counts = [
+        k.let(Op.PLANE_BALLOT, E.U32, third),
+        k.let(Op.CAST, E.U32, k.let(Op.PLANE_ELECT, E.BOOL)),
+        k.let(Op.PLANE_SUM, E.U32, const(1, E.U32)),
+    ]
+    for array, values in ((out, results), (lanes, counts)):
+        for slot, value in enumerate(values):
+            at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, const(slot, E.U32), n), u)
+            k.store(array, at, value)
+    return k.build()
+
+
+@pytest.mark.parametrize("elem", [E.I32, E.U8, E.I64, E.F32, E.F64, E.F16], ids=str)
+def test_plane_operations_on_partial_planes(plane_device, elem: Elem) -> None:
+    device, defn = plane_device, partial_plane_kernel(elem)
+    try:
+        device.emit(defn)
+    except UnsupportedFeature as exc:
+        pytest.skip(str(exc))
+    plane = device.client.properties().plane_dim
+    rng = np.random.default_rng(5)
+    for units in PARTIAL_UNITS:
+        if elem.is_int:
+            x = rng.integers(-3 if elem.is_signed else 0, 4, units).astype(elem.numpy)
+        else:  # every partial sum and product is exact in any order
+            x = rng.choice(np.array([-1, 1, 0.5, 2], elem.numpy), units, p=[0.4, 0.4, 0.1, 0.1])
+        choices = [0, 1, 2, 3, 7, plane - 1, plane, 2**32 - 1, units % plane, units % plane + 1]
+        d = rng.choice(np.array(choices, np.uint32), units)
+        arrays = [x, d, np.zeros(11 * units, elem.numpy), np.zeros(3 * units, np.uint32)]
+        _, _, got, got_lanes = device.run(defn, arrays, dim=(units, 1, 1))
+        model = PlaneModel(1, units, plane)
+        with np.errstate(over="ignore"):
+            want = [
+                model.sum(x),
+                model.prod(x),
+                model.min(x),
+                model.max(x),
+                model.inclusive_sum(x),
+                model.exclusive_sum(x),
+                model.broadcast(x, 2),
+                model.shuffle(x, d),
+                model.shuffle_up(x, d),
+                model.shuffle_down(x, d),
+                model.shuffle_xor(x, d),
+            ]
+        names = [str(op) for op in [*REDUCE, *SCAN, Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE]]
+        names += [str(op) for op in RELATIVE]
+        for name, expected, actual in zip(names, want, got.reshape(11, units), strict=True):
+            np.testing.assert_array_equal(actual, expected, f"{name} on {units} units")
+        ballot = model.ballot(np.arange(units) % 3 == 0)
+        expected_lanes = [ballot, model.elect().astype(np.uint32), model.lanes]
+        for name, expected, actual in zip(
+            ["plane_ballot", "plane_elect", "plane_sum(1)"],
+            expected_lanes,
+            got_lanes.reshape(3, units),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(actual, expected, f"{name} on {units} units")
 
 
 def bf16_bits(values: np.ndarray) -> np.ndarray:
