@@ -2,7 +2,8 @@
 
 :func:`run_definition` uploads host arrays, launches a :class:`KernelDefinition` through the
 client's public ``launch`` (the launch ABI of :mod:`ruda_core.ir.kernel`) and reads every array
-back. bf16 arrays are passed as ``uint16`` bit patterns. Nothing here knows about a backend.
+back; :func:`run_kernel` does the same for a ``@kernel`` that writes one output array. bf16
+arrays are passed as ``uint16`` bit patterns. Nothing here knows about a backend.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ..ir import Elem, KernelDefinition, ParamKind
+from ..lang import ArrayArg, Kernel
 from ..runtime import (
     ComputeClient,
     Handle,
@@ -24,7 +27,15 @@ from ..runtime import (
     contiguous_strides,
 )
 
-__all__ = ["TIMEOUT_S", "host_dtype", "read_array", "run_definition", "settle", "to_dim"]
+__all__ = [
+    "TIMEOUT_S",
+    "host_dtype",
+    "read_array",
+    "run_definition",
+    "run_kernel",
+    "settle",
+    "to_dim",
+]
 
 #: How long a conformance test waits for device work before calling it hung.
 TIMEOUT_S = 120.0
@@ -109,3 +120,27 @@ def run_definition(
         np.frombuffer(raw, dtype=host_dtype(p.elem)).reshape(np.shape(arr)).copy()
         for p, arr, raw in zip(params, arrays, out, strict=True)
     ]
+
+
+def run_kernel(
+    client: ComputeClient,
+    kern: Kernel,
+    arrays: Sequence[np.ndarray],
+    out: tuple[int, npt.DTypeLike],
+    scalars: Sequence[object] = (),
+    count: Dim3 = 1,
+    dim: Dim3 = 1,
+) -> np.ndarray:
+    """Launch ``kern`` on copies of ``arrays`` (each passed with its element type), then an
+    output array of ``out = (elements, dtype)``, then ``scalars``, and return the output.
+
+    :raises ServerError: launch errors at once; execution errors when the output is read.
+    """
+    args = [
+        ArrayArg(client.create_from_slice(a), a.size, elem=Elem.from_dtype(a.dtype)) for a in arrays
+    ]
+    length, dtype = out[0], np.dtype(out[1])
+    handle = client.empty(length * dtype.itemsize)
+    result = ArrayArg(handle, length, elem=Elem.from_dtype(dtype))
+    kern.launch(client, RudaCount(*to_dim(count)), RudaDim(*to_dim(dim)), *args, result, *scalars)
+    return read_array(client, handle, dtype)

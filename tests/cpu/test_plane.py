@@ -1,7 +1,8 @@
 """Plane operations over groups of PLANE_DIM consecutive units of a cube, with inactive lanes.
 
-These tests call the executor itself: the client launches only whole planes of the NumPy
-device's width (32), and the lane model also serves other widths and a partial last plane.
+These tests call the executor itself, so that planes of other widths than the NumPy device's
+(32) run too, with inactive lanes and a partial last plane; the conformance suite
+(``test_plane_partial``) checks launches of partial planes through the client.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from ruda_core.lang import (
     UNIT_POS,
     UNIT_POS_PLANE,
     Array,
-    ArrayArg,
     Numeric,
     SharedMemory,
     kernel,
@@ -27,9 +26,10 @@ from ruda_core.lang import (
     sync_plane,
     u32,
 )
-from ruda_core.runtime import Feature, RudaCount, RudaDim
+from ruda_core.runtime import Feature
 from ruda_core.testing.markers import need, requires
-from ruda_core.testing.runner import read_array
+from ruda_core.testing.plane_model import PlaneModel
+from ruda_core.testing.runner import run_kernel
 
 CUBES = 2
 #: Deltas given as one scalar argument, by the plane width.
@@ -91,13 +91,8 @@ def _units(client) -> int:
 
 
 def _run(client, kern, arrays, out_len, out_dtype, *scalars, units: int):
-    """Launch ``kern`` over ``CUBES`` cubes of ``units`` on copies of ``arrays``, an output of
-    ``out_len`` elements of ``out_dtype`` and ``scalars``; return the output."""
-    args = [ArrayArg(client.create_from_slice(a), a.size, elem=a.dtype) for a in arrays]
-    out = client.empty(out_len * np.dtype(out_dtype).itemsize)
-    out_arg = ArrayArg(out, out_len, elem=np.dtype(out_dtype))
-    kern.launch(client, RudaCount(CUBES), RudaDim(units), *args, out_arg, *scalars)
-    return read_array(client, out, out_dtype)
+    """``kern`` over ``CUBES`` cubes of ``units``: its output of ``out_len`` ``out_dtype``."""
+    return run_kernel(client, kern, arrays, (out_len, out_dtype), scalars, CUBES, units)
 
 
 def _same_as_reference(client, reference, got, run) -> None:
@@ -106,21 +101,9 @@ def _same_as_reference(client, reference, got, run) -> None:
         np.testing.assert_array_equal(got, run(reference), "differs from the reference device")
 
 
-def _lanes(n: int, plane: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's lane and its plane's first unit, for ``n`` units in whole planes."""
-    lane = np.arange(n) % plane
-    return lane, np.arange(n) - lane
-
-
-def _shuffled(x: np.ndarray, delta: np.ndarray, plane: int) -> list[np.ndarray]:
-    """The host model: up, down, xor; a source outside the plane keeps the lane's value."""
-    lane, first = _lanes(x.size, plane)
-    d = delta.astype(np.int64)
-    results = []
-    for src in (lane - d, lane + d, lane ^ d):
-        inside = (src >= 0) & (src < plane)
-        results.append(np.where(inside, x[first + np.where(inside, src, 0)], x))
-    return results
+def _shuffled(model: PlaneModel, x: np.ndarray, delta: np.ndarray) -> list[np.ndarray]:
+    """The host model: up, down, xor."""
+    return [model.shuffle_up(x, delta), model.shuffle_down(x, delta), model.shuffle_xor(x, delta)]
 
 
 @requires(Feature.PLANE)
@@ -134,7 +117,7 @@ def test_ballot_and_elect(client, reference):
         return _run(c, conformance_ballot_elect, [x], 3 * n, np.uint32, units=units)
 
     got = run(client).reshape(3, n)
-    lane, _ = _lanes(n, plane)
+    lane = PlaneModel(CUBES, units, plane).lane
     bits = np.where((x % 3 == 0) & (lane < 32), np.uint64(1) << lane.astype(np.uint64), 0)
     per_plane = bits.reshape(-1, plane).sum(axis=1).astype(np.uint32)
     np.testing.assert_array_equal(got[0], np.repeat(per_plane, plane), "plane_ballot")
@@ -163,7 +146,9 @@ def test_relative_shuffles_with_a_delta_per_unit(client, reference, elem):
 
     got = run(client).reshape(3, n)
     for k, (name, want) in enumerate(
-        zip(("up", "down", "xor"), _shuffled(x, delta, plane), strict=True)
+        zip(
+            ("up", "down", "xor"), _shuffled(PlaneModel(CUBES, units, plane), x, delta), strict=True
+        )
     ):
         np.testing.assert_array_equal(got[k], want, f"plane_shuffle_{name} (plane_dim {plane})")
     _same_as_reference(client, reference, got.reshape(-1), run)
@@ -182,8 +167,9 @@ def test_relative_shuffles_with_one_delta(client, reference, which):
         return _run(c, conformance_uniform_shuffles, [x], 4 * n, np.uint32, delta, units=units)
 
     got = run(client).reshape(4, n)
-    want = _shuffled(x, np.full(n, delta), plane)
-    odd = _shuffled((x % 2 == 1).astype(np.uint32), np.full(n, delta), plane)[1]
+    model, deltas = PlaneModel(CUBES, units, plane), np.full(n, delta)
+    want = _shuffled(model, x, deltas)
+    odd = _shuffled(model, (x % 2 == 1).astype(np.uint32), deltas)[1]
     for k, (name, expected) in enumerate(
         zip(("up", "down", "xor", "down of bool"), [*want, odd], strict=True)
     ):
@@ -201,6 +187,7 @@ def test_sync_plane_orders_shared_memory_within_a_plane(client, reference):
         return _run(c, conformance_sync_plane, [x], n, np.uint32, units=units)
 
     got = run(client)
-    lane, first = _lanes(n, plane)
+    model = PlaneModel(CUBES, units, plane)
+    lane, first = model.lane, model.first
     np.testing.assert_array_equal(got, x[first + (lane + 1) % plane] * np.uint32(3))
     _same_as_reference(client, reference, got, run)

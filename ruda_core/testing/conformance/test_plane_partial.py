@@ -16,7 +16,6 @@ from ruda_core.lang import (
     UNIT_POS,
     UNIT_POS_PLANE,
     Array,
-    ArrayArg,
     Numeric,
     SharedMemory,
     kernel,
@@ -38,10 +37,10 @@ from ruda_core.lang import (
     sync_plane,
     u32,
 )
-from ruda_core.runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
+from ruda_core.runtime import ComputeClient, Feature, LaunchConfigError
 from ruda_core.testing.markers import need, requires
 from ruda_core.testing.plane_model import PlaneModel
-from ruda_core.testing.runner import read_array
+from ruda_core.testing.runner import run_kernel
 
 CUBES = 2
 #: Unit counts of a cube; those that are whole planes of the device's width are left out.
@@ -105,14 +104,10 @@ def _sizes(client: ComputeClient) -> list[int]:
 
 
 def _run(client, kern, arrays, out_len, out_dtype, *scalars, units: int, dim=None):
-    """Launch ``kern`` over ``CUBES`` cubes of ``units`` (or ``dim``) on copies of ``arrays``,
-    an output of ``out_len`` elements of ``out_dtype`` and ``scalars``; return the output."""
-    args = [ArrayArg(client.create_from_slice(a), a.size, elem=a.dtype) for a in arrays]
-    out = client.empty(out_len * np.dtype(out_dtype).itemsize)
-    out_arg = ArrayArg(out, out_len, elem=np.dtype(out_dtype))
-    shape = dim if dim is not None else RudaDim(units)
-    kern.launch(client, RudaCount(CUBES), shape, *args, out_arg, *scalars)
-    return read_array(client, out, out_dtype)
+    """``kern`` over ``CUBES`` cubes of ``units`` (or ``dim``): its output of ``out_len``
+    ``out_dtype``."""
+    shape = dim if dim is not None else units
+    return run_kernel(client, kern, arrays, (out_len, out_dtype), scalars, CUBES, shape)
 
 
 def _check(client, reference, got, want, run, what: str) -> None:
@@ -257,7 +252,7 @@ def test_a_cube_of_several_rows_is_planes_of_consecutive_units_or_refused(client
     one_row = run(client).reshape(5, n)
     _check(client, reference, list(one_row), _votes(model, x), run, f"(RudaDim({units}))")
     try:
-        got = run(client, RudaDim(width, rows))
+        got = run(client, (width, rows, 1))
     except LaunchConfigError as exc:
         assert "RudaDim.x" in str(exc) and f"RudaDim({units})" in str(exc), str(exc)
         return
