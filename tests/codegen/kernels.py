@@ -299,6 +299,39 @@ def dynamic_shared() -> KernelDefinition:
     return lower_bounds(k.build(), ExecutionMode.CHECKED)
 
 
+REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
+SCAN = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
+RELATIVE = [Op.PLANE_SHUFFLE_UP, Op.PLANE_SHUFFLE_DOWN, Op.PLANE_SHUFFLE_XOR]
+
+
+def partial_plane_kernel(elem: Elem) -> KernelDefinition:
+    """One cube: ``out[k*n + u]`` = plane op k of ``x[u]`` (the reductions, the scans, a
+    broadcast of lane 2, a shuffle from and the relative shuffles by ``d[u]``); ``lanes[k*n + u]``
+    a ballot, the election and the plane's lane count (``plane_sum(1)``)."""
+    k = KernelBuilder(f"partial_plane_{elem}", file=FILE, line=1)
+    x = k.array("x", elem, read_only=True)
+    d = k.array("d", E.U32, read_only=True)
+    out = k.array("out", elem)
+    lanes = k.array("lanes", E.U32)
+    u = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="u")
+    n = k.let(Op.LEN, E.U32, x, name="n")
+    v, by = k.load(x, u), k.load(d, u)
+    results = [k.let(op, elem, v) for op in [*REDUCE, *SCAN]]
+    results.append(k.let(Op.PLANE_BROADCAST, elem, v, const(2, E.U32)))
+    results += [k.let(op, elem, v, by) for op in [Op.PLANE_SHUFFLE, *RELATIVE]]
+    third = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, const(3, E.U32)), const(0, E.U32))
+    counts = [
+        k.let(Op.PLANE_BALLOT, E.U32, third),
+        k.let(Op.CAST, E.U32, k.let(Op.PLANE_ELECT, E.BOOL)),
+        k.let(Op.PLANE_SUM, E.U32, const(1, E.U32)),
+    ]
+    for array, values in ((out, results), (lanes, counts)):
+        for slot, value in enumerate(values):
+            at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, const(slot, E.U32), n), u)
+            k.store(array, at, value)
+    return k.build()
+
+
 KERNELS: dict[str, Callable[[], KernelDefinition]] = {
     f.__name__: f
     for f in (

@@ -13,11 +13,12 @@ import os
 import pytest
 
 from ruda_core.codegen import CFamilyEmitter
+from ruda_core.ir import Elem
 from ruda_core.runtime import Feature
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_cuda.dialect import CudaDialect
 
-from .kernels import KERNELS
+from .kernels import KERNELS, partial_plane_kernel
 
 #: Kernel -> the feature it needs and what the error says where the OpenCL device lacks it.
 OPENCL_NEEDS = {
@@ -62,3 +63,11 @@ def test_kernel_compiles_with_nvrtc(name: str, arch: int) -> None:
     source = CFamilyEmitter(CudaDialect(arch)).emit(KERNELS[name]()).source
     ok, log = _nvrtc_compile(source, arch)
     assert ok, f"NVRTC rejected {name} for sm_{arch}:\n{log}\n{source}"
+
+
+@pytest.mark.parametrize("arch", [60, 90])
+@pytest.mark.parametrize("elem", [E for E in Elem if E is not Elem.BOOL], ids=str)
+def test_plane_operations_of_every_element_compile_with_nvrtc(elem: Elem, arch: int) -> None:
+    source = CFamilyEmitter(CudaDialect(arch)).emit(partial_plane_kernel(elem)).source
+    ok, log = _nvrtc_compile(source, arch)
+    assert ok, f"NVRTC rejected plane operations on {elem} for sm_{arch}:\n{log}\n{source}"

@@ -17,14 +17,11 @@ from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.plane_model import PlaneModel
 
-from .kernels import FILE
+from .kernels import FILE, REDUCE, RELATIVE, SCAN, partial_plane_kernel
 from .references import wrap
 
 E = Elem
 UNITS = 64
-REDUCE = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
-SCAN = [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
-RELATIVE = [Op.PLANE_SHUFFLE_UP, Op.PLANE_SHUFFLE_DOWN, Op.PLANE_SHUFFLE_XOR]
 #: Unit counts of one cube for the partial-plane test (whole planes on some widths).
 PARTIAL_UNITS = [1, 3, 17, 31, 33, 47, 100]
 
@@ -126,34 +123,6 @@ def test_plane_operations(plane_device, elem: Elem) -> None:
     ]
     for slot, expected in enumerate(expected_flags):
         np.testing.assert_array_equal(got_flags[slot * UNITS : (slot + 1) * UNITS], expected)
-
-
-def partial_plane_kernel(elem: Elem) -> KernelDefinition:
-    """One cube: ``out[k*n + u]`` = plane op k of ``x[u]`` (the reductions, the scans, a
-    broadcast of lane 2, a shuffle from and the relative shuffles by ``d[u]``); ``lanes[k*n + u]``
-    a ballot, the election and the plane's lane count (``plane_sum(1)``)."""
-    k = KernelBuilder(f"partial_plane_{elem}", file=FILE, line=1)
-    x = k.array("x", elem, read_only=True)
-    d = k.array("d", E.U32, read_only=True)
-    out = k.array("out", elem)
-    lanes = k.array("lanes", E.U32)
-    u = k.let(Op.ASSIGN, E.U32, builtin("UNIT_POS"), name="u")
-    n = k.let(Op.LEN, E.U32, x, name="n")
-    v, by = k.load(x, u), k.load(d, u)
-    results = [k.let(op, elem, v) for op in REDUCE + SCAN]
-    results.append(k.let(Op.PLANE_BROADCAST, elem, v, const(2, E.U32)))
-    results += [k.let(op, elem, v, by) for op in [Op.PLANE_SHUFFLE, *RELATIVE]]
-    third = k.let(Op.EQ, E.BOOL, k.let(Op.MOD, E.U32, u, const(3, E.U32)), const(0, E.U32))
-    counts = [
-        k.let(Op.PLANE_BALLOT, E.U32, third),
-        k.let(Op.CAST, E.U32, k.let(Op.PLANE_ELECT, E.BOOL)),
-        k.let(Op.PLANE_SUM, E.U32, const(1, E.U32)),
-    ]
-    for array, values in ((out, results), (lanes, counts)):
-        for slot, value in enumerate(values):
-            at = k.let(Op.ADD, E.U32, k.let(Op.MUL, E.U32, const(slot, E.U32), n), u)
-            k.store(array, at, value)
-    return k.build()
 
 
 @pytest.mark.parametrize("elem", [E.I32, E.U8, E.I64, E.F32, E.F64, E.F16], ids=str)
