@@ -417,7 +417,6 @@ class ComputeClient:
             or count.y > max_count[1]
             or count.z > max_count[2]
             or task.shared_bytes > max_shared
-            or task.uses_planes
             or task.dynamic_shared
         ):
             self._check_limits(task, count, dim, scalars)
