@@ -167,6 +167,7 @@ class CpuServer(ComputeServer):
                 {
                     Feature.PLANE,
                     Feature.PLANE_SHUFFLE,
+                    Feature.PARTIAL_PLANE,
                     Feature.ATOMIC_INT64,
                     Feature.ATOMIC_FLOAT,
                     Feature.DYNAMIC_COUNT,

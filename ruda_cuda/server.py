@@ -221,6 +221,7 @@ class CudaServer(ComputeServer):
         features = {
             Feature.PLANE,
             Feature.PLANE_SHUFFLE,
+            Feature.PARTIAL_PLANE,
             Feature.ATOMIC_INT64,
             Feature.ATOMIC_FLOAT,
             Feature.DYNAMIC_COUNT,

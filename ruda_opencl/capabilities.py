@@ -65,11 +65,14 @@ class OpenCLCapabilities:
     :param extra: the dialect capability pairs (:data:`~ruda_opencl.dialect.CAPABILITIES`).
     :param plane_dim: the fixed subgroup width every kernel runs with; 1 without planes.
     :param build_options: the options every program is built with.
+    :param partial_planes: whether a cube's last subgroup may be partial (PoCL 5 aborts the
+        process on one, so there every cube of a plane kernel must be whole planes).
     """
 
     extra: tuple[tuple[str, str], ...]
     plane_dim: int
     build_options: tuple[str, ...]
+    partial_planes: bool = True
 
     @classmethod
     def of(cls, device: Any) -> OpenCLCapabilities:
@@ -84,7 +87,8 @@ class OpenCLCapabilities:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
         if any(key in extra for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
-        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options))
+        pocl = "Portable Computing Language" in device.platform.name
+        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), not pocl)
 
     @property
     def compile_options(self) -> CompileOptions:
@@ -103,6 +107,8 @@ class OpenCLCapabilities:
         }
         if self.plane_dim > 1 and ("subgroup_arith" in caps or "subgroup_shuffle" in caps):
             features.add(Feature.PLANE)
+            if self.partial_planes:
+                features.add(Feature.PARTIAL_PLANE)
             if "subgroup_shuffle" in caps:
                 features.add(Feature.PLANE_SHUFFLE)
         if "int64_atomics" in caps:

@@ -168,6 +168,7 @@ class OpenCLServer(ComputeServer):
         dev = self._device
         capabilities = OpenCLCapabilities.of(dev)
         self._options = capabilities.compile_options
+        self._partial_planes = capabilities.partial_planes
         self._build_options = list(capabilities.build_options)
         self._properties = DeviceProperties(
             name=dev.name.strip(),
@@ -276,6 +277,12 @@ class OpenCLServer(ComputeServer):
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
             )
         plane = self._properties.plane_dim
+        if task.uses_planes and not self._partial_planes and dim.num_units % plane:
+            raise LaunchConfigError(
+                f"kernel {launcher.name} uses plane operations on {dim}, {dim.num_units} units: "
+                f"{self._device.platform.name.strip()} cannot run a partial subgroup, so make "
+                f"the unit count a multiple of {self._device.name.strip()}'s plane width {plane}"
+            )
         if task.uses_planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
                 f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows "

@@ -24,6 +24,8 @@ class Feature(enum.Enum):
 
     PLANE = "plane"  #: plane (warp / subgroup) operations
     PLANE_SHUFFLE = "plane_shuffle"  #: plane_shuffle / plane_broadcast with per-unit lanes
+    #: plane operations on a cube whose unit count is not a multiple of the plane width
+    PARTIAL_PLANE = "partial_plane"
     ATOMIC_INT64 = "atomic_int64"  #: 64-bit integer atomics
     ATOMIC_FLOAT = "atomic_float"  #: float atomics (native or emulated)
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic

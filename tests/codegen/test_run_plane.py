@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import Elem, KernelDefinition, Op
+from ruda_core.runtime import Feature
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.plane_model import PlaneModel
@@ -132,6 +133,8 @@ def test_plane_operations_on_partial_planes(plane_device, elem: Elem) -> None:
         device.emit(defn)
     except UnsupportedFeature as exc:
         pytest.skip(str(exc))
+    if not device.client.features().has(Feature.PARTIAL_PLANE):
+        pytest.skip(f"{device.client.device} runs whole planes only")
     plane = device.client.properties().plane_dim
     rng = np.random.default_rng(5)
     for units in PARTIAL_UNITS:

@@ -55,6 +55,7 @@ class FakeDevice:
     subgroup sizes (whose width query would go to the ICD loader)."""
 
     single_fp_config = 0
+    platform = SimpleNamespace(name="NVIDIA CUDA")
 
     def __init__(self, extensions: str, features: tuple[str, ...] = (), warp: int = 0) -> None:
         self.extensions = extensions

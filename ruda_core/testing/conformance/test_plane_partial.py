@@ -129,7 +129,7 @@ def _small_exact(rng: np.random.Generator, n: int, elem: Elem) -> np.ndarray:
     return rng.integers(-3 if elem.is_signed else 0, 4, n).astype(elem.numpy)
 
 
-@requires(Feature.PLANE)
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
 @pytest.mark.parametrize(
     "elem", [Elem.I32, Elem.U32, Elem.F32, Elem.I64, Elem.F64, Elem.U8, Elem.F16], ids=str
 )
@@ -201,7 +201,7 @@ def _votes(model: PlaneModel, x: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-@requires(Feature.PLANE)
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
 def test_ballot_votes_and_election_over_the_lanes_that_exist(client, reference):
     plane = client.properties().plane_dim
     for units in _sizes(client):
@@ -219,7 +219,7 @@ def test_ballot_votes_and_election_over_the_lanes_that_exist(client, reference):
         _check(client, reference, list(got), _votes(model, x), run, what)
 
 
-@requires(Feature.PLANE)
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
 def test_sync_plane_on_a_partial_plane(client, reference):
     plane = client.properties().plane_dim
     for units in _sizes(client):
@@ -234,7 +234,7 @@ def test_sync_plane_on_a_partial_plane(client, reference):
         _check(client, reference, [run(client)], want, run, f"(RudaDim({units}), plane {plane})")
 
 
-@requires(Feature.PLANE)
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
 def test_a_cube_of_several_rows_is_planes_of_consecutive_units_or_refused(client, reference):
     """Rows that are not whole planes: planes run on across rows (as on the reference device),
     or the launch is refused at once, saying to launch one row of as many units, which must
@@ -257,3 +257,13 @@ def test_a_cube_of_several_rows_is_planes_of_consecutive_units_or_refused(client
         assert "RudaDim.x" in str(exc) and f"RudaDim({units})" in str(exc), str(exc)
         return
     np.testing.assert_array_equal(got, one_row.reshape(-1), f"RudaDim({width}, {rows})")
+
+
+@requires(Feature.PLANE)
+def test_a_device_without_partial_planes_refuses_them_before_anything_runs(client):
+    if client.features().has(Feature.PARTIAL_PLANE):
+        pytest.skip(f"{client.device} runs partial planes")
+    plane = client.properties().plane_dim
+    x = np.arange(plane + 1, dtype=np.uint32)
+    with pytest.raises(LaunchConfigError, match=f"multiple of .*plane width {plane}"):
+        _run(client, conformance_partial_votes, [x], 5 * x.size, np.uint32, units=plane + 1)
