@@ -157,7 +157,7 @@ def test_reductions_and_scans_over_the_lanes_that_exist(client, reference, elem)
         _check(client, reference, list(got), want, run, f"(RudaDim({units}), plane {plane})")
 
 
-@requires(Feature.PLANE, Feature.PLANE_SHUFFLE)
+@requires(Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE)
 @pytest.mark.parametrize("elem", [Elem.U32, Elem.I32, Elem.F32, Elem.U8, Elem.F64], ids=str)
 def test_broadcast_and_shuffles_read_only_lanes_that_exist(client, reference, elem):
     need(client, elem, reference=reference)
