@@ -20,6 +20,7 @@ from .kernel import (
     RangeLoop,
     Return,
     Stmt,
+    rewrite,
     walk,
 )
 from .lines import line_alignment, scalarize_lines, uses_lines
@@ -110,6 +111,7 @@ __all__ = [
     "line_alignment",
     "lower_bounds",
     "report_names",
+    "rewrite",
     "scalarize_lines",
     "uses_lines",
     "verify",

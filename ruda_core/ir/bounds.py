@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from .kernel import Block, If, Instr, KernelDefinition, Loop, RangeLoop, Stmt
+from .kernel import Block, If, Instr, KernelDefinition, Stmt, rewrite
 from .modes import ExecutionMode
 from .ops import ATOMIC_OPS, Op
 from .types import Elem
@@ -118,7 +118,9 @@ class _BoundsLowering:
         self.line_counts: dict[tuple[Param, int, Elem], Local] = {}
 
     def run(self) -> KernelDefinition:
-        body = self._block(self.defn.body)
+        body = rewrite(
+            self.defn.body, lambda ins: self._guard(ins) if ins.op in _CHECKED_OPS else [ins]
+        )
         params = self.defn.params
         if self.validate:
             report = Param(len(params), REPORT_PARAM, ParamKind.ARRAY, Elem.U32)
@@ -140,21 +142,6 @@ class _BoundsLowering:
         local = Local(name, elem)
         self.temps.append(local)
         return local
-
-    def _block(self, block: Block) -> Block:
-        out: list[Stmt] = []
-        for stmt in block:
-            if isinstance(stmt, Instr) and stmt.op in _CHECKED_OPS:
-                out.extend(self._guard(stmt))
-            elif isinstance(stmt, If):
-                out.append(
-                    replace(stmt, then=self._block(stmt.then), orelse=self._block(stmt.orelse))
-                )
-            elif isinstance(stmt, RangeLoop | Loop):
-                out.append(replace(stmt, body=self._block(stmt.body)))
-            else:
-                out.append(stmt)
-        return tuple(out)
 
     def _length(self, param: Param) -> Local:
         """``LEN(param)``, computed once at the kernel's start."""

@@ -16,8 +16,8 @@ the NumPy device can run it as masks.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 from .ops import Op
 from .printing import PrintFormat
@@ -35,6 +35,7 @@ __all__ = [
     "RangeLoop",
     "Return",
     "Stmt",
+    "rewrite",
     "walk",
 ]
 
@@ -221,6 +222,24 @@ def walk(block: Block) -> Iterator[Stmt]:
             yield from walk(stmt.orelse)
         elif isinstance(stmt, RangeLoop | Loop):
             yield from walk(stmt.body)
+
+
+def rewrite(block: Block, instr: Callable[[Instr], Iterable[Stmt]]) -> Block:
+    """``block`` with every instruction, nested ones included, replaced by what ``instr`` gives
+    for it (the structure around them kept)."""
+    out: list[Stmt] = []
+    for stmt in block:
+        if isinstance(stmt, Instr):
+            out.extend(instr(stmt))
+        elif isinstance(stmt, If):
+            out.append(
+                replace(stmt, then=rewrite(stmt.then, instr), orelse=rewrite(stmt.orelse, instr))
+            )
+        elif isinstance(stmt, RangeLoop | Loop):
+            out.append(replace(stmt, body=rewrite(stmt.body, instr)))
+        else:
+            out.append(stmt)
+    return tuple(out)
 
 
 def _dump_block(block: Block, depth: int, lines: list[str], with_loc: bool) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from .kernel import Block, If, Instr, KernelDefinition, Loop, RangeLoop, Stmt, walk
+from .kernel import Instr, KernelDefinition, Stmt, rewrite, walk
 from .ops import LANE_WISE_OPS, Op
 from .variables import Const, Local, Operand, Param
 
@@ -77,23 +77,8 @@ class _Scalarizer:
         return local
 
     def run(self) -> KernelDefinition:
-        body = self._block(self.defn.body)
+        body = rewrite(self.defn.body, self._instr)
         return replace(self.defn, locals=tuple(self.locals), body=body)
-
-    def _block(self, block: Block) -> Block:
-        out: list[Stmt] = []
-        for stmt in block:
-            if isinstance(stmt, Instr):
-                out.extend(self._instr(stmt))
-            elif isinstance(stmt, If):
-                out.append(
-                    replace(stmt, then=self._block(stmt.then), orelse=self._block(stmt.orelse))
-                )
-            elif isinstance(stmt, RangeLoop | Loop):
-                out.append(replace(stmt, body=self._block(stmt.body)))
-            else:
-                out.append(stmt)
-        return tuple(out)
 
     def _lane(self, value: object, k: int) -> object:
         if isinstance(value, Local) and value.width > 1:

@@ -27,6 +27,7 @@ from ..ir import (
     RangeLoop,
     SourceLoc,
     Stmt,
+    rewrite,
     verify,
 )
 from .scope import Fields, Frame, PyVal, Value
@@ -103,19 +104,11 @@ def _written(block: Block, out: set[Param]) -> None:
 
 
 def _substitute(block: Block, mapping: dict[Param, Param]) -> Block:
-    out: list[Stmt] = []
-    for stmt in block:
-        if isinstance(stmt, Instr):
-            args = tuple(mapping.get(a, a) if isinstance(a, Param) else a for a in stmt.args)
-            out.append(replace(stmt, args=args))
-        elif isinstance(stmt, If):
-            then, orelse = _substitute(stmt.then, mapping), _substitute(stmt.orelse, mapping)
-            out.append(replace(stmt, then=then, orelse=orelse))
-        elif isinstance(stmt, RangeLoop | Loop):
-            out.append(replace(stmt, body=_substitute(stmt.body, mapping)))
-        else:
-            out.append(stmt)
-    return tuple(out)
+    def instr(ins: Instr) -> list[Stmt]:
+        args = tuple(mapping.get(a, a) if isinstance(a, Param) else a for a in ins.args)
+        return [replace(ins, args=args)]
+
+    return rewrite(block, instr)
 
 
 def _mark_read_only(defn: KernelDefinition) -> KernelDefinition:
