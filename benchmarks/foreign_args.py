@@ -2,9 +2,10 @@
 Triton, in one run.
 
 * ``ruda ArrayArg``: ``saxpy.launch`` with three ``ArrayArg`` (the plain path);
-* ``ruda foreign``: the same launch with three arrays of another library, imported through
-  DLPack at every launch: NumPy arrays on ``cpu``, PyTorch tensors on ``cuda:*`` (ordered
-  after torch's current stream);
+* ``ruda foreign``: the same launch with three arrays of another library, borrowed at every
+  launch (read through their own accessors, bound through a cached entry, kept alive by the
+  stream): NumPy arrays and, with torch installed, torch CPU tensors on ``cpu``; PyTorch
+  tensors on ``cuda:*`` (ordered after torch's current stream);
 * ``Triton``: on ``cuda:*``, Triton's launch of an equivalent saxpy kernel with the same torch
   tensors.
 
@@ -113,7 +114,8 @@ def torch_side(client: ComputeClient, device: str) -> Side:
 
     def sync() -> None:
         client.sync().result()
-        torch.cuda.synchronize()
+        if device != "cpu":
+            torch.cuda.synchronize()
 
     return enqueue, sync
 
@@ -135,6 +137,8 @@ def sides(device: str) -> dict[str, Side]:
     found = {"ruda ArrayArg": plain_side(client)}
     if device == "cpu":
         found["ruda NumPy arrays"] = numpy_side(client)
+        if importlib.util.find_spec("torch") is not None:
+            found["ruda torch-CPU tensors"] = torch_side(client, device)
     elif device.startswith("cuda") and importlib.util.find_spec("torch") is not None:
         found["ruda torch tensors"] = torch_side(client, device)  # torch names it the same
         if importlib.util.find_spec("triton") is not None:

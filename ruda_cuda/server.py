@@ -81,6 +81,9 @@ class CudaStream(ServerStream):
         self.stream = stream
         self.ptr: int = stream.ptr
         self.in_flight: list[tuple[Any, list[np.ndarray]]] = []
+        #: the event recorded on another library's stream for this one to wait on (reused:
+        #: ``cudaStreamWaitEvent`` waits for the record made before it, whatever comes later)
+        self.producer_event: Any = None
 
     def prune(self) -> None:
         self.in_flight = [(e, hosts) for e, hosts in self.in_flight if not e.done]
@@ -274,11 +277,14 @@ class CudaServer(ComputeServer):
 
     def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
         self._activate()
-        event = cupy.cuda.Event(block=False, disable_timing=True)
+        cuda = cast(CudaStream, stream)
+        event = cuda.producer_event
+        if event is None:  # one per stream: a wait takes the record made just before it
+            event = cuda.producer_event = cupy.cuda.Event(block=False, disable_timing=True)
 
         def wait() -> None:
             runtime.eventRecord(event.ptr, producer)
-            runtime.streamWaitEvent(cast(CudaStream, stream).ptr, event.ptr, 0)
+            runtime.streamWaitEvent(cuda.ptr, event.ptr, 0)
 
         guard("ordering ruda's stream after another library's work", wait)
 
@@ -309,7 +315,8 @@ class CudaServer(ComputeServer):
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
         ptr: int = stream.ptr  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
-        self._activate()
+        if getattr(_current, "index", None) != self._index:  # _activate(), inlined
+            self._activate()
         params = launcher.params
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
         try:

@@ -23,7 +23,13 @@ from ..runtime.memory.handle import Handle
 from . import cuda_array_interface
 from .dlpack import VERSION, DLDeviceType, ForeignTensor, take_capsule
 
-__all__ = ["DLPackExporter", "Imported", "import_cuda_array_interface", "import_dlpack"]
+__all__ = [
+    "DLPackExporter",
+    "Imported",
+    "check_usable",
+    "import_cuda_array_interface",
+    "import_dlpack",
+]
 
 
 class DLPackExporter(Protocol):
@@ -82,6 +88,19 @@ def _check_device(client: ComputeClient, device: tuple[int, int], what: str) -> 
 def _adopt(
     client: ComputeClient, foreign: ForeignTensor, what: str, producer: int | None
 ) -> Imported:
+    elem, nbytes = check_usable(client, foreign, what)
+    stream = client.execution_stream().value
+    handle = client.server.adopt(foreign.address, nbytes, foreign.owner, stream, producer)
+    return Imported(handle, foreign.shape, foreign.strides, elem)
+
+
+def check_usable(client: ComputeClient, foreign: ForeignTensor, what: str) -> tuple[Elem, int]:
+    """The element type of ``foreign`` and the bytes it spans, once it is known that
+    ``client`` can use its memory as is.
+
+    :raises InteropError: for another device, an element type ruda lacks, negative strides, a
+        misaligned address or a read-only array.
+    """
     _check_device(client, foreign.device, what)
     elem = foreign.elem
     if foreign.read_only:
@@ -100,10 +119,7 @@ def _adopt(
             f"{what} starts at address {foreign.address:#x}, not aligned to its {elem} "
             f"elements ({elem.nbytes} B); pass an aligned array"
         )
-    nbytes = span(foreign.shape, foreign.strides) * elem.nbytes
-    stream = client.execution_stream().value
-    handle = client.server.adopt(foreign.address, nbytes, foreign.owner, stream, producer)
-    return Imported(handle, foreign.shape, foreign.strides, elem)
+    return elem, span(foreign.shape, foreign.strides) * elem.nbytes
 
 
 def import_dlpack(obj: object, client: ComputeClient | None = None) -> Imported:

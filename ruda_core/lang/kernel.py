@@ -19,6 +19,7 @@ from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
 from ..runtime.dims import RudaCount, RudaDim
+from .borrow import borrow_arguments
 from .foreign import import_arguments, shown
 from .frontend import build_kernel
 from .launcher import Launcher, Submit, arg_elem
@@ -201,12 +202,44 @@ class Kernel:
             args = self._flatten(args)
         launcher = self._default  # _launcher(), inlined for the common case
         if comptime or launcher is None:
-            self._submit(client, client.launch, count, dim, args, comptime)
+            self._launch_slow(client, count, dim, args, comptime)
             return
         try:
-            launcher.launch(client.launch, count, dim, args)
-        except LaunchConfigError:  # perhaps foreign arrays: the full path imports them
+            launcher.direct(client, count, dim, args)
+        except LaunchConfigError:  # perhaps foreign arrays
+            self._launch_foreign(client, count, dim, args, comptime)
+
+    def _launch_slow(
+        self,
+        client: Any,
+        count: RudaCount,
+        dim: RudaDim,
+        args: tuple[object, ...],
+        comptime: dict[str, object],
+    ) -> None:
+        """A Checked launch through the full lookup (keywords, element-generic kernels)."""
+        try:
+            self._launcher(args, comptime).direct(client, count, dim, args)
+        except LaunchConfigError:
+            self._launch_foreign(client, count, dim, args, comptime)
+
+    def _launch_foreign(
+        self,
+        client: Any,
+        count: RudaCount,
+        dim: RudaDim,
+        args: tuple[object, ...],
+        comptime: dict[str, object],
+    ) -> None:
+        """A Checked launch whose binding failed: with NumPy arrays and torch tensors borrowed,
+        else with foreign arrays imported, else the binding's error."""
+        borrowed = borrow_arguments(client, self._runtime, args)
+        if borrowed is None:
             self._submit(client, client.launch, count, dim, args, comptime)
+            return
+        converted, owners, producer = borrowed
+        client.server.keep_alive(client.execution_stream().value, owners, producer)
+        self._launcher(converted, comptime).direct(client, count, dim, converted)
 
     def launch_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object

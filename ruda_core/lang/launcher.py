@@ -20,6 +20,7 @@ Every check raises :class:`LaunchConfigError` before anything is enqueued.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition, Param, ParamKind, line_alignment
+from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask
 from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
@@ -44,13 +46,24 @@ Submit = Callable[[KernelTask, RudaCount, RudaDim, list[Binding], list[np.generi
 Binder = Callable[[object, list[Binding], list[np.generic], list[int], list[int]], None]
 
 _U32_LIMIT = 1 << 32
+#: clients whose launchers one Launcher keeps
+_MAX_CLIENTS = 16
 _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
 
 
 class Launcher:
     """The launch path of one specialisation (thread-safe: it holds no per-launch state)."""
 
-    __slots__ = ("_binders", "_names", "alignment", "definition", "launch", "task")
+    __slots__ = (
+        "_binders",
+        "_names",
+        "_runs",
+        "alignment",
+        "definition",
+        "direct",
+        "launch",
+        "task",
+    )
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
@@ -60,9 +73,19 @@ class Launcher:
             _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
         )
         self._names = ", ".join(p.name for p in definition.params)
-        #: the launch entry point: a generated fast path where the signature allows one
+        #: per client, its ``launcher(task)``: at most :data:`_MAX_CLIENTS` (clients pinned
+        #: with ``fixed_execution_queue`` come and go)
+        self._runs: dict[object, ClientLaunch] = {}
+        fast = _fast_path(self)
+        #: ``launch(submit, count, dim, args)``: bind and call ``submit`` (any launch form); a
+        #: generated fast path where the signature allows one
         self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
-            _fast_path(self) or self.checked_launch
+            fast[0] if fast else self.checked_launch
+        )
+        #: ``direct(client, count, dim, args)``: a Checked launch on ``client`` through its
+        #: kept ``launcher(task)``; generated like ``launch``
+        self.direct: Callable[[Any, RudaCount, RudaDim, Sequence[object]], None] = (
+            fast[1] if fast else self._direct
         )
 
     def checked_launch(
@@ -73,6 +96,25 @@ class Launcher:
 
         :raises LaunchConfigError: for a wrong argument count, kind, element type or size.
         """
+        return submit(self.task, count, dim, *self._bind(args))
+
+    def run_on(self, client: Any) -> ClientLaunch:
+        """``client.launcher(task)``, made once per client and kept (for a client-like object
+        with ``launch`` alone: a call of that)."""
+        run = self._runs.get(client)
+        if run is None:
+            if len(self._runs) >= _MAX_CLIENTS:
+                self._runs.clear()
+            make = getattr(client, "launcher", None)
+            run = self._runs[client] = (
+                make(self.task) if make is not None else functools.partial(client.launch, self.task)
+            )
+        return run
+
+    def _direct(self, client: Any, count: RudaCount, dim: RudaDim, args: Sequence[object]) -> None:
+        self.run_on(client)(count, dim, *self._bind(args))
+
+    def _bind(self, args: Sequence[object]) -> tuple[list[Binding], list[np.generic], list[int]]:
         if len(args) != len(self._binders):
             raise LaunchConfigError(
                 f"kernel '{self.definition.name}' takes {len(self._binders)} arguments "
@@ -85,7 +127,7 @@ class Launcher:
         for bind, arg in zip(self._binders, args, strict=True):
             bind(arg, bindings, scalars, metadata, dims)
         metadata += dims
-        return submit(self.task, count, dim, bindings, scalars, metadata)
+        return bindings, scalars, metadata
 
 
 def arg_elem(arg: object) -> Elem | None:
@@ -267,10 +309,13 @@ def _scalar_converter(where: str, elem: Elem) -> Callable[[object], np.generic]:
     return to_float
 
 
-def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
-    """A launch function generated for a signature of Array and scalar parameters.
+def _fast_path(
+    launcher: Launcher,
+) -> tuple[Callable[..., Any], Callable[..., None]] | None:
+    """Launch functions generated for a signature of Array and scalar parameters:
+    ``launch(submit, count, dim, args)`` and ``direct(client, count, dim, args)``.
 
-    It accepts exactly what the binders accept when every Array argument is an ``ArrayArg``
+    They accept exactly what the binders accept when every Array argument is an ``ArrayArg``
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
     converted by the same converter); anything else goes to :meth:`Launcher.checked_launch`,
     which raises the precise error. The generated code does no per-parameter dispatch.
@@ -290,7 +335,7 @@ def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
             checks.append(
                 f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
                 f" or {a}.length * {p.elem.nbytes} > {a}.handle.nbytes{misaligned}:"
-                " return slow(s, c, d, args)"
+                " return SLOW"
             )
             bindings.append(f"{a}.handle.binding()")
             lengths.append(f"{a}.length")
@@ -300,14 +345,25 @@ def _fast_path(launcher: Launcher) -> Callable[..., None] | None:
             scalars.append(f"{a} if type({a}) is T{k} else C{k}({a})")
     names = ", ".join(f"a{k}" for k in range(len(defn.params)))
     unpack = f"    {names}{',' if len(defn.params) == 1 else ''} = args\n" if defn.params else ""
-    body = "".join(f"    {line}\n" for line in checks)
+    body = (
+        f"    if len(args) != {len(defn.params)}: return SLOW\n"
+        + unpack
+        + "".join(f"    {line}\n" for line in checks)
+    )
+    lists = f"[{', '.join(bindings)}], [{', '.join(scalars)}], [{', '.join(lengths)}]"
     source = (
         "def launch(s, c, d, args):\n"
-        f"    if len(args) != {len(defn.params)}: return slow(s, c, d, args)\n"
-        f"{unpack}{body}"
-        f"    return s(task, c, d, [{', '.join(bindings)}], [{', '.join(scalars)}], "
-        f"[{', '.join(lengths)}])\n"
+        + body.replace("SLOW", "slow(s, c, d, args)")
+        + f"    return s(task, c, d, {lists})\n"
+        "def direct(cl, c, d, args):\n"
+        + body.replace("SLOW", "slow_direct(cl, c, d, args)")
+        + "    run = runs.get(cl)\n"
+        "    if run is None: run = run_on(cl)\n"
+        f"    run(c, d, {lists})\n"
     )
     env["slow"] = launcher.checked_launch
+    env["slow_direct"] = launcher._direct
+    env["runs"] = launcher._runs
+    env["run_on"] = launcher.run_on
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
-    return env["launch"]  # type: ignore[return-value]  # the function defined above
+    return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above

@@ -45,12 +45,16 @@ from .stream import StreamId, thread_stream
 if TYPE_CHECKING:
     from .backend import Runtime
 
-__all__ = ["ComputeClient", "CopyDescriptor", "PreparedLaunch"]
+__all__ = ["ClientLaunch", "ComputeClient", "CopyDescriptor", "PreparedLaunch"]
 
 T = TypeVar("T")
 _CHECKED = ExecutionMode.CHECKED
 #: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
 _new_args = tuple.__new__
+#: what :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars, metadata)``
+ClientLaunch = Callable[
+    [RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int]], None
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +429,43 @@ class ComputeClient:
         if stream is None:
             stream = getattr(thread_stream, "stream", None) or StreamId.current()
         self._server.launch(task, args, _CHECKED, stream.value)
+
+    def launcher(self, task: RudaTask) -> ClientLaunch:
+        """``launch(task, ...)`` on this client as one function ``run(count, dim, bindings,
+        scalars, metadata)``, with what is fixed per task (its shared memory against the
+        device, the server's lookups) done once: the same checks, raised at once, and the same
+        stream resolution at each call. Meant to be kept by whoever launches ``task`` often."""
+        run = self._server.checked_launcher(task)
+        max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
+        always = task.shared_bytes > max_shared or task.dynamic_shared
+        check = self._check_limits
+        local = thread_stream
+
+        def launch(
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic] = (),
+            metadata: Sequence[int] = (),
+        ) -> None:
+            x, y, z = dim.x, dim.y, dim.z
+            if (
+                always
+                or x * y * z > max_units
+                or x > dx
+                or y > dy
+                or z > dz
+                or count.x > cx
+                or count.y > cy
+                or count.z > cz
+            ):
+                check(task, count, dim, scalars)
+            stream = self._stream  # execution_stream(), inlined; set_stream may change it
+            if stream is None:
+                stream = getattr(local, "stream", None) or StreamId.current()
+            run(count, dim, bindings, scalars, metadata, stream.value)
+
+        return launch
 
     def launch_unchecked(
         self,

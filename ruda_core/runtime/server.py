@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
@@ -42,11 +43,11 @@ from .cache import EntryOrigin
 from .capture import CapturedLaunch, Captures, PreparedStep, Recording
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
-from .dims import RudaCount
+from .dims import RudaCount, RudaDim
 from .fork import check_new_server, track
 from .future import RudaFuture
 from .kernels import CompileStats, KernelCache, LoadedKernel
-from .memory.handle import Binding, Handle
+from .memory.handle import Binding, Handle, Page, Slice
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage
 from .memory.usage import MemoryUsage
@@ -54,15 +55,24 @@ from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
 
-__all__ = ["Bytes", "CompileStats", "ComputeServer", "ServerStream"]
+__all__ = ["Bytes", "CheckedLaunch", "CompileStats", "ComputeServer", "ServerStream"]
 
 #: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
 #: without a copy; ``bytes(b)`` copies).
 Bytes = memoryview
 
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
+#: owners kept per stream before they are fenced as one batch (see ComputeServer.keep_alive)
+_KEEP_BATCH = 64
 _VALIDATE = ExecutionMode.VALIDATE
 _CHECKED = ExecutionMode.CHECKED
+#: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
+_new_args = tuple.__new__
+#: what :meth:`ComputeServer.checked_launcher` returns: ``run(count, dim, bindings, scalars,
+#: metadata, stream_value)``
+CheckedLaunch = Callable[
+    [RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int], int], None
+]
 
 
 class ServerStream:
@@ -73,6 +83,11 @@ class ServerStream:
         self.error: ServerError | None = None
         #: Validate-mode reports since the last sync (made at the first validated launch)
         self.reports: ReportLog | None = None
+        #: what keeps other libraries' memory alive for work queued since the last fence of
+        #: them (see :meth:`ComputeServer.keep_alive`)
+        self.kept: list[object] = []
+        #: earlier batches of ``kept``, each with the fence after the work that used it
+        self.fenced: deque[tuple[Fence, list[object]]] = deque()
 
     def take_error(self) -> ServerError | None:
         error, self.error = self.error, None
@@ -401,6 +416,48 @@ class ComputeServer(ABC):
             slice_ = self.memory.adopt(resource, nbytes, owner, stream)
             return Handle._new(slice_, self.memory.dropped, self.server_id)
 
+    def borrow(self, address: int, nbytes: int) -> Binding:
+        """A binding over ``nbytes`` at ``address`` that another library allocated on this
+        device, owned by nobody: the caller keeps that memory alive, for each launch that uses
+        the binding, with :meth:`keep_alive`. It is refused by captures (which keep memory
+        through handles) and never touches the pool; its stream bookkeeping orders ruda's
+        streams as a handle's does.
+
+        :raises UnsupportedFeature: on a device whose memory cannot be used by address.
+        """
+        resource = self._adopt(address, nbytes)
+        slice_ = Slice(Page(resource, nbytes, True), 0, nbytes, nbytes)
+        return Binding(slice_, 0, nbytes, self.server_id, resource)
+
+    def keep_alive(self, stream_value: int, owners: Sequence[object], producer: int | None) -> None:
+        """Keep ``owners`` alive until the work enqueued on the stream from now until the next
+        launch is done (they are fenced in batches, and at each ``sync``), and, with
+        ``producer`` (another library's stream handle) other than the stream's own, make later
+        work on the stream wait for what ``producer`` has queued. Call it before enqueueing the
+        launch that uses the owners' memory."""
+        with self.lock:
+            stream = self._stream(stream_value)
+            if producer is not None and producer != self._stream_handle(stream):
+                self._order_after_producer(stream, producer)
+            stream.kept += owners
+            if len(stream.kept) >= _KEEP_BATCH:
+                self._fence_kept(stream)
+
+    def _fence_kept(self, stream: ServerStream) -> None:
+        """Fence the stream's kept owners as one batch; let go of batches whose work is done
+        (lock held)."""
+        fenced = stream.fenced
+        while fenced and fenced[0][0].done():
+            fenced.popleft()
+        if stream.kept:
+            fenced.append((self._fence(stream), stream.kept))
+            stream.kept = []
+
+    @property
+    def capturing(self) -> bool:
+        """Whether any stream of this server is being captured now."""
+        return bool(self._captures)
+
     def stream_handle(self, stream_value: int) -> int | None:
         """The driver's handle of a stream for other libraries (what a DLPack producer is asked
         to order its work before), None on a device without such streams."""
@@ -471,6 +528,66 @@ class ComputeServer(ABC):
             backlog = self._enqueue(stream, task, mode, kernel, args)
         if backlog is not None:
             _settle(backlog)
+
+    def checked_launcher(self, task: RudaTask) -> CheckedLaunch:
+        """``launch(task, LaunchArgs(count, dim, bindings, scalars, metadata), CHECKED,
+        stream_value)`` as one function ``run(count, dim, bindings, scalars, metadata,
+        stream_value)``, with what is fixed per task looked up once: the same checks,
+        bookkeeping, ordering and error surfacing, and one lock acquisition. Anything but the
+        common case (an open capture, a profile, a dynamic or empty count, a poisoned input, a
+        kernel not built yet, a new stream) takes :meth:`launch` itself."""
+        launch = self.launch
+        backend = self._launch
+        kernels = self._checked_kernels
+        key = task.key
+        streams = self._streams
+        memory = self.memory
+        dropped = memory.dropped
+        captures = self._captures
+        server_id = self.server_id
+        n_streams = self.max_streams
+
+        def run(
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+            stream_value: int,
+        ) -> None:
+            args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
+            kernel = kernels.get(key)
+            stream = streams.get(stream_value % n_streams)
+            if (
+                kernel is None
+                or stream is None
+                or captures
+                or self._profile is not None
+                or count.binding is not None
+                or not (count.x and count.y and count.z)
+            ):
+                launch(task, args, _CHECKED, stream_value)
+                return
+            with self.lock:  # read each time: a fork replaces it
+                if dropped:
+                    memory.drain()
+                poisoned = False
+                for b in bindings:  # _use_bindings(), inlined
+                    s = b.slice
+                    if b.server_id != server_id or s.freed:
+                        raise self.bad_binding(b)
+                    if s.stream is not stream:
+                        if s.stream is not None:
+                            self._wait(stream, self._fence(s.stream))
+                        s.stream = stream
+                    if s.error is not None:
+                        poisoned = True
+                if poisoned:
+                    self._enqueue(stream, task, _CHECKED, kernel, args)
+                else:
+                    backend(stream, task, kernel, args)
+
+        return run
 
     def _enqueue(
         self,
@@ -647,6 +764,8 @@ class ComputeServer(ABC):
             if log is not None and log.owners:
                 self._fold(stream, log)
             folds, tally = log.take() if log is not None else ([], None)
+            if stream.kept or stream.fenced:
+                self._fence_kept(stream)
             future = self._sync(stream)
 
         def check(_: None) -> None:

@@ -232,3 +232,45 @@ def test_bf16_round_trips_through_the_host_with_ml_dtypes(cpu):
     raw = cpu.read_one(cpu.create_from_slice(values))
     np.testing.assert_array_equal(np.frombuffer(raw, np.uint16), values.view(np.uint16))
     np.testing.assert_array_equal(np.asarray(t).view(np.uint16), values.view(np.uint16))
+
+
+def test_borrowed_arrays_live_until_their_launch_has_run_then_are_released(cpu):
+    x, y, out = np.arange(64, dtype=np.float32), np.ones(64, np.float32), np.zeros(64, np.float32)
+    refs = [weakref.ref(a) for a in (x, y)]
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x, y, out)
+    del x, y
+    gc.collect()
+    assert all(r() is not None for r in refs)  # the stream keeps them for the queued launch
+    cpu.sync().result(timeout=30)
+    np.testing.assert_array_equal(out, 2 * np.arange(64, dtype=np.float32) + 1)
+    cpu.sync().result(timeout=30)  # the batch fenced at the first sync is done by now
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_borrowed_arrays_take_no_pool_memory_and_are_rechecked_per_array(cpu):
+    x, y, out = np.arange(64, dtype=np.float32), np.ones(64, np.float32), np.zeros(64, np.float32)
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), 1.0, x, y, out)
+    before = cpu.memory_usage()
+    for k in range(3):
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), float(k), x, y, out)
+    cpu.sync().result(timeout=30)
+    assert cpu.memory_usage() == before
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    frozen = out.copy()
+    frozen.flags.writeable = False
+    for _ in range(2):  # refused again on the second launch: read-only arrays are never entered
+        with pytest.raises(InteropError, match="read-only"):
+            saxpy.launch(cpu, RudaCount(1), RudaDim(64), 1.0, x, y, frozen)
+
+
+def test_borrowed_tensors_of_torch_on_the_numpy_device(cpu):
+    torch = pytest.importorskip("torch", reason="torch is not installed: no torch CPU tensors")
+    x = torch.arange(64, dtype=torch.float32)
+    out = torch.zeros(8, 8)
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x, torch.ones(64), out.view(-1))
+    scale_rows.launch(cpu, RudaCount(1), RudaDim(64), out.t(), 0.5)  # a strided Tensor view
+    cpu.sync().result(timeout=30)
+    assert torch.equal(out.view(-1), x + 0.5)
+    with pytest.raises(LaunchConfigError, match="f64 elements"):
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x.double(), x, x)

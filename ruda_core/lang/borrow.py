@@ -1,0 +1,177 @@
+"""Foreign arrays of the common producers, bound to a launch without importing them.
+
+A NumPy array or a PyTorch tensor passed where a kernel takes ``Array[T]`` or ``Tensor[T]`` is
+read through the producer's own cheap accessors (``__array_interface__``; ``data_ptr()``,
+``dtype``, ``shape``, ``stride()``, ``get_device()``), not through a DLPack capsule. Its memory
+becomes a :meth:`ComputeServer.borrow` binding, made once per (server, address, type, layout)
+and kept in a bounded table: no pool page, handle or capsule per launch. The launch keeps the
+array itself alive through :meth:`ComputeServer.keep_alive` until its work is done, and on CUDA
+waits for the tensor's current torch stream when it is not ruda's. The checks are those of
+:func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
+this module does not recognise (other producers, tensors that require grad, sparse layouts,
+element types ruda lacks) is left to the DLPack import of :mod:`.foreign`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from ..interop.dlpack import DLDeviceType, ForeignTensor, dtype_of
+from ..interop.foreign import check_usable
+from ..ir import Elem
+from ..runtime.client import ComputeClient
+from ..runtime.layout import is_contiguous
+from .args import ArrayArg, TensorArg
+from .foreign import is_foreign
+from .syntax import KernelParam
+
+__all__ = ["Borrowed", "borrow_arguments"]
+
+#: what a reader returns: the table key's layout part (address, type, shape, strides, device,
+#: flag), the producer's stream handle (None: no ordering) — or None for "not recognised"
+Reading = tuple[tuple[object, ...], int | None] | None
+#: entries of the table before it is cleared (arrays come and go; the table must not grow)
+_MAX_ENTRIES = 1024
+_entries: dict[tuple[object, ...], object] = {}
+_readers: dict[type, Callable[[Any], Reading] | None] = {}
+_MISSING: Any = object()
+
+
+class Borrowed:
+    """Memory of another library as a launch argument's handle: ``nbytes`` and ``binding()``
+    as a :class:`~ruda_core.runtime.Handle` has them, owning nothing."""
+
+    __slots__ = ("_binding", "nbytes")
+
+    def __init__(self, client: ComputeClient, address: int, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self._binding = client.server.borrow(address, nbytes)
+
+    def binding(self) -> Any:
+        return self._binding
+
+
+def _read_numpy(arr: np.ndarray) -> Reading:
+    address, read_only = arr.__array_interface__["data"]
+    return (address, arr.dtype, arr.shape, arr.strides, -1, read_only), None
+
+
+def _read_torch(t: Any) -> Reading:
+    if t.requires_grad or t.layout is not _torch().strided:
+        return None  # DLPack refuses these with the producer's own message
+    device = t.get_device()
+    key = (t.data_ptr(), t.dtype, tuple(t.shape), t.stride(), device, False)
+    return key, (_torch_stream(device) if device >= 0 else None)
+
+
+def _torch() -> Any:
+    return sys.modules["torch"]
+
+
+def _torch_stream(device: int) -> int:
+    """The raw ``cudaStream_t`` of torch's current stream on ``device``."""
+    raw = getattr(_torch()._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(device))
+    return int(_torch().cuda.current_stream(device).cuda_stream)
+
+
+def _reader(kind: type) -> Callable[[Any], Reading] | None:
+    """The reader of arrays of type ``kind``; None for a type this module leaves to DLPack."""
+    torch = sys.modules.get("torch")
+    reader: Callable[[Any], Reading] | None = None
+    if kind is np.ndarray:
+        reader = _read_numpy
+    elif torch is not None and issubclass(kind, torch.Tensor):
+        reader = _read_torch
+    elif torch is None:
+        return None  # not remembered: torch may be imported later
+    _readers[kind] = reader
+    return reader
+
+
+def _elem_of(dtype: object) -> Elem:
+    """The element of a NumPy or torch dtype.
+
+    :raises TypeError: for a type ruda has no element for.
+    """
+    if isinstance(dtype, np.dtype):
+        return Elem.from_dtype(dtype)
+    name = str(dtype).removeprefix("torch.")
+    return Elem.BF16 if name == "bfloat16" else Elem.from_dtype(np.dtype(name))
+
+
+def _entry(client: ComputeClient, layout: tuple[Any, ...], array: bool, arg: object) -> object:
+    """The launch argument for a table miss, checked as an import is.
+
+    :raises InteropError: as :func:`~ruda_core.interop.foreign.check_usable`.
+    """
+    address, dtype, shape, strides, device, read_only = layout
+    elem = _elem_of(dtype)
+    shape = tuple(shape)
+    if isinstance(dtype, np.dtype):  # NumPy strides are in bytes
+        strides = tuple(s // dtype.itemsize if s % dtype.itemsize == 0 else -1 for s in strides)
+    where = (int(DLDeviceType.CUDA), device) if device >= 0 else (int(DLDeviceType.CPU), 0)
+    foreign = ForeignTensor(address, where, shape, strides, dtype_of(elem), read_only, None)
+    elem, nbytes = check_usable(client, foreign, f"a {type(arg).__name__}")
+    handle = Borrowed(client, address, nbytes)
+    if array and is_contiguous(shape, strides):
+        return ArrayArg(handle, prod(shape), elem)
+    return TensorArg(handle, shape, strides, elem)
+
+
+def borrow_arguments(
+    client: ComputeClient, params: Sequence[KernelParam], args: Sequence[object]
+) -> tuple[tuple[object, ...], list[object], int | None] | None:
+    """``args`` with every NumPy array and torch tensor bound to an ``Array`` or ``Tensor``
+    parameter replaced by a launch argument over its memory, the arrays to keep alive and the
+    producer stream to order after (None: none); None when there is no such array, when
+    another foreign array is among them (the DLPack import handles all of them), or while the
+    server captures (a capture keeps memory through handles).
+
+    :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
+    """
+    if not isinstance(client, ComputeClient) or len(args) != len(params):
+        return None
+    server = client.server
+    if server.capturing:
+        return None
+    converted = list(args)
+    owners: list[object] = []
+    producer: int | None = None
+    for k, (param, arg) in enumerate(zip(params, args, strict=True)):
+        if param.kind not in ("array", "tensor"):
+            continue
+        kind = type(arg)
+        reader = _readers.get(kind, _MISSING)
+        if reader is _MISSING:
+            reader = _reader(kind)
+        if reader is None:
+            if is_foreign(arg):
+                return None
+            continue
+        reading = reader(arg)
+        if reading is None:
+            return None
+        layout, stream = reading
+        key = (server, param.kind, *layout)
+        entry = _entries.get(key)
+        if entry is None:
+            if len(_entries) >= _MAX_ENTRIES:
+                _entries.clear()
+            try:
+                entry = _entries[key] = _entry(client, layout, param.kind == "array", arg)
+            except TypeError:  # an element type ruda lacks: the import says which
+                return None
+        converted[k] = entry
+        owners.append(arg)
+        if stream is not None:
+            producer = stream
+    if not owners:
+        return None
+    return tuple(converted), owners, producer
