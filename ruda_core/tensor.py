@@ -59,6 +59,14 @@ class RudaTensor(Strided):
         raw = client.read_tensor([self.descriptor()])[0]
         return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
 
+    def to_client(self, other: ComputeClient, client: ComputeClient | None = None) -> RudaTensor:
+        """This tensor on ``other``'s device, copied by :meth:`ComputeClient.to_client` from
+        ``client`` (default: the client of the handle's device, on the calling thread's stream).
+        Shape, strides and element are kept: the whole handle is copied as it is, the gaps of a
+        strided layout included, so nothing is relaid; ordering and errors as ``to_client``."""
+        source = client if client is not None else self._client()
+        return RudaTensor(source.to_client(self.handle, other), self.shape, self.strides, self.elem)
+
     # -- sharing with other libraries ----------------------------------------------------------
     @classmethod
     def from_dlpack(cls, obj: object, client: ComputeClient | None = None) -> RudaTensor:

@@ -30,6 +30,7 @@ from ruda_core.runtime import (
     DeviceProperties,
     Feature,
     Features,
+    IoError,
     LaunchArgs,
     LaunchError,
     LoadedKernel,
@@ -291,6 +292,29 @@ class CpuServer(ComputeServer):
             target[:] = host
 
         cast(CpuStream, stream).enqueue(command)
+
+    def _write_deferred(
+        self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]
+    ) -> bool:
+        """The stream's worker waits for ``source`` (another device's read), so the host does
+        not."""
+        target = _view(binding, np.dtype(np.uint8))
+
+        def command() -> None:
+            try:
+                data = source.result()[0]
+            except ServerError as exc:
+                self.fail(stream, exc, (binding,))
+                return
+            except Exception as exc:  # the worker must survive whatever the other driver raised
+                error = IoError(f"copying {binding.nbytes} B to {self.device_id} failed: {exc!r}")
+                error.__cause__ = exc
+                self.fail(stream, error, (binding,))
+                return
+            target[:] = np.frombuffer(data, dtype=np.uint8)
+
+        cast(CpuStream, stream).enqueue(command)
+        return True
 
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         promise: Promise[list[Bytes]] = Promise()

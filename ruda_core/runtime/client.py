@@ -384,6 +384,45 @@ class ComputeClient:
         """Read tensors, waiting; panics on failure."""
         return _panicking(lambda: self.read_tensor_async(descriptors).result())
 
+    def to_client(self, handle: Handle, other: ComputeClient) -> Handle:
+        """A handle of ``other``'s device holding a copy of ``handle``'s bytes (CubeCL's
+        ``to_client``); any pair of devices. The copy is ordered after the work queued on
+        ``handle`` (on any stream of this device) and before the work enqueued later on
+        ``other``'s resolved stream (and, as for any handle, on its other streams); later work
+        here that overwrites ``handle`` waits for the copy. Never waits for the device, except
+        that a copy through the host waits on it for the source's bytes when the destination
+        cannot (see ``ComputeServer.copy_to``); a direct copy (CUDA peers) never does.
+
+        A failure of the work that wrote ``handle`` surfaces on the destination: the new handle
+        is poisoned and ``other``'s next flush, sync or read on that stream raises it.
+
+        :raises TypeError: at once, when ``handle`` is not a :class:`Handle` or ``other`` not a
+            :class:`ComputeClient`.
+        :raises InvalidHandle: at once, before anything runs: ``handle`` belongs to another
+            device than this client's, or ``other`` is a client of this same device.
+        :raises CaptureError: inside a capture of either client's stream.
+        """
+        (binding,) = _bindings("to_client", (handle,))
+        if not isinstance(other, ComputeClient):
+            raise TypeError(
+                f"to_client copies to another device's ComputeClient; got {other!r} "
+                f"({type(other).__name__}). Pass ruda_core.client('cuda:1'), say"
+            )
+        if other._server is self._server:
+            raise InvalidHandle(
+                f"to_client copies between devices; {other!r} is a client of {self._device} "
+                "itself. Use the handle as it is (work on another stream is ordered after its "
+                "writer)"
+            )
+        if binding.server_id != self._server.server_id:
+            raise InvalidHandle(
+                f"{handle!r} does not belong to {self._device}: call to_client on the client of "
+                "its own device (ComputeClient.owning(handle))"
+            )
+        return self._server.copy_to(
+            binding, self.execution_stream().value, other._server, other.execution_stream().value
+        )
+
     def memory_usage(self) -> MemoryUsage:
         """The server allocator's accounting (not host RSS or physical GPU memory)."""
         return self._server.memory_usage()

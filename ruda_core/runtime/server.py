@@ -331,6 +331,107 @@ class ComputeServer(ABC):
 
         return future.then(check)
 
+    # -- copies between devices ----------------------------------------------------------------
+    def copy_to(
+        self,
+        binding: Binding,
+        stream_value: int,
+        target: ComputeServer,
+        target_stream_value: int,
+    ) -> Handle:
+        """A handle of ``target`` holding a copy of ``binding``'s bytes (``to_client``). The copy
+        reads the memory after the work queued on it so far (on any stream of this server) and
+        is ordered before the work enqueued later on ``target_stream_value`` (and, through the
+        usual cross-stream ordering, on any stream of ``target``).
+
+        A direct device-to-device copy where :meth:`_copy_to_peer` takes the pair; else through
+        the host: a read enqueued here, the write enqueued there by :meth:`write_from` (which
+        waits on the host for the read unless ``target`` defers the write to its stream). A
+        failure of the source's work (a pending error of its stream, a poisoned buffer)
+        poisons the new handle and is raised by ``target``'s next flush, sync or read on that
+        stream.
+
+        :raises InvalidHandle: at once, before anything is enqueued: a dropped binding, one of
+            another server, or ``target`` being this server.
+        :raises CaptureError: inside a capture of either stream.
+        """
+        if self._captures:
+            self._capture_state.refuse("to_client()", stream_value)
+        if target._captures:
+            target._capture_state.refuse("to_client()", target_stream_value)
+        if target is self:
+            raise InvalidHandle(
+                f"{binding!r} is already on {self.device_id}: to_client copies between devices. "
+                "Use the handle as it is (work on another stream is ordered after its writer)"
+            )
+        with self.lock:
+            if binding.server_id != self.server_id or binding.slice.freed:
+                raise self.bad_binding(binding)
+        out = target.empty(binding.nbytes, target_stream_value)
+        written = out.binding()
+        first, second = sorted((self, target), key=id)  # one lock order: no deadlock
+        with first.lock, second.lock:
+            stream = self._stream(stream_value)
+            target_stream = target._stream(target_stream_value)
+            poisoned = self._use_bindings(stream, (binding,))
+            target._use_bindings(target_stream, (written,))
+            if not poisoned and self._copy_to_peer(stream, binding, target, target_stream, written):
+                return out
+        target.write_from(written, self.read([binding], stream_value), target_stream_value)
+        return out
+
+    def _copy_to_peer(
+        self,
+        stream: ServerStream,
+        binding: Binding,
+        target: ComputeServer,
+        target_stream: ServerStream,
+        out: Binding,
+    ) -> bool:
+        """Enqueue a direct copy of ``binding`` into ``out``, memory of ``target``, and return
+        True; or return False (the default) when this pair of devices copies through the
+        host. Called with both servers' locks held and both bindings already ordered on their
+        streams; the copy must come after the work queued on ``stream`` and before the work
+        queued later on ``target_stream`` and on ``stream`` (which may overwrite the source).
+        Must not wait for the device."""
+        return False
+
+    def write_from(
+        self, binding: Binding, source: RudaFuture[list[Bytes]], stream_value: int
+    ) -> None:
+        """Enqueue a write into ``binding`` of the first bytes ``source`` (another device's
+        read) yields; clears a poisoned buffer. The host waits for ``source`` unless
+        :meth:`_write_deferred` hands the wait to the stream. A ``ServerError`` of ``source``
+        poisons the buffer and is raised by the stream's next flush, sync or read."""
+        if self._captures:
+            self._capture_state.refuse("to_client()", stream_value)
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, (binding,))
+            binding.slice.error = None
+            if self._write_deferred(stream, binding, source):
+                return
+        try:
+            data = source.result()[0]
+        except ServerError as exc:
+            with self.lock:
+                self.fail(stream, exc, (binding,))
+            return
+        with self.lock:
+            self._use_bindings(stream, (binding,))
+            if data.nbytes:
+                self._timed_write(stream, binding, data)
+
+    def _write_deferred(
+        self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]
+    ) -> bool:
+        """Enqueue on ``stream`` a write into ``binding`` of ``source``'s first bytes that
+        waits for ``source`` on the device's side, not the host's, and return True; False (the
+        default) makes :meth:`write_from` wait on the host. The enqueued write must record a
+        ``ServerError`` of ``source`` with :meth:`fail` on ``binding`` instead of writing.
+        Called with the lock held; must not wait."""
+        return False
+
     def memory_usage(self) -> MemoryUsage:
         with self.lock:
             return self.memory.usage()

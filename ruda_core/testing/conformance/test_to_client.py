@@ -1,0 +1,188 @@
+"""``to_client`` between the device under test and every other local device (the NumPy
+reference device included), both ways: the bytes arrive, the copy reads its source after the
+kernel that writes it and before later work overwrites it, a kernel on the destination stream
+reads the copy without a sync in between, tensors keep their layout, a failed writer poisons
+the copy, and bad input is refused before anything runs."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import ruda_core
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import (
+    ComputeClient,
+    InvalidHandle,
+    KernelTask,
+    RudaCount,
+    RudaDim,
+    ServerError,
+)
+from ruda_core.tensor import RudaTensor
+from ruda_core.testing.faults import RefusedTask
+from ruda_core.testing.runner import TIMEOUT_S, read_array
+
+N = 256
+
+
+@kernel
+def conformance_plus_one(src: Array[u32], dst: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < dst.len():
+        dst[i] = src[i] + u32(1)
+
+
+def _peers(client: ComputeClient) -> list[ComputeClient]:
+    """A client of every other device this machine can open, the reference device first."""
+    peers: list[ComputeClient] = []
+    for name in ["cpu", *(str(d) for d in ruda_core.enumerate_all_devices())]:
+        try:
+            other = ruda_core.client(name)
+        except Exception:  # a device that cannot be opened is simply not a peer
+            continue
+        if other.server is not client.server and all(other.server is not p.server for p in peers):
+            peers.append(other)
+    if not peers:
+        pytest.skip(f"needs a second device besides {client.device} to copy to")
+    return peers
+
+
+def _pairs(client: ComputeClient) -> list[tuple[ComputeClient, ComputeClient]]:
+    """(source, destination) for every peer, in both directions."""
+    return [pair for peer in _peers(client) for pair in ((client, peer), (peer, client))]
+
+
+def _plus_one(client: ComputeClient, src, dst) -> None:
+    conformance_plus_one.launch(
+        client, RudaCount(N // 64), RudaDim(64), ArrayArg(src, N), ArrayArg(dst, N)
+    )
+
+
+def test_bytes_arrive_both_ways(client):
+    data = np.random.default_rng(7).integers(0, 2**32, N, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        copy = source.to_client(source.create_from_slice(data), dest)
+        assert copy.nbytes == data.nbytes
+        np.testing.assert_array_equal(read_array(dest, copy, np.uint32), data)
+
+
+def test_an_empty_handle_copies(client):
+    for source, dest in _pairs(client):
+        copy = source.to_client(source.empty(0), dest)
+        assert copy.nbytes == 0 and read_array(dest, copy, np.uint8).size == 0
+
+
+def test_the_copy_reads_after_the_writing_kernel(client, spin):
+    """The source is written by a long kernel enqueued just before the copy: the copy holds
+    what the kernel wrote, not the zeros that were there before."""
+    for peer in _peers(client):
+        out = client.create_from_slice(np.zeros(spin.units, dtype=np.uint32))
+        spin.launch(out, seed=11)
+        copy = client.to_client(out, peer)
+        np.testing.assert_array_equal(read_array(peer, copy, np.uint32), spin.expected(seed=11))
+
+
+def test_later_work_on_the_source_waits_for_the_copy(client, spin):
+    """A write into the source enqueued right after the copy (while the writer still runs)
+    does not reach the copy."""
+    for peer in _peers(client):
+        out = client.create_from_slice(np.zeros(spin.units, dtype=np.uint32))
+        spin.launch(out, seed=5)
+        copy = client.to_client(out, peer)
+        client.write(out, np.full(spin.units, 7, dtype=np.uint32))
+        np.testing.assert_array_equal(read_array(peer, copy, np.uint32), spin.expected(seed=5))
+        np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(spin.units, 7))
+
+
+def test_a_kernel_on_the_destination_reads_the_copy(client):
+    """A kernel enqueued on the destination right after ``to_client`` returns, with no sync in
+    between, sees the copied bytes; so does one of the source written by a kernel there."""
+    data = np.arange(N, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        written = source.empty(4 * N)
+        _plus_one(source, source.create_from_slice(data), written)  # data + 1, still queued
+        copy = source.to_client(written, dest)
+        out = dest.empty(4 * N)
+        _plus_one(dest, copy, out)
+        np.testing.assert_array_equal(read_array(dest, out, np.uint32), data + 2)
+
+
+def test_a_copy_made_on_another_thread_is_ordered_for_this_one(client):
+    """The copy is enqueued on the destination stream of the thread that called ``to_client``;
+    a kernel of another thread on the destination is ordered after it through the handle."""
+    data = np.arange(N, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        made: list = []
+
+        def copy(source=source, dest=dest, made=made):
+            made.append(source.to_client(source.create_from_slice(data), dest))
+
+        worker = threading.Thread(target=copy)
+        worker.start()
+        worker.join(TIMEOUT_S)
+        out = dest.empty(4 * N)
+        _plus_one(dest, made[0], out)
+        np.testing.assert_array_equal(read_array(dest, out, np.uint32), data + 1)
+
+
+def test_tensors_keep_their_layout(client):
+    """A pitched view (3 rows of 3 in rows of 4) arrives with its shape, strides and element,
+    and reads back as the same values."""
+    grid = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for source, dest in _pairs(client):
+        full = RudaTensor.from_numpy(source, grid)
+        view = RudaTensor(full.handle, (3, 3), (4, 1), full.elem)
+        moved = view.to_client(dest)
+        assert (moved.shape, moved.strides, moved.elem) == (view.shape, view.strides, view.elem)
+        assert moved.handle.nbytes == full.handle.nbytes
+        np.testing.assert_array_equal(moved.to_numpy(dest), grid[:, :3])
+        np.testing.assert_array_equal(full.to_client(dest, source).to_numpy(dest), grid)
+
+
+def test_a_failed_writer_poisons_the_copy(client):
+    """A kernel that could not run leaves its output without valid data: its copy raises on
+    the destination instead of returning stale bytes, and a later write there clears it."""
+    task = RefusedTask(KernelTask(conformance_plus_one.definition()))
+    for source, dest in _pairs(client):
+        src = source.create_from_slice(np.arange(N, dtype=np.uint32))
+        out = source.create_from_slice(np.zeros(N, dtype=np.uint32))
+        bindings = [src.binding(), out.binding()]
+        source.launch(task, RudaCount(N // 64), RudaDim(64), bindings, (), (N, N))
+        copy = source.to_client(out, dest)
+        with pytest.raises(ServerError):
+            dest.read_one(copy, timeout=TIMEOUT_S)
+        with pytest.raises(ServerError):
+            source.read_one(out, timeout=TIMEOUT_S)
+        source.sync().result(timeout=TIMEOUT_S)
+        dest.sync().result(timeout=TIMEOUT_S)
+        dest.write(copy, np.ones(N, dtype=np.uint32))
+        np.testing.assert_array_equal(read_array(dest, copy, np.uint32), np.ones(N))
+
+
+def test_bad_input_is_refused_before_anything_runs(client):
+    peer = _peers(client)[0]
+    mine = client.create_from_slice(np.arange(N, dtype=np.uint32))
+    theirs = peer.create_from_slice(np.arange(N, dtype=np.uint32))
+    gc.collect()
+    before = peer.memory_usage().bytes_in_use
+    with pytest.raises(InvalidHandle, match="itself"):
+        client.to_client(mine, client)
+    with pytest.raises(InvalidHandle, match="itself"):
+        client.to_client(mine, client.fixed_execution_queue())  # the same device, pinned
+    with pytest.raises(InvalidHandle, match="does not belong"):
+        client.to_client(theirs, peer)  # a handle of the peer, through this device's client
+    with pytest.raises(TypeError, match="Handle"):
+        client.to_client(mine.binding(), peer)
+    with pytest.raises(TypeError, match="ComputeClient"):
+        client.to_client(mine, peer.server)
+    dropped = client.create_from_slice(np.zeros(N, dtype=np.uint32)).binding()  # dropped here
+    gc.collect()
+    stream = client.execution_stream().value
+    with pytest.raises(InvalidHandle, match="dropped"):
+        client.server.copy_to(dropped, stream, peer.server, peer.execution_stream().value)
+    assert peer.memory_usage().bytes_in_use == before  # nothing was allocated for a copy
+    np.testing.assert_array_equal(read_array(client, mine, np.uint32), np.arange(N))
