@@ -26,11 +26,13 @@ from ruda_core.runtime import (
 )
 
 __all__ = [
+    "activate",
     "build_cubin",
     "driver_fingerprint",
     "guard",
     "include_dirs",
     "load_module",
+    "peer_access",
     "translate",
 ]
 
@@ -39,6 +41,7 @@ T = TypeVar("T")
 # cudaError_t values that leave the context unusable (a faulting kernel)
 _STICKY = {700, 701, 702, 714, 715, 716, 717, 718, 719, 720}
 _MEMORY_ALLOCATION = 2
+_PEER_ACCESS_ALREADY_ENABLED = 704
 
 
 def translate(what: str, exc: Exception, hint: str = "") -> ServerError:
@@ -63,6 +66,34 @@ def guard(what: str, fn: Callable[[], T]) -> T:
         return fn()
     except (runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
         raise translate(what, exc) from exc
+
+
+def activate(index: int) -> None:
+    """Make GPU ``index`` current on the calling thread (CUDA's current device is per thread).
+    CUDA is asked which device is current (``cudaGetDevice``, no driver round trip) rather
+    than a cached value: other libraries (``torch.cuda.set_device``, ``cupy.cuda.Device.use``)
+    change it without ruda knowing, and work would then go to the wrong GPU."""
+    if runtime.getDevice() != index:
+        guard("selecting the device", lambda: runtime.setDevice(index))
+
+
+@functools.cache
+def peer_access(device: int, peer: int) -> bool:
+    """Whether GPUs ``device`` and ``peer`` reach each other's memory directly
+    (``cudaDeviceCanAccessPeer`` both ways); the first call for a pair that can enables the
+    access both ways (one another library enabled already counts). Leaves the current
+    device changed: callers activate theirs after it."""
+    reach = runtime.deviceCanAccessPeer
+    if not (reach(device, peer) and reach(peer, device)):
+        return False
+    for accessor, owner in ((device, peer), (peer, device)):
+        activate(accessor)
+        try:
+            runtime.deviceEnablePeerAccess(owner)
+        except runtime.CUDARuntimeError as exc:
+            if exc.status != _PEER_ACCESS_ALREADY_ENABLED:
+                raise translate(f"enabling access of cuda:{accessor} to cuda:{owner}", exc) from exc
+    return True
 
 
 @functools.cache

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import struct
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -41,7 +40,15 @@ from ruda_core.runtime import (
 from ruda_core.runtime.console import flush_c_stdout
 
 from .compiler import CudaCompiler
-from .driver import build_cubin, driver_fingerprint, guard, load_module, translate
+from .driver import (
+    activate,
+    build_cubin,
+    driver_fingerprint,
+    guard,
+    load_module,
+    peer_access,
+    translate,
+)
 from .runtime import CudaDevice
 from .storage import CudaStorage
 
@@ -68,7 +75,6 @@ _STRUCT_CODE = {
     "d": "d",
     "?": "?",
 }
-_current = threading.local()
 #: What a failed launch adds: the usual cause is an earlier kernel's fault, reported late.
 _FAULT_HINT = ". If an earlier kernel faulted, sync after each launch to find it"
 
@@ -199,7 +205,7 @@ class CudaServer(ComputeServer):
         self._index = device.index
         self._activate()
         props = guard("querying the device", lambda: runtime.getDeviceProperties(device.index))
-        super().__init__(device.to_id(), CudaStorage(int(props["totalGlobalMem"])))
+        super().__init__(device.to_id(), CudaStorage(int(props["totalGlobalMem"]), device.index))
         self.compiler = CudaCompiler()
         self._arch = f"sm_{props['major']}{props['minor']}"
         self._options = CompileOptions(
@@ -234,10 +240,8 @@ class CudaServer(ComputeServer):
         self._features = Features(frozenset(features), frozenset(Elem))
 
     def _activate(self) -> None:
-        """Make this device current on the calling thread (CUDA's current device is per thread)."""
-        if getattr(_current, "index", None) != self._index:
-            guard("selecting the device", lambda: runtime.setDevice(self._index))
-            _current.index = self._index
+        """Make this device current on the calling thread (see :func:`.driver.activate`)."""
+        activate(self._index)
 
     def properties(self) -> DeviceProperties:
         return self._properties
@@ -402,6 +406,35 @@ class CudaServer(ComputeServer):
             f"copying {binding.nbytes} bytes to the GPU",
             lambda: runtime.memcpyAsync(dst, host.ctypes.data, host.nbytes, _HOST_TO_DEVICE, ptr),
         )
+
+    def _copy_to_peer(
+        self,
+        stream: ServerStream,
+        binding: Binding,
+        target: ComputeServer,
+        target_stream: ServerStream,
+        out: Binding,
+    ) -> bool:
+        """To another GPU that can reach this one (:func:`.driver.peer_access`): one
+        ``cudaMemcpyPeerAsync`` on the target's stream, which first waits for this stream's
+        work on the source (an event), and which this stream then waits for before it may
+        overwrite or reuse the source. GPUs without peer access copy through the host."""
+        if not isinstance(target, CudaServer) or not peer_access(self._index, target._index):
+            return False
+        target._wait(target_stream, self._fence(stream))
+        if binding.nbytes:
+            src = cast(int, binding.resource) + binding.offset_bytes
+            dst = cast(int, out.resource) + out.offset_bytes
+            ptr = cast(CudaStream, target_stream).ptr
+            target._activate()
+            guard(
+                f"copying {binding.nbytes} bytes from {self.device_id} to {target.device_id}",
+                lambda: runtime.memcpyPeerAsync(
+                    dst, target._index, src, self._index, binding.nbytes, ptr
+                ),
+            )
+        self._wait(stream, target._fence(target_stream))
+        return True
 
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         self._activate()
