@@ -31,3 +31,10 @@ def test_quickstart(device, capsys):
 def test_plan_reuses_its_scratch(device, capsys):
     _run("plan.py", device)
     assert "one scratch buffer reused" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dask_pipeline_keeps_chunks_on_the_workers_devices(device, capsys):
+    pytest.importorskip("distributed", reason="needs pip install 'ruda[dask]'")
+    _run("dask_pipeline.py", device)
+    assert "by a cluster of 2 Dask workers agree with NumPy" in capsys.readouterr().out

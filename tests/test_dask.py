@@ -1,0 +1,137 @@
+"""ruda in Dask tasks, on a LocalCluster of two in-process workers on loopback: each worker
+opens its device once, devices are spread over the workers, data kept by one task is used in
+place by the next on the same worker and freed by ``release``, and misuse says what to do.
+
+Skips without ``distributed`` (``pip install 'ruda[dask]'``; the ``test`` extra has it)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="needs pip install 'ruda[dask]'")
+
+import ruda_core as ruda  # noqa: E402  # after the skip: ruda_core.dask imports distributed
+from ruda_core.dask import (  # noqa: E402
+    DeviceRef,
+    RudaWorkerPlugin,
+    keep,
+    kept,
+    release,
+    worker_client,
+)
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32  # noqa: E402
+from ruda_core.runtime import RudaCount, RudaDim  # noqa: E402
+from ruda_core.tensor import RudaTensor  # noqa: E402
+
+N = 1024
+
+
+@kernel
+def add_one(x: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + u32(1)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def _device_and_client_id() -> tuple[str, int]:
+    c = worker_client()
+    return str(c.device), id(c)
+
+
+def _upload(key: str) -> DeviceRef:
+    return keep(key, RudaTensor.from_numpy(worker_client(), np.arange(N, dtype=np.uint32)))
+
+
+def _add_one(ref: DeviceRef) -> DeviceRef:
+    x = kept(ref)
+    add_one.launch(worker_client(), RudaCount(N // 256), RudaDim(256), ArrayArg(x.handle, N))
+    return ref
+
+
+def _read_and_release(ref: DeviceRef) -> tuple[list[int], int, int]:
+    client = worker_client()
+    values = kept(ref).to_numpy(client).tolist()
+    gc.collect()
+    before = client.memory_usage().bytes_in_use
+    assert release(ref) and not release(ref)
+    gc.collect()
+    client.sync().result(timeout=60)
+    return values, before, client.memory_usage().bytes_in_use
+
+
+def _workers(dask_client) -> list[str]:
+    return sorted(dask_client.scheduler_info()["workers"])
+
+
+def test_each_worker_opens_its_device_once(dask_client):
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+    for address in _workers(dask_client):
+        seen = dask_client.gather(
+            [
+                dask_client.submit(_device_and_client_id, workers=address, pure=False)
+                for _ in range(4)
+            ]
+        )
+        assert {device for device, _ in seen} == {"cpu"}
+        assert len({ident for _, ident in seen}) == 1  # one client, opened at setup
+
+
+def test_devices_are_spread_over_the_workers(dask_client):
+    present = {str(d) for d in ruda.enumerate_all_devices()}
+    if "opencl:0" not in present:
+        pytest.skip("needs opencl:0 beside cpu to tell two workers' devices apart")
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu", "opencl:0"]))
+    devices = dask_client.run(lambda dask_worker: str(dask_worker.plugins["ruda"].client.device))
+    assert sorted(devices.values()) == ["cpu", "opencl:0"]
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))  # back, for the other tests
+
+
+def test_kept_data_stays_on_the_device_between_tasks(dask_client):
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+    refs = dask_client.gather([dask_client.submit(_upload, f"t-{k}", pure=False) for k in range(4)])
+    results = []
+    for ref in refs:
+        step = dask_client.submit(_add_one, ref, workers=ref.worker, pure=False)
+        step = dask_client.submit(_add_one, step, workers=ref.worker, pure=False)
+        results.append(dask_client.submit(_read_and_release, step, workers=ref.worker, pure=False))
+    for values, before, after in dask_client.gather(results):
+        assert values == list(range(2, N + 2))  # two kernels ran on the same kept memory
+        assert after <= before - 4 * N  # release gave the memory back to the pool
+    assert all(
+        not keys
+        for keys in dask_client.run(lambda dask_worker: dask_worker.plugins["ruda"].keys()).values()
+    )
+
+
+def test_kept_on_another_worker_names_the_worker(dask_client):
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+    first, second = _workers(dask_client)
+    ref = dask_client.submit(_upload, "elsewhere", workers=first, pure=False).result()
+    assert ref.worker == first and ref.device == "cpu"
+    wrong = dask_client.submit(_add_one, ref, workers=second, pure=False)
+    with pytest.raises(KeyError, match=f"on worker {second}"):
+        wrong.result()
+    assert dask_client.submit(release, ref, workers=first, pure=False).result()
+
+
+def test_outside_a_worker_or_without_the_plugin_is_a_clear_error():
+    with pytest.raises(ValueError):
+        worker_client()  # not inside a Dask task
+    with pytest.raises(RuntimeError, match="not set up"):
+        _ = RudaWorkerPlugin().client
+    with pytest.raises(ValueError, match="empty"):
+        RudaWorkerPlugin(devices=[])
