@@ -319,7 +319,7 @@ class CudaServer(ComputeServer):
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
         ptr: int = stream.ptr  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
-        if getattr(_current, "index", None) != self._index:  # _activate(), inlined
+        if runtime.getDevice() != self._index:  # _activate(), inlined
             self._activate()
         params = launcher.params
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
