@@ -43,6 +43,7 @@ VARS = [Local(f"v{k}", I32) for k in range(4)]
 CONDS = [Local(f"c{k}", BOOL) for k in range(8)]
 LOOP_VARS = [Local(f"j{k}", I32) for k in range(4)]
 COUNTERS = [Local(f"n{k}", I32) for k in range(4)]
+BOUNDS = [Local(f"b{k}", I32) for k in range(2 * len(LOOP_VARS))]
 A = Param(0, "a", ParamKind.ARRAY, I32)
 OUT = Param(1, "out", ParamKind.ARRAY, I32)
 BINARY = [
@@ -110,6 +111,19 @@ def blocks(draw: st.DrawFn, depth: int, loops: int, loop_vars: list[Local]) -> t
             start = draw(st.sampled_from([Const(0, I32), Const(5, I32), *VARS[:2]]))
             end = draw(st.sampled_from([Const(4, I32), Const(-2, I32), *VARS[1:3]]))
             step = Const(draw(st.sampled_from([1, 2, -1, -3])), I32)
+            # variable bounds are clamped, so a loop runs at most a few dozen times: the
+            # variables may hold any i32, and a body that moves them could grow trips
+            # exponentially over enclosing loops
+            bounds = BOUNDS[2 * len(loop_vars) : 2 * len(loop_vars) + 2]
+            for k, bound in enumerate((start, end)):
+                if isinstance(bound, Local):
+                    stmts += [
+                        Instr(Op.MAX, bounds[k], (bound, Const(-8, I32))),
+                        Instr(Op.MIN, bounds[k], (bounds[k], Const(12, I32))),
+                    ]
+            start, end = (
+                bounds[k] if isinstance(b, Local) else b for k, b in enumerate((start, end))
+            )
             body = draw(blocks(depth - 1, loops + 1, [*loop_vars, var]))
             stmts.append(RangeLoop(var, start, end, step, body))
         elif kind == "loop" and loops < len(COUNTERS):
@@ -172,7 +186,7 @@ def program(body: tuple) -> KernelDefinition:
     defn = KernelDefinition(
         "random",
         (A, OUT),
-        (*VARS, *CONDS, *LOOP_VARS, *COUNTERS, lane, lane_slot, tmp),
+        (*VARS, *CONDS, *LOOP_VARS, *COUNTERS, *BOUNDS, lane, lane_slot, tmp),
         (),
         (),
         (*prologue, *lower_stores(body, lane_slot, tmp)),
