@@ -72,12 +72,9 @@ def round_float(value: float, elem: Elem) -> float:
     with np.errstate(over="ignore"):
         if elem is Elem.F16:
             return float(np.float16(value))
-        single = np.float32(value)
-    if elem is Elem.F32 or not math.isfinite(single):
-        return float(single)
-    bits = int(single.view(np.uint32))  # bf16: round f32 to its top 16 bits, half to even
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return float(np.uint32(bits).view(np.float32))
+        if elem is Elem.BF16:  # once, from the double: never through f32 first
+            return float(np.float64(value).astype(elem.numpy))
+        return float(np.float32(value))
 
 
 def _int_fits(value: int, elem: Elem) -> bool:
