@@ -45,11 +45,10 @@ from ruda_core.ir import (
     scalarize_lines,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
-from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
-from .expressions import expression, literal
+from .expressions import dtype, expression, literal
 
 __all__ = ["CpuCompiler"]
 
@@ -66,11 +65,7 @@ class CpuCompiler(Compiler):
     def compile(
         self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
     ) -> CompiledKernel:
-        """Lines run as their scalar lowering (:func:`~ruda_core.ir.scalarize_lines`).
-
-        :raises UnsupportedFeature: when the kernel uses ``bf16``, which NumPy lacks.
-        """
-        _reject_bf16(definition)
+        """Lines run as their scalar lowering (:func:`~ruda_core.ir.scalarize_lines`)."""
         definition = scalarize_lines(definition)
         emitter = _Emitter(definition, options, mode)
         source = emitter.module()
@@ -86,17 +81,14 @@ class CpuCompiler(Compiler):
         )
 
 
-def _reject_bf16(defn: KernelDefinition) -> None:
+def _uses_bf16(defn: KernelDefinition) -> bool:
+    """Whether the generated source names ``bfloat16`` (ml_dtypes' type, imported only then)."""
     elems = [p.elem for p in defn.params] + [v.elem for v in defn.locals]
     elems += [s.elem for s in defn.shared] + [a.elem for a in defn.local_arrays]
     for stmt in walk(defn.body):
         if isinstance(stmt, Instr):
             elems += [a.elem for a in stmt.args if isinstance(a, Const)]
-    if Elem.BF16 in elems:
-        raise UnsupportedFeature(
-            f"kernel {defn.name} uses bf16, which the NumPy reference device does not support; "
-            "compute in f32 on this device"
-        )
+    return Elem.BF16 in elems
 
 
 class _Emitter:
@@ -162,6 +154,7 @@ class _Emitter:
             f"{self.options.plane_dim})",
             f"# from {src}" if src is not None else "# from generated IR",
             "# One call runs one batch of whole cubes in lockstep (see ruda_cpu.lockstep).",
+            *(["from ml_dtypes import bfloat16"] if _uses_bf16(self.defn) else []),
             "",
             "",
             f"def {self.entrypoint}({', '.join(self.args)}):",
@@ -176,9 +169,9 @@ class _Emitter:
             self.emit(f"{self.ref(Builtin(kind))} = {self._builtin(kind)}")
         for s in self.defn.shared:
             length = str(s.length) if s.size is None else f"max(int({self.ref(s.size)}), 1)"
-            self.emit(f"{self.ref(s)} = g.shared(np.{s.elem.numpy.name}, {length})")
+            self.emit(f"{self.ref(s)} = g.shared({dtype(s.elem)}, {length})")
         for a in self.defn.local_arrays:
-            self.emit(f"{self.ref(a)} = g.local_array(np.{a.elem.numpy.name}, {a.length})")
+            self.emit(f"{self.ref(a)} = g.local_array({dtype(a.elem)}, {a.length})")
         for v in self.defn.locals:
             if v not in self.facts.defined_first:
                 zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)

@@ -4,12 +4,17 @@
 instructions without a result). NumPy operators are used where they already have the IR's
 meaning in the operand's element type (NEP 50: NumPy scalars never change the type);
 operations that need more (lane vectors, masks, memory, atomics, planes) call the lockstep
-runtime ``L``. This module only renders text.
+runtime ``L``. ``bf16`` values are ``ml_dtypes.bfloat16`` (named ``bfloat16`` in the generated
+module), whose operators and math functions compute in ``f32`` and round once to nearest even,
+as NumPy's do for ``f16``; the composite ``//``, ``%`` and ``rsqrt`` of both are written out in
+``f32`` and rounded once. This module only renders text.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, cast
+
+import numpy as np
 
 from ruda_core.ir import (
     ATOMIC_OPS,
@@ -26,7 +31,10 @@ from ruda_core.ir import (
 )
 from ruda_core.runtime import CompilationError
 
-__all__ = ["Context", "expression", "literal"]
+__all__ = ["Context", "dtype", "expression", "literal"]
+
+#: Floats computed in f32 and rounded once per operation (ops.py).
+_NARROW = frozenset({Elem.F16, Elem.BF16})
 
 
 class Context(Protocol):
@@ -45,13 +53,21 @@ class Context(Protocol):
         """The name of the Validate report buffer (the bounds pass's hidden parameter)."""
 
 
+def dtype(elem: Elem) -> str:
+    """The generated module's name of ``elem``'s scalar type (``np.float32``, ``bfloat16`` …)."""
+    return "bfloat16" if elem is Elem.BF16 else f"np.{elem.numpy.name}"
+
+
 def literal(c: Const) -> str:
-    """A NumPy scalar expression of exactly ``c``'s value and element type."""
+    """A NumPy scalar expression of ``c``'s value, rounded once to its element type."""
     if c.elem is Elem.BOOL:
         return "np.True_" if c.value else "np.False_"
-    ctor = f"np.{c.elem.numpy.name}"
+    ctor = dtype(c.elem)
     if c.elem.is_float:
         v = float(c.value)
+        if c.elem is Elem.BF16:  # the text is then exact, whatever the constructor rounds
+            with np.errstate(over="ignore"):
+                v = float(np.float64(v).astype(c.elem.numpy))
         text = repr(v) if v == v and v not in (float("inf"), float("-inf")) else f"'{v}'"
         return f"{ctor}({text})"
     return f"{ctor}({int(c.value)})"
@@ -222,10 +238,10 @@ def _arith(ins: Instr, ctx: Context) -> str:
         return f"{ops[0]} {_OPERATORS[op]} {ops[1]}"
     if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_float:
         return f"{ops[0]} {'//' if op is Op.FLOOR_DIV else '%'} {ops[1]}"
-    if op in (Op.FLOOR_DIV, Op.MOD) and elem is Elem.F16:  # in f32, rounded once (ops.py)
+    if op in (Op.FLOOR_DIV, Op.MOD) and elem in _NARROW:  # in f32, rounded once (ops.py)
         a, b = f"np.float32({ops[0]})", f"np.float32({ops[1]})"
         q = f"np.floor({a} / {b})"
-        return f"np.float16({q if op is Op.FLOOR_DIV else f'{a} - {q} * {b}'})"
+        return f"({q if op is Op.FLOOR_DIV else f'{a} - {q} * {b}'}).astype({dtype(elem)})"
     if op is Op.FLOOR_DIV:
         return f"np.floor({ops[0]} / {ops[1]})"
     if op is Op.MOD:
@@ -250,12 +266,15 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
     if op is Op.CAST:
         return _cast(ins, ctx)
     if op is Op.BITCAST:
-        return f"L.bitcast({_operand(args[0], ctx)}, np.{cast(Local, ins.out).elem.numpy.name})"
+        return f"L.bitcast({_operand(args[0], ctx)}, {dtype(cast(Local, ins.out).elem)})"
     if op is Op.SELECT:
         c, a, b = (_operand(x, ctx, keep_lanes=True) for x in args)
         return f"L.select({c}, {a}, {b})"
     if op in _UNARY_FUNCS:
         return f"{_UNARY_FUNCS[op]}({_operand(args[0], ctx)})"
+    if op is Op.RSQRT and args[0].elem in _NARROW:
+        wide = f"np.float32({_operand(args[0], ctx)})"
+        return f"(np.float32(1) / np.sqrt({wide})).astype({dtype(args[0].elem)})"
     if op is Op.RSQRT:
         return f"np.reciprocal(np.sqrt({_operand(args[0], ctx)}))"
     if op in (Op.NEG, Op.NOT, Op.BIT_NOT):
@@ -297,5 +316,5 @@ def _cast(ins: Instr, ctx: Context) -> str:
     if out.elem is Elem.BOOL:
         return f"{_operand(src, ctx)} != 0"
     if ctx.is_lanes(src):
-        return f"L.cast({ctx.ref(src)}, np.{out.elem.numpy.name})"
-    return f"{_operand(src, ctx)}.astype(np.{out.elem.numpy.name})"
+        return f"L.cast({ctx.ref(src)}, {dtype(out.elem)})"
+    return f"{_operand(src, ctx)}.astype({dtype(out.elem)})"

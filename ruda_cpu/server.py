@@ -176,7 +176,7 @@ class CpuServer(ComputeServer):
                     Feature.PRINT,
                 }
             ),
-            frozenset(e for e in Elem if e is not Elem.BF16),
+            frozenset(Elem),
         )
 
     def properties(self) -> DeviceProperties:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .batch import Batch, Segmented
 from .memory import _intp, _unsigned
-from .values import arr
+from .values import arr, is_float
 
 __all__ = [
     "atomic_add",
@@ -260,12 +260,12 @@ def _rmw(
         return None
     sel = _Selection(g, target, idx, v, m, cmp)
     data = sel.data
-    is_float = data.dtype.kind == "f"
+    floats = is_float(data.dtype)
     if not fetch and kind not in _ORDERED:
         if kind == "swap":
             data[sel.addr] = sel.vals
         else:
-            _AT[kind, is_float].at(data, sel.addr, sel.vals)
+            _AT[kind, floats].at(data, sel.addr, sel.vals)
         return None
     if sel.addr.shape[0] == 0:
         return np.zeros(sel.n, dtype=data.dtype)
@@ -289,14 +289,14 @@ def _rmw(
         result = old, vs[grp.last]
     elif kind == "xor":
         result = _prefix_group(grp, vs, np.bitwise_xor, np.bitwise_xor)
-    elif kind in ("add", "sub") and not is_float:
+    elif kind in ("add", "sub") and not floats:
         result = _prefix_group(grp, vs if kind == "add" else -vs, np.add, np.subtract)
     elif kind in ("add", "sub"):
         fold: np.ufunc = np.add if kind == "add" else np.subtract
         largest = max(16, isqrt(vs.shape[0]))
         result = _sequential(grp, vs, None, lambda s, x, _c: fold(s, x), _accumulate(fold), largest)
     else:
-        result = _idempotent(grp, vs, _AT[kind, is_float])
+        result = _idempotent(grp, vs, _AT[kind, floats])
     old, final = result
     data[grp.addr[grp.first]] = final
     return sel.scatter_old(grp.order, old)

@@ -3,7 +3,8 @@
 The last plane of a cube whose unit count is not a multiple of ``plane_dim`` is partial: its
 missing lanes take no part in anything. Reductions and scans combine the active lanes of each
 plane (inactive and missing lanes contribute the operation's identity) and give every lane of
-the plane the result; arithmetic is in the value's element type (integers wrap). ``ballot`` sets
+the plane the result; arithmetic is in the value's element type (integers wrap), and a ``bf16``
+reduction or scan is computed in ``f32`` and rounded once per result. ``ballot`` sets
 the bits of the active lanes below 32 whose operand is true; ``elect`` is true on each plane's
 lowest active lane. ``broadcast`` and the shuffles read the source lane's current value whether
 it is active or not; a source lane that does not exist (outside the plane, or past the cube's
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .batch import Batch
-from .values import arr
+from .values import arr, is_float
 
 __all__ = [
     "plane_all",
@@ -75,33 +76,40 @@ def _spread(g: Batch, per_plane: Any) -> Any:
 
 
 def _identity(dtype: np.dtype, kind: str) -> Any:
-    if dtype.kind == "f":
+    if is_float(dtype):
         return dtype.type("nan")  # ignored by fmin/fmax
     info = np.iinfo(dtype)
     return info.max if kind == "min" else info.min
 
 
+def _wide(grid: np.ndarray) -> np.ndarray:
+    """The grid in the type its sums and products are computed in (f32 for bf16)."""
+    return grid.astype(np.float32) if grid.dtype.name == "bfloat16" else grid
+
+
 def plane_sum(g: Batch, v: Any, m: Any) -> Any:
     grid = _grid(g, v, m, 0)
-    return _spread(g, grid.sum(axis=1, dtype=grid.dtype))
+    wide = _wide(grid)
+    return _spread(g, wide.sum(axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_prod(g: Batch, v: Any, m: Any) -> Any:
     grid = _grid(g, v, m, 1)
-    return _spread(g, grid.prod(axis=1, dtype=grid.dtype))
+    wide = _wide(grid)
+    return _spread(g, wide.prod(axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_min(g: Batch, v: Any, m: Any) -> Any:
     dtype = np.result_type(arr(v))
     grid = _grid(g, v, m, _identity(dtype, "min"))
-    ufunc = np.fmin if dtype.kind == "f" else np.minimum
+    ufunc = np.fmin if is_float(dtype) else np.minimum
     return _spread(g, ufunc.reduce(grid, axis=1))
 
 
 def plane_max(g: Batch, v: Any, m: Any) -> Any:
     dtype = np.result_type(arr(v))
     grid = _grid(g, v, m, _identity(dtype, "max"))
-    ufunc = np.fmax if dtype.kind == "f" else np.maximum
+    ufunc = np.fmax if is_float(dtype) else np.maximum
     return _spread(g, ufunc.reduce(grid, axis=1))
 
 
@@ -115,14 +123,16 @@ def plane_any(g: Batch, v: Any, m: Any) -> Any:
 
 def plane_inclusive_sum(g: Batch, v: Any, m: Any) -> Any:
     grid = _grid(g, v, m, 0)
-    return _lanes_of(g, np.cumsum(grid, axis=1, dtype=grid.dtype))
+    wide = _wide(grid)
+    return _lanes_of(g, np.cumsum(wide, axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_exclusive_sum(g: Batch, v: Any, m: Any) -> Any:
     grid = _grid(g, v, m, 0)
-    out = np.zeros_like(grid)
-    np.cumsum(grid[:, :-1], axis=1, dtype=grid.dtype, out=out[:, 1:])
-    return _lanes_of(g, out)
+    wide = _wide(grid)
+    out = np.zeros_like(wide)
+    np.cumsum(wide[:, :-1], axis=1, dtype=wide.dtype, out=out[:, 1:])
+    return _lanes_of(g, out.astype(grid.dtype, copy=False))
 
 
 def plane_ballot(g: Batch, v: Any, m: Any) -> Any:

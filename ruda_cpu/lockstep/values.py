@@ -31,6 +31,7 @@ __all__ = [
     "fma",
     "ge",
     "gt",
+    "is_float",
     "lanes",
     "le",
     "lt",
@@ -132,6 +133,11 @@ def _per_unit(result: Value, cubes: int) -> Value:
     if isinstance(result, np.ndarray):
         return np.tile(result, cubes)
     return result
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a float (NumPy's, or ml_dtypes' ``bfloat16``, whose kind is "V")."""
+    return dtype.kind == "f" or dtype.name == "bfloat16"
 
 
 def arr(x: Value) -> Any:
