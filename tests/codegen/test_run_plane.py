@@ -6,11 +6,9 @@ source value."""
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import numpy as np
 import pytest
+from bf16_model import BF16_SOURCES, bf16_bits, bf16_of_exact, bf16_value
 
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.runtime import Feature
@@ -176,17 +174,6 @@ def test_plane_operations_on_partial_planes(plane_device, elem: Elem) -> None:
             np.testing.assert_array_equal(actual, expected, f"{name} on {units} units")
 
 
-def bf16_bits(values: np.ndarray) -> np.ndarray:
-    """Round f32 values to bf16 (nearest even), as their 16-bit patterns."""
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
-
-
-def bf16_value(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
 def test_bf16_buffers_and_arithmetic(device) -> None:
     k = KernelBuilder("bf16_ops", file=FILE, line=1)
     a = k.array("a", E.BF16, read_only=True)
@@ -215,41 +202,13 @@ def test_bf16_buffers_and_arithmetic(device) -> None:
     rng = np.random.default_rng(3)
     a_bits = bf16_bits(rng.normal(size=n).astype(np.float32) * 100)
     f_values = (rng.normal(size=n) * 7).astype(np.float32)
-    _, _, got = device.run(defn, [a_bits, f_values, np.zeros(6 * n, np.uint16)], dim=(n, 1, 1))
+    arrays = [a_bits.view(E.BF16.numpy), f_values, np.zeros(6 * n, E.BF16.numpy)]
+    got = device.run(defn, arrays, dim=(n, 1, 1))[2].view(np.uint16)
     xv, yv = bf16_value(a_bits), bf16_value(bf16_bits(f_values))
     with np.errstate(all="ignore"):
         expected = [xv + yv, xv * yv, xv / yv, np.fmax(xv, yv), np.trunc(xv), yv]
     for slot, want in enumerate(expected):
         np.testing.assert_array_equal(got[slot * n : (slot + 1) * n], bf16_bits(want), str(slot))
-
-
-def bf16_of_exact(value: int | float) -> int:
-    """The bf16 bits nearest ``value`` (an int or a finite float, rounded once, ties to even;
-    normal range or infinity)."""
-    exact = Fraction(value)
-    if exact == 0:
-        return 0x8000 if math.copysign(1.0, float(value)) < 0 else 0
-    sign, magnitude = (0x8000 if exact < 0 else 0), abs(exact)
-    exponent = math.floor(math.log2(magnitude)) - 7  # 8 significant bits
-    while magnitude / Fraction(2) ** exponent >= 256:
-        exponent += 1
-    while magnitude / Fraction(2) ** exponent < 128:
-        exponent -= 1
-    rounded = round(magnitude / Fraction(2) ** exponent) * Fraction(2) ** exponent  # half even
-    if rounded >= 2**128:
-        return sign | 0x7F80
-    return sign | int(bf16_bits(np.array([float(rounded)], np.float32))[0])
-
-
-#: Values whose rounding to float first would end on a bf16 tie (double rounding), ties,
-#: the ends of each type's range, and f64 beyond f32's range.
-BF16_SOURCES = {
-    E.F64: [1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-40), 1 + 2**-8, 3.4e38, 1e300, -1e-300, 0.1],
-    E.I32: [2**24 + 2**16 + 1, -(2**24 + 2**16 + 1), 2**24 + 2**16, 257, 259, 2**31 - 1, -(2**31)],
-    E.U32: [2**32 - 1, 2**31 + 2**23 + 1, 2**31 + 2**23, 385, 7, 0, 2**24 + 1],
-    E.I64: [2**62 + 2**54 + 1, -(2**63), 2**63 - 1, 2**40 + 2**32, -3, 2**53 + 1, 1],
-    E.U64: [2**64 - 1, 2**40 + 2**32 + 1, 2**63, 511, 513, 2**56 + 2**48 + 2**47, 0],
-}
 
 
 @pytest.mark.parametrize("source", list(BF16_SOURCES), ids=str)
@@ -266,7 +225,7 @@ def test_conversions_to_bf16_round_once(device, source: Elem) -> None:
         pytest.skip(str(exc))
     values = BF16_SOURCES[source]
     n = len(values)
-    arrays = [np.array(values, dtype=source.numpy), np.zeros(n, np.uint16)]
-    got = device.run(defn, arrays, dim=(n, 1, 1))[1]
+    arrays = [np.array(values, dtype=source.numpy), np.zeros(n, E.BF16.numpy)]
+    got = device.run(defn, arrays, dim=(n, 1, 1))[1].view(np.uint16)
     expected = [bf16_of_exact(int(v) if source.is_int else v) for v in arrays[0]]
     np.testing.assert_array_equal(got, np.array(expected, np.uint16), [hex(b) for b in got])

@@ -12,7 +12,7 @@ import pytest
 from launch_modes import run
 
 from ruda_core.ir import Elem, Op
-from ruda_core.runtime import ComputeClient, UnsupportedFeature
+from ruda_core.runtime import ComputeClient
 from ruda_core.testing.conformance.test_ops_int import COMPARES, VALUE_OPS
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.opkernels import arity
@@ -21,7 +21,9 @@ from .kernels import FILE
 
 N = 320  # 5 cubes of 64
 INTS = [Elem.I8, Elem.I16, Elem.I32, Elem.I64, Elem.U8, Elem.U16, Elem.U32, Elem.U64]
-FLOATS = [Elem.F16, Elem.F32, Elem.F64]
+FLOATS = [Elem.F16, Elem.BF16, Elem.F32, Elem.F64]
+#: Floats computed in f32 and rounded once per operation.
+NARROW = (Elem.F16, Elem.BF16)
 
 
 def wrap(v: int, elem: Elem) -> int:
@@ -225,7 +227,7 @@ def test_float_floor_div_mod_pow(cpu: ComputeClient, elem: Elem) -> None:
         x, y = float(a[k]), float(b[k])
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
-        work = Elem.F32 if elem is Elem.F16 else elem  # f16 computes in f32, rounds once
+        work = Elem.F32 if elem in NARROW else elem  # f16/bf16 compute in f32, round once
         q = rnd(math.floor(rnd(x / y, work)), work)
         assert same(float(fd[k]), rnd(q, elem)), (x, y)
         want_mod = rnd(rnd(x - rnd(q * y, work), work), elem)
@@ -291,7 +293,7 @@ def test_float_unary(cpu: ComputeClient, elem: Elem) -> None:
             if op in EXACT_UNARY:
                 assert same(got, want) or (got == want == 0), (op, v, got, want)
             else:
-                tol = (1 if elem is Elem.F16 else 4) * eps * max(abs(want), 1e-30)
+                tol = (1 if elem in NARROW else 4) * eps * max(abs(want), 1e-30)
                 assert abs(got - want) <= tol, (op, v, got, want)
         assert same(float(arrays[Op.NEG][k]), -v)
         assert same(float(arrays[Op.ABS][k]), abs(v))
@@ -426,13 +428,6 @@ def test_integer_division_by_zero_does_not_warn(cpu: ComputeClient) -> None:
     q = kb.let(Op.FLOOR_DIV, Elem.I32, x, const(0, Elem.I32))
     kb.store(po, builtin("ABSOLUTE_POS"), kb.let(Op.MOD, Elem.I32, q, const(0, Elem.I32)))
     run(cpu, kb.build(), [a, np.zeros(64, np.int32)], dim=64)
-
-
-def test_bf16_is_unsupported(cpu: ComputeClient) -> None:
-    kb = KernelBuilder("bf", file=FILE)
-    kb.array("a", Elem.BF16)
-    with pytest.raises(UnsupportedFeature, match="bf16"):
-        run(cpu, kb.build(), [np.zeros(4, np.uint16)])
 
 
 def test_rank_shape_stride_metadata(cpu: ComputeClient) -> None:
