@@ -2,8 +2,9 @@
 
 :func:`run_definition` uploads host arrays, launches a :class:`KernelDefinition` through the
 client's public ``launch`` (the launch ABI of :mod:`ruda_core.ir.kernel`) and reads every array
-back; :func:`run_kernel` does the same for a ``@kernel`` that writes one output array. bf16
-arrays are passed as ``uint16`` bit patterns. Nothing here knows about a backend.
+back; :func:`run_kernel` does the same for a ``@kernel`` that writes one output array. Host
+arrays have the element's dtype, ``Elem.numpy`` (``ml_dtypes.bfloat16`` for bf16). Nothing here
+knows about a backend.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from ..runtime import (
 
 __all__ = [
     "TIMEOUT_S",
-    "host_dtype",
     "read_array",
     "run_definition",
     "run_kernel",
@@ -41,11 +41,6 @@ __all__ = [
 TIMEOUT_S = 120.0
 
 Dim3 = int | tuple[int, int, int]
-
-
-def host_dtype(elem: Elem) -> np.dtype:
-    """The NumPy dtype that holds ``elem`` on the host (``uint16`` bit patterns for bf16)."""
-    return np.dtype(np.uint16) if elem is Elem.BF16 else elem.numpy
 
 
 def read_array(client: ComputeClient, handle: Handle, dtype: object) -> np.ndarray:
@@ -94,7 +89,7 @@ def run_definition(
     dims: list[int] = []
     for p, arr in zip(params, arrays, strict=True):
         host = np.ascontiguousarray(arr)
-        if host.dtype != host_dtype(p.elem):
+        if host.dtype != p.elem.numpy:
             raise TypeError(f"{defn.name}: array '{p.name}' is {host.dtype}, not {p.elem}")
         handles.append(client.create_from_slice(host.reshape(-1).view(np.uint8)))
         metadata.append(host.size)
@@ -117,7 +112,7 @@ def run_definition(
     )
     out = client.read_async(handles).result(timeout=TIMEOUT_S)
     return [
-        np.frombuffer(raw, dtype=host_dtype(p.elem)).reshape(np.shape(arr)).copy()
+        np.frombuffer(raw, dtype=p.elem.numpy).reshape(np.shape(arr)).copy()
         for p, arr, raw in zip(params, arrays, out, strict=True)
     ]
 

@@ -17,6 +17,7 @@ from ruda_core.testing.runner import read_array
 #: (float, the unsigned and signed integers of its width)
 PAIRS = [
     (Elem.F16, Elem.U16, Elem.I16),
+    (Elem.BF16, Elem.U16, Elem.I16),
     (Elem.F32, Elem.U32, Elem.I32),
     (Elem.F64, Elem.U64, Elem.I64),
 ]

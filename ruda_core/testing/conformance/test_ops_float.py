@@ -16,7 +16,7 @@ from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition
 from ruda_core.testing.tolerance import assert_matches, op_class
 
-FLOAT_ELEMS = [Elem.F16, Elem.F32, Elem.F64]
+FLOAT_ELEMS = [Elem.F16, Elem.BF16, Elem.F32, Elem.F64]
 VALUE_OPS = [
     Op.ADD,
     Op.SUB,

@@ -131,7 +131,9 @@ def _small_exact(rng: np.random.Generator, n: int, elem: Elem) -> np.ndarray:
 
 @requires(Feature.PLANE, Feature.PARTIAL_PLANE)
 @pytest.mark.parametrize(
-    "elem", [Elem.I32, Elem.U32, Elem.F32, Elem.I64, Elem.F64, Elem.U8, Elem.F16], ids=str
+    "elem",
+    [Elem.I32, Elem.U32, Elem.F32, Elem.I64, Elem.F64, Elem.U8, Elem.F16, Elem.BF16],
+    ids=str,
 )
 def test_reductions_and_scans_over_the_lanes_that_exist(client, reference, elem):
     need(client, elem, reference=reference)
@@ -158,7 +160,9 @@ def test_reductions_and_scans_over_the_lanes_that_exist(client, reference, elem)
 
 
 @requires(Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE)
-@pytest.mark.parametrize("elem", [Elem.U32, Elem.I32, Elem.F32, Elem.U8, Elem.F64], ids=str)
+@pytest.mark.parametrize(
+    "elem", [Elem.U32, Elem.I32, Elem.F32, Elem.U8, Elem.F64, Elem.BF16], ids=str
+)
 def test_broadcast_and_shuffles_read_only_lanes_that_exist(client, reference, elem):
     need(client, elem, reference=reference)
     plane = client.properties().plane_dim

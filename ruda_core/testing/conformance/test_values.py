@@ -15,7 +15,7 @@ from ruda_core.testing.opkernels import BLOCK, arity, float_edges, int_edges, op
 from ruda_core.testing.runner import run_definition
 from ruda_core.testing.tolerance import assert_matches
 
-ELEMS = [e for e in Elem if e is not Elem.BF16]
+ELEMS = list(Elem)
 
 
 def _supported(client, reference):
