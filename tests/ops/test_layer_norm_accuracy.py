@@ -1,9 +1,9 @@
 """LayerNorm forward and backward against the float64 NumPy reference on every local device.
 
 Shapes cover one row, many rows of few features, features that are not a multiple of the cube
-size, and large rows; element types f32, f64 and f16 (skipped as *unsupported* on a device
+size, and large rows; element types f32, f64, f16 and bf16 (skipped as *unsupported* on a device
 without them). Tolerances are :data:`.reference.TOLERANCE` of each result's element type: mean
-and rstd are compared at f32's for f16 input, since they are f32.
+and rstd are compared at f32's for f16 and bf16 input, since they are f32.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ruda_core.testing.markers import need
 from .reference import TOLERANCE, assert_close, download, make_case, reference, upload
 
 SHAPES = [(1, 7), (300, 24), (5, 1000), (3, 8192)]
-DTYPES = [np.float32, np.float64, np.float16]
-ACCUMULATOR = {Elem.F16: Elem.F32, Elem.F32: Elem.F32, Elem.F64: Elem.F64}
+DTYPES = [np.float32, np.float64, np.float16, Elem.BF16.numpy]
+ACCUMULATOR = {Elem.F16: Elem.F32, Elem.BF16: Elem.F32, Elem.F32: Elem.F32, Elem.F64: Elem.F64}
 
 
 def _elem(dtype: type) -> Elem:
@@ -67,7 +67,9 @@ def test_backward_matches_reference(client, dtype, shape):
         assert_close(name, download(client, buf), want, TOLERANCE[elem])
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float16, Elem.BF16.numpy], ids=lambda d: np.dtype(d).name
+)
 def test_without_bias(client, dtype):
     elem = _elem(dtype)
     need(client, elem)
