@@ -104,11 +104,12 @@ def test_kept_data_stays_on_the_device_between_tasks(dask_client):
     dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
     refs = dask_client.gather([dask_client.submit(_upload, f"t-{k}", pure=False) for k in range(4)])
     results = []
-    for ref in refs:
+    for ref in refs:  # one chain at a time: the workers share this process's cpu pool
         step = dask_client.submit(_add_one, ref, workers=ref.worker, pure=False)
         step = dask_client.submit(_add_one, step, workers=ref.worker, pure=False)
-        results.append(dask_client.submit(_read_and_release, step, workers=ref.worker, pure=False))
-    for values, before, after in dask_client.gather(results):
+        done = dask_client.submit(_read_and_release, step, workers=ref.worker, pure=False)
+        results.append(done.result())
+    for values, before, after in results:
         assert values == list(range(2, N + 2))  # two kernels ran on the same kept memory
         assert after <= before - 4 * N  # release gave the memory back to the pool
     assert all(
