@@ -29,6 +29,9 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
+* ``grid_stride(n)``: ``for i in grid_stride(n)`` visits ``ABSOLUTE_POS``, then every launch-size
+  step after it below ``n`` (``range(ABSOLUTE_POS, n, RUDA_COUNT * RUDA_DIM)``), so any
+  launch covers ``0 .. n-1`` once.
 * lines: ``Line(a, b, …)`` builds a line of its 2, 4 or 8 lanes, ``Line.splat(v, n)`` one of
   ``n`` copies of ``v``, ``Line[T, n]`` annotates a local line; ``select(c, a, b)`` is ``a``
   where ``c`` holds, else ``b``, lane by lane for a ``bool`` line ``c``. Arrays read and write
@@ -118,6 +121,7 @@ __all__ = [
     "floor",
     "fma",
     "fmod",
+    "grid_stride",
     "hypot",
     "isfinite",
     "isinf",
@@ -264,6 +268,7 @@ sync_plane = Intrinsic("sync_plane")
 fence_units = Intrinsic("fence_units")
 fence_device = Intrinsic("fence_device")
 unroll = Intrinsic("unroll")
+grid_stride = Intrinsic("grid_stride")
 Line = LineIntrinsic("Line")
 select = Intrinsic("select")
 

@@ -280,8 +280,11 @@ def _select(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) ->
     return b.emit(Op.SELECT, elem, c, *(implicit(b, a, elem, node) for a in args[1:]))
 
 
-def _unroll(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
-    b.fail("unroll(...) is only allowed as the iterable of a for loop", node)
+def _loop_only(name: str) -> Handler:
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+        b.fail(f"{name}(...) is only allowed as the iterable of a for loop", node)
+
+    return handler
 
 
 _FLOAT_UNARY = {
@@ -359,7 +362,8 @@ HANDLERS: dict[str, Handler] = {
     "sync_units_count": _predicate(Op.SYNC_UNITS_COUNT, Elem.U32),
     "sync_units_and": _predicate(Op.SYNC_UNITS_AND, Elem.BOOL),
     "sync_units_or": _predicate(Op.SYNC_UNITS_OR, Elem.BOOL),
-    "unroll": _unroll,
+    "unroll": _loop_only("unroll"),
+    "grid_stride": _loop_only("grid_stride"),
     "Line": _line,
     "Line.splat": _line_splat,
     "select": _select,

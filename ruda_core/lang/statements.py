@@ -30,7 +30,21 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from ..ir import Break, Const, Continue, Elem, If, Local, Loop, Op, Param, ParamKind, RangeLoop
+from ..ir import (
+    Break,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Continue,
+    Elem,
+    If,
+    Local,
+    Loop,
+    Op,
+    Param,
+    ParamKind,
+    RangeLoop,
+)
 from ..ir import Return as ReturnStmt
 from . import views
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
@@ -275,6 +289,15 @@ class StmtBuilder(ExprBuilder):
         it = node.iter
         if isinstance(it, ast.Call) and self.callee(it) is range:
             self.range_loop(name, it, node)
+            return
+        if isinstance(it, ast.Call) and getattr(self.callee(it), "name", None) == "grid_stride":
+            if len(it.args) != 1 or it.keywords:
+                self.fail("grid_stride() takes the element count n", it)
+            launch = self.emit(
+                Op.MUL, Elem.U32, Builtin(BuiltinKind.RUDA_COUNT), Builtin(BuiltinKind.RUDA_DIM)
+            )
+            start = Builtin(BuiltinKind.ABSOLUTE_POS)
+            self.strided_loop(name, start, self.expr(it.args[0]), launch, it, node)
             return
         if isinstance(it, ast.Call) and getattr(self.callee(it), "name", None) == "unroll":
             if len(it.args) != 1 or it.keywords:

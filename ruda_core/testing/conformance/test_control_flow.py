@@ -7,7 +7,20 @@ from __future__ import annotations
 import numpy as np
 
 from ruda_core.ir import Elem
-from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, f64, func, i32, i64, kernel, u8, u32
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    Array,
+    ArrayArg,
+    f32,
+    f64,
+    func,
+    grid_stride,
+    i32,
+    i64,
+    kernel,
+    u8,
+    u32,
+)
 from ruda_core.runtime import RudaCount, RudaDim
 from ruda_core.testing.markers import need
 from ruda_core.testing.runner import read_array
@@ -204,3 +217,19 @@ def test_func_arguments_widen_where_no_value_is_lost(client):
     )
     want = x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)
     np.testing.assert_array_equal(read_array(client, handles[3], np.float64), want)
+
+
+@kernel
+def conformance_grid_stride_helper(out: Array[u32]):
+    for i in grid_stride(out.len()):
+        out[i] = out[i] + i + u32(1)  # each element once: a second visit would add again
+
+
+def test_grid_stride_covers_every_element_once_for_any_launch(client):
+    n = 1000
+    for cubes, units in [(1, 32), (3, 64), (40, 32)]:
+        out = client.create_from_slice(np.zeros(n, np.uint32))
+        conformance_grid_stride_helper.launch(
+            client, RudaCount(cubes), RudaDim(units), ArrayArg(out, n)
+        )
+        np.testing.assert_array_equal(read_array(client, out, np.uint32), np.arange(1, n + 1))
