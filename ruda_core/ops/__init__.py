@@ -3,9 +3,21 @@
 ``layer_norm`` and ``layer_norm_backward`` (:mod:`.layer_norm`): LayerNorm over the last axis
 of a contiguous ``(rows, features)`` tensor and its gradients, with PyTorch's semantics. Each
 runs the runtime's native implementation where ``Runtime.has_native_layer_norm()`` says there
-is one, else ruda's portable kernels on any device. This package never imports a driver.
+is one, else ruda's portable kernels on any device; ``portable_layer_norm`` and
+``portable_layer_norm_backward`` always run the portable kernels. This package never imports a
+driver.
 """
 
-from .layer_norm import layer_norm, layer_norm_backward
+from .layer_norm import (
+    layer_norm,
+    layer_norm_backward,
+    portable_layer_norm,
+    portable_layer_norm_backward,
+)
 
-__all__ = ["layer_norm", "layer_norm_backward"]
+__all__ = [
+    "layer_norm",
+    "layer_norm_backward",
+    "portable_layer_norm",
+    "portable_layer_norm_backward",
+]

@@ -19,7 +19,8 @@ type and each result is rounded to its element type once.
 Dispatch: when ``client.runtime.has_native_layer_norm()`` is true, the checked operands are
 passed to ``client.runtime.layer_norm`` / ``layer_norm_backward`` and their results returned as
 they are; otherwise ruda's portable kernels (:mod:`.layer_norm_kernels`) run on the client's
-stream.
+stream. :func:`portable_layer_norm` and :func:`portable_layer_norm_backward` always run the
+portable kernels: a native implementation's fallback for operands it does not cover.
 
 Both functions check every operand before anything is enqueued and then return at once: results
 are computed asynchronously, and faults of the enqueued kernels surface at the next ``sync()``
@@ -54,7 +55,14 @@ from .operands import (
     check_shape,
 )
 
-__all__ = ["CHUNK_ROWS", "MAX_CHUNKS", "layer_norm", "layer_norm_backward"]
+__all__ = [
+    "CHUNK_ROWS",
+    "MAX_CHUNKS",
+    "layer_norm",
+    "layer_norm_backward",
+    "portable_layer_norm",
+    "portable_layer_norm_backward",
+]
 
 #: Rows each first-pass unit of the weight and bias gradients sums, at least.
 CHUNK_ROWS = 32
@@ -88,16 +96,113 @@ def layer_norm(
     :raises LaunchConfigError: for a non-float or mismatched element type or a bad epsilon.
     :raises UnsupportedFeature: when the device lacks ``input``'s element type.
     """
-    op = "layer_norm"
-    x = _input(op, client, input)
-    rows, features = x.shape
-    w = _affine(op, "weight", weight, x)
-    b = None if bias is None else _affine(op, "bias", bias, x)
-    eps = check_epsilon(op, epsilon)
+    x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
         out, mean, rstd = runtime.layer_norm(client, x, w, b, eps)
         return out, mean, rstd
+    return _portable_forward(client, x, w, b, eps)
+
+
+def portable_layer_norm(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    bias: Operand | None = None,
+    epsilon: float = 1e-5,
+) -> Outputs:
+    """:func:`layer_norm` through ruda's portable kernels, whatever the runtime supplies: what a
+    native implementation falls back to for operands it does not cover, and its baseline.
+    Same contract and errors as :func:`layer_norm`."""
+    x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
+    return _portable_forward(client, x, w, b, eps)
+
+
+def layer_norm_backward(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    grad: Operand,
+    mean: Operand,
+    rstd: Operand,
+) -> Outputs:
+    """The gradients of :func:`layer_norm` given the gradient of its output.
+
+    :param input: the forward's ``input``: ``(rows, features)``, contiguous, float.
+    :param weight: the forward's ``weight``: ``(features,)``, of ``input``'s element type.
+    :param grad: the gradient of the forward's ``output``: like ``input``.
+    :param mean: the forward's ``mean``: ``(rows,)``, in the accumulator type.
+    :param rstd: the forward's ``rstd``: ``(rows,)``, in the accumulator type.
+    :returns: ``(grad_input, grad_weight, grad_bias)`` of the shapes and element type of
+        ``input``, ``weight`` and ``weight``; ``grad_bias`` is returned whether or not the
+        forward had a bias. New buffers, written asynchronously.
+    :raises TypeError, LayoutError, LaunchConfigError, UnsupportedFeature: as
+        :func:`layer_norm`, for every operand.
+    """
+    x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
+    runtime = client.runtime
+    if runtime.has_native_layer_norm():
+        grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
+        return grad_input, grad_weight, grad_bias
+    return _portable_backward(client, x, w, g, mu, inv)
+
+
+def portable_layer_norm_backward(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    grad: Operand,
+    mean: Operand,
+    rstd: Operand,
+) -> Outputs:
+    """:func:`layer_norm_backward` through ruda's portable kernels, whatever the runtime
+    supplies (see :func:`portable_layer_norm`). Same contract and errors."""
+    x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
+    return _portable_backward(client, x, w, g, mu, inv)
+
+
+def _forward_operands(
+    op: str,
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    bias: Operand | None,
+    epsilon: float,
+) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer | None, float]:
+    x = _input(op, client, input)
+    w = _affine(op, "weight", weight, x)
+    b = None if bias is None else _affine(op, "bias", bias, x)
+    return x, w, b, check_epsilon(op, epsilon)
+
+
+def _backward_operands(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    grad: Operand,
+    mean: Operand,
+    rstd: Operand,
+) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer]:
+    op = "layer_norm_backward"
+    x = _input(op, client, input)
+    w = _affine(op, "weight", weight, x)
+    g = as_buffer(op, "grad", grad)
+    check_shape(op, "grad", g, x.shape)
+    check_elem(op, "grad", g, x.elem, "the input's element type")
+    acc = accumulator(x.elem)
+    stats = []
+    for name, value in (("mean", mean), ("rstd", rstd)):
+        buf = as_buffer(op, name, value)
+        check_shape(op, name, buf, (x.shape[0],))
+        check_elem(op, name, buf, acc, f"the accumulator type of {x.elem} input")
+        stats.append(buf)
+    return x, w, g, stats[0], stats[1]
+
+
+def _portable_forward(
+    client: ComputeClient, x: TensorBuffer, w: TensorBuffer, b: TensorBuffer | None, eps: float
+) -> Outputs:
+    rows, features = x.shape
     acc = accumulator(x.elem)
     out = _empty(client, x.shape, x.elem)
     mean = _empty(client, (rows,), acc)
@@ -123,46 +228,15 @@ def layer_norm(
     return out, mean, rstd
 
 
-def layer_norm_backward(
+def _portable_backward(
     client: ComputeClient,
-    input: Operand,
-    weight: Operand,
-    grad: Operand,
-    mean: Operand,
-    rstd: Operand,
+    x: TensorBuffer,
+    w: TensorBuffer,
+    g: TensorBuffer,
+    mu: TensorBuffer,
+    inv: TensorBuffer,
 ) -> Outputs:
-    """The gradients of :func:`layer_norm` given the gradient of its output.
-
-    :param input: the forward's ``input``: ``(rows, features)``, contiguous, float.
-    :param weight: the forward's ``weight``: ``(features,)``, of ``input``'s element type.
-    :param grad: the gradient of the forward's ``output``: like ``input``.
-    :param mean: the forward's ``mean``: ``(rows,)``, in the accumulator type.
-    :param rstd: the forward's ``rstd``: ``(rows,)``, in the accumulator type.
-    :returns: ``(grad_input, grad_weight, grad_bias)`` of the shapes and element type of
-        ``input``, ``weight`` and ``weight``; ``grad_bias`` is returned whether or not the
-        forward had a bias. New buffers, written asynchronously.
-    :raises TypeError, LayoutError, LaunchConfigError, UnsupportedFeature: as
-        :func:`layer_norm`, for every operand.
-    """
-    op = "layer_norm_backward"
-    x = _input(op, client, input)
     rows, features = x.shape
-    w = _affine(op, "weight", weight, x)
-    g = as_buffer(op, "grad", grad)
-    check_shape(op, "grad", g, x.shape)
-    check_elem(op, "grad", g, x.elem, "the input's element type")
-    acc = accumulator(x.elem)
-    stats = []
-    for name, value in (("mean", mean), ("rstd", rstd)):
-        buf = as_buffer(op, name, value)
-        check_shape(op, name, buf, (rows,))
-        check_elem(op, name, buf, acc, f"the accumulator type of {x.elem} input")
-        stats.append(buf)
-    mu, inv = stats
-    runtime = client.runtime
-    if runtime.has_native_layer_norm():
-        grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
-        return grad_input, grad_weight, grad_bias
     grad_input = _empty(client, x.shape, x.elem)
     grad_weight = _empty(client, (features,), x.elem)
     grad_bias = _empty(client, (features,), x.elem)
