@@ -15,6 +15,7 @@ from ruda_core.runtime import (
     LazyType,
     TargetProperties,
 )
+from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 from .compiler import CudaCompiler
 
@@ -42,6 +43,39 @@ class CudaRuntime(IndexedRuntime):
     @classmethod
     def name(cls, client: ComputeClient) -> str:
         return "cuda"
+
+    @classmethod
+    def has_native_layer_norm(cls) -> bool:
+        """True: LayerNorm and its gradients run ruda_cuda's CUDA C++ kernels
+        (:mod:`ruda_cuda.layer_norm`)."""
+        return True
+
+    @classmethod
+    def layer_norm(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        from .layer_norm import layer_norm  # at first use: it imports ruda_core.ops' kernels
+
+        return layer_norm(client, input, weight, bias, epsilon)
+
+    @classmethod
+    def layer_norm_backward(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        from .layer_norm import layer_norm_backward  # at first use, as layer_norm
+
+        return layer_norm_backward(client, input, weight, grad, mean, rstd)
 
     @classmethod
     def require_array_lengths(cls) -> bool:

@@ -38,7 +38,11 @@ def test_kernel_builds_with_opencl(opencl_device, name: str) -> None:
     opencl_device.build(opencl_device.emit(definition))
 
 
-def _nvrtc_compile(source: str, arch: int) -> tuple[bool, str]:
+def _nvrtc_compile(
+    source: str, arch: int, target: str = "compute", options: tuple[str, ...] = ()
+) -> tuple[bool, str]:
+    """Whether NVRTC compiles ``source`` for ``{target}_{arch}`` (``compute``: PTX; ``sm``: a
+    cubin, through ptxas) with ``options``, and its log."""
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="install cuda-bindings for NVRTC")
     runtime = pytest.importorskip(
         "nvidia.cuda_runtime", reason="install nvidia-cuda-runtime-cu12 for the CUDA headers"
@@ -48,8 +52,8 @@ def _nvrtc_compile(source: str, arch: int) -> tuple[bool, str]:
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
     except RuntimeError as exc:  # the bindings load libnvrtc lazily
         pytest.skip(f"NVRTC is not loadable (install nvidia-cuda-nvrtc-cu12): {exc}")
-    options = [f"--gpu-architecture=compute_{arch}".encode(), f"-I{include}".encode(), b"-w"]
-    (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
+    flags = [f"--gpu-architecture={target}_{arch}", f"-I{include}", "-w", *options]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size
     nvrtc.nvrtcGetProgramLog(prog, log)

@@ -1,0 +1,125 @@
+"""The CUDA runtime's native LayerNorm without a GPU: every kernel it would launch compiles with
+NVRTC to an sm_90 cubin with the options of ``ruda_cuda.driver.build_cubin``, and the host plan
+covers each row exactly once, in vectors that divide the row and fit the operands' alignment.
+
+On a GPU the kernels are checked against the float64 reference by
+``tests/cuda/test_native_layer_norm.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ruda_core.ir import Elem, ExecutionMode
+from ruda_core.runtime import CompileOptions, UnsupportedFeature
+from ruda_cpu.compiler import CpuCompiler
+from ruda_cuda.compiler import CudaCompiler
+from ruda_cuda.layer_norm_plan import (
+    RowClass,
+    backward_blocks,
+    backward_class,
+    forward_class,
+    vector_width,
+)
+from ruda_cuda.layer_norm_tasks import ELEMS, backward_task, finish_task, forward_task
+
+from .test_compile import _nvrtc_compile
+
+#: The benchmark's widths and widths that are not a multiple of any vector.
+WIDTHS = [1, 7, 33, 1000, 1024, 4096, 4097, 16384, 16385]
+SM90 = CompileOptions(plane_dim=32, extra=(("arch", "sm_90"),))
+#: build_cubin's options besides the architecture and include folders
+BUILD_OPTIONS = ("--std=c++17", "--fmad=false")
+
+
+def _classes(width: int, elem: Elem) -> list[tuple[str, RowClass | None]]:
+    vector = vector_width(width, elem.nbytes, [0])
+    return [("forward", forward_class(width, vector)), ("backward", backward_class(width, vector))]
+
+
+def _build(task) -> None:
+    compiled = task.compile(CudaCompiler(), SM90, ExecutionMode.CHECKED)
+    ok, log = _nvrtc_compile(compiled.source, 90, "sm", BUILD_OPTIONS)
+    assert ok, f"NVRTC rejected {task.name} for sm_90:\n{log}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("elem", sorted(ELEMS, key=str), ids=str)
+def test_native_kernels_compile_for_sm90(elem: Elem, width: int) -> None:
+    for direction, row_class in _classes(width, elem):
+        if row_class is None:
+            continue
+        task = (forward_task if direction == "forward" else backward_task)(elem, row_class)
+        _build(task)
+    _build(finish_task(elem))
+
+
+def test_the_benchmark_shapes_run_natively() -> None:
+    """Every width of the benchmark has a native class in both directions, with 128-bit
+    accesses (the wide rows one row per block, the narrow ones one row per warp)."""
+    for elem in ELEMS:
+        for width in (1024, 4096, 16384):
+            for direction, row_class in _classes(width, elem):
+                assert row_class is not None, (elem, width, direction)
+                assert row_class.vector * elem.nbytes == 16, (elem, width, direction)
+                assert (row_class.row_warps == 1) == (width <= 1024), (elem, width, direction)
+
+
+def test_vector_width_divides_the_row_and_fits_every_address() -> None:
+    assert vector_width(4096, 4, [0, 256, 4096]) == 4
+    assert vector_width(4096, 2, [0, 256]) == 8
+    assert vector_width(4096, 4, [0, 8]) == 2  # one operand only 8-byte aligned
+    assert vector_width(1000, 2, [0]) == 8
+    assert vector_width(1002, 2, [0]) == 2
+    assert vector_width(4097, 4, [0]) == 1
+
+
+def _owned_columns(row_class: RowClass, width: int, thread: int) -> list[int]:
+    """The columns thread ``thread`` of a row group touches, by layer_norm.cu's indexing:
+    vector i = k * ROW_THREADS + t for k < VPT, if i < width / V, holds columns i * V + e."""
+    c = row_class
+    columns = []
+    for k in range(c.vectors_per_thread):
+        i = k * c.row_threads + thread
+        if i < width // c.vector:
+            columns.extend(i * c.vector + e for e in range(c.vector))
+    return columns
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, 2048, 8192, 32768])
+@pytest.mark.parametrize("elem", sorted(ELEMS, key=str), ids=str)
+def test_a_row_group_touches_every_column_once(elem: Elem, width: int) -> None:
+    for direction, row_class in _classes(width, elem):
+        if row_class is None:
+            assert width > 16384, (elem, width, direction)  # wider rows run portably
+            continue
+        assert width % row_class.vector == 0
+        assert width <= row_class.capacity, (elem, width, direction)
+        columns = [
+            j for t in range(row_class.row_threads) for j in _owned_columns(row_class, width, t)
+        ]
+        assert sorted(columns) == list(range(width)), (elem, width, direction)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 4096, 100_000])
+def test_backward_blocks_visit_every_row_once(rows: int) -> None:
+    """Block b's row groups g take rows b * ROWS + g, stepping by blocks * ROWS."""
+    for width in (512, 4096):
+        row_class = backward_class(width, 4)
+        assert row_class is not None
+        blocks = backward_blocks(rows, row_class, compute_units=132)
+        step = blocks * row_class.rows_per_block
+        assert 1 <= blocks <= max(1, -(-rows // row_class.rows_per_block))
+        visited = sorted(
+            r
+            for b in range(blocks)
+            for g in range(row_class.rows_per_block)
+            for r in range(b * row_class.rows_per_block + g, rows, step)
+        )
+        assert visited == list(range(rows))
+
+
+def test_a_source_task_is_refused_by_another_compiler() -> None:
+    task = finish_task(Elem.F32)
+    with pytest.raises(UnsupportedFeature, match="CUDA C\\+\\+"):
+        task.compile(CpuCompiler(), CompileOptions(), ExecutionMode.CHECKED)
