@@ -1,0 +1,146 @@
+"""The CUDA runtime's native LayerNorm on a GPU: the native kernels are the ones that run, their
+results match the float64 reference within :data:`tests.ops.reference.TOLERANCE` for f32, f16
+and bf16 (f64 runs the portable kernels) on the benchmark's shapes and on widths that are not a
+multiple of a vector, and their gradients are the same bits on every run.
+
+Skips, saying why, without CuPy or a CUDA device (``RUDA_REQUIRE=cuda`` makes that a failure).
+Run on a GPU machine: ``pytest tests/cuda/test_native_layer_norm.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem
+from ruda_core.ops import layer_norm, layer_norm_backward
+from ruda_core.runtime.layer_norm_args import TensorBuffer
+from tests.ops.reference import TOLERANCE, assert_close, download, make_case, reference, upload
+
+ELEMS = [Elem.F32, Elem.F16, Elem.BF16, Elem.F64]
+#: benchmarks/layer_norm.py's shapes
+BENCHMARK_SHAPES = [(8192, 1024), (8192, 4096), (4096, 16384)]
+#: widths that are not a multiple of a vector, or of a warp, or beyond the backward's
+#: register rows (16385 runs the portable backward)
+ODD_SHAPES = [(5, 1), (9, 7), (40, 33), (70, 1000), (11, 4097), (6, 16385)]
+NATIVE = "ruda_layer_norm_"
+NAMES = ("grad_input", "grad_weight", "grad_bias")
+
+
+@pytest.fixture
+def cuda(open_device):
+    return open_device("cuda:0")
+
+
+def _kernels(client, fn) -> tuple[object, list[str]]:
+    """``fn()``'s result and the names of the kernels it ran."""
+    result, duration = client.profile(fn)
+    return result, [e.name for e in duration.trace.events if e.kind == "kernel"]
+
+
+def _check(client, elem: Elem, shape: tuple[int, int], seed: int = 0) -> None:
+    case = make_case(shape, elem.numpy, seed=seed)
+    expected = reference(case)
+    x, w = upload(client, case.x), upload(client, case.weight)
+    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+    tol, stats = TOLERANCE[elem], TOLERANCE[Elem.F64 if elem is Elem.F64 else Elem.F32]
+    assert (out.elem, out.shape, mean.shape) == (elem, shape, shape[:1])
+    assert_close("out", download(client, out), expected.out, tol)
+    assert_close("mean", download(client, mean), expected.mean, stats)
+    assert_close("rstd", download(client, rstd), expected.rstd, stats)
+    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+    wanted = (expected.grad_input, expected.grad_weight, expected.grad_bias)
+    for name, buf, want in zip(NAMES, grads, wanted, strict=True):
+        assert buf.elem is elem, name
+        assert_close(name, download(client, buf), want, tol)
+
+
+def test_the_cuda_runtime_supplies_native_layer_norm(cuda):
+    assert cuda.runtime.has_native_layer_norm()
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.F16, Elem.BF16], ids=str)
+@pytest.mark.parametrize("shape", BENCHMARK_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_native_kernels_are_the_ones_that_run(cuda, elem, shape):
+    case = make_case(shape, elem.numpy)
+    x, w = upload(cuda, case.x), upload(cuda, case.weight)
+    (_, mean, rstd), forward = _kernels(cuda, lambda: layer_norm(cuda, x, w))
+    _, backward = _kernels(
+        cuda, lambda: layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
+    )
+    assert len(forward) == 1 and forward[0].startswith(f"{NATIVE}forward_{elem.value}_"), forward
+    assert len(backward) == 2, backward
+    assert backward[0].startswith(f"{NATIVE}backward_{elem.value}_"), backward
+    assert backward[1] == f"{NATIVE}finish_{elem.value}", backward
+
+
+def test_f64_and_the_widest_backward_run_the_portable_kernels(cuda):
+    case = make_case((6, 16385), np.float32)
+    x, w = upload(cuda, case.x), upload(cuda, case.weight)
+    (_, mean, rstd), forward = _kernels(cuda, lambda: layer_norm(cuda, x, w))
+    _, backward = _kernels(
+        cuda, lambda: layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
+    )
+    assert all(n.startswith(NATIVE) for n in forward), forward
+    assert not any(n.startswith(NATIVE) for n in backward), backward
+    case = make_case((3, 64), np.float64)
+    x, w = upload(cuda, case.x), upload(cuda, case.weight)
+    _, forward = _kernels(cuda, lambda: layer_norm(cuda, x, w))
+    assert not any(n.startswith(NATIVE) for n in forward), forward
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+@pytest.mark.parametrize("shape", BENCHMARK_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_benchmark_shapes_match_the_reference(cuda, elem, shape):
+    _check(cuda, elem, shape)
+
+
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+@pytest.mark.parametrize("shape", ODD_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_odd_widths_match_the_reference(cuda, elem, shape):
+    _check(cuda, elem, shape, seed=1)
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.BF16], ids=str)
+def test_without_bias_and_without_rows(cuda, elem):
+    case = make_case((12, 1000), elem.numpy, bias=False, seed=2)
+    expected = reference(case)
+    out, _, _ = layer_norm(cuda, upload(cuda, case.x), upload(cuda, case.weight))
+    assert_close("out", download(cuda, out), expected.out, TOLERANCE[elem])
+    empty = make_case((0, 1000), elem.numpy)
+    x, w = upload(cuda, empty.x), upload(cuda, empty.weight)
+    out, mean, rstd = layer_norm(cuda, x, w)
+    assert out.shape == (0, 1000) and mean.shape == (0,)
+    _, grad_weight, grad_bias = layer_norm_backward(cuda, x, w, upload(cuda, empty.x), mean, rstd)
+    assert not download(cuda, grad_weight).any() and not download(cuda, grad_bias).any()
+
+
+def test_operands_aligned_to_one_element_are_read_element_by_element(cuda):
+    """An input 4 bytes into its memory cannot be read 16 bytes at a time: the kernels take
+    narrower vectors and give the same results."""
+    case = make_case((33, 4096), np.float32, seed=3)
+    expected = reference(case)
+    raw = np.concatenate([np.zeros(1, np.float32), case.x.ravel()])
+    whole = upload(cuda, raw)
+    x = TensorBuffer(whole.handle.offset(4), case.x.shape, (4096, 1), Elem.F32)
+    w = upload(cuda, case.weight)
+    out, mean, rstd = layer_norm(cuda, x, w, upload(cuda, case.bias))
+    assert_close("out", download(cuda, out), expected.out, TOLERANCE[Elem.F32])
+    grad_input, _, _ = layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
+    assert_close("grad_input", download(cuda, grad_input), expected.grad_input, 2e-6)
+
+
+@pytest.mark.parametrize(
+    ("elem", "shape"),
+    [(Elem.BF16, (8192, 1024)), (Elem.F32, (8192, 4096)), (Elem.F32, (4096, 16384))],
+    ids=lambda v: str(v) if isinstance(v, Elem) else f"{v[0]}x{v[1]}",
+)
+def test_gradients_are_the_same_bits_every_run(cuda, elem, shape):
+    case = make_case(shape, elem.numpy, seed=4)
+    x, w, dy = upload(cuda, case.x), upload(cuda, case.weight), upload(cuda, case.grad)
+    _, mean, rstd = layer_norm(cuda, x, w)
+    first = [download(cuda, b).copy() for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)]
+    second = [download(cuda, b) for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)]
+    for name, a, b in zip(NAMES, first, second, strict=True):
+        assert a.tobytes() == b.tobytes(), name
