@@ -1,0 +1,220 @@
+"""LayerNorm forward and backward: ruda native, ruda portable, PyTorch eager and torch.compile,
+next to the device's copy bandwidth measured in the same run.
+
+For one device (default ``cuda:0``; ``cpu`` runs small shapes), per shape and element type:
+
+* ``native``: ``ruda_core.ops.layer_norm`` / ``layer_norm_backward``, which take the runtime's
+  native kernels where it has them (on CUDA, ``ruda_cuda/layer_norm.cu``);
+* ``portable``: ``portable_layer_norm`` / ``portable_layer_norm_backward``, ruda's kernels
+  written in the kernel language, on every device;
+* ``torch``: ``aten.native_layer_norm`` / ``native_layer_norm_backward`` (the same results:
+  output, mean and rstd; the three gradients), eager, and through ``torch.compile`` (on CUDA
+  only), on the same device; skipped when torch is absent or lacks the device.
+
+Each column gives µs per call (the best of several runs of ``REPS`` back-to-back calls between
+syncs), the GB/s that call must move at least (inputs read once, outputs written once) and that
+as a share of a device-to-device copy's GB/s (read + write) measured in the same run. ``host``
+is the host time to enqueue one ruda call, and ``kernel`` the device time of ruda native's
+kernels per call (``client.profile``).
+Run: ``python benchmarks/layer_norm.py cuda:0`` (or ``cpu``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from bandwidth import best_seconds, copy_roof
+
+import ruda_core as ruda
+from ruda_core.ir import Elem
+from ruda_core.ops import (
+    layer_norm,
+    layer_norm_backward,
+    portable_layer_norm,
+    portable_layer_norm_backward,
+)
+from ruda_core.runtime import ComputeClient
+from ruda_core.tensor import RudaTensor
+
+GPU_SHAPES = [(8192, 1024), (8192, 4096), (4096, 16384)]
+CPU_SHAPES = [(64, 1024), (16, 4096)]
+ELEMS = [Elem.F32, Elem.BF16, Elem.F16]
+REPS = 20
+COPY_NBYTES = 1 << 30
+EPS = 1e-5
+
+
+@dataclass
+class Operands:
+    """One shape's inputs on ruda's device (``x`` … ``rstd``) and, where present, torch's."""
+
+    x: RudaTensor
+    w: RudaTensor
+    b: RudaTensor
+    dy: RudaTensor
+    mean: Any
+    rstd: Any
+    torch: tuple[Any, ...] | None
+
+
+def bytes_moved(rows: int, features: int, nbytes: int, backward: bool) -> int:
+    """Least bytes a call reads and writes: rows of x (and grad, grad_input) or of the output,
+    the per-feature vectors, and the f32 mean and rstd."""
+    row = rows * features * nbytes
+    vector = features * nbytes
+    stats = 2 * rows * 4
+    return 3 * row + 3 * vector + stats if backward else 2 * row + 2 * vector + stats
+
+
+def copy_seconds(client: ComputeClient) -> tuple[float, int]:
+    """Seconds of one device-to-device copy and its size (NumPy's copy on the cpu device)."""
+    if client.name() in ("cuda", "opencl"):
+        src, dst = client.empty(COPY_NBYTES), client.empty(COPY_NBYTES)
+        return copy_roof(client, src, dst, COPY_NBYTES), COPY_NBYTES
+    nbytes = COPY_NBYTES // 8
+    a, b = np.ones(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+    return best_seconds(lambda: np.copyto(b, a), lambda: None), nbytes
+
+
+def torch_module(client: ComputeClient) -> Any | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if client.name() == "cuda" and not torch.cuda.is_available():
+        return None
+    return torch if client.name() in ("cuda", "cpu") else None
+
+
+def operands(client: ComputeClient, torch: Any, shape: tuple[int, int], elem: Elem) -> Operands:
+    rng = np.random.default_rng(0)
+    features = shape[1]
+    host = {
+        "x": rng.normal(3.0, 2.0, shape),
+        "w": rng.normal(1.0, 0.5, features),
+        "b": rng.normal(0.0, 1.0, features),
+        "dy": rng.normal(0.0, 1.0, shape),
+    }
+    t = {k: RudaTensor.from_numpy(client, v.astype(elem.numpy)) for k, v in host.items()}
+    _, mean, rstd = layer_norm(client, t["x"], t["w"], t["b"], EPS)
+    pair = None
+    if torch is not None:
+        device = "cuda" if client.name() == "cuda" else "cpu"
+        dtype = {Elem.F32: torch.float32, Elem.F16: torch.float16, Elem.BF16: torch.bfloat16}
+        tt = {k: torch.tensor(v, device=device).to(dtype[elem]) for k, v in host.items()}
+        _, tmean, trstd = torch.ops.aten.native_layer_norm(
+            tt["x"], [features], tt["w"], tt["b"], EPS
+        )
+        pair = (tt["x"], tt["w"], tt["b"], tt["dy"], tmean, trstd)
+    return Operands(t["x"], t["w"], t["b"], t["dy"], mean, rstd, pair)
+
+
+def ruda_calls(client: ComputeClient, ops: Operands) -> dict[str, dict[str, Callable[[], object]]]:
+    """The ruda columns of each direction."""
+    return {
+        "forward": {
+            "ruda native": lambda: layer_norm(client, ops.x, ops.w, ops.b, EPS),
+            "ruda portable": lambda: portable_layer_norm(client, ops.x, ops.w, ops.b, EPS),
+        },
+        "backward": {
+            "ruda native": lambda: layer_norm_backward(
+                client, ops.x, ops.w, ops.dy, ops.mean, ops.rstd
+            ),
+            "ruda portable": lambda: portable_layer_norm_backward(
+                client, ops.x, ops.w, ops.dy, ops.mean, ops.rstd
+            ),
+        },
+    }
+
+
+def torch_calls(
+    torch: Any, features: int, args: tuple[Any, ...], compiled: bool
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    x, w, b, dy, mean, rstd = args
+
+    def forward(x: Any, w: Any, b: Any) -> object:
+        return torch.ops.aten.native_layer_norm(x, [features], w, b, EPS)
+
+    def backward(dy: Any, x: Any, mean: Any, rstd: Any, w: Any, b: Any) -> object:
+        return torch.ops.aten.native_layer_norm_backward(
+            dy, x, [features], mean, rstd, w, b, [True, True, True]
+        )
+
+    if compiled:
+        forward = torch.compile(forward, dynamic=False)
+        backward = torch.compile(backward, dynamic=False)
+    return (lambda: forward(x, w, b)), (lambda: backward(dy, x, mean, rstd, w, b))
+
+
+def host_us(run: Callable[[], object], sync: Callable[[], None]) -> float:
+    """Host µs to enqueue one call (the device is drained before and after)."""
+    sync()
+    start = time.perf_counter()
+    for _ in range(REPS):
+        run()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed / REPS * 1e6
+
+
+def main(device: str) -> None:
+    client = ruda.client(device)
+    sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
+    torch = torch_module(client)
+    copy_s, copy_nbytes = copy_seconds(client)
+    roof = 2 * copy_nbytes / copy_s / 1e9
+    shapes = GPU_SHAPES if client.name() == "cuda" else CPU_SHAPES
+    print(
+        f"{device}: {client.properties().name}; native LayerNorm: "
+        f"{client.runtime.has_native_layer_norm()}"
+    )
+    print(f"  device-to-device copy {roof:8.1f} GB/s (read + write)")
+    if torch is None:
+        print("  torch: not installed or without this device; its columns are skipped")
+    torch_sync = None
+    if torch is not None:
+        torch_sync = torch.cuda.synchronize if client.name() == "cuda" else (lambda: None)
+    header = f"  {'':26} {'µs':>9} {'GB/s':>8} {'copy%':>6}"
+    for elem in ELEMS:
+        if not client.features().supports(elem):
+            print(f"  {elem}: {device} does not support it; skipped")
+            continue
+        for shape in shapes:
+            rows, features = shape
+            ops = operands(client, torch, shape, elem)
+            calls = ruda_calls(client, ops)
+            torch_runs: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {}
+            if torch is not None and ops.torch is not None:
+                torch_runs["torch eager"] = torch_calls(torch, features, ops.torch, False)
+                if client.name() == "cuda":
+                    torch_runs["torch.compile"] = torch_calls(torch, features, ops.torch, True)
+            for k, direction in enumerate(("forward", "backward")):
+                nbytes = bytes_moved(rows, features, elem.nbytes, direction == "backward")
+                print(f"{elem} {rows}x{features} {direction}")
+                print(header)
+                times: dict[str, float] = {}
+                runs = [(name, run, sync) for name, run in calls[direction].items()]
+                runs += [(name, pair[k], torch_sync) for name, pair in torch_runs.items()]
+                for name, run, done in runs:
+                    seconds = best_seconds(run, done)
+                    times[name] = seconds
+                    gbs = nbytes / seconds / 1e9
+                    print(f"  {name:26} {seconds * 1e6:9.1f} {gbs:8.1f} {100 * gbs / roof:5.1f}%")
+                native = calls[direction]["ruda native"]
+                host = host_us(native, sync)
+                _, profile = client.profile(lambda run=native: [run() for _ in range(REPS)])
+                kernel = profile.execution_ns / REPS / 1e3
+                print(f"  ruda native: host {host:.1f} µs per call, kernel {kernel:.1f} µs")
+                for peer in ("torch eager", "torch.compile"):
+                    if peer in times:
+                        ratio = times["ruda native"] / times[peer]
+                        print(f"  ruda native / {peer}: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "cuda:0")
