@@ -57,7 +57,7 @@ __device__ __forceinline__ void row_sums(float (&v)[K], float* scratch) {
     for (int k = 0; k < K; ++k) {
         v[k] = warp_sum(v[k]);
     }
-    if (ROW_WARPS > 1) {
+    if constexpr (ROW_WARPS > 1) {
         const int warp = threadIdx.x >> 5;
         if ((threadIdx.x & 31) == 0) {
 #pragma unroll
@@ -250,7 +250,7 @@ __device__ __forceinline__ void backward(const T* __restrict__ x, const T* __res
 
     float* pw = partial_weight + (size_t)blockIdx.x * features;
     float* pb = partial_bias + (size_t)blockIdx.x * features;
-    if (ROWS == 1) {
+    if constexpr (ROWS == 1) {
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
             const unsigned i = k * ROW_THREADS + t;

@@ -61,7 +61,8 @@ class CudaSourceTask(RudaTask):
         self.key = f"cuda-source-{name}-{hashlib.sha256(text.encode()).hexdigest()}"
 
     def writes(self, binding_index: int) -> bool:
-        return self._writes[binding_index]
+        writes = self._writes
+        return binding_index >= len(writes) or writes[binding_index]
 
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
