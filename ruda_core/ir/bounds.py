@@ -16,8 +16,12 @@ and the constant length for other shared and local arrays; an access whose const
 to be in bounds is left alone. A line access (``LOAD_LINE``/``STORE_LINE`` of width ``w``) compares
 its line index with the number of whole lines, ``LEN(arr) // w`` (computed once at the kernel's
 start), so a partial last line is out of bounds as a whole: a load gives a line of zeros, a store is
-dropped. Temporaries are named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the
-output is deterministic.
+dropped. A matrix tile (``CMMA_LOAD``/``CMMA_STORE``) is one access too: it is in bounds when
+``offset + (outer - 1) * stride + inner <= length``, computed in ``u64`` (``outer`` the tile's rows
+in row-major layout, its columns in column-major; ``inner`` the other); out of bounds, a load fills
+the fragment with zeros and a store is dropped, and Validate reports the tile's last element.
+Temporaries are named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output
+is deterministic.
 
 ``VALIDATE`` is ``CHECKED`` plus, in every out-of-bounds branch,
 ``REPORT_OOB(Const(buffer_no, u32), index as u64, length as u64)``, and a hidden last parameter
@@ -44,6 +48,7 @@ from dataclasses import replace
 from typing import cast
 
 from .kernel import Block, If, Instr, KernelDefinition, Stmt, rewrite
+from .matrix import Fragment, MatrixLayout
 from .modes import ExecutionMode
 from .ops import ATOMIC_OPS, Op
 from .types import Elem
@@ -65,6 +70,7 @@ REPORT_PARAM = "_ruda_report"
 
 _LINE_ACCESS = frozenset({Op.LOAD_LINE, Op.STORE_LINE})
 _CHECKED_OPS = ATOMIC_OPS | _LINE_ACCESS | {Op.INDEX, Op.INDEX_ASSIGN}
+_TILE_ACCESS = frozenset({Op.CMMA_LOAD, Op.CMMA_STORE})
 
 
 def report_names(defn: KernelDefinition) -> tuple[str, ...]:
@@ -118,9 +124,7 @@ class _BoundsLowering:
         self.line_counts: dict[tuple[Param, int, Elem], Local] = {}
 
     def run(self) -> KernelDefinition:
-        body = rewrite(
-            self.defn.body, lambda ins: self._guard(ins) if ins.op in _CHECKED_OPS else [ins]
-        )
+        body = rewrite(self.defn.body, self._instr)
         params = self.defn.params
         if self.validate:
             report = Param(len(params), REPORT_PARAM, ParamKind.ARRAY, Elem.U32)
@@ -142,6 +146,13 @@ class _BoundsLowering:
         local = Local(name, elem)
         self.temps.append(local)
         return local
+
+    def _instr(self, ins: Instr) -> list[Stmt]:
+        if ins.op in _CHECKED_OPS:
+            return self._guard(ins)
+        if ins.op in _TILE_ACCESS:
+            return self._guard_tile(ins)
+        return [ins]
 
     def _length(self, param: Param) -> Local:
         """``LEN(param)``, computed once at the kernel's start."""
@@ -200,6 +211,43 @@ class _BoundsLowering:
         cond = self._temp(Elem.BOOL)
         stmts.append(Instr(Op.LT, cond, (unsigned, length), loc))
         stmts.append(If(cond, (ins,), self._out_of_bounds(ins, unsigned, length), loc))
+        return stmts
+
+    def _guard_tile(self, ins: Instr) -> list[Stmt]:
+        load = ins.op is Op.CMMA_LOAD
+        frag = cast(Fragment, ins.args[0] if load else ins.args[2])
+        arr = cast(ArrayVar, ins.args[1] if load else ins.args[0])
+        offset = cast(Operand, ins.args[2] if load else ins.args[1])
+        stride = cast(Operand, ins.args[3])
+        layout = MatrixLayout(cast(Const, ins.args[4]).value)
+        rows, cols = frag.rows, frag.cols
+        outer, inner = (rows, cols) if layout is MatrixLayout.ROW_MAJOR else (cols, rows)
+        loc, u64 = ins.loc, Elem.U64
+        stmts: list[Stmt] = []
+        span, end = self._temp(u64), self._temp(u64)
+        stmts.append(
+            Instr(Op.MUL, span, (self._widen(stride, u64, stmts, loc), Const(outer - 1, u64)), loc)
+        )
+        stmts.append(Instr(Op.ADD, end, (span, self._widen(offset, u64, stmts, loc)), loc))
+        stmts.append(Instr(Op.ADD, end, (end, Const(inner, u64)), loc))
+        length: Operand
+        if isinstance(arr, Param):
+            length = self._widen(self._length(arr), u64, stmts, loc)
+        elif isinstance(arr, SharedArray) and arr.size is not None:
+            length = self._widen(arr.size, u64, stmts, loc)
+        else:
+            length = Const(arr.length, u64)
+        cond = self._temp(Elem.BOOL)
+        stmts.append(Instr(Op.LE, cond, (end, length), loc))
+        outside: list[Stmt] = []
+        if load:
+            outside.append(Instr(Op.CMMA_FILL, None, (frag, _zero(frag.elem)), loc))
+        if self.validate:
+            last = self._temp(u64)
+            outside.append(Instr(Op.SUB, last, (end, Const(1, u64)), loc))
+            buffer_no = Const(self.buffer_no[arr], Elem.U32)
+            outside.append(Instr(Op.REPORT_OOB, None, (buffer_no, last, length), loc))
+        stmts.append(If(cond, (ins,), tuple(outside), loc))
         return stmts
 
     def _out_of_bounds(self, ins: Instr, index: Operand, length: Operand) -> Block:

@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
+from .matrix import Fragment, MatrixConfig
 from .ops import Op
 from .printing import PrintFormat
 from .variables import ArrayVar, Const, Local, LocalArray, Operand, Param, SharedArray, SourceLoc
@@ -52,7 +54,7 @@ class Instr:
 
     op: Op
     out: Local | None
-    args: tuple[Operand | ArrayVar, ...]
+    args: tuple[Operand | ArrayVar | Fragment, ...]
     loc: SourceLoc | None = field(default=None, compare=False)
     format: PrintFormat | None = None
 
@@ -126,8 +128,9 @@ class KernelDefinition:
     """One specialised kernel: hashable, comparable, and printable as a stable text form.
 
     ``locals`` lists every :class:`Local` the body writes (declared once, at the top, by
-    emitters); ``shared`` and ``local_arrays`` list the arrays. ``source`` locates the Python
-    function. :meth:`fingerprint` is a content hash suitable for cache keys.
+    emitters); ``shared`` and ``local_arrays`` list the arrays, ``fragments`` the cooperative
+    matrices (one per plane). ``source`` locates the Python function. :meth:`fingerprint` is a
+    content hash suitable for cache keys.
     """
 
     name: str
@@ -136,6 +139,7 @@ class KernelDefinition:
     shared: tuple[SharedArray, ...]
     local_arrays: tuple[LocalArray, ...]
     body: Block
+    fragments: tuple[Fragment, ...] = ()
     source: SourceLoc | None = field(default=None, compare=False)
 
     @property
@@ -176,6 +180,19 @@ class KernelDefinition:
         """Local-array memory per unit, in bytes."""
         return sum(a.length * a.elem.nbytes for a in self.local_arrays)
 
+    @property
+    def matrix_configs(self) -> frozenset[MatrixConfig]:
+        """The configurations of the kernel's ``CMMA_EXECUTE`` instructions: what the device
+        must support (:meth:`~ruda_core.runtime.Features.supports_matrix`)."""
+        configs = set()
+        for stmt in walk(self.body):
+            if isinstance(stmt, Instr) and stmt.op is Op.CMMA_EXECUTE:
+                a, b, c = (cast(Fragment, x) for x in stmt.args[:3])
+                configs.add(
+                    MatrixConfig(a.matrix_elem, b.matrix_elem, c.matrix_elem, a.m, a.n, a.k)
+                )
+        return frozenset(configs)
+
     def metadata_layout(self) -> tuple[tuple[str, Param, int], ...]:
         """The launch's metadata slots as ``(what, param, axis)`` with ``what`` one of
         ``"len"``, ``"shape"``, ``"stride"`` (axis is 0 for ``"len"``)."""
@@ -204,6 +221,7 @@ class KernelDefinition:
         lines += [f"  shared {s.name}: {s.elem}[{s.size or s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
         lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]
+        lines += [f"  fragment {f.name}: {f.type_text}" for f in self.fragments]
         _dump_block(self.body, 1, lines, with_locations)
         if with_locations and self.source is not None:
             lines.append(f"# source {self.source}")

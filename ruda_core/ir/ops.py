@@ -71,6 +71,41 @@ with a ``bool`` line picks per lane. No other operation takes a line, except:
 A line access is in bounds when its whole line is: ``i < len(arr) // w``. The last, partial
 line of an array whose length is not a multiple of ``w`` is out of bounds as a whole; the
 bounds pass (:mod:`~ruda_core.ir.bounds`) reads it as a line of zeros and drops its store.
+
+**Cooperative matrices** (:mod:`~ruda_core.ir.matrix`). A
+:class:`~ruda_core.ir.matrix.Fragment` is a tile held by one plane as a whole; its elements are
+spread over the plane's units in an unspecified, unobservable way. Every ``CMMA_*`` operation is
+a plane operation: it must be reached by every unit of the plane (uniform control flow), its
+scalar operands (``value``, ``offset``, ``stride``) must be the same on every unit of the plane,
+and the plane must be whole (a cube's unit count a multiple of ``PLANE_DIM``); otherwise the
+result is unspecified. A tile of ``R x C`` elements (``A``: ``m x k``, ``B``: ``k x n``, an
+accumulator: ``m x n``) lies in memory from element ``offset`` of the array: element ``(r, c)``
+is at ``offset + r * stride + c`` in ``ROW_MAJOR`` layout and ``offset + c * stride + r`` in
+``COL_MAJOR`` (the layout operand is ``Const(MatrixLayout.value, u32)``). The array is a global
+array or shared memory of the fragment's element type; a fragment of an ``A`` or ``B`` role is
+loaded in its own layout. CUDA also needs ``offset`` to be a multiple of 32 bytes and
+``stride`` a multiple of 16 bytes; other devices accept any.
+
+* ``CMMA_FILL(frag, v)``: every element of ``frag`` is ``v`` (of the fragment's element type;
+  rounded to tf32 for a tf32 fragment).
+* ``CMMA_LOAD(frag, arr, offset, stride, layout)``: ``frag`` gets the tile (tf32 fragments
+  round each element to tf32, :func:`~ruda_core.ir.matrix.round_tf32`).
+* ``CMMA_EXECUTE(a, b, c, d)``: ``d = a*b + c`` with ``acc = c``, then for each ``k`` in order
+  ``acc = round(acc + a[i, k] * b[k, j])``: the products exact, each sum rounded once to the
+  accumulator's type (:func:`~ruda_core.ir.matrix.multiply_accumulate`). All four have one
+  ``m, n, k``; ``a`` and ``b`` one element type, ``c`` and ``d`` another (``f16`` or ``f32``).
+  The device must support the :class:`~ruda_core.ir.matrix.MatrixConfig`; ``d`` may be ``c``.
+  Tensor cores sum in an unspecified order and width: devices other than the reference agree
+  within the accumulator type's tolerance, not bit for bit.
+* ``CMMA_STORE(arr, offset, frag, stride, layout)``: the accumulator ``frag`` is written as a
+  tile (only accumulators can be stored).
+* ``CMMA_CAST(dst, src)``: the accumulator ``dst`` gets ``src``'s elements converted to its type
+  (``src`` an accumulator of the same shape).
+
+A tile is in bounds when its last element is: ``offset + (R - 1) * stride + C <= len(arr)``
+(row-major; ``C`` and ``R`` swap for column-major), computed without wrapping. The bounds pass
+treats the tile as one access: out of bounds, a load fills the fragment with zeros and a store
+is dropped.
 """
 
 from __future__ import annotations
@@ -85,6 +120,7 @@ __all__ = [
     "FLOAT_UNARY",
     "LANE_WISE_OPS",
     "LINE_OPS",
+    "MATRIX_OPS",
     "PLANE_OPS",
     "SYNC_REDUCE_OPS",
     "Op",
@@ -246,6 +282,13 @@ class Op(enum.Enum):
     LINE_LANE = "line_lane"  #: (v: line, Const k) -> lane k of v
     LINE_BUILD = "line_build"  #: (a_0 … a_{w-1}) -> the line of width w of those lanes
 
+    # cooperative matrices (see the module docstring); none has a result local
+    CMMA_FILL = "cmma_fill"  #: (frag, v) -> None
+    CMMA_LOAD = "cmma_load"  #: (frag, arr, offset: u32, stride: u32, Const layout) -> None
+    CMMA_EXECUTE = "cmma_execute"  #: (a, b, c, d) -> None; d = a*b + c
+    CMMA_STORE = "cmma_store"  #: (arr, offset: u32, frag, stride: u32, Const layout) -> None
+    CMMA_CAST = "cmma_cast"  #: (dst, src) -> None; dst = src converted
+
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
 
@@ -347,6 +390,8 @@ PLANE_OPS = frozenset(
 )
 #: The operations that read or build lines as a whole (see the module docstring).
 LINE_OPS = frozenset({Op.LOAD_LINE, Op.STORE_LINE, Op.LINE_LANE, Op.LINE_BUILD})
+#: The cooperative-matrix operations: plane operations on fragments (see the module docstring).
+MATRIX_OPS = frozenset({Op.CMMA_FILL, Op.CMMA_LOAD, Op.CMMA_EXECUTE, Op.CMMA_STORE, Op.CMMA_CAST})
 #: Value operations that apply to lines lane by lane, scalars broadcast.
 LANE_WISE_OPS = frozenset(
     {Op.ASSIGN, Op.CAST, Op.BITCAST, Op.SELECT, Op.NEG, Op.ABS, Op.FMA, Op.CLAMP}

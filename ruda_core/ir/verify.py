@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import CompilationError
 from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
+from .matrix import Fragment, MatrixLayout, MatrixRole
 from .ops import (
     ARITH_BINARY,
     ATOMIC_OPS,
@@ -70,7 +71,7 @@ def _fail(message: str) -> NoReturn:
 
 
 class _Verifier:
-    __slots__ = ("defn", "local_arrays", "locals", "params", "shared")
+    __slots__ = ("defn", "fragments", "local_arrays", "locals", "params", "shared")
 
     def __init__(self, defn: KernelDefinition) -> None:
         self.defn = defn
@@ -78,6 +79,7 @@ class _Verifier:
         self.locals = frozenset(defn.locals)
         self.shared = frozenset(defn.shared)
         self.local_arrays = frozenset(defn.local_arrays)
+        self.fragments = frozenset(defn.fragments)
 
     def run(self) -> None:
         try:
@@ -101,6 +103,7 @@ class _Verifier:
             *(v.name for v in self.defn.locals),
             *(s.name for s in self.defn.shared),
             *(a.name for a in self.defn.local_arrays),
+            *(f.name for f in self.defn.fragments),
         ]
         for name in declared:
             if not name.isidentifier():
@@ -127,6 +130,8 @@ class _Verifier:
                 _fail(f"dynamic shared array '{s.name}' is sized by '{s.size}', not a u32 scalar")
             if s.length != 0:
                 _fail(f"dynamic shared array '{s.name}' has a static length {s.length}")
+        for frag in self.defn.fragments:
+            _check_fragment(frag)
         arrays: list[SharedArray | LocalArray] = [*self.defn.shared, *self.defn.local_arrays]
         for arr in arrays:
             if isinstance(arr, SharedArray) and arr.size is not None:
@@ -236,6 +241,19 @@ class _Verifier:
                 _fail(f"local array '{value.name}' is not declared in the definition")
             return value.elem
         _fail(f"{value!r} is not an array this operation accepts")
+
+    def _fragment(self, value: object, role: MatrixRole | None, what: str) -> Fragment:
+        """A declared fragment operand, of ``role`` where one is required."""
+        if not isinstance(value, Fragment):
+            _fail(f"{what} must be a fragment, got {value!r}")
+        if value not in self.fragments:
+            _fail(f"fragment '{value.name}' is not declared in the definition")
+        if role is not None and value.role is not role:
+            _fail(
+                f"{what} must be a fragment of role {role.value}, got '{value.name}' of role "
+                f"{value.role.value}"
+            )
+        return value
 
     def _local(self, var: Local) -> Elem:
         if var not in self.locals:
@@ -510,6 +528,96 @@ def _line_build(v: _Verifier, ins: Instr) -> None:
         v._expect(v._scalar(value), {out.elem}, "a lane of line_build")
 
 
+_FRAGMENT_ELEMS = {
+    MatrixRole.A: frozenset({Elem.F16, Elem.BF16, Elem.F32}),
+    MatrixRole.B: frozenset({Elem.F16, Elem.BF16, Elem.F32}),
+    MatrixRole.ACCUMULATOR: frozenset({Elem.F16, Elem.F32}),
+}
+
+
+def _check_fragment(frag: Fragment) -> None:
+    if min(frag.m, frag.n, frag.k) < 1:
+        _fail(f"fragment '{frag.name}' has shape {frag.m}x{frag.n}x{frag.k}; each must be >= 1")
+    if frag.elem not in _FRAGMENT_ELEMS[frag.role]:
+        allowed = ", ".join(sorted(e.value for e in _FRAGMENT_ELEMS[frag.role]))
+        _fail(
+            f"fragment '{frag.name}' of role {frag.role.value} holds {frag.elem}; it holds "
+            f"{allowed}"
+        )
+    if frag.tf32 and (frag.elem is not Elem.F32 or frag.role is MatrixRole.ACCUMULATOR):
+        _fail(f"fragment '{frag.name}' is tf32: only an A or B fragment of f32 can be")
+    if frag.role is not MatrixRole.ACCUMULATOR and frag.layout is None:
+        _fail(f"fragment '{frag.name}' of role {frag.role.value} needs a layout")
+
+
+def _layout(value: object) -> MatrixLayout:
+    if not isinstance(value, Const) or value.elem is not Elem.U32:
+        _fail(f"the layout must be a constant u32 (MatrixLayout.value), got {value!r}")
+    if value.value not in {layout.value for layout in MatrixLayout}:
+        _fail(f"{value.value!r} is not a MatrixLayout value")
+    return MatrixLayout(value.value)
+
+
+def _tile_array(v: _Verifier, arr: object, frag: Fragment) -> None:
+    if isinstance(arr, LocalArray):
+        _fail(f"fragment '{frag.name}' moves from and to global arrays and shared memory only")
+    v._expect(v._array(arr), {frag.elem}, f"the array of fragment '{frag.name}' ({frag.elem})")
+
+
+def _cmma_fill(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    frag = v._fragment(ins.args[0], None, "the filled operand")
+    v._expect(v._scalar(ins.args[1]), {frag.elem}, "the fill value")
+    v._out(ins, None)
+
+
+def _cmma_load(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 5)
+    frag = v._fragment(ins.args[0], None, "the loaded operand")
+    _tile_array(v, ins.args[1], frag)
+    v._expect(v._scalar(ins.args[2]), _U32, "the tile offset")
+    v._expect(v._scalar(ins.args[3]), _U32, "the tile stride")
+    layout = _layout(ins.args[4])
+    if frag.role is not MatrixRole.ACCUMULATOR and layout is not frag.layout:
+        _fail(f"fragment '{frag.name}' is {frag.layout}; it cannot load a {layout} tile")
+    v._out(ins, None)
+
+
+def _cmma_store(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 5)
+    frag = v._fragment(ins.args[2], MatrixRole.ACCUMULATOR, "the stored operand")
+    _tile_array(v, ins.args[0], frag)
+    v._expect(v._scalar(ins.args[1]), _U32, "the tile offset")
+    v._expect(v._scalar(ins.args[3]), _U32, "the tile stride")
+    _layout(ins.args[4])
+    v._out(ins, None)
+
+
+def _cmma_execute(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 4)
+    roles = (MatrixRole.A, MatrixRole.B, MatrixRole.ACCUMULATOR, MatrixRole.ACCUMULATOR)
+    a, b, c, d = (
+        v._fragment(x, role, f"operand {name}")
+        for x, role, name in zip(ins.args, roles, "abcd", strict=True)
+    )
+    if len({(f.m, f.n, f.k) for f in (a, b, c, d)}) != 1:
+        _fail("the fragments of one execute must have one m, n, k")
+    if a.matrix_elem is not b.matrix_elem:
+        _fail(f"a is {a.matrix_elem} but b is {b.matrix_elem}; they must be of one type")
+    if c.elem is not d.elem:
+        _fail(f"c is {c.elem} but d is {d.elem}; they must be of one type")
+    v._out(ins, None)
+
+
+def _cmma_cast(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    dst = v._fragment(ins.args[0], MatrixRole.ACCUMULATOR, "the cast's result")
+    src = v._fragment(ins.args[1], MatrixRole.ACCUMULATOR, "the cast's operand")
+    if (dst.m, dst.n, dst.k) != (src.m, src.n, src.k):
+        _fail(f"cast from '{src.name}' to '{dst.name}' changes the shape")
+    v._out(ins, None)
+
+
 def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
@@ -552,6 +660,11 @@ def _build_rules() -> dict[Op, Rule]:
         Op.STORE_LINE: _store_line,
         Op.LINE_LANE: _line_lane,
         Op.LINE_BUILD: _line_build,
+        Op.CMMA_FILL: _cmma_fill,
+        Op.CMMA_LOAD: _cmma_load,
+        Op.CMMA_STORE: _cmma_store,
+        Op.CMMA_EXECUTE: _cmma_execute,
+        Op.CMMA_CAST: _cmma_cast,
     }
     for op in ARITH_BINARY:
         floats_only = op in (Op.DIV, Op.POW)

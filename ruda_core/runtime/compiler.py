@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..ir import PLANE_OPS, ExecutionMode, Instr, KernelDefinition, walk
+from ..ir import MATRIX_OPS, PLANE_OPS, ExecutionMode, Instr, KernelDefinition, MatrixConfig, walk
 from ..ir.bounds import lower_bounds, report_names
 
 if TYPE_CHECKING:  # a type only: the runtime does not import codegen
@@ -133,6 +133,12 @@ class RudaTask(ABC):
         them)."""
         return False
 
+    @property
+    def matrix_configs(self) -> frozenset[MatrixConfig]:
+        """The cooperative-matrix configurations the task multiplies: a device that lacks one
+        refuses to compile it."""
+        return frozenset()
+
     @abstractmethod
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
@@ -150,6 +156,7 @@ class KernelTask(RudaTask):
         "definition",
         "dynamic_shared",
         "key",
+        "matrix_configs",
         "name",
         "shared_bytes",
         "uses_planes",
@@ -160,6 +167,7 @@ class KernelTask(RudaTask):
     shared_bytes: int
     uses_planes: bool
     dynamic_shared: bool
+    matrix_configs: frozenset[MatrixConfig]
 
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
@@ -169,8 +177,9 @@ class KernelTask(RudaTask):
         self.dynamic_shared = bool(definition.dynamic_shared)
         self._writes = tuple(not p.read_only for p in definition.array_params)
         self.uses_planes = any(
-            isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
+            isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )
+        self.matrix_configs = definition.matrix_configs
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         return self.definition.dynamic_shared_bytes(scalars) if self.dynamic_shared else 0

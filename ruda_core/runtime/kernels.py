@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, CacheWarning, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, RudaTask
@@ -103,6 +104,7 @@ class KernelCache:
         if loaded is not None:
             self._dump(task, loaded.compiled)
             return loaded
+        _check_matrices(server, task)
         compiled = task.compile(server.compiler, server.compile_options(), mode)
         self._dump(task, compiled)  # before building: a source that fails to build is dumped too
         built = server._build(compiled)
@@ -158,3 +160,20 @@ class KernelCache:
             return None
         self.stats.disk_hits += 1
         return LoadedKernel(compiled, built)
+
+
+def _check_matrices(server: ComputeServer, task: RudaTask) -> None:
+    """Refuse a task that multiplies a matrix configuration the device lacks.
+
+    :raises UnsupportedFeature: naming the kernel, the device and the configuration.
+    """
+    features = server.features()
+    missing = sorted(str(c) for c in task.matrix_configs if not features.supports_matrix(c))
+    if missing:
+        offered = ", ".join(sorted(str(c) for c in features.matrices)) or "none"
+        raise UnsupportedFeature(
+            f"kernel {task.name} uses cmma {'; '.join(missing)}, which "
+            f"{server.cache_origin.device or server.device_id} ({server.properties().name}) "
+            f"does not support (it supports: {offered}). Choose a configuration from "
+            "client.features().matrices"
+        )

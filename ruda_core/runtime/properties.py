@@ -10,7 +10,7 @@ import enum
 import hashlib
 from dataclasses import dataclass, field, fields
 
-from ..ir import Elem
+from ..ir import Elem, MatrixConfig
 
 __all__ = ["DeviceProperties", "Feature", "Features", "TargetProperties"]
 
@@ -36,16 +36,22 @@ class Feature(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """What a device supports: capabilities and element types."""
+    """What a device supports: capabilities, element types and the cooperative-matrix
+    configurations (``cmma``) it can multiply."""
 
     features: frozenset[Feature]
     elems: frozenset[Elem]
+    matrices: frozenset[MatrixConfig] = frozenset()
 
     def has(self, feature: Feature) -> bool:
         return feature in self.features
 
     def supports(self, elem: Elem) -> bool:
         return elem in self.elems
+
+    def supports_matrix(self, config: MatrixConfig) -> bool:
+        """Whether ``cmma.execute`` of ``config``'s types and shape compiles for the device."""
+        return config in self.matrices
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +92,8 @@ class DeviceProperties:
         ]
         parts = [repr(identity), repr(sorted(f.value for f in features.features))]
         parts.append(repr(sorted(e.value for e in features.elems)))
+        if features.matrices:
+            parts.append(repr(sorted(str(c) for c in features.matrices)))
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
     def summary(self) -> str:

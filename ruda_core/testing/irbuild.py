@@ -233,7 +233,7 @@ class KernelBuilder:
             tuple(self.shared_arrays),
             tuple(self.local_arrays),
             tuple(self._blocks[0]),
-            self._source,
+            source=self._source,
         )
         verify(defn)
         return defn
