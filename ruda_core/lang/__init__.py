@@ -21,6 +21,7 @@ documented in :mod:`.statements`, :mod:`.expressions`, :mod:`.coerce`, :mod:`.bu
 :mod:`.func`; anything else is a ``CompilationError`` that names the kernel, file and line.
 """
 
+from . import cmma
 from .args import ArrayArg, TensorArg
 from .builtins import (
     ABSOLUTE_POS,
@@ -233,6 +234,7 @@ __all__ = [
     "cbrt",
     "ceil",
     "clamp",
+    "cmma",
     "copysign",
     "cos",
     "cosh",

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..ir import Builtin, Const, Elem, Local, Op, Operand, Param
+from ..ir import Builtin, Const, Elem, Fragment, Local, Op, Operand, Param
 from .scope import BuilderState, LiteralPick, PyVal, Value, is_array, width_of
 
 __all__ = [
@@ -155,6 +155,8 @@ def operand(b: BuilderState, value: Value, node: ast.AST | None) -> Operand:
         return _adopt(b, value, default_elem(b, value.typical, node), node)
     if is_array(value):
         b.fail(f"array '{value}' cannot be used as a scalar value; index it", node)
+    if isinstance(value, Fragment):
+        b.fail(f"the cmma.Matrix '{value}' is used only by cmma operations", node)
     return value  # type: ignore[return-value]  # a scalar Param, checked by is_array
 
 

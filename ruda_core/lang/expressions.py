@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ir import (
     ATOMIC_OPS,
+    MATRIX_OPS,
     Builtin,
     Const,
     Elem,
@@ -108,7 +109,9 @@ _COMPARE: dict[type[ast.cmpop], tuple[str, Op | None, Callable[[Any, Any], Any]]
 _PY_BUILTINS = {
     id(f): (f, f.__name__) for f in (range, len, min, max, abs, round, pow, int, float, bool)
 }
-_GUARDED = ATOMIC_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
+_GUARDED = (
+    ATOMIC_OPS | MATRIX_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
+)
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 _COMPTIME_OBJECTS = (
     ScalarType,

@@ -82,6 +82,7 @@ def build_kernel(
         shared=tuple(builder.shared),
         local_arrays=tuple(builder.local_arrays),
         body=tuple(builder.blocks[0]),
+        fragments=tuple(builder.fragments),
         source=SourceLoc(parsed.file, parsed.line(parsed.tree)),
     )
     defn = _mark_read_only(defn)
@@ -89,11 +90,15 @@ def build_kernel(
     return defn
 
 
+#: The operations that write their first operand (besides atomics).
+_STORES = frozenset({Op.INDEX_ASSIGN, Op.STORE_LINE, Op.CMMA_STORE})
+
+
 def _written(block: Block, out: set[Param]) -> None:
     for stmt in block:
         if isinstance(stmt, Instr):
             target = stmt.args[0] if stmt.args else None
-            writes = stmt.op in (Op.INDEX_ASSIGN, Op.STORE_LINE) or stmt.op in ATOMIC_OPS
+            writes = stmt.op in _STORES or stmt.op in ATOMIC_OPS
             if writes and isinstance(target, Param):
                 out.add(target)
         elif isinstance(stmt, If):

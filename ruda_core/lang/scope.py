@@ -22,6 +22,7 @@ from ..ir import (
     Builtin,
     Const,
     Elem,
+    Fragment,
     Instr,
     Local,
     LocalArray,
@@ -119,6 +120,7 @@ Value = (
     | Param
     | SharedArray
     | LocalArray
+    | Fragment
     | View
     | PyVal
     | LiteralPick
@@ -191,6 +193,7 @@ class BuilderState:
         self.fresh: set[Local] = set()
         self.shared: list[SharedArray] = []
         self.local_arrays: list[LocalArray] = []
+        self.fragments: list[Fragment] = []
         self.used: set[str] = set()
         self.counter = 0
         self.loc: SourceLoc | None = None

@@ -37,6 +37,7 @@ from ..ir import (
     Const,
     Continue,
     Elem,
+    Fragment,
     If,
     Local,
     Loop,
@@ -159,10 +160,11 @@ class StmtBuilder(ExprBuilder):
         frame = self.frame
         self.check_not_param(name, node)
         once = name in frame.parsed.once
-        if is_array(value) or (isinstance(value, PyVal) and once):
+        if is_array(value) or isinstance(value, Fragment) or (isinstance(value, PyVal) and once):
             if not once:
+                what = "a cmma.Matrix" if isinstance(value, Fragment) else "an array"
                 self.fail(
-                    f"an array can be bound only to a name assigned once; '{name}' is "
+                    f"{what} can be bound only to a name assigned once; '{name}' is "
                     "assigned elsewhere too",
                     node,
                 )
