@@ -100,7 +100,8 @@ def analyse(defn: KernelDefinition) -> KernelFacts:
     for s in stmts:
         if not isinstance(s, Instr):
             continue
-        if s.op is Op.INDEX_ASSIGN or (s.op in ATOMIC_OPS and s.op is not Op.ATOMIC_LOAD):
+        stores = s.op in (Op.INDEX_ASSIGN, Op.CMMA_STORE)
+        if stores or (s.op in ATOMIC_OPS and s.op is not Op.ATOMIC_LOAD):
             target = s.args[0]
             if isinstance(target, Param):
                 written.add(target)

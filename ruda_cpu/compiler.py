@@ -85,6 +85,7 @@ def _uses_bf16(defn: KernelDefinition) -> bool:
     """Whether the generated source names ``bfloat16`` (ml_dtypes' type, imported only then)."""
     elems = [p.elem for p in defn.params] + [v.elem for v in defn.locals]
     elems += [s.elem for s in defn.shared] + [a.elem for a in defn.local_arrays]
+    elems += [f.elem for f in defn.fragments]
     for stmt in walk(defn.body):
         if isinstance(stmt, Instr):
             elems += [a.elem for a in stmt.args if isinstance(a, Const)]
@@ -172,6 +173,8 @@ class _Emitter:
             self.emit(f"{self.ref(s)} = g.shared({dtype(s.elem)}, {length})")
         for a in self.defn.local_arrays:
             self.emit(f"{self.ref(a)} = g.local_array({dtype(a.elem)}, {a.length})")
+        for f in self.defn.fragments:
+            self.emit(f"{self.ref(f)} = L.matrix(g, {f.rows}, {f.cols}, {dtype(f.elem)})")
         for v in self.defn.locals:
             if v not in self.facts.defined_first:
                 zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)

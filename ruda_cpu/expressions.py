@@ -18,9 +18,11 @@ import numpy as np
 
 from ruda_core.ir import (
     ATOMIC_OPS,
+    MATRIX_OPS,
     SYNC_REDUCE_OPS,
     Const,
     Elem,
+    Fragment,
     Instr,
     Local,
     LocalArray,
@@ -297,6 +299,8 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         helper = _PLANE_HELPERS.get(op, op.value)
         operands = [_operand(a, ctx, keep_lanes=True) for a in args]
         return f"L.{helper}({', '.join(['g', *operands, mask])})"
+    if op in MATRIX_OPS:
+        return _matrix(ins, ctx, mask)
     if op in _NO_CODE:
         return f"pass  # {_NO_CODE[op]}"
     if op is Op.REPORT_OOB:
@@ -307,6 +311,34 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         values = "".join(f", {_operand(a, ctx, keep_lanes=True)}" for a in args)
         return f"L.print_lanes(g, {mask}, {fmt!r}{values})"
     return _arith(ins, ctx)
+
+
+def _matrix(ins: Instr, ctx: Context, mask: str) -> str:
+    """A cooperative-matrix operation: a call that updates its fragment in place."""
+    args = ins.args
+    ref = ctx.ref
+    if ins.op is Op.CMMA_FILL:
+        frag = cast(Fragment, args[0])
+        value = _operand(args[1], ctx, keep_lanes=True)
+        return f"L.matrix_fill(g, {ref(frag)}, {value}, {mask}, {frag.tf32})"
+    if ins.op is Op.CMMA_LOAD:
+        frag = cast(Fragment, args[0])
+        offset, stride = (_operand(a, ctx, keep_lanes=True) for a in args[2:4])
+        layout = cast(Const, args[4]).value
+        return (
+            f"L.matrix_load(g, {ref(frag)}, {ref(args[1])}, {offset}, {stride}, {layout}, "
+            f"{mask}, {frag.tf32})"
+        )
+    if ins.op is Op.CMMA_STORE:
+        offset, stride = (_operand(args[k], ctx, keep_lanes=True) for k in (1, 3))
+        layout = cast(Const, args[4]).value
+        return (
+            f"L.matrix_store(g, {ref(args[0])}, {offset}, {ref(args[2])}, {stride}, {layout}, "
+            f"{mask})"
+        )
+    frags = ", ".join(ref(a) for a in args)
+    helper = "matrix_execute" if ins.op is Op.CMMA_EXECUTE else "matrix_cast"
+    return f"L.{helper}(g, {frags}, {mask})"
 
 
 def _cast(ins: Instr, ctx: Context) -> str:

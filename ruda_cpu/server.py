@@ -19,7 +19,7 @@ from typing import Any, cast
 import numpy as np
 
 from ruda_core.interop.dlpack import DLDeviceType
-from ruda_core.ir import Elem
+from ruda_core.ir import F16_CONFIGS, TF32_CONFIGS, Elem
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -177,6 +177,7 @@ class CpuServer(ComputeServer):
                 }
             ),
             frozenset(Elem),
+            F16_CONFIGS | TF32_CONFIGS,  # bf16 matrices are compared with multiply_accumulate
         )
 
     def properties(self) -> DeviceProperties:

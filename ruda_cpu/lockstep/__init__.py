@@ -1,9 +1,9 @@
 """The lockstep runtime that generated NumPy kernels call (imported there as ``L``).
 
 Values are vectors over the lanes of a batch of whole cubes (``values``), control flow is
-an execution mask (``control``); a :class:`Batch`
-gives a batch's builtins and memory (``batch``); ``memory``, ``atomics``, ``plane`` and ``sync``
-implement accesses, atomics, plane operations and reducing barriers under an execution mask;
+an execution mask (``control``); a :class:`Batch` gives a batch's builtins and memory
+(``batch``); ``memory``, ``atomics``, ``plane``, ``sync`` and ``matrix`` implement accesses,
+atomics, plane operations, reducing barriers and cooperative matrices under an execution mask;
 ``printing`` collects the records of ``print``; ``special`` holds ``erf``. Everything here is
 stateless between calls and safe to use from several threads at once, each with its own
 batches.
@@ -35,6 +35,14 @@ from .bits import (
     trailing_zeros,
 )
 from .control import iter_mask, mask_and, mask_andnot, merge, most, range_value, trip_count
+from .matrix import (
+    matrix,
+    matrix_cast,
+    matrix_execute,
+    matrix_fill,
+    matrix_load,
+    matrix_store,
+)
 from .memory import load, load_ro, load_seg, report_oob, store, store_seg
 from .plane import (
     plane_all,
@@ -111,6 +119,12 @@ __all__ = [
     "lt",
     "mask_and",
     "mask_andnot",
+    "matrix",
+    "matrix_cast",
+    "matrix_execute",
+    "matrix_fill",
+    "matrix_load",
+    "matrix_store",
     "merge",
     "most",
     "mul",

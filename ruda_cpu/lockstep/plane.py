@@ -50,7 +50,7 @@ def _vector(g: Batch, v: Any) -> Any:
     return v
 
 
-def _grid(g: Batch, v: Any, m: Any, fill: Any) -> Any:
+def plane_grid(g: Batch, v: Any, m: Any, fill: Any) -> Any:
     """The lanes' values as a (planes, plane_dim) grid; inactive and missing lanes = ``fill``."""
     v = _vector(g, v)
     if m is not None:
@@ -88,47 +88,47 @@ def _wide(grid: np.ndarray) -> np.ndarray:
 
 
 def plane_sum(g: Batch, v: Any, m: Any) -> Any:
-    grid = _grid(g, v, m, 0)
+    grid = plane_grid(g, v, m, 0)
     wide = _wide(grid)
     return _spread(g, wide.sum(axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_prod(g: Batch, v: Any, m: Any) -> Any:
-    grid = _grid(g, v, m, 1)
+    grid = plane_grid(g, v, m, 1)
     wide = _wide(grid)
     return _spread(g, wide.prod(axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_min(g: Batch, v: Any, m: Any) -> Any:
     dtype = np.result_type(arr(v))
-    grid = _grid(g, v, m, _identity(dtype, "min"))
+    grid = plane_grid(g, v, m, _identity(dtype, "min"))
     ufunc = np.fmin if is_float(dtype) else np.minimum
     return _spread(g, ufunc.reduce(grid, axis=1))
 
 
 def plane_max(g: Batch, v: Any, m: Any) -> Any:
     dtype = np.result_type(arr(v))
-    grid = _grid(g, v, m, _identity(dtype, "max"))
+    grid = plane_grid(g, v, m, _identity(dtype, "max"))
     ufunc = np.fmax if is_float(dtype) else np.maximum
     return _spread(g, ufunc.reduce(grid, axis=1))
 
 
 def plane_all(g: Batch, v: Any, m: Any) -> Any:
-    return _spread(g, _grid(g, v, m, True).all(axis=1))
+    return _spread(g, plane_grid(g, v, m, True).all(axis=1))
 
 
 def plane_any(g: Batch, v: Any, m: Any) -> Any:
-    return _spread(g, _grid(g, v, m, False).any(axis=1))
+    return _spread(g, plane_grid(g, v, m, False).any(axis=1))
 
 
 def plane_inclusive_sum(g: Batch, v: Any, m: Any) -> Any:
-    grid = _grid(g, v, m, 0)
+    grid = plane_grid(g, v, m, 0)
     wide = _wide(grid)
     return _lanes_of(g, np.cumsum(wide, axis=1, dtype=wide.dtype).astype(grid.dtype, copy=False))
 
 
 def plane_exclusive_sum(g: Batch, v: Any, m: Any) -> Any:
-    grid = _grid(g, v, m, 0)
+    grid = plane_grid(g, v, m, 0)
     wide = _wide(grid)
     out = np.zeros_like(wide)
     np.cumsum(wide[:, :-1], axis=1, dtype=wide.dtype, out=out[:, 1:])
@@ -137,14 +137,14 @@ def plane_exclusive_sum(g: Batch, v: Any, m: Any) -> Any:
 
 def plane_ballot(g: Batch, v: Any, m: Any) -> Any:
     """The ``u32`` whose bit ``k`` is set when lane ``k`` (below 32) is active and ``v`` holds."""
-    grid = _grid(g, v, m, False)[:, :_BALLOT_LANES]
+    grid = plane_grid(g, v, m, False)[:, :_BALLOT_LANES]
     bits = np.left_shift(np.uint32(1), np.arange(grid.shape[1], dtype=np.uint32))
     return _spread(g, np.where(grid, bits, np.uint32(0)).sum(axis=1, dtype=np.uint32))
 
 
 def plane_elect(g: Batch, m: Any) -> Any:
     """True on the lowest active lane of each plane."""
-    active = _grid(g, np.True_, m, False)
+    active = plane_grid(g, np.True_, m, False)
     lanes = np.arange(active.shape[1])
     return _lanes_of(g, lanes[None, :] == active.argmax(axis=1)[:, None])
 
@@ -153,7 +153,7 @@ def _read_lanes(g: Batch, v: Any, src: np.ndarray, inside: np.ndarray, outside: 
     """Each lane's read of ``v`` at lane ``src`` of its own plane where ``inside`` holds, else
     ``outside`` (a scalar or one value per lane)."""
     pd, pos = g.planes()
-    grid = _grid(g, v, None, 0).reshape(-1)
+    grid = plane_grid(g, v, None, 0).reshape(-1)
     where = np.arange(g.n, dtype=np.intp) if pos is None else pos
     index = where - where % pd + np.where(inside, src, 0).astype(np.intp)
     return np.where(inside, grid[index], outside)
@@ -213,4 +213,4 @@ def plane_broadcast(g: Batch, v: Any, lane: Any, m: Any) -> Any:
     vec = _vector(g, v)
     if not 0 <= i < pd:
         return np.zeros_like(vec)
-    return _spread(g, _grid(g, vec, None, 0)[:, i])
+    return _spread(g, plane_grid(g, vec, None, 0)[:, i])
