@@ -32,10 +32,23 @@ from ruda_core.codegen import (
     Usage,
     words,
 )
-from ruda_core.ir import DYNAMIC_SHARED_ALIGN, PLANE_OPS, Elem, Op
+from ruda_core.ir import (
+    BF16_CONFIGS,
+    DYNAMIC_SHARED_ALIGN,
+    F16_CONFIGS,
+    MATRIX_OPS,
+    PLANE_OPS,
+    TF32_CONFIGS,
+    Elem,
+    Fragment,
+    MatrixConfig,
+    MatrixLayout,
+    MatrixRole,
+    Op,
+)
 from ruda_core.runtime.compiler import CompileOptions
 
-__all__ = ["CudaDialect"]
+__all__ = ["CudaDialect", "wmma_configs"]
 
 _TYPES = {
     Elem.BOOL: "bool",
@@ -142,6 +155,29 @@ def _line_chunks(nbytes: int) -> tuple[str, int, list[str]]:
     size = min(nbytes, 16)
     fields = {8: [".x", ".y"], 16: [".x", ".y", ".z", ".w"]}.get(size, [""])
     return _LINE_WORDS[size], nbytes // size, fields
+
+
+_WMMA = "nvcuda::wmma"
+_ROLES = {
+    MatrixRole.A: f"{_WMMA}::matrix_a",
+    MatrixRole.B: f"{_WMMA}::matrix_b",
+    MatrixRole.ACCUMULATOR: f"{_WMMA}::accumulator",
+}
+_MEM_LAYOUT = {
+    MatrixLayout.ROW_MAJOR: f"{_WMMA}::mem_row_major",
+    MatrixLayout.COL_MAJOR: f"{_WMMA}::mem_col_major",
+}
+
+
+def wmma_configs(arch: int) -> frozenset[MatrixConfig]:
+    """The cooperative-matrix configurations WMMA has for compute capability ``arch`` (e.g. 90):
+    f16 from sm_70, bf16 and tf32 from sm_80."""
+    configs: frozenset[MatrixConfig] = frozenset()
+    if arch >= 70:
+        configs |= F16_CONFIGS
+    if arch >= 80:
+        configs |= BF16_CONFIGS | TF32_CONFIGS
+    return configs
 
 
 class CudaDialect(Dialect):
@@ -344,12 +380,57 @@ class CudaDialect(Dialect):
             return f"({_TYPES[elem]}){fn}({_MASK}, ({wide}){value}, {arg})"
         return f"{fn}({_MASK}, {value}, {arg})"
 
+    matrix_align_nbytes = 32  # load_matrix_sync and store_matrix_sync need 256-bit pointers
+
+    def matrix_decl(self, frag: Fragment, name: str) -> str:
+        elem = f"{_WMMA}::precision::tf32" if frag.tf32 else _TYPES[frag.elem]
+        layout = f", {_WMMA}::{frag.layout}" if frag.role is not MatrixRole.ACCUMULATOR else ""
+        shape = f"{frag.m}, {frag.n}, {frag.k}"
+        return f"{_WMMA}::fragment<{_ROLES[frag.role]}, {shape}, {elem}{layout}> {name};"
+
+    def matrix_fill(self, frag: Fragment, name: str, value: str) -> list[str]:
+        if frag.tf32:
+            value = f"{_WMMA}::__float_to_tf32({value})"
+        return [f"{_WMMA}::fill_fragment({name}, {value});"]
+
+    def matrix_load(
+        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+    ) -> list[str]:
+        if frag.role is MatrixRole.ACCUMULATOR:
+            return [
+                f"{_WMMA}::load_matrix_sync({name}, {pointer}, {stride}, {_MEM_LAYOUT[layout]});"
+            ]
+        stmts = [f"{_WMMA}::load_matrix_sync({name}, {pointer}, {stride});"]
+        if frag.tf32:  # WMMA leaves the rounding of f32 inputs to the kernel
+            stmts.append(
+                f"for (int t = 0; t < {name}.num_elements; t++) "
+                f"{name}.x[t] = {_WMMA}::__float_to_tf32({name}.x[t]);"
+            )
+        return stmts
+
+    def matrix_store(
+        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+    ) -> list[str]:
+        return [f"{_WMMA}::store_matrix_sync({pointer}, {name}, {stride}, {_MEM_LAYOUT[layout]});"]
+
+    def matrix_execute(self, a: str, b: str, c: str, d: str) -> list[str]:
+        return [f"{_WMMA}::mma_sync({d}, {a}, {b}, {c});"]
+
+    def matrix_cast(self, dst: Fragment, dst_name: str, src: Fragment, src_name: str) -> list[str]:
+        # accumulators of one shape map their elements to lanes alike, whatever their type
+        value = self.widen(src.elem, f"{src_name}.x[t]")  # f16 or f32 -> float
+        if dst.elem in _NARROW:
+            value = self.narrow(dst.elem, value, Elem.F32)
+        return [f"for (int t = 0; t < {dst_name}.num_elements; t++) {dst_name}.x[t] = {value};"]
+
     def preamble(self, usage: Usage) -> list[str]:
         lines = []
         if Elem.F16 in usage.elems:
             lines.append("#include <cuda_fp16.h>")
         if Elem.BF16 in usage.elems:
             lines.append("#include <cuda_bf16.h>")
+        if usage.uses(MATRIX_OPS):
+            lines.append("#include <mma.h>")
         if usage.uses(PLANE_OPS):
             if lines:
                 lines.append("")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -98,14 +99,18 @@ def peer_access(device: int, peer: int) -> bool:
 
 @functools.cache
 def include_dirs() -> tuple[str, ...]:
-    """Folders holding cuda_fp16.h / cuda_bf16.h for NVRTC: the toolkit's, else CuPy's copy."""
+    """Folders holding cuda_fp16.h / cuda_bf16.h for NVRTC: the toolkit's, else CuPy's copy;
+    then those of NVIDIA's header wheels (``nvidia/*/include``), one of which may hold the
+    ``crt/mma.h`` that WMMA's ``mma.h`` includes where no toolkit is installed."""
     candidates = []
     cuda_path = cupy.cuda.get_cuda_path()
     if cuda_path:
         candidates.append(os.path.join(cuda_path, "include"))
     core = os.path.dirname(cupy._core.__file__)
     candidates += sorted(glob.glob(os.path.join(core, "include", "cupy", "_cuda", "cuda-*")))
-    return tuple(c for c in candidates if os.path.isdir(c))
+    for site in sys.path:
+        candidates += sorted(glob.glob(os.path.join(site, "nvidia", "*", "include")))
+    return tuple(dict.fromkeys(c for c in candidates if os.path.isdir(c)))
 
 
 def build_cubin(

@@ -40,6 +40,7 @@ from ruda_core.runtime import (
 from ruda_core.runtime.console import flush_c_stdout
 
 from .compiler import CudaCompiler
+from .dialect import wmma_configs
 from .driver import (
     activate,
     build_cubin,
@@ -237,7 +238,9 @@ class CudaServer(ComputeServer):
             Feature.DEVICE_TIMING,
             Feature.PRINT,
         }
-        self._features = Features(frozenset(features), frozenset(Elem))
+        self._features = Features(
+            frozenset(features), frozenset(Elem), wmma_configs(props["major"] * 10 + props["minor"])
+        )
 
     def _activate(self) -> None:
         """Make this device current on the calling thread (see :func:`.driver.activate`)."""

@@ -33,6 +33,7 @@ from ..errors import CompilationError, UnsupportedFeature
 from ..ir import (
     ATOMIC_OPS,
     LANE_WISE_OPS,
+    MATRIX_OPS,
     PLANE_OPS,
     SYNC_REDUCE_OPS,
     Block,
@@ -42,12 +43,14 @@ from ..ir import (
     Const,
     Continue,
     Elem,
+    Fragment,
     If,
     Instr,
     KernelDefinition,
     Local,
     LocalArray,
     Loop,
+    MatrixLayout,
     Op,
     Operand,
     Param,
@@ -147,6 +150,7 @@ def usage_of(definition: KernelDefinition) -> Usage:
     elems = {p.elem for p in definition.params}
     elems |= {v.elem for v in definition.locals}
     elems |= {s.elem for s in definition.shared} | {a.elem for a in definition.local_arrays}
+    elems |= {f.elem for f in definition.fragments}
     ops: set[tuple[Op, Elem]] = set()
 
     def walk(block: Block) -> None:
@@ -217,9 +221,10 @@ class _KernelWriter:
             for s in dynamic:  # named first: they may be arguments
                 self.c[s.name] = self.names.claim(s.name)
             self.signature = build_signature(self.defn, self.d, self.c, self.names.claim)
-            declared: list[SharedArray | LocalArray | Local] = [
+            declared: list[SharedArray | LocalArray | Local | Fragment] = [
                 *(s for s in self.defn.shared if s.size is None),
                 *self.defn.local_arrays,
+                *self.defn.fragments,
                 *self.defn.locals,
             ]
             for var in declared:
@@ -267,10 +272,11 @@ class _KernelWriter:
             for name in _BUILTIN_ORDER
             if name in needed
         ]
+        align = d.matrix_align_nbytes if defn.fragments else 0
         for s in defn.shared:
             if s.size is None:
                 storage = d.storage_type(s.elem, MemSpace.SHARED)
-                lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length))
+                lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
         if defn.dynamic_shared and d.dynamic_shared == "extern":
             arrays = [
                 (
@@ -288,6 +294,7 @@ class _KernelWriter:
         for a in defn.local_arrays:
             storage = d.storage_type(a.elem, MemSpace.LOCAL)
             lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
+        lines += [_INDENT + d.matrix_decl(f, self.c[f.name]) for f in defn.fragments]
         for v in defn.locals:
             zero = d.literal(False if v.elem is Elem.BOOL else 0, v.elem)
             for name in self.lanes.get(v, [self.c[v.name]] if v.width == 1 else []):
@@ -429,6 +436,10 @@ class _KernelWriter:
         if op in _SYNC_STATEMENTS:
             self._line(depth, self.sync.statement(op))
             return
+        if op in MATRIX_OPS:
+            for stmt in self._matrix(ins):
+                self._line(depth, stmt)
+            return
         if op is Op.REPORT_OOB:
             self._report(ins, depth)
             return
@@ -461,6 +472,29 @@ class _KernelWriter:
             self._line(depth, f"{value};")
         else:
             self._line(depth, f"{self.c[out.name]} = {value};")
+
+    def _matrix(self, ins: Instr) -> list[str]:
+        """The statements of a cooperative-matrix operation, from the dialect's hooks."""
+        d, args, text = self.d, ins.args, self.expr.text
+
+        def name(x: object) -> str:
+            return self.c[cast(Fragment, x).name]
+
+        if ins.op is Op.CMMA_FILL:
+            return d.matrix_fill(cast(Fragment, args[0]), name(args[0]), text(args[1]))  # type: ignore[arg-type]
+        if ins.op is Op.CMMA_EXECUTE:
+            return d.matrix_execute(*(name(a) for a in args))
+        if ins.op is Op.CMMA_CAST:
+            dst, src = cast(Fragment, args[0]), cast(Fragment, args[1])
+            return d.matrix_cast(dst, name(dst), src, name(src))
+        load = ins.op is Op.CMMA_LOAD
+        frag = cast(Fragment, args[0] if load else args[2])
+        base, _ = self._array(args[1] if load else args[0])
+        offset = cast(Operand, args[2] if load else args[1])
+        pointer = f"{base} + {text(offset)}"
+        layout = MatrixLayout(cast(Const, args[4]).value)
+        hook = d.matrix_load if load else d.matrix_store
+        return hook(frag, name(frag), pointer, text(cast(Operand, args[3])), layout)
 
     def _value(self, ins: Instr, operands: list[Arg]) -> str:
         """The expression of the value operation ``ins`` on ``operands`` (its operands, or the

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedFeature
-from ..ir import Elem, Op
+from ..ir import Elem, Fragment, MatrixLayout, Op
 from .names import C99_KEYWORDS, MATH_NAMES
 
 __all__ = ["BITS_ELEM", "Dialect", "MemSpace", "Usage"]
@@ -163,9 +163,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         quals = ("volatile " if volatile else "") + ("const " if const else "")
         return f"{quals}{ctype}"
 
-    def shared_decl(self, ctype: str, name: str, length: int) -> str:
-        """The declaration of a shared array (function scope)."""
-        return f"{self.shared_qualifier} {ctype} {name}[{length}];"
+    def shared_decl(self, ctype: str, name: str, length: int, align_nbytes: int = 0) -> str:
+        """The declaration of a shared array (function scope), starting at a multiple of
+        ``align_nbytes`` bytes when it is above 0."""
+        align = f" __attribute__((aligned({align_nbytes})))" if align_nbytes else ""
+        return f"{self.shared_qualifier} {ctype} {name}[{length}]{align};"
 
     def dynamic_shared_decls(
         self, buffer: str, arrays: Sequence[tuple[str, str, str]]
@@ -374,6 +376,40 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         whose source is outside the plane or does not exist (callers select another value
         there), but the call itself must be safe for every ``arg``."""
         raise UnsupportedFeature(f"{self.name} has no plane shuffles")
+
+    # -- cooperative matrices (cmma) ---------------------------------------------------------
+
+    #: The alignment, in bytes, that matrix loads and stores need of a shared array.
+    matrix_align_nbytes = 0
+
+    def matrix_decl(self, frag: Fragment, name: str) -> str:
+        """The declaration of the fragment ``frag`` named ``name`` (function scope)."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    def matrix_fill(self, frag: Fragment, name: str, value: str) -> list[str]:
+        """Statements setting every element of ``frag`` to ``value`` (of ``frag.elem``)."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    def matrix_load(
+        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+    ) -> list[str]:
+        """Statements loading ``frag`` from the tile at ``pointer`` (elements of
+        ``frag.elem``), rows or columns ``stride`` elements apart."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    def matrix_store(
+        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+    ) -> list[str]:
+        """Statements storing the accumulator ``frag`` as the tile at ``pointer``."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    def matrix_execute(self, a: str, b: str, c: str, d: str) -> list[str]:
+        """Statements computing ``d = a * b + c`` of the named fragments."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    def matrix_cast(self, dst: Fragment, dst_name: str, src: Fragment, src_name: str) -> list[str]:
+        """Statements converting the accumulator ``src`` into the accumulator ``dst``."""
+        raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
 
     # -- the program ------------------------------------------------------------------------
 
