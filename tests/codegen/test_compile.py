@@ -3,11 +3,14 @@
 
 NVRTC comes from the ``nvidia-cuda-nvrtc-cu12`` and ``cuda-bindings`` wheels (no GPU needed);
 the CUDA headers (cuda_fp16.h, cuda_bf16.h) from ``nvidia-cuda-runtime-cu12``. Without them the
-CUDA tests skip and say which package is missing.
+CUDA tests skip and say which package is missing. WMMA's ``mma.h`` includes ``crt/mma.h``, which
+only a CUDA toolkit ships: sources that include it also search ``$CUDA_PATH/include`` and
+``/usr/local/cuda*/include``, and skip where no toolkit has it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 
 import pytest
@@ -38,6 +41,13 @@ def test_kernel_builds_with_opencl(opencl_device, name: str) -> None:
     opencl_device.build(opencl_device.emit(definition))
 
 
+def _toolkit_includes() -> list[str]:
+    """The include folders of installed CUDA toolkits that hold ``crt/mma.h``."""
+    roots = [os.environ.get("CUDA_PATH", ""), *sorted(glob.glob("/usr/local/cuda*"))]
+    found = [os.path.join(r, "include") for r in roots if r]
+    return [d for d in found if os.path.isfile(os.path.join(d, "crt", "mma.h"))]
+
+
 def _nvrtc_compile(
     source: str, arch: int, target: str = "compute", options: tuple[str, ...] = ()
 ) -> tuple[bool, str]:
@@ -52,7 +62,14 @@ def _nvrtc_compile(
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
     except RuntimeError as exc:  # the bindings load libnvrtc lazily
         pytest.skip(f"NVRTC is not loadable (install nvidia-cuda-nvrtc-cu12): {exc}")
-    flags = [f"--gpu-architecture={target}_{arch}", f"-I{include}", "-w", *options]
+    includes = [include]
+    if "#include <mma.h>" in source:
+        toolkits = _toolkit_includes()
+        if not toolkits:
+            pytest.skip("WMMA's mma.h needs crt/mma.h of a CUDA toolkit; set CUDA_PATH")
+        includes += toolkits[-1:]
+    flags = [f"--gpu-architecture={target}_{arch}", "-w", *options]
+    flags += [f"-I{path}" for path in includes]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size
