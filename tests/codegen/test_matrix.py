@@ -1,0 +1,95 @@
+"""Cooperative matrices in generated code: the WMMA lowering builds with NVRTC for sm_80 and
+sm_90 (sm_70 for f16) in every mode, tf32 inputs are rounded after loads, shared tiles are
+aligned, the CUDA configurations follow the compute capability, and OpenCL C refuses matrices
+saying why."""
+
+from __future__ import annotations
+
+import pytest
+
+from ruda_core.codegen import CFamilyEmitter
+from ruda_core.ir import (
+    BF16_CONFIGS,
+    F16_CONFIGS,
+    TF32_CONFIGS,
+    ExecutionMode,
+    KernelDefinition,
+    MatrixLayout,
+    lower_bounds,
+)
+from ruda_core.lang import bf16, f16, f32
+from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_shared, cmma_tile
+from ruda_cuda.dialect import CudaDialect, wmma_configs
+from ruda_opencl.dialect import OpenCLDialect
+
+from .test_compile import _nvrtc_compile
+
+ROW, COL = MatrixLayout.ROW_MAJOR, MatrixLayout.COL_MAJOR
+
+
+def _tile(elem, acc, m, n, k, tf32=False) -> KernelDefinition:
+    spec = dict(M=m, N=n, K=k, TF32=tf32, LA=ROW, LB=COL, LC=COL, LOUT=ROW)
+    return cmma_tile.definition(In=elem, Acc=acc, **spec)
+
+
+#: name -> (definition, the lowest compute capability that has it)
+KERNELS = {
+    "f16_f32_16x16x16": (lambda: _tile(f16, f32, 16, 16, 16), 70),
+    "f16_f16_32x8x16": (lambda: _tile(f16, f16, 32, 8, 16), 70),
+    "bf16_f32_8x32x16": (lambda: _tile(bf16, f32, 8, 32, 16), 80),
+    "tf32_f32_16x16x8": (lambda: _tile(f32, f32, 16, 16, 8, tf32=True), 80),
+    "shared_f16": (
+        lambda: cmma_shared.definition(
+            In=f16,
+            Acc=f32,
+            M=16,
+            N=16,
+            K=16,
+            LA=COL,
+            LB=ROW,
+            LOUT=COL,
+            A_TILE=(16, 16),
+            B_TILE=(16, 16),
+            O_TILE=(16, 16),
+            PAD=16,
+        ),
+        70,
+    ),
+    "chain_cast": (lambda: cmma_chain.definition(In=f16, M=16, N=16, K=16, STEPS=2, ACC=f32), 70),
+    "fill_f16": (lambda: cmma_fill_store.definition(Acc=f16, M=16, N=16, K=16), 70),
+}
+
+
+@pytest.mark.parametrize("mode", [ExecutionMode.UNCHECKED, ExecutionMode.CHECKED], ids=str)
+@pytest.mark.parametrize("arch", [70, 80, 90])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_matrix_kernels_compile_with_nvrtc(name, arch, mode):
+    build, lowest = KERNELS[name]
+    if arch < lowest:
+        pytest.skip(f"{name} needs sm_{lowest}")
+    source = CFamilyEmitter(CudaDialect(arch)).emit(lower_bounds(build(), mode)).source
+    ok, log = _nvrtc_compile(source, arch)
+    assert ok, f"NVRTC rejected {name} for sm_{arch}:\n{log}\n{source}"
+
+
+def test_wmma_source_rounds_tf32_after_each_load_and_aligns_shared_tiles():
+    tf32 = CFamilyEmitter(CudaDialect(80)).emit(KERNELS["tf32_f32_16x16x8"][0]()).source
+    assert "#include <mma.h>" in tf32
+    assert "nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major> ma;" in tf32
+    assert tf32.count("nvcuda::wmma::__float_to_tf32(ma.x[t])") == 1
+    assert "nvcuda::wmma::mma_sync(mc, ma, mb, mc);" in tf32
+    assert "nvcuda::wmma::mem_col_major" in tf32  # the accumulator's load layout
+    shared = CFamilyEmitter(CudaDialect(80)).emit(KERNELS["shared_f16"][0]()).source
+    assert "__shared__ __half sa[2048] __attribute__((aligned(32)));" in shared
+
+
+def test_cuda_configurations_follow_the_compute_capability():
+    assert wmma_configs(61) == frozenset()
+    assert wmma_configs(75) == F16_CONFIGS
+    assert wmma_configs(90) == F16_CONFIGS | BF16_CONFIGS | TF32_CONFIGS
+
+
+def test_opencl_c_refuses_matrices():
+    with pytest.raises(UnsupportedFeature, match=r"OpenCL C.* has no cooperative matrices"):
+        CFamilyEmitter(OpenCLDialect()).emit(KERNELS["f16_f32_16x16x16"][0]())
