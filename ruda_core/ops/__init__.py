@@ -4,8 +4,9 @@
 of a contiguous ``(rows, features)`` tensor and its gradients, with PyTorch's semantics. Each
 runs the runtime's native implementation where ``Runtime.has_native_layer_norm()`` says there
 is one, else ruda's portable kernels on any device; ``portable_layer_norm`` and
-``portable_layer_norm_backward`` always run the portable kernels. This package never imports a
-driver.
+``portable_layer_norm_backward`` always run the portable kernels. ``matmul`` (:mod:`.matmul`):
+the product of two row-major matrices with f32 sums, tensor cores (``cmma``) where the device
+has them, tiles chosen by the autotuner. This package never imports a driver.
 """
 
 from .layer_norm import (
@@ -14,10 +15,12 @@ from .layer_norm import (
     portable_layer_norm,
     portable_layer_norm_backward,
 )
+from .matmul import matmul
 
 __all__ = [
     "layer_norm",
     "layer_norm_backward",
+    "matmul",
     "portable_layer_norm",
     "portable_layer_norm_backward",
 ]

@@ -18,6 +18,7 @@ from ruda_core.ir import (
     lower_bounds,
 )
 from ruda_core.lang import bf16, f16, f32
+from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_shared, cmma_tile
 from ruda_cuda.dialect import CudaDialect, wmma_configs
@@ -33,6 +34,7 @@ def _tile(elem, acc, m, n, k, tf32=False) -> KernelDefinition:
     return cmma_tile.definition(In=elem, Acc=acc, **spec)
 
 
+MATMUL = dict(TM=16, TN=16, WM=2, WN=4, KT=2)
 #: name -> (definition, the lowest compute capability that has it)
 KERNELS = {
     "f16_f32_16x16x16": (lambda: _tile(f16, f32, 16, 16, 16), 70),
@@ -58,6 +60,10 @@ KERNELS = {
     ),
     "chain_cast": (lambda: cmma_chain.definition(In=f16, M=16, N=16, K=16, STEPS=2, ACC=f32), 70),
     "fill_f16": (lambda: cmma_fill_store.definition(Acc=f16, M=16, N=16, K=16), 70),
+    "matmul_bf16": (lambda: matmul_cmma.definition(In=bf16, **MATMUL, TK=16, TF32=False), 80),
+    "matmul_tf32": (lambda: matmul_cmma.definition(In=f32, **MATMUL, TK=8, TF32=True), 80),
+    "matmul_f16": (lambda: matmul_cmma.definition(In=f16, **MATMUL, TK=16, TF32=False), 70),
+    "matmul_fma": (lambda: matmul_fma.definition(In=bf16, TILE=16), 70),
 }
 
 

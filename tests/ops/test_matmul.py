@@ -1,0 +1,111 @@
+"""``ruda_core.ops.matmul`` on the local devices: every candidate matches NumPy on shapes that
+are not multiples of any tile, the autotuner picks and remembers a winner, and bad operands are
+refused before anything runs. On a CUDA GPU (``cuda:0``) the same tests cover the tensor-core
+candidates at bf16, f16 and tf32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core.ir import Elem, MatrixConfig, MatrixElem
+from ruda_core.ops import matmul
+from ruda_core.ops.matmul import _TUNER, _candidates
+from ruda_core.runtime import LaunchConfigError, LayoutError, UnsupportedFeature
+from ruda_core.tensor import RudaTensor
+
+DEVICES = ["cpu", "opencl:0", "cuda:0"]
+SHAPES = [(1, 1, 1), (37, 45, 29), (64, 16, 96), (100, 33, 70)]
+#: |ruda - f64| <= TOL * sum |a||b|: f32 sums of exact products over k <= 100 terms.
+TOL = {"float16": 2e-6 * 100, "bfloat16": 2e-6 * 100, "float32": 2e-6 * 100}
+
+
+def _inputs(dtype, m, k, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def _dtype(name: str) -> np.dtype:
+    return Elem.BF16.numpy if name == "bfloat16" else np.dtype(name)
+
+
+def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray, tol: float) -> None:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = tol * np.abs(a64) @ np.abs(b64) + 1e-30
+    assert got.dtype == np.float32 and got.shape == (a.shape[0], b.shape[1])
+    assert (np.abs(got - a64 @ b64) <= bound).all()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_candidate_matches_numpy(open_device, device, dtype):
+    client = open_device(device)
+    dt = _dtype(dtype)
+    if not client.features().supports(Elem.from_dtype(dt)):
+        pytest.skip(f"{device} has no {dtype}")
+    tunables = _candidates(client, Elem.from_dtype(dt), allow_tf32=False)
+    for m, k, n in SHAPES:
+        a, b = _inputs(dt, m, k, n)
+        ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
+        for tunable in tunables.tunables:
+            _check(tunable.fn(client, ta, tb).to_numpy(client), a, b, TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tf32_is_used_only_when_allowed(open_device, device):
+    client = open_device(device)
+    names = [t.name for t in _candidates(client, Elem.F32, allow_tf32=False).tunables]
+    assert all(name.startswith("fma") for name in names)
+    allowed = _candidates(client, Elem.F32, allow_tf32=True)
+    tf32 = MatrixConfig(MatrixElem.TF32, MatrixElem.TF32, MatrixElem.F32, 16, 16, 8)
+    has_cmma = any(t.name.startswith("cmma") for t in allowed.tunables)
+    assert has_cmma == client.features().supports_matrix(tf32)
+    a, b = _inputs(np.float32, 48, 40, 24)
+    got = matmul(
+        client, RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b), allow_tf32=True
+    ).to_numpy(client)
+    _check(got, a, b, 2.0**-10 if has_cmma else TOL["float32"])
+
+
+def test_the_tuner_records_a_winner_and_reuses_it():
+    client = ruda.client("cpu")
+    a, b = _inputs(np.float16, 33, 20, 17, seed=3)
+    ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
+    _check(matmul(client, ta, tb).to_numpy(client), a, b, TOL["float16"])
+    result = _TUNER.tune(client, _candidates(client, Elem.F16, False), ta, tb)
+    assert result.winner in {t.name for t in _candidates(client, Elem.F16, False).tunables}
+    benchmarked = _TUNER.stats.benchmarked
+    _check(matmul(client, ta, tb).to_numpy(client), a, b, TOL["float16"])
+    assert _TUNER.stats.benchmarked == benchmarked  # the same size class: no new measurement
+
+
+def test_an_empty_inner_extent_gives_zeros():
+    client = ruda.client("cpu")
+    a = RudaTensor.from_numpy(client, np.zeros((3, 0), np.float32))
+    b = RudaTensor.from_numpy(client, np.zeros((0, 4), np.float32))
+    np.testing.assert_array_equal(matmul(client, a, b).to_numpy(client), np.zeros((3, 4)))
+
+
+def test_bad_operands_are_refused():
+    client = ruda.client("cpu")
+    f32 = RudaTensor.from_numpy(client, np.zeros((4, 4), np.float32))
+    f16 = RudaTensor.from_numpy(client, np.zeros((4, 4), np.float16))
+    with pytest.raises(LayoutError, match=r"a is \(4, 4\) and b is \(3, 4\)"):
+        matmul(client, f32, RudaTensor.from_numpy(client, np.zeros((3, 4), np.float32)))
+    with pytest.raises(LayoutError, match="expected"):
+        matmul(client, RudaTensor.from_numpy(client, np.zeros(4, np.float32)), f32)
+    with pytest.raises(LaunchConfigError, match="a is f32 and b is f16"):
+        matmul(client, f32, f16)
+    with pytest.raises(LaunchConfigError, match="expected both f16"):
+        i32 = RudaTensor.from_numpy(client, np.zeros((4, 4), np.int32))
+        matmul(client, i32, i32)
+    with pytest.raises(TypeError):
+        matmul(client, np.zeros((4, 4)), f32)
+
+
+def test_bf16_on_a_device_without_it_is_unsupported():
+    client = ruda.client("cpu")
+    bf = RudaTensor.from_numpy(client, np.zeros((4, 4), Elem.BF16.numpy))
+    with pytest.raises(UnsupportedFeature, match="bf16"):
+        matmul(client, bf, bf)
