@@ -55,7 +55,9 @@ class CudaSourceTask(RudaTask):
         self._library = library
         self._call = call
         self.block_threads = block_threads
-        self.definition = KernelDefinition(name, tuple(params), (), (), (), (), SourceLoc(where, 1))
+        self.definition = KernelDefinition(
+            name, tuple(params), (), (), (), (), source=SourceLoc(where, 1)
+        )
         self._writes = tuple(not p.read_only for p in self.definition.array_params)
         text = "\n".join((library, call, repr(self.definition.params), str(block_threads)))
         self.key = f"cuda-source-{name}-{hashlib.sha256(text.encode()).hexdigest()}"
