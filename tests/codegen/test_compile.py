@@ -72,10 +72,25 @@ def _nvrtc_compile(
     flags += [f"-I{path}" for path in includes]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    log = b" " * size
+    # NVRTC writes the log into this buffer: it must be a mutable one of its own (``b" " * 1``
+    # is the interpreter's shared one-byte ``b" "``, which the terminating NUL would overwrite)
+    log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(prog, log)
     nvrtc.nvrtcDestroyProgram(prog)
-    return err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
+    return err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.rstrip(b"\0").decode(errors="replace")
+
+
+def test_nvrtc_compile_leaves_the_interpreters_bytes_untouched() -> None:
+    # a clean build's log is just its NUL: one byte, which must land in a buffer of its own
+    ok, log = _nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', 90)
+    assert ok and log == ""
+    assert [bytes([b])[0] for b in range(256)] == list(range(256)), "a shared bytes was written"
+
+
+def test_nvrtc_compile_returns_the_log_of_a_rejected_source() -> None:
+    ok, log = _nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = y; }', 90)
+    assert not ok
+    assert '"y"' in log and "error" in log and "\0" not in log
 
 
 @pytest.mark.parametrize("arch", [60, 75, 90])
