@@ -141,13 +141,19 @@ class BoundsCheckMode(enum.Enum):
         configured = _config.mode
         if configured is not None:
             return configured
-        raw = os.environ.get("RUDA_BOUNDS_CHECK", "").strip().lower() or "auto"
+        value = os.environ.get("RUDA_BOUNDS_CHECK", "")
+        mode = _ENV_MODES.get(value)  # every launch_unchecked asks: parse each value once
+        if mode is not None:
+            return mode
+        raw = value.strip().lower() or "auto"
         try:
-            return cls(raw)
+            mode = cls(raw)
         except ValueError:
             raise ValueError(
                 f"RUDA_BOUNDS_CHECK={raw!r} is not a mode; use auto, enforce or validate"
             ) from None
+        _ENV_MODES[value] = mode
+        return mode
 
     @classmethod
     def configure(cls, mode: BoundsCheckMode | str | None) -> None:
@@ -156,6 +162,9 @@ class BoundsCheckMode(enum.Enum):
         with _config.lock:
             _config.mode = None if mode is None else cls(mode)
 
+
+#: ``RUDA_BOUNDS_CHECK`` values already parsed, to the mode each names.
+_ENV_MODES: dict[str, BoundsCheckMode] = {}
 
 _EXECUTION = {
     BoundsCheckMode.AUTO: ExecutionMode.UNCHECKED,
