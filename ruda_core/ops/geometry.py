@@ -11,10 +11,31 @@ from dataclasses import dataclass
 from ..ir import Elem
 from ..runtime import ComputeClient, Feature
 
-__all__ = ["MAX_BLOCK", "RowGeometry", "accumulator", "row_geometry"]
+__all__ = [
+    "HELD_BLOCK",
+    "MAX_BLOCK",
+    "HeldGeometry",
+    "RowGeometry",
+    "accumulator",
+    "held_geometry",
+    "line_width",
+    "row_geometry",
+]
 
-#: The most units per cube the row kernels use (and the length of their shared scratch).
+#: The most units per cube the strided row kernels use (and the length of their scratch).
 MAX_BLOCK = 256
+#: The most units per cube the held row kernels use (and the length of their scratch).
+HELD_BLOCK = 1024
+#: The most lines a unit holds when one plane holds a row.
+PLANE_ITEMS = 8
+#: The lines per unit a cube that holds a row aims at (fewer units when the row is short).
+CUBE_ITEMS = 4
+#: The most lines a unit holds; wider rows take the strided kernels.
+MAX_ITEMS = 16
+#: The planes per cube when each plane holds a row.
+PLANES_PER_CUBE = 4
+#: The widest line access, in bytes.
+LINE_NBYTES = 16
 
 
 def accumulator(elem: Elem) -> Elem:
@@ -38,6 +59,71 @@ def _floor_pow2(n: int) -> int:
 
 def _ceil_pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
+
+
+@dataclass(frozen=True, slots=True)
+class HeldGeometry:
+    """How a held row kernel covers a row: ``block`` units per cube, each unit holding
+    ``items`` lines of ``line`` elements; a plane per row (``plane_rows``, ``block`` a multiple
+    of the plane) or a cube per row, reducing a cube through planes (``planes``) or shared
+    memory."""
+
+    block: int
+    line: int
+    items: int
+    plane_rows: bool
+    planes: bool
+
+    @property
+    def rows_per_cube(self) -> int:
+        """Rows one cube holds at a time."""
+        return PLANES_PER_CUBE if self.plane_rows else 1
+
+
+def line_width(features: int, nbytes: int, offset_bytes: int) -> int:
+    """The widest line (8, 4, 2 or 1 elements of ``nbytes``, at most :data:`LINE_NBYTES`)
+    that divides a row of ``features`` and the byte offsets of every operand (their bitwise or
+    is ``offset_bytes``)."""
+    width = 8
+    while width > 1 and (
+        width * nbytes > LINE_NBYTES or features % width or offset_bytes % (width * nbytes)
+    ):
+        width //= 2
+    return width
+
+
+def held_geometry(client: ComputeClient, features: int, line: int) -> HeldGeometry | None:
+    """The held-kernel geometry for rows of ``features`` read in lines of ``line`` elements on
+    ``client``'s device, or None where a row needs more than :data:`MAX_ITEMS` lines per unit
+    (then the strided kernels run).
+
+    A plane holds a row when the device has planes (as :func:`row_geometry` decides) and the
+    row fits :data:`PLANE_ITEMS` lines per lane, :data:`PLANES_PER_CUBE` rows per cube. Else a
+    cube holds it: the smallest power-of-two cube (at least 128 units or the device's limit)
+    for :data:`CUBE_ITEMS` lines per unit, within :data:`HELD_BLOCK`, the device's limits and,
+    reducing through planes, ``plane_dim ** 2``. ``items`` is a power of two, so few
+    specialisations serve every width.
+    """
+    props = client.properties()
+    plane = props.plane_dim
+    use_planes = client.features().has(Feature.PLANE) and plane > 1 and plane & (plane - 1) == 0
+    upper = min(HELD_BLOCK, _floor_pow2(min(props.max_units_per_ruda, props.max_ruda_dim[0])))
+    if use_planes and upper < plane:
+        use_planes = False
+    lines = features // line
+    if use_planes and lines <= plane * PLANE_ITEMS and plane * PLANES_PER_CUBE <= upper:
+        items = _ceil_pow2(-(-lines // plane))
+        return HeldGeometry(plane * PLANES_PER_CUBE, line, items, plane_rows=True, planes=True)
+    if use_planes:
+        upper = min(upper, plane * plane)
+    lower = min(128, upper)
+    if use_planes:
+        lower = max(lower, plane)
+    block = max(min(_ceil_pow2(-(-lines // CUBE_ITEMS)), upper), lower)
+    items = _ceil_pow2(-(-lines // block))
+    if items > MAX_ITEMS:
+        return None
+    return HeldGeometry(block, line, items, plane_rows=False, planes=use_planes)
 
 
 def row_geometry(client: ComputeClient, features: int) -> RowGeometry:

@@ -22,6 +22,14 @@ they are; otherwise ruda's portable kernels (:mod:`.layer_norm_kernels`) run on 
 stream. :func:`portable_layer_norm` and :func:`portable_layer_norm_backward` always run the
 portable kernels: a native implementation's fallback for operands it does not cover.
 
+Cost of a call: the checks and the launch plan (:mod:`.layer_norm_plan`: kernel, line width,
+cube shape, scalars, the layout of the one allocation holding the results) depend only on the
+operands' shapes, strides, element types, byte alignment, the options and the client, so they
+are made once per such key and kept; a repeated call looks its plan up, checks each handle's
+size, allocates once and enqueues. A runtime with native LayerNorm gets the checked operands
+at every call of :func:`layer_norm`; its fallback to :func:`portable_layer_norm` is planned and
+kept like any portable call.
+
 Both functions check every operand before anything is enqueued and then return at once: results
 are computed asynchronously, and faults of the enqueued kernels surface at the next ``sync()``
 or read on the client's stream, like any ``launch``. Since the checked shapes keep every access
@@ -33,18 +41,18 @@ bits.
 
 from __future__ import annotations
 
-import math
-
-from ..ir import Elem
-from ..lang import ArrayArg
-from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
+from ..runtime import ComputeClient, LayoutError
 from ..runtime.layer_norm_args import TensorBuffer
-from .geometry import accumulator, row_geometry
-from .layer_norm_kernels import (
-    layer_norm_forward,
-    layer_norm_grad_affine_finish,
-    layer_norm_grad_affine_partials,
-    layer_norm_grad_input,
+from ..runtime.memory import Handle
+from ..tensor import RudaTensor
+from .geometry import accumulator
+from .layer_norm_plan import (
+    CHUNK_ROWS,
+    MAX_CHUNKS,
+    BackwardPlan,
+    ForwardPlan,
+    backward_plan,
+    forward_plan,
 )
 from .operands import (
     Operand,
@@ -64,14 +72,20 @@ __all__ = [
     "portable_layer_norm_backward",
 ]
 
-#: Rows each first-pass unit of the weight and bias gradients sums, at least.
-CHUNK_ROWS = 32
-#: The most row chunks the weight and bias gradients are split into.
-MAX_CHUNKS = 128
-#: Units per cube of the per-feature kernels.
-_FEATURE_BLOCK = 256
-
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+#: A plan and the bytes each operand's handle must hold for it.
+Entry = tuple[ForwardPlan | BackwardPlan, tuple[int, ...]]
+Key = tuple[object, ...]
+
+#: The operand types the repeated path reads straight from their fields.
+_OPERANDS = (TensorBuffer, RudaTensor)
+#: The most plans kept per direction; a full table is emptied (a plan is cheap to rebuild).
+_MAX_PLANS = 256
+_forward_plans: dict[Key, Entry] = {}
+_backward_plans: dict[Key, Entry] = {}
+#: Whether a key is of a call that dispatches (kept only for runtimes without native
+#: LayerNorm) or of a ``portable_*`` call.
+_DISPATCH, _PORTABLE = "dispatch", "portable"
 
 
 def layer_norm(
@@ -88,7 +102,8 @@ def layer_norm(
     :param bias: ``(features,)`` of that type, or None for no bias.
     :param epsilon: added to the variance; a finite number >= 0, cast to the accumulator type.
     :returns: ``(output, mean, rstd)``: ``output`` like ``input``; ``mean`` and ``rstd`` of
-        shape ``(rows,)`` in the accumulator type (f64 for f64 input, else f32). New buffers,
+        shape ``(rows,)`` in the accumulator type (f64 for f64 input, else f32). New buffers
+        (from the portable kernels: views of one allocation, held while any of them lives),
         written asynchronously.
     :raises TypeError: for an operand that is not a ``TensorBuffer`` or ``RudaTensor``.
     :raises LayoutError: for a wrong rank or shape, a non-contiguous operand, or a handle
@@ -96,12 +111,15 @@ def layer_norm(
     :raises LaunchConfigError: for a non-float or mismatched element type or a bad epsilon.
     :raises UnsupportedFeature: when the device lacks ``input``'s element type.
     """
+    key, kept = _replay_forward(_DISPATCH, client, input, weight, bias, epsilon)
+    if kept is not None:
+        return kept
     x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
         out, mean, rstd = runtime.layer_norm(client, x, w, b, eps)
         return out, mean, rstd
-    return _portable_forward(client, x, w, b, eps)
+    return _portable_forward(client, x, w, b, eps, key)
 
 
 def portable_layer_norm(
@@ -114,8 +132,11 @@ def portable_layer_norm(
     """:func:`layer_norm` through ruda's portable kernels, whatever the runtime supplies: what a
     native implementation falls back to for operands it does not cover, and its baseline.
     Same contract and errors as :func:`layer_norm`."""
+    key, kept = _replay_forward(_PORTABLE, client, input, weight, bias, epsilon)
+    if kept is not None:
+        return kept
     x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
-    return _portable_forward(client, x, w, b, eps)
+    return _portable_forward(client, x, w, b, eps, key)
 
 
 def layer_norm_backward(
@@ -135,16 +156,21 @@ def layer_norm_backward(
     :param rstd: the forward's ``rstd``: ``(rows,)``, in the accumulator type.
     :returns: ``(grad_input, grad_weight, grad_bias)`` of the shapes and element type of
         ``input``, ``weight`` and ``weight``; ``grad_bias`` is returned whether or not the
-        forward had a bias. New buffers, written asynchronously.
+        forward had a bias. New buffers (from the portable kernels: views of one allocation),
+        written asynchronously.
     :raises TypeError, LayoutError, LaunchConfigError, UnsupportedFeature: as
         :func:`layer_norm`, for every operand.
     """
+    operands = (input, weight, grad, mean, rstd)
+    key, kept = _replay_backward(_DISPATCH, client, operands)
+    if kept is not None:
+        return kept
     x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
         grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return grad_input, grad_weight, grad_bias
-    return _portable_backward(client, x, w, g, mu, inv)
+    return _portable_backward(client, (x, w, g, mu, inv), key)
 
 
 def portable_layer_norm_backward(
@@ -157,8 +183,11 @@ def portable_layer_norm_backward(
 ) -> Outputs:
     """:func:`layer_norm_backward` through ruda's portable kernels, whatever the runtime
     supplies (see :func:`portable_layer_norm`). Same contract and errors."""
-    x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
-    return _portable_backward(client, x, w, g, mu, inv)
+    key, kept = _replay_backward(_PORTABLE, client, (input, weight, grad, mean, rstd))
+    if kept is not None:
+        return kept
+    buffers = _backward_operands(client, input, weight, grad, mean, rstd)
+    return _portable_backward(client, buffers, key)
 
 
 def _forward_operands(
@@ -199,114 +228,108 @@ def _backward_operands(
     return x, w, g, stats[0], stats[1]
 
 
+def _replay_forward(
+    kind: str,
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    bias: Operand | None,
+    epsilon: float,
+) -> tuple[Key | None, Outputs | None]:
+    """The call's key and, where a plan is kept for it and the handles are large enough, the
+    results of replaying it."""
+    operands = (input, weight) if bias is None else (input, weight, bias)
+    key = _key(client, operands, (kind, type(epsilon), epsilon))
+    entry = None if key is None else _forward_plans.get(key)
+    if entry is not None:
+        handles = tuple(v.handle for v in operands)
+        if _fits(handles, entry[1]):
+            return key, entry[0].run(client, *handles)
+    return key, None
+
+
+def _replay_backward(
+    kind: str, client: ComputeClient, operands: tuple[Operand, ...]
+) -> tuple[Key | None, Outputs | None]:
+    """As :func:`_replay_forward`, for the backward's five operands."""
+    key = _key(client, operands, (kind,))
+    entry = None if key is None else _backward_plans.get(key)
+    if entry is not None:
+        handles = tuple(v.handle for v in operands)
+        if _fits(handles, entry[1]):
+            return key, entry[0].run(client, *handles)
+    return key, None
+
+
 def _portable_forward(
-    client: ComputeClient, x: TensorBuffer, w: TensorBuffer, b: TensorBuffer | None, eps: float
-) -> Outputs:
-    rows, features = x.shape
-    acc = accumulator(x.elem)
-    out = _empty(client, x.shape, x.elem)
-    mean = _empty(client, (rows,), acc)
-    rstd = _empty(client, (rows,), acc)
-    if rows > 0:
-        geometry = row_geometry(client, features)
-        layer_norm_forward.launch_unchecked(
-            client,
-            RudaCount(_row_cubes(client, rows)),
-            RudaDim(geometry.block),
-            _arg(x),
-            _arg(w),
-            _arg(w if b is None else b),
-            _arg(out),
-            _arg(mean),
-            _arg(rstd),
-            rows,
-            features,
-            eps,
-            b is not None,
-            PLANES=geometry.planes,
-        )
-    return out, mean, rstd
-
-
-def _portable_backward(
     client: ComputeClient,
     x: TensorBuffer,
     w: TensorBuffer,
-    g: TensorBuffer,
-    mu: TensorBuffer,
-    inv: TensorBuffer,
+    b: TensorBuffer | None,
+    eps: float,
+    key: Key | None,
 ) -> Outputs:
+    buffers = (x, w) if b is None else (x, w, b)
     rows, features = x.shape
-    grad_input = _empty(client, x.shape, x.elem)
-    grad_weight = _empty(client, (features,), x.elem)
-    grad_bias = _empty(client, (features,), x.elem)
-    if rows > 0:
-        geometry = row_geometry(client, features)
-        layer_norm_grad_input.launch_unchecked(
-            client,
-            RudaCount(_row_cubes(client, rows)),
-            RudaDim(geometry.block),
-            _arg(x),
-            _arg(w),
-            _arg(g),
-            _arg(mu),
-            _arg(inv),
-            _arg(grad_input),
-            rows,
-            features,
-            PLANES=geometry.planes,
-        )
-    _grad_affine(client, x, g, mu, inv, grad_weight, grad_bias)
-    return grad_input, grad_weight, grad_bias
+    plan = forward_plan(client, (rows, features), x.elem, b is not None, eps, _offsets(buffers))
+    _keep(_forward_plans, key, plan, buffers)
+    return plan.run(client, *(buf.handle for buf in buffers))
 
 
-def _grad_affine(
-    client: ComputeClient,
-    x: TensorBuffer,
-    g: TensorBuffer,
-    mean: TensorBuffer,
-    rstd: TensorBuffer,
-    grad_weight: TensorBuffer,
-    grad_bias: TensorBuffer,
+def _portable_backward(
+    client: ComputeClient, buffers: tuple[TensorBuffer, ...], key: Key | None
+) -> Outputs:
+    """``buffers``: the checked input, weight, grad, mean and rstd."""
+    x = buffers[0]
+    rows, features = x.shape
+    plan = backward_plan(client, (rows, features), x.elem, _offsets(buffers[:3]))
+    _keep(_backward_plans, key, plan, buffers)
+    return plan.run(client, *(buf.handle for buf in buffers))
+
+
+def _key(
+    client: ComputeClient, operands: tuple[object, ...], options: tuple[object, ...]
+) -> Key | None:
+    """What a call's plan depends on: the client, each operand's shape, strides, element type
+    and byte offset modulo 16 (the widest line), and the options; None when an operand is not
+    exactly a ``TensorBuffer`` or ``RudaTensor`` (the full checks then run and say why)."""
+    key: list[object] = [client, *options]
+    for value in operands:
+        if type(value) not in _OPERANDS:
+            return None
+        buf: TensorBuffer = value  # type: ignore[assignment]  # both types have these fields
+        key += (buf.shape, buf.strides, buf.elem, buf.handle.binding().offset_bytes & 15)
+    return tuple(key)
+
+
+def _fits(handles: tuple[Handle, ...], needs: tuple[int, ...]) -> bool:
+    """Whether each handle holds the bytes its tensor needs (``needs``, in the same order)."""
+    for handle, need in zip(handles, needs, strict=True):  # noqa: SIM110  # faster than all()
+        if handle.nbytes < need:
+            return False
+    return True
+
+
+def _keep(
+    plans: dict[Key, Entry],
+    key: Key | None,
+    plan: ForwardPlan | BackwardPlan,
+    buffers: tuple[TensorBuffer, ...],
 ) -> None:
-    """Enqueue the two passes of the weight and bias gradients (zeros when there are no
-    rows). The chunking depends only on ``rows`` (on any device that allows 128 cubes along
-    y), so every device adds in the same order."""
-    rows, features = x.shape
-    props = client.properties()
-    chunks = min(max(1, -(-rows // CHUNK_ROWS)), MAX_CHUNKS, props.max_ruda_count[1])
-    rows_per_chunk = max(1, -(-rows // chunks))
-    chunks = max(1, -(-rows // rows_per_chunk))
-    acc = mean.elem
-    partial_weight = _empty(client, (chunks, features), acc)
-    partial_bias = _empty(client, (chunks, features), acc)
-    block = min(_FEATURE_BLOCK, props.max_units_per_ruda, props.max_ruda_dim[0])
-    cubes = -(-features // block)
-    layer_norm_grad_affine_partials.launch_unchecked(
-        client,
-        RudaCount(cubes, chunks),
-        RudaDim(block),
-        _arg(x),
-        _arg(g),
-        _arg(mean),
-        _arg(rstd),
-        _arg(partial_weight),
-        _arg(partial_bias),
-        rows,
-        features,
-        rows_per_chunk,
-    )
-    layer_norm_grad_affine_finish.launch_unchecked(
-        client,
-        RudaCount(cubes),
-        RudaDim(block),
-        _arg(partial_weight),
-        _arg(partial_bias),
-        _arg(grad_weight),
-        _arg(grad_bias),
-        features,
-        chunks,
-    )
+    """Keep ``plan`` under ``key`` (unless None) with the bytes each operand needs."""
+    if key is None:
+        return
+    if len(plans) >= _MAX_PLANS:
+        plans.clear()
+    plans[key] = (plan, tuple(buf.size * buf.elem.nbytes for buf in buffers))
+
+
+def _offsets(buffers: tuple[TensorBuffer, ...]) -> int:
+    """The bitwise or of the operands' byte offsets in their memory (what bounds lines)."""
+    offsets = 0
+    for buf in buffers:
+        offsets |= buf.handle.binding().offset_bytes
+    return offsets
 
 
 def _input(op: str, client: ComputeClient, value: object) -> TensorBuffer:
@@ -327,17 +350,3 @@ def _affine(op: str, name: str, value: object, x: TensorBuffer) -> TensorBuffer:
     check_shape(op, name, buf, (x.shape[1],))
     check_elem(op, name, buf, x.elem, "the input's element type")
     return buf
-
-
-def _empty(client: ComputeClient, shape: tuple[int, ...], elem: Elem) -> TensorBuffer:
-    handle, strides = client.empty_tensor(shape, elem.nbytes)
-    return TensorBuffer(handle, shape, strides, elem)
-
-
-def _arg(buf: TensorBuffer) -> ArrayArg:
-    return ArrayArg(buf.handle, math.prod(buf.shape), buf.elem)
-
-
-def _row_cubes(client: ComputeClient, rows: int) -> int:
-    """One cube per row, up to the device's cube count (the row kernels stride beyond it)."""
-    return min(rows, client.properties().max_ruda_count[0])

@@ -3,13 +3,22 @@
 """The portable LayerNorm kernels, over the last axis of a contiguous (rows, features) tensor.
 
 Data are ``Float`` (f16, bf16, f32, f64); every sum, the mean and the reciprocal standard
-deviation are ``Acc`` (f32, or f64 for f64 data, see :data:`.reduction.Acc`). Row kernels run
-one row per cube at a time, striding over rows by the cube count, with any power-of-two
-``RUDA_DIM`` up to :data:`.geometry.MAX_BLOCK` (a launch value, so one compiled kernel serves
-every row length), and reduce with :func:`.reduction.cube_sum`. The weight and bias gradients
-are a deterministic two-pass reduction over rows: per (chunk of rows, feature) partial sums, then
-one fixed-order sum per feature. Launching, shapes and validation are :mod:`.layer_norm`'s;
-nothing here checks arguments.
+deviation are ``Acc`` (f32, or f64 for f64 data, see :data:`.reduction.Acc`).
+
+Row kernels come in two kinds. The *held* kernels (``*_held``) keep a row in registers: a
+*group* of units (one plane, ``PLANE_ROWS``, or the whole cube) owns a row; each unit reads
+``ITEMS`` lines of ``N`` elements (``N`` = 1: scalar accesses) at line ``item * group + lane``
+into a ``LocalArray`` once, and every pass over the row (the sum, the centred squares, the
+output) works on those values, so each element is read from memory once. Groups stride over
+the rows by the group count. The *strided* kernels (``layer_norm_forward``,
+``layer_norm_grad_input``) re-read the row from memory at each pass and serve rows wider than
+registers hold. Both reduce a group with :func:`group_sum` (planes, or
+:func:`.reduction.cube_sum`).
+
+The weight and bias gradients are a deterministic two-pass reduction over rows: per (chunk of
+rows, line of features) partial sums, then one fixed-order sum per feature. Launch shapes and
+validation are :mod:`.layer_norm`'s (:mod:`.layer_norm_plan` chooses the variant); nothing here
+checks arguments.
 """
 
 from __future__ import annotations
@@ -17,28 +26,217 @@ from __future__ import annotations
 from ..lang import (
     ABSOLUTE_POS,
     ABSOLUTE_POS_X,
+    PLANE_DIM,
     RUDA_COUNT,
     RUDA_DIM,
     RUDA_POS,
     RUDA_POS_Y,
     UNIT_POS,
+    UNIT_POS_PLANE,
     Array,
     Comptime,
     Float,
+    Line,
+    LocalArray,
     SharedMemory,
+    func,
     kernel,
+    plane_sum,
     rsqrt,
     u32,
+    unroll,
 )
-from .geometry import MAX_BLOCK
+from .geometry import HELD_BLOCK, MAX_BLOCK
 from .reduction import Acc, cube_sum
 
 __all__ = [
     "layer_norm_forward",
+    "layer_norm_forward_held",
     "layer_norm_grad_affine_finish",
     "layer_norm_grad_affine_partials",
     "layer_norm_grad_input",
+    "layer_norm_grad_input_held",
 ]
+
+
+@func
+def group_sum(value: Acc, scratch, PLANE_ROWS: Comptime[bool], PLANES: Comptime[bool]) -> Acc:
+    """The sum of ``value`` over the units of a row's group, returned to each of them: a plane
+    (``PLANE_ROWS``) or the cube (:func:`.reduction.cube_sum` with ``PLANES``)."""
+    if PLANE_ROWS:
+        return plane_sum(value)
+    return cube_sum(value, scratch, PLANES)
+
+
+@func
+def row_group(PLANE_ROWS: Comptime[bool]):
+    """``(group, groups, lane, group_units)`` of this unit: which row group it is in, how many
+    groups the launch has, its lane in the group and the group's unit count."""
+    if PLANE_ROWS:
+        planes = RUDA_DIM // PLANE_DIM
+        return (
+            RUDA_POS * planes + UNIT_POS // PLANE_DIM,
+            RUDA_COUNT * planes,
+            UNIT_POS_PLANE,
+            PLANE_DIM,
+        )
+    return RUDA_POS, RUDA_COUNT, UNIT_POS, RUDA_DIM
+
+
+@func
+def store_held(out: Array[Float], line: u32, vals, at: Comptime[int], N: Comptime[int]):
+    """Store ``vals[at : at + N]`` as line ``line`` of ``out`` (element ``line`` when N = 1)."""
+    if N == 1:
+        out[line] = Float(vals[at])
+    elif N == 2:
+        out.store_line(line, Line(Float(vals[at]), Float(vals[at + 1])))
+    elif N == 4:
+        out.store_line(
+            line,
+            Line(Float(vals[at]), Float(vals[at + 1]), Float(vals[at + 2]), Float(vals[at + 3])),
+        )
+    else:
+        out.store_line(
+            line,
+            Line(
+                Float(vals[at]),
+                Float(vals[at + 1]),
+                Float(vals[at + 2]),
+                Float(vals[at + 3]),
+                Float(vals[at + 4]),
+                Float(vals[at + 5]),
+                Float(vals[at + 6]),
+                Float(vals[at + 7]),
+            ),
+        )
+
+
+@kernel
+def layer_norm_forward_held(
+    x: Array[Float],
+    weight: Array[Float],
+    bias: Array[Float],
+    out: Array[Float],
+    mean: Array[Acc],
+    rstd: Array[Acc],
+    rows: u32,
+    features: u32,
+    epsilon: Acc,
+    has_bias: bool,
+    N: Comptime[int],
+    ITEMS: Comptime[int],
+    PLANE_ROWS: Comptime[bool],
+    PLANES: Comptime[bool],
+):
+    """:func:`layer_norm_forward` with the row held in registers: ``features`` is a multiple of
+    ``N`` and at most ``ITEMS * N`` per unit of the group. The variance is the mean of the
+    squared centred held values (two passes over registers, no ``E[x^2] - E[x]^2``)."""
+    scratch = SharedMemory(Acc, HELD_BLOCK)
+    vals = LocalArray(Acc, ITEMS * N)
+    n = Acc(features)
+    lines = features // N
+    group, groups, lane, units = row_group(PLANE_ROWS)
+    row = group
+    while row < rows:
+        first = row * lines
+        total = Acc(0)
+        for item in unroll(range(ITEMS)):
+            li = item * units + lane
+            if li < lines:
+                if N == 1:
+                    vals[item] = Acc(x[first + li])
+                else:
+                    v = Acc(x.load_line(first + li, N))
+                    for k in unroll(range(N)):
+                        vals[item * N + k] = v[k]
+            else:
+                for k in unroll(range(N)):
+                    vals[item * N + k] = Acc(0)
+            for k in unroll(range(N)):
+                total += vals[item * N + k]
+        mu = group_sum(total, scratch, PLANE_ROWS, PLANES) / n
+        squares = Acc(0)
+        for item in unroll(range(ITEMS)):
+            if item * units + lane < lines:
+                for k in unroll(range(N)):
+                    centred = vals[item * N + k] - mu
+                    squares += centred * centred
+        inv = rsqrt(group_sum(squares, scratch, PLANE_ROWS, PLANES) / n + epsilon)
+        for item in unroll(range(ITEMS)):
+            li = item * units + lane
+            if li < lines:
+                if N == 1:
+                    y = (vals[item] - mu) * inv * Acc(weight[li])
+                    if has_bias:
+                        y += Acc(bias[li])
+                    vals[item] = y
+                else:
+                    w = Acc(weight.load_line(li, N))
+                    b = Acc(bias.load_line(li, N)) if has_bias else Line.splat(Acc(0), N)
+                    for k in unroll(range(N)):
+                        vals[item * N + k] = (vals[item * N + k] - mu) * inv * w[k] + b[k]
+                store_held(out, first + li, vals, item * N, N)
+        if lane == 0:
+            mean[row] = mu
+            rstd[row] = inv
+        row += groups
+
+
+@kernel
+def layer_norm_grad_input_held(
+    x: Array[Float],
+    weight: Array[Float],
+    grad: Array[Float],
+    mean: Array[Acc],
+    rstd: Array[Acc],
+    grad_input: Array[Float],
+    rows: u32,
+    features: u32,
+    N: Comptime[int],
+    ITEMS: Comptime[int],
+    PLANE_ROWS: Comptime[bool],
+    PLANES: Comptime[bool],
+):
+    """:func:`layer_norm_grad_input` with ``xhat`` and ``g`` of the row held in registers (the
+    layout of :func:`layer_norm_forward_held`): ``x`` and ``grad`` are read once."""
+    scratch = SharedMemory(Acc, HELD_BLOCK)
+    xhat = LocalArray(Acc, ITEMS * N)
+    gw = LocalArray(Acc, ITEMS * N)
+    n = Acc(features)
+    lines = features // N
+    group, groups, lane, units = row_group(PLANE_ROWS)
+    row = group
+    while row < rows:
+        first = row * lines
+        mu = mean[row]
+        inv = rstd[row]
+        sum_g = Acc(0)
+        sum_gx = Acc(0)
+        for item in unroll(range(ITEMS)):
+            li = item * units + lane
+            if li < lines:
+                if N == 1:
+                    xhat[item] = (Acc(x[first + li]) - mu) * inv
+                    gw[item] = Acc(grad[first + li]) * Acc(weight[li])
+                else:
+                    xv = Acc(x.load_line(first + li, N))
+                    gv = Acc(grad.load_line(first + li, N)) * Acc(weight.load_line(li, N))
+                    for k in unroll(range(N)):
+                        xhat[item * N + k] = (xv[k] - mu) * inv
+                        gw[item * N + k] = gv[k]
+                for k in unroll(range(N)):
+                    sum_g += gw[item * N + k]
+                    sum_gx += gw[item * N + k] * xhat[item * N + k]
+        mean_g = group_sum(sum_g, scratch, PLANE_ROWS, PLANES) / n
+        mean_gx = group_sum(sum_gx, scratch, PLANE_ROWS, PLANES) / n
+        for item in unroll(range(ITEMS)):
+            li = item * units + lane
+            if li < lines:
+                for k in unroll(range(N)):
+                    at = item * N + k
+                    gw[at] = inv * (gw[at] - mean_g - xhat[at] * mean_gx)
+                store_held(grad_input, first + li, gw, item * N, N)
+        row += groups
 
 
 @kernel
@@ -141,23 +339,36 @@ def layer_norm_grad_affine_partials(
     rows: u32,
     features: u32,
     rows_per_chunk: u32,
+    N: Comptime[int],
 ):
-    """First pass of the weight and bias gradients: unit ``(feature, chunk)`` (x: feature,
-    cube y: chunk) sums ``grad * xhat`` and ``grad`` over its chunk's rows, in row order, into
-    ``partial_*[chunk * features + feature]``."""
+    """First pass of the weight and bias gradients: unit ``(line, chunk)`` (x: line of ``N``
+    features, ``features`` a multiple of ``N``; cube y: chunk) sums ``grad * xhat`` and
+    ``grad`` over its chunk's rows, in row order, into ``partial_*[chunk * features +
+    feature]``. Each feature's sum is the same for every ``N``."""
     j = ABSOLUTE_POS_X
     chunk = RUDA_POS_Y
-    if j < features:
+    lines = features // N
+    if j < lines:
         start = chunk * rows_per_chunk
         end = min(start + rows_per_chunk, rows)
-        acc_weight = Acc(0)
-        acc_bias = Acc(0)
-        for r in range(start, end):
-            dy = Acc(grad[r * features + j])
-            acc_weight += dy * ((Acc(x[r * features + j]) - mean[r]) * rstd[r])
-            acc_bias += dy
-        partial_weight[chunk * features + j] = acc_weight
-        partial_bias[chunk * features + j] = acc_bias
+        if N == 1:
+            acc_weight = Acc(0)
+            acc_bias = Acc(0)
+            for r in range(start, end):
+                dy = Acc(grad[r * features + j])
+                acc_weight += dy * ((Acc(x[r * features + j]) - mean[r]) * rstd[r])
+                acc_bias += dy
+            partial_weight[chunk * features + j] = acc_weight
+            partial_bias[chunk * features + j] = acc_bias
+        else:
+            line_weight = Line.splat(Acc(0), N)
+            line_bias = Line.splat(Acc(0), N)
+            for r in range(start, end):
+                dy = Acc(grad.load_line(r * lines + j, N))
+                line_weight += dy * ((Acc(x.load_line(r * lines + j, N)) - mean[r]) * rstd[r])
+                line_bias += dy
+            partial_weight.store_line(chunk * lines + j, line_weight)
+            partial_bias.store_line(chunk * lines + j, line_bias)
 
 
 @kernel

@@ -1,7 +1,7 @@
 """The contract of ``ruda_core.ops.layer_norm`` / ``layer_norm_backward`` beyond accuracy:
-operand checks that raise before anything is enqueued, accepted operand types, empty inputs,
-both reduction paths, rows beyond the cube count, and the dispatch to a runtime's native
-LayerNorm."""
+operand checks that raise before anything is enqueued (on the first and on repeated calls),
+accepted operand types, empty inputs, every kernel variant and reduction path, rows beyond the
+cube count, and the dispatch to a runtime's native LayerNorm."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import pytest
 import ruda_core as ruda
 from ruda_core.ir import Elem
 from ruda_core.ops import layer_norm, layer_norm_backward
-from ruda_core.ops.geometry import RowGeometry, row_geometry
+from ruda_core.ops.geometry import HeldGeometry, RowGeometry, held_geometry, row_geometry
 from ruda_core.runtime import (
     BoundsCheckMode,
     ComputeClient,
     DeviceId,
     Feature,
+    InvalidHandle,
     LaunchConfigError,
     LayoutError,
     UnsupportedFeature,
@@ -31,9 +32,19 @@ from ruda_cpu.server import CpuServer
 
 from .reference import TOLERANCE, assert_close, download, make_case, reference, upload
 
-#: The module (the package's ``layer_norm`` is its function), whose helpers the tests replace.
+#: The module (the package's ``layer_norm`` is its function), whose plan tables the tests empty.
 LAYER_NORM = importlib.import_module("ruda_core.ops.layer_norm")
+#: The planning module, whose choices the tests replace.
+PLAN = importlib.import_module("ruda_core.ops.layer_norm_plan")
 _ids = itertools.count(200)
+
+
+@pytest.fixture
+def replan(monkeypatch):
+    """Empty the plan tables around a test that changes how plans are chosen."""
+    monkeypatch.setattr(LAYER_NORM, "_forward_plans", {})
+    monkeypatch.setattr(LAYER_NORM, "_backward_plans", {})
+    return monkeypatch
 
 
 @pytest.fixture
@@ -178,32 +189,136 @@ def test_no_rows(client):
     np.testing.assert_array_equal(download(client, grads[2]), np.zeros(5, np.float32))
 
 
-def test_shared_memory_path_on_a_device_with_planes(client, monkeypatch):
-    """The shared-memory reduction, forced where the plane path would be chosen."""
+def _check_both_directions(client, shape, seed):
+    case = make_case(shape, np.float32, seed=seed)
+    expected = reference(case)
+    x, w = upload(client, case.x), upload(client, case.weight)
+    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+    assert_close("out", download(client, out), expected.out, TOLERANCE[Elem.F32])
+    assert_close("rstd", download(client, rstd), expected.rstd, TOLERANCE[Elem.F32])
+    for name, buf, want in zip(
+        ("grad_input", "grad_weight", "grad_bias"),
+        grads,
+        (expected.grad_input, expected.grad_weight, expected.grad_bias),
+        strict=True,
+    ):
+        assert_close(name, download(client, buf), want, TOLERANCE[Elem.F32])
+
+
+#: Forced held geometries: (a plane per row, reduce a cube through planes).
+VARIANTS = {
+    "plane-rows": (True, True),
+    "cube-planes": (False, True),
+    "cube-shared": (False, False),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("shape", [(9, 1000), (37, 33)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_held_variant(client, replan, variant, shape):
+    """Each way of holding a row in registers, forced where the device can run it."""
+    plane_rows, planes = VARIANTS[variant]
+    props = client.properties()
+    has_planes = client.features().has(Feature.PLANE) and props.plane_dim > 1
+    if planes and not has_planes:
+        pytest.skip(f"{client.device} has no planes")
+
+    def forced(client: ComputeClient, features: int, line: int) -> HeldGeometry:
+        lines = features // line
+        if plane_rows:
+            plane = props.plane_dim
+            items = 1 << max(-(-lines // plane) - 1, 0).bit_length()
+            return HeldGeometry(plane * 4, line, items, plane_rows=True, planes=True)
+        block = 64 if not planes else min(64, props.plane_dim**2)
+        items = 1 << max(-(-lines // block) - 1, 0).bit_length()
+        return HeldGeometry(block, line, items, plane_rows=False, planes=planes)
+
+    replan.setattr(PLAN, "held_geometry", forced)
+    _check_both_directions(client, shape, seed=9)
+
+
+@pytest.mark.parametrize("planes", [True, False], ids=["planes", "shared"])
+def test_strided_kernels_for_rows_beyond_registers(client, replan, planes):
+    """The strided kernels (rows wider than registers hold), on both reduction paths."""
+    if planes and not row_geometry(client, 1000).planes:
+        pytest.skip(f"{client.device} reduces without planes")
 
     def shared_only(client: ComputeClient, features: int) -> RowGeometry:
-        return RowGeometry(block=row_geometry(client, features).block, planes=False)
+        return RowGeometry(block=row_geometry(client, features).block, planes=planes)
 
-    monkeypatch.setattr(LAYER_NORM, "row_geometry", shared_only)
-    case = make_case((9, 1000), np.float32, seed=9)
+    replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
+    replan.setattr(PLAN, "row_geometry", shared_only)
+    _check_both_directions(client, (9, 1000), seed=10)
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["held", "strided"])
+def test_rows_beyond_the_cube_count(client, replan, held):
+    """Fewer cubes than rows: each group strides over rows."""
+    replan.setattr(PLAN, "_max_cubes", lambda client: 3)
+    if not held:
+        replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
+    _check_both_directions(client, (29, 24), seed=11)
+
+
+def test_misaligned_operands_take_narrower_lines(client):
+    """Operands viewed at an offset that is not a multiple of 16 bytes are read in lines that
+    their alignment allows (here scalars), and give the same results."""
+    case = make_case((6, 64), np.float32, seed=12)
     expected = reference(case)
-    x, w = upload(client, case.x), upload(client, case.weight)
-    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
-    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+    host = np.concatenate([np.zeros(1, np.float32), case.x.ravel()])
+    handle = client.create_from_slice(host)
+    x = TensorBuffer(handle.offset(4), case.x.shape, (64, 1), Elem.F32)
+    out, _, _ = layer_norm(client, x, upload(client, case.weight), upload(client, case.bias))
     assert_close("out", download(client, out), expected.out, TOLERANCE[Elem.F32])
-    assert_close("grad_input", download(client, grads[0]), expected.grad_input, 2e-6)
 
 
-def test_rows_beyond_the_cube_count(client, monkeypatch):
-    """Fewer cubes than rows: each cube strides over rows."""
-    monkeypatch.setattr(LAYER_NORM, "_row_cubes", lambda client, rows: 3)
-    case = make_case((11, 24), np.float32, seed=10)
-    expected = reference(case)
-    x, w = upload(client, case.x), upload(client, case.weight)
-    out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
-    grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
-    assert_close("out", download(client, out), expected.out, TOLERANCE[Elem.F32])
-    assert_close("grad_input", download(client, grads[0]), expected.grad_input, 2e-6)
+# -- repeated calls ----------------------------------------------------------------------------
+
+
+def test_repeated_calls_compute_with_their_own_operands(client):
+    """A call that reuses a plan computes from its own operands into new results."""
+    first, second = (make_case((5, 40), np.float32, seed=s) for s in (13, 14))
+    results = []
+    for case in (first, second, first):
+        x, w = upload(client, case.x), upload(client, case.weight)
+        out, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))
+        grads = layer_norm_backward(client, x, w, upload(client, case.grad), mean, rstd)
+        results.append([download(client, r) for r in (out, *grads)])
+        expected = reference(case)
+        assert_close("out", results[-1][0], expected.out, TOLERANCE[Elem.F32])
+        assert_close("grad_weight", results[-1][2], expected.grad_weight, TOLERANCE[Elem.F32])
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(results[0], results[2], strict=True))
+
+
+def test_repeated_calls_still_refuse_bad_operands(cpu):
+    """After a plan is kept, operands that differ in what the checks cover are refused
+    exactly as on a first call."""
+    x, w, b = _buffer(cpu, (4, 3)), _buffer(cpu, (3,)), _buffer(cpu, (3,))
+    small, wide = _buffer(cpu, (4, 3), nbytes=40), _buffer(cpu, (3,), Elem.F64)
+    layer_norm(cpu, x, w, b, epsilon=1.0)
+    before = cpu.memory_usage().number_allocs
+    with pytest.raises(LaunchConfigError, match="epsilon"):
+        layer_norm(cpu, x, w, b, epsilon=True)  # equal to 1.0 as a key, refused as a value
+    with pytest.raises(LayoutError, match="needs 48 bytes"):
+        layer_norm(cpu, small, w, b, epsilon=1.0)
+    with pytest.raises(LaunchConfigError, match="weight is f64"):
+        layer_norm(cpu, x, wide, b, epsilon=1.0)
+    with pytest.raises(TypeError, match="bias must be"):
+        layer_norm(cpu, x, w, np.zeros(3, np.float32), epsilon=1.0)
+    assert cpu.memory_usage().number_allocs == before  # nothing allocated, nothing enqueued
+
+
+def test_repeated_calls_refuse_another_devices_memory(cpu):
+    """A plan kept for one device does not take operands of another: the launch refuses
+    their memory before anything runs."""
+    other = ComputeClient(
+        ("ops-cpu", next(_ids)), CpuServer(DeviceId(0, next(_ids))), None, CpuRuntime
+    )
+    x, w = _buffer(cpu, (4, 3)), _buffer(cpu, (3,))
+    layer_norm(cpu, x, w)
+    with pytest.raises(InvalidHandle):
+        layer_norm(cpu, _buffer(other, (4, 3)), w)
 
 
 def test_row_geometry_on_every_device(client):
@@ -217,6 +332,16 @@ def test_row_geometry_on_every_device(client):
             assert client.features().has(Feature.PLANE)
             assert geometry.block % props.plane_dim == 0
             assert geometry.block <= props.plane_dim**2
+        for line in (1, 2, 4):
+            held = None if features % line else held_geometry(client, features, line)
+            if held is None:
+                continue
+            assert held.block <= props.max_units_per_ruda
+            assert held.items & (held.items - 1) == 0
+            units = props.plane_dim if held.plane_rows else held.block
+            assert units * held.items * line >= features  # the row fits the group's registers
+            if held.planes:
+                assert held.block % props.plane_dim == 0
 
 
 # -- native dispatch ---------------------------------------------------------------------------
@@ -282,19 +407,22 @@ def test_operands_are_checked_before_native_dispatch(native):
     assert NativeLayerNormRuntime.calls == []
 
 
-@pytest.mark.parametrize("planes", [True, False], ids=["planes", "shared"])
-def test_no_access_out_of_bounds(monkeypatch, planes):
+@pytest.mark.parametrize("path", ["held", "strided-planes", "strided-shared"])
+def test_no_access_out_of_bounds(replan, path):
     """Under ``BoundsCheckMode.VALIDATE`` the NumPy device reports any out-of-bounds access of
     the (unchecked) launches at the next sync."""
     client = ruda.client("cpu")
+    if path != "held":
 
-    def geometry(client: ComputeClient, features: int) -> RowGeometry:
-        return RowGeometry(block=row_geometry(client, features).block, planes=planes)
+        def geometry(client: ComputeClient, features: int) -> RowGeometry:
+            planes = path == "strided-planes"
+            return RowGeometry(block=row_geometry(client, features).block, planes=planes)
 
-    monkeypatch.setattr(LAYER_NORM, "row_geometry", geometry)
+        replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
+        replan.setattr(PLAN, "row_geometry", geometry)
     BoundsCheckMode.configure(BoundsCheckMode.VALIDATE)
     try:
-        for shape in [(1, 7), (37, 33), (3, 1000)]:
+        for shape in [(1, 7), (37, 33), (3, 1000), (5, 4096)]:
             case = make_case(shape, np.float32, seed=11)
             x, w = upload(client, case.x), upload(client, case.weight)
             _, mean, rstd = layer_norm(client, x, w, upload(client, case.bias))

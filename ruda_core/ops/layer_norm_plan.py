@@ -1,0 +1,294 @@
+"""Launch plans of the portable LayerNorm: everything about a call that depends only on its
+shapes, element types, options and device, decided once and replayed.
+
+A plan holds the kernel tasks, their counts, cube shapes, scalars and metadata (the launch
+ABI of :mod:`ruda_core.ir.kernel`), and the layout of the one allocation that holds a call's
+results and scratch. :func:`forward_plan` and :func:`backward_plan` build them from operands
+:mod:`.layer_norm` has already checked; replaying one (``run``) allocates that one buffer,
+views the results in it and enqueues the launches with the operands' bindings. Nothing here
+checks operands or is cached: :mod:`.layer_norm` keys and keeps the plans.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Elem
+from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
+from ..runtime.compiler import KernelTask
+from ..runtime.layer_norm_args import TensorBuffer
+from ..runtime.layout import contiguous_strides
+from ..runtime.memory import Binding, Handle
+from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
+from .layer_norm_kernels import (
+    layer_norm_forward,
+    layer_norm_forward_held,
+    layer_norm_grad_affine_finish,
+    layer_norm_grad_affine_partials,
+    layer_norm_grad_input,
+    layer_norm_grad_input_held,
+)
+
+__all__ = [
+    "CHUNK_ROWS",
+    "MAX_CHUNKS",
+    "BackwardPlan",
+    "ForwardPlan",
+    "backward_plan",
+    "forward_plan",
+]
+
+#: Rows each first-pass unit of the weight and bias gradients sums, at least.
+CHUNK_ROWS = 32
+#: The most row chunks the weight and bias gradients are split into.
+MAX_CHUNKS = 128
+#: Units per cube of the per-feature kernels.
+_FEATURE_BLOCK = 256
+#: Alignment of each part of a call's one allocation, in bytes.
+_PART_ALIGN = 256
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """One launch of a plan, all but its bindings."""
+
+    task: KernelTask
+    count: RudaCount
+    dim: RudaDim
+    scalars: tuple[np.generic, ...]
+    metadata: tuple[int, ...]
+
+    def enqueue(self, client: ComputeClient, bindings: list[Binding]) -> None:
+        client.launch_unchecked(
+            self.task, self.count, self.dim, bindings, self.scalars, self.metadata
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """A tensor at ``start`` of a call's allocation."""
+
+    start: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    elem: Elem
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.elem.nbytes
+
+    def view(self, memory: Handle) -> TensorBuffer:
+        return TensorBuffer(
+            memory.offset(self.start, self.start + self.nbytes), self.shape, self.strides, self.elem
+        )
+
+
+def _parts(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[_Part, ...]]:
+    """The parts of one allocation, each aligned, and its total size."""
+    parts = []
+    start = 0
+    for shape, elem in specs:
+        part = _Part(start, shape, contiguous_strides(shape), elem)
+        parts.append(part)
+        start += -(-part.nbytes // _PART_ALIGN) * _PART_ALIGN
+    return start, tuple(parts)
+
+
+def _launch(
+    kernel: object,
+    count: RudaCount,
+    dim: RudaDim,
+    lengths: tuple[int, ...],
+    scalars: tuple[tuple[object, Elem], ...],
+    **spec: object,
+) -> _Launch:
+    task = KernelTask(kernel.definition(**spec))  # type: ignore[attr-defined]  # a Kernel
+    values = []
+    for value, elem in scalars:
+        if elem.is_float and abs(value) > float(np.finfo(elem.numpy).max):  # type: ignore[arg-type]  # a float
+            raise LaunchConfigError(f"{task.name}: {value!r} overflows {elem}")
+        values.append(elem.numpy.type(value))
+    return _Launch(task, count, dim, tuple(values), lengths)
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardPlan:
+    """The forward of one (shape, element type, bias or not, epsilon, alignment) on a device."""
+
+    nbytes: int
+    parts: tuple[_Part, ...]
+    launch: _Launch | None
+
+    def run(
+        self, client: ComputeClient, x: Handle, w: Handle, b: Handle | None = None
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        memory = client.empty(self.nbytes)
+        out, mean, rstd = (p.view(memory) for p in self.parts)
+        if self.launch is not None:
+            wb = w.binding()
+            self.launch.enqueue(
+                client,
+                [
+                    x.binding(),
+                    wb,
+                    wb if b is None else b.binding(),
+                    out.handle.binding(),
+                    mean.handle.binding(),
+                    rstd.handle.binding(),
+                ],
+            )
+        return out, mean, rstd
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardPlan:
+    """The backward of one (shape, element type, alignment) on a device."""
+
+    nbytes: int
+    parts: tuple[_Part, ...]
+    grad_input: _Launch | None
+    partials: _Launch
+    finish: _Launch
+
+    def run(
+        self,
+        client: ComputeClient,
+        x: Handle,
+        w: Handle,
+        g: Handle,
+        mean: Handle,
+        rstd: Handle,
+    ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        memory = client.empty(self.nbytes)
+        grad_input, grad_weight, grad_bias, part_w, part_b = (p.view(memory) for p in self.parts)
+        xb, gb, mb, rb = x.binding(), g.binding(), mean.binding(), rstd.binding()
+        pw, pb = part_w.handle.binding(), part_b.handle.binding()
+        if self.grad_input is not None:
+            self.grad_input.enqueue(
+                client, [xb, w.binding(), gb, mb, rb, grad_input.handle.binding()]
+            )
+        self.partials.enqueue(client, [xb, gb, mb, rb, pw, pb])
+        self.finish.enqueue(
+            client, [pw, pb, grad_weight.handle.binding(), grad_bias.handle.binding()]
+        )
+        return grad_input, grad_weight, grad_bias
+
+
+def _max_cubes(client: ComputeClient) -> int:
+    """The most cubes a row kernel launches (the device's limit); groups stride beyond it."""
+    return client.properties().max_ruda_count[0]
+
+
+def _row_launches(
+    client: ComputeClient, rows: int, features: int, elem: Elem, offset_bytes: int
+) -> tuple[dict[str, object], RudaCount, RudaDim, HeldGeometry | None]:
+    """The specialisation, count and cube of the row kernels: held where the row fits
+    registers, else strided."""
+    acc = accumulator(elem)
+    line = line_width(features, elem.nbytes, offset_bytes)
+    held = held_geometry(client, features, line)
+    max_cubes = _max_cubes(client)
+    if held is None:
+        geometry = row_geometry(client, features)
+        spec: dict[str, object] = {"Float": elem, "Acc": acc, "PLANES": geometry.planes}
+        return spec, RudaCount(min(rows, max_cubes)), RudaDim(geometry.block), None
+    spec = {
+        "Float": elem,
+        "Acc": acc,
+        "N": held.line,
+        "ITEMS": held.items,
+        "PLANE_ROWS": held.plane_rows,
+        "PLANES": held.planes,
+    }
+    cubes = min(-(-rows // held.rows_per_cube), max_cubes)
+    return spec, RudaCount(cubes), RudaDim(held.block), held
+
+
+def forward_plan(
+    client: ComputeClient,
+    shape: tuple[int, int],
+    elem: Elem,
+    has_bias: bool,
+    epsilon: float,
+    offset_bytes: int,
+) -> ForwardPlan:
+    """The plan of :func:`.layer_norm.layer_norm` for checked operands; ``offset_bytes`` is
+    the bitwise or of the operands' byte offsets (it bounds the line width)."""
+    rows, features = shape
+    acc = accumulator(elem)
+    nbytes, parts = _parts((shape, elem), ((rows,), acc), ((rows,), acc))
+    launch = None
+    if rows > 0:
+        spec, count, dim, held = _row_launches(client, rows, features, elem, offset_bytes)
+        kernel = layer_norm_forward if held is None else layer_norm_forward_held
+        size = rows * features
+        launch = _launch(
+            kernel,
+            count,
+            dim,
+            (size, features, features, size, rows, rows),
+            ((rows, Elem.U32), (features, Elem.U32), (epsilon, acc), (has_bias, Elem.BOOL)),
+            **spec,
+        )
+    return ForwardPlan(nbytes, parts, launch)
+
+
+def backward_plan(
+    client: ComputeClient, shape: tuple[int, int], elem: Elem, offset_bytes: int
+) -> BackwardPlan:
+    """The plan of :func:`.layer_norm.layer_norm_backward` for checked operands.
+
+    The weight and bias gradients are chunked by a function of ``rows`` only (on any device
+    that allows 128 cubes along y), so every device adds them in the same order."""
+    rows, features = shape
+    acc = accumulator(elem)
+    props = client.properties()
+    chunks = min(max(1, -(-rows // CHUNK_ROWS)), MAX_CHUNKS, props.max_ruda_count[1])
+    rows_per_chunk = max(1, -(-rows // chunks))
+    chunks = max(1, -(-rows // rows_per_chunk))
+    nbytes, parts = _parts(
+        (shape, elem),
+        ((features,), elem),
+        ((features,), elem),
+        ((chunks, features), acc),
+        ((chunks, features), acc),
+    )
+    size = rows * features
+    grad_input = None
+    line = line_width(features, elem.nbytes, offset_bytes)
+    if rows > 0:
+        spec, count, dim, held = _row_launches(client, rows, features, elem, offset_bytes)
+        kernel = layer_norm_grad_input if held is None else layer_norm_grad_input_held
+        grad_input = _launch(
+            kernel,
+            count,
+            dim,
+            (size, features, size, rows, rows, size),
+            ((rows, Elem.U32), (features, Elem.U32)),
+            **spec,
+        )
+    block = min(_FEATURE_BLOCK, props.max_units_per_ruda, props.max_ruda_dim[0])
+    partial_size = chunks * features
+    partials = _launch(
+        layer_norm_grad_affine_partials,
+        RudaCount(-(-features // line // block), chunks),
+        RudaDim(block),
+        (size, size, rows, rows, partial_size, partial_size),
+        ((rows, Elem.U32), (features, Elem.U32), (rows_per_chunk, Elem.U32)),
+        Float=elem,
+        Acc=acc,
+        N=line,
+    )
+    finish = _launch(
+        layer_norm_grad_affine_finish,
+        RudaCount(-(-features // block)),
+        RudaDim(block),
+        (partial_size, partial_size, features, features),
+        ((features, Elem.U32), (chunks, Elem.U32)),
+        Float=elem,
+        Acc=acc,
+    )
+    return BackwardPlan(nbytes, parts, grad_input, partials, finish)
