@@ -14,13 +14,21 @@ For one device (default ``cuda:0``; ``cpu`` runs small shapes), per shape and el
 Each column gives µs per call (the best of several runs of ``REPS`` back-to-back calls between
 syncs), the GB/s that call must move at least (inputs read once, outputs written once) and that
 as a share of a device-to-device copy's GB/s (read + write) measured in the same run. ``host``
-is the host time to enqueue one ruda call, and ``kernel`` the device time of ruda native's
-kernels per call (``client.profile``).
+is the host time to enqueue one ruda call, and ``kernel`` the device time of the ruda column's
+kernels per call (``client.profile``), for native and portable.
 Run: ``python benchmarks/layer_norm.py cuda:0`` (or ``cpu``).
+
+``--host`` prints only the host µs of one call of a small shape (64x256, f32 and bf16 or f16),
+for ``layer_norm`` and ``portable_layer_norm`` and their backwards, two ways: *alone*, the
+median of ``CALLS`` calls each timed after the device drained (no queue to hide behind), and
+*pipelined*, ``CALLS`` calls back to back, the sync after them not counted (best of
+``ROUNDS``; on a CPU device this competes with the device's own work for the cores).
+Run: ``python benchmarks/layer_norm.py opencl:0 --host``.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -47,6 +55,9 @@ ELEMS = [Elem.F32, Elem.BF16, Elem.F16]
 REPS = 20
 COPY_NBYTES = 1 << 30
 EPS = 1e-5
+HOST_SHAPE = (64, 256)
+CALLS = 2000
+ROUNDS = 5
 
 
 @dataclass
@@ -205,16 +216,57 @@ def main(device: str) -> None:
                     times[name] = seconds
                     gbs = nbytes / seconds / 1e9
                     print(f"  {name:26} {seconds * 1e6:9.1f} {gbs:8.1f} {100 * gbs / roof:5.1f}%")
-                native = calls[direction]["ruda native"]
-                host = host_us(native, sync)
-                _, profile = client.profile(lambda run=native: [run() for _ in range(REPS)])
-                kernel = profile.execution_ns / REPS / 1e3
-                print(f"  ruda native: host {host:.1f} µs per call, kernel {kernel:.1f} µs")
-                for peer in ("torch eager", "torch.compile"):
-                    if peer in times:
-                        ratio = times["ruda native"] / times[peer]
-                        print(f"  ruda native / {peer}: {ratio:.2f}x")
+                for name, run in calls[direction].items():
+                    host = host_us(run, sync)
+                    _, profile = client.profile(lambda run=run: [run() for _ in range(REPS)])
+                    kernel = profile.execution_ns / REPS / 1e3
+                    print(f"  {name}: host {host:.1f} µs per call, kernel {kernel:.1f} µs")
+                    for peer in ("torch eager", "torch.compile"):
+                        if peer in times:
+                            ratio = times[name] / times[peer]
+                            print(f"  {name} / {peer}: {ratio:.2f}x")
+
+
+def call_us(run: Callable[[], object], sync: Callable[[], None]) -> tuple[float, float]:
+    """(alone, pipelined) host µs of one call, as the module docstring defines them."""
+    for _ in range(20):
+        run()
+    sync()
+    times = []
+    for _ in range(CALLS):
+        sync()
+        start = time.perf_counter_ns()
+        run()
+        times.append(time.perf_counter_ns() - start)
+    sync()
+    pipelined = float("inf")
+    for _ in range(ROUNDS):
+        start = time.perf_counter_ns()
+        for _ in range(CALLS):
+            run()
+        pipelined = min(pipelined, (time.perf_counter_ns() - start) / CALLS / 1e3)
+        sync()
+    return statistics.median(times) / 1e3, pipelined
+
+
+def host_table(device: str) -> None:
+    client = ruda.client(device)
+    sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
+    print(f"{device}: host µs per call, {HOST_SHAPE[0]}x{HOST_SHAPE[1]} (alone / pipelined)")
+    half = Elem.BF16 if client.features().supports(Elem.BF16) else Elem.F16
+    for elem in (Elem.F32, half):
+        if not client.features().supports(elem):
+            continue
+        calls = ruda_calls(client, operands(client, None, HOST_SHAPE, elem))
+        for direction, columns in calls.items():
+            for name, run in columns.items():
+                alone, pipelined = call_us(run, sync)
+                print(f"  {elem} {direction:8} {name:14} {alone:7.1f} / {pipelined:7.1f} µs")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "cuda:0")
+    target = next((a for a in sys.argv[1:] if not a.startswith("--")), "cuda:0")
+    if "--host" in sys.argv:
+        host_table(target)
+    else:
+        main(target)
