@@ -1,6 +1,7 @@
-"""The portable LayerNorm on CUDA at the benchmark's shapes: every kernel variant a GPU plans
-(a plane per row, a cube per row, lines of 16 bytes) against the float64 reference, bf16 as
-well, and deterministic gradients.
+"""The portable LayerNorm (``portable_layer_norm``, whatever the runtime supplies) on CUDA at
+the benchmark's shapes: every kernel variant a GPU plans (a plane per row, a cube per row, the
+strided kernels, lines of 16 bytes) against the float64 reference, bf16 as well, and
+deterministic gradients.
 
 Skips (saying why) without CuPy or a GPU; fails instead when ``RUDA_REQUIRE`` names cuda.
 """
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import Elem
-from ruda_core.ops import layer_norm, layer_norm_backward
+from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 from tests.ops.reference import (
     TOLERANCE,
@@ -51,14 +52,14 @@ def test_f32_matches_reference(cuda, shape):
     case = make_case(shape, np.float32, seed=20)
     expected = reference(case)
     x, w = upload(cuda, case.x), upload(cuda, case.weight)
-    out, mean, rstd = layer_norm(cuda, x, w, upload(cuda, case.bias))
-    grads = layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
+    out, mean, rstd = portable_layer_norm(cuda, x, w, upload(cuda, case.bias))
+    grads = portable_layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
     tol = TOLERANCE[Elem.F32]
     assert_close("out", download(cuda, out), expected.out, tol)
     assert_close("rstd", download(cuda, rstd), expected.rstd, tol)
     assert_close("grad_input", download(cuda, grads[0]), expected.grad_input, tol)
     assert_close("grad_weight", download(cuda, grads[1]), expected.grad_weight, tol)
-    again = layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
+    again = portable_layer_norm_backward(cuda, x, w, upload(cuda, case.grad), mean, rstd)
     for first, second in zip(grads, again, strict=True):
         assert download(cuda, first).tobytes() == download(cuda, second).tobytes()
 
@@ -71,8 +72,8 @@ def test_bf16_matches_reference(cuda, shape):
     )
     rounded = Case(x=xv, weight=wv, bias=bv, grad=gv)
     expected = reference(rounded)
-    out, mean, rstd = layer_norm(cuda, x, w, b)
-    grads = layer_norm_backward(cuda, x, w, g, mean, rstd)
+    out, mean, rstd = portable_layer_norm(cuda, x, w, b)
+    grads = portable_layer_norm_backward(cuda, x, w, g, mean, rstd)
     assert_close("out", _read_bf16(cuda, out), expected.out, BF16_TOLERANCE)
     assert_close("rstd", download(cuda, rstd), expected.rstd, TOLERANCE[Elem.F32])
     assert_close("grad_input", _read_bf16(cuda, grads[0]), expected.grad_input, BF16_TOLERANCE)
