@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Elem
+from ..lang.kernel import Kernel
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..runtime.compiler import KernelTask
 from ..runtime.layer_norm_args import TensorBuffer
@@ -98,17 +99,22 @@ def _parts(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[_Part, ...]
 
 
 def _launch(
-    kernel: object,
+    kernel: Kernel,
     count: RudaCount,
     dim: RudaDim,
     lengths: tuple[int, ...],
-    scalars: tuple[tuple[object, Elem], ...],
+    scalars: tuple[tuple[float, Elem], ...],
     **spec: object,
 ) -> _Launch:
-    task = KernelTask(kernel.definition(**spec))  # type: ignore[attr-defined]  # a Kernel
+    """The launch of ``kernel``'s specialisation ``spec`` with array ``lengths`` (the launch
+    ABI's metadata) and ``scalars`` converted to their parameters' types.
+
+    :raises LaunchConfigError: for a float scalar its type cannot hold.
+    """
+    task = KernelTask(kernel.definition(**spec))
     values = []
     for value, elem in scalars:
-        if elem.is_float and abs(value) > float(np.finfo(elem.numpy).max):  # type: ignore[arg-type]  # a float
+        if elem.is_float and abs(value) > float(np.finfo(elem.numpy).max):
             raise LaunchConfigError(f"{task.name}: {value!r} overflows {elem}")
         values.append(elem.numpy.type(value))
     return _Launch(task, count, dim, tuple(values), lengths)
