@@ -35,6 +35,7 @@ __all__ = [
     "load_module",
     "peer_access",
     "translate",
+    "wmma_headers",
 ]
 
 T = TypeVar("T")
@@ -111,6 +112,11 @@ def include_dirs() -> tuple[str, ...]:
     for site in sys.path:
         candidates += sorted(glob.glob(os.path.join(site, "nvidia", "*", "include")))
     return tuple(dict.fromkeys(c for c in candidates if os.path.isdir(c)))
+
+
+def wmma_headers() -> bool:
+    """Whether NVRTC can include WMMA's ``mma.h``: some include folder holds ``crt/mma.h``."""
+    return any(os.path.isfile(os.path.join(d, "crt", "mma.h")) for d in include_dirs())
 
 
 def build_cubin(

@@ -49,6 +49,7 @@ from .driver import (
     load_module,
     peer_access,
     translate,
+    wmma_headers,
 )
 from .runtime import CudaDevice
 from .storage import CudaStorage
@@ -238,8 +239,12 @@ class CudaServer(ComputeServer):
             Feature.DEVICE_TIMING,
             Feature.PRINT,
         }
+        # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
+        matrices = (
+            wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()
+        )
         self._features = Features(
-            frozenset(features), frozenset(Elem), wmma_configs(props["major"] * 10 + props["minor"])
+            frozenset(features), frozenset(Elem), matrices
         )
 
     def _activate(self) -> None:

@@ -24,8 +24,9 @@ __all__ = [
 
 #: The most units per cube the strided row kernels use (and the length of their scratch).
 MAX_BLOCK = 256
-#: The most units per cube the held row kernels use (and the length of their scratch).
-HELD_BLOCK = 1024
+#: The most units per cube the held row kernels use (and the length of their scratch): NVIDIA's
+#: OpenCL runs them with at most 256 work-items, and CUDA has registers for 256 threads of them.
+HELD_BLOCK = 256
 #: The most lines a unit holds when one plane holds a row.
 PLANE_ITEMS = 8
 #: The lines per unit a cube that holds a row aims at (fewer units when the row is short).
@@ -97,9 +98,9 @@ def held_geometry(client: ComputeClient, features: int, line: int) -> HeldGeomet
     ``client``'s device, or None where a row needs more than :data:`MAX_ITEMS` lines per unit
     (then the strided kernels run).
 
-    A plane holds a row when the device has planes (as :func:`row_geometry` decides) and the
-    row fits :data:`PLANE_ITEMS` lines per lane, :data:`PLANES_PER_CUBE` rows per cube. Else a
-    cube holds it: the smallest power-of-two cube (at least 128 units or the device's limit)
+    A plane holds a row when the device has planes (as :func:`row_geometry` decides) and
+    ``Feature.PARTIAL_PLANE``, and the row fits :data:`PLANE_ITEMS` lines per lane,
+    :data:`PLANES_PER_CUBE` rows per cube. Else a cube holds it: the smallest power-of-two cube (at least 128 units or the device's limit)
     for :data:`CUBE_ITEMS` lines per unit, within :data:`HELD_BLOCK`, the device's limits and,
     reducing through planes, ``plane_dim ** 2``. ``items`` is a power of two, so few
     specialisations serve every width.
@@ -111,7 +112,10 @@ def held_geometry(client: ComputeClient, features: int, line: int) -> HeldGeomet
     if use_planes and upper < plane:
         use_planes = False
     lines = features // line
-    if use_planes and lines <= plane * PLANE_ITEMS and plane * PLANES_PER_CUBE <= upper:
+    # a plane per row only where partial planes run too: on PoCL 5.0's subgroups the plane-row
+    # kernels gave wrong results, and there the cube-row kernels serve every width
+    plane_rows = use_planes and client.features().has(Feature.PARTIAL_PLANE)
+    if plane_rows and lines <= plane * PLANE_ITEMS and plane * PLANES_PER_CUBE <= upper:
         items = _ceil_pow2(-(-lines // plane))
         return HeldGeometry(plane * PLANES_PER_CUBE, line, items, plane_rows=True, planes=True)
     if use_planes:

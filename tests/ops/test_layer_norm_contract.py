@@ -223,6 +223,8 @@ def test_every_held_variant(client, replan, variant, shape):
     has_planes = client.features().has(Feature.PLANE) and props.plane_dim > 1
     if planes and not has_planes:
         pytest.skip(f"{client.device} has no planes")
+    if plane_rows and not client.features().has(Feature.PARTIAL_PLANE):
+        pytest.skip(f"{client.device} holds rows in cubes only (no partial planes)")
 
     def forced(client: ComputeClient, features: int, line: int) -> HeldGeometry:
         lines = features // line
