@@ -100,10 +100,10 @@ def held_geometry(client: ComputeClient, features: int, line: int) -> HeldGeomet
 
     A plane holds a row when the device has planes (as :func:`row_geometry` decides) and
     ``Feature.PARTIAL_PLANE``, and the row fits :data:`PLANE_ITEMS` lines per lane,
-    :data:`PLANES_PER_CUBE` rows per cube. Else a cube holds it: the smallest power-of-two cube (at least 128 units or the device's limit)
-    for :data:`CUBE_ITEMS` lines per unit, within :data:`HELD_BLOCK`, the device's limits and,
-    reducing through planes, ``plane_dim ** 2``. ``items`` is a power of two, so few
-    specialisations serve every width.
+    :data:`PLANES_PER_CUBE` rows per cube. Else a cube holds it: the smallest power-of-two cube
+    (at least 128 units or the device's limit) for :data:`CUBE_ITEMS` lines per unit, within
+    :data:`HELD_BLOCK`, the device's limits and, reducing through planes, ``plane_dim ** 2``.
+    ``items`` is a power of two, so few specialisations serve every width.
     """
     props = client.properties()
     plane = props.plane_dim
