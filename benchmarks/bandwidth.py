@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
+import timing
 
 import ruda_core as ruda
 from ruda_core.lang import (
@@ -121,17 +121,8 @@ def reduce_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
         atomic_add(out, 0, smem[0])
 
 
-def best_seconds(run: Callable[[], None], sync: Callable[[], None]) -> float:
-    run()
-    sync()
-    best = float("inf")
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(REPS):
-            run()
-        sync()
-        best = min(best, (time.perf_counter() - start) / REPS)
-    return best
+def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
+    return timing.best_seconds(run, sync, ROUNDS, REPS)
 
 
 def copy_roof(client: ruda.runtime.ComputeClient, src: object, dst: object, nbytes: int) -> float:

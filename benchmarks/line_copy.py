@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
+import timing
 
 import ruda_core as ruda
 from ruda_core.ir import Elem
@@ -59,17 +59,8 @@ def saxpy_lines(x: Array[Float], y: Array[Float], a: Float, N: Comptime[int]):
         y.store_line(i, a * x.load_line(i, N) + y.load_line(i, N))
 
 
-def best_seconds(run: Callable[[], None], sync: Callable[[], None]) -> float:
-    run()
-    sync()
-    best = float("inf")
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(REPS):
-            run()
-        sync()
-        best = min(best, (time.perf_counter() - start) / REPS)
-    return best
+def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
+    return timing.best_seconds(run, sync, ROUNDS, REPS)
 
 
 def measure(client: ComputeClient, dtype: type[np.generic], width: int, n: int) -> None:

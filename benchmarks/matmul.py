@@ -16,10 +16,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
+import timing
 
 import ruda_core as ruda
 from ruda_core.ir import Elem
@@ -31,16 +31,7 @@ ROUNDS = 3
 
 
 def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
-    run()
-    sync()
-    best = float("inf")
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(REPS):
-            run()
-        sync()
-        best = min(best, (time.perf_counter() - start) / REPS)
-    return best
+    return timing.best_seconds(run, sync, ROUNDS, REPS)
 
 
 def check(got: np.ndarray, a: np.ndarray, b: np.ndarray, what: str) -> None:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import timing
 
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
@@ -43,18 +44,8 @@ def saxpy(a: f32, x: Array[f32], y: Array[f32], out: Array[f32]):
         out[i] = a * x[i] + y[i]
 
 
-def best_seconds(run: Callable[[], None], sync: Callable[[], None]) -> float:
-    """Seconds per ``run()``: the best of ``ROUNDS`` rounds of ``REPS`` runs and one sync."""
-    run()
-    sync()
-    best = float("inf")
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        for _ in range(REPS):
-            run()
-        sync()
-        best = min(best, (time.perf_counter() - start) / REPS)
-    return best
+def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
+    return timing.best_seconds(run, sync, ROUNDS, REPS)
 
 
 def cuda_clients() -> list[ComputeClient]:
