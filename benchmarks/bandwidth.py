@@ -75,8 +75,14 @@ def add_strided(a: Array[f32], b: Array[f32], c: Array[f32], UNROLL: Comptime[in
 
 
 @kernel
-def reduce_plane(x: Array[f32], out: Array[f32], BLOCK: Comptime[int], UNROLL: Comptime[int]):
-    partial = SharedMemory(f32, BLOCK // 32)
+def reduce_plane(
+    x: Array[f32],
+    out: Array[f32],
+    BLOCK: Comptime[int],
+    UNROLL: Comptime[int],
+    PLANE: Comptime[int],
+):
+    partial = SharedMemory(f32, BLOCK // PLANE)  # one partial sum per plane
     n = x.len()
     stride = RUDA_COUNT * RUDA_DIM
     acc = f32(0)
@@ -93,7 +99,7 @@ def reduce_plane(x: Array[f32], out: Array[f32], BLOCK: Comptime[int], UNROLL: C
         partial[UNIT_POS // PLANE_DIM] = acc
     sync_units()
     if UNIT_POS < PLANE_DIM:
-        total = partial[UNIT_POS] if UNIT_POS < BLOCK // 32 else f32(0)
+        total = partial[UNIT_POS] if UNIT_POS < BLOCK // PLANE else f32(0)
         total = plane_sum(total)
         if UNIT_POS == 0:
             atomic_add(out, 0, total)
@@ -201,11 +207,12 @@ def main(device: str) -> None:
         ),
     }
     if client.features().has(Feature.PLANE):
+        plane = client.properties().plane_dim
         reductions["sum, plane_sum x8"] = lambda: reduce_plane.launch(
-            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8
+            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
         )
         reductions["sum, plane_sum x8 unchecked"] = lambda: reduce_plane.launch_unchecked(
-            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8
+            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
         )
     red_s = {}
     for label, run in reductions.items():
