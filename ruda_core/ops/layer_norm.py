@@ -239,21 +239,24 @@ def _replay_forward(
     """The call's key and, where a plan is kept for it and the handles are large enough, the
     results of replaying it."""
     operands = (input, weight) if bias is None else (input, weight, bias)
-    key = _key(client, operands, (kind, type(epsilon), epsilon))
-    entry = None if key is None else _forward_plans.get(key)
-    if entry is not None:
-        handles = tuple(v.handle for v in operands)
-        if _fits(handles, entry[1]):
-            return key, entry[0].run(client, *handles)
-    return key, None
+    return _replay(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
 
 
 def _replay_backward(
     kind: str, client: ComputeClient, operands: tuple[Operand, ...]
 ) -> tuple[Key | None, Outputs | None]:
     """As :func:`_replay_forward`, for the backward's five operands."""
-    key = _key(client, operands, (kind,))
-    entry = None if key is None else _backward_plans.get(key)
+    return _replay(_backward_plans, client, operands, (kind,))
+
+
+def _replay(
+    plans: dict[Key, Entry],
+    client: ComputeClient,
+    operands: tuple[Operand, ...],
+    options: tuple[object, ...],
+) -> tuple[Key | None, Outputs | None]:
+    key = _key(client, operands, options)
+    entry = None if key is None else plans.get(key)
     if entry is not None:
         handles = tuple(v.handle for v in operands)
         if _fits(handles, entry[1]):
