@@ -130,8 +130,8 @@ class StmtBuilder(ExprBuilder):
             self.fail("assign to a name or an array element", target)
 
     def unpack(self, target: ast.Tuple, value: Value, node: ast.stmt) -> None:
-        """``a, b = value``: the values are read (copied where a target could change them)
-        before any target is written."""
+        """``a, b = value``: every value is read before any target is written (a value an
+        earlier target overwrites is copied first)."""
         if isinstance(value, PyVal) and isinstance(value.value, tuple):
             items: tuple[Value, ...] = tuple(PyVal(v) for v in value.value)
         elif isinstance(value, Several):
@@ -140,9 +140,13 @@ class StmtBuilder(ExprBuilder):
             self.fail("only a tuple or a @func returning one can be unpacked", node)
         if len(items) != len(target.elts):
             self.fail(f"cannot unpack {len(items)} values into {len(target.elts)} targets", node)
+        # a value a target before it writes is copied first: `a, b = b, a`
+        clobbered = {
+            self.frame.locals_by_name.get(t.id) for t in target.elts[:-1] if isinstance(t, ast.Name)
+        }
         kept = [
             self.emit(Op.ASSIGN, item.elem, item)
-            if isinstance(item, Local) and item not in self.fresh
+            if isinstance(item, Local) and item in clobbered
             else item
             for item in items
         ]
