@@ -166,14 +166,9 @@ class KernelDefinition:
         return tuple((s, scalars.index(s.size)) for s in self.shared if s.size is not None)
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
-        """The dynamic shared memory a launch with ``scalars`` needs per cube: each dynamic
-        array's bytes rounded up to :data:`DYNAMIC_SHARED_ALIGN`, in declaration order (CUDA
-        places them so in one buffer; OpenCL passes each as its own ``__local`` argument)."""
-        align = DYNAMIC_SHARED_ALIGN
-        return sum(
-            -(-int(scalars[k]) * s.elem.nbytes // align) * align  # type: ignore[call-overload]
-            for s, k in self.dynamic_shared
-        )
+        """The dynamic shared memory a launch with ``scalars`` needs per cube (see
+        :func:`dynamic_shared_bytes`)."""
+        return dynamic_shared_bytes(self.dynamic_shared, scalars)
 
     @property
     def local_bytes(self) -> int:
@@ -240,6 +235,20 @@ def walk(block: Block) -> Iterator[Stmt]:
             yield from walk(stmt.orelse)
         elif isinstance(stmt, RangeLoop | Loop):
             yield from walk(stmt.body)
+
+
+def dynamic_shared_bytes(
+    arrays: Sequence[tuple[SharedArray, int]], scalars: Sequence[object]
+) -> int:
+    """The dynamic shared memory per cube of ``arrays`` (:attr:`KernelDefinition.dynamic_shared`)
+    for a launch with ``scalars``: each array's bytes rounded up to :data:`DYNAMIC_SHARED_ALIGN`,
+    in declaration order (CUDA places them so in one buffer; OpenCL passes each as its own
+    ``__local`` argument)."""
+    align = DYNAMIC_SHARED_ALIGN
+    return sum(
+        -(-int(scalars[k]) * s.elem.nbytes // align) * align  # type: ignore[call-overload]
+        for s, k in arrays
+    )
 
 
 def rewrite(block: Block, instr: Callable[[Instr], Iterable[Stmt]]) -> Block:

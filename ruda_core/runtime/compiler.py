@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import MATRIX_OPS, PLANE_OPS, ExecutionMode, Instr, KernelDefinition, MatrixConfig, walk
 from ..ir.bounds import lower_bounds, report_names
+from ..ir.kernel import dynamic_shared_bytes
 
 if TYPE_CHECKING:  # a type only: the runtime does not import codegen
     from ..codegen.abi import KernelArg
@@ -152,6 +153,7 @@ class KernelTask(RudaTask):
     reads them (a property would be a call each time)."""
 
     __slots__ = (
+        "_dynamic",
         "_writes",
         "definition",
         "dynamic_shared",
@@ -174,7 +176,8 @@ class KernelTask(RudaTask):
         self.key = definition.fingerprint()
         self.name = definition.name
         self.shared_bytes = definition.shared_bytes
-        self.dynamic_shared = bool(definition.dynamic_shared)
+        self._dynamic = definition.dynamic_shared  # read by every launch: computed once
+        self.dynamic_shared = bool(self._dynamic)
         self._writes = tuple(not p.read_only for p in definition.array_params)
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
@@ -182,7 +185,7 @@ class KernelTask(RudaTask):
         self.matrix_configs = definition.matrix_configs
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
-        return self.definition.dynamic_shared_bytes(scalars) if self.dynamic_shared else 0
+        return dynamic_shared_bytes(self._dynamic, scalars) if self._dynamic else 0
 
     def writes(self, binding_index: int) -> bool:
         writes = self._writes
