@@ -1,7 +1,8 @@
 """``CudaServer``: ruda's execution contract on one CUDA device, through CuPy.
 
 ``RudaCount`` is the CUDA grid and ``RudaDim`` the CUDA block. Each stream slot is one
-non-blocking CUDA stream; fences are CUDA events, cross-stream ordering is
+blocking CUDA stream (ordered by CUDA with the legacy default stream, as CuPy's streams are);
+fences are CUDA events, cross-stream ordering is
 ``cudaStreamWaitEvent``. Kernels are compiled by NVRTC to a cubin for the device's own
 architecture and launched with ``cuLaunchKernel`` from a parameter block packed in place.
 Reads land in pinned host memory, so ``read_async`` overlaps with other work.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
@@ -60,6 +62,12 @@ T = TypeVar("T")
 _HOST_TO_DEVICE = 1
 #: ``cudaStreamLegacy``: the stream the DLPack convention means by None
 _LEGACY_STREAM = 1
+#: handles of the legacy default stream (0 in the runtime API, as torch's default stream is)
+_LEGACY_HANDLES = frozenset((0, _LEGACY_STREAM))
+#: whether ruda's streams are made non-blocking. They are blocking, as CuPy's are: CUDA then
+#: orders them with the legacy default stream, where PyTorch and CuPy run by default, so a
+#: foreign array of that stream needs no event to be ordered after
+NON_BLOCKING_STREAMS = False
 _DEVICE_TO_HOST = 2
 _STRUCT_CODE = {
     "b": "b",
@@ -82,12 +90,14 @@ _FAULT_HINT = ". If an earlier kernel faulted, sync after each launch to find it
 
 
 class CudaStream(ServerStream):
-    """One non-blocking CUDA stream and the pinned buffers of reads still in flight."""
+    """One CUDA stream and the pinned buffers of reads still in flight. ``blocking``: CUDA
+    orders it with the legacy default stream."""
 
-    def __init__(self, slot: int, stream: Any) -> None:
+    def __init__(self, slot: int, stream: Any, blocking: bool) -> None:
         super().__init__(slot)
         self.stream = stream
         self.ptr: int = stream.ptr
+        self.blocking = blocking
         self.in_flight: list[tuple[Any, list[np.ndarray]]] = []
         #: the event recorded on another library's stream for this one to wait on (reused:
         #: ``cudaStreamWaitEvent`` waits for the record made before it, whatever comes later)
@@ -288,8 +298,10 @@ class CudaServer(ComputeServer):
         )
 
     def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
-        self._activate()
         cuda = cast(CudaStream, stream)
+        if cuda.blocking and producer in _LEGACY_HANDLES:
+            return  # CUDA orders a blocking stream after the legacy stream's work
+        self._activate()
         event = cuda.producer_event
         if event is None:  # one per stream: a wait takes the record made just before it
             event = cuda.producer_event = cupy.cuda.Event(block=False, disable_timing=True)
@@ -303,9 +315,9 @@ class CudaServer(ComputeServer):
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> CudaStream:
         self._activate()
-        return CudaStream(
-            slot, guard("creating a stream", lambda: cupy.cuda.Stream(non_blocking=True))
-        )
+        blocking = not NON_BLOCKING_STREAMS
+        make = functools.partial(cupy.cuda.Stream, non_blocking=not blocking)
+        return CudaStream(slot, guard("creating a stream", make), blocking)
 
     def _build(self, compiled: CompiledKernel) -> _Launcher:
         self._activate()
@@ -391,7 +403,7 @@ class CudaServer(ComputeServer):
         there; nothing waits for the device."""
         self._activate()
         side = guard("creating a capture stream", lambda: cupy.cuda.Stream(non_blocking=True))
-        capturing = CudaStream(-1, side)
+        capturing = CudaStream(-1, side, blocking=False)
         guard("beginning a CUDA graph capture", side.begin_capture)
         try:
             for run in runs:

@@ -8,8 +8,8 @@ and kept in a bounded table: no pool page, handle or capsule per launch. The lau
 array itself alive through :meth:`ComputeServer.keep_alive` until its work is done, and on CUDA
 waits for the tensor's current torch stream when it is not ruda's. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
-this module does not recognise (other producers, tensors that require grad, sparse layouts,
-element types ruda lacks) is left to the DLPack import of :mod:`.foreign`.
+this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
+left to the DLPack import of :mod:`.foreign`.
 """
 
 from __future__ import annotations
@@ -27,19 +27,20 @@ from ..ir import Elem
 from ..runtime.client import ComputeClient
 from ..runtime.layout import is_contiguous
 from .args import ArrayArg, TensorArg
-from .foreign import is_foreign
-from .syntax import KernelParam
+from .foreign import OWN_TYPES, is_foreign
 
 __all__ = ["Borrowed", "borrow_arguments"]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
-#: flag), the producer's stream handle (None: no ordering) — or None for "not recognised"
-Reading = tuple[tuple[object, ...], int | None] | None
+#: read-only), or None for "not recognised"
+Reading = tuple[object, ...] | None
 #: entries of the table before it is cleared (arrays come and go; the table must not grow)
 _MAX_ENTRIES = 1024
 _entries: dict[tuple[object, ...], object] = {}
 _readers: dict[type, Callable[[Any], Reading] | None] = {}
 _MISSING: Any = object()
+#: ruda's own argument types, which a launch binds without borrowing
+_OWN = frozenset(OWN_TYPES)
 
 
 class Borrowed:
@@ -58,27 +59,27 @@ class Borrowed:
 
 def _read_numpy(arr: np.ndarray) -> Reading:
     address, read_only = arr.__array_interface__["data"]
-    return (address, arr.dtype, arr.shape, arr.strides, -1, read_only), None
+    return address, arr.dtype, arr.shape, arr.strides, -1, read_only
 
 
 def _read_torch(t: Any) -> Reading:
-    if t.requires_grad or t.layout is not _torch().strided:
-        return None  # DLPack refuses these with the producer's own message
-    device = t.get_device()
-    key = (t.data_ptr(), t.dtype, tuple(t.shape), t.stride(), device, False)
-    return key, (_torch_stream(device) if device >= 0 else None)
-
-
-def _torch() -> Any:
-    return sys.modules["torch"]
+    """A strided tensor's layout through its C accessors; None for one without storage (a
+    sparse tensor's accessors raise), which the DLPack import refuses with torch's message.
+    A tensor that requires grad is borrowed as is: a kernel reads and writes its memory as
+    Triton's launch does, outside autograd."""
+    try:
+        return t.data_ptr(), t.dtype, t.shape, t.stride(), t.get_device(), False
+    except RuntimeError:
+        return None
 
 
 def _torch_stream(device: int) -> int:
     """The raw ``cudaStream_t`` of torch's current stream on ``device``."""
-    raw = getattr(_torch()._C, "_cuda_getCurrentRawStream", None)
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
         return int(raw(device))
-    return int(_torch().cuda.current_stream(device).cuda_stream)
+    return int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def _reader(kind: type) -> Callable[[Any], Reading] | None:
@@ -126,52 +127,56 @@ def _entry(client: ComputeClient, layout: tuple[Any, ...], array: bool, arg: obj
 
 
 def borrow_arguments(
-    client: ComputeClient, params: Sequence[KernelParam], args: Sequence[object]
+    client: ComputeClient, kinds: Sequence[str | None], args: Sequence[object]
 ) -> tuple[tuple[object, ...], list[object], int | None] | None:
     """``args`` with every NumPy array and torch tensor bound to an ``Array`` or ``Tensor``
-    parameter replaced by a launch argument over its memory, the arrays to keep alive and the
-    producer stream to order after (None: none); None when there is no such array, when
-    another foreign array is among them (the DLPack import handles all of them), or while the
-    server captures (a capture keeps memory through handles).
+    parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a launch argument
+    over its memory, the arrays to keep alive and the producer stream to order after (None:
+    none); None when there is no such array, when another foreign array is among them (the
+    DLPack import handles all of them), or while the server captures (a capture keeps memory
+    through handles).
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
-    if not isinstance(client, ComputeClient) or len(args) != len(params):
+    if len(args) != len(kinds) or not isinstance(client, ComputeClient):
         return None
     server = client.server
     if server.capturing:
         return None
-    converted = list(args)
+    converted: list[object] | None = None
     owners: list[object] = []
-    producer: int | None = None
-    for k, (param, arg) in enumerate(zip(params, args, strict=True)):
-        if param.kind not in ("array", "tensor"):
+    device = -1
+    get = _readers.get
+    k = -1
+    for kind, arg in zip(kinds, args, strict=True):
+        k += 1
+        cls = type(arg)
+        if kind is None or cls in _OWN:
             continue
-        kind = type(arg)
-        reader = _readers.get(kind, _MISSING)
+        reader = get(cls, _MISSING)
         if reader is _MISSING:
-            reader = _reader(kind)
+            reader = _reader(cls)
         if reader is None:
             if is_foreign(arg):
                 return None
             continue
-        reading = reader(arg)
-        if reading is None:
+        layout = reader(arg)
+        if layout is None:
             return None
-        layout, stream = reading
-        key = (server, param.kind, *layout)
+        key = (server, kind, layout)
         entry = _entries.get(key)
         if entry is None:
             if len(_entries) >= _MAX_ENTRIES:
                 _entries.clear()
             try:
-                entry = _entries[key] = _entry(client, layout, param.kind == "array", arg)
+                entry = _entries[key] = _entry(client, layout, kind == "array", arg)
             except TypeError:  # an element type ruda lacks: the import says which
                 return None
+        if converted is None:
+            converted = list(args)
         converted[k] = entry
         owners.append(arg)
-        if stream is not None:
-            producer = stream
-    if not owners:
+        device = layout[4]  # every entry was checked to be on the client's device
+    if converted is None:
         return None
-    return tuple(converted), owners, producer
+    return tuple(converted), owners, (_torch_stream(device) if device >= 0 else None)

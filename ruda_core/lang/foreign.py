@@ -18,16 +18,17 @@ from ..tensor import RudaTensor
 from .args import ArrayArg, TensorArg
 from .syntax import KernelParam
 
-__all__ = ["import_arguments", "is_foreign", "shown"]
+__all__ = ["OWN_TYPES", "import_arguments", "is_foreign", "shown"]
 
-_OWN = (ArrayArg, TensorArg, RudaTensor)
+#: ruda's own argument types for ``Array`` and ``Tensor`` parameters
+OWN_TYPES = (ArrayArg, TensorArg, RudaTensor)
 
 
 def is_foreign(arg: object) -> bool:
     """Whether ``arg`` is another library's array (it exports DLPack or the CUDA array
     interface and is none of ruda's argument types)."""
     kind = type(arg)
-    if kind in _OWN:
+    if kind in OWN_TYPES:
         return False
     return hasattr(kind, "__dlpack__") or hasattr(kind, "__cuda_array_interface__")
 

@@ -47,6 +47,7 @@ class Kernel:
         "_elem_vars",
         "_fixed",
         "_generic_args",
+        "_kinds",
         "_launchers",
         "_positions",
         "_probes",
@@ -77,6 +78,10 @@ class Kernel:
         self._probes: dict[object, Launcher] = {}
         self._generic_args = tuple(sorted(i for pos in vars_.values() for i in pos))
         self._tensor_args = tuple(i for i, p in enumerate(self._runtime) if p.kind == "tensor")
+        #: per runtime parameter, "array" or "tensor" where a foreign array may be borrowed
+        self._kinds = tuple(
+            p.kind if p.kind in ("array", "tensor") else None for p in self._runtime
+        )
         #: Without element variables or tensors, launches without keywords share one launcher.
         self._fixed = not vars_ and all(p.kind != "tensor" for p in self._runtime)
         #: Per positional launch argument: its name and, for a dataclass, its class and fields
@@ -233,7 +238,7 @@ class Kernel:
     ) -> None:
         """A Checked launch whose binding failed: with NumPy arrays and torch tensors borrowed,
         else with foreign arrays imported, else the binding's error."""
-        borrowed = borrow_arguments(client, self._runtime, args)
+        borrowed = borrow_arguments(client, self._kinds, args)
         if borrowed is None:
             self._submit(client, client.launch, count, dim, args, comptime)
             return

@@ -36,6 +36,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
+from .borrow import borrow_arguments
 from .foreign import shown
 from .types import as_elem
 
@@ -49,6 +50,8 @@ _U32_LIMIT = 1 << 32
 #: clients whose launchers one Launcher keeps
 _MAX_CLIENTS = 16
 _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
+#: what :func:`~.borrow.borrow_arguments` calls the parameters it may borrow for
+_BORROWED_KINDS = {ParamKind.ARRAY: "array", ParamKind.TENSOR: "tensor"}
 
 
 class Launcher:
@@ -56,6 +59,7 @@ class Launcher:
 
     __slots__ = (
         "_binders",
+        "_kinds",
         "_names",
         "_runs",
         "alignment",
@@ -73,6 +77,7 @@ class Launcher:
             _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
         )
         self._names = ", ".join(p.name for p in definition.params)
+        self._kinds = tuple(_BORROWED_KINDS.get(p.kind) for p in definition.params)
         #: per client, its ``launcher(task)``: at most :data:`_MAX_CLIENTS` (clients pinned
         #: with ``fixed_execution_queue`` come and go)
         self._runs: dict[object, ClientLaunch] = {}
@@ -112,6 +117,14 @@ class Launcher:
         return run
 
     def _direct(self, client: Any, count: RudaCount, dim: RudaDim, args: Sequence[object]) -> None:
+        """A Checked launch through the binders; NumPy arrays and torch tensors among ``args``
+        are borrowed first (:mod:`.borrow`), kept alive and ordered after their producer."""
+        borrowed = borrow_arguments(client, self._kinds, args)
+        if borrowed is not None:
+            converted, owners, producer = borrowed
+            client.server.keep_alive(client.execution_stream().value, owners, producer)
+            self.direct(client, count, dim, converted)  # no foreign array left: no recursion
+            return
         self.run_on(client)(count, dim, *self._bind(args))
 
     def _bind(self, args: Sequence[object]) -> tuple[list[Binding], list[np.generic], list[int]]:

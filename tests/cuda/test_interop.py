@@ -83,6 +83,28 @@ def test_a_launch_waits_for_torchs_current_stream(cuda, torch):
     assert bool((out == 5.0).all())
 
 
+def test_a_launch_waits_for_torchs_default_stream(cuda, torch):
+    # torch's default stream is CUDA's legacy stream, which orders ruda's blocking streams
+    n = 1 << 22
+    x = torch.zeros(n, dtype=torch.float32, device="cuda")
+    y, out = torch.zeros_like(x), torch.empty_like(x)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)
+    x.fill_(1.0)
+    y.fill_(2.0)
+    saxpy.launch(cuda, RudaCount(n // 256), RudaDim(256), 3.0, x, y, out)
+    cuda.sync().result(timeout=60)
+    assert bool((out == 5.0).all())
+
+
+def test_tensors_that_require_grad_are_kernel_arguments(cuda, torch):
+    x = torch.arange(256, dtype=torch.float32, device="cuda", requires_grad=True)
+    out = torch.zeros(256, device="cuda")
+    saxpy.launch(cuda, RudaCount(1), RudaDim(256), 2.0, x, x, out)
+    cuda.sync().result(timeout=60)
+    assert torch.equal(out, 3 * x.detach())
+
+
 def test_torch_waits_for_ruda_when_it_takes_the_tensor(cuda, torch):
     n = 1 << 22
     t = RudaTensor.from_numpy(cuda, np.ones(n, np.float32))
