@@ -1,6 +1,6 @@
 """Launch overhead of a cached trivial kernel: ruda next to the backend's own peer, in one run.
 
-* ``cuda:*``: a CuPy ``RawKernel`` call of the same one-store kernel on the same stream;
+* ``cuda:*``: a CuPy ``RawKernel`` call of the same one-store kernel on a stream of its own, blocking as ruda's are;
 * ``opencl:*``: a raw PyOpenCL kernel call on the same queue;
 * ``cpu``: ruda alone (the NumPy device has no lower-level peer).
 
@@ -80,7 +80,7 @@ def cupy_side() -> tuple[Callable[[], None], Callable[[], None], object]:
     )
     x = cupy.zeros(1, dtype=cupy.float32)
     n = np.uint32(1)
-    stream = cupy.cuda.Stream(non_blocking=True)
+    stream = cupy.cuda.Stream()  # blocking, as ruda's streams are
 
     def enqueue() -> None:
         raw((1,), (1,), (x, n), stream=stream)

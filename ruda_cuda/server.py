@@ -40,6 +40,8 @@ from ruda_core.runtime import (
     ServerStream,
 )
 from ruda_core.runtime.console import flush_c_stdout
+from ruda_core.runtime.dims import RudaCount, RudaDim
+from ruda_core.runtime.server import KernelLaunch
 
 from .compiler import CudaCompiler
 from .dialect import wmma_configs
@@ -336,31 +338,48 @@ class CudaServer(ComputeServer):
     def _launch(
         self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
+        self._kernel_launch(task, kernel)(stream, *args)
+
+    def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+        """``cuLaunchKernel`` of the kernel's parameter block, packed in place at each call,
+        with the function, the block and the packer looked up once."""
         launcher: _Launcher = kernel.built
-        count, dim, bindings, scalars, metadata = args
-        ptr: int = stream.ptr  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
-        if runtime.getDevice() != self._index:  # _activate(), inlined
-            self._activate()
-        params = launcher.params
-        launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
-        try:
-            driver.launchKernel(
-                launcher.function.ptr,
-                count.x,
-                count.y,
-                count.z,
-                dim.x,
-                dim.y,
-                dim.z,
-                task.dynamic_shared_bytes(scalars) if task.dynamic_shared else 0,
-                ptr,
-                params.params,
-                0,
-            )
-        except driver.CUDADriverError as exc:
-            raise translate(
-                f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
-            ) from exc
+        pack, block = launcher.struct.pack_into, launcher.params.block
+        read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
+        dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
+        index, get_device, launch = self._index, runtime.getDevice, driver.launchKernel
+
+        def run(
+            stream: ServerStream,
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+        ) -> None:
+            if get_device() != index:  # _activate(), inlined
+                self._activate()
+            pack(block, 0, *read(bindings, scalars, metadata))
+            try:
+                launch(
+                    function,
+                    count.x,
+                    count.y,
+                    count.z,
+                    dim.x,
+                    dim.y,
+                    dim.z,
+                    dynamic(scalars) if dynamic is not None else 0,
+                    stream.ptr,  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
+                    params,
+                    0,
+                )
+            except driver.CUDADriverError as exc:
+                raise translate(
+                    f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
+                ) from exc
+
+        return run
 
     def _prepare(
         self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs

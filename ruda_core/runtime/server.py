@@ -68,6 +68,12 @@ _VALIDATE = ExecutionMode.VALIDATE
 _CHECKED = ExecutionMode.CHECKED
 #: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
 _new_args = tuple.__new__
+#: what :meth:`ComputeServer._kernel_launch` returns: ``run(stream, count, dim, bindings,
+#: scalars, metadata)``
+KernelLaunch = Callable[
+    ["ServerStream", RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int]],
+    None,
+]
 #: what :meth:`ComputeServer.checked_launcher` returns: ``run(count, dim, bindings, scalars,
 #: metadata, stream_value)``
 CheckedLaunch = Callable[
@@ -638,7 +644,6 @@ class ComputeServer(ABC):
         common case (an open capture, a profile, a dynamic or empty count, a poisoned input, a
         kernel not built yet, a new stream) takes :meth:`launch` itself."""
         launch = self.launch
-        backend = self._launch
         kernels = self._checked_kernels
         key = task.key
         streams = self._streams
@@ -647,6 +652,8 @@ class ComputeServer(ABC):
         captures = self._captures
         server_id = self.server_id
         n_streams = self.max_streams
+        #: the kernel last launched and its _kernel_launch, swapped as one reference
+        made: tuple[LoadedKernel | None, KernelLaunch | None] = (None, None)
 
         def run(
             count: RudaCount,
@@ -656,7 +663,7 @@ class ComputeServer(ABC):
             metadata: Sequence[int],
             stream_value: int,
         ) -> None:
-            args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
+            nonlocal made
             kernel = kernels.get(key)
             stream = streams.get(stream_value % n_streams)
             if (
@@ -667,8 +674,17 @@ class ComputeServer(ABC):
                 or count.binding is not None
                 or not (count.x and count.y and count.z)
             ):
-                launch(task, args, _CHECKED, stream_value)
+                launch(
+                    task,
+                    _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
+                    _CHECKED,
+                    stream_value,
+                )
                 return
+            made_for, direct = made
+            if made_for is not kernel or direct is None:
+                direct = self._kernel_launch(task, kernel)
+                made = (kernel, direct)
             with self.lock:  # read each time: a fork replaces it
                 if dropped:
                     memory.drain()
@@ -684,9 +700,34 @@ class ComputeServer(ABC):
                     if s.error is not None:
                         poisoned = True
                 if poisoned:
+                    args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
                     self._enqueue(stream, task, _CHECKED, kernel, args)
                 else:
-                    backend(stream, task, kernel, args)
+                    direct(stream, count, dim, bindings, scalars, metadata)
+
+        return run
+
+    def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+        """``_launch`` of one built kernel as one function ``run(stream, count, dim, bindings,
+        scalars, metadata)``, made by :meth:`checked_launcher` once per kernel and called under
+        the lock. A backend overrides it to look up what is fixed per kernel once; the default
+        calls ``_launch``."""
+        backend = self._launch
+
+        def run(
+            stream: ServerStream,
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+        ) -> None:
+            backend(
+                stream,
+                task,
+                kernel,
+                _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
+            )
 
         return run
 
