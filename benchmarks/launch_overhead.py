@@ -1,6 +1,7 @@
 """Launch overhead of a cached trivial kernel: ruda next to the backend's own peer, in one run.
 
-* ``cuda:*``: a CuPy ``RawKernel`` call of the same one-store kernel on a stream of its own, blocking as ruda's are;
+* ``cuda:*``: a CuPy ``RawKernel`` call of the same one-store kernel on a blocking stream of its
+  own (as ruda's are);
 * ``opencl:*``: a raw PyOpenCL kernel call on the same queue;
 * ``cpu``: ruda alone (the NumPy device has no lower-level peer).
 
