@@ -93,13 +93,13 @@ _FAULT_HINT = ". If an earlier kernel faulted, sync after each launch to find it
 
 class CudaStream(ServerStream):
     """One CUDA stream and the pinned buffers of reads still in flight. ``blocking``: CUDA
-    orders it with the legacy default stream."""
+    orders it with the legacy default stream, so that stream's work needs no event."""
 
     def __init__(self, slot: int, stream: Any, blocking: bool) -> None:
         super().__init__(slot)
         self.stream = stream
         self.ptr: int = stream.ptr
-        self.blocking = blocking
+        self.ordered_producers = frozenset((self.ptr, *(_LEGACY_HANDLES if blocking else ())))
         self.in_flight: list[tuple[Any, list[np.ndarray]]] = []
         #: the event recorded on another library's stream for this one to wait on (reused:
         #: ``cudaStreamWaitEvent`` waits for the record made before it, whatever comes later)
@@ -255,9 +255,7 @@ class CudaServer(ComputeServer):
         matrices = (
             wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()
         )
-        self._features = Features(
-            frozenset(features), frozenset(Elem), matrices
-        )
+        self._features = Features(frozenset(features), frozenset(Elem), matrices)
 
     def _activate(self) -> None:
         """Make this device current on the calling thread (see :func:`.driver.activate`)."""
@@ -301,8 +299,6 @@ class CudaServer(ComputeServer):
 
     def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
         cuda = cast(CudaStream, stream)
-        if cuda.blocking and producer in _LEGACY_HANDLES:
-            return  # CUDA orders a blocking stream after the legacy stream's work
         self._activate()
         event = cuda.producer_event
         if event is None:  # one per stream: a wait takes the record made just before it

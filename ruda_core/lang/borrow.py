@@ -75,11 +75,17 @@ def _read_torch(t: Any) -> Reading:
 
 def _torch_stream(device: int) -> int:
     """The raw ``cudaStream_t`` of torch's current stream on ``device``."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+    global _current_raw_stream
+    if _current_raw_stream is None:
+        torch = sys.modules["torch"]
+        _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda device: torch.cuda.current_stream(device).cuda_stream
+        )
+    return _current_raw_stream(device)
+
+
+#: torch's function giving the raw current stream of a device (found at the first use)
+_current_raw_stream: Callable[[int], int] | None = None
 
 
 def _reader(kind: type) -> Callable[[Any], Reading] | None:

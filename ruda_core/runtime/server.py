@@ -94,6 +94,9 @@ class ServerStream:
         self.kept: list[object] = []
         #: earlier batches of ``kept``, each with the fence after the work that used it
         self.fenced: deque[tuple[Fence, list[object]]] = deque()
+        #: other libraries' stream handles whose queued work the driver itself orders before
+        #: this stream's (the stream's own handle; on CUDA, the legacy stream for a blocking one)
+        self.ordered_producers: frozenset[int] = frozenset()
 
     def take_error(self) -> ServerError | None:
         error, self.error = self.error, None
@@ -477,7 +480,8 @@ class ComputeServer(ABC):
 
     def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
         """Make later work on ``stream`` wait for what another library has queued so far on its
-        stream ``producer`` (lock held; must not block)."""
+        stream ``producer``, one not in ``stream.ordered_producers`` (lock held; must not
+        block)."""
         raise UnsupportedFeature(f"{type(self).__name__} has no streams to order with")
 
     def export(self, binding: Binding, consumer: int | None) -> int:
@@ -517,7 +521,7 @@ class ComputeServer(ABC):
         """
         with self.lock:
             stream = self._stream(stream_value)
-            if producer is not None:
+            if producer is not None and producer not in stream.ordered_producers:
                 self._order_after_producer(stream, producer)
             resource = self._adopt(address, nbytes)
             slice_ = self.memory.adopt(resource, nbytes, owner, stream)
@@ -543,8 +547,10 @@ class ComputeServer(ABC):
         work on the stream wait for what ``producer`` has queued. Call it before enqueueing the
         launch that uses the owners' memory."""
         with self.lock:
-            stream = self._stream(stream_value)
-            if producer is not None and producer != self._stream_handle(stream):
+            stream = self._streams.get(stream_value % self.max_streams) or self._stream(
+                stream_value
+            )
+            if producer is not None and producer not in stream.ordered_producers:
                 self._order_after_producer(stream, producer)
             stream.kept += owners
             if len(stream.kept) >= _KEEP_BATCH:
