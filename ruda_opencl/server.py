@@ -28,6 +28,7 @@ from ruda_core.runtime import (
     LaunchArgs,
     LaunchConfigError,
     LoadedKernel,
+    RudaCount,
     RudaDim,
     RudaFuture,
     RudaTask,
@@ -109,14 +110,26 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
     )
 
 
+def _sizes(count: RudaCount, dim: RudaDim) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The global and local sizes of a launch: one axis where the cube and the count are one
+    row, which the drivers take faster than three (``get_local_size(1)`` is 1 either way)."""
+    if dim.y == dim.z == count.y == count.z == 1:
+        return (count.x * dim.x,), (dim.x,)
+    return (count.x * dim.x, count.y * dim.y, count.z * dim.z), (dim.x, dim.y, dim.z)
+
+
 class _Launcher:
     """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
 
     __slots__ = (
         "arg_dtypes",
+        "count",
+        "dim",
         "entrypoint",
         "floats",
+        "gsize",
         "kernel",
+        "lsize",
         "max_units",
         "name",
         "program",
@@ -147,6 +160,18 @@ class _Launcher:
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
+        #: the count and dim of the last launch, checked, and the sizes enqueued for them:
+        #: a launch with the very same objects reuses them
+        self.count: RudaCount | None = None
+        self.dim: RudaDim | None = None
+        self.gsize: tuple[int, ...] = ()
+        self.lsize: tuple[int, ...] = ()
+
+    def shape(self, count: RudaCount, dim: RudaDim) -> None:
+        """Make ``count`` and ``dim``, already checked against the kernel's limits, the ones
+        the next launches enqueue while they are passed again."""
+        self.gsize, self.lsize = _sizes(count, dim)
+        self.count, self.dim = count, dim
 
     def bound_copy(self, values: Sequence[Any]) -> Any:
         """A kernel object of its own with ``values`` set as its arguments once (for a
@@ -235,17 +260,21 @@ class OpenCLServer(ComputeServer):
     ) -> None:
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
-        queue = stream.queue  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
-        if dim.x * dim.y * dim.z > launcher.max_units or task.uses_planes:
-            self._check_units(launcher, task, dim)  # only when a limit can be in reach
-        gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
+        if dim is not launcher.dim or count is not launcher.count:
+            self._check_units(launcher, task, dim)
+            launcher.shape(count, dim)
         values = launcher.read_args(bindings, scalars, metadata)
         kernel_ = launcher.kernel
         try:
             if values != launcher.values or launcher.floats:
                 kernel_.set_args(*values)
                 launcher.values = values
-            _enqueue_kernel(queue, kernel_, gsize, (dim.x, dim.y, dim.z))
+            _enqueue_kernel(
+                stream.queue,  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
+                kernel_,
+                launcher.gsize,
+                launcher.lsize,
+            )
         except cl.Error as exc:
             launcher.values = None  # a failed set_args may have set some of them
             raise translate(f"launching kernel {launcher.name}", exc) from exc
@@ -257,8 +286,7 @@ class OpenCLServer(ComputeServer):
         count, dim, bindings, scalars, metadata = args
         self._check_units(launcher, task, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
-        gsize = (count.x * dim.x, count.y * dim.y, count.z * dim.z)
-        lsize = (dim.x, dim.y, dim.z)
+        gsize, lsize = _sizes(count, dim)
         enqueue = _enqueue_kernel
 
         def run(stream: ServerStream) -> None:
