@@ -285,6 +285,23 @@ class CpuServer(ComputeServer):
 
         return body
 
+    def _prepare_copy(
+        self, source: Binding, destination: Binding
+    ) -> Callable[[ServerStream], None]:
+        """One worker command (a capture runs it among the launches' bodies): a source that an
+        earlier command poisoned poisons ``destination`` instead of being copied."""
+        src = _view(source, np.dtype(np.uint8))
+        dst = _view(destination, np.dtype(np.uint8))
+
+        def body(stream: ServerStream) -> None:
+            poison = source.slice.error
+            if poison is not None:
+                self.fail(stream, poison, (destination,))
+                return
+            dst[:] = src
+
+        return _CpuRun(body)
+
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()
         target = _view(binding, np.dtype(np.uint8))

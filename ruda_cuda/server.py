@@ -71,6 +71,7 @@ _LEGACY_HANDLES = frozenset((0, _LEGACY_STREAM))
 #: foreign array of that stream needs no event to be ordered after
 NON_BLOCKING_STREAMS = False
 _DEVICE_TO_HOST = 2
+_DEVICE_TO_DEVICE = 3
 _STRUCT_CODE = {
     "b": "b",
     "B": "B",
@@ -430,6 +431,25 @@ class CudaServer(ComputeServer):
         graph = guard("ending a CUDA graph capture", side.end_capture)
         guard("instantiating a CUDA graph", lambda: graph.upload(side))
         return _GraphReplay(self, graph, side)
+
+    def _prepare_copy(
+        self, source: Binding, destination: Binding
+    ) -> Callable[[ServerStream], None]:
+        """One ``cudaMemcpyAsync`` on the stream; on a capturing stream it becomes a node of
+        the graph, between the launches recorded around it."""
+        src = cast(int, source.resource) + source.offset_bytes
+        dst = cast(int, destination.resource) + destination.offset_bytes
+        nbytes = source.nbytes
+
+        def run(stream: ServerStream) -> None:
+            self._activate()
+            ptr = cast(CudaStream, stream).ptr
+            guard(
+                f"copying {nbytes} bytes on the GPU",
+                lambda: runtime.memcpyAsync(dst, src, nbytes, _DEVICE_TO_DEVICE, ptr),
+            )
+
+        return run
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         self._activate()

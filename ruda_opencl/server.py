@@ -320,6 +320,31 @@ class OpenCLServer(ComputeServer):
                 f"RudaDim({dim.num_units}) units (its last plane may be partial)"
             )
 
+    def _prepare_copy(
+        self, source: Binding, destination: Binding
+    ) -> Callable[[ServerStream], None]:
+        """One ``clEnqueueCopyBuffer`` on the stream's queue (an event without host memory,
+        dropped at once)."""
+        src, dst = cast(Any, source.resource), cast(Any, destination.resource)
+        src_offset, dst_offset = source.offset_bytes, destination.offset_bytes
+        nbytes = source.nbytes
+
+        def run(stream: ServerStream) -> None:
+            queue = cast(OpenCLStream, stream).queue
+            try:
+                cl.enqueue_copy(
+                    queue,
+                    dst,
+                    src,
+                    byte_count=nbytes,
+                    src_offset=src_offset,
+                    dst_offset=dst_offset,
+                )
+            except cl.Error as exc:
+                raise translate(f"copying {nbytes} bytes", exc, IoError) from exc
+
+        return run
+
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer
         ocl = cast(OpenCLStream, stream)

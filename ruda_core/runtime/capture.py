@@ -1,8 +1,9 @@
-"""Captured launches: ``with client.capture() as graph:`` records the launches enqueued on the
-client's stream instead of running them, and ``graph.replay()`` enqueues the whole recording again.
+"""Captured launches: ``with client.capture() as graph:`` records the launches and the copies
+between handles enqueued on the client's stream instead of running them, and ``graph.replay()``
+enqueues the whole recording again.
 
 A :class:`Recording` is a server's state of one open capture: the stream it records, the thread
-that opened it, the launches recorded so far and the owners of the memory they use, held so the
+that opened it, the steps recorded so far and the owners of the memory they use, held so the
 memory stays alive as long as the graph does. :class:`Captures` is the generic half of a
 server's captures (what its ``begin_capture``, ``end_capture`` and ``abort_capture`` do, and
 the refusals inside a capture); it turns a finished recording into a replay through the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -22,13 +24,13 @@ from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .compiler import RudaTask
 from .kernels import LoadedKernel
+from .memory.handle import Binding
 
 if TYPE_CHECKING:
     from .client import ComputeClient
-    from .memory.handle import Binding
     from .server import ComputeServer, ServerStream
 
-__all__ = ["CapturedLaunch", "Captures", "Graph", "PreparedStep", "Recording"]
+__all__ = ["CapturedCopy", "CapturedLaunch", "Captures", "Graph", "PreparedStep", "Recording"]
 
 
 class CapturedLaunch(NamedTuple):
@@ -37,6 +39,17 @@ class CapturedLaunch(NamedTuple):
     task: RudaTask
     args: LaunchArgs
     mode: ExecutionMode
+
+
+class CapturedCopy(NamedTuple):
+    """One recorded copy of ``source``'s bytes into ``destination`` (equal sizes, non-empty)."""
+
+    source: Binding
+    destination: Binding
+
+
+#: a step of a recording, in the order the stream received it
+Captured = CapturedLaunch | CapturedCopy
 
 
 class PreparedStep(NamedTuple):
@@ -54,7 +67,7 @@ class PreparedStep(NamedTuple):
 class Recording:
     """An open capture of one stream of one server (mutated under the server's lock).
 
-    :param stream_value: the stream whose launches are recorded.
+    :param stream_value: the stream whose launches and copies are recorded.
     :param thread: the identity of the thread that opened it (``threading.get_ident()``).
     """
 
@@ -63,8 +76,9 @@ class Recording:
     def __init__(self, stream_value: int, thread: int) -> None:
         self.stream_value = stream_value
         self.thread = thread
-        self.launches: list[CapturedLaunch] = []
-        #: the owners of the recorded launches' memory (their collection would free it)
+        #: the launches and copies recorded, in order
+        self.launches: list[Captured] = []
+        #: the owners of the recorded memory (their collection would free it)
         self.keep: list[object] = []
 
 
@@ -99,26 +113,32 @@ class Captures:
     def end(self, recording: Recording) -> Callable[[int], None]:
         """See ``ComputeServer.end_capture``. Where a recorded launch is validated or has a
         dynamic count, or while a profile runs or a binding is poisoned, a replay enqueues each
-        launch as a prepared launch would."""
+        launch as a prepared launch would and each copy as ``ComputeServer.copy`` does."""
         server = self._server
         with server.lock:
             self._close(recording)
-            steps = [
-                server._prepare_step(task, args, mode)
-                for task, args, mode in recording.launches
-                if args.count.binding is not None or args.count.num_cubes  # empty: runs nothing
-            ]
+            runs: list[Callable[[ServerStream], None] | None] = []
+            replays: list[Callable[[int], None]] = []
             used: dict[int, Binding] = {}
-            for step in steps:
-                for b in step.args.bindings:
+            for captured in recording.launches:
+                if isinstance(captured, CapturedCopy):
+                    runs.append(server._prepare_copy(*captured))
+                    replays.append(partial(server.copy, *captured))
+                    uses: Sequence[Binding] = captured
+                else:
+                    task, args, mode = captured
+                    if args.count.binding is None and not args.count.num_cubes:
+                        continue  # empty: runs nothing
+                    step = server._prepare_step(task, args, mode)
+                    runs.append(step.fast)
+                    replays.append(server._replayer(step))
+                    dynamic = step.args.count.binding
+                    uses = step.args.bindings if dynamic is None else (*step.args.bindings, dynamic)
+                for b in uses:
                     used[id(b)] = b
-                dynamic = step.args.count.binding
-                if dynamic is not None:
-                    used[id(dynamic)] = dynamic
-            runs = [step.fast for step in steps if step.fast is not None]
-            whole = server._capture(runs) if steps and len(runs) == len(steps) else None
+            fast = [run for run in runs if run is not None]
+            whole = server._capture(fast) if runs and len(fast) == len(runs) else None
         bindings = tuple(used.values())
-        replays = [server._replayer(step) for step in steps]
         launches = tuple(recording.launches)
         captures = self.open
 
@@ -146,32 +166,43 @@ class Captures:
         if self.open.get(recording.stream_value) is recording:
             del self.open[recording.stream_value]
 
-    def record(self, launches: Sequence[CapturedLaunch], stream_value: int) -> bool:
-        """Record ``launches`` when ``stream_value`` is being captured and return True; return
-        False when no capture concerns this call.
+    def record(self, launches: Sequence[Captured], stream_value: int) -> bool:
+        """Record ``launches`` (launches and copies) when ``stream_value`` is being captured and
+        return True; return False when no capture concerns this call.
 
-        :raises CaptureError: for a launch of a capturing thread on another stream.
+        :raises CaptureError: for a launch or copy of a capturing thread on another stream.
         :raises InvalidHandle: for a freed or foreign binding, as a launch does.
         """
         server = self._server
         with server.lock:
             recording = self.open.get(stream_value)
             if recording is None:
-                self.refuse(f"a launch of kernel {launches[0].task.name}", stream_value)
+                first = launches[0]
+                call = (
+                    "a copy between handles"
+                    if isinstance(first, CapturedCopy)
+                    else f"a launch of kernel {first.task.name}"
+                )
+                self.refuse(call, stream_value)
                 return False
             owners: list[object] = []
-            frozen: list[CapturedLaunch] = []
-            for task, args, mode in launches:
-                count, dim, bindings, scalars, metadata = args
-                used = (*bindings, count.binding) if count.binding is not None else bindings
+            frozen: list[Captured] = []
+            for captured in launches:
+                if isinstance(captured, CapturedCopy):
+                    used: Sequence[Binding] = captured
+                else:
+                    task, args, mode = captured
+                    count, dim, bindings, scalars, metadata = args
+                    used = (*bindings, count.binding) if count.binding is not None else bindings
+                    args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
+                    captured = CapturedLaunch(task, args, mode)
                 for b in used:
                     ref = b.slice.owner
                     owner = ref() if ref is not None else None
                     if b.server_id != server.server_id or b.slice.freed or owner is None:
                         raise server.bad_binding(b)
                     owners.append(owner)
-                args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
-                frozen.append(CapturedLaunch(task, args, mode))
+                frozen.append(captured)
             recording.keep += owners
             recording.launches += frozen
             return True
@@ -185,28 +216,31 @@ class Captures:
             if recording.stream_value == stream_value:
                 raise CaptureError(
                     f"{call} on stream {stream_value} of {device} while it is being captured: "
-                    "a capture records kernel launches only. Allocate, transfer, sync and "
-                    "profile before or after the `with client.capture()` block"
+                    "a capture records kernel launches and copies between handles only. "
+                    "Allocate, transfer, sync and profile before or after the "
+                    "`with client.capture()` block"
                 )
             if recording.thread == thread:
                 raise CaptureError(
                     f"{call} on stream {stream_value} of {device} while this thread captures "
-                    f"stream {recording.stream_value}: a capture records the launches of one "
-                    "stream. Launch through the client that opened the capture, or after its "
-                    "`with client.capture()` block"
+                    f"stream {recording.stream_value}: a capture records the work of one "
+                    "stream. Launch and copy through the client that opened the capture, or "
+                    "after its `with client.capture()` block"
                 )
 
 
 class Graph:
-    """The launches recorded by ``client.capture()``, replayed with :meth:`replay`.
+    """The launches and copies recorded by ``client.capture()``, replayed with :meth:`replay`.
 
     Use it once as a context manager: inside the block, launches on the client's resolved stream
-    (``kernel.launch``, ``launch_unchecked``, a ``PreparedLaunch``, another graph's replay) are
-    checked as usual and recorded, not run; allocations, transfers, syncs, profiles and launches
-    on another stream of the device raise :class:`CaptureError`. On leaving the block every
-    recorded kernel is built (a ``CompilationError`` raises there) and the backend instantiates
-    the recording once. The graph keeps the memory of every recorded launch alive. Scalars are
-    the values given at capture; capture again to change them. Thread-safe once captured.
+    (``kernel.launch``, ``launch_unchecked``, a ``PreparedLaunch``, another graph's replay) and
+    copies between handles of the device (``client.copy``) are checked as usual and recorded,
+    not run; allocations, transfers to or from the host or another device, syncs, profiles and
+    work on another stream of the device raise :class:`CaptureError`. A replay runs the recorded
+    steps in their order. On leaving the block every recorded kernel is built (a
+    ``CompilationError`` raises there) and the backend instantiates the recording once. The
+    graph keeps the memory of every recorded step alive. Scalars are the values given at
+    capture; capture again to change them. Thread-safe once captured.
     """
 
     __slots__ = ("_client", "_count", "_keep", "_recording", "_replay")
@@ -253,14 +287,14 @@ class Graph:
         self._keep = recording.keep
 
     def __len__(self) -> int:
-        """The number of launches recorded."""
+        """The number of launches and copies recorded."""
         return self._count
 
     def replay(self, client: ComputeClient | None = None) -> None:
-        """Enqueue every recorded launch, in order, on the resolved stream of ``client`` (default:
-        the client that captured) and return at once. Errors surface as for ``launch``: at the
-        next flush, sync or read on that stream. Inside a capture of that stream, the recorded
-        launches are recorded again.
+        """Enqueue every recorded launch and copy, in order, on the resolved stream of ``client``
+        (default: the client that captured) and return at once. Errors surface as for
+        ``launch``: at the next flush, sync or read on that stream. Inside a capture of that
+        stream, the recorded steps are recorded again.
 
         :param client: a client of the same device (a ``fixed_execution_queue`` clone, say).
         :raises CaptureError: at once, before the capture ended or after it failed, and for a
@@ -282,5 +316,5 @@ class Graph:
         replay(target.execution_stream().value)
 
     def __repr__(self) -> str:
-        state = "capturing" if self._recording is not None else f"{self._count} launches"
+        state = "capturing" if self._recording is not None else f"{self._count} steps"
         return f"Graph({self._client.device_id()}, {state})"

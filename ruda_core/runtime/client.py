@@ -311,6 +311,22 @@ class ComputeClient:
             )
         self._server.write(binding, view, self.execution_stream().value)
 
+    def copy(self, source: Handle, destination: Handle) -> None:
+        """Enqueue a copy of ``source``'s bytes into ``destination`` on the resolved stream and
+        return at once: two handles of this device, of equal size, not overlapping. The copy
+        is ordered as a launch that reads ``source`` and writes ``destination`` (work on other
+        streams included). Inside ``client.capture()`` it is recorded and replayed in order
+        with the launches. A failure of the work that wrote ``source`` is not copied: it
+        poisons ``destination`` and surfaces at the next flush, sync or read on the stream.
+
+        :raises TypeError: at once, when either is not a :class:`Handle`.
+        :raises InvalidHandle: at once: a handle of another device or dropped, sizes that
+            differ, or overlapping handles.
+        :raises CaptureError: inside a capture of another stream by the calling thread.
+        """
+        source_binding, destination_binding = _bindings("copy", (source, destination))
+        self._server.copy(source_binding, destination_binding, self.execution_stream().value)
+
     def create_tensor_from_slice(
         self, data: Any, shape: Sequence[int], elem_size: int
     ) -> tuple[Handle, tuple[int, ...]]:

@@ -40,7 +40,7 @@ from ..errors import (
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .cache import EntryOrigin
-from .capture import CapturedLaunch, Captures, PreparedStep, Recording
+from .capture import CapturedCopy, CapturedLaunch, Captures, PreparedStep, Recording
 from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .dims import RudaCount, RudaDim
@@ -339,6 +339,65 @@ class ComputeServer(ABC):
             return data
 
         return future.then(check)
+
+    # -- copies within the device ----------------------------------------------------------------
+    def copy(self, source: Binding, destination: Binding, stream_value: int) -> None:
+        """Enqueue a copy of ``source``'s bytes into ``destination`` (bindings of this server of
+        equal size) on the stream, ordered as a launch that reads ``source`` and writes
+        ``destination``; never waits. A poisoned ``source`` poisons ``destination`` instead
+        (raised at the next flush, sync or read); an unpoisoned copy clears its poison. Inside a
+        capture of the stream the copy is recorded, not run.
+
+        :raises InvalidHandle: at once: a dropped binding, one of another server, sizes that
+            differ, or overlapping bindings.
+        :raises CaptureError: inside a capture of another stream by the calling thread.
+        """
+        if source.nbytes != destination.nbytes:
+            raise InvalidHandle(
+                f"cannot copy the {source.nbytes} bytes of {source!r} into the "
+                f"{destination.nbytes}-byte {destination!r}: copy between views of equal size"
+            )
+        if (
+            source.slice.page is destination.slice.page
+            and source.offset_bytes < destination.offset_bytes + destination.nbytes
+            and destination.offset_bytes < source.offset_bytes + source.nbytes
+        ):
+            raise InvalidHandle(
+                f"{source!r} and {destination!r} overlap: a copy reads and writes distinct "
+                "memory. Copy through a scratch handle"
+            )
+        if self._captures and self._capture_state.record(
+            (CapturedCopy(source, destination),), stream_value
+        ):
+            return
+        with self.lock:
+            stream = self._stream(stream_value)
+            self._use_bindings(stream, (source, destination))
+            poison = source.slice.error
+            if poison is not None:
+                self.fail(stream, poison, (destination,))
+                return
+            destination.slice.error = None
+            if not source.nbytes:
+                return
+            run = self._prepare_copy(source, destination)
+            if self._profile is None:
+                run(stream)
+            else:
+                start = self._timestamp(stream)
+                run(stream)
+                self._note("transfer", f"copy {source.nbytes} B", stream, start)
+
+    def _prepare_copy(
+        self, source: Binding, destination: Binding
+    ) -> Callable[[ServerStream], None]:
+        """A copy of ``source`` into ``destination`` (same size, this server's) as a run that
+        enqueues it on a stream (lock held, bindings ordered, neither waiting), as
+        :meth:`_prepare` makes for a launch: :meth:`copy` calls it for each copy, a capture
+        once and hands it to :meth:`_capture` among the launches' runs. A backend whose
+        streams report failures asynchronously records one of the copy's source on
+        ``destination`` when the copy runs."""
+        raise UnsupportedFeature(f"{type(self).__name__} cannot copy between its buffers")
 
     # -- copies between devices ----------------------------------------------------------------
     def copy_to(

@@ -1,6 +1,7 @@
-"""Capture and replay: ``with client.capture() as graph:`` records launches without running them;
-``graph.replay()`` enqueues the recording in stream order, as N launches would; calls a capture
-cannot record are refused by name; a graph keeps its memory alive and stays on its device."""
+"""Capture and replay: ``with client.capture() as graph:`` records launches and copies between
+handles without running them; ``graph.replay()`` enqueues the recording in stream order, as N
+launches and copies would; calls a capture cannot record are refused by name; a graph keeps its
+memory alive and stays on its device."""
 
 from __future__ import annotations
 
@@ -84,6 +85,49 @@ def test_replay_on_another_stream_waits_for_the_writer(client, spin):
     np.testing.assert_array_equal(read_array(side, acc, np.int32), np.full(N, 7))
 
 
+def _copy_chain(client, src, acc, snap, total):
+    """A copy between launches: acc += src; snap = acc (a copy); snap *= 3; total += snap."""
+    capture_add.launch(client, COUNT, DIM, ArrayArg(src, N), ArrayArg(acc, N))
+    client.copy(acc, snap)
+    capture_scale.launch(client, COUNT, DIM, ArrayArg(snap, N), 3)
+    capture_add.launch(client, COUNT, DIM, ArrayArg(snap, N), ArrayArg(total, N))
+
+
+def test_a_captured_copy_replays_in_order_with_the_launches(client):
+    src = client.create_from_slice(np.arange(N, dtype=np.int32) % 89)
+    ones = np.ones(N, np.int32)
+    launched = (client.create_from_slice(ones), _zeros(client), _zeros(client))
+    replayed = (client.create_from_slice(ones), _zeros(client), _zeros(client))
+    with client.capture() as graph:
+        _copy_chain(client, src, *replayed)
+    assert len(graph) == 4
+    client.sync().result(timeout=TIMEOUT_S)  # the copy was recorded, not run
+    np.testing.assert_array_equal(read_array(client, replayed[1], np.int32), np.zeros(N))
+    for _ in range(5):
+        _copy_chain(client, src, *launched)
+        graph.replay()
+    want = [read_array(client, h, np.int32) for h in launched]
+    for got, expected in zip(replayed, want, strict=True):
+        np.testing.assert_array_equal(read_array(client, got, np.int32), expected)
+    step = np.arange(N) % 89
+    np.testing.assert_array_equal(want[1], 3 * (1 + 5 * step))  # the last copy, then its scale
+    np.testing.assert_array_equal(want[2], 3 * (5 + 15 * step))  # the sum of the five copies
+
+
+def test_a_captured_copy_is_ordered_between_the_work_before_and_after_the_replay(client):
+    src, snap, acc = client.empty(4 * N), client.empty(4 * N), _zeros(client)
+    with client.capture() as graph:
+        client.copy(src, snap)
+        capture_add.launch(client, COUNT, DIM, ArrayArg(snap, N), ArrayArg(acc, N))
+    client.write(src, np.full(N, 3, np.int32))  # before: the replayed copy reads it
+    graph.replay()
+    client.copy(acc, src)  # after: copies what the replay wrote
+    capture_scale.launch(client, COUNT, DIM, ArrayArg(src, N), 10)
+    graph.replay()  # acc = 3 + 30
+    np.testing.assert_array_equal(read_array(client, snap, np.int32), np.full(N, 30))
+    np.testing.assert_array_equal(read_array(client, acc, np.int32), np.full(N, 33))
+
+
 def test_calls_a_capture_cannot_record_are_refused_by_name(client):
     handle, acc = _zeros(client), _zeros(client)
     side = client.fixed_execution_queue()
@@ -98,6 +142,7 @@ def test_calls_a_capture_cannot_record_are_refused_by_name(client):
         "capture_add": lambda: capture_add.launch(
             side, COUNT, DIM, ArrayArg(handle, N), ArrayArg(acc, N)
         ),
+        "a copy between handles": lambda: side.copy(handle, acc),
     }
     with client.capture() as graph:
         for name, call in refused.items():

@@ -355,3 +355,25 @@ def test_prepared_launch_of_a_dropped_handle_is_refused_after_its_memory_is_reus
     with pytest.raises(InvalidHandle, match="dropped"):
         prepared.launch()
     _assert_still_sevens(client, reusers)
+
+
+def test_copy_between_handles_is_ordered_as_a_launch(client):
+    n = 300
+    src = client.create_from_slice(np.arange(n, dtype=np.uint32))
+    whole = client.empty(4 * 2 * n)
+    dst = whole.offset(4 * n)  # a view at an offset of its page
+    client.copy(src, dst)
+    conformance_fill.launch(client, RudaCount(5), RudaDim(64), ArrayArg(src, n), 7)  # after
+    np.testing.assert_array_equal(read_array(client, dst, np.uint32), np.arange(n))
+    client.copy(src, whole.offset(0, 4 * n))
+    np.testing.assert_array_equal(read_array(client, whole, np.uint32)[:n], np.full(n, 7))
+
+
+def test_copy_refuses_other_sizes_and_overlaps_before_anything_runs(client):
+    a, b = client.empty(64), client.empty(32)
+    with pytest.raises(InvalidHandle, match="equal size"):
+        client.copy(a, b)
+    with pytest.raises(InvalidHandle, match="overlap"):
+        client.copy(a.offset(0, 32), a.offset(16, 48))
+    with pytest.raises(TypeError, match="copy takes Handles"):
+        client.copy(a, b"x" * 64)
