@@ -36,6 +36,7 @@ from ruda_core.runtime import (
     TooManyResources,
 )
 from ruda_core.runtime.console import flush_c_stdout
+from ruda_core.runtime.server import KernelLaunch
 
 from .capabilities import OpenCLCapabilities
 from .compiler import OpenCLCompiler
@@ -134,6 +135,7 @@ class _Launcher:
         "name",
         "program",
         "read_args",
+        "run",
         "values",
     )
 
@@ -166,6 +168,8 @@ class _Launcher:
         self.dim: RudaDim | None = None
         self.gsize: tuple[int, ...] = ()
         self.lsize: tuple[int, ...] = ()
+        #: the server's launch of this kernel, made at its first launch
+        self.run: KernelLaunch | None = None
 
     def shape(self, count: RudaCount, dim: RudaDim) -> None:
         """Make ``count`` and ``dim``, already checked against the kernel's limits, the ones
@@ -258,26 +262,48 @@ class OpenCLServer(ComputeServer):
     def _launch(
         self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
     ) -> None:
+        run = kernel.built.run  # made at the kernel's first launch
+        (run or self._kernel_launch(task, kernel))(stream, *args)
+
+    def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+        """Set the arguments only when they changed, then one ``clEnqueueNDRangeKernel`` of the
+        sizes checked for the count and dim last passed; made once per built kernel."""
         launcher: _Launcher = kernel.built
-        count, dim, bindings, scalars, metadata = args
-        if dim is not launcher.dim or count is not launcher.count:
-            self._check_units(launcher, task, dim)
-            launcher.shape(count, dim)
-        values = launcher.read_args(bindings, scalars, metadata)
+        if launcher.run is not None:
+            return launcher.run
         kernel_ = launcher.kernel
-        try:
-            if values != launcher.values or launcher.floats:
-                kernel_.set_args(*values)
-                launcher.values = values
-            _enqueue_kernel(
-                stream.queue,  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
-                kernel_,
-                launcher.gsize,
-                launcher.lsize,
-            )
-        except cl.Error as exc:
-            launcher.values = None  # a failed set_args may have set some of them
-            raise translate(f"launching kernel {launcher.name}", exc) from exc
+        read_args = launcher.read_args
+        floats = launcher.floats
+        check_units = self._check_units
+
+        def run(
+            stream: ServerStream,
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+        ) -> None:
+            if dim is not launcher.dim or count is not launcher.count:
+                check_units(launcher, task, dim)
+                launcher.shape(count, dim)
+            values = read_args(bindings, scalars, metadata)
+            try:
+                if floats or values != launcher.values:
+                    kernel_.set_args(*values)
+                    launcher.values = values
+                _enqueue_kernel(
+                    stream.queue,  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
+                    kernel_,
+                    launcher.gsize,
+                    launcher.lsize,
+                )
+            except cl.Error as exc:
+                launcher.values = None  # a failed set_args may have set some of them
+                raise translate(f"launching kernel {launcher.name}", exc) from exc
+
+        launcher.run = run
+        return run
 
     def _prepare(
         self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
