@@ -29,7 +29,7 @@ from ..runtime.layout import is_contiguous
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
-__all__ = ["Borrowed", "borrow_arguments"]
+__all__ = ["Borrowed", "borrow_arguments", "keep", "lend"]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
@@ -132,6 +132,60 @@ def _entry(client: ComputeClient, layout: tuple[Any, ...], array: bool, arg: obj
     return TensorArg(handle, shape, strides, elem)
 
 
+def _lookup(client: ComputeClient, kind: str, layout: tuple[Any, ...], arg: object) -> object:
+    """The table's launch argument for ``arg`` read as ``layout``, made and checked on a miss.
+
+    :raises InteropError: as :func:`~ruda_core.interop.foreign.check_usable`.
+    :raises TypeError: for an element type ruda lacks.
+    """
+    key = (client, kind, layout)
+    entry = _entries.get(key)
+    if entry is None:
+        if len(_entries) >= _MAX_ENTRIES:
+            _entries.clear()
+        entry = _entries[key] = _entry(client, layout, kind == "array", arg)
+    return entry
+
+
+def lend(client: object, arg: object) -> tuple[object, int] | None:
+    """The launch argument over a NumPy array's or torch tensor's memory for an ``Array``
+    parameter, and the array's device (-1: the host); None for any other argument, another
+    client type or an element type ruda lacks (the caller then takes its general path, which
+    says why). Call :func:`keep` for the lent arrays before the launch is enqueued.
+
+    :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
+    """
+    reader = _readers.get(type(arg), _MISSING)
+    if reader is _MISSING:
+        reader = _reader(type(arg))
+    if reader is None:
+        return None
+    layout = reader(arg)
+    if layout is None:
+        return None
+    entry = _entries.get((client, "array", layout))  # _lookup(), inlined for a hit
+    if entry is None:
+        if not isinstance(client, ComputeClient):
+            return None
+        try:
+            entry = _lookup(client, "array", layout, arg)
+        except TypeError:
+            return None
+    return entry, layout[4]
+
+
+def keep(client: ComputeClient, owners: list[object], device: int) -> bool:
+    """Keep ``owners`` (arrays :func:`lend` lent, of ``device``) alive until the launch about
+    to be enqueued on the client's stream is done, ordered after their producer's stream;
+    False (nothing done) while the server captures, which keeps memory only through handles."""
+    server = client.server
+    if server.capturing:
+        return False
+    producer = _torch_stream(device) if device >= 0 else None
+    server.keep_alive(client.execution_stream().value, owners, producer)
+    return True
+
+
 def borrow_arguments(
     client: ComputeClient, kinds: Sequence[str | None], args: Sequence[object]
 ) -> tuple[tuple[object, ...], list[object], int | None] | None:
@@ -169,15 +223,10 @@ def borrow_arguments(
         layout = reader(arg)
         if layout is None:
             return None
-        key = (server, kind, layout)
-        entry = _entries.get(key)
-        if entry is None:
-            if len(_entries) >= _MAX_ENTRIES:
-                _entries.clear()
-            try:
-                entry = _entries[key] = _entry(client, layout, kind == "array", arg)
-            except TypeError:  # an element type ruda lacks: the import says which
-                return None
+        try:
+            entry = _lookup(client, kind, layout, arg)
+        except TypeError:  # an element type ruda lacks: the import says which
+            return None
         if converted is None:
             converted = list(args)
         converted[k] = entry

@@ -36,7 +36,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
-from .borrow import borrow_arguments
+from .borrow import borrow_arguments, keep, lend
 from .foreign import shown
 from .types import as_elem
 
@@ -330,26 +330,48 @@ def _fast_path(
 
     They accept exactly what the binders accept when every Array argument is an ``ArrayArg``
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
-    converted by the same converter); anything else goes to :meth:`Launcher.checked_launch`,
-    which raises the precise error. The generated code does no per-parameter dispatch.
+    converted by the same converter); ``direct`` also takes a NumPy array or torch tensor
+    for an Array parameter, through :func:`~.borrow.lend` (kept alive and ordered after its
+    producer by :func:`~.borrow.keep`). Anything else goes to :meth:`Launcher.checked_launch`
+    or :meth:`Launcher._direct`, which raise the precise error. The generated code does no
+    per-parameter dispatch.
     """
     defn = launcher.definition
     if any(p.kind is ParamKind.TENSOR or p.elem is Elem.BF16 for p in defn.params):
         return None
     env: dict[str, object] = {"ArrayArg": ArrayArg, "task": launcher.task}
-    checks, bindings, scalars, lengths = [], [], [], []
+    checks, borrowing, bindings, scalars, lengths = [], [], [], [], []
     for k, p in enumerate(defn.params):
         a = f"a{k}"
         if p.kind is ParamKind.ARRAY:
             env[f"E{k}"] = p.elem
-            misaligned = ""
-            if p in launcher.alignment:
-                misaligned = f" or {a}.handle.binding().offset_bytes % {launcher.alignment[p]}"
+
+            def fits(x: str, p: Param = p) -> str:
+                misaligned = ""
+                if p in launcher.alignment:
+                    misaligned = f" or {x}.handle.binding().offset_bytes % {launcher.alignment[p]}"
+                return f"{x}.length * {p.elem.nbytes} > {x}.handle.nbytes{misaligned}"
+
             checks.append(
                 f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
-                f" or {a}.length * {p.elem.nbytes} > {a}.handle.nbytes{misaligned}:"
-                " return SLOW"
+                f" or {fits(a)}: return SLOW"
             )
+            borrowing += [
+                f"if type({a}) is ArrayArg:",
+                f"    if ({a}.elem is not None and {a}.elem is not E{k}) or {fits(a)}: return SLOW",
+                f"    b{k} = {a}.handle.binding()",
+                f"    n{k} = {a}.length",
+                "else:",
+                f"    lent = lend(cl, {a})",
+                "    if lent is None: return SLOW",
+                f"    e{k}, device = lent",
+                f"    if type(e{k}) is not ArrayArg or e{k}.elem is not E{k} or {fits(f'e{k}')}:",
+                "        return SLOW",
+                f"    b{k} = e{k}.handle.binding()",
+                f"    n{k} = e{k}.length",
+                f"    if kept is None: kept = [{a}]",
+                f"    else: kept.append({a})",
+            ]
             bindings.append(f"{a}.handle.binding()")
             lengths.append(f"{a}.length")
         else:
@@ -358,25 +380,41 @@ def _fast_path(
             scalars.append(f"{a} if type({a}) is T{k} else C{k}({a})")
     names = ", ".join(f"a{k}" for k in range(len(defn.params)))
     unpack = f"    {names}{',' if len(defn.params) == 1 else ''} = args\n" if defn.params else ""
-    body = (
-        f"    if len(args) != {len(defn.params)}: return SLOW\n"
-        + unpack
-        + "".join(f"    {line}\n" for line in checks)
-    )
+    head = f"    if len(args) != {len(defn.params)}: return SLOW\n" + unpack
+    arrays = [k for k, p in enumerate(defn.params) if p.kind is ParamKind.ARRAY]
     lists = f"[{', '.join(bindings)}], [{', '.join(scalars)}], [{', '.join(lengths)}]"
+    direct_lists = (
+        f"[{', '.join(f'b{k}' for k in arrays)}], [{', '.join(scalars)}], "
+        f"[{', '.join(f'n{k}' for k in arrays)}]"
+    )
     source = (
         "def launch(s, c, d, args):\n"
-        + body.replace("SLOW", "slow(s, c, d, args)")
+        + (head + "".join(f"    {line}\n" for line in checks)).replace(
+            "SLOW", "slow(s, c, d, args)"
+        )
         + f"    return s(task, c, d, {lists})\n"
         "def direct(cl, c, d, args):\n"
-        + body.replace("SLOW", "slow_direct(cl, c, d, args)")
+        + (
+            head
+            + ("    kept = None\n" if arrays else "")
+            + "".join(f"    {line}\n" for line in borrowing)
+        ).replace("SLOW", "slow_direct(cl, c, d, args)")
+        + (
+            "    if kept is not None and not keep(cl, kept, device): return SLOW\n".replace(
+                "SLOW", "slow_direct(cl, c, d, args)"
+            )
+            if arrays
+            else ""
+        )
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
-        f"    run(c, d, {lists})\n"
+        f"    run(c, d, {direct_lists})\n"
     )
     env["slow"] = launcher.checked_launch
     env["slow_direct"] = launcher._direct
     env["runs"] = launcher._runs
     env["run_on"] = launcher.run_on
+    env["lend"] = lend
+    env["keep"] = keep
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above

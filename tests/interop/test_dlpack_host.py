@@ -264,6 +264,17 @@ def test_borrowed_arrays_take_no_pool_memory_and_are_rechecked_per_array(cpu):
             saxpy.launch(cpu, RudaCount(1), RudaDim(64), 1.0, x, y, frozen)
 
 
+def test_numpy_arrays_in_a_capture_are_replayed(cpu):
+    x, y, out = np.arange(64, dtype=np.float32), np.ones(64, np.float32), np.zeros(64, np.float32)
+    with cpu.capture() as graph:  # a capture keeps memory through handles, not borrowed arrays
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x, y, out)
+    assert (out == 0).all()
+    x += 1
+    graph.replay()
+    cpu.sync().result(timeout=30)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+
+
 def test_borrowed_tensors_of_torch_on_the_numpy_device(cpu):
     torch = pytest.importorskip("torch", reason="torch is not installed: no torch CPU tensors")
     x = torch.arange(64, dtype=torch.float32)
