@@ -2,10 +2,13 @@
 
 Candidates, chosen per device and problem size by the autotuner (:mod:`ruda_core.autotune`) and
 remembered in its persistent cache: cooperative-matrix kernels (``cmma``, tensor cores through
-WMMA on CUDA) for every tile configuration the device reports for the input type, and the plain
-fused-multiply-add kernel, which every device runs. f32 input uses tf32 matrices only when the
-caller allows it, since they round the inputs to 10 fraction bits. This module launches the
-kernels of :mod:`.matmul_kernels`; it never imports a driver.
+WMMA on CUDA) in several block tiles where the device has 16 x 16 matrices of the input type,
+and register-blocked fused-multiply-add kernels, which every device runs, each left out where
+its cube needs more units or shared memory than the device has. Each launch picks the kernel's
+specialisations from the shape: 16-byte global lines where rows allow them, and the unchecked
+interior variant where the extents are multiples of the block tile. f32 input uses tf32
+matrices only when the caller allows it, since they round the inputs to 10 fraction bits. This
+module launches the kernels of :mod:`.matmul_kernels`; it never imports a driver.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,15 +25,24 @@ from ..ir import Elem, MatrixConfig, MatrixElem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .matmul_kernels import matmul_cmma, matmul_fma
+from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma
 from .operands import Operand, as_buffer, check_float
 
 __all__ = ["matmul"]
 
-#: Cube edges of the FMA candidates (cubes of TILE x TILE units).
-FMA_TILES = (8, 16)
-#: (planes along m, planes along n, k-steps per stage) of the cmma candidates.
-CMMA_SHAPES = ((2, 2, 2), (2, 4, 2), (4, 2, 2), (2, 2, 4))
+#: FMA candidates ``(BM, BN, BK, RM, RN)``: a ``BM x BN`` block of the output per cube of
+#: ``(BM/RM) x (BN/RN)`` units, each summing ``RM x RN`` outputs over ``BK``-deep stages.
+FMA_SHAPES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (32, 32, 8, 2, 2))
+#: cmma candidates ``(FM, FN, WM, WN)``: ``WM x WN`` planes per cube, each holding ``FM x FN``
+#: accumulators of 16 x 16, so a ``WM*FM*16 x WN*FN*16`` block of the output per cube.
+CMMA_SHAPES = ((4, 2, 2, 4), (4, 4, 2, 2), (4, 4, 2, 4), (4, 4, 4, 2), (2, 2, 2, 2))
+#: The depth of a cmma kernel's shared stage in bytes of an input row (32 elements of f16 or
+#: bf16, 16 of f32: f32 stages of 32 would not leave the registers for 64 x 64 per plane).
+CMMA_BK_BYTES = 64
+#: The bytes of a cmma kernel's global line (the widest vector access).
+LINE_BYTES = 16
+#: The elements of an FMA kernel's global line (16 bytes of f32).
+FMA_LINE = 4
 _TUNER = Tuner()
 _MATRIX = {Elem.F16: MatrixElem.F16, Elem.BF16: MatrixElem.BF16}
 
@@ -85,18 +98,77 @@ def _candidates(client: ComputeClient, elem: Elem, allow_tf32: bool) -> TunableS
     cmma = matrix is not None and client.features().supports_matrix(
         MatrixConfig(matrix, matrix, MatrixElem.F32, 16, 16, tk)
     )
-    return _tunable_set(elem.value, allow_tf32 and elem is Elem.F32, cmma)
+    props = client.properties()
+    limits = _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
+    return _tunable_set(elem, allow_tf32 and elem is Elem.F32, cmma, limits)
+
+
+class _Limits(NamedTuple):
+    """What a device allows a cube: the plane width, units and shared bytes."""
+
+    plane_dim: int
+    units: int
+    shared: int
 
 
 @functools.cache
-def _tunable_set(elem: str, tf32: bool, cmma: bool) -> TunableSet:
-    tunables = [Tunable(f"fma-{t}", _fma(t)) for t in FMA_TILES]
-    if cmma:
-        tunables += [
-            Tunable(f"cmma-{wm}x{wn}x{kt}", _cmma(wm, wn, kt, tf32)) for wm, wn, kt in CMMA_SHAPES
-        ]
+def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> TunableSet:
+    """The candidates a device with ``limits`` can run (see :func:`_fma_stages` and
+    :func:`_cmma_stages`)."""
+    tunables: list[Tunable] = []
+    for shape in FMA_SHAPES:
+        stages = _fma_stages(shape, limits)
+        if stages:
+            bm, bn, bk, rm, rn = shape
+            tunables.append(Tunable(f"fma-{bm}x{bn}x{bk}-{rm}x{rn}", _fma(shape, stages)))
+    for cshape in CMMA_SHAPES if cmma else ():
+        stages = _cmma_stages(cshape, elem, limits)
+        if stages:
+            fm, fn, wm, wn = cshape
+            name = f"cmma-{wm * fm * 16}x{wn * fn * 16}-{wm}x{wn}p-s{stages}"
+            tunables.append(Tunable(name, _cmma(cshape, limits.plane_dim, stages, tf32)))
     kind = "cmma" if cmma else "fma"
-    return TunableSet(f"ruda.matmul.{elem}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
+    return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
+
+
+def _fma_stages(shape: tuple[int, int, int, int, int], limits: _Limits) -> int:
+    """The shared stages (2, else 1) of the FMA candidate ``shape`` on a device with
+    ``limits``; 0 when its cube has too many units or even one stage does not fit."""
+    bm, bn, bk, rm, rn = shape
+    if (bm // rm) * (bn // rn) > limits.units:
+        return 0
+    return next((s for s in (2, 1) if _fma_shared(bm, bn, bk, s) <= limits.shared), 0)
+
+
+def _cmma_stages(shape: tuple[int, int, int, int], elem: Elem, limits: _Limits) -> int:
+    """The shared stages (2, else 1) of the cmma candidate ``shape`` for ``elem`` input on a
+    device with ``limits``; 0 when its cube has too many units or one stage does not fit."""
+    fm, fn, wm, wn = shape
+    if wm * wn * limits.plane_dim > limits.units:
+        return 0
+    fits = (s for s in (2, 1) if _cmma_shared(fm, fn, wm, wn, elem.nbytes, s) <= limits.shared)
+    return next(fits, 0)
+
+
+def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
+    """The shared bytes of :func:`.matmul_fma`: ``stages`` f32 stages of ``a`` (transposed,
+    padded rows) and ``b``."""
+    return 4 * stages * bk * (bm + OUT_PAD + bn)
+
+
+def _cmma_shared(fm: int, fn: int, wm: int, wn: int, nbytes: int, stages: int) -> int:
+    """The shared bytes of :func:`.matmul_cmma` on a ragged shape: ``stages`` stages of ``a``
+    and ``b`` (padded rows of ``nbytes`` elements) and each plane's f32 staging tile."""
+    bm, bn = wm * fm * 16, wn * fn * 16
+    bk = CMMA_BK_BYTES // nbytes
+    tiles = stages * (bm * (bk + PAD) + bk * (bn + PAD)) * nbytes
+    return tiles + 4 * wm * wn * 16 * (16 + OUT_PAD)
+
+
+def _line(extent: int, width: int) -> int:
+    """The elements per global line along rows of ``extent``: ``width`` where every row starts
+    on a line, else 1."""
+    return width if extent % width == 0 else 1
 
 
 def _operands(
@@ -115,26 +187,82 @@ def _operands(
     return out, args
 
 
-def _fma(tile: int) -> Runner:
+def _fma_spec(
+    shape: tuple[int, int, int, int, int], stages: int, m: int, n: int, k: int
+) -> dict[str, object]:
+    """The compile-time arguments of :func:`.matmul_fma` for the ``FMA_SHAPES`` entry ``shape``
+    on an ``(m, k) @ (k, n)`` product."""
+    bm, bn, bk, rm, rn = shape
+    interior = m % bm == 0 and n % bn == 0 and k % bk == 0
+    return dict(
+        BM=bm,
+        BN=bn,
+        BK=bk,
+        RM=rm,
+        RN=rn,
+        STAGES=stages,
+        INTERIOR=interior,
+        VA=_line(k, FMA_LINE),
+        VB=_line(n, FMA_LINE),
+    )
+
+
+def _cmma_spec(
+    shape: tuple[int, int, int, int],
+    plane_dim: int,
+    stages: int,
+    tf32: bool,
+    elem: Elem,
+    m: int,
+    n: int,
+    k: int,
+) -> dict[str, object]:
+    """The compile-time arguments of :func:`.matmul_cmma` for the ``CMMA_SHAPES`` entry
+    ``shape`` on an ``(m, k) @ (k, n)`` product of ``elem``."""
+    fm, fn, wm, wn = shape
+    tk = 8 if tf32 else 16
+    width = LINE_BYTES // elem.nbytes
+    bk = CMMA_BK_BYTES // elem.nbytes
+    interior = m % (wm * fm * 16) == 0 and n % (wn * fn * 16) == 0 and k % bk == 0
+    return dict(
+        TK=tk,
+        FM=fm,
+        FN=fn,
+        WM=wm,
+        WN=wn,
+        KT=bk // tk,
+        UNITS=wm * wn * plane_dim,
+        VA=_line(k, width),
+        VB=_line(n, width),
+        STAGES=stages,
+        INTERIOR=interior,
+        TF32=tf32,
+    )
+
+
+def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
+    bm, bn, _, rm, rn = shape
+
     def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
         out, args = _operands(client, a, b)
-        m, n = out.shape
-        count = RudaCount(math.ceil(n / tile), math.ceil(m / tile))
-        matmul_fma.launch_unchecked(client, count, RudaDim(tile, tile), *args, TILE=tile)
+        (m, k), n = a.shape, b.shape[1]
+        count = RudaCount(math.ceil(n / bn), math.ceil(m / bm))
+        spec = _fma_spec(shape, stages, m, n, k)
+        matmul_fma.launch_unchecked(client, count, RudaDim((bm // rm) * (bn // rn)), *args, **spec)
         return out
 
     return run
 
 
-def _cmma(wm: int, wn: int, kt: int, tf32: bool) -> Runner:
-    tk = 8 if tf32 else 16
+def _cmma(shape: tuple[int, int, int, int], plane_dim: int, stages: int, tf32: bool) -> Runner:
+    fm, fn, wm, wn = shape
 
     def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
         out, args = _operands(client, a, b)
-        m, n = out.shape
-        count = RudaCount(math.ceil(n / (wn * 32)), math.ceil(m / (wm * 32)))
-        dim = RudaDim(wm * wn * client.properties().plane_dim)
-        spec = dict(TM=16, TN=16, TK=tk, WM=wm, WN=wn, KT=kt, TF32=tf32)
+        (m, k), n = a.shape, b.shape[1]
+        count = RudaCount(math.ceil(n / (wn * fn * 16)), math.ceil(m / (wm * fm * 16)))
+        spec = _cmma_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
+        dim = RudaDim(wm * wn * plane_dim)
         matmul_cmma.launch_unchecked(client, count, dim, *args, **spec)
         return out
 

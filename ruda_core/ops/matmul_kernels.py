@@ -3,39 +3,50 @@
 """The portable matrix-multiply kernels: ``out (m x n, f32) = a (m x k) @ b (k x n)``, all three
 row-major and dense, ``a`` and ``b`` of one element type ``In``. Sums are f32.
 
-* :func:`matmul_fma`: cubes of ``TILE x TILE`` units, one output element each; ``TILE x TILE``
-  tiles of ``a`` and ``b`` move through shared memory as f32 and every product is one fused
-  multiply-add in k order.
-* :func:`matmul_cmma`: cubes of ``WM x WN`` planes; each plane computes a ``2*TM x 2*TN`` block
-  of the output as four ``TM x TN`` accumulators of cooperative-matrix products (``TM x TN x
-  TK`` fragments of ``In``, or tf32 for f32 input), from ``BK = KT*TK``-deep stages of ``a`` and
-  ``b`` in shared memory, and stages its accumulators through shared memory to write only the
+Both kernels compute one ``BM x BN`` block of ``out`` per cube and walk ``k`` in ``BK``-deep
+stages: each unit fetches its share of the next stage of ``a`` and ``b`` from global memory
+into registers (lines of ``VA`` / ``VB`` elements, one 16-byte access each where a row's
+length allows, else single elements) while the cube computes on the current stage in shared
+memory, then stores them into the other shared stage (``STAGES = 2``: one barrier per stage)
+or, after a barrier, into the one stage (``STAGES = 1``). With ``INTERIOR`` (``m``, ``n``,
+``k`` multiples of ``BM``, ``BN``, ``BK``) nothing is bounds-checked; otherwise elements past
+the matrices' edges read zeros and only elements inside ``out`` are written, so every shape
+works.
+
+* :func:`matmul_fma`: a cube of ``(BM/RM) x (BN/RN)`` units, each holding an ``RM x RN``
+  register tile of sums for the rows ``ty + i*BM/RM`` and columns ``tx + j*BN/RN`` of the
+  block (strided, so a plane's shared reads and global writes are contiguous); ``a``'s stages
+  are stored transposed, as f32, and every product is one fused multiply-add in k order.
+* :func:`matmul_cmma`: a cube of ``WM x WN`` planes, each holding ``FM x FN`` accumulators of
+  ``16 x 16`` (an ``FM*16 x FN*16`` part of the block) for the whole ``k`` loop and
+  multiplying ``16 x 16 x TK`` cooperative-matrix fragments of ``In`` (tf32 for f32 input,
+  ``TK = 8``) from shared stages of ``BK = KT*TK``. Interior blocks store the accumulators
+  straight into ``out``; the others stage each through shared memory to write only the
   elements inside ``out``.
 
-Tiles past the matrices' edges read zeros, so every shape works. Launching, shapes and the
-choice between kernels are :mod:`.matmul`'s; nothing here checks arguments.
+Launching, shapes, alignment (a 16-byte line needs the row length to be a multiple of its
+elements) and the choice between kernels are :mod:`.matmul`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations
 
 from ..lang import (
     PLANE_DIM,
-    RUDA_DIM,
     RUDA_POS_X,
     RUDA_POS_Y,
     UNIT_POS,
     UNIT_POS_PLANE,
-    UNIT_POS_X,
-    UNIT_POS_Y,
     Array,
     Comptime,
     ElemVar,
+    LocalArray,
     SharedMemory,
     bf16,
     cmma,
     f16,
     f32,
     fma,
+    func,
     kernel,
     sync_plane,
     sync_units,
@@ -43,39 +54,222 @@ from ..lang import (
     unroll,
 )
 
-__all__ = ["PAD", "In", "matmul_cmma", "matmul_fma"]
+__all__ = ["OUT_PAD", "PAD", "In", "matmul_cmma", "matmul_fma"]
 
 #: The element of ``a`` and ``b``.
 In = ElemVar("In", [f16, bf16, f32])
-#: Elements added to each row of a shared tile: keeps rows 16-byte multiples (WMMA) apart and
-#: off one another's memory banks.
+#: Elements added to each row of a shared stage of the cmma kernel: keeps rows 16-byte
+#: multiples (WMMA) apart and off one another's memory banks.
 PAD = 8
+#: Elements added to each row of an f32 staging tile (rows stay 16-byte multiples apart) and
+#: to each row of the FMA kernel's transposed stage of ``a``.
+OUT_PAD = 4
+
+
+@func
+def _fetch(
+    x,
+    regs,
+    row0: u32,
+    col0: u32,
+    rows: u32,
+    cols: u32,
+    R: Comptime[int],
+    C: Comptime[int],
+    V: Comptime[int],
+    UNITS: Comptime[int],
+    INTERIOR: Comptime[bool],
+):
+    """This unit's groups of ``V`` elements of the ``R x C`` tile of ``x`` (``rows x cols``,
+    row-major) at ``(row0, col0)`` into ``regs``: group ``g = UNIT_POS + j*UNITS`` is row
+    ``g // (C/V)``, columns ``(g % (C/V))*V ..``; groups past the matrix read zeros."""
+    for j in unroll(range((R * C // V + UNITS - 1) // UNITS)):
+        g = UNIT_POS + u32(j * UNITS)
+        r = row0 + g // u32(C // V)
+        c = col0 + (g % u32(C // V)) * u32(V)
+        if INTERIOR and (j + 1) * UNITS <= R * C // V:
+            if V == 1:
+                regs[j] = x[r * cols + c]
+            else:
+                line = x.load_line((r * cols + c) // u32(V), V)
+                for q in unroll(range(V)):
+                    regs[j * V + q] = line[q]
+        elif V == 1:
+            if r < rows and c < cols and g < u32(R * C):
+                regs[j] = x[r * cols + c]
+            else:
+                regs[j] = 0
+        else:
+            if r < rows and c < cols and g < u32(R * C // V):
+                line = x.load_line((r * cols + c) // u32(V), V)
+                for q in unroll(range(V)):
+                    regs[j * V + q] = line[q]
+            else:
+                for q in unroll(range(V)):
+                    regs[j * V + q] = 0
+
+
+@func
+def _stash(
+    regs,
+    s,
+    at: u32,
+    R: Comptime[int],
+    C: Comptime[int],
+    S: Comptime[int],
+    V: Comptime[int],
+    UNITS: Comptime[int],
+    T: Comptime[bool],
+    E: Comptime[object],
+):
+    """The groups :func:`_fetch` read, as ``E``, into the shared stage ``s`` at ``at``:
+    element ``(r, c)`` at ``r*S + c``, or at ``c*S + r`` when ``T`` (transposed)."""
+    for j in unroll(range((R * C // V + UNITS - 1) // UNITS)):
+        g = UNIT_POS + u32(j * UNITS)
+        if (j + 1) * UNITS <= R * C // V or g < u32(R * C // V):
+            r = g // u32(C // V)
+            c = (g % u32(C // V)) * u32(V)
+            for q in unroll(range(V)):
+                if T:
+                    s[at + (c + u32(q)) * u32(S) + r] = E(regs[j * V + q])
+                else:
+                    s[at + r * u32(S) + c + u32(q)] = E(regs[j * V + q])
 
 
 @kernel
 def matmul_fma(
-    a: Array[In], b: Array[In], out: Array[f32], m: u32, n: u32, k: u32, TILE: Comptime[int]
+    a: Array[In],
+    b: Array[In],
+    out: Array[f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    BM: Comptime[int],
+    BN: Comptime[int],
+    BK: Comptime[int],
+    RM: Comptime[int],
+    RN: Comptime[int],
+    VA: Comptime[int],
+    VB: Comptime[int],
+    STAGES: Comptime[int],
+    INTERIOR: Comptime[bool],
 ):
-    sa = SharedMemory(f32, TILE * TILE)
-    sb = SharedMemory(f32, TILE * TILE)
-    tx = UNIT_POS_X
-    ty = UNIT_POS_Y
-    row = RUDA_POS_Y * u32(TILE) + ty
-    col = RUDA_POS_X * u32(TILE) + tx
-    acc = f32(0)
-    t = u32(0)
-    while t < k:
-        ak = t + tx
-        sa[ty * u32(TILE) + tx] = f32(a[row * k + ak]) if row < m and ak < k else f32(0)
-        bk = t + ty
-        sb[ty * u32(TILE) + tx] = f32(b[bk * n + col]) if bk < k and col < n else f32(0)
+    UX = BN // RN  # units along n
+    UNITS = UX * (BM // RM)
+    SA = BM + OUT_PAD  # the row stride of a's transposed stage (BK x BM)
+    sa = SharedMemory(f32, STAGES * BK * SA)
+    sb = SharedMemory(f32, STAGES * BK * BN)
+    ra = LocalArray(In, (BM * BK // VA + UNITS - 1) // UNITS * VA)
+    rb = LocalArray(In, (BK * BN // VB + UNITS - 1) // UNITS * VB)
+    acc = LocalArray(f32, RM * RN)
+    fa = LocalArray(f32, RM)
+    fb = LocalArray(f32, RN)
+    for e in unroll(range(RM * RN)):
+        acc[e] = f32(0)
+    tx = UNIT_POS % u32(UX)
+    ty = UNIT_POS // u32(UX)
+    row0 = RUDA_POS_Y * u32(BM)
+    col0 = RUDA_POS_X * u32(BN)
+    stages = (k + u32(BK - 1)) // u32(BK)
+    _fetch(a, ra, row0, u32(0), m, k, BM, BK, VA, UNITS, INTERIOR)
+    _fetch(b, rb, u32(0), col0, k, n, BK, BN, VB, UNITS, INTERIOR)
+    _stash(ra, sa, u32(0), BM, BK, SA, VA, UNITS, True, f32)
+    _stash(rb, sb, u32(0), BK, BN, BN, VB, UNITS, False, f32)
+    sync_units()
+    st = u32(0)
+    while st < stages:
+        cur = st % u32(STAGES)
+        more = st + u32(1) < stages
+        if more:
+            t = (st + u32(1)) * u32(BK)
+            _fetch(a, ra, row0, t, m, k, BM, BK, VA, UNITS, INTERIOR)
+            _fetch(b, rb, t, col0, k, n, BK, BN, VB, UNITS, INTERIOR)
+        at_a = cur * u32(BK * SA) + ty
+        at_b = cur * u32(BK * BN) + tx
+        for kk in unroll(range(BK)):
+            for i in unroll(range(RM)):
+                fa[i] = sa[at_a + u32(kk * SA + i * (BM // RM))]
+            for j in unroll(range(RN)):
+                fb[j] = sb[at_b + u32(kk * BN + j * UX)]
+            for i in unroll(range(RM)):
+                for j in unroll(range(RN)):
+                    acc[i * RN + j] = fma(fa[i], fb[j], acc[i * RN + j])
+        if more:
+            nxt = (cur + u32(1)) % u32(STAGES)
+            if STAGES == 1:
+                sync_units()
+            _stash(ra, sa, nxt * u32(BK * SA), BM, BK, SA, VA, UNITS, True, f32)
+            _stash(rb, sb, nxt * u32(BK * BN), BK, BN, BN, VB, UNITS, False, f32)
         sync_units()
-        for i in unroll(range(TILE)):
-            acc = fma(sa[ty * u32(TILE) + u32(i)], sb[u32(i * TILE) + tx], acc)
-        sync_units()
-        t += u32(TILE)
-    if row < m and col < n:
-        out[row * n + col] = acc
+        st += u32(1)
+    for i in unroll(range(RM)):
+        r = row0 + ty + u32(i * (BM // RM))
+        for j in unroll(range(RN)):
+            c = col0 + tx + u32(j * UX)
+            if INTERIOR or (r < m and c < n):
+                out[r * n + c] = acc[i * RN + j]
+
+
+@func
+def _row(fa, fb0, fb1, fb2, fb3, c0, c1, c2, c3, FN: Comptime[int]):
+    """One row of a plane's accumulators: ``c_j += fa * fb_j`` for ``j < FN``."""
+    cmma.execute(fa, fb0, c0, c0)
+    cmma.execute(fa, fb1, c1, c1)
+    if FN > 2:
+        cmma.execute(fa, fb2, c2, c2)
+        cmma.execute(fa, fb3, c3, c3)
+
+
+@func
+def _fill_row(c0, c1, c2, c3, FN: Comptime[int]):
+    cmma.fill(c0, 0.0)
+    cmma.fill(c1, 0.0)
+    if FN > 2:
+        cmma.fill(c2, 0.0)
+        cmma.fill(c3, 0.0)
+
+
+@func
+def _put(out, so, c, r0: u32, c0: u32, m: u32, n: u32, stage: u32, INTERIOR: Comptime[bool]):
+    """The ``16 x 16`` accumulator ``c`` into ``out`` at ``(r0, c0)``: directly, or through
+    the plane's staging tile ``so[stage ..]`` keeping only the elements inside ``out``."""
+    if INTERIOR:
+        cmma.store(out, r0 * n + c0, c, n, cmma.ROW_MAJOR)
+    else:
+        S = 16 + OUT_PAD
+        cmma.store(so, stage, c, u32(S), cmma.ROW_MAJOR)
+        sync_plane()
+        e = UNIT_POS_PLANE
+        while e < u32(256):
+            gr = r0 + e // u32(16)
+            gc = c0 + e % u32(16)
+            if gr < m and gc < n:
+                out[gr * n + gc] = so[stage + (e // u32(16)) * u32(S) + e % u32(16)]
+            e += PLANE_DIM
+        sync_plane()
+
+
+@func
+def _put_row(
+    out,
+    so,
+    c0,
+    c1,
+    c2,
+    c3,
+    r0: u32,
+    col: u32,
+    m: u32,
+    n: u32,
+    stage: u32,
+    FN: Comptime[int],
+    INTERIOR: Comptime[bool],
+):
+    _put(out, so, c0, r0, col, m, n, stage, INTERIOR)
+    _put(out, so, c1, r0, col + u32(16), m, n, stage, INTERIOR)
+    if FN > 2:
+        _put(out, so, c2, r0, col + u32(32), m, n, stage, INTERIOR)
+        _put(out, so, c3, r0, col + u32(48), m, n, stage, INTERIOR)
 
 
 @kernel
@@ -86,89 +280,112 @@ def matmul_cmma(
     m: u32,
     n: u32,
     k: u32,
-    TM: Comptime[int],
-    TN: Comptime[int],
     TK: Comptime[int],
+    FM: Comptime[int],
+    FN: Comptime[int],
     WM: Comptime[int],
     WN: Comptime[int],
     KT: Comptime[int],
+    UNITS: Comptime[int],
+    VA: Comptime[int],
+    VB: Comptime[int],
+    STAGES: Comptime[int],
+    INTERIOR: Comptime[bool],
     TF32: Comptime[bool],
 ):
-    BM = WM * 2 * TM
-    BN = WN * 2 * TN
+    BM = WM * FM * 16
+    BN = WN * FN * 16
     BK = KT * TK
-    SA = BK + PAD  # the row stride of the shared tile of a (BM x BK)
-    SB = BN + PAD  # the row stride of the shared tile of b (BK x BN)
-    SO = TN + PAD  # the row stride of each plane's staging tile (TM x TN)
-    sa = SharedMemory(In, BM * SA)
-    sb = SharedMemory(In, BK * SB)
-    so = SharedMemory(f32, WM * WN * TM * SO)
+    SA = BK + PAD  # the row stride of a stage of a (BM x BK)
+    SB = BN + PAD  # the row stride of a stage of b (BK x BN)
+    sa = SharedMemory(In, STAGES * BM * SA)
+    sb = SharedMemory(In, STAGES * BK * SB)
+    so = SharedMemory(f32, 8 if INTERIOR else WM * WN * 16 * (16 + OUT_PAD))
+    ra = LocalArray(In, (BM * BK // VA + UNITS - 1) // UNITS * VA)
+    rb = LocalArray(In, (BK * BN // VB + UNITS - 1) // UNITS * VB)
     plane = UNIT_POS // PLANE_DIM
     pm = plane // u32(WN)
     pn = plane % u32(WN)
     row0 = RUDA_POS_Y * u32(BM)
     col0 = RUDA_POS_X * u32(BN)
     ab = cmma.tf32 if TF32 else In
-    fa0 = cmma.Matrix(cmma.A, TM, TN, TK, ab, cmma.ROW_MAJOR)
-    fa1 = cmma.Matrix(cmma.A, TM, TN, TK, ab, cmma.ROW_MAJOR)
-    fb0 = cmma.Matrix(cmma.B, TM, TN, TK, ab, cmma.ROW_MAJOR)
-    fb1 = cmma.Matrix(cmma.B, TM, TN, TK, ab, cmma.ROW_MAJOR)
-    c00 = cmma.Matrix(cmma.ACCUMULATOR, TM, TN, TK, f32)
-    c01 = cmma.Matrix(cmma.ACCUMULATOR, TM, TN, TK, f32)
-    c10 = cmma.Matrix(cmma.ACCUMULATOR, TM, TN, TK, f32)
-    c11 = cmma.Matrix(cmma.ACCUMULATOR, TM, TN, TK, f32)
-    cmma.fill(c00, 0.0)
-    cmma.fill(c01, 0.0)
-    cmma.fill(c10, 0.0)
-    cmma.fill(c11, 0.0)
-    a_rows = pm * u32(2 * TM * SA)  # this plane's first row of sa
-    b_cols = pn * u32(2 * TN)  # this plane's first column of sb
-    t = u32(0)
-    while t < k:
-        i = UNIT_POS
-        while i < u32(BM * BK):
-            r = i // u32(BK)
-            c = i % u32(BK)
-            gr = row0 + r
-            gc = t + c
-            sa[r * u32(SA) + c] = a[gr * k + gc] if gr < m and gc < k else In(0)
-            i += RUDA_DIM
-        i = UNIT_POS
-        while i < u32(BK * BN):
-            r = i // u32(BN)
-            c = i % u32(BN)
-            gr = t + r
-            gc = col0 + c
-            sb[r * u32(SB) + c] = b[gr * n + gc] if gr < k and gc < n else In(0)
-            i += RUDA_DIM
-        sync_units()
+    fa0 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa1 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa2 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa3 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb0 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb1 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb2 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb3 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    c00 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c01 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c02 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c03 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c10 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c11 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c12 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c13 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c20 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c21 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c22 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c23 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c30 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c31 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c32 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c33 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    _fill_row(c00, c01, c02, c03, FN)
+    _fill_row(c10, c11, c12, c13, FN)
+    if FM > 2:
+        _fill_row(c20, c21, c22, c23, FN)
+        _fill_row(c30, c31, c32, c33, FN)
+    stages = (k + u32(BK - 1)) // u32(BK)
+    _fetch(a, ra, row0, u32(0), m, k, BM, BK, VA, UNITS, INTERIOR)
+    _fetch(b, rb, u32(0), col0, k, n, BK, BN, VB, UNITS, INTERIOR)
+    _stash(ra, sa, u32(0), BM, BK, SA, VA, UNITS, False, In)
+    _stash(rb, sb, u32(0), BK, BN, SB, VB, UNITS, False, In)
+    sync_units()
+    a_rows = pm * u32(FM * 16 * SA)  # this plane's first row of a stage of a
+    b_cols = pn * u32(FN * 16)  # this plane's first column of a stage of b
+    st = u32(0)
+    while st < stages:
+        cur = st % u32(STAGES)
+        more = st + u32(1) < stages
+        if more:
+            t = (st + u32(1)) * u32(BK)
+            _fetch(a, ra, row0, t, m, k, BM, BK, VA, UNITS, INTERIOR)
+            _fetch(b, rb, t, col0, k, n, BK, BN, VB, UNITS, INTERIOR)
+        at_a = cur * u32(BM * SA) + a_rows
+        at_b = cur * u32(BK * SB) + b_cols
         for s in unroll(range(KT)):
-            cmma.load(fa0, sa, a_rows + u32(s * TK), u32(SA))
-            cmma.load(fa1, sa, a_rows + u32(TM * SA + s * TK), u32(SA))
-            cmma.load(fb0, sb, b_cols + u32(s * TK * SB), u32(SB))
-            cmma.load(fb1, sb, b_cols + u32(s * TK * SB + TN), u32(SB))
-            cmma.execute(fa0, fb0, c00, c00)
-            cmma.execute(fa0, fb1, c01, c01)
-            cmma.execute(fa1, fb0, c10, c10)
-            cmma.execute(fa1, fb1, c11, c11)
+            kb = at_b + u32(s * TK * SB)
+            cmma.load(fb0, sb, kb, u32(SB))
+            cmma.load(fb1, sb, kb + u32(16), u32(SB))
+            if FN > 2:
+                cmma.load(fb2, sb, kb + u32(32), u32(SB))
+                cmma.load(fb3, sb, kb + u32(48), u32(SB))
+            ka = at_a + u32(s * TK)
+            cmma.load(fa0, sa, ka, u32(SA))
+            _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
+            cmma.load(fa1, sa, ka + u32(16 * SA), u32(SA))
+            _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
+            if FM > 2:
+                cmma.load(fa2, sa, ka + u32(32 * SA), u32(SA))
+                _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
+                cmma.load(fa3, sa, ka + u32(48 * SA), u32(SA))
+                _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+        if more:
+            nxt = (cur + u32(1)) % u32(STAGES)
+            if STAGES == 1:
+                sync_units()
+            _stash(ra, sa, nxt * u32(BM * SA), BM, BK, SA, VA, UNITS, False, In)
+            _stash(rb, sb, nxt * u32(BK * SB), BK, BN, SB, VB, UNITS, False, In)
         sync_units()
-        t += u32(BK)
-    stage = plane * u32(TM * SO)
-    for q in unroll(range(4)):
-        if q == 0:
-            cmma.store(so, stage, c00, u32(SO), cmma.ROW_MAJOR)
-        elif q == 1:
-            cmma.store(so, stage, c01, u32(SO), cmma.ROW_MAJOR)
-        elif q == 2:
-            cmma.store(so, stage, c10, u32(SO), cmma.ROW_MAJOR)
-        else:
-            cmma.store(so, stage, c11, u32(SO), cmma.ROW_MAJOR)
-        sync_plane()
-        e = UNIT_POS_PLANE
-        while e < u32(TM * TN):
-            gr = row0 + pm * u32(2 * TM) + u32((q // 2) * TM) + e // u32(TN)
-            gc = col0 + pn * u32(2 * TN) + u32((q % 2) * TN) + e % u32(TN)
-            if gr < m and gc < n:
-                out[gr * n + gc] = so[stage + (e // u32(TN)) * u32(SO) + e % u32(TN)]
-            e += PLANE_DIM
-        sync_plane()
+        st += u32(1)
+    r0 = row0 + pm * u32(FM * 16)
+    col = col0 + pn * u32(FN * 16)
+    stage = plane * u32(16 * (16 + OUT_PAD))
+    _put_row(out, so, c00, c01, c02, c03, r0, col, m, n, stage, FN, INTERIOR)
+    _put_row(out, so, c10, c11, c12, c13, r0 + u32(16), col, m, n, stage, FN, INTERIOR)
+    if FM > 2:
+        _put_row(out, so, c20, c21, c22, c23, r0 + u32(32), col, m, n, stage, FN, INTERIOR)
+        _put_row(out, so, c30, c31, c32, c33, r0 + u32(48), col, m, n, stage, FN, INTERIOR)

@@ -1,7 +1,8 @@
 """``ruda_core.ops.matmul`` on the local devices: every candidate matches NumPy on shapes that
 are not multiples of any tile, the autotuner picks and remembers a winner, and bad operands are
-refused before anything runs. On a CUDA GPU (``cuda:0``) the same tests cover the tensor-core
-candidates at bf16, f16 and tf32."""
+refused before anything runs. The shapes take both the bounds-checked and the interior variant
+of every kernel, with and without 16-byte lines. On a CUDA GPU (``cuda:0``) the same tests cover
+the tensor-core candidates at bf16, f16 and tf32."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from ruda_core.ops.matmul import _TUNER, _candidates
 from ruda_core.runtime import LaunchConfigError, LayoutError, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
 
-DEVICES = ["cpu", "opencl:0", "cuda:0"]
-SHAPES = [(1, 1, 1), (37, 45, 29), (64, 16, 96), (100, 33, 70)]
+DEVICES = ["cpu", "opencl:0", "opencl:1", "cuda:0"]
+#: (m, k, n): ragged ones (no multiple of any tile; rows too short or odd for lines; k % 8 but
+#: not n % 8), then ones that are interior for every candidate's block tile but 256-wide ones.
+SHAPES = [(1, 1, 1), (37, 45, 29), (64, 16, 96), (100, 40, 70), (128, 64, 128), (256, 32, 128)]
 #: |ruda - f64| <= TOL * sum |a||b|: f32 sums of exact products over k <= 100 terms.
 TOL = {"float16": 2e-6 * 100, "bfloat16": 2e-6 * 100, "float32": 2e-6 * 100}
 
