@@ -53,6 +53,20 @@ def _nvrtc_compile(
 ) -> tuple[bool, str]:
     """Whether NVRTC compiles ``source`` for ``{target}_{arch}`` (``compute``: PTX; ``sm``: a
     cubin, through ptxas) with ``options``, and its log."""
+    ok, log, _ = _nvrtc_build(source, arch, target, options)
+    return ok, log
+
+
+def _nvrtc_ptx(source: str, arch: int) -> tuple[bool, str]:
+    """Whether NVRTC compiles ``source`` for ``compute_{arch}``, and the PTX (else the log)."""
+    ok, log, ptx = _nvrtc_build(source, arch, "compute", ())
+    return ok, ptx if ok else log
+
+
+def _nvrtc_build(
+    source: str, arch: int, target: str, options: tuple[str, ...]
+) -> tuple[bool, str, str]:
+    """:func:`_nvrtc_compile`'s result and, for a ``compute`` target that builds, the PTX."""
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="install cuda-bindings for NVRTC")
     runtime = pytest.importorskip(
         "nvidia.cuda_runtime", reason="install nvidia-cuda-runtime-cu12 for the CUDA headers"
@@ -76,8 +90,15 @@ def _nvrtc_compile(
     # is the interpreter's shared one-byte ``b" "``, which the terminating NUL would overwrite)
     log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(prog, log)
+    ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    ptx = bytearray()
+    if ok and target == "compute":
+        _, ptx_size = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = bytearray(ptx_size)
+        nvrtc.nvrtcGetPTX(prog, ptx)
     nvrtc.nvrtcDestroyProgram(prog)
-    return err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.rstrip(b"\0").decode(errors="replace")
+    text = log.rstrip(b"\0").decode(errors="replace")
+    return ok, text, ptx.rstrip(b"\0").decode(errors="replace")
 
 
 def test_nvrtc_compile_leaves_the_interpreters_bytes_untouched() -> None:

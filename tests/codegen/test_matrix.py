@@ -12,19 +12,29 @@ from ruda_core.ir import (
     BF16_CONFIGS,
     F16_CONFIGS,
     TF32_CONFIGS,
+    Elem,
     ExecutionMode,
     KernelDefinition,
     MatrixLayout,
     lower_bounds,
 )
 from ruda_core.lang import bf16, f16, f32
+from ruda_core.ops.matmul import (
+    CMMA_SHAPES,
+    FMA_SHAPES,
+    _cmma_spec,
+    _cmma_stages,
+    _fma_spec,
+    _fma_stages,
+    _Limits,
+)
 from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_shared, cmma_tile
 from ruda_cuda.dialect import CudaDialect, wmma_configs
 from ruda_opencl.dialect import OpenCLDialect
 
-from .test_compile import _nvrtc_compile
+from .test_compile import _nvrtc_compile, _nvrtc_ptx
 
 ROW, COL = MatrixLayout.ROW_MAJOR, MatrixLayout.COL_MAJOR
 
@@ -34,7 +44,12 @@ def _tile(elem, acc, m, n, k, tf32=False) -> KernelDefinition:
     return cmma_tile.definition(In=elem, Acc=acc, **spec)
 
 
-MATMUL = dict(TM=16, TN=16, WM=2, WN=4, KT=2)
+def _matmul(elem, tf32: bool, interior: bool) -> KernelDefinition:
+    m, n, k = (128, 256, 64) if interior else (100, 70, 33)
+    shape, stages = CMMA_SHAPES[0], 2
+    return matmul_cmma.definition(In=elem, **_cmma_spec(shape, 32, stages, tf32, elem, m, n, k))
+
+
 #: name -> (definition, the lowest compute capability that has it)
 KERNELS = {
     "f16_f32_16x16x16": (lambda: _tile(f16, f32, 16, 16, 16), 70),
@@ -60,11 +75,54 @@ KERNELS = {
     ),
     "chain_cast": (lambda: cmma_chain.definition(In=f16, M=16, N=16, K=16, STEPS=2, ACC=f32), 70),
     "fill_f16": (lambda: cmma_fill_store.definition(Acc=f16, M=16, N=16, K=16), 70),
-    "matmul_bf16": (lambda: matmul_cmma.definition(In=bf16, **MATMUL, TK=16, TF32=False), 80),
-    "matmul_tf32": (lambda: matmul_cmma.definition(In=f32, **MATMUL, TK=8, TF32=True), 80),
-    "matmul_f16": (lambda: matmul_cmma.definition(In=f16, **MATMUL, TK=16, TF32=False), 70),
-    "matmul_fma": (lambda: matmul_fma.definition(In=bf16, TILE=16), 70),
+    "matmul_bf16": (lambda: _matmul(Elem.BF16, False, True), 80),
+    "matmul_bf16_ragged": (lambda: _matmul(Elem.BF16, False, False), 80),
+    "matmul_tf32": (lambda: _matmul(Elem.F32, True, False), 80),
+    "matmul_f16": (lambda: _matmul(Elem.F16, False, True), 70),
+    "matmul_fma": (
+        lambda: matmul_fma.definition(In=bf16, **_fma_spec(FMA_SHAPES[0], 2, 100, 70, 33)),
+        70,
+    ),
 }
+
+#: (m, n, k) every candidate is built for: interior (with lines) and ragged (without).
+PRODUCTS = {"interior": (256, 256, 256), "ragged": (100, 70, 33)}
+
+
+def _candidate_sources():
+    """The definition of every ``ops.matmul`` candidate an H200 (sm_90, 32-wide planes,
+    48 KiB of static shared memory) runs, on each of :data:`PRODUCTS`."""
+    limits = _Limits(32, 1024, 48 * 1024)
+    for product, (m, n, k) in PRODUCTS.items():
+        for elem in (Elem.F16, Elem.BF16, Elem.F32):
+            for shape in FMA_SHAPES:
+                spec = _fma_spec(shape, _fma_stages(shape, limits), m, n, k)
+                defn = matmul_fma.definition(In=elem, **spec)
+                yield pytest.param(defn, id=f"fma-{shape}-{elem}-{product}")
+            for shape in CMMA_SHAPES:
+                stages = _cmma_stages(shape, elem, limits)
+                if not stages:  # left out on this device
+                    continue
+                spec = _cmma_spec(shape, 32, stages, elem is Elem.F32, elem, m, n, k)
+                defn = matmul_cmma.definition(In=elem, **spec)
+                yield pytest.param(defn, id=f"cmma-{shape}-{elem}-{product}")
+
+
+@pytest.mark.parametrize("defn", list(_candidate_sources()))
+def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
+    """What an H200 compiles: ptxas accepts each candidate; the interior variant keeps every
+    fragment and register tile in registers (no spills: the ragged one, with element-wide
+    loads, may spill a few words of 64 x 64 planes), reads global memory in lines (vector loads: 16
+    bytes, 8 for the FMA kernel's f16 and bf16) and a tensor-core one multiplies with WMMA."""
+    name = request.node.callspec.id
+    source = CFamilyEmitter(CudaDialect(90)).emit(lower_bounds(defn, ExecutionMode.UNCHECKED))
+    ok, log = _nvrtc_compile(source.source, 90, "sm", ("--ptxas-options=-v",))
+    assert ok, f"NVRTC rejected {name}:\n{log}"
+    _, ptx = _nvrtc_ptx(source.source, 90)
+    if name.endswith("interior"):
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+        assert "ld.global.nc.v4" in ptx or (name.startswith("fma") and "ld.global.nc.v2" in ptx)
+    assert ("wmma.mma" in ptx) == name.startswith("cmma")
 
 
 @pytest.mark.parametrize("mode", [ExecutionMode.UNCHECKED, ExecutionMode.CHECKED], ids=str)
