@@ -485,12 +485,16 @@ class ComputeClient:
             stream = getattr(thread_stream, "stream", None) or StreamId.current()
         self._server.launch(task, args, _CHECKED, stream.value)
 
-    def launcher(self, task: RudaTask) -> ClientLaunch:
+    def launcher(self, task: RudaTask, mode: ExecutionMode = _CHECKED) -> ClientLaunch:
         """``launch(task, ...)`` on this client as one function ``run(count, dim, bindings,
         scalars, metadata)``, with what is fixed per task (its shared memory against the
         device, the server's lookups) done once: the same checks, raised at once, and the same
-        stream resolution at each call. Meant to be kept by whoever launches ``task`` often."""
-        run = self._server.checked_launcher(task)
+        stream resolution at each call. Meant to be kept by whoever launches ``task`` often.
+
+        :param mode: the execution mode of every launch; ``launch_unchecked``'s is
+            ``BoundsCheckMode.current().execution_mode`` (read it when the mode may change).
+        """
+        run = self._server.launcher(task, mode)
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
         always = task.shared_bytes > max_shared or task.dynamic_shared
         check = self._check_limits

@@ -55,7 +55,7 @@ from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
 
-__all__ = ["Bytes", "CheckedLaunch", "CompileStats", "ComputeServer", "ServerStream"]
+__all__ = ["Bytes", "CompileStats", "ComputeServer", "ModeLaunch", "ServerStream"]
 
 #: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
 #: without a copy; ``bytes(b)`` copies).
@@ -74,9 +74,9 @@ KernelLaunch = Callable[
     ["ServerStream", RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int]],
     None,
 ]
-#: what :meth:`ComputeServer.checked_launcher` returns: ``run(count, dim, bindings, scalars,
-#: metadata, stream_value)``
-CheckedLaunch = Callable[
+#: what :meth:`ComputeServer.launcher` returns: ``run(count, dim, bindings, scalars, metadata,
+#: stream_value)``
+ModeLaunch = Callable[
     [RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int], int], None
 ]
 
@@ -701,15 +701,16 @@ class ComputeServer(ABC):
         if backlog is not None:
             _settle(backlog)
 
-    def checked_launcher(self, task: RudaTask) -> CheckedLaunch:
-        """``launch(task, LaunchArgs(count, dim, bindings, scalars, metadata), CHECKED,
+    def launcher(self, task: RudaTask, mode: ExecutionMode = _CHECKED) -> ModeLaunch:
+        """``launch(task, LaunchArgs(count, dim, bindings, scalars, metadata), mode,
         stream_value)`` as one function ``run(count, dim, bindings, scalars, metadata,
-        stream_value)``, with what is fixed per task looked up once: the same checks,
+        stream_value)``, with what is fixed per (task, mode) looked up once: the same checks,
         bookkeeping, ordering and error surfacing, and one lock acquisition. Anything but the
-        common case (an open capture, a profile, a dynamic or empty count, a poisoned input, a
-        kernel not built yet, a new stream) takes :meth:`launch` itself."""
+        common case (Validate, an open capture, a profile, a dynamic or empty count, a poisoned
+        input, a kernel not built yet, a new stream) takes :meth:`launch` itself."""
         launch = self.launch
-        kernels = self._checked_kernels
+        kernels = self._kernels.table(mode)
+        validate = mode is _VALIDATE
         key = task.key
         streams = self._streams
         memory = self.memory
@@ -734,6 +735,7 @@ class ComputeServer(ABC):
             if (
                 kernel is None
                 or stream is None
+                or validate
                 or captures
                 or self._profile is not None
                 or count.binding is not None
@@ -742,7 +744,7 @@ class ComputeServer(ABC):
                 launch(
                     task,
                     _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
-                    _CHECKED,
+                    mode,
                     stream_value,
                 )
                 return
@@ -766,7 +768,7 @@ class ComputeServer(ABC):
                         poisoned = True
                 if poisoned:
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-                    self._enqueue(stream, task, _CHECKED, kernel, args)
+                    self._enqueue(stream, task, mode, kernel, args)
                 else:
                     direct(stream, count, dim, bindings, scalars, metadata)
 
@@ -774,7 +776,7 @@ class ComputeServer(ABC):
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """``_launch`` of one built kernel as one function ``run(stream, count, dim, bindings,
-        scalars, metadata)``, made by :meth:`checked_launcher` once per kernel and called under
+        scalars, metadata)``, made by :meth:`launcher` once per kernel and called under
         the lock. A backend overrides it to look up what is fixed per kernel once; the default
         calls ``_launch``."""
         backend = self._launch
