@@ -41,9 +41,10 @@ bits.
 
 from __future__ import annotations
 
-from ..runtime import ComputeClient, LayoutError
+from typing import TypeVar
+
+from ..runtime import BoundsCheckMode, ComputeClient, LayoutError
 from ..runtime.layer_norm_args import TensorBuffer
-from ..runtime.memory import Handle
 from ..tensor import RudaTensor
 from .geometry import accumulator
 from .layer_norm_plan import (
@@ -73,18 +74,26 @@ __all__ = [
 ]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+
+
+class _Native:
+    """The plan of a key whose calls go to the runtime's native LayerNorm (checked once)."""
+
+
+_NATIVE = _Native()
+P = TypeVar("P", ForwardPlan | _Native, BackwardPlan | _Native)
 #: A plan and the bytes each operand's handle must hold for it.
-Entry = tuple[ForwardPlan | BackwardPlan, tuple[int, ...]]
+Entry = tuple[P, tuple[int, ...]]
 Key = tuple[object, ...]
 
 #: The operand types the repeated path reads straight from their fields.
 _OPERANDS = (TensorBuffer, RudaTensor)
 #: The most plans kept per direction; a full table is emptied (a plan is cheap to rebuild).
 _MAX_PLANS = 256
-_forward_plans: dict[Key, Entry] = {}
-_backward_plans: dict[Key, Entry] = {}
-#: Whether a key is of a call that dispatches (kept only for runtimes without native
-#: LayerNorm) or of a ``portable_*`` call.
+_forward_plans: dict[Key, Entry[ForwardPlan | _Native]] = {}
+_backward_plans: dict[Key, Entry[BackwardPlan | _Native]] = {}
+#: Whether a key is of a call that dispatches (to the native LayerNorm or the portable one)
+#: or of a ``portable_*`` call.
 _DISPATCH, _PORTABLE = "dispatch", "portable"
 
 
@@ -117,6 +126,7 @@ def layer_norm(
     x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
+        _keep(_forward_plans, key, _NATIVE, (x, w) if b is None else (x, w, b))
         out, mean, rstd = runtime.layer_norm(client, x, w, b, eps)
         return out, mean, rstd
     return _portable_forward(client, x, w, b, eps, key)
@@ -168,6 +178,7 @@ def layer_norm_backward(
     x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
+        _keep(_backward_plans, key, _NATIVE, (x, w, g, mu, inv))
         grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return grad_input, grad_weight, grad_bias
     return _portable_backward(client, (x, w, g, mu, inv), key)
@@ -237,31 +248,60 @@ def _replay_forward(
     epsilon: float,
 ) -> tuple[Key | None, Outputs | None]:
     """The call's key and, where a plan is kept for it and the handles are large enough, the
-    results of replaying it."""
+    results of replaying it: the kept portable plan, or the runtime's native LayerNorm with the
+    operands as the checks would have passed them."""
     operands = (input, weight) if bias is None else (input, weight, bias)
-    return _replay(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
+    key, plan = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
+    if plan is None:
+        return key, None
+    if isinstance(plan, _Native):
+        b = None if bias is None else _as_buffer(bias)
+        x, w = _as_buffer(input), _as_buffer(weight)
+        out, mean, rstd = client.runtime.layer_norm(client, x, w, b, float(epsilon))
+        return key, (out, mean, rstd)
+    mode = BoundsCheckMode.current().execution_mode
+    handles = [v.handle for v in operands]
+    return key, plan.run(client, mode, *handles)
 
 
 def _replay_backward(
     kind: str, client: ComputeClient, operands: tuple[Operand, ...]
 ) -> tuple[Key | None, Outputs | None]:
     """As :func:`_replay_forward`, for the backward's five operands."""
-    return _replay(_backward_plans, client, operands, (kind,))
+    key, plan = _lookup(_backward_plans, client, operands, (kind,))
+    if plan is None:
+        return key, None
+    if isinstance(plan, _Native):
+        x, w, g, mu, inv = (_as_buffer(v) for v in operands)
+        grads = client.runtime.layer_norm_backward(client, x, w, g, mu, inv)
+        return key, (grads[0], grads[1], grads[2])
+    mode = BoundsCheckMode.current().execution_mode
+    handles = [v.handle for v in operands]
+    return key, plan.run(client, mode, *handles)
 
 
-def _replay(
-    plans: dict[Key, Entry],
+def _lookup(
+    plans: dict[Key, Entry[P]],
     client: ComputeClient,
     operands: tuple[Operand, ...],
     options: tuple[object, ...],
-) -> tuple[Key | None, Outputs | None]:
+) -> tuple[Key | None, P | None]:
+    """The call's key and the plan kept for it, if every handle is large enough for it."""
     key = _key(client, operands, options)
     entry = None if key is None else plans.get(key)
-    if entry is not None:
-        handles = tuple(v.handle for v in operands)
-        if _fits(handles, entry[1]):
-            return key, entry[0].run(client, *handles)
-    return key, None
+    if entry is None:
+        return key, None
+    for value, need in zip(operands, entry[1], strict=True):
+        if value.handle.nbytes < need:
+            return key, None  # the full checks say why
+    return key, entry[0]
+
+
+def _as_buffer(value: Operand) -> TensorBuffer:
+    """An operand of a kept key as the checks return it (its fields are already checked)."""
+    if type(value) is TensorBuffer:
+        return value
+    return TensorBuffer(value.handle, value.shape, value.strides, value.elem)
 
 
 def _portable_forward(
@@ -276,7 +316,8 @@ def _portable_forward(
     rows, features = x.shape
     plan = forward_plan(client, (rows, features), x.elem, b is not None, eps, _offsets(buffers))
     _keep(_forward_plans, key, plan, buffers)
-    return plan.run(client, *(buf.handle for buf in buffers))
+    mode = BoundsCheckMode.current().execution_mode
+    return plan.run(client, mode, *(buf.handle for buf in buffers))
 
 
 def _portable_backward(
@@ -287,7 +328,8 @@ def _portable_backward(
     rows, features = x.shape
     plan = backward_plan(client, (rows, features), x.elem, _offsets(buffers[:3]))
     _keep(_backward_plans, key, plan, buffers)
-    return plan.run(client, *(buf.handle for buf in buffers))
+    mode = BoundsCheckMode.current().execution_mode
+    return plan.run(client, mode, *(buf.handle for buf in buffers))
 
 
 def _key(
@@ -305,18 +347,10 @@ def _key(
     return tuple(key)
 
 
-def _fits(handles: tuple[Handle, ...], needs: tuple[int, ...]) -> bool:
-    """Whether each handle holds the bytes its tensor needs (``needs``, in the same order)."""
-    for handle, need in zip(handles, needs, strict=True):  # noqa: SIM110  # faster than all()
-        if handle.nbytes < need:
-            return False
-    return True
-
-
 def _keep(
-    plans: dict[Key, Entry],
+    plans: dict[Key, Entry[P]],
     key: Key | None,
-    plan: ForwardPlan | BackwardPlan,
+    plan: P,
     buffers: tuple[TensorBuffer, ...],
 ) -> None:
     """Keep ``plan`` under ``key`` (unless None) with the bytes each operand needs."""

@@ -5,21 +5,24 @@ A plan holds the kernel tasks, their counts, cube shapes, scalars and metadata (
 ABI of :mod:`ruda_core.ir.kernel`), and the layout of the one allocation that holds a call's
 results and scratch. :func:`forward_plan` and :func:`backward_plan` build them from operands
 :mod:`.layer_norm` has already checked; replaying one (``run``) allocates that one buffer,
-views the results in it and enqueues the launches with the operands' bindings. Nothing here
-checks operands or is cached: :mod:`.layer_norm` keys and keeps the plans.
+views the results in it and enqueues the launches with the operands' bindings, each through
+the client's ``launcher`` made at the plan's first launch. Nothing here checks operands or is
+cached: :mod:`.layer_norm` keys and keeps the plans. :class:`Launch`, :class:`Part` and
+:func:`allocation` are also what a runtime's native LayerNorm plans with.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import Elem
+from ..ir import Elem, ExecutionMode
 from ..lang.kernel import Kernel
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
-from ..runtime.compiler import KernelTask
+from ..runtime.client import ClientLaunch
+from ..runtime.compiler import KernelTask, RudaTask
 from ..runtime.layer_norm_args import TensorBuffer
 from ..runtime.layout import contiguous_strides
 from ..runtime.memory import Binding, Handle
@@ -38,6 +41,9 @@ __all__ = [
     "MAX_CHUNKS",
     "BackwardPlan",
     "ForwardPlan",
+    "Launch",
+    "Part",
+    "allocation",
     "backward_plan",
     "forward_plan",
 ]
@@ -53,46 +59,65 @@ _PART_ALIGN = 256
 
 
 @dataclass(frozen=True, slots=True)
-class _Launch:
-    """One launch of a plan, all but its bindings."""
+class Launch:
+    """One launch of a plan, all but its bindings, and its client's launcher for the last
+    execution mode it ran in (remade when the mode changes: the plan belongs to one client)."""
 
-    task: KernelTask
+    task: RudaTask
     count: RudaCount
     dim: RudaDim
     scalars: tuple[np.generic, ...]
     metadata: tuple[int, ...]
+    #: ``[(mode, launcher)]`` of the last launch, replaced as one tuple (thread-safe; an
+    #: enum's hash is a Python call, so no dict by mode)
+    last: list[tuple[ExecutionMode, ClientLaunch] | None] = field(
+        default_factory=lambda: [None], compare=False
+    )
 
-    def enqueue(self, client: ComputeClient, bindings: list[Binding]) -> None:
-        client.launch_unchecked(
-            self.task, self.count, self.dim, bindings, self.scalars, self.metadata
-        )
+    def enqueue(self, client: ComputeClient, mode: ExecutionMode, bindings: list[Binding]) -> None:
+        """``client.launch_unchecked`` of this launch in ``mode`` (what
+        ``BoundsCheckMode.current()`` selects), with the same checks raised at once."""
+        pair = self.last[0]
+        if pair is None or pair[0] is not mode:
+            pair = self.last[0] = (mode, client.launcher(self.task, mode))
+        pair[1](self.count, self.dim, bindings, self.scalars, self.metadata)
 
 
 @dataclass(frozen=True, slots=True)
-class _Part:
+class Part:
     """A tensor at ``start`` of a call's allocation."""
 
     start: int
+    end: int
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     elem: Elem
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * self.elem.nbytes
+        return self.end - self.start
 
     def view(self, memory: Handle) -> TensorBuffer:
         return TensorBuffer(
-            memory.offset(self.start, self.start + self.nbytes), self.shape, self.strides, self.elem
+            memory.offset(self.start, self.end), self.shape, self.strides, self.elem
         )
 
+    def binding(self, memory: Handle) -> Binding:
+        """The part's binding without a handle of its own (for scratch used only by the
+        launches of the call: the results' handles keep ``memory`` alive)."""
+        b = memory.binding()
+        start = b.offset_bytes + self.start
+        return Binding(b.slice, start, self.end - self.start, b.server_id, b.resource)
 
-def _parts(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[_Part, ...]]:
-    """The parts of one allocation, each aligned, and its total size."""
+
+def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
+    """The parts of one allocation of contiguous tensors (shape, element type), each at a
+    multiple of 256 bytes (the widest vector's alignment and more), and its total size."""
     parts = []
     start = 0
     for shape, elem in specs:
-        part = _Part(start, shape, contiguous_strides(shape), elem)
+        end = start + math.prod(shape) * elem.nbytes
+        part = Part(start, end, shape, contiguous_strides(shape), elem)
         parts.append(part)
         start += -(-part.nbytes // _PART_ALIGN) * _PART_ALIGN
     return start, tuple(parts)
@@ -105,7 +130,7 @@ def _launch(
     lengths: tuple[int, ...],
     scalars: tuple[tuple[float, Elem], ...],
     **spec: object,
-) -> _Launch:
+) -> Launch:
     """The launch of ``kernel``'s specialisation ``spec`` with array ``lengths`` (the launch
     ABI's metadata) and ``scalars`` converted to their parameters' types.
 
@@ -117,7 +142,7 @@ def _launch(
         if elem.is_float and abs(value) > float(np.finfo(elem.numpy).max):
             raise LaunchConfigError(f"{task.name}: {value!r} overflows {elem}")
         values.append(elem.numpy.type(value))
-    return _Launch(task, count, dim, tuple(values), lengths)
+    return Launch(task, count, dim, tuple(values), lengths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +150,26 @@ class ForwardPlan:
     """The forward of one (shape, element type, bias or not, epsilon, alignment) on a device."""
 
     nbytes: int
-    parts: tuple[_Part, ...]
-    launch: _Launch | None
+    parts: tuple[Part, ...]
+    launch: Launch | None
 
     def run(
-        self, client: ComputeClient, x: Handle, w: Handle, b: Handle | None = None
+        self,
+        client: ComputeClient,
+        mode: ExecutionMode,
+        x: Handle,
+        w: Handle,
+        b: Handle | None = None,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        """Allocate the results and enqueue the launch in ``mode`` with these operands."""
         memory = client.empty(self.nbytes)
-        out, mean, rstd = (p.view(memory) for p in self.parts)
+        parts = self.parts
+        out, mean, rstd = parts[0].view(memory), parts[1].view(memory), parts[2].view(memory)
         if self.launch is not None:
             wb = w.binding()
             self.launch.enqueue(
                 client,
+                mode,
                 [
                     x.binding(),
                     wb,
@@ -154,31 +187,39 @@ class BackwardPlan:
     """The backward of one (shape, element type, alignment) on a device."""
 
     nbytes: int
-    parts: tuple[_Part, ...]
-    grad_input: _Launch | None
-    partials: _Launch
-    finish: _Launch
+    parts: tuple[Part, ...]
+    grad_input: Launch | None
+    partials: Launch
+    finish: Launch
 
     def run(
         self,
         client: ComputeClient,
+        mode: ExecutionMode,
         x: Handle,
         w: Handle,
         g: Handle,
         mean: Handle,
         rstd: Handle,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
+        """Allocate the results and scratch and enqueue the launches in ``mode``."""
         memory = client.empty(self.nbytes)
-        grad_input, grad_weight, grad_bias, part_w, part_b = (p.view(memory) for p in self.parts)
+        parts = self.parts
+        grad_input, grad_weight, grad_bias = (
+            parts[0].view(memory),
+            parts[1].view(memory),
+            parts[2].view(memory),
+        )
+        # the partial sums are scratch: bound without a handle of their own
+        part_w, part_b = parts[3].binding(memory), parts[4].binding(memory)
         xb, gb, mb, rb = x.binding(), g.binding(), mean.binding(), rstd.binding()
-        pw, pb = part_w.handle.binding(), part_b.handle.binding()
         if self.grad_input is not None:
             self.grad_input.enqueue(
-                client, [xb, w.binding(), gb, mb, rb, grad_input.handle.binding()]
+                client, mode, [xb, w.binding(), gb, mb, rb, grad_input.handle.binding()]
             )
-        self.partials.enqueue(client, [xb, gb, mb, rb, pw, pb])
+        self.partials.enqueue(client, mode, [xb, gb, mb, rb, part_w, part_b])
         self.finish.enqueue(
-            client, [pw, pb, grad_weight.handle.binding(), grad_bias.handle.binding()]
+            client, mode, [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
         )
         return grad_input, grad_weight, grad_bias
 
@@ -225,7 +266,7 @@ def forward_plan(
     the bitwise or of the operands' byte offsets (it bounds the line width)."""
     rows, features = shape
     acc = accumulator(elem)
-    nbytes, parts = _parts((shape, elem), ((rows,), acc), ((rows,), acc))
+    nbytes, parts = allocation((shape, elem), ((rows,), acc), ((rows,), acc))
     launch = None
     if rows > 0:
         spec, count, dim, held = _row_launches(client, rows, features, elem, offset_bytes)
@@ -255,7 +296,7 @@ def backward_plan(
     chunks = min(max(1, -(-rows // CHUNK_ROWS)), MAX_CHUNKS, props.max_ruda_count[1])
     rows_per_chunk = max(1, -(-rows // chunks))
     chunks = max(1, -(-rows // rows_per_chunk))
-    nbytes, parts = _parts(
+    nbytes, parts = allocation(
         (shape, elem),
         ((features,), elem),
         ((features,), elem),
