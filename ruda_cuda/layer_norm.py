@@ -4,32 +4,129 @@ bodies of ``CudaRuntime.layer_norm`` / ``layer_norm_backward``.
 They take operands already checked by :mod:`ruda_core.ops.layer_norm` and keep its contract
 (shapes, element types, f32 ``mean``/``rstd``, deterministic gradients). f32, f16 and bf16 rows
 that a :class:`~.layer_norm_plan.RowClass` covers run the kernels of ``layer_norm.cu``,
-enqueued with ``ComputeClient.launch`` on the client's stream; f64, and rows too wide to hold
-in registers, run the portable kernels (``portable_layer_norm``). The backward is two
-launches: the input gradient with one row of f32 weight and bias partial sums per block, then
-their reduction in a fixed order; the number of blocks depends only on ``rows``, the row class
-and the device's multiprocessor count, so the same inputs on the same device give the same
-bits. Returns at once; faults surface at the next sync or read, as for any launch. Imports no
-driver.
+enqueued on the client's stream in Checked mode (the source is trusted: every mode runs the
+same code); f64, and rows too wide to hold in registers, run the portable kernels
+(``portable_layer_norm``). The backward is two launches: the input gradient with one row of
+f32 weight and bias partial sums per block, then their reduction in a fixed order; the number
+of blocks depends only on ``rows``, the row class and the device's multiprocessor count, so the
+same inputs on the same device give the same bits. Returns at once; faults surface at the next
+sync or read, as for any launch. Imports no driver.
+
+Cost of a call: as the portable path does, the row class, grid, scalars and the layout of the
+one allocation holding a call's results (and the backward's partial sums) are planned once per
+(client, shape, element type, bias or not, epsilon, operand alignment modulo 16 bytes) and
+kept (:func:`forward_plan`, :func:`backward_plan`); a repeated call allocates once and
+enqueues the kept launches through the client's launchers.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import dataclass
+from typing import TypeVar, cast
 
 import numpy as np
 
-from ruda_core.ir import Elem
+from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
-from ruda_core.runtime import Binding, ComputeClient, RudaCount, RudaDim
+from ruda_core.ops.layer_norm_plan import Launch, Part, allocation
+from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
-from .layer_norm_plan import backward_blocks, backward_class, forward_class, vector_width
+from .layer_norm_plan import (
+    VECTOR_NBYTES,
+    backward_blocks,
+    backward_class,
+    forward_class,
+    vector_width,
+)
 from .layer_norm_tasks import ELEMS, FINISH_DIM, backward_task, finish_task, forward_task
 
-__all__ = ["layer_norm", "layer_norm_backward"]
+__all__ = [
+    "BackwardPlan",
+    "ForwardPlan",
+    "backward_plan",
+    "forward_plan",
+    "layer_norm",
+    "layer_norm_backward",
+]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+Key = tuple[object, ...]
+_CHECKED = ExecutionMode.CHECKED
+#: The most plans kept per direction; a full table is emptied (a plan is cheap to rebuild).
+_MAX_PLANS = 256
+P = TypeVar("P", "ForwardPlan", "BackwardPlan")
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardPlan:
+    """The native forward of one (shape, element type, bias or not, epsilon, alignment)."""
+
+    nbytes: int
+    parts: tuple[Part, ...]
+    launch: Launch | None
+
+    def run(self, client: ComputeClient, x: Handle, w: Handle, b: Handle | None) -> Outputs:
+        """Allocate ``(out, mean, rstd)`` and enqueue the launch with these operands."""
+        memory = client.empty(self.nbytes)
+        parts = self.parts
+        out, mean, rstd = parts[0].view(memory), parts[1].view(memory), parts[2].view(memory)
+        if self.launch is not None:
+            wb = w.binding()
+            bindings = [
+                x.binding(),
+                wb,
+                wb if b is None else b.binding(),
+                out.handle.binding(),
+                mean.handle.binding(),
+                rstd.handle.binding(),
+            ]
+            self.launch.enqueue(client, _CHECKED, bindings)
+        return out, mean, rstd
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardPlan:
+    """The native backward of one (shape, element type, alignment)."""
+
+    nbytes: int
+    parts: tuple[Part, ...]
+    grads: Launch | None
+    finish: Launch
+
+    def run(
+        self, client: ComputeClient, x: Handle, w: Handle, g: Handle, mean: Handle, rstd: Handle
+    ) -> Outputs:
+        """Allocate the gradients and partial sums and enqueue the two launches."""
+        memory = client.empty(self.nbytes)
+        parts = self.parts
+        grad_input, grad_weight, grad_bias = (
+            parts[0].view(memory),
+            parts[1].view(memory),
+            parts[2].view(memory),
+        )
+        part_w, part_b = parts[3].binding(memory), parts[4].binding(memory)
+        if self.grads is not None:
+            bindings = [
+                x.binding(),
+                w.binding(),
+                g.binding(),
+                mean.binding(),
+                rstd.binding(),
+                grad_input.handle.binding(),
+                part_w,
+                part_b,
+            ]
+            self.grads.enqueue(client, _CHECKED, bindings)
+        finish = [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
+        self.finish.enqueue(client, _CHECKED, finish)
+        return grad_input, grad_weight, grad_bias
+
+
+#: Kept plans by (client, shape, element type, [bias or not, epsilon,] alignment); None: the
+#: key's calls run the portable kernels.
+_forward_plans: dict[Key, ForwardPlan | None] = {}
+_backward_plans: dict[Key, BackwardPlan | None] = {}
 
 
 def layer_norm(
@@ -40,31 +137,17 @@ def layer_norm(
     epsilon: float,
 ) -> Outputs:
     """``(output, mean, rstd)`` of checked operands (see the module docstring)."""
-    rows, features = x.shape
-    elem = x.elem
-    if elem not in ELEMS:
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    alignment = _alignment(operands)
+    key = (client, x.shape, x.elem, bias is None, epsilon, alignment)
+    plan = _forward_plans.get(key)
+    if plan is None and key not in _forward_plans:
+        rows, features = x.shape
+        plan = forward_plan((rows, features), x.elem, bias is not None, epsilon, alignment)
+        _keep(_forward_plans, key, plan)
+    if plan is None:
         return portable_layer_norm(client, x, weight, bias, epsilon)
-    out = _empty(client, x.shape, elem)
-    operands = (x, weight, out) if bias is None else (x, weight, bias, out)
-    row_class = forward_class(features, vector_width(features, elem.nbytes, _addresses(operands)))
-    if row_class is None:
-        return portable_layer_norm(client, x, weight, bias, epsilon)
-    mean = _empty(client, (rows,), Elem.F32)
-    rstd = _empty(client, (rows,), Elem.F32)
-    if rows:
-        client.launch(
-            forward_task(elem, row_class),
-            RudaCount(-(-rows // row_class.rows_per_block)),
-            RudaDim(row_class.block_threads),
-            _bindings(x, weight, weight if bias is None else bias, out, mean, rstd),
-            (
-                np.uint32(rows),
-                np.uint32(features),
-                np.float32(epsilon),
-                np.int32(bias is not None),
-            ),
-        )
-    return out, mean, rstd
+    return plan.run(client, x.handle, weight.handle, None if bias is None else bias.handle)
 
 
 def layer_norm_backward(
@@ -77,52 +160,94 @@ def layer_norm_backward(
 ) -> Outputs:
     """``(grad_input, grad_weight, grad_bias)`` of checked operands (see the module
     docstring)."""
-    rows, features = x.shape
-    elem = x.elem
+    alignment = _alignment((x, weight, grad))
+    key = (client, x.shape, x.elem, alignment)
+    plan = _backward_plans.get(key)
+    if plan is None and key not in _backward_plans:
+        rows, features = x.shape
+        units = client.properties().compute_units
+        plan = backward_plan((rows, features), x.elem, alignment, units)
+        _keep(_backward_plans, key, plan)
+    if plan is None:
+        return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
+    return plan.run(client, x.handle, weight.handle, grad.handle, mean.handle, rstd.handle)
+
+
+def forward_plan(
+    shape: tuple[int, int], elem: Elem, has_bias: bool, epsilon: float, alignment: int
+) -> ForwardPlan | None:
+    """The native forward's plan for checked operands whose addresses are ``alignment`` modulo
+    16 bytes (their bitwise or; the results are 256-byte aligned parts of one allocation), or
+    None where the portable kernels run (f64, rows too wide for registers)."""
+    rows, features = shape
     if elem not in ELEMS:
-        return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
-    grad_input = _empty(client, x.shape, elem)
-    operands = (x, weight, grad, grad_input)
-    row_class = backward_class(features, vector_width(features, elem.nbytes, _addresses(operands)))
+        return None
+    row_class = forward_class(features, vector_width(features, elem.nbytes, [alignment]))
     if row_class is None:
-        return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
-    blocks = backward_blocks(rows, row_class, client.properties().compute_units)
-    # partial rows are written with the row's vectors: their alignment is the pool's
-    partial_weight = _empty(client, (blocks, features), Elem.F32)
-    partial_bias = _empty(client, (blocks, features), Elem.F32)
-    grad_weight = _empty(client, (features,), elem)
-    grad_bias = _empty(client, (features,), elem)
+        return None
+    nbytes, parts = allocation((shape, elem), ((rows,), Elem.F32), ((rows,), Elem.F32))
+    launch = None
     if rows:
-        client.launch(
+        launch = Launch(
+            forward_task(elem, row_class),
+            RudaCount(-(-rows // row_class.rows_per_block)),
+            RudaDim(row_class.block_threads),
+            (np.uint32(rows), np.uint32(features), np.float32(epsilon), np.int32(has_bias)),
+            (),
+        )
+    return ForwardPlan(nbytes, parts, launch)
+
+
+def backward_plan(
+    shape: tuple[int, int], elem: Elem, alignment: int, compute_units: int
+) -> BackwardPlan | None:
+    """The native backward's plan (as :func:`forward_plan`) on a device of ``compute_units``
+    multiprocessors."""
+    rows, features = shape
+    if elem not in ELEMS:
+        return None
+    row_class = backward_class(features, vector_width(features, elem.nbytes, [alignment]))
+    if row_class is None:
+        return None
+    blocks = backward_blocks(rows, row_class, compute_units)
+    # partial rows are written with the row's vectors: each part is 256-byte aligned
+    nbytes, parts = allocation(
+        (shape, elem),
+        ((features,), elem),
+        ((features,), elem),
+        ((blocks, features), Elem.F32),
+        ((blocks, features), Elem.F32),
+    )
+    grads = None
+    if rows:
+        grads = Launch(
             backward_task(elem, row_class),
             RudaCount(blocks),
             RudaDim(row_class.block_threads),
-            _bindings(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias),
             (np.uint32(rows), np.uint32(features)),
+            (),
         )
-    client.launch(
+    finish = Launch(
         finish_task(elem),
         RudaCount(-(-features // FINISH_DIM[0])),
         RudaDim(*FINISH_DIM),
-        _bindings(partial_weight, partial_bias, grad_weight, grad_bias),
         (np.uint32(features), np.uint32(blocks if rows else 0)),
+        (),
     )
-    return grad_input, grad_weight, grad_bias
+    return BackwardPlan(nbytes, parts, grads, finish)
 
 
-def _empty(client: ComputeClient, shape: tuple[int, ...], elem: Elem) -> TensorBuffer:
-    handle, strides = client.empty_tensor(shape, elem.nbytes)
-    return TensorBuffer(handle, shape, strides, elem)
-
-
-def _addresses(buffers: tuple[TensorBuffer, ...]) -> list[int]:
-    """Device addresses of the buffers (a CUDA page's resource is its pointer)."""
-    addresses = []
+def _alignment(buffers: tuple[TensorBuffer, ...]) -> int:
+    """The bitwise or of the operands' device addresses modulo :data:`VECTOR_NBYTES` (a CUDA
+    page's resource is its pointer): what bounds the vector width."""
+    bits = 0
     for buf in buffers:
         binding = buf.handle.binding()
-        addresses.append(cast(int, binding.resource) + binding.offset_bytes)
-    return addresses
+        bits |= cast(int, binding.resource) + binding.offset_bytes
+    return bits & (VECTOR_NBYTES - 1)
 
 
-def _bindings(*buffers: TensorBuffer) -> list[Binding]:
-    return [buf.handle.binding() for buf in buffers]
+def _keep(plans: dict[Key, P | None], key: Key, plan: P | None) -> None:
+    if len(plans) >= _MAX_PLANS:
+        plans.clear()
+    plans[key] = plan

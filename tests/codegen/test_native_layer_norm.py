@@ -1,6 +1,7 @@
 """The CUDA runtime's native LayerNorm without a GPU: every kernel it would launch compiles with
 NVRTC to an sm_90 cubin with the options of ``ruda_cuda.driver.build_cubin``, and the host plan
-covers each row exactly once, in vectors that divide the row and fit the operands' alignment.
+covers each row exactly once, in vectors that divide the row and fit the operands' alignment;
+the launch plans a repeated call replays hold those launches and lay out the results.
 
 On a GPU the kernels are checked against the float64 reference by
 ``tests/cuda/test_native_layer_norm.py``.
@@ -8,12 +9,15 @@ On a GPU the kernels are checked against the float64 reference by
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.runtime import CompileOptions, UnsupportedFeature
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cuda.compiler import CudaCompiler
+from ruda_cuda.layer_norm import backward_plan as native_backward_plan
+from ruda_cuda.layer_norm import forward_plan as native_forward_plan
 from ruda_cuda.layer_norm_plan import (
     RowClass,
     backward_blocks,
@@ -123,3 +127,52 @@ def test_a_source_task_is_refused_by_another_compiler() -> None:
     task = finish_task(Elem.F32)
     with pytest.raises(UnsupportedFeature, match="CUDA C\\+\\+"):
         task.compile(CpuCompiler(), CompileOptions(), ExecutionMode.CHECKED)
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (1, 7), (40, 1000), (8192, 4096)])
+@pytest.mark.parametrize("elem", sorted(ELEMS, key=str), ids=str)
+def test_the_kept_plans_cover_the_rows_and_lay_out_the_results(
+    elem: Elem, shape: tuple[int, int]
+) -> None:
+    """A native plan (made once per key, replayed by every later call) launches one row group
+    per row, packs the scalars the kernels take, and holds the results in one allocation of
+    256-byte aligned parts of the results' sizes."""
+    rows, features = shape
+    forward = native_forward_plan(shape, elem, True, 1e-5, 0)
+    assert forward is not None
+    assert [(p.shape, p.elem, p.start % 256) for p in forward.parts] == [
+        (shape, elem, 0),
+        ((rows,), Elem.F32, 0),
+        ((rows,), Elem.F32, 0),
+    ]
+    assert forward.nbytes >= forward.parts[-1].end
+    if rows == 0:
+        assert forward.launch is None
+    else:
+        launch = forward.launch
+        assert launch is not None
+        row_class = forward_class(features, vector_width(features, elem.nbytes, [0]))
+        assert row_class is not None and launch.task is forward_task(elem, row_class)
+        assert (
+            launch.count.x * row_class.rows_per_block
+            >= rows
+            > (launch.count.x - 1) * (row_class.rows_per_block)
+        )
+        assert [type(s) for s in launch.scalars] == [np.uint32, np.uint32, np.float32, np.int32]
+        assert int(launch.scalars[3]) == 1
+    backward = native_backward_plan(shape, elem, 0, compute_units=132)
+    assert backward is not None
+    blocks = backward.parts[3].shape[0]
+    assert backward.parts[3].shape == backward.parts[4].shape == (blocks, features)
+    assert all(p.start % 256 == 0 for p in backward.parts)
+    assert (backward.grads is None) == (rows == 0)
+    assert int(backward.finish.scalars[1]) == (blocks if rows else 0)
+
+
+def test_plans_follow_the_alignment_and_leave_the_rest_to_the_portable_kernels() -> None:
+    misaligned = native_forward_plan((33, 4096), Elem.F32, False, 1e-5, 4)
+    assert misaligned is not None and misaligned.launch is not None
+    assert "_v1_" in misaligned.launch.task.name  # 4-byte aligned: one element per access
+    assert native_forward_plan((4, 64), Elem.F64, True, 1e-5, 0) is None
+    assert native_backward_plan((4, 64), Elem.F64, 0, 132) is None
+    assert native_backward_plan((6, 16385), Elem.F32, 0, 132) is None
