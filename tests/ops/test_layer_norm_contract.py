@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
-from ruda_core.ir import Elem
+from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import layer_norm, layer_norm_backward
 from ruda_core.ops.geometry import HeldGeometry, RowGeometry, held_geometry, row_geometry
 from ruda_core.runtime import (
@@ -323,6 +323,92 @@ def test_repeated_calls_refuse_another_devices_memory(cpu):
         layer_norm(cpu, _buffer(other, (4, 3)), w)
 
 
+def _refuse_full_checks(monkeypatch):
+    """Make the first-call checks fail the test: a call that runs them did not replay."""
+
+    def full_checks(*args):
+        raise AssertionError("a call on a kept key ran the first-call checks")
+
+    monkeypatch.setattr(LAYER_NORM, "_forward_operands", full_checks)
+    monkeypatch.setattr(LAYER_NORM, "_backward_operands", full_checks)
+
+
+def test_repeated_calls_replay_the_kept_plan(client, replan):
+    """A call on a seen key skips the checks and the planning, and gives the same bits as
+    the first call on the same inputs."""
+    case = make_case((6, 48), np.float32, seed=21)
+    x, w, b, g = (upload(client, a) for a in (case.x, case.weight, case.bias, case.grad))
+    first = layer_norm(client, x, w, b)
+    first_grads = layer_norm_backward(client, x, w, g, first[1], first[2])
+    plans = (dict(LAYER_NORM._forward_plans), dict(LAYER_NORM._backward_plans))
+    _refuse_full_checks(replan)
+    copies = [upload(client, a) for a in (case.x, case.weight, case.bias, case.grad)]
+    again = layer_norm(client, *copies[:3])
+    again_grads = layer_norm_backward(client, copies[0], copies[1], copies[3], *again[1:])
+    assert (dict(LAYER_NORM._forward_plans), dict(LAYER_NORM._backward_plans)) == plans
+    for a, b_ in zip((*first, *first_grads), (*again, *again_grads), strict=True):
+        assert (a.shape, a.strides, a.elem) == (b_.shape, b_.strides, b_.elem)
+        assert download(client, a).tobytes() == download(client, b_).tobytes()
+    assert_close("out", download(client, again[0]), reference(case).out, TOLERANCE[Elem.F32])
+
+
+def test_replayed_calls_refuse_bad_operands_before_enqueueing(cpu):
+    """On a kept key, an operand of another type, shape, element type or device, or with too
+    small a handle, is refused with the first call's error, and nothing is enqueued."""
+    x, w, b = _buffer(cpu, (4, 3)), _buffer(cpu, (3,)), _buffer(cpu, (3,))
+    _, mean, rstd = layer_norm(cpu, x, w, b)
+    layer_norm_backward(cpu, x, w, x, mean, rstd)
+    cpu.sync().result()
+    other = ComputeClient(
+        ("ops-cpu", next(_ids)), CpuServer(DeviceId(0, next(_ids))), None, CpuRuntime
+    )
+    foreign = _buffer(other, (4, 3))
+    bad_forward = [
+        ((_buffer(cpu, (4, 3), Elem.F64), w, b), LaunchConfigError, "weight is f32"),
+        ((x, _buffer(cpu, (4,)), b), LayoutError, r"weight has shape \(4,\)"),
+        ((_buffer(cpu, (4, 3), strides=(1, 4)), w, b), LayoutError, "not contiguous"),
+        ((_buffer(cpu, (4, 3), nbytes=40), w, b), LayoutError, "needs 48 bytes"),
+        ((x, w, np.zeros(3, np.float32)), TypeError, "bias must be"),
+    ]
+    bad_backward = [
+        ((x, w, x, _buffer(cpu, (4,), Elem.F64), rstd), LaunchConfigError, "mean is f64"),
+        ((x, w, _buffer(cpu, (4, 3), nbytes=8), mean, rstd), LayoutError, "needs 48 bytes"),
+    ]
+    before = cpu.memory_usage().number_allocs
+    for operands, error, message in bad_forward:
+        with pytest.raises(error, match=message):
+            layer_norm(cpu, *operands)
+    for operands, error, message in bad_backward:
+        with pytest.raises(error, match=message):
+            layer_norm_backward(cpu, *operands)
+    assert cpu.memory_usage().number_allocs == before  # nothing allocated, nothing enqueued
+    with pytest.raises(InvalidHandle, match="another device"):
+        layer_norm(cpu, foreign, w, b)
+    with pytest.raises(InvalidHandle, match="another device"):
+        layer_norm_backward(cpu, x, w, foreign, mean, rstd)
+    cpu.sync().result()  # the refused launches left nothing pending on the stream
+
+
+def test_replays_follow_the_bounds_check_mode(replan):
+    """A kept plan launches in the mode in force at each call: Validate, set after the plan
+    was made, still checks its launches (and finds nothing out of bounds)."""
+    client = ruda.client("cpu")
+    case = make_case((3, 20), np.float32, seed=22)
+    x, w, b = (upload(client, a) for a in (case.x, case.weight, case.bias))
+    layer_norm(client, x, w, b)
+    try:
+        BoundsCheckMode.configure("validate")
+        out, mean, rstd = layer_norm(client, x, w, b)
+        grads = layer_norm_backward(client, x, w, x, mean, rstd)
+        client.sync().result()
+    finally:
+        BoundsCheckMode.configure(None)
+    ((plan, _),) = LAYER_NORM._forward_plans.values()
+    assert plan.launch.last[0][0] is ExecutionMode.VALIDATE  # the kept plan's launcher
+    assert_close("out", download(client, out), reference(case).out, TOLERANCE[Elem.F32])
+    assert grads[0].shape == (3, 20)
+
+
 def test_row_geometry_on_every_device(client):
     props = client.properties()
     for features in (1, 7, 24, 33, 1000, 8192):
@@ -400,6 +486,24 @@ def test_native_layer_norm_backward_is_called(native):
     result = layer_norm_backward(native, x, w, x, stats, stats)
     assert NativeLayerNormRuntime.calls == [("layer_norm_backward", (x, w, x, stats, stats))]
     assert result == (x, stats, stats)
+
+
+def test_native_dispatch_replays_checked_operands(native, replan):
+    """A repeated call of a kept key reaches the native hook without the first-call checks,
+    with the operands as they would have passed them; other operands are still refused."""
+    x = RudaTensor.from_numpy(native, np.ones((4, 3), np.float32))
+    w = upload(native, np.ones(3, np.float32))
+    stats = upload(native, np.ones(4, np.float32))
+    layer_norm(native, x, w, None, epsilon=1e-3)
+    layer_norm_backward(native, x, w, x, stats, stats)
+    _refuse_full_checks(replan)
+    layer_norm(native, x, w, None, epsilon=1e-3)
+    layer_norm_backward(native, x, w, x, stats, stats)
+    first, first_back, again, again_back = NativeLayerNormRuntime.calls
+    assert (again, again_back) == (first, first_back)
+    assert type(again[1][0]) is TensorBuffer
+    with pytest.raises(AssertionError, match="first-call checks"):  # a new key: checked
+        layer_norm(native, x, upload(native, np.ones(4, np.float32)))
 
 
 def test_operands_are_checked_before_native_dispatch(native):
