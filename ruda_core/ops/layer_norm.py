@@ -26,14 +26,16 @@ Cost of a call: the checks and the launch plan (:mod:`.layer_norm_plan`: kernel,
 cube shape, scalars, the layout of the one allocation holding the results) depend only on the
 operands' shapes, strides, element types, byte alignment, the options and the client, so they
 are made once per such key and kept; a repeated call looks its plan up, checks each handle's
-size, allocates once and enqueues. A runtime with native LayerNorm gets the checked operands
-at every call of :func:`layer_norm`; its fallback to :func:`portable_layer_norm` is planned and
-kept like any portable call.
+size, allocates once and enqueues through the client's launchers kept with the plan, in the
+mode ``BoundsCheckMode`` selects at that call. A key whose calls go to a runtime's native
+LayerNorm is kept too: a repeated call passes its operands to the hook as the checks would
+have, without running them again. An operand that differs in anything the checks cover makes
+another key, which runs the full checks.
 
 Both functions check every operand before anything is enqueued and then return at once: results
 are computed asynchronously, and faults of the enqueued kernels surface at the next ``sync()``
 or read on the client's stream, like any ``launch``. Since the checked shapes keep every access
-in bounds, the portable kernels are enqueued with ``launch_unchecked``: ``BoundsCheckMode``
+in bounds, the portable kernels are enqueued in ``launch_unchecked``'s mode: ``BoundsCheckMode``
 (``RUDA_BOUNDS_CHECK=validate``) turns the checks back on. They are thread-safe in the way
 launches are. The gradients are deterministic: the same inputs on the same device give the same
 bits.
