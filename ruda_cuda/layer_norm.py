@@ -28,7 +28,7 @@ import numpy as np
 
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
-from ruda_core.ops.layer_norm_plan import Launch, Part, allocation
+from ruda_core.ops.layer_norm_plan import Launch, Part, allocation, backward_buffers
 from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
@@ -98,14 +98,9 @@ class BackwardPlan:
         self, client: ComputeClient, x: Handle, w: Handle, g: Handle, mean: Handle, rstd: Handle
     ) -> Outputs:
         """Allocate the gradients and partial sums and enqueue the two launches."""
-        memory = client.empty(self.nbytes)
-        parts = self.parts
-        grad_input, grad_weight, grad_bias = (
-            parts[0].view(memory),
-            parts[1].view(memory),
-            parts[2].view(memory),
+        grad_input, grad_weight, grad_bias, part_w, part_b = backward_buffers(
+            client, self.nbytes, self.parts
         )
-        part_w, part_b = parts[3].binding(memory), parts[4].binding(memory)
         if self.grads is not None:
             bindings = [
                 x.binding(),

@@ -110,6 +110,22 @@ class Part:
         return Binding(b.slice, start, self.end - self.start, b.server_id, b.resource)
 
 
+def backward_buffers(
+    client: ComputeClient, nbytes: int, parts: tuple[Part, ...]
+) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer, Binding, Binding]:
+    """One allocation of a backward's results and scratch, laid out as ``parts`` (grad_input,
+    grad_weight, grad_bias, then the weight and bias partial sums): the three results as
+    views, the partial sums bound without handles of their own."""
+    memory = client.empty(nbytes)
+    return (
+        parts[0].view(memory),
+        parts[1].view(memory),
+        parts[2].view(memory),
+        parts[3].binding(memory),
+        parts[4].binding(memory),
+    )
+
+
 def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
     """The parts of one allocation of contiguous tensors (shape, element type), each at a
     multiple of 256 bytes (the widest vector's alignment and more), and its total size."""
@@ -203,15 +219,9 @@ class BackwardPlan:
         rstd: Handle,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Allocate the results and scratch and enqueue the launches in ``mode``."""
-        memory = client.empty(self.nbytes)
-        parts = self.parts
-        grad_input, grad_weight, grad_bias = (
-            parts[0].view(memory),
-            parts[1].view(memory),
-            parts[2].view(memory),
+        grad_input, grad_weight, grad_bias, part_w, part_b = backward_buffers(
+            client, self.nbytes, self.parts
         )
-        # the partial sums are scratch: bound without a handle of their own
-        part_w, part_b = parts[3].binding(memory), parts[4].binding(memory)
         xb, gb, mb, rb = x.binding(), g.binding(), mean.binding(), rstd.binding()
         if self.grad_input is not None:
             self.grad_input.enqueue(
