@@ -9,6 +9,7 @@ error into a ruda error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -119,6 +120,12 @@ def _sizes(count: RudaCount, dim: RudaDim) -> tuple[tuple[int, ...], tuple[int, 
     return (count.x * dim.x, count.y * dim.y, count.z * dim.z), (dim.x, dim.y, dim.z)
 
 
+def _same_signs(a: Sequence[Any], b: Sequence[Any] | None, positions: Sequence[int]) -> bool:
+    """Whether the floats at ``positions`` of two equal argument tuples have the same signs."""
+    assert b is not None  # equal to ``a``
+    return all(math.copysign(1.0, a[k]) == math.copysign(1.0, b[k]) for k in positions)
+
+
 class _Launcher:
     """A built kernel with its argument plan and limits, made once per (kernel, mode)."""
 
@@ -154,9 +161,11 @@ class _Launcher:
         #: the argument values last set on ``kernel`` (OpenCL captures them at each enqueue, so
         #: a launch with equal values sets none); launches are serialised by the server's lock
         self.values: tuple[object, ...] | None = None
-        #: whether a float scalar is passed: ``==`` cannot tell -0.0 from 0.0, so such a kernel
-        #: sets its arguments every launch
-        self.floats = any(a.kind is ArgKind.SCALAR and a.dtype.kind == "f" for a in args)
+        #: the positions of float scalars, whose signs are compared apart: ``==`` takes -0.0
+        #: for 0.0 (and NaN for unequal to itself, which only sets the arguments again)
+        self.floats = tuple(
+            k for k, a in enumerate(args) if a.kind is ArgKind.SCALAR and a.dtype.kind == "f"
+        )
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
         self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
         self.max_units = int(
@@ -289,7 +298,8 @@ class OpenCLServer(ComputeServer):
                 launcher.shape(count, dim)
             values = read_args(bindings, scalars, metadata)
             try:
-                if floats or values != launcher.values:
+                last = launcher.values
+                if values != last or (floats and not _same_signs(values, last, floats)):
                     kernel_.set_args(*values)
                     launcher.values = values
                 _enqueue_kernel(

@@ -64,6 +64,13 @@ def conformance_big_shared(out: Array[u32], LENGTH: Comptime[int]):
     out[ABSOLUTE_POS] = u32(tile[0])
 
 
+@kernel
+def conformance_scale(a: f32, x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i]
+
+
 def _target(client):
     return client.create_from_slice(np.full(N, SENTINEL, dtype=np.uint32))
 
@@ -93,6 +100,22 @@ def test_scalars_and_arrays_in_any_order_reach_the_kernel(client):
         )
         expected = 2.0 * x + y + 3 + (np.float32(1 << 40) if flag else 0)
         np.testing.assert_array_equal(read_array(client, out, np.float32), expected)
+
+
+def test_each_launch_passes_its_own_scalars_even_when_they_compare_equal(client):
+    # -0.0 == 0.0 and NaN != NaN: a backend that skips setting unchanged arguments must still
+    # pass each launch the sign of its zero
+    x = client.create_from_slice(np.ones(N, np.float32))
+    out = client.empty(4 * N)
+    for a in (0.0, -0.0, 0.0, -0.0, float("nan"), float("nan"), 2.0, 2.0):
+        conformance_scale.launch(
+            client, RudaCount(1), RudaDim(N), a, ArrayArg(x, N), ArrayArg(out, N)
+        )
+        got = read_array(client, out, np.float32)
+        want = np.float32(a) * np.ones(N, np.float32)
+        np.testing.assert_array_equal(got, want)  # NaN matches NaN
+        if not np.isnan(a):  # the sign of a NaN product is not specified
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_too_many_units_per_cube(client):
