@@ -28,7 +28,7 @@ import numpy as np
 
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
-from ruda_core.ops.layer_norm_plan import Launch, Part, allocation, backward_buffers
+from ruda_core.ops.layer_norm_plan import Launch, Part, allocation, buffers
 from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
@@ -68,9 +68,7 @@ class ForwardPlan:
 
     def run(self, client: ComputeClient, x: Handle, w: Handle, b: Handle | None) -> Outputs:
         """Allocate ``(out, mean, rstd)`` and enqueue the launch with these operands."""
-        memory = client.empty(self.nbytes)
-        parts = self.parts
-        out, mean, rstd = parts[0].view(memory), parts[1].view(memory), parts[2].view(memory)
+        (out, mean, rstd), _ = buffers(client, self.nbytes, self.parts)
         if self.launch is not None:
             wb = w.binding()
             bindings = [
@@ -98,8 +96,8 @@ class BackwardPlan:
         self, client: ComputeClient, x: Handle, w: Handle, g: Handle, mean: Handle, rstd: Handle
     ) -> Outputs:
         """Allocate the gradients and partial sums and enqueue the two launches."""
-        grad_input, grad_weight, grad_bias, part_w, part_b = backward_buffers(
-            client, self.nbytes, self.parts
+        (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
+            client, self.nbytes, self.parts, scratch=2
         )
         if self.grads is not None:
             bindings = [

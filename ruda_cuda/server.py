@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
@@ -66,10 +65,6 @@ _HOST_TO_DEVICE = 1
 _LEGACY_STREAM = 1
 #: handles of the legacy default stream (0 in the runtime API, as torch's default stream is)
 _LEGACY_HANDLES = frozenset((0, _LEGACY_STREAM))
-#: whether ruda's streams are made non-blocking. They are blocking, as CuPy's are: CUDA then
-#: orders them with the legacy default stream, where PyTorch and CuPy run by default, so a
-#: foreign array of that stream needs no event to be ordered after
-NON_BLOCKING_STREAMS = False
 _DEVICE_TO_HOST = 2
 _DEVICE_TO_DEVICE = 3
 _STRUCT_CODE = {
@@ -166,7 +161,17 @@ class _Launcher:
     ``cuLaunchKernel`` copies the parameters when it is called, so the block is reused by
     every launch (launches of one server are serialised by its lock)."""
 
-    __slots__ = ("cubin", "function", "module", "name", "offsets", "params", "read_args", "struct")
+    __slots__ = (
+        "cubin",
+        "function",
+        "module",
+        "name",
+        "offsets",
+        "params",
+        "read_args",
+        "run",
+        "struct",
+    )
 
     def __init__(self, cubin: bytes, compiled: CompiledKernel) -> None:
         args = compiled.args
@@ -186,6 +191,8 @@ class _Launcher:
         self.offsets = offsets
         self.params = self.new_block()
         self.read_args = make_arg_reader(args, "{b}.resource + {b}.offset_bytes")
+        #: the server's launch function of this kernel, made at the first launch
+        self.run: KernelLaunch | None = None
 
     def new_block(self) -> _ParamBlock:
         return _ParamBlock(self.struct.size, self.offsets)
@@ -314,9 +321,10 @@ class CudaServer(ComputeServer):
     # -- hooks ---------------------------------------------------------------------------------
     def _new_stream(self, slot: int) -> CudaStream:
         self._activate()
-        blocking = not NON_BLOCKING_STREAMS
-        make = functools.partial(cupy.cuda.Stream, non_blocking=not blocking)
-        return CudaStream(slot, guard("creating a stream", make), blocking)
+        # blocking, as CuPy's streams are: CUDA orders them with the legacy default stream, where
+        # PyTorch and CuPy run by default, so an array of that stream needs no event
+        stream = guard("creating a stream", lambda: cupy.cuda.Stream(non_blocking=False))
+        return CudaStream(slot, stream, blocking=True)
 
     def _build(self, compiled: CompiledKernel) -> _Launcher:
         self._activate()
@@ -339,8 +347,11 @@ class CudaServer(ComputeServer):
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """``cuLaunchKernel`` of the kernel's parameter block, packed in place at each call,
-        with the function, the block and the packer looked up once."""
+        with the function, the block and the packer looked up once; made once per built
+        kernel."""
         launcher: _Launcher = kernel.built
+        if launcher.run is not None:
+            return launcher.run
         pack, block = launcher.struct.pack_into, launcher.params.block
         read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
         dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
@@ -376,6 +387,7 @@ class CudaServer(ComputeServer):
                     f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
                 ) from exc
 
+        launcher.run = run
         return run
 
     def _prepare(

@@ -33,7 +33,7 @@ __all__ = ["Borrowed", "borrow_arguments", "keep", "lend"]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
-Reading = tuple[object, ...] | None
+Reading = tuple[Any, ...] | None
 #: entries of the table before it is cleared (arrays come and go; the table must not grow)
 _MAX_ENTRIES = 1024
 _entries: dict[tuple[object, ...], object] = {}
@@ -90,6 +90,9 @@ _current_raw_stream: Callable[[int], int] | None = None
 
 def _reader(kind: type) -> Callable[[Any], Reading] | None:
     """The reader of arrays of type ``kind``; None for a type this module leaves to DLPack."""
+    known = _readers.get(kind, _MISSING)
+    if known is not _MISSING:
+        return known  # type: ignore[no-any-return]  # a reader or None
     torch = sys.modules.get("torch")
     reader: Callable[[Any], Reading] | None = None
     if kind is np.ndarray:
@@ -155,7 +158,7 @@ def lend(client: object, arg: object) -> tuple[object, int] | None:
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
-    reader = _readers.get(type(arg), _MISSING)
+    reader = _readers.get(type(arg), _MISSING)  # _reader(), inlined for a known type
     if reader is _MISSING:
         reader = _reader(type(arg))
     if reader is None:
@@ -188,13 +191,13 @@ def keep(client: ComputeClient, owners: list[object], device: int) -> bool:
 
 def borrow_arguments(
     client: ComputeClient, kinds: Sequence[str | None], args: Sequence[object]
-) -> tuple[tuple[object, ...], list[object], int | None] | None:
+) -> tuple[tuple[object, ...], list[object], int] | None:
     """``args`` with every NumPy array and torch tensor bound to an ``Array`` or ``Tensor``
-    parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a launch argument
-    over its memory, the arrays to keep alive and the producer stream to order after (None:
-    none); None when there is no such array, when another foreign array is among them (the
-    DLPack import handles all of them), or while the server captures (a capture keeps memory
-    through handles).
+    parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a launch
+    argument over its memory, the arrays to keep alive and their device (-1: the host), both
+    for :func:`keep`; None when there is no such array, when another foreign array is among
+    them (the DLPack import handles all of them), or while the server captures (a capture
+    keeps memory through handles).
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
@@ -206,16 +209,11 @@ def borrow_arguments(
     converted: list[object] | None = None
     owners: list[object] = []
     device = -1
-    get = _readers.get
-    k = -1
-    for kind, arg in zip(kinds, args, strict=True):
-        k += 1
+    for k, (kind, arg) in enumerate(zip(kinds, args, strict=True)):
         cls = type(arg)
         if kind is None or cls in _OWN:
             continue
-        reader = get(cls, _MISSING)
-        if reader is _MISSING:
-            reader = _reader(cls)
+        reader = _reader(cls)
         if reader is None:
             if is_foreign(arg):
                 return None
@@ -234,4 +232,4 @@ def borrow_arguments(
         device = layout[4]  # every entry was checked to be on the client's device
     if converted is None:
         return None
-    return tuple(converted), owners, (_torch_stream(device) if device >= 0 else None)
+    return tuple(converted), owners, device

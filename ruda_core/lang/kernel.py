@@ -19,7 +19,7 @@ from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
 from ..runtime.dims import RudaCount, RudaDim
-from .borrow import borrow_arguments
+from .borrow import borrow_arguments, keep
 from .foreign import import_arguments, shown
 from .frontend import build_kernel
 from .launcher import Launcher, Submit, arg_elem
@@ -242,8 +242,10 @@ class Kernel:
         if borrowed is None:
             self._submit(client, client.launch, count, dim, args, comptime)
             return
-        converted, owners, producer = borrowed
-        client.server.keep_alive(client.execution_stream().value, owners, producer)
+        converted, owners, device = borrowed
+        if not keep(client, owners, device):  # a capture began meanwhile: import instead
+            self._submit(client, client.launch, count, dim, args, comptime)
+            return
         self._launcher(converted, comptime).direct(client, count, dim, converted)
 
     def launch_unchecked(

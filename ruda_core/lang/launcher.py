@@ -120,10 +120,8 @@ class Launcher:
         """A Checked launch through the binders; NumPy arrays and torch tensors among ``args``
         are borrowed first (:mod:`.borrow`), kept alive and ordered after their producer."""
         borrowed = borrow_arguments(client, self._kinds, args)
-        if borrowed is not None:
-            converted, owners, producer = borrowed
-            client.server.keep_alive(client.execution_stream().value, owners, producer)
-            self.direct(client, count, dim, converted)  # no foreign array left: no recursion
+        if borrowed is not None and keep(client, borrowed[1], borrowed[2]):
+            self.direct(client, count, dim, borrowed[0])  # no foreign array left: no recursion
             return
         self.run_on(client)(count, dim, *self._bind(args))
 

@@ -110,20 +110,15 @@ class Part:
         return Binding(b.slice, start, self.end - self.start, b.server_id, b.resource)
 
 
-def backward_buffers(
-    client: ComputeClient, nbytes: int, parts: tuple[Part, ...]
-) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer, Binding, Binding]:
-    """One allocation of a backward's results and scratch, laid out as ``parts`` (grad_input,
-    grad_weight, grad_bias, then the weight and bias partial sums): the three results as
-    views, the partial sums bound without handles of their own."""
+def buffers(
+    client: ComputeClient, nbytes: int, parts: tuple[Part, ...], scratch: int = 0
+) -> tuple[list[TensorBuffer], list[Binding]]:
+    """One allocation of a call's results and scratch, laid out as ``parts``: the results as
+    views, and the last ``scratch`` parts bound without handles of their own (used only by the
+    call's launches; the results' handles keep the allocation alive)."""
     memory = client.empty(nbytes)
-    return (
-        parts[0].view(memory),
-        parts[1].view(memory),
-        parts[2].view(memory),
-        parts[3].binding(memory),
-        parts[4].binding(memory),
-    )
+    split = len(parts) - scratch
+    return [p.view(memory) for p in parts[:split]], [p.binding(memory) for p in parts[split:]]
 
 
 def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
@@ -178,9 +173,7 @@ class ForwardPlan:
         b: Handle | None = None,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Allocate the results and enqueue the launch in ``mode`` with these operands."""
-        memory = client.empty(self.nbytes)
-        parts = self.parts
-        out, mean, rstd = parts[0].view(memory), parts[1].view(memory), parts[2].view(memory)
+        (out, mean, rstd), _ = buffers(client, self.nbytes, self.parts)
         if self.launch is not None:
             wb = w.binding()
             self.launch.enqueue(
@@ -219,8 +212,8 @@ class BackwardPlan:
         rstd: Handle,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Allocate the results and scratch and enqueue the launches in ``mode``."""
-        grad_input, grad_weight, grad_bias, part_w, part_b = backward_buffers(
-            client, self.nbytes, self.parts
+        (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
+            client, self.nbytes, self.parts, scratch=2
         )
         xb, gb, mb, rb = x.binding(), g.binding(), mean.binding(), rstd.binding()
         if self.grad_input is not None:
