@@ -32,6 +32,10 @@ class Elem(enum.Enum):
     F32 = "f32"
     F64 = "f64"
 
+    #: members are singletons compared by identity: hash them so too, in C (``Enum`` hashes
+    #: the name in Python, and dicts keyed by element type are read on every launch)
+    __hash__ = object.__hash__
+
     @property
     def nbytes(self) -> int:
         """Size of one element in bytes."""

@@ -67,6 +67,27 @@ def test_dropped_handle_is_reused(client):
     assert second.binding().offset_bytes == offset
 
 
+def test_memory_dropped_while_its_work_is_queued_is_reused_in_stream_order(client):
+    """Scratch dropped right after the launches that use it is taken again at once by the next
+    request of its size on its stream, before that work has run: the stream runs the work in
+    order, so every result is that of its own scratch."""
+    n = 1 << 14
+    src = client.create_from_slice(np.arange(n, dtype=np.uint32))
+    results, places = [], set()
+    for _ in range(40):
+        scratch = client.empty(4 * n)
+        places.add((id(scratch.binding().resource), scratch.binding().offset_bytes))
+        _double(client, src, scratch, n)
+        results.append(client.empty(4 * n))
+        _double(client, scratch, results[-1], n)
+        del scratch
+    assert len(places) < 40  # the scratch memory was taken again
+    expected = np.arange(n, dtype=np.uint32) * 4
+    for handle in results:
+        got = np.frombuffer(client.read_one(handle, timeout=30), np.uint32)
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_churn_keeps_reserved_bounded_and_cleanup_releases(client):
     config = MemoryConfig()
     rng = random.Random(1234)

@@ -1,4 +1,4 @@
-"""``Handle`` (owns memory), ``Binding`` (a frozen, non-owning view) and the pool's ``Slice``.
+"""``Handle`` (owns memory), ``Binding`` (a non-owning view) and the pool's ``Slice``.
 
 Dropping the last Python reference to a handle (and to every handle viewing the same slice)
 returns its slice to the pool: the release is queued without taking any lock (so it is safe from
@@ -90,9 +90,11 @@ class _SliceOwner:
         self.dropped.append(self.slice)  # deque.append is atomic: safe from any thread / the GC
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Binding:
-    """A non-owning view of ``nbytes`` at ``offset_bytes`` of a page, on the server ``server_id``.
+    """A non-owning view of ``nbytes`` at ``offset_bytes`` of a page, on the server ``server_id``;
+    never changed once made (not a frozen dataclass only because one is made for every handle
+    and view, and a frozen one takes four times as long to build).
 
     Only bindings cross into ``ComputeServer.launch``. Valid while the handle it came from is
     alive; using one after that is refused with ``InvalidHandle``. A backend reads ``resource``,

@@ -7,8 +7,9 @@ storage alignment; the difference is accounted as padding.
 Reuse is stream-ordered. When a slice's last handle is dropped, the server records a fence on the
 stream that last used it; the slice returns to its pool only when that fence has completed. A
 request on that same stream may take a pending slice that fits at once, since the stream orders
-the new work after the old. Reused memory always gets a new :class:`Slice`: the dropped one stays
-freed, so references to it are refused.
+the new work after the old; the slice dropped last is taken so before it is even fenced. Reused
+memory always gets a new :class:`Slice`: the dropped one stays freed, so references to it are
+refused.
 
 Reserved memory stays bounded. A new page is taken only while the pages held stay within twice
 the bytes in use plus one page; past that, idle pages are given back first, then the host waits
@@ -119,9 +120,11 @@ class MemoryManagement:
                 f"{nbytes} bytes can never fit this device's memory limit of "
                 f"{self.limit_nbytes} bytes; split the data or raise {_LIMIT_VARIABLE}"
             )
-        self.drain()
         rounded = _round_up(max(nbytes, 1), self._align)
-        slice_ = self._take_pending(rounded, stream) or self._place(rounded, nbytes)
+        slice_ = self._recycle(rounded, stream) if self.dropped else None
+        if slice_ is None:
+            self.drain()
+            slice_ = self._take_pending(rounded, stream) or self._place(rounded, nbytes)
         slice_.requested = nbytes
         slice_.stream = stream
         self._allocs += 1
@@ -143,16 +146,37 @@ class MemoryManagement:
     def _is_exclusive(self, rounded: int) -> bool:
         return rounded > self.config.slice_max_nbytes
 
+    def _fits_pending(self, s: Slice, rounded: int, stream: object) -> bool:
+        """Whether the dropped slice ``s`` may serve a request of ``rounded`` bytes on
+        ``stream`` at once: last used on that stream, the pool's own memory, and of the size
+        the request would get (exactly it on a shared page; up to twice it on an exclusive
+        page)."""
+        if s.stream is not stream or s.page.foreign is not None:
+            return False
+        if self._is_exclusive(rounded):
+            return rounded <= s.nbytes <= 2 * rounded
+        return s.nbytes == rounded
+
+    def _recycle(self, rounded: int, stream: object) -> Slice | None:
+        """The memory of the slice dropped last, as a new ``Slice``, when it fits a request
+        on ``stream`` (:meth:`_fits_pending`): no fence, no pass over the pool. The rest of
+        the dropped slices are drained as usual."""
+        s = self.dropped.pop()  # atomic: a finaliser may append meanwhile
+        if not self._fits_pending(s, rounded, stream):
+            self.dropped.append(s)
+            return None
+        self._allocs -= 1
+        self._in_use -= s.requested
+        self._padding -= s.nbytes - s.requested
+        if self.dropped:
+            self.drain()
+        return Slice(s.page, s.offset_bytes, s.nbytes, 0)
+
     def _take_pending(self, rounded: int, stream: object) -> Slice | None:
         """The memory of a slice dropped on ``stream`` that fits, as a new ``Slice``: the
         dropped one stays freed, so bindings of its handle are refused whatever reuses it."""
-        exclusive = self._is_exclusive(rounded)
         for k, s in enumerate(self._pending):
-            if (
-                s.stream is stream
-                and s.page.foreign is None
-                and (rounded <= s.nbytes <= 2 * rounded if exclusive else s.nbytes == rounded)
-            ):
+            if self._fits_pending(s, rounded, stream):
                 del self._pending[k]
                 return Slice(s.page, s.offset_bytes, s.nbytes, 0)
         return None
