@@ -26,19 +26,35 @@ VECTOR_NBYTES = 16
 #: Row elements one thread holds (forward) or sums partials for (backward), at most: what fits
 #: in registers beside the kernel's other state.
 MAX_ELEMENTS_PER_THREAD = 32
-#: Rows of at most this many elements per thread of one warp are one warp's (the warp tier).
-_WARP_TIER_ELEMENTS = 32
 #: Warps (rows) per block in the warp tier.
 _WARP_ROWS = 4
-#: Elements per thread the block tier aims for: the block is the power of two of threads that
-#: gives each about this many.
-_TARGET_ELEMENTS = 16
 #: Threads of a block-tier block, at least and at most.
 _MIN_BLOCK = 64
 _MAX_BLOCK = 1024
 #: A backward thread holds two partial sums per element: with 1024 threads (64 registers each)
 #: it takes 16 elements at most.
 _MAX_BACKWARD_ELEMENTS = {1024: 16}
+
+
+@dataclass(frozen=True, slots=True)
+class _Tiers:
+    """How a direction's rows are cut: rows of at most ``warp_elements`` elements per lane of
+    one warp are one warp's (the warp tier); wider rows take a block of the power of two of
+    threads that gives each about ``target_elements`` (the block tier), at most
+    ``max_elements`` per thread for the block sizes listed (else
+    :data:`MAX_ELEMENTS_PER_THREAD`)."""
+
+    warp_elements: int
+    target_elements: int
+    max_elements: dict[int, int]
+
+
+#: Chosen from kernel times on the H200 (``docs/benchmarks.md``, the shape class sweep): the
+#: forward of wide rows is fastest with 32 elements per thread (16384 columns: 512 threads,
+#: not 1024); the backward, which holds two partial sums per element, with 8, and with a
+#: block of several warps already for rows of 1024 f32 (4 warps of 8 elements each).
+_FORWARD = _Tiers(warp_elements=32, target_elements=32, max_elements={})
+_BACKWARD = _Tiers(warp_elements=16, target_elements=8, max_elements=_MAX_BACKWARD_ELEMENTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +107,15 @@ def _ceil_pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def _row_class(features: int, vector: int, max_elements: dict[int, int]) -> RowClass | None:
+def _row_class(features: int, vector: int, tiers: _Tiers) -> RowClass | None:
     vectors = -(-features // vector)
     per_lane = _ceil_pow2(-(-vectors // 32))
-    if per_lane * vector <= _WARP_TIER_ELEMENTS:
+    if per_lane * vector <= tiers.warp_elements:
         return RowClass(vector, per_lane, 1, _WARP_ROWS)
-    threads = min(max(_ceil_pow2(-(-features // _TARGET_ELEMENTS)), _MIN_BLOCK), _MAX_BLOCK)
+    wanted = _ceil_pow2(-(-features // tiers.target_elements))
+    threads = min(max(wanted, _MIN_BLOCK), _MAX_BLOCK)
     per_thread = _ceil_pow2(-(-vectors // threads))
-    limit = max_elements.get(threads, MAX_ELEMENTS_PER_THREAD)
+    limit = tiers.max_elements.get(threads, MAX_ELEMENTS_PER_THREAD)
     if per_thread * vector > limit:
         return None
     return RowClass(vector, per_thread, threads // 32, 1)
@@ -107,12 +124,12 @@ def _row_class(features: int, vector: int, max_elements: dict[int, int]) -> RowC
 def forward_class(features: int, vector: int) -> RowClass | None:
     """The forward kernel's class for rows of ``features`` elements accessed ``vector`` at a
     time, or None when the row is too wide to hold in registers."""
-    return _row_class(features, vector, {})
+    return _row_class(features, vector, _FORWARD)
 
 
 def backward_class(features: int, vector: int) -> RowClass | None:
     """The backward kernel's class (as :func:`forward_class`, with the backward's limits)."""
-    return _row_class(features, vector, _MAX_BACKWARD_ELEMENTS)
+    return _row_class(features, vector, _BACKWARD)
 
 
 def backward_blocks(rows: int, row_class: RowClass, compute_units: int) -> int:

@@ -356,6 +356,8 @@ class CudaServer(ComputeServer):
         read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
         dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
         index, get_device, launch = self._index, runtime.getDevice, driver.launchKernel
+        #: with one visible GPU it is always the current device: no query per launch
+        single = runtime.getDeviceCount() == 1
 
         def run(
             stream: ServerStream,
@@ -365,7 +367,7 @@ class CudaServer(ComputeServer):
             scalars: Sequence[np.generic],
             metadata: Sequence[int],
         ) -> None:
-            if get_device() != index:  # _activate(), inlined
+            if not single and get_device() != index:  # _activate(), inlined
                 self._activate()
             pack(block, 0, *read(bindings, scalars, metadata))
             try:

@@ -499,6 +499,9 @@ class ComputeClient:
         always = task.shared_bytes > max_shared or task.dynamic_shared
         check = self._check_limits
         local = thread_stream
+        #: the (count, dim) last found within the limits (both are frozen: compared by
+        #: identity, as callers pass the same objects launch after launch)
+        fits: tuple[RudaCount, RudaDim] | None = None
 
         def launch(
             count: RudaCount,
@@ -507,18 +510,23 @@ class ComputeClient:
             scalars: Sequence[np.generic] = (),
             metadata: Sequence[int] = (),
         ) -> None:
-            x, y, z = dim.x, dim.y, dim.z
-            if (
-                always
-                or x * y * z > max_units
-                or x > dx
-                or y > dy
-                or z > dz
-                or count.x > cx
-                or count.y > cy
-                or count.z > cz
-            ):
-                check(task, count, dim, scalars)
+            nonlocal fits
+            last = fits
+            if last is None or last[0] is not count or last[1] is not dim:
+                x, y, z = dim.x, dim.y, dim.z
+                if (
+                    always
+                    or x * y * z > max_units
+                    or x > dx
+                    or y > dy
+                    or z > dz
+                    or count.x > cx
+                    or count.y > cy
+                    or count.z > cz
+                ):
+                    check(task, count, dim, scalars)  # raises unless only ``always`` holds
+                else:
+                    fits = (count, dim)
             stream = self._stream  # execution_stream(), inlined; set_stream may change it
             if stream is None:
                 stream = getattr(local, "stream", None) or StreamId.current()
