@@ -176,8 +176,8 @@ def _aligned(where: str, binding: Binding, alignment: int) -> Binding:
     if alignment > 1 and binding.offset_bytes % alignment:
         raise LaunchConfigError(
             f"{where} starts {binding.offset_bytes} B into its memory; the kernel accesses it in "
-            f"lines, which need a start at a multiple of {alignment} B. Pass a handle (or a "
-            f"Handle.offset view) that starts at such a multiple"
+            f"lines, which need a start at a multiple of {alignment} B. Pass a handle, a "
+            f"Handle.offset view or another library's array that starts at such a multiple"
         )
     return binding
 

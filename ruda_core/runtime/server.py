@@ -38,6 +38,7 @@ from ..errors import (
     UnsupportedFeature,
 )
 from ..ir import ExecutionMode
+from ..ir.lines import MAX_LINE_ALIGNMENT
 from .arguments import LaunchArgs
 from .cache import EntryOrigin
 from .capture import CapturedCopy, CapturedLaunch, Captures, PreparedStep, Recording
@@ -582,8 +583,8 @@ class ComputeServer(ABC):
             stream = self._stream(stream_value)
             if producer is not None and producer not in stream.ordered_producers:
                 self._order_after_producer(stream, producer)
-            resource = self._adopt(address, nbytes)
-            slice_ = self.memory.adopt(resource, nbytes, owner, stream)
+            resource, lead = self._adopted(address, nbytes)
+            slice_ = self.memory.adopt(resource, lead, nbytes, owner, stream)
             return Handle._new(slice_, self.memory.dropped, self.server_id)
 
     def borrow(self, address: int, nbytes: int) -> Binding:
@@ -595,9 +596,17 @@ class ComputeServer(ABC):
 
         :raises UnsupportedFeature: on a device whose memory cannot be used by address.
         """
-        resource = self._adopt(address, nbytes)
-        slice_ = Slice(Page(resource, nbytes, True), 0, nbytes, nbytes)
-        return Binding(slice_, 0, nbytes, self.server_id, resource)
+        resource, lead = self._adopted(address, nbytes)
+        slice_ = Slice(Page(resource, lead + nbytes, True), lead, nbytes, nbytes)
+        return Binding(slice_, lead, nbytes, self.server_id, resource)
+
+    def _adopted(self, address: int, nbytes: int) -> tuple[object, int]:
+        """The page resource over memory at ``address`` and the address's offset into it. The
+        page starts at the multiple of ``MAX_LINE_ALIGNMENT`` at or below ``address``, so a
+        binding's ``offset_bytes`` tells its line alignment as a pool slice's does, and a launch
+        that reads such memory in lines refuses a misaligned start before anything runs."""
+        lead = address % MAX_LINE_ALIGNMENT if nbytes else 0
+        return self._adopt(address - lead, lead + nbytes), lead
 
     def keep_alive(self, stream_value: int, owners: Sequence[object], producer: int | None) -> None:
         """Keep ``owners`` alive until the work enqueued on the stream from now until the next

@@ -285,3 +285,34 @@ def test_borrowed_tensors_of_torch_on_the_numpy_device(cpu):
     assert torch.equal(out.view(-1), x + 0.5)
     with pytest.raises(LaunchConfigError, match="f64 elements"):
         saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x.double(), x, x)
+
+
+@kernel
+def copy_lines(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i * 4 < out.len():
+        out.store_line(i, x.load_line(i, 4))
+
+
+def _off_a_line(n: int) -> np.ndarray:
+    """``n`` f32 starting one element past a 16-byte boundary."""
+    base = np.arange(n + 8, dtype=np.float32)
+    first = next(k for k in range(4) if base[k:].__array_interface__["data"][0] % 16 == 4)
+    return base[first : first + n]
+
+
+def test_another_librarys_array_off_a_line_boundary_is_refused_by_a_line_kernel(cpu):
+    """As a ``Handle.offset`` view is: lines need their start aligned, and the array's own
+    address decides, whether it is passed as is or imported first."""
+    x, out = _off_a_line(16), np.zeros(16, np.float32)
+    with pytest.raises(LaunchConfigError, match="multiple of 16 B"):
+        copy_lines.launch(cpu, RudaCount(1), RudaDim(4), x, out)
+    imported = ruda.from_dlpack(x, cpu)
+    assert imported.handle.binding().offset_bytes % 16 == 4
+    with pytest.raises(LaunchConfigError, match="multiple of 16 B"):
+        copy_lines.launch(cpu, RudaCount(1), RudaDim(4), imported, out)
+    assert not out.any()  # nothing ran
+    aligned = x[3:15]  # 16 bytes further: on a line boundary
+    copy_lines.launch(cpu, RudaCount(1), RudaDim(3), aligned, out[:12])
+    cpu.sync().result()
+    np.testing.assert_array_equal(out[:12], aligned)

@@ -132,14 +132,16 @@ class MemoryManagement:
         self._padding += slice_.nbytes - nbytes
         return slice_
 
-    def adopt(self, resource: object, nbytes: int, owner: object, stream: object) -> Slice:
-        """A slice of ``nbytes`` over memory another library allocated (``resource`` is what
-        the backend's pages are), first used on ``stream``. ``owner`` keeps the memory alive:
-        it is released once the slice is dropped and the work queued on it is done; the pool
-        never reuses the memory and does not count it in :meth:`usage`."""
-        page = Page(resource, nbytes, True, owner)
+    def adopt(
+        self, resource: object, offset_bytes: int, nbytes: int, owner: object, stream: object
+    ) -> Slice:
+        """A slice of ``nbytes`` at ``offset_bytes`` of memory another library allocated
+        (``resource`` is what the backend's pages are), first used on ``stream``. ``owner``
+        keeps the memory alive: it is released once the slice is dropped and the work queued on
+        it is done; the pool never reuses the memory and does not count it in :meth:`usage`."""
+        page = Page(resource, offset_bytes + nbytes, True, owner)
         page.live = 1
-        slice_ = Slice(page, 0, nbytes, nbytes)
+        slice_ = Slice(page, offset_bytes, nbytes, nbytes)
         slice_.stream = stream
         return slice_
 
