@@ -286,6 +286,24 @@ def _scalar_binder(where: str, elem: Elem) -> Binder:
 
 
 def _scalar_converter(where: str, elem: Elem) -> Callable[[object], np.generic]:
+    """The checked conversion of a scalar argument to ``elem``'s NumPy type, remembering the
+    last argument: a launch in a loop passes the same (immutable) number object each time."""
+    convert = _checked_converter(where, elem)
+    last: tuple[object, np.generic | None] = (None, None)  # replaced as one tuple: thread-safe
+
+    def remembered(arg: object) -> np.generic:
+        nonlocal last
+        seen, value = last
+        if seen is arg and value is not None:
+            return value
+        value = convert(arg)
+        last = (arg, value)
+        return value
+
+    return remembered
+
+
+def _checked_converter(where: str, elem: Elem) -> Callable[[object], np.generic]:
     scalar_type = elem.numpy.type
     if elem is Elem.BOOL:
 
