@@ -26,6 +26,7 @@ from ..interop.foreign import check_usable
 from ..ir import Elem
 from ..runtime.client import ComputeClient
 from ..runtime.layout import is_contiguous
+from ..runtime.memory import Binding
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
@@ -34,9 +35,16 @@ __all__ = ["Borrowed", "borrow_arguments", "keep", "lend"]
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
 Reading = tuple[Any, ...] | None
+#: what :func:`lend` returns: the binding over the array's memory, its length and element type
+#: (already checked against each other) and its device (-1: the host)
+Lent = tuple[Binding, int, Elem, int]
 #: entries of the table before it is cleared (arrays come and go; the table must not grow)
 _MAX_ENTRIES = 1024
+#: clients with a table of lent entries before they are all cleared
+_MAX_CLIENTS = 16
 _entries: dict[tuple[object, ...], object] = {}
+#: per client, the contiguous entries as :func:`lend` returns them, by layout (bounded as above)
+_lent: dict[object, dict[tuple[Any, ...], Lent]] = {}
 _readers: dict[type, Callable[[Any], Reading] | None] = {}
 _MISSING: Any = object()
 #: ruda's own argument types, which a launch binds without borrowing
@@ -150,11 +158,12 @@ def _lookup(client: ComputeClient, kind: str, layout: tuple[Any, ...], arg: obje
     return entry
 
 
-def lend(client: object, arg: object) -> tuple[object, int] | None:
-    """The launch argument over a NumPy array's or torch tensor's memory for an ``Array``
-    parameter, and the array's device (-1: the host); None for any other argument, another
-    client type or an element type ruda lacks (the caller then takes its general path, which
-    says why). Call :func:`keep` for the lent arrays before the launch is enqueued.
+def lend(client: object, arg: object) -> Lent | None:
+    """A NumPy array's or torch tensor's memory as an ``Array`` argument: its binding, length,
+    element type and device (-1: the host), made and checked once per client and layout. None
+    for any other argument, a non-contiguous array, another client type or an element type
+    ruda lacks (the caller then takes its general path, which says why). Call :func:`keep`
+    for the lent arrays before the launch is enqueued.
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
@@ -166,15 +175,31 @@ def lend(client: object, arg: object) -> tuple[object, int] | None:
     layout = reader(arg)
     if layout is None:
         return None
-    entry = _entries.get((client, "array", layout))  # _lookup(), inlined for a hit
-    if entry is None:
-        if not isinstance(client, ComputeClient):
-            return None
-        try:
-            entry = _lookup(client, "array", layout, arg)
-        except TypeError:
-            return None
-    return entry, layout[4]
+    table = _lent.get(client)
+    lent = None if table is None else table.get(layout)
+    if lent is None:
+        lent = _lend_new(client, layout, arg)
+    return lent
+
+
+def _lend_new(client: object, layout: tuple[Any, ...], arg: object) -> Lent | None:
+    """:func:`lend` for a layout not lent yet to ``client``: the table entry, remembered when
+    it is a contiguous array's."""
+    if not isinstance(client, ComputeClient):
+        return None
+    try:
+        entry = _lookup(client, "array", layout, arg)
+    except TypeError:
+        return None
+    if type(entry) is not ArrayArg:
+        return None
+    table = _lent.get(client)
+    if table is None or len(table) >= _MAX_ENTRIES:
+        if len(_lent) >= _MAX_CLIENTS:
+            _lent.clear()
+        table = _lent[client] = {}
+    lent = table[layout] = (entry.handle.binding(), entry.length, entry.elem, layout[4])
+    return lent
 
 
 def keep(client: ComputeClient, owners: list[object], device: int) -> bool:

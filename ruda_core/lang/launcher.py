@@ -379,12 +379,13 @@ def _fast_path(
                 f"    n{k} = {a}.length",
                 "else:",
                 f"    lent = lend(cl, {a})",
-                "    if lent is None: return SLOW",
-                f"    e{k}, device = lent",
-                f"    if type(e{k}) is not ArrayArg or e{k}.elem is not E{k} or {fits(f'e{k}')}:",
-                "        return SLOW",
-                f"    b{k} = e{k}.handle.binding()",
-                f"    n{k} = e{k}.length",
+                f"    if lent is None or lent[2] is not E{k}: return SLOW",
+                f"    b{k}, n{k}, _, device = lent",
+                *(
+                    [f"    if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
+                    if p in launcher.alignment
+                    else []
+                ),
                 f"    if kept is None: kept = [{a}]",
                 f"    else: kept.append({a})",
             ]
