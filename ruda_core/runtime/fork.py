@@ -43,7 +43,7 @@ _REMEDY = (
 
 
 class _RetiredLock:
-    """Stands in for the lock of a server retired by a fork: entering it raises."""
+    """Stands in for the lock of a server retired by a fork: entering or acquiring it raises."""
 
     __slots__ = ("error",)
 
@@ -52,6 +52,12 @@ class _RetiredLock:
 
     def __enter__(self) -> None:
         raise ServerUnhealthy(self.error)
+
+    def acquire(self) -> bool:
+        raise ServerUnhealthy(self.error)
+
+    def release(self) -> None:
+        """Never reached: acquiring raised."""
 
     def __exit__(self, *exc: object) -> None:
         """Never reached: entering raised."""

@@ -270,8 +270,12 @@ class ComputeServer(ABC):
         """
         if self._captures:
             self._capture_state.refuse("empty()", stream_value)
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # not ``with``: as in launcher(), for a call made at every allocation
+        try:
             return self._empty(nbytes, self._stream(stream_value))
+        finally:
+            lock.release()
 
     def create(self, data: memoryview, stream_value: int) -> Handle:
         """Memory holding a copy of ``data`` (a contiguous byte view); waits and raises as
@@ -614,7 +618,9 @@ class ComputeServer(ABC):
         ``producer`` (another library's stream handle) other than the stream's own, make later
         work on the stream wait for what ``producer`` has queued. Call it before enqueueing the
         launch that uses the owners' memory."""
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # not ``with``: as in launcher(), for a call made at every launch
+        try:
             stream = self._streams.get(stream_value % self.max_streams) or self._stream(
                 stream_value
             )
@@ -623,6 +629,8 @@ class ComputeServer(ABC):
             stream.kept += owners
             if len(stream.kept) >= _KEEP_BATCH:
                 self._fence_kept(stream)
+        finally:
+            lock.release()
 
     def _fence_kept(self, stream: ServerStream) -> None:
         """Fence the stream's kept owners as one batch; let go of batches whose work is done
@@ -729,6 +737,8 @@ class ComputeServer(ABC):
         n_streams = self.max_streams
         #: the kernel last launched and its _kernel_launch, swapped as one reference
         made: tuple[LoadedKernel | None, KernelLaunch | None] = (None, None)
+        #: the count last found static and non-empty (frozen: compared by identity)
+        static: RudaCount | None = None
 
         def run(
             count: RudaCount,
@@ -738,18 +748,15 @@ class ComputeServer(ABC):
             metadata: Sequence[int],
             stream_value: int,
         ) -> None:
-            nonlocal made
+            nonlocal made, static
             kernel = kernels.get(key)
             stream = streams.get(stream_value % n_streams)
-            if (
-                kernel is None
-                or stream is None
-                or validate
-                or captures
-                or self._profile is not None
-                or count.binding is not None
-                or not (count.x and count.y and count.z)
-            ):
+            if count is not static:
+                if count.binding is None and count.x and count.y and count.z:
+                    static = count
+                else:
+                    stream = None  # a dynamic or empty count: launch() handles it
+            if kernel is None or stream is None or captures or self._profile is not None:
                 launch(
                     task,
                     _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
@@ -761,7 +768,9 @@ class ComputeServer(ABC):
             if made_for is not kernel or direct is None:
                 direct = self._kernel_launch(task, kernel)
                 made = (kernel, direct)
-            with self.lock:  # read each time: a fork replaces it
+            lock = self.lock  # read each time: a fork replaces it
+            lock.acquire()  # not ``with``: its protocol costs as much again, on every launch
+            try:
                 if dropped:
                     memory.drain()
                 poisoned = False
@@ -780,7 +789,16 @@ class ComputeServer(ABC):
                     self._enqueue(stream, task, mode, kernel, args)
                 else:
                     direct(stream, count, dim, bindings, scalars, metadata)
+            finally:
+                lock.release()
 
+        if validate:  # every Validate launch takes launch(), which reads the flags back
+            return lambda count, dim, bindings, scalars, metadata, stream_value: launch(
+                task,
+                _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
+                mode,
+                stream_value,
+            )
         return run
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
