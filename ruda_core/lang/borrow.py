@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -198,7 +198,8 @@ def _lend_new(client: object, layout: tuple[Any, ...], arg: object) -> Lent | No
         if len(_lent) >= _MAX_CLIENTS:
             _lent.clear()
         table = _lent[client] = {}
-    lent = table[layout] = (entry.handle.binding(), entry.length, entry.elem, layout[4])
+    elem = cast(Elem, entry.elem)  # an entry always names its element type
+    lent = table[layout] = (entry.handle.binding(), entry.length, elem, int(layout[4]))
     return lent
 
 

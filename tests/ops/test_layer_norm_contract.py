@@ -13,7 +13,7 @@ import pytest
 
 import ruda_core as ruda
 from ruda_core.ir import Elem, ExecutionMode
-from ruda_core.ops import layer_norm, layer_norm_backward
+from ruda_core.ops import layer_norm, layer_norm_backward, portable_layer_norm
 from ruda_core.ops.geometry import HeldGeometry, RowGeometry, held_geometry, row_geometry
 from ruda_core.runtime import (
     BoundsCheckMode,
@@ -536,3 +536,16 @@ def test_no_access_out_of_bounds(replan, path):
             client.sync().result(timeout=60)
     finally:
         BoundsCheckMode.configure(None)
+
+
+def test_calls_with_the_same_operands_follow_their_own_epsilon(client):
+    """The last call's plan is reused only for the very same operands and options: the same
+    tensors with another epsilon, or through the other entry point, compute their own result."""
+    x = upload(client, np.linspace(-1.0, 1.0, 4 * 64, dtype=np.float32).reshape(4, 64))
+    w = upload(client, np.ones(64, np.float32))
+    for eps in (1e-5, 1.0, 1e-5, 4.0):
+        for call in (layer_norm, portable_layer_norm, layer_norm):
+            _, _, rstd = call(client, x, w, None, eps)
+            host = download(client, x).astype(np.float64)
+            expected = 1.0 / np.sqrt(host.var(axis=1) + eps)
+            np.testing.assert_allclose(download(client, rstd), expected, rtol=1e-4)
