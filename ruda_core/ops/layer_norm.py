@@ -46,7 +46,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..runtime import BoundsCheckMode, ComputeClient, LayoutError
-from ..runtime.layer_norm_args import TensorBuffer
+from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..tensor import RudaTensor
 from .geometry import accumulator
 from .layer_norm_plan import (
@@ -320,7 +320,7 @@ def _as_buffer(value: Operand) -> TensorBuffer:
     """An operand of a kept key as the checks return it (its fields are already checked)."""
     if type(value) is TensorBuffer:
         return value
-    return TensorBuffer(value.handle, value.shape, value.strides, value.elem)
+    return tensor_buffer(value.handle, value.shape, value.strides, value.elem)
 
 
 def _portable_forward(

@@ -23,7 +23,7 @@ from ..lang.kernel import Kernel
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask, RudaTask
-from ..runtime.layer_norm_args import TensorBuffer
+from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..runtime.layout import contiguous_strides
 from ..runtime.memory import Binding, Handle
 from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
@@ -98,7 +98,7 @@ class Part:
         return self.end - self.start
 
     def view(self, memory: Handle) -> TensorBuffer:
-        return TensorBuffer(
+        return tensor_buffer(
             memory.offset(self.start, self.end), self.shape, self.strides, self.elem
         )
 

@@ -9,7 +9,7 @@ from ..ir import Elem
 from .layout import Strided
 from .memory.handle import Handle
 
-__all__ = ["TensorBuffer"]
+__all__ = ["TensorBuffer", "tensor_buffer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +20,24 @@ class TensorBuffer(Strided):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     elem: Elem
+
+
+_new = object.__new__
+_set_fields = tuple(
+    TensorBuffer.__dict__[field].__set__ for field in ("handle", "shape", "strides", "elem")
+)
+
+
+def tensor_buffer(
+    handle: Handle, shape: tuple[int, ...], strides: tuple[int, ...], elem: Elem
+) -> TensorBuffer:
+    """``TensorBuffer(handle, shape, strides, elem)``, the same frozen value, built through its
+    slots directly (the dataclass's ``__init__`` sets each field through ``object.__setattr__``,
+    which costs half as much again): for the results of every LayerNorm call."""
+    buf = _new(TensorBuffer)
+    set_handle, set_shape, set_strides, set_elem = _set_fields
+    set_handle(buf, handle)
+    set_shape(buf, shape)
+    set_strides(buf, strides)
+    set_elem(buf, elem)
+    return buf

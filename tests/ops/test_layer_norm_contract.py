@@ -5,6 +5,7 @@ cube count, and the dispatch to a runtime's native LayerNorm."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 
@@ -549,3 +550,14 @@ def test_calls_with_the_same_operands_follow_their_own_epsilon(client):
             host = download(client, x).astype(np.float64)
             expected = 1.0 / np.sqrt(host.var(axis=1) + eps)
             np.testing.assert_allclose(download(client, rstd), expected, rtol=1e-4)
+
+
+def test_results_are_frozen_tensor_buffers(cpu):
+    x = _buffer(cpu, (2, 8))
+    w = _buffer(cpu, (8,))
+    for result in layer_norm(cpu, x, w):
+        assert type(result) is TensorBuffer
+        copy = TensorBuffer(result.handle, result.shape, result.strides, result.elem)
+        assert result == copy and hash(result) == hash(copy)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.shape = (1,)
