@@ -292,17 +292,16 @@ def _lookup(
     options: tuple[object, ...],
 ) -> tuple[Key | None, P | None]:
     """The call's key and the plan kept for it, if every handle is large enough for it. The
-    last call found in ``plans`` is remembered: a call with the very same operand objects
-    (frozen, so of the same layout and handles), client and options reuses its key and plan
-    without building the key again."""
+    last call found in ``plans`` is remembered: a call with the same operands (frozen values of
+    the same layout and handles), client and options reuses its key and plan without building
+    the key again."""
     last = _last_hit.get(id(plans))
     if (
         last is not None
         and last[5] is plans
         and last[0] is client
         and last[1] == options
-        and len(last[2]) == len(operands)
-        and all(a is b for a, b in zip(last[2], operands, strict=True))
+        and last[2] == operands  # the same objects at once; else frozen values field by field
     ):
         return last[3], last[4]
     key = _key(client, operands, options)
