@@ -299,7 +299,12 @@ class ComputeClient:
         :param nbytes: a non-negative integer (``int`` or NumPy integer).
         :raises ValueError: for a negative size, a bool, a float or another non-integer.
         """
-        return self._server.empty(_check_nbytes(nbytes), self.execution_stream().value)
+        if type(nbytes) is not int or nbytes < 0:
+            nbytes = _check_nbytes(nbytes)
+        stream = self._stream  # execution_stream(), inlined: every allocation asks
+        if stream is None:
+            stream = getattr(thread_stream, "stream", None) or StreamId.current()
+        return self._server.empty(nbytes, stream.value)
 
     def write(self, handle: Handle, data: Any) -> None:
         """Enqueue a copy of ``data`` into ``handle`` (sizes must match exactly)."""
