@@ -28,7 +28,7 @@ import numpy as np
 
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
-from ruda_core.ops.layer_norm_plan import Launch, Part, allocation, buffers
+from ruda_core.ops.layer_norm_plan import ForwardPlan, Launch, Part, allocation, buffers
 from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
@@ -43,7 +43,6 @@ from .layer_norm_tasks import ELEMS, FINISH_DIM, backward_task, finish_task, for
 
 __all__ = [
     "BackwardPlan",
-    "ForwardPlan",
     "backward_plan",
     "forward_plan",
     "layer_norm",
@@ -56,31 +55,6 @@ _CHECKED = ExecutionMode.CHECKED
 #: The most plans kept per direction; a full table is emptied (a plan is cheap to rebuild).
 _MAX_PLANS = 256
 P = TypeVar("P", "ForwardPlan", "BackwardPlan")
-
-
-@dataclass(frozen=True, slots=True)
-class ForwardPlan:
-    """The native forward of one (shape, element type, bias or not, epsilon, alignment)."""
-
-    nbytes: int
-    parts: tuple[Part, ...]
-    launch: Launch | None
-
-    def run(self, client: ComputeClient, x: Handle, w: Handle, b: Handle | None) -> Outputs:
-        """Allocate ``(out, mean, rstd)`` and enqueue the launch with these operands."""
-        (out, mean, rstd), _ = buffers(client, self.nbytes, self.parts)
-        if self.launch is not None:
-            wb = w.binding()
-            bindings = [
-                x.binding(),
-                wb,
-                wb if b is None else b.binding(),
-                out.handle.binding(),
-                mean.handle.binding(),
-                rstd.handle.binding(),
-            ]
-            self.launch.enqueue(client, _CHECKED, bindings)
-        return out, mean, rstd
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +114,8 @@ def layer_norm(
         _keep(_forward_plans, key, plan)
     if plan is None:
         return portable_layer_norm(client, x, weight, bias, epsilon)
-    return plan.run(client, x.handle, weight.handle, None if bias is None else bias.handle)
+    b = None if bias is None else bias.handle
+    return plan.run(client, _CHECKED, x.handle, weight.handle, b)
 
 
 def layer_norm_backward(

@@ -76,7 +76,8 @@ def _read_numpy(arr: np.ndarray) -> Reading:
     return address, arr.dtype, arr.shape, arr.strides, -1, read_only
 
 
-_char_view = ctypes.c_char.from_buffer
+#: a one-byte ctypes view at a writable contiguous buffer's start (an ndarray is one)
+_char_view: Callable[[Any], ctypes.c_char] = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
 
 

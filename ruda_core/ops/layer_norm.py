@@ -43,7 +43,7 @@ bits.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..runtime import BoundsCheckMode, ComputeClient, LayoutError
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
@@ -94,9 +94,6 @@ _OPERANDS = (TensorBuffer, RudaTensor)
 _MAX_PLANS = 256
 _forward_plans: dict[Key, Entry[ForwardPlan | _Native]] = {}
 _backward_plans: dict[Key, Entry[BackwardPlan | _Native]] = {}
-#: per table (by ``id``), its last hit: client, options, operands, key, plan and the table,
-#: replaced as one tuple (thread-safe)
-_last_hit: dict[int, tuple[Any, ...]] = {}
 #: Whether a key is of a call that dispatches (to the native LayerNorm or the portable one)
 #: or of a ``portable_*`` call.
 _DISPATCH, _PORTABLE = "dispatch", "portable"
@@ -291,19 +288,7 @@ def _lookup(
     operands: tuple[Operand, ...],
     options: tuple[object, ...],
 ) -> tuple[Key | None, P | None]:
-    """The call's key and the plan kept for it, if every handle is large enough for it. The
-    last call found in ``plans`` is remembered: a call with the same operands (frozen values of
-    the same layout and handles), client and options reuses its key and plan without building
-    the key again."""
-    last = _last_hit.get(id(plans))
-    if (
-        last is not None
-        and last[5] is plans
-        and last[0] is client
-        and last[1] == options
-        and last[2] == operands  # the same objects at once; else frozen values field by field
-    ):
-        return last[3], last[4]
+    """The call's key and the plan kept for it, if every handle is large enough for it."""
     key = _key(client, operands, options)
     entry = None if key is None else plans.get(key)
     if entry is None:
@@ -311,7 +296,6 @@ def _lookup(
     for value, need in zip(operands, entry[1], strict=True):
         if value.handle.nbytes < need:
             return key, None  # the full checks say why
-    _last_hit[id(plans)] = (client, options, operands, key, entry[0], plans)
     return key, entry[0]
 
 

@@ -740,6 +740,24 @@ class ComputeServer(ABC):
         #: the count last found static and non-empty (frozen: compared by identity)
         static: RudaCount | None = None
 
+        def general(
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+            stream_value: int,
+        ) -> None:
+            launch(
+                task,
+                _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
+                mode,
+                stream_value,
+            )
+
+        if validate:  # every Validate launch takes launch(), which reads the flags back
+            return general
+
         def run(
             count: RudaCount,
             dim: RudaDim,
@@ -757,12 +775,7 @@ class ComputeServer(ABC):
                 else:
                     stream = None  # a dynamic or empty count: launch() handles it
             if kernel is None or stream is None or captures or self._profile is not None:
-                launch(
-                    task,
-                    _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
-                    mode,
-                    stream_value,
-                )
+                general(count, dim, bindings, scalars, metadata, stream_value)
                 return
             made_for, direct = made
             if made_for is not kernel or direct is None:
@@ -792,13 +805,6 @@ class ComputeServer(ABC):
             finally:
                 lock.release()
 
-        if validate:  # every Validate launch takes launch(), which reads the flags back
-            return lambda count, dim, bindings, scalars, metadata, stream_value: launch(
-                task,
-                _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
-                mode,
-                stream_value,
-            )
         return run
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
