@@ -211,7 +211,8 @@ class _GraphReplay:
 
     def __call__(self, stream: ServerStream) -> None:
         server = self.server
-        server._activate()
+        if not server._alone:
+            server._activate()
         try:
             self.graph.launch(stream.stream)  # type: ignore[attr-defined]  # a CudaStream
         except runtime.CUDARuntimeError as exc:
@@ -225,6 +226,9 @@ class CudaServer(ComputeServer):
 
     def __init__(self, device: CudaDevice) -> None:
         self._index = device.index
+        #: with one visible GPU it is every thread's current device: launches and replays do
+        #: not ask which device is current
+        self._alone = runtime.getDeviceCount() == 1
         self._activate()
         props = guard("querying the device", lambda: runtime.getDeviceProperties(device.index))
         super().__init__(device.to_id(), CudaStorage(int(props["totalGlobalMem"]), device.index))
@@ -356,8 +360,7 @@ class CudaServer(ComputeServer):
         read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
         dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
         index, get_device, launch = self._index, runtime.getDevice, driver.launchKernel
-        #: with one visible GPU it is always the current device: no query per launch
-        single = runtime.getDeviceCount() == 1
+        alone = self._alone
 
         def run(
             stream: ServerStream,
@@ -367,7 +370,7 @@ class CudaServer(ComputeServer):
             scalars: Sequence[np.generic],
             metadata: Sequence[int],
         ) -> None:
-            if not single and get_device() != index:  # _activate(), inlined
+            if not alone and get_device() != index:  # _activate(), inlined
                 self._activate()
             pack(block, 0, *read(bindings, scalars, metadata))
             try:

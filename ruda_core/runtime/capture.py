@@ -141,17 +141,23 @@ class Captures:
         bindings = tuple(used.values())
         launches = tuple(recording.launches)
         captures = self.open
+        streams, n_streams = server._streams, server.max_streams
 
         def replay(stream_value: int) -> None:
             if captures and self.record(launches, stream_value):
                 return
             if whole is not None:
-                with server.lock:
-                    stream = server._stream(stream_value)
-                    poisoned = server._use_bindings(stream, bindings)
-                    if server._profile is None and not poisoned:
+                lock = server.lock  # read each time: a fork replaces it
+                lock.acquire()  # not ``with``: its protocol costs as much again
+                try:
+                    stream = streams.get(stream_value % n_streams)  # _stream(), inlined
+                    if stream is None:
+                        stream = server._stream(stream_value)
+                    if not server._use_bindings(stream, bindings) and server._profile is None:
                         whole(stream)
                         return
+                finally:
+                    lock.release()
             for each in replays:
                 each(stream_value)
 
@@ -306,14 +312,16 @@ class Graph:
                 "this graph holds no recording: replay it after its `with client.capture()` "
                 "block has ended without an error"
             )
-        target = self._client if client is None else client
-        if target.server is not self._client.server:
+        if client is None:  # no check of the device: the graph's own client
+            replay(self._client.execution_stream().value)
+            return
+        if client.server is not self._client.server:
             raise CaptureError(
                 f"a graph captured on {self._client.device_id()} cannot be replayed on "
-                f"{target.device_id()}: its kernels and memory belong to the device that "
+                f"{client.device_id()}: its kernels and memory belong to the device that "
                 "captured it. Capture the launches again on that device's client"
             )
-        replay(target.execution_stream().value)
+        replay(client.execution_stream().value)
 
     def __repr__(self) -> str:
         state = "capturing" if self._recording is not None else f"{self._count} steps"

@@ -7,6 +7,8 @@ Skips (saying why) without CuPy or a GPU; fails instead when ``RUDA_REQUIRE`` na
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,27 @@ def test_cupy_sees_the_replayed_results(cuda):
     memory = cupy.cuda.UnownedMemory(binding.resource + binding.offset_bytes, 4 * N, y)
     view = cupy.ndarray((N,), cupy.float32, cupy.cuda.MemoryPointer(memory, 0))
     assert float(view.sum()) == pytest.approx(10.0 * N)
+
+
+def test_a_fresh_thread_launches_and_replays_on_a_pinned_client(cuda):
+    """A thread that never touched CUDA launches and replays on a stream another thread made:
+    the device is current for it without ruda asking per launch."""
+    pinned = cuda.fixed_execution_queue()
+    x = pinned.create_from_slice(np.ones(N, np.float32))
+    y = pinned.create_from_slice(np.zeros(N, np.float32))
+    with pinned.capture() as graph:
+        _chain(pinned, x, y, links=2)  # adds 1 + 2
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _chain(pinned, x, y, links=1)  # adds 1
+            graph.replay()
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(TIMEOUT_S)
+    assert not errors
+    np.testing.assert_array_equal(read_array(pinned, y, np.float32), np.full(N, 4))
