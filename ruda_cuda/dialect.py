@@ -254,7 +254,14 @@ class CudaDialect(Dialect):
         return f"__{spelling}2{_NARROW[elem]}_rn({expr})"
 
     def load_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         ctype, count, fields = _line_chunks(width * elem.nbytes)
         stmts = [f"const {ctype}* {temp} = (const {ctype}*){base} + ({index}) * {count};"]
@@ -273,7 +280,14 @@ class CudaDialect(Dialect):
         return stmts
 
     def store_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         ctype, count, fields = _line_chunks(width * elem.nbytes)
         bits = [self.value_to_bits(elem, lane) for lane in lanes]

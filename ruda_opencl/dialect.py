@@ -358,11 +358,27 @@ class OpenCLDialect(Dialect):
             return f"float{width}", f"_half{width}"
         return f"{self.storage_type(elem, MemSpace.GLOBAL)}{width}", str(width)
 
+    def _line_base(self, elem: Elem, base: str, space: MemSpace) -> str:
+        """``base`` as ``vload``/``vstore`` take it: a shared array of a half that is only
+        stored holds its bits as ``ushort``, read and written as ``half``."""
+        if elem is Elem.F16 and self._half_storage_only and space is MemSpace.SHARED:
+            return f"(__local half*){base}"
+        return base
+
     def load_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         vector, suffix = self._line_vector(elem, width)
-        stmts = [f"const {vector} {temp} = vload{suffix}({index}, {base});"]
+        stmts = [
+            f"const {vector} {temp} = vload{suffix}({index}, {self._line_base(elem, base, space)});"
+        ]
         for k, lane in enumerate(lanes):
             value = f"{temp}.s{k}"
             if elem is Elem.BOOL:
@@ -373,7 +389,14 @@ class OpenCLDialect(Dialect):
         return stmts
 
     def store_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         vector, suffix = self._line_vector(elem, width)
         if elem is Elem.BOOL:
@@ -383,7 +406,8 @@ class OpenCLDialect(Dialect):
         else:
             values = list(lanes)
         rounding = "_rte" if suffix.startswith("_half") else ""
-        return [f"vstore{suffix}{rounding}(({vector})({', '.join(values)}), {index}, {base});"]
+        line = f"({vector})({', '.join(values)})"
+        return [f"vstore{suffix}{rounding}({line}, {index}, {self._line_base(elem, base, space)});"]
 
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half

@@ -59,6 +59,7 @@ from ..ir import (
     SharedArray,
     SourceLoc,
     Stmt,
+    line_alignment,
 )
 from ..ir.bounds import REPORT_PARAM
 from .abi import KernelArg, Signature, build_signature
@@ -272,10 +273,12 @@ class _KernelWriter:
             for name in _BUILTIN_ORDER
             if name in needed
         ]
-        align = d.matrix_align_nbytes if defn.fragments else 0
+        tiles = d.matrix_align_nbytes if defn.fragments else 0
+        lined = line_alignment(defn)
         for s in defn.shared:
             if s.size is None:
                 storage = d.storage_type(s.elem, MemSpace.SHARED)
+                align = max(tiles, lined.get(s, 0))
                 lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
         if defn.dynamic_shared and d.dynamic_shared == "extern":
             arrays = [
@@ -515,14 +518,14 @@ class _KernelWriter:
             self._line(depth, f"{self.c[out.name]} = {lane};")  # type: ignore[union-attr]
             return
         if op in (Op.LOAD_LINE, Op.STORE_LINE):
-            base, _ = self._array(args[0])
+            base, space = self._array(args[0])
             line = cast(Local, out if op is Op.LOAD_LINE else args[2])
             if self.line_temp is None:
                 self.line_temp = self.names.claim("line")
             access = self.d.load_line if op is Op.LOAD_LINE else self.d.store_line
             index = self.expr.text(args[1])  # type: ignore[arg-type]
             lanes = self.lanes[line]
-            stmts = access(args[0].elem, base, index, len(lanes), lanes, self.line_temp)
+            stmts = access(args[0].elem, base, index, len(lanes), lanes, self.line_temp, space)
             self._line(depth, "{")
             for stmt in stmts:
                 self._line(depth + 1, stmt)

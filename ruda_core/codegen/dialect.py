@@ -186,25 +186,40 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         return f"{base}[{index}] = {value}"
 
     def load_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
-        """Statements (each ending in ``;``) reading line ``index`` of the global buffer
-        ``base``, its elements ``index * width + k``, into the variables ``lanes`` (values of
-        ``elem``). ``temp`` is a name free for a block-local temporary. The buffer's start is
-        aligned to the line's size, at most 16 bytes (:func:`~ruda_core.ir.line_alignment`).
-        The default reads element by element; targets override it with one vector access."""
+        """Statements (each ending in ``;``) reading line ``index`` of the buffer ``base`` in
+        ``space`` (global or shared), its elements ``index * width + k``, into the variables
+        ``lanes`` (values of ``elem``). ``temp`` is a name free for a block-local temporary.
+        The buffer's start is aligned to the line's size, at most 16 bytes
+        (:func:`~ruda_core.ir.line_alignment`). The default reads element by element;
+        targets override it with one vector access."""
         return [
-            f"{lane} = {self.load(elem, MemSpace.GLOBAL, base, _line_element(index, width, k))};"
+            f"{lane} = {self.load(elem, space, base, _line_element(index, width, k))};"
             for k, lane in enumerate(lanes)
         ]
 
     def store_line(
-        self, elem: Elem, base: str, index: str, width: int, lanes: Sequence[str], temp: str
+        self,
+        elem: Elem,
+        base: str,
+        index: str,
+        width: int,
+        lanes: Sequence[str],
+        temp: str,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         """Statements writing the values ``lanes`` (of ``elem``) to line ``index`` of ``base``,
         as :meth:`load_line` reads it."""
         return [
-            self.store(elem, MemSpace.GLOBAL, base, _line_element(index, width, k), lane) + ";"
+            self.store(elem, space, base, _line_element(index, width, k), lane) + ";"
             for k, lane in enumerate(lanes)
         ]
 

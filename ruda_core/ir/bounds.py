@@ -14,12 +14,14 @@ cast to the unsigned type of its width, so a negative one is huge; 64-bit indice
 ``u64``). The length is ``LEN(arr)`` for parameters, the size parameter for a dynamic shared array
 and the constant length for other shared and local arrays; an access whose constant index is known
 to be in bounds is left alone. A line access (``LOAD_LINE``/``STORE_LINE`` of width ``w``) compares
-its line index with the number of whole lines, ``LEN(arr) // w`` (computed once at the kernel's
-start), so a partial last line is out of bounds as a whole: a load gives a line of zeros, a store is
-dropped. A matrix tile (``CMMA_LOAD``/``CMMA_STORE``) is one access too: it is in bounds when
-``offset + (outer - 1) * stride + inner <= length``, computed in ``u64`` (``outer`` the tile's rows
-in row-major layout, its columns in column-major; ``inner`` the other); out of bounds, a load fills
-the fragment with zeros and a store is dropped, and Validate reports the tile's last element.
+its line index with the number of whole lines, ``length // w`` (computed once at the kernel's
+start, or a constant for a shared array of constant length), so a partial last line is out of
+bounds as a whole: a load gives a line of zeros, a store is dropped. A matrix tile
+(``CMMA_LOAD``/``CMMA_STORE``) is one access too: it is in bounds when
+``offset + (outer - 1) * stride + inner <= length``, computed in ``u64`` (``outer`` the tile's
+rows in row-major layout, its columns in column-major; ``inner`` the other); out of bounds, a
+load fills the fragment with zeros and a store is dropped, and Validate reports the tile's last
+element.
 Temporaries are named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output
 is deterministic.
 
@@ -121,7 +123,7 @@ class _BoundsLowering:
         self.temps: list[Local] = []
         self.hoisted: list[Stmt] = []
         self.lengths: dict[Param, Local] = {}
-        self.line_counts: dict[tuple[Param, int, Elem], Local] = {}
+        self.line_counts: dict[tuple[ArrayVar, int, Elem], Local] = {}
 
     def run(self) -> KernelDefinition:
         body = rewrite(self.defn.body, self._instr)
@@ -162,14 +164,27 @@ class _BoundsLowering:
             self.hoisted.append(Instr(Op.LEN, local, (param,)))
         return local
 
-    def _line_count(self, param: Param, width: int, elem: Elem) -> Local:
-        """``LEN(param) // width`` as ``elem``, computed once at the kernel's start."""
-        key = (param, width, elem)
+    def _elements(self, arr: ArrayVar) -> Operand:
+        """The length of a global or shared array: ``LEN(arr)`` (computed once), the size
+        parameter of a dynamic shared array, else the constant length."""
+        if isinstance(arr, Param):
+            return self._length(arr)
+        if isinstance(arr, SharedArray) and arr.size is not None:
+            return arr.size
+        return Const(arr.length, Elem.U32)
+
+    def _line_count(self, arr: ArrayVar, width: int, elem: Elem) -> Operand:
+        """The number of whole lines of ``width`` in ``arr`` as ``elem``: a constant for a
+        shared array of constant length, else computed once at the kernel's start."""
+        length = self._elements(arr)
+        if isinstance(length, Const):
+            return Const(int(length.value) // width, elem)
+        key = (arr, width, elem)
         local = self.line_counts.get(key)
         if local is None:
-            length = self._widen(self._length(param), elem, self.hoisted, None)
+            wide = self._widen(length, elem, self.hoisted, None)
             local = self.line_counts[key] = self._temp(elem)
-            self.hoisted.append(Instr(Op.FLOOR_DIV, local, (length, Const(width, elem))))
+            self.hoisted.append(Instr(Op.FLOOR_DIV, local, (wide, Const(width, elem))))
         return local
 
     def _widen(
@@ -194,7 +209,10 @@ class _BoundsLowering:
         if ins.op in _LINE_ACCESS:
             width = _line_width(ins)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
-            length = self._line_count(cast(Param, arr), width, cmp_elem)
+            length = self._line_count(arr, width, cmp_elem)
+            if isinstance(unsigned, Const) and isinstance(length, Const):
+                in_bounds = int(unsigned.value) < int(length.value)
+                return [ins] if in_bounds else list(self._out_of_bounds(ins, unsigned, length))
         elif isinstance(arr, Param):
             param_length = self._length(arr)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
@@ -266,7 +284,7 @@ class _BoundsLowering:
                 last = self._temp(Elem.U64)
                 body.append(Instr(Op.MUL, first, (index64, width), loc))
                 body.append(Instr(Op.ADD, last, (first, Const(width.value - 1, Elem.U64)), loc))
-                index64, length = last, self._length(cast(Param, arr))
+                index64, length = last, self._elements(arr)
             length64 = self._widen(length, Elem.U64, body, loc)
             body.append(Instr(Op.REPORT_OOB, None, (buffer_no, index64, length64), loc))
         return tuple(body)

@@ -1,8 +1,9 @@
 """Lines in a definition: the alignment their buffers need, and their lowering to scalars.
 
-:func:`line_alignment` gives, per global array parameter that a ``LOAD_LINE`` or ``STORE_LINE``
-reads or writes, the byte alignment the kernel language requires of its binding: a line's size
-(``width * elem.nbytes``), at most 16 bytes, the widest vector access of the C targets.
+:func:`line_alignment` gives, per array that a ``LOAD_LINE`` or ``STORE_LINE`` reads or writes,
+the byte alignment its start needs: a line's size (``width * elem.nbytes``), at most 16 bytes, the
+widest vector access of the C targets. The launcher requires it of a global parameter's
+binding; a backend declares a shared array with it.
 
 :func:`scalarize_lines` is the reference meaning of lines (:mod:`ruda_core.ir.ops`) as scalar
 IR, for a backend without vector memory access (the NumPy device runs it): each line local
@@ -19,7 +20,7 @@ from typing import cast
 
 from .kernel import Instr, KernelDefinition, Stmt, rewrite, walk
 from .ops import LANE_WISE_OPS, Op
-from .variables import Const, Local, Operand, Param
+from .variables import ArrayVar, Const, Local, Operand
 
 __all__ = ["MAX_LINE_ALIGNMENT", "line_alignment", "scalarize_lines", "uses_lines"]
 
@@ -32,15 +33,15 @@ def uses_lines(defn: KernelDefinition) -> bool:
     return any(v.width > 1 for v in defn.locals)
 
 
-def line_alignment(defn: KernelDefinition) -> dict[Param, int]:
-    """The byte alignment each line-accessed array parameter's binding must have."""
-    needed: dict[Param, int] = {}
+def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
+    """The byte alignment each line-accessed array (parameter or shared array) must start at."""
+    needed: dict[ArrayVar, int] = {}
     for stmt in walk(defn.body):
         if isinstance(stmt, Instr) and stmt.op in (Op.LOAD_LINE, Op.STORE_LINE):
-            param = cast(Param, stmt.args[0])
+            arr = cast(ArrayVar, stmt.args[0])
             line = cast(Local, stmt.out if stmt.op is Op.LOAD_LINE else stmt.args[2])
             nbytes = min(line.width * line.elem.nbytes, MAX_LINE_ALIGNMENT)
-            needed[param] = max(needed.get(param, 1), nbytes)
+            needed[arr] = max(needed.get(arr, 1), nbytes)
     return needed
 
 

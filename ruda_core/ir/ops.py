@@ -62,8 +62,9 @@ be a line when every operand is a scalar, and then holds the scalar result in ev
 with a ``bool`` line picks per lane. No other operation takes a line, except:
 
 * ``LOAD_LINE(arr, i)``: lane ``k`` of the result (of width ``w``) is ``arr[i * w + k]``. ``arr``
-  is a global array or tensor parameter and ``i`` an integer *line* index, so a line starts at a
-  multiple of ``w`` elements (its address is aligned to ``w`` elements from the buffer's start).
+  is a global array or tensor parameter or a shared array, and ``i`` an integer *line* index, so
+  a line starts at a multiple of ``w`` elements (its address is aligned to the line's size, at
+  most 16 bytes, from the buffer's start: backends declare a line-accessed shared array so).
 * ``STORE_LINE(arr, i, v)``: ``arr[i * w + k] = v[k]`` for every lane ``k`` of the line ``v``.
 * ``LINE_LANE(v, Const k)``: lane ``k`` (``0 <= k < w``) of the line ``v``, a scalar.
 * ``LINE_BUILD(a_0, …, a_{w-1})``: the line of width ``w`` whose lanes are the scalars ``a_k``.

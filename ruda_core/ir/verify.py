@@ -225,8 +225,9 @@ class _Verifier:
             return value.elem
         _fail(f"{value!r} is not a scalar operand")
 
-    def _array(self, value: object, *, global_only: bool = False) -> Elem:
-        """The element of an array operand, after checking it is declared and allowed."""
+    def _array(self, value: object, *, global_only: bool = False, no_local: bool = False) -> Elem:
+        """The element of an array operand, after checking it is declared and allowed: any
+        array, only a global one (``global_only``), or no local array (``no_local``)."""
         if isinstance(value, Param):
             if not value.is_array:
                 _fail(f"scalar parameter '{value.name}' used as an array")
@@ -236,7 +237,7 @@ class _Verifier:
             if value not in self.shared:
                 _fail(f"shared array '{value.name}' is not declared in the definition")
             return value.elem
-        if isinstance(value, LocalArray) and not global_only:
+        if isinstance(value, LocalArray) and not (global_only or no_local):
             if value not in self.local_arrays:
                 _fail(f"local array '{value.name}' is not declared in the definition")
             return value.elem
@@ -491,7 +492,7 @@ def _line_of(v: _Verifier, value: object, what: str) -> Local:
 
 def _load_line(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, 2)
-    elem = v._array(ins.args[0], global_only=True)
+    elem = v._array(ins.args[0], no_local=True)
     v._index(ins.args[1])
     out = _line_of(v, ins.out, "the result of load_line")
     if out.elem is not elem:
@@ -500,7 +501,7 @@ def _load_line(v: _Verifier, ins: Instr) -> None:
 
 def _store_line(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, 3)
-    elem = v._array(ins.args[0], global_only=True)
+    elem = v._array(ins.args[0], no_local=True)
     v._index(ins.args[1])
     value = _line_of(v, ins.args[2], "the stored value")
     v._expect(value.elem, {elem}, "the stored line's element")

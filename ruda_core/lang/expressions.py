@@ -532,8 +532,11 @@ class ExprBuilder(BuilderState):
                     "line's alignment); index lines of the array itself",
                     node,
                 )
-            if not isinstance(arr, Param):
-                self.fail(f"{name}() reads and writes global arrays; '{arr}' is not one", node)
+            if not isinstance(arr, (Param, SharedArray)):
+                self.fail(
+                    f"{name}() reads and writes global and shared arrays; '{arr}' is neither",
+                    node,
+                )
             return array_line_method(self, arr, name, args, node)
         if name == "len" and not args:
             return views.length(self, arr)

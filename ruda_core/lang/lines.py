@@ -1,11 +1,13 @@
 """Lines in the kernel language: vectors of 2, 4 or 8 lanes of one element type, after
 CubeCL's ``Line<T>``.
 
-* ``v = x.load_line(i, N)`` reads line ``i`` of the global array (or tensor) ``x``: elements
-  ``i*N .. i*N+N-1``; ``N`` is a compile-time 2, 4 or 8. ``x.store_line(i, v)`` writes it.
-  Under ``launch``'s checks a line is in bounds when all of it is (``i < x.len() // N``): the
-  partial last line of an array whose length is not a multiple of ``N`` reads as zeros and its
-  store is dropped, so handle a tail with scalar accesses.
+* ``v = x.load_line(i, N)`` reads line ``i`` of the global array (or tensor) or shared array
+  ``x``: elements ``i*N .. i*N+N-1``; ``N`` is a compile-time 2, 4 or 8. ``x.store_line(i, v)``
+  writes it. A line is one vector access (16 bytes at most) where the target has them: a
+  kernel's shared arrays start aligned for the lines it accesses them by. Under ``launch``'s
+  checks a line is in bounds when all of it is (``i < x.len() // N``): the partial last line of
+  an array whose length is not a multiple of ``N`` reads as zeros and its store is dropped, so
+  handle a tail with scalar accesses.
 * Operators, comparisons (giving ``bool`` lines), casts (``f16(v)``) and the math intrinsics
   apply lane by lane; a scalar operand is used in every lane, and the usual typing rules apply
   to the elements. ``select(c, a, b)`` picks per lane.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from ..ir import LINE_WIDTHS, Const, Elem, Local, Op, Operand, Param
+from ..ir import LINE_WIDTHS, Const, Elem, Local, Op, Operand, Param, SharedArray
 from .scope import PyVal, Value, is_line
 
 if TYPE_CHECKING:
@@ -42,9 +44,10 @@ def line_width(b: ExprBuilder, value: Value, what: str, node: ast.AST) -> int:
 
 
 def array_line_method(
-    b: ExprBuilder, arr: Param, name: str, args: list[Value], node: ast.Call
+    b: ExprBuilder, arr: Param | SharedArray, name: str, args: list[Value], node: ast.Call
 ) -> Value | None:
-    """``arr.load_line(i, N)`` and ``arr.store_line(i, v)`` of a global array or tensor."""
+    """``arr.load_line(i, N)`` and ``arr.store_line(i, v)`` of a global array or tensor, or of
+    a shared array."""
     if len(args) != 2:
         b.fail(f"{arr}.{name}() takes 2 arguments, got {len(args)}", node)
     index = b.index(args[0], node)

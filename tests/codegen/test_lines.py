@@ -1,5 +1,6 @@
 """Generated code of lines: one vector access per line on CUDA (raw ``uint4``/``uint2`` words,
-unpacked with bit casts) and OpenCL (``vloadN``/``vstoreN``), for every element type and width;
+unpacked with bit casts) and OpenCL (``vloadN``/``vstoreN``), for every element type and width,
+in global and shared memory (a line-accessed shared array is declared aligned to the line);
 CUDA source compiles with NVRTC, OpenCL source builds on every OpenCL device."""
 
 from __future__ import annotations
@@ -8,7 +9,17 @@ import pytest
 
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.ir import Elem, ExecutionMode, lower_bounds
-from ruda_core.lang import ABSOLUTE_POS, Array, Comptime, ElemVar, kernel, select
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    ElemVar,
+    SharedMemory,
+    kernel,
+    select,
+    sync_units,
+)
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
@@ -26,8 +37,20 @@ def line_roundtrip(x: Array[Any], y: Array[Any], N: Comptime[int]):
     y.store_line(i, select(v == v, v, y.load_line(i + 1, N)))
 
 
-def _definition(elem: Elem, width: int, mode: ExecutionMode = ExecutionMode.CHECKED):
-    return lower_bounds(line_roundtrip.definition(N=width, Any=elem.value), mode)
+@kernel
+def shared_line_roundtrip(x: Array[Any], y: Array[Any], N: Comptime[int]):
+    s = SharedMemory(Any, 64 * N)
+    s.store_line(UNIT_POS, x.load_line(ABSOLUTE_POS, N))
+    sync_units()
+    y.store_line(ABSOLUTE_POS, s.load_line(UNIT_POS ^ 1, N))
+
+
+def _definition(elem: Elem, width: int, mode: ExecutionMode = ExecutionMode.CHECKED, k=None):
+    return lower_bounds((k or line_roundtrip).definition(N=width, Any=elem.value), mode)
+
+
+def _shared(elem: Elem, width: int):
+    return _definition(elem, width, k=shared_line_roundtrip)
 
 
 @pytest.mark.parametrize("arch", [60, 90])
@@ -37,6 +60,30 @@ def test_lines_of_every_type_compile_with_nvrtc(arch: int, width: int) -> None:
         source = CFamilyEmitter(CudaDialect(arch)).emit(_definition(elem, width)).source
         ok, log = _nvrtc_compile(source, arch)
         assert ok, f"NVRTC rejected lines of {width} {elem} for sm_{arch}:\n{log}\n{source}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_shared_lines_of_every_type_compile_with_nvrtc(width: int) -> None:
+    for elem in Elem:
+        source = CFamilyEmitter(CudaDialect(90)).emit(_shared(elem, width)).source
+        ok, log = _nvrtc_compile(source, 90)
+        assert ok, f"NVRTC rejected shared lines of {width} {elem}:\n{log}\n{source}"
+
+
+def test_a_line_accessed_shared_array_starts_at_the_line_size() -> None:
+    f32x4 = CFamilyEmitter(CudaDialect(90)).emit(_shared(Elem.F32, 4)).source
+    assert "__shared__ float s[256] __attribute__((aligned(16)));" in f32x4
+    assert "(const uint4*)s + (" in f32x4 and "(uint4*)s + (" in f32x4
+    u8x2 = CFamilyEmitter(OpenCLDialect()).emit(_shared(Elem.U8, 2)).source
+    assert "__local uchar s[128] __attribute__((aligned(2)));" in u8x2
+    assert "vload2(" in u8x2 and ", s);" in u8x2
+
+
+def test_opencl_half_without_fp16_moves_shared_lines_as_floats() -> None:
+    source = CFamilyEmitter(OpenCLDialect()).emit(_shared(Elem.F16, 8)).source
+    assert "__local ushort s[512]" in source  # the bits, as scalar accesses keep them
+    assert "vstore_half8_rte((float8)(" in source and ", (__local half*)s);" in source
+    assert "vload_half8(" in source
 
 
 def test_cuda_moves_a_line_in_as_few_16_byte_words_as_it_takes() -> None:
@@ -76,9 +123,10 @@ def test_opencl_half_without_fp16_moves_lines_as_floats() -> None:
 def test_lines_of_every_supported_type_build_on_opencl(opencl_device, width: int) -> None:
     features = opencl_device.client.features()
     for elem in Elem:
-        definition = line_roundtrip.definition(N=width, Any=elem.value)
-        if not features.supports(elem):
-            with pytest.raises(UnsupportedFeature):
-                opencl_device.emit(definition)
-            continue
-        opencl_device.build(opencl_device.emit(definition))
+        for k in (line_roundtrip, shared_line_roundtrip):
+            definition = k.definition(N=width, Any=elem.value)
+            if not features.supports(elem):
+                with pytest.raises(UnsupportedFeature):
+                    opencl_device.emit(definition)
+                continue
+            opencl_device.build(opencl_device.emit(definition))

@@ -24,6 +24,7 @@ from ruda_core.lang import (
     Comptime,
     Float,
     Line,
+    LocalArray,
     SharedMemory,
     f16,
     f32,
@@ -176,12 +177,6 @@ def test_line_builders_and_reductions_check_their_arguments():
 
     assert "sum() reduces a line of numbers" in _error(sum_of_bools)
 
-    def shared(x: Array[f32]):
-        s = SharedMemory(f32, 8)
-        x[0] = s.load_line(0, 4)[0]
-
-    assert "global arrays" in _error(shared)
-
     def view(x: Array[f32]):
         x[0] = x[4:].load_line(0, 4)[0]
 
@@ -255,3 +250,33 @@ def test_line_alignment_is_the_line_size_up_to_16_bytes():
         x = k.array("x", elem)
         k.let(Op.LOAD_LINE, elem, x, builtin("ABSOLUTE_POS"), width=width)
         assert line_alignment(k.build()) == {x: nbytes}
+
+
+@kernel
+def shared_mirror(x: Array[f32], N: Comptime[int]):
+    s = SharedMemory(f32, 30)  # 7 whole lines of 4, then 2 elements
+    s.store_line(ABSOLUTE_POS, x.load_line(ABSOLUTE_POS, N))
+    x.store_line(ABSOLUTE_POS, s.load_line(u32(1), N))
+
+
+def test_shared_lines_are_checked_against_their_constant_count_of_whole_lines():
+    raw = shared_mirror.definition(N=4)
+    (shared,) = raw.shared
+    assert line_alignment(raw)[shared] == 16
+    defn = lower_bounds(raw, ExecutionMode.CHECKED)
+    verify(defn)
+    compared = [c.args[1] for c in _instrs(defn, Op.LT)]
+    assert Const(7, Elem.U32) in compared  # the store at a run-time line index
+    assert len(compared) == 3  # the constant line 1 is inside: no check
+    validated = lower_bounds(raw, ExecutionMode.VALIDATE)
+    verify(validated)
+    reports = _instrs(validated, Op.REPORT_OOB)
+    assert Const(30, Elem.U64) in [r.args[2] for r in reports]  # the length in elements
+
+
+def test_lines_of_a_local_array_are_refused():
+    def local(x: Array[f32]):
+        a = LocalArray(f32, 8)
+        x.store_line(0, a.load_line(0, 4))
+
+    assert "reads and writes global and shared arrays; 'a' is neither" in _error(local)

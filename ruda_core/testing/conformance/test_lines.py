@@ -2,7 +2,7 @@
 writes them, for every numeric element type and N of 2, 4 and 8; lane-wise arithmetic, casts,
 comparisons with ``select``, lane reads and reductions give the reference device's results
 exactly; a partial last line is out of bounds as a whole (zeros, dropped store, a Validate
-report naming its last element)."""
+report naming its last element), in global and in shared memory."""
 
 from __future__ import annotations
 
@@ -14,17 +14,20 @@ import pytest
 from ruda_core.ir import Elem
 from ruda_core.lang import (
     ABSOLUTE_POS,
+    UNIT_POS,
     Array,
     ArrayArg,
     Comptime,
     Line,
     Numeric,
+    SharedMemory,
     f16,
     f32,
     fma,
     i32,
     kernel,
     select,
+    sync_units,
     u32,
 )
 from ruda_core.runtime import (
@@ -78,6 +81,32 @@ def conformance_line_mixed(x: Array[f32], ints: Array[i32], halves: Array[f16], 
 @kernel
 def conformance_line_copy(x: Array[u32], y: Array[u32], N: Comptime[int]):
     y.store_line(ABSOLUTE_POS, x.load_line(ABSOLUTE_POS, N))
+
+
+@kernel
+def conformance_shared_lines(x: Array[Numeric], y: Array[Numeric], N: Comptime[int]):
+    """Each unit's line of ``x`` goes through shared memory to the mirrored unit, doubled."""
+    s = SharedMemory(Numeric, 32 * N)
+    s.store_line(u32(31) - UNIT_POS, x.load_line(ABSOLUTE_POS, N))
+    sync_units()
+    v = s.load_line(UNIT_POS, N)
+    y.store_line(ABSOLUTE_POS, v + v)
+
+
+@kernel
+def conformance_shared_line_edge(y: Array[u32]):
+    """Lines of 4 into a shared array of 14 elements: line 3 (elements 12 to 15) is past its
+    end as a whole."""
+    s = SharedMemory(u32, 14)
+    if UNIT_POS < u32(14):
+        s[UNIT_POS] = u32(SENTINEL)
+    sync_units()
+    if UNIT_POS < u32(4):
+        first = UNIT_POS * u32(4)
+        s.store_line(UNIT_POS, Line(first + u32(1), first + u32(2), first + u32(3), first + u32(4)))
+    sync_units()
+    if UNIT_POS < u32(4):
+        y.store_line(UNIT_POS, s.load_line(UNIT_POS, 4))
 
 
 def _numeric_elems(client, reference) -> list[Elem]:
@@ -220,3 +249,34 @@ def test_u32_lane_reads_are_lane_ordered(client):
             client, RudaCount(1), RudaDim(32 // width), ArrayArg(xh, 32), ArrayArg(yh, 32), N=width
         )
         np.testing.assert_array_equal(read_array(client, yh, np.uint32), x)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_lines_through_shared_memory_match_the_reference(client, reference, width):
+    n = 2 * 32 * width  # two cubes of 32 units
+    for elem in _numeric_elems(client, reference):
+        x = _inputs(elem, n, 3)
+
+        def run(device, elem=elem, x=x):
+            xh, yh = device.create_from_slice(x), device.empty(x.nbytes)
+            conformance_shared_lines.launch(
+                device,
+                RudaCount(2),
+                RudaDim(32),
+                ArrayArg(xh, n, elem=elem),
+                ArrayArg(yh, n, elem=elem),
+                N=width,
+            )
+            return read_array(device, yh, elem.numpy)
+
+        got, want = run(client), run(reference)
+        np.testing.assert_array_equal(got, want, err_msg=f"{elem} lines of {width}")
+        mirrored = x.reshape(2, 32, width)[:, ::-1].reshape(-1)
+        np.testing.assert_array_equal(got, mirrored + mirrored, err_msg=f"{elem} lines of {width}")
+
+
+def test_a_shared_line_past_the_end_reads_zeros_and_its_store_is_dropped(client):
+    yh = client.create_from_slice(np.full(16, SENTINEL, np.uint32))
+    conformance_shared_line_edge.launch(client, RudaCount(1), RudaDim(16), ArrayArg(yh, 16))
+    want = np.r_[np.arange(1, 13), np.zeros(4)].astype(np.uint32)
+    np.testing.assert_array_equal(read_array(client, yh, np.uint32), want)
