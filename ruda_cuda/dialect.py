@@ -180,6 +180,35 @@ def wmma_configs(arch: int) -> frozenset[MatrixConfig]:
     return configs
 
 
+def _shared_operand_load(frag: Fragment, name: str, pointer: str, stride: str) -> list[str]:
+    """An ``A`` or ``B`` fragment loaded from shared memory by the ``.shared`` form of PTX's
+    ``wmma.load`` into the fragment's registers. ``load_matrix_sync`` emits the generic form,
+    which ptxas lowers to 32-bit generic loads (and transposes for a row-major ``B``) where the
+    ``.shared`` form becomes ``ldmatrix``: a fraction of the instructions of each load."""
+    if frag.tf32:
+        kind, words = "tf32", frag.rows * frag.cols // 32
+    elif frag.elem is Elem.F16:
+        kind, words = "f16", 8  # PTX's f16 operands are eight f16x2 registers in every shape
+    else:
+        kind, words = "bf16", frag.rows * frag.cols // 64
+    role = "a" if frag.role is MatrixRole.A else "b"
+    order = "row" if frag.layout is MatrixLayout.ROW_MAJOR else "col"
+    shape = f"m{frag.m}n{frag.n}k{frag.k}"
+    outs = ", ".join(f"%{w}" for w in range(words))
+    instr = (
+        f"wmma.load.{role}.sync.aligned.{order}.{shape}.shared.{kind} "
+        f"{{{outs}}}, [%{words}], %{words + 1};"
+    )
+    regs = ", ".join(f'"=r"(_w[{w}])' for w in range(words))
+    return [
+        "{",
+        f"    unsigned* _w = reinterpret_cast<unsigned*>(&{name}.x[0]);",
+        f'    asm volatile("{instr}" : {regs}',
+        f'        : "r"((unsigned)__cvta_generic_to_shared({pointer})), "r"((unsigned)({stride})));',
+        "}",
+    ]
+
+
 class CudaDialect(Dialect):
     """CUDA C++ for compute capability ``arch`` (e.g. 90 for sm_90)."""
 
@@ -408,13 +437,22 @@ class CudaDialect(Dialect):
         return [f"{_WMMA}::fill_fragment({name}, {value});"]
 
     def matrix_load(
-        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+        self,
+        frag: Fragment,
+        name: str,
+        pointer: str,
+        stride: str,
+        layout: MatrixLayout,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         if frag.role is MatrixRole.ACCUMULATOR:
             return [
                 f"{_WMMA}::load_matrix_sync({name}, {pointer}, {stride}, {_MEM_LAYOUT[layout]});"
             ]
-        stmts = [f"{_WMMA}::load_matrix_sync({name}, {pointer}, {stride});"]
+        if space is MemSpace.SHARED:
+            stmts = _shared_operand_load(frag, name, pointer, stride)
+        else:
+            stmts = [f"{_WMMA}::load_matrix_sync({name}, {pointer}, {stride});"]
         if frag.tf32:  # WMMA leaves the rounding of f32 inputs to the kernel
             stmts.append(
                 f"for (int t = 0; t < {name}.num_elements; t++) "
@@ -423,7 +461,13 @@ class CudaDialect(Dialect):
         return stmts
 
     def matrix_store(
-        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+        self,
+        frag: Fragment,
+        name: str,
+        pointer: str,
+        stride: str,
+        layout: MatrixLayout,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         return [f"{_WMMA}::store_matrix_sync({pointer}, {name}, {stride}, {_MEM_LAYOUT[layout]});"]
 

@@ -492,12 +492,12 @@ class _KernelWriter:
             return d.matrix_cast(dst, name(dst), src, name(src))
         load = ins.op is Op.CMMA_LOAD
         frag = cast(Fragment, args[0] if load else args[2])
-        base, _ = self._array(args[1] if load else args[0])
+        base, space = self._array(args[1] if load else args[0])
         offset = cast(Operand, args[2] if load else args[1])
         pointer = f"{base} + {text(offset)}"
         layout = MatrixLayout(cast(Const, args[4]).value)
         hook = d.matrix_load if load else d.matrix_store
-        return hook(frag, name(frag), pointer, text(cast(Operand, args[3])), layout)
+        return hook(frag, name(frag), pointer, text(cast(Operand, args[3])), layout, space)
 
     def _value(self, ins: Instr, operands: list[Arg]) -> str:
         """The expression of the value operation ``ins`` on ``operands`` (its operands, or the

@@ -406,16 +406,30 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
 
     def matrix_load(
-        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+        self,
+        frag: Fragment,
+        name: str,
+        pointer: str,
+        stride: str,
+        layout: MatrixLayout,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
         """Statements loading ``frag`` from the tile at ``pointer`` (elements of
-        ``frag.elem``), rows or columns ``stride`` elements apart."""
+        ``frag.elem``) in ``space`` (global or shared), rows or columns ``stride`` elements
+        apart."""
         raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
 
     def matrix_store(
-        self, frag: Fragment, name: str, pointer: str, stride: str, layout: MatrixLayout
+        self,
+        frag: Fragment,
+        name: str,
+        pointer: str,
+        stride: str,
+        layout: MatrixLayout,
+        space: MemSpace = MemSpace.GLOBAL,
     ) -> list[str]:
-        """Statements storing the accumulator ``frag`` as the tile at ``pointer``."""
+        """Statements storing the accumulator ``frag`` as the tile at ``pointer`` in
+        ``space``."""
         raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
 
     def matrix_execute(self, a: str, b: str, c: str, d: str) -> list[str]:

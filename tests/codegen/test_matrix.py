@@ -5,6 +5,8 @@ saying why."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ruda_core.codegen import CFamilyEmitter
@@ -113,7 +115,8 @@ def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
     """What an H200 compiles: ptxas accepts each candidate; the interior variant keeps every
     fragment and register tile in registers (no spills: the ragged one, with element-wide
     loads, may spill a few words of 64 x 64 planes), reads global memory in lines (vector loads: 16
-    bytes, 8 for the FMA kernel's f16 and bf16) and a tensor-core one multiplies with WMMA."""
+    bytes, 8 for the FMA kernel's f16 and bf16) and a tensor-core one multiplies with WMMA,
+    loading its operands with the shared-memory form of ``wmma.load``."""
     name = request.node.callspec.id
     source = CFamilyEmitter(CudaDialect(90)).emit(lower_bounds(defn, ExecutionMode.UNCHECKED))
     ok, log = _nvrtc_compile(source.source, 90, "sm", ("--ptxas-options=-v",))
@@ -123,6 +126,9 @@ def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
         assert "ld.global.nc.v4" in ptx or (name.startswith("fma") and "ld.global.nc.v2" in ptx)
     assert ("wmma.mma" in ptx) == name.startswith("cmma")
+    if name.startswith("cmma"):  # operands come from shared stages: ldmatrix, not generic loads
+        loads = re.findall(r"wmma\.load\.[ab]\.\S+", ptx)
+        assert loads and all(".shared." in op for op in loads), sorted(set(loads))
 
 
 @pytest.mark.parametrize("mode", [ExecutionMode.UNCHECKED, ExecutionMode.CHECKED], ids=str)
