@@ -33,12 +33,22 @@ __all__ = ["matmul"]
 #: FMA candidates ``(BM, BN, BK, RM, RN)``: a ``BM x BN`` block of the output per cube of
 #: ``(BM/RM) x (BN/RN)`` units, each summing ``RM x RN`` outputs over ``BK``-deep stages.
 FMA_SHAPES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (32, 32, 8, 2, 2))
-#: cmma candidates ``(FM, FN, WM, WN)``: ``WM x WN`` planes per cube, each holding ``FM x FN``
-#: accumulators of 16 x 16, so a ``WM*FM*16 x WN*FN*16`` block of the output per cube.
-CMMA_SHAPES = ((4, 2, 2, 4), (4, 4, 2, 2), (4, 4, 2, 4), (4, 4, 4, 2), (2, 2, 2, 2))
-#: The depth of a cmma kernel's shared stage in bytes of an input row (32 elements of f16 or
-#: bf16, 16 of f32: f32 stages of 32 would not leave the registers for 64 x 64 per plane).
-CMMA_BK_BYTES = 64
+#: cmma candidates ``(FM, FN, WM, WN, BK_BYTES)``: ``WM x WN`` planes per cube, each holding
+#: ``FM x FN`` accumulators of 16 x 16, so a ``WM*FM*16 x WN*FN*16`` block of the output per
+#: cube, over shared stages ``BK_BYTES`` deep in bytes of an input row (64: 32 elements of f16
+#: or bf16, 16 of f32, whose stages of 32 would not leave the registers for 64 x 64 per plane).
+#: The 128-byte stages give each stage twice the products to hide the next stage's fetch
+#: behind, on tiles whose registers allow it.
+CMMA_SHAPES = (
+    (4, 2, 2, 4, 64),
+    (4, 4, 2, 2, 64),
+    (4, 4, 2, 4, 64),
+    (4, 4, 4, 2, 64),
+    (2, 2, 2, 2, 64),
+    (4, 2, 2, 4, 128),
+    (2, 4, 4, 2, 128),
+    (2, 2, 2, 2, 128),
+)
 #: The bytes of a cmma kernel's global line (the widest vector access).
 LINE_BYTES = 16
 #: The elements of an FMA kernel's global line (16 bytes of f32).
@@ -47,6 +57,8 @@ _TUNER = Tuner()
 _MATRIX = {Elem.F16: MatrixElem.F16, Elem.BF16: MatrixElem.BF16}
 
 Runner = Callable[[ComputeClient, RudaTensor, RudaTensor], RudaTensor]
+#: An entry of :data:`CMMA_SHAPES`.
+CmmaShape = tuple[int, int, int, int, int]
 
 
 def matmul(
@@ -124,8 +136,9 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
     for cshape in CMMA_SHAPES if cmma else ():
         stages = _cmma_stages(cshape, elem, limits)
         if stages:
-            fm, fn, wm, wn = cshape
-            name = f"cmma-{wm * fm * 16}x{wn * fn * 16}-{wm}x{wn}p-s{stages}"
+            fm, fn, wm, wn, depth = cshape
+            bk = depth // elem.nbytes
+            name = f"cmma-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
             tunables.append(Tunable(name, _cmma(cshape, limits.plane_dim, stages, tf32)))
     kind = "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
@@ -140,14 +153,13 @@ def _fma_stages(shape: tuple[int, int, int, int, int], limits: _Limits) -> int:
     return next((s for s in (2, 1) if _fma_shared(bm, bn, bk, s) <= limits.shared), 0)
 
 
-def _cmma_stages(shape: tuple[int, int, int, int], elem: Elem, limits: _Limits) -> int:
+def _cmma_stages(shape: CmmaShape, elem: Elem, limits: _Limits) -> int:
     """The shared stages (2, else 1) of the cmma candidate ``shape`` for ``elem`` input on a
     device with ``limits``; 0 when its cube has too many units or one stage does not fit."""
-    fm, fn, wm, wn = shape
+    fm, fn, wm, wn, _ = shape
     if wm * wn * limits.plane_dim > limits.units:
         return 0
-    fits = (s for s in (2, 1) if _cmma_shared(fm, fn, wm, wn, elem.nbytes, s) <= limits.shared)
-    return next(fits, 0)
+    return next((s for s in (2, 1) if _cmma_shared(shape, elem.nbytes, s) <= limits.shared), 0)
 
 
 def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
@@ -156,11 +168,12 @@ def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
     return 4 * stages * bk * (bm + OUT_PAD + bn)
 
 
-def _cmma_shared(fm: int, fn: int, wm: int, wn: int, nbytes: int, stages: int) -> int:
+def _cmma_shared(shape: CmmaShape, nbytes: int, stages: int) -> int:
     """The shared bytes of :func:`.matmul_cmma` on a ragged shape: ``stages`` stages of ``a``
     and ``b`` (padded rows of ``nbytes`` elements) and each plane's f32 staging tile."""
+    fm, fn, wm, wn, depth = shape
     bm, bn = wm * fm * 16, wn * fn * 16
-    bk = CMMA_BK_BYTES // nbytes
+    bk = depth // nbytes
     tiles = stages * (bm * (bk + PAD) + bk * (bn + PAD)) * nbytes
     return tiles + 4 * wm * wn * 16 * (16 + OUT_PAD)
 
@@ -208,7 +221,7 @@ def _fma_spec(
 
 
 def _cmma_spec(
-    shape: tuple[int, int, int, int],
+    shape: CmmaShape,
     plane_dim: int,
     stages: int,
     tf32: bool,
@@ -219,10 +232,10 @@ def _cmma_spec(
 ) -> dict[str, object]:
     """The compile-time arguments of :func:`.matmul_cmma` for the ``CMMA_SHAPES`` entry
     ``shape`` on an ``(m, k) @ (k, n)`` product of ``elem``."""
-    fm, fn, wm, wn = shape
+    fm, fn, wm, wn, depth = shape
     tk = 8 if tf32 else 16
     width = LINE_BYTES // elem.nbytes
-    bk = CMMA_BK_BYTES // elem.nbytes
+    bk = depth // elem.nbytes
     interior = m % (wm * fm * 16) == 0 and n % (wn * fn * 16) == 0 and k % bk == 0
     return dict(
         TK=tk,
@@ -254,8 +267,8 @@ def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
     return run
 
 
-def _cmma(shape: tuple[int, int, int, int], plane_dim: int, stages: int, tf32: bool) -> Runner:
-    fm, fn, wm, wn = shape
+def _cmma(shape: CmmaShape, plane_dim: int, stages: int, tf32: bool) -> Runner:
+    fm, fn, wm, wn, _ = shape
 
     def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
         out, args = _operands(client, a, b)
