@@ -200,11 +200,12 @@ def _shared_operand_load(frag: Fragment, name: str, pointer: str, stride: str) -
         f"{{{outs}}}, [%{words}], %{words + 1};"
     )
     regs = ", ".join(f'"=r"(_w[{w}])' for w in range(words))
+    address = f"(unsigned)__cvta_generic_to_shared({pointer})"
     return [
         "{",
         f"    unsigned* _w = reinterpret_cast<unsigned*>(&{name}.x[0]);",
         f'    asm volatile("{instr}" : {regs}',
-        f'        : "r"((unsigned)__cvta_generic_to_shared({pointer})), "r"((unsigned)({stride})));',
+        f'        : "r"({address}), "r"((unsigned)({stride})));',
         "}",
     ]
 

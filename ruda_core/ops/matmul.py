@@ -156,7 +156,7 @@ def _fma_stages(shape: tuple[int, int, int, int, int], limits: _Limits) -> int:
 def _cmma_stages(shape: CmmaShape, elem: Elem, limits: _Limits) -> int:
     """The shared stages (2, else 1) of the cmma candidate ``shape`` for ``elem`` input on a
     device with ``limits``; 0 when its cube has too many units or one stage does not fit."""
-    fm, fn, wm, wn, _ = shape
+    wm, wn = shape[2], shape[3]
     if wm * wn * limits.plane_dim > limits.units:
         return 0
     return next((s for s in (2, 1) if _cmma_shared(shape, elem.nbytes, s) <= limits.shared), 0)
