@@ -120,7 +120,9 @@ class BoundsCheckMode(enum.Enum):
     ``validate`` = Checked plus a ``ValidationError`` at the next sync.
 
     The mode comes from :meth:`configure`, else the ``RUDA_BOUNDS_CHECK`` environment variable,
-    else ``auto``. ``launch`` is always Checked.
+    else ``auto``. The variable is read once, when the mode is first needed, and again after
+    each :meth:`configure` (``configure(None)`` picks up a changed variable). ``launch`` is
+    always Checked.
     """
 
     AUTO = "auto"
@@ -133,38 +135,37 @@ class BoundsCheckMode(enum.Enum):
 
     @classmethod
     def current(cls) -> BoundsCheckMode:
-        """The mode in force now (configured, else ``RUDA_BOUNDS_CHECK``, else ``auto``). A
-        variable that is set but empty (or blank) counts as unset.
+        """The mode in force now (configured, else ``RUDA_BOUNDS_CHECK`` as last read, else
+        ``auto``). A variable that is set but empty (or blank) counts as unset. Every
+        ``launch_unchecked`` and portable op asks, so the answer is kept (``os.environ`` costs
+        half a microsecond a read).
 
         :raises ValueError: when ``RUDA_BOUNDS_CHECK`` names no mode.
         """
-        configured = _config.mode
-        if configured is not None:
-            return configured
-        value = os.environ.get("RUDA_BOUNDS_CHECK", "")
-        mode = _ENV_MODES.get(value)  # every launch_unchecked asks: parse each value once
-        if mode is not None:
-            return mode
-        raw = value.strip().lower() or "auto"
+        mode = _config.mode
+        if mode is None:
+            mode = _config.env
+            if mode is None:
+                mode = _config.env = cls._from_env()
+        return mode
+
+    @classmethod
+    def _from_env(cls) -> BoundsCheckMode:
+        raw = os.environ.get("RUDA_BOUNDS_CHECK", "").strip().lower() or "auto"
         try:
-            mode = cls(raw)
+            return cls(raw)
         except ValueError:
             raise ValueError(
                 f"RUDA_BOUNDS_CHECK={raw!r} is not a mode; use auto, enforce or validate"
             ) from None
-        _ENV_MODES[value] = mode
-        return mode
 
     @classmethod
     def configure(cls, mode: BoundsCheckMode | str | None) -> None:
-        """Set the process-wide mode (``None`` returns to the environment variable). Applies to
-        launches made after the call."""
+        """Set the process-wide mode (``None`` returns to the environment variable, read again
+        at the next launch). Applies to launches made after the call."""
         with _config.lock:
             _config.mode = None if mode is None else cls(mode)
-
-
-#: ``RUDA_BOUNDS_CHECK`` values already parsed, to the mode each names.
-_ENV_MODES: dict[str, BoundsCheckMode] = {}
+            _config.env = None
 
 _EXECUTION = {
     BoundsCheckMode.AUTO: ExecutionMode.UNCHECKED,
@@ -174,11 +175,14 @@ _EXECUTION = {
 
 
 class _Config:
-    __slots__ = ("lock", "mode")
+    __slots__ = ("env", "lock", "mode")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        #: what configure() set, else None
         self.mode: BoundsCheckMode | None = None
+        #: the mode RUDA_BOUNDS_CHECK named when last read, None until it is read again
+        self.env: BoundsCheckMode | None = None
 
 
 _config = _Config()

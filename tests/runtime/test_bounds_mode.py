@@ -25,6 +25,27 @@ def doubled(x: Array[f32], out: Array[f32]):
 def unset_env(request, monkeypatch):
     monkeypatch.setenv("RUDA_BOUNDS_CHECK", request.param)
     BoundsCheckMode.configure(None)
+    yield
+    monkeypatch.undo()
+    BoundsCheckMode.configure(None)  # the process's own setting again
+
+
+def test_the_variable_is_read_once_until_configure(monkeypatch):
+    monkeypatch.setenv("RUDA_BOUNDS_CHECK", "validate")
+    BoundsCheckMode.configure(None)
+    try:
+        assert BoundsCheckMode.current() is BoundsCheckMode.VALIDATE
+        monkeypatch.setenv("RUDA_BOUNDS_CHECK", "enforce")
+        assert BoundsCheckMode.current() is BoundsCheckMode.VALIDATE  # as read
+        BoundsCheckMode.configure(None)
+        assert BoundsCheckMode.current() is BoundsCheckMode.ENFORCE
+        monkeypatch.setenv("RUDA_BOUNDS_CHECK", "sometimes")
+        BoundsCheckMode.configure(None)
+        with pytest.raises(ValueError, match="'sometimes' is not a mode"):
+            BoundsCheckMode.current()
+    finally:
+        monkeypatch.undo()
+        BoundsCheckMode.configure(None)
 
 
 def test_empty_bounds_check_env_means_auto(unset_env):
