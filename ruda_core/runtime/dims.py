@@ -167,6 +167,7 @@ class BoundsCheckMode(enum.Enum):
             _config.mode = None if mode is None else cls(mode)
             _config.env = None
 
+
 _EXECUTION = {
     BoundsCheckMode.AUTO: ExecutionMode.UNCHECKED,
     BoundsCheckMode.ENFORCE: ExecutionMode.CHECKED,
