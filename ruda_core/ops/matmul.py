@@ -37,16 +37,15 @@ FMA_SHAPES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (32,
 #: ``FM x FN`` accumulators of 16 x 16, so a ``WM*FM*16 x WN*FN*16`` block of the output per
 #: cube, over shared stages ``BK_BYTES`` deep in bytes of an input row (64: 32 elements of f16
 #: or bf16, 16 of f32, whose stages of 32 would not leave the registers for 64 x 64 per plane).
-#: The 128-byte stages give each stage twice the products to hide the next stage's fetch
-#: behind, on tiles whose registers allow it.
+#: A stage of 128 bytes gives each stage twice the products to hide the next stage's fetch
+#: behind: on the H200 it made 64 x 64 tiles 11% faster (two stages), and 128 x 128 ones, which
+#: fit only one such stage in 48 KiB of shared memory, 24% slower, so only 64 x 64 has it.
 CMMA_SHAPES = (
     (4, 2, 2, 4, 64),
     (4, 4, 2, 2, 64),
     (4, 4, 2, 4, 64),
     (4, 4, 4, 2, 64),
     (2, 2, 2, 2, 64),
-    (4, 2, 2, 4, 128),
-    (2, 4, 4, 2, 128),
     (2, 2, 2, 2, 128),
 )
 #: The bytes of a cmma kernel's global line (the widest vector access).
