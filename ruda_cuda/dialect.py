@@ -199,15 +199,10 @@ def _shared_operand_load(frag: Fragment, name: str, pointer: str, stride: str) -
         f"wmma.load.{role}.sync.aligned.{order}.{shape}.shared.{kind} "
         f"{{{outs}}}, [%{words}], %{words + 1};"
     )
-    regs = ", ".join(f'"=r"(_w[{w}])' for w in range(words))
+    word = f"reinterpret_cast<unsigned*>({name}.x)"  # no temporary: no name to clash with
+    regs = ", ".join(f'"=r"({word}[{w}])' for w in range(words))
     address = f"(unsigned)__cvta_generic_to_shared({pointer})"
-    return [
-        "{",
-        f"    unsigned* _w = reinterpret_cast<unsigned*>(&{name}.x[0]);",
-        f'    asm volatile("{instr}" : {regs}',
-        f'        : "r"({address}), "r"((unsigned)({stride})));',
-        "}",
-    ]
+    return [f'asm volatile("{instr}" : {regs} : "r"({address}), "r"((unsigned)({stride})));']
 
 
 class CudaDialect(Dialect):
