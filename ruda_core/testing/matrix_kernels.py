@@ -81,12 +81,13 @@ def cmma_shared(
     B_TILE: Comptime[tuple[int, int]],
     O_TILE: Comptime[tuple[int, int]],
     PAD: Comptime[int],
+    TF32: Comptime[bool] = False,
 ):
     """``out = a * b`` of one tile per plane (at most 4 planes) through shared memory: every
     unit copies part of a and b (dense tiles, one per plane, ``X_TILE`` = (outer, inner) extents
     in their layout) into shared tiles whose rows or columns are ``PAD`` elements longer, the
     planes multiply from there and store into a padded shared tile, which the units copy out
-    to ``out`` (dense, in ``LOUT``)."""
+    to ``out`` (dense, in ``LOUT``). With ``TF32`` the fragments of f32 input are tf32."""
     planes = RUDA_DIM // PLANE_DIM
     p = UNIT_POS // PLANE_DIM
     A_OUTER = A_TILE[0]
@@ -109,8 +110,8 @@ def cmma_shared(
         sb[row * (B_INNER + PAD) + i % B_INNER] = b[i]
         i += RUDA_DIM
     sync_units()
-    ma = cmma.Matrix(cmma.A, M, N, K, In, LA)
-    mb = cmma.Matrix(cmma.B, M, N, K, In, LB)
+    ma = cmma.Matrix(cmma.A, M, N, K, cmma.tf32 if TF32 else In, LA)
+    mb = cmma.Matrix(cmma.B, M, N, K, cmma.tf32 if TF32 else In, LB)
     acc = cmma.Matrix(cmma.ACCUMULATOR, M, N, K, Acc)
     cmma.fill(acc, 0.0)
     cmma.load(ma, sa, p * u32(A_OUTER * (A_INNER + PAD)), u32(A_INNER + PAD))

@@ -147,7 +147,7 @@ def test_tile_product_with_strides_in_global_memory(client, reference, config, l
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS[:3], ids=lambda ls: "".join(str(x)[0] for x in ls))
-@pytest.mark.parametrize("config", [c for c in CONFIGS if c.a is not MatrixElem.TF32], ids=str)
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
 def test_tile_product_through_shared_memory(client, reference, config, layouts):
     need_matrix(client, config)
     m, n, k, planes = config.m, config.n, config.k, 2
@@ -163,7 +163,8 @@ def test_tile_product_through_shared_memory(client, reference, config, layouts):
         return (rows, cols) if layout is ROW else (cols, rows)
 
     out = np.zeros(planes * m * n, _dtype(config.c))
-    spec = dict(M=m, N=n, K=k, LA=la, LB=lb, LOUT=lo, PAD=16)
+    tf32 = config.a is MatrixElem.TF32
+    spec = dict(M=m, N=n, K=k, LA=la, LB=lb, LOUT=lo, PAD=16, TF32=tf32)
     spec.update(A_TILE=extents(m, k, la), B_TILE=extents(k, n, lb), O_TILE=extents(m, n, lo))
     dim = planes * client.properties().plane_dim
     got = _launch(client, cmma_shared, [dense(a, la), dense(b, lb), out], dim, **spec)[2]
@@ -171,8 +172,9 @@ def test_tile_product_through_shared_memory(client, reference, config, layouts):
     got = got.reshape(planes, o_outer, o_inner)
     got = got if lo is ROW else got.transpose(0, 2, 1)
     zero = np.zeros((planes, m, n), _dtype(config.c))
-    want = multiply_accumulate(a, b, zero, _dtype(config.c))
-    _check(client is reference, got, want, config, np.abs(a.astype(np.float64)) @ np.abs(b))
+    ha, hb = _host(a, config.a), _host(b, config.b)
+    want = multiply_accumulate(ha, hb, zero, _dtype(config.c))
+    _check(client is reference, got, want, config, np.abs(ha.astype(np.float64)) @ np.abs(hb))
 
 
 @pytest.mark.parametrize("acc", [f16, f32], ids=str)
