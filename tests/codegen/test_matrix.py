@@ -46,6 +46,29 @@ def _tile(elem, acc, m, n, k, tf32=False) -> KernelDefinition:
     return cmma_tile.definition(In=elem, Acc=acc, **spec)
 
 
+def _shared(elem, m, n, k, la, lb, lout, pad, tf32=False) -> KernelDefinition:
+    """:func:`cmma_shared` of one ``m x n x k`` product, its tiles dense in these layouts."""
+
+    def tile(rows: int, cols: int, layout: MatrixLayout) -> tuple[int, int]:
+        return (rows, cols) if layout is ROW else (cols, rows)
+
+    return cmma_shared.definition(
+        In=elem,
+        Acc=f32,
+        M=m,
+        N=n,
+        K=k,
+        LA=la,
+        LB=lb,
+        LOUT=lout,
+        A_TILE=tile(m, k, la),
+        B_TILE=tile(k, n, lb),
+        O_TILE=tile(m, n, lout),
+        PAD=pad,
+        TF32=tf32,
+    )
+
+
 def _matmul(elem, tf32: bool, interior: bool) -> KernelDefinition:
     m, n, k = (128, 256, 64) if interior else (100, 70, 33)
     shape, stages = CMMA_SHAPES[0], 2
@@ -58,58 +81,9 @@ KERNELS = {
     "f16_f16_32x8x16": (lambda: _tile(f16, f16, 32, 8, 16), 70),
     "bf16_f32_8x32x16": (lambda: _tile(bf16, f32, 8, 32, 16), 80),
     "tf32_f32_16x16x8": (lambda: _tile(f32, f32, 16, 16, 8, tf32=True), 80),
-    "shared_f16": (
-        lambda: cmma_shared.definition(
-            In=f16,
-            Acc=f32,
-            M=16,
-            N=16,
-            K=16,
-            LA=COL,
-            LB=ROW,
-            LOUT=COL,
-            A_TILE=(16, 16),
-            B_TILE=(16, 16),
-            O_TILE=(16, 16),
-            PAD=16,
-        ),
-        70,
-    ),
-    "shared_tf32": (
-        lambda: cmma_shared.definition(
-            In=f32,
-            Acc=f32,
-            M=16,
-            N=16,
-            K=8,
-            LA=ROW,
-            LB=COL,
-            LOUT=ROW,
-            A_TILE=(16, 8),
-            B_TILE=(16, 8),
-            O_TILE=(16, 16),
-            PAD=8,
-            TF32=True,
-        ),
-        80,
-    ),
-    "shared_bf16_8x32": (
-        lambda: cmma_shared.definition(
-            In=bf16,
-            Acc=f32,
-            M=8,
-            N=32,
-            K=16,
-            LA=ROW,
-            LB=ROW,
-            LOUT=ROW,
-            A_TILE=(8, 16),
-            B_TILE=(16, 32),
-            O_TILE=(8, 32),
-            PAD=16,
-        ),
-        80,
-    ),
+    "shared_f16": (lambda: _shared(f16, 16, 16, 16, COL, ROW, COL, 16), 70),
+    "shared_tf32": (lambda: _shared(f32, 16, 16, 8, ROW, COL, ROW, 8, tf32=True), 80),
+    "shared_bf16_8x32": (lambda: _shared(bf16, 8, 32, 16, ROW, ROW, ROW, 16), 80),
     "chain_cast": (lambda: cmma_chain.definition(In=f16, M=16, N=16, K=16, STEPS=2, ACC=f32), 70),
     "fill_f16": (lambda: cmma_fill_store.definition(Acc=f16, M=16, N=16, K=16), 70),
     "matmul_bf16": (lambda: _matmul(Elem.BF16, False, True), 80),
