@@ -165,7 +165,7 @@ class _BoundsLowering:
         return local
 
     def _elements(self, arr: ArrayVar) -> Operand:
-        """The length of a global or shared array: ``LEN(arr)`` (computed once), the size
+        """The length of an array: ``LEN(arr)`` of a parameter (computed once), the size
         parameter of a dynamic shared array, else the constant length."""
         if isinstance(arr, Param):
             return self._length(arr)
@@ -207,25 +207,15 @@ class _BoundsLowering:
         stmts: list[Stmt] = []
         length: Operand
         if ins.op in _LINE_ACCESS:
-            width = _line_width(ins)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
-            length = self._line_count(arr, width, cmp_elem)
-            if isinstance(unsigned, Const) and isinstance(length, Const):
-                in_bounds = int(unsigned.value) < int(length.value)
-                return [ins] if in_bounds else list(self._out_of_bounds(ins, unsigned, length))
-        elif isinstance(arr, Param):
-            param_length = self._length(arr)
-            unsigned = self._widen(index, cmp_elem, stmts, loc)
-            length = self._widen(param_length, cmp_elem, stmts, loc)
-        elif isinstance(arr, SharedArray) and arr.size is not None:  # sized at launch
-            unsigned = self._widen(index, cmp_elem, stmts, loc)
-            length = self._widen(arr.size, cmp_elem, stmts, loc)
+            length = self._line_count(arr, _line_width(ins), cmp_elem)
         else:
+            elements = self._elements(arr)
             unsigned = self._widen(index, cmp_elem, stmts, loc)
-            length = Const(arr.length, cmp_elem)
-            if isinstance(unsigned, Const):
-                in_bounds = int(unsigned.value) < arr.length
-                return [ins] if in_bounds else list(self._out_of_bounds(ins, unsigned, length))
+            length = self._widen(elements, cmp_elem, stmts, loc)
+        if isinstance(unsigned, Const) and isinstance(length, Const):  # decided here
+            in_bounds = int(unsigned.value) < int(length.value)
+            return [ins] if in_bounds else list(self._out_of_bounds(ins, unsigned, length))
         cond = self._temp(Elem.BOOL)
         stmts.append(Instr(Op.LT, cond, (unsigned, length), loc))
         stmts.append(If(cond, (ins,), self._out_of_bounds(ins, unsigned, length), loc))

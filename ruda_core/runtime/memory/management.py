@@ -167,12 +167,16 @@ class MemoryManagement:
         if not self._fits_pending(s, rounded, stream):
             self.dropped.append(s)
             return None
-        self._allocs -= 1
-        self._in_use -= s.requested
-        self._padding -= s.nbytes - s.requested
+        self._release_counts(s)
         if self.dropped:
             self.drain()
         return Slice(s.page, s.offset_bytes, s.nbytes, 0)
+
+    def _release_counts(self, s: Slice) -> None:
+        """Take the dropped slice ``s`` out of the allocation counts of :meth:`usage`."""
+        self._allocs -= 1
+        self._in_use -= s.requested
+        self._padding -= s.nbytes - s.requested
 
     def _take_pending(self, rounded: int, stream: object) -> Slice | None:
         """The memory of a slice dropped on ``stream`` that fits, as a new ``Slice``: the
@@ -291,9 +295,7 @@ class MemoryManagement:
             if s.page.foreign is not None:
                 self._foreign_pending.append(s)
                 continue
-            self._allocs -= 1
-            self._in_use -= s.requested
-            self._padding -= s.nbytes - s.requested
+            self._release_counts(s)
             self._pending.append(s)
         self._reclaim()
         self._apply_release_policy()
