@@ -5,8 +5,9 @@ read through cheap accessors (the buffer protocol or ``__array_interface__``; ``
 ``dtype``, ``shape``, ``stride()``, ``get_device()``), not through a DLPack capsule. Its memory
 becomes a :meth:`ComputeServer.borrow` binding, made once per (server, address, type, layout)
 and kept in a bounded table: no pool page, handle or capsule per launch. The launch keeps the
-array itself alive through :meth:`ComputeServer.keep_alive` until its work is done, and on CUDA
-waits for the tensor's current torch stream when it is not ruda's. The checks are those of
+array itself alive until its work is done (its ``kept``, under the launch's own lock; see
+:class:`~ruda_core.runtime.server.ModeLaunch`), and on CUDA waits for the tensor's current
+torch stream when it is not ruda's. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
 this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
 left to the DLPack import of :mod:`.foreign`.
@@ -31,7 +32,7 @@ from ..runtime.memory import Binding
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
-__all__ = ["Borrowed", "borrow_arguments", "keep", "lend"]
+__all__ = ["Borrowed", "borrow_arguments", "lend", "lenders", "producer_stream"]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
@@ -66,7 +67,7 @@ class Borrowed:
         return self._binding
 
 
-def _read_numpy(arr: np.ndarray) -> Reading:
+def _read_numpy(arr: np.ndarray) -> tuple[Any, ...]:
     """A writable C-contiguous array's address through the buffer protocol (a quarter of the
     time ``__array_interface__`` takes to build its dict); any other through the interface."""
     try:
@@ -92,15 +93,14 @@ def _read_torch(t: Any) -> Reading:
         return None
 
 
-def _torch_stream(device: int) -> int:
-    """The raw ``cudaStream_t`` of torch's current stream on ``device``."""
+def _raw_stream_function() -> Callable[[int], int]:
+    """torch's function giving the raw ``cudaStream_t`` of a device's current stream."""
     global _current_raw_stream
-    if _current_raw_stream is None:
-        torch = sys.modules["torch"]
-        _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-            lambda device: torch.cuda.current_stream(device).cuda_stream
-        )
-    return _current_raw_stream(device)
+    torch = sys.modules["torch"]
+    _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+        lambda device: torch.cuda.current_stream(device).cuda_stream
+    )
+    return _current_raw_stream
 
 
 #: torch's function giving the raw current stream of a device (found at the first use)
@@ -173,30 +173,56 @@ def lend(client: object, arg: object) -> Lent | None:
     """A NumPy array's or torch tensor's memory as an ``Array`` argument: its binding, length,
     element type and device (-1: the host), made and checked once per client and layout. None
     for any other argument, a non-contiguous array, another client type or an element type
-    ruda lacks (the caller then takes its general path, which says why). Call :func:`keep`
-    for the lent arrays before the launch is enqueued.
+    ruda lacks (the caller then takes its general path, which says why). Pass the lent arrays
+    as the launch's ``kept``, with :func:`producer_stream` of their device.
+
+    ``lenders.get(type(arg), lend)(client, arg)`` is the same call with one Python frame fewer
+    for a type already seen.
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
-    reader = _readers.get(type(arg), _MISSING)  # _reader(), inlined for a known type
-    if reader is _MISSING:
-        reader = _reader(type(arg))
-    if reader is None:
-        return None
-    layout = reader(arg)
-    if layout is None:
-        return None
+    kind = type(arg)
+    lender = lenders.get(kind)
+    if lender is None:
+        reader = _reader(kind)
+        if reader is None:
+            return None
+        lender = _lend_torch if reader is _read_torch else _lend_numpy
+        lenders[kind] = lender
+    return lender(client, arg)
+
+
+def _lend_numpy(client: object, arr: Any) -> Lent | None:
+    """:func:`lend` of a NumPy array: its table key is its full reading."""
+    layout = _read_numpy(arr)
     table = _lent.get(client)
     lent = None if table is None else table.get(layout)
-    if lent is None:
-        lent = _lend_new(client, layout, arg)
-    return lent
+    return lent if lent is not None else _lend_new(client, layout, arr)
 
 
-def _lend_new(client: object, layout: tuple[Any, ...], arg: object) -> Lent | None:
-    """:func:`lend` for a layout not lent yet to ``client``: the table entry, remembered when
-    it is a contiguous array's."""
+def _lend_torch(client: object, t: Any) -> Lent | None:
+    """:func:`lend` of a torch tensor: its table key is read through five cheap accessors (no
+    ``torch.Size`` or stride tuple is built); a tensor without storage is not lent."""
+    try:
+        key = t.data_ptr(), t.dtype, t.numel(), t.get_device(), t.is_contiguous()
+    except RuntimeError:
+        return None
+    table = _lent.get(client)
+    lent = None if table is None else table.get(key)
+    return lent if lent is not None else _lend_new(client, key, t)
+
+
+#: per array type seen, its :func:`lend` (only types that :func:`_reader` knows)
+lenders: dict[type, Callable[[object, Any], Lent | None]] = {}
+
+
+def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
+    """:func:`lend` for a key not lent yet to ``client``: the table entry of the array's full
+    reading, remembered under ``key`` when it is a contiguous array's."""
     if not isinstance(client, ComputeClient):
+        return None
+    layout = _reader(type(arg))(arg)  # type: ignore[misc]  # lend() found a reader
+    if layout is None:
         return None
     try:
         entry = _lookup(client, "array", layout, arg)
@@ -210,20 +236,16 @@ def _lend_new(client: object, layout: tuple[Any, ...], arg: object) -> Lent | No
             _lent.clear()
         table = _lent[client] = {}
     elem = cast(Elem, entry.elem)  # an entry always names its element type
-    lent = table[layout] = (entry.handle.binding(), entry.length, elem, int(layout[4]))
+    lent = table[key] = (entry.handle.binding(), entry.length, elem, int(layout[4]))
     return lent
 
 
-def keep(client: ComputeClient, owners: list[object], device: int) -> bool:
-    """Keep ``owners`` (arrays :func:`lend` lent, of ``device``) alive until the launch about
-    to be enqueued on the client's stream is done, ordered after their producer's stream;
-    False (nothing done) while the server captures, which keeps memory only through handles."""
-    server = client.server
-    if server.capturing:
-        return False
-    producer = _torch_stream(device) if device >= 0 else None
-    server.keep_alive(client.execution_stream().value, owners, producer)
-    return True
+def producer_stream(device: int) -> int | None:
+    """The stream a launch with arrays of ``device`` (-1: the host) is ordered after: torch's
+    current stream of a CUDA device, None for the host."""
+    if device < 0:
+        return None
+    return (_current_raw_stream or _raw_stream_function())(device)
 
 
 def borrow_arguments(
@@ -231,10 +253,10 @@ def borrow_arguments(
 ) -> tuple[tuple[object, ...], list[object], int] | None:
     """``args`` with every NumPy array and torch tensor bound to an ``Array`` or ``Tensor``
     parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a launch
-    argument over its memory, the arrays to keep alive and their device (-1: the host), both
-    for :func:`keep`; None when there is no such array, when another foreign array is among
-    them (the DLPack import handles all of them), or while the server captures (a capture
-    keeps memory through handles).
+    argument over its memory, the arrays to keep alive (the launch's ``kept``) and their device
+    (-1: the host; see :func:`producer_stream`); None when there is no such array, when another
+    foreign array is among them (the DLPack import handles all of them), or while the server
+    captures (a capture keeps memory through handles).
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """

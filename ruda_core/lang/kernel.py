@@ -19,7 +19,7 @@ from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
 from ..runtime.dims import RudaCount, RudaDim
-from .borrow import borrow_arguments, keep
+from .borrow import borrow_arguments
 from .foreign import import_arguments, shown
 from .frontend import build_kernel
 from .launcher import Launcher, Submit, arg_elem
@@ -210,9 +210,12 @@ class Kernel:
             self._launch_slow(client, count, dim, args, comptime)
             return
         try:
-            launcher.direct(client, count, dim, args)
+            launched = launcher.direct(client, count, dim, args)
         except LaunchConfigError:  # perhaps foreign arrays
             self._launch_foreign(client, count, dim, args, comptime)
+            return
+        if launched is False:  # borrowed arrays while a capture is open: import them
+            self._submit(client, client.launch, count, dim, args, comptime)
 
     def _launch_slow(
         self,
@@ -224,9 +227,12 @@ class Kernel:
     ) -> None:
         """A Checked launch through the full lookup (keywords, element-generic kernels)."""
         try:
-            self._launcher(args, comptime).direct(client, count, dim, args)
+            launched = self._launcher(args, comptime).direct(client, count, dim, args)
         except LaunchConfigError:
             self._launch_foreign(client, count, dim, args, comptime)
+            return
+        if launched is False:
+            self._submit(client, client.launch, count, dim, args, comptime)
 
     def _launch_foreign(
         self,
@@ -243,10 +249,9 @@ class Kernel:
             self._submit(client, client.launch, count, dim, args, comptime)
             return
         converted, owners, device = borrowed
-        if not keep(client, owners, device):  # a capture began meanwhile: import instead
-            self._submit(client, client.launch, count, dim, args, comptime)
-            return
-        self._launcher(converted, comptime).direct(client, count, dim, converted)
+        launcher = self._launcher(converted, comptime)
+        if launcher.direct(client, count, dim, converted, owners, device) is False:
+            self._submit(client, client.launch, count, dim, args, comptime)  # a capture began
 
     def launch_unchecked(
         self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object

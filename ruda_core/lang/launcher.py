@@ -36,7 +36,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
-from .borrow import borrow_arguments, keep, lend
+from .borrow import borrow_arguments, lend, lenders, producer_stream
 from .foreign import shown
 from .types import as_elem
 
@@ -87,11 +87,10 @@ class Launcher:
         self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
             fast[0] if fast else self.checked_launch
         )
-        #: ``direct(client, count, dim, args)``: a Checked launch on ``client`` through its
-        #: kept ``launcher(task)``; generated like ``launch``
-        self.direct: Callable[[Any, RudaCount, RudaDim, Sequence[object]], None] = (
-            fast[1] if fast else self._direct
-        )
+        #: ``direct(client, count, dim, args[, held, held_device])``: a Checked launch on
+        #: ``client`` through its kept ``launcher(task)``, as :meth:`_direct`; generated like
+        #: ``launch``
+        self.direct: Callable[..., bool | None] = fast[1] if fast else self._direct
 
     def checked_launch(
         self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
@@ -116,14 +115,29 @@ class Launcher:
             )
         return run
 
-    def _direct(self, client: Any, count: RudaCount, dim: RudaDim, args: Sequence[object]) -> None:
+    def _direct(
+        self,
+        client: Any,
+        count: RudaCount,
+        dim: RudaDim,
+        args: Sequence[object],
+        held: list[object] | None = None,
+        held_device: int = -1,
+    ) -> bool | None:
         """A Checked launch through the binders; NumPy arrays and torch tensors among ``args``
-        are borrowed first (:mod:`.borrow`), kept alive and ordered after their producer."""
-        borrowed = borrow_arguments(client, self._kinds, args)
-        if borrowed is not None and keep(client, borrowed[1], borrowed[2]):
-            self.direct(client, count, dim, borrowed[0])  # no foreign array left: no recursion
-            return
-        self.run_on(client)(count, dim, *self._bind(args))
+        are borrowed first (:mod:`.borrow`), kept alive and ordered after their producer.
+        ``held`` (of ``held_device``) are the arrays already borrowed into ``args``. False:
+        refused while a capture is open (nothing enqueued; see :class:`ClientLaunch`)."""
+        kept, device = held, held_device
+        if kept is None:
+            borrowed = borrow_arguments(client, self._kinds, args)
+            if borrowed is not None:
+                args, kept, device = borrowed
+        bindings, scalars, metadata = self._bind(args)
+        run = self.run_on(client)
+        if kept is None:
+            return run(count, dim, bindings, scalars, metadata)
+        return run(count, dim, bindings, scalars, metadata, kept, producer_stream(device))
 
     def _bind(self, args: Sequence[object]) -> tuple[list[Binding], list[np.generic], list[int]]:
         if len(args) != len(self._binders):
@@ -348,7 +362,8 @@ def _fast_path(
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
     converted by the same converter); ``direct`` also takes a NumPy array or torch tensor
     for an Array parameter, through :func:`~.borrow.lend` (kept alive and ordered after its
-    producer by :func:`~.borrow.keep`). Anything else goes to :meth:`Launcher.checked_launch`
+    producer by the launch's ``kept``, see :class:`ClientLaunch`). Anything else goes to
+    :meth:`Launcher.checked_launch`
     or :meth:`Launcher._direct`, which raise the precise error. The generated code does no
     per-parameter dispatch.
     """
@@ -378,7 +393,7 @@ def _fast_path(
                 f"    b{k} = {a}.handle.binding()",
                 f"    n{k} = {a}.length",
                 "else:",
-                f"    lent = lend(cl, {a})",
+                f"    lent = lenders.get(type({a}), lend)(cl, {a})",
                 f"    if lent is None or lent[2] is not E{k}: return SLOW",
                 f"    b{k}, n{k}, _, device = lent",
                 *(
@@ -404,34 +419,34 @@ def _fast_path(
         f"[{', '.join(f'b{k}' for k in arrays)}], [{', '.join(scalars)}], "
         f"[{', '.join(f'n{k}' for k in arrays)}]"
     )
+    launched = (
+        f"    if kept is None: return run(c, d, {direct_lists})\n"
+        f"    return run(c, d, {direct_lists}, kept, producer_stream(device))\n"
+        if arrays
+        else f"    return run(c, d, {direct_lists})\n"
+    )
     source = (
         "def launch(s, c, d, args):\n"
         + (head + "".join(f"    {line}\n" for line in checks)).replace(
             "SLOW", "slow(s, c, d, args)"
         )
         + f"    return s(task, c, d, {lists})\n"
-        "def direct(cl, c, d, args):\n"
+        "def direct(cl, c, d, args, held=None, held_device=-1):\n"
         + (
             head
-            + ("    kept = None\n" if arrays else "")
+            + ("    kept, device = held, held_device\n" if arrays else "")
             + "".join(f"    {line}\n" for line in borrowing)
-        ).replace("SLOW", "slow_direct(cl, c, d, args)")
-        + (
-            "    if kept is not None and not keep(cl, kept, device): return SLOW\n".replace(
-                "SLOW", "slow_direct(cl, c, d, args)"
-            )
-            if arrays
-            else ""
-        )
+        ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_device)")
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
-        f"    run(c, d, {direct_lists})\n"
+        + launched
     )
     env["slow"] = launcher.checked_launch
     env["slow_direct"] = launcher._direct
     env["runs"] = launcher._runs
     env["run_on"] = launcher.run_on
     env["lend"] = lend
-    env["keep"] = keep
+    env["lenders"] = lenders
+    env["producer_stream"] = producer_stream
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -51,10 +51,25 @@ T = TypeVar("T")
 _CHECKED = ExecutionMode.CHECKED
 #: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
 _new_args = tuple.__new__
-#: what :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars, metadata)``
-ClientLaunch = Callable[
-    [RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int]], None
-]
+
+
+class ClientLaunch(Protocol):
+    """What :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars,
+    metadata)`` on the client's stream, with ``kept`` and ``producer`` as
+    :class:`~.server.ModeLaunch` takes them (False: refused while a capture is open, nothing
+    enqueued)."""
+
+    def __call__(
+        self,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic] = (),
+        metadata: Sequence[int] = (),
+        kept: list[object] | None = None,
+        producer: int | None = None,
+    ) -> bool | None: ...
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,7 +526,9 @@ class ComputeClient:
             bindings: Sequence[Binding],
             scalars: Sequence[np.generic] = (),
             metadata: Sequence[int] = (),
-        ) -> None:
+            kept: list[object] | None = None,
+            producer: int | None = None,
+        ) -> bool | None:
             nonlocal fits
             last = fits
             if last is None or last[0] is not count or last[1] is not dim:
@@ -532,7 +549,7 @@ class ComputeClient:
             stream = self._stream  # execution_stream(), inlined; set_stream may change it
             if stream is None:
                 stream = getattr(local, "stream", None) or StreamId.current()
-            run(count, dim, bindings, scalars, metadata, stream.value)
+            return run(count, dim, bindings, scalars, metadata, stream.value, kept, producer)
 
         return launch
 

@@ -26,7 +26,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 
@@ -75,11 +75,31 @@ KernelLaunch = Callable[
     ["ServerStream", RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int]],
     None,
 ]
-#: what :meth:`ComputeServer.launcher` returns: ``run(count, dim, bindings, scalars, metadata,
-#: stream_value)``
-ModeLaunch = Callable[
-    [RudaCount, RudaDim, Sequence[Binding], Sequence[np.generic], Sequence[int], int], None
-]
+
+
+class ModeLaunch(Protocol):
+    """What :meth:`ComputeServer.launcher` returns.
+
+    ``run(count, dim, bindings, scalars, metadata, stream_value)`` enqueues one launch. With
+    ``kept`` (the objects that own memory some bindings borrow, see :meth:`~ComputeServer.borrow`)
+    they are kept alive as :meth:`~ComputeServer.keep_alive` keeps them, and the stream first
+    waits for another library's stream ``producer``, all under the launch's one lock; such a
+    launch is refused while a capture is open (captures keep memory through handles only) and
+    then returns False, with nothing enqueued. Otherwise it returns None.
+    """
+
+    def __call__(
+        self,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+        stream_value: int,
+        kept: list[object] | None = None,
+        producer: int | None = None,
+    ) -> bool | None: ...
+
 
 
 class ServerStream:
@@ -616,21 +636,21 @@ class ComputeServer(ABC):
         """Keep ``owners`` alive until the work enqueued on the stream from now until the next
         launch is done (they are fenced in batches, and at each ``sync``), and, with
         ``producer`` (another library's stream handle) other than the stream's own, make later
-        work on the stream wait for what ``producer`` has queued. Call it before enqueueing the
-        launch that uses the owners' memory."""
-        lock = self.lock
-        lock.acquire()  # not ``with``: as in launcher(), for a call made at every launch
-        try:
-            stream = self._streams.get(stream_value % self.max_streams) or self._stream(
-                stream_value
-            )
+        work on the stream wait for what ``producer`` has queued. Call it right before
+        enqueueing the launch that uses the owners' memory (a launcher's ``run`` with ``kept``
+        does both under one lock)."""
+        with self.lock:
+            stream = self._stream(stream_value)
             if producer is not None and producer not in stream.ordered_producers:
                 self._order_after_producer(stream, producer)
-            stream.kept += owners
-            if len(stream.kept) >= _KEEP_BATCH:
-                self._fence_kept(stream)
-        finally:
-            lock.release()
+            self._keep(stream, owners)
+
+    def _keep(self, stream: ServerStream, owners: Sequence[object]) -> None:
+        """Add ``owners`` to the stream's kept batch (lock held). A full batch is fenced first,
+        so a fence only ever covers owners whose launches are already enqueued."""
+        if len(stream.kept) >= _KEEP_BATCH:
+            self._fence_kept(stream)
+        stream.kept += owners
 
     def _fence_kept(self, stream: ServerStream) -> None:
         """Fence the stream's kept owners as one batch; let go of batches whose work is done
@@ -722,9 +742,10 @@ class ComputeServer(ABC):
         """``launch(task, LaunchArgs(count, dim, bindings, scalars, metadata), mode,
         stream_value)`` as one function ``run(count, dim, bindings, scalars, metadata,
         stream_value)``, with what is fixed per (task, mode) looked up once: the same checks,
-        bookkeeping, ordering and error surfacing, and one lock acquisition. Anything but the
-        common case (Validate, an open capture, a profile, a dynamic or empty count, a poisoned
-        input, a kernel not built yet, a new stream) takes :meth:`launch` itself."""
+        bookkeeping, ordering and error surfacing, and one lock acquisition (with ``kept``:
+        :meth:`keep_alive`'s too, see :class:`ModeLaunch`). Anything but the common case
+        (Validate, an open capture, a profile, a dynamic or empty count, a poisoned input, a
+        kernel not built yet, a new stream) takes :meth:`launch` itself."""
         launch = self.launch
         kernels = self._kernels.table(mode)
         validate = mode is _VALIDATE
@@ -747,13 +768,23 @@ class ComputeServer(ABC):
             scalars: Sequence[np.generic],
             metadata: Sequence[int],
             stream_value: int,
-        ) -> None:
+            kept: list[object] | None = None,
+            producer: int | None = None,
+        ) -> bool | None:
+            if kept is not None:
+                if captures:
+                    return False
+                if producer is not None:
+                    self.keep_alive(stream_value, (), producer)
             launch(
                 task,
                 _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata)),
                 mode,
                 stream_value,
             )
+            if kept is not None:  # after the launch: a fence of the batch then covers it
+                self.keep_alive(stream_value, kept, None)
+            return None
 
         if validate:  # every Validate launch takes launch(), which reads the flags back
             return general
@@ -765,7 +796,9 @@ class ComputeServer(ABC):
             scalars: Sequence[np.generic],
             metadata: Sequence[int],
             stream_value: int,
-        ) -> None:
+            kept: list[object] | None = None,
+            producer: int | None = None,
+        ) -> bool | None:
             nonlocal made, static
             kernel = kernels.get(key)
             stream = streams.get(stream_value % n_streams)
@@ -775,8 +808,8 @@ class ComputeServer(ABC):
                 else:
                     stream = None  # a dynamic or empty count: launch() handles it
             if kernel is None or stream is None or captures or self._profile is not None:
-                general(count, dim, bindings, scalars, metadata, stream_value)
-                return
+                args = (count, dim, bindings, scalars, metadata)
+                return general(*args, stream_value, kept, producer)
             made_for, direct = made
             if made_for is not kernel or direct is None:
                 direct = self._kernel_launch(task, kernel)
@@ -797,6 +830,12 @@ class ComputeServer(ABC):
                         s.stream = stream
                     if s.error is not None:
                         poisoned = True
+                if kept is not None:  # _keep(), inlined; ordered before the launch
+                    if producer is not None and producer not in stream.ordered_producers:
+                        self._order_after_producer(stream, producer)
+                    if len(stream.kept) >= _KEEP_BATCH:
+                        self._fence_kept(stream)
+                    stream.kept += kept
                 if poisoned:
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
                     self._enqueue(stream, task, mode, kernel, args)
@@ -804,6 +843,7 @@ class ComputeServer(ABC):
                     direct(stream, count, dim, bindings, scalars, metadata)
             finally:
                 lock.release()
+            return None
 
         return run
 

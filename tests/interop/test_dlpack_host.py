@@ -287,6 +287,19 @@ def test_borrowed_tensors_of_torch_on_the_numpy_device(cpu):
         saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x.double(), x, x)
 
 
+def test_a_torch_tensor_is_rechecked_when_its_view_changes_at_the_same_address(cpu):
+    torch = pytest.importorskip("torch", reason="torch is not installed: no torch CPU tensors")
+    base, ones = torch.zeros(64), torch.ones(64)
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), 0.0, base, ones, base)  # all 64 elements
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, base, ones, base[:32])  # same address
+    cpu.sync().result(timeout=30)
+    assert torch.equal(base, torch.cat([torch.full((32,), 3.0), torch.ones(32)]))
+    with pytest.raises(LaunchConfigError, match="not contiguous"):  # same address and length
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), 1.0, base, ones, base.view(8, 8).t())
+    with pytest.raises(LaunchConfigError, match="f64 elements"):  # same address, other type
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), 1.0, base, ones, base.view(torch.float64))
+
+
 @kernel
 def copy_lines(x: Array[f32], out: Array[f32]):
     i = ABSOLUTE_POS
