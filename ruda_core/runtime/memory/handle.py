@@ -79,11 +79,8 @@ class _SliceOwner:
     """Releases its slice when the last handle referencing it is collected."""
 
     __slots__ = ("__weakref__", "dropped", "slice")
-
-    def __init__(self, slice_: Slice, dropped: deque[Slice]) -> None:
-        self.slice = slice_
-        self.dropped = dropped
-        slice_.owner = weakref.ref(self)
+    slice: Slice
+    dropped: deque[Slice]
 
     def __del__(self) -> None:
         self.slice.freed = True
@@ -117,24 +114,24 @@ class Handle:
     """Owned device memory of ``nbytes`` bytes. Keep it alive as long as you use the memory.
 
     ``offset(start, end)`` makes a handle viewing a byte range of the same memory; the memory is
-    released when every such handle is gone.
+    released when every such handle is gone. Handles are made by the server (``client.empty``
+    and the like) and by ``offset``, never directly.
     """
 
     __slots__ = ("__weakref__", "_binding", "_owner", "nbytes", "offset_bytes", "server_id")
-
-    def __init__(self, owner: _SliceOwner, offset_bytes: int, nbytes: int, server_id: int) -> None:
-        self._owner = owner
-        self.offset_bytes = offset_bytes  #: offset of this view within its slice
-        self.nbytes = nbytes
-        self.server_id = server_id
-        slice_ = owner.slice
-        self._binding = Binding(
-            slice_, slice_.offset_bytes + offset_bytes, nbytes, server_id, slice_.page.resource
-        )
+    _binding: Binding
+    _owner: _SliceOwner
+    nbytes: int
+    offset_bytes: int  #: offset of this view within its slice
+    server_id: int
 
     @classmethod
     def _new(cls, slice_: Slice, dropped: deque[Slice], server_id: int) -> Handle:
-        return cls(_SliceOwner(slice_, dropped), 0, slice_.requested, server_id)
+        owner = _SliceOwner()
+        owner.slice = slice_
+        owner.dropped = dropped
+        slice_.owner = weakref.ref(owner)
+        return _view(owner, 0, slice_.requested, server_id)
 
     def binding(self) -> Binding:
         """The binding of this handle (the same object every call)."""
@@ -148,7 +145,30 @@ class Handle:
         stop = self.nbytes if end is None else end
         if not 0 <= start <= stop <= self.nbytes:
             raise ValueError(f"byte range [{start}, {stop}) is outside a {self.nbytes}-byte handle")
-        return Handle(self._owner, self.offset_bytes + start, stop - start, self.server_id)
+        return _view(self._owner, self.offset_bytes + start, stop - start, self.server_id)
 
     def __repr__(self) -> str:
         return f"Handle({self.nbytes} B, server {self.server_id:#x})"
+
+
+_new = object.__new__
+
+
+def _view(owner: _SliceOwner, offset_bytes: int, nbytes: int, server_id: int) -> Handle:
+    """The handle of ``nbytes`` at ``offset_bytes`` of ``owner``'s slice, with its binding, built
+    through their slots: every allocation makes one or more, and ``Binding``'s ``__init__``
+    and one of Handle's would cost a third as much again."""
+    slice_ = owner.slice
+    binding = _new(Binding)
+    binding.slice = slice_
+    binding.offset_bytes = slice_.offset_bytes + offset_bytes
+    binding.nbytes = nbytes
+    binding.server_id = server_id
+    binding.resource = slice_.page.resource
+    handle = Handle()
+    handle._owner = owner
+    handle.offset_bytes = offset_bytes
+    handle.nbytes = nbytes
+    handle.server_id = server_id
+    handle._binding = binding
+    return handle
