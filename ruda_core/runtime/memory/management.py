@@ -120,7 +120,9 @@ class MemoryManagement:
                 f"{nbytes} bytes can never fit this device's memory limit of "
                 f"{self.limit_nbytes} bytes; split the data or raise {_LIMIT_VARIABLE}"
             )
-        rounded = _round_up(max(nbytes, 1), self._align)
+        align = self._align
+        # _round_up(max(nbytes, 1), align) without its two calls: every allocation runs this
+        rounded = ((nbytes or 1) + align - 1) // align * align
         slice_ = self._recycle(rounded, stream) if self.dropped else None
         if slice_ is None:
             self.drain()
@@ -155,9 +157,9 @@ class MemoryManagement:
         page)."""
         if s.stream is not stream or s.page.foreign is not None:
             return False
-        if self._is_exclusive(rounded):
-            return rounded <= s.nbytes <= 2 * rounded
-        return s.nbytes == rounded
+        if s.nbytes == rounded:  # fits either kind of page: asked first, as the likeliest
+            return True
+        return self._is_exclusive(rounded) and rounded < s.nbytes <= 2 * rounded
 
     def _recycle(self, rounded: int, stream: object) -> Slice | None:
         """The memory of the slice dropped last, as a new ``Slice``, when it fits a request
