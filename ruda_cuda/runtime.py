@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from ruda_core.runtime import (
@@ -20,6 +22,12 @@ from ruda_core.runtime.layer_norm_args import TensorBuffer
 from .compiler import CudaCompiler
 
 __all__ = ["CudaDevice", "CudaRuntime"]
+
+Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+Forward = Callable[[ComputeClient, TensorBuffer, TensorBuffer, TensorBuffer | None, float], Outputs]
+Backward = Callable[
+    [ComputeClient, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer], Outputs
+]
 
 
 class CudaDevice(IndexedDevice):
@@ -59,9 +67,8 @@ class CudaRuntime(IndexedRuntime):
         bias: TensorBuffer | None,
         epsilon: float,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        from .layer_norm import layer_norm  # at first use: it imports ruda_core.ops' kernels
-
-        return layer_norm(client, input, weight, bias, epsilon)
+        forward, _ = _native_layer_norm()
+        return forward(client, input, weight, bias, epsilon)
 
     @classmethod
     def layer_norm_backward(
@@ -73,9 +80,8 @@ class CudaRuntime(IndexedRuntime):
         mean: TensorBuffer,
         rstd: TensorBuffer,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        from .layer_norm import layer_norm_backward  # at first use, as layer_norm
-
-        return layer_norm_backward(client, input, weight, grad, mean, rstd)
+        _, backward = _native_layer_norm()
+        return backward(client, input, weight, grad, mean, rstd)
 
     @classmethod
     def require_array_lengths(cls) -> bool:
@@ -96,3 +102,13 @@ class CudaRuntime(IndexedRuntime):
         import cupy
 
         return [DeviceId(0, k) for k in range(cupy.cuda.runtime.getDeviceCount())]
+
+
+@functools.cache
+def _native_layer_norm() -> tuple[Forward, Backward]:
+    """:func:`.layer_norm.layer_norm` and :func:`.layer_norm.layer_norm_backward`, imported at
+    the first LayerNorm call (their module imports ruda_core.ops' kernels) and then kept: an
+    import statement in each call would cost half a microsecond."""
+    from .layer_norm import layer_norm, layer_norm_backward
+
+    return layer_norm, layer_norm_backward
