@@ -29,7 +29,7 @@ import numpy as np
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
 from ruda_core.ops.layer_norm_plan import ForwardPlan, Launch, Part, allocation, buffers
-from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim
+from ruda_core.runtime import Binding, ComputeClient, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 from .layer_norm_plan import (
@@ -67,23 +67,21 @@ class BackwardPlan:
     finish: Launch
 
     def run(
-        self, client: ComputeClient, x: Handle, w: Handle, g: Handle, mean: Handle, rstd: Handle
+        self,
+        client: ComputeClient,
+        x: Binding,
+        w: Binding,
+        g: Binding,
+        mean: Binding,
+        rstd: Binding,
     ) -> Outputs:
-        """Allocate the gradients and partial sums and enqueue the two launches."""
+        """Allocate the gradients and partial sums and enqueue the two launches with the
+        bindings of these operands' handles."""
         (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
         if self.grads is not None:
-            bindings = [
-                x.binding(),
-                w.binding(),
-                g.binding(),
-                mean.binding(),
-                rstd.binding(),
-                grad_input.handle.binding(),
-                part_w,
-                part_b,
-            ]
+            bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
             self.grads.enqueue(client, _CHECKED, bindings)
         finish = [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
         self.finish.enqueue(client, _CHECKED, finish)
@@ -104,8 +102,9 @@ def layer_norm(
     epsilon: float,
 ) -> Outputs:
     """``(output, mean, rstd)`` of checked operands (see the module docstring)."""
-    operands = (x, weight) if bias is None else (x, weight, bias)
-    alignment = _alignment(operands)
+    xb, wb = x.handle.binding(), weight.handle.binding()
+    bb = None if bias is None else bias.handle.binding()
+    alignment = _alignment(xb, wb, wb if bb is None else bb)
     key = (client, x.shape, x.elem, bias is None, epsilon, alignment)
     plan = _forward_plans.get(key)
     if plan is None and key not in _forward_plans:
@@ -114,8 +113,7 @@ def layer_norm(
         _keep(_forward_plans, key, plan)
     if plan is None:
         return portable_layer_norm(client, x, weight, bias, epsilon)
-    b = None if bias is None else bias.handle
-    return plan.run(client, _CHECKED, x.handle, weight.handle, b)
+    return plan.run(client, _CHECKED, xb, wb, bb)
 
 
 def layer_norm_backward(
@@ -128,7 +126,8 @@ def layer_norm_backward(
 ) -> Outputs:
     """``(grad_input, grad_weight, grad_bias)`` of checked operands (see the module
     docstring)."""
-    alignment = _alignment((x, weight, grad))
+    xb, wb, gb = x.handle.binding(), weight.handle.binding(), grad.handle.binding()
+    alignment = _alignment(xb, wb, gb)
     key = (client, x.shape, x.elem, alignment)
     plan = _backward_plans.get(key)
     if plan is None and key not in _backward_plans:
@@ -138,7 +137,7 @@ def layer_norm_backward(
         _keep(_backward_plans, key, plan)
     if plan is None:
         return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
-    return plan.run(client, x.handle, weight.handle, grad.handle, mean.handle, rstd.handle)
+    return plan.run(client, xb, wb, gb, mean.handle.binding(), rstd.handle.binding())
 
 
 def forward_plan(
@@ -205,12 +204,11 @@ def backward_plan(
     return BackwardPlan(nbytes, parts, grads, finish)
 
 
-def _alignment(buffers: tuple[TensorBuffer, ...]) -> int:
+def _alignment(*bindings: Binding) -> int:
     """The bitwise or of the operands' device addresses modulo :data:`VECTOR_NBYTES` (a CUDA
     page's resource is its pointer): what bounds the vector width."""
     bits = 0
-    for buf in buffers:
-        binding = buf.handle.binding()
+    for binding in bindings:
         bits |= cast(int, binding.resource) + binding.offset_bytes
     return bits & (VECTOR_NBYTES - 1)
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ..runtime import BoundsCheckMode, ComputeClient, LayoutError
+from ..runtime import Binding, BoundsCheckMode, ComputeClient, LayoutError
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..tensor import RudaTensor
 from .geometry import accumulator
@@ -253,7 +253,7 @@ def _replay_forward(
     results of replaying it: the kept portable plan, or the runtime's native LayerNorm with the
     operands as the checks would have passed them."""
     operands = (input, weight) if bias is None else (input, weight, bias)
-    key, plan = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
+    key, plan, bindings = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
     if plan is None:
         return key, None
     if isinstance(plan, _Native):
@@ -261,25 +261,21 @@ def _replay_forward(
         x, w = _as_buffer(input), _as_buffer(weight)
         out, mean, rstd = client.runtime.layer_norm(client, x, w, b, float(epsilon))
         return key, (out, mean, rstd)
-    mode = BoundsCheckMode.current().execution_mode
-    handles = [v.handle for v in operands]
-    return key, plan.run(client, mode, *handles)
+    return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
 
 
 def _replay_backward(
     kind: str, client: ComputeClient, operands: tuple[Operand, ...]
 ) -> tuple[Key | None, Outputs | None]:
     """As :func:`_replay_forward`, for the backward's five operands."""
-    key, plan = _lookup(_backward_plans, client, operands, (kind,))
+    key, plan, bindings = _lookup(_backward_plans, client, operands, (kind,))
     if plan is None:
         return key, None
     if isinstance(plan, _Native):
         x, w, g, mu, inv = (_as_buffer(v) for v in operands)
         grads = client.runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return key, (grads[0], grads[1], grads[2])
-    mode = BoundsCheckMode.current().execution_mode
-    handles = [v.handle for v in operands]
-    return key, plan.run(client, mode, *handles)
+    return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
 
 
 def _lookup(
@@ -287,16 +283,31 @@ def _lookup(
     client: ComputeClient,
     operands: tuple[Operand, ...],
     options: tuple[object, ...],
-) -> tuple[Key | None, P | None]:
-    """The call's key and the plan kept for it, if every handle is large enough for it."""
-    key = _key(client, operands, options)
-    entry = None if key is None else plans.get(key)
+) -> tuple[Key | None, P | None, list[Binding]]:
+    """The call's key, the plan kept for it if every handle is large enough for it, and the
+    bindings of the operands' handles (what the plan launches with).
+
+    The key is what a call's plan depends on: the client, the options, and each operand's
+    shape, strides, element type and byte offset modulo 16 (the widest line); None when an
+    operand is not exactly a ``TensorBuffer`` or ``RudaTensor`` (the full checks then run and
+    say why)."""
+    key: list[object] = [client, *options]
+    bindings: list[Binding] = []
+    for value in operands:
+        if type(value) not in _OPERANDS:
+            return None, None, bindings  # the full checks say why
+        buf: TensorBuffer = value  # type: ignore[assignment]  # both types have these fields
+        binding = buf.handle.binding()
+        bindings.append(binding)
+        key += (buf.shape, buf.strides, buf.elem, binding.offset_bytes & 15)
+    kept = tuple(key)
+    entry = plans.get(kept)
     if entry is None:
-        return key, None
-    for value, need in zip(operands, entry[1], strict=True):
-        if value.handle.nbytes < need:
-            return key, None  # the full checks say why
-    return key, entry[0]
+        return kept, None, bindings
+    for binding, need in zip(bindings, entry[1], strict=True):
+        if binding.nbytes < need:
+            return kept, None, bindings  # the full checks say why
+    return kept, entry[0], bindings
 
 
 def _as_buffer(value: Operand) -> TensorBuffer:
@@ -319,7 +330,7 @@ def _portable_forward(
     plan = forward_plan(client, (rows, features), x.elem, b is not None, eps, _offsets(buffers))
     _keep(_forward_plans, key, plan, buffers)
     mode = BoundsCheckMode.current().execution_mode
-    return plan.run(client, mode, *(buf.handle for buf in buffers))
+    return plan.run(client, mode, *(buf.handle.binding() for buf in buffers))
 
 
 def _portable_backward(
@@ -331,22 +342,7 @@ def _portable_backward(
     plan = backward_plan(client, (rows, features), x.elem, _offsets(buffers[:3]))
     _keep(_backward_plans, key, plan, buffers)
     mode = BoundsCheckMode.current().execution_mode
-    return plan.run(client, mode, *(buf.handle for buf in buffers))
-
-
-def _key(
-    client: ComputeClient, operands: tuple[object, ...], options: tuple[object, ...]
-) -> Key | None:
-    """What a call's plan depends on: the client, each operand's shape, strides, element type
-    and byte offset modulo 16 (the widest line), and the options; None when an operand is not
-    exactly a ``TensorBuffer`` or ``RudaTensor`` (the full checks then run and say why)."""
-    key: list[object] = [client, *options]
-    for value in operands:
-        if type(value) not in _OPERANDS:
-            return None
-        buf: TensorBuffer = value  # type: ignore[assignment]  # both types have these fields
-        key += (buf.shape, buf.strides, buf.elem, buf.handle.binding().offset_bytes & 15)
-    return tuple(key)
+    return plan.run(client, mode, *(buf.handle.binding() for buf in buffers))
 
 
 def _keep(

@@ -97,11 +97,6 @@ class Part:
     def nbytes(self) -> int:
         return self.end - self.start
 
-    def view(self, memory: Handle) -> TensorBuffer:
-        return tensor_buffer(
-            memory.offset(self.start, self.end), self.shape, self.strides, self.elem
-        )
-
     def binding(self, memory: Handle) -> Binding:
         """The part's binding without a handle of its own (for scratch used only by the
         launches of the call: the results' handles keep ``memory`` alive)."""
@@ -118,7 +113,13 @@ def buffers(
     call's launches; the results' handles keep the allocation alive)."""
     memory = client.empty(nbytes)
     split = len(parts) - scratch
-    return [p.view(memory) for p in parts[:split]], [p.binding(memory) for p in parts[split:]]
+    results = []
+    for p in parts[:split]:  # loops, not comprehensions: each of those is a call (Python 3.11)
+        results.append(tensor_buffer(memory.offset(p.start, p.end), p.shape, p.strides, p.elem))
+    bindings = []
+    for p in parts[split:]:
+        bindings.append(p.binding(memory))
+    return results, bindings
 
 
 def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
@@ -168,21 +169,21 @@ class ForwardPlan:
         self,
         client: ComputeClient,
         mode: ExecutionMode,
-        x: Handle,
-        w: Handle,
-        b: Handle | None = None,
+        x: Binding,
+        w: Binding,
+        b: Binding | None = None,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        """Allocate the results and enqueue the launch in ``mode`` with these operands."""
+        """Allocate the results and enqueue the launch in ``mode`` with the bindings of these
+        operands' handles."""
         (out, mean, rstd), _ = buffers(client, self.nbytes, self.parts)
         if self.launch is not None:
-            wb = w.binding()
             self.launch.enqueue(
                 client,
                 mode,
                 [
-                    x.binding(),
-                    wb,
-                    wb if b is None else b.binding(),
+                    x,
+                    w,
+                    w if b is None else b,
                     out.handle.binding(),
                     mean.handle.binding(),
                     rstd.handle.binding(),
@@ -205,22 +206,22 @@ class BackwardPlan:
         self,
         client: ComputeClient,
         mode: ExecutionMode,
-        x: Handle,
-        w: Handle,
-        g: Handle,
-        mean: Handle,
-        rstd: Handle,
+        x: Binding,
+        w: Binding,
+        g: Binding,
+        mean: Binding,
+        rstd: Binding,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        """Allocate the results and scratch and enqueue the launches in ``mode``."""
+        """Allocate the results and scratch and enqueue the launches in ``mode`` with the
+        bindings of these operands' handles."""
         (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
-        xb, gb, mb, rb = x.binding(), g.binding(), mean.binding(), rstd.binding()
         if self.grad_input is not None:
             self.grad_input.enqueue(
-                client, mode, [xb, w.binding(), gb, mb, rb, grad_input.handle.binding()]
+                client, mode, [x, w, g, mean, rstd, grad_input.handle.binding()]
             )
-        self.partials.enqueue(client, mode, [xb, gb, mb, rb, part_w, part_b])
+        self.partials.enqueue(client, mode, [x, g, mean, rstd, part_w, part_b])
         self.finish.enqueue(
             client, mode, [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
         )
