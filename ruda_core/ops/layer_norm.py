@@ -272,7 +272,7 @@ def _replay_backward(
     if plan is None:
         return key, None
     if isinstance(plan, _Native):
-        x, w, g, mu, inv = (_as_buffer(v) for v in operands)
+        x, w, g, mu, inv = map(_as_buffer, operands)
         grads = client.runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return key, (grads[0], grads[1], grads[2])
     return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
@@ -304,8 +304,9 @@ def _lookup(
     entry = plans.get(kept)
     if entry is None:
         return kept, None, bindings
-    for binding, need in zip(bindings, entry[1], strict=True):
-        if binding.nbytes < need:
+    needs = entry[1]
+    for k, binding in enumerate(bindings):  # not zip(strict=True): its end check costs 0.2 µs
+        if binding.nbytes < needs[k]:
             return kept, None, bindings  # the full checks say why
     return kept, entry[0], bindings
 
