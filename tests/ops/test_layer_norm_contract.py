@@ -294,6 +294,29 @@ def test_repeated_calls_compute_with_their_own_operands(client):
     assert all(a.tobytes() == b.tobytes() for a, b in zip(results[0], results[2], strict=True))
 
 
+@pytest.mark.parametrize("call", [layer_norm, portable_layer_norm], ids=["dispatch", "portable"])
+def test_a_replayed_calls_results_are_independent_and_outlive_their_operands(client, call):
+    """The results of a repeated call are buffers of exactly their tensors' bytes, none
+    overlapping another, and each keeps the one allocation alive: with its operands and the
+    other results dropped, later calls (taking the freed memory) leave it as computed."""
+    case = make_case((6, 40), np.float32, seed=23)
+    expected = reference(case)
+    call(client, *(upload(client, a) for a in (case.x, case.weight, case.bias)))
+    out, mean, rstd = call(client, *(upload(client, a) for a in (case.x, case.weight, case.bias)))
+    spans = sorted(
+        (b.offset_bytes, b.offset_bytes + b.nbytes, r.size * r.elem.nbytes == b.nbytes)
+        for r in (out, mean, rstd)
+        for b in [r.handle.binding()]
+    )
+    assert all(exact for _, _, exact in spans)
+    assert all(end <= start for (_, end, _), (start, _, _) in itertools.pairwise(spans))
+    del out, mean
+    for seed in (24, 25):
+        other = make_case((6, 40), np.float32, seed=seed)
+        call(client, *(upload(client, a) for a in (other.x, other.weight, other.bias)))
+    assert_close("rstd", download(client, rstd), expected.rstd, TOLERANCE[Elem.F32])
+
+
 def test_repeated_calls_still_refuse_bad_operands(cpu):
     """After a plan is kept, operands that differ in what the checks cover are refused
     exactly as on a first call."""

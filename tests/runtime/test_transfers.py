@@ -100,6 +100,16 @@ def test_offset_handles_view_the_same_memory(client):
         handle.offset(8, 20)
 
 
+def test_a_view_keeps_the_memory_after_the_handle_it_came_from_is_dropped(client):
+    handle = client.create_from_slice(bytes(range(16)))
+    view = handle.offset(4, 12)
+    del handle
+    for _ in range(2):
+        client.create_from_slice(bytes(16))  # would take memory that was released
+    assert bytes(client.read_one(view)) == bytes(range(4, 12))
+    assert view.nbytes == view.binding().nbytes == 8
+
+
 def test_sync_future_contract(client):
     client.create_from_slice(bytes(1000))
     future = client.sync()
