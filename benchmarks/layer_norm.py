@@ -11,11 +11,14 @@ For one device (default ``cuda:0``; ``cpu`` runs small shapes), per shape and el
   output, mean and rstd; the three gradients), eager, and through ``torch.compile`` (on CUDA
   only), on the same device; skipped when torch is absent or lacks the device.
 
-Each column gives µs per call (the best of several runs of ``REPS`` back-to-back calls between
-syncs), the GB/s that call must move at least (inputs read once, outputs written once) and that
-as a share of a device-to-device copy's GB/s (read + write) measured in the same run. ``host``
-is the host time to enqueue one ruda call, and ``kernel`` the device time of the ruda column's
-kernels per call (``client.profile``), for native and portable.
+Each column gives the wall µs per call (the best of several runs of ``REPS`` back-to-back calls
+between syncs, so host time where the host is slower than the device) and, on CUDA with torch,
+the device µs per call: ``REPS`` calls enqueued behind a sleeping kernel between two CUDA
+events on the stream the column runs on (:func:`timing.queued_seconds`), so that no host gap
+is counted, for ruda and torch alike. Then the GB/s that call must move at least (inputs read
+once, outputs written once) and that as a share of a device-to-device copy's GB/s (read +
+write) measured in the same run, both from the device µs, and the ratios of the device µs to
+torch's. ``host`` is the host time to enqueue one ruda call.
 Run: ``python benchmarks/layer_norm.py cuda:0`` (or ``cpu``).
 
 ``--host`` prints only the host µs of one call of a small shape (64x256, f32 and bf16 or f16),
@@ -37,6 +40,7 @@ from typing import Any
 
 import numpy as np
 from bandwidth import best_seconds, copy_roof
+from timing import queued_seconds
 
 import ruda_core as ruda
 from ruda_core.ir import Elem
@@ -156,7 +160,8 @@ def torch_calls(
             dy, x, [features], mean, rstd, w, b, [True, True, True]
         )
 
-    if compiled:
+    if compiled:  # each shape compiles afresh: dynamo's recompile limit would fall back to eager
+        torch.compiler.reset()
         forward = torch.compile(forward, dynamic=False)
         backward = torch.compile(backward, dynamic=False)
     return (lambda: forward(x, w, b)), (lambda: backward(dy, x, mean, rstd, w, b))
@@ -190,7 +195,11 @@ def main(device: str) -> None:
     torch_sync = None
     if torch is not None:
         torch_sync = torch.cuda.synchronize if client.name() == "cuda" else (lambda: None)
-    header = f"  {'':26} {'µs':>9} {'GB/s':>8} {'copy%':>6}"
+    queue = None
+    if torch is not None and client.name() == "cuda":
+        handle = client.server.stream_handle(client.execution_stream().value)
+        queue = {"ruda": torch.cuda.ExternalStream(handle), "torch": torch.cuda.current_stream()}
+    header = f"  {'':26} {'wall µs':>9} {'device µs':>10} {'GB/s':>8} {'copy%':>6}"
     for elem in ELEMS:
         if not client.features().supports(elem):
             print(f"  {elem}: {device} does not support it; skipped")
@@ -209,18 +218,19 @@ def main(device: str) -> None:
                 print(f"{elem} {rows}x{features} {direction}")
                 print(header)
                 times: dict[str, float] = {}
-                runs = [(name, run, sync) for name, run in calls[direction].items()]
-                runs += [(name, pair[k], torch_sync) for name, pair in torch_runs.items()]
-                for name, run, done in runs:
-                    seconds = best_seconds(run, done)
+                runs = [(name, run, sync, "ruda") for name, run in calls[direction].items()]
+                runs += [(name, pair[k], torch_sync, "torch") for name, pair in torch_runs.items()]
+                for name, run, done, side in runs:
+                    wall = best_seconds(run, done)
+                    seconds = wall if queue is None else queued_seconds(torch, queue[side], run)
                     times[name] = seconds
                     gbs = nbytes / seconds / 1e9
-                    print(f"  {name:26} {seconds * 1e6:9.1f} {gbs:8.1f} {100 * gbs / roof:5.1f}%")
+                    print(
+                        f"  {name:26} {wall * 1e6:9.1f} {seconds * 1e6:10.1f} {gbs:8.1f} "
+                        f"{100 * gbs / roof:5.1f}%"
+                    )
                 for name, run in calls[direction].items():
-                    host = host_us(run, sync)
-                    _, profile = client.profile(lambda run=run: [run() for _ in range(REPS)])
-                    kernel = profile.execution_ns / REPS / 1e3
-                    print(f"  {name}: host {host:.1f} µs per call, kernel {kernel:.1f} µs")
+                    print(f"  {name}: host {host_us(run, sync):.1f} µs per call")
                     for peer in ("torch eager", "torch.compile"):
                         if peer in times:
                             ratio = times[name] / times[peer]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def best_seconds(
@@ -20,4 +21,34 @@ def best_seconds(
             run()
         sync()
         best = min(best, (time.perf_counter() - start) / reps)
+    return best
+
+
+def queued_seconds(
+    torch: Any, stream: Any, run: Callable[[], object], rounds: int = 5, reps: int = 20
+) -> float:
+    """Device seconds per ``run()`` on CUDA, without the host's gaps: ``reps`` runs are
+    enqueued on ``stream`` (a ``torch.cuda`` stream, or ``ExternalStream`` of another library's)
+    behind a kernel that sleeps, between two CUDA events; a round counts only when the first
+    event has not yet been reached once every run is enqueued (else the sleep doubles and the
+    round is run again). The best of ``rounds`` rounds, after one warm-up run."""
+    run()
+    torch.cuda.synchronize()
+    best, cycles, counted = float("inf"), 4_000_000, 0
+    while counted < rounds:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(stream):
+            torch.cuda._sleep(cycles)
+        start.record(stream)
+        for _ in range(reps):
+            run()
+        end.record(stream)
+        ahead = not start.query()
+        end.synchronize()
+        if not ahead:
+            cycles *= 2
+            continue
+        counted += 1
+        best = min(best, start.elapsed_time(end) / 1e3 / reps)
     return best

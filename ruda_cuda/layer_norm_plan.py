@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "BACKWARD_THREADS_PER_UNIT",
     "MAX_ELEMENTS_PER_THREAD",
     "VECTOR_NBYTES",
     "RowClass",
@@ -28,33 +29,50 @@ VECTOR_NBYTES = 16
 MAX_ELEMENTS_PER_THREAD = 32
 #: Warps (rows) per block in the warp tier.
 _WARP_ROWS = 4
-#: Threads of a block-tier block, at least and at most.
-_MIN_BLOCK = 64
+#: Threads of a block-tier block, at most.
 _MAX_BLOCK = 1024
 #: A backward thread holds two partial sums per element: with 1024 threads (64 registers each)
 #: it takes 16 elements at most.
 _MAX_BACKWARD_ELEMENTS = {1024: 16}
+#: Threads per multiprocessor that the backward's blocks fill, at most (see
+#: :func:`backward_blocks`).
+BACKWARD_THREADS_PER_UNIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class _Tiers:
     """How a direction's rows are cut: rows of at most ``warp_elements`` elements per lane of
     one warp are one warp's (the warp tier); wider rows take a block of the power of two of
-    threads that gives each about ``target_elements`` (the block tier), at most
-    ``max_elements`` per thread for the block sizes listed (else
-    :data:`MAX_ELEMENTS_PER_THREAD`)."""
+    threads, at least ``min_block``, that gives each about ``target_elements`` elements, or
+    ``target_vectors`` vectors where that is set (the block tier), at most ``max_elements``
+    per thread for the block sizes listed (else :data:`MAX_ELEMENTS_PER_THREAD`)."""
 
     warp_elements: int
     target_elements: int
+    target_vectors: int
+    min_block: int
     max_elements: dict[int, int]
 
+    def target(self, vector: int) -> int:
+        """Elements per thread aimed at for accesses of ``vector`` elements."""
+        return self.target_vectors * vector if self.target_vectors else self.target_elements
 
-#: Chosen from kernel times on the H200 (``docs/benchmarks.md``, the shape class sweep): the
-#: forward of wide rows is fastest with 32 elements per thread (16384 columns: 512 threads,
-#: not 1024); the backward, which holds two partial sums per element, with 8, and with a
-#: block of several warps already for rows of 1024 f32 (4 warps of 8 elements each).
-_FORWARD = _Tiers(warp_elements=32, target_elements=32, max_elements={})
-_BACKWARD = _Tiers(warp_elements=16, target_elements=8, max_elements=_MAX_BACKWARD_ELEMENTS)
+
+#: Chosen from device times on the H200 (``docs/benchmarks.md``; ``benchmarks/
+#: layer_norm_tiers.py``): the forward of wide rows is fastest with 32 elements per thread
+#: (16384 columns: 512 threads, not 1024); the backward, which holds two partial sums per
+#: element, with two vectors per thread and blocks of at least four warps (1024 f32 columns:
+#: 128 threads of 8; 4096 bf16 columns: 256 threads of 16, not 512 of 8).
+_FORWARD = _Tiers(
+    warp_elements=32, target_elements=32, target_vectors=0, min_block=64, max_elements={}
+)
+_BACKWARD = _Tiers(
+    warp_elements=16,
+    target_elements=0,
+    target_vectors=2,
+    min_block=128,
+    max_elements=_MAX_BACKWARD_ELEMENTS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +130,8 @@ def _row_class(features: int, vector: int, tiers: _Tiers) -> RowClass | None:
     per_lane = _ceil_pow2(-(-vectors // 32))
     if per_lane * vector <= tiers.warp_elements:
         return RowClass(vector, per_lane, 1, _WARP_ROWS)
-    wanted = _ceil_pow2(-(-features // tiers.target_elements))
-    threads = min(max(wanted, _MIN_BLOCK), _MAX_BLOCK)
+    wanted = _ceil_pow2(-(-features // tiers.target(vector)))
+    threads = min(max(wanted, tiers.min_block), _MAX_BLOCK)
     per_thread = _ceil_pow2(-(-vectors // threads))
     limit = tiers.max_elements.get(threads, MAX_ELEMENTS_PER_THREAD)
     if per_thread * vector > limit:
@@ -134,8 +152,9 @@ def backward_class(features: int, vector: int) -> RowClass | None:
 
 def backward_blocks(rows: int, row_class: RowClass, compute_units: int) -> int:
     """Blocks of the backward pass, and so rows of weight and bias partial sums: one row group
-    per row up to about one resident wave of the device (``compute_units`` multiprocessors,
-    2048 threads each), beyond which blocks loop over rows. A function of the shape and the
-    device only, so a device always adds the partial sums in the same order."""
-    wave = compute_units * max(1, 2048 // row_class.block_threads)
+    per row up to :data:`BACKWARD_THREADS_PER_UNIT` threads on each of the device's
+    ``compute_units`` multiprocessors (half of what an H200's hold: more blocks only add rows
+    of partial sums to write and reduce), beyond which blocks loop over rows. A function of the
+    shape and the device only, so a device always adds the partial sums in the same order."""
+    wave = compute_units * max(1, BACKWARD_THREADS_PER_UNIT // row_class.block_threads)
     return max(1, min(-(-rows // row_class.rows_per_block), wave))
