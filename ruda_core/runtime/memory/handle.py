@@ -159,7 +159,7 @@ def _view(owner: _SliceOwner, offset_bytes: int, nbytes: int, server_id: int) ->
     through their slots: every allocation makes one or more, and ``Binding``'s ``__init__``
     and one of Handle's would cost a third as much again."""
     slice_ = owner.slice
-    binding = _new(Binding)
+    binding = _new(Binding)  # not Binding(): its dataclass __init__ sets each field in Python
     binding.slice = slice_
     binding.offset_bytes = slice_.offset_bytes + offset_bytes
     binding.nbytes = nbytes
