@@ -18,3 +18,6 @@ class ExecutionMode(enum.Enum):
     CHECKED = "checked"  #: OOB reads return 0, OOB writes are dropped
     VALIDATE = "validate"  #: CHECKED, and the first OOB access is reported at the next sync
     UNCHECKED = "unchecked"  #: no checks; the caller guarantees all accesses are in bounds
+
+    #: members are singletons: hashed by identity, in C (``Enum`` hashes the name in Python)
+    __hash__ = object.__hash__

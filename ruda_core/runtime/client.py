@@ -316,7 +316,10 @@ class ComputeClient:
         """
         if type(nbytes) is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
-        return self._server.empty(nbytes, self.execution_stream().value)
+        stream = self._stream  # execution_stream(), inlined: every op result is allocated
+        if stream is None:
+            stream = getattr(thread_stream, "stream", None) or StreamId.current()
+        return self._server.empty(nbytes, stream.value)
 
     def write(self, handle: Handle, data: Any) -> None:
         """Enqueue a copy of ``data`` into ``handle`` (sizes must match exactly)."""

@@ -129,6 +129,10 @@ class BoundsCheckMode(enum.Enum):
     ENFORCE = "enforce"
     VALIDATE = "validate"
 
+    #: members are singletons: hashed by identity, in C (``Enum`` hashes the name in Python,
+    #: and ``execution_mode`` looks the mode up at every ``launch_unchecked`` and portable op)
+    __hash__ = object.__hash__
+
     @property
     def execution_mode(self) -> ExecutionMode:
         return _EXECUTION[self]

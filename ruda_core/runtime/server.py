@@ -292,8 +292,12 @@ class ComputeServer(ABC):
             self._capture_state.refuse("empty()", stream_value)
         lock = self.lock
         lock.acquire()  # not ``with``: as in launcher(), for a call made at every allocation
-        try:
-            return self._empty(nbytes, self._stream(stream_value))
+        try:  # _stream() and _empty(), inlined
+            stream = self._streams.get(stream_value % self.max_streams) or self._stream(
+                stream_value
+            )
+            memory = self.memory
+            return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
         finally:
             lock.release()
 
