@@ -24,15 +24,17 @@ checks arguments.
 from __future__ import annotations
 
 from ..lang import (
-    ABSOLUTE_POS,
     ABSOLUTE_POS_X,
     PLANE_DIM,
     RUDA_COUNT,
     RUDA_DIM,
     RUDA_POS,
+    RUDA_POS_X,
     RUDA_POS_Y,
     UNIT_POS,
     UNIT_POS_PLANE,
+    UNIT_POS_X,
+    UNIT_POS_Y,
     Array,
     Comptime,
     Float,
@@ -43,13 +45,21 @@ from ..lang import (
     kernel,
     plane_sum,
     rsqrt,
+    sync_units,
     u32,
     unroll,
 )
 from .geometry import HELD_BLOCK, MAX_BLOCK
 from .reduction import Acc, cube_sum
 
+#: The weight and bias gradients' second pass: features per cube (x) and the ways its chunks
+#: are split (y).
+FINISH_X = 32
+FINISH_Y = 8
+
 __all__ = [
+    "FINISH_X",
+    "FINISH_Y",
     "layer_norm_forward",
     "layer_norm_forward_held",
     "layer_norm_grad_affine_finish",
@@ -380,13 +390,31 @@ def layer_norm_grad_affine_finish(
     features: u32,
     chunks: u32,
 ):
-    """Second pass: unit ``feature`` adds the chunks' partial sums in chunk order."""
-    j = ABSOLUTE_POS
+    """Second pass, in cubes of :data:`FINISH_X` x :data:`FINISH_Y` units: unit ``(x, y)`` adds
+    the partial sums of chunks ``y, y + FINISH_Y, ...`` of feature ``cube * FINISH_X + x`` in
+    chunk order, then unit ``(x, 0)`` adds the ``FINISH_Y`` sums in ``y`` order. The order is
+    fixed by the two constants, so every device adds the same way."""
+    scratch_weight = SharedMemory(Acc, FINISH_X * FINISH_Y)
+    scratch_bias = SharedMemory(Acc, FINISH_X * FINISH_Y)
+    x = UNIT_POS_X
+    y = UNIT_POS_Y
+    j = RUDA_POS_X * FINISH_X + x
+    acc_weight = Acc(0)
+    acc_bias = Acc(0)
     if j < features:
-        acc_weight = Acc(0)
-        acc_bias = Acc(0)
-        for c in range(chunks):
+        c = y
+        while c < chunks:
             acc_weight += partial_weight[c * features + j]
             acc_bias += partial_bias[c * features + j]
-        grad_weight[j] = Float(acc_weight)
-        grad_bias[j] = Float(acc_bias)
+            c += FINISH_Y
+    scratch_weight[y * FINISH_X + x] = acc_weight
+    scratch_bias[y * FINISH_X + x] = acc_bias
+    sync_units()
+    if y == 0 and j < features:
+        total_weight = Acc(0)
+        total_bias = Acc(0)
+        for k in unroll(range(FINISH_Y)):
+            total_weight += scratch_weight[k * FINISH_X + x]
+            total_bias += scratch_bias[k * FINISH_X + x]
+        grad_weight[j] = Float(total_weight)
+        grad_bias[j] = Float(total_bias)

@@ -26,8 +26,18 @@ from ..runtime.compiler import KernelTask, RudaTask
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..runtime.layout import contiguous_strides
 from ..runtime.memory import Binding, Handle
-from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
+from .geometry import (
+    BACKWARD_MAX_ITEMS,
+    MAX_ITEMS,
+    HeldGeometry,
+    accumulator,
+    held_geometry,
+    line_width,
+    row_geometry,
+)
 from .layer_norm_kernels import (
+    FINISH_X,
+    FINISH_Y,
     layer_norm_forward,
     layer_norm_forward_held,
     layer_norm_grad_affine_finish,
@@ -50,8 +60,9 @@ __all__ = [
 
 #: Rows each first-pass unit of the weight and bias gradients sums, at least.
 CHUNK_ROWS = 32
-#: The most row chunks the weight and bias gradients are split into.
-MAX_CHUNKS = 128
+#: The most row chunks the weight and bias gradients are split into (256: twice the units of
+#: 128 for the first pass, 8192x1024 f32 on the H200 in 28.8 µs instead of 42.2).
+MAX_CHUNKS = 256
 #: Units per cube of the per-feature kernels.
 _FEATURE_BLOCK = 256
 #: Alignment of each part of a call's one allocation, in bytes.
@@ -234,13 +245,18 @@ def _max_cubes(client: ComputeClient) -> int:
 
 
 def _row_launches(
-    client: ComputeClient, rows: int, features: int, elem: Elem, offset_bytes: int
+    client: ComputeClient,
+    rows: int,
+    features: int,
+    elem: Elem,
+    offset_bytes: int,
+    max_items: int = MAX_ITEMS,
 ) -> tuple[dict[str, object], RudaCount, RudaDim, HeldGeometry | None]:
     """The specialisation, count and cube of the row kernels: held where the row fits
-    registers, else strided."""
+    ``max_items`` lines per unit, else strided."""
     acc = accumulator(elem)
     line = line_width(features, elem.nbytes, offset_bytes)
-    held = held_geometry(client, features, line)
+    held = held_geometry(client, features, line, max_items)
     max_cubes = _max_cubes(client)
     if held is None:
         geometry = row_geometry(client, features)
@@ -293,7 +309,7 @@ def backward_plan(
     """The plan of :func:`.layer_norm.layer_norm_backward` for checked operands.
 
     The weight and bias gradients are chunked by a function of ``rows`` only (on any device
-    that allows 128 cubes along y), so every device adds them in the same order."""
+    that allows 256 cubes along y), so every device adds them in the same order."""
     rows, features = shape
     acc = accumulator(elem)
     props = client.properties()
@@ -311,7 +327,9 @@ def backward_plan(
     grad_input = None
     line = line_width(features, elem.nbytes, offset_bytes)
     if rows > 0:
-        spec, count, dim, held = _row_launches(client, rows, features, elem, offset_bytes)
+        spec, count, dim, held = _row_launches(
+            client, rows, features, elem, offset_bytes, BACKWARD_MAX_ITEMS
+        )
         kernel = layer_norm_grad_input if held is None else layer_norm_grad_input_held
         grad_input = _launch(
             kernel,
@@ -335,8 +353,8 @@ def backward_plan(
     )
     finish = _launch(
         layer_norm_grad_affine_finish,
-        RudaCount(-(-features // block)),
-        RudaDim(block),
+        RudaCount(-(-features // FINISH_X)),
+        RudaDim(FINISH_X, FINISH_Y),
         (partial_size, partial_size, features, features),
         ((features, Elem.U32), (chunks, Elem.U32)),
         Float=elem,
