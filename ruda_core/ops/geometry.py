@@ -12,7 +12,6 @@ from ..ir import Elem
 from ..runtime import ComputeClient, Feature
 
 __all__ = [
-    "BACKWARD_MAX_ITEMS",
     "HELD_BLOCK",
     "MAX_BLOCK",
     "HeldGeometry",
@@ -34,10 +33,6 @@ PLANE_ITEMS = 8
 CUBE_ITEMS = 4
 #: The most lines a unit holds; wider rows take the strided kernels.
 MAX_ITEMS = 16
-#: The same for the backward's input gradient, which holds two values per element: beyond 8
-#: lines per unit its registers spill, and reading the row twice is faster (4096x16384 f32 on
-#: the H200: 383 µs strided against 429 µs held with 16 lines of four per unit).
-BACKWARD_MAX_ITEMS = 8
 #: The planes per cube when each plane holds a row.
 PLANES_PER_CUBE = 4
 #: The widest line access, in bytes.
@@ -98,11 +93,9 @@ def line_width(features: int, nbytes: int, offset_bytes: int) -> int:
     return width
 
 
-def held_geometry(
-    client: ComputeClient, features: int, line: int, max_items: int = MAX_ITEMS
-) -> HeldGeometry | None:
+def held_geometry(client: ComputeClient, features: int, line: int) -> HeldGeometry | None:
     """The held-kernel geometry for rows of ``features`` read in lines of ``line`` elements on
-    ``client``'s device, or None where a row needs more than ``max_items`` lines per unit
+    ``client``'s device, or None where a row needs more than :data:`MAX_ITEMS` lines per unit
     (then the strided kernels run).
 
     A plane holds a row when the device has planes (as :func:`row_geometry` decides) and
@@ -132,7 +125,7 @@ def held_geometry(
         lower = max(lower, plane)
     block = max(min(_ceil_pow2(-(-lines // CUBE_ITEMS)), upper), lower)
     items = _ceil_pow2(-(-lines // block))
-    if items > max_items:
+    if items > MAX_ITEMS:
         return None
     return HeldGeometry(block, line, items, plane_rows=False, planes=use_planes)
 

@@ -207,11 +207,12 @@ def layer_norm_grad_input_held(
     PLANE_ROWS: Comptime[bool],
     PLANES: Comptime[bool],
 ):
-    """:func:`layer_norm_grad_input` with ``xhat`` and ``g`` of the row held in registers (the
-    layout of :func:`layer_norm_forward_held`): ``x`` and ``grad`` are read once."""
+    """:func:`layer_norm_grad_input` with ``xhat`` of the row held in registers (the layout of
+    :func:`layer_norm_forward_held`): ``x`` is read once; ``grad`` and ``weight`` are read
+    again by the second pass, which finds the lines the first one just read in cache, so that
+    registers hold one value per element."""
     scratch = SharedMemory(Acc, HELD_BLOCK)
     xhat = LocalArray(Acc, ITEMS * N)
-    gw = LocalArray(Acc, ITEMS * N)
     n = Acc(features)
     lines = features // N
     group, groups, lane, units = row_group(PLANE_ROWS)
@@ -227,25 +228,30 @@ def layer_norm_grad_input_held(
             if li < lines:
                 if N == 1:
                     xhat[item] = (Acc(x[first + li]) - mu) * inv
-                    gw[item] = Acc(grad[first + li]) * Acc(weight[li])
+                    g = Acc(grad[first + li]) * Acc(weight[li])
+                    sum_g += g
+                    sum_gx += g * xhat[item]
                 else:
                     xv = Acc(x.load_line(first + li, N))
                     gv = Acc(grad.load_line(first + li, N)) * Acc(weight.load_line(li, N))
                     for k in unroll(range(N)):
                         xhat[item * N + k] = (xv[k] - mu) * inv
-                        gw[item * N + k] = gv[k]
-                for k in unroll(range(N)):
-                    sum_g += gw[item * N + k]
-                    sum_gx += gw[item * N + k] * xhat[item * N + k]
+                        sum_g += gv[k]
+                        sum_gx += gv[k] * xhat[item * N + k]
         mean_g = group_sum(sum_g, scratch, PLANE_ROWS, PLANES) / n
         mean_gx = group_sum(sum_gx, scratch, PLANE_ROWS, PLANES) / n
         for item in unroll(range(ITEMS)):
             li = item * units + lane
             if li < lines:
-                for k in unroll(range(N)):
-                    at = item * N + k
-                    gw[at] = inv * (gw[at] - mean_g - xhat[at] * mean_gx)
-                store_held(grad_input, first + li, gw, item * N, N)
+                if N == 1:
+                    g = Acc(grad[first + li]) * Acc(weight[li])
+                    xhat[item] = inv * (g - mean_g - xhat[item] * mean_gx)
+                else:
+                    gv = Acc(grad.load_line(first + li, N)) * Acc(weight.load_line(li, N))
+                    for k in unroll(range(N)):
+                        at = item * N + k
+                        xhat[at] = inv * (gv[k] - mean_g - xhat[at] * mean_gx)
+                store_held(grad_input, first + li, xhat, item * N, N)
         row += groups
 
 

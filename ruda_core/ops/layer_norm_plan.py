@@ -26,15 +26,7 @@ from ..runtime.compiler import KernelTask, RudaTask
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..runtime.layout import contiguous_strides
 from ..runtime.memory import Binding, Handle
-from .geometry import (
-    BACKWARD_MAX_ITEMS,
-    MAX_ITEMS,
-    HeldGeometry,
-    accumulator,
-    held_geometry,
-    line_width,
-    row_geometry,
-)
+from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
 from .layer_norm_kernels import (
     FINISH_X,
     FINISH_Y,
@@ -245,18 +237,13 @@ def _max_cubes(client: ComputeClient) -> int:
 
 
 def _row_launches(
-    client: ComputeClient,
-    rows: int,
-    features: int,
-    elem: Elem,
-    offset_bytes: int,
-    max_items: int = MAX_ITEMS,
+    client: ComputeClient, rows: int, features: int, elem: Elem, offset_bytes: int
 ) -> tuple[dict[str, object], RudaCount, RudaDim, HeldGeometry | None]:
     """The specialisation, count and cube of the row kernels: held where the row fits
-    ``max_items`` lines per unit, else strided."""
+    registers, else strided."""
     acc = accumulator(elem)
     line = line_width(features, elem.nbytes, offset_bytes)
-    held = held_geometry(client, features, line, max_items)
+    held = held_geometry(client, features, line)
     max_cubes = _max_cubes(client)
     if held is None:
         geometry = row_geometry(client, features)
@@ -327,9 +314,7 @@ def backward_plan(
     grad_input = None
     line = line_width(features, elem.nbytes, offset_bytes)
     if rows > 0:
-        spec, count, dim, held = _row_launches(
-            client, rows, features, elem, offset_bytes, BACKWARD_MAX_ITEMS
-        )
+        spec, count, dim, held = _row_launches(client, rows, features, elem, offset_bytes)
         kernel = layer_norm_grad_input if held is None else layer_norm_grad_input_held
         grad_input = _launch(
             kernel,

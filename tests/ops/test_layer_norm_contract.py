@@ -227,7 +227,7 @@ def test_every_held_variant(client, replan, variant, shape):
     if plane_rows and not client.features().has(Feature.PARTIAL_PLANE):
         pytest.skip(f"{client.device} holds rows in cubes only (no partial planes)")
 
-    def forced(client: ComputeClient, features: int, line: int, max_items: int) -> HeldGeometry:
+    def forced(client: ComputeClient, features: int, line: int) -> HeldGeometry:
         lines = features // line
         if plane_rows:
             plane = props.plane_dim
@@ -250,7 +250,7 @@ def test_strided_kernels_for_rows_beyond_registers(client, replan, planes):
     def shared_only(client: ComputeClient, features: int) -> RowGeometry:
         return RowGeometry(block=row_geometry(client, features).block, planes=planes)
 
-    replan.setattr(PLAN, "held_geometry", lambda client, features, line, max_items: None)
+    replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
     replan.setattr(PLAN, "row_geometry", shared_only)
     _check_both_directions(client, (9, 1000), seed=10)
 
@@ -260,7 +260,7 @@ def test_rows_beyond_the_cube_count(client, replan, held):
     """Fewer cubes than rows: each group strides over rows."""
     replan.setattr(PLAN, "_max_cubes", lambda client: 3)
     if not held:
-        replan.setattr(PLAN, "held_geometry", lambda client, features, line, max_items: None)
+        replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
     _check_both_directions(client, (29, 24), seed=11)
 
 
@@ -548,7 +548,7 @@ def test_no_access_out_of_bounds(replan, path):
             planes = path == "strided-planes"
             return RowGeometry(block=row_geometry(client, features).block, planes=planes)
 
-        replan.setattr(PLAN, "held_geometry", lambda client, features, line, max_items: None)
+        replan.setattr(PLAN, "held_geometry", lambda client, features, line: None)
         replan.setattr(PLAN, "row_geometry", geometry)
     BoundsCheckMode.configure(BoundsCheckMode.VALIDATE)
     try:
