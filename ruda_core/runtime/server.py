@@ -292,12 +292,11 @@ class ComputeServer(ABC):
             self._capture_state.refuse("empty()", stream_value)
         lock = self.lock
         lock.acquire()  # not ``with``: as in launcher(), for a call made at every allocation
-        try:  # _stream() and _empty(), inlined
+        try:  # _stream(), inlined (_empty is a backend's to override)
             stream = self._streams.get(stream_value % self.max_streams) or self._stream(
                 stream_value
             )
-            memory = self.memory
-            return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
+            return self._empty(nbytes, stream)
         finally:
             lock.release()
 
@@ -637,12 +636,12 @@ class ComputeServer(ABC):
         return self._adopt(address - lead, lead + nbytes), lead
 
     def keep_alive(self, stream_value: int, owners: Sequence[object], producer: int | None) -> None:
-        """Keep ``owners`` alive until the work enqueued on the stream from now until the next
-        launch is done (they are fenced in batches, and at each ``sync``), and, with
-        ``producer`` (another library's stream handle) other than the stream's own, make later
-        work on the stream wait for what ``producer`` has queued. Call it right before
-        enqueueing the launch that uses the owners' memory (a launcher's ``run`` with ``kept``
-        does both under one lock)."""
+        """Keep ``owners`` alive until a fence recorded on the stream after this call is done
+        (they are fenced in batches, and at each ``sync``), so until the work already enqueued
+        there is done: call it right after enqueueing the work that uses their memory. With
+        ``producer`` (another library's stream handle) other than the stream's own, later work
+        on the stream first waits for what ``producer`` has queued: for that, call it before.
+        A launcher's ``run`` with ``kept`` does both under the launch's one lock."""
         with self.lock:
             stream = self._stream(stream_value)
             if producer is not None and producer not in stream.ordered_producers:
@@ -650,8 +649,8 @@ class ComputeServer(ABC):
             self._keep(stream, owners)
 
     def _keep(self, stream: ServerStream, owners: Sequence[object]) -> None:
-        """Add ``owners`` to the stream's kept batch (lock held). A full batch is fenced first,
-        so a fence only ever covers owners whose launches are already enqueued."""
+        """Add ``owners`` to the stream's kept batch (lock held). A full batch is fenced first:
+        the owners added now wait for a later fence."""
         if len(stream.kept) >= _KEEP_BATCH:
             self._fence_kept(stream)
         stream.kept += owners
