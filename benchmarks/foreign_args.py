@@ -5,7 +5,7 @@ Triton, in one run.
 * ``ruda foreign``: the same launch with three arrays of another library, borrowed at every
   launch (read through their own accessors, bound through a cached entry, kept alive by the
   stream): NumPy arrays and, with torch installed, torch CPU tensors on ``cpu``; PyTorch
-  tensors on ``cuda:*`` (ordered after torch's current stream);
+  tensors and CuPy arrays on ``cuda:*`` (ordered after the library's current stream);
 * ``Triton``: on ``cuda:*``, Triton's launch of an equivalent saxpy kernel with the same torch
   tensors.
 
@@ -120,6 +120,24 @@ def torch_side(client: ComputeClient, device: str) -> Side:
     return enqueue, sync
 
 
+def cupy_side(client: ComputeClient, device: str) -> Side:
+    import cupy
+
+    count, dim = geometry()
+    with cupy.cuda.Device(int(device.split(":")[1])):
+        x = cupy.arange(ELEMENTS, dtype=cupy.float32)
+        y, out = cupy.ones_like(x), cupy.empty_like(x)
+
+    def enqueue() -> None:
+        saxpy.launch(client, count, dim, 2.0, x, y, out)
+
+    def sync() -> None:
+        client.sync().result()
+        cupy.cuda.Device().synchronize()
+
+    return enqueue, sync
+
+
 def triton_side(device: str) -> Side:
     import torch
 
@@ -143,6 +161,8 @@ def sides(device: str) -> dict[str, Side]:
         found["ruda torch tensors"] = torch_side(client, device)  # torch names it the same
         if importlib.util.find_spec("triton") is not None:
             found["Triton torch tensors"] = triton_side(device)
+    if device.startswith("cuda") and importlib.util.find_spec("cupy") is not None:
+        found["ruda CuPy arrays"] = cupy_side(client, device)
     return found
 
 

@@ -1,13 +1,15 @@
 """Foreign arrays of the common producers, bound to a launch without importing them.
 
-A NumPy array or a PyTorch tensor passed where a kernel takes ``Array[T]`` or ``Tensor[T]`` is
-read through cheap accessors (the buffer protocol or ``__array_interface__``; ``data_ptr()``,
-``dtype``, ``shape``, ``stride()``, ``get_device()``), not through a DLPack capsule. Its memory
-becomes a :meth:`ComputeServer.borrow` binding, made once per (server, address, type, layout)
-and kept in a bounded table: no pool page, handle or capsule per launch. The launch keeps the
-array itself alive until its work is done (its ``kept``, under the launch's own lock; see
-:class:`~ruda_core.runtime.server.ModeLaunch`), and on CUDA waits for the tensor's current
-torch stream when it is not ruda's. The checks are those of
+A NumPy array, a PyTorch tensor or a CuPy array passed where a kernel takes ``Array[T]`` or
+``Tensor[T]`` is read through cheap accessors (the buffer protocol or ``__array_interface__``;
+``data_ptr()``, ``dtype``, ``shape``, ``stride()``, ``get_device()``; ``data.ptr``, ``dtype``,
+``shape``, ``strides``, ``device.id``), not through a DLPack capsule. Its memory becomes a
+:meth:`ComputeServer.borrow` binding, made once per (server, address, type, layout) and kept
+in a bounded table: no pool page, handle or capsule per launch. The launch keeps the array
+itself alive until its work is done (its ``kept``, under the launch's own lock; see
+:class:`~ruda_core.runtime.server.ModeLaunch`), and on CUDA waits for the array's library's
+current stream (its *origin*) when it is not ruda's. Arrays of two libraries in one launch are
+left to the import, which orders each. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
 this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
 left to the DLPack import of :mod:`.foreign`.
@@ -16,6 +18,7 @@ left to the DLPack import of :mod:`.foreign`.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from math import prod
@@ -32,14 +35,17 @@ from ..runtime.memory import Binding
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
-__all__ = ["Borrowed", "borrow_arguments", "lend", "lenders", "producer_stream"]
+__all__ = ["Borrowed", "Origin", "borrow_arguments", "lend", "lenders"]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
 Reading = tuple[Any, ...] | None
+#: a CUDA array's library's current stream of its device: the raw ``cudaStream_t`` a launch
+#: with such arrays is ordered after (one object per library and device, compared by identity)
+Origin = Callable[[], int]
 #: what :func:`lend` returns: the binding over the array's memory, its length and element type
-#: (already checked against each other) and its device (-1: the host)
-Lent = tuple[Binding, int, Elem, int]
+#: (already checked against each other) and its origin (None: host memory, nothing to order)
+Lent = tuple[Binding, int, Elem, Origin | None]
 #: entries of the table before it is cleared (arrays come and go; the table must not grow)
 _MAX_ENTRIES = 1024
 #: clients with a table of lent entries before they are all cleared
@@ -93,18 +99,25 @@ def _read_torch(t: Any) -> Reading:
         return None
 
 
-def _raw_stream_function() -> Callable[[int], int]:
-    """torch's function giving the raw ``cudaStream_t`` of a device's current stream."""
-    global _current_raw_stream
+def _read_cupy(a: Any) -> tuple[Any, ...]:
+    """A CuPy array's layout through its attributes (strides in bytes, as NumPy's)."""
+    return a.data.ptr, a.dtype, a.shape, a.strides, a.device.id, False
+
+
+@functools.cache
+def _origin(reader: Callable[[Any], Reading], device: int) -> Origin | None:
+    """The origin of arrays read by ``reader`` on CUDA device ``device`` (None for -1, the
+    host): torch's or CuPy's current stream of that device."""
+    if device < 0:
+        return None
+    if reader is _read_cupy:
+        current = sys.modules["cupy"].cuda.get_current_stream
+        return lambda: current(device).ptr
     torch = sys.modules["torch"]
-    _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
-        lambda device: torch.cuda.current_stream(device).cuda_stream
-    )
-    return _current_raw_stream
-
-
-#: torch's function giving the raw current stream of a device (found at the first use)
-_current_raw_stream: Callable[[int], int] | None = None
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return functools.partial(raw, device)
+    return lambda: torch.cuda.current_stream(device).cuda_stream
 
 
 def _reader(kind: type) -> Callable[[Any], Reading] | None:
@@ -112,15 +125,15 @@ def _reader(kind: type) -> Callable[[Any], Reading] | None:
     known = _readers.get(kind, _MISSING)
     if known is not _MISSING:
         return known  # type: ignore[no-any-return]  # a reader or None
-    torch = sys.modules.get("torch")
+    torch, cupy = sys.modules.get("torch"), sys.modules.get("cupy")
     reader: Callable[[Any], Reading] | None = None
     if kind is np.ndarray:
         reader = _read_numpy
     elif torch is not None and issubclass(kind, torch.Tensor):
         reader = _read_torch
-    elif torch is None:
-        return None  # not remembered: torch may be imported later
-    _readers[kind] = reader
+    elif cupy is not None and issubclass(kind, cupy.ndarray):
+        reader = _read_cupy
+    _readers[kind] = reader  # an array of a library exists only once the library is imported
     return reader
 
 
@@ -170,11 +183,11 @@ def _lookup(client: ComputeClient, kind: str, layout: tuple[Any, ...], arg: obje
 
 
 def lend(client: object, arg: object) -> Lent | None:
-    """A NumPy array's or torch tensor's memory as an ``Array`` argument: its binding, length,
-    element type and device (-1: the host), made and checked once per client and layout. None
-    for any other argument, a non-contiguous array, another client type or an element type
-    ruda lacks (the caller then takes its general path, which says why). Pass the lent arrays
-    as the launch's ``kept``, with :func:`producer_stream` of their device.
+    """A NumPy array's, torch tensor's or CuPy array's memory as an ``Array`` argument: its
+    binding, length, element type and origin, made and checked once per client and layout.
+    None for any other argument, a non-contiguous array, another client type or an element
+    type ruda lacks (the caller then takes its general path, which says why). Pass the lent
+    arrays as the launch's ``kept``, with their origin's stream as its ``producer``.
 
     ``lenders.get(type(arg), lend)(client, arg)`` is the same call with one Python frame fewer
     for a type already seen.
@@ -187,17 +200,22 @@ def lend(client: object, arg: object) -> Lent | None:
         reader = _reader(kind)
         if reader is None:
             return None
-        lender = _lend_torch if reader is _read_torch else _lend_numpy
+        lender = _lend_torch if reader is _read_torch else _lender(cast(Any, reader))
         lenders[kind] = lender
     return lender(client, arg)
 
 
-def _lend_numpy(client: object, arr: Any) -> Lent | None:
-    """:func:`lend` of a NumPy array: its table key is its full reading."""
-    layout = _read_numpy(arr)
-    table = _lent.get(client)
-    lent = None if table is None else table.get(layout)
-    return lent if lent is not None else _lend_new(client, layout, arr)
+def _lender(reader: Callable[[Any], tuple[Any, ...]]) -> Callable[[object, Any], Lent | None]:
+    """:func:`lend` of the arrays ``reader`` reads (NumPy's, CuPy's): the table key is the
+    full reading."""
+
+    def lend_read(client: object, arr: Any) -> Lent | None:
+        layout = reader(arr)
+        table = _lent.get(client)
+        lent = None if table is None else table.get(layout)
+        return lent if lent is not None else _lend_new(client, layout, arr)
+
+    return lend_read
 
 
 def _lend_torch(client: object, t: Any) -> Lent | None:
@@ -221,7 +239,8 @@ def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
     reading, remembered under ``key`` when it is a contiguous array's."""
     if not isinstance(client, ComputeClient):
         return None
-    layout = _reader(type(arg))(arg)  # type: ignore[misc]  # lend() found a reader
+    reader = cast(Callable[[Any], Reading], _reader(type(arg)))  # lend() found one
+    layout = reader(arg)
     if layout is None:
         return None
     try:
@@ -236,26 +255,19 @@ def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
             _lent.clear()
         table = _lent[client] = {}
     elem = cast(Elem, entry.elem)  # an entry always names its element type
-    lent = table[key] = (entry.handle.binding(), entry.length, elem, int(layout[4]))
+    origin = _origin(reader, int(layout[4]))
+    lent = table[key] = (entry.handle.binding(), entry.length, elem, origin)
     return lent
-
-
-def producer_stream(device: int) -> int | None:
-    """The stream a launch with arrays of ``device`` (-1: the host) is ordered after: torch's
-    current stream of a CUDA device, None for the host."""
-    if device < 0:
-        return None
-    return (_current_raw_stream or _raw_stream_function())(device)
 
 
 def borrow_arguments(
     client: ComputeClient, kinds: Sequence[str | None], args: Sequence[object]
-) -> tuple[tuple[object, ...], list[object], int] | None:
-    """``args`` with every NumPy array and torch tensor bound to an ``Array`` or ``Tensor``
-    parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a launch
-    argument over its memory, the arrays to keep alive (the launch's ``kept``) and their device
-    (-1: the host; see :func:`producer_stream`); None when there is no such array, when another
-    foreign array is among them (the DLPack import handles all of them), or while the server
+) -> tuple[tuple[object, ...], list[object], Origin | None] | None:
+    """``args`` with every NumPy array, torch tensor and CuPy array bound to an ``Array`` or
+    ``Tensor`` parameter (``kinds[k]`` is ``"array"`` or ``"tensor"``, else None) replaced by a
+    launch argument over its memory, the arrays to keep alive (the launch's ``kept``) and their
+    origin; None when there is no such array, when another foreign array or arrays of two
+    origins are among them (the DLPack import handles all of them), or while the server
     captures (a capture keeps memory through handles).
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
@@ -267,7 +279,7 @@ def borrow_arguments(
         return None
     converted: list[object] | None = None
     owners: list[object] = []
-    device = -1
+    origin: Origin | None = None
     for k, (kind, arg) in enumerate(zip(kinds, args, strict=True)):
         cls = type(arg)
         if kind is None or cls in _OWN:
@@ -284,11 +296,14 @@ def borrow_arguments(
             entry = _lookup(client, kind, layout, arg)
         except TypeError:  # an element type ruda lacks: the import says which
             return None
+        this = _origin(reader, int(layout[4]))  # checked to be the client's device
+        if owners and this is not origin:
+            return None
         if converted is None:
             converted = list(args)
         converted[k] = entry
         owners.append(arg)
-        device = layout[4]  # every entry was checked to be on the client's device
+        origin = this
     if converted is None:
         return None
-    return tuple(converted), owners, device
+    return tuple(converted), owners, origin

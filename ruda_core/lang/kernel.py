@@ -242,15 +242,15 @@ class Kernel:
         args: tuple[object, ...],
         comptime: dict[str, object],
     ) -> None:
-        """A Checked launch whose binding failed: with NumPy arrays and torch tensors borrowed,
+        """A Checked launch whose binding failed: with NumPy, torch and CuPy arrays borrowed,
         else with foreign arrays imported, else the binding's error."""
         borrowed = borrow_arguments(client, self._kinds, args)
         if borrowed is None:
             self._submit(client, client.launch, count, dim, args, comptime)
             return
-        converted, owners, device = borrowed
+        converted, owners, origin = borrowed
         launcher = self._launcher(converted, comptime)
-        if launcher.direct(client, count, dim, converted, owners, device) is False:
+        if launcher.direct(client, count, dim, converted, owners, origin) is False:
             self._submit(client, client.launch, count, dim, args, comptime)  # a capture began
 
     def launch_unchecked(

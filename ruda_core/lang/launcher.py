@@ -36,7 +36,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
-from .borrow import borrow_arguments, lend, lenders, producer_stream
+from .borrow import Origin, borrow_arguments, lend, lenders
 from .foreign import shown
 from .types import as_elem
 
@@ -87,7 +87,7 @@ class Launcher:
         self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
             fast[0] if fast else self.checked_launch
         )
-        #: ``direct(client, count, dim, args[, held, held_device])``: a Checked launch on
+        #: ``direct(client, count, dim, args[, held, held_origin])``: a Checked launch on
         #: ``client`` through its kept ``launcher(task)``, as :meth:`_direct`; generated like
         #: ``launch``
         self.direct: Callable[..., bool | None] = fast[1] if fast else self._direct
@@ -122,22 +122,23 @@ class Launcher:
         dim: RudaDim,
         args: Sequence[object],
         held: list[object] | None = None,
-        held_device: int = -1,
+        held_origin: Origin | None = None,
     ) -> bool | None:
-        """A Checked launch through the binders; NumPy arrays and torch tensors among ``args``
-        are borrowed first (:mod:`.borrow`), kept alive and ordered after their producer.
-        ``held`` (of ``held_device``) are the arrays already borrowed into ``args``. False:
-        refused while a capture is open (nothing enqueued; see :class:`ClientLaunch`)."""
-        kept, device = held, held_device
+        """A Checked launch through the binders; NumPy arrays, torch tensors and CuPy arrays
+        among ``args`` are borrowed first (:mod:`.borrow`), kept alive and ordered after their
+        origin. ``held`` (of ``held_origin``) are the arrays already borrowed into ``args``.
+        False: refused while a capture is open (nothing enqueued; see :class:`ClientLaunch`)."""
+        kept, origin = held, held_origin
         if kept is None:
             borrowed = borrow_arguments(client, self._kinds, args)
             if borrowed is not None:
-                args, kept, device = borrowed
+                args, kept, origin = borrowed
         bindings, scalars, metadata = self._bind(args)
         run = self.run_on(client)
         if kept is None:
             return run(count, dim, bindings, scalars, metadata)
-        return run(count, dim, bindings, scalars, metadata, kept, producer_stream(device))
+        producer = None if origin is None else origin()
+        return run(count, dim, bindings, scalars, metadata, kept, producer)
 
     def _bind(self, args: Sequence[object]) -> tuple[list[Binding], list[np.generic], list[int]]:
         if len(args) != len(self._binders):
@@ -395,13 +396,14 @@ def _fast_path(
                 "else:",
                 f"    lent = lenders.get(type({a}), lend)(cl, {a})",
                 f"    if lent is None or lent[2] is not E{k}: return SLOW",
-                f"    b{k}, n{k}, _, device = lent",
+                f"    b{k}, n{k}, _, o = lent",
                 *(
                     [f"    if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
                     if p in launcher.alignment
                     else []
                 ),
-                f"    if kept is None: kept = [{a}]",
+                f"    if kept is None: kept, origin = [{a}], o",
+                "    elif o is not origin: return SLOW",
                 f"    else: kept.append({a})",
             ]
             bindings.append(f"{a}.handle.binding()")
@@ -421,7 +423,7 @@ def _fast_path(
     )
     launched = (
         f"    if kept is None: return run(c, d, {direct_lists})\n"
-        f"    return run(c, d, {direct_lists}, kept, producer_stream(device))\n"
+        f"    return run(c, d, {direct_lists}, kept, None if origin is None else origin())\n"
         if arrays
         else f"    return run(c, d, {direct_lists})\n"
     )
@@ -431,12 +433,12 @@ def _fast_path(
             "SLOW", "slow(s, c, d, args)"
         )
         + f"    return s(task, c, d, {lists})\n"
-        "def direct(cl, c, d, args, held=None, held_device=-1):\n"
+        "def direct(cl, c, d, args, held=None, held_origin=None):\n"
         + (
             head
-            + ("    kept, device = held, held_device\n" if arrays else "")
+            + ("    kept, origin = held, held_origin\n" if arrays else "")
             + "".join(f"    {line}\n" for line in borrowing)
-        ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_device)")
+        ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
         + launched
@@ -447,6 +449,5 @@ def _fast_path(
     env["run_on"] = launcher.run_on
     env["lend"] = lend
     env["lenders"] = lenders
-    env["producer_stream"] = producer_stream
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above

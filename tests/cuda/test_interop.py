@@ -1,6 +1,6 @@
 """ruda with PyTorch, CuPy and JAX on a CUDA device: zero-copy both ways, stream ordering with
-torch's current stream, foreign kernel arguments, the CUDA array interface and a bf16
-LayerNorm on torch tensors without a host round trip.
+torch's and CuPy's current streams, foreign kernel arguments, the CUDA array interface and a
+bf16 LayerNorm on torch tensors without a host round trip.
 
 Each test skips, saying why, without its library or a CUDA device (``RUDA_REQUIRE=cuda`` makes
 a missing device a failure). Run on a GPU machine: ``pytest tests/cuda/test_interop.py``.
@@ -165,6 +165,63 @@ def test_cupy_both_ways_and_the_cuda_array_interface(cuda):
     assert interface["version"] == 3 and interface["stream"] not in (None, 0)
     wrapped = ruda.from_cuda_array_interface(a)
     np.testing.assert_array_equal(wrapped.to_numpy(cuda), 3 * np.arange(16, dtype=np.float32))
+
+
+#: a one-thread kernel that keeps its stream busy for about ``n`` clock cycles
+_SPIN = r"""extern "C" __global__ void spin(long long n) {
+    long long start = clock64();
+    while (clock64() - start < n) {}
+}"""
+
+
+def test_cupy_arrays_are_kernel_arguments_without_a_copy(cuda):
+    cupy = _module("cupy")
+    x = cupy.arange(64, dtype=cupy.float32)
+    y, out = cupy.ones(64, dtype=cupy.float32), cupy.zeros(64, dtype=cupy.float32)
+    saxpy.launch(cuda, RudaCount(1), RudaDim(64), 2.0, x, y, out)
+    saxpy.launch(cuda, RudaCount(1), RudaDim(64), 0.0, x, y, out[:32])  # same address, 32 long
+    cuda.sync().result(timeout=60)
+    expected = 2 * np.arange(64, dtype=np.float32) + 1
+    expected[:32] = 1
+    np.testing.assert_array_equal(cupy.asnumpy(out), expected)
+    with pytest.raises(LaunchConfigError, match="f64 elements"):  # checked before anything runs
+        saxpy.launch(cuda, RudaCount(1), RudaDim(64), 1.0, x, y, out.view(cupy.float64))
+
+
+def test_a_launch_waits_for_cupys_current_stream(cuda):
+    cupy = _module("cupy")
+    n = 1 << 22
+    x = cupy.zeros(n, dtype=cupy.float32)
+    y, out = cupy.zeros_like(x), cupy.empty_like(x)
+    cupy.cuda.Device().synchronize()
+    spin = cupy.RawKernel(_SPIN, "spin")
+    with cupy.cuda.Stream(non_blocking=True):
+        spin((1,), (1,), (cupy.int64(50_000_000),))  # busy long after the launch is queued
+        x.fill(1.0)
+        y.fill(2.0)
+        # the producer's current stream is the side stream: the launch must run after the fills
+        saxpy.launch(cuda, RudaCount(n // 256), RudaDim(256), 3.0, x, y, out)
+    cuda.sync().result(timeout=60)
+    assert bool((out == 5.0).all())
+
+
+def test_arrays_of_torch_and_cupy_in_one_launch_wait_for_both(cuda, torch):
+    cupy = _module("cupy")
+    n = 1 << 22
+    x = torch.zeros(n, dtype=torch.float32, device="cuda")
+    y, out = cupy.zeros(n, dtype=cupy.float32), cupy.empty(n, dtype=cupy.float32)
+    torch.cuda.synchronize()
+    spin = cupy.RawKernel(_SPIN, "spin")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        x.fill_(1.0)
+        with cupy.cuda.Stream(non_blocking=True):
+            spin((1,), (1,), (cupy.int64(50_000_000),))
+            y.fill(2.0)
+            saxpy.launch(cuda, RudaCount(n // 256), RudaDim(256), 3.0, x, y, out)
+    cuda.sync().result(timeout=60)
+    assert bool((out == 5.0).all())
 
 
 def test_jax_both_ways(cuda):
