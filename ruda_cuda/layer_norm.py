@@ -21,6 +21,8 @@ enqueues the kept launches through the client's launchers.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -105,15 +107,39 @@ def layer_norm(
     xb, wb = x.handle.binding(), weight.handle.binding()
     bb = None if bias is None else bias.handle.binding()
     alignment = _alignment(xb, wb, wb if bb is None else bb)
-    key = (client, x.shape, x.elem, bias is None, epsilon, alignment)
-    plan = _forward_plans.get(key)
-    if plan is None and key not in _forward_plans:
-        rows, features = x.shape
-        plan = forward_plan((rows, features), x.elem, bias is not None, epsilon, alignment)
-        _keep(_forward_plans, key, plan)
+    plan = _forward_plan_of(client, x, bias is not None, epsilon, alignment)
     if plan is None:
         return portable_layer_norm(client, x, weight, bias, epsilon)
     return plan.run(client, _CHECKED, xb, wb, bb)
+
+
+def forward_replay(
+    client: ComputeClient,
+    x: TensorBuffer,
+    weight: TensorBuffer,
+    bias: TensorBuffer | None,
+    epsilon: float,
+) -> Callable[..., Outputs] | None:
+    """:func:`layer_norm` again for operands like these (``CudaRuntime.layer_norm_replay``):
+    ``run(x, weight[, bias])`` of their bindings; None where the portable kernels run."""
+    xb, wb = x.handle.binding(), weight.handle.binding()
+    bb = None if bias is None else bias.handle.binding()
+    alignment = _alignment(xb, wb, wb if bb is None else bb)
+    plan = _forward_plan_of(client, x, bias is not None, epsilon, alignment)
+    return None if plan is None else functools.partial(plan.run, client, _CHECKED)
+
+
+def _forward_plan_of(
+    client: ComputeClient, x: TensorBuffer, has_bias: bool, epsilon: float, alignment: int
+) -> ForwardPlan | None:
+    """The kept forward plan of a key, made at its first call."""
+    key = (client, x.shape, x.elem, has_bias, epsilon, alignment)
+    plan = _forward_plans.get(key)
+    if plan is None and key not in _forward_plans:
+        rows, features = x.shape
+        plan = forward_plan((rows, features), x.elem, has_bias, epsilon, alignment)
+        _keep(_forward_plans, key, plan)
+    return plan
 
 
 def layer_norm_backward(
@@ -127,7 +153,32 @@ def layer_norm_backward(
     """``(grad_input, grad_weight, grad_bias)`` of checked operands (see the module
     docstring)."""
     xb, wb, gb = x.handle.binding(), weight.handle.binding(), grad.handle.binding()
-    alignment = _alignment(xb, wb, gb)
+    plan = _backward_plan_of(client, x, _alignment(xb, wb, gb))
+    if plan is None:
+        return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
+    return plan.run(client, xb, wb, gb, mean.handle.binding(), rstd.handle.binding())
+
+
+def backward_replay(
+    client: ComputeClient,
+    x: TensorBuffer,
+    weight: TensorBuffer,
+    grad: TensorBuffer,
+    mean: TensorBuffer,
+    rstd: TensorBuffer,
+) -> Callable[..., Outputs] | None:
+    """:func:`layer_norm_backward` again for operands like these
+    (``CudaRuntime.layer_norm_backward_replay``): ``run(x, weight, grad, mean, rstd)`` of their
+    bindings; None where the portable kernels run."""
+    alignment = _alignment(x.handle.binding(), weight.handle.binding(), grad.handle.binding())
+    plan = _backward_plan_of(client, x, alignment)
+    return None if plan is None else functools.partial(plan.run, client)
+
+
+def _backward_plan_of(
+    client: ComputeClient, x: TensorBuffer, alignment: int
+) -> BackwardPlan | None:
+    """The kept backward plan of a key, made at its first call."""
     key = (client, x.shape, x.elem, alignment)
     plan = _backward_plans.get(key)
     if plan is None and key not in _backward_plans:
@@ -135,9 +186,7 @@ def layer_norm_backward(
         units = client.properties().compute_units
         plan = backward_plan((rows, features), x.elem, alignment, units)
         _keep(_backward_plans, key, plan)
-    if plan is None:
-        return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
-    return plan.run(client, xb, wb, gb, mean.handle.binding(), rstd.handle.binding())
+    return plan
 
 
 def forward_plan(

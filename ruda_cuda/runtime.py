@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from ruda_core.runtime import (
@@ -17,6 +16,7 @@ from ruda_core.runtime import (
     LazyType,
     TargetProperties,
 )
+from ruda_core.runtime.backend import LayerNormReplay
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 from .compiler import CudaCompiler
@@ -24,10 +24,7 @@ from .compiler import CudaCompiler
 __all__ = ["CudaDevice", "CudaRuntime"]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
-Forward = Callable[[ComputeClient, TensorBuffer, TensorBuffer, TensorBuffer | None, float], Outputs]
-Backward = Callable[
-    [ComputeClient, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer], Outputs
-]
+
 
 
 class CudaDevice(IndexedDevice):
@@ -67,8 +64,8 @@ class CudaRuntime(IndexedRuntime):
         bias: TensorBuffer | None,
         epsilon: float,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        forward, _ = _native_layer_norm()
-        return forward(client, input, weight, bias, epsilon)
+        outputs: Outputs = _native().layer_norm(client, input, weight, bias, epsilon)
+        return outputs
 
     @classmethod
     def layer_norm_backward(
@@ -80,8 +77,37 @@ class CudaRuntime(IndexedRuntime):
         mean: TensorBuffer,
         rstd: TensorBuffer,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
-        _, backward = _native_layer_norm()
-        return backward(client, input, weight, grad, mean, rstd)
+        grads: Outputs = _native().layer_norm_backward(client, input, weight, grad, mean, rstd)
+        return grads
+
+    @classmethod
+    def layer_norm_replay(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+    ) -> LayerNormReplay | None:
+        replay: LayerNormReplay | None = _native().forward_replay(
+            client, input, weight, bias, epsilon
+        )
+        return replay
+
+    @classmethod
+    def layer_norm_backward_replay(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+    ) -> LayerNormReplay | None:
+        replay: LayerNormReplay | None = _native().backward_replay(
+            client, input, weight, grad, mean, rstd
+        )
+        return replay
 
     @classmethod
     def require_array_lengths(cls) -> bool:
@@ -105,10 +131,9 @@ class CudaRuntime(IndexedRuntime):
 
 
 @functools.cache
-def _native_layer_norm() -> tuple[Forward, Backward]:
-    """:func:`.layer_norm.layer_norm` and :func:`.layer_norm.layer_norm_backward`, imported at
-    the first LayerNorm call (their module imports ruda_core.ops' kernels) and then kept: an
-    import statement in each call would cost half a microsecond."""
-    from .layer_norm import layer_norm, layer_norm_backward
+def _native() -> Any:
+    """:mod:`.layer_norm`, imported at the first LayerNorm call (it imports ruda_core.ops'
+    kernels) and then kept: an import statement in each call would cost half a microsecond."""
+    from . import layer_norm
 
-    return layer_norm, layer_norm_backward
+    return layer_norm

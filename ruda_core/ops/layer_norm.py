@@ -46,6 +46,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ..runtime import Binding, BoundsCheckMode, ComputeClient, LayoutError
+from ..runtime.backend import LayerNormReplay
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..tensor import RudaTensor
 from .geometry import accumulator
@@ -79,11 +80,14 @@ Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
 
 
 class _Native:
-    """The plan of a key whose calls go to the runtime's native LayerNorm (checked once)."""
+    """The plan of a key whose calls go to the runtime's native LayerNorm hook (checked once);
+    a key whose runtime gave a replay (``Runtime.layer_norm_replay``) keeps that instead."""
 
 
 _NATIVE = _Native()
-P = TypeVar("P", ForwardPlan | _Native, BackwardPlan | _Native)
+P = TypeVar(
+    "P", ForwardPlan | _Native | LayerNormReplay, BackwardPlan | _Native | LayerNormReplay
+)
 #: A plan and the bytes each operand's handle must hold for it.
 Entry = tuple[P, tuple[int, ...]]
 Key = tuple[object, ...]
@@ -92,8 +96,8 @@ Key = tuple[object, ...]
 _OPERANDS = (TensorBuffer, RudaTensor)
 #: The most plans kept per direction; a full table is emptied (a plan is cheap to rebuild).
 _MAX_PLANS = 256
-_forward_plans: dict[Key, Entry[ForwardPlan | _Native]] = {}
-_backward_plans: dict[Key, Entry[BackwardPlan | _Native]] = {}
+_forward_plans: dict[Key, Entry[ForwardPlan | _Native | LayerNormReplay]] = {}
+_backward_plans: dict[Key, Entry[BackwardPlan | _Native | LayerNormReplay]] = {}
 #: Whether a key is of a call that dispatches (to the native LayerNorm or the portable one)
 #: or of a ``portable_*`` call.
 _DISPATCH, _PORTABLE = "dispatch", "portable"
@@ -128,7 +132,11 @@ def layer_norm(
     x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
-        _keep(_forward_plans, key, _NATIVE, (x, w) if b is None else (x, w, b))
+        buffers = (x, w) if b is None else (x, w, b)
+        replay = runtime.layer_norm_replay(client, x, w, b, eps)
+        _keep(_forward_plans, key, _NATIVE if replay is None else replay, buffers)
+        if replay is not None:
+            return replay(*(buf.handle.binding() for buf in buffers))
         out, mean, rstd = runtime.layer_norm(client, x, w, b, eps)
         return out, mean, rstd
     return _portable_forward(client, x, w, b, eps, key)
@@ -180,7 +188,11 @@ def layer_norm_backward(
     x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
     runtime = client.runtime
     if runtime.has_native_layer_norm():
-        _keep(_backward_plans, key, _NATIVE, (x, w, g, mu, inv))
+        buffers = (x, w, g, mu, inv)
+        replay = runtime.layer_norm_backward_replay(client, x, w, g, mu, inv)
+        _keep(_backward_plans, key, _NATIVE if replay is None else replay, buffers)
+        if replay is not None:
+            return replay(*(buf.handle.binding() for buf in buffers))
         grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return grad_input, grad_weight, grad_bias
     return _portable_backward(client, (x, w, g, mu, inv), key)
@@ -256,12 +268,14 @@ def _replay_forward(
     key, plan, bindings = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
     if plan is None:
         return key, None
-    if isinstance(plan, _Native):
+    if type(plan) is ForwardPlan:
+        return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
+    if plan is _NATIVE:
         b = None if bias is None else _as_buffer(bias)
         x, w = _as_buffer(input), _as_buffer(weight)
         out, mean, rstd = client.runtime.layer_norm(client, x, w, b, float(epsilon))
         return key, (out, mean, rstd)
-    return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
+    return key, plan(*bindings)  # type: ignore[operator]  # the runtime's replay
 
 
 def _replay_backward(
@@ -271,11 +285,13 @@ def _replay_backward(
     key, plan, bindings = _lookup(_backward_plans, client, operands, (kind,))
     if plan is None:
         return key, None
-    if isinstance(plan, _Native):
+    if type(plan) is BackwardPlan:
+        return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
+    if plan is _NATIVE:
         x, w, g, mu, inv = map(_as_buffer, operands)
         grads = client.runtime.layer_norm_backward(client, x, w, g, mu, inv)
         return key, (grads[0], grads[1], grads[2])
-    return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
+    return key, plan(*bindings)  # type: ignore[operator]  # the runtime's replay
 
 
 def _lookup(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar
 
 from ..errors import BackendUnavailable
@@ -23,7 +23,10 @@ from .layout import is_contiguous_or_pitched
 from .properties import TargetProperties
 from .server import ComputeServer
 
-__all__ = ["IndexedRuntime", "LazyType", "Runtime"]
+__all__ = ["IndexedRuntime", "LayerNormReplay", "LazyType", "Runtime"]
+
+#: what :meth:`Runtime.layer_norm_replay` returns: the call again, from its operands' bindings
+LayerNormReplay = Callable[..., tuple[TensorBuffer, TensorBuffer, TensorBuffer]]
 
 
 class LazyType:
@@ -125,6 +128,38 @@ class Runtime(ABC):
         """Native LayerNorm gradients, returning input, weight and bias gradients. Called by
         ``ruda_core.ops.layer_norm_backward`` when :meth:`has_native_layer_norm`."""
         raise NotImplementedError("runtime does not supply native LayerNorm backward")
+
+    @classmethod
+    def layer_norm_replay(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+    ) -> LayerNormReplay | None:
+        """Optional (ruda's extension of the trait): a function that repeats :meth:`layer_norm`
+        for operands like these, given the bindings of their handles (``input``, ``weight`` and,
+        with a bias, ``bias``): operands of the same shapes, strides and element types, with
+        the same byte offsets modulo 16 in their memory, the same epsilon and bias or not, on
+        the same client. ``ruda_core.ops.layer_norm`` asks once per such kind of checked call
+        when :meth:`has_native_layer_norm`, and keeps the answer; None (the default): every
+        call takes :meth:`layer_norm`."""
+        return None
+
+    @classmethod
+    def layer_norm_backward_replay(
+        cls,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+    ) -> LayerNormReplay | None:
+        """Optional: as :meth:`layer_norm_replay`, for :meth:`layer_norm_backward` (the five
+        operands' bindings in order)."""
+        return None
 
     @classmethod
     def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:

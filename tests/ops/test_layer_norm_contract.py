@@ -530,6 +530,53 @@ def test_native_dispatch_replays_checked_operands(native, replan):
         layer_norm(native, x, upload(native, np.ones(4, np.float32)))
 
 
+class ReplayingLayerNormRuntime(NativeLayerNormRuntime):
+    """A native runtime that also offers a replay of each kind of call, recording its use."""
+
+    @classmethod
+    def layer_norm_replay(cls, client, input, weight, bias, epsilon):
+        cls.calls.append(("layer_norm_replay", (input, weight, bias, epsilon)))
+        return lambda *bindings: cls.calls.append(("replay", bindings)) or (input, weight, weight)
+
+    @classmethod
+    def layer_norm_backward_replay(cls, client, input, weight, grad, mean, rstd):
+        cls.calls.append(("layer_norm_backward_replay", (input, weight, grad, mean, rstd)))
+        return lambda *bindings: cls.calls.append(("replay", bindings)) or (grad, mean, rstd)
+
+
+class ReplayingLayerNormServer(CpuServer):
+    @property
+    def runtime(self):
+        return ReplayingLayerNormRuntime
+
+
+def test_a_runtimes_replay_serves_every_call_of_its_key(replan):
+    """The replay is asked for once per key, after the checks, and then runs each call of that
+    key (the first included) with the bindings of that call's operands; the hooks are not
+    called and the first-call checks do not run again."""
+    NativeLayerNormRuntime.calls.clear()
+    index = next(_ids)
+    server = ReplayingLayerNormServer(DeviceId(0, index))
+    client = ComputeClient(("replay-cpu", index), server, None)
+    w = upload(client, np.ones(3, np.float32))
+    stats = upload(client, np.ones(4, np.float32))
+    first, second = (upload(client, np.full((4, 3), v, np.float32)) for v in (1, 2))
+    layer_norm(client, first, w, None, epsilon=1e-3)
+    layer_norm_backward(client, first, w, first, stats, stats)
+    _refuse_full_checks(replan)
+    layer_norm(client, second, w, None, epsilon=1e-3)
+    layer_norm_backward(client, second, w, second, stats, stats)
+    names = [name for name, _ in NativeLayerNormRuntime.calls]
+    assert names == [
+        "layer_norm_replay", "replay", "layer_norm_backward_replay", "replay", "replay", "replay"
+    ]
+    bindings = [given for name, given in NativeLayerNormRuntime.calls if name == "replay"]
+    assert bindings[2] == (second.handle.binding(), w.handle.binding())
+    assert bindings[3] == tuple(
+        b.handle.binding() for b in (second, w, second, stats, stats)
+    )
+
+
 def test_operands_are_checked_before_native_dispatch(native):
     x = upload(native, np.ones((4, 3), np.float32))
     with pytest.raises(LayoutError):
