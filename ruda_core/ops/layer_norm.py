@@ -28,9 +28,11 @@ operands' shapes, strides, element types, byte alignment, the options and the cl
 are made once per such key and kept; a repeated call looks its plan up, checks each handle's
 size, allocates once and enqueues through the client's launchers kept with the plan, in the
 mode ``BoundsCheckMode`` selects at that call. A key whose calls go to a runtime's native
-LayerNorm is kept too: a repeated call passes its operands to the hook as the checks would
-have, without running them again. An operand that differs in anything the checks cover makes
-another key, which runs the full checks.
+LayerNorm is kept too: a repeated call runs the runtime's replay of that kind of call
+(``Runtime.layer_norm_replay``) with the operands' bindings, or, for a runtime without one,
+passes its operands to the hook as the checks would have, without running them again. An
+operand that differs in anything the checks cover makes another key, which runs the full
+checks.
 
 Both functions check every operand before anything is enqueued and then return at once: results
 are computed asynchronously, and faults of the enqueued kernels surface at the next ``sync()``
@@ -262,8 +264,9 @@ def _replay_forward(
     epsilon: float,
 ) -> tuple[Key | None, Outputs | None]:
     """The call's key and, where a plan is kept for it and the handles are large enough, the
-    results of replaying it: the kept portable plan, or the runtime's native LayerNorm with the
-    operands as the checks would have passed them."""
+    results of replaying it: the kept portable plan, the runtime's replay with the operands'
+    bindings, or the runtime's native LayerNorm hook with the operands as the checks would have
+    passed them."""
     operands = (input, weight) if bias is None else (input, weight, bias)
     key, plan, bindings = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
     if plan is None:
