@@ -7,8 +7,11 @@
 
 Two ruda forms are timed: ``kernel.launch(...)`` (arguments checked and packed each time) and
 ``kernel.prepare(...).launch()`` (checked and packed once, replayed). Each side enqueues ``N``
-launches and syncs once; the best of several rounds (interleaved) is reported in microseconds
-per launch, with the ratio ruda / peer.
+launches and syncs once; the best of ``ROUNDS`` rounds is reported in microseconds per launch,
+with the ratio ruda / peer of the bests and the median of the rounds' own ratios. The sides
+take turns within a round, each round starting with the next side: on a small host the
+OpenCL runtime's worker threads share the cores with the launching thread, so one side's
+lucky or unlucky round would otherwise decide the ratio of bests alone.
 
 The replay line times a chain of ``CHAIN`` launches of the same kernel captured once
 (``client.capture()``) and replayed ``REPLAYS`` times: host microseconds per kernel of the
@@ -23,6 +26,7 @@ Run: ``python benchmarks/launch_overhead.py [device ...]`` (default: every devic
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -34,9 +38,12 @@ from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 
 N = 5000
-ROUNDS = 7
+ROUNDS = 15
 CHAIN = 10
 REPLAYS = 1000
+
+#: a side of a comparison: its launch (or replay), its sync, and what must stay alive
+Side = tuple[Callable[[], None], Callable[[], None], object]
 
 
 @kernel
@@ -55,7 +62,7 @@ def per_launch_us(enqueue: Callable[[], None], sync: Callable[[], None]) -> floa
     return (time.perf_counter() - start) / N * 1e6
 
 
-def ruda_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+def ruda_side(client: ComputeClient) -> Side:
     handle = client.empty(4)
     arg = ArrayArg(handle, 1)
     count, dim = RudaCount(1), RudaDim(1)
@@ -66,12 +73,12 @@ def ruda_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], N
     return enqueue, lambda: client.sync().result(), handle
 
 
-def prepared_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+def prepared_side(client: ComputeClient) -> Side:
     prepared = touch.prepare(client, RudaCount(1), RudaDim(1), ArrayArg(client.empty(4), 1))
     return prepared.launch, lambda: client.sync().result(), prepared
 
 
-def cupy_side() -> tuple[Callable[[], None], Callable[[], None], object]:
+def cupy_side() -> Side:
     import cupy
 
     raw = cupy.RawKernel(
@@ -89,7 +96,7 @@ def cupy_side() -> tuple[Callable[[], None], Callable[[], None], object]:
     return enqueue, stream.synchronize, (x, stream)
 
 
-def pyopencl_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+def pyopencl_side(client: ComputeClient) -> Side:
     import pyopencl as cl
 
     server = client.server
@@ -107,6 +114,27 @@ def pyopencl_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[
         knl(queue, (1,), (1,), buf, 0, 1)
 
     return enqueue, queue.finish, buf
+
+
+def rounds(
+    sides: dict[str, Side], timer: Callable[[Callable[[], None], Callable[[], None]], float]
+) -> dict[str, list[float]]:
+    """``ROUNDS`` timings of each side by ``timer(run, sync)``, in turns; round ``r`` starts with
+    side ``r`` (modulo their number), so no side always follows the same one."""
+    labels = list(sides)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for r in range(ROUNDS):
+        start = r % len(labels)
+        for label in labels[start:] + labels[:start]:
+            run, sync, _ = sides[label]
+            times[label].append(timer(run, sync))
+    return times
+
+
+def ratio(times: dict[str, list[float]], label: str, peer: str) -> str:
+    """``label`` / ``peer``: the ratio of their bests, and the median of the rounds' ratios."""
+    per_round = statistics.median(a / b for a, b in zip(times[label], times[peer], strict=True))
+    return f"{min(times[label]) / min(times[peer]):.2f}x (median {per_round:.2f}x)"
 
 
 def per_kernel_us(replay: Callable[[], None], sync: Callable[[], None]) -> float:
@@ -128,7 +156,7 @@ def chain_of(enqueue: Callable[[], None]) -> Callable[[], None]:
     return chain
 
 
-def graph_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], None], object]:
+def graph_side(client: ComputeClient) -> Side:
     arg = ArrayArg(client.empty(4), 1)
     count, dim = RudaCount(1), RudaDim(1)
     with client.capture() as graph:
@@ -137,7 +165,7 @@ def graph_side(client: ComputeClient) -> tuple[Callable[[], None], Callable[[], 
     return graph.replay, lambda: client.sync().result(), graph
 
 
-def cupy_graph_side() -> tuple[Callable[[], None], Callable[[], None], object]:
+def cupy_graph_side() -> Side:
     raw_call, sync, x = cupy_side()
     stream = x[1]
     stream.begin_capture()
@@ -147,7 +175,7 @@ def cupy_graph_side() -> tuple[Callable[[], None], Callable[[], None], object]:
     return lambda: graph.launch(stream), sync, (graph, x)
 
 
-def torch_graph_side() -> tuple[Callable[[], None], Callable[[], None], object]:
+def torch_graph_side() -> Side:
     import torch
 
     x = torch.zeros(1, device="cuda")
@@ -175,11 +203,8 @@ def replay_line(device: str, client: ComputeClient, backend: str) -> str:
         sides[f"raw PyOpenCL x{CHAIN}"] = (chain_of(enqueue), sync, keep)
     enqueue, sync, keep = ruda_side(client)
     sides[f"ruda launch x{CHAIN}"] = (chain_of(enqueue), sync, keep)
-    best = dict.fromkeys(sides, float("inf"))
-    for _ in range(ROUNDS):
-        for label, (replay, sync, _) in sides.items():
-            best[label] = min(best[label], per_kernel_us(replay, sync))
-    parts = [f"{label} {us:5.2f}" for label, us in best.items()]
+    times = rounds(sides, per_kernel_us)
+    parts = [f"{label} {min(us):5.2f}" for label, us in times.items()]
     return f"{device:10s} replay of {CHAIN}, host us per kernel: " + "  ".join(parts)
 
 
@@ -191,15 +216,12 @@ def measure(device: str) -> str:
     name = "CuPy RawKernel" if backend == "cuda" else "raw PyOpenCL"
     if peer is not None:
         sides[name] = peer()
-    best = dict.fromkeys(sides, float("inf"))
-    for _ in range(ROUNDS):
-        for label, (enqueue, sync, _) in sides.items():
-            best[label] = min(best[label], per_launch_us(enqueue, sync))
-    parts = [f"{label} {us:6.2f} us" for label, us in best.items()]
+    times = rounds(sides, per_launch_us)
+    parts = [f"{label} {min(us):6.2f} us" for label, us in times.items()]
     if peer is not None:
         parts.append(
-            f"ratio launch {best['ruda launch'] / best[name]:.2f}x, "
-            f"prepared {best['ruda prepared'] / best[name]:.2f}x"
+            f"ratio launch {ratio(times, 'ruda launch', name)}, "
+            f"prepared {ratio(times, 'ruda prepared', name)}"
         )
     return f"{device:10s} " + "  ".join(parts) + "\n" + replay_line(device, client, backend)
 
@@ -207,8 +229,9 @@ def measure(device: str) -> str:
 def main(devices: list[str]) -> None:
     names = devices or [str(d) for d in ruda.enumerate_all_devices()]
     print(
-        f"launch overhead, {N} launches per round, best of {ROUNDS} rounds; replays: a chain of "
-        f"{CHAIN} captured once, {REPLAYS} replays per round"
+        f"launch overhead, {N} launches per round, best of {ROUNDS} rounds in turns (ratios: of "
+        f"the bests, and the median of the rounds' own); replays: a chain of {CHAIN} captured "
+        f"once, {REPLAYS} replays per round"
     )
     for name in names:
         print(measure(name), flush=True)
