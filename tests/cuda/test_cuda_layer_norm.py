@@ -13,7 +13,7 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
-from tests.ops.reference import (
+from ruda_core.testing.layer_norm_reference import (
     TOLERANCE,
     assert_close,
     download,

@@ -1,7 +1,8 @@
 """The CUDA runtime's native LayerNorm on a GPU: the native kernels are the ones that run, their
-results match the float64 reference within :data:`tests.ops.reference.TOLERANCE` for f32, f16
-and bf16 (f64 runs the portable kernels) on the benchmark's shapes and on widths that are not a
-multiple of a vector, and their gradients are the same bits on every run.
+results match the float64 reference within
+:data:`ruda_core.testing.layer_norm_reference.TOLERANCE` for f32, f16 and bf16 (f64 runs the
+portable kernels) on the benchmark's shapes and on widths that are not a multiple of a vector,
+and their gradients are the same bits on every run.
 
 Skips, saying why, without CuPy or a CUDA device (``RUDA_REQUIRE=cuda`` makes that a failure).
 Run on a GPU machine: ``pytest tests/cuda/test_native_layer_norm.py``.
@@ -15,7 +16,14 @@ import pytest
 from ruda_core.ir import Elem
 from ruda_core.ops import layer_norm, layer_norm_backward
 from ruda_core.runtime.layer_norm_args import TensorBuffer
-from tests.ops.reference import TOLERANCE, assert_close, download, make_case, reference, upload
+from ruda_core.testing.layer_norm_reference import (
+    TOLERANCE,
+    assert_close,
+    download,
+    make_case,
+    reference,
+    upload,
+)
 
 ELEMS = [Elem.F32, Elem.F16, Elem.BF16, Elem.F64]
 #: benchmarks/layer_norm.py's shapes

@@ -2,8 +2,9 @@
 
 Shapes cover one row, many rows of few features, features that are not a multiple of the cube
 size, and large rows; element types f32, f64, f16 and bf16 (skipped as *unsupported* on a device
-without them). Tolerances are :data:`.reference.TOLERANCE` of each result's element type: mean
-and rstd are compared at f32's for f16 and bf16 input, since they are f32.
+without them). Tolerances are :data:`ruda_core.testing.layer_norm_reference.TOLERANCE` of each
+result's element type: mean and rstd are compared at f32's for f16 and bf16 input, since they
+are f32.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.ops import layer_norm, layer_norm_backward
+from ruda_core.testing.layer_norm_reference import (
+    TOLERANCE,
+    assert_close,
+    download,
+    make_case,
+    reference,
+    upload,
+)
 from ruda_core.testing.markers import need
-
-from .reference import TOLERANCE, assert_close, download, make_case, reference, upload
 
 SHAPES = [(1, 7), (300, 24), (5, 1000), (3, 8192)]
 DTYPES = [np.float32, np.float64, np.float16, Elem.BF16.numpy]

@@ -28,10 +28,16 @@ from ruda_core.runtime import (
 )
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 from ruda_core.tensor import RudaTensor
+from ruda_core.testing.layer_norm_reference import (
+    TOLERANCE,
+    assert_close,
+    download,
+    make_case,
+    reference,
+    upload,
+)
 from ruda_cpu import CpuRuntime
 from ruda_cpu.server import CpuServer
-
-from .reference import TOLERANCE, assert_close, download, make_case, reference, upload
 
 #: The module (the package's ``layer_norm`` is its function), whose plan tables the tests empty.
 LAYER_NORM = importlib.import_module("ruda_core.ops.layer_norm")

@@ -15,9 +15,8 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.ops import layer_norm, layer_norm_backward
+from ruda_core.testing.layer_norm_reference import download, make_case, upload
 from ruda_core.testing.markers import need
-
-from .reference import download, make_case, upload
 
 STEP = 1e-5
 BOUND = 1e-7

@@ -1,5 +1,6 @@
-"""The float64 NumPy reference of LayerNorm and its gradients, and host <-> device helpers for
-the ops tests.
+"""The float64 NumPy reference of LayerNorm and its gradients, the tolerance a device's results
+are held to, and host <-> device helpers: what the conformance suite's LayerNorm tests and ruda's
+own ops tests compare with.
 
 The reference computes from the inputs exactly as the device receives them (already rounded to
 their element type), in float64, with PyTorch's formulas (biased variance).
