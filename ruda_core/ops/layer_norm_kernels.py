@@ -9,14 +9,16 @@ Row kernels come in two kinds. The *held* kernels (``*_held``) keep a row in reg
 *group* of units (one plane, ``PLANE_ROWS``, or the whole cube) owns a row; each unit reads
 ``ITEMS`` lines of ``N`` elements (``N`` = 1: scalar accesses) at line ``item * group + lane``
 into a ``LocalArray`` once, and every pass over the row (the sum, the centred squares, the
-output) works on those values, so each element is read from memory once. Groups stride over
+output) works on those values, so each element is read from memory once (the input gradient
+holds ``xhat`` and reads ``grad`` and ``weight`` again, from cache). Groups stride over
 the rows by the group count. The *strided* kernels (``layer_norm_forward``,
 ``layer_norm_grad_input``) re-read the row from memory at each pass and serve rows wider than
 registers hold. Both reduce a group with :func:`group_sum` (planes, or
 :func:`.reduction.cube_sum`).
 
 The weight and bias gradients are a deterministic two-pass reduction over rows: per (chunk of
-rows, line of features) partial sums, then one fixed-order sum per feature. Launch shapes and
+rows, line of features) partial sums, then a fixed-order sum per feature (eight shares of its
+chunks, then the shares in order). Launch shapes and
 validation are :mod:`.layer_norm`'s (:mod:`.layer_norm_plan` chooses the variant); nothing here
 checks arguments.
 """
