@@ -104,13 +104,11 @@ def layer_norm(
     epsilon: float,
 ) -> Outputs:
     """``(output, mean, rstd)`` of checked operands (see the module docstring)."""
-    xb, wb = x.handle.binding(), weight.handle.binding()
-    bb = None if bias is None else bias.handle.binding()
-    alignment = _alignment(xb, wb, wb if bb is None else bb)
-    plan = _forward_plan_of(client, x, bias is not None, epsilon, alignment)
+    plan = _forward_plan_of(client, x, weight, bias, epsilon)
     if plan is None:
         return portable_layer_norm(client, x, weight, bias, epsilon)
-    return plan.run(client, _CHECKED, xb, wb, bb)
+    b = None if bias is None else bias.handle.binding()
+    return plan.run(client, _CHECKED, x.handle.binding(), weight.handle.binding(), b)
 
 
 def forward_replay(
@@ -122,22 +120,25 @@ def forward_replay(
 ) -> Callable[..., Outputs] | None:
     """:func:`layer_norm` again for operands like these (``CudaRuntime.layer_norm_replay``):
     ``run(x, weight[, bias])`` of their bindings; None where the portable kernels run."""
-    xb, wb = x.handle.binding(), weight.handle.binding()
-    bb = None if bias is None else bias.handle.binding()
-    alignment = _alignment(xb, wb, wb if bb is None else bb)
-    plan = _forward_plan_of(client, x, bias is not None, epsilon, alignment)
+    plan = _forward_plan_of(client, x, weight, bias, epsilon)
     return None if plan is None else functools.partial(plan.run, client, _CHECKED)
 
 
 def _forward_plan_of(
-    client: ComputeClient, x: TensorBuffer, has_bias: bool, epsilon: float, alignment: int
+    client: ComputeClient,
+    x: TensorBuffer,
+    weight: TensorBuffer,
+    bias: TensorBuffer | None,
+    epsilon: float,
 ) -> ForwardPlan | None:
-    """The kept forward plan of a key, made at its first call."""
-    key = (client, x.shape, x.elem, has_bias, epsilon, alignment)
+    """The kept forward plan of these operands' key, made at its first call."""
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    alignment = _alignment(*(buf.handle.binding() for buf in operands))
+    key = (client, x.shape, x.elem, bias is None, epsilon, alignment)
     plan = _forward_plans.get(key)
     if plan is None and key not in _forward_plans:
         rows, features = x.shape
-        plan = forward_plan((rows, features), x.elem, has_bias, epsilon, alignment)
+        plan = forward_plan((rows, features), x.elem, bias is not None, epsilon, alignment)
         _keep(_forward_plans, key, plan)
     return plan
 
@@ -152,11 +153,10 @@ def layer_norm_backward(
 ) -> Outputs:
     """``(grad_input, grad_weight, grad_bias)`` of checked operands (see the module
     docstring)."""
-    xb, wb, gb = x.handle.binding(), weight.handle.binding(), grad.handle.binding()
-    plan = _backward_plan_of(client, x, _alignment(xb, wb, gb))
+    plan = _backward_plan_of(client, x, weight, grad)
     if plan is None:
         return portable_layer_norm_backward(client, x, weight, grad, mean, rstd)
-    return plan.run(client, xb, wb, gb, mean.handle.binding(), rstd.handle.binding())
+    return plan.run(client, *(buf.handle.binding() for buf in (x, weight, grad, mean, rstd)))
 
 
 def backward_replay(
@@ -170,15 +170,15 @@ def backward_replay(
     """:func:`layer_norm_backward` again for operands like these
     (``CudaRuntime.layer_norm_backward_replay``): ``run(x, weight, grad, mean, rstd)`` of their
     bindings; None where the portable kernels run."""
-    alignment = _alignment(x.handle.binding(), weight.handle.binding(), grad.handle.binding())
-    plan = _backward_plan_of(client, x, alignment)
+    plan = _backward_plan_of(client, x, weight, grad)
     return None if plan is None else functools.partial(plan.run, client)
 
 
 def _backward_plan_of(
-    client: ComputeClient, x: TensorBuffer, alignment: int
+    client: ComputeClient, x: TensorBuffer, weight: TensorBuffer, grad: TensorBuffer
 ) -> BackwardPlan | None:
-    """The kept backward plan of a key, made at its first call."""
+    """The kept backward plan of these operands' key, made at its first call."""
+    alignment = _alignment(*(buf.handle.binding() for buf in (x, weight, grad)))
     key = (client, x.shape, x.elem, alignment)
     plan = _backward_plans.get(key)
     if plan is None and key not in _backward_plans:
