@@ -42,6 +42,7 @@ from ruda_core.ir import (
     Return,
     SourceLoc,
     Stmt,
+    lower_async_copies,
     scalarize_lines,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
@@ -65,8 +66,9 @@ class CpuCompiler(Compiler):
     def compile(
         self, definition: KernelDefinition, options: CompileOptions, mode: ExecutionMode
     ) -> CompiledKernel:
-        """Lines run as their scalar lowering (:func:`~ruda_core.ir.scalarize_lines`)."""
-        definition = scalarize_lines(definition)
+        """Asynchronous copies are done when issued (:func:`~ruda_core.ir.lower_async_copies`)
+        and lines run as their scalar lowering (:func:`~ruda_core.ir.scalarize_lines`)."""
+        definition = scalarize_lines(lower_async_copies(definition))
         emitter = _Emitter(definition, options, mode)
         source = emitter.module()
         return CompiledKernel(

@@ -13,7 +13,9 @@ multiple of 32. An election is the lowest lane of ``__activemask()``. Reducing b
 ``__threadfence_block`` and ``__threadfence``. A line moves through memory as raw words, one
 access per 16 bytes (``uint4``; ``uint2``, ``unsigned int`` or ``unsigned short`` for smaller
 lines), its lanes unpacked from and packed into those words with shifts and bit casts, so every
-element type takes the same path. Pure: imports no driver.
+element type takes the same path. From sm_80 an asynchronous copy is one ``cp.async`` (``.cg``
+for 16-byte lines, ``.ca`` for 4 and 8), a commit ``cp.async.commit_group`` and a wait
+``cp.async.wait_group n``; older targets copy when issued. Pure: imports no driver.
 """
 
 from __future__ import annotations
@@ -418,6 +420,26 @@ class CudaDialect(Dialect):
             wide = "int" if elem.is_signed else "unsigned int"
             return f"({_TYPES[elem]}){fn}({_MASK}, ({wide}){value}, {arg})"
         return f"{fn}({_MASK}, {value}, {arg})"
+
+    @property
+    def async_copies(self) -> bool:  # type: ignore[override]  # cp.async exists from sm_80
+        return self.arch >= 80
+
+    def copy_async(
+        self, elem: Elem, dst: str, dst_index: str, src: str, src_index: str, width: int
+    ) -> list[str]:
+        nbytes = width * elem.nbytes
+        cache = "cg" if nbytes == 16 else "ca"  # .cg (L2 only) takes 16 bytes alone
+        to = f"(unsigned)__cvta_generic_to_shared({dst} + ({dst_index}) * {width})"
+        source = f"{src} + ({src_index}) * {width}"
+        instr = f"cp.async.{cache}.shared.global [%0], [%1], {nbytes};"
+        return [f'asm volatile("{instr}" :: "r"({to}), "l"({source}) : "memory");']
+
+    def async_commit(self) -> str:
+        return 'asm volatile("cp.async.commit_group;" ::: "memory");'
+
+    def async_wait(self, pending: int) -> str:
+        return f'asm volatile("cp.async.wait_group {pending};" ::: "memory");'
 
     matrix_align_nbytes = 32  # load_matrix_sync and store_matrix_sync need 256-bit pointers
 

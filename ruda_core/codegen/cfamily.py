@@ -59,7 +59,9 @@ from ..ir import (
     SharedArray,
     SourceLoc,
     Stmt,
+    copy_width,
     line_alignment,
+    lower_async_copies,
 )
 from ..ir.bounds import REPORT_PARAM
 from .abi import KernelArg, Signature, build_signature
@@ -134,6 +136,8 @@ class CFamilyEmitter:
             names the kernel, the Python location where known, and the capability.
         :raises CompilationError: the definition uses something no C target can express.
         """
+        if not self.dialect.async_copies:
+            definition = lower_async_copies(definition)
         writer = _KernelWriter(self.dialect, definition)
         return writer.guarded(writer.run)
 
@@ -442,6 +446,19 @@ class _KernelWriter:
         if op in MATRIX_OPS:
             for stmt in self._matrix(ins):
                 self._line(depth, stmt)
+            return
+        if op is Op.COPY_ASYNC:
+            dst, _ = self._array(args[0])
+            src, _ = self._array(args[2])
+            i, j = expr.text(args[1]), expr.text(args[3])  # type: ignore[arg-type]
+            for stmt in self.d.copy_async(args[0].elem, dst, i, src, j, copy_width(ins)):
+                self._line(depth, stmt)
+            return
+        if op is Op.ASYNC_COMMIT:
+            self._line(depth, self.d.async_commit())
+            return
+        if op is Op.ASYNC_WAIT:
+            self._line(depth, self.d.async_wait(int(args[0].value)))  # type: ignore[union-attr]
             return
         if op is Op.REPORT_OOB:
             self._report(ins, depth)

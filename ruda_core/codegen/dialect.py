@@ -392,6 +392,29 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         there), but the call itself must be safe for every ``arg``."""
         raise UnsupportedFeature(f"{self.name} has no plane shuffles")
 
+    # -- asynchronous copies ------------------------------------------------------------------
+
+    #: Whether the target copies global to shared memory asynchronously (the hooks below).
+    #: Without, the emitter first runs :func:`~ruda_core.ir.lower_async_copies`: each copy is a
+    #: line load and store done when issued, and commits and waits disappear.
+    async_copies = False
+
+    def copy_async(
+        self, elem: Elem, dst: str, dst_index: str, src: str, src_index: str, width: int
+    ) -> list[str]:
+        """Statements queueing the copy of line ``src_index`` of the global buffer ``src`` to
+        line ``dst_index`` of the shared array ``dst`` (lines of ``width`` elements of
+        ``elem``: 4, 8 or 16 bytes, both starts aligned to that size)."""
+        raise UnsupportedFeature(f"{self.name} has no asynchronous copies")
+
+    def async_commit(self) -> str:
+        """The statement closing the unit's open group of copies."""
+        raise UnsupportedFeature(f"{self.name} has no asynchronous copies")
+
+    def async_wait(self, pending: int) -> str:
+        """The statement waiting until at most ``pending`` of the unit's groups are open."""
+        raise UnsupportedFeature(f"{self.name} has no asynchronous copies")
+
     # -- cooperative matrices (cmma) ---------------------------------------------------------
 
     #: The alignment, in bytes, that matrix loads and stores need of a shared array.

@@ -8,6 +8,7 @@ so the runtime, the language and every backend build on it in any import order.
 """
 
 from .bounds import REPORT_PARAM, lower_bounds, report_names
+from .copies import copy_width, lower_async_copies, uses_async_copies
 from .kernel import (
     DYNAMIC_SHARED_ALIGN,
     Block,
@@ -39,6 +40,7 @@ from .matrix import (
 from .modes import ExecutionMode
 from .ops import (
     ARITH_BINARY,
+    ASYNC_COPY_OPS,
     ATOMIC_OPS,
     BIT_COUNTS,
     BITWISE_BINARY,
@@ -75,6 +77,7 @@ from .verify import verify
 
 __all__ = [
     "ARITH_BINARY",
+    "ASYNC_COPY_OPS",
     "ATOMIC_OPS",
     "BF16_CONFIGS",
     "BITWISE_BINARY",
@@ -130,13 +133,16 @@ __all__ = [
     "SharedArray",
     "SourceLoc",
     "Stmt",
+    "copy_width",
     "line_alignment",
+    "lower_async_copies",
     "lower_bounds",
     "multiply_accumulate",
     "report_names",
     "rewrite",
     "round_tf32",
     "scalarize_lines",
+    "uses_async_copies",
     "uses_lines",
     "verify",
     "walk",

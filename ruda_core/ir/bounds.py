@@ -22,6 +22,8 @@ bounds as a whole: a load gives a line of zeros, a store is dropped. A matrix ti
 rows in row-major layout, its columns in column-major; ``inner`` the other); out of bounds, a
 load fills the fragment with zeros and a store is dropped, and Validate reports the tile's last
 element.
+An asynchronous copy (``COPY_ASYNC``) is first lowered to its ``LOAD_LINE`` and ``STORE_LINE``
+(:func:`~ruda_core.ir.copies.lower_async_copies`), done when issued, and those are checked.
 Temporaries are named ``_b0``, ``_b1`` … in traversal order (skipping names in use), so the output
 is deterministic.
 
@@ -49,6 +51,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
+from .copies import lower_async_copies
 from .kernel import Block, If, Instr, KernelDefinition, Stmt, rewrite
 from .matrix import Fragment, MatrixLayout
 from .modes import ExecutionMode
@@ -90,6 +93,7 @@ def lower_bounds(defn: KernelDefinition, mode: ExecutionMode) -> KernelDefinitio
     ``UNCHECKED``. A verified input gives a verified output."""
     if mode is ExecutionMode.UNCHECKED:
         return defn
+    defn = lower_async_copies(defn)  # each side of a copy is a line access to check
     return _BoundsLowering(defn, validate=mode is ExecutionMode.VALIDATE).run()
 
 

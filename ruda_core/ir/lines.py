@@ -1,9 +1,9 @@
 """Lines in a definition: the alignment their buffers need, and their lowering to scalars.
 
-:func:`line_alignment` gives, per array that a ``LOAD_LINE`` or ``STORE_LINE`` reads or writes,
-the byte alignment its start needs: a line's size (``width * elem.nbytes``), at most 16 bytes, the
-widest vector access of the C targets. The launcher requires it of a global parameter's
-binding; a backend declares a shared array with it.
+:func:`line_alignment` gives, per array that a ``LOAD_LINE``, ``STORE_LINE`` or ``COPY_ASYNC``
+reads or writes, the byte alignment its start needs: a line's size (``width * elem.nbytes``), at
+most 16 bytes, the widest vector access of the C targets. The launcher requires it of a global
+parameter's binding; a backend declares a shared array with it.
 
 :func:`scalarize_lines` is the reference meaning of lines (:mod:`ruda_core.ir.ops`) as scalar
 IR, for a backend without vector memory access (the NumPy device runs it): each line local
@@ -42,6 +42,11 @@ def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
             line = cast(Local, stmt.out if stmt.op is Op.LOAD_LINE else stmt.args[2])
             nbytes = min(line.width * line.elem.nbytes, MAX_LINE_ALIGNMENT)
             needed[arr] = max(needed.get(arr, 1), nbytes)
+        elif isinstance(stmt, Instr) and stmt.op is Op.COPY_ASYNC:
+            width = int(cast(Const, stmt.args[4]).value)
+            for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
+                nbytes = min(width * arr.elem.nbytes, MAX_LINE_ALIGNMENT)
+                needed[arr] = max(needed.get(arr, 1), nbytes)
     return needed
 
 

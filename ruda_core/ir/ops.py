@@ -107,6 +107,31 @@ A tile is in bounds when its last element is: ``offset + (R - 1) * stride + C <=
 (row-major; ``C`` and ``R`` swap for column-major), computed without wrapping. The bounds pass
 treats the tile as one access: out of bounds, a load fills the fragment with zeros and a store
 is dropped.
+
+**Asynchronous copies** (CUDA's ``cp.async``, the pipeline primitives of CubeCL and CUTLASS).
+Each unit has its own queue of copies from global to shared memory, in *groups*:
+
+* ``COPY_ASYNC(dst, i, src, j, Const w)``: queue the copy of line ``j`` of the global array
+  parameter ``src`` (its elements ``j*w .. j*w+w-1``) to line ``i`` of the shared array ``dst``
+  of the same element type; ``w * nbytes`` is 4, 8 or 16 bytes and ``w`` is 2, 4 or 8 (both
+  starts are aligned to the line, as for ``LOAD_LINE``). The copy belongs to the unit's open
+  group.
+* ``ASYNC_COMMIT()``: close the unit's open group (an empty group is allowed) and open a new one.
+* ``ASYNC_WAIT(Const n)``: wait until at most ``n`` (``u32``) of the unit's closed groups are
+  unfinished: the copies of every other closed group are done and their elements visible to
+  this unit. They become visible to the other units of the cube through a later ``SYNC_UNITS``
+  that both reach, as any shared store does.
+
+A copy may happen at any time between its ``COPY_ASYNC`` and the ``ASYNC_WAIT`` that completes
+its group; its source is read at some time in that span too. A kernel that reads or writes the
+destination line, or writes the source line, in that span, or that ends with a copy not
+waited for, has an unspecified result (a race). A copy done when it is issued is therefore a
+correct implementation: the NumPy device and the OpenCL targets run ``COPY_ASYNC`` as
+``LOAD_LINE`` + ``STORE_LINE`` and drop the other two
+(:func:`~ruda_core.ir.copies.lower_async_copies`). Bounds: a copy is two line accesses, each
+in bounds when its whole line is; in ``CHECKED`` and ``VALIDATE`` modes the bounds pass runs
+the copy as that load and store, so an out-of-bounds source line copies zeros and an
+out-of-bounds destination line is dropped (and reported).
 """
 
 from __future__ import annotations
@@ -115,6 +140,7 @@ import enum
 
 __all__ = [
     "ARITH_BINARY",
+    "ASYNC_COPY_OPS",
     "ATOMIC_OPS",
     "BITWISE_BINARY",
     "COMPARE_OPS",
@@ -290,6 +316,11 @@ class Op(enum.Enum):
     CMMA_STORE = "cmma_store"  #: (arr, offset: u32, frag, stride: u32, Const layout) -> None
     CMMA_CAST = "cmma_cast"  #: (dst, src) -> None; dst = src converted
 
+    # asynchronous copies (see the module docstring); none has a result local
+    COPY_ASYNC = "copy_async"  #: (dst: shared, i, src: global, j, Const w) -> None
+    ASYNC_COMMIT = "async_commit"  #: () -> None; closes the unit's open group of copies
+    ASYNC_WAIT = "async_wait"  #: (Const n: u32) -> None; at most n closed groups unfinished
+
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
 
@@ -393,6 +424,8 @@ PLANE_OPS = frozenset(
 LINE_OPS = frozenset({Op.LOAD_LINE, Op.STORE_LINE, Op.LINE_LANE, Op.LINE_BUILD})
 #: The cooperative-matrix operations: plane operations on fragments (see the module docstring).
 MATRIX_OPS = frozenset({Op.CMMA_FILL, Op.CMMA_LOAD, Op.CMMA_EXECUTE, Op.CMMA_STORE, Op.CMMA_CAST})
+#: The asynchronous-copy operations (see the module docstring).
+ASYNC_COPY_OPS = frozenset({Op.COPY_ASYNC, Op.ASYNC_COMMIT, Op.ASYNC_WAIT})
 #: Value operations that apply to lines lane by lane, scalars broadcast.
 LANE_WISE_OPS = frozenset(
     {Op.ASSIGN, Op.CAST, Op.BITCAST, Op.SELECT, Op.NEG, Op.ABS, Op.FMA, Op.CLAMP}

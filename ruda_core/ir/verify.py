@@ -508,6 +508,33 @@ def _store_line(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None)
 
 
+def _copy_async(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 5)
+    dst, src, width = ins.args[0], ins.args[2], ins.args[4]
+    if not isinstance(dst, SharedArray):
+        _fail(f"copy_async writes a shared array, not {dst}")
+    if not isinstance(src, Param):
+        _fail(f"copy_async reads a global array parameter, not {src}")
+    elem = v._array(dst)
+    v._expect(v._array(src, global_only=True), {elem}, "the copied source's element")
+    v._index(ins.args[1])
+    v._index(ins.args[3])
+    if not isinstance(width, Const) or width.elem is not Elem.U32:
+        _fail("copy_async needs a constant u32 line width")
+    w = int(width.value)
+    if w not in (2, 4, 8) or w * elem.nbytes not in (4, 8, 16):
+        _fail(f"copy_async moves lines of 2, 4 or 8 elements, 4, 8 or 16 bytes; not {w} {elem}")
+    v._out(ins, None)
+
+
+def _async_wait(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 1)
+    n = ins.args[0]
+    if not isinstance(n, Const) or n.elem is not Elem.U32 or int(n.value) < 0:
+        _fail("async_wait needs a constant u32 count of groups left unfinished")
+    v._out(ins, None)
+
+
 def _line_lane(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, 2)
     line = _line_of(v, ins.args[0], "the operand of line_lane")
@@ -661,6 +688,9 @@ def _build_rules() -> dict[Op, Rule]:
         Op.STORE_LINE: _store_line,
         Op.LINE_LANE: _line_lane,
         Op.LINE_BUILD: _line_build,
+        Op.COPY_ASYNC: _copy_async,
+        Op.ASYNC_COMMIT: _sync,
+        Op.ASYNC_WAIT: _async_wait,
         Op.CMMA_FILL: _cmma_fill,
         Op.CMMA_LOAD: _cmma_load,
         Op.CMMA_STORE: _cmma_store,

@@ -21,7 +21,7 @@ documented in :mod:`.statements`, :mod:`.expressions`, :mod:`.coerce`, :mod:`.bu
 :mod:`.func`; anything else is a ``CompilationError`` that names the kernel, file and line.
 """
 
-from . import cmma
+from . import cmma, pipeline
 from .args import ArrayArg, TensorArg
 from .builtins import (
     ABSOLUTE_POS,
@@ -272,6 +272,7 @@ __all__ = [
     "max",
     "min",
     "mul_hi",
+    "pipeline",
     "plane_all",
     "plane_any",
     "plane_ballot",

@@ -28,6 +28,7 @@ from ..ir import (
 )
 from . import views
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
+from .copies import COPY_HANDLERS
 from .lines import line_width
 from .matrix import MATRIX_HANDLERS
 from .scope import PyVal, Value, View, is_array, is_line
@@ -384,4 +385,5 @@ HANDLERS: dict[str, Handler] = {
     "plane_shuffle_down": _plane_lane(Op.PLANE_SHUFFLE_DOWN, "delta"),
     "plane_shuffle_xor": _plane_lane(Op.PLANE_SHUFFLE_XOR, "mask"),
     **MATRIX_HANDLERS,
+    **COPY_HANDLERS,
 }
