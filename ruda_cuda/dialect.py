@@ -241,11 +241,14 @@ class CudaDialect(Dialect):
         )
     )
 
+    max_static_shared_nbytes = 48 * 1024  # more is dynamic, opted into per function
+
     def dynamic_shared_decls(
-        self, buffer: str, arrays: Sequence[tuple[str, str, str]]
+        self, buffer: str, arrays: Sequence[tuple[str, str, str]], align_nbytes: int = 0
     ) -> list[str]:
         align = DYNAMIC_SHARED_ALIGN
-        lines = [f"extern __shared__ __align__({align}) unsigned char {buffer}[];"]
+        start = max(align, align_nbytes)
+        lines = [f"extern __shared__ __align__({start}) unsigned char {buffer}[];"]
         offset = "0u"
         for ctype, name, nbytes in arrays:
             lines.append(f"{ctype}* {name} = ({ctype}*)({buffer} + {offset});")

@@ -4,7 +4,11 @@
 blocking CUDA stream (ordered by CUDA with the legacy default stream, as CuPy's streams are);
 fences are CUDA events, cross-stream ordering is
 ``cudaStreamWaitEvent``. Kernels are compiled by NVRTC to a cubin for the device's own
-architecture and launched with ``cuLaunchKernel`` from a parameter block packed in place.
+architecture and launched with ``cuLaunchKernel`` from a parameter block packed in place. A
+cube may use the device's opt-in shared memory (``sharedMemPerBlockOptin``, 227 KiB on sm_90):
+the properties report it, a function with dynamic shared memory opts in once when it is loaded,
+and a kernel with more than 48 KiB of static shared arrays gets them in its dynamic buffer
+(:meth:`~ruda_core.codegen.Dialect.buffered_shared_nbytes`), their bytes added to every launch.
 Reads land in pinned host memory, so ``read_async`` overlaps with other work.
 """
 
@@ -43,7 +47,7 @@ from ruda_core.runtime.dims import RudaCount, RudaDim
 from ruda_core.runtime.server import KernelLaunch
 
 from .compiler import CudaCompiler
-from .dialect import wmma_configs
+from .dialect import CudaDialect, wmma_configs
 from .driver import (
     activate,
     build_cubin,
@@ -83,6 +87,11 @@ _STRUCT_CODE = {
     "d": "d",
     "?": "?",
 }
+#: ``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`` and ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``
+_FUNC_SHARED_SIZE_BYTES = 1
+_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+#: The dialect rule of where static shared arrays go (it does not depend on the arch).
+_DIALECT = CudaDialect()
 #: What a failed launch adds: the usual cause is an earlier kernel's fault, reported late.
 _FAULT_HINT = ". If an earlier kernel faulted, sync after each launch to find it"
 
@@ -162,6 +171,7 @@ class _Launcher:
     every launch (launches of one server are serialised by its lock)."""
 
     __slots__ = (
+        "buffered",
         "cubin",
         "function",
         "module",
@@ -173,12 +183,27 @@ class _Launcher:
         "struct",
     )
 
-    def __init__(self, cubin: bytes, compiled: CompiledKernel) -> None:
+    def __init__(self, cubin: bytes, compiled: CompiledKernel, shared_optin: int) -> None:
         args = compiled.args
         self.cubin = cubin
         self.name = compiled.definition.name
         self.module = load_module(cubin)
         self.function = self.module.get_function(compiled.entrypoint)
+        #: the static shared bytes the kernel keeps in its dynamic buffer, added to every launch
+        self.buffered = _DIALECT.buffered_shared_nbytes(compiled.definition)
+        if self.buffered or compiled.definition.dynamic_shared:
+            # past 48 KiB of dynamic shared memory a function must opt in, once: allow all
+            # that the device gives a cube beside the function's static shared memory
+            ptr = self.function.ptr
+            try:
+                static = driver.funcGetAttribute(_FUNC_SHARED_SIZE_BYTES, ptr)
+                driver.funcSetAttribute(
+                    ptr, _FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_optin - static
+                )
+            except driver.CUDADriverError as exc:
+                raise translate(
+                    f"opting kernel {self.name} into {shared_optin} bytes of shared memory", exc
+                ) from exc
         fmt, offsets, size = ["<"], [], 0
         for a in args:
             code = "Q" if a.kind is ArgKind.BUFFER else _STRUCT_CODE[a.dtype.char]
@@ -237,6 +262,8 @@ class CudaServer(ComputeServer):
         self._options = CompileOptions(
             plane_dim=int(props["warpSize"]), extra=(("arch", self._arch),)
         )
+        #: what a cube may use once its function opts in (227 KiB on sm_90), see _Launcher
+        self._shared_optin = int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))
         self._properties = DeviceProperties(
             name=props["name"].decode(),
             vendor="NVIDIA",
@@ -244,7 +271,7 @@ class CudaServer(ComputeServer):
             max_units_per_ruda=int(props["maxThreadsPerBlock"]),
             max_ruda_dim=cast(tuple[int, int, int], tuple(props["maxThreadsDim"])),
             max_ruda_count=cast(tuple[int, int, int], tuple(props["maxGridSize"])),
-            max_shared_memory_nbytes=int(props["sharedMemPerBlock"]),
+            max_shared_memory_nbytes=self._shared_optin,
             plane_dim=int(props["warpSize"]),
             compute_units=int(props["multiProcessorCount"]),
             alignment_nbytes=CudaStorage.alignment_nbytes,
@@ -335,14 +362,14 @@ class CudaServer(ComputeServer):
         loc = compiled.definition.source
         where = (loc.file, loc.line) if loc is not None else (None, None)
         cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch, where)
-        return _Launcher(cubin, compiled)
+        return _Launcher(cubin, compiled, self._shared_optin)
 
     def _binary(self, built: Any) -> bytes:
         return cast(_Launcher, built).cubin
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         self._activate()
-        return _Launcher(binary, compiled)
+        return _Launcher(binary, compiled, self._shared_optin)
 
     def _launch(
         self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
@@ -359,6 +386,7 @@ class CudaServer(ComputeServer):
         pack, block = launcher.struct.pack_into, launcher.params.block
         read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
         dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
+        buffered = launcher.buffered
         index, get_device, launch = self._index, runtime.getDevice, driver.launchKernel
         alone = self._alone
 
@@ -382,7 +410,7 @@ class CudaServer(ComputeServer):
                     dim.x,
                     dim.y,
                     dim.z,
-                    dynamic(scalars) if dynamic is not None else 0,
+                    buffered + dynamic(scalars) if dynamic is not None else buffered,
                     stream.ptr,  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
                     params,
                     0,
@@ -407,7 +435,7 @@ class CudaServer(ComputeServer):
             (count.x, count.y, count.z),
             (dim.x, dim.y, dim.z),
         )
-        dynamic = task.dynamic_shared_bytes(scalars)
+        dynamic = launcher.buffered + task.dynamic_shared_bytes(scalars)
 
         def run(stream: ServerStream) -> None:
             self._activate()

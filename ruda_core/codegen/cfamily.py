@@ -66,7 +66,7 @@ from ..ir import (
 from ..ir.bounds import REPORT_PARAM
 from .abi import KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
-from .dialect import Dialect, MemSpace, Usage
+from .dialect import BUFFERED_SHARED_ALIGN, Dialect, MemSpace, Usage
 from .expr import Arg, ExprLowering
 from .names import NameTable
 from .plane import PlaneLowering
@@ -279,13 +279,20 @@ class _KernelWriter:
         ]
         tiles = d.matrix_align_nbytes if defn.fragments else 0
         lined = line_alignment(defn)
+        buffered = d.buffered_shared_nbytes(defn) > 0  # static arrays in the dynamic buffer
+        arrays: list[tuple[str, str, str]] = []
         for s in defn.shared:
             if s.size is None:
                 storage = d.storage_type(s.elem, MemSpace.SHARED)
+                if buffered:
+                    align = BUFFERED_SHARED_ALIGN
+                    nbytes = -(-s.length * s.elem.nbytes // align) * align
+                    arrays.append((storage, self.c[s.name], d.literal(nbytes, Elem.U32)))
+                    continue
                 align = max(tiles, lined.get(s, 0))
                 lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
-        if defn.dynamic_shared and d.dynamic_shared == "extern":
-            arrays = [
+        if (defn.dynamic_shared or buffered) and d.dynamic_shared == "extern":
+            arrays += [
                 (
                     d.storage_type(s.elem, MemSpace.SHARED),
                     self.c[s.name],
@@ -294,7 +301,8 @@ class _KernelWriter:
                 for s, _ in defn.dynamic_shared
             ]
             buffer = self.names.claim("dynamic_shared")
-            lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays)]
+            align = BUFFERED_SHARED_ALIGN if buffered else 0
+            lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays, align)]
         if self.sync.counter is not None:
             storage = d.storage_type(Elem.U32, MemSpace.SHARED)
             lines.append(_INDENT + d.shared_decl(storage, self.sync.counter, 1))

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedFeature
-from ..ir import Elem, Fragment, MatrixLayout, Op
+from ..ir import Elem, Fragment, KernelDefinition, MatrixLayout, Op
 from .names import C99_KEYWORDS, MATH_NAMES
 
-__all__ = ["BITS_ELEM", "Dialect", "MemSpace", "Usage"]
+__all__ = ["BITS_ELEM", "BUFFERED_SHARED_ALIGN", "Dialect", "MemSpace", "Usage"]
 
 
 class MemSpace(enum.Enum):
@@ -38,6 +38,9 @@ class MemSpace(enum.Enum):
     LOCAL = "local"  #: one array per unit
 
 
+#: Each static shared array placed in the dynamic buffer starts at a multiple of this many bytes
+#: (the widest alignment a tile or line access needs, see :meth:`Dialect.buffered_shared_nbytes`).
+BUFFERED_SHARED_ALIGN = 32
 #: The unsigned integer of each element size: the bit pattern type of atomics and bit casts.
 BITS_ELEM = {1: Elem.U8, 2: Elem.U16, 4: Elem.U32, 8: Elem.U64}
 
@@ -170,12 +173,33 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         return f"{self.shared_qualifier} {ctype} {name}[{length}]{align};"
 
     def dynamic_shared_decls(
-        self, buffer: str, arrays: Sequence[tuple[str, str, str]]
+        self, buffer: str, arrays: Sequence[tuple[str, str, str]], align_nbytes: int = 0
     ) -> list[str]:
         """For ``dynamic_shared == "extern"``: the declarations of the dynamic shared arrays
         ``(ctype, name, byte size expression)`` in one buffer named ``buffer``, each at a
-        multiple of :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` bytes, in order."""
+        multiple of :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` bytes, in order; the buffer
+        itself starts at a multiple of ``align_nbytes`` where that is larger."""
         raise UnsupportedFeature(f"{self.name} has no dynamic shared memory")
+
+    #: The most static shared memory a kernel of the target may declare, in bytes (``None``:
+    #: only the device's limit). Past it, a target with ``dynamic_shared == "extern"`` gets its
+    #: static shared arrays in the dynamic buffer (:meth:`buffered_shared_nbytes`), so that a
+    #: cube may use all the shared memory its device allows (CUDA: 48 KiB static, up to 227 KiB
+    #: dynamic where the function opts in).
+    max_static_shared_nbytes: int | None = None
+
+    def buffered_shared_nbytes(self, definition: KernelDefinition) -> int:
+        """The bytes of the dynamic buffer that the static shared arrays of ``definition`` take
+        before its dynamic ones: each rounded up to :data:`BUFFERED_SHARED_ALIGN`, when their
+        total is over :attr:`max_static_shared_nbytes`; else 0 (they are declared static).
+        A launch adds them to the dynamic size of its scalars."""
+        limit = self.max_static_shared_nbytes
+        static = [s for s in definition.shared if s.size is None]
+        total = sum(s.length * s.elem.nbytes for s in static)
+        if limit is None or self.dynamic_shared != "extern" or total <= limit:
+            return 0
+        align = BUFFERED_SHARED_ALIGN
+        return sum(-(-s.length * s.elem.nbytes // align) * align for s in static)
 
     def load(self, elem: Elem, space: MemSpace, base: str, index: str) -> str:
         """An expression reading ``base[index]`` as a value of ``elem``."""
