@@ -3,6 +3,7 @@
 Candidates, chosen per device and problem size by the autotuner (:mod:`ruda_core.autotune`) and
 remembered in its persistent cache: cooperative-matrix kernels (``cmma``, tensor cores through
 WMMA on CUDA) in several block tiles where the device has 16 x 16 matrices of the input type,
+with two shared stages staged through registers or three and four filled by asynchronous copies,
 and register-blocked fused-multiply-add kernels, which every device runs, each left out where
 its cube needs more units or shared memory than the device has. Each launch picks the kernel's
 specialisations from the shape: 16-byte global lines where rows allow them, and the unchecked
@@ -25,7 +26,7 @@ from ..ir import Elem, MatrixConfig, MatrixElem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma
+from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
 from .operands import Operand, as_buffer, check_float
 
 __all__ = ["matmul"]
@@ -47,6 +48,18 @@ CMMA_SHAPES = (
     (4, 4, 4, 2, 64),
     (2, 2, 2, 2, 64),
     (2, 2, 2, 2, 128),
+)
+#: Pipelined cmma candidates ``(FM, FN, WM, WN, BK_BYTES, STAGES)``: the tiles of
+#: :data:`CMMA_SHAPES`, with up to ``STAGES`` shared stages filled by asynchronous copies (fewer
+#: where the device's shared memory is smaller, at least 2). With the opt-in shared memory of
+#: CUDA (227 KiB on the H200) four stages of 128 x 256 (or 256 x 128) blocks of 8 planes fit,
+#: and three stages 128 bytes deep.
+PIPELINED_SHAPES = (
+    (4, 4, 2, 4, 64, 4),
+    (4, 4, 4, 2, 64, 4),
+    (4, 4, 2, 4, 128, 3),
+    (4, 4, 2, 2, 64, 4),
+    (4, 2, 2, 4, 64, 4),
 )
 #: The bytes of a cmma kernel's global line (the widest vector access).
 LINE_BYTES = 16
@@ -139,6 +152,14 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
             bk = depth // elem.nbytes
             name = f"cmma-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
             tunables.append(Tunable(name, _cmma(cshape, limits.plane_dim, stages, tf32)))
+    for pshape in PIPELINED_SHAPES if cmma else ():
+        cshape, most = pshape[:5], pshape[5]
+        stages = _pipelined_stages(cshape, most, elem, limits)
+        if stages:
+            fm, fn, wm, wn, depth = cshape
+            bk = depth // elem.nbytes
+            name = f"pipe-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
+            tunables.append(Tunable(name, _pipelined(cshape, limits.plane_dim, stages, tf32)))
     kind = "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
@@ -159,6 +180,16 @@ def _cmma_stages(shape: CmmaShape, elem: Elem, limits: _Limits) -> int:
     if wm * wn * limits.plane_dim > limits.units:
         return 0
     return next((s for s in (2, 1) if _cmma_shared(shape, elem.nbytes, s) <= limits.shared), 0)
+
+
+def _pipelined_stages(shape: CmmaShape, most: int, elem: Elem, limits: _Limits) -> int:
+    """The shared stages (``most`` down to 2) of the pipelined candidate ``shape`` for ``elem``
+    input on a device with ``limits``; 0 when its cube has too many units or 2 do not fit."""
+    wm, wn = shape[2], shape[3]
+    if wm * wn * limits.plane_dim > limits.units:
+        return 0
+    fits = (s for s in range(most, 1, -1) if _cmma_shared(shape, elem.nbytes, s) <= limits.shared)
+    return next(fits, 0)
 
 
 def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
@@ -261,6 +292,21 @@ def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
         count = RudaCount(math.ceil(n / bn), math.ceil(m / bm))
         spec = _fma_spec(shape, stages, m, n, k)
         matmul_fma.launch_unchecked(client, count, RudaDim((bm // rm) * (bn // rn)), *args, **spec)
+        return out
+
+    return run
+
+
+def _pipelined(shape: CmmaShape, plane_dim: int, stages: int, tf32: bool) -> Runner:
+    fm, fn, wm, wn, _ = shape
+
+    def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
+        out, args = _operands(client, a, b)
+        (m, k), n = a.shape, b.shape[1]
+        count = RudaCount(math.ceil(n / (wn * fn * 16)), math.ceil(m / (wm * fm * 16)))
+        spec = _cmma_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
+        dim = RudaDim(wm * wn * plane_dim)
+        matmul_pipelined.launch_unchecked(client, count, dim, *args, **spec)
         return out
 
     return run

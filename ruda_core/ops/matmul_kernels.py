@@ -24,6 +24,13 @@ works.
   straight into ``out``; the others stage each through shared memory to write only the
   elements inside ``out``.
 
+* :func:`matmul_pipelined`: the planes, fragments and shared stages of :func:`matmul_cmma`,
+  but ``STAGES`` (3 or 4) of them filled by asynchronous copies (:mod:`ruda_core.lang.pipeline`)
+  with no register staging: the copies of stages ``st + 1 .. st + STAGES - 1`` are in flight
+  while stage ``st`` is multiplied, one group per stage, one barrier per stage. Lines past the
+  matrices' edges are stored as zeros; without 16-byte lines (rows that do not start on one)
+  the elements are copied one by one at once.
+
 Launching, shapes, alignment (a 16-byte line needs the row length to be a multiple of its
 elements) and the choice between kernels are :mod:`.matmul`'s; nothing here checks arguments.
 """
@@ -39,6 +46,7 @@ from ..lang import (
     Array,
     Comptime,
     ElemVar,
+    Line,
     LocalArray,
     SharedMemory,
     bf16,
@@ -48,13 +56,14 @@ from ..lang import (
     fma,
     func,
     kernel,
+    pipeline,
     sync_plane,
     sync_units,
     u32,
     unroll,
 )
 
-__all__ = ["OUT_PAD", "PAD", "In", "matmul_cmma", "matmul_fma"]
+__all__ = ["OUT_PAD", "PAD", "In", "matmul_cmma", "matmul_fma", "matmul_pipelined"]
 
 #: The element of ``a`` and ``b``.
 In = ElemVar("In", [f16, bf16, f32])
@@ -381,6 +390,164 @@ def matmul_cmma(
             _stash(rb, sb, nxt * u32(BK * SB), BK, BN, SB, VB, UNITS, False, In)
         sync_units()
         st += u32(1)
+    r0 = row0 + pm * u32(FM * 16)
+    col = col0 + pn * u32(FN * 16)
+    stage = plane * u32(16 * (16 + OUT_PAD))
+    _put_row(out, so, c00, c01, c02, c03, r0, col, m, n, stage, FN, INTERIOR)
+    _put_row(out, so, c10, c11, c12, c13, r0 + u32(16), col, m, n, stage, FN, INTERIOR)
+    if FM > 2:
+        _put_row(out, so, c20, c21, c22, c23, r0 + u32(32), col, m, n, stage, FN, INTERIOR)
+        _put_row(out, so, c30, c31, c32, c33, r0 + u32(48), col, m, n, stage, FN, INTERIOR)
+
+
+@func
+def _issue(
+    x,
+    s,
+    at: u32,
+    row0: u32,
+    col0: u32,
+    rows: u32,
+    cols: u32,
+    R: Comptime[int],
+    C: Comptime[int],
+    S: Comptime[int],
+    V: Comptime[int],
+    UNITS: Comptime[int],
+    INTERIOR: Comptime[bool],
+):
+    """This unit's lines of ``V`` elements of the ``R x C`` tile of ``x`` (``rows x cols``,
+    row-major) at ``(row0, col0)``, queued as asynchronous copies into the shared stage ``s``
+    at ``at`` (element ``(r, c)`` at ``r*S + c``; ``at``, ``S`` and ``cols`` are multiples of
+    ``V``). Line ``g = UNIT_POS + j*UNITS`` is row ``g // (C/V)``, columns
+    ``(g % (C/V))*V ..``; lines past the matrix are stored as zeros. ``V == 1`` (rows that do
+    not start on lines) copies element by element, at once."""
+    for j in unroll(range((R * C // V + UNITS - 1) // UNITS)):
+        g = UNIT_POS + u32(j * UNITS)
+        r = g // u32(C // V)
+        c = (g % u32(C // V)) * u32(V)
+        full = (j + 1) * UNITS <= R * C // V
+        if full or g < u32(R * C // V):
+            to = at + r * u32(S) + c
+            gr = row0 + r
+            gc = col0 + c
+            if V == 1:
+                if INTERIOR or (gr < rows and gc < cols):
+                    s[to] = x[gr * cols + gc]
+                else:
+                    s[to] = In(0)
+            elif INTERIOR or (gr < rows and gc < cols):
+                pipeline.copy_async(s, to // u32(V), x, (gr * cols + gc) // u32(V), V)
+            else:
+                s.store_line(to // u32(V), Line.splat(In(0), V))
+
+
+@kernel
+def matmul_pipelined(
+    a: Array[In],
+    b: Array[In],
+    out: Array[f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    TK: Comptime[int],
+    FM: Comptime[int],
+    FN: Comptime[int],
+    WM: Comptime[int],
+    WN: Comptime[int],
+    KT: Comptime[int],
+    UNITS: Comptime[int],
+    VA: Comptime[int],
+    VB: Comptime[int],
+    STAGES: Comptime[int],
+    INTERIOR: Comptime[bool],
+    TF32: Comptime[bool],
+):
+    BM = WM * FM * 16
+    BN = WN * FN * 16
+    BK = KT * TK
+    SA = BK + PAD
+    SB = BN + PAD
+    sa = SharedMemory(In, STAGES * BM * SA)
+    sb = SharedMemory(In, STAGES * BK * SB)
+    so = SharedMemory(f32, 8 if INTERIOR else WM * WN * 16 * (16 + OUT_PAD))
+    plane = UNIT_POS // PLANE_DIM
+    pm = plane // u32(WN)
+    pn = plane % u32(WN)
+    row0 = RUDA_POS_Y * u32(BM)
+    col0 = RUDA_POS_X * u32(BN)
+    ab = cmma.tf32 if TF32 else In
+    fa0 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa1 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa2 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fa3 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb0 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb1 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb2 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    fb3 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    c00 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c01 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c02 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c03 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c10 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c11 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c12 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c13 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c20 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c21 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c22 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c23 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c30 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c31 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c32 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    c33 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
+    _fill_row(c00, c01, c02, c03, FN)
+    _fill_row(c10, c11, c12, c13, FN)
+    if FM > 2:
+        _fill_row(c20, c21, c22, c23, FN)
+        _fill_row(c30, c31, c32, c33, FN)
+    stages = (k + u32(BK - 1)) // u32(BK)
+    for p in unroll(range(STAGES - 1)):  # the first STAGES - 1 stages, one group each
+        if u32(p) < stages:
+            t = u32(p * BK)
+            _issue(a, sa, u32(p * BM * SA), row0, t, m, k, BM, BK, SA, VA, UNITS, INTERIOR)
+            _issue(b, sb, u32(p * BK * SB), t, col0, k, n, BK, BN, SB, VB, UNITS, INTERIOR)
+        pipeline.commit()
+    a_rows = pm * u32(FM * 16 * SA)  # this plane's first row of a stage of a
+    b_cols = pn * u32(FN * 16)  # this plane's first column of a stage of b
+    st = u32(0)
+    while st < stages:
+        pipeline.wait(STAGES - 2)  # this unit's copies of stage st are in …
+        sync_units()  # … and every unit's; stage st - 1 is no longer read
+        nxt = st + u32(STAGES - 1)
+        if nxt < stages:
+            slot = nxt % u32(STAGES)
+            t = nxt * u32(BK)
+            _issue(a, sa, slot * u32(BM * SA), row0, t, m, k, BM, BK, SA, VA, UNITS, INTERIOR)
+            _issue(b, sb, slot * u32(BK * SB), t, col0, k, n, BK, BN, SB, VB, UNITS, INTERIOR)
+        pipeline.commit()
+        cur = st % u32(STAGES)
+        at_a = cur * u32(BM * SA) + a_rows
+        at_b = cur * u32(BK * SB) + b_cols
+        for s in unroll(range(KT)):
+            kb = at_b + u32(s * TK * SB)
+            cmma.load(fb0, sb, kb, u32(SB))
+            cmma.load(fb1, sb, kb + u32(16), u32(SB))
+            if FN > 2:
+                cmma.load(fb2, sb, kb + u32(32), u32(SB))
+                cmma.load(fb3, sb, kb + u32(48), u32(SB))
+            ka = at_a + u32(s * TK)
+            cmma.load(fa0, sa, ka, u32(SA))
+            _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
+            cmma.load(fa1, sa, ka + u32(16 * SA), u32(SA))
+            _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
+            if FM > 2:
+                cmma.load(fa2, sa, ka + u32(32 * SA), u32(SA))
+                _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
+                cmma.load(fa3, sa, ka + u32(48 * SA), u32(SA))
+                _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+        st += u32(1)
+    pipeline.wait(0)
     r0 = row0 + pm * u32(FM * 16)
     col = col0 + pn * u32(FN * 16)
     stage = plane * u32(16 * (16 + OUT_PAD))

@@ -24,13 +24,15 @@ from ruda_core.lang import bf16, f16, f32
 from ruda_core.ops.matmul import (
     CMMA_SHAPES,
     FMA_SHAPES,
+    PIPELINED_SHAPES,
     _cmma_spec,
     _cmma_stages,
     _fma_spec,
     _fma_stages,
     _Limits,
+    _pipelined_stages,
 )
-from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma
+from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma, matmul_pipelined
 from ruda_core.runtime.errors import UnsupportedFeature
 from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_shared, cmma_tile
 from ruda_cuda.dialect import CudaDialect, wmma_configs
@@ -101,9 +103,10 @@ PRODUCTS = {"interior": (256, 256, 256), "ragged": (100, 70, 33)}
 
 
 def _candidate_sources():
-    """The definition of every ``ops.matmul`` candidate an H200 (sm_90, 32-wide planes,
-    48 KiB of static shared memory) runs, on each of :data:`PRODUCTS`."""
+    """The definition of every ``ops.matmul`` candidate an H200 (sm_90, 32-wide planes, 227 KiB
+    of shared memory per cube, 48 KiB of it static) runs, on each of :data:`PRODUCTS`."""
     limits = _Limits(32, 1024, 48 * 1024)
+    optin = _Limits(32, 1024, 227 * 1024)  # the pipelined ones are tuned with the opt-in limit
     for product, (m, n, k) in PRODUCTS.items():
         for elem in (Elem.F16, Elem.BF16, Elem.F32):
             for shape in FMA_SHAPES:
@@ -117,6 +120,13 @@ def _candidate_sources():
                 spec = _cmma_spec(shape, 32, stages, elem is Elem.F32, elem, m, n, k)
                 defn = matmul_cmma.definition(In=elem, **spec)
                 yield pytest.param(defn, id=f"cmma-{shape}-{elem}-{product}")
+            for pshape in PIPELINED_SHAPES if elem is not Elem.F32 else ():
+                if product == "ragged" and pshape != PIPELINED_SHAPES[-1]:
+                    continue  # element-wide copies are slow to build: one of them is enough
+                stages = _pipelined_stages(pshape[:5], pshape[5], elem, optin)
+                spec = _cmma_spec(pshape[:5], 32, stages, False, elem, m, n, k)
+                defn = matmul_pipelined.definition(In=elem, **spec)
+                yield pytest.param(defn, id=f"pipe-{pshape}-{elem}-{product}")
 
 
 @pytest.mark.parametrize("defn", list(_candidate_sources()))
@@ -124,8 +134,9 @@ def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
     """What an H200 compiles: ptxas accepts each candidate; the interior variant keeps every
     fragment and register tile in registers (no spills: the ragged one, with element-wide
     loads, may spill a few words of 64 x 64 planes), reads global memory in lines (vector loads: 16
-    bytes, 8 for the FMA kernel's f16 and bf16) and a tensor-core one multiplies with WMMA,
-    loading its operands with the shared-memory form of ``wmma.load``."""
+    bytes, 8 for the FMA kernel's f16 and bf16; ``cp.async`` of 16 bytes for the pipelined ones)
+    and a tensor-core one multiplies with WMMA, loading its operands with the shared-memory form
+    of ``wmma.load``."""
     name = request.node.callspec.id
     source = CFamilyEmitter(CudaDialect(90)).emit(lower_bounds(defn, ExecutionMode.UNCHECKED))
     ok, log = _nvrtc_compile(source.source, 90, "sm", ("--ptxas-options=-v",))
@@ -133,9 +144,13 @@ def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
     _, ptx = _nvrtc_ptx(source.source, 90)
     if name.endswith("interior"):
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
-        assert "ld.global.nc.v4" in ptx or (name.startswith("fma") and "ld.global.nc.v2" in ptx)
-    assert ("wmma.mma" in ptx) == name.startswith("cmma")
-    if name.startswith("cmma"):  # operands come from shared stages: ldmatrix, not generic loads
+        lines = "cp.async.cg.shared.global" if name.startswith("pipe") else "ld.global.nc.v4"
+        assert lines in ptx or (name.startswith("fma") and "ld.global.nc.v2" in ptx)
+    tensor_cores = name.startswith(("cmma", "pipe"))
+    assert ("wmma.mma" in ptx) == tensor_cores
+    if name.startswith("pipe") and name.endswith("ragged"):  # rows not on lines: no cp.async
+        assert "cp.async.cg" not in ptx and "cp.async.ca" not in ptx
+    if tensor_cores:  # operands come from shared stages: ldmatrix, not generic loads
         loads = re.findall(r"wmma\.load\.[ab]\.\S+", ptx)
         assert loads and all(".shared." in op for op in loads), sorted(set(loads))
 
