@@ -8,7 +8,7 @@ them against the kernel's parameters. A ``RudaTensor`` may be passed where eithe
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import LaunchConfigError
@@ -23,7 +23,8 @@ _U32_LIMIT = 1 << 32
 
 
 class HandleLike(Protocol):
-    """What a launch needs of a handle: its size and a binding."""
+    """What a launch needs of a handle: its size and a binding, both fixed for the handle (an
+    :class:`ArrayArg` reads them once, when it is made)."""
 
     @property
     def nbytes(self) -> int: ...
@@ -62,10 +63,15 @@ class ArrayArg:
     handle: HandleLike
     length: int
     elem: Elem | None = None
+    #: ``handle.binding()`` and ``handle.nbytes``, read once here: a launch reads these
+    _binding: Binding = field(init=False, repr=False, compare=False)
+    _nbytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "length", _count(self.length, "ArrayArg length"))
         object.__setattr__(self, "elem", _elem(self.elem))
+        object.__setattr__(self, "_binding", self.handle.binding())
+        object.__setattr__(self, "_nbytes", self.handle.nbytes)
 
 
 @dataclass(frozen=True, slots=True)

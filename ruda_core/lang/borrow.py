@@ -35,7 +35,16 @@ from ..runtime.memory import Binding
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
-__all__ = ["Borrowed", "Origin", "borrow_arguments", "lend", "lenders"]
+__all__ = [
+    "TORCH_KEY",
+    "Borrowed",
+    "Origin",
+    "borrow_arguments",
+    "lend",
+    "lend_torch",
+    "lenders",
+    "lent_tables",
+]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
 #: read-only), or None for "not recognised"
@@ -200,7 +209,7 @@ def lend(client: object, arg: object) -> Lent | None:
         reader = _reader(kind)
         if reader is None:
             return None
-        lender = _lend_torch if reader is _read_torch else _lender(cast(Any, reader))
+        lender = lend_torch if reader is _read_torch else _lender(cast(Any, reader))
         lenders[kind] = lender
     return lender(client, arg)
 
@@ -218,11 +227,19 @@ def _lender(reader: Callable[[Any], tuple[Any, ...]]) -> Callable[[object, Any],
     return lend_read
 
 
-def _lend_torch(client: object, t: Any) -> Lent | None:
-    """:func:`lend` of a torch tensor: its table key is read through five cheap accessors (no
-    ``torch.Size`` or stride tuple is built); a tensor without storage is not lent."""
+#: The table key of a torch tensor ``{t}``, read through five cheap accessors (no
+#: ``torch.Size`` or stride tuple is built); they raise RuntimeError for a tensor without
+#: storage. A launch path may inline it: a key found in ``lent_tables[client]`` is the tensor's
+#: :func:`lend`, and on a miss ``lend_torch(client, t)`` makes it.
+TORCH_KEY = "({t}.data_ptr(), {t}.dtype, {t}.numel(), {t}.get_device(), {t}.is_contiguous())"
+_torch_key: Callable[[Any], tuple[Any, ...]] = eval(f"lambda t: {TORCH_KEY.format(t='t')}")
+
+
+def lend_torch(client: object, t: Any) -> Lent | None:
+    """:func:`lend` of a torch tensor, keyed by :data:`TORCH_KEY`; a tensor without storage is
+    not lent."""
     try:
-        key = t.data_ptr(), t.dtype, t.numel(), t.get_device(), t.is_contiguous()
+        key = _torch_key(t)
     except RuntimeError:
         return None
     table = _lent.get(client)
@@ -232,6 +249,8 @@ def _lend_torch(client: object, t: Any) -> Lent | None:
 
 #: per array type seen, its :func:`lend` (only types that :func:`_reader` knows)
 lenders: dict[type, Callable[[object, Any], Lent | None]] = {}
+#: per client, its lent entries by key (for a torch tensor, by :data:`TORCH_KEY`)
+lent_tables = _lent
 
 
 def _lend_new(client: object, key: Any, arg: object) -> Lent | None:

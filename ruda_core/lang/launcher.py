@@ -36,7 +36,7 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
-from .borrow import Origin, borrow_arguments, lend, lenders
+from .borrow import TORCH_KEY, Origin, borrow_arguments, lend, lend_torch, lenders, lent_tables
 from .foreign import shown
 from .types import as_elem
 
@@ -178,8 +178,7 @@ def _check_elem(where: str, declared: Elem, given: Elem | None) -> None:
         raise LaunchConfigError(f"{where} has {given} elements; the kernel declares {declared}")
 
 
-def _check_size(where: str, handle: HandleLike, count: int, itemsize: int) -> None:
-    nbytes = handle.nbytes
+def _check_size(where: str, nbytes: int, count: int, itemsize: int) -> None:
     if count * itemsize > nbytes:
         raise LaunchConfigError(
             f"{where} covers {count} elements of {itemsize} B = {count * itemsize} B, but its "
@@ -235,7 +234,7 @@ def _array_binder(where: str, elem: Elem, alignment: int) -> Binder:
         _d: list[int],
     ) -> None:
         if type(arg) is ArrayArg:
-            handle, length, given = arg.handle, arg.length, arg.elem
+            binding, nbytes, length, given = arg._binding, arg._nbytes, arg.length, arg.elem
         else:
             handle, shape, strides, given = _tensor_parts(where, arg)
             if not is_contiguous(shape, strides):
@@ -246,9 +245,10 @@ def _array_binder(where: str, elem: Elem, alignment: int) -> Binder:
             length = math.prod(shape)
             if length >= _U32_LIMIT:
                 raise LaunchConfigError(f"{where} has {length} elements; the limit is 2**32-1")
+            binding, nbytes = handle.binding(), handle.nbytes
         _check_elem(where, elem, given)
-        _check_size(where, handle, length, itemsize)
-        bindings.append(_aligned(where, handle.binding(), alignment))
+        _check_size(where, nbytes, length, itemsize)
+        bindings.append(_aligned(where, binding, alignment))
         lengths.append(length)
 
     return bind
@@ -273,7 +273,7 @@ def _tensor_binder(where: str, elem: Elem, rank: int, alignment: int) -> Binder:
         addressed = span(shape, strides)
         if addressed >= _U32_LIMIT:
             raise LaunchConfigError(f"{where} addresses {addressed} elements; the limit is 2**32-1")
-        _check_size(where, handle, addressed, itemsize)
+        _check_size(where, handle.nbytes, addressed, itemsize)
         bindings.append(_aligned(where, handle.binding(), alignment))
         lengths.append(addressed)
         dims += shape
@@ -381,8 +381,8 @@ def _fast_path(
             def fits(x: str, p: Param = p) -> str:
                 misaligned = ""
                 if p in launcher.alignment:
-                    misaligned = f" or {x}.handle.binding().offset_bytes % {launcher.alignment[p]}"
-                return f"{x}.length * {p.elem.nbytes} > {x}.handle.nbytes{misaligned}"
+                    misaligned = f" or {x}._binding.offset_bytes % {launcher.alignment[p]}"
+                return f"{x}.length * {p.elem.nbytes} > {x}._nbytes{misaligned}"
 
             checks.append(
                 f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
@@ -391,10 +391,17 @@ def _fast_path(
             borrowing += [
                 f"if type({a}) is ArrayArg:",
                 f"    if ({a}.elem is not None and {a}.elem is not E{k}) or {fits(a)}: return SLOW",
-                f"    b{k} = {a}.handle.binding()",
+                f"    b{k} = {a}._binding",
                 f"    n{k} = {a}.length",
                 "else:",
-                f"    lent = lenders.get(type({a}), lend)(cl, {a})",
+                f"    lender = lenders.get(type({a}))",
+                "    if lender is lend_torch:  # lend_torch(), inlined but for a miss",
+                "        if table is None: table = tables.get(cl, NONE)",
+                f"        try: lent = table.get({TORCH_KEY.format(t=a)})",
+                "        except RuntimeError: return SLOW",
+                f"        if lent is None: lent = lend_torch(cl, {a})",
+                "    else:",
+                f"        lent = (lender or lend)(cl, {a})",
                 f"    if lent is None or lent[2] is not E{k}: return SLOW",
                 f"    b{k}, n{k}, _, o = lent",
                 *(
@@ -406,7 +413,7 @@ def _fast_path(
                 "    elif o is not origin: return SLOW",
                 f"    else: kept.append({a})",
             ]
-            bindings.append(f"{a}.handle.binding()")
+            bindings.append(f"{a}._binding")
             lengths.append(f"{a}.length")
         else:
             env[f"T{k}"] = p.elem.numpy.type
@@ -436,7 +443,7 @@ def _fast_path(
         "def direct(cl, c, d, args, held=None, held_origin=None):\n"
         + (
             head
-            + ("    kept, origin = held, held_origin\n" if arrays else "")
+            + ("    kept, origin, table = held, held_origin, None\n" if arrays else "")
             + "".join(f"    {line}\n" for line in borrowing)
         ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
         + "    run = runs.get(cl)\n"
@@ -448,6 +455,9 @@ def _fast_path(
     env["runs"] = launcher._runs
     env["run_on"] = launcher.run_on
     env["lend"] = lend
+    env["lend_torch"] = lend_torch
     env["lenders"] = lenders
+    env["tables"] = lent_tables
+    env["NONE"] = {}
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above
