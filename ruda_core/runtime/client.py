@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
 from .properties import DeviceProperties, Feature, Features
-from .server import Bytes, ComputeServer
+from .server import Bytes, ComputeServer, ModeLaunch
 from .stream import StreamId, thread_stream
 
 if TYPE_CHECKING:
@@ -53,23 +53,10 @@ _CHECKED = ExecutionMode.CHECKED
 _new_args = tuple.__new__
 
 
-class ClientLaunch(Protocol):
-    """What :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars,
-    metadata)`` on the client's stream, with ``kept`` and ``producer`` as
-    :class:`~.server.ModeLaunch` takes them (False: refused while a capture is open, nothing
-    enqueued)."""
-
-    def __call__(
-        self,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic] = (),
-        metadata: Sequence[int] = (),
-        kept: list[object] | None = None,
-        producer: int | None = None,
-    ) -> bool | None: ...
-
+#: What :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars,
+#: metadata)`` on the client's stream, with ``kept`` and ``producer`` (False: refused while a
+#: capture is open, nothing enqueued); see :class:`~.server.ModeLaunch`.
+ClientLaunch = ModeLaunch
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,19 +473,7 @@ class ComputeClient:
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.
         """
-        max_units, max_dim, max_count, max_shared = self._launch_limits
-        if (  # _check_limits() only when a limit is passed: this runs on every launch
-            dim.x * dim.y * dim.z > max_units
-            or dim.x > max_dim[0]
-            or dim.y > max_dim[1]
-            or dim.z > max_dim[2]
-            or count.x > max_count[0]
-            or count.y > max_count[1]
-            or count.z > max_count[2]
-            or task.shared_bytes > max_shared
-            or task.dynamic_shared
-        ):
-            self._check_limits(task, count, dim, scalars)
+        self._admit(task, count, dim, scalars)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self._stream  # execution_stream(), inlined
         if stream is None:
@@ -507,54 +482,40 @@ class ComputeClient:
 
     def launcher(self, task: RudaTask, mode: ExecutionMode = _CHECKED) -> ClientLaunch:
         """``launch(task, ...)`` on this client as one function ``run(count, dim, bindings,
-        scalars, metadata)``, with what is fixed per task (its shared memory against the
-        device, the server's lookups) done once: the same checks, raised at once, and the same
-        stream resolution at each call. Meant to be kept by whoever launches ``task`` often.
+        scalars, metadata)``, with what is fixed per task (the server's lookups, a geometry
+        already found within the device's limits) done once: the same checks, raised at once,
+        and the same stream resolution at each call (the server's launcher, with this client as
+        its :class:`~.server.LaunchSite`). Meant to be kept by whoever launches ``task`` often.
 
         :param mode: the execution mode of every launch; ``launch_unchecked``'s is
             ``BoundsCheckMode.current().execution_mode`` (read it when the mode may change).
         """
-        run = self._server.launcher(task, mode)
+        return self._server.launcher(task, mode, self)
+
+    def _admit(
+        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
+    ) -> bool:
+        """Check a launch's geometry and shared memory against the device's limits; True when
+        they fit whatever the scalars (no dynamic shared memory to size).
+
+        :raises TooManyResources: for a launch over a limit.
+        """
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
-        always = task.shared_bytes > max_shared or task.dynamic_shared
-        check = self._check_limits
-        local = thread_stream
-        #: the (count, dim) last found within the limits (both are frozen: compared by
-        #: identity, as callers pass the same objects launch after launch)
-        fits: tuple[RudaCount, RudaDim] | None = None
-
-        def launch(
-            count: RudaCount,
-            dim: RudaDim,
-            bindings: Sequence[Binding],
-            scalars: Sequence[np.generic] = (),
-            metadata: Sequence[int] = (),
-            kept: list[object] | None = None,
-            producer: int | None = None,
-        ) -> bool | None:
-            nonlocal fits
-            last = fits
-            if last is None or last[0] is not count or last[1] is not dim:
-                x, y, z = dim.x, dim.y, dim.z
-                if (
-                    always
-                    or x * y * z > max_units
-                    or x > dx
-                    or y > dy
-                    or z > dz
-                    or count.x > cx
-                    or count.y > cy
-                    or count.z > cz
-                ):
-                    check(task, count, dim, scalars)  # raises unless only ``always`` holds
-                else:
-                    fits = (count, dim)
-            stream = self._stream  # execution_stream(), inlined; set_stream may change it
-            if stream is None:
-                stream = getattr(local, "stream", None) or StreamId.current()
-            return run(count, dim, bindings, scalars, metadata, stream.value, kept, producer)
-
-        return launch
+        x, y, z = dim.x, dim.y, dim.z
+        if (  # _check_limits() only when a limit is passed: this runs on every new geometry
+            x * y * z > max_units
+            or x > dx
+            or y > dy
+            or z > dz
+            or count.x > cx
+            or count.y > cy
+            or count.z > cz
+            or task.shared_bytes > max_shared
+            or task.dynamic_shared
+        ):
+            self._check_limits(task, count, dim, scalars)  # raises unless only sizes to check
+            return False
+        return True
 
     def launch_unchecked(
         self,

@@ -55,8 +55,16 @@ from .memory.usage import MemoryUsage
 from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
+from .stream import StreamId, thread_stream
 
-__all__ = ["Bytes", "CompileStats", "ComputeServer", "ModeLaunch", "ServerStream"]
+__all__ = [
+    "Bytes",
+    "CompileStats",
+    "ComputeServer",
+    "LaunchSite",
+    "ModeLaunch",
+    "ServerStream",
+]
 
 #: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
 #: without a copy; ``bytes(b)`` copies).
@@ -77,15 +85,34 @@ KernelLaunch = Callable[
 ]
 
 
+class LaunchSite(Protocol):
+    """Where :meth:`ComputeServer.launcher`'s launches come from (a ``ComputeClient``): the
+    stream it is pinned to, if any, and its check of a launch's geometry."""
+
+    #: the pinned stream; None: the calling thread's (``StreamId.current()``)
+    _stream: StreamId | None
+
+    def _admit(
+        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
+    ) -> bool:
+        """Check ``count`` and ``dim`` against the device's limits; True when the pair fits
+        whatever the scalars (it is then not checked again while it is passed).
+
+        :raises TooManyResources: for a geometry over the limits.
+        """
+        ...
+
+
 class ModeLaunch(Protocol):
     """What :meth:`ComputeServer.launcher` returns.
 
-    ``run(count, dim, bindings, scalars, metadata, stream_value)`` enqueues one launch. With
-    ``kept`` (the objects that own memory some bindings borrow, see :meth:`~ComputeServer.borrow`)
-    they are kept alive as :meth:`~ComputeServer.keep_alive` keeps them, and the stream first
-    waits for another library's stream ``producer``, all under the launch's one lock; such a
-    launch is refused while a capture is open (captures keep memory through handles only) and
-    then returns False, with nothing enqueued. Otherwise it returns None.
+    ``run(count, dim, bindings, scalars, metadata)`` enqueues one launch on its site's stream.
+    With ``kept`` (the objects that own memory some bindings borrow, see
+    :meth:`~ComputeServer.borrow`) they are kept alive as :meth:`~ComputeServer.keep_alive`
+    keeps them, and the stream first waits for another library's stream ``producer``, all under
+    the launch's one lock; such a launch is refused while a capture is open (captures keep
+    memory through handles only) and then returns False, with nothing enqueued. Otherwise it
+    returns None.
     """
 
     def __call__(
@@ -93,13 +120,11 @@ class ModeLaunch(Protocol):
         count: RudaCount,
         dim: RudaDim,
         bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
-        stream_value: int,
+        scalars: Sequence[np.generic] = (),
+        metadata: Sequence[int] = (),
         kept: list[object] | None = None,
         producer: int | None = None,
     ) -> bool | None: ...
-
 
 
 class ServerStream:
@@ -741,17 +766,18 @@ class ComputeServer(ABC):
         if backlog is not None:
             _settle(backlog)
 
-    def launcher(self, task: RudaTask, mode: ExecutionMode = _CHECKED) -> ModeLaunch:
+    def launcher(self, task: RudaTask, mode: ExecutionMode, site: LaunchSite) -> ModeLaunch:
         """``launch(task, LaunchArgs(count, dim, bindings, scalars, metadata), mode,
-        stream_value)`` as one function ``run(count, dim, bindings, scalars, metadata,
-        stream_value)``, with what is fixed per (task, mode) looked up once: the same checks,
-        bookkeeping, ordering and error surfacing, and one lock acquisition (with ``kept``:
-        :meth:`keep_alive`'s too, see :class:`ModeLaunch`). Anything but the common case
+        stream_value)`` on ``site``'s stream, after ``site._admit`` of the geometry, as one
+        function ``run(count, dim, bindings, scalars, metadata)``, with what is fixed per
+        (task, mode) looked up once: the same checks, bookkeeping, ordering and error surfacing,
+        and one lock acquisition (with ``kept``: :meth:`keep_alive`'s too, see
+        :class:`ModeLaunch`). A (count, dim) pair admitted as fitting is not checked again while
+        it is passed (both are frozen: compared by identity). Anything but the common case
         (Validate, an open capture, a profile, a dynamic or empty count, a poisoned input, a
         kernel not built yet, a new stream) takes :meth:`launch` itself."""
         launch = self.launch
         kernels = self._kernels.table(mode)
-        validate = mode is _VALIDATE
         key = task.key
         streams = self._streams
         memory = self.memory
@@ -759,10 +785,14 @@ class ComputeServer(ABC):
         captures = self._captures
         server_id = self.server_id
         n_streams = self.max_streams
+        admit = site._admit
+        local = thread_stream
         #: the kernel last launched and its _kernel_launch, swapped as one reference
         made: tuple[LoadedKernel | None, KernelLaunch | None] = (None, None)
         #: the count last found static and non-empty (frozen: compared by identity)
         static: RudaCount | None = None
+        #: the (count, dim) last admitted as fitting
+        fits: tuple[RudaCount, RudaDim] | None = None
 
         def general(
             count: RudaCount,
@@ -771,8 +801,8 @@ class ComputeServer(ABC):
             scalars: Sequence[np.generic],
             metadata: Sequence[int],
             stream_value: int,
-            kept: list[object] | None = None,
-            producer: int | None = None,
+            kept: list[object] | None,
+            producer: int | None,
         ) -> bool | None:
             if kept is not None:
                 if captures:
@@ -789,20 +819,42 @@ class ComputeServer(ABC):
                 self.keep_alive(stream_value, kept, None)
             return None
 
-        if validate:  # every Validate launch takes launch(), which reads the flags back
-            return general
+        def validated(
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic] = (),
+            metadata: Sequence[int] = (),
+            kept: list[object] | None = None,
+            producer: int | None = None,
+        ) -> bool | None:
+            admit(task, count, dim, scalars)
+            stream = site._stream
+            value = (stream if stream is not None else StreamId.current()).value
+            return general(count, dim, bindings, scalars, metadata, value, kept, producer)
+
+        if mode is _VALIDATE:  # every Validate launch takes launch(), which reads the flags back
+            return validated
 
         def run(
             count: RudaCount,
             dim: RudaDim,
             bindings: Sequence[Binding],
-            scalars: Sequence[np.generic],
-            metadata: Sequence[int],
-            stream_value: int,
+            scalars: Sequence[np.generic] = (),
+            metadata: Sequence[int] = (),
             kept: list[object] | None = None,
             producer: int | None = None,
         ) -> bool | None:
-            nonlocal made, static
+            nonlocal made, static, fits
+            last = fits
+            if (last is None or last[0] is not count or last[1] is not dim) and admit(
+                task, count, dim, scalars
+            ):
+                fits = (count, dim)
+            pinned = site._stream  # the site's execution stream, inlined
+            if pinned is None:
+                pinned = getattr(local, "stream", None) or StreamId.current()
+            stream_value = pinned.value
             kernel = kernels.get(key)
             stream = streams.get(stream_value % n_streams)
             if count is not static:
