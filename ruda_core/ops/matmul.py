@@ -58,9 +58,13 @@ PIPELINED_SHAPES = (
     (4, 4, 2, 4, 64, 4),
     (4, 4, 4, 2, 64, 4),
     (4, 4, 2, 4, 128, 3),
+    (4, 4, 2, 4, 128, 4),
+    (4, 4, 4, 2, 128, 3),
     (4, 4, 2, 2, 64, 4),
     (4, 2, 2, 4, 64, 4),
 )
+#: The block rows of the group within which a pipelined kernel's cubes walk column by column.
+GROUP_ROWS = 8
 #: The bytes of a cmma kernel's global line (the widest vector access).
 LINE_BYTES = 16
 #: The elements of an FMA kernel's global line (16 bytes of f32).
@@ -283,6 +287,21 @@ def _cmma_spec(
     )
 
 
+def _pipelined_spec(
+    shape: CmmaShape,
+    plane_dim: int,
+    stages: int,
+    tf32: bool,
+    elem: Elem,
+    m: int,
+    n: int,
+    k: int,
+) -> dict[str, object]:
+    """The compile-time arguments of :func:`.matmul_pipelined`: :func:`_cmma_spec`'s and the
+    block rows of a cube group."""
+    return {**_cmma_spec(shape, plane_dim, stages, tf32, elem, m, n, k), "GROUP": GROUP_ROWS}
+
+
 def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
     bm, bn, _, rm, rn = shape
 
@@ -304,7 +323,7 @@ def _pipelined(shape: CmmaShape, plane_dim: int, stages: int, tf32: bool) -> Run
         out, args = _operands(client, a, b)
         (m, k), n = a.shape, b.shape[1]
         count = RudaCount(math.ceil(n / (wn * fn * 16)), math.ceil(m / (wm * fm * 16)))
-        spec = _cmma_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
+        spec = _pipelined_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
         dim = RudaDim(wm * wn * plane_dim)
         matmul_pipelined.launch_unchecked(client, count, dim, *args, **spec)
         return out

@@ -27,7 +27,9 @@ works.
 * :func:`matmul_pipelined`: the planes, fragments and shared stages of :func:`matmul_cmma`,
   but ``STAGES`` (3 or 4) of them filled by asynchronous copies (:mod:`ruda_core.lang.pipeline`)
   with no register staging: the copies of stages ``st + 1 .. st + STAGES - 1`` are in flight
-  while stage ``st`` is multiplied, one group per stage, one barrier per stage. Lines past the
+  while stage ``st`` is multiplied, one group per stage, one barrier per stage. Cubes take
+  their blocks column by column within groups of ``GROUP`` block rows, so that the cubes
+  running at once read fewer distinct parts of ``a`` and ``b``. Lines past the
   matrices' edges are stored as zeros; without 16-byte lines (rows that do not start on one)
   the elements are copied one by one at once.
 
@@ -39,6 +41,8 @@ from __future__ import annotations
 
 from ..lang import (
     PLANE_DIM,
+    RUDA_COUNT_X,
+    RUDA_COUNT_Y,
     RUDA_POS_X,
     RUDA_POS_Y,
     UNIT_POS,
@@ -462,6 +466,7 @@ def matmul_pipelined(
     STAGES: Comptime[int],
     INTERIOR: Comptime[bool],
     TF32: Comptime[bool],
+    GROUP: Comptime[int],
 ):
     BM = WM * FM * 16
     BN = WN * FN * 16
@@ -474,8 +479,15 @@ def matmul_pipelined(
     plane = UNIT_POS // PLANE_DIM
     pm = plane // u32(WN)
     pn = plane % u32(WN)
-    row0 = RUDA_POS_Y * u32(BM)
-    col0 = RUDA_POS_X * u32(BN)
+    # cube i (row-major over RudaCount) takes block (i % rows, i // rows) of its group of GROUP
+    # block rows: the cubes running at once share rows of a and columns of b in L2
+    cube = RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X
+    per_group = u32(GROUP) * RUDA_COUNT_X
+    first = cube // per_group * u32(GROUP)
+    rows = min(RUDA_COUNT_Y - first, u32(GROUP))
+    within = cube % per_group
+    row0 = (first + within % rows) * u32(BM)
+    col0 = within // rows * u32(BN)
     ab = cmma.tf32 if TF32 else In
     fa0 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
     fa1 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)

@@ -30,6 +30,7 @@ from ruda_core.ops.matmul import (
     _fma_spec,
     _fma_stages,
     _Limits,
+    _pipelined_spec,
     _pipelined_stages,
 )
 from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma, matmul_pipelined
@@ -124,7 +125,7 @@ def _candidate_sources():
                 if product == "ragged" and pshape != PIPELINED_SHAPES[-1]:
                     continue  # element-wide copies are slow to build: one of them is enough
                 stages = _pipelined_stages(pshape[:5], pshape[5], elem, optin)
-                spec = _cmma_spec(pshape[:5], 32, stages, False, elem, m, n, k)
+                spec = _pipelined_spec(pshape[:5], 32, stages, False, elem, m, n, k)
                 defn = matmul_pipelined.definition(In=elem, **spec)
                 yield pytest.param(defn, id=f"pipe-{pshape}-{elem}-{product}")
 
