@@ -412,6 +412,8 @@ class OpenCLDialect(Dialect):
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half
             return super().literal(value, Elem.F32)
+        if elem is Elem.BF16 and _is_bf16(value):  # bf16 computes as float: nothing to round
+            return super().literal(value, Elem.F32)
         return super().literal(value, elem)
 
     def float_literal(self, value: float, elem: Elem) -> str:
@@ -578,3 +580,11 @@ class OpenCLDialect(Dialect):
         if Elem.BF16 in usage.elems:
             lines += ["", _BF16_HELPERS]
         return lines
+
+
+def _is_bf16(value: float) -> bool:
+    """Whether ``value`` is a finite bf16 value exactly (its float's low 16 bits are zero)."""
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    exact = bool(np.isfinite(single)) and float(single) == value
+    return exact and not int(single.view(np.uint32)) & 0xFFFF
