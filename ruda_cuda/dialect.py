@@ -432,10 +432,12 @@ class CudaDialect(Dialect):
         self, elem: Elem, dst: str, dst_index: str, src: str, src_index: str, width: int
     ) -> list[str]:
         nbytes = width * elem.nbytes
-        cache = "cg" if nbytes == 16 else "ca"  # .cg (L2 only) takes 16 bytes alone
+        # .cg (L2 only) takes 16 bytes alone; L2::128B fetches the whole line the next unit reads
+        cache = "cg" if nbytes == 16 else "ca"
+        hint = ".L2::128B" if nbytes == 16 else ""
         to = f"(unsigned)__cvta_generic_to_shared({dst} + ({dst_index}) * {width})"
         source = f"{src} + ({src_index}) * {width}"
-        instr = f"cp.async.{cache}.shared.global [%0], [%1], {nbytes};"
+        instr = f"cp.async.{cache}.shared.global{hint} [%0], [%1], {nbytes};"
         return [f'asm volatile("{instr}" :: "r"({to}), "l"({source}) : "memory");']
 
     def async_commit(self) -> str:

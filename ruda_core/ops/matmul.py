@@ -53,7 +53,7 @@ CMMA_SHAPES = (
 #: :data:`CMMA_SHAPES`, with up to ``STAGES`` shared stages filled by asynchronous copies (fewer
 #: where the device's shared memory is smaller, at least 2). With the opt-in shared memory of
 #: CUDA (227 KiB on the H200) four stages of 128 x 256 (or 256 x 128) blocks of 8 planes fit,
-#: and three stages 128 bytes deep.
+#: and three stages 128 bytes deep; two cubes of 128 x 128 blocks share one multiprocessor.
 PIPELINED_SHAPES = (
     (4, 4, 2, 4, 64, 4),
     (4, 4, 4, 2, 64, 4),
@@ -61,7 +61,9 @@ PIPELINED_SHAPES = (
     (4, 4, 2, 4, 128, 4),
     (4, 4, 4, 2, 128, 3),
     (4, 4, 2, 2, 64, 4),
+    (4, 4, 2, 2, 128, 3),
     (4, 2, 2, 4, 64, 4),
+    (4, 2, 2, 4, 128, 3),
 )
 #: The block rows of the group within which a pipelined kernel's cubes walk column by column.
 GROUP_ROWS = 8
