@@ -215,12 +215,13 @@ def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tm
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_futures"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": path_with(nobuild_driver), "NOBUILD_FAIL": "1",
-             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": ""},
+             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": "cpu,nobuild:0"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
     assert "nobuild:0 is not available: BackendUnavailable: nobuild:0 is unusable: " in (
         result.stdout
     )
+    assert " passed" in result.stdout, "the usable device beside it runs its tests"
     assert " failed" not in result.stdout
 
 
