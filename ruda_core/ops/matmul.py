@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -157,7 +157,8 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
             fm, fn, wm, wn, depth = cshape
             bk = depth // elem.nbytes
             name = f"cmma-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
-            tunables.append(Tunable(name, _cmma(cshape, limits.plane_dim, stages, tf32)))
+            runner = _tensor_core(matmul_cmma, _cmma_spec, cshape, limits.plane_dim, stages, tf32)
+            tunables.append(Tunable(name, runner))
     for pshape in PIPELINED_SHAPES if cmma else ():
         cshape, most = pshape[:5], pshape[5]
         stages = _pipelined_stages(cshape, most, elem, limits)
@@ -165,7 +166,10 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
             fm, fn, wm, wn, depth = cshape
             bk = depth // elem.nbytes
             name = f"pipe-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
-            tunables.append(Tunable(name, _pipelined(cshape, limits.plane_dim, stages, tf32)))
+            runner = _tensor_core(
+                matmul_pipelined, _pipelined_spec, cshape, limits.plane_dim, stages, tf32
+            )
+            tunables.append(Tunable(name, runner))
     kind = "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
@@ -318,31 +322,24 @@ def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
     return run
 
 
-def _pipelined(shape: CmmaShape, plane_dim: int, stages: int, tf32: bool) -> Runner:
+def _tensor_core(
+    kernel: Any,
+    spec_of: Callable[..., dict[str, object]],
+    shape: CmmaShape,
+    plane_dim: int,
+    stages: int,
+    tf32: bool,
+) -> Runner:
+    """A runner of ``kernel`` (:func:`.matmul_cmma` or :func:`.matmul_pipelined`): a cube of
+    ``WM x WN`` planes per block, with the compile-time arguments ``spec_of`` gives."""
     fm, fn, wm, wn, _ = shape
 
     def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
         out, args = _operands(client, a, b)
         (m, k), n = a.shape, b.shape[1]
         count = RudaCount(math.ceil(n / (wn * fn * 16)), math.ceil(m / (wm * fm * 16)))
-        spec = _pipelined_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
-        dim = RudaDim(wm * wn * plane_dim)
-        matmul_pipelined.launch_unchecked(client, count, dim, *args, **spec)
-        return out
-
-    return run
-
-
-def _cmma(shape: CmmaShape, plane_dim: int, stages: int, tf32: bool) -> Runner:
-    fm, fn, wm, wn, _ = shape
-
-    def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
-        out, args = _operands(client, a, b)
-        (m, k), n = a.shape, b.shape[1]
-        count = RudaCount(math.ceil(n / (wn * fn * 16)), math.ceil(m / (wm * fm * 16)))
-        spec = _cmma_spec(shape, plane_dim, stages, tf32, a.elem, m, n, k)
-        dim = RudaDim(wm * wn * plane_dim)
-        matmul_cmma.launch_unchecked(client, count, dim, *args, **spec)
+        spec = spec_of(shape, plane_dim, stages, tf32, a.elem, m, n, k)
+        kernel.launch_unchecked(client, count, RudaDim(wm * wn * plane_dim), *args, **spec)
         return out
 
     return run
