@@ -502,7 +502,7 @@ class ComputeClient:
         """
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
         x, y, z = dim.x, dim.y, dim.z
-        if (  # _check_limits() only when a limit is passed: this runs on every new geometry
+        if (  # _check_limits() only when a limit is passed: this runs on every launch()
             x * y * z > max_units
             or x > dx
             or y > dy

@@ -26,6 +26,7 @@ from ruda_core.lang import (
     unroll,
 )
 from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.markers import need
 from ruda_core.testing.runner import read_array
 
 UNITS = 32
@@ -85,10 +86,6 @@ def conformance_copy_edges(x: Array[u32], y: Array[u32], N: Comptime[int]):
         y[UNIT_POS] = s[UNIT_POS]
 
 
-def _supported(client, reference, elem: Elem) -> bool:
-    return client.features().supports(elem) and reference.features().supports(elem)
-
-
 CASES = [(Elem.F16, 2), (Elem.F16, 4), (Elem.F16, 8), (Elem.BF16, 8), (Elem.F32, 4)]
 CASES += [(Elem.U32, 2), (Elem.I32, 4), (Elem.F64, 2)]
 
@@ -112,8 +109,7 @@ def _ring(device, elem: Elem, width: int, stages: int, x: np.ndarray, cubes: int
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize(("elem", "width"), CASES, ids=lambda c: str(c))
 def test_a_ring_of_stages_kept_ahead_matches_the_reference(client, reference, elem, width, stages):
-    if not _supported(client, reference, elem):
-        pytest.skip(f"{client.device} has no {elem}")
+    need(client, elem, reference=reference)
     cubes, rounds = 3, 5
     n = cubes * rounds * UNITS * width
     x = (np.arange(n) % 251).astype(elem.numpy)
