@@ -57,7 +57,8 @@ class ArrayArg:
 
     :param elem: the element type of the data (a scalar type, ``Elem`` or dtype); when given,
         it must match the parameter's and it specialises element-generic kernels.
-    :raises LaunchConfigError: for a negative length or one of 2**32 or more.
+    :raises LaunchConfigError: for a negative length or one of 2**32 or more, or a ``handle``
+        without ``nbytes`` and ``binding()``.
     """
 
     handle: HandleLike
@@ -70,8 +71,15 @@ class ArrayArg:
     def __post_init__(self) -> None:
         object.__setattr__(self, "length", _count(self.length, "ArrayArg length"))
         object.__setattr__(self, "elem", _elem(self.elem))
-        object.__setattr__(self, "_binding", self.handle.binding())
-        object.__setattr__(self, "_nbytes", self.handle.nbytes)
+        try:
+            binding, nbytes = self.handle.binding(), self.handle.nbytes
+        except AttributeError:
+            raise LaunchConfigError(
+                f"ArrayArg takes a handle (with nbytes and binding()), got "
+                f"{type(self.handle).__name__}; pass a RudaTensor itself as the argument"
+            ) from None
+        object.__setattr__(self, "_binding", binding)
+        object.__setattr__(self, "_nbytes", nbytes)
 
 
 @dataclass(frozen=True, slots=True)

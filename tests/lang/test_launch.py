@@ -152,6 +152,8 @@ def test_argument_objects_validate_at_construction():
         ArrayArg(h, 2**32)
     with pytest.raises(LaunchConfigError, match="must be an int"):
         ArrayArg(h, 1.5)  # type: ignore[arg-type]
+    with pytest.raises(LaunchConfigError, match=r"takes a handle .* got bytes"):
+        ArrayArg(b"data", 4)  # type: ignore[arg-type]
     with pytest.raises(LaunchConfigError, match="different lengths"):
         TensorArg(h, (2, 2), (1,))
     with pytest.raises(LaunchConfigError, match="stride is -1"):
