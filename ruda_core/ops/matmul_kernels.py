@@ -243,7 +243,7 @@ def _fill_row(c0, c1, c2, c3, FN: Comptime[int]):
 
 
 @func
-def _put(out, so, c, r0: u32, c0: u32, m: u32, n: u32, stage: u32, INTERIOR: Comptime[bool]):
+def _put_tile(out, so, c, r0: u32, c0: u32, m: u32, n: u32, stage: u32, INTERIOR: Comptime[bool]):
     """The ``16 x 16`` accumulator ``c`` into ``out`` at ``(r0, c0)``: directly, or through
     the plane's staging tile ``so[stage ..]`` keeping only the elements inside ``out``."""
     if INTERIOR:
@@ -278,11 +278,66 @@ def _put_row(
     FN: Comptime[int],
     INTERIOR: Comptime[bool],
 ):
-    _put(out, so, c0, r0, col, m, n, stage, INTERIOR)
-    _put(out, so, c1, r0, col + u32(16), m, n, stage, INTERIOR)
+    _put_tile(out, so, c0, r0, col, m, n, stage, INTERIOR)
+    _put_tile(out, so, c1, r0, col + u32(16), m, n, stage, INTERIOR)
     if FN > 2:
-        _put(out, so, c2, r0, col + u32(32), m, n, stage, INTERIOR)
-        _put(out, so, c3, r0, col + u32(48), m, n, stage, INTERIOR)
+        _put_tile(out, so, c2, r0, col + u32(32), m, n, stage, INTERIOR)
+        _put_tile(out, so, c3, r0, col + u32(48), m, n, stage, INTERIOR)
+
+
+@func
+def _fill(
+    c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+    FM: Comptime[int], FN: Comptime[int],
+):  # fmt: skip
+    """Zero a plane's ``FM x FN`` accumulators."""
+    _fill_row(c00, c01, c02, c03, FN)
+    _fill_row(c10, c11, c12, c13, FN)
+    if FM > 2:
+        _fill_row(c20, c21, c22, c23, FN)
+        _fill_row(c30, c31, c32, c33, FN)
+
+
+@func
+def _multiply(
+    sa, sb, at_a: u32, at_b: u32, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+    c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+    SA: Comptime[int], SB: Comptime[int], KT: Comptime[int], TK: Comptime[int],
+    FM: Comptime[int], FN: Comptime[int],
+):  # fmt: skip
+    """A plane's accumulators ``+=`` its rows of the shared stage of ``a`` at ``at_a`` times its
+    columns of the stage of ``b`` at ``at_b``, ``KT`` steps of ``TK`` deep."""
+    for s in unroll(range(KT)):
+        kb = at_b + u32(s * TK * SB)
+        cmma.load(fb0, sb, kb, u32(SB))
+        cmma.load(fb1, sb, kb + u32(16), u32(SB))
+        if FN > 2:
+            cmma.load(fb2, sb, kb + u32(32), u32(SB))
+            cmma.load(fb3, sb, kb + u32(48), u32(SB))
+        ka = at_a + u32(s * TK)
+        cmma.load(fa0, sa, ka, u32(SA))
+        _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
+        cmma.load(fa1, sa, ka + u32(16 * SA), u32(SA))
+        _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
+        if FM > 2:
+            cmma.load(fa2, sa, ka + u32(32 * SA), u32(SA))
+            _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
+            cmma.load(fa3, sa, ka + u32(48 * SA), u32(SA))
+            _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+
+
+@func
+def _put(
+    out, so, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+    r0: u32, col: u32, m: u32, n: u32, stage: u32,
+    FM: Comptime[int], FN: Comptime[int], INTERIOR: Comptime[bool],
+):  # fmt: skip
+    """A plane's ``FM x FN`` accumulators into ``out`` from row ``r0`` and column ``col``."""
+    _put_row(out, so, c00, c01, c02, c03, r0, col, m, n, stage, FN, INTERIOR)
+    _put_row(out, so, c10, c11, c12, c13, r0 + u32(16), col, m, n, stage, FN, INTERIOR)
+    if FM > 2:
+        _put_row(out, so, c20, c21, c22, c23, r0 + u32(32), col, m, n, stage, FN, INTERIOR)
+        _put_row(out, so, c30, c31, c32, c33, r0 + u32(48), col, m, n, stage, FN, INTERIOR)
 
 
 @kernel
@@ -346,11 +401,7 @@ def matmul_cmma(
     c31 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c32 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c33 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
-    _fill_row(c00, c01, c02, c03, FN)
-    _fill_row(c10, c11, c12, c13, FN)
-    if FM > 2:
-        _fill_row(c20, c21, c22, c23, FN)
-        _fill_row(c30, c31, c32, c33, FN)
+    _fill(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, FM, FN)
     stages = (k + u32(BK - 1)) // u32(BK)
     _fetch(a, ra, row0, u32(0), m, k, BM, BK, VA, UNITS, INTERIOR)
     _fetch(b, rb, u32(0), col0, k, n, BK, BN, VB, UNITS, INTERIOR)
@@ -369,23 +420,11 @@ def matmul_cmma(
             _fetch(b, rb, t, col0, k, n, BK, BN, VB, UNITS, INTERIOR)
         at_a = cur * u32(BM * SA) + a_rows
         at_b = cur * u32(BK * SB) + b_cols
-        for s in unroll(range(KT)):
-            kb = at_b + u32(s * TK * SB)
-            cmma.load(fb0, sb, kb, u32(SB))
-            cmma.load(fb1, sb, kb + u32(16), u32(SB))
-            if FN > 2:
-                cmma.load(fb2, sb, kb + u32(32), u32(SB))
-                cmma.load(fb3, sb, kb + u32(48), u32(SB))
-            ka = at_a + u32(s * TK)
-            cmma.load(fa0, sa, ka, u32(SA))
-            _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
-            cmma.load(fa1, sa, ka + u32(16 * SA), u32(SA))
-            _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
-            if FM > 2:
-                cmma.load(fa2, sa, ka + u32(32 * SA), u32(SA))
-                _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
-                cmma.load(fa3, sa, ka + u32(48 * SA), u32(SA))
-                _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+        _multiply(
+            sa, sb, at_a, at_b, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+            c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+            SA, SB, KT, TK, FM, FN,
+        )  # fmt: skip
         if more:
             nxt = (cur + u32(1)) % u32(STAGES)
             if STAGES == 1:
@@ -397,11 +436,10 @@ def matmul_cmma(
     r0 = row0 + pm * u32(FM * 16)
     col = col0 + pn * u32(FN * 16)
     stage = plane * u32(16 * (16 + OUT_PAD))
-    _put_row(out, so, c00, c01, c02, c03, r0, col, m, n, stage, FN, INTERIOR)
-    _put_row(out, so, c10, c11, c12, c13, r0 + u32(16), col, m, n, stage, FN, INTERIOR)
-    if FM > 2:
-        _put_row(out, so, c20, c21, c22, c23, r0 + u32(32), col, m, n, stage, FN, INTERIOR)
-        _put_row(out, so, c30, c31, c32, c33, r0 + u32(48), col, m, n, stage, FN, INTERIOR)
+    _put(
+        out, so, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+        r0, col, m, n, stage, FM, FN, INTERIOR,
+    )  # fmt: skip
 
 
 @func
@@ -513,11 +551,7 @@ def matmul_pipelined(
     c31 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c32 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c33 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
-    _fill_row(c00, c01, c02, c03, FN)
-    _fill_row(c10, c11, c12, c13, FN)
-    if FM > 2:
-        _fill_row(c20, c21, c22, c23, FN)
-        _fill_row(c30, c31, c32, c33, FN)
+    _fill(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, FM, FN)
     stages = (k + u32(BK - 1)) // u32(BK)
     for p in unroll(range(STAGES - 1)):  # the first STAGES - 1 stages, one group each
         if u32(p) < stages:
@@ -541,30 +575,17 @@ def matmul_pipelined(
         cur = st % u32(STAGES)
         at_a = cur * u32(BM * SA) + a_rows
         at_b = cur * u32(BK * SB) + b_cols
-        for s in unroll(range(KT)):
-            kb = at_b + u32(s * TK * SB)
-            cmma.load(fb0, sb, kb, u32(SB))
-            cmma.load(fb1, sb, kb + u32(16), u32(SB))
-            if FN > 2:
-                cmma.load(fb2, sb, kb + u32(32), u32(SB))
-                cmma.load(fb3, sb, kb + u32(48), u32(SB))
-            ka = at_a + u32(s * TK)
-            cmma.load(fa0, sa, ka, u32(SA))
-            _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
-            cmma.load(fa1, sa, ka + u32(16 * SA), u32(SA))
-            _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
-            if FM > 2:
-                cmma.load(fa2, sa, ka + u32(32 * SA), u32(SA))
-                _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
-                cmma.load(fa3, sa, ka + u32(48 * SA), u32(SA))
-                _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+        _multiply(
+            sa, sb, at_a, at_b, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+            c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+            SA, SB, KT, TK, FM, FN,
+        )  # fmt: skip
         st += u32(1)
     pipeline.wait(0)
     r0 = row0 + pm * u32(FM * 16)
     col = col0 + pn * u32(FN * 16)
     stage = plane * u32(16 * (16 + OUT_PAD))
-    _put_row(out, so, c00, c01, c02, c03, r0, col, m, n, stage, FN, INTERIOR)
-    _put_row(out, so, c10, c11, c12, c13, r0 + u32(16), col, m, n, stage, FN, INTERIOR)
-    if FM > 2:
-        _put_row(out, so, c20, c21, c22, c23, r0 + u32(32), col, m, n, stage, FN, INTERIOR)
-        _put_row(out, so, c30, c31, c32, c33, r0 + u32(48), col, m, n, stage, FN, INTERIOR)
+    _put(
+        out, so, c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+        r0, col, m, n, stage, FM, FN, INTERIOR,
+    )  # fmt: skip
