@@ -435,7 +435,9 @@ class CudaDialect(Dialect):
         # .cg (L2 only) takes 16 bytes alone; L2::128B fetches the whole line the next unit reads
         cache = "cg" if nbytes == 16 else "ca"
         hint = ".L2::128B" if nbytes == 16 else ""
-        to = f"(unsigned)__cvta_generic_to_shared({dst} + ({dst_index}) * {width})"
+        # the array's shared address once (loop-invariant) plus a 32-bit byte offset: shared
+        # memory is under 4 GiB, so no 64-bit generic address is computed per copy
+        to = f"(unsigned)__cvta_generic_to_shared({dst}) + ({dst_index}) * {nbytes}u"
         source = f"{src} + ({src_index}) * {width}"
         instr = f"cp.async.{cache}.shared.global{hint} [%0], [%1], {nbytes};"
         return [f'asm volatile("{instr}" :: "r"({to}), "l"({source}) : "memory");']
