@@ -187,6 +187,19 @@ def test_bf16_is_ushort_bits_computed_in_float_and_rounded_once() -> None:
     assert "_t5 = ruda_bf16_round(_t2 + _t4);\n    x[0u] = ruda_bf16_to_bits(_t5);" in source
 
 
+def test_bf16_constants_that_are_bf16_values_are_written_as_floats() -> None:
+    """bf16 computes as float in OpenCL C: a constant that is a bf16 value needs no rounding
+    (a held row's zero initialisers were hundreds of helper calls), one that is not is rounded."""
+    dialect = OpenCLDialect(frozenset({"bf16"}))
+    assert [dialect.literal(v, E.BF16) for v in (0.0, -2.5, 1, 65280.0)] == [
+        "0.0f",
+        "-2.5f",
+        "1.0f",
+        "65280.0f",
+    ]
+    assert dialect.literal(0.1, E.BF16) == "ruda_bf16_round(0.1f)"
+
+
 def test_f16_floor_div_and_mod_are_computed_in_float_even_with_half_arithmetic() -> None:
     k = KernelBuilder("halves", file=FILE, line=1)
     x = k.array("x", E.F16)
