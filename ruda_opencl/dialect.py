@@ -87,6 +87,7 @@ _TYPES = {
     Elem.F32: "float",
     Elem.F64: "double",
 }
+_SELECT_MASK = {1: "char", 2: "short", 4: "int", 8: "long"}
 _SPACES = {MemSpace.GLOBAL: "__global", MemSpace.SHARED: "__local", MemSpace.LOCAL: "__private"}
 _ATOMIC = {
     Op.ATOMIC_ADD: "add",
@@ -408,6 +409,13 @@ class OpenCLDialect(Dialect):
         rounding = "_rte" if suffix.startswith("_half") else ""
         line = f"({vector})({', '.join(values)})"
         return [f"vstore{suffix}{rounding}({line}, {index}, {self._line_base(elem, base, space)});"]
+
+    def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        # select(), not a conditional expression: Intel's CPU compiler (2026.2) folds both
+        # min(x, ~x) and max(x, ~x), written either way or with the built-ins, to x
+        mask = _SELECT_MASK[elem.nbytes]  # select's scalar condition: a signed int of its size
+        compare = "<" if op is Op.MIN else ">"
+        return f"select({b}, {a}, ({mask})({a} {compare} {b}))"
 
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half

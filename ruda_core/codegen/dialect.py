@@ -249,6 +249,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
 
     # -- literals and conversions -----------------------------------------------------------
 
+    def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        """The integer ``min(a, b)`` (``op`` is ``Op.MIN``) or ``max(a, b)`` (``Op.MAX``) of
+        ``elem``, both operands evaluated once each: a conditional expression."""
+        return f"({a} {'<' if op is Op.MIN else '>'} {b} ? {a} : {b})"
+
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         """A C expression of type :meth:`type_name` ``(elem)`` for a constant."""
         if elem is Elem.BOOL:

@@ -212,10 +212,8 @@ class ExprLowering:
             return f"({t[0]} < {self.literal(0, elem)} ? {negated} : {t[0]})"
         if op in (Op.FLOOR_DIV, Op.MOD):
             return self._division(op, elem, args, t)
-        if op is Op.MIN:
-            return f"({t[0]} < {t[1]} ? {t[0]} : {t[1]})"
-        if op is Op.MAX:
-            return f"({t[0]} > {t[1]} ? {t[0]} : {t[1]})"
+        if op in (Op.MIN, Op.MAX):
+            return self.d.int_extremum(op, elem, t[0], t[1])
         if op is Op.CLAMP:
             return f"{self._clamp_helper(elem)}({', '.join(t)})"
         if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
@@ -291,8 +289,8 @@ class ExprLowering:
             "if (lo > hi) {",  # turns the plain form into its clamp, undefined for lo > hi
             "    return hi;",
             "}",
-            f"{ctype} m = x > lo ? x : lo;",
-            "return m < hi ? m : hi;",
+            f"{ctype} m = {self.d.int_extremum(Op.MAX, elem, 'x', 'lo')};",
+            f"return {self.d.int_extremum(Op.MIN, elem, 'm', 'hi')};",
         ]
         params = [f"{ctype} x", f"{ctype} lo", f"{ctype} hi"]
         return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
