@@ -413,9 +413,11 @@ class OpenCLDialect(Dialect):
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         # select(), not a conditional expression: Intel's CPU compiler (2026.2) folds both
         # min(x, ~x) and max(x, ~x), written either way or with the built-ins, to x
-        mask = _SELECT_MASK[elem.nbytes]  # select's scalar condition: a signed int of its size
+        # both values of the element's type (a literal of a narrow type is an int) and the
+        # condition a signed integer of its size: each select() call names one overload
+        t, mask = _TYPES[elem], _SELECT_MASK[elem.nbytes]
         compare = "<" if op is Op.MIN else ">"
-        return f"select({b}, {a}, ({mask})({a} {compare} {b}))"
+        return f"select(({t}){b}, ({t}){a}, ({mask})({a} {compare} {b}))"
 
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half

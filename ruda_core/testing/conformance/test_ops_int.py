@@ -130,8 +130,8 @@ def test_bit_counts_match_the_reference(client, reference, elem):
 
 
 def _extremes_of_complements(elem: Elem):
-    """``out[3i..3i+2] = min(~x, x), max(~x, x), clamp(~x, x, ~x)`` for unit ``i`` (one unit
-    per value, none past the end)."""
+    """``out[5i..5i+4] = min(~x, x), max(~x, x), clamp(~x, x, ~x), min(x, 1), max(1, x)`` for
+    unit ``i`` (one unit per value, none past the end): complements, and literal operands."""
     k = KernelBuilder(f"conformance_extremes_of_complements_{elem}")
     x, out = k.array("x", elem, read_only=True), k.array("out", elem)
     i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
@@ -139,7 +139,9 @@ def _extremes_of_complements(elem: Elem):
     n = k.let(Op.BIT_NOT, elem, v)
     results = [k.let(Op.MIN, elem, n, v), k.let(Op.MAX, elem, n, v)]
     results.append(k.let(Op.CLAMP, elem, n, v, n))
-    first = k.let(Op.MUL, Elem.U32, i, const(3, Elem.U32))
+    results.append(k.let(Op.MIN, elem, v, const(1, elem)))
+    results.append(k.let(Op.MAX, elem, const(1, elem), v))
+    first = k.let(Op.MUL, Elem.U32, i, const(len(results), Elem.U32))
     for slot, value in enumerate(results):
         at = k.let(Op.ADD, Elem.U32, first, const(slot, Elem.U32))
         k.do(Op.INDEX_ASSIGN, None, out, at, value)
@@ -148,16 +150,19 @@ def _extremes_of_complements(elem: Elem):
 
 @pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
 def test_min_and_max_of_a_value_and_its_complement(client, reference, elem):
-    """Intel's CPU OpenCL compiler once folded ``min(x, ~x)`` and ``max(x, ~x)`` to ``x``."""
+    """Intel's CPU OpenCL compiler once folded ``min(x, ~x)`` and ``max(x, ~x)`` to ``x``; the
+    literal operands check that the OpenCL form of min and max names one overload per type."""
     need(client, elem, reference=reference)
     info = np.iinfo(elem.numpy)
     x = np.array([0, 1, 5, 100, info.max, info.min, info.max // 3, info.min + 7], elem.numpy)
     defn = _extremes_of_complements(elem)
     got, want = (
-        run_definition(c, defn, [x, np.zeros(3 * x.size, elem.numpy)], dim=x.size)[1]
+        run_definition(c, defn, [x, np.zeros(5 * x.size, elem.numpy)], dim=x.size)[1]
         for c in (client, reference)
     )
     complement = ~x  # clamp(~x, x, ~x) is ~x: hi where lo > hi, else min(max(~x, x), ~x)
     lo, hi = np.minimum(complement, x), np.maximum(complement, x)
-    np.testing.assert_array_equal(want, np.stack([lo, hi, complement], axis=1).ravel())
-    assert_matches(got, want, elem, what="min/max/clamp of ~x and x", inputs=[x])
+    one = np.ones_like(x)
+    expected = [lo, hi, complement, np.minimum(x, one), np.maximum(one, x)]
+    np.testing.assert_array_equal(want, np.stack(expected, axis=1).ravel())
+    assert_matches(got, want, elem, what="min/max/clamp of ~x and x, and of x and 1", inputs=[x])
