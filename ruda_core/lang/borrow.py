@@ -60,8 +60,9 @@ _MAX_ENTRIES = 1024
 #: clients with a table of lent entries before they are all cleared
 _MAX_CLIENTS = 16
 _entries: dict[tuple[object, ...], object] = {}
-#: per client, the contiguous entries as :func:`lend` returns them, by layout (bounded as above)
-_lent: dict[object, dict[tuple[Any, ...], Lent]] = {}
+#: per client, the contiguous entries as :func:`lend` returns them, by layout (a torch tensor's by
+#: :data:`TORCH_KEY`; bounded as above)
+lent_tables: dict[object, dict[tuple[Any, ...], Lent]] = {}
 _readers: dict[type, Callable[[Any], Reading] | None] = {}
 _MISSING: Any = object()
 #: ruda's own argument types, which a launch binds without borrowing
@@ -220,7 +221,7 @@ def _lender(reader: Callable[[Any], tuple[Any, ...]]) -> Callable[[object, Any],
 
     def lend_read(client: object, arr: Any) -> Lent | None:
         layout = reader(arr)
-        table = _lent.get(client)
+        table = lent_tables.get(client)
         lent = None if table is None else table.get(layout)
         return lent if lent is not None else _lend_new(client, layout, arr)
 
@@ -242,15 +243,13 @@ def lend_torch(client: object, t: Any) -> Lent | None:
         key = _torch_key(t)
     except RuntimeError:
         return None
-    table = _lent.get(client)
+    table = lent_tables.get(client)
     lent = None if table is None else table.get(key)
     return lent if lent is not None else _lend_new(client, key, t)
 
 
 #: per array type seen, its :func:`lend` (only types that :func:`_reader` knows)
 lenders: dict[type, Callable[[object, Any], Lent | None]] = {}
-#: per client, its lent entries by key (for a torch tensor, by :data:`TORCH_KEY`)
-lent_tables = _lent
 
 
 def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
@@ -268,11 +267,11 @@ def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
         return None
     if type(entry) is not ArrayArg:
         return None
-    table = _lent.get(client)
+    table = lent_tables.get(client)
     if table is None or len(table) >= _MAX_ENTRIES:
-        if len(_lent) >= _MAX_CLIENTS:
-            _lent.clear()
-        table = _lent[client] = {}
+        if len(lent_tables) >= _MAX_CLIENTS:
+            lent_tables.clear()
+        table = lent_tables[client] = {}
     elem = cast(Elem, entry.elem)  # an entry always names its element type
     origin = _origin(reader, int(layout[4]))
     lent = table[key] = (entry.handle.binding(), entry.length, elem, origin)
