@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
+from .copies import copy_width
 from .kernel import Instr, KernelDefinition, Stmt, rewrite, walk
 from .ops import LANE_WISE_OPS, Op
 from .variables import ArrayVar, Const, Local, Operand
@@ -43,7 +44,7 @@ def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
             nbytes = min(line.width * line.elem.nbytes, MAX_LINE_ALIGNMENT)
             needed[arr] = max(needed.get(arr, 1), nbytes)
         elif isinstance(stmt, Instr) and stmt.op is Op.COPY_ASYNC:
-            width = int(cast(Const, stmt.args[4]).value)
+            width = copy_width(stmt)
             for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
                 nbytes = min(width * arr.elem.nbytes, MAX_LINE_ALIGNMENT)
                 needed[arr] = max(needed.get(arr, 1), nbytes)
