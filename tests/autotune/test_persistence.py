@@ -58,11 +58,13 @@ def slow(client, x, n):
                       REPS, 1, 0)
     return out
 
-# on a GPU 256 steps take less than the launch's noise; the NumPy device interprets each step
-REPS = 256 if sys.argv[1] == "cpu" else 8192
+client = ruda.client(sys.argv[1])
+# the slow candidate's steps must outlast a launch's noise on a loaded host (a GPU's OpenCL
+# launch varies by tens of µs), yet stay short on a CPU; the NumPy device interprets each step
+GPU = client.properties().compute_units >= 64
+REPS = 256 if sys.argv[1] == "cpu" else 1 << 16 if GPU else 8192
 DOUBLE = TunableSet("child.double", lambda x, n: anchor(n),
                     [Tunable("slow", slow), Tunable("fast", fast)])
-client = ruda.client(sys.argv[1])
 tuner = Tuner()
 x = np.arange(4096, dtype=np.uint32)
 out = tuner.execute(client, DOUBLE, client.create_from_slice(x), 4096)
