@@ -410,6 +410,13 @@ class OpenCLDialect(Dialect):
         line = f"({vector})({', '.join(values)})"
         return [f"vstore{suffix}{rounding}({line}, {index}, {self._line_base(elem, base, space)});"]
 
+    def float_negation(self, elem: Elem, value: str) -> str:
+        # value's magnitude with the sign of -value (the same bits, NaN included), so that no
+        # negation is live after it: Intel's CPU compiler (2026.2) gives every sub-group of a
+        # work-group of more than 16 items the last sub-group's values of a negation that is
+        # live across a barrier (an XOR of the sign bit is folded back into a negation)
+        return f"copysign({value}, -{value})"
+
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         # select(), not a conditional expression: Intel's CPU compiler (2026.2) folds both
         # min(x, ~x) and max(x, ~x), written either way or with the built-ins, to x

@@ -249,6 +249,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
 
     # -- literals and conversions -----------------------------------------------------------
 
+    def float_negation(self, elem: Elem, value: str) -> str:
+        """``-value`` of the float type ``elem`` (the sign bit flipped, NaN included)."""
+        return f"(-{value})"
+
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         """The integer ``min(a, b)`` (``op`` is ``Op.MIN``) or ``max(a, b)`` (``Op.MAX``) of
         ``elem``, both operands evaluated once each: a conditional expression."""

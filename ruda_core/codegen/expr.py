@@ -172,7 +172,7 @@ class ExprLowering:
             floor = d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
             return f"({w[0]} - {d.mul_exact(floor, w[1], elem)})"
         if op is Op.NEG:
-            return f"(-{w[0]})"
+            return d.float_negation(elem, w[0])
         if op is Op.RECIP:
             return f"({d.literal(1.0, elem)} / {w[0]})"
         if op is Op.CLAMP:

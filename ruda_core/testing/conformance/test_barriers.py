@@ -1,13 +1,15 @@
 """Barriers of the cube that count or reduce a predicate (``sync_units_count/and/or``), and the
 memory fences, against the NumPy reference device: the counts of every cube shape, the
 barrier's ordering of shared memory, repeated use in a loop, and the last-cube pattern of a
-grid reduction (``fence_device`` before a wrapping ticket)."""
+grid reduction (``fence_device`` before a wrapping ticket), and values computed before a
+barrier staying each unit's own after it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from ruda_core.ir import Elem, Op
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_COUNT,
@@ -28,7 +30,9 @@ from ruda_core.lang import (
     u32,
 )
 from ruda_core.runtime import RudaCount, RudaDim
-from ruda_core.testing.runner import read_array
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
+from ruda_core.testing.markers import need
+from ruda_core.testing.runner import read_array, run_definition
 
 #: Cube shapes (RudaDim) of the reducing-barrier tests: powers of two or not, 1 to 3 axes.
 SHAPES = [(64, 1, 1), (8, 4, 1), (5, 3, 2), (1, 1, 1), (96, 1, 1)]
@@ -141,3 +145,45 @@ def test_last_cube_of_a_grid_reduction_sees_every_partial(client, reference, cub
     assert state[0] == 0, "the ticket counter wraps back to 0 after the last cube"
     assert state[1] == np.uint32(x.sum(dtype=np.uint64) % 2**32)
     np.testing.assert_array_equal(partial, np.add.reduceat(x, np.arange(0, n, 32)))
+
+
+#: Units per cube of the negation test: more than one sub-group of 16 on a CPU.
+_NEGATION_DIM = 64
+
+
+def _negations_across_a_barrier(elem: Elem, n: int):
+    """``out[2i] = -x[i]``, ``out[2i + 1] = -(x[i] + x[(i + 1) % n])``, both computed before a
+    barrier and stored after it."""
+    k = KernelBuilder(f"conformance_negation_across_a_barrier_{elem}")
+    x, out = k.array("x", elem, read_only=True), k.array("out", elem)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    v = k.let(Op.INDEX, elem, x, i)
+    after = k.let(
+        Op.MOD, Elem.U32, k.let(Op.ADD, Elem.U32, i, const(1, Elem.U32)), const(n, Elem.U32)
+    )
+    w = k.let(Op.INDEX, elem, x, after)
+    results = [k.let(Op.NEG, elem, v), k.let(Op.NEG, elem, k.let(Op.ADD, elem, v, w))]
+    k.sync_units()
+    first = k.let(Op.MUL, Elem.U32, i, const(len(results), Elem.U32))
+    for slot, value in enumerate(results):
+        at = k.let(Op.ADD, Elem.U32, first, const(slot, Elem.U32))
+        k.do(Op.INDEX_ASSIGN, None, out, at, value)
+    return k.build()
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.BF16, Elem.F32, Elem.F64], ids=str)
+def test_a_negation_computed_before_a_barrier_is_the_units_own_after_it(client, reference, elem):
+    """Intel's CPU OpenCL compiler once gave the first 16 units of a larger cube the last
+    sub-group's values of a float negation that was live across a barrier."""
+    need(client, elem, reference=reference)
+    n = CUBES * _NEGATION_DIM
+    x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
+    x[::7] = 0  # -0.0 as well
+    defn = _negations_across_a_barrier(elem, n)
+    got, want = (
+        run_definition(c, defn, [x, np.zeros(2 * n, elem.numpy)], count=CUBES, dim=_NEGATION_DIM)[1]
+        for c in (client, reference)
+    )
+    expected = np.stack([-x, -(x + np.roll(x, -1))], axis=1).ravel()
+    assert want.tobytes() == expected.astype(elem.numpy).tobytes()
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)[0][:16]
