@@ -12,7 +12,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 * expressions over the device's numeric types and ``bool``: ``+ - *``, ``min max abs neg clamp
   select``, comparisons, casts, bitwise operations and shifts (any amount: the IR takes it modulo
   the width), integer ``// %`` with an odd divisor (never zero), ``floor ceil round trunc
-  isnan isinf`` on floats;
+  isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that is never NaN: the sign of a
+  NaN an operation makes is unspecified) on floats; float constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -194,6 +195,9 @@ class _Gen:
                 b = k.let(Op.BIT_OR, elem, b, const(1, elem))  # odd: never zero
             if op is Op.MUL and elem.is_float:
                 b = k.let(Op.FLOOR, elem, b)  # keeps floats multiples of 1/4
+            if op is Op.COPYSIGN:  # the sign of a NaN an operation makes is unspecified
+                nan = k.let(Op.ISNAN, Elem.BOOL, b)
+                b = k.let(Op.SELECT, elem, nan, const(0.0, elem), b)
             return k.let(op, elem, a, b)
         if kind == "select":
             cond = self.bool_expr(depth - 1)

@@ -40,6 +40,7 @@ from ..ir import (
     Stmt,
     verify,
 )
+from ..lang.coerce import round_float
 
 __all__ = ["KernelBuilder", "builtin", "const"]
 
@@ -47,9 +48,10 @@ _FILE = "<ruda-conformance>"
 
 
 def const(value: int | float | bool, elem: Elem) -> Const:
-    """A constant of ``elem`` (ints are converted to float for float elements)."""
+    """A constant of ``elem``: for a float element, ``value`` rounded to it (an IR constant's
+    value is representable in its element, as the kernel language makes them)."""
     if elem.is_float:
-        value = float(value)
+        value = round_float(float(value), elem)
     return Const(value, elem)
 
 
