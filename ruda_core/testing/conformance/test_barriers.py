@@ -173,8 +173,8 @@ def _negations_across_a_barrier(elem: Elem, n: int):
 
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.BF16, Elem.F32, Elem.F64], ids=str)
 def test_a_negation_computed_before_a_barrier_is_the_units_own_after_it(client, reference, elem):
-    """Intel's CPU OpenCL compiler once gave the first 16 units of a larger cube the last
-    sub-group's values of a float negation that was live across a barrier."""
+    """Intel's CPU OpenCL compiler once gave every sub-group of 16 units of a larger cube the
+    last sub-group's values of a float negation that was live across a barrier."""
     need(client, elem, reference=reference)
     n = CUBES * _NEGATION_DIM
     x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
