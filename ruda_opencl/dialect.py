@@ -32,7 +32,10 @@ counter. ``fence_units()`` is ``mem_fence`` of local and global memory; ``fence_
 same in an OpenCL C 1.2 program (whose fences have no scope) and a device-scope
 ``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
 is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
-Pure: imports no driver.
+
+Two forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
+are ``select()`` of values cast to the element's type, and float negation is
+``copysign(x, -x)`` (``docs/conformance-results.md``). Pure: imports no driver.
 """
 
 from __future__ import annotations
