@@ -1,21 +1,30 @@
-"""Device probes: a device counts as usable only after a tiny kernel has built and run on it.
+"""Device probes: a device counts as usable only after tiny kernels have built and run on it.
 
 A driver can list a device whose compiler cannot build for this machine (PoCL on a CPU newer
 than its LLVM, say); listing it as available would only move the failure to the user's first
-sync. :func:`verdict` opens the device, launches the kernel of :mod:`ruda_core.probe_kernel`,
-reads the result back and checks it; any failure becomes the device's one-line reason.
+sync. :func:`verdict` opens the device, launches the kernels of :mod:`ruda_core.probe_kernel`
+(the wide one where the device has u64), reads the results back and checks them; any failure
+becomes the device's one-line reason.
 
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
 device), ruda's version and the digest of ruda's code, so a warm start reads a file instead of
-building a kernel. A backend without ``identify`` is probed in every process. ``ruda devices
---reprobe`` (:func:`forget_verdicts`) drops every stored verdict.
+building a kernel. Such a device is probed once, in a child process (:func:`main`), so
+that a driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit
+after a failed build) cannot take the caller down: a child that dies without a verdict makes
+the device unusable with the way it died. A backend without ``identify`` is probed in the
+calling process, in every process. ``ruda devices --reprobe`` (:func:`forget_verdicts`) drops
+every stored verdict.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +58,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _run(runtime: type[Runtime], device: Hashable) -> Verdict:
+    from .ir import Elem
     from .lang import ArrayArg
-    from .probe_kernel import ruda_probe
+    from .probe_kernel import ruda_probe, ruda_probe_wide
     from .runtime import RudaCount, RudaDim
 
+    step = "the probe kernel"
     try:
         client = runtime.client(device)
         dim = max(1, min(32, client.properties().max_units_per_ruda))
@@ -60,14 +71,74 @@ def _run(runtime: type[Runtime], device: Hashable) -> Verdict:
         count = RudaCount(-(-_LENGTH // dim))
         ruda_probe.launch(client, count, RudaDim(dim), ArrayArg(out, _LENGTH), 3.0)
         got = np.frombuffer(client.read_async([out]).result(PROBE_TIMEOUT_S)[0], np.uint32)
+        wide = None
+        if np.array_equal(got, _expected()) and client.features().supports(Elem.U64):
+            step = "the probe kernel on lines of eight u64"
+            x = client.create_from_slice(np.arange(_LENGTH, dtype=np.uint64))
+            out = client.empty(_LENGTH * 8)
+            lines = _LENGTH // 8
+            wide_dim = RudaDim(max(1, min(lines, dim)))
+            wide_count = RudaCount(-(-lines // wide_dim.x))
+            ruda_probe_wide.launch(
+                client, wide_count, wide_dim, ArrayArg(x, _LENGTH), ArrayArg(out, _LENGTH)
+            )
+            wide = np.frombuffer(client.read_async([out]).result(PROBE_TIMEOUT_S)[0], np.uint64)
     except TimeoutError:
-        return Verdict(False, f"the probe kernel did not finish within {PROBE_TIMEOUT_S:.0f} s")
+        return Verdict(False, f"{step} did not finish within {PROBE_TIMEOUT_S:.0f} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
-        return Verdict(False, _one_line(exc))
-    if not np.array_equal(got, _expected()):
-        wrong = int(np.count_nonzero(got != _expected()))
-        return Verdict(False, f"the probe kernel ran but wrote {wrong} of {_LENGTH} values wrong")
+        reason = _one_line(exc)
+        return Verdict(False, reason if step == "the probe kernel" else f"{step}: {reason}")
+    for written, expected, what in (
+        (got, _expected(), "the probe kernel"),
+        (wide, _expected().astype(np.uint64), "the probe kernel on lines of eight u64"),
+    ):
+        if written is not None and not np.array_equal(written, expected):
+            wrong = int(np.count_nonzero(written != expected))
+            return Verdict(False, f"{what} ran but wrote {wrong} of {_LENGTH} values wrong")
     return Verdict(True)
+
+
+def _run_apart(backend: str, device: Hashable) -> Verdict:
+    """:func:`_run` in a child process, which finds the device again through the backend's
+    entry point; a child that dies before its verdict gives the way it died as the reason."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    code = f"from ruda_core.probe import main; main({[backend, str(device)]!r})"
+    command = [sys.executable, "-c", code]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=PROBE_TIMEOUT_S + 60
+        )
+    except subprocess.TimeoutExpired:
+        return Verdict(False, f"the probe process did not finish within {PROBE_TIMEOUT_S:.0f} s")
+    for line in reversed(done.stdout.splitlines()):  # printed before any crash at exit
+        if line.startswith("{"):
+            entry = json.loads(line)
+            return Verdict(bool(entry["usable"]), str(entry["reason"]))
+    if done.returncode < 0:
+        how = f"died of {signal.Signals(-done.returncode).name}"
+    else:
+        how = f"exited with status {done.returncode}"
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    said = [line for line in said if "error" in line.lower()] or said
+    return Verdict(False, f"the probe process {how}{f': {said[-1]}' if said else ''}")
+
+
+def main(argv: Sequence[str]) -> None:
+    """The child of :func:`_run_apart`: probe device ``argv[1]`` of backend ``argv[0]`` and
+    print the verdict as one JSON line."""
+    from .plugins import BackendInfo, _registry
+
+    backend, name = argv
+    info = _registry.load().get(backend)
+    if not isinstance(info, BackendInfo):
+        found = Verdict(False, f"backend {backend!r} did not load in the probe process")
+    else:
+        device = next((d for d in info.probe() if str(d) == name), None)
+        if device is None:
+            found = Verdict(False, f"the probe process found no device {name} of {backend}")
+        else:
+            found = _run(info.runtime, device)
+    print(json.dumps({"usable": found.usable, "reason": found.reason}), flush=True)
 
 
 def _key(backend: str, device: Hashable, identity: str) -> str:
@@ -104,7 +175,7 @@ def verdict(
             return Verdict(bool(entry["usable"]), str(entry["reason"]))
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable entry is probed again and overwritten
-    found = _run(runtime, device)
+    found = _run_apart(backend, device)
     record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
     cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
     return found

@@ -143,9 +143,9 @@ LOG = "error: unknown target CPU 'generic'\\nnote: the compiler's LLVM predates 
 
 DEVICES = """
 import json, ruda_core as ruda
-status = next(s for s in ruda.backends() if s.name == "nobuild")
+status = next(s for s in ruda.backends() if s.name == BACKEND)
 try:
-    ruda.client("nobuild:0")
+    ruda.client(f"{BACKEND}:0")
     opened = ""
 except Exception as exc:
     opened = f"{type(exc).__name__}: {exc}"
@@ -164,8 +164,12 @@ def nobuild_driver(tmp_path: Path) -> Path:
     return _fake_distribution(tmp_path / "dist", "nobuild", "ruda_fake_nobuild", NOBUILD)
 
 
-def _devices(root: Path, cache: Path, **env: str) -> dict[str, object]:
-    result = _run(DEVICES, root, RUDA_CACHE_DIR=str(cache), **env)
+def _devices(
+    root: Path, cache: Path, backend: str = "nobuild", **env: str
+) -> dict[str, object]:
+    """What a new process sees of ``backend`` (its status, reason, unusable devices), of every
+    usable device, and of opening ``backend:0``."""
+    result = _run(f"BACKEND = {backend!r}\n{DEVICES}", root, RUDA_CACHE_DIR=str(cache), **env)
     assert result.returncode == 0, result.stderr
     facts: dict[str, object] = json.loads(result.stdout)
     return facts
@@ -251,3 +255,53 @@ def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
     status, reason = facts["backends"]["typo"]
     assert status == "import failed" and "ruda_backend_infoo" in reason
     assert facts["backends"]["cpu"][0] == "available"
+
+
+WIDEFAULT = driver_source(
+    "widefault",
+    "a device that builds the probe kernel but crashes the process building lines of eight u64 "
+    "(WIDE_CRASH=1) or returns them wrong (WIDE_WRONG=1), as PoCL 3 does on AMD's AVX-512 CPUs",
+    """\
+        def _build(self, compiled):
+            if compiled.definition.name == "ruda_probe_wide":
+                if os.environ.get("WIDE_CRASH") == "1":
+                    os.kill(os.getpid(), signal.SIGSEGV)
+                if os.environ.get("WIDE_WRONG") == "1":
+                    raise CompilationError("clCreateKernel failed: INVALID_KERNEL_NAME")
+            return super()._build(compiled)""",
+    version="1.0",
+    preamble="""\
+import os
+import signal
+
+from ruda_core.runtime import CompilationError
+""",
+    identity="widefault compiler 1.0",
+)
+
+
+@pytest.fixture
+def widefault_driver(tmp_path: Path) -> Path:
+    return _fake_distribution(tmp_path / "dist", "widefault", "ruda_fake_widefault", WIDEFAULT)
+
+
+def test_a_device_that_fails_only_on_wide_lines_is_unusable_saying_so(widefault_driver, tmp_path):
+    facts = _devices(widefault_driver, tmp_path / "cache", "widefault", WIDE_WRONG="1")
+    assert facts["unusable"]["widefault:0"] == (
+        "the probe kernel on lines of eight u64: CompilationError: clCreateKernel failed: "
+        "INVALID_KERNEL_NAME"
+    )
+    assert "cpu" in facts["devices"]
+
+
+def test_a_driver_that_crashes_while_probed_leaves_the_caller_running(widefault_driver, tmp_path):
+    """The probe of an identified device runs in a child process: the caller sees the child's
+    death as the device's reason, stores that verdict and goes on."""
+    cache = tmp_path / "cache"
+    facts = _devices(widefault_driver, cache, "widefault", WIDE_CRASH="1")
+    assert facts["unusable"]["widefault:0"].startswith("the probe process died of SIGSEGV")
+    assert "cpu" in facts["devices"] and "widefault:0" not in facts["devices"]
+    # the stored verdict is trusted: the next process neither probes nor crashes
+    again = _devices(widefault_driver, cache, "widefault")
+    assert again["unusable"] == facts["unusable"]
+
