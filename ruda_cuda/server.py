@@ -24,7 +24,7 @@ import cupy
 import numpy as np
 from cupy.cuda import driver, runtime
 
-from ruda_core.codegen.abi import ArgKind, make_arg_reader
+from ruda_core.codegen.abi import ArgKind, arg_values, make_arg_reader
 from ruda_core.interop.dlpack import DLDeviceType
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
@@ -43,7 +43,6 @@ from ruda_core.runtime import (
     ServerStream,
 )
 from ruda_core.runtime.console import flush_c_stdout
-from ruda_core.runtime.dims import RudaCount, RudaDim
 from ruda_core.runtime.server import KernelLaunch
 
 from .compiler import CudaCompiler
@@ -215,6 +214,8 @@ class _Launcher:
         self.struct = struct.Struct("".join(fmt))
         self.offsets = offsets
         self.params = self.new_block()
+        #: the argument values as source (:func:`arg_values`), for the generated launch
+        self.values_source = arg_values(args, "{b}.resource + {b}.offset_bytes")
         self.read_args = make_arg_reader(args, "{b}.resource + {b}.offset_bytes")
         #: the server's launch function of this kernel, made at the first launch
         self.run: KernelLaunch | None = None
@@ -383,43 +384,40 @@ class CudaServer(ComputeServer):
         launcher: _Launcher = kernel.built
         if launcher.run is not None:
             return launcher.run
-        pack, block = launcher.struct.pack_into, launcher.params.block
-        read, params, function = launcher.read_args, launcher.params.params, launcher.function.ptr
+        values, env = launcher.values_source
         dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
-        buffered = launcher.buffered
-        index, get_device, launch = self._index, runtime.getDevice, driver.launchKernel
-        alone = self._alone
-
-        def run(
-            stream: ServerStream,
-            count: RudaCount,
-            dim: RudaDim,
-            bindings: Sequence[Binding],
-            scalars: Sequence[np.generic],
-            metadata: Sequence[int],
-        ) -> None:
-            if not alone and get_device() != index:  # _activate(), inlined
-                self._activate()
-            pack(block, 0, *read(bindings, scalars, metadata))
-            try:
-                launch(
-                    function,
-                    count.x,
-                    count.y,
-                    count.z,
-                    dim.x,
-                    dim.y,
-                    dim.z,
-                    buffered + dynamic(scalars) if dynamic is not None else buffered,
-                    stream.ptr,  # type: ignore[attr-defined]  # a CudaStream; cast() is a call
-                    params,
-                    0,
-                )
-            except driver.CUDADriverError as exc:
-                raise translate(
-                    f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
-                ) from exc
-
+        source = (
+            "def run(stream, count, dim, b, s, m):\n"
+            "    if not alone and get_device() != index:  # _activate(), inlined\n"
+            "        activate()\n"
+            f"    pack(block, 0, {values})\n"
+            "    try:\n"
+            "        launch(function, count.x, count.y, count.z, dim.x, dim.y, dim.z,\n"
+            f"               {'buffered + dynamic(s)' if dynamic else 'buffered'},\n"
+            "               stream.ptr, params, 0)\n"
+            "    except DriverError as exc:\n"
+            "        raise translate(what, exc, hint) from exc\n"
+        )
+        env = {
+            **env,
+            "alone": self._alone,
+            "get_device": runtime.getDevice,
+            "index": self._index,
+            "activate": self._activate,
+            "pack": launcher.struct.pack_into,
+            "block": launcher.params.block,
+            "launch": driver.launchKernel,
+            "function": launcher.function.ptr,
+            "buffered": launcher.buffered,
+            "dynamic": dynamic,
+            "params": launcher.params.params,
+            "DriverError": driver.CUDADriverError,
+            "translate": translate,
+            "what": f"launching kernel {launcher.name} on {self.device_id}",
+            "hint": _FAULT_HINT,
+        }
+        exec(compile(source, f"<ruda CUDA launch of {launcher.name}>", "exec"), env)
+        run: KernelLaunch = env["run"]  # type: ignore[assignment]  # defined above
         launcher.run = run
         return run
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import pyopencl as cl
 
-from ruda_core.codegen.abi import ArgKind, make_arg_reader
+from ruda_core.codegen.abi import ArgKind, arg_values, make_arg_reader
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -144,6 +144,7 @@ class _Launcher:
         "read_args",
         "run",
         "values",
+        "values_source",
     )
 
     kernel: Any  #: the pyopencl.Kernel every ordinary launch binds
@@ -167,6 +168,8 @@ class _Launcher:
             k for k, a in enumerate(args) if a.kind is ArgKind.SCALAR and a.dtype.kind == "f"
         )
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
+        #: the argument values as source (:func:`arg_values`), for the generated launch
+        self.values_source = arg_values(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
         self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
@@ -276,42 +279,44 @@ class OpenCLServer(ComputeServer):
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """Set the arguments only when they changed, then one ``clEnqueueNDRangeKernel`` of the
-        sizes checked for the count and dim last passed; made once per built kernel."""
+        sizes checked for the count and dim last passed; generated once per built kernel, with
+        the argument values read inline."""
         launcher: _Launcher = kernel.built
         if launcher.run is not None:
             return launcher.run
-        kernel_ = launcher.kernel
-        read_args = launcher.read_args
-        floats = launcher.floats
-        check_units = self._check_units
-
-        def run(
-            stream: ServerStream,
-            count: RudaCount,
-            dim: RudaDim,
-            bindings: Sequence[Binding],
-            scalars: Sequence[np.generic],
-            metadata: Sequence[int],
-        ) -> None:
-            if dim is not launcher.dim or count is not launcher.count:
-                check_units(launcher, task, dim)
-                launcher.shape(count, dim)
-            values = read_args(bindings, scalars, metadata)
-            try:
-                last = launcher.values
-                if values != last or (floats and not _same_signs(values, last, floats)):
-                    kernel_.set_args(*values)
-                    launcher.values = values
-                _enqueue_kernel(
-                    stream.queue,  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
-                    kernel_,
-                    launcher.gsize,
-                    launcher.lsize,
-                )
-            except cl.Error as exc:
-                launcher.values = None  # a failed set_args may have set some of them
-                raise translate(f"launching kernel {launcher.name}", exc) from exc
-
+        values, env = launcher.values_source
+        sign_check = " or not same_signs(values, last, floats)" if launcher.floats else ""
+        source = (
+            "def run(stream, count, dim, b, s, m):\n"
+            "    if dim is not launcher.dim or count is not launcher.count:\n"
+            "        check_units(launcher, task, dim)\n"
+            "        launcher.shape(count, dim)\n"
+            f"    values = ({values}{',' if values else ''})\n"
+            "    try:\n"
+            "        last = launcher.values\n"
+            f"        if values != last{sign_check}:\n"
+            "            kernel.set_args(*values)\n"
+            "            launcher.values = values\n"
+            "        enqueue(stream.queue, kernel, launcher.gsize, launcher.lsize)\n"
+            "    except Error as exc:\n"
+            "        launcher.values = None  # a failed set_args may have set some of them\n"
+            "        raise translate(what, exc) from exc\n"
+        )
+        env = {
+            **env,
+            "launcher": launcher,
+            "task": task,
+            "check_units": self._check_units,
+            "kernel": launcher.kernel,
+            "floats": launcher.floats,
+            "same_signs": _same_signs,
+            "enqueue": _enqueue_kernel,
+            "Error": cl.Error,
+            "translate": translate,
+            "what": f"launching kernel {launcher.name}",
+        }
+        exec(compile(source, f"<ruda OpenCL launch of {launcher.name}>", "exec"), env)
+        run: KernelLaunch = env["run"]  # type: ignore[assignment]  # defined above
         launcher.run = run
         return run
 

@@ -21,7 +21,14 @@ import numpy as np
 from ..ir import Elem, KernelDefinition
 from .dialect import Dialect, MemSpace
 
-__all__ = ["ArgKind", "KernelArg", "Signature", "build_signature", "make_arg_reader"]
+__all__ = [
+    "ArgKind",
+    "KernelArg",
+    "Signature",
+    "arg_values",
+    "build_signature",
+    "make_arg_reader",
+]
 
 
 class ArgKind(enum.Enum):
@@ -117,14 +124,16 @@ def build_signature(
 ArgReader = Callable[[Sequence[object], Sequence[object], Sequence[int]], tuple[object, ...]]
 
 
-def make_arg_reader(
+def arg_values(
     args: Sequence[KernelArg],
     buffer_expr: str,
     scalar_dtypes: Sequence[np.dtype] = (),
     shared: Callable[[int], object] | None = None,
-) -> ArgReader:
-    """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
-    order, generated once per kernel so a launch does no per-argument dispatch.
+) -> tuple[str, dict[str, object]]:
+    """The kernel's argument values, in order, as Python source: comma-separated expressions
+    over ``b`` (the bindings), ``s`` (the scalars) and ``m`` (the metadata), with the names they
+    use. For a backend that generates its launch function with the values inline;
+    :func:`make_arg_reader` wraps them in a function of their own.
 
     ``buffer_expr`` is the backend's expression for a BUFFER argument, with ``{b}`` standing for
     the binding (e.g. ``"{b}.resource + {b}.offset_bytes"`` for a raw pointer).
@@ -153,6 +162,19 @@ def make_arg_reader(
             parts.append(f"L(max(int(s[{a.index}]) * {a.dtype.itemsize}, 1))")
         else:
             parts.append(f"m[{a.index}]")
-    source = f"def read(b, s, m):\n    return ({', '.join(parts)}{',' if parts else ''})\n"
+    return ", ".join(parts), env
+
+
+def make_arg_reader(
+    args: Sequence[KernelArg],
+    buffer_expr: str,
+    scalar_dtypes: Sequence[np.dtype] = (),
+    shared: Callable[[int], object] | None = None,
+) -> ArgReader:
+    """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
+    order (:func:`arg_values`), generated once per kernel so a launch does no per-argument
+    dispatch."""
+    values, env = arg_values(args, buffer_expr, scalar_dtypes, shared)
+    source = f"def read(b, s, m):\n    return ({values}{',' if values else ''})\n"
     exec(compile(source, "<ruda kernel arguments>", "exec"), env)
-    return env["read"]  # type: ignore[return-value]  # the function defined above
+    return env["read"]  # type: ignore[no-any-return]  # defined above

@@ -40,9 +40,15 @@ def _typed(value: object) -> object:
 
 class Kernel:
     """A kernel made by :func:`kernel`. Thread-safe: specialisations are built at most a few
-    times under contention and then shared."""
+    times under contention and then shared.
+
+    Once a kernel without element variables, tensors or dataclass parameters has launched,
+    its ``launch`` attribute is a function generated for its signature (the launcher's
+    ``entry``): the same contract as :meth:`launch`, which it calls for anything but ruda's own
+    and borrowed arrays and scalars, in one Python frame instead of two."""
 
     __slots__ = (
+        "__dict__",  # holds the generated ``launch``, which shadows the method
         "_default",
         "_elem_vars",
         "_fixed",
@@ -364,6 +370,10 @@ class Kernel:
                 self._probes[probe] = launcher
             if not comptime and self._fixed:
                 self._default = launcher
+                if launcher.entry is not None and not self._structs:
+                    entry = launcher.entry(functools.partial(Kernel.launch, self))
+                    entry.__doc__ = Kernel.launch.__doc__
+                    self.__dict__["launch"] = entry
         return launcher
 
     def _derive(self, args: tuple[object, ...], comptime: dict[str, object]) -> Launcher:

@@ -65,6 +65,7 @@ class Launcher:
         "alignment",
         "definition",
         "direct",
+        "entry",
         "launch",
         "task",
     )
@@ -91,6 +92,12 @@ class Launcher:
         #: ``client`` through its kept ``launcher(task)``, as :meth:`_direct`; generated like
         #: ``launch``
         self.direct: Callable[..., bool | None] = fast[1] if fast else self._direct
+        #: ``entry(general)``: ``direct`` as a kernel's ``launch(client, count, dim, *args,
+        #: **comptime)``, with ``general`` (the kernel's own launch) for every other case;
+        #: None where no fast path is generated
+        self.entry: Callable[[Callable[..., None]], Callable[..., None]] | None = (
+            fast[2] if fast else None
+        )
 
     def checked_launch(
         self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
@@ -355,9 +362,11 @@ def _checked_converter(where: str, elem: Elem) -> Callable[[object], np.generic]
 
 def _fast_path(
     launcher: Launcher,
-) -> tuple[Callable[..., Any], Callable[..., None]] | None:
+) -> tuple[Callable[..., Any], Callable[..., None], Callable[..., Callable[..., None]]] | None:
     """Launch functions generated for a signature of Array and scalar parameters:
-    ``launch(submit, count, dim, args)`` and ``direct(client, count, dim, args)``.
+    ``launch(submit, count, dim, args)``, ``direct(client, count, dim, args)`` and
+    ``make_entry(general)``, which makes ``direct`` a kernel's ``launch(client, count, dim,
+    *args, **comptime)`` (one Python frame fewer), ``general`` taking every other case.
 
     They accept exactly what the binders accept when every Array argument is an ``ArrayArg``
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
@@ -423,16 +432,19 @@ def _fast_path(
     unpack = f"    {names}{',' if len(defn.params) == 1 else ''} = args\n" if defn.params else ""
     head = f"    if len(args) != {len(defn.params)}: return SLOW\n" + unpack
     arrays = [k for k, p in enumerate(defn.params) if p.kind is ParamKind.ARRAY]
-    lists = f"[{', '.join(bindings)}], [{', '.join(scalars)}], [{', '.join(lengths)}]"
+    lists = f"{_tuple(bindings)}, {_tuple(scalars)}, {_tuple(lengths)}"
     direct_lists = (
-        f"[{', '.join(f'b{k}' for k in arrays)}], [{', '.join(scalars)}], "
-        f"[{', '.join(f'n{k}' for k in arrays)}]"
+        f"{_tuple([f'b{k}' for k in arrays])}, {_tuple(scalars)}, "
+        f"{_tuple([f'n{k}' for k in arrays])}"
     )
-    launched = (
-        f"    if kept is None: return run(c, d, {direct_lists})\n"
-        f"    return run(c, d, {direct_lists}, kept, None if origin is None else origin())\n"
-        if arrays
-        else f"    return run(c, d, {direct_lists})\n"
+    tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
+    body = (  # direct's, but for its slow paths and its last line
+        head
+        + ("    kept, origin, table = held, held_origin, None\n" if arrays else "")
+        + "".join(f"    {line}\n" for line in borrowing)
+        + "    run = runs.get(cl)\n"
+        "    if run is None: run = run_on(cl)\n"
+        + (f"    if kept is None: return run(c, d, {direct_lists})\n" if arrays else "")
     )
     source = (
         "def launch(s, c, d, args):\n"
@@ -441,14 +453,25 @@ def _fast_path(
         )
         + f"    return s(task, c, d, {lists})\n"
         "def direct(cl, c, d, args, held=None, held_origin=None):\n"
+        + body.replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
+        + (f"    return {tail}\n" if arrays else f"    return run(c, d, {direct_lists})\n")
+        # the entry: direct's body as the kernel's launch(), with the kernel's own launch as
+        # every slow path; a launch refused while a capture is open (run() returns False, see
+        # ClientLaunch) is made again through it
+        + "def make_entry(general):\n"
+        "    def launch(cl, c, d, *args, **comptime):\n"
+        "        if comptime: return general(cl, c, d, *args, **comptime)\n"
+        "        held = held_origin = None\n"
+        + "".join(
+            f"    {line}\n"
+            for line in body.replace("SLOW", "general(cl, c, d, *args)").splitlines()
+        )
         + (
-            head
-            + ("    kept, origin, table = held, held_origin, None\n" if arrays else "")
-            + "".join(f"    {line}\n" for line in borrowing)
-        ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
-        + "    run = runs.get(cl)\n"
-        "    if run is None: run = run_on(cl)\n"
-        + launched
+            f"        if {tail} is False: general(cl, c, d, *args)\n"
+            if arrays
+            else f"        return run(c, d, {direct_lists})\n"
+        )
+        + "    return launch\n"
     )
     env["slow"] = launcher.checked_launch
     env["slow_direct"] = launcher._direct
@@ -460,4 +483,10 @@ def _fast_path(
     env["tables"] = lent_tables
     env["NONE"] = {}
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
-    return env["launch"], env["direct"]  # type: ignore[return-value]  # defined above
+    return env["launch"], env["direct"], env["make_entry"]  # type: ignore[return-value]
+
+
+def _tuple(items: Sequence[str]) -> str:
+    """The source of a tuple of ``items`` (the generated launches pass tuples: a constant when
+    empty, and cheaper to build than lists)."""
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"

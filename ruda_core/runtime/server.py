@@ -787,11 +787,9 @@ class ComputeServer(ABC):
         n_streams = self.max_streams
         admit = site._admit
         local = thread_stream
-        #: the kernel last launched and its _kernel_launch, swapped as one reference
-        made: tuple[LoadedKernel | None, KernelLaunch | None] = (None, None)
-        #: the count last found static and non-empty (frozen: compared by identity)
-        static: RudaCount | None = None
-        #: the (count, dim) last admitted as fitting
+        #: the backend's launch of the built kernel (kernels are never unloaded: found once)
+        direct: KernelLaunch | None = None
+        #: the (count, dim) last admitted as fitting, with a static, non-empty count
         fits: tuple[RudaCount, RudaDim] | None = None
 
         def general(
@@ -845,46 +843,42 @@ class ComputeServer(ABC):
             kept: list[object] | None = None,
             producer: int | None = None,
         ) -> bool | None:
-            nonlocal made, static, fits
-            last = fits
-            if (last is None or last[0] is not count or last[1] is not dim) and admit(
-                task, count, dim, scalars
-            ):
-                fits = (count, dim)
+            nonlocal direct, fits
             pinned = site._stream  # the site's execution stream, inlined
             if pinned is None:
                 pinned = getattr(local, "stream", None) or StreamId.current()
             stream_value = pinned.value
-            kernel = kernels.get(key)
+            last = fits
+            if last is None or last[0] is not count or last[1] is not dim:
+                fitting = admit(task, count, dim, scalars)  # False: checked for these scalars
+                if count.binding is not None or not (count.x and count.y and count.z):
+                    return general(  # a dynamic or empty count: launch() handles it
+                        count, dim, bindings, scalars, metadata, stream_value, kept, producer
+                    )
+                if fitting:
+                    fits = (count, dim)
             stream = streams.get(stream_value % n_streams)
-            if count is not static:
-                if count.binding is None and count.x and count.y and count.z:
-                    static = count
-                else:
-                    stream = None  # a dynamic or empty count: launch() handles it
-            if kernel is None or stream is None or captures or self._profile is not None:
+            enqueue = direct
+            if enqueue is None:
+                kernel = kernels.get(key)
+                if kernel is not None:
+                    enqueue = direct = self._kernel_launch(task, kernel)
+            if enqueue is None or stream is None or captures or self._profile is not None:
                 args = (count, dim, bindings, scalars, metadata)
                 return general(*args, stream_value, kept, producer)
-            made_for, direct = made
-            if made_for is not kernel or direct is None:
-                direct = self._kernel_launch(task, kernel)
-                made = (kernel, direct)
             lock = self.lock  # read each time: a fork replaces it
             lock.acquire()  # not ``with``: its protocol costs as much again, on every launch
             try:
                 if dropped:
                     memory.drain()
                 poisoned = False
-                for b in bindings:  # _use_bindings(), inlined
+                for b in bindings:  # the common case: ours, live, clean and last used here
                     s = b.slice
-                    if b.server_id != server_id or s.freed:
-                        raise self.bad_binding(b)
-                    if s.stream is not stream:
-                        if s.stream is not None:
-                            self._wait(stream, self._fence(s.stream))
-                        s.stream = stream
-                    if s.error is not None:
-                        poisoned = True
+                    if s.stream is not stream or s.error is not None or s.freed:
+                        poisoned = self._use_bindings(stream, bindings)
+                        break
+                    if b.server_id != server_id:
+                        poisoned = self._use_bindings(stream, bindings)  # raises
                 if kept is not None:  # _keep(), inlined; ordered before the launch
                     if producer is not None and producer not in stream.ordered_producers:
                         self._order_after_producer(stream, producer)
@@ -893,9 +887,9 @@ class ComputeServer(ABC):
                     stream.kept += kept
                 if poisoned:
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-                    self._enqueue(stream, task, mode, kernel, args)
+                    self._enqueue(stream, task, mode, kernels[key], args)
                 else:
-                    direct(stream, count, dim, bindings, scalars, metadata)
+                    enqueue(stream, count, dim, bindings, scalars, metadata)
             finally:
                 lock.release()
             return None

@@ -220,6 +220,36 @@ def test_axpy_runs_on_the_reference_device(cpu):
     np.testing.assert_array_equal(result, 2.0 * x + 1.0)
 
 
+@kernel
+def scaled(x: Array[f32], y: Array[f32], alpha: f32, SHIFT: Comptime[int] = 0):
+    i = ABSOLUTE_POS
+    if i < y.len():
+        y[i] = alpha * x[i] + f32(SHIFT)
+
+
+def test_a_kernel_launched_before_keeps_every_check_and_keyword(cpu):
+    """After its first launch a kernel's ``launch`` is a function generated for its signature:
+    it must refuse and accept exactly what the first launch did."""
+    x = np.arange(8, dtype=np.float32)
+    xh, yh = cpu.create_from_slice(x), cpu.empty(x.nbytes)
+    args = (ArrayArg(xh, 8), ArrayArg(yh, 8))
+    scaled.launch(cpu, RudaCount(1), RudaDim(8), *args, 2.0)
+    np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), 2 * x)
+    assert scaled.launch is not type(scaled).launch.__get__(scaled)  # the generated one
+    with pytest.raises(LaunchConfigError, match="takes 3 arguments"):
+        scaled.launch(cpu, RudaCount(1), RudaDim(8), *args)
+    with pytest.raises(LaunchConfigError, match="has f64 elements"):
+        scaled.launch(cpu, RudaCount(1), RudaDim(8), ArrayArg(xh, 4, f64), args[1], 2.0)
+    with pytest.raises(LaunchConfigError, match="covers 9 elements"):
+        scaled.launch(cpu, RudaCount(1), RudaDim(8), ArrayArg(xh, 9), args[1], 2.0)
+    with pytest.raises(LaunchConfigError, match="not a number"):
+        scaled.launch(cpu, RudaCount(1), RudaDim(8), *args, "2")
+    scaled.launch(cpu, RudaCount(1), RudaDim(8), *args, 3.0, SHIFT=1)
+    np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), 3 * x + 1)
+    scaled.launch(cpu, RudaCount(1), RudaDim(8), *args, np.float32(0.5))
+    np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), x / 2)
+
+
 def test_tensor_kernel_runs_with_a_ruda_tensor(cpu):
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     src = RudaTensor.from_numpy(cpu, a)
