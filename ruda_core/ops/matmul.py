@@ -49,21 +49,30 @@ CMMA_SHAPES = (
     (2, 2, 2, 2, 64),
     (2, 2, 2, 2, 128),
 )
-#: Pipelined cmma candidates ``(FM, FN, WM, WN, BK_BYTES, STAGES)``: the tiles of
+#: Pipelined cmma candidates ``(FM, FN, WM, WN, BK_BYTES, STAGES, PREFETCH)``: the tiles of
 #: :data:`CMMA_SHAPES`, with up to ``STAGES`` shared stages filled by asynchronous copies (fewer
 #: where the device's shared memory is smaller, at least 2). With the opt-in shared memory of
 #: CUDA (227 KiB on the H200) four stages of 128 x 256 (or 256 x 128) blocks of 8 planes fit,
 #: and three stages 128 bytes deep; two cubes of 128 x 128 blocks share one multiprocessor.
+#:
+#: ``PREFETCH`` loads each step's fragments while the step before is multiplied (a second set
+#: of fragments, so more registers) and closes a stage's barrier two steps early. On the H200
+#: it made the 64-deep 128 x 256 and 256 x 128 blocks of 8 planes the fastest (bf16 at 8192^3:
+#: 2.65 ms, against 3.09-3.41 for those blocks without it and 2.88 for the best 128 x 128
+#: block); with 32-deep stages, or on 128 x 128 blocks, it came out no faster than that 2.88,
+#: so those have no such candidate.
 PIPELINED_SHAPES = (
-    (4, 4, 2, 4, 64, 4),
-    (4, 4, 4, 2, 64, 4),
-    (4, 4, 2, 4, 128, 3),
-    (4, 4, 2, 4, 128, 4),
-    (4, 4, 4, 2, 128, 3),
-    (4, 4, 2, 2, 64, 4),
-    (4, 4, 2, 2, 128, 3),
-    (4, 2, 2, 4, 64, 4),
-    (4, 2, 2, 4, 128, 3),
+    (4, 4, 2, 4, 64, 4, False),
+    (4, 4, 4, 2, 64, 4, False),
+    (4, 4, 2, 4, 128, 3, False),
+    (4, 4, 2, 4, 128, 4, False),
+    (4, 4, 4, 2, 128, 3, False),
+    (4, 4, 2, 2, 64, 4, False),
+    (4, 4, 2, 2, 128, 3, False),
+    (4, 4, 2, 4, 128, 3, True),
+    (4, 4, 4, 2, 128, 3, True),
+    (4, 2, 2, 4, 64, 4, False),
+    (4, 2, 2, 4, 128, 3, False),
 )
 #: The block rows of the group within which a pipelined kernel's cubes walk column by column.
 GROUP_ROWS = 8
@@ -160,16 +169,15 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
             runner = _tensor_core(matmul_cmma, _cmma_spec, cshape, limits.plane_dim, stages, tf32)
             tunables.append(Tunable(name, runner))
     for pshape in PIPELINED_SHAPES if cmma else ():
-        cshape, most = pshape[:5], pshape[5]
+        cshape, most, prefetch = pshape[:5], pshape[5], pshape[6]
         stages = _pipelined_stages(cshape, most, elem, limits)
         if stages:
             fm, fn, wm, wn, depth = cshape
             bk = depth // elem.nbytes
             name = f"pipe-{wm * fm * 16}x{wn * fn * 16}x{bk}-{wm}x{wn}p-s{stages}"
-            runner = _tensor_core(
-                matmul_pipelined, _pipelined_spec, cshape, limits.plane_dim, stages, tf32
-            )
-            tunables.append(Tunable(name, runner))
+            spec = functools.partial(_pipelined_spec, prefetch=prefetch)
+            runner = _tensor_core(matmul_pipelined, spec, cshape, limits.plane_dim, stages, tf32)
+            tunables.append(Tunable(name + ("-pf" if prefetch else ""), runner))
     kind = "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
@@ -302,10 +310,16 @@ def _pipelined_spec(
     m: int,
     n: int,
     k: int,
+    *,
+    prefetch: bool = False,
 ) -> dict[str, object]:
-    """The compile-time arguments of :func:`.matmul_pipelined`: :func:`_cmma_spec`'s and the
-    block rows of a cube group."""
-    return {**_cmma_spec(shape, plane_dim, stages, tf32, elem, m, n, k), "GROUP": GROUP_ROWS}
+    """The compile-time arguments of :func:`.matmul_pipelined`: :func:`_cmma_spec`'s, the
+    block rows of a cube group, and whether fragments are loaded a step ahead (``prefetch``,
+    taken only where a stage has an even number of steps, which the two sets alternate over)."""
+    spec = _cmma_spec(shape, plane_dim, stages, tf32, elem, m, n, k)
+    steps = spec["KT"]
+    even = isinstance(steps, int) and steps % 2 == 0
+    return {**spec, "GROUP": GROUP_ROWS, "PREFETCH": prefetch and even}
 
 
 def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:

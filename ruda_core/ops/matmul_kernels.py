@@ -27,11 +27,16 @@ works.
 * :func:`matmul_pipelined`: the planes, fragments and shared stages of :func:`matmul_cmma`,
   but ``STAGES`` (3 or 4) of them filled by asynchronous copies (:mod:`ruda_core.lang.pipeline`)
   with no register staging: the copies of stages ``st + 1 .. st + STAGES - 1`` are in flight
-  while stage ``st`` is multiplied, one group per stage, one barrier per stage. Cubes take
-  their blocks column by column within groups of ``GROUP`` block rows, so that the cubes
-  running at once read fewer distinct parts of ``a`` and ``b``. Lines past the
-  matrices' edges are stored as zeros; without 16-byte lines (rows that do not start on one)
-  the elements are copied one by one at once.
+  while stage ``st`` is multiplied, one group per stage, one barrier per stage. The copies of
+  stage ``st + STAGES - 1`` are queued between the products of stage ``st`` (``a``'s with its
+  first step, ``b``'s with its second), so that a plane's first products of a stage do not
+  wait behind them. With ``PREFETCH`` (an even number of steps per stage) each step's
+  fragments are loaded into a second set while the step before is multiplied: the barrier
+  comes after the products of a stage's second-to-last step, and the last step's loads
+  already read the next stage. Cubes take their blocks column by column within groups of
+  ``GROUP`` block rows, so that the cubes running at once read fewer distinct parts of ``a``
+  and ``b``. Lines past the matrices' edges are stored as zeros; without 16-byte lines (rows
+  that do not start on one) the elements are copied one by one at once.
 
 Launching, shapes, alignment (a 16-byte line needs the row length to be a multiple of its
 elements) and the choice between kernels are :mod:`.matmul`'s; nothing here checks arguments.
@@ -484,6 +489,39 @@ def _issue(
                 s.store_line(to // u32(V), Line.splat(In(0), V))
 
 
+@func
+def _load_step(
+    sa, sb, at_a: u32, at_b: u32, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+    SA: Comptime[int], SB: Comptime[int], FM: Comptime[int], FN: Comptime[int],
+):  # fmt: skip
+    """A plane's fragments of one ``TK``-deep step: its rows of the shared stage of ``a`` at
+    ``at_a`` and its columns of the stage of ``b`` at ``at_b``."""
+    cmma.load(fb0, sb, at_b, u32(SB))
+    cmma.load(fb1, sb, at_b + u32(16), u32(SB))
+    if FN > 2:
+        cmma.load(fb2, sb, at_b + u32(32), u32(SB))
+        cmma.load(fb3, sb, at_b + u32(48), u32(SB))
+    cmma.load(fa0, sa, at_a, u32(SA))
+    cmma.load(fa1, sa, at_a + u32(16 * SA), u32(SA))
+    if FM > 2:
+        cmma.load(fa2, sa, at_a + u32(32 * SA), u32(SA))
+        cmma.load(fa3, sa, at_a + u32(48 * SA), u32(SA))
+
+
+@func
+def _products(
+    fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+    c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+    FM: Comptime[int], FN: Comptime[int],
+):  # fmt: skip
+    """A plane's accumulators ``+=`` the products of fragments already loaded."""
+    _row(fa0, fb0, fb1, fb2, fb3, c00, c01, c02, c03, FN)
+    _row(fa1, fb0, fb1, fb2, fb3, c10, c11, c12, c13, FN)
+    if FM > 2:
+        _row(fa2, fb0, fb1, fb2, fb3, c20, c21, c22, c23, FN)
+        _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
+
+
 @kernel
 def matmul_pipelined(
     a: Array[In],
@@ -505,6 +543,7 @@ def matmul_pipelined(
     INTERIOR: Comptime[bool],
     TF32: Comptime[bool],
     GROUP: Comptime[int],
+    PREFETCH: Comptime[bool],
 ):
     BM = WM * FM * 16
     BN = WN * FN * 16
@@ -535,6 +574,15 @@ def matmul_pipelined(
     fb1 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
     fb2 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
     fb3 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    # the second set of fragments of PREFETCH (unused, and left out by the compiler, otherwise)
+    ga0 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    ga1 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    ga2 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    ga3 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    gb0 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    gb1 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    gb2 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
+    gb3 = cmma.Matrix(cmma.B, 16, 16, TK, ab, cmma.ROW_MAJOR)
     c00 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c01 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
     c02 = cmma.Matrix(cmma.ACCUMULATOR, 16, 16, TK, f32)
@@ -561,25 +609,75 @@ def matmul_pipelined(
         pipeline.commit()
     a_rows = pm * u32(FM * 16 * SA)  # this plane's first row of a stage of a
     b_cols = pn * u32(FN * 16)  # this plane's first column of a stage of b
+    # the step after whose products (before them with PREFETCH) b's copies are queued, closing
+    # the stage's group: with PREFETCH, the group must close at step KT - 2
+    B_STEP = min(1, KT - 2) if PREFETCH else min(1, KT - 1)
+    if PREFETCH:
+        pipeline.wait(STAGES - 2)
+        sync_units()
+        _load_step(sa, sb, a_rows, b_cols, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3, SA, SB, FM, FN)
     st = u32(0)
     while st < stages:
-        pipeline.wait(STAGES - 2)  # this unit's copies of stage st are in …
-        sync_units()  # … and every unit's; stage st - 1 is no longer read
-        nxt = st + u32(STAGES - 1)
-        if nxt < stages:
-            slot = nxt % u32(STAGES)
-            t = nxt * u32(BK)
-            _issue(a, sa, slot * u32(BM * SA), row0, t, m, k, BM, BK, SA, VA, UNITS, INTERIOR)
-            _issue(b, sb, slot * u32(BK * SB), t, col0, k, n, BK, BN, SB, VB, UNITS, INTERIOR)
-        pipeline.commit()
+        if not PREFETCH:
+            pipeline.wait(STAGES - 2)  # this unit's copies of stage st are in …
+            sync_units()  # … and every unit's; stage st - 1 is no longer read
+        nxt = st + u32(STAGES - 1)  # the stage queued now, into the slot stage st - 1 left
+        slot = nxt % u32(STAGES)
+        t = nxt * u32(BK)
         cur = st % u32(STAGES)
         at_a = cur * u32(BM * SA) + a_rows
         at_b = cur * u32(BK * SB) + b_cols
-        _multiply(
-            sa, sb, at_a, at_b, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
-            c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
-            SA, SB, KT, TK, FM, FN,
-        )  # fmt: skip
+        after = (st + u32(1)) % u32(STAGES)
+        for s in unroll(range(KT)):
+            if PREFETCH:  # step s + 1's fragments (the next stage's first) into the other set
+                if s + 1 < KT:
+                    na = at_a + u32((s + 1) * TK)
+                    nb = at_b + u32((s + 1) * TK * SB)
+                else:
+                    na = after * u32(BM * SA) + a_rows
+                    nb = after * u32(BK * SB) + b_cols
+                if s % 2 == 0:
+                    _load_step(
+                        sa, sb, na, nb, ga0, ga1, ga2, ga3, gb0, gb1, gb2, gb3, SA, SB, FM, FN
+                    )  # fmt: skip
+                else:
+                    _load_step(
+                        sa, sb, na, nb, fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3, SA, SB, FM, FN
+                    )  # fmt: skip
+            else:
+                _multiply(
+                    sa, sb, at_a + u32(s * TK), at_b + u32(s * TK * SB),
+                    fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+                    c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+                    SA, SB, 1, TK, FM, FN,
+                )  # fmt: skip
+            # the copies of stage nxt go out between the products, not before the first
+            if s == 0 and nxt < stages:
+                _issue(a, sa, slot * u32(BM * SA), row0, t, m, k, BM, BK, SA, VA, UNITS, INTERIOR)
+            if s == B_STEP:
+                if nxt < stages:
+                    _issue(
+                        b, sb, slot * u32(BK * SB), t, col0, k, n, BK, BN, SB, VB, UNITS, INTERIOR
+                    )
+                if not PREFETCH:
+                    pipeline.commit()
+            if PREFETCH:
+                if s % 2 == 0:
+                    _products(
+                        fa0, fa1, fa2, fa3, fb0, fb1, fb2, fb3,
+                        c00, c01, c02, c03, c10, c11, c12, c13,
+                        c20, c21, c22, c23, c30, c31, c32, c33, FM, FN,
+                    )  # fmt: skip
+                else:
+                    _products(
+                        ga0, ga1, ga2, ga3, gb0, gb1, gb2, gb3,
+                        c00, c01, c02, c03, c10, c11, c12, c13,
+                        c20, c21, c22, c23, c30, c31, c32, c33, FM, FN,
+                    )  # fmt: skip
+                if s == KT - 2:
+                    pipeline.commit()
+                    pipeline.wait(STAGES - 2)  # stage st + 1 is in, for step KT - 1's loads;
+                    sync_units()  # stage st is read: the next iteration may overwrite it
         st += u32(1)
     pipeline.wait(0)
     r0 = row0 + pm * u32(FM * 16)

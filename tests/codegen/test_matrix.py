@@ -99,6 +99,11 @@ KERNELS = {
     ),
 }
 
+#: The pipelined candidates also built on a ragged product: the last of each loop's form.
+RAGGED_PIPELINED = (
+    PIPELINED_SHAPES[-1],
+    next(p for p in reversed(PIPELINED_SHAPES) if p[6]),
+)
 #: (m, n, k) every candidate is built for: interior (with lines) and ragged (without).
 PRODUCTS = {"interior": (256, 256, 256), "ragged": (100, 70, 33)}
 
@@ -122,10 +127,12 @@ def _candidate_sources():
                 defn = matmul_cmma.definition(In=elem, **spec)
                 yield pytest.param(defn, id=f"cmma-{shape}-{elem}-{product}")
             for pshape in PIPELINED_SHAPES if elem is Elem.BF16 else ():  # f16's code is alike
-                if product == "ragged" and pshape != PIPELINED_SHAPES[-1]:
-                    continue  # element-wide copies are slow to build: one of them is enough
+                if product == "ragged" and pshape not in RAGGED_PIPELINED:
+                    continue  # element-wide copies are slow to build: one of each loop is enough
                 stages = _pipelined_stages(pshape[:5], pshape[5], elem, optin)
-                spec = _pipelined_spec(pshape[:5], 32, stages, False, elem, m, n, k)
+                spec = _pipelined_spec(
+                    pshape[:5], 32, stages, False, elem, m, n, k, prefetch=pshape[6]
+                )
                 defn = matmul_pipelined.definition(In=elem, **spec)
                 yield pytest.param(defn, id=f"pipe-{pshape}-{elem}-{product}")
 
