@@ -180,6 +180,7 @@ class _Launcher:
         "read_args",
         "run",
         "struct",
+        "values_source",
     )
 
     def __init__(self, cubin: bytes, compiled: CompiledKernel, shared_optin: int) -> None:
