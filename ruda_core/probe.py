@@ -37,6 +37,9 @@ __all__ = ["PROBE_TIMEOUT_S", "Verdict", "forget_verdicts", "verdict"]
 
 #: How long the probe kernel may take to build, run and be read back.
 PROBE_TIMEOUT_S = 120.0
+#: Set in a probe's child process: a device its driver looks up while it opens (a driver that
+#: asks for the reference device, say) is probed there, in the child, not in a grandchild
+_CHILD_VARIABLE = "RUDA_PROBE_CHILD"
 _LENGTH = 64
 
 
@@ -101,7 +104,8 @@ def _run(runtime: type[Runtime], device: Hashable) -> Verdict:
 def _run_apart(backend: str, device: Hashable) -> Verdict:
     """:func:`_run` in a child process, which finds the device again through the backend's
     entry point; a child that dies before its verdict gives the way it died as the reason."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    path = os.pathsep.join(p for p in sys.path if p)
+    env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
     code = f"from ruda_core.probe import main; main({[backend, str(device)]!r})"
     command = [sys.executable, "-c", code]
     try:
@@ -166,6 +170,7 @@ def verdict(
         identity = None
     if identity is None:
         return _run(runtime, device)
+    apart = os.environ.get(_CHILD_VARIABLE) != "1"
     cache = DiskCache(CacheKind.PROBES)
     key = _key(backend, device, identity)
     stored = cache.get(key)
@@ -175,7 +180,7 @@ def verdict(
             return Verdict(bool(entry["usable"]), str(entry["reason"]))
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable entry is probed again and overwritten
-    found = _run_apart(backend, device)
+    found = _run_apart(backend, device) if apart else _run(runtime, device)
     record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
     cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
     return found
