@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -73,7 +74,7 @@ def _defined(values: np.ndarray, source: Elem, target: Elem) -> np.ndarray:
             info = np.iinfo(target.numpy)
             mask[k] = math.isfinite(v) and int(info.min) <= math.trunc(v) <= int(info.max)
         elif target.is_float and source is not Elem.BOOL:
-            limit = float(np.finfo(target.numpy).max)
+            limit = float(ml_dtypes.finfo(target.numpy).max)
             mask[k] = not (math.isfinite(float(v)) and abs(float(v)) > limit)
     return mask
 
