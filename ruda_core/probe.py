@@ -60,13 +60,18 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
 
 
-def _run(runtime: type[Runtime], device: Hashable) -> Verdict:
+def _run(
+    runtime: type[Runtime], device: Hashable, begin: Callable[[str], None] = lambda step: None
+) -> Verdict:
+    """Open ``device`` and run the probe kernels on it; ``begin(step)`` is called as each step
+    begins (the child reports it, for a verdict on a crash)."""
     from .ir import Elem
     from .lang import ArrayArg
     from .probe_kernel import ruda_probe, ruda_probe_wide
     from .runtime import RudaCount, RudaDim
 
     step = "the probe kernel"
+    begin(step)
     try:
         client = runtime.client(device)
         dim = max(1, min(32, client.properties().max_units_per_ruda))
@@ -77,6 +82,7 @@ def _run(runtime: type[Runtime], device: Hashable) -> Verdict:
         wide = None
         if np.array_equal(got, _expected()) and client.features().supports(Elem.U64):
             step = "the probe kernel on lines of eight u64"
+            begin(step)
             x = client.create_from_slice(np.arange(_LENGTH, dtype=np.uint64))
             out = client.empty(_LENGTH * 8)
             lines = _LENGTH // 8
@@ -114,17 +120,21 @@ def _run_apart(backend: str, device: Hashable) -> Verdict:
         )
     except subprocess.TimeoutExpired:
         return Verdict(False, f"the probe process did not finish within {PROBE_TIMEOUT_S:.0f} s")
-    for line in reversed(done.stdout.splitlines()):  # printed before any crash at exit
-        if line.startswith("{"):
-            entry = json.loads(line)
+    step = "loading the backend"
+    for line in done.stdout.splitlines():  # each line is printed before any crash
+        try:
+            entry = json.loads(line) if line.startswith("{") else {}
+        except ValueError:  # a driver's own output
+            continue
+        if "usable" in entry:
             return Verdict(bool(entry["usable"]), str(entry["reason"]))
+        step = str(entry.get("step", step))
     if done.returncode < 0:
         how = f"died of {signal.Signals(-done.returncode).name}"
     else:
         how = f"exited with status {done.returncode}"
-    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    said = [line for line in said if "error" in line.lower()] or said
-    return Verdict(False, f"the probe process {how}{f': {said[-1]}' if said else ''}")
+    said = [line.strip() for line in done.stderr.splitlines() if "error" in line.lower()]
+    return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -141,7 +151,7 @@ def main(argv: Sequence[str]) -> None:
         if device is None:
             found = Verdict(False, f"the probe process found no device {name} of {backend}")
         else:
-            found = _run(info.runtime, device)
+            found = _run(info.runtime, device, _report_step)
     print(json.dumps({"usable": found.usable, "reason": found.reason}), flush=True)
 
 
@@ -189,3 +199,7 @@ def verdict(
 def forget_verdicts() -> None:
     """Drop every stored verdict; the next enumeration probes every device again."""
     clear([CacheKind.PROBES])
+
+
+def _report_step(step: str) -> None:
+    print(json.dumps({"step": step}), flush=True)
