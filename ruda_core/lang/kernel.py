@@ -11,9 +11,11 @@ surface when the decorator runs; everything else at the first specialisation.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, SupportsIndex
 
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
@@ -105,6 +107,17 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<kernel {self.name}>"
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        """A kernel that an importable module defines at its top level pickles (for Dask and
+        other process pools) as a reference to it, never with its specialisations, launchers
+        and clients, which are made again where it is loaded; any other kernel pickles as an
+        object (cloudpickle carries its function), which works before its first launch."""
+        fn = self.fn
+        module = sys.modules.get(fn.__module__)
+        if fn.__module__ != "__main__" and getattr(module, fn.__qualname__, None) is self:
+            return (_defined_in, (fn.__module__, fn.__qualname__))
+        return super().__reduce_ex__(protocol)
 
     # -- specialisation ---------------------------------------------------------------------
 
@@ -437,6 +450,12 @@ def _argument_layout(
         else:
             layout.append((p.group, p.struct, (p.field,)))
     return tuple(layout)
+
+
+def _defined_in(module: str, name: str) -> Kernel:
+    """The kernel ``module.name`` (what a pickled module-level kernel loads as)."""
+    found: Kernel = getattr(importlib.import_module(module), name)
+    return found
 
 
 def kernel(fn: Callable[..., object]) -> Kernel:

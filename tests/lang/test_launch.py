@@ -1,6 +1,7 @@
 """Launch glue: argument binding and checks against a recording client, then real launches."""
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -248,6 +249,16 @@ def test_a_kernel_launched_before_keeps_every_check_and_keyword(cpu):
     np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), 3 * x + 1)
     scaled.launch(cpu, RudaCount(1), RudaDim(8), *args, np.float32(0.5))
     np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), x / 2)
+
+
+def test_a_launched_kernel_pickles_as_a_reference_to_its_module(cpu):
+    """A module-level kernel reaches another process (a Dask worker) as a reference, never
+    with its clients: pickling it after a launch works."""
+    x = np.arange(8, dtype=np.float32)
+    xh, yh = cpu.create_from_slice(x), cpu.empty(x.nbytes)
+    scaled.launch(cpu, RudaCount(1), RudaDim(8), ArrayArg(xh, 8), ArrayArg(yh, 8), 2.0)
+    assert len(pickle.dumps(scaled)) < 200
+    assert pickle.loads(pickle.dumps(scaled)) is scaled
 
 
 def test_tensor_kernel_runs_with_a_ruda_tensor(cpu):
