@@ -26,7 +26,6 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import LaunchConfigError
@@ -348,7 +347,7 @@ def _checked_converter(where: str, elem: Elem) -> Callable[[object], np.generic]
             return scalar_type(arg)  # type: ignore[no-any-return]  # a NumPy scalar type
 
         return to_int
-    limit = float(ml_dtypes.finfo(elem.numpy).max)
+    limit = float(np.finfo(elem.numpy).max)
 
     def to_float(arg: object) -> np.generic:
         if type(arg) not in (float, int) and not isinstance(arg, np.floating | np.integer):

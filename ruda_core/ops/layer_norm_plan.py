@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from ..ir import Elem, ExecutionMode
@@ -155,7 +154,7 @@ def _launch(
     task = KernelTask(kernel.definition(**spec))
     values = []
     for value, elem in scalars:
-        if elem.is_float and abs(value) > float(ml_dtypes.finfo(elem.numpy).max):
+        if elem.is_float and abs(value) > float(np.finfo(elem.numpy).max):
             raise LaunchConfigError(f"{task.name}: {value!r} overflows {elem}")
         values.append(elem.numpy.type(value))
     return Launch(task, count, dim, tuple(values), lengths)

@@ -119,7 +119,7 @@ def float_inputs(elem: Elem, random: int = 256, seed: int = 0) -> list[np.ndarra
     rng = np.random.default_rng(seed)
     scale = np.where(rng.random((3, random)) < 0.7, 10.0, 1000.0)
     extra = (rng.uniform(-1, 1, (3, random)) * scale).astype(dtype)
-    tiny = ml_dtypes.finfo(dtype).tiny
+    tiny = ml_dtypes.finfo(dtype).tiny  # type: ignore[no-untyped-call]  # np.finfo lacks bf16
     extra[np.abs(extra) < tiny] = 1
     a = np.array([p for p, _ in pairs], dtype=dtype)
     b = np.array([q for _, q in pairs], dtype=dtype)
