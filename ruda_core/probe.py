@@ -41,6 +41,8 @@ PROBE_TIMEOUT_S = 120.0
 #: asks for the reference device, say) is probed there, in the child, not in a grandchild
 _CHILD_VARIABLE = "RUDA_PROBE_CHILD"
 _LENGTH = 64
+#: the probe's steps, as reasons name them
+_FIRST, _WIDE = "the probe kernel", "the probe kernel on lines of eight u64"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,7 @@ def _run(
     from .probe_kernel import ruda_probe, ruda_probe_wide
     from .runtime import RudaCount, RudaDim
 
-    step = "the probe kernel"
+    step = _FIRST
     begin(step)
     try:
         client = runtime.client(device)
@@ -81,7 +83,7 @@ def _run(
         got = np.frombuffer(client.read_async([out]).result(PROBE_TIMEOUT_S)[0], np.uint32)
         wide = None
         if np.array_equal(got, _expected()) and client.features().supports(Elem.U64):
-            step = "the probe kernel on lines of eight u64"
+            step = _WIDE
             begin(step)
             x = client.create_from_slice(np.arange(_LENGTH, dtype=np.uint64))
             out = client.empty(_LENGTH * 8)
@@ -96,10 +98,10 @@ def _run(
         return Verdict(False, f"{step} did not finish within {PROBE_TIMEOUT_S:.0f} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
         reason = _one_line(exc)
-        return Verdict(False, reason if step == "the probe kernel" else f"{step}: {reason}")
+        return Verdict(False, reason if step == _FIRST else f"{step}: {reason}")
     for written, expected, what in (
-        (got, _expected(), "the probe kernel"),
-        (wide, _expected().astype(np.uint64), "the probe kernel on lines of eight u64"),
+        (got, _expected(), _FIRST),
+        (wide, _expected().astype(np.uint64), _WIDE),
     ):
         if written is not None and not np.array_equal(written, expected):
             wrong = int(np.count_nonzero(written != expected))
@@ -130,7 +132,10 @@ def _run_apart(backend: str, device: Hashable) -> Verdict:
             return Verdict(bool(entry["usable"]), str(entry["reason"]))
         step = str(entry.get("step", step))
     if done.returncode < 0:
-        how = f"died of {signal.Signals(-done.returncode).name}"
+        try:
+            how = f"died of {signal.Signals(-done.returncode).name}"
+        except ValueError:  # a signal Python has no name for
+            how = f"died of signal {-done.returncode}"
     else:
         how = f"exited with status {done.returncode}"
     said = [line.strip() for line in done.stderr.splitlines() if "error" in line.lower()]
