@@ -438,9 +438,9 @@ def _fast_path(
         f"{_tuple([f'n{k}' for k in arrays])}"
     )
     tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
-    body = (  # direct's, but for its slow paths and its last line
+    body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
-        + ("    kept, origin, table = held, held_origin, None\n" if arrays else "")
+        + ("    kept, origin, table = KEPT\n" if arrays else "")
         + "".join(f"    {line}\n" for line in borrowing)
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
@@ -453,7 +453,9 @@ def _fast_path(
         )
         + f"    return s(task, c, d, {lists})\n"
         "def direct(cl, c, d, args, held=None, held_origin=None):\n"
-        + body.replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
+        + body.replace("KEPT", "held, held_origin, None").replace(
+            "SLOW", "slow_direct(cl, c, d, args, held, held_origin)"
+        )
         + (f"    return {tail}\n" if arrays else f"    return run(c, d, {direct_lists})\n")
         # the entry: direct's body as the kernel's launch(), with the kernel's own launch as
         # every slow path; a launch refused while a capture is open (run() returns False, see
@@ -461,10 +463,11 @@ def _fast_path(
         + "def make_entry(general):\n"
         "    def launch(cl, c, d, *args, **comptime):\n"
         "        if comptime: return general(cl, c, d, *args, **comptime)\n"
-        "        held = held_origin = None\n"
         + "".join(
             f"    {line}\n"
-            for line in body.replace("SLOW", "general(cl, c, d, *args)").splitlines()
+            for line in body.replace("KEPT", "None, None, None")
+            .replace("SLOW", "general(cl, c, d, *args)")
+            .splitlines()
         )
         + (
             f"        if {tail} is False: general(cl, c, d, *args)\n"

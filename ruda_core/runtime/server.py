@@ -874,11 +874,14 @@ class ComputeServer(ABC):
                 poisoned = False
                 for b in bindings:  # the common case: ours, live, clean and last used here
                     s = b.slice
-                    if s.stream is not stream or s.error is not None or s.freed:
+                    if (
+                        s.stream is not stream
+                        or s.error is not None
+                        or s.freed
+                        or b.server_id != server_id
+                    ):  # anything else: the full checks, which raise, order or find poison
                         poisoned = self._use_bindings(stream, bindings)
                         break
-                    if b.server_id != server_id:
-                        poisoned = self._use_bindings(stream, bindings)  # raises
                 if kept is not None:  # _keep(), inlined; ordered before the launch
                     if producer is not None and producer not in stream.ordered_producers:
                         self._order_after_producer(stream, producer)
