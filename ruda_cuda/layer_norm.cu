@@ -1,7 +1,8 @@
 // ruda's native LayerNorm for CUDA: forward, input gradient with per-block weight and bias
-// partial sums, and the fixed-order reduction of those partials. Built by NVRTC per element type
-// and shape class; ruda_cuda/layer_norm_source.py appends one extern "C" entry point that
-// instantiates a template below. Nothing here checks arguments: the host plan
+// partial sums, and the fixed-order reduction of those partials (a kernel of its own, or the
+// last block of a small backward). Built by NVRTC per element type and shape class;
+// ruda_cuda/source_task.py appends one extern "C" entry point that instantiates a template
+// below. Nothing here checks arguments: the host plan
 // (ruda_cuda/layer_norm_plan.py) guarantees every access is in bounds.
 //
 // Layout. A row of `features` elements is cut into vectors of V elements (V divides features
@@ -292,11 +293,29 @@ __device__ __forceinline__ void backward(const T* __restrict__ x, const T* __res
     }
 }
 
-// grad_weight[j] and grad_bias[j] from `parts` rows of partial sums, in a fixed order: unit
-// (tx, ty) of a FINISH_X x FINISH_Y block adds the parts ty, ty + FINISH_Y, ... of column
-// blockIdx.x * FINISH_X + tx, then unit (tx, 0) adds the FINISH_Y results in ty order.
+// grad_weight[j] and grad_bias[j] from `parts` rows of partial sums, in a fixed order: the parts
+// y, y + FINISH_Y, ... are added for each y < FINISH_Y, then those FINISH_Y sums in y order.
+// finish() spreads this over a FINISH_X x FINISH_Y block (unit (tx, ty) adds the parts of
+// ty for column blockIdx.x * FINISH_X + tx, then unit (tx, 0) adds the FINISH_Y results);
+// backward_fused() runs it one column per thread. Both add the same values in the same order,
+// so a backward gives the same bits whichever of them reduces.
 constexpr int FINISH_X = 32;
 constexpr int FINISH_Y = 16;
+
+// The parts y, y + FINISH_Y, ... of column j, read through L2 (another block wrote them in
+// this launch, or the previous launch did).
+__device__ __forceinline__ void part_sums(const float* __restrict__ partial_weight,
+                                          const float* __restrict__ partial_bias, unsigned j,
+                                          unsigned y, unsigned features, unsigned parts,
+                                          float& a, float& b) {
+    a = 0.0f;
+    b = 0.0f;
+#pragma unroll 4
+    for (unsigned p = y; p < parts; p += FINISH_Y) {
+        a += __ldcg(partial_weight + (size_t)p * features + j);
+        b += __ldcg(partial_bias + (size_t)p * features + j);
+    }
+}
 
 template <typename T>
 __device__ __forceinline__ void finish(const float* __restrict__ partial_weight,
@@ -311,10 +330,7 @@ __device__ __forceinline__ void finish(const float* __restrict__ partial_weight,
     float a = 0.0f;
     float b = 0.0f;
     if (j < features) {
-        for (unsigned p = ty; p < parts; p += FINISH_Y) {
-            a += partial_weight[(size_t)p * features + j];
-            b += partial_bias[(size_t)p * features + j];
-        }
+        part_sums(partial_weight, partial_bias, j, ty, features, parts, a, b);
     }
     sw[ty][tx] = a;
     sb[ty][tx] = b;
@@ -329,6 +345,50 @@ __device__ __forceinline__ void finish(const float* __restrict__ partial_weight,
         }
         grad_weight[j] = from_float<T>(tw);
         grad_bias[j] = from_float<T>(tb);
+    }
+}
+
+// backward() and finish() in one launch, for backwards whose partial sums are few: every block
+// writes its partial row as backward() does, then takes a ticket from *counter; the block
+// that takes the last one adds the partial rows as finish() does and sets *counter back to 0
+// for the next launch. The host gives each stream a counter of its own, zero before the first
+// launch: launches on one stream run one after another, so no two launches share a counter.
+template <typename T, int V, int VPT, int ROW_WARPS, int ROWS>
+__device__ __forceinline__ void backward_fused(
+    const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ grad,
+    const float* __restrict__ mean, const float* __restrict__ rstd, T* __restrict__ grad_input,
+    float* __restrict__ partial_weight, float* __restrict__ partial_bias,
+    T* __restrict__ grad_weight, T* __restrict__ grad_bias, unsigned* __restrict__ counter,
+    unsigned rows, unsigned features) {
+    backward<T, V, VPT, ROW_WARPS, ROWS>(x, weight, grad, mean, rstd, grad_input, partial_weight,
+                                         partial_bias, rows, features);
+    __shared__ bool last;
+    __threadfence();  // this block's partial row, visible before its ticket
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) {
+        return;
+    }
+    __threadfence();
+    for (unsigned j = threadIdx.x; j < features; j += blockDim.x) {
+        float tw = 0.0f;
+        float tb = 0.0f;
+#pragma unroll
+        for (unsigned y = 0; y < FINISH_Y; ++y) {
+            float a;
+            float b;
+            part_sums(partial_weight, partial_bias, j, y, features, gridDim.x, a, b);
+            tw += a;
+            tb += b;
+        }
+        grad_weight[j] = from_float<T>(tw);
+        grad_bias[j] = from_float<T>(tb);
+    }
+    if (threadIdx.x == 0) {
+        *counter = 0u;
     }
 }
 

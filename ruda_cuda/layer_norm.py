@@ -6,24 +6,30 @@ They take operands already checked by :mod:`ruda_core.ops.layer_norm` and keep i
 that a :class:`~.layer_norm_plan.RowClass` covers run the kernels of ``layer_norm.cu``,
 enqueued on the client's stream in Checked mode (the source is trusted: every mode runs the
 same code); f64, and rows too wide to hold in registers, run the portable kernels
-(``portable_layer_norm``). The backward is two launches: the input gradient with one row of
-f32 weight and bias partial sums per block, then their reduction in a fixed order; the number
-of blocks depends only on ``rows``, the row class and the device's multiprocessor count, so the
-same inputs on the same device give the same bits. Returns at once; faults surface at the next
-sync or read, as for any launch. Imports no driver.
+(``portable_layer_norm``). The backward computes the input gradient with one row of f32 weight
+and bias partial sums per block, then reduces them in a fixed order: in a second launch, or,
+where the partial sums are few (:func:`~.layer_norm_plan.fuses`), in the last block of the same
+launch, which takes a ticket from a counter of the client's stream (one u32 per plan and stream
+value, zeroed when made and set back to 0 by each launch: launches on one stream do not
+overlap). While the server captures, a fused plan launches twice as well, since a captured
+launch may be replayed on another stream. Both ways add the same values in the same order,
+and the number of blocks depends only on ``rows``, the row class and the device's
+multiprocessor count, so the same inputs on the same device give the same bits. Returns at
+once; faults surface at the next sync or read, as for any launch. Imports no driver.
 
 Cost of a call: as the portable path does, the row class, grid, scalars and the layout of the
 one allocation holding a call's results (and the backward's partial sums) are planned once per
 (client, shape, element type, bias or not, epsilon, operand alignment modulo 16 bytes) and
 kept (:func:`forward_plan`, :func:`backward_plan`); a repeated call allocates once and
-enqueues the kept launches through the client's launchers.
+enqueues the kept launches through the client's launchers: one launch per call in each
+direction for small shapes, whose host cost is the call's.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 import numpy as np
@@ -31,7 +37,7 @@ import numpy as np
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import portable_layer_norm, portable_layer_norm_backward
 from ruda_core.ops.layer_norm_plan import ForwardPlan, Launch, Part, allocation, buffers
-from ruda_core.runtime import Binding, ComputeClient, RudaCount, RudaDim
+from ruda_core.runtime import Binding, ComputeClient, Handle, RudaCount, RudaDim
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 from .layer_norm_plan import (
@@ -39,9 +45,17 @@ from .layer_norm_plan import (
     backward_blocks,
     backward_class,
     forward_class,
+    fuses,
     vector_width,
 )
-from .layer_norm_tasks import ELEMS, FINISH_DIM, backward_task, finish_task, forward_task
+from .layer_norm_tasks import (
+    ELEMS,
+    FINISH_DIM,
+    backward_task,
+    finish_task,
+    forward_task,
+    fused_backward_task,
+)
 
 __all__ = [
     "BackwardPlan",
@@ -61,12 +75,16 @@ P = TypeVar("P", "ForwardPlan", "BackwardPlan")
 
 @dataclass(frozen=True, slots=True)
 class BackwardPlan:
-    """The native backward of one (shape, element type, alignment)."""
+    """The native backward of one (shape, element type, alignment); ``fused`` is its one-launch
+    form where :func:`~.layer_norm_plan.fuses` allows it."""
 
     nbytes: int
     parts: tuple[Part, ...]
     grads: Launch | None
     finish: Launch
+    fused: Launch | None = None
+    #: the fused launch's counter (one zeroed u32) per stream value, made at its first use
+    counters: dict[int, Handle] = field(default_factory=dict, compare=False)
 
     def run(
         self,
@@ -77,18 +95,34 @@ class BackwardPlan:
         mean: Binding,
         rstd: Binding,
     ) -> Outputs:
-        """Allocate the gradients and partial sums and enqueue the two launches with the
-        bindings of these operands' handles."""
+        """Allocate the gradients and partial sums and enqueue the launches with the bindings
+        of these operands' handles."""
         (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
+        gw, gb = grad_weight.handle.binding(), grad_bias.handle.binding()
+        fused = self.fused
+        if fused is not None and not client.server.capturing:
+            counter = self._counter(client)
+            bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
+            fused.enqueue(client, _CHECKED, [*bindings, gw, gb, counter])
+            return grad_input, grad_weight, grad_bias
         if self.grads is not None:
             bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
             self.grads.enqueue(client, _CHECKED, bindings)
-        finish = [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
-        self.finish.enqueue(client, _CHECKED, finish)
+        self.finish.enqueue(client, _CHECKED, [part_w, part_b, gw, gb])
         return grad_input, grad_weight, grad_bias
 
+    def _counter(self, client: ComputeClient) -> Binding:
+        """The binding of the fused launch's counter for the client's stream."""
+        stream = client.execution_stream().value
+        counter = self.counters.get(stream)
+        if counter is None:  # two threads of one stream may both make one: either serves
+            counter = self.counters[stream] = client.create_from_slice(_ZERO)
+        return counter.binding()
+
+
+_ZERO = np.zeros(1, np.uint32)
 
 #: Kept plans by (client, shape, element type, [bias or not, epsilon,] alignment); None: the
 #: key's calls run the portable kernels.
@@ -250,7 +284,12 @@ def backward_plan(
         (np.uint32(features), np.uint32(blocks if rows else 0)),
         (),
     )
-    return BackwardPlan(nbytes, parts, grads, finish)
+    fused = None
+    if grads is not None and fuses(blocks, features, row_class):
+        fused = Launch(
+            fused_backward_task(elem, row_class), grads.count, grads.dim, grads.scalars, ()
+        )
+    return BackwardPlan(nbytes, parts, grads, finish, fused)
 
 
 def _alignment(*bindings: Binding) -> int:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "BACKWARD_THREADS_PER_UNIT",
+    "FUSED_MAX_PARTS",
     "MAX_ELEMENTS_PER_THREAD",
     "VECTOR_NBYTES",
     "RowClass",
     "backward_blocks",
     "backward_class",
     "forward_class",
+    "fuses",
     "vector_width",
 ]
 
@@ -34,6 +36,10 @@ _MAX_BLOCK = 1024
 #: A backward thread holds two partial sums per element: with 1024 threads (64 registers each)
 #: it takes 16 elements at most.
 _MAX_BACKWARD_ELEMENTS = {1024: 16}
+#: The most partial sums of each of the weight and the bias that one thread of the last block of
+#: a fused backward adds (blocks x columns per thread): beyond it, the reduction by one block
+#: would take longer on the device than a launch of its own takes on the host.
+FUSED_MAX_PARTS = 64
 #: Threads per multiprocessor that the backward's blocks fill, at most (see
 #: :func:`backward_blocks`).
 BACKWARD_THREADS_PER_UNIT = 1024
@@ -158,3 +164,10 @@ def backward_blocks(rows: int, row_class: RowClass, compute_units: int) -> int:
     shape and the device only, so a device always adds the partial sums in the same order."""
     wave = compute_units * max(1, BACKWARD_THREADS_PER_UNIT // row_class.block_threads)
     return max(1, min(-(-rows // row_class.rows_per_block), wave))
+
+
+def fuses(blocks: int, features: int, row_class: RowClass) -> bool:
+    """Whether a backward of ``blocks`` blocks of ``row_class`` over rows of ``features`` is one
+    launch whose last block reduces the partial sums (see :data:`FUSED_MAX_PARTS`) rather than
+    two."""
+    return blocks * -(-features // row_class.block_threads) <= FUSED_MAX_PARTS

@@ -1,7 +1,7 @@
 """The native LayerNorm kernels as :class:`~.source_task.CudaSourceTask` values: one per element
-type and :class:`~.layer_norm_plan.RowClass` (forward, backward) or per element type (the
-weight and bias finish). Each is made once per process and built once per device by the server's
-kernel cache. Pure: imports no driver, launches nothing.
+type and :class:`~.layer_norm_plan.RowClass` (forward, backward, fused backward) or per element
+type (the weight and bias finish). Each is made once per process and built once per device by
+the server's kernel cache. Pure: imports no driver, launches nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ from ruda_core.ir import Elem, Param, ParamKind
 from .layer_norm_plan import RowClass
 from .source_task import CudaSourceTask
 
-__all__ = ["ELEMS", "FINISH_DIM", "backward_task", "finish_task", "forward_task", "library"]
+__all__ = [
+    "ELEMS",
+    "FINISH_DIM",
+    "backward_task",
+    "finish_task",
+    "forward_task",
+    "fused_backward_task",
+    "library",
+]
 
 #: Element types the native kernels take (f64 runs the portable kernels).
 ELEMS = frozenset({Elem.F32, Elem.F16, Elem.BF16})
@@ -73,12 +81,8 @@ def forward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
     return _task(name, template, params, row_class.block_threads)
 
 
-@functools.cache
-def backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
-    """``(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias; rows,
-    features)``: one row of f32 partial sums per block."""
-    name, template = _instance("backward", elem, row_class)
-    params = [
+def _backward_params(elem: Elem) -> list[Param]:
+    return [
         _array(0, "x", elem),
         _array(1, "weight", elem),
         _array(2, "grad", elem),
@@ -87,8 +91,33 @@ def backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
         _array(5, "grad_input", elem, written=True),
         _array(6, "partial_weight", Elem.F32, written=True),
         _array(7, "partial_bias", Elem.F32, written=True),
-        _scalar(8, "rows", Elem.U32),
-        _scalar(9, "features", Elem.U32),
+    ]
+
+
+@functools.cache
+def backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
+    """``(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias; rows,
+    features)``: one row of f32 partial sums per block."""
+    name, template = _instance("backward", elem, row_class)
+    params = _backward_params(elem)
+    params += [_scalar(8, "rows", Elem.U32), _scalar(9, "features", Elem.U32)]
+    return _task(name, template, params, row_class.block_threads)
+
+
+@functools.cache
+def fused_backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
+    """``(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias, grad_weight,
+    grad_bias, counter; rows, features)``: :func:`backward_task` and :func:`finish_task` in one
+    launch, the last block to finish reducing the partial rows; ``counter`` (one u32) is 0
+    before the launch and again after it, and no other launch may use it meanwhile."""
+    name, template = _instance("backward_fused", elem, row_class)
+    params = _backward_params(elem)
+    params += [
+        _array(8, "grad_weight", elem, written=True),
+        _array(9, "grad_bias", elem, written=True),
+        _array(10, "counter", Elem.U32, written=True),
+        _scalar(11, "rows", Elem.U32),
+        _scalar(12, "features", Elem.U32),
     ]
     return _task(name, template, params, row_class.block_threads)
 

@@ -2,13 +2,17 @@
 results match the float64 reference within
 :data:`ruda_core.testing.layer_norm_reference.TOLERANCE` for f32, f16 and bf16 (f64 runs the
 portable kernels) on the benchmark's shapes and on widths that are not a multiple of a vector,
-and their gradients are the same bits on every run.
+and their gradients are the same bits on every run; a small backward is one launch, with the
+bits of the two-launch form, on several streams at once.
 
 Skips, saying why, without CuPy or a CUDA device (``RUDA_REQUIRE=cuda`` makes that a failure).
 Run on a GPU machine: ``pytest tests/cuda/test_native_layer_norm.py``.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -24,6 +28,7 @@ from ruda_core.testing.layer_norm_reference import (
     reference,
     upload,
 )
+from ruda_cuda.layer_norm import backward_plan
 
 ELEMS = [Elem.F32, Elem.F16, Elem.BF16, Elem.F64]
 #: benchmarks/layer_norm.py's shapes
@@ -31,6 +36,8 @@ BENCHMARK_SHAPES = [(8192, 1024), (8192, 4096), (4096, 16384)]
 #: widths that are not a multiple of a vector, or of a warp, or beyond the backward's
 #: register rows (16385 runs the portable backward)
 ODD_SHAPES = [(5, 1), (9, 7), (40, 33), (70, 1000), (11, 4097), (6, 16385)]
+#: backwards few enough partial sums to reduce in the last block of their one launch
+FUSED_SHAPES = [(1, 32), (9, 7), (64, 256), (128, 256), (100, 200)]
 NATIVE = "ruda_layer_norm_"
 NAMES = ("grad_input", "grad_weight", "grad_bias")
 
@@ -152,3 +159,53 @@ def test_gradients_are_the_same_bits_every_run(cuda, elem, shape):
     second = [download(cuda, b) for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)]
     for name, a, b in zip(NAMES, first, second, strict=True):
         assert a.tobytes() == b.tobytes(), name
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.BF16], ids=str)
+@pytest.mark.parametrize("shape", FUSED_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_small_backward_is_one_launch_with_the_bits_of_two(cuda, elem, shape):
+    case = make_case(shape, elem.numpy, seed=5)
+    expected = reference(case)
+    x, w, dy = upload(cuda, case.x), upload(cuda, case.weight), upload(cuda, case.grad)
+    _, mean, rstd = layer_norm(cuda, x, w, upload(cuda, case.bias))
+    grads, kernels = _kernels(cuda, lambda: layer_norm_backward(cuda, x, w, dy, mean, rstd))
+    assert len(kernels) == 1 and kernels[0].startswith(f"{NATIVE}backward_fused_"), kernels
+    fused = [download(cuda, b).copy() for b in grads]
+    wanted = (expected.grad_input, expected.grad_weight, expected.grad_bias)
+    for name, got, want in zip(NAMES, fused, wanted, strict=True):
+        assert_close(name, got, want, TOLERANCE[elem])
+    plan = backward_plan(shape, elem, 0, cuda.properties().compute_units)
+    assert plan is not None and plan.fused is not None
+    bindings = [b.handle.binding() for b in (x, w, dy, mean, rstd)]
+    two = dataclasses.replace(plan, fused=None).run(cuda, *bindings)
+    for name, a, b in zip(NAMES, fused, two, strict=True):
+        assert a.tobytes() == download(cuda, b).tobytes(), name
+
+
+def test_fused_backwards_on_several_streams_at_once_are_exact(cuda):
+    """Each stream has its own counter: threads (each on its own stream) running the same
+    small backward at once get the bits of one run alone, call after call."""
+    cases = [make_case((64, 256), np.float32, seed=10 + k) for k in range(4)]
+    operands = []
+    for case in cases:
+        x, w, dy = upload(cuda, case.x), upload(cuda, case.weight), upload(cuda, case.grad)
+        _, mean, rstd = layer_norm(cuda, x, w)
+        operands.append((x, w, dy, mean, rstd))
+    alone = [
+        [download(cuda, b).copy() for b in layer_norm_backward(cuda, *ops)] for ops in operands
+    ]
+    failures: list[str] = []
+
+    def work(k: int) -> None:
+        for call in range(50):
+            grads = layer_norm_backward(cuda, *operands[k])
+            for name, buf, want in zip(NAMES, grads, alone[k], strict=True):
+                if download(cuda, buf).tobytes() != want.tobytes():
+                    failures.append(f"thread {k}, call {call}: {name}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:5]
