@@ -348,18 +348,22 @@ __device__ __forceinline__ void finish(const float* __restrict__ partial_weight,
     }
 }
 
-// backward() and finish() in one launch, for backwards whose partial sums are few: every block
-// writes its partial row as backward() does, then takes a ticket from *counter; the block
-// that takes the last one adds the partial rows as finish() does and sets *counter back to 0
-// for the next launch. The host gives each stream a counter of its own, zero before the first
-// launch: launches on one stream run one after another, so no two launches share a counter.
+// backward() and finish() in one launch, for backwards whose partial sums are few. `scratch`
+// holds the partial rows of the weight, then those of the bias, then a u32 ticket counter.
+// Every block writes its partial row as backward() does, then takes a ticket; the block that
+// takes the last one adds the partial rows as finish() does and sets the counter back to 0
+// for the next launch. The host gives each stream a scratch of its own, zeroed when made:
+// launches on one stream run one after another, so no two launches share one.
 template <typename T, int V, int VPT, int ROW_WARPS, int ROWS>
 __device__ __forceinline__ void backward_fused(
     const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ grad,
     const float* __restrict__ mean, const float* __restrict__ rstd, T* __restrict__ grad_input,
-    float* __restrict__ partial_weight, float* __restrict__ partial_bias,
-    T* __restrict__ grad_weight, T* __restrict__ grad_bias, unsigned* __restrict__ counter,
+    T* __restrict__ grad_weight, T* __restrict__ grad_bias, float* __restrict__ scratch,
     unsigned rows, unsigned features) {
+    const size_t parts = (size_t)gridDim.x * features;
+    float* partial_weight = scratch;
+    float* partial_bias = scratch + parts;
+    unsigned* counter = reinterpret_cast<unsigned*>(scratch + 2 * parts);
     backward<T, V, VPT, ROW_WARPS, ROWS>(x, weight, grad, mean, rstd, grad_input, partial_weight,
                                          partial_bias, rows, features);
     __shared__ bool last;

@@ -6,16 +6,19 @@ They take operands already checked by :mod:`ruda_core.ops.layer_norm` and keep i
 that a :class:`~.layer_norm_plan.RowClass` covers run the kernels of ``layer_norm.cu``,
 enqueued on the client's stream in Checked mode (the source is trusted: every mode runs the
 same code); f64, and rows too wide to hold in registers, run the portable kernels
-(``portable_layer_norm``). The backward computes the input gradient with one row of f32 weight
-and bias partial sums per block, then reduces them in a fixed order: in a second launch, or,
-where the partial sums are few (:func:`~.layer_norm_plan.fuses`), in the last block of the same
-launch, which takes a ticket from a counter of the client's stream (one u32 per plan and stream
-value, zeroed when made and set back to 0 by each launch: launches on one stream do not
-overlap). While the server captures, a fused plan launches twice as well, since a captured
-launch may be replayed on another stream. Both ways add the same values in the same order,
-and the number of blocks depends only on ``rows``, the row class and the device's
-multiprocessor count, so the same inputs on the same device give the same bits. Returns at
-once; faults surface at the next sync or read, as for any launch. Imports no driver.
+(``portable_layer_norm``).
+
+The backward computes the input gradient with one row of f32 weight and bias partial sums per
+block, then reduces those rows in a fixed order: in a second launch or, where they are few
+(:func:`~.layer_norm_plan.fuses`), in the last block of the same launch to finish, found by a
+ticket counter. That one launch keeps its partial sums and counter in a scratch of the plan's
+per stream value (zeroed when made; each launch sets the counter back to 0, and launches on
+one stream do not overlap), so its call allocates the results alone. While the server
+captures, the two launches run instead, since a captured launch may be replayed on another
+stream. Both forms add the same values in the same order, and the number of blocks depends
+only on ``rows``, the row class and the device's multiprocessor count, so the same inputs on
+the same device give the same bits. Returns at once; faults surface at the next sync or read,
+as for any launch. Imports no driver.
 
 Cost of a call: as the portable path does, the row class, grid, scalars and the layout of the
 one allocation holding a call's results (and the backward's partial sums) are planned once per
@@ -55,6 +58,7 @@ from .layer_norm_tasks import (
     finish_task,
     forward_task,
     fused_backward_task,
+    scratch_nbytes,
 )
 
 __all__ = [
@@ -75,16 +79,20 @@ P = TypeVar("P", "ForwardPlan", "BackwardPlan")
 
 @dataclass(frozen=True, slots=True)
 class BackwardPlan:
-    """The native backward of one (shape, element type, alignment); ``fused`` is its one-launch
-    form where :func:`~.layer_norm_plan.fuses` allows it."""
+    """The native backward of one (shape, element type, alignment): the two-launch form, whose
+    call allocates its results and partial sums as ``parts``, and, where
+    :func:`~.layer_norm_plan.fuses` allows it, the one-launch form, whose call allocates its
+    results alone (``fused_nbytes``, the first three parts)."""
 
     nbytes: int
     parts: tuple[Part, ...]
     grads: Launch | None
     finish: Launch
     fused: Launch | None = None
-    #: the fused launch's counter (one zeroed u32) per stream value, made at its first use
-    counters: dict[int, Handle] = field(default_factory=dict, compare=False)
+    fused_nbytes: int = 0
+    scratch_nbytes: int = 0
+    #: the fused launch's scratch per stream value, made at its first use there
+    scratches: dict[int, Handle] = field(default_factory=dict, compare=False)
 
     def run(
         self,
@@ -95,34 +103,45 @@ class BackwardPlan:
         mean: Binding,
         rstd: Binding,
     ) -> Outputs:
-        """Allocate the gradients and partial sums and enqueue the launches with the bindings
-        of these operands' handles."""
+        """Allocate the gradients (and the partial sums of two launches) and enqueue the
+        launches with the bindings of these operands' handles."""
+        fused = self.fused
+        if fused is not None and not client.server.capturing:
+            (grad_input, grad_weight, grad_bias), _ = buffers(
+                client, self.fused_nbytes, self.parts[:3]
+            )
+            bindings = [
+                x,
+                w,
+                g,
+                mean,
+                rstd,
+                grad_input.handle.binding(),
+                grad_weight.handle.binding(),
+                grad_bias.handle.binding(),
+                self._scratch(client),
+            ]
+            fused.enqueue(client, _CHECKED, bindings)
+            return grad_input, grad_weight, grad_bias
         (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
-        gw, gb = grad_weight.handle.binding(), grad_bias.handle.binding()
-        fused = self.fused
-        if fused is not None and not client.server.capturing:
-            counter = self._counter(client)
-            bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
-            fused.enqueue(client, _CHECKED, [*bindings, gw, gb, counter])
-            return grad_input, grad_weight, grad_bias
         if self.grads is not None:
             bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
             self.grads.enqueue(client, _CHECKED, bindings)
-        self.finish.enqueue(client, _CHECKED, [part_w, part_b, gw, gb])
+        finish = [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
+        self.finish.enqueue(client, _CHECKED, finish)
         return grad_input, grad_weight, grad_bias
 
-    def _counter(self, client: ComputeClient) -> Binding:
-        """The binding of the fused launch's counter for the client's stream."""
+    def _scratch(self, client: ComputeClient) -> Binding:
+        """The binding of the fused launch's scratch for the client's stream."""
         stream = client.execution_stream().value
-        counter = self.counters.get(stream)
-        if counter is None:  # two threads of one stream may both make one: either serves
-            counter = self.counters[stream] = client.create_from_slice(_ZERO)
-        return counter.binding()
+        scratch = self.scratches.get(stream)
+        if scratch is None:  # two threads of one stream may both make one: either serves
+            zeros = np.zeros(self.scratch_nbytes, np.uint8)
+            scratch = self.scratches[stream] = client.create_from_slice(zeros)
+        return scratch.binding()
 
-
-_ZERO = np.zeros(1, np.uint32)
 
 #: Kept plans by (client, shape, element type, [bias or not, epsilon,] alignment); None: the
 #: key's calls run the portable kernels.
@@ -284,12 +303,12 @@ def backward_plan(
         (np.uint32(features), np.uint32(blocks if rows else 0)),
         (),
     )
-    fused = None
-    if grads is not None and fuses(blocks, features, row_class):
-        fused = Launch(
-            fused_backward_task(elem, row_class), grads.count, grads.dim, grads.scalars, ()
-        )
-    return BackwardPlan(nbytes, parts, grads, finish, fused)
+    if grads is None or not fuses(blocks, features, row_class):
+        return BackwardPlan(nbytes, parts, grads, finish)
+    fused = Launch(fused_backward_task(elem, row_class), grads.count, grads.dim, grads.scalars, ())
+    fused_nbytes = parts[3].start  # the results' parts, each 256-byte aligned, come first
+    scratch = scratch_nbytes(blocks, features)
+    return BackwardPlan(nbytes, parts, grads, finish, fused, fused_nbytes, scratch)
 
 
 def _alignment(*bindings: Binding) -> int:

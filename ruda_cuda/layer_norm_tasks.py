@@ -22,6 +22,7 @@ __all__ = [
     "forward_task",
     "fused_backward_task",
     "library",
+    "scratch_nbytes",
 ]
 
 #: Element types the native kernels take (f64 runs the portable kernels).
@@ -82,6 +83,7 @@ def forward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
 
 
 def _backward_params(elem: Elem) -> list[Param]:
+    """The operands and the input gradient of both forms of the backward."""
     return [
         _array(0, "x", elem),
         _array(1, "weight", elem),
@@ -89,8 +91,6 @@ def _backward_params(elem: Elem) -> list[Param]:
         _array(3, "mean", Elem.F32),
         _array(4, "rstd", Elem.F32),
         _array(5, "grad_input", elem, written=True),
-        _array(6, "partial_weight", Elem.F32, written=True),
-        _array(7, "partial_bias", Elem.F32, written=True),
     ]
 
 
@@ -99,27 +99,38 @@ def backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
     """``(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias; rows,
     features)``: one row of f32 partial sums per block."""
     name, template = _instance("backward", elem, row_class)
-    params = _backward_params(elem)
-    params += [_scalar(8, "rows", Elem.U32), _scalar(9, "features", Elem.U32)]
+    params = [
+        *_backward_params(elem),
+        _array(6, "partial_weight", Elem.F32, written=True),
+        _array(7, "partial_bias", Elem.F32, written=True),
+        _scalar(8, "rows", Elem.U32),
+        _scalar(9, "features", Elem.U32),
+    ]
     return _task(name, template, params, row_class.block_threads)
 
 
 @functools.cache
 def fused_backward_task(elem: Elem, row_class: RowClass) -> CudaSourceTask:
-    """``(x, weight, grad, mean, rstd, grad_input, partial_weight, partial_bias, grad_weight,
-    grad_bias, counter; rows, features)``: :func:`backward_task` and :func:`finish_task` in one
-    launch, the last block to finish reducing the partial rows; ``counter`` (one u32) is 0
-    before the launch and again after it, and no other launch may use it meanwhile."""
+    """``(x, weight, grad, mean, rstd, grad_input, grad_weight, grad_bias, scratch; rows,
+    features)``: :func:`backward_task` and :func:`finish_task` in one launch, the last block to
+    finish reducing the partial rows. ``scratch`` holds ``2 * blocks * features`` f32 partial
+    sums and then a u32 counter that is 0 before the launch and again after it; no other
+    launch may use it meanwhile (:func:`scratch_nbytes`)."""
     name, template = _instance("backward_fused", elem, row_class)
-    params = _backward_params(elem)
-    params += [
-        _array(8, "grad_weight", elem, written=True),
-        _array(9, "grad_bias", elem, written=True),
-        _array(10, "counter", Elem.U32, written=True),
-        _scalar(11, "rows", Elem.U32),
-        _scalar(12, "features", Elem.U32),
+    params = [
+        *_backward_params(elem),
+        _array(6, "grad_weight", elem, written=True),
+        _array(7, "grad_bias", elem, written=True),
+        _array(8, "scratch", Elem.F32, written=True),
+        _scalar(9, "rows", Elem.U32),
+        _scalar(10, "features", Elem.U32),
     ]
     return _task(name, template, params, row_class.block_threads)
+
+
+def scratch_nbytes(blocks: int, features: int) -> int:
+    """Bytes of a fused backward's scratch: the partial rows and the counter."""
+    return (2 * blocks * features + 1) * 4
 
 
 @functools.cache
