@@ -353,7 +353,7 @@ __device__ __forceinline__ void finish(const float* __restrict__ partial_weight,
 // Every block writes its partial row as backward() does, then takes a ticket; the block that
 // takes the last one adds the partial rows as finish() does and sets the counter back to 0
 // for the next launch. The host gives each stream a scratch of its own, zeroed when made:
-// launches on one stream run one after another, so no two launches share one.
+// launches on one stream run one after another, so no two running launches share one.
 template <typename T, int V, int VPT, int ROW_WARPS, int ROWS>
 __device__ __forceinline__ void backward_fused(
     const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ grad,

@@ -13,12 +13,12 @@ block, then reduces those rows in a fixed order: in a second launch or, where th
 (:func:`~.layer_norm_plan.fuses`), in the last block of the same launch to finish, found by a
 ticket counter. That one launch keeps its partial sums and counter in a scratch of the plan's
 per stream value (zeroed when made; each launch sets the counter back to 0, and launches on
-one stream do not overlap), so its call allocates the results alone. While the server
-captures, the two launches run instead, since a captured launch may be replayed on another
-stream. Both forms add the same values in the same order, and the number of blocks depends
-only on ``rows``, the row class and the device's multiprocessor count, so the same inputs on
-the same device give the same bits. Returns at once; faults surface at the next sync or read,
-as for any launch. Imports no driver.
+one stream do not overlap), so its call allocates the results alone. No capture records it
+(a capture refuses the call's allocation), so it never runs on a stream other than the one
+its scratch was made for. Both forms add the same values in the same order, and the number
+of blocks depends only on ``rows``, the row class and the device's multiprocessor count, so
+the same inputs on the same device give the same bits. Returns at once; faults surface at the
+next sync or read, as for any launch. Imports no driver.
 
 Cost of a call: as the portable path does, the row class, grid, scalars and the layout of the
 one allocation holding a call's results (and the backward's partial sums) are planned once per
@@ -106,7 +106,7 @@ class BackwardPlan:
         """Allocate the gradients (and the partial sums of two launches) and enqueue the
         launches with the bindings of these operands' handles."""
         fused = self.fused
-        if fused is not None and not client.server.capturing:
+        if fused is not None:
             (grad_input, grad_weight, grad_bias), _ = buffers(
                 client, self.fused_nbytes, self.parts[:3]
             )

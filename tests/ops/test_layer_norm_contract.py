@@ -18,6 +18,7 @@ from ruda_core.ops import layer_norm, layer_norm_backward, portable_layer_norm
 from ruda_core.ops.geometry import HeldGeometry, RowGeometry, held_geometry, row_geometry
 from ruda_core.runtime import (
     BoundsCheckMode,
+    CaptureError,
     ComputeClient,
     DeviceId,
     Feature,
@@ -194,6 +195,24 @@ def test_no_rows(client):
     assert grads[0].shape == (0, 5)
     np.testing.assert_array_equal(download(client, grads[1]), np.zeros(5, np.float32))
     np.testing.assert_array_equal(download(client, grads[2]), np.zeros(5, np.float32))
+
+
+def test_a_call_inside_a_capture_is_refused(client):
+    """A capture records launches and copies only: a call, which allocates its results, is
+    refused before anything is enqueued, planned or not (so no replay ever runs one)."""
+    case = make_case((4, 32), np.float32, seed=9)
+    x, w, dy = upload(client, case.x), upload(client, case.weight), upload(client, case.grad)
+    out, mean, rstd = layer_norm(client, x, w)
+    layer_norm_backward(client, x, w, dy, mean, rstd)
+    for call in (
+        lambda: layer_norm(client, x, w),
+        lambda: layer_norm_backward(client, x, w, dy, mean, rstd),
+    ):
+        with pytest.raises(CaptureError, match="being captured"), client.capture():
+            call()
+    np.testing.assert_allclose(
+        download(client, layer_norm(client, x, w)[0]), download(client, out), rtol=0, atol=0
+    )
 
 
 def _check_both_directions(client, shape, seed):
