@@ -23,9 +23,17 @@ from ruda_cuda.layer_norm_plan import (
     backward_blocks,
     backward_class,
     forward_class,
+    fuses,
     vector_width,
 )
-from ruda_cuda.layer_norm_tasks import ELEMS, backward_task, finish_task, forward_task
+from ruda_cuda.layer_norm_tasks import (
+    ELEMS,
+    backward_task,
+    finish_task,
+    forward_task,
+    fused_backward_task,
+    scratch_nbytes,
+)
 
 from .test_compile import _nvrtc_compile
 
@@ -53,8 +61,11 @@ def test_native_kernels_compile_for_sm90(elem: Elem, width: int) -> None:
     for direction, row_class in _classes(width, elem):
         if row_class is None:
             continue
-        task = (forward_task if direction == "forward" else backward_task)(elem, row_class)
-        _build(task)
+        if direction == "forward":
+            _build(forward_task(elem, row_class))
+        else:
+            _build(backward_task(elem, row_class))
+            _build(fused_backward_task(elem, row_class))
     _build(finish_task(elem))
 
 
@@ -169,6 +180,30 @@ def test_the_kept_plans_cover_the_rows_and_lay_out_the_results(
     assert all(p.start % 256 == 0 for p in backward.parts)
     assert (backward.grads is None) == (rows == 0)
     assert int(backward.finish.scalars[1]) == (blocks if rows else 0)
+    row_class = backward_class(features, vector_width(features, elem.nbytes, [0]))
+    fused = backward.fused
+    assert (fused is not None) == (rows > 0 and fuses(blocks, features, row_class))
+    if fused is not None and backward.grads is not None:
+        assert fused.task is fused_backward_task(elem, row_class)
+        assert (fused.count, fused.dim, fused.scalars) == (
+            backward.grads.count,
+            backward.grads.dim,
+            backward.grads.scalars,
+        )
+        assert backward.fused_nbytes == backward.parts[3].start >= backward.parts[2].end
+        assert backward.scratch_nbytes == scratch_nbytes(blocks, features)
+
+
+def test_small_backwards_fuse_and_large_ones_do_not() -> None:
+    """One launch where the last block adds few partial sums per thread (the host-bound
+    shapes), two where one block would add many (the bandwidth-bound ones)."""
+    for elem in ELEMS:
+        for shape in [(1, 7), (64, 256), (128, 256)]:
+            plan = native_backward_plan(shape, elem, 0, compute_units=132)
+            assert plan is not None and plan.fused is not None, (elem, shape)
+        for shape in [(64, 1024), (8192, 1024), (8192, 4096)]:
+            plan = native_backward_plan(shape, elem, 0, compute_units=132)
+            assert plan is not None and plan.fused is None, (elem, shape)
 
 
 def test_plans_follow_the_alignment_and_leave_the_rest_to_the_portable_kernels() -> None:
