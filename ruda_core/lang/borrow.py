@@ -13,6 +13,25 @@ left to the import, which orders each. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
 this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
 left to the DLPack import of :mod:`.foreign`.
+
+A launch whose ``Array`` arguments are all exactly ``torch.Tensor`` (no subclass: one may
+override its accessors) is checked in one C++ call instead of five accessors per tensor (with
+the ``data_ptr()`` it still reads, about half their time). Its launch site keeps, per client, a
+bounded table from the tensors' ``data_ptr()`` values to the bindings, lengths and origin that
+lending them one by one gave (so every check made when an entry is built still holds), each
+with a guard of the tensors' layouts: torch's ``TensorGuards`` (``torch._C._dynamo.guards``,
+the check behind ``torch.compile``'s guards), which compares type, dispatch keys, dtype, device
+index, ``requires_grad``, sizes and strides with those of the tensors it was made from, so
+``t.data = other``, a resize or another view at the same address misses. A guard per entry
+lets tensors of several layouts take turns at one launch site (an optimizer's step over
+parameters of many shapes) without making guards again, and a few layouts at the same
+addresses (views of one buffer) stay remembered behind each other. A tensor passed twice (an
+in-place launch) is checked once and the repeat by identity, as the guard refuses a repeated
+tensor. A miss takes the per-tensor path, which then remembers the tensors; an entry is one
+tuple set in one assignment, so a launch on another thread sees the old entry or the new one,
+with no lock. The guard is a private torch API: it is used only where it is found, once, to
+accept the tensors it was made from and to refuse tensors of another size, stride or dtype
+(:func:`_tensor_guards`); elsewhere every launch takes the per-tensor path.
 """
 
 from __future__ import annotations
@@ -40,10 +59,12 @@ __all__ = [
     "Borrowed",
     "Origin",
     "borrow_arguments",
+    "guarded_types",
     "lend",
     "lend_torch",
     "lenders",
     "lent_tables",
+    "remember_tensors",
 ]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
@@ -64,6 +85,16 @@ _entries: dict[tuple[object, ...], object] = {}
 #: :data:`TORCH_KEY`; bounded as above)
 lent_tables: dict[object, dict[tuple[Any, ...], Lent]] = {}
 _readers: dict[type, Callable[[Any], Reading] | None] = {}
+#: the types a launch may check with a guard (see :func:`remember_tensors`), with the guard's
+#: type: ``torch.Tensor`` once a tensor has been seen and torch's guards work as this module
+#: expects; no subclass, as a subclass may override what its accessors return
+guarded_types: dict[type, Any] = {}
+#: a guarded launch's remembered tensors: a guard over their layouts, then per ``Array``
+#: argument its binding and length, then the launch's origin, then the entry of another layout
+#: at the same addresses (or None)
+Guarded = tuple[Any, ...]
+#: layouts remembered at the same addresses (entries behind each other; the newest first)
+_MAX_LAYOUTS = 4
 _MISSING: Any = object()
 #: ruda's own argument types, which a launch binds without borrowing
 _OWN = frozenset(OWN_TYPES)
@@ -141,6 +172,9 @@ def _reader(kind: type) -> Callable[[Any], Reading] | None:
         reader = _read_numpy
     elif torch is not None and issubclass(kind, torch.Tensor):
         reader = _read_torch
+        guards = _tensor_guards(torch)
+        if guards is not None:
+            guarded_types[torch.Tensor] = guards
     elif cupy is not None and issubclass(kind, cupy.ndarray):
         reader = _read_cupy
     _readers[kind] = reader  # an array of a library exists only once the library is imported
@@ -325,3 +359,71 @@ def borrow_arguments(
     if converted is None:
         return None
     return tuple(converted), owners, origin
+
+
+@functools.cache
+def _tensor_guards(torch: Any) -> Any:
+    """torch's ``TensorGuards``, or None where it is missing or behaves otherwise than
+    :func:`remember_tensors` needs. Made with ``dynamic_dims_sizes=None`` and
+    ``dynamic_dims_strides=None`` it takes the sizes and strides of the tensors it is made from
+    (an entry of None in a list would accept any size: never used here)."""
+    try:
+        guards = torch._C._dynamo.guards.TensorGuards
+        a, b = torch.zeros(4), torch.zeros(2, 3)
+        guard = guards(a, b, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        others = ((torch.zeros(5), b), (a, torch.zeros(3, 2).t()), (a.double(), b))
+        works = guard.check(a, b) is True and not any(guard.check(*o) for o in others)
+    except Exception:  # a private API: any failure means "do not use it"
+        return None
+    return guards if works else None
+
+
+def remember_tensors(
+    tables: dict[object, dict[tuple[int, ...], Guarded]],
+    client: object,
+    key: tuple[int, ...],
+    tensors: tuple[Any, ...],
+    lent: tuple[Any, ...],
+) -> None:
+    """Remember what lending ``tensors`` (of :data:`guarded_types`, one per ``Array`` argument
+    of a launch site whose tables are ``tables``) one by one gave for a launch on ``client``:
+    ``lent``, each tensor's binding and length and then the origin, under ``key``, the
+    tensors' ``data_ptr()`` values, behind a guard of their layouts. A later launch there with
+    tensors at the same addresses that the guard accepts may use ``lent`` as it is. The entries
+    of other layouts at these addresses (views of the same memory taking turns) stay behind
+    the new one, up to :data:`_MAX_LAYOUTS` in all; one more drops them all (a walk of a few
+    tuples: cheaper than trimming the oldest, and as good for layouts that come in turn)."""
+    make = guarded_types[type(tensors[0])]
+    if len({*map(id, tensors)}) == len(tensors):
+        guard = make(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        check = guard.check
+    else:  # a tensor passed twice: the guard takes each once
+        ids = list(map(id, tensors))
+        firsts = tuple(map(ids.index, ids))
+        distinct = [t for k, t in enumerate(tensors) if firsts[k] == k]
+        guard = make(*distinct, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        check = _repeats(firsts)(guard.check)
+    table = tables.get(client)
+    if table is None or len(table) >= _MAX_ENTRIES:
+        if len(tables) >= _MAX_CLIENTS:
+            tables.clear()
+        table = tables[client] = {}
+    before = behind = table.get(key)
+    layouts = 1
+    while behind is not None:
+        behind, layouts = behind[-1], layouts + 1
+    table[key] = (check, *lent, before if layouts <= _MAX_LAYOUTS else None)
+
+
+@functools.cache
+def _repeats(firsts: tuple[int, ...]) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    """A guard's check wrapped for a launch whose tensor ``k`` is its tensor ``firsts[k]``:
+    the repeats are compared by identity and the guard checks each tensor once (it refuses a
+    tensor passed twice)."""
+    params = ", ".join(f"t{k}" for k in range(len(firsts)))
+    same = "".join(f"t{k} is t{j} and " for k, j in enumerate(firsts) if j != k)
+    once = ", ".join(f"t{k}" for k, j in enumerate(firsts) if j == k)
+    wrap: Callable[[Callable[..., bool]], Callable[..., bool]] = eval(
+        f"lambda check: lambda {params}: {same}check({once})"
+    )
+    return wrap

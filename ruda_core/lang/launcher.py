@@ -36,7 +36,18 @@ from ..runtime.dims import RudaCount, RudaDim
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
-from .borrow import TORCH_KEY, Origin, borrow_arguments, lend, lend_torch, lenders, lent_tables
+from .borrow import (
+    TORCH_KEY,
+    Guarded,
+    Origin,
+    borrow_arguments,
+    guarded_types,
+    lend,
+    lend_torch,
+    lenders,
+    lent_tables,
+    remember_tensors,
+)
 from .foreign import shown
 from .types import as_elem
 
@@ -59,6 +70,7 @@ class Launcher:
 
     __slots__ = (
         "_binders",
+        "_guarded",
         "_kinds",
         "_names",
         "_runs",
@@ -82,6 +94,9 @@ class Launcher:
         #: per client, its ``launcher(task)``: at most :data:`_MAX_CLIENTS` (clients pinned
         #: with ``fixed_execution_queue`` come and go)
         self._runs: dict[object, ClientLaunch] = {}
+        #: per client, the torch tensors remembered for the generated launch's one check (see
+        #: :func:`~.borrow.remember_tensors`)
+        self._guarded: dict[object, dict[tuple[int, ...], Guarded]] = {}
         fast = _fast_path(self)
         #: ``launch(submit, count, dim, args)``: bind and call ``submit`` (any launch form); a
         #: generated fast path where the signature allows one
@@ -372,16 +387,17 @@ def _fast_path(
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
     converted by the same converter); ``direct`` also takes a NumPy array or torch tensor
     for an Array parameter, through :func:`~.borrow.lend` (kept alive and ordered after its
-    producer by the launch's ``kept``, see :class:`ClientLaunch`). Anything else goes to
-    :meth:`Launcher.checked_launch`
-    or :meth:`Launcher._direct`, which raise the precise error. The generated code does no
-    per-parameter dispatch.
+    producer by the launch's ``kept``, see :class:`ClientLaunch`); exact torch tensors seen
+    before at the same addresses take one guard's check instead (:func:`_guarded`). Anything
+    else goes to :meth:`Launcher.checked_launch` or :meth:`Launcher._direct`, which raise the
+    precise error. The generated code does no per-parameter dispatch.
     """
     defn = launcher.definition
     if any(p.kind is ParamKind.TENSOR or p.elem is Elem.BF16 for p in defn.params):
         return None
     env: dict[str, object] = {"ArrayArg": ArrayArg, "task": launcher.task}
-    checks, borrowing, bindings, scalars, lengths = [], [], [], [], []
+    checks, bindings, scalars, lengths = [], [], [], []
+    borrowing: list[tuple[int, list[str], list[str]]] = []  # per Array: its lines, as _guarded
     for k, p in enumerate(defn.params):
         a = f"a{k}"
         if p.kind is ParamKind.ARRAY:
@@ -397,31 +413,32 @@ def _fast_path(
                 f"if type({a}) is not ArrayArg or ({a}.elem is not None and {a}.elem is not E{k})"
                 f" or {fits(a)}: return SLOW"
             )
-            borrowing += [
-                f"if type({a}) is ArrayArg:",
-                f"    if ({a}.elem is not None and {a}.elem is not E{k}) or {fits(a)}: return SLOW",
-                f"    b{k} = {a}._binding",
-                f"    n{k} = {a}.length",
+            own = [  # an ArrayArg
+                f"if ({a}.elem is not None and {a}.elem is not E{k}) or {fits(a)}: return SLOW",
+                f"b{k} = {a}._binding",
+                f"n{k} = {a}.length",
+            ]
+            foreign = [  # anything else: lent
+                f"lender = lenders.get(type({a}))",
+                "if lender is lend_torch:  # lend_torch(), inlined but for a miss",
+                "    if table is None: table = tables.get(cl, NONE)",
+                f"    try: lent = table.get({TORCH_KEY.format(t=a)})",
+                "    except RuntimeError: return SLOW",
+                f"    if lent is None: lent = lend_torch(cl, {a})",
                 "else:",
-                f"    lender = lenders.get(type({a}))",
-                "    if lender is lend_torch:  # lend_torch(), inlined but for a miss",
-                "        if table is None: table = tables.get(cl, NONE)",
-                f"        try: lent = table.get({TORCH_KEY.format(t=a)})",
-                "        except RuntimeError: return SLOW",
-                f"        if lent is None: lent = lend_torch(cl, {a})",
-                "    else:",
-                f"        lent = (lender or lend)(cl, {a})",
-                f"    if lent is None or lent[2] is not E{k}: return SLOW",
-                f"    b{k}, n{k}, _, o = lent",
+                f"    lent = (lender or lend)(cl, {a})",
+                f"if lent is None or lent[2] is not E{k}: return SLOW",
+                f"b{k}, n{k}, _, o = lent",
                 *(
-                    [f"    if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
+                    [f"if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
                     if p in launcher.alignment
                     else []
                 ),
-                f"    if kept is None: kept, origin = [{a}], o",
-                "    elif o is not origin: return SLOW",
-                f"    else: kept.append({a})",
+                f"if kept is None: kept, origin = [{a}], o",
+                "elif o is not origin: return SLOW",
+                f"else: kept.append({a})",
             ]
+            borrowing.append((k, own, foreign))
             bindings.append(f"{a}._binding")
             lengths.append(f"{a}.length")
         else:
@@ -441,7 +458,7 @@ def _fast_path(
     body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
         + ("    kept, origin, table = KEPT\n" if arrays else "")
-        + "".join(f"    {line}\n" for line in borrowing)
+        + "".join(f"    {line}\n" for line in _guarded(borrowing))
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
         + (f"    if kept is None: return run(c, d, {direct_lists})\n" if arrays else "")
@@ -484,9 +501,63 @@ def _fast_path(
     env["lend_torch"] = lend_torch
     env["lenders"] = lenders
     env["tables"] = lent_tables
+    env["guarded"] = guarded_types
+    env["guards"] = launcher._guarded
+    env["remember"] = remember_tensors
     env["NONE"] = {}
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"], env["make_entry"]  # type: ignore[return-value]
+
+
+def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:
+    """The lines that bind the Array arguments ``a{k}``, given per ``(k, own, foreign)`` of
+    ``borrowing`` as the lines for an ``ArrayArg`` and for any other argument. When the first
+    is no ``ArrayArg`` and all are of :data:`~.borrow.guarded_types` (exact torch tensors),
+    their addresses (``key``) find what lending them gave before, and its guard checks their
+    layouts in one call; on a miss they are lent one by one, then remembered
+    (:func:`~.borrow.remember_tensors`). ruda's own arguments take no step more."""
+    if not borrowing:
+        return []
+    (first, own, foreign), rest = borrowing[0], _lending(borrowing[1:])
+    arrays = [k for k, _, _ in borrowing]
+    tensors = _tuple([f"a{k}" for k in arrays])
+    exact = " and ".join(f"type(a{k}) in guarded" for k in arrays)
+    lent = ", ".join(f"b{k}, n{k}" for k in arrays)
+    addresses = _tuple([f"a{k}.data_ptr()" for k in arrays])
+    guarded = [
+        f"if {exact}:",
+        f"    try: hit = guards.get(cl, NONE).get(key := {addresses})",
+        "    except RuntimeError: return SLOW",
+        f"    if hit is not None and not hit[0]{tensors}:",
+        "        hit = hit[-1]  # the other layouts seen at the same addresses, newest first",
+        f"        while hit is not None and not hit[0]{tensors}: hit = hit[-1]",
+        "else: hit = key = None",
+        "if hit is not None:",
+        f"    _, {lent}, origin, _ = hit",
+        f"    kept = [{', '.join(f'a{k}' for k in arrays)}]",
+        "else:",
+        *_indent(
+            [
+                *foreign,
+                *rest,
+                f"if key is not None: remember(guards, cl, key, {tensors}, ({lent}, origin))",
+            ]
+        ),
+    ]
+    return [f"if type(a{first}) is ArrayArg:", *_indent(own + rest), "else:", *_indent(guarded)]
+
+
+def _lending(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:
+    """The lines that bind each Array argument of ``borrowing`` (as :func:`_guarded`'s) alone."""
+    lines = []
+    for k, own, foreign in borrowing:
+        lines += [f"if type(a{k}) is ArrayArg:", *_indent(own), "else:", *_indent(foreign)]
+    return lines
+
+
+def _indent(lines: Sequence[str]) -> list[str]:
+    """``lines`` one block deeper."""
+    return [f"    {line}" for line in lines]
 
 
 def _tuple(items: Sequence[str]) -> str:

@@ -127,6 +127,18 @@ def test_foreign_arguments_are_checked_before_anything_runs(cuda, torch):
     assert bool((out == -1).all())
 
 
+def test_tensors_launched_again_are_refused_on_another_device_or_type(cuda, torch):
+    x, out = torch.ones(256, device="cuda"), torch.zeros(256, device="cuda")
+    for _ in range(2):  # the second launch takes the remembered tensors: out = x + x
+        saxpy.launch(cuda, RudaCount(1), RudaDim(256), 1.0, x, x, out)
+    with pytest.raises(InteropError, match="CPU"):  # the same layout on the host
+        saxpy.launch(cuda, RudaCount(1), RudaDim(256), 1.0, x, x, torch.zeros(256))
+    with pytest.raises(LaunchConfigError, match="f64"):
+        saxpy.launch(cuda, RudaCount(1), RudaDim(256), 1.0, x, x, out.double())
+    cuda.sync().result(timeout=60)
+    assert torch.equal(out, torch.full((256,), 2.0, device="cuda"))
+
+
 def test_the_torch_tensor_stays_alive_while_ruda_holds_it(cuda, torch):
     x = torch.full((1 << 20,), 7.0, device="cuda")
     t = ruda.from_dlpack(x)
