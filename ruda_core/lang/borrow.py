@@ -18,20 +18,21 @@ A launch whose ``Array`` arguments are all exactly ``torch.Tensor`` (no subclass
 override its accessors) is checked in one C++ call instead of five accessors per tensor (with
 the ``data_ptr()`` it still reads, about half their time). Its launch site keeps, per client, a
 bounded table from the tensors' ``data_ptr()`` values to the bindings, lengths and origin that
-lending them one by one gave (so every check made when an entry is built still holds), each
-with a guard of the tensors' layouts: torch's ``TensorGuards`` (``torch._C._dynamo.guards``,
-the check behind ``torch.compile``'s guards), which compares type, dispatch keys, dtype, device
+lending them one by one gave (so every check made when an entry is built still holds), each with
+a guard of the tensors' layouts: torch's ``TensorGuards`` (``torch._C._dynamo.guards``, the
+check behind ``torch.compile``'s guards), which compares type, dispatch keys, dtype, device
 index, ``requires_grad``, sizes and strides with those of the tensors it was made from, so
-``t.data = other``, a resize or another view at the same address misses. A guard per entry
-lets tensors of several layouts take turns at one launch site (an optimizer's step over
-parameters of many shapes) without making guards again, and a few layouts at the same
-addresses (views of one buffer) stay remembered behind each other. A tensor passed twice (an
-in-place launch) is checked once and the repeat by identity, as the guard refuses a repeated
-tensor. A miss takes the per-tensor path, which then remembers the tensors; an entry is one
-tuple set in one assignment, so a launch on another thread sees the old entry or the new one,
-with no lock. The guard is a private torch API: it is used only where it is found, once, to
-accept the tensors it was made from and to refuse tensors of another size, stride or dtype
-(:func:`_tensor_guards`); elsewhere every launch takes the per-tensor path.
+``t.data = other``, a resize or another view at the same address misses. A guard per entry lets
+tensors of several layouts take turns at one launch site (an optimizer's step over parameters of
+many shapes) without making guards again, and a few layouts at the same addresses (views of one
+buffer) stay remembered behind each other. A tensor passed twice (an in-place launch) is checked
+once and the repeat by identity, as the guard refuses a repeated tensor. A miss takes the
+per-tensor path, which then remembers the tensors (at their second miss, so layouts that never
+come back make no guard each); an entry is one tuple set in one assignment, so a launch on
+another thread sees the old entry or the new one, with no lock. The guard is a private torch
+API: it is used only where it is found, once, to accept the tensors it was made from and to
+refuse tensors of another size, stride or dtype (:func:`_tensor_guards`); elsewhere every launch
+takes the per-tensor path.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .foreign import OWN_TYPES, is_foreign
 __all__ = [
     "TORCH_KEY",
     "Borrowed",
+    "GuardedTensors",
     "Origin",
     "borrow_arguments",
     "guarded_types",
@@ -64,7 +66,6 @@ __all__ = [
     "lend_torch",
     "lenders",
     "lent_tables",
-    "remember_tensors",
 ]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
@@ -85,7 +86,7 @@ _entries: dict[tuple[object, ...], object] = {}
 #: :data:`TORCH_KEY`; bounded as above)
 lent_tables: dict[object, dict[tuple[Any, ...], Lent]] = {}
 _readers: dict[type, Callable[[Any], Reading] | None] = {}
-#: the types a launch may check with a guard (see :func:`remember_tensors`), with the guard's
+#: the types a launch may check with a guard (see :class:`GuardedTensors`), with the guard's
 #: type: ``torch.Tensor`` once a tensor has been seen and torch's guards work as this module
 #: expects; no subclass, as a subclass may override what its accessors return
 guarded_types: dict[type, Any] = {}
@@ -95,6 +96,8 @@ guarded_types: dict[type, Any] = {}
 Guarded = tuple[Any, ...]
 #: layouts remembered at the same addresses (entries behind each other; the newest first)
 _MAX_LAYOUTS = 4
+#: misses a launch site keeps in mind to tell the layouts that come back
+_MAX_SEEN = 64
 _MISSING: Any = object()
 #: ruda's own argument types, which a launch binds without borrowing
 _OWN = frozenset(OWN_TYPES)
@@ -364,7 +367,7 @@ def borrow_arguments(
 @functools.cache
 def _tensor_guards(torch: Any) -> Any:
     """torch's ``TensorGuards``, or None where it is missing or behaves otherwise than
-    :func:`remember_tensors` needs. Made with ``dynamic_dims_sizes=None`` and
+    :meth:`GuardedTensors.remember` needs. Made with ``dynamic_dims_sizes=None`` and
     ``dynamic_dims_strides=None`` it takes the sizes and strides of the tensors it is made from
     (an entry of None in a list would accept any size: never used here)."""
     try:
@@ -378,41 +381,61 @@ def _tensor_guards(torch: Any) -> Any:
     return guards if works else None
 
 
-def remember_tensors(
-    tables: dict[object, dict[tuple[int, ...], Guarded]],
-    client: object,
-    key: tuple[int, ...],
-    tensors: tuple[Any, ...],
-    lent: tuple[Any, ...],
-) -> None:
-    """Remember what lending ``tensors`` (of :data:`guarded_types`, one per ``Array`` argument
-    of a launch site whose tables are ``tables``) one by one gave for a launch on ``client``:
-    ``lent``, each tensor's binding and length and then the origin, under ``key``, the
-    tensors' ``data_ptr()`` values, behind a guard of their layouts. A later launch there with
-    tensors at the same addresses that the guard accepts may use ``lent`` as it is. The entries
-    of other layouts at these addresses (views of the same memory taking turns) stay behind
-    the new one, up to :data:`_MAX_LAYOUTS` in all; one more drops them all (a walk of a few
-    tuples: cheaper than trimming the oldest, and as good for layouts that come in turn)."""
-    make = guarded_types[type(tensors[0])]
-    if len({*map(id, tensors)}) == len(tensors):
-        guard = make(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
-        check = guard.check
-    else:  # a tensor passed twice: the guard takes each once
-        ids = list(map(id, tensors))
-        firsts = tuple(map(ids.index, ids))
-        distinct = [t for k, t in enumerate(tensors) if firsts[k] == k]
-        guard = make(*distinct, dynamic_dims_sizes=None, dynamic_dims_strides=None)
-        check = _repeats(firsts)(guard.check)
-    table = tables.get(client)
-    if table is None or len(table) >= _MAX_ENTRIES:
-        if len(tables) >= _MAX_CLIENTS:
-            tables.clear()
-        table = tables[client] = {}
-    before = behind = table.get(key)
-    layouts = 1
-    while behind is not None:
-        behind, layouts = behind[-1], layouts + 1
-    table[key] = (check, *lent, before if layouts <= _MAX_LAYOUTS else None)
+class GuardedTensors:
+    """The exact torch tensors remembered at one launch site: :attr:`tables`, which the
+    generated launch reads, and :meth:`remember`, which it calls after a miss (see the module
+    docstring)."""
+
+    __slots__ = ("_seen", "tables")
+
+    def __init__(self) -> None:
+        #: per client, the remembered tensors by their ``data_ptr()`` values
+        self.tables: dict[object, dict[tuple[int, ...], Guarded]] = {}
+        #: misses seen once, as (client, addresses, lengths): tensors are remembered at their
+        #: second miss among the last :data:`_MAX_SEEN`, so layouts that do not come back (a
+        #: buffer's views of ever new lengths) cost no guard each
+        self._seen: set[tuple[Any, ...]] = set()
+
+    def remember(
+        self, client: object, key: tuple[int, ...], tensors: tuple[Any, ...], lent: tuple[Any, ...]
+    ) -> None:
+        """Remember what lending ``tensors`` (of :data:`guarded_types`, one per ``Array``
+        argument) one by one gave for a launch on ``client``: ``lent``, each tensor's binding
+        and length and then the origin, under ``key``, the tensors' ``data_ptr()`` values,
+        behind a guard of their layouts. A later launch here with tensors at the same addresses
+        that the guard accepts may use ``lent`` as it is. The entries of other layouts at these
+        addresses (views of the same memory taking turns) stay behind the new one, up to
+        :data:`_MAX_LAYOUTS` in all; one more takes the place of the newest, so that the others
+        still hit. An entry is one tuple set in one assignment: a launch on another thread sees
+        the old entry or the new one."""
+        seen = (client, key, lent[1:-1:2])
+        if seen not in self._seen:
+            if len(self._seen) >= _MAX_SEEN:
+                self._seen.clear()
+            self._seen.add(seen)
+            return
+        make = guarded_types[type(tensors[0])]
+        if len({*map(id, tensors)}) == len(tensors):
+            guard = make(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+            check = guard.check
+        else:  # a tensor passed twice: the guard takes each once
+            ids = list(map(id, tensors))
+            firsts = tuple(map(ids.index, ids))
+            distinct = [t for k, t in enumerate(tensors) if firsts[k] == k]
+            guard = make(*distinct, dynamic_dims_sizes=None, dynamic_dims_strides=None)
+            check = _repeats(firsts)(guard.check)
+        table = self.tables.get(client)
+        if table is None or len(table) >= _MAX_ENTRIES:
+            if len(self.tables) >= _MAX_CLIENTS:
+                self.tables.clear()
+            table = self.tables[client] = {}
+        before = behind = table.get(key)
+        layouts = 1
+        while behind is not None:
+            behind, layouts = behind[-1], layouts + 1
+        if before is not None and layouts > _MAX_LAYOUTS:  # the newest makes way for this one
+            before = before[-1]
+        table[key] = (check, *lent, before)
 
 
 @functools.cache

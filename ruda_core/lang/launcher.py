@@ -38,7 +38,7 @@ from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
 from .borrow import (
     TORCH_KEY,
-    Guarded,
+    GuardedTensors,
     Origin,
     borrow_arguments,
     guarded_types,
@@ -46,7 +46,6 @@ from .borrow import (
     lend_torch,
     lenders,
     lent_tables,
-    remember_tensors,
 )
 from .foreign import shown
 from .types import as_elem
@@ -94,9 +93,8 @@ class Launcher:
         #: per client, its ``launcher(task)``: at most :data:`_MAX_CLIENTS` (clients pinned
         #: with ``fixed_execution_queue`` come and go)
         self._runs: dict[object, ClientLaunch] = {}
-        #: per client, the torch tensors remembered for the generated launch's one check (see
-        #: :func:`~.borrow.remember_tensors`)
-        self._guarded: dict[object, dict[tuple[int, ...], Guarded]] = {}
+        #: the torch tensors remembered for the generated launch's one check
+        self._guarded = GuardedTensors()
         fast = _fast_path(self)
         #: ``launch(submit, count, dim, args)``: bind and call ``submit`` (any launch form); a
         #: generated fast path where the signature allows one
@@ -502,8 +500,8 @@ def _fast_path(
     env["lenders"] = lenders
     env["tables"] = lent_tables
     env["guarded"] = guarded_types
-    env["guards"] = launcher._guarded
-    env["remember"] = remember_tensors
+    env["guards"] = launcher._guarded.tables
+    env["remember"] = launcher._guarded.remember
     env["NONE"] = {}
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"], env["make_entry"]  # type: ignore[return-value]
@@ -515,7 +513,7 @@ def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]
     is no ``ArrayArg`` and all are of :data:`~.borrow.guarded_types` (exact torch tensors),
     their addresses (``key``) find what lending them gave before, and its guard checks their
     layouts in one call; on a miss they are lent one by one, then remembered
-    (:func:`~.borrow.remember_tensors`). ruda's own arguments take no step more."""
+    (:meth:`~.borrow.GuardedTensors.remember`). ruda's own arguments take no step more."""
     if not borrowing:
         return []
     (first, own, foreign), rest = borrowing[0], _lending(borrowing[1:])
@@ -540,7 +538,7 @@ def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]
             [
                 *foreign,
                 *rest,
-                f"if key is not None: remember(guards, cl, key, {tensors}, ({lent}, origin))",
+                f"if key is not None: remember(cl, key, {tensors}, ({lent}, origin))",
             ]
         ),
     ]

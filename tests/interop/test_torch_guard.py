@@ -71,7 +71,7 @@ def test_launches_again_give_numpys_results_and_take_the_remembered_tensors(cpu,
         np.testing.assert_array_equal(values(out), np.float32(a) * xs + ys)
         run(cpu, a, x, y, short)
         np.testing.assert_array_equal(values(short), np.float32(a) * xs[:32] + ys[:32])
-    remembered = axpy._default._guarded.get(cpu, {})
+    remembered = axpy._default._guarded.tables.get(cpu, {})
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr())
     assert (addresses in remembered) is (torch.Tensor in guarded_types)
 
@@ -113,7 +113,7 @@ def test_views_of_the_same_memory_taking_turns_keep_their_own_lengths(cpu, torch
             run(cpu, a, x, y, buf[:n])
             np.testing.assert_array_equal(values(buf), np.r_[a * xs[:n] + 1, np.full(64 - n, -1.0)])
     key = (x.data_ptr(), y.data_ptr(), buf.data_ptr())
-    entry, layouts = axpy._default._guarded.get(cpu, {}).get(key), 0
+    entry, layouts = axpy._default._guarded.tables.get(cpu, {}).get(key), 0
     while entry is not None:
         entry, layouts = entry[-1], layouts + 1
     if torch.Tensor in guarded_types:
