@@ -134,10 +134,12 @@ _addressof = ctypes.addressof
 
 def _read_torch(t: Any) -> Reading:
     """A strided tensor's layout through its C accessors; None for one without storage (a
-    sparse tensor's accessors raise), which the DLPack import refuses with torch's message.
-    A tensor that requires grad is borrowed as is: a kernel reads and writes its memory as
-    Triton's launch does, outside autograd."""
+    sparse tensor's accessors raise; a meta tensor's say address 0 on the host), which the
+    DLPack import refuses with torch's message. A tensor that requires grad is borrowed as is:
+    a kernel reads and writes its memory as Triton's launch does, outside autograd."""
     try:
+        if t.is_meta:
+            return None
         return t.data_ptr(), t.dtype, t.shape, t.stride(), t.get_device(), False
     except RuntimeError:
         return None

@@ -138,6 +138,8 @@ def test_a_tensor_changed_between_launches_is_refused_as_the_first_time(cpu, tor
         run(cpu, 1.0, x, y, scratch)
     with pytest.raises(InteropError, match="layout"):  # no storage
         run(cpu, 1.0, x, y, torch.zeros(64).to_sparse())
+    with pytest.raises(ValueError, match="meta"):  # no memory: its data_ptr() is 0
+        run(cpu, 1.0, x, y, torch.zeros(64, device="meta"))
     run(cpu, 1.0, x, y, out)  # nothing ran before
     np.testing.assert_array_equal(values(out), np.arange(64, dtype=np.float32) + 1)
 
