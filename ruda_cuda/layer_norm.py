@@ -82,14 +82,16 @@ class BackwardPlan:
     """The native backward of one (shape, element type, alignment): the two-launch form, whose
     call allocates its results and partial sums as ``parts``, and, where
     :func:`~.layer_norm_plan.fuses` allows it, the one-launch form, whose call allocates its
-    results alone (``fused_nbytes``, the first three parts)."""
+    results alone (``fused_parts``, the first three parts)."""
 
     nbytes: int
     parts: tuple[Part, ...]
     grads: Launch | None
     finish: Launch
     fused: Launch | None = None
+    #: a one-launch call's allocation: its three results
     fused_nbytes: int = 0
+    fused_parts: tuple[Part, ...] = ()
     scratch_nbytes: int = 0
     #: the fused launch's scratch per stream value, made at its first use there
     scratches: dict[int, Handle] = field(default_factory=dict, compare=False)
@@ -108,8 +110,11 @@ class BackwardPlan:
         fused = self.fused
         if fused is not None:
             (grad_input, grad_weight, grad_bias), _ = buffers(
-                client, self.fused_nbytes, self.parts[:3]
+                client, self.fused_nbytes, self.fused_parts
             )
+            scratch = self.scratches.get(client.execution_stream().value)
+            if scratch is None:
+                scratch = self._new_scratch(client)
             bindings = [
                 x,
                 w,
@@ -119,7 +124,7 @@ class BackwardPlan:
                 grad_input.handle.binding(),
                 grad_weight.handle.binding(),
                 grad_bias.handle.binding(),
-                self._scratch(client),
+                scratch.binding(),
             ]
             fused.enqueue(client, _CHECKED, bindings)
             return grad_input, grad_weight, grad_bias
@@ -133,14 +138,12 @@ class BackwardPlan:
         self.finish.enqueue(client, _CHECKED, finish)
         return grad_input, grad_weight, grad_bias
 
-    def _scratch(self, client: ComputeClient) -> Binding:
-        """The binding of the fused launch's scratch for the client's stream."""
-        stream = client.execution_stream().value
-        scratch = self.scratches.get(stream)
-        if scratch is None:  # two threads of one stream may both make one: either serves
-            zeros = np.zeros(self.scratch_nbytes, np.uint8)
-            scratch = self.scratches[stream] = client.create_from_slice(zeros)
-        return scratch.binding()
+    def _new_scratch(self, client: ComputeClient) -> Handle:
+        """The fused launch's scratch for the client's stream, zeroed (two threads of one
+        stream may both make one: either serves)."""
+        zeros = np.zeros(self.scratch_nbytes, np.uint8)
+        scratch = self.scratches[client.execution_stream().value] = client.create_from_slice(zeros)
+        return scratch
 
 
 #: Kept plans by (client, shape, element type, [bias or not, epsilon,] alignment); None: the
@@ -308,7 +311,7 @@ def backward_plan(
     fused = Launch(fused_backward_task(elem, row_class), grads.count, grads.dim, grads.scalars, ())
     fused_nbytes = parts[3].start  # the results' parts, each 256-byte aligned, come first
     scratch = scratch_nbytes(blocks, features)
-    return BackwardPlan(nbytes, parts, grads, finish, fused, fused_nbytes, scratch)
+    return BackwardPlan(nbytes, parts, grads, finish, fused, fused_nbytes, parts[:3], scratch)
 
 
 def _alignment(*bindings: Binding) -> int:

@@ -312,13 +312,14 @@ def _lookup(
     say why)."""
     key: list[object] = [client, *options]
     bindings: list[Binding] = []
+    add_binding, add_key = bindings.append, key.append  # a method lookup less per operand
     for value in operands:
         if type(value) not in _OPERANDS:
             return None, None, bindings  # the full checks say why
         buf: TensorBuffer = value  # type: ignore[assignment]  # both types have these fields
         binding = buf.handle.binding()
-        bindings.append(binding)
-        key += (buf.shape, buf.strides, buf.elem, binding.offset_bytes & 15)
+        add_binding(binding)
+        add_key((buf.shape, buf.strides, buf.elem, binding.offset_bytes & 15))
     kept = tuple(key)
     entry = plans.get(kept)
     if entry is None:
