@@ -13,13 +13,7 @@ import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
 from ruda_core.lang.borrow import _MAX_LAYOUTS, _tensor_guards, guarded_types
 from ruda_core.runtime import InteropError, LaunchConfigError, RudaCount, RudaDim
-
-
-@kernel
-def axpy(a: f32, x: Array[f32], y: Array[f32], out: Array[f32]):
-    i = ABSOLUTE_POS
-    if i < out.len():
-        out[i] = a * x[i] + y[i]
+from ruda_core.testing.samples import saxpy
 
 
 @kernel
@@ -42,7 +36,7 @@ def torch(request):
     guards = _tensor_guards(torch)
     if guards is None:
         pytest.skip("this torch has no TensorGuards that work as ruda needs")
-    for k in (axpy, copy_lines):  # tensors of an earlier test may have had these addresses
+    for k in (saxpy, copy_lines):  # tensors of an earlier test may have had these addresses
         if k._default is not None:
             k._default._guarded.tables.clear()
     if request.param == "one guard":
@@ -55,7 +49,7 @@ def torch(request):
 
 
 def run(cpu, a, x, y, out):
-    axpy.launch(cpu, RudaCount(1), RudaDim(64), a, x, y, out)
+    saxpy.launch(cpu, RudaCount(1), RudaDim(64), a, x, y, out)
     cpu.sync().result(timeout=30)
 
 
@@ -74,7 +68,7 @@ def test_launches_again_give_numpys_results_and_take_the_remembered_tensors(cpu,
         np.testing.assert_array_equal(values(out), np.float32(a) * xs + ys)
         run(cpu, a, x, y, short)
         np.testing.assert_array_equal(values(short), np.float32(a) * xs[:32] + ys[:32])
-    remembered = axpy._default._guarded.tables.get(cpu, {})
+    remembered = saxpy._default._guarded.tables.get(cpu, {})
     addresses = (x.data_ptr(), y.data_ptr(), out.data_ptr())
     assert (addresses in remembered) is (torch.Tensor in guarded_types)
 
@@ -116,7 +110,7 @@ def test_views_of_the_same_memory_taking_turns_keep_their_own_lengths(cpu, torch
             run(cpu, a, x, y, buf[:n])
             np.testing.assert_array_equal(values(buf), np.r_[a * xs[:n] + 1, np.full(64 - n, -1.0)])
     key = (x.data_ptr(), y.data_ptr(), buf.data_ptr())
-    entry, layouts = axpy._default._guarded.tables.get(cpu, {}).get(key), 0
+    entry, layouts = saxpy._default._guarded.tables.get(cpu, {}).get(key), 0
     while entry is not None:
         entry, layouts = entry[-1], layouts + 1
     if torch.Tensor in guarded_types:
@@ -169,7 +163,7 @@ def test_remembered_tensors_in_a_capture_are_replayed(cpu, torch):
     run(cpu, 1.0, x, y, out)  # remembered
     out.zero_()
     with cpu.capture() as graph:  # a capture keeps memory through handles, not borrowed tensors
-        axpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x, y, out)
+        saxpy.launch(cpu, RudaCount(1), RudaDim(64), 2.0, x, y, out)
     assert not bool(out.any())
     x += 1
     graph.replay()
