@@ -12,7 +12,7 @@ The backward computes the input gradient with one row of f32 weight and bias par
 block, then reduces those rows in a fixed order: in a second launch or, where they are few
 (:func:`~.layer_norm_plan.fuses`), in the last block of the same launch to finish, found by a
 ticket counter. That one launch keeps its partial sums and counter in a scratch of the plan's
-per stream value (zeroed when made; each launch sets the counter back to 0, and launches on
+per server stream (zeroed when made; each launch sets the counter back to 0, and launches on
 one stream do not overlap), so its call allocates the results alone. No capture records it
 (a capture refuses the call's allocation), so it never runs on a stream other than the one
 its scratch was made for. Both forms add the same values in the same order, and the number
@@ -93,7 +93,9 @@ class BackwardPlan:
     fused_nbytes: int = 0
     fused_parts: tuple[Part, ...] = ()
     scratch_nbytes: int = 0
-    #: the fused launch's scratch per stream value, made at its first use there
+    #: the fused launch's scratch per server stream (stream value modulo the server's
+    #: ``max_streams``: values that share a CUDA stream share a scratch, and threads that come
+    #: and go add none), made at its first use there
     scratches: dict[int, Handle] = field(default_factory=dict, compare=False)
 
     def run(
@@ -112,9 +114,10 @@ class BackwardPlan:
             (grad_input, grad_weight, grad_bias), _ = buffers(
                 client, self.fused_nbytes, self.fused_parts
             )
-            scratch = self.scratches.get(client.execution_stream().value)
+            queue = client.execution_stream().value % client.server.max_streams
+            scratch = self.scratches.get(queue)
             if scratch is None:
-                scratch = self._new_scratch(client)
+                scratch = self._new_scratch(client, queue)
             bindings = [
                 x,
                 w,
@@ -138,11 +141,11 @@ class BackwardPlan:
         self.finish.enqueue(client, _CHECKED, finish)
         return grad_input, grad_weight, grad_bias
 
-    def _new_scratch(self, client: ComputeClient) -> Handle:
-        """The fused launch's scratch for the client's stream, zeroed (two threads of one
-        stream may both make one: either serves)."""
+    def _new_scratch(self, client: ComputeClient, queue: int) -> Handle:
+        """The fused launch's scratch for the server's stream ``queue``, zeroed (two threads of
+        one stream may both make one: either serves)."""
         zeros = np.zeros(self.scratch_nbytes, np.uint8)
-        scratch = self.scratches[client.execution_stream().value] = client.create_from_slice(zeros)
+        scratch = self.scratches[queue] = client.create_from_slice(zeros)
         return scratch
 
 

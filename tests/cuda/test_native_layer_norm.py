@@ -28,6 +28,7 @@ from ruda_core.testing.layer_norm_reference import (
     reference,
     upload,
 )
+from ruda_cuda import layer_norm as native
 from ruda_cuda.layer_norm import backward_plan
 
 ELEMS = [Elem.F32, Elem.F16, Elem.BF16, Elem.F64]
@@ -209,3 +210,26 @@ def test_fused_backwards_on_several_streams_at_once_are_exact(cuda):
     for t in threads:
         t.join()
     assert not failures, failures[:5]
+
+
+def test_threads_that_come_and_go_share_the_scratches_of_the_servers_streams(cuda):
+    """A thread's stream is new, but a fused backward's scratch belongs to the CUDA stream its
+    stream maps to: threads that come and go leave at most one scratch per server stream."""
+    case = make_case((64, 256), np.float32, seed=20)
+    x, w, dy = upload(cuda, case.x), upload(cuda, case.weight), upload(cuda, case.grad)
+    _, mean, rstd = layer_norm(cuda, x, w)
+    want = [download(cuda, b).copy() for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)]
+    got: list[list[np.ndarray]] = []
+
+    def once() -> None:
+        got.append([download(cuda, b) for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)])
+
+    for _ in range(cuda.server.max_streams + 8):
+        t = threading.Thread(target=once)
+        t.start()
+        t.join()
+    assert len(got) == cuda.server.max_streams + 8
+    for grads in got:
+        assert [a.tobytes() for a in grads] == [b.tobytes() for b in want]
+    plans = [p for p in native._backward_plans.values() if p is not None and p.fused is not None]
+    assert plans and all(len(p.scratches) <= cuda.server.max_streams for p in plans)
