@@ -111,33 +111,21 @@ class BackwardPlan:
         launches with the bindings of these operands' handles."""
         fused = self.fused
         if fused is not None:
-            (grad_input, grad_weight, grad_bias), _ = buffers(
+            (grad_input, grad_weight, grad_bias), bound = buffers(
                 client, self.fused_nbytes, self.fused_parts
             )
             queue = client.execution_stream().value % client.server.max_streams
             scratch = self.scratches.get(queue)
             if scratch is None:
                 scratch = self._new_scratch(client, queue)
-            bindings = [
-                x,
-                w,
-                g,
-                mean,
-                rstd,
-                grad_input.handle.binding(),
-                grad_weight.handle.binding(),
-                grad_bias.handle.binding(),
-                scratch.binding(),
-            ]
-            fused.enqueue(client, _CHECKED, bindings)
+            fused.enqueue(client, _CHECKED, [x, w, g, mean, rstd, *bound, scratch.binding()])
             return grad_input, grad_weight, grad_bias
-        (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
+        (grad_input, grad_weight, grad_bias), (gi, gw, gb, part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
         if self.grads is not None:
-            bindings = [x, w, g, mean, rstd, grad_input.handle.binding(), part_w, part_b]
-            self.grads.enqueue(client, _CHECKED, bindings)
-        finish = [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
+            self.grads.enqueue(client, _CHECKED, [x, w, g, mean, rstd, gi, part_w, part_b])
+        finish = [part_w, part_b, gw, gb]
         self.finish.enqueue(client, _CHECKED, finish)
         return grad_input, grad_weight, grad_bias
 

@@ -24,9 +24,9 @@ from ..lang.kernel import Kernel
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask, RudaTask
-from ..runtime.layer_norm_args import TensorBuffer, tensor_views
+from ..runtime.layer_norm_args import TensorBuffer, part_views
 from ..runtime.layout import contiguous_strides
-from ..runtime.memory import Binding, Handle
+from ..runtime.memory import Binding
 from .geometry import HeldGeometry, accumulator, held_geometry, line_width, row_geometry
 from .layer_norm_kernels import (
     FINISH_X,
@@ -101,27 +101,15 @@ class Part(NamedTuple):
     def end(self) -> int:
         return self.start + self.nbytes
 
-    def binding(self, memory: Handle) -> Binding:
-        """The part's binding without a handle of its own (for scratch used only by the
-        launches of the call: the results' handles keep ``memory`` alive)."""
-        b = memory.binding()
-        return Binding(b.slice, b.offset_bytes + self.start, self.nbytes, b.server_id, b.resource)
-
 
 def buffers(
     client: ComputeClient, nbytes: int, parts: tuple[Part, ...], scratch: int = 0
 ) -> tuple[list[TensorBuffer], list[Binding]]:
     """One allocation of a call's results and scratch, laid out as ``parts``: the results as
-    views, and the last ``scratch`` parts bound without handles of their own (used only by the
-    call's launches; the results' handles keep the allocation alive)."""
-    memory = client.empty(nbytes)
-    if not scratch:
-        return tensor_views(memory, parts), []
-    split = len(parts) - scratch
-    bindings = []
-    for p in parts[split:]:  # loops, not comprehensions: each of those is a call (Python 3.11)
-        bindings.append(p.binding(memory))
-    return tensor_views(memory, parts[:split]), bindings
+    views, and the bindings of every part, the last ``scratch`` of which have no handles of
+    their own (used only by the call's launches; the results' handles keep the allocation
+    alive)."""
+    return part_views(client.empty(nbytes), parts, len(parts) - scratch)
 
 
 def allocation(*specs: tuple[tuple[int, ...], Elem]) -> tuple[int, tuple[Part, ...]]:
@@ -176,20 +164,9 @@ class ForwardPlan:
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Allocate the results and enqueue the launch in ``mode`` with the bindings of these
         operands' handles."""
-        (out, mean, rstd), _ = buffers(client, self.nbytes, self.parts)
+        (out, mean, rstd), bound = buffers(client, self.nbytes, self.parts)
         if self.launch is not None:
-            self.launch.enqueue(
-                client,
-                mode,
-                [
-                    x,
-                    w,
-                    w if b is None else b,
-                    out.handle.binding(),
-                    mean.handle.binding(),
-                    rstd.handle.binding(),
-                ],
-            )
+            self.launch.enqueue(client, mode, [x, w, w if b is None else b, *bound])
         return out, mean, rstd
 
 
@@ -215,17 +192,13 @@ class BackwardPlan:
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Allocate the results and scratch and enqueue the launches in ``mode`` with the
         bindings of these operands' handles."""
-        (grad_input, grad_weight, grad_bias), (part_w, part_b) = buffers(
+        (grad_input, grad_weight, grad_bias), (gi, gw, gb, part_w, part_b) = buffers(
             client, self.nbytes, self.parts, scratch=2
         )
         if self.grad_input is not None:
-            self.grad_input.enqueue(
-                client, mode, [x, w, g, mean, rstd, grad_input.handle.binding()]
-            )
+            self.grad_input.enqueue(client, mode, [x, w, g, mean, rstd, gi])
         self.partials.enqueue(client, mode, [x, g, mean, rstd, part_w, part_b])
-        self.finish.enqueue(
-            client, mode, [part_w, part_b, grad_weight.handle.binding(), grad_bias.handle.binding()]
-        )
+        self.finish.enqueue(client, mode, [part_w, part_b, gw, gb])
         return grad_input, grad_weight, grad_bias
 
 

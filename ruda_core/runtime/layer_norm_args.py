@@ -1,16 +1,17 @@
 """The arguments of the native LayerNorm hooks of :class:`~ruda_core.runtime.Runtime`
-(``layer_norm``, ``layer_norm_backward``): :class:`TensorBuffer`. Holds no logic."""
+(``layer_norm``, ``layer_norm_backward``): :class:`TensorBuffer`, and how a call makes its
+results as views of its one allocation (:func:`part_views`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..ir import Elem
 from .layout import Strided
-from .memory.handle import Handle, _view
+from .memory.handle import Binding, Handle, _view
 
-__all__ = ["Spec", "TensorBuffer", "tensor_buffer", "tensor_views"]
+__all__ = ["Spec", "TensorBuffer", "part_views", "tensor_buffer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +49,42 @@ def tensor_buffer(
 Spec = tuple[int, int, tuple[int, ...], tuple[int, ...], Elem]
 
 
-def tensor_views(memory: Handle, specs: Iterable[Spec]) -> list[TensorBuffer]:
-    """For each ``(start, nbytes, shape, strides, elem)`` of ``specs``,
-    ``tensor_buffer(memory.offset(start, start + nbytes), shape, strides, elem)``, the views
-    made in one frame for all (no ``offset`` call apiece): how every LayerNorm call makes its
-    results in its one allocation.
+def part_views(
+    memory: Handle, specs: Sequence[Spec], views: int
+) -> tuple[list[TensorBuffer], list[Binding]]:
+    """The bindings of every ``(start, nbytes, shape, strides, elem)`` of ``specs`` in
+    ``memory``, and for the first ``views`` of them ``tensor_buffer(memory.offset(start, start
+    + nbytes), shape, strides, elem)`` too: how every LayerNorm call makes its results and
+    scratch in its one allocation, in one frame (no call apiece). ``memory`` must be fresh,
+    that call's own: a first view that starts at byte 0 *is* ``memory``, narrowed to its part
+    (one handle less to make per call); the rest share its memory as ``offset`` views do.
 
     :raises ValueError: for a byte range that is not inside ``memory``.
     """
     owner, base, size = memory._owner, memory.offset_bytes, memory.nbytes
     server_id = memory.server_id
-    views = []
+    set_handle, set_shape, set_strides, set_elem = _set_fields
+    buffers: list[TensorBuffer] = []
+    bindings: list[Binding] = []
     for start, nbytes, shape, strides, elem in specs:
         if not 0 <= start <= start + nbytes <= size:
             raise ValueError(
                 f"byte range [{start}, {start + nbytes}) is outside a {size}-byte handle"
             )
-        handle = _view(owner, base + start, nbytes, server_id)
-        views.append(tensor_buffer(handle, shape, strides, elem))
-    return views
+        if start == 0 and not buffers and views:
+            handle = memory
+            binding = memory._binding
+            handle.nbytes = binding.nbytes = nbytes
+        else:
+            handle = _view(owner, base + start, nbytes, server_id)
+            binding = handle._binding
+        bindings.append(binding)
+        if views == len(buffers):  # scratch: its binding alone (the views keep the memory)
+            continue
+        buf = _new(TensorBuffer)  # tensor_buffer(), inlined
+        set_handle(buf, handle)
+        set_shape(buf, shape)
+        set_strides(buf, strides)
+        set_elem(buf, elem)
+        buffers.append(buf)
+    return buffers, bindings

@@ -656,3 +656,20 @@ def test_results_are_frozen_tensor_buffers(cpu):
         assert result == copy and hash(result) == hash(copy)
         with pytest.raises(dataclasses.FrozenInstanceError):
             result.shape = (1,)
+
+
+def test_each_result_holds_its_own_bytes_alone(cpu):
+    x = _buffer(cpu, (3, 40))
+    w = _buffer(cpu, (40,))
+    for _ in range(3):  # the first call plans, the others replay the plan
+        out, mean, rstd = layer_norm(cpu, x, w)
+        grads = layer_norm_backward(cpu, x, w, out, mean, rstd)
+        for result in (out, mean, rstd, *grads):
+            nbytes = int(np.prod(result.shape)) * result.elem.nbytes
+            assert result.handle.nbytes == nbytes
+            assert len(cpu.read_one(result.handle)) == nbytes
+        for results in ((out, mean, rstd), grads):
+            spans = sorted(
+                (r.handle.binding().offset_bytes, r.handle.binding().nbytes) for r in results
+            )
+            assert all(a + n <= b for (a, n), (b, _) in itertools.pairwise(spans))

@@ -67,6 +67,23 @@ def test_dropped_handle_is_reused(client):
     assert second.binding().offset_bytes == offset
 
 
+def test_memory_reused_at_once_for_another_size_is_counted_at_the_new_size(client):
+    before = _settled_usage(client)
+    align = client.properties().alignment_nbytes
+    first = client.empty(4 * align - 1)
+    page, offset = first.binding().resource, first.binding().offset_bytes
+    del first
+    second = client.empty(3 * align + 1)  # rounds to the same slice: reused at once
+    assert (second.binding().resource, second.binding().offset_bytes) == (page, offset)
+    usage = client.memory_usage()
+    assert usage.number_allocs == before.number_allocs + 1
+    assert usage.bytes_in_use == before.bytes_in_use + 3 * align + 1
+    assert usage.bytes_padding == before.bytes_padding + align - 1
+    del second
+    after = _settled_usage(client)
+    assert (after.number_allocs, after.bytes_in_use) == (before.number_allocs, before.bytes_in_use)
+
+
 def test_memory_dropped_while_its_work_is_queued_is_reused_in_stream_order(client):
     """Scratch dropped right after the launches that use it is taken again at once by the next
     request of its size on its stream, before that work has run: the stream runs the work in

@@ -123,10 +123,21 @@ class MemoryManagement:
         align = self._align
         # _round_up(max(nbytes, 1), align) without its two calls: every allocation runs this
         rounded = ((nbytes or 1) + align - 1) // align * align
-        slice_ = self._recycle(rounded, stream) if self.dropped else None
-        if slice_ is None:
-            self.drain()
-            slice_ = self._take_pending(rounded, stream) or self._place(rounded, nbytes)
+        dropped = self.dropped
+        if dropped:  # the memory of the slice dropped last, when it fits: no fence, no search
+            s = dropped.pop()  # atomic: a finaliser may append meanwhile
+            if self._fits_pending(s, rounded, stream):
+                slice_ = Slice(s.page, s.offset_bytes, s.nbytes, nbytes)
+                slice_.stream = stream
+                change = nbytes - s.requested  # the counts of usage(): s's out, slice_'s in
+                self._in_use += change
+                self._padding -= change
+                if dropped:
+                    self.drain()
+                return slice_
+            dropped.append(s)
+        self.drain()
+        slice_ = self._take_pending(rounded, stream) or self._place(rounded, nbytes)
         slice_.requested = nbytes
         slice_.stream = stream
         self._allocs += 1
@@ -160,19 +171,6 @@ class MemoryManagement:
         if s.nbytes == rounded:  # fits either kind of page: asked first, as the likeliest
             return True
         return self._is_exclusive(rounded) and rounded < s.nbytes <= 2 * rounded
-
-    def _recycle(self, rounded: int, stream: object) -> Slice | None:
-        """The memory of the slice dropped last, as a new ``Slice``, when it fits a request
-        on ``stream`` (:meth:`_fits_pending`): no fence, no pass over the pool. The rest of
-        the dropped slices are drained as usual."""
-        s = self.dropped.pop()  # atomic: a finaliser may append meanwhile
-        if not self._fits_pending(s, rounded, stream):
-            self.dropped.append(s)
-            return None
-        self._release_counts(s)
-        if self.dropped:
-            self.drain()
-        return Slice(s.page, s.offset_bytes, s.nbytes, 0)
 
     def _release_counts(self, s: Slice) -> None:
         """Take the dropped slice ``s`` out of the allocation counts of :meth:`usage`."""
