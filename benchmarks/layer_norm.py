@@ -22,10 +22,14 @@ torch's. ``host`` is the host time to enqueue one ruda call.
 Run: ``python benchmarks/layer_norm.py cuda:0`` (or ``cpu``).
 
 ``--host`` prints only the host µs of one call of a small shape (64x256, f32 and bf16 or f16),
-for ``layer_norm`` and ``portable_layer_norm`` and their backwards, two ways: *alone*, the
-median of ``CALLS`` calls each timed after the device drained (no queue to hide behind), and
-*pipelined*, ``CALLS`` calls back to back, the sync after them not counted (best of
-``ROUNDS``; on a CPU device this competes with the device's own work for the cores).
+for ``layer_norm`` and ``portable_layer_norm`` and their backwards (and, on CUDA with torch,
+torch's eager ``native_layer_norm`` and its backward, for reference), three ways: *alone*, the
+median of ``CALLS`` calls each timed after the device drained (no queue to hide behind);
+*pipelined*, bursts of ``BURST`` calls back to back, the sync after each not counted (best of
+``ROUNDS``; a burst is short enough that the device's queue never fills, so this is the host's
+cost alone; on a CPU device it competes with the device's own work for the cores); and
+*throughput*, ``CALLS`` calls and the sync after them, per call: the larger of the host's and
+the device's time per call.
 Run: ``python benchmarks/layer_norm.py opencl:0 --host``.
 """
 
@@ -61,7 +65,8 @@ COPY_NBYTES = 1 << 30
 EPS = 1e-5
 HOST_SHAPE = (64, 256)
 CALLS = 2000
-ROUNDS = 5
+BURST = 256
+ROUNDS = 20
 
 
 @dataclass
@@ -237,8 +242,8 @@ def main(device: str) -> None:
                             print(f"  {name} / {peer}: {ratio:.2f}x")
 
 
-def call_us(run: Callable[[], object], sync: Callable[[], None]) -> tuple[float, float]:
-    """(alone, pipelined) host µs of one call, as the module docstring defines them."""
+def call_us(run: Callable[[], object], sync: Callable[[], None]) -> tuple[float, float, float]:
+    """(alone, pipelined, throughput) µs of one call, as the module docstring defines them."""
     for _ in range(20):
         run()
     sync()
@@ -252,26 +257,44 @@ def call_us(run: Callable[[], object], sync: Callable[[], None]) -> tuple[float,
     pipelined = float("inf")
     for _ in range(ROUNDS):
         start = time.perf_counter_ns()
-        for _ in range(CALLS):
+        for _ in range(BURST):
             run()
-        pipelined = min(pipelined, (time.perf_counter_ns() - start) / CALLS / 1e3)
+        pipelined = min(pipelined, (time.perf_counter_ns() - start) / BURST / 1e3)
         sync()
-    return statistics.median(times) / 1e3, pipelined
+    start = time.perf_counter_ns()
+    for _ in range(CALLS):
+        run()
+    sync()
+    throughput = (time.perf_counter_ns() - start) / CALLS / 1e3
+    return statistics.median(times) / 1e3, pipelined, throughput
 
 
 def host_table(device: str) -> None:
     client = ruda.client(device)
     sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
-    print(f"{device}: host µs per call, {HOST_SHAPE[0]}x{HOST_SHAPE[1]} (alone / pipelined)")
+    torch = torch_module(client) if client.name() == "cuda" else None
+    print(
+        f"{device}: host µs per call, {HOST_SHAPE[0]}x{HOST_SHAPE[1]} "
+        "(alone / pipelined / throughput)"
+    )
     half = Elem.BF16 if client.features().supports(Elem.BF16) else Elem.F16
     for elem in (Elem.F32, half):
         if not client.features().supports(elem):
             continue
-        calls = ruda_calls(client, operands(client, None, HOST_SHAPE, elem))
+        ops = operands(client, torch, HOST_SHAPE, elem)
+        calls = ruda_calls(client, ops)
+        syncs = dict.fromkeys(calls["forward"], sync)
+        if ops.torch is not None:
+            forward, backward = torch_calls(torch, HOST_SHAPE[1], ops.torch, compiled=False)
+            calls["forward"]["torch eager"], calls["backward"]["torch eager"] = forward, backward
+            syncs["torch eager"] = torch.cuda.synchronize
         for direction, columns in calls.items():
             for name, run in columns.items():
-                alone, pipelined = call_us(run, sync)
-                print(f"  {elem} {direction:8} {name:14} {alone:7.1f} / {pipelined:7.1f} µs")
+                alone, pipelined, throughput = call_us(run, syncs[name])
+                print(
+                    f"  {elem} {direction:8} {name:14} {alone:7.1f} / {pipelined:7.1f} / "
+                    f"{throughput:7.1f} µs"
+                )
 
 
 if __name__ == "__main__":
