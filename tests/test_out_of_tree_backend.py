@@ -28,8 +28,8 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: int = 300) ->
 
 @pytest.fixture(scope="module")
 def hostmem_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], Path]:
-    """A fresh venv seeing this environment's packages (offline), with ruda and ruda-hostmem
-    installed into it by pip."""
+    """A fresh venv seeing this environment's packages (offline: its site folders and those of
+    ``PYTHONPATH``), with ruda and ruda-hostmem installed into it by pip."""
     work = tmp_path_factory.mktemp("hostmem")
     env_dir = work / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
@@ -41,6 +41,10 @@ def hostmem_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
         ).strip()
     )
     parent = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    # and the folders of PYTHONPATH (dropped below) that hold ruda's dependencies, not ruda
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and Path(entry).is_dir() and not (Path(entry) / "ruda_core").exists():
+            parent.add(entry)
     (site / "_ruda_parent_environment.pth").write_text("\n".join(sorted(parent)) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RUDA_BACKENDS")}
     env["PIP_NO_INDEX"] = "1"
