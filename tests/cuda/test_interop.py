@@ -114,6 +114,7 @@ def test_torch_waits_for_ruda_when_it_takes_the_tensor(cuda, torch):
     with torch.cuda.stream(side):
         view = torch.from_dlpack(t)  # `side` waits for the launches with an event
         total = view.sum()
+    side.synchronize()  # torch's streams do not order its default one: read after `side`
     assert float(total) == n * 2.0**20
 
 
