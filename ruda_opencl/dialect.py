@@ -152,12 +152,17 @@ static inline float ruda_f16_round_f64(double x) {
     vstore_half_rte(x, 0, (__private half*)&bits);
     return vload_half(0, (__private const half*)&bits);
 }"""
+#: bf16 conversions as bit arithmetic (round to nearest even; a NaN made quiet, its sign kept),
+#: the results of Intel's ``intel_convert_*`` builtins: with those, Intel's CPU compiler took
+#: 14.3 s to build a held bf16 LayerNorm kernel, 1.7 s with these
 _BF16_HELPERS = """\
 static inline float ruda_bf16_from_bits(ushort bits) {
-    return intel_convert_as_bfloat16_float(bits);
+    return as_float((uint)bits << 16);
 }
 static inline ushort ruda_bf16_to_bits(float x) {
-    return intel_convert_bfloat16_as_ushort(x);
+    uint u = as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 static inline float ruda_bf16_round(float x) {
     return ruda_bf16_from_bits(ruda_bf16_to_bits(x));

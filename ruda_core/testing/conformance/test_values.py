@@ -187,6 +187,36 @@ def test_array_and_tensor_metadata(client):
 
 
 @requires_elem(Elem.BF16)
+def test_f32_to_bf16_rounds_every_kind_of_bit_pattern_as_the_reference(client):
+    """Every high half of an f32 (signs, zeros, subnormals, normals, infinities, NaNs) with the
+    low halves that decide its rounding (exact, just above, just below and at a tie, and the
+    most): the bits of the reference's round to nearest even; a NaN stays a NaN of its sign."""
+    k = KernelBuilder("conformance_f32_to_bf16")
+    a = k.array("a", Elem.F32, read_only=True)
+    out = k.array("out", Elem.BF16)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
+        k.store(out, i, k.let(Op.CAST, Elem.BF16, k.load(a, i)))
+    high = np.arange(1 << 16, dtype=np.uint32) << 16
+    low = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], np.uint32)
+    bits = (high[:, None] | low[None, :]).reshape(-1)
+    n = bits.size
+    got = run_definition(
+        client,
+        k.build(),
+        [bits.view(np.float32), np.zeros(n, ml_dtypes.bfloat16)],
+        count=n // 256,
+        dim=256,
+    )[1].view(np.uint16)
+    with np.errstate(invalid="ignore"):
+        want = bits.view(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    np.testing.assert_array_equal(got[~nan], want[~nan], "f32 -> bf16 bits")
+    assert np.all((got[nan] & 0x7FFF) > 0x7F80), "a NaN stays a NaN"
+    np.testing.assert_array_equal(got[nan] >> 15, bits[nan] >> 31, "a NaN keeps its sign")
+
+
+@requires_elem(Elem.BF16)
 def test_bf16_rounding_and_arithmetic(client):
     k = KernelBuilder("conformance_bf16")
     a = k.array("a", Elem.F32, read_only=True)
