@@ -55,7 +55,7 @@ def part_views(
     """The bindings of every ``(start, nbytes, shape, strides, elem)`` of ``specs`` in
     ``memory``, and for the first ``views`` of them ``tensor_buffer(memory.offset(start, start
     + nbytes), shape, strides, elem)`` too: how every LayerNorm call makes its results and
-    scratch in its one allocation, in one frame (no call apiece). ``memory`` must be fresh,
+    scratch in its one allocation (no ``offset`` call apiece). ``memory`` must be fresh,
     that call's own: a first view that starts at byte 0 *is* ``memory``, narrowed to its part
     (one handle less to make per call); the rest share its memory as ``offset`` views do.
 
@@ -63,7 +63,6 @@ def part_views(
     """
     owner, base, size = memory._owner, memory.offset_bytes, memory.nbytes
     server_id = memory.server_id
-    set_handle, set_shape, set_strides, set_elem = _set_fields
     buffers: list[TensorBuffer] = []
     bindings: list[Binding] = []
     for start, nbytes, shape, strides, elem in specs:
@@ -79,12 +78,6 @@ def part_views(
             handle = _view(owner, base + start, nbytes, server_id)
             binding = handle._binding
         bindings.append(binding)
-        if views == len(buffers):  # scratch: its binding alone (the views keep the memory)
-            continue
-        buf = _new(TensorBuffer)  # tensor_buffer(), inlined
-        set_handle(buf, handle)
-        set_shape(buf, shape)
-        set_strides(buf, strides)
-        set_elem(buf, elem)
-        buffers.append(buf)
+        if views > len(buffers):  # else scratch: its binding alone (the views keep the memory)
+            buffers.append(tensor_buffer(handle, shape, strides, elem))
     return buffers, bindings
