@@ -90,9 +90,9 @@ _readers: dict[type, Callable[[Any], Reading] | None] = {}
 #: type: ``torch.Tensor`` once a tensor has been seen and torch's guards work as this module
 #: expects; no subclass, as a subclass may override what its accessors return
 guarded_types: dict[type, Any] = {}
-#: a guarded launch's remembered tensors: a guard over their layouts, then per ``Array``
-#: argument its binding and length, then the launch's origin, then the entry of another layout
-#: at the same addresses (or None)
+#: a guarded launch's remembered tensors: a guard over their layouts, the tuple of their
+#: bindings and that of their lengths (one per ``Array`` argument, as the launch passes them),
+#: the launch's origin, then the entry of another layout at the same addresses (or None)
 Guarded = tuple[Any, ...]
 #: layouts remembered at the same addresses (entries behind each other; the newest first)
 _MAX_LAYOUTS = 4
@@ -402,15 +402,15 @@ class GuardedTensors:
         self, client: object, key: tuple[int, ...], tensors: tuple[Any, ...], lent: tuple[Any, ...]
     ) -> None:
         """Remember what lending ``tensors`` (of :data:`guarded_types`, one per ``Array``
-        argument) one by one gave for a launch on ``client``: ``lent``, each tensor's binding
-        and length and then the origin, under ``key``, the tensors' ``data_ptr()`` values,
-        behind a guard of their layouts. A later launch here with tensors at the same addresses
-        that the guard accepts may use ``lent`` as it is. The entries of other layouts at these
-        addresses (views of the same memory taking turns) stay behind the new one, up to
-        :data:`_MAX_LAYOUTS` in all; one more takes the place of the newest, so that the others
-        still hit. An entry is one tuple set in one assignment: a launch on another thread sees
-        the old entry or the new one."""
-        seen = (client, key, lent[1:-1:2])
+        argument) one by one gave for a launch on ``client``: ``lent``, the tuple of their
+        bindings, that of their lengths and the origin, under ``key``, the tensors'
+        ``data_ptr()`` values, behind a guard of their layouts. A later launch here with tensors
+        at the same addresses that the guard accepts may use ``lent`` as it is. The entries of
+        other layouts at these addresses (views of the same memory taking turns) stay behind the
+        new one, up to :data:`_MAX_LAYOUTS` in all; one more takes the place of the newest, so
+        that the others still hit. An entry is one tuple set in one assignment: a launch on
+        another thread sees the old entry or the new one."""
+        seen = (client, key, lent[1])
         if seen not in self._seen:
             if len(self._seen) >= _MAX_SEEN:
                 self._seen.clear()

@@ -448,10 +448,7 @@ def _fast_path(
     head = f"    if len(args) != {len(defn.params)}: return SLOW\n" + unpack
     arrays = [k for k, p in enumerate(defn.params) if p.kind is ParamKind.ARRAY]
     lists = f"{_tuple(bindings)}, {_tuple(scalars)}, {_tuple(lengths)}"
-    direct_lists = (
-        f"{_tuple([f'b{k}' for k in arrays])}, {_tuple(scalars)}, "
-        f"{_tuple([f'n{k}' for k in arrays])}"
-    )
+    direct_lists = f"bs, {_tuple(scalars)}, ns" if arrays else f"(), {_tuple(scalars)}, ()"
     tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
     body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
@@ -519,30 +516,36 @@ def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]
     (first, own, foreign), rest = borrowing[0], _lending(borrowing[1:])
     arrays = [k for k, _, _ in borrowing]
     tensors = _tuple([f"a{k}" for k in arrays])
-    exact = " and ".join(f"type(a{k}) in guarded" for k in arrays)
-    lent = ", ".join(f"b{k}, n{k}" for k in arrays)
+    same = "".join(f" and type(a{k}) is kind" for k in arrays[1:])
     addresses = _tuple([f"a{k}.data_ptr()" for k in arrays])
+    gather = f"bs, ns = {_tuple([f'b{k}' for k in arrays])}, {_tuple([f'n{k}' for k in arrays])}"
     guarded = [
-        f"if {exact}:",
+        f"if (kind := type(a{first})) in guarded{same}:",
         f"    try: hit = guards.get(cl, NONE).get(key := {addresses})",
         "    except RuntimeError: return SLOW",
         f"    if hit is not None and not hit[0]{tensors}:",
         "        hit = hit[-1]  # the other layouts seen at the same addresses, newest first",
         f"        while hit is not None and not hit[0]{tensors}: hit = hit[-1]",
         "else: hit = key = None",
-        "if hit is not None:",
-        f"    _, {lent}, origin, _ = hit",
-        f"    kept = [{', '.join(f'a{k}' for k in arrays)}]",
+        "if hit is not None:  # the scalars are kept too: cheaper than a list of the arrays",
+        "    _, bs, ns, origin, _ = hit",
+        "    kept = args",
         "else:",
         *_indent(
             [
                 *foreign,
                 *rest,
-                f"if key is not None: remember(cl, key, {tensors}, ({lent}, origin))",
+                gather,
+                f"if key is not None: remember(cl, key, {tensors}, (bs, ns, origin))",
             ]
         ),
     ]
-    return [f"if type(a{first}) is ArrayArg:", *_indent(own + rest), "else:", *_indent(guarded)]
+    return [
+        f"if type(a{first}) is ArrayArg:",
+        *_indent([*own, *rest, gather]),
+        "else:",
+        *_indent(guarded),
+    ]
 
 
 def _lending(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:
