@@ -568,6 +568,13 @@ class CudaServer(ComputeServer):
         self._activate()
         return _EventFence(self._record(cast(CudaStream, stream)))
 
+    def _refence(self, stream: ServerStream, fence: Any) -> _EventFence:
+        """``fence``'s event recorded again: a done event may be, and CUDA then tracks the
+        new record only."""
+        self._activate()
+        guard("recording an event", lambda: fence.event.record(cast(CudaStream, stream).stream))
+        return cast(_EventFence, fence)
+
     def _wait(self, stream: ServerStream, fence: Any) -> None:
         if fence.done():
             return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from ruda_core.runtime import (
     RudaCount,
     RudaDim,
 )
+from ruda_core.runtime import server as server_module
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
 
@@ -266,6 +268,41 @@ def test_allocations_past_the_memory_limit_raise_out_of_memory(client):
         np.testing.assert_array_equal(read_array(client, dst, np.uint32), np.arange(n))
     finally:
         pool.limit_nbytes = saved
+
+
+class _Owner:
+    """An owner of borrowed memory, as a launch keeps it (weakly referable)."""
+
+
+def test_kept_owners_outlive_the_work_queued_before_them_batch_after_batch(client, spin):
+    """``keep_alive`` fences its owners in batches and lets a batch go once its fence is done;
+    a new batch's fence may be a done batch's, recorded again, and must then wait for the work
+    queued before it like a new one."""
+    server, stream = client.server, client.execution_stream().value
+    batch = server_module._KEEP_BATCH
+
+    def keep(count: int) -> list[weakref.ref]:
+        owners = [_Owner() for _ in range(count)]
+        for owner in owners:
+            server.keep_alive(stream, (owner,), None)
+        return [weakref.ref(o) for o in owners]
+
+    settle(client)
+    first = keep(batch + 1)  # the first batch is fenced on an idle stream: done at once
+    client.sync().result(timeout=TIMEOUT_S)
+    busy = client.empty(4 * spin.units)
+    spin.launch(busy)
+    started = time.perf_counter()
+    second = keep(batch + 1)  # lets the first batch go and fences the next behind the spin
+    gc.collect()
+    assert all(r() is None for r in first[:batch]), "a batch whose fence is done was kept"
+    if time.perf_counter() - started < spin.seconds / 2:  # the spin is still running
+        assert all(r() is not None for r in second[:batch]), "a batch outlived its fence"
+    client.sync().result(timeout=TIMEOUT_S)
+    keep(batch + 1)  # lets the second batch go: its fence is done after the sync
+    gc.collect()
+    assert all(r() is None for r in second[:batch])
+    np.testing.assert_array_equal(read_array(client, busy, np.uint32), spin.expected())
 
 
 def test_dropped_input_is_not_reused_before_queued_work_reads_it(client, spin):
