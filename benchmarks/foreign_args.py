@@ -10,8 +10,11 @@ Triton, in one run.
   tensors.
 
 Each side enqueues ``N`` launches; the time until the last one is enqueued, divided by ``N``,
-is the host cost in microseconds per launch (the best of several interleaved rounds; every
-round ends with a sync outside the timing). Parts whose library is missing are skipped.
+is the host cost in microseconds per launch (every round ends with a sync outside the timing).
+The sides take turns for ``ROUNDS`` rounds: each side's figure is its best round, and its cost
+above the plain launch is the median, over the rounds, of its round minus the plain side's
+round just before it (so a host that changes speed during the run moves both alike). Parts
+whose library is missing are skipped.
 
 Run: ``python benchmarks/foreign_args.py [device ...]`` (default: every cpu and cuda device).
 """
@@ -19,6 +22,7 @@ Run: ``python benchmarks/foreign_args.py [device ...]`` (default: every cpu and 
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -30,9 +34,10 @@ from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 
 N = 2000
-ROUNDS = 5
+ROUNDS = 15
 ELEMENTS = 1024
 BLOCK = 256
+PLAIN = "ruda ArrayArg"
 
 Side = tuple[Callable[[], None], Callable[[], None]]
 
@@ -152,7 +157,7 @@ def triton_side(device: str) -> Side:
 
 def sides(device: str) -> dict[str, Side]:
     client = ruda.client(device)
-    found = {"ruda ArrayArg": plain_side(client)}
+    found = {PLAIN: plain_side(client)}
     if device == "cpu":
         found["ruda NumPy arrays"] = numpy_side(client)
         if importlib.util.find_spec("torch") is not None:
@@ -168,18 +173,27 @@ def sides(device: str) -> dict[str, Side]:
 
 def measure(device: str) -> str:
     timed = sides(device)
-    best = dict.fromkeys(timed, float("inf"))
+    rounds: dict[str, list[float]] = {label: [] for label in timed}
     for _ in range(ROUNDS):
         for label, (enqueue, sync) in timed.items():
-            best[label] = min(best[label], host_us(enqueue, sync))
-    return f"{device:8s} " + "  ".join(f"{label} {us:7.2f} us" for label, us in best.items())
+            rounds[label].append(host_us(enqueue, sync))
+    plain = rounds[PLAIN]
+    lines = [f"{device:8s} {PLAIN:24s} {min(plain):7.2f} us"]
+    for label, times in rounds.items():
+        if label != PLAIN:
+            above = statistics.median(t - p for t, p in zip(times, plain, strict=True))
+            lines.append(f"{'':8s} {label:24s} {min(times):7.2f} us  above plain {above:+6.2f} us")
+    return "\n".join(lines)
 
 
 def main(devices: list[str]) -> None:
     names = devices or [
         str(d) for d in ruda.enumerate_all_devices() if str(d).split(":")[0] in ("cpu", "cuda")
     ]
-    print(f"saxpy of {ELEMENTS} f32, host us per launch, {N} launches, best of {ROUNDS} rounds")
+    print(
+        f"saxpy of {ELEMENTS} f32, host us per launch, {N} launches: best of {ROUNDS} rounds, "
+        "and the median of the per-round differences from the plain launch"
+    )
     for name in names:
         print(measure(name), flush=True)
 
