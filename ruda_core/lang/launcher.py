@@ -527,9 +527,9 @@ def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]
         "        hit = hit[-1]  # the other layouts seen at the same addresses, newest first",
         f"        while hit is not None and not hit[0]{tensors}: hit = hit[-1]",
         "else: hit = key = None",
-        "if hit is not None:  # the scalars are kept too: cheaper than a list of the arrays",
+        "if hit is not None:",
         "    _, bs, ns, origin, _ = hit",
-        "    kept = args",
+        f"    kept = {tensors}",
         "else:",
         *_indent(
             [
