@@ -288,16 +288,17 @@ def test_kept_owners_outlive_the_work_queued_before_them_batch_after_batch(clien
         return [weakref.ref(o) for o in owners]
 
     settle(client)
-    first = keep(batch + 1)  # the first batch is fenced on an idle stream: done at once
+    first = keep(batch + 1)  # the first batch is fenced; the sync leaves its fence done
     client.sync().result(timeout=TIMEOUT_S)
     busy = client.empty(4 * spin.units)
     spin.launch(busy)
     started = time.perf_counter()
-    second = keep(batch + 1)  # lets the first batch go and fences the next behind the spin
+    second = keep(batch + 1)  # lets the first batch go and fences the second behind the spin
+    keep(batch)  # fences a third: lets go of every batch whose fence is done
     gc.collect()
     assert all(r() is None for r in first[:batch]), "a batch whose fence is done was kept"
     if time.perf_counter() - started < spin.seconds / 2:  # the spin is still running
-        assert all(r() is not None for r in second[:batch]), "a batch outlived its fence"
+        assert all(r() is not None for r in second[:batch]), "let go before its work was done"
     client.sync().result(timeout=TIMEOUT_S)
     keep(batch + 1)  # lets the second batch go: its fence is done after the sync
     gc.collect()
