@@ -559,8 +559,11 @@ class CudaServer(ComputeServer):
             ),
         )
 
-    def _record(self, stream: CudaStream) -> Any:
-        event = cupy.cuda.Event(block=False, disable_timing=True)
+    def _record(self, stream: CudaStream, event: Any = None) -> Any:
+        """``event`` (a new one by default) recorded on ``stream``: a done event may be recorded
+        again, and CUDA then tracks the new record only."""
+        if event is None:
+            event = cupy.cuda.Event(block=False, disable_timing=True)
         guard("recording an event", lambda: event.record(stream.stream))
         return event
 
@@ -569,10 +572,8 @@ class CudaServer(ComputeServer):
         return _EventFence(self._record(cast(CudaStream, stream)))
 
     def _refence(self, stream: ServerStream, fence: Any) -> _EventFence:
-        """``fence``'s event recorded again: a done event may be, and CUDA then tracks the
-        new record only."""
         self._activate()
-        guard("recording an event", lambda: fence.event.record(cast(CudaStream, stream).stream))
+        self._record(cast(CudaStream, stream), fence.event)
         return cast(_EventFence, fence)
 
     def _wait(self, stream: ServerStream, fence: Any) -> None:
