@@ -246,14 +246,9 @@ class CudaDialect(Dialect):
     def dynamic_shared_decls(
         self, buffer: str, arrays: Sequence[tuple[str, str, str]], align_nbytes: int = 0
     ) -> list[str]:
-        align = DYNAMIC_SHARED_ALIGN
-        start = max(align, align_nbytes)
-        lines = [f"extern __shared__ __align__({start}) unsigned char {buffer}[];"]
-        offset = "0u"
-        for ctype, name, nbytes in arrays:
-            lines.append(f"{ctype}* {name} = ({ctype}*)({buffer} + {offset});")
-            offset = f"{offset} + ((({nbytes}) + {align - 1}u) / {align}u * {align}u)"
-        return lines
+        start = max(DYNAMIC_SHARED_ALIGN, align_nbytes)
+        extern = f"extern __shared__ __align__({start}) unsigned char {buffer}[];"
+        return [extern, *super().dynamic_shared_decls(buffer, arrays)]
 
     def __init__(self, arch: int = 52) -> None:
         self.arch = arch

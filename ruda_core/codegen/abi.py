@@ -4,8 +4,10 @@ The order is fixed (see :mod:`ruda_core.ir.kernel`): one pointer per ARRAY/TENSO
 followed, where the dialect has an ``offset_type``, by that buffer's byte offset — then one value
 per SCALAR parameter, then the ``u32`` metadata slots of
 :meth:`~ruda_core.ir.KernelDefinition.metadata_layout`, one ``unsigned int`` each, then, where
-the dialect passes dynamic shared arrays as arguments (``dynamic_shared == "argument"``), one
-shared-memory pointer per dynamic shared array, whose size the host gives at launch. A launcher
+the dialect passes dynamic shared memory as an argument (``dynamic_shared == "argument"``), one
+shared byte pointer that the kernel carves into its dynamic shared arrays, whose sizes the host
+gives at launch (one argument however many arrays: drivers differ, and some fail, on several
+shared-memory arguments). A launcher
 builds its packer from :class:`KernelArg` rows once per kernel and never parses source.
 This module only describes and declares arguments; it writes no kernel body.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import Elem, KernelDefinition
+from ..ir import DYNAMIC_SHARED_ALIGN, Elem, KernelDefinition
 from .dialect import Dialect, MemSpace
 
 __all__ = [
@@ -38,7 +40,7 @@ class ArgKind(enum.Enum):
     OFFSET = "offset"  #: the byte offset of ``bindings[index]`` within its pointer
     SCALAR = "scalar"  #: ``scalars[index]`` converted to ``dtype``
     METADATA = "metadata"  #: ``metadata[index]`` as ``u32``
-    SHARED = "shared"  #: shared memory of ``scalars[index]`` elements of ``dtype``
+    SHARED = "shared"  #: the shared bytes of the dynamic shared arrays listed in ``parts``
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,11 @@ class KernelArg:
     :param ctype: the C type as declared.
     :param dtype: for BUFFER the element layout the kernel reads (``uint16`` bits for bf16); for
         the others the exact scalar type to pack.
-    :param index: position in the launch's bindings, scalars or metadata (by ``kind``).
+    :param index: position in the launch's bindings, scalars or metadata (by ``kind``; 0 for
+        SHARED).
+    :param parts: for SHARED, the ``(scalar index, element bytes)`` of each dynamic shared array
+        carved out of it, in order: each takes its size scalar times its element bytes, rounded
+        up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN`.
     """
 
     name: str
@@ -58,6 +64,7 @@ class KernelArg:
     ctype: str
     dtype: np.dtype
     index: int
+    parts: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +119,13 @@ def build_signature(
         meta = claim(f"{names[p.name].rstrip('_')}_{suffix}")
         metadata[(what, p.name, axis)] = meta
         args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
-    if dialect.dynamic_shared == "argument":
-        for s, k in definition.dynamic_shared:
-            storage = dialect.storage_type(s.elem, MemSpace.SHARED)
-            pointer = f"{dialect.qualified(MemSpace.SHARED, storage)}*"
-            dtype = dialect.host_dtype(s.elem)
-            args.append(KernelArg(names[s.name], ArgKind.SHARED, pointer, dtype, k))
+    dynamic = definition.dynamic_shared
+    if dynamic and dialect.dynamic_shared == "argument":
+        byte = dialect.storage_type(Elem.U8, MemSpace.SHARED)
+        pointer = f"{dialect.qualified(MemSpace.SHARED, byte)}*"
+        parts = tuple((k, s.elem.nbytes) for s, k in dynamic)
+        buffer = claim("dynamic_shared")
+        args.append(KernelArg(buffer, ArgKind.SHARED, pointer, np.dtype(np.uint8), 0, parts))
     return Signature(tuple(args), tuple(prologue), metadata)
 
 
@@ -140,7 +148,9 @@ def arg_values(
     OFFSET arguments are the binding's ``offset_bytes``. When ``scalar_dtypes`` (the scalar
     parameters' own dtypes) is given, a SCALAR whose argument dtype differs (bool passed as
     ``uchar``, f16 passed as ``float``) is converted to the argument's dtype. ``shared`` makes
-    the value of a SHARED argument from its size in bytes (at least 1).
+    the value of a SHARED argument from its size in bytes (at least 1): the sum of its
+    ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel
+    carves them.
     """
     env: dict[str, object] = {}
     parts = []
@@ -159,7 +169,11 @@ def arg_values(
             if shared is None:
                 raise ValueError(f"argument {a.name} is shared memory, and no maker was given")
             env["L"] = shared
-            parts.append(f"L(max(int(s[{a.index}]) * {a.dtype.itemsize}, 1))")
+            align = DYNAMIC_SHARED_ALIGN
+            nbytes = " + ".join(
+                f"(int(s[{k}]) * {size} + {align - 1}) // {align} * {align}" for k, size in a.parts
+            )
+            parts.append(f"L(max({nbytes or 0}, 1))")
         else:
             parts.append(f"m[{a.index}]")
     return ", ".join(parts), env

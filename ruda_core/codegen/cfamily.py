@@ -64,7 +64,7 @@ from ..ir import (
     lower_async_copies,
 )
 from ..ir.bounds import REPORT_PARAM
-from .abi import KernelArg, Signature, build_signature
+from .abi import ArgKind, KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
 from .dialect import BUFFERED_SHARED_ALIGN, Dialect, MemSpace, Usage
 from .expr import Arg, ExprLowering
@@ -223,7 +223,7 @@ class _KernelWriter:
             dynamic = [s for s, _ in self.defn.dynamic_shared]
             if dynamic and self.d.dynamic_shared is None:
                 raise UnsupportedFeature(f"{self.d.name} has no shared memory sized at launch")
-            for s in dynamic:  # named first: they may be arguments
+            for s in dynamic:  # named before the names the arguments derive
                 self.c[s.name] = self.names.claim(s.name)
             self.signature = build_signature(self.defn, self.d, self.c, self.names.claim)
             declared: list[SharedArray | LocalArray | Local | Fragment] = [
@@ -291,7 +291,7 @@ class _KernelWriter:
                     continue
                 align = max(tiles, lined.get(s, 0))
                 lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
-        if (defn.dynamic_shared or buffered) and d.dynamic_shared == "extern":
+        if defn.dynamic_shared or buffered:
             arrays += [
                 (
                     d.storage_type(s.elem, MemSpace.SHARED),
@@ -300,7 +300,8 @@ class _KernelWriter:
                 )
                 for s, _ in defn.dynamic_shared
             ]
-            buffer = self.names.claim("dynamic_shared")
+            passed = [a.name for a in self.start().args if a.kind is ArgKind.SHARED]
+            buffer = passed[0] if passed else self.names.claim("dynamic_shared")
             align = BUFFERED_SHARED_ALIGN if buffered else 0
             lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays, align)]
         if self.sync.counter is not None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedFeature
-from ..ir import Elem, Fragment, KernelDefinition, MatrixLayout, Op
+from ..ir import DYNAMIC_SHARED_ALIGN, Elem, Fragment, KernelDefinition, MatrixLayout, Op
 from .names import C99_KEYWORDS, MATH_NAMES
 
 __all__ = ["BITS_ELEM", "BUFFERED_SHARED_ALIGN", "Dialect", "MemSpace", "Usage"]
@@ -97,9 +97,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     restrict = "restrict"
     #: Storage class of shared arrays.
     shared_qualifier = "static"
-    #: How dynamic shared arrays (sized at launch) reach the kernel: ``"argument"``, a
-    #: shared-memory pointer argument each; ``"extern"``, one buffer of the launch's dynamic
-    #: size that :meth:`dynamic_shared_decls` divides; ``None``: the target has none.
+    #: How dynamic shared arrays (sized at launch) reach the kernel: one buffer of the launch's
+    #: dynamic size that :meth:`dynamic_shared_decls` divides, either passed as one shared byte
+    #: pointer argument (``"argument"``) or declared in the kernel (``"extern"``); ``None``:
+    #: the target has none.
     dynamic_shared: str | None = None
     #: When set, every buffer parameter is followed by a byte offset argument of this C type that
     #: the kernel adds to the pointer in its prologue (the host binds pool pages plus offsets).
@@ -175,11 +176,20 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def dynamic_shared_decls(
         self, buffer: str, arrays: Sequence[tuple[str, str, str]], align_nbytes: int = 0
     ) -> list[str]:
-        """For ``dynamic_shared == "extern"``: the declarations of the dynamic shared arrays
-        ``(ctype, name, byte size expression)`` in one buffer named ``buffer``, each at a
-        multiple of :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` bytes, in order; the buffer
-        itself starts at a multiple of ``align_nbytes`` where that is larger."""
-        raise UnsupportedFeature(f"{self.name} has no dynamic shared memory")
+        """The declarations of the dynamic shared arrays ``(ctype, name, byte size expression)``
+        as pointers into one buffer of bytes named ``buffer``, each at a multiple of
+        :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` bytes, in order. With
+        ``dynamic_shared == "argument"`` the buffer is the kernel's shared byte pointer
+        argument; a dialect with ``"extern"`` declares it first, starting at a multiple of
+        ``align_nbytes`` where that is larger."""
+        align = DYNAMIC_SHARED_ALIGN
+        lines = []
+        offset = "0u"
+        for ctype, name, nbytes in arrays:
+            pointer = f"{self.qualified(MemSpace.SHARED, ctype)}*"
+            lines.append(f"{pointer} {name} = ({pointer})({buffer} + {offset});")
+            offset = f"{offset} + ((({nbytes}) + {align - 1}u) / {align}u * {align}u)"
+        return lines
 
     #: The most static shared memory a kernel of the target may declare, in bytes (``None``:
     #: only the device's limit). Past it, a target with ``dynamic_shared == "extern"`` gets its

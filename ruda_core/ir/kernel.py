@@ -242,8 +242,7 @@ def dynamic_shared_bytes(
 ) -> int:
     """The dynamic shared memory per cube of ``arrays`` (:attr:`KernelDefinition.dynamic_shared`)
     for a launch with ``scalars``: each array's bytes rounded up to :data:`DYNAMIC_SHARED_ALIGN`,
-    in declaration order (CUDA places them so in one buffer; OpenCL passes each as its own
-    ``__local`` argument)."""
+    in declaration order, as the kernel carves them out of its one dynamic shared buffer."""
     align = DYNAMIC_SHARED_ALIGN
     return sum(
         -(-int(scalars[k]) * s.elem.nbytes // align) * align  # type: ignore[call-overload]

@@ -1,8 +1,9 @@
 """Shared memory and barriers: every cube has its own shared memory (a cube never sees another
 cube's values), ``sync_units`` orders the units of a cube (tree reduction, tile transpose);
 views of shared and global arrays at an offset (``a[lo:hi]``) read, write and clip; shared
-arrays sized at launch by a ``u32`` argument hold what that size says, and one past the device
-is refused before anything runs."""
+arrays sized at launch by a ``u32`` argument hold what that size says (two or three of them, of
+different element types, each apart from the others and aligned for its type), and one past the
+device is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from ruda_core.errors import TooManyResources
+from ruda_core.ir import Elem
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_POS,
@@ -20,6 +22,7 @@ from ruda_core.lang import (
     ArrayArg,
     Comptime,
     LocalArray,
+    Numeric,
     SharedMemory,
     atomic_add,
     f32,
@@ -27,9 +30,11 @@ from ruda_core.lang import (
     i32,
     kernel,
     sync_units,
+    u8,
     u32,
 )
 from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.markers import need
 from ruda_core.testing.runner import read_array
 
 
@@ -262,3 +267,105 @@ def test_shared_memory_sized_past_the_device_is_refused_before_anything_runs(cli
         conformance_dynamic_shared.launch(
             client, RudaCount(1), RudaDim(1), ArrayArg(out, 1), ArrayArg(out, 1), limit // 4, 1
         )
+
+
+@kernel
+def conformance_two_dynamic_shared(
+    x: Array[f32], k: Array[i32], out_x: Array[f32], out_k: Array[i32], n: u32, m: u32
+):
+    floats = SharedMemory(f32, n)  # both sized at each launch
+    ints = SharedMemory(i32, m)
+    u = UNIT_POS
+    if u < n:
+        floats[u] = x[RUDA_POS * n + u]
+    if u < m:
+        ints[u] = k[RUDA_POS * m + u]
+    sync_units()
+    if u < n:
+        out_x[RUDA_POS * n + u] = floats[n - u32(1) - u]
+    if u < m:
+        out_k[RUDA_POS * m + u] = ints[m - u32(1) - u]
+
+
+def _cube_reversed(values: np.ndarray, cubes: int) -> np.ndarray:
+    """``values`` with each cube's share in reverse order, as the kernels below write them."""
+    return values.reshape(cubes, -1)[:, ::-1].reshape(-1)
+
+
+def test_two_shared_arrays_sized_at_launch_are_apart(client):
+    cubes, units = 3, 128
+    for n, m in [(1, 1), (3, 5), (37, 128), (128, 2)]:
+        x = np.arange(cubes * n, dtype=np.float32) + np.float32(0.5)
+        k = -np.arange(cubes * m, dtype=np.int32) - 7
+        out_x, out_k = client.empty(x.nbytes), client.empty(k.nbytes)
+        conformance_two_dynamic_shared.launch(
+            client,
+            RudaCount(cubes),
+            RudaDim(units),
+            ArrayArg(client.create_from_slice(x), x.size),
+            ArrayArg(client.create_from_slice(k), k.size),
+            ArrayArg(out_x, x.size),
+            ArrayArg(out_k, k.size),
+            n,
+            m,
+        )
+        np.testing.assert_array_equal(
+            read_array(client, out_x, np.float32), _cube_reversed(x, cubes)
+        )
+        np.testing.assert_array_equal(read_array(client, out_k, np.int32), _cube_reversed(k, cubes))
+
+
+@kernel
+def conformance_three_dynamic_shared(
+    b: Array[u8],
+    x: Array[Numeric],
+    k: Array[i32],
+    out_b: Array[u8],
+    out_x: Array[Numeric],
+    out_k: Array[i32],
+    nb: u32,
+    nx: u32,
+    nk: u32,
+):
+    small = SharedMemory(u8, nb)  # an odd byte count first: the others must stay aligned
+    wide = SharedMemory(Numeric, nx)
+    ints = SharedMemory(i32, nk)
+    u = UNIT_POS
+    if u < nb:
+        small[u] = b[RUDA_POS * nb + u]
+    if u < nx:
+        wide[u] = x[RUDA_POS * nx + u]
+    if u < nk:
+        ints[u] = k[RUDA_POS * nk + u]
+    sync_units()
+    if u < nb:
+        out_b[RUDA_POS * nb + u] = small[nb - u32(1) - u]
+    if u < nx:
+        out_x[RUDA_POS * nx + u] = wide[nx - u32(1) - u]
+    if u < nk:
+        out_k[RUDA_POS * nk + u] = ints[nk - u32(1) - u]
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.F64], ids=lambda e: e.value)
+def test_three_shared_arrays_of_different_types_sized_at_launch_are_apart(client, elem):
+    need(client, Elem.U8, elem)
+    cubes, units = 2, 64
+    for nb, nx, nk in [(1, 1, 1), (3, 5, 7), (61, 64, 9), (64, 2, 64)]:
+        b = (np.arange(cubes * nb) * 7 + 1).astype(np.uint8)
+        x = (np.arange(cubes * nx) - 2.25).astype(elem.numpy)
+        k = np.arange(cubes * nk, dtype=np.int32) * -3 + 11
+        arrays = {Elem.U8: b, elem: x, Elem.I32: k}
+        outs = [client.empty(a.nbytes) for a in arrays.values()]
+        conformance_three_dynamic_shared.launch(
+            client,
+            RudaCount(cubes),
+            RudaDim(units),
+            *(ArrayArg(client.create_from_slice(a), a.size, elem=e) for e, a in arrays.items()),
+            *(ArrayArg(o, a.size, elem=e) for o, (e, a) in zip(outs, arrays.items(), strict=True)),
+            nb,
+            nx,
+            nk,
+        )
+        for out, a in zip(outs, arrays.values(), strict=True):
+            got = read_array(client, out, a.dtype)
+            np.testing.assert_array_equal(got, _cube_reversed(a, cubes))
