@@ -5,9 +5,11 @@
 
 Each chunk is uploaded once by a task, which keeps it on its worker's device and returns a
 DeviceRef; the next tasks run on that worker (``workers=ref.worker``), launch a kernel on the
-kept tensor in place and return only a small result. On a cluster of GPU machines, connect a
-``distributed.Client`` to its scheduler instead of the LocalCluster, and leave ``devices`` out:
-each worker then takes a GPU it sees, round robin.
+kept tensor in place and return only a small result. ``ruda_core.dask.gather`` waits for them
+and raises ``WorkerLost`` if a worker keeping a chunk leaves the cluster (Dask alone would wait
+for it forever); ``upload`` is the recipe that computes a lost chunk again on a live worker. On a
+cluster of GPU machines, connect a ``distributed.Client`` to its scheduler instead of the
+LocalCluster, and leave ``devices`` out: each worker then takes a GPU it sees, round robin.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ import sys
 import numpy as np
 from distributed import Client, LocalCluster
 
-from ruda_core.dask import DeviceRef, RudaWorkerPlugin, keep, kept, release, worker_client
+from ruda_core.dask import (
+    DeviceRef,
+    RudaWorkerPlugin,
+    gather,
+    keep,
+    kept,
+    release,
+    worker_client,
+)
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import RudaCount, RudaDim
 from ruda_core.tensor import RudaTensor
@@ -59,18 +69,23 @@ def total(ref: DeviceRef) -> float:
 def main(device: str = "cpu") -> None:
     data = np.random.default_rng(0).random((CHUNKS, CHUNK), dtype=np.float32)
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        LocalCluster(  # the scheduler's HTTP server takes a free port, not 8787
+            n_workers=2,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         ) as cluster,
         Client(cluster) as client,
     ):
         client.register_plugin(RudaWorkerPlugin(devices=[device]))
         refs = [client.submit(upload, k, data[k], pure=False) for k in range(CHUNKS)]
+        kept_refs = client.gather(refs)
         sums = []
-        for ref in client.gather(refs):
+        for ref in kept_refs:
             step = client.submit(transform, ref, 2.0, 1.0, workers=ref.worker, pure=False)
             sums.append(client.submit(total, step, workers=ref.worker, pure=False))
-        got = client.gather(sums)
+        got = gather(client, sums, kept_refs, timeout_s=120)
         workers = len(client.scheduler_info()["workers"])
     want = [float((np.float32(2) * c + np.float32(1)).sum(dtype=np.float64)) for c in data]
     if not np.allclose(got, want, rtol=1e-6):

@@ -11,23 +11,31 @@ a place for device memory that outlives a task. Needs ``pip install 'ruda[dask]'
   plugin and returns a :class:`DeviceRef` naming the key and the worker; a later task gets
   the tensor back with :func:`kept`, submitted to that worker
   (``client.submit(f, ref, workers=ref.worker)``), and :func:`release` frees it. Data that
-  a task returns travels through Dask as host bytes; data that is kept never leaves the device.
+  a task returns travels through Dask as host bytes; data that is kept never leaves the device;
+* :func:`gather` waits for such tasks like ``client.gather``, but raises
+  :class:`~ruda_core.errors.WorkerLost` when the worker of a ref has left the cluster.
 
 Kept memory lives as long as its worker: a worker that dies takes it along, and Dask's recovery
-(re-running the task on another worker) does not recreate it. This module never starts a
-cluster; nothing else in ruda imports it, so Dask is needed only by code that does.
+(re-running the task on another worker) does not recreate it. Worse, Dask raises nothing for a
+task pinned to a worker that is gone: the task waits for that worker forever. Wait with
+:func:`gather`, and keep the recipe of kept memory (the task that built it and its inputs):
+after :class:`~ruda_core.errors.WorkerLost`, submit that task again without ``workers=`` and
+use the new ref it returns. This module never starts a cluster; nothing else in ruda imports
+it, so Dask is needed only by code that does.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from distributed import WorkerPlugin, get_worker
+from distributed import Client, Future, WorkerPlugin, get_worker, wait
 
+from .errors import WorkerLost
 from .plugins import client as open_client
 from .plugins import enumerate_all_devices
 from .runtime.client import ComputeClient
@@ -41,6 +49,7 @@ __all__ = [
     "PLUGIN_NAME",
     "DeviceRef",
     "RudaWorkerPlugin",
+    "gather",
     "keep",
     "kept",
     "release",
@@ -51,6 +60,8 @@ __all__ = [
 PLUGIN_NAME = "ruda"
 
 Kept = RudaTensor | Handle
+#: Seconds between two checks of :func:`gather` that the refs' workers are still there.
+_POLL_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +69,9 @@ class DeviceRef:
     """Device memory kept on a worker: what a task returns instead of the data.
 
     :param key: the name it is kept under on that worker.
-    :param worker: the worker's address; submit the tasks that use it there.
+    :param worker: the worker's address; submit the tasks that use it there, and wait for
+        them with :func:`gather`, which raises :class:`~ruda_core.errors.WorkerLost` when this
+        worker has left the cluster (Dask itself would wait for it forever).
     :param device: the device that holds it (``"cuda:1"``).
     """
 
@@ -195,3 +208,55 @@ def kept(ref: DeviceRef | str) -> Kept:
 def release(ref: DeviceRef | str) -> bool:
     """Drop what is kept under ``ref`` on this worker; False when nothing was."""
     return _plugin().release(ref if isinstance(ref, str) else ref.key)
+
+
+def gather(
+    client: Client,
+    futures: Sequence[Future[object]],
+    refs: Iterable[DeviceRef],
+    timeout_s: float = 60.0,
+) -> list[object]:
+    """``client.gather(futures)`` for tasks pinned to the workers that keep ``refs``
+    (``workers=ref.worker``), which fails instead of waiting forever when one of those workers
+    has left the cluster.
+
+    Dask raises nothing for a task pinned to a worker that is gone: the task waits for that
+    worker. This function asks the scheduler which workers are in the cluster before it waits
+    and several times a second while it waits.
+
+    :returns: the futures' results, in order.
+    :raises WorkerLost: as soon as the worker of one of ``refs`` is not in the cluster, naming
+        it and the key. The futures stay pending; cancel them, then compute the kept memory
+        again on a live worker (submit the task that built it without ``workers=``).
+    :raises TimeoutError: when the futures are not all done after ``timeout_s`` seconds.
+    :raises Exception: the error of a task that failed, as ``client.gather`` raises it.
+    """
+    pinned = list(refs)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        # a query to the scheduler, not a cached view
+        live = client.nthreads()  # type: ignore[no-untyped-call]  # untyped API
+        for ref in pinned:
+            if ref.worker not in live:
+                raise WorkerLost(
+                    f"worker {ref.worker} left the cluster, and {ref.key!r} kept on its "
+                    f"{ref.device} went with it; a task pinned to it would wait forever. "
+                    "Cancel the futures that use it and compute it again on a live worker: "
+                    "submit the task that kept it without workers= and use the DeviceRef it "
+                    f"returns ({len(live)} workers remain)"
+                )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            done = [f.done() for f in futures]  # type: ignore[no-untyped-call]  # untyped API
+            pending = done.count(False)
+            raise TimeoutError(
+                f"{pending} of {len(futures)} futures are not done after {timeout_s} s while "
+                "every worker they are pinned to is alive; raise timeout_s, or look at the "
+                "tasks on the Dask dashboard"
+            )
+        try:
+            poll_s = min(_POLL_S, left)
+            wait(futures, timeout=poll_s)  # type: ignore[no-untyped-call]  # untyped API
+        except TimeoutError:
+            continue  # not done yet: check the workers again
+        return list(client.gather(futures))  # type: ignore[no-untyped-call]  # untyped API

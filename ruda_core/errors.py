@@ -1,7 +1,7 @@
 """The one exception tree of ruda.
 
 A leaf module: it imports nothing of ruda, so every layer, the IR included, may raise these.
-``ruda_core.runtime`` re-exports every name (``ruda_core.runtime.errors`` remains an import path).
+``ruda_core.runtime`` re-exports every name.
 A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`RudaPanic` raised
 ``from`` the ``ServerError`` that caused it. The client stays usable after either::
 
@@ -23,7 +23,9 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
     │   ├── AutotuneError                 every candidate of a tunable set failed
     │   ├── CaptureError                  a call a capture cannot record; a graph on another device
-    │   └── ServerUnhealthy               the device is lost; recreate the process
+    │   ├── ServerUnhealthy               the device is lost; recreate the process
+    │   └── WorkerLost                    the Dask worker that kept device memory left the
+    │                                     cluster; compute the memory again on a live worker
     ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
     │   └── DeploymentTagsError           deployment tags changed after their first use
     └── PluginError                       a driver plugin is broken or unavailable
@@ -61,6 +63,7 @@ __all__ = [
     "TooManyResources",
     "UnsupportedFeature",
     "ValidationError",
+    "WorkerLost",
 ]
 
 
@@ -196,6 +199,12 @@ class CaptureError(ServerError):
 
 class ServerUnhealthy(ServerError):
     """The device is in an unrecoverable state (a lost context). Recreate the process."""
+
+
+class WorkerLost(ServerError):
+    """The Dask worker that keeps device memory (a ``ruda_core.dask.DeviceRef``) left the
+    cluster, and the memory went with it. The message names the worker and the key; compute
+    the memory again on a live worker (see ``ruda_core.dask.gather``)."""
 
 
 class RudaPanic(RuntimeError):

@@ -1,13 +1,18 @@
 """ruda in Dask tasks, on a LocalCluster of two in-process workers on loopback: each worker
 opens its device once, devices are spread over the workers, data kept by one task is used in
-place by the next on the same worker and freed by ``release``, and misuse says what to do.
+place by the next on the same worker and freed by ``release``, waiting on a worker that left
+the cluster fails at once, and misuse says what to do. Every cluster takes free ports, so test
+processes running side by side do not collide.
 
 Skips without ``distributed`` (``pip install 'ruda[dask]'``; the ``test`` extra has it)."""
 
 from __future__ import annotations
 
 import gc
+import re
+import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -18,11 +23,13 @@ import ruda_core as ruda  # noqa: E402  # after the skip: ruda_core.dask imports
 from ruda_core.dask import (  # noqa: E402
     DeviceRef,
     RudaWorkerPlugin,
+    gather,
     keep,
     kept,
     release,
     worker_client,
 )
+from ruda_core.errors import WorkerLost  # noqa: E402
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32  # noqa: E402
 from ruda_core.runtime import RudaCount, RudaDim  # noqa: E402
 from ruda_core.tensor import RudaTensor  # noqa: E402
@@ -37,14 +44,21 @@ def add_one(x: Array[u32]):
         x[i] = x[i] + u32(1)
 
 
+def _local_cluster(threads_per_worker: int) -> distributed.LocalCluster:
+    """Two in-process workers. The scheduler's HTTP server, which runs even without the
+    dashboard, takes a free loopback port instead of 8787."""
+    return distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=threads_per_worker,
+        processes=False,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+    )
+
+
 @pytest.fixture(scope="module")
-def dask_client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+def dask_client() -> Iterator[distributed.Client]:
+    with _local_cluster(2) as cluster, distributed.Client(cluster) as client:
         yield client
 
 
@@ -133,6 +147,64 @@ def test_kept_on_another_worker_names_the_worker(dask_client):
     with pytest.raises(KeyError, match=f"on worker {second}"):
         wrong.result()
     assert dask_client.submit(release, ref, workers=first, pure=False).result()
+
+
+def test_a_ref_whose_worker_left_raises_within_the_timeout():
+    with _local_cluster(1) as cluster, distributed.Client(cluster) as client:
+        client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+        ref = client.submit(_upload, "doomed", pure=False).result()
+        step = client.submit(_add_one, ref, workers=ref.worker, pure=False)
+        assert gather(client, [step], [ref], timeout_s=60) == [ref]  # its worker is alive
+        doomed = next(w for w in cluster.workers.values() if w.address == ref.worker)
+        client.sync(doomed.close)
+        lost = client.submit(_add_one, ref, workers=ref.worker, pure=False)
+        start = time.monotonic()
+        with pytest.raises(WorkerLost, match=re.escape(f"worker {ref.worker} left the cluster")):
+            gather(client, [lost], [ref], timeout_s=10)
+        assert time.monotonic() - start < 10
+        assert not lost.done()  # Dask itself would have kept waiting
+        lost.cancel()
+        again = client.submit(_upload, "doomed", pure=False).result()  # the recipe, re-run
+        assert again.worker != ref.worker
+        done = client.submit(_read_and_release, again, workers=again.worker, pure=False)
+        [(values, _, _)] = gather(client, [done], [again], timeout_s=60)
+        assert values == list(range(N))
+
+
+def test_a_worker_leaving_while_its_task_waits_raises():
+    with _local_cluster(1) as cluster, distributed.Client(cluster) as client:
+        client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+        ref = client.submit(_upload, "waiting", pure=False).result()
+        blocker = distributed.Event("blocker", client=client)
+        held = client.submit(blocker.wait, workers=ref.worker, pure=False)
+        queued = client.submit(_add_one, ref, workers=ref.worker, pure=False)  # behind held
+        doomed = next(w for w in cluster.workers.values() if w.address == ref.worker)
+        closer = threading.Timer(0.5, client.sync, [doomed.close])
+        closer.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(WorkerLost, match=re.escape(ref.worker)):
+                gather(client, [queued], [ref], timeout_s=30)
+            assert time.monotonic() - start < 30
+        finally:
+            blocker.set()
+            closer.join()
+            held.cancel()
+            queued.cancel()
+
+
+def test_waiting_too_long_on_a_live_worker_is_a_timeout(dask_client):
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))
+    ref = dask_client.submit(_upload, "slow", pure=False).result()
+    blocker = distributed.Event("slow", client=dask_client)
+    held = dask_client.submit(blocker.wait, workers=ref.worker, pure=False)
+    try:
+        with pytest.raises(TimeoutError, match=re.escape("1 of 1 futures are not done after 0.5")):
+            gather(dask_client, [held], [ref], timeout_s=0.5)
+    finally:
+        blocker.set()
+    assert gather(dask_client, [held], [ref], timeout_s=60) == [True]
+    assert dask_client.submit(release, ref, workers=ref.worker, pure=False).result()
 
 
 def test_outside_a_worker_or_without_the_plugin_is_a_clear_error():

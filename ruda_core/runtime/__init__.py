@@ -30,6 +30,7 @@ from ..errors import (
     TooManyResources,
     UnsupportedFeature,
     ValidationError,
+    WorkerLost,
 )
 from .arguments import LaunchArgs
 from .backend import IndexedRuntime, LazyType, Runtime
@@ -112,6 +113,7 @@ __all__ = [
     "TraceEvent",
     "UnsupportedFeature",
     "ValidationError",
+    "WorkerLost",
     "contiguous_strides",
     "is_contiguous_or_pitched",
 ]
