@@ -23,6 +23,7 @@ class CpuStorage(Storage):
     """Each page is a ``np.empty(nbytes, uint8)``; the resource is that array."""
 
     alignment_nbytes = 64
+    memory_source = "the host's physical memory"  # also the largest single allocation
 
     def __init__(self) -> None:
         self.capacity_nbytes = self.memory_nbytes = host_memory_nbytes()

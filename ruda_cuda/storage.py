@@ -16,6 +16,7 @@ class CudaStorage(Storage):
     is made current first: the calling thread's current device may be another GPU."""
 
     alignment_nbytes = 256
+    memory_source = "cudaDeviceProp.totalGlobalMem"  # also the largest single allocation
 
     def __init__(self, total_nbytes: int, index: int) -> None:
         self.capacity_nbytes = self.memory_nbytes = total_nbytes

@@ -19,6 +19,8 @@ class OpenCLStorage(Storage):
     ``CL_DEVICE_GLOBAL_MEM_SIZE``."""
 
     alignment_nbytes = 256
+    capacity_source = "CL_DEVICE_MAX_MEM_ALLOC_SIZE"
+    memory_source = "CL_DEVICE_GLOBAL_MEM_SIZE"
 
     def __init__(self, context: Any, device: Any) -> None:
         self._context = context

@@ -200,7 +200,12 @@ class ComputeServer(ABC):
         #: why this server cannot be used (it was made before a fork), else None
         self.retired: str | None = None
         track(self)
-        self.memory = MemoryManagement(storage, memory_config or MemoryConfig(), self._fence)
+        self.memory = MemoryManagement(
+            storage,
+            memory_config or MemoryConfig(),
+            self._fence,
+            lambda: self.cache_origin.device or str(self.device_id),
+        )
         self._streams: dict[int, ServerStream] = {}
         self._fingerprint: str | None = None
         self._profile: _Recording | None = None

@@ -60,6 +60,11 @@ class MemoryConfig:
     limit_nbytes: int | None = None
 
 
+def _named(source: str) -> str:
+    """`` (source)`` for a property's name in a message, or nothing."""
+    return f" ({source})" if source else ""
+
+
 def _round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
@@ -71,17 +76,23 @@ class MemoryManagement:
     waiting for in-flight releases and giving back idle pages, is ``OutOfMemory``. It starts as
     ``config.limit_nbytes``, else ``RUDA_MEMORY_LIMIT`` (read once, here), else the storage's
     ``memory_nbytes``, never above the latter; it may be changed at any time and applies from
-    the next request.
+    the next request. ``device_name`` names the device in messages as users name it
+    (``opencl:0``).
 
     :raises ValueError: when ``RUDA_MEMORY_LIMIT`` is malformed.
     """
 
     def __init__(
-        self, storage: Storage, config: MemoryConfig, fence_of: Callable[[Any], Fence]
+        self,
+        storage: Storage,
+        config: MemoryConfig,
+        fence_of: Callable[[Any], Fence],
+        device_name: Callable[[], str],
     ) -> None:
         self.storage = storage
         self.config = config
         self._fence_of = fence_of
+        self._device_name = device_name
         self._align = storage.alignment_nbytes
         limit = config.limit_nbytes
         if limit is None:
@@ -110,16 +121,8 @@ class MemoryManagement:
         """
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
-        if nbytes > self.storage.capacity_nbytes:
-            raise BufferTooBig(
-                f"{nbytes} bytes can never fit this device ({self.storage.capacity_nbytes} bytes "
-                "of memory); split the data"
-            )
-        if nbytes > self.limit_nbytes:
-            raise BufferTooBig(
-                f"{nbytes} bytes can never fit this device's memory limit of "
-                f"{self.limit_nbytes} bytes; split the data or raise {_LIMIT_VARIABLE}"
-            )
+        if nbytes > self.storage.capacity_nbytes or nbytes > self.limit_nbytes:
+            raise BufferTooBig(self._too_big(nbytes))
         align = self._align
         # _round_up(max(nbytes, 1), align) without its two calls: every allocation runs this
         rounded = ((nbytes or 1) + align - 1) // align * align
@@ -160,6 +163,23 @@ class MemoryManagement:
 
     def _is_exclusive(self, rounded: int) -> bool:
         return rounded > self.config.slice_max_nbytes
+
+    def _too_big(self, nbytes: int) -> str:
+        """Why a request of ``nbytes`` can never be served, and what to do instead."""
+        storage, device = self.storage, self._device_name()
+        capacity, memory = storage.capacity_nbytes, storage.memory_nbytes
+        if nbytes > capacity:
+            return (
+                f"a buffer of {nbytes} bytes can never fit {device}: its largest single "
+                f"allocation is {capacity} bytes{_named(storage.capacity_source)} and its device "
+                f"memory {memory} bytes{_named(storage.memory_source)}; split the data into "
+                f"buffers of at most {capacity} bytes"
+            )
+        return (
+            f"a buffer of {nbytes} bytes can never fit {device}'s memory limit of "
+            f"{self.limit_nbytes} bytes (its device memory is {memory} bytes); split the data "
+            f"or raise {_LIMIT_VARIABLE}"
+        )
 
     def _fits_pending(self, s: Slice, rounded: int, stream: object) -> bool:
         """Whether the dropped slice ``s`` may serve a request of ``rounded`` bytes on

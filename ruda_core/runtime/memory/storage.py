@@ -18,11 +18,15 @@ class Storage(ABC):
     two). ``capacity_nbytes`` is the largest page the device can hold; a larger request is a
     ``BufferTooBig`` before any driver call. ``memory_nbytes`` is the device's whole memory: the
     pool never holds more pages than that in all (nor than its ``limit_nbytes``).
+    ``capacity_source`` and ``memory_source`` name the driver's properties the two are read from
+    (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), for ``BufferTooBig`` messages; empty when there is none.
     """
 
     alignment_nbytes: int = 256
     capacity_nbytes: int = 1 << 62
     memory_nbytes: int = 1 << 62
+    capacity_source: str = ""
+    memory_source: str = ""
 
     @abstractmethod
     def alloc(self, nbytes: int) -> object:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
 from ruda_core.runtime import (
     Binding,
+    BufferTooBig,
     Feature,
     InvalidHandle,
     KernelTask,
@@ -329,6 +330,17 @@ def test_dropped_input_is_not_reused_before_queued_work_reads_it(client, spin):
     worker.join(TIMEOUT_S)
     np.testing.assert_array_equal(read_array(client, dst, np.uint32), values)
     assert len(same_stream) == 8  # kept alive until here: they must not alias the source
+
+
+def test_a_buffer_larger_than_the_device_is_refused_naming_the_device_and_its_sizes(client):
+    memory = client.properties().memory_nbytes
+    with pytest.raises(BufferTooBig) as refused:
+        client.empty(memory + 1)
+    message = str(refused.value)
+    assert message.startswith(f"a buffer of {memory + 1} bytes can never fit {client.device}: ")
+    assert "its largest single allocation is " in message
+    assert f"its device memory {memory} bytes" in message
+    assert client.empty(16).nbytes == 16  # the client stays usable
 
 
 def test_negative_and_non_integer_sizes_are_refused(client):
