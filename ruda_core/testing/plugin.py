@@ -14,8 +14,10 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
   fixtures are set up;
 * the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, see
   :mod:`.overrides`;
-* a Hypothesis profile ``ruda-ci`` (derandomised, no deadline), loaded when ``CI`` is set and
-  no other profile was asked for.
+* the Hypothesis profile ``ruda`` (derandomised: every run tries the same examples; no
+  deadline), loaded unless ``--hypothesis-profile`` names another, so a test run never fails
+  by chance; ``RUDA_FUZZ_NEW=1`` loads ``ruda-new`` instead, which draws new examples on every
+  run (``--hypothesis-seed=N`` picks one other fixed set).
 
 The plugin never imports a driver itself; opening a device is what imports it.
 """
@@ -34,11 +36,23 @@ from .markers import MARK_ELEMS, MARK_FEATURES, missing
 from .overrides import DEVICE_PARAM, Overrides
 from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
 
-__all__ = ["HYPOTHESIS_PROFILE", "client", "reference", "ruda_device"]
+__all__ = [
+    "ENV_FUZZ_NEW",
+    "HYPOTHESIS_PROFILE",
+    "HYPOTHESIS_PROFILE_NEW",
+    "client",
+    "reference",
+    "ruda_device",
+]
 
-#: The Hypothesis profile loaded on CI.
-HYPOTHESIS_PROFILE = "ruda-ci"
+#: The Hypothesis profile loaded by default: the same examples on every run.
+HYPOTHESIS_PROFILE = "ruda"
+#: The Hypothesis profile ``RUDA_FUZZ_NEW=1`` loads: new examples on every run.
+HYPOTHESIS_PROFILE_NEW = "ruda-new"
+#: Set to 1 to draw new examples on every run (the fixed set is the default).
+ENV_FUZZ_NEW = "RUDA_FUZZ_NEW"
 settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, deadline=None, print_blob=True)
+settings.register_profile(HYPOTHESIS_PROFILE_NEW, derandomize=False, deadline=None, print_blob=True)
 
 _SELECTION = pytest.StashKey[DeviceSelection]()
 _OVERRIDES = pytest.StashKey[Overrides]()
@@ -63,9 +77,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARK_ELEMS}(*elems): the test needs these ruda element types"
     )
-    if os.environ.get("CI") and not config.getoption("hypothesis_profile", default=None):
-        settings.load_profile(HYPOTHESIS_PROFILE)
+    _load_hypothesis_profile(config)
     config.stash[_SELECTION] = DeviceSelection.from_options(config.getoption("ruda_device"))
+
+
+def _load_hypothesis_profile(config: pytest.Config) -> None:
+    """Load ``ruda`` (or ``ruda-new`` under ``RUDA_FUZZ_NEW=1``) unless
+    ``--hypothesis-profile`` names another. Runs before collection, so the ``@settings`` of
+    every test module build on it.
+
+    :raises pytest.UsageError: when ``RUDA_FUZZ_NEW`` is neither ``0`` nor ``1``.
+    """
+    if config.getoption("hypothesis_profile", default=None):
+        return
+    raw = os.environ.get(ENV_FUZZ_NEW, "").strip()
+    if raw not in ("", "0", "1"):
+        raise pytest.UsageError(
+            f"{ENV_FUZZ_NEW}={raw!r}; set it to 1 for new random examples on every run, or "
+            "leave it out (or 0) for the fixed set"
+        )
+    settings.load_profile(HYPOTHESIS_PROFILE_NEW if raw == "1" else HYPOTHESIS_PROFILE)
 
 
 def _selection(config: pytest.Config) -> DeviceSelection:

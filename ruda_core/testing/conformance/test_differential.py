@@ -1,7 +1,9 @@
 """Differential fuzzing: random well-typed kernels (``ruda_core.testing.differential``) must give
 the reference device's results exactly. ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of
-kernels per device (default 20); a failure shrinks (for at most ``RUDA_DIFFERENTIAL_SHRINK_S``
-seconds, default 60) to a minimal kernel and prints its IR and the device's generated source."""
+kernels per device (default 20), the same kernels on every run (the plugin's derandomised
+Hypothesis profile; ``RUDA_FUZZ_NEW=1`` draws new ones); a failure shrinks (for at most
+``RUDA_DIFFERENTIAL_SHRINK_S`` seconds, default 60) to a minimal kernel and prints its IR and
+the device's generated source."""
 
 from __future__ import annotations
 
