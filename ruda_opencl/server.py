@@ -444,7 +444,11 @@ class OpenCLServer(ComputeServer):
         guard("flushing a queue", cast(OpenCLStream, stream).queue.flush)
 
     def _sync(self, stream: ServerStream) -> RudaFuture[None]:
-        queue = cast(OpenCLStream, stream).queue
+        """The sync point takes over the stream's transfers in flight and lets go of them (and
+        of their host copies) once it has completed, so none stays resident after a sync."""
+        ocl = cast(OpenCLStream, stream)
+        queue = ocl.queue
         marker = guard("recording a sync point", lambda: cl.enqueue_marker(queue))
         queue.flush()
-        return _event_future(marker, lambda: None)
+        transfers, ocl.in_flight = ocl.in_flight, []
+        return _event_future(marker, transfers.clear)

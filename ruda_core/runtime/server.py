@@ -52,6 +52,7 @@ from .memory.handle import Binding, Handle, Page, Slice
 from .memory.management import Fence, MemoryConfig, MemoryManagement
 from .memory.storage import Storage
 from .memory.usage import MemoryUsage
+from .nbytes import nbytes_from_env
 from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
@@ -71,8 +72,17 @@ __all__ = [
 Bytes = memoryview
 
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
+#: the chunk of a copy between devices through the host (see ComputeServer.copy_to), unless the
+#: environment variable ``RUDA_TRANSFER_CHUNK`` (a size such as ``16MiB``, read at each copy)
+#: names another
+TRANSFER_CHUNK_NBYTES = 64 << 20
+_CHUNK_VARIABLE = "RUDA_TRANSFER_CHUNK"
 #: owners kept per stream before they are fenced as one batch (see ComputeServer.keep_alive)
 _KEEP_BATCH = 64
+#: fenced batches of kept owners a stream holds before the host waits for the oldest: the
+#: back-pressure that bounds the launches with borrowed arrays queued ahead of a device (and the
+#: arrays they keep alive) to about ``_KEEP_BATCH * (_MAX_KEPT_BATCHES + 1)`` per stream
+_MAX_KEPT_BATCHES = 16
 _VALIDATE = ExecutionMode.VALIDATE
 _CHECKED = ExecutionMode.CHECKED
 #: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
@@ -479,14 +489,19 @@ class ComputeServer(ABC):
         usual cross-stream ordering, on any stream of ``target``).
 
         A direct device-to-device copy where :meth:`_copy_to_peer` takes the pair; else through
-        the host: a read enqueued here, the write enqueued there by :meth:`write_from` (which
-        waits on the host for the read unless ``target`` defers the write to its stream). A
-        failure of the source's work (a pending error of its stream, a poisoned buffer)
-        poisons the new handle and is raised by ``target``'s next flush, sync or read on that
-        stream.
+        the host, in chunks of :data:`TRANSFER_CHUNK_NBYTES` (``RUDA_TRANSFER_CHUNK``): per
+        chunk a read enqueued here and its write enqueued there by :meth:`write_from` (which
+        waits on the host for the read unless ``target`` defers the write to its stream).
+        Before it reads a chunk the host waits for the write of the chunk two before it, so
+        the copy holds at most two chunks of host memory besides what the devices hold, and
+        the caller waits for all but the last two chunks of a large copy (a copy of one chunk
+        or less waits as a single write would). A failure of the source's work (a pending
+        error of its stream, a poisoned buffer) poisons the new handle, ends the copy and is
+        raised by ``target``'s next flush, sync or read on that stream.
 
         :raises InvalidHandle: at once, before anything is enqueued: a dropped binding, one of
             another server, or ``target`` being this server.
+        :raises ValueError: when ``RUDA_TRANSFER_CHUNK`` is not a size of at least one byte.
         :raises CaptureError: inside a capture of either stream.
         """
         if self._captures:
@@ -511,8 +526,36 @@ class ComputeServer(ABC):
             target._use_bindings(target_stream, (written,))
             if not poisoned and self._copy_to_peer(stream, binding, target, target_stream, written):
                 return out
-        target.write_from(written, self.read([binding], stream_value), target_stream_value)
+        self._copy_through_host(binding, stream_value, target, target_stream_value, written)
         return out
+
+    def _copy_through_host(
+        self,
+        binding: Binding,
+        stream_value: int,
+        target: ComputeServer,
+        target_stream_value: int,
+        out: Binding,
+    ) -> None:
+        """:meth:`copy_to`'s copy of ``binding`` into ``out``, a new buffer of ``target``,
+        through the host in chunks (see there); no lock held."""
+        chunk = nbytes_from_env(_CHUNK_VARIABLE) or TRANSFER_CHUNK_NBYTES
+        if chunk < 1:
+            raise ValueError(f"{_CHUNK_VARIABLE}=0 is no chunk size; use at least 1 byte")
+        nbytes = binding.nbytes
+        if nbytes <= chunk:
+            target.write_from(out, self.read([binding], stream_value), target_stream_value)
+            return
+        writes: deque[Fence] = deque()
+        for start in range(0, nbytes, chunk):
+            if len(writes) == 2:
+                writes.popleft().wait()
+            if out.slice.error is not None:  # a failed chunk poisoned the copy: no more
+                return
+            size = min(chunk, nbytes - start)
+            read = self.read([_part(binding, start, size)], stream_value)
+            writes.append(target._write_part(_part(out, start, size), read, target_stream_value))
+            del read  # its bytes go with the write: held here, they would make a third chunk
 
     def _copy_to_peer(
         self,
@@ -540,21 +583,31 @@ class ComputeServer(ABC):
         if self._captures:
             self._capture_state.refuse("to_client()", stream_value)
         with self.lock:
+            self._use_bindings(self._stream(stream_value), (binding,))
+            binding.slice.error = None
+        self._write_part(binding, source, stream_value)
+
+    def _write_part(
+        self, binding: Binding, source: RudaFuture[list[Bytes]], stream_value: int
+    ) -> Fence:
+        """:meth:`write_from` of a part of a buffer, leaving its poison as it is (an earlier
+        part's failure stays); returns a fence after the write (or after the failure)."""
+        with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, (binding,))
-            binding.slice.error = None
             if self._write_deferred(stream, binding, source):
-                return
+                return self._fence(stream)
         try:
             data = source.result()[0]
         except ServerError as exc:
             with self.lock:
                 self.fail(stream, exc, (binding,))
-            return
+                return self._fence(stream)
         with self.lock:
             self._use_bindings(stream, (binding,))
             if data.nbytes:
                 self._timed_write(stream, binding, data)
+            return self._fence(stream)
 
     def _write_deferred(
         self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]
@@ -684,26 +737,41 @@ class ComputeServer(ABC):
             stream = self._stream(stream_value)
             if producer is not None and producer not in stream.ordered_producers:
                 self._order_after_producer(stream, producer)
-            self._keep(stream, owners)
+            backlog = self._keep(stream, owners)
+        if backlog is not None:
+            backlog.wait()
 
-    def _keep(self, stream: ServerStream, owners: Sequence[object]) -> None:
+    def _keep(self, stream: ServerStream, owners: Sequence[object]) -> Fence | None:
         """Add ``owners`` to the stream's kept batch (lock held). A full batch is fenced first:
-        the owners added now wait for a later fence."""
-        if len(stream.kept) >= _KEEP_BATCH:
-            self._fence_kept(stream)
+        the owners added now wait for a later fence. Returns what the caller must wait for once
+        the lock is released, as :meth:`_fence_kept`."""
+        backlog = self._fence_kept(stream) if len(stream.kept) >= _KEEP_BATCH else None
         stream.kept += owners
+        return backlog
 
-    def _fence_kept(self, stream: ServerStream) -> None:
+    def _fence_kept(self, stream: ServerStream) -> Fence | None:
         """Fence the stream's kept owners as one batch; let go of batches whose work is done,
-        recording the last of their fences again for the new batch (lock held)."""
+        recording the last of their fences again for the new batch (lock held). Returns the
+        oldest batch's fence when more than :data:`_MAX_KEPT_BATCHES` are still in flight: the
+        caller waits for it once the lock is released (never with it: a worker of this device
+        may need another server's lock that a thread waiting for this one holds), so a launch
+        loop with borrowed arrays cannot run unboundedly ahead of the device."""
+        done = self._let_go_kept(stream)
         fenced = stream.fenced
-        done = None
-        while fenced and fenced[0][0].done():
-            done = fenced.popleft()[0]
         if stream.kept:
             fence = self._fence(stream) if done is None else self._refence(stream, done)
             fenced.append((fence, stream.kept))
             stream.kept = []
+        return fenced[0][0] if len(fenced) > _MAX_KEPT_BATCHES else None
+
+    def _let_go_kept(self, stream: ServerStream) -> Fence | None:
+        """Let go of the stream's kept batches whose work is done (lock held); the last of
+        their fences, which nobody holds any more, or None."""
+        fenced = stream.fenced
+        done = None
+        while fenced and fenced[0][0].done():
+            done = fenced.popleft()[0]
+        return done
 
     @property
     def capturing(self) -> bool:
@@ -881,6 +949,7 @@ class ComputeServer(ABC):
             if enqueue is None or stream is None or captures or self._profile is not None:
                 args = (count, dim, bindings, scalars, metadata)
                 return general(*args, stream_value, kept, producer)
+            backlog: Fence | None = None  # the oldest kept batch, when too many are in flight
             lock = self.lock  # read each time: a fork replaces it
             lock.acquire()  # not ``with``: its protocol costs as much again, on every launch
             try:
@@ -901,7 +970,7 @@ class ComputeServer(ABC):
                     if producer is not None and producer not in stream.ordered_producers:
                         self._order_after_producer(stream, producer)
                     if len(stream.kept) >= _KEEP_BATCH:
-                        self._fence_kept(stream)
+                        backlog = self._fence_kept(stream)
                     stream.kept.extend(kept)
                 if poisoned:
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
@@ -910,6 +979,8 @@ class ComputeServer(ABC):
                     enqueue(stream, count, dim, bindings, scalars, metadata)
             finally:
                 lock.release()
+            if backlog is not None:
+                backlog.wait()
             return None
 
         return run
@@ -1114,10 +1185,14 @@ class ComputeServer(ABC):
                 self._fold(stream, log)
             folds, tally = log.take() if log is not None else ([], None)
             if stream.kept or stream.fenced:
-                self._fence_kept(stream)
+                self._fence_kept(stream)  # a sync never waits for the backlog: it is the wait
             future = self._sync(stream)
 
         def check(_: None) -> None:
+            with self.lock:  # nothing queued before the sync needs its kept owners any more
+                done = self._let_go_kept(stream)
+                if done is not None:  # kept (with no owners) to be recorded again
+                    stream.fenced.appendleft((done, []))
             self._raise_pending(stream)
             if tally is not None:
                 for read, owners in folds:  # complete: each was enqueued before the sync
@@ -1300,6 +1375,13 @@ class ComputeServer(ABC):
             error = stream.take_error()
         if error is not None:
             raise error
+
+
+def _part(binding: Binding, start: int, nbytes: int) -> Binding:
+    """The binding of ``nbytes`` at ``start`` within ``binding`` (same slice, same owner)."""
+    return Binding(
+        binding.slice, binding.offset_bytes + start, nbytes, binding.server_id, binding.resource
+    )
 
 
 def _settle(future: RudaFuture[Any]) -> None:

@@ -186,3 +186,79 @@ def test_bad_input_is_refused_before_anything_runs(client):
         client.server.copy_to(dropped, stream, peer.server, peer.execution_stream().value)
     assert peer.memory_usage().bytes_in_use == before  # nothing was allocated for a copy
     np.testing.assert_array_equal(read_array(client, mine, np.uint32), np.arange(N))
+
+
+#: the chunk of the chunked copies below (``RUDA_TRANSFER_CHUNK``), small to keep them fast
+CHUNK = 4096
+
+
+@pytest.mark.parametrize(
+    "nbytes", [CHUNK - 4, CHUNK, CHUNK + 4, 2 * CHUNK, 3 * CHUNK - 4, 3 * CHUNK + 4, 7 * CHUNK]
+)
+def test_a_copy_in_chunks_arrives_exact(client, monkeypatch, nbytes):
+    """A copy through the host in chunks of ``RUDA_TRANSFER_CHUNK`` bytes holds every byte of
+    its source, around the chunk boundaries too, and a kernel enqueued on the destination
+    right after it reads the whole copy."""
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", str(CHUNK))
+    data = np.random.default_rng(nbytes).integers(0, 2**32, nbytes // 4, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        copy = source.to_client(source.create_from_slice(data), dest)
+        out = dest.empty(nbytes)
+        conformance_plus_one.launch(
+            dest,
+            RudaCount(-(-data.size // 64)),
+            RudaDim(64),
+            ArrayArg(copy, data.size),
+            ArrayArg(out, data.size),
+        )
+        np.testing.assert_array_equal(read_array(dest, copy, np.uint32), data)
+        np.testing.assert_array_equal(read_array(dest, out, np.uint32), data + np.uint32(1))
+
+
+def test_a_copy_in_chunks_reads_after_the_writer_and_before_later_writes(client, monkeypatch):
+    """The chunks hold what a kernel queued before the copy wrote, not what the source held
+    before it nor what a write enqueued right after the copy puts there."""
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", str(CHUNK))
+    n = 5 * CHUNK // 4 + 3
+    data = np.arange(n, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        written = source.create_from_slice(np.zeros(n, dtype=np.uint32))
+        conformance_plus_one.launch(
+            source,
+            RudaCount(-(-n // 64)),
+            RudaDim(64),
+            ArrayArg(source.create_from_slice(data), n),
+            ArrayArg(written, n),
+        )
+        copy = source.to_client(written, dest)
+        source.write(written, np.full(n, 9, dtype=np.uint32))
+        np.testing.assert_array_equal(read_array(dest, copy, np.uint32), data + np.uint32(1))
+
+
+def test_a_failed_writer_poisons_a_copy_in_chunks(client, monkeypatch):
+    """A source a failed kernel left without valid data poisons the whole chunked copy: the
+    destination raises on reading it, and a later write there clears it."""
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", str(CHUNK))
+    n = 3 * CHUNK // 4 + 5
+    task = RefusedTask(KernelTask(conformance_plus_one.definition()))
+    for source, dest in _pairs(client):
+        src = source.create_from_slice(np.arange(n, dtype=np.uint32))
+        out = source.create_from_slice(np.zeros(n, dtype=np.uint32))
+        bindings = [src.binding(), out.binding()]
+        source.launch(task, RudaCount(-(-n // 64)), RudaDim(64), bindings, (), (n, n))
+        copy = source.to_client(out, dest)
+        with pytest.raises(ServerError):
+            dest.read_one(copy, timeout=TIMEOUT_S)
+        with pytest.raises(ServerError):
+            source.read_one(out, timeout=TIMEOUT_S)
+        source.sync().result(timeout=TIMEOUT_S)
+        dest.sync().result(timeout=TIMEOUT_S)
+        dest.write(copy, np.ones(n, dtype=np.uint32))
+        np.testing.assert_array_equal(read_array(dest, copy, np.uint32), np.ones(n))
+
+
+def test_a_malformed_chunk_size_is_refused(client, monkeypatch):
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", "lots")
+    peer = _peers(client)[0]
+    with pytest.raises(ValueError, match="RUDA_TRANSFER_CHUNK"):
+        client.to_client(client.create_from_slice(np.arange(N, dtype=np.uint32)), peer)
