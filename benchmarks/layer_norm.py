@@ -4,7 +4,7 @@ next to the device's copy bandwidth measured in the same run.
 For one device (default ``cuda:0``; ``cpu`` runs small shapes), per shape and element type:
 
 * ``native``: ``ruda_core.ops.layer_norm`` / ``layer_norm_backward``, which take the runtime's
-  native kernels where it has them (on CUDA, ``ruda_cuda/layer_norm.cu``);
+  native kernels where it has them (on CUDA, ``ruda_cuda/ops/layer_norm.cu``);
 * ``portable``: ``portable_layer_norm`` / ``portable_layer_norm_backward``, ruda's kernels
   written in the kernel language, on every device;
 * ``torch``: ``aten.native_layer_norm`` / ``native_layer_norm_backward`` (the same results:

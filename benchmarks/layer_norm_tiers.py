@@ -1,5 +1,5 @@
 """Device time of ruda's native LayerNorm per row-tier choice, against torch eager, in one run
-on ``cuda:0``: how the tiers of ``ruda_cuda/layer_norm_plan.py`` were chosen.
+on ``cuda:0``: how the tiers of ``ruda_cuda/ops/layer_norm_plan.py`` were chosen.
 
 Each configuration replaces the forward's and the backward's ``_Tiers`` and the backward's
 threads per multiprocessor (which set its block count), drops the kept plans, and times both
@@ -19,8 +19,8 @@ import torch
 from timing import queued_seconds
 
 import ruda_core as ruda
-import ruda_cuda.layer_norm as native
-import ruda_cuda.layer_norm_plan as plan
+import ruda_cuda.ops.layer_norm as native
+import ruda_cuda.ops.layer_norm_plan as plan
 from ruda_core.ops import layer_norm, layer_norm_backward
 
 #: name: (forward target elements per thread, backward target vectors per thread, backward

@@ -46,6 +46,7 @@ __all__ = [
     "enumerate_all_devices",
     "hookimpl",
     "hookspec",
+    "native_ops",
     "reload",
 ]
 
@@ -125,6 +126,21 @@ class _Spec:
         test. An implementation must not open a device or import a driver.
 
         :returns: ``{pattern: reason}``, or None for no overrides.
+        """
+
+    @hookspec
+    def ruda_native_ops(self) -> Mapping[str, object] | None:
+        """Native implementations of ``ruda_core.ops`` operations on this backend's runtime:
+        ``{operation name: implementation}``, each providing what its operation asks for
+        (``"layer_norm"``: a :class:`ruda_core.ops.layer_norm.NativeLayerNorm`, such as a
+        module defining its four functions).
+
+        Called through :func:`native_ops` by :mod:`ruda_core.ops.native`, at the first call of
+        an operation on a client of this backend's runtime, at most once per operation and
+        process; never while backends are loaded or probed. The client exists by then, so the
+        implementation may import the backend's own modules and its driver.
+
+        :returns: ``{operation name: implementation}``, or None for none.
         """
 
 
@@ -359,6 +375,35 @@ def conformance_xfails() -> dict[str, dict[str, str]]:
             )
         found[name] = dict(result)
     return found
+
+
+def native_ops(runtime: type[Runtime]) -> dict[str, object]:
+    """The native operations that the plugin of the loaded backend whose runtime is ``runtime``
+    supplies through its ``ruda_native_ops`` hook; empty for a runtime no loaded backend
+    declares or a plugin without the hook.
+
+    :raises PluginError: when the hook fails or returns something other than a mapping keyed
+        by operation names, naming the plugin.
+    """
+    loaded = _registry.load()
+    manager = _registry.manager
+    for name, entry in loaded.items():
+        plugin = manager.get_plugin(name)
+        if not isinstance(entry, BackendInfo) or entry.runtime is not runtime or plugin is None:
+            continue
+        try:
+            result = _call_one(manager, "ruda_native_ops", plugin)
+        except Exception as exc:
+            raise PluginError(f"{name}: ruda_native_ops failed: {exc!r}") from exc
+        if result is None:
+            return {}
+        if not isinstance(result, Mapping) or not all(isinstance(k, str) for k in result):
+            raise PluginError(
+                f"{name}: ruda_native_ops returned {result!r}; return a mapping of operation "
+                "names to implementations"
+            )
+        return dict(result)
+    return {}
 
 
 def reload(*, reprobe: bool = False) -> None:

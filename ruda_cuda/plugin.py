@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ruda_core import __version__
 from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
 
@@ -44,3 +46,12 @@ def ruda_backend_info() -> BackendInfo:
         install_hint="pip install 'ruda[cuda]' (CUDA 12) or 'ruda[cuda13]' (CUDA 13)",
         identify=_identify,
     )
+
+
+@hookimpl
+def ruda_native_ops() -> Mapping[str, object]:
+    """LayerNorm and its gradients: the CUDA C++ kernels of :mod:`ruda_cuda.ops.layer_norm`,
+    with their replays. Imported here, at the first LayerNorm call on a CUDA client."""
+    from .ops import layer_norm
+
+    return {"layer_norm": layer_norm}

@@ -16,7 +16,6 @@ from ruda_core.runtime import (
     LazyType,
     TargetProperties,
 )
-from ruda_core.runtime.backend import LayerNormReplay
 from ruda_core.runtime.layer_norm_args import TensorBuffer
 
 from .compiler import CudaCompiler
@@ -24,7 +23,6 @@ from .compiler import CudaCompiler
 __all__ = ["CudaDevice", "CudaRuntime"]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
-
 
 
 class CudaDevice(IndexedDevice):
@@ -52,7 +50,8 @@ class CudaRuntime(IndexedRuntime):
     @classmethod
     def has_native_layer_norm(cls) -> bool:
         """True: LayerNorm and its gradients run ruda_cuda's CUDA C++ kernels
-        (:mod:`ruda_cuda.layer_norm`)."""
+        (:mod:`ruda_cuda.ops.layer_norm`, which the plugin also registers with
+        ``ruda_core.ops``, replays included)."""
         return True
 
     @classmethod
@@ -81,35 +80,6 @@ class CudaRuntime(IndexedRuntime):
         return grads
 
     @classmethod
-    def layer_norm_replay(
-        cls,
-        client: ComputeClient,
-        input: TensorBuffer,
-        weight: TensorBuffer,
-        bias: TensorBuffer | None,
-        epsilon: float,
-    ) -> LayerNormReplay | None:
-        replay: LayerNormReplay | None = _native().forward_replay(
-            client, input, weight, bias, epsilon
-        )
-        return replay
-
-    @classmethod
-    def layer_norm_backward_replay(
-        cls,
-        client: ComputeClient,
-        input: TensorBuffer,
-        weight: TensorBuffer,
-        grad: TensorBuffer,
-        mean: TensorBuffer,
-        rstd: TensorBuffer,
-    ) -> LayerNormReplay | None:
-        replay: LayerNormReplay | None = _native().backward_replay(
-            client, input, weight, grad, mean, rstd
-        )
-        return replay
-
-    @classmethod
     def require_array_lengths(cls) -> bool:
         return True
 
@@ -132,8 +102,8 @@ class CudaRuntime(IndexedRuntime):
 
 @functools.cache
 def _native() -> Any:
-    """:mod:`.layer_norm`, imported at the first LayerNorm call (it imports ruda_core.ops'
+    """:mod:`.ops.layer_norm`, imported at the first LayerNorm call (it imports ruda_core.ops'
     kernels) and then kept: an import statement in each call would cost half a microsecond."""
-    from . import layer_norm
+    from .ops import layer_norm
 
     return layer_norm

@@ -65,13 +65,3 @@ def test_importing_the_ir_alone_loads_no_runtime():
     assert "ruda_core.ir.bounds" in loaded and "ruda_core.ir.verify" in loaded
     assert [m for m in loaded if not m.startswith(("ruda_core.ir", "ruda_core.errors"))] == []
 
-
-def test_old_import_paths_name_the_same_objects():
-    from ruda_core import errors, ir
-    from ruda_core.runtime import errors as runtime_errors
-    from ruda_core.runtime import launch
-
-    assert launch.ExecutionMode is ir.ExecutionMode
-    assert runtime_errors.__all__ == errors.__all__
-    for name in errors.__all__:
-        assert getattr(runtime_errors, name) is getattr(errors, name)

@@ -16,11 +16,13 @@ shape ``(rows,)`` and the accumulator type: f32 for f16, bf16 and f32 input, f64
 (as PyTorch's CUDA kernels keep them in f32 for half input). Every sum is accumulated in that
 type and each result is rounded to its element type once.
 
-Dispatch: when ``client.runtime.has_native_layer_norm()`` is true, the checked operands are
-passed to ``client.runtime.layer_norm`` / ``layer_norm_backward`` and their results returned as
-they are; otherwise ruda's portable kernels (:mod:`.layer_norm_kernels`) run on the client's
-stream. :func:`portable_layer_norm` and :func:`portable_layer_norm_backward` always run the
-portable kernels: a native implementation's fallback for operands it does not cover.
+Dispatch: where a native LayerNorm is registered for the client's runtime
+(:mod:`.native`, the ``"layer_norm"`` a driver's plugin supplies: a :class:`NativeLayerNorm`),
+the checked operands are passed to it and its results returned as they are; else, where the
+runtime claims its own (``Runtime.has_native_layer_norm()``), to ``Runtime.layer_norm`` /
+``layer_norm_backward``; otherwise ruda's portable kernels (:mod:`.layer_norm_kernels`) run on
+the client's stream. :func:`portable_layer_norm` and :func:`portable_layer_norm_backward` always
+run the portable kernels: a native implementation's fallback for operands it does not cover.
 
 Cost of a call: the checks and the launch plan (:mod:`.layer_norm_plan`: kernel, line width,
 cube shape, scalars, the layout of the one allocation holding the results) depend only on the
@@ -28,9 +30,10 @@ operands' shapes, strides, element types, byte alignment, the options and the cl
 are made once per such key and kept; a repeated call looks its plan up, checks each handle's
 size, allocates once and enqueues through the client's launchers kept with the plan, in the
 mode ``BoundsCheckMode`` selects at that call. A key whose calls go to a runtime's native
-LayerNorm is kept too: a repeated call runs the runtime's replay of that kind of call
-(``Runtime.layer_norm_replay``) with the operands' bindings, or, for a runtime without one,
-passes its operands to the hook as the checks would have, without running them again. An
+LayerNorm is kept too: a repeated call runs the native implementation's replay of that kind of
+call (``NativeLayerNorm.forward_replay``) with the operands' bindings, or, where it gave none,
+passes its operands to the native LayerNorm as the checks would have, without running them
+again. An
 operand that differs in anything the checks cover makes another key, which runs the full
 checks.
 
@@ -45,10 +48,10 @@ bits.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from ..runtime import Binding, BoundsCheckMode, ComputeClient, LayoutError
-from ..runtime.backend import LayerNormReplay
+from ..runtime import Binding, BoundsCheckMode, ComputeClient, LayoutError, PluginError, Runtime
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
 from ..tensor import RudaTensor
 from .geometry import accumulator
@@ -60,6 +63,7 @@ from .layer_norm_plan import (
     backward_plan,
     forward_plan,
 )
+from .native import implementation
 from .operands import (
     Operand,
     as_buffer,
@@ -72,6 +76,8 @@ from .operands import (
 __all__ = [
     "CHUNK_ROWS",
     "MAX_CHUNKS",
+    "LayerNormReplay",
+    "NativeLayerNorm",
     "layer_norm",
     "layer_norm_backward",
     "portable_layer_norm",
@@ -79,14 +85,121 @@ __all__ = [
 ]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+#: What a replay is: one kind of call again, from the bindings of its operands' handles.
+LayerNormReplay = Callable[..., Outputs]
+
+
+@runtime_checkable
+class NativeLayerNorm(Protocol):
+    """A runtime's native LayerNorm, registered as its ``"layer_norm"`` (:mod:`.native`).
+
+    Each function takes operands already checked here (shapes, element types, contiguity,
+    handle sizes) and keeps this module's contract: results, element types, asynchrony and
+    deterministic gradients."""
+
+    def layer_norm(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+        /,
+    ) -> Outputs:
+        """``(output, mean, rstd)``, as :func:`layer_norm` returns them."""
+
+    def layer_norm_backward(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+        /,
+    ) -> Outputs:
+        """``(grad_input, grad_weight, grad_bias)``, as :func:`layer_norm_backward`."""
+
+    def forward_replay(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+        /,
+    ) -> LayerNormReplay | None:
+        """A function repeating :meth:`layer_norm` for operands like these, given the
+        bindings of their handles (``input``, ``weight`` and, with a bias, ``bias``): operands
+        of the same shapes, strides and element types, with the same byte offsets modulo 16 in
+        their memory, the same epsilon and bias or not, on the same client. Asked once per such
+        kind of checked call, and kept; None: every call of the kind takes :meth:`layer_norm`."""
+
+    def backward_replay(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+        /,
+    ) -> LayerNormReplay | None:
+        """As :meth:`forward_replay`, for :meth:`layer_norm_backward` (the five operands'
+        bindings in order)."""
+
+
+class _RuntimeHooks:
+    """The native LayerNorm of a runtime that claims its own through ``Runtime``'s hooks
+    (``has_native_layer_norm()``) with none registered: those hooks, without replays."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: type[Runtime]) -> None:
+        self.runtime = runtime
+
+    def layer_norm(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        bias: TensorBuffer | None,
+        epsilon: float,
+        /,
+    ) -> Outputs:
+        out, mean, rstd = self.runtime.layer_norm(client, input, weight, bias, epsilon)
+        return out, mean, rstd
+
+    def layer_norm_backward(
+        self,
+        client: ComputeClient,
+        input: TensorBuffer,
+        weight: TensorBuffer,
+        grad: TensorBuffer,
+        mean: TensorBuffer,
+        rstd: TensorBuffer,
+        /,
+    ) -> Outputs:
+        grads = self.runtime.layer_norm_backward(client, input, weight, grad, mean, rstd)
+        return grads[0], grads[1], grads[2]
+
+    def forward_replay(self, *operands: object) -> None:
+        return None
+
+    def backward_replay(self, *operands: object) -> None:
+        return None
 
 
 class _Native:
-    """The plan of a key whose calls go to the runtime's native LayerNorm hook (checked once);
-    a key whose runtime gave a replay (``Runtime.layer_norm_replay``) keeps that instead."""
+    """The plan of a key whose calls go to a native LayerNorm without a replay (checked once);
+    a key whose native LayerNorm gave a replay keeps that instead."""
+
+    __slots__ = ("native",)
+
+    def __init__(self, native: NativeLayerNorm) -> None:
+        self.native = native
 
 
-_NATIVE = _Native()
 P = TypeVar(
     "P", ForwardPlan | _Native | LayerNormReplay, BackwardPlan | _Native | LayerNormReplay
 )
@@ -132,15 +245,14 @@ def layer_norm(
     if kept is not None:
         return kept
     x, w, b, eps = _forward_operands("layer_norm", client, input, weight, bias, epsilon)
-    runtime = client.runtime
-    if runtime.has_native_layer_norm():
+    native = _native(client.runtime)
+    if native is not None:
         buffers = (x, w) if b is None else (x, w, b)
-        replay = runtime.layer_norm_replay(client, x, w, b, eps)
-        _keep(_forward_plans, key, _NATIVE if replay is None else replay, buffers)
+        replay = native.forward_replay(client, x, w, b, eps)
+        _keep(_forward_plans, key, _Native(native) if replay is None else replay, buffers)
         if replay is not None:
             return replay(*(buf.handle.binding() for buf in buffers))
-        out, mean, rstd = runtime.layer_norm(client, x, w, b, eps)
-        return out, mean, rstd
+        return native.layer_norm(client, x, w, b, eps)
     return _portable_forward(client, x, w, b, eps, key)
 
 
@@ -188,15 +300,14 @@ def layer_norm_backward(
     if kept is not None:
         return kept
     x, w, g, mu, inv = _backward_operands(client, input, weight, grad, mean, rstd)
-    runtime = client.runtime
-    if runtime.has_native_layer_norm():
+    native = _native(client.runtime)
+    if native is not None:
         buffers = (x, w, g, mu, inv)
-        replay = runtime.layer_norm_backward_replay(client, x, w, g, mu, inv)
-        _keep(_backward_plans, key, _NATIVE if replay is None else replay, buffers)
+        replay = native.backward_replay(client, x, w, g, mu, inv)
+        _keep(_backward_plans, key, _Native(native) if replay is None else replay, buffers)
         if replay is not None:
             return replay(*(buf.handle.binding() for buf in buffers))
-        grad_input, grad_weight, grad_bias = runtime.layer_norm_backward(client, x, w, g, mu, inv)
-        return grad_input, grad_weight, grad_bias
+        return native.layer_norm_backward(client, x, w, g, mu, inv)
     return _portable_backward(client, (x, w, g, mu, inv), key)
 
 
@@ -215,6 +326,24 @@ def portable_layer_norm_backward(
         return kept
     buffers = _backward_operands(client, input, weight, grad, mean, rstd)
     return _portable_backward(client, buffers, key)
+
+
+def _native(runtime: type[Runtime]) -> NativeLayerNorm | None:
+    """The native LayerNorm of ``runtime``'s clients: the one registered (:mod:`.native`), else
+    the runtime's own hooks where it claims them, else None (the portable kernels run).
+
+    :raises PluginError: for a registered implementation that is not a
+        :class:`NativeLayerNorm`.
+    """
+    found = implementation("layer_norm", runtime)
+    if found is None:
+        return _RuntimeHooks(runtime) if runtime.has_native_layer_norm() else None
+    if not isinstance(found, NativeLayerNorm):
+        raise PluginError(
+            f"the native layer_norm registered for {runtime.__name__} is {found!r}; it must "
+            "define layer_norm, layer_norm_backward, forward_replay and backward_replay"
+        )
+    return found
 
 
 def _forward_operands(
@@ -264,21 +393,20 @@ def _replay_forward(
     epsilon: float,
 ) -> tuple[Key | None, Outputs | None]:
     """The call's key and, where a plan is kept for it and the handles are large enough, the
-    results of replaying it: the kept portable plan, the runtime's replay with the operands'
-    bindings, or the runtime's native LayerNorm hook with the operands as the checks would have
-    passed them."""
+    results of replaying it: the kept portable plan, the native replay with the operands'
+    bindings, or the native LayerNorm with the operands as the checks would have passed
+    them."""
     operands = (input, weight) if bias is None else (input, weight, bias)
     key, plan, bindings = _lookup(_forward_plans, client, operands, (kind, type(epsilon), epsilon))
     if plan is None:
         return key, None
     if type(plan) is ForwardPlan:
         return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
-    if plan is _NATIVE:
+    if type(plan) is _Native:
         b = None if bias is None else _as_buffer(bias)
         x, w = _as_buffer(input), _as_buffer(weight)
-        out, mean, rstd = client.runtime.layer_norm(client, x, w, b, float(epsilon))
-        return key, (out, mean, rstd)
-    return key, plan(*bindings)  # type: ignore[operator]  # the runtime's replay
+        return key, plan.native.layer_norm(client, x, w, b, float(epsilon))
+    return key, plan(*bindings)  # type: ignore[operator]  # the native replay
 
 
 def _replay_backward(
@@ -290,11 +418,10 @@ def _replay_backward(
         return key, None
     if type(plan) is BackwardPlan:
         return key, plan.run(client, BoundsCheckMode.current().execution_mode, *bindings)
-    if plan is _NATIVE:
+    if type(plan) is _Native:
         x, w, g, mu, inv = map(_as_buffer, operands)
-        grads = client.runtime.layer_norm_backward(client, x, w, g, mu, inv)
-        return key, (grads[0], grads[1], grads[2])
-    return key, plan(*bindings)  # type: ignore[operator]  # the runtime's replay
+        return key, plan.native.layer_norm_backward(client, x, w, g, mu, inv)
+    return key, plan(*bindings)  # type: ignore[operator]  # the native replay
 
 
 def _lookup(

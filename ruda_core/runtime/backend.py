@@ -1,17 +1,20 @@
 """``Runtime``: ties a compiler, a server and a device type together (CubeCL's ``backend.rs``).
 
-Every member of CubeCL's ``Runtime`` trait is a classmethod here, with the trait's defaults. A
-backend subclasses it, or :class:`IndexedRuntime`, which supplies the ``client`` and
-``can_read_tensor`` every in-tree driver shares; the plugin loader refuses a subclass that
-leaves an abstract member undefined. :class:`LazyType` lets a runtime name its server class
-without importing the driver library the server needs. Nothing here imports a driver.
+Every member of CubeCL's ``Runtime`` trait is a classmethod here, with the trait's defaults, and
+nothing more: what a native operation needs beyond the trait's LayerNorm hooks is registered
+with the operations (:mod:`ruda_core.ops.native`). A backend subclasses it, or
+:class:`IndexedRuntime`, which supplies the ``client``, ``can_read_tensor`` and
+``autotune_driver_fingerprint`` every in-tree driver shares; the plugin loader refuses a
+subclass that leaves an abstract member undefined. :class:`LazyType` lets a runtime name its
+server class without importing the driver library the server needs. Nothing here imports a
+driver.
 """
 
 from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
 from ..errors import BackendUnavailable
@@ -23,11 +26,7 @@ from .layout import is_contiguous_or_pitched
 from .properties import TargetProperties
 from .server import ComputeServer
 
-__all__ = ["IndexedRuntime", "LayerNormReplay", "LazyType", "Runtime"]
-
-#: what :meth:`Runtime.layer_norm_replay` returns: the call again, from its operands' bindings
-LayerNormReplay = Callable[..., tuple[TensorBuffer, TensorBuffer, TensorBuffer]]
-
+__all__ = ["IndexedRuntime", "LazyType", "Runtime"]
 
 class LazyType:
     """A class attribute naming a type by ``"module:Name"``, imported on first access.
@@ -99,7 +98,9 @@ class Runtime(ABC):
     @classmethod
     def has_native_layer_norm(cls) -> bool:
         """Whether this runtime supplies native LayerNorm forward and all first-order gradients.
-        Read by ``ruda_core.ops.layer_norm``/``layer_norm_backward`` before they dispatch."""
+        Read by ``ruda_core.ops.layer_norm``/``layer_norm_backward`` before they dispatch, for a
+        runtime with no native LayerNorm registered in :mod:`ruda_core.ops.native` (a registered
+        one is used whatever this says)."""
         return False
 
     @classmethod
@@ -112,7 +113,8 @@ class Runtime(ABC):
         epsilon: float,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Native LayerNorm, returning output, mean and reciprocal standard deviation. Called by
-        ``ruda_core.ops.layer_norm`` with checked operands when :meth:`has_native_layer_norm`."""
+        ``ruda_core.ops.layer_norm`` with checked operands when :meth:`has_native_layer_norm`
+        and no native LayerNorm is registered for this runtime."""
         raise NotImplementedError("runtime does not supply native LayerNorm")
 
     @classmethod
@@ -126,49 +128,16 @@ class Runtime(ABC):
         rstd: TensorBuffer,
     ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer]:
         """Native LayerNorm gradients, returning input, weight and bias gradients. Called by
-        ``ruda_core.ops.layer_norm_backward`` when :meth:`has_native_layer_norm`."""
+        ``ruda_core.ops.layer_norm_backward`` as :meth:`layer_norm` is."""
         raise NotImplementedError("runtime does not supply native LayerNorm backward")
 
     @classmethod
-    def layer_norm_replay(
-        cls,
-        client: ComputeClient,
-        input: TensorBuffer,
-        weight: TensorBuffer,
-        bias: TensorBuffer | None,
-        epsilon: float,
-    ) -> LayerNormReplay | None:
-        """Optional (ruda's extension of the trait): a function that repeats :meth:`layer_norm`
-        for operands like these, given the bindings of their handles (``input``, ``weight`` and,
-        with a bias, ``bias``): operands of the same shapes, strides and element types, with
-        the same byte offsets modulo 16 in their memory, the same epsilon and bias or not, on
-        the same client. ``ruda_core.ops.layer_norm`` asks once per such kind of checked call
-        when :meth:`has_native_layer_norm`, and keeps the answer; None (the default): every
-        call takes :meth:`layer_norm`."""
-        return None
-
-    @classmethod
-    def layer_norm_backward_replay(
-        cls,
-        client: ComputeClient,
-        input: TensorBuffer,
-        weight: TensorBuffer,
-        grad: TensorBuffer,
-        mean: TensorBuffer,
-        rstd: TensorBuffer,
-    ) -> LayerNormReplay | None:
-        """Optional: as :meth:`layer_norm_replay`, for :meth:`layer_norm_backward` (the five
-        operands' bindings in order)."""
-        return None
-
-    @classmethod
     def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
-        """Stable loaded driver/runtime identity for persistent autotuning; None means
-        session-only caches. A device ordinal or API major version alone is not enough. Read by
-        ``runtime_environment``, whose keys select persistent tuning results. The default asks
-        the client's server (``ComputeServer.driver_fingerprint``), which is None unless the
-        backend knows its driver stack."""
-        return client.server.driver_fingerprint()
+        """Stable loaded driver/runtime identity for persistent autotuning; None (the default:
+        an unknown backend) means session-only caches. A device ordinal or API major version
+        alone is not enough. Read by ``runtime_environment``, whose keys select persistent
+        tuning results."""
+        return None
 
     @classmethod
     def require_array_lengths(cls) -> bool:
@@ -212,10 +181,10 @@ class Runtime(ABC):
 
 class IndexedRuntime(Runtime):
     """A :class:`Runtime` whose devices are :class:`IndexedDevice` values and whose server is
-    made from one device: it supplies the ``client`` and ``can_read_tensor`` that every in-tree
-    driver shares. A subclass still defines ``name``, ``max_ruda_count``,
-    ``target_properties`` and ``enumerate_devices``, and sets ``server`` (or overrides
-    :meth:`new_server`).
+    made from one device: it supplies the ``client``, ``can_read_tensor`` and
+    ``autotune_driver_fingerprint`` (the server's) that every in-tree driver shares. A subclass
+    still defines ``name``, ``max_ruda_count``, ``target_properties`` and
+    ``enumerate_devices``, and sets ``server`` (or overrides :meth:`new_server`).
     """
 
     device: ClassVar[type[IndexedDevice]]
@@ -236,6 +205,12 @@ class IndexedRuntime(Runtime):
         """The server of ``device``, made once per device by :meth:`client`: ``server(device)``
         by default. Override it where the server takes something else (a ``DeviceId``)."""
         return cls.server(device)  # type: ignore[call-arg]  # ComputeServer's own __init__ differs
+
+    @classmethod
+    def autotune_driver_fingerprint(cls, client: ComputeClient) -> str | None:
+        """The client's server's driver identity (``ComputeServer.driver_fingerprint``), None
+        unless the backend knows its driver stack."""
+        return client.server.driver_fingerprint()
 
     @classmethod
     def can_read_tensor(cls, shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -31,7 +31,6 @@ class Feature(enum.Enum):
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic
     DEVICE_TIMING = "device_timing"  #: execution time from device events / timestamps
     PRINT = "print"  #: print() in kernels (printf on C targets)
-    NATIVE_LAYER_NORM = "native_layer_norm"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.ir.bounds import lower_bounds
-from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.runtime import ExecutionMode
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
 E = Elem

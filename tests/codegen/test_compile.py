@@ -17,8 +17,7 @@ import pytest
 
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.ir import Elem
-from ruda_core.runtime import Feature
-from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime import Feature, UnsupportedFeature
 from ruda_cuda.dialect import CudaDialect
 
 from .kernels import KERNELS, partial_plane_kernel

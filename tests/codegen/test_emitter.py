@@ -11,9 +11,8 @@ import pytest
 
 from ruda_core.codegen import ArgKind, CFamilyEmitter, Dialect, NameTable
 from ruda_core.ir import REPORT_PARAM, Elem, KernelDefinition, Op
+from ruda_core.runtime import CompilationError, ExecutionMode, UnsupportedFeature
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions
-from ruda_core.runtime.errors import CompilationError, UnsupportedFeature
-from ruda_core.runtime.launch import ExecutionMode
 from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_cuda.compiler import CudaCompiler
 from ruda_cuda.dialect import CudaDialect

@@ -20,7 +20,7 @@ from ruda_core.lang import (
     select,
     sync_units,
 )
-from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime import UnsupportedFeature
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
 

@@ -34,7 +34,7 @@ from ruda_core.ops.matmul import (
     _pipelined_stages,
 )
 from ruda_core.ops.matmul_kernels import matmul_cmma, matmul_fma, matmul_pipelined
-from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime import UnsupportedFeature
 from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_shared, cmma_tile
 from ruda_cuda.dialect import CudaDialect, wmma_configs
 from ruda_opencl.dialect import OpenCLDialect

@@ -16,9 +16,9 @@ from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.runtime import CompileOptions, UnsupportedFeature
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cuda.compiler import CudaCompiler
-from ruda_cuda.layer_norm import backward_plan as native_backward_plan
-from ruda_cuda.layer_norm import forward_plan as native_forward_plan
-from ruda_cuda.layer_norm_plan import (
+from ruda_cuda.ops.layer_norm import backward_plan as native_backward_plan
+from ruda_cuda.ops.layer_norm import forward_plan as native_forward_plan
+from ruda_cuda.ops.layer_norm_plan import (
     RowClass,
     backward_blocks,
     backward_class,
@@ -26,7 +26,7 @@ from ruda_cuda.layer_norm_plan import (
     fuses,
     vector_width,
 )
-from ruda_cuda.layer_norm_tasks import (
+from ruda_cuda.ops.layer_norm_tasks import (
     ELEMS,
     backward_task,
     finish_task,

@@ -11,8 +11,7 @@ import pytest
 from bf16_model import BF16_SOURCES, bf16_bits, bf16_of_exact, bf16_value
 
 from ruda_core.ir import Elem, KernelDefinition, Op
-from ruda_core.runtime import Feature
-from ruda_core.runtime.errors import UnsupportedFeature
+from ruda_core.runtime import Feature, UnsupportedFeature
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.plane_model import PlaneModel
 

@@ -28,8 +28,8 @@ from ruda_core.testing.layer_norm_reference import (
     reference,
     upload,
 )
-from ruda_cuda import layer_norm as native
-from ruda_cuda.layer_norm import backward_plan
+from ruda_cuda.ops import layer_norm as native
+from ruda_cuda.ops.layer_norm import backward_plan
 
 ELEMS = [Elem.F32, Elem.F16, Elem.BF16, Elem.F64]
 #: benchmarks/layer_norm.py's shapes

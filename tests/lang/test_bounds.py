@@ -30,7 +30,7 @@ from ruda_core.lang import (
     u8,
     u32,
 )
-from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.runtime import ExecutionMode
 
 from .helpers import instrs, walk
 from .ir_interp import Interp

@@ -24,7 +24,7 @@ from ruda_core.ir import (
     verify,
 )
 from ruda_core.lang import Array, LocalArray, cmma, f16, f32, kernel, u32
-from ruda_core.runtime.errors import CompilationError
+from ruda_core.runtime import CompilationError
 
 
 @kernel

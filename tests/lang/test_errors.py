@@ -28,7 +28,7 @@ from ruda_core.lang import (
     u32,
     unroll,
 )
-from ruda_core.runtime.errors import CompilationError
+from ruda_core.runtime import CompilationError
 
 A_LIST = [1, 2]
 AN_ARRAY = np.zeros(3)

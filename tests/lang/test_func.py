@@ -19,7 +19,7 @@ from ruda_core.lang import (
     kernel,
     u32,
 )
-from ruda_core.runtime.errors import CompilationError
+from ruda_core.runtime import CompilationError
 
 from .helpers import run, walk
 

@@ -22,8 +22,7 @@ from ruda_core.lang import (
     kernel,
     u32,
 )
-from ruda_core.runtime import KernelTask, RudaCount, RudaDim
-from ruda_core.runtime.errors import CompilationError, LaunchConfigError
+from ruda_core.runtime import CompilationError, KernelTask, LaunchConfigError, RudaCount, RudaDim
 from ruda_core.tensor import RudaTensor
 
 COUNT, DIM = RudaCount(2), RudaDim(4)

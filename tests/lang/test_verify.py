@@ -33,8 +33,7 @@ from ruda_core.ir import (
     lower_bounds,
     verify,
 )
-from ruda_core.runtime.errors import CompilationError
-from ruda_core.runtime.launch import ExecutionMode
+from ruda_core.runtime import CompilationError, ExecutionMode
 
 F32, I32, U32, U64, BOOL = Elem.F32, Elem.I32, Elem.U32, Elem.U64, Elem.BOOL
 X = Param(0, "x", ParamKind.ARRAY, F32)

@@ -15,6 +15,7 @@ import pytest
 import ruda_core as ruda
 from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.ops import layer_norm, layer_norm_backward, portable_layer_norm
+from ruda_core.ops import native as native_ops
 from ruda_core.ops.geometry import HeldGeometry, RowGeometry, held_geometry, row_geometry
 from ruda_core.runtime import (
     BoundsCheckMode,
@@ -25,6 +26,7 @@ from ruda_core.runtime import (
     InvalidHandle,
     LaunchConfigError,
     LayoutError,
+    PluginError,
     UnsupportedFeature,
 )
 from ruda_core.runtime.layer_norm_args import TensorBuffer
@@ -555,18 +557,31 @@ def test_native_dispatch_replays_checked_operands(native, replan):
         layer_norm(native, x, upload(native, np.ones(4, np.float32)))
 
 
-class ReplayingLayerNormRuntime(NativeLayerNormRuntime):
-    """A native runtime that also offers a replay of each kind of call, recording its use."""
+class ReplayingLayerNorm:
+    """A registered native LayerNorm that offers a replay of each kind of call, recording its
+    use in ``NativeLayerNormRuntime.calls``."""
 
-    @classmethod
-    def layer_norm_replay(cls, client, input, weight, bias, epsilon):
-        cls.calls.append(("layer_norm_replay", (input, weight, bias, epsilon)))
-        return lambda *bindings: cls.calls.append(("replay", bindings)) or (input, weight, weight)
+    calls = NativeLayerNormRuntime.calls
 
-    @classmethod
-    def layer_norm_backward_replay(cls, client, input, weight, grad, mean, rstd):
-        cls.calls.append(("layer_norm_backward_replay", (input, weight, grad, mean, rstd)))
-        return lambda *bindings: cls.calls.append(("replay", bindings)) or (grad, mean, rstd)
+    def layer_norm(self, client, input, weight, bias, epsilon):
+        self.calls.append(("layer_norm", (input, weight, bias, epsilon)))
+        return input, weight, weight
+
+    def layer_norm_backward(self, client, input, weight, grad, mean, rstd):
+        self.calls.append(("layer_norm_backward", (input, weight, grad, mean, rstd)))
+        return grad, mean, rstd
+
+    def forward_replay(self, client, input, weight, bias, epsilon):
+        self.calls.append(("forward_replay", (input, weight, bias, epsilon)))
+        return lambda *bindings: self.calls.append(("replay", bindings)) or (input, weight, weight)
+
+    def backward_replay(self, client, input, weight, grad, mean, rstd):
+        self.calls.append(("backward_replay", (input, weight, grad, mean, rstd)))
+        return lambda *bindings: self.calls.append(("replay", bindings)) or (grad, mean, rstd)
+
+
+class ReplayingLayerNormRuntime(CpuRuntime):
+    """A runtime whose native LayerNorm is registered with the operations, not its hooks."""
 
 
 class ReplayingLayerNormServer(CpuServer):
@@ -576,10 +591,11 @@ class ReplayingLayerNormServer(CpuServer):
 
 
 def test_a_runtimes_replay_serves_every_call_of_its_key(replan):
-    """The replay is asked for once per key, after the checks, and then runs each call of that
-    key (the first included) with the bindings of that call's operands; the hooks are not
-    called and the first-call checks do not run again."""
+    """The registered native LayerNorm's replay is asked for once per key, after the checks,
+    and then runs each call of that key (the first included) with the bindings of that call's
+    operands; its functions are not called and the first-call checks do not run again."""
     NativeLayerNormRuntime.calls.clear()
+    native_ops.register("layer_norm", ReplayingLayerNormRuntime, ReplayingLayerNorm())
     index = next(_ids)
     server = ReplayingLayerNormServer(DeviceId(0, index))
     client = ComputeClient(("replay-cpu", index), server, None)
@@ -592,14 +608,55 @@ def test_a_runtimes_replay_serves_every_call_of_its_key(replan):
     layer_norm(client, second, w, None, epsilon=1e-3)
     layer_norm_backward(client, second, w, second, stats, stats)
     names = [name for name, _ in NativeLayerNormRuntime.calls]
-    assert names == [
-        "layer_norm_replay", "replay", "layer_norm_backward_replay", "replay", "replay", "replay"
-    ]
+    assert names == ["forward_replay", "replay", "backward_replay", "replay", "replay", "replay"]
     bindings = [given for name, given in NativeLayerNormRuntime.calls if name == "replay"]
     assert bindings[2] == (second.handle.binding(), w.handle.binding())
     assert bindings[3] == tuple(
         b.handle.binding() for b in (second, w, second, stats, stats)
     )
+
+
+class RegisteredOverHooksRuntime(NativeLayerNormRuntime):
+    """A runtime that claims native LayerNorm through its hooks and also has one registered."""
+
+
+class RegisteredOverHooksServer(CpuServer):
+    @property
+    def runtime(self):
+        return RegisteredOverHooksRuntime
+
+
+def test_a_registered_native_layer_norm_is_used_over_the_runtimes_hooks():
+    NativeLayerNormRuntime.calls.clear()
+    native_ops.register("layer_norm", RegisteredOverHooksRuntime, ReplayingLayerNorm())
+    index = next(_ids)
+    server = RegisteredOverHooksServer(DeviceId(0, index))
+    client = ComputeClient(("registered-cpu", index), server, None)
+    x = upload(client, np.ones((4, 3), np.float32))
+    w = upload(client, np.ones(3, np.float32))
+    assert layer_norm(client, x, w) == (x, w, w)
+    assert [name for name, _ in NativeLayerNormRuntime.calls] == ["forward_replay", "replay"]
+
+
+class MisregisteredRuntime(CpuRuntime):
+    """A runtime with something that is not a native LayerNorm registered as one."""
+
+
+class MisregisteredServer(CpuServer):
+    @property
+    def runtime(self):
+        return MisregisteredRuntime
+
+
+def test_a_registration_that_is_not_a_native_layer_norm_is_refused():
+    native_ops.register("layer_norm", MisregisteredRuntime, object())
+    index = next(_ids)
+    server = MisregisteredServer(DeviceId(0, index))
+    client = ComputeClient(("misregistered-cpu", index), server, None)
+    x = upload(client, np.ones((4, 3), np.float32))
+    w = upload(client, np.ones(3, np.float32))
+    with pytest.raises(PluginError, match=r"registered for MisregisteredRuntime.*forward_replay"):
+        layer_norm(client, x, w)
 
 
 def test_operands_are_checked_before_native_dispatch(native):

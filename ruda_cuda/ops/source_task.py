@@ -21,7 +21,7 @@ from ruda_core.codegen.abi import ArgKind, KernelArg
 from ruda_core.ir import ExecutionMode, KernelDefinition, Param, SourceLoc
 from ruda_core.runtime import CompiledKernel, CompileOptions, Compiler, RudaTask, UnsupportedFeature
 
-from .compiler import CudaCompiler
+from ..compiler import CudaCompiler
 
 __all__ = ["CudaSourceTask"]
 

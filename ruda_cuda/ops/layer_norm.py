@@ -1,5 +1,8 @@
 """The CUDA runtime's native LayerNorm: :func:`layer_norm` and :func:`layer_norm_backward`, the
-bodies of ``CudaRuntime.layer_norm`` / ``layer_norm_backward``.
+bodies of ``CudaRuntime.layer_norm`` / ``layer_norm_backward``, and their replays
+(:func:`forward_replay`, :func:`backward_replay`). The module is a
+:class:`~ruda_core.ops.layer_norm.NativeLayerNorm`, which the ``cuda`` plugin registers as the
+runtime's ``"layer_norm"``.
 
 They take operands already checked by :mod:`ruda_core.ops.layer_norm` and keep its contract
 (shapes, element types, f32 ``mean``/``rstd``, deterministic gradients). f32, f16 and bf16 rows
@@ -64,7 +67,9 @@ from .layer_norm_tasks import (
 __all__ = [
     "BackwardPlan",
     "backward_plan",
+    "backward_replay",
     "forward_plan",
+    "forward_replay",
     "layer_norm",
     "layer_norm_backward",
 ]
@@ -165,7 +170,7 @@ def forward_replay(
     bias: TensorBuffer | None,
     epsilon: float,
 ) -> Callable[..., Outputs] | None:
-    """:func:`layer_norm` again for operands like these (``CudaRuntime.layer_norm_replay``):
+    """:func:`layer_norm` again for operands like these (``NativeLayerNorm.forward_replay``):
     ``run(x, weight[, bias])`` of their bindings; None where the portable kernels run."""
     plan = _forward_plan_of(client, x, weight, bias, epsilon)
     return None if plan is None else functools.partial(plan.run, client, _CHECKED)
@@ -215,7 +220,7 @@ def backward_replay(
     rstd: TensorBuffer,
 ) -> Callable[..., Outputs] | None:
     """:func:`layer_norm_backward` again for operands like these
-    (``CudaRuntime.layer_norm_backward_replay``): ``run(x, weight, grad, mean, rstd)`` of their
+    (``NativeLayerNorm.backward_replay``): ``run(x, weight, grad, mean, rstd)`` of their
     bindings; None where the portable kernels run."""
     plan = _backward_plan_of(client, x, weight, grad)
     return None if plan is None else functools.partial(plan.run, client)
