@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r in rows:
                 reason = f" ({r['reason']})" if r["reason"] else ""
                 count = f"{r['devices']} usable, {len(r['unusable'])} unusable"
-                print(f"{r['backend']:<8} {r['status']:<14} {count:<22} {r['runtime']}{reason}")
+                print(f"{r['backend']:<8} {r['status']:<16} {count:<22} {r['runtime']}{reason}")
                 for device, why in r["unusable"].items():
                     print(f"{'':<8} {device}: unusable: {why}")
     return 0

@@ -151,11 +151,28 @@ def _new_manager() -> pluggy.PluginManager:
 
 
 class Status(enum.Enum):
+    """A backend's state at enumeration. The value is its label (``ruda devices``, JSON);
+    :attr:`predicate` says it of the backend in a sentence."""
+
     AVAILABLE = "available"
     NOT_INSTALLED = "not installed"
-    IMPORT_FAILED = "import failed"
+    IMPORT_FAILED = "failed to import"
     NO_DEVICE = "no device"
     UNUSABLE = "unusable"
+
+    @property
+    def predicate(self) -> str:
+        """What the status says after a backend's name: ``backend 'x' failed to import``."""
+        return _PREDICATES[self]
+
+
+_PREDICATES = {
+    Status.AVAILABLE: "is available",
+    Status.NOT_INSTALLED: "is not installed",
+    Status.IMPORT_FAILED: "failed to import",
+    Status.NO_DEVICE: "has no device",
+    Status.UNUSABLE: "is unusable",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +340,7 @@ def _list(info: BackendInfo) -> BackendStatus:
             return replace(base, devices=devices)
         status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
     if _strict():
-        raise PluginError(f"backend {info.name!r}: {status.status.value}: {status.reason}")
+        raise PluginError(f"backend {info.name!r} {status.status.predicate}: {status.reason}")
     return status
 
 
@@ -418,8 +435,8 @@ def reload(*, reprobe: bool = False) -> None:
 
 
 def backends() -> list[BackendStatus]:
-    """Every backend's status (available / not installed / import failed / no device), with its
-    reason and devices. Probes each backend once per process."""
+    """Every backend's status (available / not installed / failed to import / no device /
+    unusable), with its reason and devices. Probes each backend once per process."""
     names = sorted(_registry.load(), key=lambda n: (n != ALWAYS_LOADED, n))
     return [_registry.status(n) for n in names]
 
@@ -431,7 +448,7 @@ def enumerate_all_devices() -> list[Hashable]:
     for status in backends():
         if selected is not None and not status.available and status.name in selected:
             raise BackendUnavailable(
-                f"RUDA_BACKENDS selects {status.name!r}, which is {status.status.value}: "
+                f"RUDA_BACKENDS selects {status.name!r}, which {status.status.predicate}: "
                 f"{status.reason}. Remove it from RUDA_BACKENDS or fix the driver"
             )
         devices.extend(status.devices)
@@ -472,7 +489,7 @@ def client(device: str | Hashable = "cpu") -> ComputeClient:
         known = ", ".join(str(d) for d in status.devices)
         raise ValueError(f"{device!r} does not exist; {name} devices present: {known}")
     if found is None or status.runtime is None:
-        raise BackendUnavailable(f"backend {name!r} is {status.status.value}: {status.reason}")
+        raise BackendUnavailable(f"backend {name!r} {status.status.predicate}: {status.reason}")
     return status.runtime.client(_usable(status, found, device))
 
 

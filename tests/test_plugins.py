@@ -53,7 +53,7 @@ def test_broken_plugin_is_a_status_and_others_still_enumerate(broken_plugin):
     assert result.returncode == 0, result.stderr
     facts = json.loads(result.stdout)
     status, reason = facts["backends"]["broken"]
-    assert status == "import failed"
+    assert status == "failed to import"
     assert "fake-driver" in reason and "the vendor library is missing" in reason
     assert facts["backends"]["cpu"][0] == "available"
     assert "cpu" in facts["devices"]
@@ -68,7 +68,36 @@ def test_strict_plugins_make_a_broken_plugin_fatal(broken_plugin):
 def test_selected_backend_that_fails_raises_naming_the_variable(broken_plugin):
     result = _run(PROBE, broken_plugin, RUDA_BACKENDS="broken")
     assert result.returncode != 0
-    assert "BackendUnavailable" in result.stderr and "RUDA_BACKENDS" in result.stderr
+    assert "BackendUnavailable: RUDA_BACKENDS selects 'broken', which failed to import: " in (
+        result.stderr
+    )
+
+
+def test_a_broken_backend_named_by_a_client_says_it_failed_to_import(broken_plugin):
+    code = "import ruda_core as ruda\nruda.client('broken')\n"
+    result = _run(code, broken_plugin)
+    assert result.returncode != 0
+    assert "BackendUnavailable: backend 'broken' failed to import: entry point " in result.stderr
+    assert "the vendor library is missing" in result.stderr
+
+
+def test_a_broken_backend_is_listed_by_ruda_devices_as_failed_to_import(broken_plugin):
+    result = _run("from ruda_core.cli import main\nmain(['devices'])\n", broken_plugin)
+    assert result.returncode == 0, result.stderr
+    line = next(s for s in result.stdout.splitlines() if s.startswith("broken"))
+    assert line.startswith("broken — failed to import: entry point broken = ")
+    assert line.endswith("ImportError: the vendor library is missing")
+
+
+def test_each_status_reads_as_english_after_a_backend_name():
+    sentences = {s: f"backend 'x' {s.predicate}" for s in Status}
+    assert sentences == {
+        Status.AVAILABLE: "backend 'x' is available",
+        Status.NOT_INSTALLED: "backend 'x' is not installed",
+        Status.IMPORT_FAILED: "backend 'x' failed to import",
+        Status.NO_DEVICE: "backend 'x' has no device",
+        Status.UNUSABLE: "backend 'x' is unusable",
+    }
 
 
 def test_selection_keeps_the_reference_backend(broken_plugin):
@@ -88,7 +117,7 @@ def test_plugin_with_wrong_api_version_is_refused(tmp_path):
     root = _fake_distribution(tmp_path, "future", "ruda_fake_future", module)
     facts = json.loads(_run(PROBE, root).stdout)
     status, reason = facts["backends"]["future"]
-    assert status == "import failed" and "plugin API 99" in reason
+    assert status == "failed to import" and "plugin API 99" in reason
 
 
 def test_driverless_backends_report_a_reason():
@@ -253,7 +282,7 @@ def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
     root = _fake_distribution(tmp_path, "typo", "ruda_fake_typo", module)
     facts = json.loads(_run(PROBE, root).stdout)
     status, reason = facts["backends"]["typo"]
-    assert status == "import failed" and "ruda_backend_infoo" in reason
+    assert status == "failed to import" and "ruda_backend_infoo" in reason
     assert facts["backends"]["cpu"][0] == "available"
 
 

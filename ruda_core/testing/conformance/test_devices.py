@@ -42,7 +42,7 @@ def test_required_backends_are_present(ruda_selection):
         if status is None:
             problems.append(f"backend '{name}' is not installed (no ruda.backends entry point)")
         elif not status.available:
-            problems.append(f"backend '{name}' is {status.status.value}: {status.reason}")
+            problems.append(f"backend '{name}' {status.status.predicate}: {status.reason}")
         elif name not in selected:
             problems.append(f"backend '{name}' is available but none of its devices is selected")
     assert not problems, "RUDA_REQUIRE: " + "; ".join(problems)
