@@ -493,7 +493,8 @@ class ComputeServer(ABC):
         chunk a read enqueued here and its write enqueued there by :meth:`write_from` (which
         waits on the host for the read unless ``target`` defers the write to its stream).
         Before it reads a chunk the host waits for the write of the chunk two before it, so
-        the copy holds at most two chunks of host memory besides what the devices hold, and
+        at most two chunks are in flight (each a read and a write, with the host copies the
+        two backends make of it), and
         the caller waits for all but the last two chunks of a large copy (a copy of one chunk
         or less waits as a single write would). A failure of the source's work (a pending
         error of its stream, a poisoned buffer) poisons the new handle, ends the copy and is

@@ -1,0 +1,106 @@
+"""Host memory under load, each case in a fresh process so that its RSS is its own: a loop of
+launches with NumPy arrays as arguments and no sync stays flat (the kept batches hold the host
+back), and a large ``to_client`` through the host leaves nothing resident once both handles
+are dropped and both devices synced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ruda_core
+from tests.fresh_processes import run_in_turn
+
+MIB = 1 << 20
+
+_RSS = """
+import gc, json, os, sys, threading, time
+import numpy as np
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
+from ruda_core.runtime import RudaCount, RudaDim
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+"""
+
+_LAUNCH_LOOP = (
+    _RSS
+    + """
+@kernel
+def add_into(x: Array[f32], y: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < y.len():
+        y[i] = y[i] + x[i]
+
+client = ruda.client(sys.argv[1])
+x, y = np.ones(256, np.float32), np.zeros(256, np.float32)
+one, cube = RudaCount(1), RudaDim(256)
+add_into.launch(client, one, cube, x, y)
+client.sync().result()
+base = rss()
+peak = base
+for k in range(50_000):
+    add_into.launch(client, one, cube, x, y)
+    if k % 1000 == 0:
+        peak = max(peak, rss())
+client.sync().result()
+gc.collect()
+print(json.dumps({"peak": peak - base, "after": rss() - base, "sum": float(y[0])}))
+"""
+)
+
+_LARGE_COPY = (
+    _RSS
+    + """
+source, dest = ruda.client("cpu"), ruda.client(sys.argv[1])
+n = 256 << 20
+handle = source.create_from_slice(np.arange(n // 4, dtype=np.uint32))
+source.sync().result()
+base, peak, running = rss(), [0], True
+
+def watch():
+    while running:
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.001)
+
+watcher = threading.Thread(target=watch)
+watcher.start()
+copy = source.to_client(handle, dest)
+dest.sync().result()
+running = False
+watcher.join()
+head = np.frombuffer(dest.read_one(copy), np.uint32)[-4:].tolist()
+del copy, handle
+gc.collect()
+source.sync().result()
+dest.sync().result()
+source.memory_cleanup()
+dest.memory_cleanup()
+print(json.dumps({"base": base, "peak": peak[0] - base, "after": rss() - base, "tail": head}))
+"""
+)
+
+
+def test_a_numpy_argument_launch_loop_keeps_host_memory_flat(tmp_path: Path) -> None:
+    """50 000 launches with the same two NumPy arrays and no sync: the host waits for the
+    oldest kept batch instead of queueing every launch, so RSS stays within a few MiB, also
+    after the sync, and every launch ran."""
+    (facts,) = run_in_turn(_LAUNCH_LOOP, "cpu", tmp_path, times=1)
+    assert facts["sum"] == 50_001.0
+    assert facts["peak"] < 16 * MIB, facts
+    assert facts["after"] < 16 * MIB, facts
+
+
+def test_a_large_copy_through_the_host_leaves_nothing_resident(tmp_path: Path) -> None:
+    """256 MiB from cpu to opencl:0 (Intel's CPU OpenCL: its memory is host memory too) in
+    64 MiB chunks arrives whole, and once both handles are dropped and both devices synced the
+    process holds less than before the copy (its input is gone too): no read or write copy of
+    a chunk stays behind."""
+    if "opencl:0" not in {str(d) for d in ruda_core.enumerate_all_devices()}:
+        pytest.skip("needs opencl:0 to copy to through the host")
+    (facts,) = run_in_turn(_LARGE_COPY, "opencl:0", tmp_path, times=1)
+    assert facts["tail"] == [(256 << 20) // 4 - k for k in (4, 3, 2, 1)]
+    assert facts["after"] < 16 * MIB, facts
