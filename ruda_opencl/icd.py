@@ -9,10 +9,16 @@ read, plus one naming each pip runtime's library by its absolute path — and po
 ``OCL_ICD_VENDORS`` at it, so every system driver (NVIDIA, ROCm, PoCL …) stays visible beside
 the pip one.
 
+The loader opens every library an ``.icd`` file there names, so the folder is trusted as the
+cache is (:func:`~ruda_core.runtime.cache.trusted_folder`): made 0700, its files 0600 and
+rewritten when they name another library than ruda would, and refused, with one
+:class:`~ruda_core.runtime.cache.CacheWarning`, when it or the cache root is owned by another
+user or writable by group or others.
+
 It must run before the first OpenCL call of the process (the loader reads its folder once);
 :mod:`ruda_opencl.driver` calls it before it queries platforms. Nothing changes when no pip
-runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when the folder cannot be written
-(then :func:`sources` says why). Imports no driver.
+runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when the folder is refused or cannot be
+written (then :func:`sources` says why). Imports no driver.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruda_core.runtime.cache import cache_root, digest
+from ruda_core.runtime.cache import cache_root, digest, trusted_folder
 
 __all__ = ["PIP_RUNTIMES", "IcdSource", "expose_pip_runtimes", "sources"]
 
@@ -79,15 +85,26 @@ def _folder_sources(folder: Path) -> list[IcdSource]:
     return found
 
 
-def _write_folder(entries: list[IcdSource]) -> Path:
-    folder = cache_root() / "opencl-icd" / digest(*entries)[:16]
-    if not all((folder / e.icd).is_file() for e in entries):
-        folder.mkdir(parents=True, exist_ok=True)
-        for entry in entries:
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-            with os.fdopen(fd, "w") as out:
-                out.write(entry.library + "\n")
-            os.replace(tmp, folder / entry.icd)
+def _write_folder(entries: list[IcdSource]) -> Path | None:
+    """The folder under the cache root whose ``.icd`` files name exactly the libraries of
+    ``entries``, written where they differ; None when a folder on its way is refused or cannot
+    be made (then with one ``CacheWarning``).
+
+    :raises OSError: when an ``.icd`` file cannot be written.
+    """
+    root = cache_root()
+    folder = root / "opencl-icd" / digest(*entries)[:16]
+    if not all(trusted_folder(f, root, create=True) for f in (root, folder.parent, folder)):
+        return None
+    for entry in entries:
+        path = folder / entry.icd
+        text = entry.library + "\n"
+        if path.is_file() and path.read_text() == text:
+            continue
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")  # created 0600
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(tmp, path)
     return folder
 
 
@@ -113,9 +130,15 @@ def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
     if not added:
         return tuple(present), ""
     try:
-        os.environ["OCL_ICD_VENDORS"] = str(_write_folder([*present, *added]))
+        folder = _write_folder([*present, *added])
     except OSError as exc:
         return tuple(present), f"cannot write an OpenCL vendors folder under {cache_root()}: {exc}"
+    if folder is None:
+        return tuple(present), (
+            f"no OpenCL vendors folder under {cache_root()} could be used (a CacheWarning said "
+            "why); pip OpenCL runtimes not added"
+        )
+    os.environ["OCL_ICD_VENDORS"] = str(folder)
     return (*present, *added), ""
 
 

@@ -11,12 +11,20 @@ A file of another format version is a silent miss that the next write replaces; 
 corrupt file is a :class:`CacheWarning` and a miss (the caller rebuilds), never a crash or a
 wrong result.
 
-Writes are atomic (a temporary file renamed into place) and serialised per key by a file lock
-(``<key>.lock``). Readers take no lock and treat a vanished file as a miss, so an entry may be
-removed at any time (:func:`remove_entry`), by another process too. A hit sets the entry's
-modification time to now, so that time is its last use. The entries under a root are capped at
-:func:`max_nbytes`: a write that may take them past it removes the least recently used until
-they fill 90% of it. This module never reads a payload it does not return.
+Writes are atomic (a temporary file, created 0600, renamed into place) and take no lock: two
+processes writing one key both leave a whole entry, and the last rename wins. Readers treat a
+vanished file as a miss, so an entry may be removed at any time (:func:`remove_entry`), by
+another process too. A hit sets the entry's modification time to now, so that time is its last
+use. The entries under a root are capped at :func:`max_nbytes`: a write that may take them past
+it removes the least recently used until they fill 90% of it. This module never reads a payload
+it does not return, and no payload is code: callers store data (JSON, driver binaries).
+
+Trust, as ssh treats its folder: ruda creates its folders 0700. A root or kind folder owned by
+another user (root's folders excepted) or writable by group or others is refused
+(:func:`trusted_folder`): whoever can write there could choose what this process loads. The
+process then keeps its entries in memory for its own life (a session-only cache), as it does when
+the folder cannot be written. Each such trouble is one :class:`CacheWarning` per cache root and
+process (:func:`warn_once`), never one per entry.
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
 import platformdirs
 
 from ..errors import RudaWarning
@@ -44,6 +51,7 @@ from .nbytes import nbytes_from_env
 
 __all__ = [
     "DEFAULT_MAX_NBYTES",
+    "FOLDER_MODE",
     "CacheKind",
     "CacheWarning",
     "DiskCache",
@@ -55,6 +63,8 @@ __all__ = [
     "max_nbytes",
     "read_origin",
     "remove_entry",
+    "trusted_folder",
+    "warn_once",
 ]
 
 _MAGIC_PREFIX = b"RUDA-CACHE-"
@@ -66,6 +76,8 @@ _SUM = 32
 _CAP_VARIABLE = "RUDA_CACHE_MAX_BYTES"
 #: the cap on every entry under a cache root when ``RUDA_CACHE_MAX_BYTES`` is unset
 DEFAULT_MAX_NBYTES = 1 << 30
+#: the mode of every folder ruda creates under a cache root: its user's alone
+FOLDER_MODE = 0o700
 
 
 class CacheWarning(RudaWarning):
@@ -156,9 +168,76 @@ def _checksum(origin: bytes, payload: bytes) -> bytes:
     return h.digest()
 
 
+def trusted_folder(folder: Path, root: Path, *, create: bool) -> bool:
+    """Whether this process may trust what the folder ``folder`` (``root`` or a folder under it)
+    holds: it is owned by this process's user or by root, and writable by no one else. With
+    ``create``, a missing ``folder`` (and its missing parents) is made :data:`FOLDER_MODE` first;
+    without, a missing folder is untrusted and unwarned (there is nothing in it to read).
+
+    A refused folder, or one that cannot be created, is one :class:`CacheWarning` per ``root``
+    and process (see :func:`warn_once`), naming the folder and the fix. Where the platform has no
+    POSIX owners (Windows), every existing folder is trusted.
+    """
+    if create:
+        try:
+            folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            warn_once(
+                root,
+                "write",
+                f"cannot create the cache folder {folder}: {exc}; this process keeps its cache "
+                "in memory only. Make the folder's parent writable or set RUDA_CACHE_DIR to a "
+                "folder you own",
+            )
+            return False
+    try:
+        stat = folder.stat()
+    except OSError:
+        return False
+    if not hasattr(os, "geteuid"):
+        return True
+    user = os.geteuid()
+    if stat.st_uid not in (user, 0):
+        problem, fix = f"is owned by uid {stat.st_uid}, not by uid {user}", f"chown {user}"
+    elif stat.st_mode & 0o022:
+        problem, fix = f"is writable by others (mode {stat.st_mode & 0o777:o})", "chmod 700"
+    else:
+        return True
+    warn_once(
+        root,
+        "trust",
+        f"refusing the cache folder {folder}: it {problem}, so another user could choose what "
+        f"this process loads; this process keeps its cache in memory only. Run "
+        f"`{fix} {folder}` or set RUDA_CACHE_DIR to a folder only you can write",
+    )
+    return False
+
+
+#: (cache root, what went wrong) pairs this process has warned about
+_warned: set[tuple[Path, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(root: Path, topic: str, message: str) -> None:
+    """Issue ``message`` as a :class:`CacheWarning` unless one of ``topic`` (``"trust"``,
+    ``"write"``, ``"read"`` …) was issued for the cache root ``root`` before in this process: a
+    cache that cannot be used says so once, not once per kernel. Thread-safe."""
+    with _warned_lock:
+        if (root, topic) in _warned:
+            return
+        _warned.add((root, topic))
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+#: entries of caches this process cannot keep on disk, by (kind folder, key), for its own life
+_session: dict[tuple[Path, str], bytes] = {}
+_session_lock = threading.Lock()
+
+
 class DiskCache:
     """Bytes by key in the folder of one :class:`CacheKind` under the current
-    :func:`cache_root`. Thread- and process-safe."""
+    :func:`cache_root`; in memory for the process's life when that folder is refused or cannot
+    be written (see :func:`trusted_folder`). Thread- and process-safe."""
 
     def __init__(self, kind: CacheKind) -> None:
         self.kind = kind
@@ -168,16 +247,34 @@ class DiskCache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / key
 
+    def _trusted(self, *, create: bool) -> bool:
+        return trusted_folder(self.root, self.root, create=create) and trusted_folder(
+            self.folder, self.root, create=create
+        )
+
+    def warn_unusable(self, message: str) -> None:
+        """Report an entry of this cache that could not be used (corrupt, unreadable, foreign):
+        a :class:`CacheWarning` carrying ``message``, once per cache root and process."""
+        warn_once(
+            self.root,
+            "read",
+            f"{message} (later unusable entries under {self.root} are rebuilt without a warning)",
+        )
+
     def get(self, key: str) -> bytes | None:
         """The stored bytes, or None when absent, of another format version, or unreadable
         (then with a warning). A hit marks the entry as used now."""
+        with _session_lock:
+            kept = _session.get((self.folder, key))
+        if kept is not None or not self._trusted(create=False):
+            return kept
         path = self._path(key)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            warnings.warn(f"cannot read cache entry {path}: {exc}", CacheWarning, stacklevel=2)
+            self.warn_unusable(f"cannot read cache entry {path}: {exc}")
             return None
         if not raw.startswith(_MAGIC) and raw.startswith(_MAGIC_PREFIX):
             return None  # another format version: the caller rebuilds and replaces it
@@ -190,42 +287,53 @@ class DiskCache:
                 with contextlib.suppress(OSError):  # recency is advisory: a read-only cache
                     os.utime(path)  # still serves its hits
                 return payload
-        warnings.warn(
-            f"cache entry {path} is corrupt; it will be rebuilt", CacheWarning, stacklevel=2
-        )
+        self.warn_unusable(f"cache entry {path} is corrupt; it will be rebuilt")
         return None
 
     def put(self, key: str, value: bytes, origin: EntryOrigin) -> None:
         """Store ``value`` atomically under ``key``, with ``origin`` in its header, then keep
-        the root within :func:`max_nbytes`. A failure to write or to prune is a
-        :class:`CacheWarning`, not an error.
+        the root within :func:`max_nbytes`. A refused folder or a failure to write keeps
+        ``value`` in memory for this process instead, with one :class:`CacheWarning` per cache
+        root; a failure to prune is a :class:`CacheWarning` too; neither is an error.
 
         :raises ValueError: when ``RUDA_CACHE_MAX_BYTES`` is malformed (before writing).
         """
         cap = max_nbytes()
+        if not self._trusted(create=True):
+            self._keep_in_session(key, value)
+            return
         path = self._path(key)
         meta = origin.to_json()
         record = b"".join(
             (_MAGIC, _ORIGIN_LENGTH.pack(len(meta)), meta, _checksum(meta, value), value)
         )
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with filelock.FileLock(str(path) + ".lock", timeout=60):
-                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        out.write(record)
-                    os.replace(tmp, path)
-                except BaseException:
-                    os.unlink(tmp)
-                    raise
-        except (OSError, filelock.Timeout) as exc:
-            warnings.warn(f"cannot write cache entry {path}: {exc}", CacheWarning, stacklevel=2)
+            path.parent.mkdir(mode=FOLDER_MODE, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # created 0600
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(record)
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            warn_once(
+                self.root,
+                "write",
+                f"cannot write cache entry {path}: {exc}; this process keeps its cache in "
+                f"memory only. Free space or make {self.root} writable",
+            )
+            self._keep_in_session(key, value)
             return
         try:
             _keep_within(self.root, cap, len(record))
         except OSError as exc:
-            warnings.warn(f"cannot prune {self.root}: {exc}", CacheWarning, stacklevel=2)
+            warn_once(self.root, "prune", f"cannot prune {self.root}: {exc}")
+
+    def _keep_in_session(self, key: str, value: bytes) -> None:
+        with _session_lock:
+            _session[(self.folder, key)] = value
 
 
 def read_origin(path: Path) -> EntryOrigin | None:
@@ -261,8 +369,9 @@ def entry_files(root: Path, kind: CacheKind) -> Iterator[tuple[Path, os.stat_res
 
 
 def remove_entry(path: Path) -> None:
-    """Remove the entry file ``path`` and its lock file, if still there. Safe while other
-    processes use the cache: their reads miss, and a write in flight lands afterwards.
+    """Remove the entry file ``path``, and the lock file earlier versions of ruda wrote beside
+    it, if still there. Safe while other processes use the cache: their
+    reads miss, and a write in flight lands afterwards.
 
     :raises OSError: when a file exists but cannot be removed.
     """

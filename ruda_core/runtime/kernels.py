@@ -7,21 +7,26 @@ hooks, only for a backend with a driver fingerprint) and the source dumps of
 ``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock,
 and kept for the server's life; a build that fails raises and is not cached, so the next lookup
 tries again. This module never enqueues work, touches memory or reads a stream.
+
+A persisted kernel is data, never code to unpickle: a JSON line naming the SHA-256 of the source
+it was built from, then the driver's binary. The source is generated again from the IR (codegen
+is pure and cheap; the driver's build is what the cache saves), and the binary is used only when
+that digest matches.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import pickle
 import sys
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsupportedFeature
 from ..ir import ExecutionMode
-from .cache import CacheKind, CacheWarning, DiskCache, code_fingerprint, digest
+from .cache import CacheKind, DiskCache, code_fingerprint, digest
 from .compiler import CompiledKernel, RudaTask
 
 if TYPE_CHECKING:
@@ -30,9 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["CompileStats", "KernelCache", "LoadedKernel"]
 
 _CHECKED = ExecutionMode.CHECKED
-#: Layout of a persisted kernel (a pickled ``(CompiledKernel, binary)``), part of every key: an
-#: entry of another layout is never found, so it is rebuilt, never misread. 2: typed fields.
-_KERNEL_FORMAT = 2
+#: Layout of a persisted kernel, part of every key: an entry of another layout is never found, so
+#: it is rebuilt, never misread. 3: a JSON line with the source's digest, then the binary (1 and
+#: 2 were pickles).
+_KERNEL_FORMAT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +55,8 @@ class LoadedKernel:
 
 
 class CompileStats:
-    """How this server obtained its kernels: ``compiled`` from IR, or loaded from ``disk_hits``
-    entries of the persistent cache."""
+    """How this server built its kernels: ``compiled`` from their generated source, or loaded
+    from the binaries of ``disk_hits`` entries of the persistent cache."""
 
     __slots__ = ("compiled", "disk_hits")
 
@@ -99,21 +105,21 @@ class KernelCache:
 
     def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
         server = self._server
-        disk_key = self._disk_key(task, mode)
-        loaded = self._load_cached(disk_key) if disk_key is not None else None
-        if loaded is not None:
-            self._dump(task, loaded.compiled)
-            return loaded
         _check_matrices(server, task)
         compiled = task.compile(server.compiler, server.compile_options(), mode)
         self._dump(task, compiled)  # before building: a source that fails to build is dumped too
+        disk_key = self._disk_key(task, mode)
+        if disk_key is not None:
+            loaded = self._load_cached(disk_key, compiled)
+            if loaded is not None:
+                return loaded
         built = server._build(compiled)
         self.stats.compiled += 1
         if disk_key is not None and self._disk is not None:
             binary = server._binary(built)
             if binary is not None:
                 origin = replace(server.cache_origin, label=task.name)
-                self._disk.put(disk_key, pickle.dumps((compiled, binary)), origin)
+                self._disk.put(disk_key, _encode(compiled, binary), origin)
         return LoadedKernel(compiled, built)
 
     def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
@@ -144,22 +150,53 @@ class KernelCache:
             sys.version_info[:2],
         )
 
-    def _load_cached(self, disk_key: str) -> LoadedKernel | None:
-        blob = self._disk.get(disk_key) if self._disk is not None else None
-        if blob is None:
+    def _load_cached(self, disk_key: str, compiled: CompiledKernel) -> LoadedKernel | None:
+        """``compiled`` with what the server loads from the persisted binary of ``disk_key``;
+        None when there is none, or (with one warning per cache root) when it is unusable."""
+        disk = self._disk
+        blob = disk.get(disk_key) if disk is not None else None
+        if disk is None or blob is None:
             return None
         try:
-            compiled, binary = pickle.loads(blob)
+            binary = _decode(blob, compiled)
             built = self._server._load_binary(compiled, binary)
-        except Exception as exc:  # a stale or foreign entry: rebuild it, loudly
-            warnings.warn(
-                f"cached kernel {disk_key[:12]} could not be loaded ({exc!r}); rebuilding",
-                CacheWarning,
-                stacklevel=4,
+        except Exception as exc:  # a stale or foreign entry, or one the driver refuses: rebuild
+            disk.warn_unusable(
+                f"cached kernel {compiled.entrypoint} ({disk_key[:12]}) could not be loaded "
+                f"({exc}); rebuilding it"
             )
             return None
         self.stats.disk_hits += 1
         return LoadedKernel(compiled, built)
+
+
+def _source_digest(compiled: CompiledKernel) -> str:
+    return hashlib.sha256(compiled.source.encode()).hexdigest()
+
+
+def _encode(compiled: CompiledKernel, binary: bytes) -> bytes:
+    """A persisted kernel: a JSON line naming the source ``binary`` was built from, then
+    ``binary``."""
+    head = {"entrypoint": compiled.entrypoint, "source_sha256": _source_digest(compiled)}
+    return json.dumps(head).encode() + b"\n" + binary
+
+
+def _decode(blob: bytes, compiled: CompiledKernel) -> bytes:
+    """The binary in ``blob`` (what :func:`_encode` wrote) when it was built from the source of
+    ``compiled``.
+
+    :raises ValueError: when ``blob`` is not such a record, or names another source.
+    """
+    line, newline, binary = blob.partition(b"\n")
+    try:
+        head = json.loads(line) if newline else None
+    except ValueError as exc:
+        raise ValueError(f"its header is not JSON: {line[:60]!r}") from exc
+    if not isinstance(head, dict) or not isinstance(head.get("source_sha256"), str):
+        raise ValueError(f"its header is not a persisted kernel's: {line[:60]!r}")
+    if head["source_sha256"] != _source_digest(compiled):
+        raise ValueError("it was built from another source than the one generated now")
+    return binary
 
 
 def _check_matrices(server: ComputeServer, task: RudaTask) -> None:

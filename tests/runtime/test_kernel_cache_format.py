@@ -1,11 +1,10 @@
 """Persisted kernels of another layout are rebuilt, never misread: the format version is part
 of every key, a file of the previous cache file format is a silent rebuild, and a payload that
-is not a compiled kernel is a warning and a rebuild."""
+is not a persisted kernel is a warning and a rebuild."""
 
 from __future__ import annotations
 
 import hashlib
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +57,7 @@ def test_a_payload_that_is_not_a_compiled_kernel_is_rebuilt(
     monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
     assert _run(new_private_client()) == (1, 0)
     disk = DiskCache(CacheKind.KERNELS)
-    foreign = pickle.dumps(({"source": "a record of another shape"}, b""))
+    foreign = b'{"source": "a record of another shape"}\n'
     for path in _entries(tmp_path):
         disk.put(path.name, foreign, EntryOrigin("cpu", "cpu", "plus_two"))
     client = new_private_client()
