@@ -289,7 +289,7 @@ class OpenCLServer(ComputeServer):
         source = (
             "def run(stream, count, dim, b, s, m):\n"
             "    if dim is not launcher.dim or count is not launcher.count:\n"
-            "        check_units(launcher, task, dim)\n"
+            "        check_units(launcher, uses_planes, dim)\n"
             "        launcher.shape(count, dim)\n"
             f"    values = ({values}{',' if values else ''})\n"
             "    try:\n"
@@ -305,7 +305,7 @@ class OpenCLServer(ComputeServer):
         env = {
             **env,
             "launcher": launcher,
-            "task": task,
+            "uses_planes": task.uses_planes,  # not the task: its kernel is let go when it dies
             "check_units": self._check_units,
             "kernel": launcher.kernel,
             "floats": launcher.floats,
@@ -325,7 +325,7 @@ class OpenCLServer(ComputeServer):
     ) -> Callable[[ServerStream], None]:
         launcher: _Launcher = kernel.built
         count, dim, bindings, scalars, metadata = args
-        self._check_units(launcher, task, dim)
+        self._check_units(launcher, task.uses_planes, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         gsize, lsize = _sizes(count, dim)
         enqueue = _enqueue_kernel
@@ -339,20 +339,20 @@ class OpenCLServer(ComputeServer):
 
         return run
 
-    def _check_units(self, launcher: _Launcher, task: RudaTask, dim: RudaDim) -> None:
+    def _check_units(self, launcher: _Launcher, uses_planes: bool, dim: RudaDim) -> None:
         if dim.x * dim.y * dim.z > launcher.max_units:
             raise TooManyResources(
                 f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
             )
         plane = self._properties.plane_dim
-        if task.uses_planes and not self._partial_planes and dim.num_units % plane:
+        if uses_planes and not self._partial_planes and dim.num_units % plane:
             raise LaunchConfigError(
                 f"kernel {launcher.name} uses plane operations on {dim}, {dim.num_units} units: "
                 f"{self._device.platform.name.strip()} cannot run a partial subgroup, so make "
                 f"the unit count a multiple of {self._device.name.strip()}'s plane width {plane}"
             )
-        if task.uses_planes and dim.y * dim.z > 1 and dim.x % plane:
+        if uses_planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
                 f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows "
                 f"of {dim.x} units: OpenCL drivers may form subgroups within each row, so each "

@@ -4,9 +4,18 @@ It holds one table per :class:`ExecutionMode` of loaded kernels by task key, the
 of built kernels (``DiskCache(CacheKind.KERNELS)``, each listed under the server's
 ``cache_origin`` and the kernel's name, through the server's ``_binary``/``_load_binary``
 hooks, only for a backend with a driver fingerprint) and the source dumps of
-``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock,
-and kept for the server's life; a build that fails raises and is not cached, so the next lookup
-tries again. This module never enqueues work, touches memory or reads a stream.
+``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock;
+a build that fails raises and is not cached, so the next lookup tries again. This module never
+enqueues work, touches memory or reads a stream.
+
+Loaded kernels are given back. A kernel is let go when the task that loaded it is gone (a
+``@kernel``'s specialisation keeps its task), and the least recently looked-up one when more
+than :attr:`KernelCache.capacity` are loaded (``RUDA_MAX_LOADED_KERNELS``, default
+:data:`DEFAULT_MAX_LOADED_KERNELS`). So what a backend builds (and the launch functions it
+keeps with it) must not refer to the task. Letting go is always safe: the next lookup loads
+the kernel again (from the persistent cache where there is one), what a prepared launch or a
+capture holds keeps working, a launch function made of a kernel (:meth:`KernelCache.hold`) is
+told, and the server keeps the kernel alive until the work already enqueued is done.
 
 A persisted kernel is data, never code to unpickle: a JSON line naming the SHA-256 of the source
 it was built from, then the driver's binary. The source is generated again from the IR (codegen
@@ -20,6 +29,9 @@ import hashlib
 import json
 import os
 import sys
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,9 +44,24 @@ from .compiler import CompiledKernel, RudaTask
 if TYPE_CHECKING:
     from .server import ComputeServer
 
-__all__ = ["CompileStats", "KernelCache", "LoadedKernel"]
+__all__ = [
+    "DEFAULT_MAX_LOADED_KERNELS",
+    "CompileStats",
+    "KernelCache",
+    "LoadedKernel",
+    "max_loaded_kernels_from_env",
+]
 
 _CHECKED = ExecutionMode.CHECKED
+#: Loaded kernels a server keeps at most unless ``RUDA_MAX_LOADED_KERNELS`` says otherwise: more
+#: than a program launches in turn (a reload costs a build, or a persistent-cache load), few
+#: enough to bound a process that specialises without end (a kernel holds about 1.8 MiB of
+#: Intel's CPU OpenCL runtime).
+DEFAULT_MAX_LOADED_KERNELS = 1024
+#: (mode, task key): one loaded kernel of a server
+Slot = tuple[ExecutionMode, str]
+#: told (with None) when the kernel it was given by :meth:`KernelCache.hold` is let go
+Watcher = Callable[[None], None]
 #: Layout of a persisted kernel, part of every key: an entry of another layout is never found, so
 #: it is rebuilt, never misread. 3: a JSON line with the source's digest, then the binary (1 and
 #: 2 were pickles).
@@ -68,40 +95,159 @@ class CompileStats:
         return f"CompileStats(compiled={self.compiled}, disk_hits={self.disk_hits})"
 
 
+def max_loaded_kernels_from_env() -> int:
+    """``RUDA_MAX_LOADED_KERNELS`` (a positive integer), else
+    :data:`DEFAULT_MAX_LOADED_KERNELS`.
+
+    :raises ValueError: when the variable is set to anything else; the message names it.
+    """
+    raw = os.environ.get("RUDA_MAX_LOADED_KERNELS", "").strip()
+    if not raw:
+        return DEFAULT_MAX_LOADED_KERNELS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(
+            f"RUDA_MAX_LOADED_KERNELS={raw!r} is not a positive integer; set it to the number of "
+            f"compiled kernels a device may keep loaded, e.g. {DEFAULT_MAX_LOADED_KERNELS}"
+        )
+    return int(raw)
+
+
 class KernelCache:
-    """Built kernels of ``server`` by (mode, task key). Not thread-safe: the server calls it
-    with its lock held.
+    """Built kernels of ``server`` by (mode, task key), at most :attr:`capacity` of them. Not
+    thread-safe: the server calls it with its lock held (but a task may die on any thread:
+    that only queues its kernel, let go at the next :meth:`get` miss or :meth:`collect`).
 
     :param server: the server whose compiler, options and build hooks make the kernels.
+    :param retire: called with the kernels let go (lock held), to keep them alive until the
+        work already enqueued with them is done.
     """
 
-    __slots__ = ("_by_mode", "_checked", "_disk", "_dump_dir", "_server", "stats")
+    __slots__ = (
+        "_by_mode",
+        "_capacity",
+        "_checked",
+        "_disk",
+        "_dump_dir",
+        "_owners",
+        "_recent",
+        "_released",
+        "_retire",
+        "_server",
+        "_watchers",
+        "stats",
+    )
 
-    def __init__(self, server: ComputeServer) -> None:
+    def __init__(self, server: ComputeServer, retire: Callable[[list[LoadedKernel]], None]) -> None:
         self._server = server
+        self._retire = retire
         #: one table per mode, looked up by identity on the hot path
         self._by_mode: dict[ExecutionMode, dict[str, LoadedKernel]] = {m: {} for m in ExecutionMode}
         self._checked = self._by_mode[_CHECKED]
+        #: every loaded kernel, least recently looked up first
+        self._recent: OrderedDict[Slot, None] = OrderedDict()
+        #: per loaded kernel, the finalizer of the task that loaded it (which queues it in
+        #: ``_released``)
+        self._owners: dict[Slot, weakref.finalize[[Slot], RudaTask]] = {}
+        #: kernels whose tasks died, to let go under the lock (a deque: appended from anywhere)
+        self._released: deque[Slot] = deque()
+        #: per loaded kernel, the launch functions made of it (:meth:`hold`), told when it goes
+        self._watchers: dict[Slot, weakref.WeakSet[Watcher]] = {}
+        self._capacity = max_loaded_kernels_from_env()
         self._dump_dir = os.environ.get("RUDA_DUMP_SOURCE")
         self._disk: DiskCache | None = None
         self.stats = CompileStats()
 
+    @property
+    def capacity(self) -> int:
+        """The most kernels kept loaded (all modes together); setting it lets the least
+        recently looked-up ones go at once.
+
+        :raises ValueError: when set below 1.
+        """
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, count: int) -> None:
+        if count < 1:
+            raise ValueError(f"a server keeps at least 1 loaded kernel; {count} was asked for")
+        self._capacity = count
+        self._trim()
+
+    def __len__(self) -> int:
+        """How many kernels are loaded now (all modes together)."""
+        return len(self._recent)
+
     def table(self, mode: ExecutionMode) -> dict[str, LoadedKernel]:
         """The loaded kernels of ``mode`` by task key (the live table, for a caller that looks a
-        kernel up without a call on its hot path; a miss still goes through :meth:`get`)."""
+        kernel up without a call on its hot path; a miss still goes through :meth:`get`). An
+        entry may leave it at any :meth:`get`: look it up again rather than keep it."""
         return self._by_mode[mode]
 
     def get(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
         """The loaded kernel of ``task`` in ``mode``: from the table, else from the persistent
-        cache, else compiled and built now.
+        cache, else compiled and built now (then kept while ``task`` lives, within
+        :attr:`capacity`).
 
         :raises ServerError: (a ``CompilationError`` …) when compiling or building fails.
         """
         table = self._checked if mode is _CHECKED else self._by_mode[mode]
-        entry = table.get(task.key)
-        if entry is None:
-            entry = table[task.key] = self._compile_and_build(task, mode)
+        key = task.key
+        entry = table.get(key)
+        if entry is not None:
+            self._recent.move_to_end((mode, key))
+            return entry
+        if self._released:
+            self.collect()
+        entry = table[key] = self._compile_and_build(task, mode)
+        slot = (mode, key)
+        self._recent[slot] = None
+        owner = weakref.finalize(task, self._released.append, slot)
+        owner.atexit = False
+        self._owners[slot] = owner
+        self._trim()
         return entry
+
+    def hold(self, task: RudaTask, mode: ExecutionMode, watcher: Watcher) -> LoadedKernel | None:
+        """The loaded kernel of ``task`` in ``mode``, or None when none is loaded. ``watcher``
+        (kept by weak reference: its holder keeps it alive) is called with None when that
+        kernel is let go, under the lock: a launch function made of the kernel drops it then
+        and looks it up again."""
+        slot = (mode, task.key)
+        entry = self._by_mode[mode].get(task.key)
+        if entry is not None:
+            self._recent.move_to_end(slot)
+            watchers = self._watchers.get(slot)
+            if watchers is None:
+                watchers = self._watchers[slot] = weakref.WeakSet()
+            watchers.add(watcher)
+        return entry
+
+    def collect(self) -> None:
+        """Let go of the kernels whose tasks are gone."""
+        released = self._released
+        gone = []
+        while released:
+            slot = released.popleft()
+            owner = self._owners.get(slot)
+            if owner is not None and not owner.alive:  # else let go already, perhaps reloaded
+                gone.append(self._let_go(slot))
+        if gone:
+            self._retire(gone)
+
+    def _trim(self) -> None:
+        """Let go of the least recently looked-up kernels beyond :attr:`capacity`."""
+        recent = self._recent
+        gone = [self._let_go(next(iter(recent))) for _ in range(len(recent) - self._capacity)]
+        if gone:
+            self._retire(gone)
+
+    def _let_go(self, slot: Slot) -> LoadedKernel:
+        mode, key = slot
+        del self._recent[slot]
+        self._owners.pop(slot).detach()
+        for watcher in self._watchers.pop(slot, ()):
+            watcher(None)
+        return self._by_mode[mode].pop(key)
 
     def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
         server = self._server

@@ -226,7 +226,9 @@ class ComputeServer(ABC):
         #: by each client made of it
         self.cache_origin = EntryOrigin("", "")
         #: built kernels (tables per mode, the persistent cache, source dumps)
-        self._kernels = KernelCache(self)
+        self._kernels = KernelCache(self, self._retire_kernels)
+        #: kernels the cache let go, each batch with fences after the work queued before then
+        self._retired_kernels: deque[tuple[list[Fence], list[LoadedKernel]]] = deque()
         #: the Checked table of ``_kernels``, read directly by :meth:`launch`
         self._checked_kernels = self._kernels.table(_CHECKED)
         self.compile_stats: CompileStats = self._kernels.stats
@@ -625,10 +627,61 @@ class ComputeServer(ABC):
             return self.memory.usage()
 
     def memory_cleanup(self) -> None:
-        """Give back to the driver the pages of dropped handles whose queued work has finished;
-        never waits (see :meth:`MemoryManagement.cleanup` for memory still in flight)."""
+        """Give back to the driver the pages of dropped handles whose queued work has finished,
+        and the compiled kernels whose tasks are gone; never waits (see
+        :meth:`MemoryManagement.cleanup` for memory still in flight)."""
         with self.lock:
             self.memory.cleanup()
+            self._kernels.collect()
+            self._let_go_retired()
+
+    # -- compiled kernels ----------------------------------------------------------------------
+    def loaded_kernels(self) -> int:
+        """How many compiled kernels this server keeps loaded now (every mode together), after
+        letting go of those whose tasks are gone (see :mod:`.kernels`)."""
+        with self.lock:
+            self._kernels.collect()
+            return len(self._kernels)
+
+    @property
+    def max_loaded_kernels(self) -> int:
+        """The most compiled kernels this server keeps loaded (``RUDA_MAX_LOADED_KERNELS``,
+        default 1024); setting it lets the least recently looked-up ones go at once. A kernel
+        let go is loaded again when it is next launched.
+
+        :raises ValueError: when set below 1.
+        """
+        return self._kernels.capacity
+
+    @max_loaded_kernels.setter
+    def max_loaded_kernels(self, count: int) -> None:
+        with self.lock:
+            self._kernels.capacity = count
+
+    def _retire_kernels(self, kernels: list[LoadedKernel]) -> None:
+        """Keep ``kernels``, which the kernel cache let go, until the work queued so far on
+        every stream is done (lock held): a driver may otherwise free a program that queued
+        work still runs."""
+        fences = [self._fence(stream) for stream in self._streams.values()]
+        self._retired_kernels.append((fences, kernels))
+        self._let_go_retired()
+
+    def _let_go_retired(self) -> None:
+        """Drop the retired kernels whose work is done (lock held)."""
+        retired = self._retired_kernels
+        while retired and all(fence.done() for fence in retired[0][0]):
+            retired.popleft()
+
+    def _hold_launch(
+        self, task: RudaTask, mode: ExecutionMode, hold: Callable[[KernelLaunch | None], None]
+    ) -> None:
+        """Call ``hold`` with the backend launch of ``task``'s loaded kernel in ``mode``, when
+        one is loaded; the kernel cache calls ``hold(None)`` when it lets that kernel go (see
+        :meth:`KernelCache.hold`). Takes the lock."""
+        with self.lock:
+            kernel = self._kernels.hold(task, mode, hold)
+            if kernel is not None:
+                hold(self._kernel_launch(task, kernel))
 
     # -- memory shared with other libraries (DLPack, the CUDA array interface) -----------------
     def dlpack_device(self) -> tuple[int, int] | None:
@@ -861,8 +914,6 @@ class ComputeServer(ABC):
         (Validate, an open capture, a profile, a dynamic or empty count, a poisoned input, a
         kernel not built yet, a new stream) takes :meth:`launch` itself."""
         launch = self.launch
-        kernels = self._kernels.table(mode)
-        key = task.key
         streams = self._streams
         memory = self.memory
         dropped = memory.dropped
@@ -871,7 +922,8 @@ class ComputeServer(ABC):
         n_streams = self.max_streams
         admit = site._admit
         local = thread_stream
-        #: the backend's launch of the built kernel (kernels are never unloaded: found once)
+        #: the backend's launch of the loaded kernel, found once; None again when the kernel
+        #: cache lets the kernel go (it calls ``hold(None)``, under the lock)
         direct: KernelLaunch | None = None
         #: the (count, dim) last admitted as fitting, with a static, non-empty count
         fits: tuple[RudaCount, RudaDim] | None = None
@@ -918,6 +970,10 @@ class ComputeServer(ABC):
         if mode is _VALIDATE:  # every Validate launch takes launch(), which reads the flags back
             return validated
 
+        def hold(found: KernelLaunch | None) -> None:
+            nonlocal direct
+            direct = found
+
         def run(
             count: RudaCount,
             dim: RudaDim,
@@ -942,11 +998,9 @@ class ComputeServer(ABC):
                 if fitting:
                     fits = (count, dim)
             stream = streams.get(stream_value % n_streams)
+            if direct is None and stream is not None:
+                self._hold_launch(task, mode, hold)  # sets ``direct`` when the kernel is loaded
             enqueue = direct
-            if enqueue is None:
-                kernel = kernels.get(key)
-                if kernel is not None:
-                    enqueue = direct = self._kernel_launch(task, kernel)
             if enqueue is None or stream is None or captures or self._profile is not None:
                 args = (count, dim, bindings, scalars, metadata)
                 return general(*args, stream_value, kept, producer)
@@ -973,9 +1027,9 @@ class ComputeServer(ABC):
                     if len(stream.kept) >= _KEEP_BATCH:
                         backlog = self._fence_kept(stream)
                     stream.kept.extend(kept)
-                if poisoned:
+                if poisoned or enqueue is not direct:  # or its kernel was let go since
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-                    self._enqueue(stream, task, mode, kernels[key], args)
+                    self._enqueue_loaded(stream, task, mode, args)
                 else:
                     enqueue(stream, count, dim, bindings, scalars, metadata)
             finally:
@@ -985,6 +1039,18 @@ class ComputeServer(ABC):
             return None
 
         return run
+
+    def _enqueue_loaded(
+        self, stream: ServerStream, task: RudaTask, mode: ExecutionMode, args: LaunchArgs
+    ) -> None:
+        """:meth:`_enqueue` of ``task``'s kernel, loaded again if it was let go; a failed build
+        is recorded on ``stream`` (lock held; not for Validate, whose backlog it drops)."""
+        try:
+            kernel = self._kernels.get(task, mode)
+        except ServerError as exc:
+            self.fail(stream, exc, args.bindings, task)
+            return
+        self._enqueue(stream, task, mode, kernel, args)
 
     def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """``_launch`` of one built kernel as one function ``run(stream, count, dim, bindings,
