@@ -130,15 +130,15 @@ def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
     if not added:
         return tuple(present), ""
     try:
-        folder = _write_folder([*present, *added])
+        merged = _write_folder([*present, *added])
     except OSError as exc:
         return tuple(present), f"cannot write an OpenCL vendors folder under {cache_root()}: {exc}"
-    if folder is None:
+    if merged is None:
         return tuple(present), (
             f"no OpenCL vendors folder under {cache_root()} could be used (a CacheWarning said "
             "why); pip OpenCL runtimes not added"
         )
-    os.environ["OCL_ICD_VENDORS"] = str(folder)
+    os.environ["OCL_ICD_VENDORS"] = str(merged)
     return (*present, *added), ""
 
 
