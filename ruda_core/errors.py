@@ -24,6 +24,7 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── AutotuneError                 every candidate of a tunable set failed
     │   ├── CaptureError                  a call a capture cannot record; a graph on another device
     │   ├── ServerUnhealthy               the device is lost; recreate the process
+    │   ├── DeviceTimeout (TimeoutError)  a wait ran out of time; names the kernels still running
     │   └── WorkerLost                    the Dask worker that kept device memory left the
     │                                     cluster; compute the memory again on a live worker
     ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
@@ -31,7 +32,8 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     └── PluginError                       a driver plugin is broken or unavailable
         └── BackendUnavailable            a named backend cannot be used (says what is missing)
 
-Warnings subclass :class:`RudaWarning`.
+Warnings subclass :class:`RudaWarning`; :class:`ExitTimeoutWarning` says what work was
+abandoned at interpreter exit.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ __all__ = [
     "CaptureError",
     "CompilationError",
     "DeploymentTagsError",
+    "DeviceTimeout",
+    "ExitTimeoutWarning",
     "InteropError",
     "InvalidHandle",
     "IoError",
@@ -201,6 +205,13 @@ class ServerUnhealthy(ServerError):
     """The device is in an unrecoverable state (a lost context). Recreate the process."""
 
 
+class DeviceTimeout(ServerError, TimeoutError):
+    """A wait for device work (``result(timeout)`` of a sync or a read) ran out of time. The
+    message names the kernels the device is still running and their streams: a kernel that
+    never ends holds up every stream of a device that runs one kernel at a time. Not
+    remembered by the future: a later ``result`` waits again."""
+
+
 class WorkerLost(ServerError):
     """The Dask worker that keeps device memory (a ``ruda_core.dask.DeviceRef``) left the
     cluster, and the memory went with it. The message names the worker and the key; compute
@@ -227,3 +238,8 @@ class BackendUnavailable(PluginError):
 
 class RudaWarning(UserWarning):
     """Base class of ruda's warnings."""
+
+
+class ExitTimeoutWarning(RudaWarning):
+    """Device work still unfinished when the interpreter exited, after ``RUDA_EXIT_TIMEOUT_S``
+    seconds of waiting for it, was abandoned; the message names the streams and kernels."""

@@ -59,6 +59,8 @@ class CpuStream(ServerStream):
         self._cond = threading.Condition()
         self.submitted = 0  #: commands enqueued (under the server lock)
         self.completed = 0  #: commands finished (under ``_cond``)
+        #: the name of the kernel the worker is running, else None
+        self.running: str | None = None
         threading.Thread(target=self._work, name=name, daemon=True).start()
 
     def enqueue(self, command: Callable[[], None]) -> None:
@@ -73,6 +75,7 @@ class CpuStream(ServerStream):
         while True:
             command = self._queue.get()
             command()  # commands record their own failures on the stream; they never raise
+            self.running = None
             with self._cond:
                 self.completed += 1
                 self._cond.notify_all()
@@ -275,6 +278,7 @@ class CpuServer(ComputeServer):
                     buffers = views
                     if buffers is None:
                         buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
+                    cast(CpuStream, stream).running = task.name
                     run(counts, dims, buffers, scalars, metadata)
             except ServerError as exc:
                 self.fail(stream, exc, bindings, task)
@@ -360,6 +364,10 @@ class CpuServer(ComputeServer):
 
     def _flush(self, stream: ServerStream) -> None:
         """Nothing to submit: the worker runs commands as they arrive."""
+
+    def _busy(self, stream: ServerStream) -> str | None:
+        running = cast(CpuStream, stream).running
+        return None if running is None else f"kernel {running} is running"
 
     def _sync(self, stream: ServerStream) -> RudaFuture[None]:
         promise: Promise[None] = Promise()

@@ -41,6 +41,7 @@ from ruda_core.runtime import (
     RudaFuture,
     RudaTask,
     ServerStream,
+    wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
 from ruda_core.runtime.server import KernelLaunch
@@ -108,6 +109,8 @@ class CudaStream(ServerStream):
         #: the event recorded on another library's stream for this one to wait on (reused:
         #: ``cudaStreamWaitEvent`` waits for the record made before it, whatever comes later)
         self.producer_event: Any = None
+        #: the name of the kernel last enqueued, for :meth:`CudaServer._busy`
+        self.kernel_name = ""
 
     def prune(self) -> None:
         self.in_flight = [(e, hosts) for e, hosts in self.in_flight if not e.done]
@@ -122,6 +125,7 @@ class _EventStamp:
         self.event = event
 
     def ns_since(self, base: Any) -> int:
+        wait_until(lambda: bool(self.event.done))  # a signal ends it, unlike the driver's wait
         guard("waiting for a CUDA event", self.event.synchronize)
         ms = guard("timing CUDA events", lambda: cupy.cuda.get_elapsed_time(base.event, self.event))
         return int(ms * 1e6)
@@ -137,12 +141,14 @@ class _EventFence:
         return bool(self.event.done)
 
     def wait(self) -> None:
+        wait_until(self.done)  # a signal ends it, unlike the driver's wait
         guard("waiting for a CUDA event", self.event.synchronize)
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    """A sync or read: its wait (``cudaEventSynchronize``) makes CUDA hand over the printf
-    buffer, and what the kernels before it printed is then written out."""
+    """A sync or read: its wait (``cudaEventSynchronize``, once the event is done, so it does
+    not block) makes CUDA hand over the printf buffer, and what the kernels before it printed is
+    then written out."""
 
     def wait() -> None:
         guard("waiting for queued CUDA work", event.synchronize)
@@ -250,6 +256,9 @@ class _GraphReplay:
 
 class CudaServer(ComputeServer):
     """The server of one CUDA device."""
+
+    #: CuPy frees its memory pools at exit, and ``cudaFree`` waits for the device
+    teardown_waits = True
 
     def __init__(self, device: CudaDevice) -> None:
         self._index = device.index
@@ -396,6 +405,7 @@ class CudaServer(ComputeServer):
             "        launch(function, count.x, count.y, count.z, dim.x, dim.y, dim.z,\n"
             f"               {'buffered + dynamic(s)' if dynamic else 'buffered'},\n"
             "               stream.ptr, params, 0)\n"
+            "        stream.kernel_name = name\n"
             "    except DriverError as exc:\n"
             "        raise translate(what, exc, hint) from exc\n"
         )
@@ -416,6 +426,7 @@ class CudaServer(ComputeServer):
             "translate": translate,
             "what": f"launching kernel {launcher.name} on {self.device_id}",
             "hint": _FAULT_HINT,
+            "name": launcher.name,
         }
         exec(compile(source, f"<ruda CUDA launch of {launcher.name}>", "exec"), env)
         run: KernelLaunch = env["run"]  # type: ignore[assignment]  # defined above
@@ -448,6 +459,7 @@ class CudaServer(ComputeServer):
                     params.params,
                     0,
                 )
+                stream.kernel_name = launcher.name  # type: ignore[attr-defined]  # a CudaStream
             except driver.CUDADriverError as exc:
                 raise translate(
                     f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
@@ -590,6 +602,12 @@ class CudaServer(ComputeServer):
 
     def _flush(self, stream: ServerStream) -> None:
         """Nothing to submit: CUDA starts work as it is enqueued."""
+
+    def _busy(self, stream: ServerStream) -> str | None:
+        cuda = cast(CudaStream, stream)
+        if not cuda.kernel_name or cuda.stream.done:  # cudaStreamQuery: never blocks
+            return None
+        return f"kernel {cuda.kernel_name}, the last one enqueued on it, has not finished"
 
     def _sync(self, stream: ServerStream) -> RudaFuture[None]:
         self._activate()

@@ -35,6 +35,7 @@ from ruda_core.runtime import (
     RudaTask,
     ServerStream,
     TooManyResources,
+    wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
 from ruda_core.runtime.server import KernelLaunch
@@ -57,6 +58,7 @@ __all__ = ["OpenCLServer"]
 
 T = TypeVar("T")
 _COMPLETE = cl.command_execution_status.COMPLETE
+_RUNNING = cl.command_execution_status.RUNNING
 _enqueue_kernel = cl.enqueue_nd_range_kernel
 
 
@@ -68,6 +70,9 @@ class OpenCLStream(ServerStream):
         super().__init__(slot)
         self.queue = queue
         self.in_flight: list[Any] = []
+        #: the event and the name of the kernel last enqueued, for :meth:`OpenCLServer._busy`
+        self.kernel_event: Any = None
+        self.kernel_name = ""
 
     def keep(self, event: Any) -> None:
         self.in_flight = [e for e in self.in_flight if e.command_execution_status != _COMPLETE]
@@ -97,11 +102,13 @@ class _EventFence:
         return bool(self.event.command_execution_status == _COMPLETE)
 
     def wait(self) -> None:
+        wait_until(self.done)  # a signal ends it, unlike the driver's wait
         guard("waiting for a queue", self.event.wait)
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    """A sync or read: when it completes, what the kernels before it printed is written out."""
+    """A sync or read: when it completes, what the kernels before it printed is written out.
+    ``event.wait`` runs only once the event is complete, so it does not block."""
 
     def wait() -> None:
         guard("waiting for queued work", event.wait)
@@ -201,6 +208,9 @@ class _Launcher:
 class OpenCLServer(ComputeServer):
     """The server of one OpenCL device."""
 
+    #: Intel's CPU runtime finishes every queue when it is unloaded at exit
+    teardown_waits = True
+
     def __init__(self, device: OpenCLDevice) -> None:
         self._device = all_devices()[device.index]
         self._context = cl.Context([self._device])
@@ -297,7 +307,10 @@ class OpenCLServer(ComputeServer):
             f"        if values != last{sign_check}:\n"
             "            kernel.set_args(*values)\n"
             "            launcher.values = values\n"
-            "        enqueue(stream.queue, kernel, launcher.gsize, launcher.lsize)\n"
+            "        stream.kernel_event = enqueue(\n"
+            "            stream.queue, kernel, launcher.gsize, launcher.lsize\n"
+            "        )\n"
+            "        stream.kernel_name = name\n"
             "    except Error as exc:\n"
             "        launcher.values = None  # a failed set_args may have set some of them\n"
             "        raise translate(what, exc) from exc\n"
@@ -314,6 +327,7 @@ class OpenCLServer(ComputeServer):
             "Error": cl.Error,
             "translate": translate,
             "what": f"launching kernel {launcher.name}",
+            "name": launcher.name,
         }
         exec(compile(source, f"<ruda OpenCL launch of {launcher.name}>", "exec"), env)
         run: KernelLaunch = env["run"]  # type: ignore[assignment]  # defined above
@@ -331,9 +345,10 @@ class OpenCLServer(ComputeServer):
         enqueue = _enqueue_kernel
 
         def run(stream: ServerStream) -> None:
-            queue = stream.queue  # type: ignore[attr-defined]  # an OpenCLStream; cast() is a call
+            ocl: OpenCLStream = stream  # type: ignore[assignment]  # cast() is a call
             try:
-                enqueue(queue, own, gsize, lsize)
+                ocl.kernel_event = enqueue(ocl.queue, own, gsize, lsize)
+                ocl.kernel_name = launcher.name
             except cl.Error as exc:
                 raise translate(f"launching kernel {launcher.name}", exc) from exc
 
@@ -439,6 +454,14 @@ class OpenCLServer(ComputeServer):
     def _timestamp(self, stream: ServerStream) -> _MarkerStamp:
         queue = cast(OpenCLStream, stream).queue
         return _MarkerStamp(guard("recording a timestamp", lambda: cl.enqueue_marker(queue)))
+
+    def _busy(self, stream: ServerStream) -> str | None:
+        ocl = cast(OpenCLStream, stream)
+        event, name = ocl.kernel_event, ocl.kernel_name
+        status = _COMPLETE if event is None else event.command_execution_status
+        if status == _COMPLETE:
+            return None
+        return f"kernel {name} is {'running' if status == _RUNNING else 'queued'}"
 
     def _flush(self, stream: ServerStream) -> None:
         guard("flushing a queue", cast(OpenCLStream, stream).queue.flush)

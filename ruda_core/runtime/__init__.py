@@ -14,6 +14,8 @@ from ..errors import (
     CaptureError,
     CompilationError,
     DeploymentTagsError,
+    DeviceTimeout,
+    ExitTimeoutWarning,
     InteropError,
     InvalidHandle,
     IoError,
@@ -39,7 +41,7 @@ from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId, IndexedDevice
 from .dims import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
-from .future import Promise, RudaFuture
+from .future import Promise, RudaFuture, wait_until
 from .kernels import LoadedKernel
 from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
@@ -67,7 +69,9 @@ __all__ = [
     "Device",
     "DeviceId",
     "DeviceProperties",
+    "DeviceTimeout",
     "ExecutionMode",
+    "ExitTimeoutWarning",
     "Feature",
     "Features",
     "Fence",
@@ -116,4 +120,5 @@ __all__ = [
     "WorkerLost",
     "contiguous_strides",
     "is_contiguous_or_pitched",
+    "wait_until",
 ]

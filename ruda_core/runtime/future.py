@@ -4,6 +4,10 @@ Creating a future never waits. ``result(timeout)`` blocks until the work is done
 its value or raises its :class:`~ruda_core.runtime.ServerError`; the outcome is computed
 once and remembered, so every caller sees the same value or error. ``await fut`` waits without
 blocking the event loop.
+
+No wait blocks in a driver call that a signal cannot end: a driver event is waited for by
+polling its status between sleeps (:func:`wait_until`), so Ctrl-C (``KeyboardInterrupt``) reaches
+a thread waiting in ``result()`` within a millisecond on every device.
 """
 
 from __future__ import annotations
@@ -15,12 +19,36 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["Promise", "RudaFuture"]
+__all__ = ["Promise", "RudaFuture", "wait_until"]
 
 T = TypeVar("T")
 U = TypeVar("U")
 
 _PENDING = object()
+#: The first and the longest sleep between two polls of :func:`wait_until`: a short wait is
+#: seen within tens of microseconds, a long one costs a thousand cheap polls a second.
+_FIRST_PAUSE_S = 20e-6
+_LONGEST_PAUSE_S = 1e-3
+
+
+def wait_until(done: Callable[[], bool], timeout: float | None = None) -> bool:
+    """Poll ``done`` (a non-blocking query, e.g. a driver event's status) between sleeps that
+    grow from 20 µs to 1 ms, until it is True or ``timeout`` seconds (``None``: no limit) have
+    passed; return its last answer. The sleeps end on a signal, so the main thread's
+    ``KeyboardInterrupt`` is raised here at once, unlike in a driver's blocking wait."""
+    if done():
+        return True
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = _FIRST_PAUSE_S
+    while not done():
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            pause = min(pause, left)
+        time.sleep(pause)
+        pause = min(pause * 2, _LONGEST_PAUSE_S)
+    return True
 
 
 class RudaFuture(Generic[T]):
@@ -87,16 +115,13 @@ class RudaFuture(Generic[T]):
         cls, done: Callable[[], bool], wait: Callable[[], None], value: Callable[[], T]
     ) -> RudaFuture[T]:
         """A future over a driver event that offers only a non-blocking ``done`` query and an
-        untimed blocking ``wait``: a timed ``result`` polls ``done`` until its deadline, then
-        ``wait`` runs (raising the work's error, if any) and ``value()`` is the result."""
+        untimed blocking ``wait``: ``result`` polls ``done`` (:func:`wait_until`) until it is
+        True or the timeout has passed, then ``wait`` runs, without blocking now (raising the
+        work's error, if any), and ``value()`` is the result."""
 
         def timed_wait(timeout: float | None) -> T:
-            if timeout is not None:
-                deadline = time.monotonic() + timeout
-                while not done():
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"the device work was not complete within {timeout} s")
-                    time.sleep(20e-6)
+            if not wait_until(done, timeout):
+                raise TimeoutError(f"the device work was not complete within {timeout} s")
             wait()
             return value()
 

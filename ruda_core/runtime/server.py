@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import numpy as np
 
 from ..errors import (
+    DeviceTimeout,
     InvalidHandle,
     LaunchError,
     ServerError,
@@ -46,7 +48,7 @@ from .compiler import CompiledKernel, CompileOptions, Compiler, RudaTask
 from .device import DeviceId
 from .dims import RudaCount, RudaDim
 from .fork import check_new_server, track
-from .future import RudaFuture
+from .future import RudaFuture, wait_until
 from .kernels import CompileStats, KernelCache, LoadedKernel
 from .memory.handle import Binding, Handle, Page, Slice
 from .memory.management import Fence, MemoryConfig, MemoryManagement
@@ -56,6 +58,7 @@ from .nbytes import nbytes_from_env
 from .profile import ProfileTrace, Stamp, TraceEvent
 from .properties import DeviceProperties, Features
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
+from .shutdown import keep_forever, watch
 from .stream import StreamId, thread_stream
 
 __all__ = [
@@ -70,6 +73,8 @@ __all__ = [
 #: Bytes returned by reads: a read-only ``memoryview`` of format ``"B"`` (``np.frombuffer`` works
 #: without a copy; ``bytes(b)`` copies).
 Bytes = memoryview
+
+T = TypeVar("T")
 
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
 #: the chunk of a copy between devices through the host (see ComputeServer.copy_to), unless the
@@ -192,6 +197,10 @@ class ComputeServer(ABC):
     #: it did not start itself). Servers made before a fork are never usable in the child
     #: (see :mod:`.fork`).
     fork_safe: ClassVar[bool] = False
+    #: Whether the driver's own teardown at process exit waits for unfinished work (Intel's
+    #: OpenCL runtime finishes every queue when it is unloaded): the exit then ends the process
+    #: at once after its bounded wait (see :mod:`.shutdown`) instead of hanging.
+    teardown_waits: ClassVar[bool] = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         """:raises ServerUnhealthy: in a forked child, for a backend that is not ``fork_safe``
@@ -210,6 +219,7 @@ class ComputeServer(ABC):
         #: why this server cannot be used (it was made before a fork), else None
         self.retired: str | None = None
         track(self)
+        watch(self)
         self.memory = MemoryManagement(
             storage,
             memory_config or MemoryConfig(),
@@ -321,6 +331,13 @@ class ComputeServer(ABC):
         """
         raise UnsupportedFeature(f"{type(self).__name__} records no device timestamps")
 
+    def _busy(self, stream: ServerStream) -> str | None:
+        """What keeps ``stream`` from being done, for a timed-out wait's message: e.g.
+        ``"kernel spin is running"``; None when its work is done or the backend cannot tell
+        (the default). Called without the lock, possibly while another thread enqueues; must
+        not block."""
+        return None
+
     @abstractmethod
     def _flush(self, stream: ServerStream) -> None:
         """Submit what is queued on ``stream``."""
@@ -416,7 +433,7 @@ class ComputeServer(ABC):
                     raise b.slice.error
             return data
 
-        return future.then(check)
+        return self._explained(future.then(check), stream, "read")
 
     # -- copies within the device ----------------------------------------------------------------
     def copy(self, source: Binding, destination: Binding, stream_value: int) -> None:
@@ -1268,7 +1285,7 @@ class ComputeServer(ABC):
                 if error is not None:
                     raise error
 
-        return future.then(check)
+        return self._explained(future.then(check), stream, "sync()")
 
     def start_profile(self, stream_value: int) -> None:
         """Begin timing every kernel and transfer enqueued on this device, on any stream.
@@ -1307,6 +1324,64 @@ class ComputeServer(ABC):
             for kind, name, slot, start, end in spans
         )
         return ProfileTrace(str(self.device_id), events)
+
+    def busy(self) -> list[str]:
+        """What every stream of this server that is not done is doing, as far as the backend
+        can tell (``"stream 0 of opencl:0: kernel spin is running"``); never blocks."""
+        device = self.cache_origin.device or str(self.device_id)
+        return [
+            f"stream {s.slot} of {device}: {doing}"
+            for s in list(self._streams.values())
+            if (doing := self._busy(s)) is not None
+        ]
+
+    def unfinished_work(self, deadline: float) -> list[str]:
+        """Wait until ``deadline`` (a ``time.monotonic()`` time) for the work queued so far on
+        every stream, and return a line for each stream still not done then, naming what it is
+        doing when the backend can tell (used at interpreter exit, see :mod:`.shutdown`). A
+        server retired by a fork has none. Never raises the work's errors."""
+        if self.retired is not None:
+            return []
+        device = self.cache_origin.device or str(self.device_id)
+        if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            return [f"{device}: a thread held its server past the exit's wait"]
+        try:
+            syncs = [(s, self._sync(s)) for s in self._streams.values()]
+        finally:
+            self.lock.release()
+        unfinished = []
+        for stream, future in syncs:
+            if not wait_until(future.done, max(deadline - time.monotonic(), 0)):
+                doing = self._busy(stream) or "its queued work has not finished"
+                unfinished.append(f"stream {stream.slot} of {device}: {doing}")
+                keep_forever(future)  # freeing a driver's event may wait for its work
+        return unfinished
+
+    def _explained(self, future: RudaFuture[T], stream: ServerStream, what: str) -> RudaFuture[T]:
+        """``future`` whose timed-out ``result`` raises a :class:`DeviceTimeout` naming what
+        the device's streams are still doing."""
+
+        def wait(timeout: float | None) -> T:
+            try:
+                return future.result(timeout)
+            except DeviceTimeout:
+                raise
+            except TimeoutError as exc:
+                busy = self.busy()
+                device = self.cache_origin.device or str(self.device_id)
+                raise DeviceTimeout(
+                    f"{what} of stream {stream.slot} on {device} was not complete "
+                    f"within {timeout} s; "
+                    + (
+                        f"still busy: {'; '.join(busy)}. A kernel that never ends holds up "
+                        "the work queued after it, and on a device that runs one kernel at a "
+                        "time every other stream's work too: fix its loop's exit condition"
+                        if busy
+                        else "no kernel of this device is known to be running; wait longer"
+                    )
+                ) from exc
+
+        return RudaFuture(wait, future.done)
 
     def fail(
         self,
