@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import struct
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import cupy
@@ -27,6 +28,7 @@ from cupy.cuda import driver, runtime
 from ruda_core.codegen.abi import ArgKind, arg_values, make_arg_reader
 from ruda_core.interop.dlpack import DLDeviceType
 from ruda_core.ir import Elem
+from ruda_core.ir.kernel import dynamic_shared_bytes
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -178,6 +180,7 @@ class _Launcher:
     __slots__ = (
         "buffered",
         "cubin",
+        "dynamic",
         "function",
         "module",
         "name",
@@ -197,7 +200,9 @@ class _Launcher:
         self.function = self.module.get_function(compiled.entrypoint)
         #: the static shared bytes the kernel keeps in its dynamic buffer, added to every launch
         self.buffered = _DIALECT.buffered_shared_nbytes(compiled.definition)
-        if self.buffered or compiled.definition.dynamic_shared:
+        #: the dynamic shared arrays, sized by a launch's scalars (``dynamic_shared_bytes``)
+        self.dynamic = compiled.definition.dynamic_shared
+        if self.buffered or self.dynamic:
             # past 48 KiB of dynamic shared memory a function must opt in, once: allow all
             # that the device gives a cube beside the function's static shared memory
             ptr = self.function.ptr
@@ -395,7 +400,8 @@ class CudaServer(ComputeServer):
         if launcher.run is not None:
             return launcher.run
         values, env = launcher.values_source
-        dynamic = task.dynamic_shared_bytes if task.dynamic_shared else None
+        # sized from the launcher's own arrays, not by the task: its kernel is let go when it dies
+        dynamic = partial(dynamic_shared_bytes, launcher.dynamic) if launcher.dynamic else None
         source = (
             "def run(stream, count, dim, b, s, m):\n"
             "    if not alone and get_device() != index:  # _activate(), inlined\n"
