@@ -73,8 +73,8 @@ class CpuStream(ServerStream):
 
     def _work(self) -> None:
         while True:
-            command = self._queue.get()
-            command()  # commands record their own failures on the stream; they never raise
+            # called, not kept: a finished command and what it holds (a copy's chunk) go at once
+            self._queue.get()()  # commands record their own failures on the stream; never raise
             self.running = None
             with self._cond:
                 self.completed += 1
@@ -307,13 +307,18 @@ class CpuServer(ComputeServer):
         return _CpuRun(body)
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
-        host = np.frombuffer(data, dtype=np.uint8).copy()
+        self._write_owned(stream, binding, np.frombuffer(data, dtype=np.uint8).copy().data)
+
+    def _write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> CpuFence:
+        """Writes from ``data`` itself: the worker's command holds it until it has run."""
+        host = np.frombuffer(data, dtype=np.uint8)
         target = _view(binding, np.dtype(np.uint8))
 
         def command() -> None:
             target[:] = host
 
         cast(CpuStream, stream).enqueue(command)
+        return self._fence(stream)
 
     def _write_deferred(
         self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]

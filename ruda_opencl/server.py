@@ -74,9 +74,9 @@ class OpenCLStream(ServerStream):
         self.kernel_event: Any = None
         self.kernel_name = ""
 
-    def keep(self, event: Any) -> None:
+    def let_go_done(self) -> None:
+        """Let go of the host copies whose transfers have completed."""
         self.in_flight = [e for e in self.in_flight if e.command_execution_status != _COMPLETE]
-        self.in_flight.append(event)
 
 
 class _MarkerStamp:
@@ -117,6 +117,25 @@ def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
     return RudaFuture.polling(
         lambda: bool(event.command_execution_status == _COMPLETE), wait, value
     )
+
+
+def _enqueue_write(stream: OpenCLStream, binding: Binding, host: np.ndarray) -> Any:
+    """Enqueue a copy of ``host`` into ``binding`` on the stream's queue; the stream keeps its
+    event, which holds ``host`` until the copy is done (after letting go of the host copies of
+    the transfers done before it). Returns the event."""
+    stream.let_go_done()
+    try:
+        event = cl.enqueue_copy(
+            stream.queue,
+            cast(Any, binding.resource),
+            host,
+            dst_offset=binding.offset_bytes,
+            is_blocking=False,
+        )
+    except cl.Error as exc:
+        raise translate(f"writing {binding.nbytes} bytes", exc, IoError) from exc
+    stream.in_flight.append(event)
+    return event
 
 
 def _sizes(count: RudaCount, dim: RudaDim) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -403,28 +422,26 @@ class OpenCLServer(ComputeServer):
 
     def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer
+        _enqueue_write(cast(OpenCLStream, stream), binding, host)
+
+    def _write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> _EventFence:
+        """Writes from ``data`` itself. The fence is the write's event: PyOpenCL's event of a
+        host copy holds the host array until it is waited for (the stream keeps it too, so a
+        dropped fence does not wait)."""
         ocl = cast(OpenCLStream, stream)
-        try:
-            ocl.keep(
-                cl.enqueue_copy(
-                    ocl.queue,
-                    cast(Any, binding.resource),
-                    host,
-                    dst_offset=binding.offset_bytes,
-                    is_blocking=False,
-                )
-            )
-        except cl.Error as exc:
-            raise translate(f"writing {binding.nbytes} bytes", exc, IoError) from exc
+        event = _enqueue_write(ocl, binding, np.frombuffer(data, dtype=np.uint8))
+        guard("flushing a queue", ocl.queue.flush)  # the host may wait for the fence
+        return _EventFence(event)
 
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         ocl = cast(OpenCLStream, stream)
         queue = ocl.queue
+        ocl.let_go_done()  # before the new host copies: a stream of reads holds one at a time
         hosts = [np.empty(b.nbytes, dtype=np.uint8) for b in bindings]
         try:
             for host, b in zip(hosts, bindings, strict=True):
                 if b.nbytes:
-                    ocl.keep(
+                    ocl.in_flight.append(
                         cl.enqueue_copy(
                             queue,
                             host,

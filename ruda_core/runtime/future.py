@@ -145,27 +145,39 @@ class RudaFuture(Generic[T]):
 
 
 class Promise(Generic[T]):
-    """The producing side of a :class:`RudaFuture`: a worker completes it exactly once."""
+    """The producing side of a :class:`RudaFuture`: a worker completes it exactly once. The
+    future waits on an outcome the promise shares, never on the promise itself: a promise and
+    its future make no reference cycle, so the value (a read's bytes) goes as soon as both are
+    dropped, not at the next garbage collection."""
 
-    __slots__ = ("_error", "_event", "_value", "future")
+    __slots__ = ("_outcome", "future")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self.future: RudaFuture[T] = RudaFuture(self._wait, self._event.is_set)
+        self._outcome: _Outcome[T] = _Outcome()
+        self.future: RudaFuture[T] = RudaFuture(self._outcome.wait, self._outcome.event.is_set)
 
     def set_result(self, value: T) -> None:
-        self._value = value
-        self._event.set()
+        self._outcome.value = value
+        self._outcome.event.set()
 
     def set_error(self, error: BaseException) -> None:
-        self._error = error
-        self._event.set()
+        self._outcome.error = error
+        self._outcome.event.set()
 
-    def _wait(self, timeout: float | None) -> T:
-        if not self._event.wait(timeout):
+
+class _Outcome(Generic[T]):
+    """What a :class:`Promise` was completed with, and when."""
+
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def wait(self, timeout: float | None) -> T:
+        if not self.event.wait(timeout):
             raise TimeoutError(f"the device work was not complete within {timeout} s")
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[no-any-return]  # set by set_result
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[no-any-return]  # set by set_result

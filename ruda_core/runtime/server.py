@@ -304,6 +304,16 @@ class ComputeServer(ABC):
         """Enqueue a copy of ``data`` (exactly ``binding.nbytes``) into ``binding``. The copy
         of the host data must be taken before returning (the caller may reuse its buffer)."""
 
+    def _write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> Fence:
+        """Enqueue a copy of ``data`` (exactly ``binding.nbytes``) into ``binding``, bytes
+        ruda gives up to it (a chunk another device read for :meth:`copy_to`): nobody changes
+        them, so a backend may write from them without a copy of its own, holding them until
+        the write is done. Returns a fence after the write; once that fence has been waited
+        for, the write holds ``data`` no more, and dropping the fence unwaited never waits.
+        The default copies them with :meth:`_write`."""
+        self._write(stream, binding, data)
+        return self._fence(stream)
+
     @abstractmethod
     def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         """Enqueue reads of ``bindings``; the future yields one ``Bytes`` per binding."""
@@ -511,11 +521,12 @@ class ComputeServer(ABC):
         the host, in chunks of :data:`TRANSFER_CHUNK_NBYTES` (``RUDA_TRANSFER_CHUNK``): per
         chunk a read enqueued here and its write enqueued there by :meth:`write_from` (which
         waits on the host for the read unless ``target`` defers the write to its stream).
-        Before it reads a chunk the host waits for the write of the chunk two before it, so
-        at most two chunks are in flight (each a read and a write, with the host copies the
-        two backends make of it), and
-        the caller waits for all but the last two chunks of a large copy (a copy of one chunk
-        or less waits as a single write would). A failure of the source's work (a pending
+        Each chunk is one host copy: the read's bytes, which the write takes over
+        (:meth:`_write_owned`) and lets go of once the host has waited for it. Before it reads
+        a chunk the host waits for the write of the chunk two before it, so a copy holds at
+        most two chunks of host memory besides what the devices hold, and the caller waits
+        for all but the last two chunks of a large copy (a copy of one chunk or less waits as
+        a single write would). A failure of the source's work (a pending
         error of its stream, a poisoned buffer) poisons the new handle, ends the copy and is
         raised by ``target``'s next flush, sync or read on that stream.
 
@@ -611,7 +622,8 @@ class ComputeServer(ABC):
         self, binding: Binding, source: RudaFuture[list[Bytes]], stream_value: int
     ) -> Fence:
         """:meth:`write_from` of a part of a buffer, leaving its poison as it is (an earlier
-        part's failure stays); returns a fence after the write (or after the failure)."""
+        part's failure stays); returns a fence after the write (or after the failure). The
+        read's bytes go to :meth:`_write_owned`: waiting for the fence lets go of them."""
         with self.lock:
             stream = self._stream(stream_value)
             self._use_bindings(stream, (binding,))
@@ -625,9 +637,14 @@ class ComputeServer(ABC):
                 return self._fence(stream)
         with self.lock:
             self._use_bindings(stream, (binding,))
-            if data.nbytes:
-                self._timed_write(stream, binding, data)
-            return self._fence(stream)
+            if not data.nbytes:
+                return self._fence(stream)
+            if self._profile is None:
+                return self._write_owned(stream, binding, data)
+            start = self._timestamp(stream)
+            fence = self._write_owned(stream, binding, data)
+            self._note("transfer", f"write {binding.nbytes} B", stream, start)
+            return fence
 
     def _write_deferred(
         self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]
