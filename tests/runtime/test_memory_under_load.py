@@ -1,7 +1,8 @@
 """Host memory under load, each case in a fresh process so that its RSS is its own: a loop of
 launches with NumPy arrays as arguments and no sync stays flat (the kept batches hold the host
-back), and a large ``to_client`` through the host leaves nothing resident once both handles
-are dropped and both devices synced."""
+back), and a large ``to_client`` through the host holds at most two chunks of host memory
+besides its source and destination, and nothing once both handles are dropped and both devices
+synced."""
 
 from __future__ import annotations
 
@@ -104,3 +105,57 @@ def test_a_large_copy_through_the_host_leaves_nothing_resident(tmp_path: Path) -
     (facts,) = run_in_turn(_LARGE_COPY, "opencl:0", tmp_path, times=1)
     assert facts["tail"] == [(256 << 20) // 4 - k for k in (4, 3, 2, 1)]
     assert facts["after"] < 16 * MIB, facts
+
+
+_CHUNKED_COPY = (
+    _RSS
+    + """
+source, dest = (ruda.client(name) for name in sys.argv[1].split(","))
+n = 256 << 20
+handle = source.create_from_slice(np.arange(n // 4, dtype=np.uint32))
+source.sync().result()
+gc.collect()
+base, peak, running = rss(), [0], True
+
+def watch():
+    while running:
+        peak[0] = max(peak[0], rss())
+        time.sleep(0.0005)
+
+watcher = threading.Thread(target=watch)
+watcher.start()
+copy = source.to_client(handle, dest)
+dest.sync().result()
+running = False
+watcher.join()
+tail = np.frombuffer(dest.read_one(copy), np.uint32)[-4:].tolist()
+del copy, handle
+source.sync().result()
+dest.sync().result()
+source.memory_cleanup()
+dest.memory_cleanup()
+print(json.dumps({"peak": peak[0] - base, "after": rss() - base, "tail": tail}))
+"""
+)
+
+
+@pytest.mark.parametrize("pair", ["cpu,opencl:0", "opencl:0,cpu", "opencl:0,opencl:1"])
+def test_a_chunked_copy_holds_two_chunks_of_host_memory(
+    pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """256 MiB in 16 MiB chunks between two devices whose memory is host memory (cpu, Intel's
+    CPU OpenCL): at its peak the process holds the source, the destination and at most two
+    chunks (and a few MiB of slack), and once both handles are dropped and both devices synced
+    the source and the destination are gone and no chunk stays with ruda. The allocator may
+    keep up to two chunks' worth of freed pages for reuse (glibc keeps freed blocks below its
+    32 MiB mmap threshold in the thread's arena), so "after" allows that much."""
+    available = {str(d) for d in ruda_core.enumerate_all_devices()}
+    missing = [name for name in pair.split(",") if name not in available]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} to copy between")
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", "16MiB")
+    (facts,) = run_in_turn(_CHUNKED_COPY, pair, tmp_path, times=1)
+    size, chunk, slack = 256 * MIB, 16 * MIB, 8 * MIB
+    assert facts["tail"] == [size // 4 - k for k in (4, 3, 2, 1)]
+    assert facts["peak"] < size + 2 * chunk + slack, facts  # the destination and two chunks
+    assert facts["after"] < -size + 2 * chunk + slack, facts  # the source is gone too
