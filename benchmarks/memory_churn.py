@@ -11,6 +11,14 @@ Reported per device and thread count: the peak of ``bytes_in_use`` and of ``byte
 ``bytes_reserved`` after a final sync and ``memory_cleanup()``, the peak RSS of the process and
 the wall time. Each measurement runs in a fresh child process, so its RSS is its own.
 
+Then three loads that used to grow the process without bound, per device, each in a fresh
+child: kernel churn (``ROUNDS`` rounds of ``SPECIALISATIONS`` ``Comptime`` specialisations of a
+small kernel, the kernel object dropped and collected after each; RSS after each round), NumPy-
+argument launches beside ``ArrayArg`` launches (RSS after ``LAUNCHES`` launches and after the
+sync), and a ``COPY_NBYTES`` ``to_client`` from ``cpu`` to each other device (peak RSS above the
+source, the time the caller is blocked in ``to_client``, RSS after both handles are dropped and
+both devices synced).
+
 Run: ``python benchmarks/memory_churn.py [device ...]`` (default: ``cpu`` and every OpenCL
 device).
 """
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import random
 import resource
 import subprocess
@@ -29,13 +38,17 @@ import time
 import numpy as np
 
 import ruda_core as ruda
-from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, Comptime, Kernel, f32, kernel, u32
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 
 CYCLES = 10_000
 LIVE = 64
 MAX_NBYTES = 4 << 20
 MIB = 1 << 20
+ROUNDS = 4
+SPECIALISATIONS = 120
+LAUNCHES = 200_000
+COPY_NBYTES = 1 << 30
 
 
 @kernel
@@ -130,6 +143,127 @@ def report(device: str, threads: int) -> str:
     )
 
 
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def scale_kernel() -> Kernel:
+    """A new kernel object each call: its specialisations are its own."""
+
+    @kernel
+    def scale(x: Array[f32], K: Comptime[int]):
+        i = ABSOLUTE_POS
+        if i < x.len():
+            x[i] = x[i] * K
+
+    return scale
+
+
+def kernel_churn(device: str) -> dict[str, list[float]]:
+    """RSS after each round of specialisations, the kernel dropped and collected."""
+    client = ruda.client(device)
+    x = client.empty(256 * 4)
+    after = []
+    for _ in range(ROUNDS):
+        scale = scale_kernel()
+        for k in range(SPECIALISATIONS):
+            scale.launch(client, RudaCount(1), RudaDim(256), ArrayArg(x, 256), K=k)
+        client.sync().result()
+        del scale
+        gc.collect()
+        after.append(rss() / MIB)
+    return {"rounds": after}
+
+
+def launch_load(device: str) -> dict[str, float]:
+    """RSS growth over LAUNCHES NumPy-argument launches and over as many ArrayArg launches."""
+    client = ruda.client(device)
+    host = np.ones(256, np.float32)
+    x = client.create_from_slice(host)
+    one, cube = RudaCount(1), RudaDim(256)
+    facts = {}
+    for name, args in (("numpy", (host,)), ("array_arg", (ArrayArg(x, 256),))):
+        copy_scale = scale_kernel()
+        copy_scale.launch(client, one, cube, *args, K=1)
+        client.sync().result()
+        base = rss()
+        start = time.perf_counter()
+        for _ in range(LAUNCHES):
+            copy_scale.launch(client, one, cube, *args, K=1)
+        facts[f"{name}_after_launches"] = (rss() - base) / MIB
+        client.sync().result()
+        facts[f"{name}_seconds"] = time.perf_counter() - start
+        gc.collect()
+        facts[f"{name}_after_sync"] = (rss() - base) / MIB
+    return facts
+
+
+def large_copy(device: str) -> dict[str, float]:
+    """A COPY_NBYTES to_client from cpu to ``device``, its peak RSS sampled every 0.5 ms."""
+    source, dest = ruda.client("cpu"), ruda.client(device)
+    handle = source.create_from_slice(np.ones(COPY_NBYTES, np.uint8))
+    source.sync().result()
+    gc.collect()
+    base, peak, running = rss(), [0], True
+
+    def watch() -> None:
+        while running:
+            peak[0] = max(peak[0], rss())
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.perf_counter()
+    copy = source.to_client(handle, dest)
+    blocked = time.perf_counter() - start
+    dest.sync().result()
+    seconds = time.perf_counter() - start
+    running = False
+    watcher.join()
+    del copy, handle
+    source.sync().result()
+    dest.sync().result()
+    source.memory_cleanup()
+    dest.memory_cleanup()
+    return {
+        "peak": (peak[0] - base) / MIB,
+        "blocked": blocked,
+        "seconds": seconds,
+        "after": (rss() - base) / MIB,
+    }
+
+
+def child(mode: str, device: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, mode, device], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def load_reports(device: str) -> list[str]:
+    rounds = child("--kernels", device)["rounds"]
+    launches = child("--launches", device)
+    lines = [
+        f"  {device:10s} kernel churn, RSS after each round of {SPECIALISATIONS}: "
+        + ", ".join(f"{r:.0f}" for r in rounds)
+        + " MiB",
+        f"  {device:10s} {LAUNCHES} launches, RSS growth after them / after the sync: "
+        f"NumPy arguments {launches['numpy_after_launches']:+.1f} / "
+        f"{launches['numpy_after_sync']:+.1f} MiB ({launches['numpy_seconds']:.1f} s), "
+        f"ArrayArg {launches['array_arg_after_launches']:+.1f} / "
+        f"{launches['array_arg_after_sync']:+.1f} MiB ({launches['array_arg_seconds']:.1f} s)",
+    ]
+    if device != "cpu":
+        c = child("--copy", device)
+        lines.append(
+            f"  cpu -> {device} to_client of {COPY_NBYTES // MIB} MiB: peak RSS "
+            f"{c['peak']:+.0f} MiB above the source, caller blocked {c['blocked']:.2f} s of "
+            f"{c['seconds']:.2f} s, after drop and sync {c['after']:+.0f} MiB"
+        )
+    return lines
+
+
 def default_devices() -> list[str]:
     names = [str(d) for d in ruda.enumerate_all_devices()]
     return [n for n in names if n == "cpu" or n.startswith("opencl:")]
@@ -144,10 +278,16 @@ def main(devices: list[str]) -> None:
     for name in names:
         for threads in (1, 4):
             print(report(name, threads), flush=True)
+    for name in names:
+        for line in load_reports(name):
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
+    loads = {"--kernels": kernel_churn, "--launches": launch_load, "--copy": large_copy}
     if sys.argv[1:2] == ["--child"]:
         print(json.dumps(measure(sys.argv[2], int(sys.argv[3]))))
+    elif sys.argv[1:2] and sys.argv[1] in loads:
+        print(json.dumps(loads[sys.argv[1]](sys.argv[2])))
     else:
         main(sys.argv[1:])
