@@ -183,7 +183,8 @@ def launch_load(device: str) -> dict[str, float]:
     x = client.create_from_slice(host)
     one, cube = RudaCount(1), RudaDim(256)
     facts = {}
-    for name, args in (("numpy", (host,)), ("array_arg", (ArrayArg(x, 256),))):
+    loads = [("numpy", (host,))] if device == "cpu" else []  # only cpu takes host arrays
+    for name, args in [*loads, ("array_arg", (ArrayArg(x, 256),))]:
         copy_scale = scale_kernel()
         copy_scale.launch(client, one, cube, *args, K=1)
         client.sync().result()
@@ -249,10 +250,12 @@ def load_reports(device: str) -> list[str]:
         + ", ".join(f"{r:.0f}" for r in rounds)
         + " MiB",
         f"  {device:10s} {LAUNCHES} launches, RSS growth after them / after the sync: "
-        f"NumPy arguments {launches['numpy_after_launches']:+.1f} / "
-        f"{launches['numpy_after_sync']:+.1f} MiB ({launches['numpy_seconds']:.1f} s), "
-        f"ArrayArg {launches['array_arg_after_launches']:+.1f} / "
-        f"{launches['array_arg_after_sync']:+.1f} MiB ({launches['array_arg_seconds']:.1f} s)",
+        + ", ".join(
+            f"{name} {launches[f'{name}_after_launches']:+.1f} / "
+            f"{launches[f'{name}_after_sync']:+.1f} MiB ({launches[f'{name}_seconds']:.1f} s)"
+            for name in ("numpy", "array_arg")
+            if f"{name}_seconds" in launches
+        ),
     ]
     if device != "cpu":
         c = child("--copy", device)
