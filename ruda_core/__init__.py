@@ -12,12 +12,7 @@ Importing this package imports no driver.
 """
 
 from .plugins import BackendStatus, Status, backends, client, enumerate_all_devices, reload
-from .tensor import RudaTensor
-
-#: ``RudaTensor.from_dlpack``: a tensor over any DLPack producer's memory, without a copy.
-from_dlpack = RudaTensor.from_dlpack
-#: ``RudaTensor.from_cuda_array_interface``: the same for ``__cuda_array_interface__`` objects.
-from_cuda_array_interface = RudaTensor.from_cuda_array_interface
+from .sharing import from_cuda_array_interface, from_dlpack
 
 __version__ = "0.1.0"
 

@@ -5,7 +5,8 @@ a place for device memory that outlives a task. Needs ``pip install 'ruda[dask]'
 
 * :class:`RudaWorkerPlugin`, registered once with ``client.register_plugin(...)``, opens on each
   worker the client of the device chosen for it (from a list of devices, round robin by the
-  worker's position, or by default over the CUDA GPUs the worker sees, else ``"cpu"``);
+  worker's position, or by default over the CUDA GPUs the worker sees, whichever backend
+  drives them, else the reference device);
 * :func:`worker_client` is that client, inside a task;
 * :func:`keep` stores a :class:`~ruda_core.tensor.RudaTensor` (or a handle) in the worker's
   plugin and returns a :class:`DeviceRef` naming the key and the worker; a later task gets
@@ -36,8 +37,9 @@ from typing import TYPE_CHECKING
 from distributed import Client, Future, WorkerPlugin, get_worker, wait
 
 from .errors import WorkerLost
+from .interop.dlpack import DLDeviceType
+from .plugins import REFERENCE_BACKEND, devices_sharing
 from .plugins import client as open_client
-from .plugins import enumerate_all_devices
 from .runtime.client import ComputeClient
 from .runtime.memory.handle import Handle
 from .tensor import RudaTensor
@@ -86,8 +88,9 @@ class RudaWorkerPlugin(WorkerPlugin):
 
     :param devices: the devices to spread the workers over: worker ``k`` (its name when Dask
         names workers by integers, as ``LocalCluster`` does; else a hash of its name) takes
-        ``devices[k % len(devices)]``. None: every CUDA device the worker sees, else
-        ``["cpu"]``.
+        ``devices[k % len(devices)]``. None: every device the worker sees whose memory is CUDA
+        memory (the backends declaring DLPack device type CUDA answer), else the reference
+        backend's device (``["cpu"]``).
     """
 
     name = PLUGIN_NAME
@@ -113,8 +116,8 @@ class RudaWorkerPlugin(WorkerPlugin):
         with the driver's error."""
         devices = self.devices
         if devices is None:
-            gpus = [str(d) for d in enumerate_all_devices() if str(d).startswith("cuda:")]
-            devices = gpus or ["cpu"]
+            gpus = [str(d) for d in devices_sharing(DLDeviceType.CUDA)]
+            devices = gpus or [REFERENCE_BACKEND]
         self.worker_address = str(worker.address)
         self._client = open_client(devices[_ordinal(worker.name) % len(devices)])
 

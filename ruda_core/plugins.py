@@ -11,8 +11,14 @@ Each plugin is loaded and probed in its own ``try``: a broken or driverless plug
 cached per driver and device identity); one that fails is listed as *unusable* with the driver's
 reason, left out of :func:`enumerate_all_devices`, and :func:`client` raises that reason.
 ``RUDA_STRICT_PLUGINS=1`` makes any failure a :class:`PluginError`.
-``RUDA_BACKENDS=cuda,opencl`` selects backends (the NumPy reference backend ``cpu`` always
-loads); a selected backend that fails raises :class:`BackendUnavailable` naming the variable.
+``RUDA_BACKENDS=cuda,opencl`` selects backends (the NumPy reference backend,
+:data:`REFERENCE_BACKEND`, always loads); a selected backend that fails raises
+:class:`BackendUnavailable` naming the variable.
+
+A backend whose memory other libraries can share by address declares its DLPack device type
+(``BackendInfo.dlpack_device_type``); :func:`client_for_dlpack` and :func:`devices_sharing` find
+devices by it, so no code outside a backend needs to know which backend that is. The probe's
+child process enters through :func:`probe_child`.
 """
 
 from __future__ import annotations
@@ -28,13 +34,15 @@ from dataclasses import dataclass, field, replace
 import pluggy
 
 from . import probe
-from .errors import BackendUnavailable, PluginError
+from .errors import BackendUnavailable, InteropError, PluginError
+from .interop.dlpack import describe_device
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PLUGIN_API_VERSION",
+    "REFERENCE_BACKEND",
     "BackendInfo",
     "BackendStatus",
     "NoDevice",
@@ -42,18 +50,25 @@ __all__ = [
     "UnusableDevice",
     "backends",
     "client",
+    "client_for_dlpack",
     "conformance_xfails",
+    "devices_sharing",
     "enumerate_all_devices",
     "hookimpl",
     "hookspec",
     "native_ops",
+    "probe_child",
     "reload",
 ]
 
 ENTRY_POINT_GROUP = "ruda.backends"
 #: The plugin API this ruda implements; a plugin declaring another is refused.
 PLUGIN_API_VERSION = 1
-ALWAYS_LOADED = "cpu"
+#: The entry-point name of the NumPy reference backend: it always loads, is listed first and
+#: is the device :func:`client` opens when none is named. ``RUDA_BACKENDS`` is applied to
+#: entry-point names before any plugin module is imported, so this backend is known by that
+#: name rather than by a flag it would declare once loaded.
+REFERENCE_BACKEND = "cpu"
 
 hookspec = pluggy.HookspecMarker("ruda")
 
@@ -82,6 +97,9 @@ class BackendInfo:
     :param identify: a stable identity of one probed device and the driver stack serving it
         (names and versions, never free memory), read without opening the device; it keys the
         cached probe verdict. None: the device is probed in every process.
+    :param dlpack_device_type: the DLPack device type of this backend's memory (1: CPU, 2:
+        CUDA), whose device index is the backend's device index; None when its memory is not
+        shared by address. Foreign arrays of that type are imported onto this backend.
     """
 
     name: str
@@ -91,6 +109,7 @@ class BackendInfo:
     probe: Callable[[], Sequence[Hashable]]
     install_hint: str = ""
     identify: Callable[[Hashable], str] | None = None
+    dlpack_device_type: int | None = None
 
 
 class _Spec:
@@ -248,7 +267,7 @@ def _selected() -> set[str] | None:
     raw = os.environ.get("RUDA_BACKENDS", "").strip()
     if not raw:
         return None
-    return {n.strip().lower() for n in raw.split(",") if n.strip()} | {ALWAYS_LOADED}
+    return {n.strip().lower() for n in raw.split(",") if n.strip()} | {REFERENCE_BACKEND}
 
 
 def _call_one(manager: pluggy.PluginManager, hook: str, plugin: object) -> object:
@@ -437,7 +456,7 @@ def reload(*, reprobe: bool = False) -> None:
 def backends() -> list[BackendStatus]:
     """Every backend's status (available / not installed / failed to import / no device /
     unusable), with its reason and devices. Probes each backend once per process."""
-    names = sorted(_registry.load(), key=lambda n: (n != ALWAYS_LOADED, n))
+    names = sorted(_registry.load(), key=lambda n: (n != REFERENCE_BACKEND, n))
     return [_registry.status(n) for n in names]
 
 
@@ -455,10 +474,10 @@ def enumerate_all_devices() -> list[Hashable]:
     return devices
 
 
-def client(device: str | Hashable = "cpu") -> ComputeClient:
+def client(device: str | Hashable = REFERENCE_BACKEND) -> ComputeClient:
     """The client of a device given as ``"cpu"``, ``"cuda:0"``, ``"opencl:1"`` (a backend name
     alone means its first usable device) or a device object (shorthand for
-    ``Runtime.client(device)``).
+    ``Runtime.client(device)``); by default the reference backend's device.
 
     :raises BackendUnavailable: when the backend is missing or unusable, or the device failed
         the probe (says why, in the driver's words).
@@ -499,3 +518,69 @@ def _usable(status: BackendStatus, device: Hashable, asked: str) -> Hashable:
         if entry.device == device:
             raise BackendUnavailable(f"{asked} is unusable: {entry.reason}")
     return device
+
+
+def _sharing(dlpack_type: int) -> list[BackendStatus]:
+    """The status of each loaded backend that declares ``dlpack_type``, in :func:`backends`
+    order; only these are probed."""
+    loaded = _registry.load()
+    names = sorted(
+        (
+            name
+            for name, entry in loaded.items()
+            if isinstance(entry, BackendInfo) and entry.dlpack_device_type == dlpack_type
+        ),
+        key=lambda n: (n != REFERENCE_BACKEND, n),
+    )
+    return [_registry.status(name) for name in names]
+
+
+def devices_sharing(dlpack_type: int) -> list[Hashable]:
+    """The usable devices of every available backend whose memory is of DLPack device type
+    ``dlpack_type`` (``2``: the CUDA GPUs, whichever backend drives them); empty when none."""
+    return [device for status in _sharing(dlpack_type) for device in status.devices]
+
+
+def client_for_dlpack(device: tuple[int, int]) -> ComputeClient:
+    """The client of the device whose memory a DLPack ``(device type, index)`` names: device
+    ``index`` of the first available backend declaring that type (the reference backend first,
+    then by name).
+
+    :raises InteropError: when no available backend declares the type (naming the backends
+        that do and why they are unavailable), or its device of that index is missing or
+        unusable.
+    """
+    kind, index = int(device[0]), int(device[1])
+    where = describe_device((kind, index))
+    declaring = _sharing(kind)
+    available = [status for status in declaring if status.available]
+    if not available:
+        why = "; ".join(f"backend {s.name!r} {s.status.predicate}: {s.reason}" for s in declaring)
+        raise InteropError(
+            f"no ruda device uses memory of {where}"
+            + (f" ({why})" if why else "; no installed backend shares memory of that type")
+            + ". Copy the array to the host and use RudaTensor.from_numpy, or install the "
+            "backend of that device"
+        )
+    name = available[0].name
+    try:
+        return client(f"{name}:{index}")
+    except (BackendUnavailable, ValueError) as exc:
+        raise InteropError(
+            f"{where} is {name}:{index} for ruda, which cannot be opened: {exc}"
+        ) from exc
+
+
+def probe_child(argv: Sequence[str]) -> None:
+    """The probe's child process (:mod:`ruda_core.probe`): find device ``argv[1]`` of backend
+    ``argv[0]`` again through its entry point, probe it and print the verdict."""
+    backend, name = argv
+    info = _registry.load().get(backend)
+    if not isinstance(info, BackendInfo):
+        probe.report(probe.Verdict(False, f"backend {backend!r} did not load in the probe process"))
+        return
+    device = next((d for d in info.probe() if str(d) == name), None)
+    if device is None:
+        probe.report(probe.Verdict(False, f"the probe process found no device {name} of {backend}"))
+        return
+    probe.report(probe.run(info.runtime, device, probe.report_step))

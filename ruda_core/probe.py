@@ -8,13 +8,18 @@ becomes the device's one-line reason.
 
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
-device), ruda's version and the digest of ruda's code, so a warm start reads a file instead of
-building a kernel. Such a device is probed once, in a child process (:func:`main`), so
-that a driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit
-after a failed build) cannot take the caller down: a child that dies without a verdict makes
-the device unusable with the way it died. A backend without ``identify`` is probed in the
-calling process, in every process. ``ruda devices --reprobe`` (:func:`forget_verdicts`) drops
+device) and the digest of ruda's code (its version included), so a warm start reads a file
+instead of building a kernel. Such a device is probed once, in a child process, so that a
+driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit after a
+failed build) cannot take the caller down: a child that dies without a verdict makes the
+device unusable with the way it died. A backend without ``identify`` is probed in the calling
+process, in every process. ``ruda devices --reprobe`` (:func:`forget_verdicts`) drops
 every stored verdict.
+
+This module runs kernels and keeps verdicts; it never looks a backend up. The child process
+enters through :func:`ruda_core.plugins.probe_child`, which finds the device again through the
+backend's entry point, runs :func:`run` with :func:`report_step` and prints the verdict with
+:func:`report`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +38,15 @@ from .runtime.backend import Runtime
 from .runtime.cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .runtime.cache_inventory import clear
 
-__all__ = ["PROBE_TIMEOUT_S", "Verdict", "forget_verdicts", "verdict"]
+__all__ = [
+    "PROBE_TIMEOUT_S",
+    "Verdict",
+    "forget_verdicts",
+    "report",
+    "report_step",
+    "run",
+    "verdict",
+]
 
 #: How long the probe kernel may take to build, run and be read back.
 PROBE_TIMEOUT_S = 120.0
@@ -43,6 +56,8 @@ _CHILD_VARIABLE = "RUDA_PROBE_CHILD"
 _LENGTH = 64
 #: the probe's steps, as reasons name them
 _FIRST, _WIDE = "the probe kernel", "the probe kernel on lines of eight u64"
+#: what the child process runs: the entry point that finds the device and calls :func:`run`
+_CHILD_ENTRY = "from ruda_core.plugins import probe_child; probe_child({argv!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +77,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
 
 
-def _run(
+def run(
     runtime: type[Runtime], device: Hashable, begin: Callable[[str], None] = lambda step: None
 ) -> Verdict:
     """Open ``device`` and run the probe kernels on it; ``begin(step)`` is called as each step
@@ -110,11 +125,11 @@ def _run(
 
 
 def _run_apart(backend: str, device: Hashable) -> Verdict:
-    """:func:`_run` in a child process, which finds the device again through the backend's
+    """:func:`run` in a child process, which finds the device again through the backend's
     entry point; a child that dies before its verdict gives the way it died as the reason."""
     path = os.pathsep.join(p for p in sys.path if p)
     env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
-    code = f"from ruda_core.probe import main; main({[backend, str(device)]!r})"
+    code = _CHILD_ENTRY.format(argv=[backend, str(device)])
     command = [sys.executable, "-c", code]
     try:
         done = subprocess.run(
@@ -142,30 +157,13 @@ def _run_apart(backend: str, device: Hashable) -> Verdict:
     return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
 
 
-def main(argv: Sequence[str]) -> None:
-    """The child of :func:`_run_apart`: probe device ``argv[1]`` of backend ``argv[0]`` and
-    print the verdict as one JSON line."""
-    from .plugins import BackendInfo, _registry
-
-    backend, name = argv
-    info = _registry.load().get(backend)
-    if not isinstance(info, BackendInfo):
-        found = Verdict(False, f"backend {backend!r} did not load in the probe process")
-    else:
-        device = next((d for d in info.probe() if str(d) == name), None)
-        if device is None:
-            found = Verdict(False, f"the probe process found no device {name} of {backend}")
-        else:
-            found = _run(info.runtime, device, _report_step)
+def report(found: Verdict) -> None:
+    """Print ``found`` as the one JSON line the parent of a probe's child process reads."""
     print(json.dumps({"usable": found.usable, "reason": found.reason}), flush=True)
 
 
 def _key(backend: str, device: Hashable, identity: str) -> str:
-    from . import __version__
-
-    return digest(
-        "probe", backend, str(device), identity, __version__, code_fingerprint("ruda_core")
-    )
+    return digest("probe", backend, str(device), identity, code_fingerprint("ruda_core"))
 
 
 def verdict(
@@ -184,7 +182,7 @@ def verdict(
     except Exception:
         identity = None
     if identity is None:
-        return _run(runtime, device)
+        return run(runtime, device)
     apart = os.environ.get(_CHILD_VARIABLE) != "1"
     cache = DiskCache(CacheKind.PROBES)
     key = _key(backend, device, identity)
@@ -195,7 +193,7 @@ def verdict(
             return Verdict(bool(entry["usable"]), str(entry["reason"]))
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable entry is probed again and overwritten
-    found = _run_apart(backend, device) if apart else _run(runtime, device)
+    found = _run_apart(backend, device) if apart else run(runtime, device)
     record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
     cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
     return found
@@ -206,5 +204,7 @@ def forget_verdicts() -> None:
     clear([CacheKind.PROBES])
 
 
-def _report_step(step: str) -> None:
+def report_step(step: str) -> None:
+    """Print the step :func:`run` begins, in a probe's child process: the reason given if the
+    child dies in it."""
     print(json.dumps({"step": step}), flush=True)

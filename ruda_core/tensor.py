@@ -69,14 +69,14 @@ class RudaTensor(Strided):
 
     # -- sharing with other libraries ----------------------------------------------------------
     @classmethod
-    def from_dlpack(cls, obj: object, client: ComputeClient | None = None) -> RudaTensor:
-        """A tensor over ``obj``'s memory, without a copy (``ruda_core.from_dlpack``).
+    def from_dlpack(cls, obj: object, client: ComputeClient) -> RudaTensor:
+        """A tensor over ``obj``'s memory on ``client``'s device, without a copy
+        (:func:`ruda_core.from_dlpack` finds that client for you).
 
         ``obj`` is any DLPack producer (NumPy, PyTorch, CuPy, JAX …) or, failing that, an
-        object with ``__cuda_array_interface__``. ``client`` defaults to the client of the
-        device the producer names; the producer's work is ordered before the client's current
-        stream. The tensor keeps the producer's memory alive while it (or work queued on it)
-        uses it; writes through either side are seen by the other.
+        object with ``__cuda_array_interface__``. The producer's work is ordered before the
+        client's current stream. The tensor keeps the producer's memory alive while it (or work
+        queued on it) uses it; writes through either side are seen by the other.
 
         :raises InteropError: for memory of another device, an element type ruda lacks,
             negative strides, a misaligned address or a read-only array; nothing is copied.
@@ -85,12 +85,11 @@ class RudaTensor(Strided):
         return cls(*import_dlpack(obj, client))
 
     @classmethod
-    def from_cuda_array_interface(
-        cls, obj: object, client: ComputeClient | None = None
-    ) -> RudaTensor:
+    def from_cuda_array_interface(cls, obj: object, client: ComputeClient) -> RudaTensor:
         """A tensor over the memory ``obj.__cuda_array_interface__`` (version 2 or 3)
-        describes, without a copy, keeping ``obj`` alive; ``client`` defaults to ``cuda:0``.
-        The client's current stream waits for the interface's ``stream``.
+        describes, on ``client``'s device, without a copy, keeping ``obj`` alive
+        (:func:`ruda_core.from_cuda_array_interface` finds the client for you). The client's
+        current stream waits for the interface's ``stream``.
 
         :raises InteropError: as :meth:`from_dlpack`.
         """

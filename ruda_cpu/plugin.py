@@ -21,5 +21,11 @@ def _identify(device: object) -> str:
 @hookimpl
 def ruda_backend_info() -> BackendInfo:
     return BackendInfo(
-        "cpu", __version__, PLUGIN_API_VERSION, CpuRuntime, _probe, identify=_identify
+        "cpu",
+        __version__,
+        PLUGIN_API_VERSION,
+        CpuRuntime,
+        _probe,
+        identify=_identify,
+        dlpack_device_type=1,  # kDLCPU: a page is host memory, shared by address
     )

@@ -45,6 +45,7 @@ def ruda_backend_info() -> BackendInfo:
         _probe,
         install_hint="pip install 'ruda[cuda]' (CUDA 12) or 'ruda[cuda13]' (CUDA 13)",
         identify=_identify,
+        dlpack_device_type=2,  # kDLCUDA: device pointers, indexed as CUDA orders the GPUs
     )
 
 

@@ -38,4 +38,5 @@ def ruda_backend_info() -> BackendInfo:
         _probe,
         install_hint="pip install 'ruda[opencl]' (or 'ruda[opencl-cpu]' for a CPU OpenCL driver)",
         identify=_identify,
+        dlpack_device_type=None,  # cl_mem objects: not shared with other libraries by address
     )

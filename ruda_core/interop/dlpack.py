@@ -28,6 +28,7 @@ from ..runtime.layout import contiguous_strides
 __all__ = [
     "DLDeviceType",
     "ForeignTensor",
+    "describe_device",
     "dtype_of",
     "export_capsule",
     "take_capsule",
@@ -49,6 +50,16 @@ class DLDeviceType(enum.IntEnum):
     CUDA_HOST = 3
     OPENCL = 4
     CUDA_MANAGED = 13
+
+
+def describe_device(device: tuple[int, int]) -> str:
+    """A DLPack ``(device type, index)`` for messages: ``"DLPack device CUDA:1"``."""
+    kind, index = device
+    try:
+        name = DLDeviceType(kind).name
+    except ValueError:
+        name = f"type {kind}"
+    return f"DLPack device {name}:{index}"
 
 
 class _DLDevice(ctypes.Structure):

@@ -1,6 +1,11 @@
-"""Another library's array as ruda memory, without a copy: the checks, the client and the
-stream ordering shared by :func:`ruda_core.from_dlpack`, :func:`ruda_core.from_cuda_array_interface`
-and foreign kernel arguments.
+"""Another library's array as ruda memory, without a copy: the checks and the stream ordering
+shared by :func:`ruda_core.from_dlpack`, :func:`ruda_core.from_cuda_array_interface` and foreign
+kernel arguments.
+
+Every import is given the client whose device holds the memory; which device a foreign array
+names (:func:`device_of`) is a DLPack ``(device type, index)``, and the client of that device
+is the plugin registry's answer (:func:`ruda_core.plugins.client_for_dlpack`), never this
+package's.
 
 A foreign array becomes a :class:`~ruda_core.runtime.Handle` whose memory the pool never
 reuses; the handle keeps the producer's memory alive (through the DLPack deleter, or a
@@ -16,17 +21,18 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import InteropError
 from ..ir import Elem
-from ..plugins import client as client_of
 from ..runtime.client import ComputeClient
 from ..runtime.layout import span
 from ..runtime.memory.handle import Handle
 from . import cuda_array_interface
-from .dlpack import VERSION, DLDeviceType, ForeignTensor, take_capsule
+from .dlpack import VERSION, DLDeviceType, ForeignTensor, describe_device, take_capsule
 
 __all__ = [
+    "CUDA_ARRAY_INTERFACE_DEVICE",
     "DLPackExporter",
     "Imported",
     "check_usable",
+    "device_of",
     "import_cuda_array_interface",
     "import_dlpack",
 ]
@@ -49,24 +55,26 @@ class Imported(NamedTuple):
     elem: Elem
 
 
-def _describe_device(device: tuple[int, int]) -> str:
-    kind, index = device
-    try:
-        name = DLDeviceType(kind).name
-    except ValueError:
-        name = f"type {kind}"
-    return f"DLPack device {name}:{index}"
+#: The device a ``__cuda_array_interface__`` is taken to live on: the interface does not say
+CUDA_ARRAY_INTERFACE_DEVICE = (int(DLDeviceType.CUDA), 0)
 
 
-def _client_for(device: tuple[int, int]) -> ComputeClient:
-    kind, index = device
-    if kind == DLDeviceType.CPU:
-        return client_of("cpu")
-    if kind == DLDeviceType.CUDA:
-        return client_of(f"cuda:{index}")
-    raise InteropError(
-        f"no ruda device uses memory of {_describe_device(device)}; ruda shares memory with "
-        "the CPU (the NumPy device) and CUDA"
+def device_of(obj: object) -> tuple[int, int]:
+    """The DLPack ``(device type, index)`` of the memory ``obj`` exports: what
+    ``__dlpack_device__`` says, or :data:`CUDA_ARRAY_INTERFACE_DEVICE` for an object that
+    speaks only the CUDA array interface.
+
+    :raises TypeError: for an object that speaks neither protocol.
+    """
+    exporter = type(obj)
+    if hasattr(exporter, "__dlpack__"):
+        producer: DLPackExporter = obj  # type: ignore[assignment]  # checked above
+        kind, index = producer.__dlpack_device__()
+        return int(kind), int(index)
+    if hasattr(exporter, "__cuda_array_interface__"):
+        return CUDA_ARRAY_INTERFACE_DEVICE
+    raise TypeError(
+        f"{exporter.__name__} supports neither DLPack (__dlpack__) nor the CUDA array interface"
     )
 
 
@@ -79,8 +87,8 @@ def _check_device(client: ComputeClient, device: tuple[int, int], what: str) -> 
         )
     if (int(device[0]), int(device[1])) != mine:
         raise InteropError(
-            f"{what} lives on {_describe_device(device)}; {client.device} uses "
-            f"{_describe_device(mine)}. Pass the client of the array's device, or move the "
+            f"{what} lives on {describe_device(device)}; {client.device} uses "
+            f"{describe_device(mine)}. Pass the client of the array's device, or move the "
             "array there first"
         )
 
@@ -122,11 +130,11 @@ def check_usable(client: ComputeClient, foreign: ForeignTensor, what: str) -> tu
     return elem, span(foreign.shape, foreign.strides) * elem.nbytes
 
 
-def import_dlpack(obj: object, client: ComputeClient | None = None) -> Imported:
-    """``obj``'s memory as a handle of ``client`` (default: the client of the device that
-    ``__dlpack_device__`` names), without a copy. The producer is asked for a capsule ordered
-    before the client's current stream (on CUDA: its stream waits for the producer's stream
-    with an event) and, where it speaks DLPack 1.x, for a versioned one. An object without
+def import_dlpack(obj: object, client: ComputeClient) -> Imported:
+    """``obj``'s memory as a handle of ``client``, without a copy. The producer is asked for a
+    capsule ordered before the client's current stream (on CUDA: its stream waits for the
+    producer's stream with an event) and, where it speaks DLPack 1.x, for a versioned one.
+    An object without
     ``__dlpack__`` but with ``__cuda_array_interface__`` is read through that.
 
     :raises InteropError: for another device, an element type ruda lacks, negative strides, a
@@ -142,9 +150,7 @@ def import_dlpack(obj: object, client: ComputeClient | None = None) -> Imported:
         )
     what = f"a {exporter.__name__}"
     producer: DLPackExporter = obj  # type: ignore[assignment]  # checked above
-    if client is None:
-        client = _client_for(producer.__dlpack_device__())
-    elif hasattr(exporter, "__dlpack_device__"):
+    if hasattr(exporter, "__dlpack_device__"):
         _check_device(client, producer.__dlpack_device__(), what)
     consumer = client.server.stream_handle(client.execution_stream().value)
     try:
@@ -159,15 +165,13 @@ def import_dlpack(obj: object, client: ComputeClient | None = None) -> Imported:
     return _adopt(client, take_capsule(capsule), what, None)
 
 
-def import_cuda_array_interface(obj: object, client: ComputeClient | None = None) -> Imported:
-    """``obj``'s ``__cuda_array_interface__`` memory as a handle of ``client`` (default:
-    ``cuda:0``; the interface does not say which device holds the memory), without a copy,
+def import_cuda_array_interface(obj: object, client: ComputeClient) -> Imported:
+    """``obj``'s ``__cuda_array_interface__`` memory as a handle of ``client``, without a copy,
     keeping ``obj`` alive. The client's current stream waits for the interface's ``stream``.
 
     :raises InteropError: as :func:`import_dlpack`, and for a masked array or version below 2.
     """
     interface: Mapping[str, object] = obj.__cuda_array_interface__  # type: ignore[attr-defined]
-    client = client if client is not None else client_of("cuda:0")
     device = client.server.dlpack_device()
     index = device[1] if device is not None and device[0] == DLDeviceType.CUDA else 0
     foreign = cuda_array_interface.parse(interface, index, obj)

@@ -31,6 +31,7 @@ from hypothesis import settings
 
 import ruda_core
 
+from ..plugins import REFERENCE_BACKEND
 from ..runtime import ComputeClient
 from .markers import MARK_ELEMS, MARK_FEATURES, missing
 from .overrides import DEVICE_PARAM, Overrides
@@ -178,7 +179,7 @@ def client(request: pytest.FixtureRequest, ruda_device: str) -> ComputeClient:
 @pytest.fixture(scope="session")
 def reference() -> ComputeClient:
     """The client of the NumPy reference device, the oracle results are compared with."""
-    return ruda_core.client("cpu")
+    return ruda_core.client(REFERENCE_BACKEND)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import ruda_core
 
+from ..plugins import REFERENCE_BACKEND
 from ..runtime import ComputeClient
 
 __all__ = [
@@ -93,7 +94,7 @@ class DeviceSelection:
         except Exception as exc:  # e.g. RUDA_BACKENDS names a broken backend: reported, not fatal
             error = f"enumerate_all_devices() failed: {type(exc).__name__}: {exc}"
             available = [str(d) for s in ruda_core.backends() if s.available for d in s.devices]
-            return cls(available or ["cpu"], required, error)
+            return cls(available or [REFERENCE_BACKEND], required, error)
         unusable = [str(u.device) for s in ruda_core.backends() for u in s.unusable]
         return cls(found + unusable, required)
 

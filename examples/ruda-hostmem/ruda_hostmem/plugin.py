@@ -24,6 +24,7 @@ def ruda_backend_info() -> BackendInfo:
         HostMemRuntime,
         _probe,
         install_hint="pip install ruda-hostmem",
+        dlpack_device_type=1,  # kDLCPU: mmap pages are host memory, shared by address
     )
 
 

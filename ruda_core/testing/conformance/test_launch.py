@@ -23,6 +23,7 @@ from ruda_core.lang import (
     u8,
     u32,
 )
+from ruda_core.plugins import REFERENCE_BACKEND
 from ruda_core.runtime import (
     InvalidHandle,
     KernelTask,
@@ -208,7 +209,7 @@ def test_wrong_argument_count_and_scalar_range_are_refused(client):
 
 def _foreign_client(client):
     """A client of another device's server, if this machine has one."""
-    for name in ["cpu", *(str(d) for d in ruda_core.enumerate_all_devices())]:
+    for name in [REFERENCE_BACKEND, *(str(d) for d in ruda_core.enumerate_all_devices())]:
         try:
             other = ruda_core.client(name)
         except Exception:  # a device that cannot be opened is simply not a candidate

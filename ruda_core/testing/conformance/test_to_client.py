@@ -14,6 +14,7 @@ import pytest
 
 import ruda_core
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.plugins import REFERENCE_BACKEND
 from ruda_core.runtime import (
     ComputeClient,
     InvalidHandle,
@@ -39,7 +40,7 @@ def conformance_plus_one(src: Array[u32], dst: Array[u32]):
 def _peers(client: ComputeClient) -> list[ComputeClient]:
     """A client of every other device this machine can open, the reference device first."""
     peers: list[ComputeClient] = []
-    for name in ["cpu", *(str(d) for d in ruda_core.enumerate_all_devices())]:
+    for name in [REFERENCE_BACKEND, *(str(d) for d in ruda_core.enumerate_all_devices())]:
         try:
             other = ruda_core.client(name)
         except Exception:  # a device that cannot be opened is simply not a peer
