@@ -65,9 +65,13 @@ def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
         """The reference server's compiler and queues over :class:`MmapStorage` pages."""
 
         def __init__(self, device_id: DeviceId) -> None:
-            super().__init__(device_id, storage=MmapStorage())
+            storage = MmapStorage()
+            super().__init__(device_id, storage=storage)
             self._hostmem_properties: DeviceProperties = dataclasses.replace(
-                super().properties(), name="hostmem (mmap pages)", vendor="ruda-hostmem"
+                super().properties(),
+                name="hostmem (mmap pages)",
+                vendor="ruda-hostmem",
+                memory_nbytes=storage.memory_nbytes,
             )
 
         def properties(self) -> DeviceProperties:
