@@ -204,11 +204,9 @@ class OpenCLDialect(Dialect):
         "count": "(uint)get_num_groups({axis})",
     }
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
-    printf = "printf"
-    printf_literal_strings = True
-    #: OpenCL C's ``long`` is 64 bits (``ll`` is reserved); ``f32`` is passed as ``float``, and
-    #: ``f64`` with ``l`` (C99 ignores it; PoCL 3 otherwise prints a double rounded to float).
-    printf_length = {Elem.I64: "l", Elem.U64: "l", Elem.F64: "l"}
+    #: records, not printf: Intel's CPU runtime writes printf a character at a time, and OpenCL
+    #: C takes only literal strings for ``%s``
+    print_records = True
     bit_casts = {
         Elem.F16: ("as_half({})", "as_ushort({})"),
         Elem.F32: ("as_float({})", "as_uint({})"),

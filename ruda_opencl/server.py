@@ -17,6 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 from ruda_core.codegen.abi import ArgKind, arg_values, make_arg_reader
+from ruda_core.codegen.printf import print_sites, record_format
 from ruda_core.runtime import (
     Binding,
     Bytes,
@@ -38,6 +39,7 @@ from ruda_core.runtime import (
     wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
+from ruda_core.runtime.print_records import PrintTable
 from ruda_core.runtime.server import KernelLaunch
 
 from .capabilities import OpenCLCapabilities
@@ -51,6 +53,7 @@ from .driver import (
     platform_runtime,
     translate,
 )
+from .printing import StreamPrints
 from .runtime import OpenCLDevice
 from .storage import OpenCLStorage
 
@@ -73,6 +76,8 @@ class OpenCLStream(ServerStream):
         #: the event and the name of the kernel last enqueued, for :meth:`OpenCLServer._busy`
         self.kernel_event: Any = None
         self.kernel_name = ""
+        #: the record buffer of its printing kernels (see :mod:`ruda_opencl.printing`)
+        self.prints = StreamPrints(queue)
 
     def let_go_done(self) -> None:
         """Let go of the host copies whose transfers have completed."""
@@ -106,13 +111,18 @@ class _EventFence:
         guard("waiting for a queue", self.event.wait)
 
 
-def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    """A sync or read: when it completes, what the kernels before it printed is written out.
-    ``event.wait`` runs only once the event is complete, so it does not block."""
+def _event_future(
+    event: Any, value: Callable[[], T], printed: Callable[[], None] | None = None
+) -> RudaFuture[T]:
+    """A sync or read: when it completes, what the kernels before it printed is written out
+    (``printed`` writes their records). ``event.wait`` runs only once the event is complete, so
+    it does not block."""
 
     def wait() -> None:
         guard("waiting for queued work", event.wait)
         flush_c_stdout()
+        if printed is not None:
+            printed()
 
     return RudaFuture.polling(
         lambda: bool(event.command_execution_status == _COMPLETE), wait, value
@@ -166,6 +176,7 @@ class _Launcher:
         "lsize",
         "max_units",
         "name",
+        "print_arg",
         "program",
         "read_args",
         "run",
@@ -175,14 +186,22 @@ class _Launcher:
 
     kernel: Any  #: the pyopencl.Kernel every ordinary launch binds
 
-    def __init__(self, program: Any, compiled: CompiledKernel, device: Any) -> None:
+    def __init__(
+        self, program: Any, compiled: CompiledKernel, device: Any, prints: PrintTable
+    ) -> None:
         args = compiled.args
         self.program = program
         self.name = compiled.definition.name
         self.entrypoint = compiled.entrypoint
         self.arg_dtypes = [
-            None if a.kind in (ArgKind.BUFFER, ArgKind.SHARED) else a.dtype for a in args
+            None if a.kind in (ArgKind.BUFFER, ArgKind.SHARED, ArgKind.PRINT) else a.dtype
+            for a in args
         ]
+        #: the position of the stream's print-record buffer among the arguments, else None
+        self.print_arg = next((k for k, a in enumerate(args) if a.kind is ArgKind.PRINT), None)
+        base = 0
+        if self.print_arg is not None:
+            base = prints.register([record_format(i) for i in print_sites(compiled.definition)])
         self.kernel = cl.Kernel(program, compiled.entrypoint)
         self.kernel.set_scalar_arg_dtypes(self.arg_dtypes)
         #: the argument values last set on ``kernel`` (OpenCL captures them at each enqueue, so
@@ -195,8 +214,14 @@ class _Launcher:
         )
         scalar_dtypes = [p.elem.numpy for p in compiled.definition.scalar_params]
         #: the argument values as source (:func:`arg_values`), for the generated launch
-        self.values_source = arg_values(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
-        self.read_args = make_arg_reader(args, "{b}.resource", scalar_dtypes, cl.LocalMemory)
+        printing = ("stream.prints.buffer()", str(base))
+        self.values_source = arg_values(
+            args, "{b}.resource", scalar_dtypes, cl.LocalMemory, printing
+        )
+        #: a prepared launch's values: its run sets the print-record buffer of its stream
+        self.read_args = make_arg_reader(
+            args, "{b}.resource", scalar_dtypes, cl.LocalMemory, ("None", str(base))
+        )
         self.max_units = int(
             self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
         )
@@ -260,6 +285,8 @@ class OpenCLServer(ComputeServer):
             ),
         )
         self._features = capabilities.features()
+        #: the print sites of its printing kernels (see :mod:`ruda_opencl.printing`)
+        self._prints = PrintTable()
 
     def properties(self) -> DeviceProperties:
         return self._properties
@@ -290,7 +317,7 @@ class OpenCLServer(ComputeServer):
             compiled.definition.name,
             where,
         )
-        return _Launcher(program, compiled, self._device)
+        return _Launcher(program, compiled, self._device, self._prints)
 
     def _binary(self, built: Any) -> bytes | None:
         binaries = built.program.binaries
@@ -298,7 +325,7 @@ class OpenCLServer(ComputeServer):
 
     def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         program = load_program(self._context, self._device, binary, self._build_options)
-        return _Launcher(program, compiled, self._device)
+        return _Launcher(program, compiled, self._device, self._prints)
 
     def _launch(
         self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
@@ -360,12 +387,15 @@ class OpenCLServer(ComputeServer):
         count, dim, bindings, scalars, metadata = args
         self._check_units(launcher, task.uses_planes, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
+        print_arg = launcher.print_arg
         gsize, lsize = _sizes(count, dim)
         enqueue = _enqueue_kernel
 
         def run(stream: ServerStream) -> None:
             ocl: OpenCLStream = stream  # type: ignore[assignment]  # cast() is a call
             try:
+                if print_arg is not None:
+                    own.set_arg(print_arg, ocl.prints.buffer())
                 ocl.kernel_event = enqueue(ocl.queue, own, gsize, lsize)
                 ocl.kernel_name = launcher.name
             except cl.Error as exc:
@@ -439,6 +469,7 @@ class OpenCLServer(ComputeServer):
         ocl.let_go_done()  # before the new host copies: a stream of reads holds one at a time
         hosts = [np.empty(b.nbytes, dtype=np.uint8) for b in bindings]
         try:
+            printed = self._take_prints(ocl)
             for host, b in zip(hosts, bindings, strict=True):
                 if b.nbytes:
                     ocl.in_flight.append(
@@ -454,7 +485,7 @@ class OpenCLServer(ComputeServer):
             queue.flush()
         except cl.Error as exc:
             raise translate("reading", exc, IoError) from exc
-        return _event_future(marker, lambda: [h.data.toreadonly() for h in hosts])
+        return _event_future(marker, lambda: [h.data.toreadonly() for h in hosts], printed)
 
     def _fence(self, stream: ServerStream) -> _EventFence:
         queue = cast(OpenCLStream, stream).queue
@@ -488,7 +519,17 @@ class OpenCLServer(ComputeServer):
         of their host copies) once it has completed, so none stays resident after a sync."""
         ocl = cast(OpenCLStream, stream)
         queue = ocl.queue
+        printed = guard("reading printed records", lambda: self._take_prints(ocl))
         marker = guard("recording a sync point", lambda: cl.enqueue_marker(queue))
         queue.flush()
         transfers, ocl.in_flight = ocl.in_flight, []
-        return _event_future(marker, transfers.clear)
+        return _event_future(marker, transfers.clear, printed)
+
+    def _take_prints(self, stream: OpenCLStream) -> Callable[[], None] | None:
+        """What writes out the records the stream's kernels printed since the last sync or
+        read, once its read (enqueued now, and kept with the transfers) is complete."""
+        taken = stream.prints.take(self._prints)
+        if taken is None:
+            return None
+        stream.in_flight.append(taken[0])
+        return taken[1]

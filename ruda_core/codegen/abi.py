@@ -7,7 +7,9 @@ per SCALAR parameter, then the ``u32`` metadata slots of
 the dialect passes dynamic shared memory as an argument (``dynamic_shared == "argument"``), one
 shared byte pointer that the kernel carves into its dynamic shared arrays, whose sizes the host
 gives at launch (one argument however many arrays: drivers differ, and some fail, on several
-shared-memory arguments). A launcher
+shared-memory arguments), then, where the dialect records prints and the kernel prints, the
+stream's print-record buffer and the ``u32`` its print sites are numbered from (see
+:mod:`ruda_core.codegen.printf`). A launcher
 builds its packer from :class:`KernelArg` rows once per kernel and never parses source.
 This module only describes and declares arguments; it writes no kernel body.
 """
@@ -22,6 +24,7 @@ import numpy as np
 
 from ..ir import DYNAMIC_SHARED_ALIGN, Elem, KernelDefinition
 from .dialect import Dialect, MemSpace
+from .printf import print_sites
 
 __all__ = [
     "ArgKind",
@@ -41,6 +44,8 @@ class ArgKind(enum.Enum):
     SCALAR = "scalar"  #: ``scalars[index]`` converted to ``dtype``
     METADATA = "metadata"  #: ``metadata[index]`` as ``u32``
     SHARED = "shared"  #: the shared bytes of the dynamic shared arrays listed in ``parts``
+    PRINT = "print"  #: the stream's print-record buffer (``Dialect.print_records``)
+    PRINT_BASE = "print_base"  #: ``u32``: what the kernel's print sites are numbered from
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,11 @@ def build_signature(
         parts = tuple((k, s.elem.nbytes) for s, k in dynamic)
         buffer = claim("dynamic_shared")
         args.append(KernelArg(buffer, ArgKind.SHARED, pointer, np.dtype(np.uint8), 0, parts))
+    if dialect.print_records and print_sites(definition):
+        pointer = f"{dialect.qualified(MemSpace.GLOBAL, u32)}*"
+        records, base = claim("print_records"), claim("print_base")
+        args.append(KernelArg(records, ArgKind.PRINT, pointer, np.dtype(np.uint32), 0))
+        args.append(KernelArg(base, ArgKind.PRINT_BASE, u32, np.dtype(np.uint32), 0))
     return Signature(tuple(args), tuple(prologue), metadata)
 
 
@@ -137,6 +147,7 @@ def arg_values(
     buffer_expr: str,
     scalar_dtypes: Sequence[np.dtype] = (),
     shared: Callable[[int], object] | None = None,
+    print_exprs: tuple[str, str] = ("None", "0"),
 ) -> tuple[str, dict[str, object]]:
     """The kernel's argument values, in order, as Python source: comma-separated expressions
     over ``b`` (the bindings), ``s`` (the scalars) and ``m`` (the metadata), with the names they
@@ -150,7 +161,8 @@ def arg_values(
     ``uchar``, f16 passed as ``float``) is converted to the argument's dtype. ``shared`` makes
     the value of a SHARED argument from its size in bytes (at least 1): the sum of its
     ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel
-    carves them.
+    carves them. ``print_exprs`` are the backend's expressions for the PRINT and PRINT_BASE
+    arguments.
     """
     env: dict[str, object] = {}
     parts = []
@@ -174,6 +186,10 @@ def arg_values(
                 f"(int(s[{k}]) * {size} + {align - 1}) // {align} * {align}" for k, size in a.parts
             )
             parts.append(f"L(max({nbytes or 0}, 1))")
+        elif a.kind is ArgKind.PRINT:
+            parts.append(print_exprs[0])
+        elif a.kind is ArgKind.PRINT_BASE:
+            parts.append(print_exprs[1])
         else:
             parts.append(f"m[{a.index}]")
     return ", ".join(parts), env
@@ -184,11 +200,12 @@ def make_arg_reader(
     buffer_expr: str,
     scalar_dtypes: Sequence[np.dtype] = (),
     shared: Callable[[int], object] | None = None,
+    print_exprs: tuple[str, str] = ("None", "0"),
 ) -> ArgReader:
     """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
     order (:func:`arg_values`), generated once per kernel so a launch does no per-argument
     dispatch."""
-    values, env = arg_values(args, buffer_expr, scalar_dtypes, shared)
+    values, env = arg_values(args, buffer_expr, scalar_dtypes, shared, print_exprs)
     source = f"def read(b, s, m):\n    return ({values}{',' if values else ''})\n"
     exec(compile(source, "<ruda kernel arguments>", "exec"), env)
     return env["read"]  # type: ignore[return-value]  # the function defined above

@@ -71,7 +71,7 @@ from .expr import Arg, ExprLowering
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
-from .printf import print_statement
+from .printf import print_sites, print_statement, record_statement
 from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
@@ -473,7 +473,11 @@ class _KernelWriter:
             self._report(ins, depth)
             return
         if op is Op.PRINT:
-            self._line(depth, print_statement(self.d, expr, ins))
+            if self.d.print_records:
+                for stmt in self._record(ins):
+                    self._line(depth, stmt)
+            else:
+                self._line(depth, print_statement(self.d, expr, ins))
             return
         if op is Op.INDEX:
             base, space = self._array(args[0])
@@ -570,6 +574,16 @@ class _KernelWriter:
                 for a in args
             ]
             self._line(depth, f"{lane} = {self._value(ins, operands)};")
+
+    def _record(self, ins: Instr) -> list[str]:
+        """PRINT where the dialect records prints: the record of this print's site."""
+        args = self.start().args
+        buffer = next(a.name for a in args if a.kind is ArgKind.PRINT)
+        base = next(a.name for a in args if a.kind is ArgKind.PRINT_BASE)
+        site = next(k for k, p in enumerate(print_sites(self.defn)) if p is ins)
+        cube = self._builtin(BuiltinKind.RUDA_POS)
+        unit = self._builtin(BuiltinKind.UNIT_POS)
+        return record_statement(self.d, self.expr, ins, site, (buffer, base, cube, unit))
 
     def _report(self, ins: Instr, depth: int) -> None:
         """REPORT_OOB: the first report wins the flag and writes the other five words."""

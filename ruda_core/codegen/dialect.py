@@ -123,8 +123,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     barrier: str | None = None
     #: The device's ``printf`` function (``None``: the target cannot print).
     printf: str | None = None
-    #: True where a ``%s`` argument of ``printf`` must be a string literal (OpenCL C).
-    printf_literal_strings = False
+    #: True where prints are written as records into a buffer the host formats, not with
+    #: ``printf`` (see :mod:`~ruda_core.codegen.printf`): the kernel then takes that buffer as
+    #: its last argument (``ArgKind.PRINT``).
+    print_records = False
     #: The printf length modifier of the elements :mod:`~ruda_core.codegen.printf` passes
     #: (``i32``/``u32``/``f32`` need none; C99 passes ``f32`` promoted to ``double``).
     printf_length: Mapping[Elem, str] = {Elem.I64: "ll", Elem.U64: "ll"}

@@ -1,4 +1,5 @@
-"""``PRINT`` in C: one ``printf`` call per print, so a unit's record is never split.
+"""``PRINT`` in C: one ``printf`` call per print, so a unit's record is never split, or one
+record in a buffer where the dialect records prints (below).
 
 Values are passed as :mod:`ruda_core.ir.printing` converts them: a ``bool`` as the string
 ``"True"``/``"False"`` for ``%s``; integers narrower than 64 bits as ``int``/``unsigned int``,
@@ -6,23 +7,28 @@ Values are passed as :mod:`ruda_core.ir.printing` converts them: a ``bool`` as t
 (:attr:`Dialect.printf_length`); floats as ``float`` (``f16``, ``bf16`` and ``f32`` widened
 exactly) or ``double``, a NaN with its sign cleared. The format is one string literal whose
 bytes outside printable ASCII are octal escapes, and ``?`` is escaped so that no trigraph
-forms. Where the dialect allows only string literals as ``%s`` arguments (OpenCL C), a print
-of bools is one ``printf`` per combination of their values, each with literal arguments, at
-most :data:`_MAX_BOOLS` bools per print. This module builds text only.
+forms.
+
+A dialect with :attr:`Dialect.print_records` writes no ``printf``: each print appends a *record*
+(laid out as :data:`~ruda_core.ir.printing.RECORD_HEADER_WORDS` says) to the launch's print
+buffer, whose word 0 counts the words taken (one atomic add per record) and word 1 is its
+capacity in words; a record
+that does not fit is dropped, and the count tells the host how many words were asked for. The
+host formats the records with :func:`record_format` (Intel's CPU OpenCL writes ``printf`` one
+character at a time under a lock shared by its threads: a million lines took 40 s). This module
+builds text only.
 """
 
 from __future__ import annotations
 
 from ..errors import UnsupportedFeature
-from ..ir import Elem, Instr, Operand
-from .dialect import Dialect
+from ..ir import Elem, Instr, KernelDefinition, Op, Operand, walk
+from ..ir.printing import value_words
+from .dialect import Dialect, MemSpace
 from .expr import ExprLowering
 
-__all__ = ["c_string", "print_statement"]
+__all__ = ["c_string", "print_sites", "print_statement", "record_format", "record_statement"]
 
-#: The most bool values one print() takes where string arguments must be literals (each doubles
-#: the printf calls generated).
-_MAX_BOOLS = 4
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "?": "\\?", "\n": "\\n", "\t": "\\t"}
 
 
@@ -51,26 +57,67 @@ def print_statement(d: Dialect, expr: ExprLowering, ins: Instr) -> str:
     passed = [_passed(v.elem) for v in values]
     fmt = ins.format.printf(passed, lambda e: d.printf_length.get(e, ""))  # type: ignore[union-attr]
     args = [_argument(d, expr, v, p) for v, p in zip(values, passed, strict=True)]
-    if not d.printf_literal_strings:
-        return f"{d.printf}({', '.join([c_string(fmt), *args])});"
-    # a %s argument must be a string literal: one call per combination of the bools' values
-    bools = [k for k, v in enumerate(values) if v.elem is Elem.BOOL]
-    if len(bools) > _MAX_BOOLS:
-        raise UnsupportedFeature(
-            f"{d.name} prints at most {_MAX_BOOLS} bool values in one print(); split the call"
-        )
+    return f"{d.printf}({', '.join([c_string(fmt), *args])});"
 
-    def calls(at: int) -> str:
-        if at == len(bools):
-            return f"{d.printf}({', '.join([c_string(fmt), *args])})"
-        k = bools[at]
-        cond, args[k] = expr.text(values[k]), '"True"'
-        yes = calls(at + 1)
-        args[k] = '"False"'
-        no = calls(at + 1)
-        return f"({cond} ? {yes} : {no})"
 
-    return f"{calls(0)};"
+def print_sites(definition: KernelDefinition) -> tuple[Instr, ...]:
+    """The ``PRINT`` instructions of ``definition`` in program order: a record's site indexes
+    this tuple."""
+    return tuple(
+        stmt for stmt in walk(definition.body) if isinstance(stmt, Instr) and stmt.op is Op.PRINT
+    )
+
+
+def record_format(ins: Instr) -> tuple[str, tuple[Elem, ...]]:
+    """The Python ``%`` format of a verified ``PRINT`` (C's ``printf`` text for its values) and
+    the elements its record holds the values as."""
+    passed = tuple(_passed(v.elem) for v in ins.args)
+    fmt = ins.format.printf(passed, lambda e: "")  # type: ignore[union-attr]  # a PRINT's
+    return fmt, passed
+
+
+def record_statement(
+    d: Dialect,
+    expr: ExprLowering,
+    ins: Instr,
+    site: int,
+    where: tuple[str, str, str, str],
+) -> list[str]:
+    """The C statements that append the record of a verified ``PRINT`` at index ``site`` of
+    :func:`print_sites`. ``where`` holds the C names of the print buffer and of the base of the
+    kernel's site numbers, and the linear cube's and linear unit's expressions."""
+    buffer, base, cube, unit = where
+    u32, u64 = d.type_name(Elem.U32), d.type_name(Elem.U64)
+    values: list[Operand] = list(ins.args)  # type: ignore[arg-type]  # verified scalars
+    words = [f"{base} + {d.literal(site, Elem.U32)}", f"({u32})({cube})", f"({u32})({unit})"]
+    for value in values:
+        passed = _passed(value.elem)
+        if value.elem is Elem.BOOL:
+            one, zero = d.literal(1, Elem.U32), d.literal(0, Elem.U32)
+            words.append(f"({expr.text(value)} ? {one} : {zero})")
+            continue
+        text = _argument(d, expr, value, passed)
+        if passed.is_float:
+            casts = d.bit_casts.get(passed)
+            if casts is None:
+                raise UnsupportedFeature(f"{d.name} cannot record the bits of a {passed} value")
+            text = casts[1].format(text)
+        if value_words(passed) == 2:
+            words += [f"({u32})(({u64})({text}))", f"({u32})((({u64})({text})) >> 32)"]
+        else:
+            words.append(f"({u32})({text})")
+    add = d.atomic_native(Op.ATOMIC_ADD, Elem.U32, MemSpace.GLOBAL)
+    if add is None:
+        raise UnsupportedFeature(f"{d.name} has no 32-bit atomic add to record prints with")
+    n = d.literal(len(words), Elem.U32)
+    at = f"{buffer}_at"
+    lines = [
+        "{",
+        f"    const {u32} {at} = {add.format(ptr=f'&{buffer}[0]', v=n)};",
+        f"    if ({at} + {n} <= {buffer}[1]) {{",
+    ]
+    lines += [f"        {buffer}[2 + {at} + {k}] = {w};" for k, w in enumerate(words)]
+    return [*lines, "    }", "}"]
 
 
 def _passed(elem: Elem) -> Elem:

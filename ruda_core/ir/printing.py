@@ -29,7 +29,14 @@ from dataclasses import dataclass
 
 from .types import Elem
 
-__all__ = ["FLOAT_KINDS", "MAX_PRINT_VALUES", "Conversion", "PrintFormat"]
+__all__ = [
+    "FLOAT_KINDS",
+    "MAX_PRINT_VALUES",
+    "RECORD_HEADER_WORDS",
+    "Conversion",
+    "PrintFormat",
+    "value_words",
+]
 
 #: The most run-time values one print may write (CUDA's ``printf`` limit on arguments).
 MAX_PRINT_VALUES = 32
@@ -38,6 +45,17 @@ FLOAT_KINDS = frozenset("fFeEgG")
 #: Conversion letters of unsigned integers only (printf writes the bits of the value).
 _UNSIGNED_KINDS = frozenset("xXo")
 _FLAG_ORDER = "-+ 0"
+#: ``u32`` words before the values of a print *record*, the form in which a target without a
+#: fast ``printf`` writes a print into a buffer for the host to format: the print's site (its
+#: place among the kernel's prints, in program order), the linear cube and the linear unit.
+#: Each value follows as the ``printf`` argument it would have been, as its bits: one word,
+#: or two (low word first) for a 64-bit one; a bool as 0 or 1.
+RECORD_HEADER_WORDS = 3
+
+
+def value_words(elem: Elem) -> int:
+    """``u32`` words of a value of ``elem`` (as passed to ``printf``) in a print record."""
+    return 2 if elem.bits == 64 else 1
 
 
 @dataclass(frozen=True, slots=True)

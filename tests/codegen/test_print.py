@@ -1,6 +1,7 @@
 """print() on the C targets: one printf per record with each target's length modifiers, literal
-text escaped for C, source NVRTC accepts, and the same text as the NumPy device on this
-machine's devices (printf writes to file descriptor 1, so the tests read it with capfd)."""
+text escaped for C, source NVRTC accepts; on OpenCL records that the host formats; and the same
+text as the NumPy device on this machine's devices (printf writes to file descriptor 1, so the
+tests read it with capfd)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter, Dialect
-from ruda_core.ir import ExecutionMode, lower_bounds
+from ruda_core.codegen.abi import ArgKind
+from ruda_core.ir import Elem, ExecutionMode, lower_bounds
 from ruda_core.lang import (
     UNIT_POS,
     Array,
@@ -25,6 +27,7 @@ from ruda_core.lang import (
     u64,
 )
 from ruda_core.runtime import RudaCount, RudaDim, UnsupportedFeature
+from ruda_core.runtime.print_records import PrintTable
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
 
@@ -57,18 +60,32 @@ def test_cuda_passes_64_bit_values_as_long_long_and_floats_as_double():
     assert "__half2float(" in line  # f16 printed through f32
 
 
-def test_opencl_uses_l_for_64_bit_values_and_doubles():
-    line = _printf_line(_source(OpenCLDialect(frozenset({"fp64"}))))
-    assert 'printf("%d %u %+ld %lx %g %.2f %le %s\\n", (int)' in line
-    assert "%ll" not in line  # reserved in OpenCL C
+def test_opencl_records_prints_for_the_host_instead_of_calling_printf():
+    emitted = CFamilyEmitter(OpenCLDialect(frozenset({"fp64"}))).emit(
+        lower_bounds(print_every_type.definition(), ExecutionMode.CHECKED)
+    )
+    assert "printf(" not in emitted.source
+    # 3 header words; i8 u16 i64 u64 f16 f32 f64 bool as 1 1 2 2 1 1 2 1
+    assert "atomic_add(&print_records[0], 14u)" in emitted.source
+    assert [a.kind for a in emitted.args[-2:]] == [ArgKind.PRINT, ArgKind.PRINT_BASE]
 
 
-def test_opencl_passes_bools_as_string_literals_only():
-    line = _printf_line(_source(OpenCLDialect(frozenset({"fp64"}))))
-    # OpenCL C allows only literal strings for %s: one call for each value of the bool
-    assert line.count("printf(") == 2 and '"True"));' not in line
-    assert line.endswith('"False"));') and ', "True") :' in line
-    assert '? "True" : "False"' not in line
+def test_records_print_in_cube_then_unit_order_with_the_printf_text():
+    table = PrintTable()
+    table.register([("other kernel %d\n", (Elem.I32,))])
+    base = table.register([("u=%u x=%g\n", (Elem.U32, Elem.F64)), ("%s!\n", (Elem.BOOL,))])
+    x = np.array([2.5], np.float64).view(np.uint32)
+    records = [
+        [base, 1, 0, 7, *x],  # cube 1 first in the buffer: it prints after cube 0
+        [base + 1, 0, 3, 1],  # unit 3 of cube 0 prints twice
+        [base, 0, 3, 4294967295, *x],
+    ]
+    words = [w for r in records for w in r]
+    buffer = np.array([len(words), 100, *words], np.uint32)
+    # cube 0 before cube 1; unit 3's two records in the order it wrote them
+    assert table.text(buffer) == ("True!\nu=4294967295 x=2.5\nu=7 x=2.5\n", 0)
+    full = np.array([len(words), 6, *words], np.uint32)  # room for the first record only
+    assert table.text(full) == ("u=7 x=2.5\n", len(words) - 6)
 
 
 @kernel
