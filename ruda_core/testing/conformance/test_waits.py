@@ -135,4 +135,4 @@ def test_a_stream_held_up_by_another_streams_kernel_times_out_naming_that_kernel
     line = _line(child)
     _exits_in_bounded_time(child)
     assert line.startswith("DeviceTimeout "), line
-    assert f"of {ruda_device}: kernel never_ends is" in line, line
+    assert f"of {ruda_device}: kernel never_ends" in line, line
