@@ -1,21 +1,23 @@
 """Building and running generated NumPy kernels: :func:`build` -> :class:`CpuKernel`.
 
 The source of a :class:`CompiledKernel` is compiled once, under the file name
-``<ruda-numpy:NAME:HASH>`` (registered with ``linecache`` so tracebacks show the generated
-lines). A :class:`CpuKernel` runs a whole launch synchronously on the calling thread, as
-successive batches of whole cubes (about ``LANES_PER_BATCH`` lanes each), and keeps no state
-between calls, so one kernel may run on several threads at once. What a launch's units print is
-written to ``sys.stdout`` (looked up when the launch ends, so a redirection such as pytest's
-``capsys`` sees it) in one write, ordered by cube and unit, also when the launch fails. This
-module runs only source made by ``CpuCompiler`` and touches no memory but the arrays a launch
-passes in.
+``<ruda-numpy:NAME:HASH:N>`` (HASH of the source, N counting builds in the process), registered
+with ``linecache`` so tracebacks show the generated lines while the kernel lives. A
+:class:`CpuKernel` runs a whole launch synchronously on the calling thread, as successive
+batches of whole cubes (about ``LANES_PER_BATCH`` lanes each), and keeps no state between calls,
+so one kernel may run on several threads at once. What a launch's units print is written to
+``sys.stdout`` (looked up when the launch ends, so a redirection such as pytest's ``capsys`` sees
+it) in one write, ordered by cube and unit, also when the launch fails. This module runs only
+source made by ``CpuCompiler`` and touches no memory but the arrays a launch passes in.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import linecache
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +41,7 @@ class CpuKernel:
     """One compiled kernel of the NumPy device. Thread-safe; see :meth:`__call__`."""
 
     __slots__ = (
+        "__weakref__",  # for the finalizer that lets go of its lines in linecache
         "_dtypes",
         "_fn",
         "_local_bytes",
@@ -151,12 +154,33 @@ def _write_output(text: str) -> None:
         out.flush()
 
 
+#: numbers the builds of this process: each kernel's file name is its own, so dropping one kernel
+#: removes only its lines from ``linecache``
+_builds = itertools.count()
+
+
 def build(compiled: CompiledKernel) -> CpuKernel:
-    """Compile ``compiled.source`` (made by ``CpuCompiler``) into a runnable kernel."""
+    """Compile ``compiled.source`` (made by ``CpuCompiler``) into a runnable kernel. Its
+    generated lines stay in ``linecache`` while it lives."""
     digest = hashlib.sha256(compiled.source.encode()).hexdigest()[:12]
-    filename = f"<ruda-numpy:{compiled.definition.name}:{digest}>"
+    filename = f"<ruda-numpy:{compiled.definition.name}:{digest}:{next(_builds)}>"
     lines = compiled.source.splitlines(keepends=True)
     linecache.cache[filename] = (len(compiled.source), None, lines, filename)
+    try:
+        kernel = CpuKernel(compiled, _entry_point(compiled, filename))
+    except BaseException:
+        linecache.cache.pop(filename, None)
+        raise
+    forget = weakref.finalize(kernel, linecache.cache.pop, filename, None)
+    forget.atexit = False
+    return kernel
+
+
+def _entry_point(compiled: CompiledKernel, filename: str) -> Callable[..., None]:
+    """The entry point of ``compiled.source``, compiled under ``filename``.
+
+    :raises CompilationError: when the source does not compile or does not define it.
+    """
     namespace: dict[str, Any] = {"np": np, "L": lockstep, "__name__": filename}
     try:
         code = compile(compiled.source, filename, "exec")
@@ -170,9 +194,10 @@ def build(compiled: CompiledKernel) -> CpuKernel:
         ) from exc
     exec(code, namespace)  # our own generated source
     try:
-        return CpuKernel(compiled, namespace[compiled.entrypoint])
+        entry: Callable[..., None] = namespace[compiled.entrypoint]
     except KeyError:
         raise CompilationError(
             f"kernel {compiled.definition.name}: the generated source defines no function "
             f"{compiled.entrypoint!r}"
         ) from None
+    return entry

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import linecache
 import threading
 import traceback
 
@@ -181,6 +183,20 @@ def test_failures_inside_a_kernel_are_launch_errors_naming_it(
     frames = traceback.extract_tb(info.value.__cause__.__traceback__)
     generated = [f for f in frames if f.filename.startswith("<ruda-numpy:saxpy:")]
     assert generated and "load_ro" in (generated[0].line or "")
+
+
+def test_a_dropped_kernel_takes_its_generated_lines_out_of_linecache() -> None:
+    before = set(linecache.cache)
+    first = cpu_kernel(saxpy().build())
+    second = cpu_kernel(saxpy().build())  # the same source: lines of its own
+    names = set(linecache.cache) - before
+    assert len(names) == 2 and all(n.startswith("<ruda-numpy:saxpy:") for n in names), names
+    del first
+    gc.collect()
+    assert len(names & set(linecache.cache)) == 1, "the kernel still alive keeps its lines"
+    del second
+    gc.collect()
+    assert not names & set(linecache.cache)
 
 
 def test_zero_sized_launch_runs_nothing() -> None:
