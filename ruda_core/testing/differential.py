@@ -34,6 +34,7 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Sequence
@@ -488,9 +489,11 @@ def generated_source(client: ComputeClient, definition: KernelDefinition) -> str
 class ShrinkBudget:
     """Bounds the time Hypothesis spends shrinking a failure on a slow-compiling device.
 
-    Outcomes are remembered per program; once ``seconds`` have passed since the first failure,
-    programs not run before are rejected (``hypothesis.reject``) instead of compiled, so the
-    shrinker settles on the smallest failure found so far and replays it from memory.
+    Outcomes are remembered per program, by the SHA-256 of its text (ten thousand programs take
+    about 2 MiB so, where their text took about 65 MiB); once ``seconds`` have passed since the
+    first failure, programs not run before are rejected (``hypothesis.reject``) instead of
+    compiled, so the shrinker settles on the smallest failure found so far and replays it from
+    memory.
     ``RUDA_DIFFERENTIAL_SHRINK_S`` overrides the default of 60 seconds.
     """
 
@@ -498,11 +501,11 @@ class ShrinkBudget:
         raw = os.environ.get(ENV_SHRINK_S, "").strip()
         self.seconds = seconds if seconds is not None else float(raw) if raw else 60.0
         self.first_failure: float | None = None
-        self._outcomes: dict[str, AssertionError | None] = {}
+        self._outcomes: dict[bytes, AssertionError | None] = {}
 
     def check(self, client: ComputeClient, reference: ComputeClient, program: Program) -> None:
         """:func:`check_program`, remembered; may call ``hypothesis.reject()``."""
-        key = f"{client.device}|{program!r}"
+        key = hashlib.sha256(f"{client.device}|{program!r}".encode()).digest()
         if key not in self._outcomes:
             if (
                 self.first_failure is not None
