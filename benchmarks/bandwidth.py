@@ -134,7 +134,7 @@ def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
 def copy_roof(client: ruda.runtime.ComputeClient, src: object, dst: object, nbytes: int) -> float:
     """Seconds for one device-to-device copy of ``nbytes`` on the client's own queue."""
     server = client.server
-    stream = server._stream(client.execution_stream().value)
+    stream = server.streams.get(client.execution_stream().value)
     sb, db = src.binding(), dst.binding()  # type: ignore[attr-defined]
     if client.name() == "cuda":
         from cupy.cuda import runtime

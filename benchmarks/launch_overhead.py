@@ -100,7 +100,7 @@ def pyopencl_side(client: ComputeClient) -> Side:
     import pyopencl as cl
 
     server = client.server
-    queue = server._stream(client.execution_stream().value).queue  # the same queue ruda uses
+    queue = server.streams.get(client.execution_stream().value).queue  # the same queue ruda uses
     program = cl.Program(
         queue.context,
         "__kernel void touch(__global float* x, ulong offset, uint n) "

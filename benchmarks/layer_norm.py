@@ -202,7 +202,7 @@ def main(device: str) -> None:
         torch_sync = torch.cuda.synchronize if client.name() == "cuda" else (lambda: None)
     queue = None
     if torch is not None and client.name() == "cuda":
-        handle = client.server.stream_handle(client.execution_stream().value)
+        handle = client.server.sharing.stream_handle(client.execution_stream().value)
         queue = {"ruda": torch.cuda.ExternalStream(handle), "torch": torch.cuda.current_stream()}
     header = f"  {'':26} {'wall µs':>9} {'device µs':>10} {'GB/s':>8} {'copy%':>6}"
     for elem in ELEMS:

@@ -49,7 +49,7 @@ def configure(forward_elements: int, backward_vectors: int, threads_per_unit: in
 def main() -> None:
     client = ruda.client("cuda:0")
     ruda_stream = torch.cuda.ExternalStream(
-        client.server.stream_handle(client.execution_stream().value)
+        client.server.sharing.stream_handle(client.execution_stream().value)
     )
     torch_stream = torch.cuda.current_stream()
     cases = []

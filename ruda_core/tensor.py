@@ -151,7 +151,7 @@ class RudaTensor(Strided):
             raise InteropError("stream 0 is ambiguous in DLPack; pass 1 for the legacy default")
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         client = self._client()
-        address = client.server.export(self.handle.binding(), stream)
+        address = client.server.sharing.export(self.handle.binding(), stream)
         return dlpack.export_capsule(
             address, device, self.shape, self.strides, self.elem, self.handle, versioned
         )
@@ -170,11 +170,11 @@ class RudaTensor(Strided):
             raise AttributeError(f"{client.device} memory has no __cuda_array_interface__")
         binding = self.handle.binding()
         return cuda_array_interface.describe(
-            client.server.export(binding, -1),
+            client.server.sharing.export(binding, -1),
             self.shape,
             self.strides,
             self.elem,
-            client.server.last_stream_handle(binding),
+            client.server.sharing.last_stream_handle(binding),
         )
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""``CpuServer``: the NumPy reference device's server.
+"""``CpuDriver`` and ``CpuServer``: the NumPy reference device's driver and server.
 
 Each stream slot has a worker thread that runs the stream's commands in order, so launches are
 truly asynchronous: errors of a launch surface at the next flush, sync or read, as on a GPU.
@@ -28,26 +28,34 @@ from ruda_core.runtime import (
     ComputeServer,
     DeviceId,
     DeviceProperties,
+    Driver,
     Feature,
     Features,
     IoError,
+    KernelLaunch,
     LaunchArgs,
     LaunchError,
     LoadedKernel,
     Promise,
+    RudaCount,
+    RudaDim,
     RudaFuture,
     RudaTask,
+    Run,
     ServerError,
     ServerStream,
     Storage,
+    dynamic_count_error,
+    poisoned_input,
 )
 
 from .compiler import CpuCompiler
 from .storage import CpuStorage, host_memory_nbytes
 
-__all__ = ["CpuFence", "CpuServer", "CpuStream"]
+__all__ = ["CpuDriver", "CpuFence", "CpuServer", "CpuStream"]
 
 PLANE_DIM = 32
+MAX_RUDA_COUNT = (2**31 - 1, 65535, 65535)
 
 
 class CpuStream(ServerStream):
@@ -140,105 +148,80 @@ def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
     return page[binding.offset_bytes : binding.offset_bytes + usable].view(dtype)
 
 
-class CpuServer(ComputeServer):
-    """The server of the NumPy reference device."""
+class CpuDriver(Driver):
+    """The driver of the NumPy reference device: a worker thread per stream slot runs its
+    commands in order (see the module docstring).
+
+    :param device: the device, as messages name it.
+    """
 
     max_streams = 64
     resolves_dynamic_counts = True  # the stream's worker reads the count when the launch runs
-    fork_safe = True  # NumPy and threads it starts itself: a forked child can make a new server
 
-    def __init__(self, device_id: DeviceId, storage: Storage | None = None) -> None:
-        """:param storage: the page allocator; its pages must be writable 1-D ``uint8``
-        ndarrays (default: :class:`CpuStorage`)."""
-        storage = storage if storage is not None else CpuStorage()
-        super().__init__(device_id, storage)
+    def __init__(self, device: object) -> None:
+        self.device = device
         self.compiler = CpuCompiler()
-        self._options = CompileOptions(plane_dim=PLANE_DIM)
-        self._properties = DeviceProperties(
-            name="NumPy reference device",
-            vendor=f"NumPy {np.__version__}",
-            memory_nbytes=host_memory_nbytes(),
-            max_units_per_ruda=1024,
-            max_ruda_dim=(1024, 1024, 64),
-            max_ruda_count=(2**31 - 1, 65535, 65535),
-            max_shared_memory_nbytes=64 * 1024,
-            plane_dim=PLANE_DIM,
-            compute_units=os.cpu_count() or 1,
-            alignment_nbytes=storage.alignment_nbytes,
-        )
-        self._features = Features(
-            frozenset(
-                {
-                    Feature.PLANE,
-                    Feature.PLANE_SHUFFLE,
-                    Feature.PARTIAL_PLANE,
-                    Feature.ATOMIC_INT64,
-                    Feature.ATOMIC_FLOAT,
-                    Feature.DYNAMIC_COUNT,
-                    Feature.DEVICE_TIMING,
-                    Feature.PRINT,
-                }
-            ),
-            frozenset(Elem),
-            F16_CONFIGS | TF32_CONFIGS,  # bf16 matrices are compared with multiply_accumulate
-        )
-
-    def properties(self) -> DeviceProperties:
-        return self._properties
-
-    def features(self) -> Features:
-        return self._features
-
-    def compile_options(self) -> CompileOptions:
-        return self._options
-
-    def driver_fingerprint(self) -> str:
-        return f"numpy {np.__version__}"
 
     def dlpack_device(self) -> tuple[int, int]:
         return (DLDeviceType.CPU, 0)
 
-    def _address(self, binding: Binding) -> int:
+    def address(self, binding: Binding) -> int:
         page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
         return int(page.ctypes.data) + binding.offset_bytes
 
-    def _adopt(self, address: int, nbytes: int) -> np.ndarray:
+    def adopt(self, address: int, nbytes: int) -> np.ndarray:
         """A writable ``uint8`` view of host memory another library owns (kept alive by the
         handle's owner, not by this array)."""
         if nbytes == 0:
             return np.empty(0, dtype=np.uint8)
         return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
 
-    # -- hooks ---------------------------------------------------------------------------------
-    def _new_stream(self, slot: int) -> CpuStream:
+    # -- queues and events, kernels, copies ----------------------------------------------------
+    def new_stream(self, slot: int) -> CpuStream:
         return CpuStream(slot, f"ruda-cpu-stream-{slot}")
 
-    def _build(self, compiled: CompiledKernel) -> Any:
+    def build(self, compiled: CompiledKernel) -> Any:
         from .executor import build
 
         dtypes = [p.elem.numpy for p in compiled.definition.array_params]
         return build(compiled), dtypes
 
-    def _binary(self, built: Any) -> bytes:
+    def binary(self, built: Any) -> bytes:
         return b""  # the generated source travels in the cached CompiledKernel itself
 
-    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:
-        return self._build(compiled)
+    def load_binary(self, compiled: CompiledKernel, binary: bytes) -> Any:
+        return self.build(compiled)
 
-    def _launch(
-        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> None:
-        body = self._body(task, kernel, args, fixed=False)
-        stream.enqueue(partial(body, stream))  # type: ignore[attr-defined]  # a CpuStream
+    def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+        def run(
+            stream: ServerStream,
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+        ) -> None:
+            args = LaunchArgs(count, dim, bindings, scalars, metadata)
+            body = self._body(task, kernel, args, fixed=False)
+            cast(CpuStream, stream).enqueue(partial(body, stream))
 
-    def _prepare(
-        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> Callable[[ServerStream], None]:
+        return run
+
+    def prepare(
+        self,
+        task: RudaTask,
+        kernel: LoadedKernel,
+        launch: KernelLaunch,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Run:
+        args = LaunchArgs(count, dim, bindings, scalars, metadata)
         return _CpuRun(self._body(task, kernel, args, fixed=True))
 
-    def _capture(
-        self, runs: Sequence[Callable[[ServerStream], None]]
-    ) -> Callable[[ServerStream], None]:
+    def capture(self, runs: Sequence[Run]) -> Run:
         """The whole recording as one worker command: the launches run back to back."""
         bodies = tuple(cast(_CpuRun, run).body for run in runs)
 
@@ -260,9 +243,9 @@ class CpuServer(ComputeServer):
         views = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)] if fixed else None
 
         def body(stream: ServerStream) -> None:
-            poisoned = self.poisoned_input(task, bindings)
+            poisoned = poisoned_input(task, bindings)
             if poisoned is not None:
-                self.fail(stream, poisoned, bindings, task)
+                stream.fail(poisoned, bindings, task)
                 return
             try:
                 if count.binding is None:
@@ -270,9 +253,11 @@ class CpuServer(ComputeServer):
                 else:
                     x, y, z = (int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
                     counts = (x, y, z)
-                    refused = self.dynamic_count_error(task, count.binding, counts)
+                    refused = dynamic_count_error(
+                        task, count.binding, counts, MAX_RUDA_COUNT, self.device
+                    )
                     if refused is not None:
-                        self.fail(stream, refused, bindings, task)
+                        stream.fail(refused, bindings, task)
                         return
                 if min(counts) > 0:
                     buffers = views
@@ -281,17 +266,15 @@ class CpuServer(ComputeServer):
                     cast(CpuStream, stream).running = task.name
                     run(counts, dims, buffers, scalars, metadata)
             except ServerError as exc:
-                self.fail(stream, exc, bindings, task)
+                stream.fail(exc, bindings, task)
             except Exception as exc:  # a fault of the kernel becomes the stream's error
-                error = LaunchError(f"kernel {task.name} failed on {self.device_id}: {exc!r}")
+                error = LaunchError(f"kernel {task.name} failed on {self.device}: {exc!r}")
                 error.__cause__ = exc
-                self.fail(stream, error, bindings, task)
+                stream.fail(error, bindings, task)
 
         return body
 
-    def _prepare_copy(
-        self, source: Binding, destination: Binding
-    ) -> Callable[[ServerStream], None]:
+    def prepare_copy(self, source: Binding, destination: Binding) -> Run:
         """One worker command (a capture runs it among the launches' bodies): a source that an
         earlier command poisoned poisons ``destination`` instead of being copied."""
         src = _view(source, np.dtype(np.uint8))
@@ -300,16 +283,16 @@ class CpuServer(ComputeServer):
         def body(stream: ServerStream) -> None:
             poison = source.slice.error
             if poison is not None:
-                self.fail(stream, poison, (destination,))
+                stream.fail(poison, (destination,))
                 return
             dst[:] = src
 
         return _CpuRun(body)
 
-    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
-        self._write_owned(stream, binding, np.frombuffer(data, dtype=np.uint8).copy().data)
+    def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        self.write_owned(stream, binding, np.frombuffer(data, dtype=np.uint8).copy().data)
 
-    def _write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> CpuFence:
+    def write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> CpuFence:
         """Writes from ``data`` itself: the worker's command holds it until it has run."""
         host = np.frombuffer(data, dtype=np.uint8)
         target = _view(binding, np.dtype(np.uint8))
@@ -318,9 +301,9 @@ class CpuServer(ComputeServer):
             target[:] = host
 
         cast(CpuStream, stream).enqueue(command)
-        return self._fence(stream)
+        return self.fence(stream)
 
-    def _write_deferred(
+    def write_deferred(
         self, stream: ServerStream, binding: Binding, source: RudaFuture[list[Bytes]]
     ) -> bool:
         """The stream's worker waits for ``source`` (another device's read), so the host does
@@ -331,19 +314,19 @@ class CpuServer(ComputeServer):
             try:
                 data = source.result()[0]
             except ServerError as exc:
-                self.fail(stream, exc, (binding,))
+                stream.fail(exc, (binding,))
                 return
             except Exception as exc:  # the worker must survive whatever the other driver raised
-                error = IoError(f"copying {binding.nbytes} B to {self.device_id} failed: {exc!r}")
+                error = IoError(f"copying {binding.nbytes} B to {self.device} failed: {exc!r}")
                 error.__cause__ = exc
-                self.fail(stream, error, (binding,))
+                stream.fail(error, (binding,))
                 return
             target[:] = np.frombuffer(data, dtype=np.uint8)
 
         cast(CpuStream, stream).enqueue(command)
         return True
 
-    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+    def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         promise: Promise[list[Bytes]] = Promise()
         views = [_view(b, np.dtype(np.uint8)) for b in bindings]
 
@@ -353,28 +336,89 @@ class CpuServer(ComputeServer):
         cast(CpuStream, stream).enqueue(command)
         return promise.future
 
-    def _fence(self, stream: ServerStream) -> CpuFence:
+    def fence(self, stream: ServerStream) -> CpuFence:
         cpu = cast(CpuStream, stream)
         return CpuFence(cpu, cpu.submitted)
 
-    def _wait(self, stream: ServerStream, fence: Any) -> None:
+    def wait(self, stream: ServerStream, fence: Any) -> None:
         if fence.done():
             return
         cast(CpuStream, stream).enqueue(fence.wait)
 
-    def _timestamp(self, stream: ServerStream) -> CpuStamp:
+    def timestamp(self, stream: ServerStream) -> CpuStamp:
         stamp = CpuStamp()
         cast(CpuStream, stream).enqueue(stamp.mark)
         return stamp
 
-    def _flush(self, stream: ServerStream) -> None:
+    def flush(self, stream: ServerStream) -> None:
         """Nothing to submit: the worker runs commands as they arrive."""
 
-    def _busy(self, stream: ServerStream) -> str | None:
+    def busy(self, stream: ServerStream) -> str | None:
         running = cast(CpuStream, stream).running
         return None if running is None else f"kernel {running} is running"
 
-    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+    def sync(self, stream: ServerStream) -> RudaFuture[None]:
         promise: Promise[None] = Promise()
         cast(CpuStream, stream).enqueue(lambda: promise.set_result(None))
         return promise.future
+
+
+class CpuServer(ComputeServer):
+    """The server of the NumPy reference device, built on a :class:`CpuDriver`.
+
+    :param device_id: the device.
+    :param storage: the page allocator; its pages must be writable 1-D ``uint8`` ndarrays
+        (default: :class:`CpuStorage`).
+    :param fingerprint: the driver identity that keys persisted kernels and tuning (default:
+        NumPy's version); None keeps them in this process only.
+    """
+
+    fork_safe = True  # NumPy and threads it starts itself: a forked child can make a new server
+    #: the class of its driver (a backend built on the reference device may subclass it)
+    driver_class: type[CpuDriver] = CpuDriver
+
+    def __init__(
+        self,
+        device_id: DeviceId,
+        storage: Storage | None = None,
+        fingerprint: str | None = f"numpy {np.__version__}",
+    ) -> None:
+        storage = storage if storage is not None else CpuStorage()
+        properties = DeviceProperties(
+            name="NumPy reference device",
+            vendor=f"NumPy {np.__version__}",
+            memory_nbytes=host_memory_nbytes(),
+            max_units_per_ruda=1024,
+            max_ruda_dim=(1024, 1024, 64),
+            max_ruda_count=MAX_RUDA_COUNT,
+            max_shared_memory_nbytes=64 * 1024,
+            plane_dim=PLANE_DIM,
+            compute_units=os.cpu_count() or 1,
+            alignment_nbytes=storage.alignment_nbytes,
+        )
+        features = Features(
+            frozenset(
+                {
+                    Feature.PLANE,
+                    Feature.PLANE_SHUFFLE,
+                    Feature.PARTIAL_PLANE,
+                    Feature.ATOMIC_INT64,
+                    Feature.ATOMIC_FLOAT,
+                    Feature.DYNAMIC_COUNT,
+                    Feature.DEVICE_TIMING,
+                    Feature.PRINT,
+                }
+            ),
+            frozenset(Elem),
+            F16_CONFIGS | TF32_CONFIGS,  # bf16 matrices are compared with multiply_accumulate
+        )
+        options = CompileOptions(plane_dim=PLANE_DIM)
+        super().__init__(
+            device_id,
+            storage,
+            self.driver_class(device_id),
+            properties,
+            features,
+            options,
+            fingerprint=fingerprint,
+        )

@@ -1,4 +1,5 @@
-"""``CudaServer``: ruda's execution contract on one CUDA device, through CuPy.
+"""``CudaDriver`` and ``CudaServer``: ruda's execution contract on one CUDA device, through
+CuPy.
 
 ``RudaCount`` is the CUDA grid and ``RudaDim`` the CUDA block. Each stream slot is one
 blocking CUDA stream (ordered by CUDA with the legacy default stream, as CuPy's streams are);
@@ -35,18 +36,22 @@ from ruda_core.runtime import (
     CompiledKernel,
     CompileOptions,
     ComputeServer,
+    CopyDriver,
     DeviceProperties,
+    Driver,
     Feature,
     Features,
-    LaunchArgs,
+    KernelLaunch,
     LoadedKernel,
+    RudaCount,
+    RudaDim,
     RudaFuture,
     RudaTask,
+    Run,
     ServerStream,
     wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
-from ruda_core.runtime.server import KernelLaunch
 
 from .compiler import CudaCompiler
 from .dialect import CudaDialect, wmma_configs
@@ -63,7 +68,7 @@ from .driver import (
 from .runtime import CudaDevice
 from .storage import CudaStorage
 
-__all__ = ["CudaServer"]
+__all__ = ["CudaDriver", "CudaServer"]
 
 T = TypeVar("T")
 _HOST_TO_DEVICE = 1
@@ -111,7 +116,7 @@ class CudaStream(ServerStream):
         #: the event recorded on another library's stream for this one to wait on (reused:
         #: ``cudaStreamWaitEvent`` waits for the record made before it, whatever comes later)
         self.producer_event: Any = None
-        #: the name of the kernel last enqueued, for :meth:`CudaServer._busy`
+        #: the name of the kernel last enqueued, for :meth:`CudaDriver.busy`
         self.kernel_name = ""
 
     def prune(self) -> None:
@@ -242,7 +247,7 @@ class _GraphReplay:
 
     __slots__ = ("graph", "server", "side")
 
-    def __init__(self, server: CudaServer, graph: Any, side: Any) -> None:
+    def __init__(self, server: CudaDriver, graph: Any, side: Any) -> None:
         self.server = server
         self.graph = graph
         self.side = side
@@ -255,92 +260,49 @@ class _GraphReplay:
             self.graph.launch(stream.stream)  # type: ignore[attr-defined]  # a CudaStream
         except runtime.CUDARuntimeError as exc:
             raise translate(
-                f"launching a captured CUDA graph on {server.device_id}", exc, _FAULT_HINT
+                f"launching a captured CUDA graph on {server.device}", exc, _FAULT_HINT
             ) from exc
 
 
-class CudaServer(ComputeServer):
-    """The server of one CUDA device."""
+class CudaDriver(Driver):
+    """The driver of one CUDA device (see the module docstring).
+
+    :param index: the device's CUDA ordinal.
+    :param device: the device, as messages name it.
+    :param arch: its architecture (``sm_90``).
+    :param shared_optin: the shared memory a cube may use once its function opts in.
+    """
 
     #: CuPy frees its memory pools at exit, and ``cudaFree`` waits for the device
     teardown_waits = True
 
-    def __init__(self, device: CudaDevice) -> None:
-        self._index = device.index
+    def __init__(self, index: int, device: object, arch: str, shared_optin: int) -> None:
+        self._index = index
+        self.device = device
+        self._arch = arch
+        self._shared_optin = shared_optin
         #: with one visible GPU it is every thread's current device: launches and replays do
         #: not ask which device is current
         self._alone = runtime.getDeviceCount() == 1
-        self._activate()
-        props = guard("querying the device", lambda: runtime.getDeviceProperties(device.index))
-        super().__init__(device.to_id(), CudaStorage(int(props["totalGlobalMem"]), device.index))
         self.compiler = CudaCompiler()
-        self._arch = f"sm_{props['major']}{props['minor']}"
-        self._options = CompileOptions(
-            plane_dim=int(props["warpSize"]), extra=(("arch", self._arch),)
-        )
-        #: what a cube may use once its function opts in (227 KiB on sm_90), see _Launcher
-        self._shared_optin = int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))
-        self._properties = DeviceProperties(
-            name=props["name"].decode(),
-            vendor="NVIDIA",
-            memory_nbytes=int(props["totalGlobalMem"]),
-            max_units_per_ruda=int(props["maxThreadsPerBlock"]),
-            max_ruda_dim=cast(tuple[int, int, int], tuple(props["maxThreadsDim"])),
-            max_ruda_count=cast(tuple[int, int, int], tuple(props["maxGridSize"])),
-            max_shared_memory_nbytes=self._shared_optin,
-            plane_dim=int(props["warpSize"]),
-            compute_units=int(props["multiProcessorCount"]),
-            alignment_nbytes=CudaStorage.alignment_nbytes,
-            extra=(
-                ("arch", self._arch),
-                ("compute_capability", f"{props['major']}.{props['minor']}"),
-            ),
-        )
-        features = {
-            Feature.PLANE,
-            Feature.PLANE_SHUFFLE,
-            Feature.PARTIAL_PLANE,
-            Feature.ATOMIC_INT64,
-            Feature.ATOMIC_FLOAT,
-            Feature.DYNAMIC_COUNT,
-            Feature.DEVICE_TIMING,
-            Feature.PRINT,
-        }
-        # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
-        matrices = (
-            wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()
-        )
-        self._features = Features(frozenset(features), frozenset(Elem), matrices)
 
     def _activate(self) -> None:
         """Make this device current on the calling thread (see :func:`.driver.activate`)."""
         activate(self._index)
 
-    def properties(self) -> DeviceProperties:
-        return self._properties
-
-    def features(self) -> Features:
-        return self._features
-
-    def compile_options(self) -> CompileOptions:
-        return self._options
-
-    def driver_fingerprint(self) -> str:
-        return driver_fingerprint()
-
     def dlpack_device(self) -> tuple[int, int]:
         return (DLDeviceType.CUDA, self._index)
 
-    def _address(self, binding: Binding) -> int:
+    def address(self, binding: Binding) -> int:
         return cast(int, binding.resource) + binding.offset_bytes
 
-    def _adopt(self, address: int, nbytes: int) -> int:
+    def adopt(self, address: int, nbytes: int) -> int:
         return address  # a device pointer, like the pool's pages
 
-    def _stream_handle(self, stream: ServerStream) -> int:
+    def stream_handle(self, stream: ServerStream) -> int:
         return cast(CudaStream, stream).ptr
 
-    def _order_consumer(self, fence: Any, consumer: int | None) -> None:
+    def order_consumer(self, fence: Any, consumer: int | None) -> None:
         """``consumer`` is a ``cudaStream_t``, 1 (``cudaStreamLegacy``, also for None) or 2
         (``cudaStreamPerThread``): it waits for the fence's event on the device."""
         if fence.done():
@@ -352,7 +314,7 @@ class CudaServer(ComputeServer):
             lambda: runtime.streamWaitEvent(handle, fence.event.ptr, 0),
         )
 
-    def _order_after_producer(self, stream: ServerStream, producer: int) -> None:
+    def order_after_producer(self, stream: ServerStream, producer: int) -> None:
         cuda = cast(CudaStream, stream)
         self._activate()
         event = cuda.producer_event
@@ -365,34 +327,29 @@ class CudaServer(ComputeServer):
 
         guard("ordering ruda's stream after another library's work", wait)
 
-    # -- hooks ---------------------------------------------------------------------------------
-    def _new_stream(self, slot: int) -> CudaStream:
+    # -- queues and events, kernels, copies ----------------------------------------------------
+    def new_stream(self, slot: int) -> CudaStream:
         self._activate()
         # blocking, as CuPy's streams are: CUDA orders them with the legacy default stream, where
         # PyTorch and CuPy run by default, so an array of that stream needs no event
         stream = guard("creating a stream", lambda: cupy.cuda.Stream(non_blocking=False))
         return CudaStream(slot, stream, blocking=True)
 
-    def _build(self, compiled: CompiledKernel) -> _Launcher:
+    def build(self, compiled: CompiledKernel) -> _Launcher:
         self._activate()
         loc = compiled.definition.source
         where = (loc.file, loc.line) if loc is not None else (None, None)
         cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch, where)
         return _Launcher(cubin, compiled, self._shared_optin)
 
-    def _binary(self, built: Any) -> bytes:
+    def binary(self, built: Any) -> bytes:
         return cast(_Launcher, built).cubin
 
-    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
+    def load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         self._activate()
         return _Launcher(binary, compiled, self._shared_optin)
 
-    def _launch(
-        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> None:
-        self._kernel_launch(task, kernel)(stream, *args)
-
-    def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+    def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """``cuLaunchKernel`` of the kernel's parameter block, packed in place at each call,
         with the function, the block and the packer looked up once; made once per built
         kernel."""
@@ -430,7 +387,7 @@ class CudaServer(ComputeServer):
             "params": launcher.params.params,
             "DriverError": driver.CUDADriverError,
             "translate": translate,
-            "what": f"launching kernel {launcher.name} on {self.device_id}",
+            "what": f"launching kernel {launcher.name} on {self.device}",
             "hint": _FAULT_HINT,
             "name": launcher.name,
         }
@@ -439,11 +396,18 @@ class CudaServer(ComputeServer):
         launcher.run = run
         return run
 
-    def _prepare(
-        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> Callable[[ServerStream], None]:
+    def prepare(
+        self,
+        task: RudaTask,
+        kernel: LoadedKernel,
+        launch: KernelLaunch,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Run:
         launcher: _Launcher = kernel.built
-        count, dim, bindings, scalars, metadata = args
         params = launcher.new_block()  # this launch's own, packed once
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))
         func, grid, block = (
@@ -468,14 +432,12 @@ class CudaServer(ComputeServer):
                 stream.kernel_name = launcher.name  # type: ignore[attr-defined]  # a CudaStream
             except driver.CUDADriverError as exc:
                 raise translate(
-                    f"launching kernel {launcher.name} on {self.device_id}", exc, _FAULT_HINT
+                    f"launching kernel {launcher.name} on {self.device}", exc, _FAULT_HINT
                 ) from exc
 
         return run
 
-    def _capture(
-        self, runs: Sequence[Callable[[ServerStream], None]]
-    ) -> Callable[[ServerStream], None]:
+    def capture(self, runs: Sequence[Run]) -> Run:
         """The recording as one CUDA graph: the prepared launches are captured once on a stream
         of its own (CuPy's relaxed capture mode), then the graph is instantiated and uploaded
         there; nothing waits for the device."""
@@ -494,9 +456,7 @@ class CudaServer(ComputeServer):
         guard("instantiating a CUDA graph", lambda: graph.upload(side))
         return _GraphReplay(self, graph, side)
 
-    def _prepare_copy(
-        self, source: Binding, destination: Binding
-    ) -> Callable[[ServerStream], None]:
+    def prepare_copy(self, source: Binding, destination: Binding) -> Run:
         """One ``cudaMemcpyAsync`` on the stream; on a capturing stream it becomes a node of
         the graph, between the launches recorded around it."""
         src = cast(int, source.resource) + source.offset_bytes
@@ -513,7 +473,7 @@ class CudaServer(ComputeServer):
 
         return run
 
-    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+    def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         self._activate()
         host = np.frombuffer(data, dtype=np.uint8)
         dst = cast(int, binding.resource) + binding.offset_bytes
@@ -524,11 +484,11 @@ class CudaServer(ComputeServer):
             lambda: runtime.memcpyAsync(dst, host.ctypes.data, host.nbytes, _HOST_TO_DEVICE, ptr),
         )
 
-    def _copy_to_peer(
+    def copy_to_peer(
         self,
         stream: ServerStream,
         binding: Binding,
-        target: ComputeServer,
+        target: CopyDriver,
         target_stream: ServerStream,
         out: Binding,
     ) -> bool:
@@ -536,24 +496,24 @@ class CudaServer(ComputeServer):
         ``cudaMemcpyPeerAsync`` on the target's stream, which first waits for this stream's
         work on the source (an event), and which this stream then waits for before it may
         overwrite or reuse the source. GPUs without peer access copy through the host."""
-        if not isinstance(target, CudaServer) or not peer_access(self._index, target._index):
+        if not isinstance(target, CudaDriver) or not peer_access(self._index, target._index):
             return False
-        target._wait(target_stream, self._fence(stream))
+        target.wait(target_stream, self.fence(stream))
         if binding.nbytes:
             src = cast(int, binding.resource) + binding.offset_bytes
             dst = cast(int, out.resource) + out.offset_bytes
             ptr = cast(CudaStream, target_stream).ptr
             target._activate()
             guard(
-                f"copying {binding.nbytes} bytes from {self.device_id} to {target.device_id}",
+                f"copying {binding.nbytes} bytes from {self.device} to {target.device}",
                 lambda: runtime.memcpyPeerAsync(
                     dst, target._index, src, self._index, binding.nbytes, ptr
                 ),
             )
-        self._wait(stream, target._fence(target_stream))
+        self.wait(stream, target.fence(target_stream))
         return True
 
-    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+    def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         self._activate()
         cuda = cast(CudaStream, stream)
         cuda.prune()
@@ -585,38 +545,89 @@ class CudaServer(ComputeServer):
         guard("recording an event", lambda: event.record(stream.stream))
         return event
 
-    def _fence(self, stream: ServerStream) -> _EventFence:
+    def fence(self, stream: ServerStream) -> _EventFence:
         self._activate()
         return _EventFence(self._record(cast(CudaStream, stream)))
 
-    def _refence(self, stream: ServerStream, fence: Any) -> _EventFence:
+    def refence(self, stream: ServerStream, fence: Any) -> _EventFence:
         self._activate()
         self._record(cast(CudaStream, stream), fence.event)
         return cast(_EventFence, fence)
 
-    def _wait(self, stream: ServerStream, fence: Any) -> None:
+    def wait(self, stream: ServerStream, fence: Any) -> None:
         if fence.done():
             return
         cuda = cast(CudaStream, stream)
         guard("ordering streams", lambda: cuda.stream.wait_event(fence.event))
 
-    def _timestamp(self, stream: ServerStream) -> _EventStamp:
+    def timestamp(self, stream: ServerStream) -> _EventStamp:
         self._activate()
         event = cupy.cuda.Event(block=False, disable_timing=False)
         guard("recording a timing event", lambda: event.record(cast(CudaStream, stream).stream))
         return _EventStamp(event)
 
-    def _flush(self, stream: ServerStream) -> None:
+    def flush(self, stream: ServerStream) -> None:
         """Nothing to submit: CUDA starts work as it is enqueued."""
 
-    def _busy(self, stream: ServerStream) -> str | None:
+    def busy(self, stream: ServerStream) -> str | None:
         cuda = cast(CudaStream, stream)
         if not cuda.kernel_name or cuda.stream.done:  # cudaStreamQuery: never blocks
             return None
         return f"kernel {cuda.kernel_name}, the last one enqueued on it, has not finished"
 
-    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+    def sync(self, stream: ServerStream) -> RudaFuture[None]:
         self._activate()
         cuda = cast(CudaStream, stream)
         cuda.prune()
         return _event_future(self._record(cuda), lambda: None)
+
+
+class CudaServer(ComputeServer):
+    """The server of one CUDA device, built on a :class:`CudaDriver`."""
+
+    def __init__(self, device: CudaDevice) -> None:
+        activate(device.index)
+        props = guard("querying the device", lambda: runtime.getDeviceProperties(device.index))
+        arch = f"sm_{props['major']}{props['minor']}"
+        #: what a cube may use once its function opts in (227 KiB on sm_90), see _Launcher
+        shared_optin = int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))
+        driver = CudaDriver(device.index, device.to_id(), arch, shared_optin)
+        properties = DeviceProperties(
+            name=props["name"].decode(),
+            vendor="NVIDIA",
+            memory_nbytes=int(props["totalGlobalMem"]),
+            max_units_per_ruda=int(props["maxThreadsPerBlock"]),
+            max_ruda_dim=cast(tuple[int, int, int], tuple(props["maxThreadsDim"])),
+            max_ruda_count=cast(tuple[int, int, int], tuple(props["maxGridSize"])),
+            max_shared_memory_nbytes=shared_optin,
+            plane_dim=int(props["warpSize"]),
+            compute_units=int(props["multiProcessorCount"]),
+            alignment_nbytes=CudaStorage.alignment_nbytes,
+            extra=(
+                ("arch", arch),
+                ("compute_capability", f"{props['major']}.{props['minor']}"),
+            ),
+        )
+        features = {
+            Feature.PLANE,
+            Feature.PLANE_SHUFFLE,
+            Feature.PARTIAL_PLANE,
+            Feature.ATOMIC_INT64,
+            Feature.ATOMIC_FLOAT,
+            Feature.DYNAMIC_COUNT,
+            Feature.DEVICE_TIMING,
+            Feature.PRINT,
+        }
+        # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
+        matrices = (
+            wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()
+        )
+        super().__init__(
+            device.to_id(),
+            CudaStorage(int(props["totalGlobalMem"]), device.index),
+            driver,
+            properties,
+            Features(frozenset(features), frozenset(Elem), matrices),
+            CompileOptions(plane_dim=int(props["warpSize"]), extra=(("arch", arch),)),
+            fingerprint=driver_fingerprint(),
+        )

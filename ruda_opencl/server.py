@@ -1,4 +1,5 @@
-"""``OpenCLServer``: ruda's execution contract on one OpenCL device, through PyOpenCL.
+"""``OpenCLDriver`` and ``OpenCLServer``: ruda's execution contract on one OpenCL device,
+through PyOpenCL.
 
 ``RudaCount`` is the work-group count and ``RudaDim`` the local size (global size = count x
 dim). Each stream slot is one in-order ``CommandQueue`` with profiling enabled; a fence is a
@@ -22,25 +23,24 @@ from ruda_core.runtime import (
     Binding,
     Bytes,
     CompiledKernel,
-    CompileOptions,
     ComputeServer,
     DeviceProperties,
-    Features,
+    Driver,
     IoError,
-    LaunchArgs,
+    KernelLaunch,
     LaunchConfigError,
     LoadedKernel,
     RudaCount,
     RudaDim,
     RudaFuture,
     RudaTask,
+    Run,
     ServerStream,
     TooManyResources,
     wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
 from ruda_core.runtime.print_records import PrintTable
-from ruda_core.runtime.server import KernelLaunch
 
 from .capabilities import OpenCLCapabilities
 from .compiler import OpenCLCompiler
@@ -57,7 +57,7 @@ from .printing import StreamPrints
 from .runtime import OpenCLDevice
 from .storage import OpenCLStorage
 
-__all__ = ["OpenCLServer"]
+__all__ = ["OpenCLDriver", "OpenCLServer"]
 
 T = TypeVar("T")
 _COMPLETE = cl.command_execution_status.COMPLETE
@@ -73,7 +73,7 @@ class OpenCLStream(ServerStream):
         super().__init__(slot)
         self.queue = queue
         self.in_flight: list[Any] = []
-        #: the event and the name of the kernel last enqueued, for :meth:`OpenCLServer._busy`
+        #: the event and the name of the kernel last enqueued, for :meth:`OpenCLDriver.busy`
         self.kernel_event: Any = None
         self.kernel_name = ""
         #: the record buffer of its printing kernels (see :mod:`ruda_opencl.printing`)
@@ -249,64 +249,32 @@ class _Launcher:
         return own
 
 
-class OpenCLServer(ComputeServer):
-    """The server of one OpenCL device."""
+class OpenCLDriver(Driver):
+    """The driver of one OpenCL device: a context, and an in-order profiling queue per stream
+    slot (see the module docstring)."""
 
     #: Intel's CPU runtime finishes every queue when it is unloaded at exit
     teardown_waits = True
 
-    def __init__(self, device: OpenCLDevice) -> None:
-        self._device = all_devices()[device.index]
-        self._context = cl.Context([self._device])
-        super().__init__(device.to_id(), OpenCLStorage(self._context, self._device))
+    def __init__(self, device: Any, capabilities: OpenCLCapabilities) -> None:
+        """:param device: the ``pyopencl.Device``."""
+        self._device = device
+        self._context = cl.Context([device])
         self.compiler = OpenCLCompiler()
-        dev = self._device
-        capabilities = OpenCLCapabilities.of(dev)
-        self._options = capabilities.compile_options
         self._partial_planes = capabilities.partial_planes
+        self._plane_dim = capabilities.plane_dim
         self._build_options = list(capabilities.build_options)
-        self._properties = DeviceProperties(
-            name=dev.name.strip(),
-            vendor=dev.platform.name.strip(),
-            memory_nbytes=int(dev.global_mem_size),
-            max_units_per_ruda=int(dev.max_work_group_size),
-            max_ruda_dim=cast(
-                tuple[int, int, int], tuple(int(s) for s in dev.max_work_item_sizes[:3])
-            ),
-            max_ruda_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
-            max_shared_memory_nbytes=int(dev.local_mem_size),
-            plane_dim=capabilities.plane_dim,
-            compute_units=int(dev.max_compute_units),
-            alignment_nbytes=OpenCLStorage.alignment_nbytes,
-            extra=(
-                ("runtime", platform_runtime(dev)),
-                ("opencl_version", dev.version.strip()),
-                ("driver", dev.driver_version.strip()),
-            ),
-        )
-        self._features = capabilities.features()
+        #: the pages of its server's pools
+        self.storage = OpenCLStorage(self._context, device)
         #: the print sites of its printing kernels (see :mod:`ruda_opencl.printing`)
         self._prints = PrintTable()
 
-    def properties(self) -> DeviceProperties:
-        return self._properties
-
-    def features(self) -> Features:
-        return self._features
-
-    def compile_options(self) -> CompileOptions:
-        return self._options
-
-    def driver_fingerprint(self) -> str:
-        return driver_fingerprint(self._device)
-
-    # -- hooks ---------------------------------------------------------------------------------
-    def _new_stream(self, slot: int) -> OpenCLStream:
+    def new_stream(self, slot: int) -> OpenCLStream:
         props = cl.command_queue_properties.PROFILING_ENABLE
         queue = guard("creating a queue", lambda: cl.CommandQueue(self._context, properties=props))
         return OpenCLStream(slot, queue)
 
-    def _build(self, compiled: CompiledKernel) -> _Launcher:
+    def build(self, compiled: CompiledKernel) -> _Launcher:
         loc = compiled.definition.source
         where = (loc.file, loc.line) if loc is not None else (None, None)
         program = build_program(
@@ -319,21 +287,15 @@ class OpenCLServer(ComputeServer):
         )
         return _Launcher(program, compiled, self._device, self._prints)
 
-    def _binary(self, built: Any) -> bytes | None:
+    def binary(self, built: Any) -> bytes | None:
         binaries = built.program.binaries
         return bytes(binaries[0]) if binaries and binaries[0] else None
 
-    def _load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
+    def load_binary(self, compiled: CompiledKernel, binary: bytes) -> _Launcher:
         program = load_program(self._context, self._device, binary, self._build_options)
         return _Launcher(program, compiled, self._device, self._prints)
 
-    def _launch(
-        self, stream: ServerStream, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> None:
-        run = kernel.built.run  # made at the kernel's first launch
-        (run or self._kernel_launch(task, kernel))(stream, *args)
-
-    def _kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+    def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """Set the arguments only when they changed, then one ``clEnqueueNDRangeKernel`` of the
         sizes checked for the count and dim last passed; generated once per built kernel, with
         the argument values read inline."""
@@ -380,11 +342,18 @@ class OpenCLServer(ComputeServer):
         launcher.run = run
         return run
 
-    def _prepare(
-        self, task: RudaTask, kernel: LoadedKernel, args: LaunchArgs
-    ) -> Callable[[ServerStream], None]:
+    def prepare(
+        self,
+        task: RudaTask,
+        kernel: LoadedKernel,
+        launch: KernelLaunch,
+        count: RudaCount,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        scalars: Sequence[np.generic],
+        metadata: Sequence[int],
+    ) -> Run:
         launcher: _Launcher = kernel.built
-        count, dim, bindings, scalars, metadata = args
         self._check_units(launcher, task.uses_planes, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         print_arg = launcher.print_arg
@@ -409,7 +378,7 @@ class OpenCLServer(ComputeServer):
                 f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
             )
-        plane = self._properties.plane_dim
+        plane = self._plane_dim
         if uses_planes and not self._partial_planes and dim.num_units % plane:
             raise LaunchConfigError(
                 f"kernel {launcher.name} uses plane operations on {dim}, {dim.num_units} units: "
@@ -425,9 +394,7 @@ class OpenCLServer(ComputeServer):
                 f"RudaDim({dim.num_units}) units (its last plane may be partial)"
             )
 
-    def _prepare_copy(
-        self, source: Binding, destination: Binding
-    ) -> Callable[[ServerStream], None]:
+    def prepare_copy(self, source: Binding, destination: Binding) -> Run:
         """One ``clEnqueueCopyBuffer`` on the stream's queue (an event without host memory,
         dropped at once)."""
         src, dst = cast(Any, source.resource), cast(Any, destination.resource)
@@ -450,11 +417,11 @@ class OpenCLServer(ComputeServer):
 
         return run
 
-    def _write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+    def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         host = np.frombuffer(data, dtype=np.uint8).copy()  # the caller may reuse its buffer
         _enqueue_write(cast(OpenCLStream, stream), binding, host)
 
-    def _write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> _EventFence:
+    def write_owned(self, stream: ServerStream, binding: Binding, data: memoryview) -> _EventFence:
         """Writes from ``data`` itself. The fence is the write's event: PyOpenCL's event of a
         host copy holds the host array until it is waited for (the stream keeps it too, so a
         dropped fence does not wait)."""
@@ -463,7 +430,7 @@ class OpenCLServer(ComputeServer):
         guard("flushing a queue", ocl.queue.flush)  # the host may wait for the fence
         return _EventFence(event)
 
-    def _read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+    def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         ocl = cast(OpenCLStream, stream)
         queue = ocl.queue
         ocl.let_go_done()  # before the new host copies: a stream of reads holds one at a time
@@ -487,23 +454,23 @@ class OpenCLServer(ComputeServer):
             raise translate("reading", exc, IoError) from exc
         return _event_future(marker, lambda: [h.data.toreadonly() for h in hosts], printed)
 
-    def _fence(self, stream: ServerStream) -> _EventFence:
+    def fence(self, stream: ServerStream) -> _EventFence:
         queue = cast(OpenCLStream, stream).queue
         marker = guard("recording a fence", lambda: cl.enqueue_marker(queue))
         queue.flush()  # another queue may wait on it: it must make progress
         return _EventFence(marker)
 
-    def _wait(self, stream: ServerStream, fence: Any) -> None:
+    def wait(self, stream: ServerStream, fence: Any) -> None:
         if fence.done():
             return
         queue = cast(OpenCLStream, stream).queue
         guard("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
 
-    def _timestamp(self, stream: ServerStream) -> _MarkerStamp:
+    def timestamp(self, stream: ServerStream) -> _MarkerStamp:
         queue = cast(OpenCLStream, stream).queue
         return _MarkerStamp(guard("recording a timestamp", lambda: cl.enqueue_marker(queue)))
 
-    def _busy(self, stream: ServerStream) -> str | None:
+    def busy(self, stream: ServerStream) -> str | None:
         ocl = cast(OpenCLStream, stream)
         event, name = ocl.kernel_event, ocl.kernel_name
         status = _COMPLETE if event is None else event.command_execution_status
@@ -511,10 +478,10 @@ class OpenCLServer(ComputeServer):
             return None
         return f"kernel {name} is {'running' if status == _RUNNING else 'queued'}"
 
-    def _flush(self, stream: ServerStream) -> None:
+    def flush(self, stream: ServerStream) -> None:
         guard("flushing a queue", cast(OpenCLStream, stream).queue.flush)
 
-    def _sync(self, stream: ServerStream) -> RudaFuture[None]:
+    def sync(self, stream: ServerStream) -> RudaFuture[None]:
         """The sync point takes over the stream's transfers in flight and lets go of them (and
         of their host copies) once it has completed, so none stays resident after a sync."""
         ocl = cast(OpenCLStream, stream)
@@ -533,3 +500,40 @@ class OpenCLServer(ComputeServer):
             return None
         stream.in_flight.append(taken[0])
         return taken[1]
+
+
+class OpenCLServer(ComputeServer):
+    """The server of one OpenCL device, built on an :class:`OpenCLDriver`."""
+
+    def __init__(self, device: OpenCLDevice) -> None:
+        dev = all_devices()[device.index]
+        capabilities = OpenCLCapabilities.of(dev)
+        driver = OpenCLDriver(dev, capabilities)
+        properties = DeviceProperties(
+            name=dev.name.strip(),
+            vendor=dev.platform.name.strip(),
+            memory_nbytes=int(dev.global_mem_size),
+            max_units_per_ruda=int(dev.max_work_group_size),
+            max_ruda_dim=cast(
+                tuple[int, int, int], tuple(int(s) for s in dev.max_work_item_sizes[:3])
+            ),
+            max_ruda_count=(2**31 - 1, 2**31 - 1, 2**31 - 1),
+            max_shared_memory_nbytes=int(dev.local_mem_size),
+            plane_dim=capabilities.plane_dim,
+            compute_units=int(dev.max_compute_units),
+            alignment_nbytes=OpenCLStorage.alignment_nbytes,
+            extra=(
+                ("runtime", platform_runtime(dev)),
+                ("opencl_version", dev.version.strip()),
+                ("driver", dev.driver_version.strip()),
+            ),
+        )
+        super().__init__(
+            device.to_id(),
+            driver.storage,
+            driver,
+            properties,
+            capabilities.features(),
+            capabilities.compile_options,
+            fingerprint=driver_fingerprint(dev),
+        )

@@ -1,7 +1,7 @@
 """Fake ruda drivers for the plugin tests, installed for a subprocess to load.
 
 :func:`driver_source` writes the module of a backend over the NumPy reference device, built on
-the public plugin API only, whose server overrides the hooks a test names;
+the public plugin API only, whose driver overrides the hooks a test names;
 :func:`fake_distribution` installs modules as a real distribution (dist-info metadata and
 ``ruda.backends`` entry points) on a path entry, which :func:`path_with` puts on ``PYTHONPATH``.
 """
@@ -47,7 +47,13 @@ def _reference():
 
 
 def _server_class():
-    class FakeServer(_reference().server):
+    reference = _reference().server
+
+    class FakeDriver(reference.driver_class):
+{driver}
+
+    class FakeServer(reference):
+        driver_class = FakeDriver
 {server}
 
     return FakeServer
@@ -100,8 +106,9 @@ def ruda_conformance_xfails():
 def driver_source(
     name: str,
     what: str,
-    server: str = "        pass",
+    driver: str = "        pass",
     *,
+    server: str = "",
     version: str = "0.0",
     preamble: str = "",
     identity: str | None = None,
@@ -109,8 +116,10 @@ def driver_source(
 ) -> str:
     """The module of backend ``name`` (devices ``name:0``), which ``what`` describes.
 
-    :param server: the body of its server class (a subclass of the reference device's),
-        indented by eight spaces.
+    :param driver: the body of its driver class (a subclass of the reference device's, the
+        reference server's ``driver_class``), indented by eight spaces.
+    :param server: more of the body of its server class (a subclass of the reference device's
+        that makes a driver of that class), indented by eight spaces.
     :param preamble: module-level lines its server needs (imports, constants).
     :param identity: the driver identity its ``identify`` hook reports for the probe's stored
         verdict; without it the backend has no ``identify``.
@@ -120,7 +129,8 @@ def driver_source(
     return _DRIVER.format(
         name=name,
         what=what,
-        server=server,
+        driver=driver,
+        server=f"\n{server}" if server else "",
         version=version,
         preamble=f"\n{preamble.strip()}\n" if preamble else "",
         identify=f", identify=lambda device: {identity!r}" if identity is not None else "",

@@ -15,12 +15,17 @@ from fake_drivers import driver_source, fake_distribution, path_with
 
 pytestmark = pytest.mark.slow
 
-NOSYNC = """        def _sync(self, stream):
+NOSYNC = """        def sync(self, stream):
             return RudaFuture.ready(None)  # claims completion before queued work has run"""
-NOWAIT = """        def _wait(self, stream, fence):
+NOWAIT = """        def wait(self, stream, fence):
             pass  # never orders a stream after another stream's work"""
-RECYCLE = """        def _empty(self, nbytes, stream):
-            handle = super()._empty(nbytes, stream)
+RECYCLE = """        def empty(self, nbytes, stream_value):
+            return self.revive(super().empty(nbytes, stream_value))
+
+        def create(self, data, stream_value):
+            return self.revive(super().create(data, stream_value))
+
+        def revive(self, handle):
             new = handle.binding().slice
             place = (id(new.page), new.offset_bytes)
             old = self.__dict__.setdefault("handed_out", {}).get(place)
@@ -38,12 +43,13 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A distribution with four backends: ``nosync``, ``nowait``, ``recycle`` (memory reused
     after a drop revives the dropped handle's bindings) and ``badxfail`` (faithful, but
     declaring overrides without a reason or without a test)."""
-    drivers = {
-        "nosync": (NOSYNC, "sync() resolves at once", {DECLARED: "sync is not a fence here"}),
-        "nowait": (NOWAIT, "streams are never ordered", {}),
-        "recycle": (RECYCLE, "reused memory revives dropped bindings", {}),
+    drivers = {  # name: (driver body, server body, what it does, its overrides)
+        "nosync": (NOSYNC, "", "sync() resolves at once", {DECLARED: "sync is not a fence here"}),
+        "nowait": (NOWAIT, "", "streams are never ordered", {}),
+        "recycle": (FAITHFUL, RECYCLE, "reused memory revives dropped bindings", {}),
         "badxfail": (
             FAITHFUL,
+            "",
             "bad overrides",
             {"test_memory::test_round_trip": "  ", "test_no_such_module::*": "a reason"},
         ),
@@ -53,8 +59,8 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "ruda-broken-drivers",
         {name: f"ruda_broken_{name}" for name in drivers},
         {
-            f"ruda_broken_{name}": driver_source(name, what, server, xfails=xfails)
-            for name, (server, what, xfails) in drivers.items()
+            f"ruda_broken_{name}": driver_source(name, what, driver, server=server, xfails=xfails)
+            for name, (driver, server, what, xfails) in drivers.items()
         },
     )
 

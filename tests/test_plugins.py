@@ -152,13 +152,13 @@ NOBUILD = driver_source(
             if os.environ.get("NOBUILD_FAIL") == "1":
                 raise CompilationError(LOG)
 
-        def _build(self, compiled):
+        def build(self, compiled):
             self._refuse()
-            return super()._build(compiled)
+            return super().build(compiled)
 
-        def _load_binary(self, compiled, binary):
+        def load_binary(self, compiled, binary):
             self._refuse()
-            return super()._load_binary(compiled, binary)""",
+            return super().load_binary(compiled, binary)""",
     version="1.0",
     preamble="""\
 import os
@@ -291,13 +291,13 @@ WIDEFAULT = driver_source(
     "a device that builds the probe kernel but crashes the process building lines of eight u64 "
     "(WIDE_CRASH=1) or returns them wrong (WIDE_WRONG=1), as PoCL 3 does on AMD's AVX-512 CPUs",
     """\
-        def _build(self, compiled):
+        def build(self, compiled):
             if compiled.definition.name == "ruda_probe_wide":
                 if os.environ.get("WIDE_CRASH") == "1":
                     os.kill(os.getpid(), signal.SIGSEGV)
                 if os.environ.get("WIDE_WRONG") == "1":
                     raise CompilationError("clCreateKernel failed: INVALID_KERNEL_NAME")
-            return super()._build(compiled)""",
+            return super().build(compiled)""",
     version="1.0",
     preamble="""\
 import os

@@ -98,7 +98,7 @@ def _adopt(
 ) -> Imported:
     elem, nbytes = check_usable(client, foreign, what)
     stream = client.execution_stream().value
-    handle = client.server.adopt(foreign.address, nbytes, foreign.owner, stream, producer)
+    handle = client.server.sharing.adopt(foreign.address, nbytes, foreign.owner, stream, producer)
     return Imported(handle, foreign.shape, foreign.strides, elem)
 
 
@@ -152,7 +152,7 @@ def import_dlpack(obj: object, client: ComputeClient) -> Imported:
     producer: DLPackExporter = obj  # type: ignore[assignment]  # checked above
     if hasattr(exporter, "__dlpack_device__"):
         _check_device(client, producer.__dlpack_device__(), what)
-    consumer = client.server.stream_handle(client.execution_stream().value)
+    consumer = client.server.sharing.stream_handle(client.execution_stream().value)
     try:
         try:
             capsule = producer.__dlpack__(stream=consumer, max_version=VERSION, copy=False)

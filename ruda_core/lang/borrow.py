@@ -111,7 +111,7 @@ class Borrowed:
 
     def __init__(self, client: ComputeClient, address: int, nbytes: int) -> None:
         self.nbytes = nbytes
-        self._binding = client.server.borrow(address, nbytes)
+        self._binding = client.server.sharing.borrow(address, nbytes)
 
     def binding(self) -> Any:
         return self._binding

@@ -1,7 +1,8 @@
 """The runtime contracts: what a backend implements and what a kernel author calls.
 
-``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py), a
-launch's arguments (arguments.py) and geometry (dims.py), compiled kernels (compiler.py,
+``Runtime`` (backend.py), ``ComputeClient`` (client.py), ``ComputeServer`` (server.py, a
+facade over its parts) and the driver contract it is built from (driver.py), a launch's
+arguments (arguments.py) and geometry (dims.py), compiled kernels (compiler.py,
 kernels.py), captured launches (capture.py), devices (device.py), memory (memory/), tensor
 layouts (layout.py), streams, futures, profiling and properties; the error tree
 (``ruda_core/errors.py``) is re-exported here.
@@ -41,14 +42,26 @@ from .client import ComputeClient, CopyDescriptor, PreparedLaunch
 from .compiler import CompiledKernel, CompileOptions, Compiler, KernelTask, RudaTask
 from .device import Device, DeviceId, IndexedDevice
 from .dims import BoundsCheckMode, ExecutionMode, RudaCount, RudaDim
+from .driver import (
+    Bytes,
+    CopyDriver,
+    Driver,
+    KernelDriver,
+    KernelLaunch,
+    QueueDriver,
+    Run,
+    SharingDriver,
+)
 from .future import Promise, RudaFuture, wait_until
 from .kernels import LoadedKernel
+from .launches import KernelLauncher, LaunchSite, dynamic_count_error
 from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
 from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent
 from .properties import DeviceProperties, Feature, Features, TargetProperties
-from .server import Bytes, ComputeServer, ServerStream
+from .server import ComputeServer
 from .stream import StreamId
+from .stream_table import ServerStream, poisoned_input
 
 __all__ = [
     "AutotuneError",
@@ -65,11 +78,13 @@ __all__ = [
     "ComputeClient",
     "ComputeServer",
     "CopyDescriptor",
+    "CopyDriver",
     "DeploymentTagsError",
     "Device",
     "DeviceId",
     "DeviceProperties",
     "DeviceTimeout",
+    "Driver",
     "ExecutionMode",
     "ExitTimeoutWarning",
     "Feature",
@@ -82,10 +97,14 @@ __all__ = [
     "InteropError",
     "InvalidHandle",
     "IoError",
+    "KernelDriver",
+    "KernelLaunch",
+    "KernelLauncher",
     "KernelTask",
     "LaunchArgs",
     "LaunchConfigError",
     "LaunchError",
+    "LaunchSite",
     "LayoutError",
     "LazyType",
     "LoadedKernel",
@@ -98,16 +117,19 @@ __all__ = [
     "ProfileDuration",
     "ProfileTrace",
     "Promise",
+    "QueueDriver",
     "RudaCount",
     "RudaDim",
     "RudaFuture",
     "RudaPanic",
     "RudaTask",
     "RudaWarning",
+    "Run",
     "Runtime",
     "ServerError",
     "ServerStream",
     "ServerUnhealthy",
+    "SharingDriver",
     "Stamp",
     "Storage",
     "StreamId",
@@ -119,6 +141,8 @@ __all__ = [
     "ValidationError",
     "WorkerLost",
     "contiguous_strides",
+    "dynamic_count_error",
     "is_contiguous_or_pitched",
+    "poisoned_input",
     "wait_until",
 ]

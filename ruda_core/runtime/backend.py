@@ -28,6 +28,7 @@ from .server import ComputeServer
 
 __all__ = ["IndexedRuntime", "LazyType", "Runtime"]
 
+
 class LazyType:
     """A class attribute naming a type by ``"module:Name"``, imported on first access.
 

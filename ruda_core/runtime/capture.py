@@ -4,11 +4,10 @@ enqueues the whole recording again.
 
 A :class:`Recording` is a server's state of one open capture: the stream it records, the thread
 that opened it, the steps recorded so far and the owners of the memory they use, held so the
-memory stays alive as long as the graph does. :class:`Captures` is the generic half of a
-server's captures (what its ``begin_capture``, ``end_capture`` and ``abort_capture`` do, and
-the refusals inside a capture); it turns a finished recording into a replay through the
-backend's ``_capture`` hook. This module imports no driver and enqueues only through the
-server's hooks.
+memory stays alive as long as the graph does. :class:`Captures` is a server's captures part
+(what its ``begin_capture``, ``end_capture`` and ``abort_capture`` do, and the refusals inside
+a capture); it turns a finished recording into a replay with the public methods of the server's
+launches and transfers and the driver's ``capture`` hook. This module imports no driver.
 """
 
 from __future__ import annotations
@@ -23,14 +22,16 @@ from ..errors import CaptureError
 from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .compiler import RudaTask
-from .kernels import LoadedKernel
 from .memory.handle import Binding
 
 if TYPE_CHECKING:
     from .client import ComputeClient
-    from .server import ComputeServer, ServerStream
+    from .driver import Run
+    from .launches import Launches
+    from .stream_table import StreamTable
+    from .transfers import Transfers
 
-__all__ = ["CapturedCopy", "CapturedLaunch", "Captures", "Graph", "PreparedStep", "Recording"]
+__all__ = ["CapturedCopy", "CapturedLaunch", "Captures", "Graph", "Recording"]
 
 
 class CapturedLaunch(NamedTuple):
@@ -50,18 +51,6 @@ class CapturedCopy(NamedTuple):
 
 #: a step of a recording, in the order the stream received it
 Captured = CapturedLaunch | CapturedCopy
-
-
-class PreparedStep(NamedTuple):
-    """A launch checked and built once (for ``prepare`` and captures): its arguments with tuples
-    for sequences, its loaded kernel, and what the backend's ``_prepare`` made of it (None where
-    the generic path must run each time: Validate, a dynamic or an empty count)."""
-
-    task: RudaTask
-    args: LaunchArgs
-    mode: ExecutionMode
-    kernel: LoadedKernel
-    fast: Callable[[ServerStream], None] | None
 
 
 class Recording:
@@ -85,75 +74,78 @@ class Recording:
 class Captures:
     """The open captures of one server, by the stream value each records.
 
-    :param server: the server whose launches are recorded and whose hooks replay them.
+    :param streams: the server's streams and lock.
     """
 
-    __slots__ = ("_server", "open")
+    __slots__ = ("open", "streams")
 
-    def __init__(self, server: ComputeServer) -> None:
-        self._server = server
-        #: open recordings by stream value (the server reads it on every launch)
+    def __init__(self, streams: StreamTable) -> None:
+        self.streams = streams
+        #: open recordings by stream value (read on every launch)
         self.open: dict[int, Recording] = {}
 
     def begin(self, stream_value: int) -> Recording:
         """See ``ComputeServer.begin_capture``."""
-        server = self._server
+        streams = self.streams
         thread = threading.get_ident()
-        with server.lock:
+        with streams.lock:
             for open_ in self.open.values():
                 if open_.stream_value == stream_value or open_.thread == thread:
                     raise CaptureError(
-                        f"stream {open_.stream_value} of {server.device_id} is already being "
+                        f"stream {open_.stream_value} of {streams.device} is already being "
                         "captured; captures do not nest: end that `with client.capture()` block "
                         "first (a graph may replay another graph inside its block)"
                     )
             recording = self.open[stream_value] = Recording(stream_value, thread)
             return recording
 
-    def end(self, recording: Recording) -> Callable[[int], None]:
-        """See ``ComputeServer.end_capture``. Where a recorded launch is validated or has a
-        dynamic count, or while a profile runs or a binding is poisoned, a replay enqueues each
-        launch as a prepared launch would and each copy as ``ComputeServer.copy`` does."""
-        server = self._server
-        with server.lock:
+    def end(
+        self, recording: Recording, launches: Launches, transfers: Transfers
+    ) -> Callable[[int], None]:
+        """See ``ComputeServer.end_capture``: every recorded launch is prepared by
+        ``launches`` and every copy by the driver, and the driver's ``capture`` makes them one
+        run. Where a recorded launch is validated or has a dynamic count, or while a profile
+        runs or a binding is poisoned, a replay enqueues each launch as a prepared launch would
+        and each copy as ``transfers.copy`` does."""
+        streams = self.streams
+        driver = launches.driver
+        with streams.lock:
             self._close(recording)
-            runs: list[Callable[[ServerStream], None] | None] = []
+            runs: list[Run | None] = []
             replays: list[Callable[[int], None]] = []
             used: dict[int, Binding] = {}
             for captured in recording.launches:
                 if isinstance(captured, CapturedCopy):
-                    runs.append(server._prepare_copy(*captured))
-                    replays.append(partial(server.copy, *captured))
+                    runs.append(driver.prepare_copy(*captured))
+                    replays.append(partial(transfers.copy, *captured))
                     uses: Sequence[Binding] = captured
                 else:
                     task, args, mode = captured
                     if args.count.binding is None and not args.count.num_cubes:
                         continue  # empty: runs nothing
-                    step = server._prepare_step(task, args, mode)
+                    step = launches.prepare_step(task, args, mode)
                     runs.append(step.fast)
-                    replays.append(server._replayer(step))
+                    replays.append(launches.replayer(step))
                     dynamic = step.args.count.binding
                     uses = step.args.bindings if dynamic is None else (*step.args.bindings, dynamic)
                 for b in uses:
                     used[id(b)] = b
             fast = [run for run in runs if run is not None]
-            whole = server._capture(fast) if runs and len(fast) == len(runs) else None
+            whole = driver.capture(fast) if runs and len(fast) == len(runs) else None
         bindings = tuple(used.values())
-        launches = tuple(recording.launches)
+        steps = tuple(recording.launches)
         captures = self.open
-        streams, n_streams = server._streams, server.max_streams
+        profiler = launches.profiler
 
         def replay(stream_value: int) -> None:
-            if captures and self.record(launches, stream_value):
+            if captures and self.record(steps, stream_value):
                 return
             if whole is not None:
-                lock = server.lock  # read each time: a fork replaces it
+                lock = streams.lock  # read each time: a fork replaces it
                 lock.acquire()  # not ``with``: its protocol costs as much again
                 try:
-                    stream = streams.get(stream_value % n_streams)  # _stream(), inlined
-                    if stream is None:
-                        stream = server._stream(stream_value)
-                    if not server._use_bindings(stream, bindings) and server._profile is None:
+                    stream = streams.get(stream_value)
+                    if not streams.use(stream, bindings) and not profiler.active:
                         whole(stream)
                         return
                 finally:
@@ -165,7 +157,7 @@ class Captures:
 
     def abort(self, recording: Recording) -> None:
         """See ``ComputeServer.abort_capture``."""
-        with self._server.lock:
+        with self.streams.lock:
             self._close(recording)
 
     def _close(self, recording: Recording) -> None:
@@ -179,8 +171,8 @@ class Captures:
         :raises CaptureError: for a launch or copy of a capturing thread on another stream.
         :raises InvalidHandle: for a freed or foreign binding, as a launch does.
         """
-        server = self._server
-        with server.lock:
+        streams = self.streams
+        with streams.lock:
             recording = self.open.get(stream_value)
             if recording is None:
                 first = launches[0]
@@ -205,8 +197,8 @@ class Captures:
                 for b in used:
                     ref = b.slice.owner
                     owner = ref() if ref is not None else None
-                    if b.server_id != server.server_id or b.slice.freed or owner is None:
-                        raise server.bad_binding(b)
+                    if b.server_id != streams.server_id or b.slice.freed or owner is None:
+                        raise streams.bad_binding(b)
                     owners.append(owner)
                 frozen.append(captured)
             recording.keep += owners
@@ -217,7 +209,7 @@ class Captures:
         """:raises CaptureError: naming ``call`` when ``stream_value`` is being captured or the
         calling thread is capturing a stream of this server."""
         thread = threading.get_ident()
-        device = self._server.device_id
+        device = self.streams.device
         for recording in list(self.open.values()):  # other threads may open or end one
             if recording.stream_value == stream_value:
                 raise CaptureError(

@@ -33,13 +33,14 @@ from .capture import Graph
 from .compiler import RudaTask
 from .device import DeviceId
 from .dims import BoundsCheckMode, RudaCount, RudaDim, integral
+from .driver import Bytes
 from .future import RudaFuture
 from .layout import Strided, contiguous_strides
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
 from .properties import DeviceProperties, Feature, Features
-from .server import Bytes, ComputeServer, ModeLaunch
+from .server import ComputeServer
 from .stream import StreamId, thread_stream
 
 if TYPE_CHECKING:
@@ -53,10 +54,10 @@ _CHECKED = ExecutionMode.CHECKED
 _new_args = tuple.__new__
 
 
-#: What :meth:`ComputeClient.launcher` returns: ``run(count, dim, bindings, scalars,
-#: metadata)`` on the client's stream, with ``kept`` and ``producer`` (False: refused while a
-#: capture is open, nothing enqueued); see :class:`~.server.ModeLaunch`.
-ClientLaunch = ModeLaunch
+#: What :meth:`ComputeClient.launcher` returns: a launcher's fast method, ``run(count, dim,
+#: bindings, scalars, metadata)`` on the client's stream, with ``kept`` and ``producer`` (False:
+#: refused while a capture is open, nothing enqueued); see :class:`~.launches.KernelLauncher`.
+ClientLaunch = Callable[..., bool | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ class PreparedLaunch:
     def launch(self) -> None:
         """Enqueue the launch and return at once; errors surface as for ``launch``."""
         client = self._client
-        stream = client._stream
+        stream = client.pinned
         self._replay((stream if stream is not None else StreamId.current()).value)
 
 
@@ -112,7 +113,7 @@ class ComputeClient:
         runtime define.
     """
 
-    __slots__ = ("_device", "_launch_limits", "_runtime", "_server", "_stream")
+    __slots__ = ("_device", "_launch_limits", "_runtime", "_server", "pinned")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
     #: reentrant: a driver's server factory may open another device's client (its reference)
@@ -127,7 +128,9 @@ class ComputeClient:
     ) -> None:
         self._device = device
         self._server = server
-        self._stream = stream
+        #: the stream this client is pinned to (``set_stream``, ``fixed_execution_queue``);
+        #: None: the calling thread's
+        self.pinned = stream
         self._runtime: type[Runtime] | None = (
             runtime if runtime is not None else getattr(server, "runtime", None)
         )
@@ -274,12 +277,12 @@ class ComputeClient:
     # -- streams -------------------------------------------------------------------------------
     def execution_stream(self) -> StreamId:
         """The explicitly assigned stream, else the calling thread's current stream."""
-        return self._stream if self._stream is not None else StreamId.current()
+        return self.pinned if self.pinned is not None else StreamId.current()
 
     def set_stream(self, stream: StreamId) -> None:
         """Unsafe: pin this client object to ``stream``. Adds no ordering between work already
         queued on the previous stream and work queued after the call."""
-        self._stream = stream
+        self.pinned = stream
 
     def same_execution_queue(self, other: ComputeClient) -> bool:
         """Same device server and same currently resolved stream. Not a completion check."""
@@ -303,7 +306,7 @@ class ComputeClient:
         """
         if type(nbytes) is not int or nbytes < 0:
             nbytes = _check_nbytes(nbytes)
-        stream = self._stream  # execution_stream(), inlined: every op result is allocated
+        stream = self.pinned  # execution_stream(), inlined: every op result is allocated
         if stream is None:
             stream = getattr(thread_stream, "stream", None) or StreamId.current()
         return self._server.empty(nbytes, stream.value)
@@ -473,9 +476,9 @@ class ComputeClient:
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.
         """
-        self._admit(task, count, dim, scalars)
+        self.admit(task, count, dim, scalars)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-        stream = self._stream  # execution_stream(), inlined
+        stream = self.pinned  # execution_stream(), inlined
         if stream is None:
             stream = getattr(thread_stream, "stream", None) or StreamId.current()
         self._server.launch(task, args, _CHECKED, stream.value)
@@ -484,15 +487,16 @@ class ComputeClient:
         """``launch(task, ...)`` on this client as one function ``run(count, dim, bindings,
         scalars, metadata)``, with what is fixed per task (the server's lookups, a geometry
         already found within the device's limits) done once: the same checks, raised at once,
-        and the same stream resolution at each call (the server's launcher, with this client as
-        its :class:`~.server.LaunchSite`). Meant to be kept by whoever launches ``task`` often.
+        and the same stream resolution at each call: the fast method of the server's
+        :class:`~.launches.KernelLauncher`, with this client as its
+        :class:`~.launches.LaunchSite`. Meant to be kept by whoever launches ``task`` often.
 
         :param mode: the execution mode of every launch; ``launch_unchecked``'s is
             ``BoundsCheckMode.current().execution_mode`` (read it when the mode may change).
         """
-        return self._server.launcher(task, mode, self)
+        return self._server.launcher(task, mode, self).fast
 
-    def _admit(
+    def admit(
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
     ) -> bool:
         """Check a launch's geometry and shared memory against the device's limits; True when
@@ -531,7 +535,7 @@ class ComputeClient:
         self._check_limits(task, count, dim, scalars)
         mode = BoundsCheckMode.current().execution_mode
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-        stream = self._stream
+        stream = self.pinned
         value = (stream if stream is not None else StreamId.current()).value
         self._server.launch(task, args, mode, value)
 
@@ -652,7 +656,7 @@ class ComputeClient:
         return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"
 
     def __repr__(self) -> str:
-        pinned = f", stream={self._stream.value}" if self._stream is not None else ""
+        pinned = f", stream={self.pinned.value}" if self.pinned is not None else ""
         return f"ComputeClient({self._device}{pinned})"
 
 

@@ -96,7 +96,7 @@ def _retire_in_child() -> None:
             )
             + _REMEDY
         )
-        server.lock = _RetiredLock(server.retired)  # type: ignore[assignment]  # raises on use
+        server.lock = _RetiredLock(server.retired)
     _live.clear()
 
 

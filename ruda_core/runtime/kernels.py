@@ -1,8 +1,8 @@
 """``KernelCache``: the compiled kernels of one server, each a :class:`LoadedKernel`.
 
 It holds one table per :class:`ExecutionMode` of loaded kernels by task key, the persistent cache
-of built kernels (``DiskCache(CacheKind.KERNELS)``, each listed under the server's
-``cache_origin`` and the kernel's name, through the server's ``_binary``/``_load_binary``
+of built kernels (``DiskCache(CacheKind.KERNELS)``, each listed under the cache's ``origin``
+and the kernel's name, through the driver's ``binary``/``load_binary``
 hooks, only for a backend with a driver fingerprint) and the source dumps of
 ``RUDA_DUMP_SOURCE``. A kernel is compiled and built at its first lookup, under the server's lock;
 a build that fails raises and is not cached, so the next lookup tries again. This module never
@@ -38,14 +38,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsupportedFeature
 from ..ir import ExecutionMode
-from .cache import CacheKind, DiskCache, code_fingerprint, digest
-from .compiler import CompiledKernel, RudaTask
+from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
+from .compiler import CompiledKernel, CompileOptions, RudaTask
+from .properties import DeviceProperties, Features
 
 if TYPE_CHECKING:
-    from .server import ComputeServer
+    from .driver import KernelDriver
 
 __all__ = [
     "DEFAULT_MAX_LOADED_KERNELS",
+    "BuildTarget",
     "CompileStats",
     "KernelCache",
     "LoadedKernel",
@@ -74,11 +76,33 @@ class LoadedKernel:
     built from it, made once per (task, mode) and passed to every ``_launch``/``_prepare``.
 
     :param compiled: the compiler's output (source, argument rows, report names …).
-    :param built: what the server's ``_build`` (or ``_load_binary``) returned for it.
+    :param built: what the driver's ``build`` (or ``load_binary``) returned for it.
     """
 
     compiled: CompiledKernel
     built: Any
+
+
+@dataclass(frozen=True, slots=True)
+class BuildTarget:
+    """What a server's kernels are compiled for, and what keys them in the persistent cache.
+
+    :param options: the device's compile options.
+    :param features: the device's features (a kernel using a matrix configuration it lacks is
+        refused before it is compiled).
+    :param properties: the device's properties.
+    :param properties_fingerprint: the device's hardware/capability identity.
+    :param driver_fingerprint: the loaded driver stack's identity; None keeps built kernels in
+        this process only.
+    :param device: the device, as errors name it.
+    """
+
+    options: CompileOptions
+    features: Features
+    properties: DeviceProperties
+    properties_fingerprint: str
+    driver_fingerprint: str | None
+    device: object
 
 
 class CompileStats:
@@ -117,7 +141,8 @@ class KernelCache:
     thread-safe: the server calls it with its lock held (but a task may die on any thread:
     that only queues its kernel, let go at the next :meth:`get` miss or :meth:`collect`).
 
-    :param server: the server whose compiler, options and build hooks make the kernels.
+    :param driver: the driver whose compiler and build hooks make the kernels.
+    :param target: what the kernels are compiled for and keyed by.
     :param retire: called with the kernels let go (lock held), to keep them alive until the
         work already enqueued with them is done.
     """
@@ -127,18 +152,29 @@ class KernelCache:
         "_capacity",
         "_checked",
         "_disk",
+        "_driver",
         "_dump_dir",
         "_owners",
         "_recent",
         "_released",
         "_retire",
-        "_server",
+        "_target",
         "_watchers",
+        "origin",
         "stats",
     )
 
-    def __init__(self, server: ComputeServer, retire: Callable[[list[LoadedKernel]], None]) -> None:
-        self._server = server
+    def __init__(
+        self,
+        driver: KernelDriver,
+        target: BuildTarget,
+        retire: Callable[[list[LoadedKernel]], None],
+    ) -> None:
+        self._driver = driver
+        self._target = target
+        #: the driver and device persisted kernels are listed under (``ruda cache``); set by
+        #: each client made of the server
+        self.origin = EntryOrigin("", "")
         self._retire = retire
         #: one table per mode, looked up by identity on the hot path
         self._by_mode: dict[ExecutionMode, dict[str, LoadedKernel]] = {m: {} for m in ExecutionMode}
@@ -250,21 +286,21 @@ class KernelCache:
         return self._by_mode[mode].pop(key)
 
     def _compile_and_build(self, task: RudaTask, mode: ExecutionMode) -> LoadedKernel:
-        server = self._server
-        _check_matrices(server, task)
-        compiled = task.compile(server.compiler, server.compile_options(), mode)
+        driver, target = self._driver, self._target
+        _check_matrices(target, self.origin, task)
+        compiled = task.compile(driver.compiler, target.options, mode)
         self._dump(task, compiled)  # before building: a source that fails to build is dumped too
         disk_key = self._disk_key(task, mode)
         if disk_key is not None:
             loaded = self._load_cached(disk_key, compiled)
             if loaded is not None:
                 return loaded
-        built = server._build(compiled)
+        built = driver.build(compiled)
         self.stats.compiled += 1
         if disk_key is not None and self._disk is not None:
-            binary = server._binary(built)
+            binary = driver.binary(built)
             if binary is not None:
-                origin = replace(server.cache_origin, label=task.name)
+                origin = replace(self.origin, label=task.name)
                 self._disk.put(disk_key, _encode(compiled, binary), origin)
         return LoadedKernel(compiled, built)
 
@@ -272,27 +308,27 @@ class KernelCache:
         if self._dump_dir:
             folder = Path(self._dump_dir)
             folder.mkdir(parents=True, exist_ok=True)
-            suffix = self._server.compiler.source_suffix
+            suffix = self._driver.compiler.source_suffix
             name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}.{suffix}"
             (folder / name).write_text(compiled.source)
 
     def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
-        server = self._server
-        driver = server.driver_fingerprint()
+        target = self._target
+        driver = target.driver_fingerprint
         if driver is None:
             return None
         if self._disk is None:
             self._disk = DiskCache(CacheKind.KERNELS)
-        backend = type(server).__module__.partition(".")[0]
+        backend = type(self._driver).__module__.partition(".")[0]
         return digest(
             _KERNEL_FORMAT,
             task.key,
             mode.value,
-            server.compile_options(),
-            server.compiler.name,
+            target.options,
+            self._driver.compiler.name,
             code_fingerprint("ruda_core", backend),
             driver,
-            server.properties_fingerprint(),
+            target.properties_fingerprint,
             sys.version_info[:2],
         )
 
@@ -305,7 +341,7 @@ class KernelCache:
             return None
         try:
             binary = _decode(blob, compiled)
-            built = self._server._load_binary(compiled, binary)
+            built = self._driver.load_binary(compiled, binary)
         except Exception as exc:  # a stale or foreign entry, or one the driver refuses: rebuild
             disk.warn_unusable(
                 f"cached kernel {compiled.entrypoint} ({disk_key[:12]}) could not be loaded "
@@ -345,18 +381,18 @@ def _decode(blob: bytes, compiled: CompiledKernel) -> bytes:
     return binary
 
 
-def _check_matrices(server: ComputeServer, task: RudaTask) -> None:
+def _check_matrices(target: BuildTarget, origin: EntryOrigin, task: RudaTask) -> None:
     """Refuse a task that multiplies a matrix configuration the device lacks.
 
     :raises UnsupportedFeature: naming the kernel, the device and the configuration.
     """
-    features = server.features()
+    features = target.features
     missing = sorted(str(c) for c in task.matrix_configs if not features.supports_matrix(c))
     if missing:
         offered = ", ".join(sorted(str(c) for c in features.matrices)) or "none"
         raise UnsupportedFeature(
             f"kernel {task.name} uses cmma {'; '.join(missing)}, which "
-            f"{server.cache_origin.device or server.device_id} ({server.properties().name}) "
+            f"{origin.device or target.device} ({target.properties.name}) "
             f"does not support (it supports: {offered}). Choose a configuration from "
             "client.features().matrices"
         )

@@ -5,12 +5,12 @@ At exit (``atexit``), every server made in this process is given until
 of them) to finish the work queued on its streams. Work still unfinished then, such as a kernel
 that never ends and the copies queued behind it, is abandoned with an
 :class:`~ruda_core.errors.ExitTimeoutWarning` naming each stream and its kernel. Where the
-driver's own teardown would wait for that work forever (a server whose class sets
-``ComputeServer.teardown_waits``: Intel's OpenCL runtime finishes every queue when it is
-unloaded, CuPy frees its memory pools and ``cudaFree`` waits for the device), the process then ends at once with
-:data:`ABANDONED_EXIT_STATUS`, after writing out Python's and the C library's buffered output;
-the atexit handlers registered before ruda's first server do not run. Otherwise the exit goes on
-as usual.
+driver's own teardown would wait for that work forever (a driver whose class sets
+``Driver.teardown_waits``: Intel's OpenCL runtime finishes every queue when it is unloaded,
+CuPy frees its memory pools and ``cudaFree`` waits for the device), the process then ends at
+once with :data:`ABANDONED_EXIT_STATUS`, after writing out Python's and the C library's
+buffered output; the atexit handlers registered before ruda's first server do not run.
+Otherwise the exit goes on as usual.
 """
 
 from __future__ import annotations
@@ -94,9 +94,11 @@ def _at_exit() -> None:
     abandoned: list[str] = []
     driver_waits = False
     for server in list(_servers):
-        unfinished = server.unfinished_work(deadline)
+        if server.retired is not None:  # a fork's child: its parent's work is not its own
+            continue
+        unfinished = server.streams.unfinished_work(deadline)
         abandoned += unfinished
-        driver_waits |= bool(unfinished) and server.teardown_waits
+        driver_waits |= bool(unfinished) and server.driver.teardown_waits
     if not abandoned:
         return
     try:

@@ -119,7 +119,7 @@ class BackwardPlan:
             (grad_input, grad_weight, grad_bias), bound = buffers(
                 client, self.fused_nbytes, self.fused_parts
             )
-            queue = client.execution_stream().value % client.server.max_streams
+            queue = client.execution_stream().value % client.server.streams.size
             scratch = self.scratches.get(queue)
             if scratch is None:
                 scratch = self._new_scratch(client, queue)

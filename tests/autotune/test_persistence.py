@@ -131,20 +131,13 @@ def test_a_well_formed_entry_naming_an_unknown_winner_is_not_used(tmp_path, monk
     assert result.winner == "fast" and tuner.stats.benchmarked == 1
 
 
-class SessionOnlyServer(CpuServer):
-    """The NumPy device, with a driver stack it cannot identify across processes."""
-
-    def driver_fingerprint(self) -> None:
-        return None
-
-
 _ids = itertools.count(900)
 
 
 def test_no_driver_fingerprint_tunes_into_a_session_only_store(tmp_path, monkeypatch):
     monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path))
     index = next(_ids)
-    server = SessionOnlyServer(DeviceId(0, index))
+    server = CpuServer(DeviceId(0, index), fingerprint=None)  # a driver it cannot identify
     client = ComputeClient(("session-only-cpu", index), server, None, CpuRuntime)
     env = runtime_environment(client)
     assert env.driver_fingerprint is None and not env.persistent

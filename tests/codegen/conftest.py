@@ -23,7 +23,9 @@ from ruda_core.runtime import (
     CompiledKernel,
     CompileOptions,
     ComputeClient,
+    ComputeServer,
     KernelTask,
+    Storage,
     ValidationError,
 )
 from ruda_core.testing.selection import DeviceSelection, backend_of
@@ -62,7 +64,7 @@ class Target:
         """Build ``compiled`` with the device's driver, as its server does before a launch."""
         server = self.client.server
         with server.lock:
-            return server._build(compiled)
+            return server.driver.build(compiled)
 
     def run(
         self,
@@ -107,16 +109,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("plane_device", names, indirect=True, scope="session")
 
 
+def _server_with_options(
+    base: ComputeServer, storage: Storage, change: Callable[[CompileOptions], CompileOptions]
+) -> ComputeServer:
+    """A second server of ``base``'s device and driver whose code is generated with
+    ``change(base.compile_options())`` (the driver still builds it for the device itself)."""
+    return ComputeServer(
+        base.device_id,
+        storage,
+        base.driver,
+        base.properties(),
+        base.features(),
+        change(base.compile_options()),
+        fingerprint=base.driver_fingerprint(),
+    )
+
+
 def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
     """A second server on the GPU of ``cuda`` that generates code for :data:`OLD_ARCH`; NVRTC
     still builds it for the GPU's own architecture, so the fallbacks run there."""
     from ruda_cuda.server import CudaServer
+    from ruda_cuda.storage import CudaStorage
 
-    class OldArchServer(CudaServer):
-        def compile_options(self) -> CompileOptions:
-            return replace(super().compile_options(), extra=(("arch", OLD_ARCH),))
-
-    server = OldArchServer(cuda.device)
+    base = CudaServer(cuda.device)
+    storage = CudaStorage(base.properties().memory_nbytes, cuda.device.index)
+    server = _server_with_options(
+        base, storage, lambda options: replace(options, extra=(("arch", OLD_ARCH),))
+    )
     return ComputeClient((cuda.device, OLD_ARCH), server, None, cuda.runtime)
 
 
@@ -125,13 +144,13 @@ def _bare_subgroups_client(opencl: ComputeClient) -> ComputeClient:
     of :data:`BARE_DROPS` (the driver still offers them)."""
     from ruda_opencl.server import OpenCLServer
 
-    class BareSubgroupsServer(OpenCLServer):
-        def compile_options(self) -> CompileOptions:
-            options = super().compile_options()
-            extra = tuple((k, v) for k, v in options.extra if k not in BARE_DROPS)
-            return replace(options, extra=extra)
+    def drop(options: CompileOptions) -> CompileOptions:
+        extra = tuple((k, v) for k, v in options.extra if k not in BARE_DROPS)
+        return replace(options, extra=extra)
 
-    server = BareSubgroupsServer(opencl.device)
+    base = OpenCLServer(opencl.device)
+    storage = base.driver.storage  # type: ignore[attr-defined]  # an OpenCLDriver's
+    server = _server_with_options(base, storage, drop)
     return ComputeClient((opencl.device, "bare"), server, None, opencl.runtime)
 
 

@@ -224,12 +224,12 @@ def test_threads_that_come_and_go_share_the_scratches_of_the_servers_streams(cud
     def once() -> None:
         got.append([download(cuda, b) for b in layer_norm_backward(cuda, x, w, dy, mean, rstd)])
 
-    for _ in range(cuda.server.max_streams + 8):
+    for _ in range(cuda.server.streams.size + 8):
         t = threading.Thread(target=once)
         t.start()
         t.join()
-    assert len(got) == cuda.server.max_streams + 8
+    assert len(got) == cuda.server.streams.size + 8
     for grads in got:
         assert [a.tobytes() for a in grads] == [b.tobytes() for b in want]
     plans = [p for p in native._backward_plans.values() if p is not None and p.fused is not None]
-    assert plans and all(len(p.scratches) <= cuda.server.max_streams for p in plans)
+    assert plans and all(len(p.scratches) <= cuda.server.streams.size for p in plans)

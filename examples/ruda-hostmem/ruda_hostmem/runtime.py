@@ -11,6 +11,8 @@ import dataclasses
 import threading
 from typing import Any
 
+import numpy as np
+
 import ruda_core
 from ruda_core.runtime import (
     BackendUnavailable,
@@ -62,11 +64,13 @@ def server_class() -> type[ComputeServer]:
 
 def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
     class HostMemServer(base):  # type: ignore[valid-type,misc]  # a class chosen at run time
-        """The reference server's compiler and queues over :class:`MmapStorage` pages."""
+        """The reference server's driver (compiler and queues) over :class:`MmapStorage`
+        pages, with a driver identity of its own."""
 
         def __init__(self, device_id: DeviceId) -> None:
             storage = MmapStorage()
-            super().__init__(device_id, storage=storage)
+            fingerprint = f"ruda-hostmem 0.1.0 over numpy {np.__version__}"
+            super().__init__(device_id, storage=storage, fingerprint=fingerprint)
             self._hostmem_properties: DeviceProperties = dataclasses.replace(
                 super().properties(),
                 name="hostmem (mmap pages)",
@@ -76,9 +80,6 @@ def _make_server_class(base: type[ComputeServer]) -> type[ComputeServer]:
 
         def properties(self) -> DeviceProperties:
             return self._hostmem_properties
-
-        def driver_fingerprint(self) -> str:
-            return f"ruda-hostmem 0.1.0 over {super().driver_fingerprint()}"
 
     return HostMemServer
 

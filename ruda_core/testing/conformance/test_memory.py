@@ -26,7 +26,7 @@ from ruda_core.runtime import (
     RudaCount,
     RudaDim,
 )
-from ruda_core.runtime import server as server_module
+from ruda_core.runtime.stream_table import KEEP_BATCH
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
 
@@ -280,12 +280,12 @@ def test_kept_owners_outlive_the_work_queued_before_them_batch_after_batch(clien
     a new batch's fence may be a done batch's, recorded again, and must then wait for the work
     queued before it like a new one."""
     server, stream = client.server, client.execution_stream().value
-    batch = server_module._KEEP_BATCH
+    batch = KEEP_BATCH
 
     def keep(count: int) -> list[weakref.ref]:
         owners = [_Owner() for _ in range(count)]
         for owner in owners:
-            server.keep_alive(stream, (owner,), None)
+            server.sharing.keep_alive(stream, (owner,), None)
         return [weakref.ref(o) for o in owners]
 
     settle(client)

@@ -1,0 +1,264 @@
+"""A server's streams: the state of each stream, and the checks that every use of memory on a
+stream goes through.
+
+:class:`StreamTable` maps stream values onto the driver's queues and holds the server's lock.
+Its :meth:`~StreamTable.use` is the one place a binding is accepted on a stream: it must be the
+device's and live, work on another stream that last used it is waited for (an event wait, never
+the host), and poison is reported. A failure of enqueued work is recorded on its stream with
+:meth:`ServerStream.fail` and raised at the stream's next flush, sync or read; other libraries'
+objects that queued work borrows are kept alive, batch by batch, until that work is done
+(:meth:`~StreamTable.keep`). The parts of a server that enqueue work (launches, transfers,
+sharing, captures) use it through its public methods. It calls only the driver's queue hooks
+and imports no driver.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import DeviceTimeout, InvalidHandle, LaunchError, ServerError
+from .future import RudaFuture, wait_until
+from .memory.handle import Binding, Handle
+from .memory.management import Fence, MemoryManagement
+from .reports import ReportLog
+from .shutdown import keep_forever
+
+if TYPE_CHECKING:
+    from .compiler import RudaTask
+    from .driver import QueueDriver
+
+__all__ = ["KEEP_BATCH", "MAX_KEPT_BATCHES", "ServerStream", "StreamTable", "poisoned_input"]
+
+T = TypeVar("T")
+
+#: owners kept per stream before they are fenced as one batch (see :meth:`StreamTable.keep`)
+KEEP_BATCH = 64
+#: fenced batches of kept owners a stream holds before the host waits for the oldest: the
+#: back-pressure that bounds the launches with borrowed arrays queued ahead of a device (and the
+#: arrays they keep alive) to about ``KEEP_BATCH * (MAX_KEPT_BATCHES + 1)`` per stream
+MAX_KEPT_BATCHES = 16
+
+
+class ServerStream:
+    """Per-stream state of a server. Drivers subclass it to hold their queue."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.error: ServerError | None = None
+        #: Validate-mode reports since the last sync (made at the first validated launch)
+        self.reports: ReportLog | None = None
+        #: what keeps other libraries' memory alive for work queued since the last fence of
+        #: them (see :meth:`StreamTable.keep`)
+        self.kept: list[object] = []
+        #: earlier batches of ``kept``, each with the fence after the work that used it
+        self.fenced: deque[tuple[Fence, list[object]]] = deque()
+        #: other libraries' stream handles whose queued work the driver itself orders before
+        #: this stream's (the stream's own handle; on CUDA, the legacy stream for a blocking one)
+        self.ordered_producers: frozenset[int] = frozenset()
+
+    def fail(
+        self, error: ServerError, bindings: Sequence[Binding], task: RudaTask | None = None
+    ) -> None:
+        """Record a failure of enqueued work: the stream's first pending error (raised at its
+        next flush, sync or read), and poison on every buffer the work could have written (all
+        of ``bindings`` without a ``task``). Drivers call it from their queues, when the work
+        runs; safe without the lock."""
+        if self.error is None:
+            self.error = error
+        for k, b in enumerate(bindings):
+            if task is None or task.writes(k):
+                b.slice.error = error
+
+    def take_error(self) -> ServerError | None:
+        error, self.error = self.error, None
+        return error
+
+
+def poisoned_input(task: RudaTask, bindings: Sequence[Binding]) -> LaunchError | None:
+    """The error to record when a read-only input of ``task`` is poisoned, else None."""
+    for k, b in enumerate(bindings):
+        if b.slice.error is not None and not task.writes(k):
+            error = LaunchError(
+                f"kernel {task.name} was not run: its input #{k} holds no valid data "
+                f"after an earlier failure ({b.slice.error})"
+            )
+            error.__cause__ = b.slice.error
+            return error
+    return None
+
+
+class StreamTable:
+    """The streams of one server and its lock.
+
+    :param queue: the driver's streams and events.
+    :param memory: the server's pools (handles dropped since the last use are fenced first).
+    :param server_id: the identity bindings of this server carry.
+    :param device: the device, as errors name it.
+    """
+
+    __slots__ = ("by_slot", "device", "lock", "memory", "queue", "server_id", "size")
+
+    def __init__(
+        self, queue: QueueDriver, memory: MemoryManagement, server_id: int, device: object
+    ) -> None:
+        #: taken by every public method of the server; never held across a call that takes it
+        #: again. In a forked child it is replaced by one that raises (see :mod:`.fork`).
+        self.lock: Any = threading.Lock()
+        self.queue = queue
+        self.memory = memory
+        self.server_id = server_id
+        self.device = device
+        #: the driver's queues, by slot
+        self.by_slot: dict[int, ServerStream] = {}
+        #: slots: a stream value maps onto slot ``value % size``
+        self.size = queue.max_streams
+
+    def get(self, value: int) -> ServerStream:
+        """The stream of a stream value, its queue made at first use (lock held)."""
+        slot = value % self.size
+        stream = self.by_slot.get(slot)
+        if stream is None:
+            stream = self.by_slot[slot] = self.queue.new_stream(slot)
+        return stream
+
+    def reserve(self, nbytes: int, stream: ServerStream) -> Handle:
+        """A handle of ``nbytes`` new (uninitialised) bytes of the pools, first used on
+        ``stream`` (lock held; waits and raises as ``MemoryManagement.reserve``)."""
+        memory = self.memory
+        return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
+
+    def use(self, stream: ServerStream, bindings: Sequence[Binding]) -> bool:
+        """Accept ``bindings`` for work on ``stream`` (lock held): refuse foreign or freed ones,
+        order their use after the stream that used each last, and return whether any is
+        poisoned. Handles dropped since the last memory operation are fenced first, before this
+        work, so their memory is free as soon as the work queued before the drop is done.
+
+        :raises InvalidHandle: for a binding of a dropped handle or of another server.
+        """
+        memory = self.memory
+        if memory.dropped:
+            memory.drain()
+        server_id = self.server_id
+        poisoned = False
+        for b in bindings:
+            s = b.slice
+            if b.server_id != server_id or s.freed:
+                raise self.bad_binding(b)
+            if s.stream is not stream:
+                if s.stream is not None:
+                    self.queue.wait(stream, self.queue.fence(s.stream))
+                s.stream = stream
+            if s.error is not None:
+                poisoned = True
+        return poisoned
+
+    def bad_binding(self, binding: Binding) -> InvalidHandle:
+        """The error for a binding of a dropped handle or of another server."""
+        if binding.slice.freed:
+            return InvalidHandle(
+                f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
+            )
+        return InvalidHandle(
+            f"{binding!r} belongs to another device's server, not {self.device}; copy the "
+            "data to this device first"
+        )
+
+    def raise_pending(self, stream: ServerStream) -> None:
+        """Raise the stream's pending error, if any (takes the lock)."""
+        with self.lock:
+            error = stream.take_error()
+        if error is not None:
+            raise error
+
+    def keep(self, stream: ServerStream, owners: Sequence[object]) -> Fence | None:
+        """Keep ``owners`` alive until a fence recorded on the stream after the work enqueued
+        so far is done (lock held): they join the stream's batch, and a full batch is fenced
+        first, so the owners added now wait for a later fence. Returns what the caller must
+        wait for once the lock is released, as :meth:`fence_kept`."""
+        backlog = self.fence_kept(stream) if len(stream.kept) >= KEEP_BATCH else None
+        stream.kept += owners
+        return backlog
+
+    def fence_kept(self, stream: ServerStream) -> Fence | None:
+        """Fence the stream's kept owners as one batch; let go of batches whose work is done,
+        recording the last of their fences again for the new batch (lock held). Returns the
+        oldest batch's fence when more than :data:`MAX_KEPT_BATCHES` are still in flight: the
+        caller waits for it once the lock is released (never with it: a worker of this device
+        may need another server's lock that a thread waiting for this one holds), so a launch
+        loop with borrowed arrays cannot run unboundedly ahead of the device."""
+        done = self.let_go_kept(stream)
+        fenced = stream.fenced
+        if stream.kept:
+            queue = self.queue
+            fence = queue.fence(stream) if done is None else queue.refence(stream, done)
+            fenced.append((fence, stream.kept))
+            stream.kept = []
+        return fenced[0][0] if len(fenced) > MAX_KEPT_BATCHES else None
+
+    def let_go_kept(self, stream: ServerStream) -> Fence | None:
+        """Let go of the stream's kept batches whose work is done (lock held); the last of
+        their fences, which nobody holds any more, or None."""
+        fenced = stream.fenced
+        done = None
+        while fenced and fenced[0][0].done():
+            done = fenced.popleft()[0]
+        return done
+
+    # -- what the streams are doing ------------------------------------------------------------
+    def busy(self) -> list[str]:
+        """What every stream that is not done is doing, as far as the driver can tell
+        (``"stream 0 of opencl:0: kernel spin is running"``); never blocks."""
+        busy = self.queue.busy
+        return [
+            f"stream {s.slot} of {self.device}: {doing}"
+            for s in list(self.by_slot.values())
+            if (doing := busy(s)) is not None
+        ]
+
+    def unfinished_work(self, deadline: float) -> list[str]:
+        """Wait until ``deadline`` (a ``time.monotonic()`` time) for the work queued so far on
+        every stream, and return a line for each stream still not done then, naming what it is
+        doing when the driver can tell (used at interpreter exit, see :mod:`.shutdown`). Never
+        raises the work's errors."""
+        if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            return [f"{self.device}: a thread held its server past the exit's wait"]
+        try:
+            syncs = [(s, self.queue.sync(s)) for s in self.by_slot.values()]
+        finally:
+            self.lock.release()
+        unfinished = []
+        for stream, future in syncs:
+            if not wait_until(future.done, max(deadline - time.monotonic(), 0)):
+                doing = self.queue.busy(stream) or "its queued work has not finished"
+                unfinished.append(f"stream {stream.slot} of {self.device}: {doing}")
+                keep_forever(future)  # freeing a driver's event may wait for its work
+        return unfinished
+
+    def explained(self, future: RudaFuture[T], stream: ServerStream, what: str) -> RudaFuture[T]:
+        """``future`` whose timed-out ``result`` raises a :class:`DeviceTimeout` naming what
+        the device's streams are still doing."""
+
+        def wait(timeout: float | None) -> T:
+            try:
+                return future.result(timeout)
+            except DeviceTimeout:
+                raise
+            except TimeoutError as exc:
+                busy = self.busy()
+                raise DeviceTimeout(
+                    f"{what} of stream {stream.slot} on {self.device} was not complete "
+                    f"within {timeout} s; "
+                    + (
+                        f"still busy: {'; '.join(busy)}. A kernel that never ends holds up "
+                        "the work queued after it, and on a device that runs one kernel at a "
+                        "time every other stream's work too: fix its loop's exit condition"
+                        if busy
+                        else "no kernel of this device is known to be running; wait longer"
+                    )
+                ) from exc
+
+        return RudaFuture(wait, future.done)
