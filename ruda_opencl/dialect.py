@@ -180,6 +180,9 @@ class OpenCLDialect(Dialect):
     kernel_prefix = "__kernel void"
     shared_qualifier = "__local"
     dynamic_shared = "argument"
+    #: NVIDIA's driver aligns a ``__local uchar*`` argument to one byte: a double carved out of
+    #: it at a multiple of 16 bytes then faulted (-9999); a ``uint4`` base is 16-byte aligned
+    shared_argument_ctype = "uint4"
     offset_type = "ulong"
     int_suffix = {Elem.U32: "u", Elem.I64: "L", Elem.U64: "UL"}
     reserved = (

@@ -126,8 +126,8 @@ def build_signature(
         args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
     dynamic = definition.dynamic_shared
     if dynamic and dialect.dynamic_shared == "argument":
-        byte = dialect.storage_type(Elem.U8, MemSpace.SHARED)
-        pointer = f"{dialect.qualified(MemSpace.SHARED, byte)}*"
+        element = dialect.shared_argument_ctype or dialect.storage_type(Elem.U8, MemSpace.SHARED)
+        pointer = f"{dialect.qualified(MemSpace.SHARED, element)}*"
         parts = tuple((k, s.elem.nbytes) for s, k in dynamic)
         buffer = claim("dynamic_shared")
         args.append(KernelArg(buffer, ArgKind.SHARED, pointer, np.dtype(np.uint8), 0, parts))

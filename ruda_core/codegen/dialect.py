@@ -102,6 +102,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     #: pointer argument (``"argument"``) or declared in the kernel (``"extern"``); ``None``:
     #: the target has none.
     dynamic_shared: str | None = None
+    #: The C element type of the shared pointer argument with ``dynamic_shared == "argument"``
+    #: (None: bytes). A driver may align a shared pointer argument only to its element type:
+    #: a 16-byte type makes every array carved at a multiple of 16 bytes aligned.
+    shared_argument_ctype: str | None = None
     #: When set, every buffer parameter is followed by a byte offset argument of this C type that
     #: the kernel adds to the pointer in its prologue (the host binds pool pages plus offsets).
     offset_type: str | None = None
@@ -185,11 +189,13 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         argument; a dialect with ``"extern"`` declares it first, starting at a multiple of
         ``align_nbytes`` where that is larger."""
         align = DYNAMIC_SHARED_ALIGN
+        byte = f"{self.qualified(MemSpace.SHARED, self.storage_type(Elem.U8, MemSpace.SHARED))}*"
+        base = f"(({byte}){buffer})" if self.shared_argument_ctype is not None else buffer
         lines = []
         offset = "0u"
         for ctype, name, nbytes in arrays:
             pointer = f"{self.qualified(MemSpace.SHARED, ctype)}*"
-            lines.append(f"{pointer} {name} = ({pointer})({buffer} + {offset});")
+            lines.append(f"{pointer} {name} = ({pointer})({base} + {offset});")
             offset = f"{offset} + ((({nbytes}) + {align - 1}u) / {align}u * {align}u)"
         return lines
 

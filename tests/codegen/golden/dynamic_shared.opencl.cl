@@ -29,7 +29,7 @@ __kernel void dynamic_shared(
     uint n,
     uint m,
     uint out_len,
-    __local uchar* dynamic_shared_
+    __local uint4* dynamic_shared_
 ) {
     out = (__global double*)((__global uchar*)out + out_offset);
     const uint UNIT_POS_X = (uint)get_local_id(0);
@@ -39,8 +39,8 @@ __kernel void dynamic_shared(
     const uint RUDA_DIM_Y = (uint)get_local_size(1);
     const uint UNIT_POS = UNIT_POS_Z * RUDA_DIM_X * RUDA_DIM_Y + UNIT_POS_Y * RUDA_DIM_X + UNIT_POS_X;
     __local uint fixed[4];
-    __local double* wide = (__local double*)(dynamic_shared_ + 0u);
-    __local ushort* half_ = (__local ushort*)(dynamic_shared_ + 0u + (((n * 8u) + 15u) / 16u * 16u));
+    __local double* wide = (__local double*)(((__local uchar*)dynamic_shared_) + 0u);
+    __local ushort* half_ = (__local ushort*)(((__local uchar*)dynamic_shared_) + 0u + (((n * 8u) + 15u) / 16u * 16u));
     double _t1 = 0.0;
     float _t2 = 0.0f;
     double _t3 = 0.0;
