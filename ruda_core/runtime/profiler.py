@@ -39,17 +39,14 @@ class Profiler:
     :param streams: the server's streams (whose device name messages use).
     """
 
-    __slots__ = ("_queue", "_recording", "_streams")
+    __slots__ = ("_queue", "_recording", "_streams", "active")
 
     def __init__(self, queue: QueueDriver, streams: StreamTable) -> None:
         self._queue = queue
         self._recording: _Recording | None = None
         self._streams = streams
-
-    @property
-    def active(self) -> bool:
-        """Whether a profile is running."""
-        return self._recording is not None
+        #: whether a profile is running (an attribute, not a property: every launch reads it)
+        self.active = False
 
     def start(self, stream: ServerStream) -> None:
         """Begin timing, from a stamp on ``stream``.
@@ -60,6 +57,7 @@ class Profiler:
         if self._recording is not None:
             raise ServerError(f"a profile is already running on {self._streams.device}")
         self._recording = _Recording(self._queue.timestamp(stream), stream)
+        self.active = True
 
     def stamp(self, stream: ServerStream) -> Stamp:
         """A stamp on ``stream`` before an operation is enqueued."""
@@ -81,6 +79,7 @@ class Profiler:
         rec, self._recording = self._recording, None
         if rec is None:
             raise ServerError(f"no profile is running on {self._streams.device}")
+        self.active = False
         return rec, [self._queue.sync(s) for s in rec.streams.values()]
 
     def end(self, stopped: tuple[_Recording, list[RudaFuture[None]]]) -> ProfileTrace:
