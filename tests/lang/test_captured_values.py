@@ -64,7 +64,8 @@ def _run(folder: Path, device: str, scale: float, change: bool = False) -> dict[
     """A fresh interpreter, sharing ``folder/cache`` as its ``RUDA_CACHE_DIR``, whose module
     ``captured`` sets ``SCALE = scale`` at import: the JSON the child printed."""
     (folder / "captured.py").write_text(MODULE.format(scale=scale))
-    env = {**os.environ, "RUDA_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(folder)}
+    path = os.pathsep.join(filter(None, (str(folder), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "RUDA_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": path}
     done = subprocess.run(  # -B: a rewritten module is never read from a stale .pyc
         [sys.executable, "-B", str(folder / "child.py"), device, "change" if change else "keep"],
         env=env,
