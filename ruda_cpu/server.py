@@ -208,17 +208,8 @@ class CpuDriver(Driver):
         return run
 
     def prepare(
-        self,
-        task: RudaTask,
-        kernel: LoadedKernel,
-        launch: KernelLaunch,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, launch: KernelLaunch, args: LaunchArgs
     ) -> Run:
-        args = LaunchArgs(count, dim, bindings, scalars, metadata)
         return _CpuRun(self._body(task, kernel, args, fixed=True))
 
     def capture(self, runs: Sequence[Run]) -> Run:

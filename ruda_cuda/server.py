@@ -42,9 +42,8 @@ from ruda_core.runtime import (
     Feature,
     Features,
     KernelLaunch,
+    LaunchArgs,
     LoadedKernel,
-    RudaCount,
-    RudaDim,
     RudaFuture,
     RudaTask,
     Run,
@@ -397,16 +396,9 @@ class CudaDriver(Driver):
         return run
 
     def prepare(
-        self,
-        task: RudaTask,
-        kernel: LoadedKernel,
-        launch: KernelLaunch,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, launch: KernelLaunch, args: LaunchArgs
     ) -> Run:
+        count, dim, bindings, scalars, metadata = args
         launcher: _Launcher = kernel.built
         params = launcher.new_block()  # this launch's own, packed once
         launcher.struct.pack_into(params.block, 0, *launcher.read_args(bindings, scalars, metadata))

@@ -28,6 +28,7 @@ from ruda_core.runtime import (
     Driver,
     IoError,
     KernelLaunch,
+    LaunchArgs,
     LaunchConfigError,
     LoadedKernel,
     RudaCount,
@@ -343,16 +344,9 @@ class OpenCLDriver(Driver):
         return run
 
     def prepare(
-        self,
-        task: RudaTask,
-        kernel: LoadedKernel,
-        launch: KernelLaunch,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, launch: KernelLaunch, args: LaunchArgs
     ) -> Run:
+        count, dim, bindings, scalars, metadata = args
         launcher: _Launcher = kernel.built
         self._check_units(launcher, task.uses_planes, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))

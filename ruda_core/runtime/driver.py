@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..errors import UnsupportedFeature
+from .arguments import LaunchArgs
 from .compiler import CompiledKernel, Compiler, RudaTask
 from .dims import RudaCount, RudaDim
 from .future import RudaFuture
@@ -162,22 +163,15 @@ class KernelDriver(ABC):
         a static count unless :attr:`resolves_dynamic_counts`."""
 
     def prepare(
-        self,
-        task: RudaTask,
-        kernel: LoadedKernel,
-        launch: KernelLaunch,
-        count: RudaCount,
-        dim: RudaDim,
-        bindings: Sequence[Binding],
-        scalars: Sequence[np.generic],
-        metadata: Sequence[int],
+        self, task: RudaTask, kernel: LoadedKernel, launch: KernelLaunch, args: LaunchArgs
     ) -> Run:
-        """One launch with fixed arguments (tuples), as a run that enqueues it (lock held,
-        bindings ordered). ``launch`` is what :meth:`kernel_launch` made of ``kernel``. The
-        default calls it; a driver overrides this to pack the arguments once."""
+        """One launch with fixed arguments (its record, sequences as tuples), as a run that
+        enqueues it (lock held, bindings ordered). ``launch`` is what :meth:`kernel_launch`
+        made of ``kernel``. The default calls it; a driver overrides this to pack the arguments
+        once."""
 
         def run(stream: ServerStream) -> None:
-            launch(stream, count, dim, bindings, scalars, metadata)
+            launch(stream, *args)
 
         return run
 

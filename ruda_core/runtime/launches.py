@@ -510,7 +510,7 @@ class Launches:
         fast = None
         if mode is not _VALIDATE and count.binding is None and count.num_cubes:
             driver = self.driver
-            fast = driver.prepare(task, kernel, driver.kernel_launch(task, kernel), *args)
+            fast = driver.prepare(task, kernel, driver.kernel_launch(task, kernel), args)
         return PreparedStep(task, args, mode, kernel, fast)
 
     def replayer(self, step: PreparedStep) -> Callable[[int], None]:
