@@ -46,12 +46,14 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..errors import InteropError
 from ..interop.dlpack import DLDeviceType, ForeignTensor, dtype_of
 from ..interop.foreign import check_usable
 from ..ir import Elem
 from ..runtime.client import ComputeClient
+from ..runtime.compiler import RudaTask
 from ..runtime.layout import is_contiguous
-from ..runtime.memory import Binding
+from ..runtime.memory import Binding, Handle
 from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
@@ -60,12 +62,15 @@ __all__ = [
     "Borrowed",
     "GuardedTensors",
     "Origin",
+    "Staged",
     "borrow_arguments",
     "guarded_types",
     "lend",
     "lend_torch",
     "lenders",
     "lent_tables",
+    "settle",
+    "shares_host",
 ]
 
 #: what a reader returns: the table key's layout part (address, type, shape, strides, device,
@@ -115,6 +120,82 @@ class Borrowed:
 
     def binding(self) -> Any:
         return self._binding
+
+
+class Staged:
+    """A NumPy array bound to one launch, with what makes its results visible when the launch
+    returns (:func:`settle`): ``handle``, the device copy it was staged into on a device that
+    cannot use host memory (None: the kernel uses the array's own memory), and ``binding``,
+    the index of its parameter among the kernel's bindings (``task.writes(binding)``). It keeps
+    the array alive as a launch's ``kept``."""
+
+    __slots__ = ("array", "binding", "handle")
+
+    def __init__(self, array: np.ndarray, handle: Handle | None, binding: int) -> None:
+        self.array = array
+        self.handle = handle
+        self.binding = binding
+
+    def copy_back(self, client: ComputeClient) -> None:
+        """Copy the device copy into the array, waiting for the work that writes it.
+
+        :raises InteropError: for a read-only array (the kernel wrote its copy).
+        :raises ServerError: the stream's pending error or the copy's poison.
+        """
+        array, handle = self.array, cast(Handle, self.handle)
+        if not array.flags.writeable:
+            raise InteropError(
+                f"a read-only {array.dtype} array of shape {array.shape} was passed for an "
+                f"argument the kernel writes on {client.device}; its results stay on the device. "
+                "Pass a writable array (np.array(x)) or a device tensor (ruda_core.asarray)"
+            )
+        raw = client.read_one(handle)
+        array[...] = np.frombuffer(raw, array.dtype, array.size).reshape(array.shape)
+
+
+def shares_host(client: ComputeClient) -> bool:
+    """Whether ``client``'s kernels use host memory as it is (the NumPy device); elsewhere a
+    NumPy argument is staged through a device copy."""
+    return client.server.dlpack_device() == _HOST
+
+
+_HOST = (int(DLDeviceType.CPU), 0)
+
+
+def settle(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> None:
+    """Make the results of a launch just enqueued with ``kept`` visible in the NumPy arrays
+    among them that ``task`` writes: a staged array is copied back, and on a device that uses
+    host memory the stream is waited for. Arrays the kernel only reads are left as they are.
+
+    :raises InteropError: for a read-only array the kernel writes.
+    :raises ServerError: the stream's pending error.
+    """
+    wait = False
+    for owner in kept:
+        if type(owner) is Staged and task.writes(owner.binding):
+            if owner.handle is None:
+                wait = True
+            else:
+                owner.copy_back(client)
+    if wait:
+        client.sync().result()
+
+
+def _stage(
+    client: ComputeClient, kind: str, arr: np.ndarray, binding: int
+) -> tuple[object, Staged]:
+    """A device copy of ``arr`` as the launch argument of a parameter of ``kind`` and the
+    :class:`Staged` that copies the results back.
+
+    :raises TypeError: for an element type ruda lacks.
+    """
+    host = np.ascontiguousarray(arr)
+    elem = Elem.from_dtype(host.dtype)
+    handle, strides = client.create_tensor_from_slice(host, host.shape, host.itemsize)
+    staged = Staged(arr, handle, binding)
+    if kind == "array":
+        return ArrayArg(handle, host.size, elem), staged
+    return TensorArg(handle, tuple(host.shape), strides, elem), staged
 
 
 def _read_numpy(arr: np.ndarray) -> tuple[Any, ...]:
@@ -298,8 +379,8 @@ def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
         return None
     reader = cast(Callable[[Any], Reading], _reader(type(arg)))  # lend() found one
     layout = reader(arg)
-    if layout is None:
-        return None
+    if layout is None or (reader is _read_numpy and not shares_host(client)):
+        return None  # host arrays on other devices are staged by borrow_arguments
     try:
         entry = _lookup(client, "array", layout, arg)
     except TypeError:
@@ -325,7 +406,10 @@ def borrow_arguments(
     launch argument over its memory, the arrays to keep alive (the launch's ``kept``) and their
     origin; None when there is no such array, when another foreign array or arrays of two
     origins are among them (the DLPack import handles all of them), or while the server
-    captures (a capture keeps memory through handles).
+    captures (a capture keeps memory through handles). A NumPy array is kept as a
+    :class:`Staged`; on a device that cannot use host memory its argument is a device copy
+    (made here, enqueued on the client's stream). Pass the kept list to :func:`settle` once
+    the launch is enqueued.
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
@@ -337,8 +421,11 @@ def borrow_arguments(
     converted: list[object] | None = None
     owners: list[object] = []
     origin: Origin | None = None
+    ordered = False  # whether origin is that of a borrowed array
+    binding = -1
     for k, (kind, arg) in enumerate(zip(kinds, args, strict=True)):
         cls = type(arg)
+        binding += kind is not None
         if kind is None or cls in _OWN:
             continue
         reader = _reader(cls)
@@ -349,18 +436,24 @@ def borrow_arguments(
         layout = reader(arg)
         if layout is None:
             return None
+        owner: object = arg
         try:
-            entry = _lookup(client, kind, layout, arg)
+            if reader is _read_numpy and not shares_host(client):
+                entry, owner = _stage(client, kind, arg, binding)
+            else:
+                entry = _lookup(client, kind, layout, arg)
+                this = _origin(reader, int(layout[4]))  # checked to be the client's device
+                if ordered and this is not origin:
+                    return None
+                origin, ordered = this, True
+                if reader is _read_numpy:
+                    owner = Staged(arg, None, binding)
         except TypeError:  # an element type ruda lacks: the import says which
-            return None
-        this = _origin(reader, int(layout[4]))  # checked to be the client's device
-        if owners and this is not origin:
             return None
         if converted is None:
             converted = list(args)
         converted[k] = entry
-        owners.append(arg)
-        origin = this
+        owners.append(owner)
     if converted is None:
         return None
     return tuple(converted), owners, origin

@@ -46,6 +46,7 @@ from .borrow import (
     lend_torch,
     lenders,
     lent_tables,
+    settle,
 )
 from .foreign import shown
 from .types import as_elem
@@ -147,6 +148,7 @@ class Launcher:
         """A Checked launch through the binders; NumPy arrays, torch tensors and CuPy arrays
         among ``args`` are borrowed first (:mod:`.borrow`), kept alive and ordered after their
         origin. ``held`` (of ``held_origin``) are the arrays already borrowed into ``args``.
+        NumPy arrays the kernel writes hold its results when this returns (:func:`.settle`).
         False: refused while a capture is open (nothing enqueued; see :class:`ClientLaunch`)."""
         kept, origin = held, held_origin
         if kept is None:
@@ -158,7 +160,10 @@ class Launcher:
         if kept is None:
             return run(count, dim, bindings, scalars, metadata)
         producer = None if origin is None else origin()
-        return run(count, dim, bindings, scalars, metadata, kept, producer)
+        launched = run(count, dim, bindings, scalars, metadata, kept, producer)
+        if launched is not False:
+            settle(client, self.task, kept)
+        return launched
 
     def _bind(self, args: Sequence[object]) -> tuple[list[Binding], list[np.generic], list[int]]:
         if len(args) != len(self._binders):
@@ -427,6 +432,11 @@ def _fast_path(
                 f"    lent = (lender or lend)(cl, {a})",
                 f"if lent is None or lent[2] is not E{k}: return SLOW",
                 f"b{k}, n{k}, _, o = lent",
+                *(  # a NumPy array the kernel writes holds its results when launch returns
+                    [f"if type({a}) is ndarray: wait = drain"]
+                    if launcher.task.writes(len(borrowing))
+                    else []
+                ),
                 *(
                     [f"if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
                     if p in launcher.alignment
@@ -452,7 +462,7 @@ def _fast_path(
     tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
     body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
-        + ("    kept, origin, table = KEPT\n" if arrays else "")
+        + ("    kept, origin, table, wait = KEPT\n" if arrays else "")
         + "".join(f"    {line}\n" for line in _guarded(borrowing))
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
@@ -465,10 +475,16 @@ def _fast_path(
         )
         + f"    return s(task, c, d, {lists})\n"
         "def direct(cl, c, d, args, held=None, held_origin=None):\n"
-        + body.replace("KEPT", "held, held_origin, None").replace(
+        + body.replace("KEPT", "held, held_origin, None, None if held is None else settle").replace(
             "SLOW", "slow_direct(cl, c, d, args, held, held_origin)"
         )
-        + (f"    return {tail}\n" if arrays else f"    return run(c, d, {direct_lists})\n")
+        + (
+            f"    done = {tail}\n"
+            "    if wait is not None and done is not False: wait(cl, task, kept)\n"
+            "    return done\n"
+            if arrays
+            else f"    return run(c, d, {direct_lists})\n"
+        )
         # the entry: direct's body as the kernel's launch(), with the kernel's own launch as
         # every slow path; a launch refused while a capture is open (run() returns False, see
         # ClientLaunch) is made again through it
@@ -477,12 +493,13 @@ def _fast_path(
         "        if comptime: return general(cl, c, d, *args, **comptime)\n"
         + "".join(
             f"    {line}\n"
-            for line in body.replace("KEPT", "None, None, None")
+            for line in body.replace("KEPT", "None, None, None, None")
             .replace("SLOW", "general(cl, c, d, *args)")
             .splitlines()
         )
         + (
             f"        if {tail} is False: general(cl, c, d, *args)\n"
+            "        elif wait is not None: wait(cl, task, kept)\n"
             if arrays
             else f"        return run(c, d, {direct_lists})\n"
         )
@@ -500,8 +517,17 @@ def _fast_path(
     env["guards"] = launcher._guarded.tables
     env["remember"] = launcher._guarded.remember
     env["NONE"] = {}
+    env["ndarray"] = np.ndarray
+    env["drain"] = _drain
+    env["settle"] = settle
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
     return env["launch"], env["direct"], env["make_entry"]  # type: ignore[return-value]
+
+
+def _drain(client: Any, _task: object, _kept: object) -> None:
+    """Wait for ``client``'s stream: the generated launch's way to make a NumPy array that a
+    kernel writes in place (on a device that uses host memory) hold its results."""
+    client.sync().result()
 
 
 def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:

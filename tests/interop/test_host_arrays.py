@@ -1,0 +1,96 @@
+"""NumPy arrays as launch arguments on every device: the arrays a kernel writes hold its
+results when ``launch`` returns, whether the device uses host memory as it is (``cpu``) or
+stages copies (OpenCL, CUDA); arrays it only reads are left as they are."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.errors import InteropError, LaunchConfigError
+from ruda_core.lang import ABSOLUTE_POS, Array, Comptime, Tensor, f32, i32, kernel
+from ruda_core.runtime import RudaCount, RudaDim
+
+DEVICES = ["cpu", "opencl:0", "cuda:0"]
+STAGING = ["opencl:0", "cuda:0"]
+
+
+@kernel
+def saxpy(a: f32, x: Array[f32], y: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a * x[i] + y[i]
+
+
+@kernel
+def bump(x: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + 1
+
+
+@kernel
+def transpose(src: Tensor[f32], dst: Array[f32], WIDTH: Comptime[int]):
+    i = ABSOLUTE_POS
+    r = i // WIDTH
+    c = i % WIDTH
+    if r < src.shape(0) and c < src.shape(1):
+        dst[c * src.shape(0) + r] = src[r * src.stride(0) + c * src.stride(1)]
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_output_array_holds_the_results_when_launch_returns(open_device, name):
+    client = open_device(name)
+    x = np.arange(1000, dtype=np.float32)
+    for step in range(3):  # the first launch builds the kernel; the later ones take its fast path
+        out = np.zeros_like(x)
+        saxpy.launch(client, RudaCount(4), RudaDim(256), float(step), x, x, out)
+        np.testing.assert_array_equal(out, step * x + x)
+    np.testing.assert_array_equal(x, np.arange(1000, dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_array_updated_in_place_is_updated_once_per_launch(open_device, name):
+    client = open_device(name)
+    x = np.arange(300, dtype=np.int32)
+    for _ in range(3):
+        bump.launch(client, RudaCount(2), RudaDim(256), x)
+    np.testing.assert_array_equal(x, np.arange(300, dtype=np.int32) + 3)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_a_numpy_array_passes_for_a_tensor_parameter(open_device, name):
+    client = open_device(name)
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    dst = np.zeros(12, np.float32)
+    transpose.launch(client, RudaCount(1), RudaDim(16), src, dst, WIDTH=4)
+    np.testing.assert_array_equal(dst, src.T.ravel())
+
+
+@pytest.mark.parametrize("name", STAGING)
+def test_an_array_the_kernel_only_reads_may_be_read_only_where_it_is_copied(open_device, name):
+    client = open_device(name)
+    x = np.arange(256, dtype=np.float32)
+    x.setflags(write=False)
+    out = np.zeros_like(x)
+    saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, out)
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@pytest.mark.parametrize("name", STAGING)
+def test_a_read_only_array_the_kernel_writes_is_refused_naming_the_device(open_device, name):
+    client = open_device(name)
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros_like(x)
+    out.setflags(write=False)
+    with pytest.raises(InteropError, match=f"read-only.*writes on {name}"):
+        saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, out)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_array_of_another_element_type_is_refused_by_name(open_device, name):
+    client = open_device(name)
+    x = np.arange(256, dtype=np.float64)
+    out = np.zeros(256, np.float32)
+    with pytest.raises(LaunchConfigError, match="'x' has f64 elements; the kernel declares f32"):
+        saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, out)
