@@ -20,6 +20,9 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── InteropError (BufferError)    memory that cannot be shared with another library
     │   │                                 as is (device, element type, layout, alignment)
     │   ├── ValidationError               Validate mode found an out-of-bounds access
+    │   │   └── SanitizerError            the reference device's sanitizer found races,
+    │   │                                 uninitialised reads, divergent barriers or
+    │   │                                 out-of-bounds accesses in a launch
     │   ├── UnsupportedFeature (NotImplementedError)   the device lacks a capability
     │   ├── AutotuneError                 every candidate of a tunable set failed
     │   ├── CaptureError                  a call a capture cannot record; a graph on another device
@@ -62,6 +65,8 @@ __all__ = [
     "PluginError",
     "RudaPanic",
     "RudaWarning",
+    "SanitizerError",
+    "SanitizerFinding",
     "ServerError",
     "ServerUnhealthy",
     "TooManyResources",
@@ -178,6 +183,69 @@ class ValidationError(ServerError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reports, self.count))
+
+
+@dataclass(frozen=True)
+class SanitizerFinding:
+    """One access (or barrier) the sanitizer found wrong in kernel ``kernel``.
+
+    ``kind`` is one of ``read-after-write race``, ``write-after-read race``,
+    ``write-after-write race``, ``uninitialised read``, ``divergent barrier`` and
+    ``out-of-bounds``; ``line`` is the kernel source's ``file:line``; ``array`` and ``index``
+    the element (``array`` is ``""`` and ``index`` -1 for a barrier); ``unit`` the unit that
+    made the access as ``(cube, unit)`` position triples; ``other`` the unit it conflicts with
+    (a race's earlier access, a barrier's absent unit), or None (``"several"`` units read it).
+    """
+
+    kernel: str
+    kind: str
+    line: str
+    array: str
+    index: int
+    unit: tuple[tuple[int, int, int], tuple[int, int, int]]
+    other: tuple[tuple[int, int, int], tuple[int, int, int]] | str | None = None
+
+    def __str__(self) -> str:
+        cube, unit = self.unit
+        where = f"{self.array}[{self.index}] " if self.array else ""
+        text = f"{self.kind}: kernel {self.kernel} at {self.line}: {where}"
+        text += f"by unit {unit} of cube {cube}"
+        if isinstance(self.other, tuple):
+            verb = "not at the barrier" if self.kind == "divergent barrier" else "conflicts with"
+            text += f"; {verb}: unit {self.other[1]} of cube {self.other[0]}"
+        elif self.other is not None:
+            text += f"; conflicts with {self.other} units"
+        return text
+
+
+class SanitizerError(ValidationError):
+    """The reference device's sanitizer (``RUDA_SANITIZE=1`` or ``ruda_cpu.sanitize(True)``)
+    found ``count`` wrong accesses or barriers in one launch; ``findings`` holds the first of
+    them (at most ``MAX_REPORTS``) in the order the lockstep execution met them. ``kernel``,
+    ``buffer`` and ``index`` are those of the first; ``length`` is -1 (not known for shared
+    memory and races). The message lists every finding it holds and how many more there were.
+    """
+
+    def __init__(self, findings: Sequence[SanitizerFinding], count: int | None = None) -> None:
+        if not findings:
+            raise ValueError("a SanitizerError needs at least one finding")
+        self.findings = tuple(findings[: self.MAX_REPORTS])
+        self.reports = ()
+        self.count = max(count if count is not None else len(findings), len(self.findings))
+        first = self.findings[0]
+        self.kernel = first.kernel
+        self.buffer = first.array
+        self.index = first.index
+        self.length = -1
+        lines = [f"the sanitizer found {self.count} faults in kernel {self.kernel}:"]
+        lines += [f"  {finding}" for finding in self.findings]
+        if self.count > len(self.findings):
+            lines.append(f"  ... and {self.count - len(self.findings)} more")
+        lines.append("  (a kernel's units must order their accesses with sync_units or atomics)")
+        ServerError.__init__(self, "\n".join(lines))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.findings, self.count))
 
 
 class UnsupportedFeature(ServerError, NotImplementedError):

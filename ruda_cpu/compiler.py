@@ -20,6 +20,7 @@ the Python source line of each statement. This module never runs the code (see `
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import os
 
@@ -49,6 +50,7 @@ from ruda_core.ir.bounds import REPORT_PARAM
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
+from .checks import SANITIZER, Sites, check
 from .expressions import dtype, expression, literal
 
 __all__ = ["CpuCompiler"]
@@ -82,6 +84,15 @@ class CpuCompiler(Compiler):
             ),
         )
 
+    def compile_sanitizing(self, compiled: CompiledKernel) -> CompiledKernel:
+        """``compiled`` (made by :meth:`compile`) with source that checks every access and
+        barrier: its function takes the batch's sanitizer after the batch (see ``checks``)
+        and the module defines ``SITES``. Pure and deterministic."""
+        options = CompileOptions(plane_dim=compiled.plane_dim)
+        emitter = _Emitter(compiled.definition, options, compiled.mode, sanitize=True)
+        source = emitter.module()
+        return dataclasses.replace(compiled, entrypoint=emitter.entrypoint, source=source)
+
 
 def _uses_bf16(defn: KernelDefinition) -> bool:
     """Whether the generated source names ``bfloat16`` (ml_dtypes' type, imported only then)."""
@@ -97,7 +108,13 @@ def _uses_bf16(defn: KernelDefinition) -> bool:
 class _Emitter:
     """Renders one definition. Implements the ``expressions.Context`` protocol."""
 
-    def __init__(self, defn: KernelDefinition, options: CompileOptions, mode: ExecutionMode):
+    def __init__(
+        self,
+        defn: KernelDefinition,
+        options: CompileOptions,
+        mode: ExecutionMode,
+        sanitize: bool = False,
+    ):
         self.defn = defn
         self.options = options
         self.mode = mode
@@ -110,7 +127,10 @@ class _Emitter:
         self.entrypoint = self.names.fresh(defn.name)
         self.alive = self.names.fresh("_alive")  # lanes that have not returned
         self.gone = self.names.fresh("_gone")
-        self.args = ["g"]  # then the launch ABI's order: arrays, scalars, metadata
+        self.returns = has_return(defn.body)
+        self.sites = Sites() if sanitize else None
+        self.args = ["g", SANITIZER] if sanitize else ["g"]
+        # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):
             self.args.append(self.names.name(p, p.name))
         for what, p, axis in defn.metadata_layout():
@@ -154,7 +174,7 @@ class _Emitter:
         src = self.defn.source
         header = [
             f"# ruda NumPy kernel {self.defn.name} ({self.mode.value}, plane_dim "
-            f"{self.options.plane_dim})",
+            f"{self.options.plane_dim}{', sanitizing' if self.sites is not None else ''})",
             f"# from {src}" if src is not None else "# from generated IR",
             "# One call runs one batch of whole cubes in lockstep (see ruda_cpu.lockstep).",
             *(["from ml_dtypes import bfloat16"] if _uses_bf16(self.defn) else []),
@@ -162,7 +182,8 @@ class _Emitter:
             "",
             f"def {self.entrypoint}({', '.join(self.args)}):",
         ]
-        return "\n".join(header + body) + "\n"
+        footer = ["", "", self.sites.table()] if self.sites is not None else []
+        return "\n".join(header + body + footer) + "\n"
 
     def _body(self) -> list[str]:
         self.lines = []
@@ -181,7 +202,7 @@ class _Emitter:
             if v not in self.facts.defined_first:
                 zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)
                 self.emit(f"{self.ref(v)} = {literal(zero)}")
-        if has_return(self.defn.body):
+        if self.returns:
             self.emit(f"{self.alive} = None")
         return self.lines + main
 
@@ -222,6 +243,11 @@ class _Emitter:
         return self._refresh(mask) if exits_here(stmt) else mask
 
     def _instr(self, ins: Instr, mask: str) -> None:
+        if self.sites is not None:
+            alive = self.alive if self.returns else "None"
+            checking = check(ins, self, mask, alive, self.sites, self.defn.array_params)
+            if checking is not None:
+                self.emit(checking)
         text = expression(ins, self, mask)
         if ins.out is None:
             self.emit(text)

@@ -27,7 +27,10 @@ from ruda_core.runtime import CompilationError, LaunchConfigError, LaunchError, 
 from ruda_core.runtime.compiler import CompiledKernel
 
 from . import lockstep
+from .compiler import CpuCompiler
 from .lockstep import Batch, LaunchShape
+from .lockstep.sanitizer import LaunchSanitizer
+from .sanitize import is_sanitizing
 
 __all__ = ["LANES_PER_BATCH", "LOCAL_BYTES_PER_BATCH", "CpuKernel", "build"]
 
@@ -42,6 +45,8 @@ class CpuKernel:
 
     __slots__ = (
         "__weakref__",  # for the finalizer that lets go of its lines in linecache
+        "_checking",
+        "_compiled",
         "_dtypes",
         "_fn",
         "_local_bytes",
@@ -56,6 +61,9 @@ class CpuKernel:
         defn = compiled.definition
         self.name = defn.name
         self._fn = fn
+        self._compiled = compiled
+        #: the sanitizing variant and its sites, built at the first sanitized launch
+        self._checking: tuple[Callable[..., None], tuple[tuple[str, str], ...]] | None = None
         self._plane_dim = compiled.plane_dim
         self._local_bytes = compiled.local_bytes
         arrays = defn.array_params
@@ -80,8 +88,12 @@ class CpuKernel:
         array parameters' dtypes, written in place), ``scalars`` (in parameter order) and the
         ``u32`` ``metadata`` of ``KernelDefinition.metadata_layout()``. Returns when done.
 
+        When the sanitizer is on (:func:`~ruda_cpu.sanitize.is_sanitizing`), the launch runs
+        the kernel's checking variant and then raises what it found.
+
         :raises LaunchConfigError: when the arguments do not match the kernel's parameters.
         :raises LaunchError: (naming the kernel) for any failure while the kernel runs.
+        :raises SanitizerError: when sanitizing found faults (after the whole launch ran).
         """
         args = self._arguments(buffers, scalars, metadata)
         shape = LaunchShape(
@@ -98,13 +110,20 @@ class CpuKernel:
             lanes = min(lanes, LOCAL_BYTES_PER_BATCH // self._local_bytes)
         per_batch = max(1, lanes // shape.units)
         fn = self._fn
+        sanitizer = None
+        if is_sanitizing():
+            fn, sites = self._checking_variant()
+            sanitizer = LaunchSanitizer(self.name, sites, shape.count, shape.dim)
         printed: list[str] = []
         try:
             with np.errstate(all="ignore"):
                 for first in range(0, shape.cubes, per_batch):
                     batch = Batch(shape, first, min(per_batch, shape.cubes - first), views)
                     try:
-                        fn(batch, *args)
+                        if sanitizer is None:
+                            fn(batch, *args)
+                        else:
+                            fn(batch, sanitizer.batch(batch), *args)
                     finally:
                         printed.append(lockstep.batch_output(batch))
         except MemoryError as exc:
@@ -120,6 +139,17 @@ class CpuKernel:
             ) from exc
         finally:
             _write_output("".join(printed))
+        found = sanitizer.error() if sanitizer is not None else None
+        if found is not None:
+            raise found
+
+    def _checking_variant(self) -> tuple[Callable[..., None], tuple[tuple[str, str], ...]]:
+        """The sanitizing variant of the kernel and its sites (built once, kept)."""
+        if self._checking is None:
+            checked = CpuCompiler().compile_sanitizing(self._compiled)
+            namespace = _module(checked, _register(checked, self))
+            self._checking = (_entry(checked, namespace), namespace["SITES"])
+        return self._checking
 
     def _arguments(
         self, buffers: Sequence[np.ndarray], scalars: Sequence[Any], metadata: Sequence[int]
@@ -159,15 +189,25 @@ def _write_output(text: str) -> None:
 _builds = itertools.count()
 
 
-def build(compiled: CompiledKernel) -> CpuKernel:
-    """Compile ``compiled.source`` (made by ``CpuCompiler``) into a runnable kernel. Its
-    generated lines stay in ``linecache`` while it lives."""
+def _register(compiled: CompiledKernel, owner: object | None) -> str:
+    """Put ``compiled.source`` in ``linecache`` under a file name of its own; with ``owner``,
+    its lines go when ``owner`` does. Returns the file name."""
     digest = hashlib.sha256(compiled.source.encode()).hexdigest()[:12]
     filename = f"<ruda-numpy:{compiled.definition.name}:{digest}:{next(_builds)}>"
     lines = compiled.source.splitlines(keepends=True)
     linecache.cache[filename] = (len(compiled.source), None, lines, filename)
+    if owner is not None:
+        forget = weakref.finalize(owner, linecache.cache.pop, filename, None)
+        forget.atexit = False
+    return filename
+
+
+def build(compiled: CompiledKernel) -> CpuKernel:
+    """Compile ``compiled.source`` (made by ``CpuCompiler``) into a runnable kernel. Its
+    generated lines stay in ``linecache`` while it lives."""
+    filename = _register(compiled, None)
     try:
-        kernel = CpuKernel(compiled, _entry_point(compiled, filename))
+        kernel = CpuKernel(compiled, _entry(compiled, _module(compiled, filename)))
     except BaseException:
         linecache.cache.pop(filename, None)
         raise
@@ -176,10 +216,10 @@ def build(compiled: CompiledKernel) -> CpuKernel:
     return kernel
 
 
-def _entry_point(compiled: CompiledKernel, filename: str) -> Callable[..., None]:
-    """The entry point of ``compiled.source``, compiled under ``filename``.
+def _module(compiled: CompiledKernel, filename: str) -> dict[str, Any]:
+    """The namespace of ``compiled.source`` run as a module compiled under ``filename``.
 
-    :raises CompilationError: when the source does not compile or does not define it.
+    :raises CompilationError: when the source does not compile.
     """
     namespace: dict[str, Any] = {"np": np, "L": lockstep, "__name__": filename}
     try:
@@ -193,6 +233,14 @@ def _entry_point(compiled: CompiledKernel, filename: str) -> Callable[..., None]
             line=loc.line if loc else None,
         ) from exc
     exec(code, namespace)  # our own generated source
+    return namespace
+
+
+def _entry(compiled: CompiledKernel, namespace: dict[str, Any]) -> Callable[..., None]:
+    """The entry point of ``compiled`` in its module's ``namespace``.
+
+    :raises CompilationError: when the module does not define it.
+    """
     try:
         entry: Callable[..., None] = namespace[compiled.entrypoint]
     except KeyError:

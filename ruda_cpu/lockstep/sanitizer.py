@@ -1,0 +1,434 @@
+"""The sanitizer's tracking: what generated kernels call, when sanitizing, before each access.
+
+A kernel compiled to sanitize (``CpuCompiler.compile_sanitizing``) takes a
+:class:`BatchSanitizer` after the batch and calls it before every load, store, atomic and
+barrier with the access's site (a position in the kernel's ``SITES`` table of
+``(file:line, array)``), the index and the execution mask. Lockstep execution makes each check
+exact per barrier interval:
+
+* **shared memory**: per element, the unit that last wrote it and the unit that read it (or a
+  *several* marker) since the cube's last barrier, and whether anything of the cube wrote it at
+  all; a non-atomic access that meets another unit's write (or a write that meets another
+  unit's read) is a race; a read of an element nothing wrote is uninitialised. Atomics
+  initialise an element but take no part in races;
+* **local arrays**: whether the lane wrote the element;
+* **global memory** of the buffers a kernel writes, over the whole launch: the last writer and
+  the readers of every element, with the barrier-or-fence *epoch* of the access: units of one
+  cube are ordered by a barrier between their accesses, and a write that its unit published
+  with ``fence_device`` before another unit reads it is trusted (the ticket pattern);
+* **barriers**: every live unit of a cube (one that has not returned) must reach each barrier
+  the cube reaches, in the same pass;
+* **bounds**: every index outside its array, also in checked launches.
+
+Every finding is counted; the first ``SanitizerError.MAX_REPORTS`` are kept as
+:class:`~ruda_core.errors.SanitizerFinding` rows. A :class:`LaunchSanitizer` belongs to one
+launch on one thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ruda_core.errors import SanitizerError, SanitizerFinding
+
+from .batch import Batch, Segmented
+from .values import arr
+
+__all__ = ["BatchSanitizer", "LaunchSanitizer"]
+
+_NONE = -1  # no unit
+_SEVERAL = -2  # more than one unit read the element
+
+Position = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+class LaunchSanitizer:
+    """The findings and global-memory history of one launch of kernel ``kernel``, whose
+    accesses are the ``sites`` rows ``(file:line, array name)``."""
+
+    def __init__(
+        self,
+        kernel: str,
+        sites: tuple[tuple[str, str], ...],
+        count: tuple[int, int, int],
+        dim: tuple[int, int, int],
+    ) -> None:
+        self.kernel = kernel
+        self.sites = sites
+        self.count = count
+        self.dim = dim
+        self.units = dim[0] * dim[1] * dim[2]
+        self.found = 0
+        self.findings: list[SanitizerFinding] = []
+        self.epoch = 0  # counts barriers and fences of the launch
+        self._globals: dict[int, _GlobalHistory] = {}
+        self._fenced: dict[int, int] = {}  # unit -> epoch of its last fence_device
+
+    def error(self) -> SanitizerError | None:
+        """The launch's findings as one error, or None when it ran clean."""
+        return SanitizerError(self.findings, self.found) if self.found else None
+
+    def batch(self, g: Batch) -> BatchSanitizer:
+        """The tracker that batch ``g``'s kernel call uses."""
+        return BatchSanitizer(self, g)
+
+    def position(self, unit: int) -> Position:
+        """The (cube, unit) position triples of the launch's ``unit``-th unit."""
+        cube, u = divmod(unit, self.units)
+        cx, cy, _ = self.count
+        dx, dy, _ = self.dim
+        return (
+            (cube % cx, cube // cx % cy, cube // (cx * cy)),
+            (u % dx, u // dx % dy, u // (dx * dy)),
+        )
+
+    def note(
+        self,
+        kind: str,
+        site: int,
+        bad: np.ndarray,
+        units: np.ndarray,
+        index: np.ndarray | None = None,
+        other: np.ndarray | None = None,
+    ) -> None:
+        """Count the findings where ``bad`` holds (over the access's lanes) and keep the first
+        few: ``units`` are the launch's unit numbers, ``other`` the conflicting ones
+        (``_SEVERAL`` for several readers, ``_NONE`` for none known)."""
+        hits = np.flatnonzero(bad)
+        if hits.shape[0] == 0:
+            return
+        self.found += int(hits.shape[0])
+        line, array = self.sites[site]
+        for k in hits[: SanitizerError.MAX_REPORTS - len(self.findings)]:
+            theirs: Position | str | None = None
+            if other is not None:
+                o = int(other[k])
+                theirs = "several" if o == _SEVERAL else None if o == _NONE else self.position(o)
+            self.findings.append(
+                SanitizerFinding(
+                    self.kernel,
+                    kind,
+                    line,
+                    array,
+                    -1 if index is None else int(index[k]),
+                    self.position(int(units[k])),
+                    theirs,
+                )
+            )
+
+    def history(self, k: int, length: int) -> _GlobalHistory:
+        """The history of global buffer ``k`` (``length`` elements), made at first use."""
+        if k not in self._globals:
+            self._globals[k] = _GlobalHistory(length)
+        return self._globals[k]
+
+    def fence(self, units: np.ndarray) -> None:
+        """``units`` published their earlier global writes (``fence_device``)."""
+        for u in units.tolist():
+            self._fenced[u] = self.epoch
+        self.epoch += 1
+
+    def published(self, writers: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+        """Whether each writer fenced after its write of the given epoch."""
+        if not self._fenced:
+            return np.zeros(writers.shape[0], dtype=bool)
+        fenced = np.array([self._fenced.get(w, -1) for w in writers.tolist()], dtype=np.int64)
+        return fenced >= epochs
+
+
+class _GlobalHistory:
+    """Per element of one global buffer: the last writer, its epoch, the reader (or
+    ``_SEVERAL``), the readers' cube (or ``_SEVERAL``) and their latest epoch."""
+
+    __slots__ = ("r_cube", "r_epoch", "reader", "w_epoch", "writer")
+
+    def __init__(self, length: int) -> None:
+        self.writer = np.full(length, _NONE, dtype=np.int64)
+        self.w_epoch = np.zeros(length, dtype=np.int64)
+        self.reader = np.full(length, _NONE, dtype=np.int64)
+        self.r_cube = np.full(length, _NONE, dtype=np.int64)
+        self.r_epoch = np.zeros(length, dtype=np.int64)
+
+
+class _SharedHistory:
+    """Per element of one shared array of a batch: the writer and reader (unit in the cube,
+    ``_SEVERAL``) since the cube's last barrier, and whether anything wrote it."""
+
+    __slots__ = ("init", "reader", "writer")
+
+    def __init__(self, size: int) -> None:
+        self.writer = np.full(size, _NONE, dtype=np.int32)
+        self.reader = np.full(size, _NONE, dtype=np.int32)
+        self.init = np.zeros(size, dtype=bool)
+
+
+def _duplicates(
+    flat: np.ndarray, who: np.ndarray, values: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For one access's lanes: the elements that two different ``who`` reach (with different
+    ``values``, when given), and a mask of the lanes that reach an element an earlier lane (of
+    another ``who``) reached too."""
+    if flat.shape[0] < 2:
+        return flat[:0], np.zeros(flat.shape[0], dtype=bool)
+    order = np.argsort(flat, kind="stable")
+    f, w = flat[order], who[order]
+    clash = (f[1:] == f[:-1]) & (w[1:] != w[:-1])
+    if values is not None:
+        v = values[order]
+        clash &= v[1:] != v[:-1]
+    lanes = np.zeros(flat.shape[0], dtype=bool)
+    lanes[order[1:][clash]] = True
+    return f[1:][clash], lanes
+
+
+class BatchSanitizer:
+    """The checks of one batch ``g`` of a launch (see the module's contract)."""
+
+    def __init__(self, launch: LaunchSanitizer, g: Batch) -> None:
+        self.launch = launch
+        self.g = g
+        self.units = g.shape.units
+        self._shared: dict[int, _SharedHistory] = {}
+        self._local: dict[int, np.ndarray] = {}
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _access(
+        self, site: int, idx: Any, m: Any, length: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The active lanes and their in-bounds indices (``int64``); counts the others as
+        out-of-bounds findings. None when no lane is active."""
+        if m is False:
+            return None
+        n = self.g.n
+        lanes = np.arange(n) if m is None else np.flatnonzero(m)
+        raw = np.broadcast_to(arr(idx), (n,))[lanes]
+        if raw.dtype.kind == "u" and raw.dtype.itemsize == 8:
+            index = raw.view(np.int64)  # values past 2**63 turn negative: out of bounds
+        else:
+            index = raw.astype(np.int64)
+        bad = (index < 0) | (index >= length)
+        if bad.any():
+            self.launch.note("out-of-bounds", site, bad, self._unit_ids(lanes), index=index)
+            keep = ~bad
+            lanes, index = lanes[keep], index[keep]
+        return lanes, index
+
+    def _values(self, v: Any, lanes: np.ndarray) -> np.ndarray:
+        """The stored value of each of ``lanes``."""
+        return np.broadcast_to(arr(v), (self.g.n,))[lanes]
+
+    def _unit_ids(self, lanes: np.ndarray) -> np.ndarray:
+        return self.g.first * self.units + lanes
+
+    def _shared_state(self, seg: Segmented) -> _SharedHistory:
+        key = id(seg)
+        if key not in self._shared:
+            self._shared[key] = _SharedHistory(seg.data.shape[0])
+        return self._shared[key]
+
+    def _local_state(self, seg: Segmented) -> np.ndarray:
+        key = id(seg)
+        if key not in self._local:
+            self._local[key] = np.zeros(seg.data.shape[0], dtype=bool)
+        return self._local[key]
+
+    def _other(self, lanes: np.ndarray, unit_in_cube: np.ndarray) -> np.ndarray:
+        """Launch unit numbers of units ``unit_in_cube`` of the cubes of ``lanes``."""
+        cube_first = (self.g.first + lanes // self.units) * self.units
+        return np.where(unit_in_cube >= 0, cube_first + unit_in_cube, unit_in_cube)
+
+    # --- shared memory and local arrays ---------------------------------------------------------
+
+    def shared_read(self, site: int, seg: Segmented, idx: Any, m: Any, atomic: bool) -> None:
+        """A load (``atomic``: an atomic load) of shared memory ``seg``."""
+        got = self._access(site, idx, m, seg.length)
+        if got is None:
+            return
+        lanes, index = got
+        s = self._shared_state(seg)
+        flat = seg.base[lanes] + index
+        ids = self._unit_ids(lanes)
+        note = self.launch.note
+        note("uninitialised read", site, ~s.init[flat], ids, index=index)
+        if atomic:
+            return
+        unit = (lanes % self.units).astype(np.int32)
+        w = s.writer[flat]
+        note(
+            "read-after-write race",
+            site,
+            (w >= 0) & (w != unit),
+            ids,
+            index=index,
+            other=self._other(lanes, w),
+        )
+        r = s.reader[flat]
+        s.reader[flat] = np.where((r == _NONE) | (r == unit), unit, _SEVERAL)
+        several, _ = _duplicates(flat, unit)
+        s.reader[several] = _SEVERAL
+
+    def shared_write(
+        self, site: int, seg: Segmented, idx: Any, m: Any, v: Any, atomic: bool
+    ) -> None:
+        """A store of ``v`` (``atomic``: any atomic update) to shared memory ``seg``. Units that
+        store the value an element holds already do not race (a flag every unit sets)."""
+        got = self._access(site, idx, m, seg.length)
+        if got is None:
+            return
+        lanes, index = got
+        s = self._shared_state(seg)
+        flat = seg.base[lanes] + index
+        s.init[flat] = True
+        if atomic:
+            return
+        ids = self._unit_ids(lanes)
+        unit = (lanes % self.units).astype(np.int32)
+        note = self.launch.note
+        w, r = s.writer[flat], s.reader[flat]
+        values = self._values(v, lanes)
+        _, clash = _duplicates(flat, unit, values)
+        note(
+            "write-after-write race",
+            site,
+            ((w >= 0) & (w != unit) & (seg.data[flat] != values)) | clash,
+            ids,
+            index=index,
+            other=self._other(lanes, np.where(clash, _NONE, w)),
+        )
+        note(
+            "write-after-read race",
+            site,
+            (r == _SEVERAL) | ((r >= 0) & (r != unit)),
+            ids,
+            index=index,
+            other=self._other(lanes, r),
+        )
+        s.writer[flat] = unit
+
+    def local_read(self, site: int, seg: Segmented, idx: Any, m: Any) -> None:
+        """A load of local array ``seg``: in bounds and written before by the lane."""
+        got = self._access(site, idx, m, seg.length)
+        if got is None:
+            return
+        lanes, index = got
+        written = self._local_state(seg)[seg.base[lanes] + index]
+        self.launch.note("uninitialised read", site, ~written, self._unit_ids(lanes), index=index)
+
+    def local_write(self, site: int, seg: Segmented, idx: Any, m: Any) -> None:
+        """A store to local array ``seg``."""
+        got = self._access(site, idx, m, seg.length)
+        if got is not None:
+            lanes, index = got
+            self._local_state(seg)[seg.base[lanes] + index] = True
+
+    # --- global memory --------------------------------------------------------------------------
+
+    def global_bounds(self, site: int, buf: np.ndarray, idx: Any, m: Any) -> None:
+        """An access of a global buffer that only its bounds concern (read-only buffers, and
+        atomics)."""
+        self._access(site, idx, m, buf.shape[0])
+
+    def global_read(self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any) -> None:
+        """A load of global buffer ``k``, which the kernel also writes."""
+        got = self._access(site, idx, m, buf.shape[0])
+        if got is None:
+            return
+        lanes, index = got
+        launch = self.launch
+        h = launch.history(k, buf.shape[0])
+        ids = self._unit_ids(lanes)
+        cube = ids // self.units
+        epoch = launch.epoch
+        w, we = h.writer[index], h.w_epoch[index]
+        ordered = (w // self.units == cube) & (we < epoch)
+        racing = (w >= 0) & (w != ids) & ~ordered
+        if racing.any():
+            racing &= ~launch.published(w, we)
+        launch.note("read-after-write race", site, racing, ids, index=index, other=w)
+        r, rc = h.reader[index], h.r_cube[index]
+        h.reader[index] = np.where((r == _NONE) | (r == ids), ids, _SEVERAL)
+        h.r_cube[index] = np.where((rc == _NONE) | (rc == cube), cube, _SEVERAL)
+        h.r_epoch[index] = epoch
+        several, _ = _duplicates(index, ids)
+        h.reader[several] = _SEVERAL
+        other_cube, _ = _duplicates(index, cube)
+        h.r_cube[other_cube] = _SEVERAL
+
+    def global_write(self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, v: Any) -> None:
+        """A store of ``v`` to global buffer ``k``. Units that store the value an element holds
+        already do not race (the same result written by every cube)."""
+        got = self._access(site, idx, m, buf.shape[0])
+        if got is None:
+            return
+        lanes, index = got
+        launch = self.launch
+        h = launch.history(k, buf.shape[0])
+        ids = self._unit_ids(lanes)
+        cube = ids // self.units
+        epoch = launch.epoch
+        w, we = h.writer[index], h.w_epoch[index]
+        values = self._values(v, lanes)
+        _, clash = _duplicates(index, ids, values)
+        same_cube_before = (w // self.units == cube) & (we < epoch)
+        launch.note(
+            "write-after-write race",
+            site,
+            ((w >= 0) & (w != ids) & ~same_cube_before & (buf[index] != values)) | clash,
+            ids,
+            index=index,
+            other=np.where(clash, _NONE, w),
+        )
+        r, rc, re = h.reader[index], h.r_cube[index], h.r_epoch[index]
+        others_read = (r == _SEVERAL) | ((r >= 0) & (r != ids))
+        launch.note(
+            "write-after-read race",
+            site,
+            others_read & ~((rc == cube) & (re < epoch)),
+            ids,
+            index=index,
+            other=r,
+        )
+        h.writer[index] = ids
+        h.w_epoch[index] = epoch
+
+    # --- barriers and fences --------------------------------------------------------------------
+
+    def barrier(self, site: int, m: Any, alive: Any) -> None:
+        """``sync_units`` (or a reducing barrier) reached by the lanes of ``m``; ``alive`` the
+        lanes that have not returned. Reports the live units of a cube that reached it without
+        them, and starts a new interval for the shared memory of the cubes that reached it."""
+        launch = self.launch
+        launch.epoch += 1
+        if m is False:
+            return
+        g = self.g
+        shape = (g.cubes, self.units)
+        here = np.ones(shape, dtype=bool) if m is None else m.reshape(shape)
+        live = np.ones(shape, dtype=bool) if alive is None else alive.reshape(shape)
+        cubes_here = here.any(axis=1)
+        absent = live & ~here & cubes_here[:, None]
+        if absent.any():
+            cube_rows, unit_cols = np.nonzero(absent)
+            lanes_absent = cube_rows * self.units + unit_cols
+            first_here = here.argmax(axis=1)[cube_rows]
+            launch.note(
+                "divergent barrier",
+                site,
+                np.ones(lanes_absent.shape[0], dtype=bool),
+                self._unit_ids(cube_rows * self.units + first_here),
+                other=self._unit_ids(lanes_absent),
+            )
+        for s in self._shared.values():
+            rows = s.writer.reshape(g.cubes, -1)
+            rows[cubes_here] = _NONE
+            s.reader.reshape(g.cubes, -1)[cubes_here] = _NONE
+
+    def fence_device(self, m: Any) -> None:
+        """``fence_device`` by the lanes of ``m``: their earlier global writes are published."""
+        if m is False:
+            return
+        lanes = np.arange(self.g.n) if m is None else np.flatnonzero(m)
+        self.launch.fence(self._unit_ids(lanes))
