@@ -13,7 +13,7 @@ from ruda_core.runtime import (
 )
 
 from .compiler import CpuCompiler
-from .server import PLANE_DIM, CpuServer
+from .server import CpuServer, plane_dim_from_env
 
 __all__ = ["CpuDevice", "CpuRuntime"]
 
@@ -50,7 +50,7 @@ class CpuRuntime(IndexedRuntime):
 
     @classmethod
     def target_properties(cls) -> TargetProperties:
-        return TargetProperties(language="numpy", default_plane_dim=PLANE_DIM)
+        return TargetProperties(language="numpy", default_plane_dim=plane_dim_from_env())
 
     @classmethod
     def enumerate_devices(cls, type_id: int, info: Any) -> list[DeviceId]:

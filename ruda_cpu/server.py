@@ -52,10 +52,40 @@ from ruda_core.runtime import (
 from .compiler import CpuCompiler
 from .storage import CpuStorage, host_memory_nbytes
 
-__all__ = ["CpuDriver", "CpuFence", "CpuServer", "CpuStream"]
+__all__ = [
+    "DEFAULT_PLANE_DIM",
+    "PLANE_DIMS",
+    "CpuDriver",
+    "CpuFence",
+    "CpuServer",
+    "CpuStream",
+    "plane_dim_from_env",
+]
 
-PLANE_DIM = 32
+#: The plane width of the reference device when ``RUDA_CPU_PLANE_DIM`` is not set.
+DEFAULT_PLANE_DIM = 32
+#: The plane widths ``RUDA_CPU_PLANE_DIM`` may name.
+PLANE_DIMS = (1, 2, 4, 8, 16, 32, 64)
 MAX_RUDA_COUNT = (2**31 - 1, 65535, 65535)
+
+
+def plane_dim_from_env() -> int:
+    """``RUDA_CPU_PLANE_DIM`` (one of :data:`PLANE_DIMS`), else :data:`DEFAULT_PLANE_DIM`: the
+    plane width the reference device runs kernels with and reports, so that a kernel can be
+    tested at the widths other devices have (16 or 64 lanes, or 1 where there are no planes).
+
+    :raises ValueError: when the variable is set to anything else; the message names it.
+    """
+    raw = os.environ.get("RUDA_CPU_PLANE_DIM", "").strip()
+    if not raw:
+        return DEFAULT_PLANE_DIM
+    if raw not in {str(width) for width in PLANE_DIMS}:
+        allowed = ", ".join(str(width) for width in PLANE_DIMS)
+        raise ValueError(
+            f"RUDA_CPU_PLANE_DIM={raw!r} is not a plane width of the reference device; set it to "
+            f"one of {allowed}, or unset it for {DEFAULT_PLANE_DIM}"
+        )
+    return int(raw)
 
 
 class CpuStream(ServerStream):
@@ -375,6 +405,7 @@ class CpuServer(ComputeServer):
         fingerprint: str | None = f"numpy {np.__version__}",
     ) -> None:
         storage = storage if storage is not None else CpuStorage()
+        plane_dim = plane_dim_from_env()
         properties = DeviceProperties(
             name="NumPy reference device",
             vendor=f"NumPy {np.__version__}",
@@ -383,7 +414,7 @@ class CpuServer(ComputeServer):
             max_ruda_dim=(1024, 1024, 64),
             max_ruda_count=MAX_RUDA_COUNT,
             max_shared_memory_nbytes=64 * 1024,
-            plane_dim=PLANE_DIM,
+            plane_dim=plane_dim,
             compute_units=os.cpu_count() or 1,
             alignment_nbytes=storage.alignment_nbytes,
         )
@@ -403,7 +434,7 @@ class CpuServer(ComputeServer):
             frozenset(Elem),
             F16_CONFIGS | TF32_CONFIGS,  # bf16 matrices are compared with multiply_accumulate
         )
-        options = CompileOptions(plane_dim=PLANE_DIM)
+        options = CompileOptions(plane_dim=plane_dim)
         super().__init__(
             device_id,
             storage,

@@ -4,9 +4,9 @@ Values are vectors over the lanes of a batch of whole cubes (``values``), contro
 an execution mask (``control``); a :class:`Batch` gives a batch's builtins and memory
 (``batch``); ``memory``, ``atomics``, ``plane``, ``sync`` and ``matrix`` implement accesses,
 atomics, plane operations, reducing barriers and cooperative matrices under an execution mask;
-``printing`` collects the records of ``print``; ``special`` holds ``erf``. Everything here is
-stateless between calls and safe to use from several threads at once, each with its own
-batches.
+``printing`` collects the records of ``print``; ``special`` holds ``erf``; ``poison`` is the
+pattern new shared memory and local arrays start with. Everything here is stateless between
+calls and safe to use from several threads at once, each with its own batches.
 """
 
 from .atomics import (

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .poison import poisoned
 from .values import Lanes, Units, lanes, wrap
 
 __all__ = ["Batch", "LaunchShape", "Segmented"]
@@ -65,12 +66,12 @@ class LaunchShape:
 class Segmented:
     """Shared memory (one segment per cube) or a local array (one segment per lane) of a
     batch: ``data`` holds the segments back to back, ``length`` elements each; lane ``k``
-    uses segment ``k // per``. Zero-initialised."""
+    uses segment ``k // per``. Starts poisoned (see ``poison``): a read before a write shows."""
 
     __slots__ = ("_base", "data", "length", "n", "per")
 
     def __init__(self, dtype: np.dtype, length: int, segments: int, per: int) -> None:
-        self.data = np.zeros(segments * length, dtype=dtype)
+        self.data = poisoned(dtype, segments * length)
         self.length = length
         self.per = per
         self.n = segments * per
@@ -109,11 +110,11 @@ class Batch:
     # --- memory -------------------------------------------------------------------------------
 
     def shared(self, dtype: type[np.generic], length: int) -> Segmented:
-        """A zeroed shared array: one segment per cube of this batch."""
+        """A poisoned shared array: one segment per cube of this batch."""
         return Segmented(np.dtype(dtype), length, self.cubes, self.shape.units)
 
     def local_array(self, dtype: type[np.generic], length: int) -> Segmented:
-        """A zeroed local array: one segment per lane of this batch."""
+        """A poisoned local array: one segment per lane of this batch."""
         return Segmented(np.dtype(dtype), length, self.n, 1)
 
     # --- unit positions -----------------------------------------------------------------------

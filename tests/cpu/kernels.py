@@ -9,7 +9,7 @@ from ruda_core.ir import ExecutionMode, KernelDefinition
 from ruda_core.runtime import CompileOptions, KernelTask
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cpu.executor import CpuKernel, build
-from ruda_cpu.server import PLANE_DIM
+from ruda_cpu.server import DEFAULT_PLANE_DIM
 
 __all__ = ["FILE", "cpu_kernel"]
 
@@ -20,7 +20,7 @@ FILE = "<test>"
 def cpu_kernel(
     defn: KernelDefinition,
     mode: ExecutionMode = ExecutionMode.UNCHECKED,
-    plane_dim: int = PLANE_DIM,
+    plane_dim: int = DEFAULT_PLANE_DIM,
 ) -> CpuKernel:
     """``defn`` compiled for ``mode`` (bounds pass included) and built, as the NumPy server
     does, for planes of ``plane_dim`` units."""

@@ -45,7 +45,7 @@ def conformance_plane_ops(x: Array[Numeric], out: Array[Numeric], geometry: Arra
     out[u32(3) * n + i] = plane_max(v)
     out[u32(4) * n + i] = plane_inclusive_sum(v)
     out[u32(5) * n + i] = plane_exclusive_sum(v)
-    out[u32(6) * n + i] = plane_broadcast(v, u32(1))
+    out[u32(6) * n + i] = plane_broadcast(v, u32(1) % PLANE_DIM)  # a lane every plane has
     geometry[u32(2) * i] = PLANE_DIM
     geometry[u32(2) * i + u32(1)] = UNIT_POS_PLANE
 
@@ -126,7 +126,7 @@ def test_plane_votes(client):
     x = np.zeros(units, dtype=np.uint32)
     x[: min(plane, units)] = 1  # first plane: all > 0, none > 5
     if units > plane:
-        x[plane + 1] = 9  # second plane: not all > 0, one > 5
+        x[min(plane + 1, units - 1)] = 9  # second plane: one > 5 (and not all > 0 if wider)
     out = client.empty(x.nbytes)
     conformance_plane_votes.launch(
         client,

@@ -1,0 +1,113 @@
+"""Shared memory and local arrays start poisoned on the reference device.
+
+A GPU starts a cube's shared memory with whatever was there before, so a kernel that forgets
+to zero it is wrong there; the reference device fills it with ``0xA5`` bytes (a NaN for floats,
+see ``ruda_cpu.lockstep.poison``) so that the mistake shows on it too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    Comptime,
+    Kernel,
+    LocalArray,
+    Numeric,
+    SharedMemory,
+    atomic_add,
+    kernel,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
+from ruda_cpu.lockstep.poison import pattern_bits
+
+BINS, UNITS, CUBES = 16, 64, 5
+#: Every element type but ``bool``, whose poison is ``True``.
+ELEMS = [e for e in Elem if e is not Elem.BOOL]
+
+
+@kernel
+def histogram_bins_never_zeroed(x: Array[u32], hist: Array[u32], BINS: Comptime[int]):
+    local = SharedMemory(u32, BINS)
+    i = ABSOLUTE_POS
+    if i < x.len():
+        atomic_add(local, x[i] % u32(BINS), u32(1))
+    sync_units()
+    if UNIT_POS < u32(BINS):
+        atomic_add(hist, UNIT_POS, local[UNIT_POS])
+
+
+@kernel
+def histogram(x: Array[u32], hist: Array[u32], BINS: Comptime[int]):
+    local = SharedMemory(u32, BINS)
+    if UNIT_POS < u32(BINS):
+        local[UNIT_POS] = u32(0)
+    sync_units()
+    i = ABSOLUTE_POS
+    if i < x.len():
+        atomic_add(local, x[i] % u32(BINS), u32(1))
+    sync_units()
+    if UNIT_POS < u32(BINS):
+        atomic_add(hist, UNIT_POS, local[UNIT_POS])
+
+
+@kernel
+def read_unwritten(shared_out: Array[Numeric], local_out: Array[Numeric]):
+    smem = SharedMemory(Numeric, 4)
+    scratch = LocalArray(Numeric, 2)
+    shared_out[ABSOLUTE_POS] = smem[UNIT_POS % u32(4)]
+    local_out[ABSOLUTE_POS] = scratch[UNIT_POS % u32(2)]
+
+
+def run_histogram(cpu: ComputeClient, body: Kernel) -> tuple[np.ndarray, np.ndarray]:
+    """``body``'s histogram of :data:`CUBES` cubes of values, and the exact one."""
+    x = np.random.default_rng(5).integers(0, 1000, CUBES * UNITS - 9).astype(np.uint32)
+    hist = cpu.create_from_slice(np.zeros(BINS, np.uint32))
+    body.launch(
+        cpu,
+        RudaCount(CUBES),
+        RudaDim(UNITS),
+        ArrayArg(cpu.create_from_slice(x), x.size),
+        ArrayArg(hist, BINS),
+        BINS=BINS,
+    )
+    return read_array(cpu, hist, np.uint32), np.bincount(x % BINS, minlength=BINS)
+
+
+def test_bins_never_zeroed_count_from_the_poison(cpu: ComputeClient) -> None:
+    got, want = run_histogram(cpu, histogram_bins_never_zeroed)
+    # every cube's bins started at 0xA5A5A5A5, and the device adds them all up (mod 2**32)
+    poisoned = (want.astype(np.uint64) + CUBES * 0xA5A5A5A5) % 2**32
+    np.testing.assert_array_equal(got, poisoned)
+
+
+def test_bins_zeroed_before_a_barrier_are_exact(cpu: ComputeClient) -> None:
+    got, want = run_histogram(cpu, histogram)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+def test_unwritten_shared_and_local_elements_read_the_poison(
+    cpu: ComputeClient, elem: Elem
+) -> None:
+    n = 2 * 8
+    outs = [cpu.empty(n * elem.nbytes) for _ in range(2)]
+    read_unwritten.launch(
+        cpu, RudaCount(2), RudaDim(8), *(ArrayArg(out, n, elem=elem) for out in outs)
+    )
+    dtype = np.dtype(elem.numpy)
+    bits = np.dtype(f"u{dtype.itemsize}")
+    for out in outs:
+        got = read_array(cpu, out, dtype).view(bits)
+        assert (got == pattern_bits(dtype)).all(), (elem, got)
+    if elem.is_float:
+        assert np.isnan(read_array(cpu, outs[0], dtype).astype(np.float32)).all()
