@@ -1,7 +1,7 @@
 """Plane operations over groups of PLANE_DIM consecutive units of a cube, with inactive lanes.
 
-These tests call the executor itself, so that planes of other widths than the NumPy device's
-(32) run too, with inactive lanes and a partial last plane; the conformance suite
+These tests call the executor itself, so that planes of every width the NumPy device offers
+(1 to 64 lanes) run too, with inactive lanes and a partial last plane; the conformance suite
 (``test_plane_partial``) checks launches of partial planes through the client.
 """
 
@@ -38,7 +38,21 @@ def planes(cubes: int, units: int, plane_dim: int) -> list[list[int]]:
     return out
 
 
-@pytest.mark.parametrize(("units", "plane_dim"), [(64, 32), (48, 32), (20, 32), (40, 16)])
+@pytest.mark.parametrize(
+    ("units", "plane_dim"),
+    [
+        (64, 32),
+        (48, 32),
+        (20, 32),
+        (40, 16),
+        (7, 1),
+        (10, 2),
+        (13, 4),
+        (24, 8),
+        (128, 64),
+        (90, 64),
+    ],
+)
 @pytest.mark.parametrize("elem", [I32, U32, F32], ids=str)
 def test_reductions_and_scans_over_active_lanes(units: int, plane_dim: int, elem: Elem) -> None:
     kb = KernelBuilder("plane", file=FILE)
@@ -78,7 +92,8 @@ def test_reductions_and_scans_over_active_lanes(units: int, plane_dim: int, elem
             assert all(arrays[op][k] == 0 for op in outs)  # inactive lanes store nothing
 
 
-def test_all_any_broadcast_shuffle() -> None:
+@pytest.mark.parametrize(("units", "pd"), [(48, 16), (5, 1), (14, 4), (100, 64)])
+def test_all_any_broadcast_shuffle(units: int, pd: int) -> None:
     kb = KernelBuilder("plane_misc", file=FILE)
     pa, pf, ps = kb.array("a", U32), kb.array("flag", BOOL), kb.array("src", U32)
     p_all, p_any = kb.array("all_", BOOL), kb.array("any_", BOOL)
@@ -89,21 +104,21 @@ def test_all_any_broadcast_shuffle() -> None:
     kb.store(p_any, i, kb.let(Op.PLANE_ANY, BOOL, f))
     kb.store(p_bc, i, kb.let(Op.PLANE_BROADCAST, U32, x, const(5, U32)))
     kb.store(p_sh, i, kb.let(Op.PLANE_SHUFFLE, U32, x, kb.load(ps, i)))
-    cubes, units, pd = 2, 48, 16
+    cubes = 2
     n = cubes * units
     rng = np.random.default_rng(1)
     a = rng.integers(0, 1000, n).astype(np.uint32)
     flag = rng.random(n) < 0.9
-    flag[:16] = True  # one plane all true
-    flag[16:32] = False  # one all false
-    src = rng.integers(0, 20, n).astype(np.uint32)  # 16..19 are outside the plane
+    flag[:pd] = True  # one plane all true
+    flag[pd : 2 * pd] = False  # one all false
+    src = rng.integers(0, pd + 4, n).astype(np.uint32)  # pd.. are outside the plane
     outs = [np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.uint32), np.zeros(n, np.uint32)]
     run_planes(kb.build(), cubes, units, [a, flag, src, *outs], pd)
     for lanes in planes(cubes, units, pd):
         for k in lanes:
             assert outs[0][k] == all(flag[j] for j in lanes)
             assert outs[1][k] == any(flag[j] for j in lanes)
-            assert outs[2][k] == a[lanes[5]]
+            assert outs[2][k] == (a[lanes[5]] if len(lanes) > 5 else 0)
             assert outs[3][k] == (a[lanes[src[k]]] if src[k] < len(lanes) else 0)
 
 

@@ -42,13 +42,16 @@ from ruda_cpu.server import DEFAULT_PLANE_DIM, PLANE_DIMS, CpuServer, plane_dim_
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "ruda_core" / "testing" / "conformance"
-#: The conformance modules whose results depend on the plane width or on shared memory.
+#: The conformance modules whose kernels use planes or shared memory.
 WIDTH_MODULES = [
+    "test_atomics.py",
+    "test_barriers.py",
+    "test_builtins.py",
+    "test_matrix.py",
     "test_plane.py",
     "test_plane_lanes.py",
     "test_plane_partial.py",
     "test_shared_memory.py",
-    "test_builtins.py",
 ]
 BLOCK = 256
 #: The child's pytest options: quiet, in one process, on the reference device only.
