@@ -1,5 +1,8 @@
 """``RudaTensor``: device storage plus tensor metadata (shape, strides in elements, element).
 
+It knows its device: ``device`` names it as users do (``"cpu"``, ``"opencl:0"``), ``numpy()``
+reads it back and ``dtype`` is its NumPy dtype. ``ruda_core.asarray`` makes one from any array.
+
 It speaks the ecosystem's protocols without copying: DLPack both ways (``__dlpack__``,
 ``__dlpack_device__``, :meth:`RudaTensor.from_dlpack`), the CUDA array interface on CUDA, and
 ``__array__`` (a read from the device, hence always a copy).
@@ -54,9 +57,35 @@ class RudaTensor(Strided):
     def descriptor(self) -> CopyDescriptor:
         return CopyDescriptor(self.handle, self.shape, self.strides, self.elem.nbytes)
 
-    def to_numpy(self, client: ComputeClient) -> np.ndarray:
-        """Read the tensor back (waits); contiguous result of ``shape``."""
-        raw = client.read_tensor([self.descriptor()])[0]
+    @property
+    def device(self) -> str:
+        """The device holding the memory, named as ``ruda_core.client`` takes it (``"cpu"``,
+        ``"opencl:0"``, ``"cuda:1"``).
+
+        :raises InvalidHandle: for memory of a server no registered client serves.
+        """
+        return str(self._client().device)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements (``ml_dtypes.bfloat16`` for bf16)."""
+        return self.elem.numpy
+
+    def numpy(self) -> np.ndarray:
+        """A new, writable host array of ``shape`` holding the tensor, read after the work
+        queued on it (waits; on the calling thread's stream, like any read).
+
+        :raises ServerError: the stream's pending error or the memory's poison.
+        """
+        host = self.to_numpy()
+        return host.copy() if not host.flags.writeable else host
+
+    def to_numpy(self, client: ComputeClient | None = None) -> np.ndarray:
+        """Read the tensor back (waits) through ``client`` (default: its device's); contiguous
+        result of ``shape``, read-only when it views the read's bytes (:meth:`numpy` is always
+        writable)."""
+        reader = client if client is not None else self._client()
+        raw = reader.read_tensor([self.descriptor()])[0]
         return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
 
     def to_client(self, other: ComputeClient, client: ComputeClient | None = None) -> RudaTensor:
@@ -188,5 +217,5 @@ class RudaTensor(Strided):
                 "a RudaTensor lives in device memory: reading it is a copy. Use np.asarray(t) "
                 "(or np.from_dlpack(t) on the NumPy device, which shares the memory)"
             )
-        host = self.to_numpy(self._client())  # read-only: it views the read's bytes
+        host = self.to_numpy()  # read-only: it views the read's bytes
         return host.astype(host.dtype if dtype is None else dtype)  # a writable array

@@ -1,10 +1,12 @@
 """LayerNorm over the last axis: :func:`layer_norm` and :func:`layer_norm_backward`.
 
 Both take a contiguous 2-D ``input`` of shape ``(rows, features)`` (the leading axes of a larger
-tensor flattened into ``rows``) as a :class:`~ruda_core.runtime.layer_norm_args.TensorBuffer` or a
-:class:`~ruda_core.tensor.RudaTensor`, and return :class:`TensorBuffer` values, the type of the
-``Runtime`` LayerNorm hooks. Semantics are PyTorch's ``torch.nn.functional.layer_norm`` and its
-gradients, per row ``r``::
+tensor flattened into ``rows``) as a :class:`~ruda_core.tensor.RudaTensor` or a
+:class:`~ruda_core.runtime.layer_norm_args.TensorBuffer`, run on the device of ``input`` (or on
+a client passed first) and return ``RudaTensor`` values; :func:`portable_layer_norm` and
+:func:`portable_layer_norm_backward`, which the ``Runtime`` LayerNorm hooks fall back to, take the
+client first and return :class:`TensorBuffer` values, the type of those hooks. Semantics are
+PyTorch's ``torch.nn.functional.layer_norm`` and its gradients, per row ``r``::
 
     mean[r] = sum(x[r, :]) / features
     rstd[r] = 1 / sqrt(sum((x[r, :] - mean[r]) ** 2) / features + epsilon)   # biased variance
@@ -49,7 +51,7 @@ bits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from ..runtime import Binding, BoundsCheckMode, ComputeClient, LayoutError, PluginError, Runtime
 from ..runtime.layer_norm_args import TensorBuffer, tensor_buffer
@@ -67,10 +69,12 @@ from .native import implementation
 from .operands import (
     Operand,
     as_buffer,
+    as_tensors,
     check_elem,
     check_epsilon,
     check_float,
     check_shape,
+    client_and_operands,
 )
 
 __all__ = [
@@ -85,6 +89,8 @@ __all__ = [
 ]
 
 Outputs = tuple[TensorBuffer, TensorBuffer, TensorBuffer]
+#: What :func:`layer_norm` and :func:`layer_norm_backward` return.
+Results = tuple[RudaTensor, RudaTensor, RudaTensor]
 #: What a replay is: one kind of call again, from the bindings of its operands' handles.
 LayerNormReplay = Callable[..., Outputs]
 
@@ -218,29 +224,48 @@ _backward_plans: dict[Key, Entry[BackwardPlan | _Native | LayerNormReplay]] = {}
 _DISPATCH, _PORTABLE = "dispatch", "portable"
 
 
+@overload
+def layer_norm(
+    input: Operand, weight: Operand, bias: Operand | None = None, epsilon: float = 1e-5
+) -> Results: ...
+@overload
 def layer_norm(
     client: ComputeClient,
     input: Operand,
     weight: Operand,
     bias: Operand | None = None,
     epsilon: float = 1e-5,
-) -> Outputs:
-    """Normalise each row of ``input`` and apply ``weight`` and ``bias``.
+) -> Results: ...
+def layer_norm(*args: Any, **kwargs: Any) -> Results:
+    """Normalise each row of ``input`` and apply ``weight`` and ``bias``, on ``input``'s
+    device (or on a client passed first: ``layer_norm(client, input, weight, …)``).
 
     :param input: ``(rows, features)``, contiguous, float, ``features >= 1``; ``rows`` may be 0.
     :param weight: ``(features,)``, of ``input``'s element type.
     :param bias: ``(features,)`` of that type, or None for no bias.
     :param epsilon: added to the variance; a finite number >= 0, cast to the accumulator type.
     :returns: ``(output, mean, rstd)``: ``output`` like ``input``; ``mean`` and ``rstd`` of
-        shape ``(rows,)`` in the accumulator type (f64 for f64 input, else f32). New buffers
+        shape ``(rows,)`` in the accumulator type (f64 for f64 input, else f32). New tensors
         (from the portable kernels: views of one allocation, held while any of them lives),
-        written asynchronously.
+        written asynchronously; ``numpy()`` waits for them.
     :raises TypeError: for an operand that is not a ``TensorBuffer`` or ``RudaTensor``.
     :raises LayoutError: for a wrong rank or shape, a non-contiguous operand, or a handle
         smaller than its tensor.
     :raises LaunchConfigError: for a non-float or mismatched element type or a bad epsilon.
     :raises UnsupportedFeature: when the device lacks ``input``'s element type.
     """
+    client, operands = client_and_operands("layer_norm", args)
+    return as_tensors(_layer_norm(client, *operands, **kwargs))  # type: ignore[return-value]
+
+
+def _layer_norm(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    bias: Operand | None = None,
+    epsilon: float = 1e-5,
+) -> Outputs:
+    """:func:`layer_norm` on ``client``, returning the buffers."""
     key, kept = _replay_forward(_DISPATCH, client, input, weight, bias, epsilon)
     if kept is not None:
         return kept
@@ -273,6 +298,11 @@ def portable_layer_norm(
     return _portable_forward(client, x, w, b, eps, key)
 
 
+@overload
+def layer_norm_backward(
+    input: Operand, weight: Operand, grad: Operand, mean: Operand, rstd: Operand
+) -> Results: ...
+@overload
 def layer_norm_backward(
     client: ComputeClient,
     input: Operand,
@@ -280,8 +310,10 @@ def layer_norm_backward(
     grad: Operand,
     mean: Operand,
     rstd: Operand,
-) -> Outputs:
-    """The gradients of :func:`layer_norm` given the gradient of its output.
+) -> Results: ...
+def layer_norm_backward(*args: Any, **kwargs: Any) -> Results:
+    """The gradients of :func:`layer_norm` given the gradient of its output, on ``input``'s
+    device (or on a client passed first).
 
     :param input: the forward's ``input``: ``(rows, features)``, contiguous, float.
     :param weight: the forward's ``weight``: ``(features,)``, of ``input``'s element type.
@@ -290,11 +322,24 @@ def layer_norm_backward(
     :param rstd: the forward's ``rstd``: ``(rows,)``, in the accumulator type.
     :returns: ``(grad_input, grad_weight, grad_bias)`` of the shapes and element type of
         ``input``, ``weight`` and ``weight``; ``grad_bias`` is returned whether or not the
-        forward had a bias. New buffers (from the portable kernels: views of one allocation),
+        forward had a bias. New tensors (from the portable kernels: views of one allocation),
         written asynchronously.
     :raises TypeError, LayoutError, LaunchConfigError, UnsupportedFeature: as
         :func:`layer_norm`, for every operand.
     """
+    client, operands = client_and_operands("layer_norm_backward", args)
+    return as_tensors(_layer_norm_backward(client, *operands, **kwargs))  # type: ignore[return-value]
+
+
+def _layer_norm_backward(
+    client: ComputeClient,
+    input: Operand,
+    weight: Operand,
+    grad: Operand,
+    mean: Operand,
+    rstd: Operand,
+) -> Outputs:
+    """:func:`layer_norm_backward` on ``client``, returning the buffers."""
     operands = (input, weight, grad, mean, rstd)
     key, kept = _replay_backward(_DISPATCH, client, operands)
     if kept is not None:

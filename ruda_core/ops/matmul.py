@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
 from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
-from .operands import Operand, as_buffer, check_float
+from .operands import Operand, as_buffer, check_float, client_and_operands
 
 __all__ = ["matmul"]
 
@@ -88,10 +88,15 @@ Runner = Callable[[ComputeClient, RudaTensor, RudaTensor], RudaTensor]
 CmmaShape = tuple[int, int, int, int, int]
 
 
+@overload
+def matmul(a: Operand, b: Operand, *, allow_tf32: bool = False) -> RudaTensor: ...
+@overload
 def matmul(
     client: ComputeClient, a: Operand, b: Operand, *, allow_tf32: bool = False
-) -> RudaTensor:
-    """``a @ b``: ``a`` is ``(m, k)`` and ``b`` ``(k, n)``, contiguous (row-major), both f16,
+) -> RudaTensor: ...
+def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
+    """``a @ b`` on ``a``'s device (or on a client passed first: ``matmul(client, a, b)``):
+    ``a`` is ``(m, k)`` and ``b`` ``(k, n)``, contiguous (row-major), both f16,
     bf16 or f32; the result is a new ``(m, n)`` f32 tensor, written asynchronously. Products are
     exact and summed in f32 (in an order that depends on the kernel chosen: on tensor cores,
     unspecified). The first call for a device, input type and size class (each extent rounded up
@@ -106,7 +111,10 @@ def matmul(
     :raises UnsupportedFeature: when the device lacks the input type.
     """
     op = "matmul"
-    x, y = as_buffer(op, "a", a), as_buffer(op, "b", b)
+    client, operands = client_and_operands(op, args)
+    if len(operands) != 2:
+        raise TypeError(f"{op} takes two operands, a and b; got {len(operands)}")
+    x, y = as_buffer(op, "a", operands[0]), as_buffer(op, "b", operands[1])
     if len(x.shape) != 2 or len(y.shape) != 2 or x.shape[1] != y.shape[0]:
         raise LayoutError(f"{op}: a is {x.shape} and b is {y.shape}; expected (m, k) and (k, n)")
     if x.elem is not y.elem or x.elem not in (Elem.F16, Elem.BF16, Elem.F32):

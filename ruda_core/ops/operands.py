@@ -1,7 +1,9 @@
 """Checking the tensors an operation is given, before anything is enqueued.
 
 An operand is a :class:`~ruda_core.runtime.layer_norm_args.TensorBuffer` or a
-:class:`~ruda_core.tensor.RudaTensor`; both become a ``TensorBuffer``. The checks raise
+:class:`~ruda_core.tensor.RudaTensor`; both become a ``TensorBuffer``. An operation runs on the
+client of its first operand's device (:func:`client_and_operands`) and returns ``RudaTensor``
+values (:func:`as_tensors`). The checks raise
 ``TypeError`` for an object that is neither, :class:`~ruda_core.runtime.LayoutError` for a
 shape, stride or size problem, :class:`~ruda_core.runtime.LaunchConfigError` for a wrong element
 type or parameter value, and :class:`~ruda_core.runtime.UnsupportedFeature` for an element type
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 from ..ir import Elem
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
@@ -24,10 +27,12 @@ __all__ = [
     "U32_LIMIT",
     "Operand",
     "as_buffer",
+    "as_tensors",
     "check_elem",
     "check_epsilon",
     "check_float",
     "check_shape",
+    "client_and_operands",
 ]
 
 #: Kernels index with ``u32``: an operand has fewer elements than this.
@@ -69,6 +74,32 @@ def as_buffer(op: str, name: str, value: object) -> TensorBuffer:
             f"{value.handle.nbytes}"
         )
     return TensorBuffer(value.handle, shape, strides, value.elem)
+
+
+def client_and_operands(
+    op: str, args: tuple[object, ...]
+) -> tuple[ComputeClient, tuple[object, ...]]:
+    """The client an operation runs on and its operands, from its positional arguments: the
+    client of the first operand's device, or a leading client (``op(client, a, …)``, the form
+    that names it).
+
+    :raises TypeError: when the first operand is not a ``RudaTensor`` or ``TensorBuffer``.
+    :raises InvalidHandle: for memory no registered client serves.
+    """
+    if args and isinstance(args[0], ComputeClient):
+        return args[0], args[1:]
+    first = args[0] if args else None
+    if not isinstance(first, TensorBuffer | RudaTensor):
+        raise TypeError(
+            f"{op}: the first operand must be a RudaTensor (ruda_core.asarray(x, device) makes "
+            f"one) or a TensorBuffer, got {type(first).__name__}"
+        )
+    return ComputeClient.owning(first.handle), args
+
+
+def as_tensors(buffers: Sequence[TensorBuffer]) -> tuple[RudaTensor, ...]:
+    """An operation's results as ``RudaTensor`` values over the same memory."""
+    return tuple(RudaTensor(b.handle, b.shape, b.strides, b.elem) for b in buffers)
 
 
 def check_shape(op: str, name: str, buf: TensorBuffer, shape: tuple[int, ...]) -> None:

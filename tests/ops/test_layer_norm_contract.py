@@ -72,6 +72,11 @@ def _buffer(client, shape, elem=Elem.F32, strides=None, nbytes=None):
     return TensorBuffer(handle, shape, strides, elem)
 
 
+def _as_buffers(results):
+    """An operation's results (RudaTensors) as the buffers over the same memory."""
+    return tuple(TensorBuffer(r.handle, r.shape, r.strides, r.elem) for r in results)
+
+
 # -- operand checks ----------------------------------------------------------------------------
 
 
@@ -171,11 +176,11 @@ def test_ruda_tensor_operands(cpu):
     expected = reference(case)
     x, w = RudaTensor.from_numpy(cpu, case.x), RudaTensor.from_numpy(cpu, case.weight)
     out, mean, rstd = layer_norm(cpu, x, w, RudaTensor.from_numpy(cpu, case.bias))
-    assert isinstance(out, TensorBuffer)
-    assert_close("out", download(cpu, out), expected.out, TOLERANCE[Elem.F32])
+    assert isinstance(out, RudaTensor)
+    assert_close("out", out.to_numpy(cpu), expected.out, TOLERANCE[Elem.F32])
     grads = layer_norm_backward(cpu, x, w, RudaTensor.from_numpy(cpu, case.grad), mean, rstd)
-    assert all(isinstance(g, TensorBuffer) for g in grads)
-    assert_close("grad_weight", download(cpu, grads[1]), expected.grad_weight, 2e-6)
+    assert all(isinstance(g, RudaTensor) for g in grads)
+    assert_close("grad_weight", grads[1].to_numpy(cpu), expected.grad_weight, 2e-6)
 
 
 def test_single_feature_rows_accept_any_stride(cpu):
@@ -527,7 +532,7 @@ def test_native_layer_norm_is_called_with_checked_operands(native):
     assert name == "layer_norm"
     assert given_x == TensorBuffer(x.handle, x.shape, x.strides, x.elem)
     assert (given_w, given_b, eps) == (w, None, 1e-3)
-    assert result == (given_x, w, w)
+    assert _as_buffers(result) == (given_x, w, w)
 
 
 def test_native_layer_norm_backward_is_called(native):
@@ -536,7 +541,7 @@ def test_native_layer_norm_backward_is_called(native):
     stats = upload(native, np.ones(4, np.float32))
     result = layer_norm_backward(native, x, w, x, stats, stats)
     assert NativeLayerNormRuntime.calls == [("layer_norm_backward", (x, w, x, stats, stats))]
-    assert result == (x, stats, stats)
+    assert _as_buffers(result) == (x, stats, stats)
 
 
 def test_native_dispatch_replays_checked_operands(native, replan):
@@ -634,7 +639,7 @@ def test_a_registered_native_layer_norm_is_used_over_the_runtimes_hooks():
     client = ComputeClient(("registered-cpu", index), server, None)
     x = upload(client, np.ones((4, 3), np.float32))
     w = upload(client, np.ones(3, np.float32))
-    assert layer_norm(client, x, w) == (x, w, w)
+    assert _as_buffers(layer_norm(client, x, w)) == (x, w, w)
     assert [name for name, _ in NativeLayerNormRuntime.calls] == ["forward_replay", "replay"]
 
 
@@ -704,12 +709,12 @@ def test_calls_with_the_same_operands_follow_their_own_epsilon(client):
             np.testing.assert_allclose(download(client, rstd), expected, rtol=1e-4)
 
 
-def test_results_are_frozen_tensor_buffers(cpu):
+def test_results_are_frozen_ruda_tensors(cpu):
     x = _buffer(cpu, (2, 8))
     w = _buffer(cpu, (8,))
     for result in layer_norm(cpu, x, w):
-        assert type(result) is TensorBuffer
-        copy = TensorBuffer(result.handle, result.shape, result.strides, result.elem)
+        assert type(result) is RudaTensor
+        copy = RudaTensor(result.handle, result.shape, result.strides, result.elem)
         assert result == copy and hash(result) == hash(copy)
         with pytest.raises(dataclasses.FrozenInstanceError):
             result.shape = (1,)
