@@ -20,7 +20,7 @@ from typing import Any, SupportsIndex
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
-from ..runtime.dims import RudaCount, RudaDim
+from ..runtime.dims import CountLike, DimLike
 from .borrow import borrow_arguments
 from .foreign import import_arguments, shown
 from .frontend import build_kernel
@@ -212,11 +212,13 @@ class Kernel:
     # -- launch -----------------------------------------------------------------------------
 
     def launch(
-        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+        self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
     ) -> None:
         """Launch in Checked mode: ``args`` bind positionally to the non-Comptime parameters,
-        ``comptime`` by keyword. Enqueues and returns at once. An ``Array`` or ``Tensor``
-        argument may be any DLPack array of the client's device (see :mod:`.foreign`).
+        ``comptime`` by keyword. ``count`` and ``dim`` are a ``RudaCount`` and a ``RudaDim``,
+        or an ``int`` or a tuple of 1 to 3 ints each. Enqueues and returns at once. An
+        ``Array`` or ``Tensor`` argument may be any DLPack array of the client's device (see
+        :mod:`.foreign`).
 
         :raises LaunchConfigError: at once, for arguments that do not fit the parameters.
         :raises InteropError: at once, for a foreign array ruda cannot use as is.
@@ -239,8 +241,8 @@ class Kernel:
     def _launch_slow(
         self,
         client: Any,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         args: tuple[object, ...],
         comptime: dict[str, object],
     ) -> None:
@@ -256,8 +258,8 @@ class Kernel:
     def _launch_foreign(
         self,
         client: Any,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         args: tuple[object, ...],
         comptime: dict[str, object],
     ) -> None:
@@ -273,7 +275,7 @@ class Kernel:
             self._submit(client, client.launch, count, dim, args, comptime)  # a capture began
 
     def launch_unchecked(
-        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+        self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
     ) -> None:
         """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
         if self._structs:
@@ -281,7 +283,7 @@ class Kernel:
         self._submit(client, client.launch_unchecked, count, dim, args, comptime)
 
     def prepare(
-        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+        self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
     ) -> PreparedLaunch:
         """Check ``args`` and build the kernel once; the result's ``launch()`` enqueues this
         exact launch again with nothing re-checked or re-packed (Checked mode). It keeps the
@@ -293,7 +295,7 @@ class Kernel:
         return self._prepare(client, client.prepare, count, dim, args, comptime)
 
     def prepare_unchecked(
-        self, client: Any, count: RudaCount, dim: RudaDim, *args: object, **comptime: object
+        self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
     ) -> PreparedLaunch:
         """Like :meth:`prepare`, with the bounds checks ``BoundsCheckMode`` selects now."""
         submit = functools.partial(client.prepare, unchecked=True)
@@ -303,8 +305,8 @@ class Kernel:
         self,
         client: Any,
         submit: Submit,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         args: tuple[object, ...],
         comptime: dict[str, object],
     ) -> PreparedLaunch:
@@ -343,8 +345,8 @@ class Kernel:
         self,
         client: Any,
         submit: Submit,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         args: tuple[object, ...],
         comptime: dict[str, object],
     ) -> Any:

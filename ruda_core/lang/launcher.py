@@ -32,7 +32,7 @@ from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition, Param, ParamKind, line_alignment
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask
-from ..runtime.dims import RudaCount, RudaDim
+from ..runtime.dims import CountLike, DimLike
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from .args import ArrayArg, HandleLike, TensorArg
@@ -54,7 +54,7 @@ from .types import as_elem
 __all__ = ["Launcher", "Submit"]
 
 #: ``client.launch`` or ``client.launch_unchecked``.
-Submit = Callable[[KernelTask, RudaCount, RudaDim, list[Binding], list[np.generic], list[int]], Any]
+Submit = Callable[[KernelTask, CountLike, DimLike, list[Binding], list[np.generic], list[int]], Any]
 Binder = Callable[[object, list[Binding], list[np.generic], list[int], list[int]], None]
 
 _U32_LIMIT = 1 << 32
@@ -99,7 +99,7 @@ class Launcher:
         fast = _fast_path(self)
         #: ``launch(submit, count, dim, args)``: bind and call ``submit`` (any launch form); a
         #: generated fast path where the signature allows one
-        self.launch: Callable[[Submit, RudaCount, RudaDim, Sequence[object]], Any] = (
+        self.launch: Callable[[Submit, CountLike, DimLike, Sequence[object]], Any] = (
             fast[0] if fast else self.checked_launch
         )
         #: ``direct(client, count, dim, args[, held, held_origin])``: a Checked launch on
@@ -114,7 +114,7 @@ class Launcher:
         )
 
     def checked_launch(
-        self, submit: Submit, count: RudaCount, dim: RudaDim, args: Sequence[object]
+        self, submit: Submit, count: CountLike, dim: DimLike, args: Sequence[object]
     ) -> Any:
         """Check and convert ``args`` (one per parameter, in order) and call ``submit``;
         return what it returns.
@@ -139,8 +139,8 @@ class Launcher:
     def _direct(
         self,
         client: Any,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         args: Sequence[object],
         held: list[object] | None = None,
         held_origin: Origin | None = None,

@@ -32,7 +32,15 @@ from .cache import EntryOrigin
 from .capture import Graph
 from .compiler import RudaTask
 from .device import DeviceId
-from .dims import BoundsCheckMode, RudaCount, RudaDim, integral
+from .dims import (
+    BoundsCheckMode,
+    CountLike,
+    DimLike,
+    RudaCount,
+    RudaDim,
+    integral,
+    launch_geometry,
+)
 from .driver import Bytes
 from .future import RudaFuture
 from .layout import Strided, contiguous_strides
@@ -464,18 +472,23 @@ class ComputeClient:
     def launch(
         self,
         task: RudaTask,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         bindings: Sequence[Binding],
         scalars: Sequence[np.generic] = (),
         metadata: Sequence[int] = (),
     ) -> None:
-        """Enqueue ``task`` in Checked mode and return at once.
+        """Enqueue ``task`` in Checked mode and return at once. ``count`` and ``dim`` are a
+        ``RudaCount`` and a ``RudaDim``, or an ``int`` or a tuple of 1 to 3 ints each (here, in
+        ``launcher``'s ``run``, ``launch_unchecked`` and ``prepare``).
 
+        :raises LaunchConfigError: at once, for a count or dim of another kind or out of range.
         :raises TooManyResources: at once, when the launch exceeds a device limit.
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.
         """
+        if type(count) is not RudaCount or type(dim) is not RudaDim:
+            count, dim = launch_geometry(count, dim)
         self.admit(task, count, dim, scalars)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self.pinned  # execution_stream(), inlined
@@ -524,14 +537,15 @@ class ComputeClient:
     def launch_unchecked(
         self,
         task: RudaTask,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         bindings: Sequence[Binding],
         scalars: Sequence[np.generic] = (),
         metadata: Sequence[int] = (),
     ) -> None:
         """Unsafe: enqueue ``task`` with the checks ``BoundsCheckMode.current()`` selects. With
         ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
+        count, dim = launch_geometry(count, dim)
         self._check_limits(task, count, dim, scalars)
         mode = BoundsCheckMode.current().execution_mode
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
@@ -542,8 +556,8 @@ class ComputeClient:
     def prepare(
         self,
         task: RudaTask,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         bindings: Sequence[Binding],
         scalars: Sequence[np.generic] = (),
         metadata: Sequence[int] = (),
@@ -558,6 +572,7 @@ class ComputeClient:
         :raises TooManyResources: at once, as ``launch``.
         :raises CompilationError: at once, when the kernel does not build.
         """
+        count, dim = launch_geometry(count, dim)
         self._check_limits(task, count, dim, scalars)
         args = LaunchArgs(count, dim, bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED

@@ -4,6 +4,8 @@
 ``RudaDim`` is the number of units per cube (the CUDA block, the OpenCL local size);
 ``RudaCount`` the number of cubes (the CUDA grid, the OpenCL work-group count). Both are
 validated at construction; device limits are checked once per launch by the client.
+Wherever a launch takes them it also takes an ``int`` or a tuple of 1 to 3 ints
+(:func:`launch_geometry`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import operator
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from ..errors import LaunchConfigError
 from ..ir.modes import ExecutionMode
@@ -21,7 +23,16 @@ from ..ir.modes import ExecutionMode
 if TYPE_CHECKING:
     from .memory.handle import Binding
 
-__all__ = ["BoundsCheckMode", "ExecutionMode", "RudaCount", "RudaDim", "integral"]
+__all__ = [
+    "BoundsCheckMode",
+    "CountLike",
+    "DimLike",
+    "ExecutionMode",
+    "RudaCount",
+    "RudaDim",
+    "integral",
+    "launch_geometry",
+]
 
 _U32_MAX = 0xFFFF_FFFF
 
@@ -113,6 +124,75 @@ class RudaCount:
         if self.binding is not None:
             return f"RudaCount.dynamic({self.binding!r})"
         return f"RudaCount({self.x}, {self.y}, {self.z})"
+
+
+#: What a launch takes as its count: a ``RudaCount``, an ``int`` (x) or a tuple of 1 to 3 ints
+CountLike: TypeAlias = "RudaCount | int | tuple[int, ...]"
+#: What a launch takes as its dim: a ``RudaDim``, an ``int`` (x) or a tuple of 1 to 3 ints
+DimLike: TypeAlias = "RudaDim | int | tuple[int, ...]"
+
+#: converted geometry by the ``int`` or tuple of ints given, so that the same value gives the
+#: same object: launchers recognise a geometry already admitted by identity
+_COUNTS: dict[object, RudaCount] = {}
+_DIMS: dict[object, RudaDim] = {}
+_MEMO_SIZE = 1024
+
+
+def launch_geometry(count: CountLike, dim: DimLike) -> tuple[RudaCount, RudaDim]:
+    """``count`` and ``dim`` as a ``RudaCount`` and a ``RudaDim``: each is one already, an
+    ``int`` (the x axis; y and z are 1) or a tuple of 1 to 3 ints (NumPy integers too). The
+    same ``int`` or tuple gives the same object each time.
+
+    :raises LaunchConfigError: naming ``count`` or ``dim``, for anything else or an axis out of
+        range (count axes 0..2**32-1, dim axes 1..2**32-1).
+    """
+    if type(count) is not RudaCount:
+        found = _COUNTS.get(count) if type(count) is int else None
+        count = found if found is not None else _convert(count, RudaCount, _COUNTS, "count", 0)
+    if type(dim) is not RudaDim:
+        made = _DIMS.get(dim) if type(dim) is int else None
+        dim = made if made is not None else _convert(dim, RudaDim, _DIMS, "dim", 1)
+    return count, dim
+
+
+_Geometry = TypeVar("_Geometry", RudaCount, RudaDim)
+
+
+def _convert(
+    value: object, kind: type[_Geometry], memo: dict[object, _Geometry], name: str, lowest: int
+) -> _Geometry:
+    """``value`` (an integer or a tuple of 1 to 3) as a ``kind``, remembered in ``memo`` when it
+    is an exact ``int`` or a tuple of them (a ``bool`` or a float would find an equal key)."""
+    if isinstance(value, kind):
+        return value  # a subclass
+    exact = type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
+    if exact:
+        found = memo.get(value)
+        if found is not None:
+            return found
+    one = integral(value)
+    axes = (one,) if one is not None else _axes(value)
+    if axes is None or not all(lowest <= a <= _U32_MAX for a in axes):
+        raise LaunchConfigError(
+            f"{name} takes an int, a tuple of 1 to 3 ints or a {kind.__name__}, each axis in "
+            f"{lowest}..2**32-1; got {value!r} ({type(value).__name__})"
+            + ("; use 1 for axes you do not need" if axes is not None and lowest else "")
+        )
+    x, y, z = axes + (1,) * (3 - len(axes))
+    made = kind(x, y, z)
+    if exact:
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        made = memo.setdefault(value, made)
+    return made
+
+
+def _axes(value: object) -> tuple[int, ...] | None:
+    """The axes of a tuple of 1 to 3 integers; None for anything else."""
+    if type(value) is not tuple or not 1 <= len(value) <= 3:
+        return None
+    axes = tuple(integral(v) for v in value)
+    return None if None in axes else axes  # type: ignore[return-value]  # no None left
 
 
 class BoundsCheckMode(enum.Enum):

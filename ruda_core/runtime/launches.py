@@ -27,7 +27,7 @@ from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .capture import CapturedLaunch
 from .compiler import RudaTask
-from .dims import RudaCount, RudaDim
+from .dims import CountLike, DimLike, RudaCount, RudaDim, launch_geometry
 from .future import RudaFuture
 from .kernels import KernelCache, LoadedKernel
 from .memory.handle import Binding
@@ -126,6 +126,7 @@ class KernelLauncher:
     the launch's one lock; such a launch is refused while a capture is open (captures keep
     memory through handles only) and then returns False, with nothing enqueued. Otherwise it
     returns None. Errors of the enqueued work surface at the stream's next flush, sync or read.
+    ``count`` and ``dim`` may be ints or tuples, as :func:`~.dims.launch_geometry` takes them.
     """
 
     __slots__ = ("_launches", "fast", "mode", "site", "task")
@@ -184,8 +185,8 @@ class KernelLauncher:
 
     def _validated(
         self,
-        count: RudaCount,
-        dim: RudaDim,
+        count: CountLike,
+        dim: DimLike,
         bindings: Sequence[Binding],
         scalars: Sequence[np.generic] = (),
         metadata: Sequence[int] = (),
@@ -197,6 +198,7 @@ class KernelLauncher:
         site = self.site
         if site is None:
             raise TypeError("a launcher made for one launch has no site: call slow()")
+        count, dim = launch_geometry(count, dim)
         site.admit(self.task, count, dim, scalars)
         stream = site.pinned
         value = (stream if stream is not None else StreamId.current()).value
@@ -232,8 +234,8 @@ class KernelLauncher:
             direct = found
 
         def fast(
-            count: RudaCount,
-            dim: RudaDim,
+            count: CountLike,
+            dim: DimLike,
             bindings: Sequence[Binding],
             scalars: Sequence[np.generic] = (),
             metadata: Sequence[int] = (),
@@ -247,13 +249,16 @@ class KernelLauncher:
             stream_value = pinned.value
             last = fits
             if last is None or last[0] is not count or last[1] is not dim:
-                fitting = admit(task, count, dim, scalars)  # False: checked for these scalars
-                if count.binding is not None or not (count.x and count.y and count.z):
-                    return slow(  # a dynamic or empty count: the general path handles it
-                        count, dim, bindings, scalars, metadata, stream_value, kept, producer
-                    )
-                if fitting:
-                    fits = (count, dim)
+                if type(count) is not RudaCount or type(dim) is not RudaDim:
+                    count, dim = launch_geometry(count, dim)  # the same int, the same object
+                if last is None or last[0] is not count or last[1] is not dim:
+                    fitting = admit(task, count, dim, scalars)  # False: checked for these
+                    if count.binding is not None or not (count.x and count.y and count.z):
+                        return slow(  # a dynamic or empty count: the general path handles it
+                            count, dim, bindings, scalars, metadata, stream_value, kept, producer
+                        )
+                    if fitting:
+                        fits = (count, dim)
             stream = streams.get(stream_value % n_streams)
             if direct is None and stream is not None:
                 launches.hold_launch(task, mode, hold)  # sets ``direct`` when it is loaded
