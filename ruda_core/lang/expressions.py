@@ -473,16 +473,20 @@ class ExprBuilder(BuilderState):
 
     def element_index(self, arr: Value, node: ast.expr) -> Value:
         """The index of ``arr[node]``. For a shaped ``SharedMemory``/``LocalArray``, ``node``
-        is one index per axis, flattened row-major; an index outside its axis puts the whole
-        index out of range, so a checked read gives 0 and a checked write is dropped."""
+        is one index per axis, flattened row-major; for a ``Tensor``, one index per axis, each
+        times its stride (:func:`.views.tensor_index`). An index outside its axis puts the
+        whole index out of range, so a checked read gives 0 and a checked write is dropped."""
         if not isinstance(node, ast.Tuple):
             return self.expr(node)
+        if isinstance(arr, Param) and arr.kind is ParamKind.TENSOR:
+            return views.tensor_index(self, arr, node)
         name = arr.name if isinstance(arr, SharedArray | LocalArray) else None
         shape = self.shapes.get(name) if name is not None else None
         if shape is None:
             self.fail(
-                f"'{arr}' takes one index; several (a[y, x]) index a SharedMemory or "
-                "LocalArray declared with a shape, e.g. SharedMemory(f32, (16, 17))",
+                f"'{arr}' takes one index; several (a[y, x]) index a Tensor, or a "
+                "SharedMemory or LocalArray declared with a shape, e.g. "
+                "SharedMemory(f32, (16, 17))",
                 node,
             )
         if len(node.elts) != len(shape):

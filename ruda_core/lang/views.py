@@ -20,7 +20,7 @@ from .scope import PyVal, Value, View
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
 
-__all__ = ["address", "length", "view"]
+__all__ = ["address", "length", "tensor_index", "view"]
 
 _OUTSIDE = Const(0xFFFFFFFF, Elem.U32)
 
@@ -58,6 +58,28 @@ def address(b: ExprBuilder, arr: Value, index: Operand) -> tuple[Value, Operand]
     inside, at = _below(b, index, arr.length)
     at = b.emit(Op.ADD, Elem.U32, arr.offset, at)
     return arr.base, b.emit(Op.SELECT, Elem.U32, inside, at, _OUTSIDE)
+
+
+def tensor_index(b: ExprBuilder, t: Param, node: ast.Tuple) -> Operand:
+    """The flat index of ``t[i0, i1, ...]`` for a tensor parameter: one index per axis, each
+    scaled by that axis's stride. An index outside its axis (a negative one included) puts the
+    whole index out of range, so a checked read gives 0 and a checked write is dropped."""
+    if len(node.elts) != t.rank:
+        b.fail(
+            f"'{t}' has rank {t.rank}: give {t.rank} indices, one per axis, or one flat index",
+            node,
+        )
+    flat: Operand | None = None
+    inside: Operand | None = None
+    for axis, element in enumerate(node.elts):
+        d = Const(axis, Elem.U32)
+        below, i = _below(b, b.index(b.expr(element), element), b.emit(Op.SHAPE, Elem.U32, t, d))
+        term = b.emit(Op.MUL, Elem.U32, i, b.emit(Op.STRIDE, Elem.U32, t, d))
+        flat = term if flat is None else b.emit(Op.ADD, Elem.U32, flat, term)
+        inside = below if inside is None else b.emit(Op.AND, Elem.BOOL, inside, below)
+    if flat is None or inside is None:
+        b.fail(f"'{t}' has rank 0: index it with one flat index", node)
+    return b.emit(Op.SELECT, Elem.U32, inside, flat, _OUTSIDE)
 
 
 def _bound(b: ExprBuilder, node: ast.expr, n: Operand, where: ast.AST) -> Operand:
