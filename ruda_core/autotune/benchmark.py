@@ -83,7 +83,7 @@ def benchmark(
         listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
         raise AutotuneError(
             f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
-            f"{client.device_id()}; fix or add a candidate that runs here:\n{listing}",
+            f"{client.device}; fix or add a candidate that runs here:\n{listing}",
             errors,
         ) from next(iter(errors.values()))
     order = {name: k for k, name in enumerate(tunable_set.names)}

@@ -309,12 +309,12 @@ class Graph:
             return
         if client.server is not self._client.server:
             raise CaptureError(
-                f"a graph captured on {self._client.device_id()} cannot be replayed on "
-                f"{client.device_id()}: its kernels and memory belong to the device that "
+                f"a graph captured on {self._client.device} cannot be replayed on "
+                f"{client.device}: its kernels and memory belong to the device that "
                 "captured it. Capture the launches again on that device's client"
             )
         replay(client.execution_stream().value)
 
     def __repr__(self) -> str:
         state = "capturing" if self._recording is not None else f"{self._count} steps"
-        return f"Graph({self._client.device_id()}, {state})"
+        return f"Graph({self._client.device}, {state})"

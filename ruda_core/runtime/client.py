@@ -32,6 +32,7 @@ from .cache import EntryOrigin
 from .capture import Graph
 from .compiler import RudaTask
 from .device import DeviceId
+from .device_names import device_name
 from .dims import (
     BoundsCheckMode,
     CountLike,
@@ -142,6 +143,7 @@ class ComputeClient:
         self._runtime: type[Runtime] | None = (
             runtime if runtime is not None else getattr(server, "runtime", None)
         )
+        server.name_device(str(device))
         if self._runtime is not None:
             server.cache_origin = EntryOrigin(self._runtime.name(self), str(device))
         props = server.properties()
@@ -451,7 +453,8 @@ class ComputeClient:
         if binding.server_id != self._server.server_id:
             raise InvalidHandle(
                 f"{handle!r} does not belong to {self._device}: call to_client on the client of "
-                "its own device (ComputeClient.owning(handle))"
+                f'its own device (ruda_core.client("{device_name(binding.server_id)}"), or '
+                "ComputeClient.owning(handle))"
             )
         return self._server.copy_to(
             binding, self.execution_stream().value, other._server, other.execution_stream().value

@@ -24,6 +24,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from ..errors import ServerUnhealthy
+from .device_names import device_name
 
 if TYPE_CHECKING:
     from .server import ComputeServer
@@ -86,8 +87,8 @@ def _retire_in_child() -> None:
     for server in list(_live):
         _inherited.add(type(server))
         server.retired = (
-            f"{type(server).__name__} of {server.device_id} was created in process {parent}, "
-            f"and process {os.getpid()} is a fork of it: a forked child cannot use its "
+            f"{type(server).__name__} of {device_name(server.server_id)} was created in process "
+            f"{parent}, and process {os.getpid()} is a fork of it: a forked child cannot use its "
             "parent's servers (their worker threads and driver state stay in the parent). "
             + (
                 "Open the device again in the child (ruda_core.client), or: "

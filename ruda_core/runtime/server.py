@@ -34,6 +34,7 @@ from .cache import EntryOrigin
 from .capture import Captures, Recording
 from .compiler import CompileOptions, Compiler, RudaTask
 from .device import DeviceId
+from .device_names import name_server
 from .driver import Bytes, Driver
 from .fork import check_new_server, track
 from .future import RudaFuture
@@ -187,7 +188,12 @@ class ComputeServer:
     @cache_origin.setter
     def cache_origin(self, origin: EntryOrigin) -> None:
         self.launches.kernels.origin = origin
-        self.streams.device = origin.device or self.device_id
+
+    def name_device(self, name: str) -> None:
+        """Name this server's device as users name it (``"cpu"``, ``"opencl:0"``) in every
+        message about it or its memory; each client made of it does, before it enqueues."""
+        self.streams.device = name
+        name_server(self.server_id, name)
 
     # -- memory --------------------------------------------------------------------------------
     def empty(self, nbytes: int, stream_value: int) -> Handle:

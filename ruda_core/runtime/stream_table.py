@@ -163,8 +163,9 @@ class StreamTable:
                 f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
             )
         return InvalidHandle(
-            f"{binding!r} belongs to another device's server, not {self.device}; copy the "
-            "data to this device first"
+            f"{binding!r} belongs to another device than {self.device}; copy it to "
+            f'{self.device} first (ruda_core.asarray(tensor, "{self.device}") or '
+            "ComputeClient.to_client)"
         )
 
     def raise_pending(self, stream: ServerStream) -> None:

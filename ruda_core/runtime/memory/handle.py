@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..device_names import device_name
+
 if TYPE_CHECKING:
     from ...errors import ServerError
 
@@ -107,7 +109,7 @@ class Binding:
     resource: object
 
     def __repr__(self) -> str:
-        return f"Binding({self.nbytes} B at +{self.offset_bytes}, server {self.server_id:#x})"
+        return f"Binding({self.nbytes} B at +{self.offset_bytes} on {device_name(self.server_id)})"
 
 
 class Handle:
@@ -148,7 +150,7 @@ class Handle:
         return _view(self._owner, self.offset_bytes + start, stop - start, self.server_id)
 
     def __repr__(self) -> str:
-        return f"Handle({self.nbytes} B, server {self.server_id:#x})"
+        return f"Handle({self.nbytes} B on {device_name(self.server_id)})"
 
 
 _new = object.__new__
