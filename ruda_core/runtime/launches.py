@@ -29,6 +29,7 @@ from .capture import CapturedLaunch
 from .compiler import RudaTask
 from .dims import CountLike, DimLike, RudaCount, RudaDim, launch_geometry
 from .future import RudaFuture
+from .host_memory import trim
 from .kernels import KernelCache, LoadedKernel
 from .memory.handle import Binding
 from .memory.management import Fence
@@ -55,6 +56,9 @@ _CHECKED = ExecutionMode.CHECKED
 #: ``LaunchArgs`` without the generated ``__new__``'s Python frame (it is built every launch)
 _new_args = tuple.__new__
 _SLAB_ZEROS = memoryview(bytes(SLAB_NBYTES))
+#: kernels dropped between two trims of the host's free memory (a trim takes milliseconds; a
+#: process that churns kernels keeps at most this many kernels' freed build memory)
+TRIM_EVERY = 64
 
 
 class LaunchSite(Protocol):
@@ -316,6 +320,7 @@ class Launches:
     """
 
     __slots__ = (
+        "_dropped",
         "_retired",
         "captures",
         "driver",
@@ -345,6 +350,8 @@ class Launches:
         self.max_count = max_count
         #: kernels the cache let go, each batch with fences after the work queued before then
         self._retired: deque[tuple[list[Fence], list[LoadedKernel]]] = deque()
+        #: kernels dropped since the host memory was last trimmed
+        self._dropped = 0
 
     # -- launchers -----------------------------------------------------------------------------
     def launcher(self, task: RudaTask, mode: ExecutionMode, site: LaunchSite) -> KernelLauncher:
@@ -559,10 +566,15 @@ class Launches:
         self.let_go_retired()
 
     def let_go_retired(self) -> None:
-        """Drop the retired kernels whose work is done (lock held)."""
+        """Drop the retired kernels whose work is done (lock held); after every
+        :data:`TRIM_EVERY` kernels dropped, give the host memory the C allocator holds free
+        back to the system (a driver's compiler leaves much of it)."""
         retired = self._retired
         while retired and all(fence.done() for fence in retired[0][0]):
-            retired.popleft()
+            self._dropped += len(retired.popleft()[1])
+        if self._dropped >= TRIM_EVERY:
+            self._dropped = 0
+            trim()
 
 
 def _settle(future: RudaFuture[Any]) -> None:
