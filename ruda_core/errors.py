@@ -221,23 +221,34 @@ class SanitizerFinding:
 class SanitizerError(ValidationError):
     """The reference device's sanitizer (``RUDA_SANITIZE=1`` or ``ruda_cpu.sanitize(True)``)
     found ``count`` wrong accesses or barriers in one launch; ``findings`` holds the first of
-    them (at most ``MAX_REPORTS``) in the order the lockstep execution met them. ``kernel``,
-    ``buffer`` and ``index`` are those of the first; ``length`` is -1 (not known for shared
-    memory and races). The message lists every finding it holds and how many more there were.
+    them (at most ``MAX_REPORTS``) in the order the lockstep execution met them, and ``kinds``
+    how many of each kind it found. ``kernel``, ``buffer`` and ``index`` are those of the
+    first; ``length`` is -1 (not known for shared memory and races). The message lists every
+    finding it holds and how many more there were.
     """
 
-    def __init__(self, findings: Sequence[SanitizerFinding], count: int | None = None) -> None:
+    def __init__(
+        self,
+        findings: Sequence[SanitizerFinding],
+        count: int | None = None,
+        kinds: Mapping[str, int] | None = None,
+    ) -> None:
         if not findings:
             raise ValueError("a SanitizerError needs at least one finding")
         self.findings = tuple(findings[: self.MAX_REPORTS])
         self.reports = ()
         self.count = max(count if count is not None else len(findings), len(self.findings))
+        if kinds is None:
+            kinds = {f.kind: sum(g.kind == f.kind for g in findings) for f in findings}
+        #: kind -> how many findings of that kind
+        self.kinds = dict(kinds)
         first = self.findings[0]
         self.kernel = first.kernel
         self.buffer = first.array
         self.index = first.index
         self.length = -1
-        lines = [f"the sanitizer found {self.count} faults in kernel {self.kernel}:"]
+        tally = ", ".join(f"{n} {kind}" for kind, n in sorted(self.kinds.items()))
+        lines = [f"the sanitizer found {self.count} faults in kernel {self.kernel} ({tally}):"]
         lines += [f"  {finding}" for finding in self.findings]
         if self.count > len(self.findings):
             lines.append(f"  ... and {self.count - len(self.findings)} more")
@@ -245,7 +256,7 @@ class SanitizerError(ValidationError):
         ServerError.__init__(self, "\n".join(lines))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.findings, self.count))
+        return (type(self), (self.findings, self.count, self.kinds))
 
 
 class UnsupportedFeature(ServerError, NotImplementedError):

@@ -4,7 +4,8 @@ A kernel compiled to sanitize takes ``S``, a
 :class:`~ruda_cpu.lockstep.sanitizer.BatchSanitizer`, after the batch ``g``; before each load,
 store, atomic, barrier and ``fence_device`` it calls ``S`` with the instruction's *site*, a
 position in the module's ``SITES`` table of ``(file:line, array)`` rows that :class:`Sites`
-collects. Cooperative-matrix loads and stores are not checked. This module only renders text.
+collects. Cooperative-matrix loads and stores are not checked, but a store to shared memory
+counts as writing the whole array. This module only renders text.
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ import os
 from ruda_core.ir import (
     ATOMIC_OPS,
     SYNC_REDUCE_OPS,
+    Block,
     Const,
+    If,
     Instr,
+    Local,
     LocalArray,
+    Loop,
     Op,
     Param,
+    RangeLoop,
     SharedArray,
 )
 
 from .expressions import Context, literal
 
-__all__ = ["SANITIZER", "Sites", "check"]
+__all__ = ["SANITIZER", "Sites", "bounds_guards", "check"]
 
 #: The name of the tracker argument of a sanitizing kernel.
 SANITIZER = "S"
@@ -49,22 +55,65 @@ class Sites:
         return f"SITES = {tuple(self.rows)!r}"
 
 
+def bounds_guards(body: Block) -> dict[int, tuple[Instr, object]]:
+    """The guards that a checked launch's bounds pass put around single accesses
+    (``_bN = LT(index, length)`` then ``if _bN: access``), by ``id`` of the ``If``: the access
+    and the length. The sanitizer checks such an access before its guard, under the guard's
+    mask, so that the lanes the guard turns away are reported out of bounds."""
+    found: dict[int, tuple[Instr, object]] = {}
+
+    def visit(block: Block) -> None:
+        for before, stmt in zip((None, *block), block, strict=False):
+            if isinstance(stmt, If):
+                then = stmt.then
+                if (
+                    len(then) == 1
+                    and isinstance(then[0], Instr)
+                    and (then[0].op in (Op.INDEX, Op.INDEX_ASSIGN) or then[0].op in ATOMIC_OPS)
+                    and isinstance(stmt.cond, Local)
+                    and stmt.cond.name.startswith("_b")
+                    and isinstance(before, Instr)
+                    and before.op is Op.LT
+                    and before.out is stmt.cond
+                ):
+                    found[id(stmt)] = (then[0], before.args[1])
+                visit(stmt.then)
+                visit(stmt.orelse)
+            elif isinstance(stmt, RangeLoop | Loop):
+                visit(stmt.body)
+
+    visit(body)
+    return found
+
+
 def _value(x: object, ctx: Context) -> str:
     return literal(x) if isinstance(x, Const) else ctx.ref(x)
 
 
 def check(
-    ins: Instr, ctx: Context, mask: str, alive: str, sites: Sites, params: tuple[Param, ...]
+    ins: Instr,
+    ctx: Context,
+    mask: str,
+    alive: str,
+    sites: Sites,
+    params: tuple[Param, ...],
+    length: object = None,
 ) -> str | None:
     """The sanitizer's statement before ``ins`` run under ``mask`` (``alive``: the mask of the
-    lanes that have not returned; ``params``: the kernel's array parameters in launch order),
-    or None when ``ins`` needs no check."""
+    lanes that have not returned; ``params``: the kernel's array parameters in launch order;
+    ``length``: the operand a checked launch's guard compares the index with, when ``ins`` is
+    guarded and the check runs before the guard), or None when ``ins`` needs no check."""
     op = ins.op
     s = SANITIZER
+    bound = "" if length is None else f", length={_value(length, ctx)}"
+    if op is Op.SYNC_PLANE:
+        return f"{s}.plane_barrier()"
     if op is Op.SYNC_UNITS or op in SYNC_REDUCE_OPS:
         return f"{s}.barrier({sites.add(ins, '')}, {mask}, {alive})"
     if op is Op.FENCE_DEVICE:
         return f"{s}.fence_device({mask})"
+    if op is Op.CMMA_STORE and isinstance(ins.args[0], SharedArray):
+        return f"{s}.shared_filled({ctx.ref(ins.args[0])}, {mask})"
     if op not in (Op.INDEX, Op.INDEX_ASSIGN) and op not in ATOMIC_OPS:
         return None
     target = ins.args[0]
@@ -77,13 +126,13 @@ def check(
     value = "None" if load or atomic else _value(ins.args[2], ctx)
     if isinstance(target, SharedArray):
         if load:
-            return f"{s}.shared_read({where}, {atomic})"
-        return f"{s}.shared_write({where}, {value}, {atomic})"
+            return f"{s}.shared_read({where}, {atomic}{bound})"
+        return f"{s}.shared_write({where}, {value}, {atomic}{bound})"
     if isinstance(target, LocalArray):
-        return f"{s}.local_{'read' if load else 'write'}({where})"
+        return f"{s}.local_{'read' if load else 'write'}({where}{bound})"
     if atomic or target not in params or not ctx.is_written(target):
-        return f"{s}.global_bounds({where})"
+        return f"{s}.global_bounds({where}{bound})"
     k = params.index(target)
     if load:
-        return f"{s}.global_read({site}, {k}, {name}, {idx}, {mask})"
-    return f"{s}.global_write({site}, {k}, {name}, {idx}, {mask}, {value})"
+        return f"{s}.global_read({site}, {k}, {name}, {idx}, {mask}{bound})"
+    return f"{s}.global_write({site}, {k}, {name}, {idx}, {mask}, {value}{bound})"

@@ -50,7 +50,7 @@ from ruda_core.ir.bounds import REPORT_PARAM
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
-from .checks import SANITIZER, Sites, check
+from .checks import SANITIZER, Sites, bounds_guards, check
 from .expressions import dtype, expression, literal
 
 __all__ = ["CpuCompiler"]
@@ -129,6 +129,10 @@ class _Emitter:
         self.gone = self.names.fresh("_gone")
         self.returns = has_return(defn.body)
         self.sites = Sites() if sanitize else None
+        #: the bounds pass's guards (see ``checks.bounds_guards``) and the accesses they guard,
+        #: whose check is made before the guard
+        self.guards = bounds_guards(defn.body) if sanitize else {}
+        self.guarded = {id(access) for access, _ in self.guards.values()}
         self.args = ["g", SANITIZER] if sanitize else ["g"]
         # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):
@@ -242,12 +246,19 @@ class _Emitter:
             self._loop(stmt, mask)
         return self._refresh(mask) if exits_here(stmt) else mask
 
+    def _check(self, ins: Instr, mask: str, length: object = None) -> None:
+        """Emit the sanitizer's check of ``ins`` (when sanitizing and it needs one)."""
+        if self.sites is None:
+            return
+        alive = self.alive if self.returns else "None"
+        sites, params = self.sites, self.defn.array_params
+        checking = check(ins, self, mask, alive, sites, params, length)
+        if checking is not None:
+            self.emit(checking)
+
     def _instr(self, ins: Instr, mask: str) -> None:
-        if self.sites is not None:
-            alive = self.alive if self.returns else "None"
-            checking = check(ins, self, mask, alive, self.sites, self.defn.array_params)
-            if checking is not None:
-                self.emit(checking)
+        if id(ins) not in self.guarded:
+            self._check(ins, mask)
         text = expression(ins, self, mask)
         if ins.out is None:
             self.emit(text)
@@ -294,6 +305,9 @@ class _Emitter:
             self.emit(f"{var} = L.mask_andnot({var}, {mask})")
 
     def _if(self, stmt: If, mask: str) -> None:
+        if id(stmt) in self.guards:
+            access, length = self.guards[id(stmt)]
+            self._check(access, mask, length)
         cond = self._value(stmt.cond)
         then_mask = self.names.numbered("_m")
         self.emit(f"{then_mask} = L.mask_and({mask}, {cond})")

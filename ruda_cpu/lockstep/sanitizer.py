@@ -61,6 +61,7 @@ class LaunchSanitizer:
         self.dim = dim
         self.units = dim[0] * dim[1] * dim[2]
         self.found = 0
+        self.kinds: dict[str, int] = {}
         self.findings: list[SanitizerFinding] = []
         self.epoch = 0  # counts barriers and fences of the launch
         self._globals: dict[int, _GlobalHistory] = {}
@@ -68,7 +69,7 @@ class LaunchSanitizer:
 
     def error(self) -> SanitizerError | None:
         """The launch's findings as one error, or None when it ran clean."""
-        return SanitizerError(self.findings, self.found) if self.found else None
+        return SanitizerError(self.findings, self.found, self.kinds) if self.found else None
 
     def batch(self, g: Batch) -> BatchSanitizer:
         """The tracker that batch ``g``'s kernel call uses."""
@@ -100,6 +101,7 @@ class LaunchSanitizer:
         if hits.shape[0] == 0:
             return
         self.found += int(hits.shape[0])
+        self.kinds[kind] = self.kinds.get(kind, 0) + int(hits.shape[0])
         line, array = self.sites[site]
         for k in hits[: SanitizerError.MAX_REPORTS - len(self.findings)]:
             theirs: Position | str | None = None
@@ -154,13 +156,17 @@ class _GlobalHistory:
 
 class _SharedHistory:
     """Per element of one shared array of a batch: the writer and reader (unit in the cube,
-    ``_SEVERAL``) since the cube's last barrier, and whether anything wrote it."""
+    ``_SEVERAL``) since the cube's last barrier, the readers' plane (or ``_SEVERAL``), the
+    plane-barrier epochs of the write and the latest read, and whether anything wrote it."""
 
-    __slots__ = ("init", "reader", "writer")
+    __slots__ = ("init", "r_epoch", "r_plane", "reader", "w_epoch", "writer")
 
     def __init__(self, size: int) -> None:
         self.writer = np.full(size, _NONE, dtype=np.int32)
         self.reader = np.full(size, _NONE, dtype=np.int32)
+        self.r_plane = np.full(size, _NONE, dtype=np.int32)
+        self.w_epoch = np.zeros(size, dtype=np.int64)
+        self.r_epoch = np.zeros(size, dtype=np.int64)
         self.init = np.zeros(size, dtype=bool)
 
 
@@ -190,6 +196,8 @@ class BatchSanitizer:
         self.launch = launch
         self.g = g
         self.units = g.shape.units
+        self.plane_dim = g.shape.plane_dim
+        self.plane_epoch = 0  # counts the batch's plane barriers
         self._shared: dict[int, _SharedHistory] = {}
         self._local: dict[int, np.ndarray] = {}
 
@@ -242,9 +250,12 @@ class BatchSanitizer:
 
     # --- shared memory and local arrays ---------------------------------------------------------
 
-    def shared_read(self, site: int, seg: Segmented, idx: Any, m: Any, atomic: bool) -> None:
-        """A load (``atomic``: an atomic load) of shared memory ``seg``."""
-        got = self._access(site, idx, m, seg.length)
+    def shared_read(
+        self, site: int, seg: Segmented, idx: Any, m: Any, atomic: bool, length: Any = None
+    ) -> None:
+        """A load (``atomic``: an atomic load) of shared memory ``seg``; ``length``: the bound
+        the checked launch compares the index with (default: the array's length)."""
+        got = self._access(site, idx, m, seg.length if length is None else int(length))
         if got is None:
             return
         lanes, index = got
@@ -256,26 +267,39 @@ class BatchSanitizer:
         if atomic:
             return
         unit = (lanes % self.units).astype(np.int32)
+        plane = unit // self.plane_dim
         w = s.writer[flat]
+        ordered = (w // self.plane_dim == plane) & (s.w_epoch[flat] < self.plane_epoch)
         note(
             "read-after-write race",
             site,
-            (w >= 0) & (w != unit),
+            (w >= 0) & (w != unit) & ~ordered,
             ids,
             index=index,
             other=self._other(lanes, w),
         )
-        r = s.reader[flat]
+        r, rp = s.reader[flat], s.r_plane[flat]
         s.reader[flat] = np.where((r == _NONE) | (r == unit), unit, _SEVERAL)
+        s.r_plane[flat] = np.where((rp == _NONE) | (rp == plane), plane, _SEVERAL)
+        s.r_epoch[flat] = self.plane_epoch
         several, _ = _duplicates(flat, unit)
         s.reader[several] = _SEVERAL
+        other_plane, _ = _duplicates(flat, plane)
+        s.r_plane[other_plane] = _SEVERAL
 
     def shared_write(
-        self, site: int, seg: Segmented, idx: Any, m: Any, v: Any, atomic: bool
+        self,
+        site: int,
+        seg: Segmented,
+        idx: Any,
+        m: Any,
+        v: Any,
+        atomic: bool,
+        length: Any = None,
     ) -> None:
         """A store of ``v`` (``atomic``: any atomic update) to shared memory ``seg``. Units that
         store the value an element holds already do not race (a flag every unit sets)."""
-        got = self._access(site, idx, m, seg.length)
+        got = self._access(site, idx, m, seg.length if length is None else int(length))
         if got is None:
             return
         lanes, index = got
@@ -288,52 +312,69 @@ class BatchSanitizer:
         unit = (lanes % self.units).astype(np.int32)
         note = self.launch.note
         w, r = s.writer[flat], s.reader[flat]
+        plane, epoch = unit // self.plane_dim, self.plane_epoch
         values = self._values(v, lanes)
         _, clash = _duplicates(flat, unit, values)
+        w_ordered = (w // self.plane_dim == plane) & (s.w_epoch[flat] < epoch)
         note(
             "write-after-write race",
             site,
-            ((w >= 0) & (w != unit) & (seg.data[flat] != values)) | clash,
+            ((w >= 0) & (w != unit) & ~w_ordered & (seg.data[flat] != values)) | clash,
             ids,
             index=index,
             other=self._other(lanes, np.where(clash, _NONE, w)),
         )
+        r_ordered = (s.r_plane[flat] == plane) & (s.r_epoch[flat] < epoch)
         note(
             "write-after-read race",
             site,
-            (r == _SEVERAL) | ((r >= 0) & (r != unit)),
+            ((r == _SEVERAL) | ((r >= 0) & (r != unit))) & ~r_ordered,
             ids,
             index=index,
             other=self._other(lanes, r),
         )
         s.writer[flat] = unit
+        s.w_epoch[flat] = epoch
 
-    def local_read(self, site: int, seg: Segmented, idx: Any, m: Any) -> None:
+    def shared_filled(self, seg: Segmented, m: Any) -> None:
+        """A cooperative-matrix store to shared memory ``seg``: every element of the cubes of
+        the lanes of ``m`` counts as written (the store's tile is not tracked)."""
+        if m is False:
+            return
+        g = self.g
+        here = np.ones(g.cubes, dtype=bool) if m is None else m.reshape(g.cubes, -1).any(axis=1)
+        self._shared_state(seg).init.reshape(g.cubes, -1)[here] = True
+
+    def local_read(self, site: int, seg: Segmented, idx: Any, m: Any, length: Any = None) -> None:
         """A load of local array ``seg``: in bounds and written before by the lane."""
-        got = self._access(site, idx, m, seg.length)
+        got = self._access(site, idx, m, seg.length if length is None else int(length))
         if got is None:
             return
         lanes, index = got
         written = self._local_state(seg)[seg.base[lanes] + index]
         self.launch.note("uninitialised read", site, ~written, self._unit_ids(lanes), index=index)
 
-    def local_write(self, site: int, seg: Segmented, idx: Any, m: Any) -> None:
+    def local_write(self, site: int, seg: Segmented, idx: Any, m: Any, length: Any = None) -> None:
         """A store to local array ``seg``."""
-        got = self._access(site, idx, m, seg.length)
+        got = self._access(site, idx, m, seg.length if length is None else int(length))
         if got is not None:
             lanes, index = got
             self._local_state(seg)[seg.base[lanes] + index] = True
 
     # --- global memory --------------------------------------------------------------------------
 
-    def global_bounds(self, site: int, buf: np.ndarray, idx: Any, m: Any) -> None:
+    def global_bounds(
+        self, site: int, buf: np.ndarray, idx: Any, m: Any, length: Any = None
+    ) -> None:
         """An access of a global buffer that only its bounds concern (read-only buffers, and
         atomics)."""
-        self._access(site, idx, m, buf.shape[0])
+        self._access(site, idx, m, buf.shape[0] if length is None else int(length))
 
-    def global_read(self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any) -> None:
+    def global_read(
+        self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, length: Any = None
+    ) -> None:
         """A load of global buffer ``k``, which the kernel also writes."""
-        got = self._access(site, idx, m, buf.shape[0])
+        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
         if got is None:
             return
         lanes, index = got
@@ -357,10 +398,12 @@ class BatchSanitizer:
         other_cube, _ = _duplicates(index, cube)
         h.r_cube[other_cube] = _SEVERAL
 
-    def global_write(self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, v: Any) -> None:
+    def global_write(
+        self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, v: Any, length: Any = None
+    ) -> None:
         """A store of ``v`` to global buffer ``k``. Units that store the value an element holds
         already do not race (the same result written by every cube)."""
-        got = self._access(site, idx, m, buf.shape[0])
+        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
         if got is None:
             return
         lanes, index = got
@@ -425,6 +468,10 @@ class BatchSanitizer:
             rows = s.writer.reshape(g.cubes, -1)
             rows[cubes_here] = _NONE
             s.reader.reshape(g.cubes, -1)[cubes_here] = _NONE
+
+    def plane_barrier(self) -> None:
+        """``sync_plane``: orders the shared-memory accesses of the units of each plane."""
+        self.plane_epoch += 1
 
     def fence_device(self, m: Any) -> None:
         """``fence_device`` by the lanes of ``m``: their earlier global writes are published."""

@@ -132,6 +132,7 @@ def test_reducing_barriers_repeat_in_a_loop(client, reference):
     np.testing.assert_array_equal(got, np.repeat(totals, 48))
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 @pytest.mark.parametrize("cubes", [1, 5, 37])
 def test_last_cube_of_a_grid_reduction_sees_every_partial(client, reference, cubes):
     dim = (32, 1, 1)

@@ -32,6 +32,9 @@ from ruda_core.runtime import (
 from ruda_core.runtime.reports import REPORT_SLOTS
 from ruda_core.testing.runner import TIMEOUT_S, read_array
 
+#: These kernels go out of bounds on purpose, to show the checked contract: not sanitized.
+pytestmark = pytest.mark.usefixtures("unsanitized")
+
 SENTINEL = 0xABCD1234
 
 

@@ -106,6 +106,7 @@ def test_profile_sees_replays(client):
     np.testing.assert_array_equal(read_array(client, out, np.int32), np.full(N, 3))
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_prepare_unchecked_follows_the_mode_in_force(client):
     from ruda_core.runtime import BoundsCheckMode
 

@@ -151,6 +151,7 @@ def conformance_shaped_tiles(x: Array[f32], out: Array[f32]):
     out[ty * u32(8) + tx] = tile[tx, ty] + f32(acc[1, 2]) + outside
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_shaped_shared_and_local_arrays_index_row_major_and_check_each_axis(client):
     x = np.arange(64, dtype=np.float32)
     xh, out = client.create_from_slice(x), client.empty(x.nbytes)
@@ -192,6 +193,7 @@ def conformance_views(
     atomic_add(part[:4], u % u32(5), u32(1))  # lane 4 of each 5 is past the view: dropped
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_views_at_an_offset_read_write_and_clip_like_python(client):
     block, cubes = 64, 3
     x = np.arange(block * cubes, dtype=np.float32)
@@ -241,6 +243,7 @@ def conformance_dynamic_shared(x: Array[f32], out: Array[f32], n: u32, m: u32):
         out[base + u] = mirrored + f32(flags[u % m]) + fixed[0] + tile[n + u]  # past n: 0
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_shared_memory_sized_at_launch(client):
     cubes, units = 3, 128
     for n, m in [(1, 1), (37, 5), (128, 64)]:

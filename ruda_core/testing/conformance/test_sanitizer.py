@@ -1,0 +1,419 @@
+"""The sanitizer (``RUDA_SANITIZE=1``) on the devices that sanitize launches (the NumPy
+reference device): a corpus of planted bugs, each kind at least twice, in shared and in global
+(or local) memory, each beside a correct twin that must run clean; and what a report says (the
+kernel, the source line, the array, the index, the units)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ruda_core.errors import SanitizerError
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    LocalArray,
+    SharedMemory,
+    atomic_add,
+    atomic_max,
+    kernel,
+    plane_sum,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
+
+BLOCK = 32
+CUBES = 3
+N = BLOCK * CUBES
+
+# --- shared memory: races ---------------------------------------------------------------------
+
+
+@kernel
+def planted_scan_without_barrier(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    d = u32(1)
+    while d < u32(BLOCK):
+        v = buf[UNIT_POS]
+        if UNIT_POS >= d:
+            v += buf[UNIT_POS - d]
+        buf[UNIT_POS] = v  # planted: other units still read buf
+        d *= u32(2)
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@kernel
+def twin_scan_with_barriers(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    d = u32(1)
+    while d < u32(BLOCK):
+        v = buf[UNIT_POS]
+        if UNIT_POS >= d:
+            v += buf[UNIT_POS - d]
+        sync_units()
+        buf[UNIT_POS] = v
+        sync_units()
+        d *= u32(2)
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@kernel
+def planted_neighbour_without_barrier(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    out[ABSOLUTE_POS] = buf[(UNIT_POS + u32(1)) % u32(BLOCK)]  # planted: read before the barrier
+
+
+@kernel
+def twin_neighbour_after_barrier(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[(UNIT_POS + u32(1)) % u32(BLOCK)]
+
+
+@kernel
+def planted_shift_without_barrier(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    v = buf[(UNIT_POS + u32(1)) % u32(BLOCK)]
+    buf[UNIT_POS] = v  # planted: the left neighbour has not read its value yet
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@kernel
+def twin_shift_with_barrier(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    v = buf[(UNIT_POS + u32(1)) % u32(BLOCK)]
+    sync_units()
+    buf[UNIT_POS] = v
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@kernel
+def planted_shared_last_writer(x: Array[u32], out: Array[u32]):
+    total = SharedMemory(u32, 1)
+    total[0] = x[ABSOLUTE_POS]  # planted: every unit writes its own value
+    sync_units()
+    out[ABSOLUTE_POS] = total[0]
+
+
+@kernel
+def twin_shared_atomic_total(x: Array[u32], out: Array[u32]):
+    total = SharedMemory(u32, 1)
+    if UNIT_POS == u32(0):
+        total[0] = u32(0)
+    sync_units()
+    atomic_add(total, 0, x[ABSOLUTE_POS])
+    sync_units()
+    out[ABSOLUTE_POS] = total[0]
+
+
+# --- global memory: races ---------------------------------------------------------------------
+
+
+@kernel
+def planted_global_neighbour(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    out[i] = x[i]
+    out[i] += out[(i + u32(1)) % out.len()]  # planted: another unit's element, no ordering
+
+
+@kernel
+def twin_global_neighbour(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    out[i] = x[i] + x[(i + u32(1)) % x.len()]
+
+
+@kernel
+def planted_global_maximum(x: Array[u32], out: Array[u32]):
+    if x[ABSOLUTE_POS] > out[0]:  # planted: read and written by every unit
+        out[0] = x[ABSOLUTE_POS]
+
+
+@kernel
+def twin_global_atomic_maximum(x: Array[u32], out: Array[u32]):
+    atomic_max(out, 0, x[ABSOLUTE_POS])
+
+
+@kernel
+def planted_global_cube_total(x: Array[u32], out: Array[u32]):
+    out[RUDA_POS] = x[ABSOLUTE_POS]  # planted: every unit of the cube writes
+
+
+@kernel
+def twin_global_plane_total(x: Array[u32], out: Array[u32]):
+    total = plane_sum(x[ABSOLUTE_POS])  # BLOCK is one plane wide on the reference device
+    if UNIT_POS == u32(0):
+        out[RUDA_POS] = total
+
+
+# --- uninitialised reads ------------------------------------------------------------------------
+
+
+@kernel
+def planted_shared_halo(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK + 1)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS] + buf[UNIT_POS + u32(1)]  # planted: buf[BLOCK] unwritten
+
+
+@kernel
+def twin_shared_halo(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK + 1)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    if UNIT_POS == u32(0):
+        buf[BLOCK] = u32(0)
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS] + buf[UNIT_POS + u32(1)]
+
+
+@kernel
+def planted_local_partial(x: Array[u32], out: Array[u32]):
+    acc = LocalArray(u32, 4)
+    acc[0] = x[ABSOLUTE_POS]
+    if x[ABSOLUTE_POS] % u32(2) == u32(0):
+        acc[1] = u32(1)
+    out[ABSOLUTE_POS] = acc[0] + acc[1]  # planted: odd values never wrote acc[1]
+
+
+@kernel
+def twin_local_full(x: Array[u32], out: Array[u32]):
+    acc = LocalArray(u32, 4)
+    acc[0] = x[ABSOLUTE_POS]
+    acc[1] = u32(0)
+    if x[ABSOLUTE_POS] % u32(2) == u32(0):
+        acc[1] = u32(1)
+    out[ABSOLUTE_POS] = acc[0] + acc[1]
+
+
+# --- barriers every live unit must reach ----------------------------------------------------------
+
+
+@kernel
+def planted_barrier_in_branch(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    if UNIT_POS < u32(BLOCK // 2):
+        sync_units()  # planted: half the cube never gets here
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS]
+
+
+@kernel
+def twin_barrier_after_early_return(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    if ABSOLUTE_POS >= x.len():
+        return  # units that leave take no part in later barriers
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@kernel
+def planted_barrier_in_uneven_loop(x: Array[u32], out: Array[u32]):
+    total = u32(0)
+    for _ in range(UNIT_POS % u32(3)):
+        total += x[ABSOLUTE_POS]
+        sync_units()  # planted: units run 0, 1 or 2 trips
+    out[ABSOLUTE_POS] = total
+
+
+@kernel
+def twin_barrier_in_even_loop(x: Array[u32], out: Array[u32]):
+    total = u32(0)
+    for _ in range(RUDA_POS % u32(3)):  # the same trip count for a whole cube
+        total += x[ABSOLUTE_POS]
+        sync_units()
+    out[ABSOLUTE_POS] = total
+
+
+# --- out of bounds, in checked launches ---------------------------------------------------------
+
+
+@kernel
+def planted_shared_past_end(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS + u32(1)]  # planted: buf[BLOCK] does not exist
+
+
+@kernel
+def twin_shared_wrapped(x: Array[u32], out: Array[u32]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[(UNIT_POS + u32(1)) % u32(BLOCK)]
+
+
+@kernel
+def planted_global_past_end(x: Array[u32], out: Array[u32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS + u32(1)]  # planted: x[len] does not exist
+
+
+@kernel
+def twin_global_guarded(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i + u32(1) < x.len():
+        out[i] = x[i + u32(1)]
+    else:
+        out[i] = u32(0)
+
+
+# (planted kernel, correct twin, every kind the planted one must report)
+CORPUS = {
+    "shared-raw-scan": (
+        planted_scan_without_barrier,
+        twin_scan_with_barriers,
+        {"write-after-read race", "read-after-write race"},
+    ),
+    "shared-raw-neighbour": (
+        planted_neighbour_without_barrier,
+        twin_neighbour_after_barrier,
+        {"read-after-write race"},
+    ),
+    "shared-war-shift": (
+        planted_shift_without_barrier,
+        twin_shift_with_barrier,
+        {"write-after-read race"},
+    ),
+    "shared-waw-total": (
+        planted_shared_last_writer,
+        twin_shared_atomic_total,
+        {"write-after-write race"},
+    ),
+    "global-raw-neighbour": (
+        planted_global_neighbour,
+        twin_global_neighbour,
+        {"read-after-write race", "write-after-read race"},
+    ),
+    "global-war-maximum": (
+        planted_global_maximum,
+        twin_global_atomic_maximum,
+        {"write-after-read race"},
+    ),
+    "global-waw-cube-total": (
+        planted_global_cube_total,
+        twin_global_plane_total,
+        {"write-after-write race"},
+    ),
+    "uninit-shared-halo": (planted_shared_halo, twin_shared_halo, {"uninitialised read"}),
+    "uninit-local-partial": (planted_local_partial, twin_local_full, {"uninitialised read"}),
+    "barrier-in-branch": (
+        planted_barrier_in_branch,
+        twin_barrier_after_early_return,
+        {"divergent barrier"},
+    ),
+    "barrier-in-uneven-loop": (
+        planted_barrier_in_uneven_loop,
+        twin_barrier_in_even_loop,
+        {"divergent barrier"},
+    ),
+    "oob-shared": (planted_shared_past_end, twin_shared_wrapped, {"out-of-bounds"}),
+    "oob-global": (planted_global_past_end, twin_global_guarded, {"out-of-bounds"}),
+}
+
+
+@pytest.fixture
+def sanitizing(client: ComputeClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sanitize the test's launches; skip on devices that do not sanitize."""
+    if str(client.device) != "cpu":
+        pytest.skip(f"{client.device} does not sanitize launches: only the NumPy device does")
+    monkeypatch.setenv("RUDA_SANITIZE", "1")
+
+
+def _run(client: ComputeClient, k: Callable[..., object] | object) -> np.ndarray:
+    """Launch ``k`` over CUBES cubes of BLOCK units (x: 1..N) and read ``out``."""
+    x = np.arange(1, N + 1, dtype=np.uint32)
+    out = client.create_from_slice(np.zeros(N, dtype=np.uint32))
+    k.launch(  # type: ignore[attr-defined]
+        client,
+        RudaCount(CUBES),
+        RudaDim(BLOCK),
+        ArrayArg(client.create_from_slice(x), N),
+        ArrayArg(out, N),
+    )
+    return read_array(client, out, np.uint32)
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS))
+def test_planted_bug_is_reported(client, sanitizing, case):
+    planted, _twin, kinds = CORPUS[case]
+    with pytest.raises(SanitizerError) as caught:
+        _run(client, planted)
+    err = caught.value
+    assert kinds <= set(err.kinds), f"{case}: expected {kinds}, the report held {err.kinds}"
+    assert err.kernel == planted.name
+    assert err.count >= len(err.findings) >= 1
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS))
+def test_correct_twin_runs_clean(client, sanitizing, case):
+    _planted, twin, _kinds = CORPUS[case]
+    _run(client, twin)  # raises SanitizerError on any finding
+
+
+def _line_of(text: str) -> str:
+    """``file:line`` of the first line of this module containing ``text``."""
+    path = Path(__file__)
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if text in line:
+            return f"{path.name}:{number}"
+    raise LookupError(text)
+
+
+def test_race_report_names_kernel_line_array_index_and_units(client, sanitizing):
+    with pytest.raises(SanitizerError) as caught:
+        _run(client, planted_neighbour_without_barrier)
+    first = caught.value.findings[0]
+    assert first.kernel == "planted_neighbour_without_barrier"
+    assert first.kind == "read-after-write race"
+    assert first.line == _line_of("# planted: read before the barrier")
+    assert (first.array, first.index) == ("buf", 1)
+    assert first.unit == ((0, 0, 0), (0, 0, 0))  # unit 0 of cube 0 read buf[1] ...
+    assert first.other == ((0, 0, 0), (1, 0, 0))  # ... that unit 1 wrote
+    assert caught.value.count == N  # every unit of every cube read a neighbour's element
+    assert "planted_neighbour_without_barrier" in str(caught.value)
+
+
+def test_barrier_report_names_a_unit_that_is_not_there(client, sanitizing):
+    with pytest.raises(SanitizerError) as caught:
+        _run(client, planted_barrier_in_branch)
+    first = caught.value.findings[0]
+    assert first.kind == "divergent barrier"
+    assert first.line == _line_of("# planted: half the cube never gets here")
+    assert first.unit[1][0] < BLOCK // 2 <= first.other[1][0]  # type: ignore[index]
+    assert caught.value.count == CUBES * BLOCK // 2
+
+
+def test_out_of_bounds_report_names_the_index_and_reads_zero(client, sanitizing):
+    with pytest.raises(SanitizerError) as caught:
+        _run(client, planted_global_past_end)
+    first = caught.value.findings[0]
+    assert (first.kind, first.array, first.index) == ("out-of-bounds", "x", N)
+    assert first.unit == ((CUBES - 1, 0, 0), (BLOCK - 1, 0, 0))
+    assert caught.value.count == 1
+
+
+def test_launches_are_not_checked_with_the_sanitizer_off(client, sanitizing, monkeypatch):
+    monkeypatch.setenv("RUDA_SANITIZE", "0")
+    got = _run(client, planted_global_past_end)
+    assert got[-1] == 0 and got[0] == 2  # clamped as the checked contract says, and no report
