@@ -132,10 +132,20 @@ def test_a_width_the_device_lacks_is_refused_naming_the_variable(
         CpuServer(DeviceId(0, 0))
 
 
+@kernel
+def plane_geometry(out: Array[u32]):
+    out[ABSOLUTE_POS] = PLANE_DIM * u32(1000) + UNIT_POS_PLANE
+
+
 def test_each_width_is_reported_and_compiled_for(clients: dict[int, ComputeClient]) -> None:
-    for width, client in clients.items():
+    units = 100
+    for width, client in clients.items():  # one kernel, built for each width (the key has it)
         assert client.properties().plane_dim == width
         assert client.server.compile_options().plane_dim == width
+        out = client.empty(4 * units)
+        plane_geometry.launch(client, RudaCount(1), RudaDim(units), ArrayArg(out, units))
+        want = width * 1000 + np.arange(units) % width
+        np.testing.assert_array_equal(read_array(client, out, np.uint32), want)
 
 
 def test_partials_sized_for_planes_of_32_are_wrong_at_16(
