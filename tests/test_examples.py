@@ -1,8 +1,10 @@
-"""The README's sample kernels run and agree with NumPy."""
+"""The README's kernel and sample programs run and agree with NumPy, on every local device."""
 
 from __future__ import annotations
 
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,22 @@ def _run(example: str, device: str) -> None:
     if device not in {str(d) for d in ruda.enumerate_all_devices()}:
         pytest.skip(f"{device} is not present here: no OpenCL driver is installed")
     runpy.run_path(str(EXAMPLES / example))["main"](device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_readme_kernel_runs_unchanged_on_every_device(device, tmp_path):
+    import ruda_core as ruda
+
+    if device not in {str(d) for d in ruda.enumerate_all_devices()}:
+        pytest.skip(f"{device} is not present here: no OpenCL driver is installed")
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    source = readme.split("## A kernel\n\n```python\n")[1].split("```")[0]
+    script = tmp_path / "readme_kernel.py"
+    script.write_text(source.replace('ruda.client("cpu")', f'ruda.client("{device}")'))
+    printed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout
+    assert printed.strip() == "[0. 3. 6. 9.]"
 
 
 @pytest.mark.parametrize("device", DEVICES)
