@@ -51,6 +51,7 @@ from .coerce import (
     operand,
     promote,
 )
+from .comparisons import exact_mixed_sign, mixes_sign
 from .func import Func
 from .intrinsics import FOLDABLE, HANDLERS
 from .lines import array_line_method, lane, line_method
@@ -382,6 +383,9 @@ class ExprBuilder(BuilderState):
         elem = self.common(a, b, node, f"'{symbol}'")
         if elem is Elem.BOOL and ir_op not in (Op.EQ, Op.NE):
             self.fail(f"'{symbol}' needs numbers, got bool", node)
+        ea, eb = elem_of(a), elem_of(b)
+        if ea is not None and eb is not None and mixes_sign(ea, eb):
+            return exact_mixed_sign(self, ir_op, operand(self, a, node), operand(self, b, node))
         x, y = implicit(self, a, elem, node), implicit(self, b, elem, node)
         return self.emit(ir_op, Elem.BOOL, x, y)
 
