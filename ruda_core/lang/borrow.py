@@ -167,16 +167,23 @@ def settle(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> Non
     among them that ``task`` writes: a staged array is copied back, and on a device that uses
     host memory the stream is waited for. Arrays the kernel only reads are left as they are.
 
+    The staged device copies are let go here.
+
     :raises InteropError: for a read-only array the kernel writes.
     :raises ServerError: the stream's pending error.
     """
     wait = False
     for owner in kept:
-        if type(owner) is Staged and task.writes(owner.binding):
-            if owner.handle is None:
-                wait = True
-            else:
-                owner.copy_back(client)
+        if type(owner) is not Staged:
+            continue
+        if owner.handle is None:
+            wait = wait or task.writes(owner.binding)
+            continue
+        if task.writes(owner.binding):
+            owner.copy_back(client)
+        # the device copy goes back to the pool now (stream-ordered), not when the stream
+        # lets the launch's kept arrays go: the next launch's copy takes the same memory
+        owner.handle = None
     if wait:
         client.sync().result()
 
