@@ -332,6 +332,9 @@ class ExprBuilder(BuilderState):
         symbol, ir_op, py_op = entry
         if isinstance(a, PyVal) and isinstance(b, PyVal):
             return self.comptime(lambda: py_op(a.value, b.value), node)
+        table = self.picked_op(py_op, (a, b), node)
+        if table is not None:
+            return table
         what = f"'{symbol}'"
         if ir_op in (Op.SHL, Op.SHR):
             elem = elem_of(a) or self.common(a, b, node, what)
@@ -356,13 +359,11 @@ class ExprBuilder(BuilderState):
         value = self.expr(node.operand)
         op = node.op
         if isinstance(value, PyVal):
-            py_ops: dict[type[ast.unaryop], Callable[[Any], Any]] = {
-                ast.USub: operator.neg,
-                ast.UAdd: operator.pos,
-                ast.Not: operator.not_,
-                ast.Invert: operator.invert,
-            }
-            return self.comptime(lambda: py_ops[type(op)](value.value), node)
+            return self.comptime(lambda: _UNARY[type(op)](value.value), node)
+        if isinstance(value, LiteralPick) and not isinstance(op, ast.Not):
+            table = self.picked_op(_UNARY[type(op)], (value,), node)
+            if table is not None:
+                return table
         if isinstance(op, ast.Not):
             return self.emit(Op.NOT, Elem.BOOL, self.boolean(value, node, "the operand of 'not'"))
         x = operand(self, value, node)
@@ -514,6 +515,36 @@ class ExprBuilder(BuilderState):
         op = self.index(value, node)
         return op if op.elem is Elem.U32 else self.emit(Op.CAST, Elem.U32, op)
 
+    def picked_op(
+        self, py_op: Callable[..., Any], operands: tuple[Value, ...], node: ast.AST
+    ) -> LiteralPick | None:
+        """``TABLE[i] op c``, ``c op TABLE[i]``, ``T[i] op U[i]`` (one index, tables of one
+        length) and ``-TABLE[i]`` of compile-time numbers: the table of the results, computed in
+        Python as arithmetic on literals is, and typed by its context as the table itself would
+        be (``TABLE[i] + 1.0`` stored into an ``Array[f64]`` is an f64 table). None otherwise."""
+        picks = [v for v in operands if isinstance(v, LiteralPick)]
+        if not picks or any(p.key is not picks[0].key for p in picks):
+            return None
+        n = len(picks[0].values)
+        if any(len(p.values) != n for p in picks):
+            return None
+        columns: list[tuple[object, ...]] = []
+        for v in operands:
+            if isinstance(v, LiteralPick):
+                columns.append(v.values)
+            elif isinstance(v, PyVal):
+                columns.append((v.value,) * n)
+            else:
+                return None
+        rows = list(zip(*columns, strict=True))
+        if not all(_number(x) for row in rows for x in row):
+            return None  # bools, and picks of anything else, keep their own rules
+        results = self.comptime(lambda: tuple(py_op(*row) for row in rows), node)
+        values = results.value if isinstance(results, PyVal) else None
+        if not isinstance(values, tuple) or not all(_number(v) for v in values):
+            return None
+        return LiteralPick(picks[0].key, values)
+
     def picked(self, values: object, index: Operand, node: ast.AST) -> LiteralPick:
         """``TABLE[i]`` of a compile-time tuple of numbers and a run-time ``i``: typed by its
         context like a literal; its values fill a local array once per kernel."""
@@ -639,6 +670,14 @@ class ExprBuilder(BuilderState):
         if isinstance(value, PyVal) and isinstance(value.value, ElemVar):
             return self.bound(value.value, node)
         self.fail(f"expected a type such as f32 or Float, got {value}", node)
+
+
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Not: operator.not_,
+    ast.Invert: operator.invert,
+}
 
 
 def _numbers(a: object, b: object) -> bool:

@@ -1,6 +1,7 @@
 """Literals take the type their context asks for, also as both arms of a conditional expression
 (``out[i] = 30 if flag else 50`` into a ``u8``, ``i64``, ``f64`` … array) and as the entries of
-a compile-time tuple indexed at run time (``TABLE[i]``), on every device."""
+a compile-time tuple indexed at run time (``TABLE[i]``), on every device, also inside arithmetic
+with literals and other tables (``TABLE[i] + 1.0`` into an ``f64`` array is computed in f64)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import Elem
-from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, Numeric, f32, kernel, u32
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, Numeric, f32, f64, i32, i64, kernel, u32
 from ruda_core.runtime import RudaCount, RudaDim
 from ruda_core.testing.markers import need
 from ruda_core.testing.runner import read_array
@@ -77,4 +78,46 @@ def test_a_tuple_indexed_at_run_time_takes_the_type_of_its_target(client, refere
         np.testing.assert_array_equal(read_array(c, small, np.uint32), want_small)
         np.testing.assert_array_equal(
             read_array(c, frac, np.float32), np.array(HALVES, np.float32)[i % 3]
+        )
+
+
+#: not exact in f32: an f64 target must get the f64 results of the arithmetic
+THIRDS = (0.1, 0.2, 0.3)
+
+
+@kernel
+def conformance_table_arithmetic(
+    wide: Array[f64], mixed: Array[f64], big: Array[i64], negated: Array[i32], near: Array[f32]
+):
+    i = ABSOLUTE_POS
+    if i < wide.len():
+        k = i % u32(3)
+        j = i % u32(8)
+        wide[i] = THIRDS[k] + 1.0
+        mixed[i] = 2.0 * THIRDS[k] - THIRDS[k] / 3.0 + HALVES[k]
+        big[i] = TABLE[j] * 1_000_000_000_000  # fits only i64
+        negated[i] = -TABLE[j] + 1
+        near[i] = THIRDS[k] * near[i]  # a typed operand: the table takes its type
+
+
+def test_a_table_in_arithmetic_takes_the_type_of_its_context(client, reference):
+    need(client, Elem.F64, reference=reference)
+    k, j = np.arange(N) % 3, np.arange(N) % 8
+    thirds, table = np.array(THIRDS), np.array(TABLE)
+    for c in (client, reference):
+        wide, mixed, big, negated = (c.empty(N * 8) for _ in range(4))
+        near = c.create_from_slice(np.full(N, 3.0, np.float32))
+        conformance_table_arithmetic.launch(
+            c, 1, N, ArrayArg(wide, N), ArrayArg(mixed, N), ArrayArg(big, N),
+            ArrayArg(negated, N), ArrayArg(near, N),
+        )  # fmt: skip
+        np.testing.assert_array_equal(read_array(c, wide, np.float64), thirds[k] + 1.0)
+        want = np.array([2.0 * t - t / 3.0 + h for t, h in zip(THIRDS, HALVES, strict=True)])
+        np.testing.assert_array_equal(read_array(c, mixed, np.float64), want[k])
+        np.testing.assert_array_equal(
+            read_array(c, big, np.int64), table[j].astype(np.int64) * 1_000_000_000_000
+        )
+        np.testing.assert_array_equal(read_array(c, negated, np.int32)[:N], 1 - table[j])
+        np.testing.assert_array_equal(
+            read_array(c, near, np.float32), np.float32(3.0) * thirds.astype(np.float32)[k]
         )
