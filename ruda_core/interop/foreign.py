@@ -83,7 +83,7 @@ def _check_device(client: ComputeClient, device: tuple[int, int], what: str) -> 
     if mine is None:
         raise InteropError(
             f"{client.device} cannot use memory of other libraries (its buffers are not shared "
-            f"by address); copy explicitly, e.g. RudaTensor.from_numpy(client, np.asarray(...))"
+            f'by address); copy it there with ruda_core.asarray(array, "{client.device}")'
         )
     if (int(device[0]), int(device[1])) != mine:
         raise InteropError(

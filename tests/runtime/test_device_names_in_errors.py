@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
-from ruda_core.errors import CaptureError, InvalidHandle
+from ruda_core.errors import CaptureError, InteropError, InvalidHandle
 from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
 from ruda_core.runtime import RudaCount, RudaDim
 
@@ -65,3 +65,10 @@ def test_handles_and_bindings_name_their_device(open_device, name):
     handle = client.empty(32)
     _says(repr(handle), name)
     _says(repr(handle.binding()), name)
+
+
+def test_host_memory_refused_by_a_device_names_it_and_the_copy_to_make(open_device):
+    client = open_device("opencl:0")
+    with pytest.raises(InteropError) as info:
+        ruda.from_dlpack(np.zeros(4, np.float32), client)
+    _says(str(info.value), 'ruda_core.asarray(array, "opencl:0")')
