@@ -44,12 +44,12 @@ def asarray(
     :raises InteropError: for another library's array ruda cannot read.
     """
     client = device if isinstance(device, ComputeClient) else client_of_name(device)
+    wanted = None if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
     source = _device_tensor(obj)
     if source is None:
-        host = np.asarray(_host_array(obj), dtype=dtype)  # type: ignore[call-overload]
-        return RudaTensor.from_numpy(client, host)
-    if dtype is not None and np.dtype(dtype) != source.dtype:  # type: ignore[call-overload]
-        return RudaTensor.from_numpy(client, source.numpy().astype(dtype))
+        return RudaTensor.from_numpy(client, np.asarray(_host_array(obj), dtype=wanted))
+    if wanted is not None and wanted != source.dtype:
+        return RudaTensor.from_numpy(client, source.numpy().astype(wanted))
     if not source.is_contiguous:
         return RudaTensor.from_numpy(client, source.numpy())
     return _copied(source, client)

@@ -446,7 +446,7 @@ def borrow_arguments(
         owner: object = arg
         try:
             if reader is _read_numpy and not shares_host(client):
-                entry, owner = _stage(client, kind, arg, binding)
+                entry, owner = _stage(client, kind, cast(np.ndarray, arg), binding)
             else:
                 entry = _lookup(client, kind, layout, arg)
                 this = _origin(reader, int(layout[4]))  # checked to be the client's device
@@ -454,7 +454,7 @@ def borrow_arguments(
                     return None
                 origin, ordered = this, True
                 if reader is _read_numpy:
-                    owner = Staged(arg, None, binding)
+                    owner = Staged(cast(np.ndarray, arg), None, binding)
         except TypeError:  # an element type ruda lacks: the import says which
             return None
         if converted is None:

@@ -89,10 +89,10 @@ CmmaShape = tuple[int, int, int, int, int]
 
 
 @overload
-def matmul(a: Operand, b: Operand, *, allow_tf32: bool = False) -> RudaTensor: ...
+def matmul(a: Operand, b: Operand, /, *, allow_tf32: bool = False) -> RudaTensor: ...
 @overload
 def matmul(
-    client: ComputeClient, a: Operand, b: Operand, *, allow_tf32: bool = False
+    client: ComputeClient, a: Operand, b: Operand, /, *, allow_tf32: bool = False
 ) -> RudaTensor: ...
 def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
     """``a @ b`` on ``a``'s device (or on a client passed first: ``matmul(client, a, b)``):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
+from typing import Any
 
 from ..ir import Elem
 from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
@@ -76,9 +77,7 @@ def as_buffer(op: str, name: str, value: object) -> TensorBuffer:
     return TensorBuffer(value.handle, shape, strides, value.elem)
 
 
-def client_and_operands(
-    op: str, args: tuple[object, ...]
-) -> tuple[ComputeClient, tuple[object, ...]]:
+def client_and_operands(op: str, args: tuple[Any, ...]) -> tuple[ComputeClient, tuple[Any, ...]]:
     """The client an operation runs on and its operands, from its positional arguments: the
     client of the first operand's device, or a leading client (``op(client, a, …)``, the form
     that names it).
