@@ -21,6 +21,8 @@ documented in :mod:`.statements`, :mod:`.expressions`, :mod:`.coerce`, :mod:`.bu
 :mod:`.func`; anything else is a ``CompilationError`` that names the kernel, file and line.
 """
 
+from types import ModuleType
+
 from . import cmma, pipeline
 from .args import ArrayArg, TensorArg
 from .builtins import (
@@ -316,3 +318,15 @@ __all__ = [
     "u64",
     "unroll",
 ]
+
+# The modules that implement the language are not part of it: importing them above made each an
+# attribute of this package, which is taken back here (``from ruda_core.lang.launcher import
+# Launcher`` still works: Python finds a loaded submodule in ``sys.modules``).
+for _name in [n for n, v in globals().items() if isinstance(v, ModuleType) and n not in __all__]:
+    del globals()[_name]
+del _name, ModuleType
+
+
+def __dir__() -> list[str]:
+    """The language alone (``__all__``)."""
+    return list(__all__)

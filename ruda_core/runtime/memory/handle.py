@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..device_names import device_name
 
@@ -151,6 +151,18 @@ class Handle:
 
     def __repr__(self) -> str:
         return f"Handle({self.nbytes} B on {device_name(self.server_id)})"
+
+    def __array__(self, dtype: object = None, copy: bool | None = None) -> NoReturn:
+        """Refused: a handle is untyped device memory, and NumPy would otherwise wrap the
+        handle object itself in a 0-d object array without a word.
+
+        :raises TypeError: always, saying how to read the memory.
+        """
+        raise TypeError(
+            f"NumPy cannot convert {self!r}: a handle is untyped bytes on the device. Read "
+            "it with np.frombuffer(client.read_one(handle), dtype), or keep a RudaTensor, "
+            "which knows its type and shape, and call tensor.numpy()"
+        )
 
 
 _new = object.__new__
