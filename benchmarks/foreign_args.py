@@ -5,7 +5,9 @@ Triton, in one run.
 * ``ruda foreign``: the same launch with three arrays of another library, borrowed at every
   launch (read through their own accessors, bound through a cached entry, kept alive by the
   stream): NumPy arrays and, with torch installed, torch CPU tensors on ``cpu``; PyTorch
-  tensors and CuPy arrays on ``cuda:*`` (ordered after the library's current stream);
+  tensors and CuPy arrays on ``cuda:*`` (ordered after the library's current stream). The
+  NumPy output holds the results when ``launch`` returns, so each NumPy launch waits for its
+  kernel: that side's figure is a launch, a run and a sync, not the host cost alone;
 * ``Triton``: on ``cuda:*``, Triton's launch of an equivalent saxpy kernel with the same torch
   tensors.
 
