@@ -182,6 +182,14 @@ def reference() -> ComputeClient:
     return ruda_core.client(REFERENCE_BACKEND)
 
 
+@pytest.fixture
+def unsanitized(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the test's launches without the reference device's sanitizer (``RUDA_SANITIZE=0``):
+    for tests whose kernels go out of bounds or read unwritten memory on purpose, to show what
+    the device does then."""
+    monkeypatch.setenv("RUDA_SANITIZE", "0")
+
+
 @pytest.fixture(scope="session")
 def ruda_selection(request: pytest.FixtureRequest) -> DeviceSelection:
     """The test run's device selection (devices, required backends, enumeration error)."""

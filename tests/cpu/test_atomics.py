@@ -144,6 +144,7 @@ CASES = [
 ]
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 @pytest.mark.parametrize("shared", [False, True], ids=["global", "shared"])
 @pytest.mark.parametrize(("op", "elem"), CASES, ids=str)
 def test_fetching_atomics_replay_sequentially(

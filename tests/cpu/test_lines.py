@@ -3,6 +3,7 @@ semantics, runs whole lines of a contiguous launch as strided slices, and stays 
 without bounds checks."""
 
 import numpy as np
+import pytest
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, Comptime, Line, f16, f32, kernel, u8
 from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim
@@ -55,6 +56,7 @@ def test_casts_and_lane_order_of_a_line_of_bytes(cpu):
     np.testing.assert_array_equal(got, x.astype(np.float32) / np.float32(255))
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_unchecked_lines_past_the_end_never_crash_the_reference(cpu):
     BoundsCheckMode.configure(BoundsCheckMode.AUTO)
     try:

@@ -63,6 +63,7 @@ def test_shared_memory_tree_reduction_over_many_cubes(
     assert (out == padded.reshape(cubes, block).sum(axis=1)).all()
 
 
+@pytest.mark.usefixtures("unsanitized")  # reads unwritten memory on purpose
 def test_cubes_never_see_each_others_shared_memory(cpu: ComputeClient) -> None:
     kb = KernelBuilder("isolation", file=FILE)
     po, pz = kb.array("o", U32), kb.array("z", U32)
@@ -97,6 +98,7 @@ def test_shared_memory_survives_batches(
     assert (out == x.reshape(cubes, 64).sum(axis=1)).all()
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_local_arrays_are_private_per_lane(cpu: ComputeClient) -> None:
     kb = KernelBuilder("local", file=FILE)
     po = kb.array("o", U32)
@@ -140,6 +142,7 @@ def oob_kernel() -> KernelBuilder:
     return kb
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_unchecked_never_wraps_negative_indices_or_crashes(cpu: ComputeClient) -> None:
     idx = np.array([0, -1, 3, 2**31 - 1, -(2**31), 9, 10, 5], np.int32)
     a = np.arange(10, dtype=np.int32) * 10
@@ -150,6 +153,7 @@ def test_unchecked_never_wraps_negative_indices_or_crashes(cpu: ComputeClient) -
     assert w.tolist() == [7, 0, 0, 7, 0, 7, 0, 0, 0, 7]
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_checked_uses_the_metadata_length(cpu: ComputeClient) -> None:
     idx = np.array([0, 1, 5, 6, 7, 9, -1, 3], np.int32)
     a = np.arange(10, dtype=np.int32) * 10
@@ -163,6 +167,7 @@ def test_checked_uses_the_metadata_length(cpu: ComputeClient) -> None:
     assert w.tolist() == [7, 7, 0, 7, 0, 7, 0, 0, 0, 0]
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_validate_reports_the_first_access_of_the_lowest_lane(cpu: ComputeClient) -> None:
     idx = np.array([0, 1, 2, 3, 4, 5, 6, 7], np.int32)
     idx[5] = -2  # lane 5: a[-2] (as u32 4294967294) is the first out-of-bounds access
@@ -174,6 +179,7 @@ def test_validate_reports_the_first_access_of_the_lowest_lane(cpu: ComputeClient
     assert error.reports == (OutOfBoundsReport("oob", "sm", 4, 4),)
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_validate_reports_u64_index_halves(cpu: ComputeClient) -> None:
     kb = KernelBuilder("big", file=FILE)
     pa, po = kb.array("a", F32), kb.array("o", F32)
@@ -184,6 +190,7 @@ def test_validate_reports_u64_index_halves(cpu: ComputeClient) -> None:
     assert (o == 0).all()
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_contiguous_and_strided_lane_accesses_near_the_ends(cpu: ComputeClient) -> None:
     """ABSOLUTE_POS * 3 - 4 and 50 - ABSOLUTE_POS are lane vectors: slices, partly out of
     bounds at both ends."""

@@ -83,6 +83,7 @@ def run_histogram(cpu: ComputeClient, body: Kernel) -> tuple[np.ndarray, np.ndar
     return read_array(cpu, hist, np.uint32), np.bincount(x % BINS, minlength=BINS)
 
 
+@pytest.mark.usefixtures("unsanitized")  # reads unwritten memory on purpose
 def test_bins_never_zeroed_count_from_the_poison(cpu: ComputeClient) -> None:
     got, want = run_histogram(cpu, histogram_bins_never_zeroed)
     # every cube's bins started at 0xA5A5A5A5, and the device adds them all up (mod 2**32)
@@ -95,6 +96,7 @@ def test_bins_zeroed_before_a_barrier_are_exact(cpu: ComputeClient) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.usefixtures("unsanitized")  # reads unwritten memory on purpose
 @pytest.mark.parametrize("elem", ELEMS, ids=str)
 def test_unwritten_shared_and_local_elements_read_the_poison(
     cpu: ComputeClient, elem: Elem

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from launch_modes import run, run_validated
@@ -278,6 +279,7 @@ def interpret(defn: KernelDefinition, lane: int, a: list[int], out: list[int]) -
         run(defn.body)
 
 
+@pytest.mark.usefixtures("unsanitized")  # random indices go out of bounds
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     body=blocks(3, 0, []), seed=st.integers(0, 2**32 - 1), mode=st.sampled_from(list(ExecutionMode))
