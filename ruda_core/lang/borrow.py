@@ -64,6 +64,7 @@ __all__ = [
     "Origin",
     "Staged",
     "borrow_arguments",
+    "check_staged",
     "guarded_types",
     "lend",
     "lend_torch",
@@ -136,6 +137,16 @@ class Staged:
         self.handle = handle
         self.binding = binding
 
+    def check_writable(self, client: ComputeClient) -> None:
+        """:raises InteropError: for a read-only array (the kernel writes it)."""
+        array = self.array
+        if not array.flags.writeable:
+            raise InteropError(
+                f"a read-only {array.dtype} array of shape {array.shape} was passed for an "
+                f"argument the kernel writes on {client.device}; it cannot hold the results. "
+                "Pass a writable array (np.array(x)) or a device tensor (ruda_core.asarray)"
+            )
+
     def copy_back(self, client: ComputeClient) -> None:
         """Copy the device copy into the array, waiting for the work that writes it.
 
@@ -143,19 +154,25 @@ class Staged:
         :raises ServerError: the stream's pending error or the copy's poison.
         """
         array, handle = self.array, cast(Handle, self.handle)
-        if not array.flags.writeable:
-            raise InteropError(
-                f"a read-only {array.dtype} array of shape {array.shape} was passed for an "
-                f"argument the kernel writes on {client.device}; its results stay on the device. "
-                "Pass a writable array (np.array(x)) or a device tensor (ruda_core.asarray)"
-            )
+        self.check_writable(client)
         raw = client.read_one(handle)
         array[...] = np.frombuffer(raw, array.dtype, array.size).reshape(array.shape)
 
 
+def check_staged(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> None:
+    """Refuse, before a launch with ``kept`` is enqueued, a staged read-only NumPy array that
+    ``task`` writes.
+
+    :raises InteropError: naming the array and the device.
+    """
+    for owner in kept:
+        if type(owner) is Staged and owner.handle is not None and task.writes(owner.binding):
+            owner.check_writable(client)
+
+
 def shares_host(client: ComputeClient) -> bool:
     """Whether ``client``'s kernels use host memory as it is (the NumPy device); elsewhere a
-    NumPy argument is staged through a device copy."""
+    NumPy argument is staged through a device copy, as a read-only one is everywhere."""
     return client.server.dlpack_device() == _HOST
 
 
@@ -386,8 +403,8 @@ def _lend_new(client: object, key: Any, arg: object) -> Lent | None:
         return None
     reader = cast(Callable[[Any], Reading], _reader(type(arg)))  # lend() found one
     layout = reader(arg)
-    if layout is None or (reader is _read_numpy and not shares_host(client)):
-        return None  # host arrays on other devices are staged by borrow_arguments
+    if layout is None or (reader is _read_numpy and (layout[5] or not shares_host(client))):
+        return None  # staged by borrow_arguments
     try:
         entry = _lookup(client, "array", layout, arg)
     except TypeError:
@@ -414,9 +431,9 @@ def borrow_arguments(
     origin; None when there is no such array, when another foreign array or arrays of two
     origins are among them (the DLPack import handles all of them), or while the server
     captures (a capture keeps memory through handles). A NumPy array is kept as a
-    :class:`Staged`; on a device that cannot use host memory its argument is a device copy
-    (made here, enqueued on the client's stream). Pass the kept list to :func:`settle` once
-    the launch is enqueued.
+    :class:`Staged`; on a device that cannot use host memory, and for a read-only array, its
+    argument is a device copy (made here, enqueued on the client's stream). Pass the kept list
+    to :func:`check_staged` before the launch and to :func:`settle` once it is enqueued.
 
     :raises InteropError: for an array ruda cannot use as is; nothing has been enqueued.
     """
@@ -445,7 +462,7 @@ def borrow_arguments(
             return None
         owner: object = arg
         try:
-            if reader is _read_numpy and not shares_host(client):
+            if reader is _read_numpy and (layout[5] or not shares_host(client)):
                 entry, owner = _stage(client, kind, cast(np.ndarray, arg), binding)
             else:
                 entry = _lookup(client, kind, layout, arg)

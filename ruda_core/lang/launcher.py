@@ -41,6 +41,7 @@ from .borrow import (
     GuardedTensors,
     Origin,
     borrow_arguments,
+    check_staged,
     guarded_types,
     lend,
     lend_torch,
@@ -159,6 +160,7 @@ class Launcher:
         run = self.run_on(client)
         if kept is None:
             return run(count, dim, bindings, scalars, metadata)
+        check_staged(client, self.task, kept)
         producer = None if origin is None else origin()
         launched = run(count, dim, bindings, scalars, metadata, kept, producer)
         if launched is not False:
