@@ -22,6 +22,7 @@ from ruda_core.lang import (
     i32,
     i64,
     kernel,
+    select,
     u8,
     u16,
     u32,
@@ -101,3 +102,27 @@ def test_a_signed_value_below_an_unsigned_limit_counts_as_below(client):
     out = client.empty(8)
     conformance_count_below.launch(client, 1, 1, ArrayArg(x, 6), np.uint32(5), ArrayArg(out, 2))
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [4, 2])
+
+
+SignedVar = ElemVar("SignedVar", [i32, i64])
+UnsignedVar = ElemVar("UnsignedVar", [u32, u64])
+
+
+@kernel
+def conformance_line_below(a: Array[SignedVar], b: Array[UnsignedVar], out: Array[SignedVar]):
+    if ABSOLUTE_POS == 0:
+        x = a.load_line(0, 4)
+        below = x < b.load_line(0, 4)  # lane by lane, exact
+        out.store_line(0, select(below, x, x * SignedVar(0) + SignedVar(7)))
+
+
+@pytest.mark.parametrize(("signed", "unsigned"), [(Elem.I32, Elem.U32), (Elem.I64, Elem.U64)])
+def test_lines_compare_lane_by_lane_exactly(client, signed, unsigned):
+    a = client.create_from_slice(np.array([-3, 1, 9, -1], signed.numpy))
+    b = client.create_from_slice(np.array([5, 0, 2, 4], unsigned.numpy))
+    out = client.empty(4 * signed.nbytes)
+    conformance_line_below.launch(
+        client, 1, 1, ArrayArg(a, 4, elem=signed), ArrayArg(b, 4, elem=unsigned),
+        ArrayArg(out, 4, elem=signed),
+    )  # fmt: skip
+    np.testing.assert_array_equal(read_array(client, out, signed.numpy), [-3, 7, 7, -1])
