@@ -248,7 +248,8 @@ class SanitizerError(ValidationError):
         self.index = first.index
         self.length = -1
         tally = ", ".join(f"{n} {kind}" for kind, n in sorted(self.kinds.items()))
-        lines = [f"the sanitizer found {self.count} faults in kernel {self.kernel} ({tally}):"]
+        faults = "fault" if self.count == 1 else "faults"
+        lines = [f"the sanitizer found {self.count} {faults} in kernel {self.kernel} ({tally}):"]
         lines += [f"  {finding}" for finding in self.findings]
         if self.count > len(self.findings):
             lines.append(f"  ... and {self.count - len(self.findings)} more")

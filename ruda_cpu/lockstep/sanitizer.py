@@ -174,19 +174,19 @@ def _duplicates(
     flat: np.ndarray, who: np.ndarray, values: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """For one access's lanes: the elements that two different ``who`` reach (with different
-    ``values``, when given), and a mask of the lanes that reach an element an earlier lane (of
-    another ``who``) reached too."""
+    ``values``, when given), and per lane the ``who`` of an earlier lane that reached its element
+    too (``_NONE`` where none did)."""
+    partner = np.full(flat.shape[0], _NONE, dtype=np.int64)
     if flat.shape[0] < 2:
-        return flat[:0], np.zeros(flat.shape[0], dtype=bool)
+        return flat[:0], partner
     order = np.argsort(flat, kind="stable")
     f, w = flat[order], who[order]
     clash = (f[1:] == f[:-1]) & (w[1:] != w[:-1])
     if values is not None:
         v = values[order]
         clash &= v[1:] != v[:-1]
-    lanes = np.zeros(flat.shape[0], dtype=bool)
-    lanes[order[1:][clash]] = True
-    return f[1:][clash], lanes
+    partner[order[1:][clash]] = w[:-1][clash]
+    return f[1:][clash], partner
 
 
 class BatchSanitizer:
@@ -226,7 +226,8 @@ class BatchSanitizer:
 
     def _values(self, v: Any, lanes: np.ndarray) -> np.ndarray:
         """The stored value of each of ``lanes``."""
-        return np.broadcast_to(arr(v), (self.g.n,))[lanes]
+        values: np.ndarray = np.broadcast_to(arr(v), (self.g.n,))[lanes]
+        return values
 
     def _unit_ids(self, lanes: np.ndarray) -> np.ndarray:
         return self.g.first * self.units + lanes
@@ -314,7 +315,8 @@ class BatchSanitizer:
         w, r = s.writer[flat], s.reader[flat]
         plane, epoch = unit // self.plane_dim, self.plane_epoch
         values = self._values(v, lanes)
-        _, clash = _duplicates(flat, unit, values)
+        _, partner = _duplicates(flat, unit, values)
+        clash = partner != _NONE
         w_ordered = (w // self.plane_dim == plane) & (s.w_epoch[flat] < epoch)
         note(
             "write-after-write race",
@@ -322,7 +324,7 @@ class BatchSanitizer:
             ((w >= 0) & (w != unit) & ~w_ordered & (seg.data[flat] != values)) | clash,
             ids,
             index=index,
-            other=self._other(lanes, np.where(clash, _NONE, w)),
+            other=self._other(lanes, np.where(clash, partner, w)),
         )
         r_ordered = (s.r_plane[flat] == plane) & (s.r_epoch[flat] < epoch)
         note(
@@ -414,7 +416,8 @@ class BatchSanitizer:
         epoch = launch.epoch
         w, we = h.writer[index], h.w_epoch[index]
         values = self._values(v, lanes)
-        _, clash = _duplicates(index, ids, values)
+        _, partner = _duplicates(index, ids, values)
+        clash = partner != _NONE
         same_cube_before = (w // self.units == cube) & (we < epoch)
         launch.note(
             "write-after-write race",
@@ -422,7 +425,7 @@ class BatchSanitizer:
             ((w >= 0) & (w != ids) & ~same_cube_before & (buf[index] != values)) | clash,
             ids,
             index=index,
-            other=np.where(clash, _NONE, w),
+            other=np.where(clash, partner, w),
         )
         r, rc, re = h.reader[index], h.r_cube[index], h.r_epoch[index]
         others_read = (r == _SEVERAL) | ((r >= 0) & (r != ids))
@@ -449,9 +452,9 @@ class BatchSanitizer:
             return
         g = self.g
         shape = (g.cubes, self.units)
-        here = np.ones(shape, dtype=bool) if m is None else m.reshape(shape)
+        here: np.ndarray = np.ones(shape, dtype=bool) if m is None else m.reshape(shape)
         live = np.ones(shape, dtype=bool) if alive is None else alive.reshape(shape)
-        cubes_here = here.any(axis=1)
+        cubes_here: np.ndarray = np.asarray(here.any(axis=1))
         absent = live & ~here & cubes_here[:, None]
         if absent.any():
             cube_rows, unit_cols = np.nonzero(absent)

@@ -22,6 +22,7 @@ from ruda_core.lang import (
     SharedMemory,
     atomic_add,
     atomic_max,
+    fence_device,
     kernel,
     plane_sum,
     sync_units,
@@ -163,6 +164,34 @@ def twin_global_plane_total(x: Array[u32], out: Array[u32]):
     total = plane_sum(x[ABSOLUTE_POS])  # BLOCK is one plane wide on the reference device
     if UNIT_POS == u32(0):
         out[RUDA_POS] = total
+
+
+@kernel
+def planted_last_cube_without_fence(x: Array[u32], out: Array[u32]):
+    """out[:CUBES]: the partial sums, out[CUBES]: the ticket, out[CUBES + 1]: the total."""
+    ticket = u32(0)
+    if UNIT_POS == u32(0):
+        out[RUDA_POS] = x[ABSOLUTE_POS]
+        ticket = atomic_add(out, CUBES, u32(1))  # planted: no fence_device before the ticket
+    if ticket == u32(CUBES - 1):
+        total = u32(0)
+        for k in range(CUBES):
+            total += out[k]
+        out[CUBES + 1] = total
+
+
+@kernel
+def twin_last_cube_with_fence(x: Array[u32], out: Array[u32]):
+    ticket = u32(0)
+    if UNIT_POS == u32(0):
+        out[RUDA_POS] = x[ABSOLUTE_POS]
+        fence_device()  # the partial is visible device-wide before the ticket is taken
+        ticket = atomic_add(out, CUBES, u32(1))
+    if ticket == u32(CUBES - 1):
+        total = u32(0)
+        for k in range(CUBES):
+            total += out[k]
+        out[CUBES + 1] = total
 
 
 # --- uninitialised reads ------------------------------------------------------------------------
@@ -314,6 +343,11 @@ CORPUS = {
         planted_global_cube_total,
         twin_global_plane_total,
         {"write-after-write race"},
+    ),
+    "global-raw-unfenced-partials": (
+        planted_last_cube_without_fence,
+        twin_last_cube_with_fence,
+        {"read-after-write race"},
     ),
     "uninit-shared-halo": (planted_shared_halo, twin_shared_halo, {"uninitialised read"}),
     "uninit-local-partial": (planted_local_partial, twin_local_full, {"uninitialised read"}),
