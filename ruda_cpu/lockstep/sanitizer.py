@@ -34,7 +34,7 @@ import numpy as np
 from ruda_core.errors import SanitizerError, SanitizerFinding
 
 from .batch import Batch, Segmented
-from .values import arr
+from .values import Lanes, Units, arr
 
 __all__ = ["BatchSanitizer", "LaunchSanitizer"]
 
@@ -170,6 +170,14 @@ class _SharedHistory:
         self.init = np.zeros(size, dtype=bool)
 
 
+def _distinct(idx: Any, per_cube: bool) -> bool:
+    """Whether index ``idx`` reaches a different element on every lane: a lane vector with a
+    step, or (``per_cube``: shared memory, a segment per cube) one repeated in every cube."""
+    if type(idx) is Lanes:
+        return idx.step != 0
+    return per_cube and type(idx) is Units and idx.one.step != 0
+
+
 def _duplicates(
     flat: np.ndarray, who: np.ndarray, values: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -283,10 +291,11 @@ class BatchSanitizer:
         s.reader[flat] = np.where((r == _NONE) | (r == unit), unit, _SEVERAL)
         s.r_plane[flat] = np.where((rp == _NONE) | (rp == plane), plane, _SEVERAL)
         s.r_epoch[flat] = self.plane_epoch
-        several, _ = _duplicates(flat, unit)
-        s.reader[several] = _SEVERAL
-        other_plane, _ = _duplicates(flat, plane)
-        s.r_plane[other_plane] = _SEVERAL
+        if not _distinct(idx, True):
+            several, _ = _duplicates(flat, unit)
+            s.reader[several] = _SEVERAL
+            other_plane, _ = _duplicates(flat, plane)
+            s.r_plane[other_plane] = _SEVERAL
 
     def shared_write(
         self,
@@ -315,7 +324,9 @@ class BatchSanitizer:
         w, r = s.writer[flat], s.reader[flat]
         plane, epoch = unit // self.plane_dim, self.plane_epoch
         values = self._values(v, lanes)
-        _, partner = _duplicates(flat, unit, values)
+        partner = np.full(flat.shape[0], _NONE, dtype=np.int64)
+        if not _distinct(idx, True):
+            _, partner = _duplicates(flat, unit, values)
         clash = partner != _NONE
         w_ordered = (w // self.plane_dim == plane) & (s.w_epoch[flat] < epoch)
         note(
@@ -395,10 +406,11 @@ class BatchSanitizer:
         h.reader[index] = np.where((r == _NONE) | (r == ids), ids, _SEVERAL)
         h.r_cube[index] = np.where((rc == _NONE) | (rc == cube), cube, _SEVERAL)
         h.r_epoch[index] = epoch
-        several, _ = _duplicates(index, ids)
-        h.reader[several] = _SEVERAL
-        other_cube, _ = _duplicates(index, cube)
-        h.r_cube[other_cube] = _SEVERAL
+        if not _distinct(idx, False):
+            several, _ = _duplicates(index, ids)
+            h.reader[several] = _SEVERAL
+            other_cube, _ = _duplicates(index, cube)
+            h.r_cube[other_cube] = _SEVERAL
 
     def global_write(
         self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, v: Any, length: Any = None
@@ -416,7 +428,9 @@ class BatchSanitizer:
         epoch = launch.epoch
         w, we = h.writer[index], h.w_epoch[index]
         values = self._values(v, lanes)
-        _, partner = _duplicates(index, ids, values)
+        partner = np.full(index.shape[0], _NONE, dtype=np.int64)
+        if not _distinct(idx, False):
+            _, partner = _duplicates(index, ids, values)
         clash = partner != _NONE
         same_cube_before = (w // self.units == cube) & (we < epoch)
         launch.note(
