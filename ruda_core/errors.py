@@ -190,11 +190,13 @@ class SanitizerFinding:
     """One access (or barrier) the sanitizer found wrong in kernel ``kernel``.
 
     ``kind`` is one of ``read-after-write race``, ``write-after-read race``,
-    ``write-after-write race``, ``uninitialised read``, ``divergent barrier`` and
+    ``write-after-write race``, ``uninitialised read``, ``divergent barrier``,
+    ``divergent plane shuffle`` (a broadcast or shuffle that reads an inactive lane) and
     ``out-of-bounds``; ``line`` is the kernel source's ``file:line``; ``array`` and ``index``
     the element (``array`` is ``""`` and ``index`` -1 for a barrier); ``unit`` the unit that
     made the access as ``(cube, unit)`` position triples; ``other`` the unit it conflicts with
-    (a race's earlier access, a barrier's absent unit), or None (``"several"`` units read it).
+    (a race's earlier access, a barrier's absent unit, a shuffle's source), ``"several"``
+    (units read it) or None.
     """
 
     kernel: str
@@ -211,7 +213,10 @@ class SanitizerFinding:
         text = f"{self.kind}: kernel {self.kernel} at {self.line}: {where}"
         text += f"by unit {unit} of cube {cube}"
         if isinstance(self.other, tuple):
-            verb = "not at the barrier" if self.kind == "divergent barrier" else "conflicts with"
+            verb = {
+                "divergent barrier": "not at the barrier",
+                "divergent plane shuffle": "reads the inactive",
+            }.get(self.kind, "conflicts with")
             text += f"; {verb}: unit {self.other[1]} of cube {self.other[0]}"
         elif self.other is not None:
             text += f"; conflicts with {self.other} units"

@@ -36,6 +36,16 @@ __all__ = ["SANITIZER", "Sites", "bounds_guards", "check"]
 SANITIZER = "S"
 
 _LOADS = frozenset({Op.INDEX, Op.ATOMIC_LOAD})
+#: Plane operations that read another lane's value: checked for an inactive source lane.
+_PLANE_READS = frozenset(
+    {
+        Op.PLANE_BROADCAST,
+        Op.PLANE_SHUFFLE,
+        Op.PLANE_SHUFFLE_UP,
+        Op.PLANE_SHUFFLE_DOWN,
+        Op.PLANE_SHUFFLE_XOR,
+    }
+)
 
 
 class Sites:
@@ -108,6 +118,9 @@ def check(
     bound = "" if length is None else f", length={_value(length, ctx)}"
     if op is Op.SYNC_PLANE:
         return f"{s}.plane_barrier()"
+    if op in _PLANE_READS:
+        source = _value(ins.args[1], ctx)
+        return f"{s}.plane_read({sites.add(ins, '')}, L.{op.value}, {source}, {mask})"
     if op is Op.SYNC_UNITS or op in SYNC_REDUCE_OPS:
         return f"{s}.barrier({sites.add(ins, '')}, {mask}, {alive})"
     if op is Op.FENCE_DEVICE:

@@ -18,6 +18,7 @@ exact per barrier interval:
   with ``fence_device`` before another unit reads it is trusted (the ticket pattern);
 * **barriers**: every live unit of a cube (one that has not returned) must reach each barrier
   the cube reaches, in the same pass;
+* **plane broadcasts and shuffles**: the lane a unit reads must be active with it;
 * **bounds**: every index outside its array, also in checked launches.
 
 Every finding is counted; the first ``SanitizerError.MAX_REPORTS`` are kept as
@@ -27,6 +28,7 @@ launch on one thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -485,6 +487,27 @@ class BatchSanitizer:
             rows = s.writer.reshape(g.cubes, -1)
             rows[cubes_here] = _NONE
             s.reader.reshape(g.cubes, -1)[cubes_here] = _NONE
+
+    def plane_read(self, site: int, op: Callable[..., Any], arg: Any, m: Any) -> None:
+        """A broadcast or shuffle ``op`` (``arg``: its lane, delta or mask) run by the lanes of
+        ``m``: reports each active lane whose source lane exists but is not active (its value
+        is undefined on GPUs)."""
+        if m is None or m is False:
+            return
+        g = self.g
+        exists = np.asarray(op(g, np.ones(g.n, dtype=bool), arg, None), dtype=bool)
+        source_active = np.asarray(op(g, m, arg, None), dtype=bool)
+        bad = m & exists & ~source_active
+        if bad.any():
+            lanes = np.arange(g.n, dtype=np.int64)
+            source = np.asarray(op(g, lanes, arg, None), dtype=np.int64)
+            self.launch.note(
+                "divergent plane shuffle",
+                site,
+                bad,
+                self._unit_ids(lanes),
+                other=self._unit_ids(source),
+            )
 
     def plane_barrier(self) -> None:
         """``sync_plane``: orders the shared-memory accesses of the units of each plane."""

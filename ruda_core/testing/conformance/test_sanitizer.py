@@ -1,7 +1,7 @@
 """The sanitizer (``RUDA_SANITIZE=1``) on the devices that sanitize launches (the NumPy
 reference device): a corpus of planted bugs, each kind at least twice, in shared and in global
-(or local) memory, each beside a correct twin that must run clean; and what a report says (the
-kernel, the source line, the array, the index, the units)."""
+(or local) memory or in planes, each beside a correct twin that must run clean; and what a
+report says (the kernel, the source line, the array, the index, the units)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from ruda_core.lang import (
     atomic_max,
     fence_device,
     kernel,
+    plane_broadcast,
+    plane_shuffle_down,
     plane_sum,
     sync_units,
     u32,
@@ -274,6 +276,40 @@ def twin_barrier_in_even_loop(x: Array[u32], out: Array[u32]):
     out[ABSOLUTE_POS] = total
 
 
+@kernel
+def planted_shuffle_in_branch(x: Array[u32], out: Array[u32]):
+    v = x[ABSOLUTE_POS]
+    if UNIT_POS < u32(BLOCK // 2):
+        v += plane_shuffle_down(v, u32(BLOCK // 4))  # planted: units 8..15 read 16..23
+    out[ABSOLUTE_POS] = v
+
+
+@kernel
+def twin_shuffle_before_branch(x: Array[u32], out: Array[u32]):
+    v = x[ABSOLUTE_POS]
+    below = plane_shuffle_down(v, u32(BLOCK // 4))
+    if UNIT_POS < u32(BLOCK // 2):
+        v += below
+    out[ABSOLUTE_POS] = v
+
+
+@kernel
+def planted_broadcast_in_branch(x: Array[u32], out: Array[u32]):
+    v = x[ABSOLUTE_POS]
+    if UNIT_POS > u32(0):
+        v = plane_broadcast(v, u32(0))  # planted: lane 0 is not here
+    out[ABSOLUTE_POS] = v
+
+
+@kernel
+def twin_broadcast_before_branch(x: Array[u32], out: Array[u32]):
+    v = x[ABSOLUTE_POS]
+    first = plane_broadcast(v, u32(0))
+    if UNIT_POS > u32(0):
+        v = first
+    out[ABSOLUTE_POS] = v
+
+
 # --- out of bounds, in checked launches ---------------------------------------------------------
 
 
@@ -360,6 +396,16 @@ CORPUS = {
         planted_barrier_in_uneven_loop,
         twin_barrier_in_even_loop,
         {"divergent barrier"},
+    ),
+    "plane-shuffle-in-branch": (
+        planted_shuffle_in_branch,
+        twin_shuffle_before_branch,
+        {"divergent plane shuffle"},
+    ),
+    "plane-broadcast-in-branch": (
+        planted_broadcast_in_branch,
+        twin_broadcast_before_branch,
+        {"divergent plane shuffle"},
     ),
     "oob-shared": (planted_shared_past_end, twin_shared_wrapped, {"out-of-bounds"}),
     "oob-global": (planted_global_past_end, twin_global_guarded, {"out-of-bounds"}),
