@@ -213,11 +213,13 @@ class SanitizerFinding:
         text = f"{self.kind}: kernel {self.kernel} at {self.line}: {where}"
         text += f"by unit {unit} of cube {cube}"
         if isinstance(self.other, tuple):
-            verb = {
-                "divergent barrier": "not at the barrier",
-                "divergent plane shuffle": "reads the inactive",
-            }.get(self.kind, "conflicts with")
-            text += f"; {verb}: unit {self.other[1]} of cube {self.other[0]}"
+            theirs = f"unit {self.other[1]} of cube {self.other[0]}"
+            if self.kind == "divergent barrier":
+                text += f"; {theirs} is not at the barrier"
+            elif self.kind == "divergent plane shuffle":
+                text += f"; it reads {theirs}, which is not active"
+            else:
+                text += f"; conflicts with {theirs}"
         elif self.other is not None:
             text += f"; conflicts with {self.other} units"
         return text
