@@ -429,6 +429,7 @@ class CpuServer(ComputeServer):
                     Feature.DYNAMIC_COUNT,
                     Feature.DEVICE_TIMING,
                     Feature.PRINT,
+                    Feature.SANITIZE,
                 }
             ),
             frozenset(Elem),

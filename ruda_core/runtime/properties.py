@@ -31,6 +31,9 @@ class Feature(enum.Enum):
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic
     DEVICE_TIMING = "device_timing"  #: execution time from device events / timestamps
     PRINT = "print"  #: print() in kernels (printf on C targets)
+    #: launches can run sanitized (``RUDA_SANITIZE=1``): races, uninitialised reads, divergent
+    #: barriers and out-of-bounds accesses are reported as a ``SanitizerError``
+    SANITIZE = "sanitize"
 
 
 @dataclass(frozen=True, slots=True)

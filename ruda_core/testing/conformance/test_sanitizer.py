@@ -30,8 +30,11 @@ from ruda_core.lang import (
     sync_units,
     u32,
 )
-from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim
+from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
+
+pytestmark = requires(Feature.SANITIZE)
 
 BLOCK = 32
 CUBES = 3
@@ -413,10 +416,8 @@ CORPUS = {
 
 
 @pytest.fixture
-def sanitizing(client: ComputeClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Sanitize the test's launches; skip on devices that do not sanitize."""
-    if str(client.device) != "cpu":
-        pytest.skip(f"{client.device} does not sanitize launches: only the NumPy device does")
+def sanitizing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sanitize the test's launches."""
     monkeypatch.setenv("RUDA_SANITIZE", "1")
 
 
