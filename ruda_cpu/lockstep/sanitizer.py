@@ -67,7 +67,8 @@ class LaunchSanitizer:
         self.findings: list[SanitizerFinding] = []
         self.epoch = 0  # counts barriers and fences of the launch
         self._globals: dict[int, _GlobalHistory] = {}
-        self._fenced: dict[int, int] = {}  # unit -> epoch of its last fence_device
+        #: per unit of the launch, the epoch of its last fence_device (-1: none); made at the first
+        self._fenced: np.ndarray | None = None
 
     def error(self) -> SanitizerError | None:
         """The launch's findings as one error, or None when it ran clean."""
@@ -130,16 +131,17 @@ class LaunchSanitizer:
 
     def fence(self, units: np.ndarray) -> None:
         """``units`` published their earlier global writes (``fence_device``)."""
-        for u in units.tolist():
-            self._fenced[u] = self.epoch
+        if self._fenced is None:
+            cubes = self.count[0] * self.count[1] * self.count[2]
+            self._fenced = np.full(cubes * self.units, -1, dtype=np.int64)
+        self._fenced[units] = self.epoch
         self.epoch += 1
 
     def published(self, writers: np.ndarray, epochs: np.ndarray) -> np.ndarray:
         """Whether each writer fenced after its write of the given epoch."""
-        if not self._fenced:
+        if self._fenced is None:
             return np.zeros(writers.shape[0], dtype=bool)
-        fenced = np.array([self._fenced.get(w, -1) for w in writers.tolist()], dtype=np.int64)
-        return fenced >= epochs
+        return np.asarray(self._fenced[np.maximum(writers, 0)] >= epochs) & (writers >= 0)
 
 
 class _GlobalHistory:
