@@ -36,6 +36,8 @@ __all__ = ["SANITIZER", "Sites", "bounds_guards", "check"]
 SANITIZER = "S"
 
 _LOADS = frozenset({Op.INDEX, Op.ATOMIC_LOAD})
+#: Atomics whose result does not depend on the element's old value (a swap only returns it).
+_ATOMIC_WRITES = frozenset({Op.ATOMIC_STORE, Op.ATOMIC_SWAP})
 #: Plane operations that read another lane's value: checked for an inactive source lane.
 _PLANE_READS = frozenset(
     {
@@ -140,7 +142,8 @@ def check(
     if isinstance(target, SharedArray):
         if load:
             return f"{s}.shared_read({where}, {atomic}{bound})"
-        return f"{s}.shared_write({where}, {value}, {atomic}{bound})"
+        updates = atomic and op not in _ATOMIC_WRITES
+        return f"{s}.shared_write({where}, {value}, {atomic}{bound}, updates={updates})"
     if isinstance(target, LocalArray):
         return f"{s}.local_{'read' if load else 'write'}({where}{bound})"
     if atomic or target not in params or not ctx.is_written(target):

@@ -310,8 +310,10 @@ class BatchSanitizer:
         v: Any,
         atomic: bool,
         length: Any = None,
+        updates: bool = False,
     ) -> None:
-        """A store of ``v`` (``atomic``: any atomic update) to shared memory ``seg``. Units that
+        """A store of ``v`` (``atomic``: any atomic update; ``updates``: one that combines the
+        element's old value, which must have been written) to shared memory ``seg``. Units that
         store the value an element holds already do not race (a flag every unit sets)."""
         got = self._access(site, idx, m, seg.length if length is None else int(length))
         if got is None:
@@ -319,6 +321,11 @@ class BatchSanitizer:
         lanes, index = got
         s = self._shared_state(seg)
         flat = seg.base[lanes] + index
+        if updates:
+            unwritten = ~s.init[flat]
+            self.launch.note(
+                "uninitialised read", site, unwritten, self._unit_ids(lanes), index=index
+            )
         s.init[flat] = True
         if atomic:
             return

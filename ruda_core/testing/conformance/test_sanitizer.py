@@ -221,6 +221,27 @@ def twin_shared_halo(x: Array[u32], out: Array[u32]):
 
 
 @kernel
+def planted_bins_never_zeroed(x: Array[u32], out: Array[u32]):
+    bins = SharedMemory(u32, 4)
+    atomic_add(bins, x[ABSOLUTE_POS] % u32(4), u32(1))  # planted: adds to unwritten bins
+    sync_units()
+    if UNIT_POS < u32(4):
+        out[ABSOLUTE_POS] = bins[UNIT_POS]
+
+
+@kernel
+def twin_bins_zeroed(x: Array[u32], out: Array[u32]):
+    bins = SharedMemory(u32, 4)
+    if UNIT_POS < u32(4):
+        bins[UNIT_POS] = u32(0)
+    sync_units()
+    atomic_add(bins, x[ABSOLUTE_POS] % u32(4), u32(1))
+    sync_units()
+    if UNIT_POS < u32(4):
+        out[ABSOLUTE_POS] = bins[UNIT_POS]
+
+
+@kernel
 def planted_local_partial(x: Array[u32], out: Array[u32]):
     acc = LocalArray(u32, 4)
     acc[0] = x[ABSOLUTE_POS]
@@ -389,6 +410,11 @@ CORPUS = {
         {"read-after-write race"},
     ),
     "uninit-shared-halo": (planted_shared_halo, twin_shared_halo, {"uninitialised read"}),
+    "uninit-shared-atomic-bins": (
+        planted_bins_never_zeroed,
+        twin_bins_zeroed,
+        {"uninitialised read"},
+    ),
     "uninit-local-partial": (planted_local_partial, twin_local_full, {"uninitialised read"}),
     "barrier-in-branch": (
         planted_barrier_in_branch,
