@@ -269,6 +269,7 @@ def test_tensor_kernel_runs_with_a_ruda_tensor(cpu):
     np.testing.assert_array_equal(result, a.T)
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_out_of_bounds_launch_is_checked_on_the_reference_device(cpu):
     n = 5
     xh, yh = (

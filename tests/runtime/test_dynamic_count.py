@@ -49,6 +49,7 @@ def test_prepared_dynamic_count_is_read_and_refused_at_each_replay(client):
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [10] * 5 + [0, 0, 1])
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_validated_launch_with_a_dynamic_count_reports(client):
     counts = client.create_from_slice(np.array([2, 1, 1], dtype=np.uint32))
     out = client.create_from_slice(np.zeros(4, dtype=np.uint32))

@@ -20,6 +20,9 @@ from ruda_core.runtime import (
 from ruda_core.runtime.reports import MAX_FOLDS, REPORT_SLOTS
 from ruda_core.testing.runner import TIMEOUT_S
 
+#: These kernels go out of bounds on purpose, to show what Validate reports: not sanitized.
+pytestmark = pytest.mark.usefixtures("unsanitized")
+
 
 @kernel
 def poke(out: Array[u32], at: i32):
