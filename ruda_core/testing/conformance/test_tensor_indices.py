@@ -90,6 +90,7 @@ def test_three_indices_on_a_rank_3_tensor(client):
     np.testing.assert_array_equal(read_array(client, handle, np.uint32), expected)
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_an_index_past_its_axis_is_out_of_bounds_even_inside_the_buffer(client):
     rows, cols, pitch = 3, 5, 8  # units at c in 5..7 land in the padding of a row
     t = client.create_from_slice(np.full(rows * pitch, SENTINEL, dtype=np.uint32))
@@ -109,6 +110,7 @@ def test_an_index_past_its_axis_is_out_of_bounds_even_inside_the_buffer(client):
     np.testing.assert_array_equal(read_array(client, out, np.uint32).reshape(rows, pitch), seen)
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 @pytest.mark.parametrize("shift", [-1, 1])
 def test_a_signed_index_outside_its_axis_is_out_of_bounds(client, shift):
     rows, cols = 4, 4
