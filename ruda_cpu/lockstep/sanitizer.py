@@ -174,6 +174,14 @@ class _SharedHistory:
         self.init = np.zeros(size, dtype=bool)
 
 
+def _span(idx: Any, index: np.ndarray) -> slice | np.ndarray:
+    """``index`` as a slice where it is the run ``start, start + 1, …`` of a lane vector of step
+    1 that no lane left (so history arrays are read and written without a gather)."""
+    if type(idx) is Lanes and idx.step == 1 and index.shape[0] == idx.n:
+        return slice(idx.start, idx.start + idx.n)
+    return index
+
+
 def _distinct(idx: Any, per_cube: bool) -> bool:
     """Whether index ``idx`` reaches a different element on every lane: a lane vector with a
     step, or (``per_cube``: shared memory, a segment per cube) one repeated in every cube."""
@@ -224,7 +232,9 @@ class BatchSanitizer:
             return None
         n = self.g.n
         lanes = np.arange(n) if m is None else np.flatnonzero(m)
-        raw = np.broadcast_to(arr(idx), (n,))[lanes]
+        raw = np.broadcast_to(arr(idx), (n,))
+        if m is not None:
+            raw = raw[lanes]
         if raw.dtype.kind == "u" and raw.dtype.itemsize == 8:
             index = raw.view(np.int64)  # values past 2**63 turn negative: out of bounds
         else:
@@ -238,8 +248,8 @@ class BatchSanitizer:
 
     def _values(self, v: Any, lanes: np.ndarray) -> np.ndarray:
         """The stored value of each of ``lanes``."""
-        values: np.ndarray = np.broadcast_to(arr(v), (self.g.n,))[lanes]
-        return values
+        values: np.ndarray = np.broadcast_to(arr(v), (self.g.n,))
+        return values if lanes.shape[0] == self.g.n else values[lanes]
 
     def _unit_ids(self, lanes: np.ndarray) -> np.ndarray:
         return self.g.first * self.units + lanes
@@ -402,21 +412,22 @@ class BatchSanitizer:
         if got is None:
             return
         lanes, index = got
+        at = _span(idx, index)
         launch = self.launch
         h = launch.history(k, buf.shape[0])
         ids = self._unit_ids(lanes)
         cube = ids // self.units
         epoch = launch.epoch
-        w, we = h.writer[index], h.w_epoch[index]
+        w, we = h.writer[at], h.w_epoch[at]
         ordered = (w // self.units == cube) & (we < epoch)
         racing = (w >= 0) & (w != ids) & ~ordered
         if racing.any():
             racing &= ~launch.published(w, we)
         launch.note("read-after-write race", site, racing, ids, index=index, other=w)
-        r, rc = h.reader[index], h.r_cube[index]
-        h.reader[index] = np.where((r == _NONE) | (r == ids), ids, _SEVERAL)
-        h.r_cube[index] = np.where((rc == _NONE) | (rc == cube), cube, _SEVERAL)
-        h.r_epoch[index] = epoch
+        r, rc = h.reader[at], h.r_cube[at]
+        h.reader[at] = np.where((r == _NONE) | (r == ids), ids, _SEVERAL)
+        h.r_cube[at] = np.where((rc == _NONE) | (rc == cube), cube, _SEVERAL)
+        h.r_epoch[at] = epoch
         if not _distinct(idx, False):
             several, _ = _duplicates(index, ids)
             h.reader[several] = _SEVERAL
@@ -432,12 +443,13 @@ class BatchSanitizer:
         if got is None:
             return
         lanes, index = got
+        at = _span(idx, index)
         launch = self.launch
         h = launch.history(k, buf.shape[0])
         ids = self._unit_ids(lanes)
         cube = ids // self.units
         epoch = launch.epoch
-        w, we = h.writer[index], h.w_epoch[index]
+        w, we = h.writer[at], h.w_epoch[at]
         values = self._values(v, lanes)
         partner = np.full(index.shape[0], _NONE, dtype=np.int64)
         if not _distinct(idx, False):
@@ -447,12 +459,12 @@ class BatchSanitizer:
         launch.note(
             "write-after-write race",
             site,
-            ((w >= 0) & (w != ids) & ~same_cube_before & (buf[index] != values)) | clash,
+            ((w >= 0) & (w != ids) & ~same_cube_before & (buf[at] != values)) | clash,
             ids,
             index=index,
             other=np.where(clash, partner, w),
         )
-        r, rc, re = h.reader[index], h.r_cube[index], h.r_epoch[index]
+        r, rc, re = h.reader[at], h.r_cube[at], h.r_epoch[at]
         others_read = (r == _SEVERAL) | ((r >= 0) & (r != ids))
         launch.note(
             "write-after-read race",
@@ -462,8 +474,8 @@ class BatchSanitizer:
             index=index,
             other=r,
         )
-        h.writer[index] = ids
-        h.w_epoch[index] = epoch
+        h.writer[at] = ids
+        h.w_epoch[at] = epoch
 
     # --- barriers and fences --------------------------------------------------------------------
 
