@@ -51,6 +51,7 @@ WIDTH_MODULES = [
     "test_plane.py",
     "test_plane_lanes.py",
     "test_plane_partial.py",
+    "test_sanitizer.py",
     "test_shared_memory.py",
 ]
 BLOCK = 256
