@@ -143,6 +143,13 @@ from .builtins import (
     trunc,
     unroll,
 )
+from .collectives import (
+    units_exclusive_sum,
+    units_inclusive_sum,
+    units_max,
+    units_min,
+    units_sum,
+)
 from .func import Func, func
 from .kernel import Kernel, kernel
 from .types import (
@@ -316,6 +323,11 @@ __all__ = [
     "u16",
     "u32",
     "u64",
+    "units_exclusive_sum",
+    "units_inclusive_sum",
+    "units_max",
+    "units_min",
+    "units_sum",
     "unroll",
 ]
 

@@ -53,6 +53,7 @@ WIDTH_MODULES = [
     "test_plane_partial.py",
     "test_sanitizer.py",
     "test_shared_memory.py",
+    "test_units_collectives.py",
 ]
 BLOCK = 256
 #: The child's pytest options: quiet, in one process, on the reference device only.

@@ -1,0 +1,99 @@
+"""Collectives of a whole cube (``units_sum/min/max``, ``units_inclusive_sum``,
+``units_exclusive_sum``) on every device: cube sizes that are whole planes or not (1 and 7 to
+1024, where the device allows), several cubes per launch, a cube of several rows, and each
+element type, exact against NumPy (float values are small integers, so their sums are exact in
+any order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem
+from ruda_core.lang import (
+    RUDA_DIM,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    ArrayArg,
+    Numeric,
+    kernel,
+    u32,
+    units_exclusive_sum,
+    units_inclusive_sum,
+    units_max,
+    units_min,
+    units_sum,
+)
+from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.testing.markers import need
+from ruda_core.testing.runner import read_array
+
+#: Cube shapes: one unit, sizes that are not a multiple of any plane width above 1, whole planes
+#: of 32 lanes, the largest cubes, and rows of a cube of two axes (``UNIT_POS`` order across them;
+#: each row whole planes, as OpenCL drivers may form subgroups within a row).
+SHAPES = [
+    (1, 1, 1),
+    (7, 1, 1),
+    (32, 1, 1),
+    (33, 1, 1),
+    (100, 1, 1),
+    (256, 1, 1),
+    (1024, 1, 1),
+    (32, 3, 1),
+]
+CUBES = 3
+ELEMS = [Elem.I32, Elem.U32, Elem.I64, Elem.F32, Elem.F64]
+RESULTS = ["sum", "min", "max", "inclusive", "exclusive"]
+
+
+@kernel
+def conformance_units_collectives(x: Array[Numeric], out: Array[Numeric]):
+    i = RUDA_POS * RUDA_DIM + UNIT_POS
+    n = x.len()
+    v = x[i]
+    out[i] = units_sum(v)
+    out[n + i] = units_min(v)
+    out[u32(2) * n + i] = units_max(v)
+    out[u32(3) * n + i] = units_inclusive_sum(v)
+    out[u32(4) * n + i] = units_exclusive_sum(v)
+
+
+def _values(elem: Elem, count: int, rng: np.random.Generator) -> np.ndarray:
+    if elem is Elem.U32:
+        return rng.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32)  # sums wrap
+    if elem.is_signed and not elem.is_float:
+        return rng.integers(-1000, 1000, count).astype(elem.numpy)
+    return rng.integers(-8, 9, count).astype(elem.numpy)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+def test_units_collectives_match_numpy(client, elem, shape):
+    need(client, elem)
+    units = int(np.prod(shape))
+    if units > client.properties().max_units_per_ruda:
+        pytest.skip(f"{client.device} holds at most {client.properties().max_units_per_ruda} units")
+    n = CUBES * units
+    x = _values(elem, n, np.random.default_rng(units))
+    out = client.empty(len(RESULTS) * x.nbytes)
+    conformance_units_collectives.launch(
+        client,
+        RudaCount(CUBES),
+        RudaDim(*shape),
+        ArrayArg(client.create_from_slice(x), n, elem=elem),
+        ArrayArg(out, len(RESULTS) * n, elem=elem),
+    )
+    got = read_array(client, out, elem.numpy).reshape(len(RESULTS), CUBES, units)
+    cubes = x.reshape(CUBES, units)
+    with np.errstate(over="ignore"):
+        inclusive = np.cumsum(cubes, axis=1, dtype=elem.numpy)
+        expected = {
+            "sum": np.repeat(cubes.sum(axis=1, dtype=elem.numpy)[:, None], units, axis=1),
+            "min": np.repeat(cubes.min(axis=1)[:, None], units, axis=1),
+            "max": np.repeat(cubes.max(axis=1)[:, None], units, axis=1),
+            "inclusive": inclusive,
+            "exclusive": inclusive - cubes,
+        }
+    for k, name in enumerate(RESULTS):
+        np.testing.assert_array_equal(got[k], expected[name], f"units {name}, cube {shape}")
