@@ -62,7 +62,7 @@ client = ruda.client(sys.argv[1])
 # the slow candidate's steps must outlast a launch's noise on a loaded host (a GPU's OpenCL
 # launch varies by tens of µs), yet stay short on a CPU; the NumPy device interprets each step
 GPU = client.properties().compute_units >= 64
-REPS = 256 if sys.argv[1] == "cpu" else 1 << 16 if GPU else 8192
+REPS = 256 if sys.argv[1] == "cpu" else 1 << 16 if GPU else 1 << 15
 DOUBLE = TunableSet("child.double", lambda x, n: anchor(n),
                     [Tunable("slow", slow), Tunable("fast", fast)])
 tuner = Tuner()
