@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ruda_core.errors import SanitizerError
 from ruda_core.ir import Elem
 from ruda_core.lang import (
     RUDA_DIM,
@@ -17,6 +18,7 @@ from ruda_core.lang import (
     Array,
     ArrayArg,
     Numeric,
+    f32,
     kernel,
     u32,
     units_exclusive_sum,
@@ -25,8 +27,8 @@ from ruda_core.lang import (
     units_min,
     units_sum,
 )
-from ruda_core.runtime import RudaCount, RudaDim
-from ruda_core.testing.markers import need
+from ruda_core.runtime import Feature, RudaCount, RudaDim
+from ruda_core.testing.markers import need, requires
 from ruda_core.testing.runner import read_array
 
 #: Cube shapes: one unit, sizes that are not a multiple of any plane width above 1, whole planes
@@ -57,6 +59,19 @@ def conformance_units_collectives(x: Array[Numeric], out: Array[Numeric]):
     out[u32(2) * n + i] = units_max(v)
     out[u32(3) * n + i] = units_inclusive_sum(v)
     out[u32(4) * n + i] = units_exclusive_sum(v)
+
+
+@kernel
+def conformance_units_sum_f32(x: Array[f32], out: Array[f32]):
+    i = RUDA_POS * RUDA_DIM + UNIT_POS
+    out[i] = units_sum(x[i])
+
+
+@kernel
+def units_sum_in_a_branch(x: Array[u32], out: Array[u32]):
+    i = RUDA_POS * RUDA_DIM + UNIT_POS
+    if UNIT_POS < RUDA_DIM // u32(2):
+        out[i] = units_sum(x[i])  # half the cube never reaches the collective's barriers
 
 
 def _values(elem: Elem, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -97,3 +112,38 @@ def test_units_collectives_match_numpy(client, elem, shape):
         }
     for k, name in enumerate(RESULTS):
         np.testing.assert_array_equal(got[k], expected[name], f"units {name}, cube {shape}")
+
+
+def test_float_sum_stays_within_its_bound(client):
+    units = min(1024, client.properties().max_units_per_ruda)
+    plane = client.properties().plane_dim
+    n = CUBES * units
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    out = client.empty(x.nbytes)
+    conformance_units_sum_f32.launch(
+        client,
+        RudaCount(CUBES),
+        RudaDim(units),
+        ArrayArg(client.create_from_slice(x), n),
+        ArrayArg(out, n),
+    )
+    got = read_array(client, out, np.float32).reshape(CUBES, units)
+    cubes = x.reshape(CUBES, units).astype(np.float64)
+    steps = np.log2(plane) + -(-units // plane)
+    bound = steps * np.finfo(np.float32).eps * np.abs(cubes).sum(axis=1)
+    error = np.abs(got - cubes.sum(axis=1)[:, None])
+    assert (error <= bound[:, None]).all(), f"error {error.max()} above the bound {bound.max()}"
+
+
+@requires(Feature.SANITIZE)
+def test_sanitizer_reports_a_collective_not_reached_by_every_unit(client, monkeypatch):
+    monkeypatch.setenv("RUDA_SANITIZE", "1")
+    n = CUBES * 64
+    x = client.create_from_slice(np.ones(n, dtype=np.uint32))
+    out = client.empty(4 * n)
+    with pytest.raises(SanitizerError) as caught:
+        units_sum_in_a_branch.launch(
+            client, RudaCount(CUBES), RudaDim(64), ArrayArg(x, n), ArrayArg(out, n)
+        )
+        read_array(client, out, np.uint32)  # the report comes with the launch's results
+    assert "divergent barrier" in caught.value.kinds
