@@ -404,19 +404,29 @@ class BatchSanitizer:
         atomics)."""
         self._access(site, idx, m, buf.shape[0] if length is None else int(length))
 
+    def _global_access(
+        self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, length: Any
+    ) -> tuple[Any, Any, Any, Any, np.ndarray, np.ndarray] | None:
+        """An access of global buffer ``k`` checked against its bounds: the active lanes, their
+        indices, the span of the buffer's history they touch, that history, and the lanes'
+        unit ids and cubes; None when no lane in bounds takes part."""
+        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+        if got is None:
+            return None
+        lanes, index = got
+        ids = self._unit_ids(lanes)
+        history = self.launch.history(k, buf.shape[0])
+        return lanes, index, _span(idx, index), history, ids, ids // self.units
+
     def global_read(
         self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, length: Any = None
     ) -> None:
         """A load of global buffer ``k``, which the kernel also writes."""
-        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+        got = self._global_access(site, k, buf, idx, m, length)
         if got is None:
             return
-        lanes, index = got
-        at = _span(idx, index)
+        _, index, at, h, ids, cube = got
         launch = self.launch
-        h = launch.history(k, buf.shape[0])
-        ids = self._unit_ids(lanes)
-        cube = ids // self.units
         epoch = launch.epoch
         w, we = h.writer[at], h.w_epoch[at]
         ordered = (w // self.units == cube) & (we < epoch)
@@ -439,15 +449,11 @@ class BatchSanitizer:
     ) -> None:
         """A store of ``v`` to global buffer ``k``. Units that store the value an element holds
         already do not race (the same result written by every cube)."""
-        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+        got = self._global_access(site, k, buf, idx, m, length)
         if got is None:
             return
-        lanes, index = got
-        at = _span(idx, index)
+        lanes, index, at, h, ids, cube = got
         launch = self.launch
-        h = launch.history(k, buf.shape[0])
-        ids = self._unit_ids(lanes)
-        cube = ids // self.units
         epoch = launch.epoch
         w, we = h.writer[at], h.w_epoch[at]
         values = self._values(v, lanes)
