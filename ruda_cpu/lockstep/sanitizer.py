@@ -301,15 +301,16 @@ class BatchSanitizer:
             index=index,
             other=self._other(lanes, w),
         )
-        r, rp = s.reader[flat], s.r_plane[flat]
-        s.reader[flat] = np.where((r == _NONE) | (r == unit), unit, _SEVERAL)
-        s.r_plane[flat] = np.where((rp == _NONE) | (rp == plane), plane, _SEVERAL)
-        s.r_epoch[flat] = self.plane_epoch
-        if not _distinct(idx, True):
-            several, _ = _duplicates(flat, unit)
-            s.reader[several] = _SEVERAL
-            other_plane, _ = _duplicates(flat, plane)
-            s.r_plane[other_plane] = _SEVERAL
+        _note_readers(
+            s.reader,
+            s.r_plane,
+            s.r_epoch,
+            flat,
+            unit,
+            plane,
+            self.plane_epoch,
+            _distinct(idx, True),
+        )
 
     def shared_write(
         self,
@@ -434,15 +435,9 @@ class BatchSanitizer:
         if racing.any():
             racing &= ~launch.published(w, we)
         launch.note("read-after-write race", site, racing, ids, index=index, other=w)
-        r, rc = h.reader[at], h.r_cube[at]
-        h.reader[at] = np.where((r == _NONE) | (r == ids), ids, _SEVERAL)
-        h.r_cube[at] = np.where((rc == _NONE) | (rc == cube), cube, _SEVERAL)
-        h.r_epoch[at] = epoch
-        if not _distinct(idx, False):
-            several, _ = _duplicates(index, ids)
-            h.reader[several] = _SEVERAL
-            other_cube, _ = _duplicates(index, cube)
-            h.r_cube[other_cube] = _SEVERAL
+        _note_readers(
+            h.reader, h.r_cube, h.r_epoch, at, ids, cube, epoch, _distinct(idx, False), index
+        )
 
     def global_write(
         self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, v: Any, length: Any = None
@@ -546,3 +541,30 @@ class BatchSanitizer:
             return
         lanes = np.arange(self.g.n) if m is None else np.flatnonzero(m)
         self.launch.fence(self._unit_ids(lanes))
+
+
+def _note_readers(
+    reader: np.ndarray,
+    group: np.ndarray,
+    epoch_of: np.ndarray,
+    at: Any,
+    units: np.ndarray,
+    groups: np.ndarray,
+    epoch: int,
+    distinct: bool,
+    index: np.ndarray | None = None,
+) -> None:
+    """Record that ``units`` (of ``groups``: planes or cubes) read the elements ``at`` in
+    ``epoch``: an element read by a unit alone keeps that unit, by several units ``_SEVERAL``
+    (and likewise its group). ``index`` (default ``at``) gives each unit's element where several
+    units may read one."""
+    r, g = reader[at], group[at]
+    reader[at] = np.where((r == _NONE) | (r == units), units, _SEVERAL)
+    group[at] = np.where((g == _NONE) | (g == groups), groups, _SEVERAL)
+    epoch_of[at] = epoch
+    if not distinct:
+        where = at if index is None else index
+        several, _ = _duplicates(where, units)
+        reader[several] = _SEVERAL
+        other, _ = _duplicates(where, groups)
+        group[other] = _SEVERAL
