@@ -25,6 +25,23 @@ from ruda_core.runtime import RudaCount, RudaDim
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+def peak_during(work, every=0.0005):  # the highest RSS seen while work() runs, and its result
+    peak, running = [rss()], [True]
+
+    def watch():
+        while running[0]:
+            peak[0] = max(peak[0], rss())
+            time.sleep(every)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = work()
+    finally:
+        running[0] = False
+        watcher.join()
+    return peak[0], result
 """
 
 _LAUNCH_LOOP = (
@@ -60,19 +77,15 @@ source, dest = ruda.client("cpu"), ruda.client(sys.argv[1])
 n = 256 << 20
 handle = source.create_from_slice(np.arange(n // 4, dtype=np.uint32))
 source.sync().result()
-base, peak, running = rss(), [0], True
+base = rss()
 
-def watch():
-    while running:
-        peak[0] = max(peak[0], rss())
-        time.sleep(0.001)
+def copy_and_sync():
+    copy = source.to_client(handle, dest)
+    dest.sync().result()
+    return copy
 
-watcher = threading.Thread(target=watch)
-watcher.start()
-copy = source.to_client(handle, dest)
-dest.sync().result()
-running = False
-watcher.join()
+top, copy = peak_during(copy_and_sync)
+peak = [top]
 head = np.frombuffer(dest.read_one(copy), np.uint32)[-4:].tolist()
 del copy, handle
 gc.collect()
@@ -115,19 +128,15 @@ n = 256 << 20
 handle = source.create_from_slice(np.arange(n // 4, dtype=np.uint32))
 source.sync().result()
 gc.collect()
-base, peak, running = rss(), [0], True
+base = rss()
 
-def watch():
-    while running:
-        peak[0] = max(peak[0], rss())
-        time.sleep(0.0005)
+def copy_and_sync():
+    copy = source.to_client(handle, dest)
+    dest.sync().result()
+    return copy
 
-watcher = threading.Thread(target=watch)
-watcher.start()
-copy = source.to_client(handle, dest)
-dest.sync().result()
-running = False
-watcher.join()
+top, copy = peak_during(copy_and_sync)
+peak = [top]
 tail = np.frombuffer(dest.read_one(copy), np.uint32)[-4:].tolist()
 del copy, handle
 source.sync().result()
