@@ -3,8 +3,8 @@
 A kernel that assumes planes of 32 lanes is right on the reference device at its default width
 and wrong on a device with planes of 16 (or of 1, where there are no planes); at another width
 the reference device shows the mistake. The widths are chosen when a server is made, so these
-tests make servers of their own (one per width) and run the plane and shared-memory modules of
-the conformance suite again at 16 and 1 lanes in a child process.
+tests use servers of their own (``width_clients``, one per width) and run the plane and
+shared-memory modules of the conformance suite again at 16 and 1 lanes in a child process.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +36,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import ComputeClient, DeviceId, RudaCount, RudaDim
 from ruda_core.testing.runner import read_array
-from ruda_cpu.runtime import CpuRuntime
-from ruda_cpu.server import DEFAULT_PLANE_DIM, PLANE_DIMS, CpuServer, plane_dim_from_env
+from ruda_cpu.server import DEFAULT_PLANE_DIM, CpuServer, plane_dim_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "ruda_core" / "testing" / "conformance"
@@ -58,19 +56,6 @@ WIDTH_MODULES = [
 BLOCK = 256
 #: The child's pytest options: quiet, in one process, on the reference device only.
 CHILD_OPTIONS = ["-q", "-p", "no:xdist", "-p", "no:cacheprovider", "--ruda-device", "cpu"]
-
-
-@pytest.fixture(scope="module")
-def clients() -> Iterator[dict[int, ComputeClient]]:
-    """A reference-device client per plane width, each with a server of its own, made with
-    ``RUDA_CPU_PLANE_DIM`` set to that width."""
-    made: dict[int, ComputeClient] = {}
-    with pytest.MonkeyPatch.context() as patch:
-        for width in PLANE_DIMS:
-            patch.setenv("RUDA_CPU_PLANE_DIM", str(width))
-            server = CpuServer(DeviceId(0, 0))
-            made[width] = ComputeClient(f"cpu (planes of {width})", server, runtime=CpuRuntime)
-    yield made
 
 
 @kernel
@@ -139,9 +124,11 @@ def plane_geometry(out: Array[u32]):
     out[ABSOLUTE_POS] = PLANE_DIM * u32(1000) + UNIT_POS_PLANE
 
 
-def test_each_width_is_reported_and_compiled_for(clients: dict[int, ComputeClient]) -> None:
+def test_each_width_is_reported_and_compiled_for(
+    width_clients: dict[int, ComputeClient],
+) -> None:
     units = 100
-    for width, client in clients.items():  # one kernel, built for each width (the key has it)
+    for width, client in width_clients.items():  # one kernel, built per width (the key has it)
         assert client.properties().plane_dim == width
         assert client.server.compile_options().plane_dim == width
         out = client.empty(4 * units)
@@ -151,19 +138,19 @@ def test_each_width_is_reported_and_compiled_for(clients: dict[int, ComputeClien
 
 
 def test_partials_sized_for_planes_of_32_are_wrong_at_16(
-    clients: dict[int, ComputeClient],
+    width_clients: dict[int, ComputeClient],
 ) -> None:
-    got, want = block_sums(clients[32], partials_for_planes_of_32)
+    got, want = block_sums(width_clients[32], partials_for_planes_of_32)
     np.testing.assert_array_equal(got, want)  # the width it was written for hides the mistake
-    got, want = block_sums(clients[16], partials_for_planes_of_32)
+    got, want = block_sums(width_clients[16], partials_for_planes_of_32)
     assert (got != want).all(), (got, want)
 
 
 @pytest.mark.parametrize("width", [1, 16, 32, 64])
 def test_partials_per_plane_are_exact_at_every_width(
-    clients: dict[int, ComputeClient], width: int
+    width_clients: dict[int, ComputeClient], width: int
 ) -> None:
-    got, want = block_sums(clients[width], partials_per_plane)
+    got, want = block_sums(width_clients[width], partials_per_plane)
     np.testing.assert_array_equal(got, want)
 
 

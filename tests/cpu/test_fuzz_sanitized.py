@@ -1,0 +1,53 @@
+"""The differential fuzzer's programs under the sanitizer, at planes of 32 and of 16 lanes.
+
+The generator (:mod:`ruda_core.testing.differential`) promises programs defined on every device:
+no races, no reads of unwritten shared memory, barriers in uniform control flow. The sanitizer
+checks that promise on each program, at the default plane width and at another one (the
+lockstep batches split the cube differently), and the outputs must not depend on the width.
+``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of programs, as for the conformance module.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ruda_cpu
+from ruda_core.runtime import ComputeClient
+from ruda_core.testing.differential import atomic_elems, example_count, fuzz_elems, programs
+from ruda_core.testing.runner import run_definition
+from ruda_core.testing.tolerance import mismatches
+
+#: The plane widths the programs run at: the default and one that splits a 32-unit cube.
+WIDTHS = (32, 16)
+
+
+@settings(
+    max_examples=example_count(),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_fuzzer_programs_run_clean_under_the_sanitizer_at_two_widths(
+    width_clients: dict[int, ComputeClient], data: st.DataObject
+) -> None:
+    first = width_clients[WIDTHS[0]]
+    elems = fuzz_elems(first, first)
+    max_units = first.properties().max_units_per_ruda
+    program = data.draw(programs(elems, atomic_elems(first, elems), max_units), label="program")
+    params = list(program.definition.array_params)
+    results = []
+    with ruda_cpu.sanitizing():  # a finding raises SanitizerError at the read-back
+        for width in WIDTHS:
+            results.append(
+                run_definition(
+                    width_clients[width],
+                    program.definition,
+                    program.inputs,
+                    count=program.count,
+                    dim=program.dim,
+                )
+            )
+    for k in program.outputs:
+        bad = mismatches(results[1][k], results[0][k], params[k].elem)
+        assert not bad.any(), f"{params[k].name} differs between planes of {WIDTHS}"
