@@ -10,7 +10,7 @@ It speaks the ecosystem's protocols without copying: DLPack both ways (``__dlpac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from .interop.foreign import import_cuda_array_interface, import_dlpack
 from .ir import Elem
 from .runtime.client import ComputeClient, CopyDescriptor
 from .runtime.layout import Strided
+from .runtime.memory import Binding
 from .runtime.memory.handle import Handle
 
 __all__ = ["RudaTensor"]
@@ -35,9 +36,17 @@ class RudaTensor(Strided):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     elem: Elem
+    #: the tensor as a flat ``Array`` argument, ``(handle.binding(), size, elem)``, read once
+    #: here for the launches that bind it; None unless it is contiguous, fits its handle and
+    #: has fewer than 2**32 elements (such a tensor takes a launch's general path)
+    flat: tuple[Binding, int, Elem] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_rank()
+        size = self.size
+        fits = size * self.elem.nbytes <= self.handle.nbytes and size < 2**32
+        flat = (self.handle.binding(), size, self.elem) if fits and self.is_contiguous else None
+        object.__setattr__(self, "flat", flat)
 
     @classmethod
     def from_numpy(cls, client: ComputeClient, array: np.ndarray) -> RudaTensor:

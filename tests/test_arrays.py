@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
+from ruda_core.errors import LaunchConfigError
 from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
 from ruda_core.ops import layer_norm, layer_norm_backward, matmul
 from ruda_core.runtime import RudaCount, RudaDim
@@ -44,6 +45,25 @@ def test_numpy_waits_for_the_kernel_that_writes_the_tensor(open_device, name):
     np.testing.assert_array_equal(result, 2 * np.arange(1000, dtype=np.float32))
     result[0] = -1  # a writable host array of its own
     assert out.numpy()[0] == 0
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_tensors_given_for_arrays_bind_as_their_elements_or_are_refused(open_device, name):
+    client = open_device(name)
+    x = ruda.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), client)
+    out = ruda.asarray(np.zeros((2, 3), np.float32), client)
+    for _ in range(3):  # the first launch and the ones that reuse what it found
+        double.launch(client, 1, 64, x, out)
+    np.testing.assert_array_equal(out.numpy(), 2 * x.numpy())
+    flipped = ruda.RudaTensor(x.handle, (3, 2), (1, 3), x.elem)  # the transpose: not contiguous
+    with pytest.raises(LaunchConfigError, match="contiguous"):
+        double.launch(client, 1, 64, flipped, out)
+    ints = ruda.asarray(np.zeros(6, np.int32), client)
+    with pytest.raises(LaunchConfigError, match="i32"):
+        double.launch(client, 1, 64, x, ints)
+    past = ruda.RudaTensor(x.handle, (7,), (1,), x.elem)  # one element more than its memory
+    with pytest.raises(LaunchConfigError, match="7"):
+        double.launch(client, 1, 64, past, out)
 
 
 @pytest.mark.parametrize("name", ["opencl:0", "cuda:0"])

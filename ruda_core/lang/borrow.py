@@ -12,7 +12,8 @@ current stream (its *origin*) when it is not ruda's. Arrays of two libraries in 
 left to the import, which orders each. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
 this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
-left to the DLPack import of :mod:`.foreign`.
+left to the DLPack import of :mod:`.foreign`. A CuPy array lent before is found again by four
+attributes (:data:`CUPY_KEY`), a torch tensor by five (:data:`TORCH_KEY`).
 
 A launch whose ``Array`` arguments are all exactly ``torch.Tensor`` (no subclass: one may
 override its accessors) is checked in one C++ call instead of five accessors per tensor (with
@@ -58,6 +59,7 @@ from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
 __all__ = [
+    "CUPY_KEY",
     "TORCH_KEY",
     "Borrowed",
     "GuardedTensors",
@@ -67,6 +69,7 @@ __all__ = [
     "check_staged",
     "guarded_types",
     "lend",
+    "lend_cupy",
     "lend_torch",
     "lenders",
     "lent_tables",
@@ -354,7 +357,8 @@ def lend(client: object, arg: object) -> Lent | None:
         reader = _reader(kind)
         if reader is None:
             return None
-        lender = lend_torch if reader is _read_torch else _lender(cast(Any, reader))
+        keyed = {_read_torch: lend_torch, _read_cupy: lend_cupy}.get(reader)
+        lender = keyed if keyed is not None else _lender(cast(Any, reader))
         lenders[kind] = lender
     return lender(client, arg)
 
@@ -390,6 +394,22 @@ def lend_torch(client: object, t: Any) -> Lent | None:
     table = lent_tables.get(client)
     lent = None if table is None else table.get(key)
     return lent if lent is not None else _lend_new(client, key, t)
+
+
+#: The table key of a CuPy array ``{a}``, read through four cheap attributes: its address names
+#: its device too (CUDA gives every device's memory its own addresses in a process), and its
+#: shape and strides say whether it is contiguous. A launch path may inline it as
+#: :data:`TORCH_KEY`; on a miss ``lend_cupy(client, a)`` makes it.
+CUPY_KEY = "({a}.data.ptr, {a}.dtype, {a}.shape, {a}.strides)"
+_cupy_key: Callable[[Any], tuple[Any, ...]] = eval(f"lambda a: {CUPY_KEY.format(a='a')}")
+
+
+def lend_cupy(client: object, a: Any) -> Lent | None:
+    """:func:`lend` of a CuPy array, keyed by :data:`CUPY_KEY`."""
+    key = _cupy_key(a)
+    table = lent_tables.get(client)
+    lent = None if table is None else table.get(key)
+    return lent if lent is not None else _lend_new(client, key, a)
 
 
 #: per array type seen, its :func:`lend` (only types that :func:`_reader` knows)

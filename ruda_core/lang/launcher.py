@@ -35,8 +35,10 @@ from ..runtime.compiler import KernelTask
 from ..runtime.dims import CountLike, DimLike
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
+from ..tensor import RudaTensor
 from .args import ArrayArg, HandleLike, TensorArg
 from .borrow import (
+    CUPY_KEY,
     TORCH_KEY,
     GuardedTensors,
     Origin,
@@ -44,6 +46,7 @@ from .borrow import (
     check_staged,
     guarded_types,
     lend,
+    lend_cupy,
     lend_torch,
     lenders,
     lent_tables,
@@ -62,6 +65,9 @@ _U32_LIMIT = 1 << 32
 #: clients whose launchers one Launcher keeps
 _MAX_CLIENTS = 16
 _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
+#: an Array parameter's lines in a generated launch: its index, then the lines that bind an
+#: ``ArrayArg``, a ``RudaTensor`` and any other argument to it (see :func:`_guarded`)
+Lines = tuple[int, list[str], list[str], list[str]]
 #: what :func:`~.borrow.borrow_arguments` calls the parameters it may borrow for
 _BORROWED_KINDS = {ParamKind.ARRAY: "array", ParamKind.TENSOR: "tensor"}
 
@@ -400,9 +406,9 @@ def _fast_path(
     defn = launcher.definition
     if any(p.kind is ParamKind.TENSOR or p.elem is Elem.BF16 for p in defn.params):
         return None
-    env: dict[str, object] = {"ArrayArg": ArrayArg, "task": launcher.task}
+    env: dict[str, object] = {"ArrayArg": ArrayArg, "RudaTensor": RudaTensor, "task": launcher.task}
     checks, bindings, scalars, lengths = [], [], [], []
-    borrowing: list[tuple[int, list[str], list[str]]] = []  # per Array: its lines, as _guarded
+    borrowing: list[Lines] = []  # per Array: its lines, as _guarded takes them
     for k, p in enumerate(defn.params):
         a = f"a{k}"
         if p.kind is ParamKind.ARRAY:
@@ -430,6 +436,10 @@ def _fast_path(
                 f"    try: lent = table.get({TORCH_KEY.format(t=a)})",
                 "    except RuntimeError: return SLOW",
                 f"    if lent is None: lent = lend_torch(cl, {a})",
+                "elif lender is lend_cupy:  # lend_cupy(), inlined but for a miss",
+                "    if table is None: table = tables.get(cl, NONE)",
+                f"    lent = table.get({CUPY_KEY.format(a=a)})",
+                f"    if lent is None: lent = lend_cupy(cl, {a})",
                 "else:",
                 f"    lent = (lender or lend)(cl, {a})",
                 f"if lent is None or lent[2] is not E{k}: return SLOW",
@@ -448,7 +458,17 @@ def _fast_path(
                 "elif o is not origin: return SLOW",
                 f"else: kept.append({a})",
             ]
-            borrowing.append((k, own, foreign))
+            mine = [  # a RudaTensor: its flat view, made when the tensor was
+                f"lent = {a}.flat",
+                f"if lent is None or lent[2] is not E{k}: return SLOW",
+                f"b{k}, n{k}, _ = lent",
+                *(
+                    [f"if b{k}.offset_bytes % {launcher.alignment[p]}: return SLOW"]
+                    if p in launcher.alignment
+                    else []
+                ),
+            ]
+            borrowing.append((k, own, mine, foreign))
             bindings.append(f"{a}._binding")
             lengths.append(f"{a}.length")
         else:
@@ -513,6 +533,7 @@ def _fast_path(
     env["run_on"] = launcher.run_on
     env["lend"] = lend
     env["lend_torch"] = lend_torch
+    env["lend_cupy"] = lend_cupy
     env["lenders"] = lenders
     env["tables"] = lent_tables
     env["guarded"] = guarded_types
@@ -532,17 +553,17 @@ def _drain(client: Any, _task: object, _kept: object) -> None:
     client.sync().result()
 
 
-def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:
-    """The lines that bind the Array arguments ``a{k}``, given per ``(k, own, foreign)`` of
-    ``borrowing`` as the lines for an ``ArrayArg`` and for any other argument. When the first
-    is no ``ArrayArg`` and all are of :data:`~.borrow.guarded_types` (exact torch tensors),
+def _guarded(borrowing: Sequence[Lines]) -> list[str]:
+    """The lines that bind the Array arguments ``a{k}``, given per ``(k, own, mine, foreign)``
+    of ``borrowing`` as the lines for an ``ArrayArg``, a ``RudaTensor`` and any other argument.
+    When the first is neither and all are of :data:`~.borrow.guarded_types` (exact torch tensors),
     their addresses (``key``) find what lending them gave before, and its guard checks their
     layouts in one call; on a miss they are lent one by one, then remembered
     (:meth:`~.borrow.GuardedTensors.remember`). ruda's own arguments take no step more."""
     if not borrowing:
         return []
-    (first, own, foreign), rest = borrowing[0], _lending(borrowing[1:])
-    arrays = [k for k, _, _ in borrowing]
+    (first, own, mine, foreign), rest = borrowing[0], _lending(borrowing[1:])
+    arrays = [k for k, _, _, _ in borrowing]
     tensors = _tuple([f"a{k}" for k in arrays])
     same = "".join(f" and type(a{k}) is kind" for k in arrays[1:])
     addresses = _tuple([f"a{k}.data_ptr()" for k in arrays])
@@ -571,16 +592,19 @@ def _guarded(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]
     return [
         f"if type(a{first}) is ArrayArg:",
         *_indent([*own, *rest, gather]),
+        f"elif type(a{first}) is RudaTensor:",
+        *_indent([*mine, *rest, gather]),
         "else:",
         *_indent(guarded),
     ]
 
 
-def _lending(borrowing: Sequence[tuple[int, list[str], list[str]]]) -> list[str]:
+def _lending(borrowing: Sequence[Lines]) -> list[str]:
     """The lines that bind each Array argument of ``borrowing`` (as :func:`_guarded`'s) alone."""
     lines = []
-    for k, own, foreign in borrowing:
-        lines += [f"if type(a{k}) is ArrayArg:", *_indent(own), "else:", *_indent(foreign)]
+    for k, own, mine, foreign in borrowing:
+        lines += [f"if type(a{k}) is ArrayArg:", *_indent(own)]
+        lines += [f"elif type(a{k}) is RudaTensor:", *_indent(mine), "else:", *_indent(foreign)]
     return lines
 
 

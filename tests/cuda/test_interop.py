@@ -199,6 +199,10 @@ def test_cupy_arrays_are_kernel_arguments_without_a_copy(cuda):
     np.testing.assert_array_equal(cupy.asnumpy(out), expected)
     with pytest.raises(LaunchConfigError, match="f64 elements"):  # checked before anything runs
         saxpy.launch(cuda, RudaCount(1), RudaDim(64), 1.0, x, y, out.view(cupy.float64))
+    with pytest.raises(LaunchConfigError, match="contiguous"):  # same address, every other one
+        saxpy.launch(cuda, RudaCount(1), RudaDim(64), 1.0, x, y, out[::2])
+    saxpy.launch(cuda, RudaCount(1), RudaDim(64), 1.0, x, y, out.reshape(8, 8))  # all 64 again
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(64, dtype=np.float32) + 1)
 
 
 def test_a_launch_waits_for_cupys_current_stream(cuda):
