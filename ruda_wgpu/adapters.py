@@ -1,0 +1,72 @@
+"""The wgpu binding: finding adapters, opening a device on one, and translating wgpu's errors.
+Imports wgpu.
+
+An adapter is usable when wgpu-native reaches it through a native API (Vulkan, Metal, D3D12);
+OpenGL adapters are left out (their compute is a subset). ``translate`` is the one place a wgpu
+exception becomes a ruda error.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import wgpu
+
+from ruda_core.errors import CompilationError, LaunchError, OutOfMemory, ServerError
+
+__all__ = ["OPTIONAL_FEATURES", "all_adapters", "describe", "open_device", "translate"]
+
+_NATIVE = ("Vulkan", "Metal", "D3D12")
+#: The adapter features ruda asks for when the adapter offers them.
+OPTIONAL_FEATURES = ("shader-f16", "shader-f64", "shader-int64")
+
+
+@functools.cache
+def all_adapters() -> tuple[Any, ...]:
+    """The adapters of native APIs, in wgpu-native's order; empty without a driver."""
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    return tuple(a for a in adapters if a.info["backend_type"] in _NATIVE)
+
+
+def describe(adapter: Any) -> str:
+    """A stable identity of an adapter and the stack serving it (no device opened)."""
+    info = adapter.info
+    return (
+        f"{info['device']} | {info['backend_type']} {info['description']} | "
+        f"vendor {info['vendor_id']:#x} device {info['device_id']:#x} | wgpu-py {wgpu.__version__}"
+    )
+
+
+def open_device(adapter: Any) -> Any:
+    """A device on ``adapter`` with the optional features it offers and its own limits."""
+    features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    limits = {
+        name: adapter.limits[name]
+        for name in (
+            "max-storage-buffer-binding-size",
+            "max-buffer-size",
+            "max-storage-buffers-per-shader-stage",
+            "max-compute-workgroup-storage-size",
+            "max-compute-invocations-per-workgroup",
+            "max-compute-workgroup-size-x",
+            "max-compute-workgroup-size-y",
+            "max-compute-workgroup-size-z",
+            "max-bindings-per-bind-group",
+        )
+    }
+    try:
+        return adapter.request_device_sync(required_features=features, required_limits=limits)
+    except Exception as exc:  # wgpu raises plain Exceptions for a refused device
+        raise translate(f"opening a device on {adapter.info['device']}", exc) from exc
+
+
+def translate(what: str, exc: BaseException, kind: type[ServerError] = LaunchError) -> ServerError:
+    """The ruda error for a wgpu exception raised while doing ``what``: ``OutOfMemory`` for
+    wgpu's, ``CompilationError`` for a shader or pipeline wgpu refuses, else ``kind``."""
+    text = str(exc).strip()
+    if isinstance(exc, wgpu.GPUOutOfMemoryError) or "out of memory" in text.lower():
+        return OutOfMemory(f"{what} failed: wgpu is out of memory: {text}. Free memory and retry")
+    if kind is CompilationError:
+        return CompilationError(f"{what} failed: {text}")
+    return kind(f"{what} failed: {text}")

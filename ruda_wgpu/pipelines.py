@@ -1,0 +1,175 @@
+"""``KernelPipelines``: shader modules, compute pipelines and bind groups of one device.
+
+A kernel's WGSL module is built once (``build``); its pipelines are specialised per
+``RudaDim`` and dynamic shared sizes through override constants (``pipeline``), and cached on
+the built kernel. Every kernel with ``n`` array parameters shares one bind group layout: the
+launch records at binding 0 (a dynamic offset per launch) and ``n`` whole pages. A bind group
+is cached per (record arena, pages) and dropped when a page is given back. Imports wgpu.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import wgpu
+
+from ruda_core.errors import CompilationError, TooManyResources
+from ruda_core.runtime import Binding, CompiledKernel, RudaDim
+
+from .adapters import translate
+from .storage import WebGpuStorage
+from .wgsl import RecordLayout
+
+__all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
+
+#: The bytes of launch records a dispatch sees from its dynamic offset: a kernel's record
+#: (4 bytes per array, metadata value and scalar word) must fit.
+RECORD_WINDOW_NBYTES = 4096
+
+
+class BuiltKernel:
+    """A built shader module with what every launch of it needs, fixed once."""
+
+    __slots__ = (
+        "dynamic_shared",
+        "elem_nbytes",
+        "layout",
+        "module",
+        "name",
+        "narrays",
+        "packer",
+        "pipelines",
+    )
+
+    def __init__(self, compiled: CompiledKernel, module: Any, layout: Any) -> None:
+        definition = compiled.definition
+        self.name = definition.name
+        self.module = module
+        self.layout = layout  #: the pipeline layout of its number of arrays
+        self.narrays = len(definition.array_params)
+        self.packer: struct.Struct = RecordLayout.of(definition).packer()
+        #: the element size of each array parameter (offsets are passed in elements)
+        self.elem_nbytes = tuple(p.elem.nbytes for p in definition.array_params)
+        #: the positions among the scalars of the dynamic shared arrays' lengths
+        self.dynamic_shared = tuple(k for _, k in definition.dynamic_shared)
+        self.pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = {}
+
+
+class KernelPipelines:
+    """The shader modules, pipelines and bind groups of one device."""
+
+    def __init__(self, device: Any, storage: WebGpuStorage) -> None:
+        self._device = device
+        self._storage = storage
+        self._layouts: dict[int, tuple[Any, Any]] = {}
+        self._groups: dict[tuple[Any, ...], Any] = {}
+        self._generation = storage.generation
+        self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
+
+    def _layout(self, narrays: int) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of kernels with ``narrays`` arrays."""
+        if narrays not in self._layouts:
+            stage = wgpu.ShaderStage.COMPUTE
+            entries = [
+                {
+                    "binding": 0,
+                    "visibility": stage,
+                    "buffer": {"type": "read-only-storage", "has_dynamic_offset": True},
+                }
+            ]
+            entries += [
+                {"binding": k + 1, "visibility": stage, "buffer": {"type": "storage"}}
+                for k in range(narrays)
+            ]
+            group = self._device.create_bind_group_layout(entries=entries)
+            self._layouts[narrays] = (
+                group,
+                self._device.create_pipeline_layout(bind_group_layouts=[group]),
+            )
+        return self._layouts[narrays]
+
+    def build(self, compiled: CompiledKernel) -> BuiltKernel:
+        """Build ``compiled.source`` into a shader module.
+
+        :raises TooManyResources: the kernel has more array parameters than the device binds.
+        :raises CompilationError: with wgpu's report and the numbered source.
+        """
+        definition = compiled.definition
+        narrays = len(definition.array_params)
+        if narrays > self._max_arrays:
+            raise TooManyResources(
+                f"kernel {definition.name} has {narrays} array parameters; {self._max_arrays} "
+                "fit one WebGPU dispatch (max-storage-buffers-per-shader-stage, one for the "
+                "launch record). Pass fewer arrays, e.g. several in one"
+            )
+        record = RecordLayout.of(definition).nwords * 4
+        if record > RECORD_WINDOW_NBYTES:
+            raise TooManyResources(
+                f"kernel {definition.name} takes {record} bytes of arguments, array lengths and "
+                f"tensor shapes; a WebGPU launch of ruda passes at most {RECORD_WINDOW_NBYTES}. "
+                "Pass fewer or lower-rank tensors"
+            )
+        try:
+            module = self._device.create_shader_module(code=compiled.source)
+        except Exception as exc:  # wgpu raises plain Exceptions with naga's report
+            numbered = "\n".join(
+                f"{k:4d}  {line}" for k, line in enumerate(compiled.source.splitlines(), 1)
+            )
+            loc = definition.source
+            raise CompilationError(
+                f"kernel {definition.name} did not build for WebGPU: {exc}\n{numbered}",
+                file=loc.file if loc else None,
+                line=loc.line if loc else None,
+            ) from exc
+        return BuiltKernel(compiled, module, self._layout(narrays)[1])
+
+    def pipeline(self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...]) -> Any:
+        """The pipeline of ``built`` for cubes of ``dim`` and dynamic shared lengths
+        ``shared``, made at its first use."""
+        key = (dim, shared)
+        found = built.pipelines.get(key)
+        if found is not None:
+            return found
+        constants: dict[str, int] = {"WX": dim.x, "WY": dim.y, "WZ": dim.z}
+        constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})
+        try:
+            made = self._device.create_compute_pipeline(
+                layout=built.layout,
+                compute={"module": built.module, "entry_point": "main", "constants": constants},
+            )
+        except Exception as exc:
+            raise translate(f"making the pipeline of kernel {built.name} for {dim}", exc) from exc
+        built.pipelines[key] = made
+        return made
+
+    def group(self, built: BuiltKernel, records: Any, bindings: Sequence[Binding]) -> Any:
+        """The bind group of the launch records ``records`` and the bindings' pages."""
+        if self._generation != self._storage.generation:
+            self._groups.clear()  # a page was given back: groups over it must go
+            self._generation = self._storage.generation
+        key = (records, *(b.resource for b in bindings))
+        found = self._groups.get(key)
+        if found is not None:
+            return found
+        layout = self._layout(built.narrays)[0]
+        entries = [
+            {
+                "binding": 0,
+                "resource": {"buffer": records, "offset": 0, "size": RECORD_WINDOW_NBYTES},
+            }
+        ]
+        entries += [
+            {
+                "binding": k + 1,
+                "resource": {"buffer": b.resource, "offset": 0, "size": b.resource.size},
+            }  # type: ignore[attr-defined]
+            for k, b in enumerate(bindings)
+        ]
+        try:
+            made = self._device.create_bind_group(layout=layout, entries=entries)
+        except Exception as exc:
+            raise translate(f"binding the arrays of kernel {built.name}", exc) from exc
+        self._groups[key] = made
+        return made

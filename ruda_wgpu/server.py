@@ -1,0 +1,397 @@
+"""``WebGpuDriver`` and ``WebGpuServer``: ruda's execution contract on one WebGPU device, through
+wgpu-py.
+
+``RudaCount`` is the workgroup count of a dispatch and ``RudaDim`` the workgroup size. A device
+has one queue; each stream slot records its launches and copies into a command encoder of its
+own, launches sharing one compute pass, and ``flush`` submits the encoder in one
+``queue.submit`` (as do a read, a fence and a sync, which must reach the queue). The queue runs
+submissions in order, so work a fence stands after is already submitted: waiting on another
+stream's fence needs no command. Each launch writes its record (see
+:mod:`ruda_wgpu.wgsl.layout`) into the stream's record arena, written to the device once per
+submission and bound at the launch's dynamic offset. Completion is observed through the
+mapping of a small buffer the submission copied into (wgpu-native's work-done callback is
+unusable from wgpu-py 0.32): a waiter thread waits for each mapping in turn and completes the
+futures. Shaders and pipelines are built by :class:`~ruda_wgpu.pipelines.KernelPipelines`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+import wgpu
+
+from ruda_core.ir import Elem
+from ruda_core.runtime import (
+    Binding,
+    Bytes,
+    CompiledKernel,
+    CompileOptions,
+    ComputeServer,
+    DeviceProperties,
+    Driver,
+    Feature,
+    Features,
+    IoError,
+    KernelLaunch,
+    LoadedKernel,
+    Promise,
+    RudaCount,
+    RudaDim,
+    RudaFuture,
+    RudaTask,
+    Run,
+    ServerStream,
+)
+
+from .adapters import all_adapters, describe, open_device, translate
+from .compiler import CORE_ELEMS, WebGpuCompiler
+from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
+from .runtime import MAX_RUDA_COUNT, WebGpuDevice
+from .storage import WebGpuStorage
+
+__all__ = ["WebGpuDriver", "WebGpuServer"]
+
+_U = wgpu.BufferUsage
+#: Bytes of launch records a stream gathers before it must submit.
+ARENA_NBYTES = 1 << 20
+#: Workgroups of one dispatch along an axis (WebGPU's limit everywhere).
+MAX_DISPATCH = 65535
+
+
+class WebGpuStream(ServerStream):
+    """A command encoder being recorded (with its open compute pass), the launch records it
+    binds, and what its submission must keep alive."""
+
+    def __init__(self, slot: int, device: Any) -> None:
+        super().__init__(slot)
+        self.device = device
+        self.encoder: Any = None
+        self.compute: Any = None
+        self.arena = bytearray(ARENA_NBYTES)
+        self.arena_used = 0
+        self.records = device.create_buffer(
+            size=ARENA_NBYTES + RECORD_WINDOW_NBYTES, usage=_U.STORAGE | _U.COPY_DST
+        )
+        self.kept: list[Any] = []  #: staging buffers of the recorded copies
+
+    def recording(self) -> Any:
+        """The encoder, outside any compute pass (for copies)."""
+        if self.compute is not None:
+            self.compute.end()
+            self.compute = None
+        if self.encoder is None:
+            self.encoder = self.device.create_command_encoder()
+        return self.encoder
+
+    def pass_(self) -> Any:
+        """The open compute pass (begun where there is none)."""
+        if self.compute is None:
+            self.compute = self.recording().begin_compute_pass()
+        return self.compute
+
+    def submit(self, queue_: Any) -> None:
+        """Submit what is recorded (nothing when nothing is)."""
+        if self.encoder is None:
+            return
+        encoder = self.recording()
+        self.encoder = None
+        try:
+            if self.arena_used:
+                queue_.write_buffer(self.records, 0, memoryview(self.arena)[: self.arena_used])
+            queue_.submit([encoder.finish()])
+        except Exception as exc:  # wgpu raises plain Exceptions (validation errors)
+            raise translate("submitting queued work", exc) from exc
+        finally:
+            self.arena_used = 0
+            self.kept.clear()
+
+
+class _Waiter:
+    """A thread that waits for the mappings that mark submissions done, in order."""
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, Callable[[], None]]] = queue.SimpleQueue()
+        threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def add(self, mapping: Any, then: Callable[[], None]) -> None:
+        self._queue.put((mapping, then))
+
+    def _work(self) -> None:
+        while True:
+            mapping, then = self._queue.get()
+            mapping.sync_wait()  # a failed mapping still means the submission has ended
+            then()
+
+
+class _MappedFence:
+    """The point after one submission: the mapping of a buffer it copied into."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: RudaFuture[None]) -> None:
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def wait(self) -> None:
+        self._future.result()
+
+
+class WebGpuDriver(Driver):
+    """The driver of one WebGPU device (see the module docstring)."""
+
+    max_streams = 8
+
+    def __init__(self, adapter: Any, features: Features) -> None:
+        self.device = open_device(adapter)
+        self.queue = self.device.queue
+        self.name = adapter.info["device"]
+        self.compiler = WebGpuCompiler()
+        self.storage = WebGpuStorage(self.device, _host_memory_nbytes())
+        self.pipelines = KernelPipelines(self.device, self.storage)
+        self._waiter = _Waiter(f"ruda webgpu waiter {self.name}")
+        self._marker = self.device.create_buffer(size=4, usage=_U.COPY_SRC)
+        self._features = features
+        #: the record stride: a dynamic storage offset must be a multiple of this
+        self.record_align = int(self.device.limits["min-storage-buffer-offset-alignment"])
+
+    def new_stream(self, slot: int) -> WebGpuStream:
+        return WebGpuStream(slot, self.device)
+
+    # -- kernels ----------------------------------------------------------------------------
+
+    def build(self, compiled: CompiledKernel) -> Any:
+        return self.pipelines.build(compiled)
+
+    def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
+        """Write the launch's record into the stream's arena, then one dispatch (several for a
+        count beyond an axis' 65 535 workgroups) in the stream's open compute pass."""
+        built = kernel.built
+        pipelines, packer = self.pipelines, built.packer
+        align = self.record_align
+        stride = -(-packer.size // align) * align
+        elem_nbytes = built.elem_nbytes
+        dynamic = built.dynamic_shared
+        queue_ = self.queue
+
+        def run(
+            stream: ServerStream,
+            count: RudaCount,
+            dim: RudaDim,
+            bindings: Sequence[Binding],
+            scalars: Sequence[np.generic],
+            metadata: Sequence[int],
+        ) -> None:
+            s = cast(WebGpuStream, stream)
+            shared = tuple(int(scalars[k]) for k in dynamic) if dynamic else ()
+            pipeline = pipelines.pipeline(built, dim, shared)
+            group = pipelines.group(built, s.records, bindings)
+            offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
+            cx, cy, cz = count.x, count.y, count.z
+            first = 0
+            while True:
+                chunk = min(cx - first, MAX_DISPATCH)
+                if s.arena_used + stride > ARENA_NBYTES:
+                    s.submit(queue_)
+                at = s.arena_used
+                packer.pack_into(s.arena, at, first, cx, cy, cz, *offsets, *metadata, *scalars)
+                s.arena_used = at + stride
+                compute = s.pass_()
+                try:
+                    compute.set_pipeline(pipeline)
+                    compute.set_bind_group(0, group, [at])
+                    compute.dispatch_workgroups(chunk, cy, cz)
+                except Exception as exc:  # wgpu raises plain Exceptions
+                    raise translate(f"launching kernel {built.name}", exc) from exc
+                first += chunk
+                if first >= cx:
+                    return
+
+        return run
+
+    # -- copies -----------------------------------------------------------------------------
+
+    def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
+        """A staging buffer holding a copy of ``data``, copied into the binding in stream
+        order. Sizes are rounded up to whole words (WebGPU copies words): a binding whose size
+        is not a multiple of 4 has its last word's extra bytes zeroed."""
+        s = cast(WebGpuStream, stream)
+        if binding.nbytes == 0:
+            return
+        start, size = _words(binding)
+        staging = self.device.create_buffer(size=size, usage=_U.COPY_SRC, mapped_at_creation=True)
+        if start != binding.offset_bytes:
+            raise IoError(
+                f"writing {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU copies "
+                "whole 4-byte words, so a write must start and end on one"
+            )
+        host = np.zeros(size, dtype=np.uint8)
+        host[: binding.nbytes] = np.frombuffer(data, dtype=np.uint8)
+        staging.write_mapped(host)
+        staging.unmap()
+        s.kept.append(staging)
+        try:
+            s.recording().copy_buffer_to_buffer(staging, 0, binding.resource, start, size)
+        except Exception as exc:
+            raise translate(f"writing {binding.nbytes} bytes", exc, IoError) from exc
+
+    def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
+        s = cast(WebGpuStream, stream)
+        encoder = s.recording()
+        stagings = []
+        try:
+            for b in bindings:
+                start, size = _words(b)
+                staging = self.device.create_buffer(
+                    size=max(size, 4), usage=_U.MAP_READ | _U.COPY_DST
+                )
+                if size:
+                    encoder.copy_buffer_to_buffer(b.resource, start, staging, 0, size)
+                stagings.append((staging, b.offset_bytes - start, b.nbytes))
+        except Exception as exc:
+            raise translate("reading", exc, IoError) from exc
+        s.submit(self.queue)
+        promise: Promise[list[Bytes]] = Promise()
+        mappings = [st.map_async(wgpu.MapMode.READ) for st, _, _ in stagings]
+
+        def complete() -> None:
+            try:
+                out = []
+                for (staging, skip, nbytes), mapping in zip(stagings, mappings, strict=True):
+                    mapping.sync_wait()
+                    whole = staging.read_mapped()
+                    out.append(whole[skip : skip + nbytes].toreadonly())
+                    staging.unmap()
+                promise.set_result(out)
+            except Exception as exc:
+                promise.set_error(translate("reading", exc, IoError))
+
+        if not mappings:
+            return RudaFuture.ready([])
+        self._waiter.add(mappings[-1], complete)
+        return promise.future
+
+    def prepare_copy(self, source: Binding, destination: Binding) -> Run:
+        src, dst = source.resource, destination.resource
+        src_start, size = _words(source)
+        dst_start, _ = _words(destination)
+        if src_start != source.offset_bytes or dst_start != destination.offset_bytes:
+            raise IoError(
+                f"copying {source.nbytes} bytes: WebGPU copies whole 4-byte words, so a copy "
+                "must start and end on one"
+            )
+
+        def run(stream: ServerStream) -> None:
+            encoder = cast(WebGpuStream, stream).recording()
+            try:
+                encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)
+            except Exception as exc:
+                raise translate(f"copying {size} bytes", exc, IoError) from exc
+
+        return run
+
+    # -- queue ------------------------------------------------------------------------------
+
+    def fence(self, stream: ServerStream) -> _MappedFence:
+        return _MappedFence(self._submitted(cast(WebGpuStream, stream)))
+
+    def wait(self, stream: ServerStream, fence: Any) -> None:
+        """Nothing to record: the fence's work is submitted, and the queue runs in order."""
+
+    def flush(self, stream: ServerStream) -> None:
+        cast(WebGpuStream, stream).submit(self.queue)
+
+    def sync(self, stream: ServerStream) -> RudaFuture[None]:
+        return self._submitted(cast(WebGpuStream, stream))
+
+    def _submitted(self, stream: WebGpuStream) -> RudaFuture[None]:
+        """Submit the stream with a copy into a fresh 4-byte buffer, and a future of that
+        buffer's mapping: complete when every submission so far is."""
+        mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
+        try:
+            stream.recording().copy_buffer_to_buffer(self._marker, 0, mark, 0, 4)
+        except Exception as exc:
+            raise translate("recording a fence", exc) from exc
+        stream.submit(self.queue)
+        promise: Promise[None] = Promise()
+        mapping = mark.map_async(wgpu.MapMode.READ)
+
+        def complete() -> None:
+            promise.set_result(None)
+            mark.destroy()
+
+        self._waiter.add(mapping, complete)
+        return promise.future
+
+
+def _words(binding: Binding) -> tuple[int, int]:
+    """The start and size of the whole 4-byte words that hold ``binding``."""
+    start = binding.offset_bytes & ~3
+    end = -(-(binding.offset_bytes + binding.nbytes) // 4) * 4
+    return start, end - start
+
+
+def _host_memory_nbytes() -> int:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
+        return 4 << 30
+
+
+def _features(adapter: Any) -> Features:
+    """What the adapter's WGSL holds and what ruda runs on it."""
+    elems = set(CORE_ELEMS)
+    offered = adapter.features
+    if "shader-f16" in offered:
+        elems.add(Elem.F16)
+    if "shader-f64" in offered:
+        elems.add(Elem.F64)
+    if "shader-int64" in offered:
+        elems |= {Elem.I64, Elem.U64}
+    features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT}
+    return Features(frozenset(features), frozenset(elems))
+
+
+class WebGpuServer(ComputeServer):
+    """The server of one WebGPU device, built on a :class:`WebGpuDriver`."""
+
+    def __init__(self, device: WebGpuDevice) -> None:
+        adapter = all_adapters()[device.index]
+        features = _features(adapter)
+        driver = WebGpuDriver(adapter, features)
+        limits = driver.device.limits
+        info = adapter.info
+        properties = DeviceProperties(
+            name=info["device"],
+            vendor=f"{info['backend_type']} {info['description']}".strip(),
+            memory_nbytes=driver.storage.memory_nbytes,
+            max_units_per_ruda=int(limits["max-compute-invocations-per-workgroup"]),
+            max_ruda_dim=(
+                int(limits["max-compute-workgroup-size-x"]),
+                int(limits["max-compute-workgroup-size-y"]),
+                int(limits["max-compute-workgroup-size-z"]),
+            ),
+            max_ruda_count=MAX_RUDA_COUNT,
+            max_shared_memory_nbytes=int(limits["max-compute-workgroup-storage-size"]),
+            plane_dim=1,
+            compute_units=1,
+            alignment_nbytes=WebGpuStorage.alignment_nbytes,
+            extra=(("backend", info["backend_type"]), ("wgpu", wgpu.__version__)),
+        )
+        elems = ",".join(sorted(e.value for e in features.elems))
+        super().__init__(
+            device.to_id(),
+            driver.storage,
+            driver,
+            properties,
+            features,
+            CompileOptions(plane_dim=1, extra=(("elems", elems),)),
+            fingerprint=describe(adapter),
+        )

@@ -1,0 +1,582 @@
+"""The WGSL emitter: one lowered :class:`KernelDefinition` in, one WGSL module out.
+
+WGSL differs from the C family in what the shared :class:`~ruda_core.codegen.CFamilyEmitter`
+takes for granted (declarations are ``var x: f32 = …;``, conversions are constructor calls,
+there is no ``?:``, no pointer arithmetic, atomics are a type rather than an operation, a kernel
+takes no arguments), so it has an emitter of its own; what does not depend on the syntax is
+shared: the IR lowering passes (async copies, then lines to scalars, as the NumPy device runs
+them) and the name table.
+
+The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
+:mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (``atomic<…>``
+where an atomic touches it; ``f32`` atomics live as ``atomic<u32>`` bits and update through a
+compare-exchange loop), ``var<workgroup>`` shared arrays, helper functions, and the entry point
+with ``@workgroup_size(WX, WY, WZ)``: the cube shape and every dynamic shared array's length
+(``RUDA_SHARED_k``) are override constants, so one module serves every ``RudaDim`` and each
+pipeline is specialised at launch. The emitter is pure and deterministic and imports no driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from ruda_core.codegen.names import NameTable, words
+from ruda_core.codegen.prelude import Prelude
+from ruda_core.errors import CompilationError, UnsupportedFeature
+from ruda_core.ir import (
+    ATOMIC_OPS,
+    MATRIX_OPS,
+    PLANE_OPS,
+    SYNC_REDUCE_OPS,
+    Block,
+    Break,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Continue,
+    Elem,
+    If,
+    Instr,
+    KernelDefinition,
+    Local,
+    LocalArray,
+    Loop,
+    Op,
+    Operand,
+    Param,
+    RangeLoop,
+    Return,
+    SharedArray,
+    SourceLoc,
+    Stmt,
+    lower_async_copies,
+    scalarize_lines,
+    walk,
+)
+from ruda_core.ir.bounds import REPORT_PARAM
+
+from .layout import RecordLayout
+from .values import TYPES, WgslValues, literal
+
+__all__ = ["WgslEmitter", "WgslTarget"]
+
+_T = TypeVar("_T")
+_INDENT = "    "
+#: WGSL keywords, reserved words and the builtin functions the emitter calls.
+RESERVED = words(
+    """
+    alias break case const const_assert continue continuing default diagnostic discard else
+    enable false fn for if let loop override requires return struct switch true var while
+    array atomic bool f16 f32 f64 i32 i64 u32 u64 mat2x2 mat3x3 mat4x4 ptr sampler texture_2d
+    vec2 vec3 vec4 NULL Self abstract active as asm async attribute auto await become cast
+    catch class co_await co_return co_yield coherent column_major common compile
+    compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype
+    delete demote demote_to_helper do dynamic_cast enum explicit export extends extern external
+    fallthrough filter final finally friend from fxgroup get goto groupshared highp impl
+    implements import inline instanceof interface layout lowp macro macro_rules match mediump
+    meta mod module move mut mutable namespace new nil noexcept noinline nointerpolation
+    noperspective null nullptr of operator package packoffset partition pass patch pixelfragment
+    precise precision premerge priv protected pub public readonly ref regardless register
+    reinterpret_cast require resource restrict self set shared sizeof smooth snorm static
+    static_assert static_cast std subroutine super target template this thread_local throw trait
+    try type typedef typeid typename typeof union unless unorm unsafe unsized use using varying
+    virtual volatile wgsl where with writeonly yield
+    abs acos acosh asin asinh atan atan2 atanh ceil clamp cos cosh countLeadingZeros
+    countOneBits countTrailingZeros exp exp2 floor fma fract log log2 max min pow reverseBits
+    round select sign sin sinh sqrt tan tanh trunc bitcast atomicLoad atomicStore atomicAdd
+    atomicSub atomicMax atomicMin atomicAnd atomicOr atomicXor atomicExchange
+    atomicCompareExchangeWeak workgroupBarrier storageBarrier main P WX WY WZ
+    lid wid UNIT_POS UNIT_POS_X UNIT_POS_Y UNIT_POS_Z RUDA_POS RUDA_POS_X RUDA_POS_Y RUDA_POS_Z
+    RUDA_DIM RUDA_DIM_X RUDA_DIM_Y RUDA_DIM_Z RUDA_COUNT RUDA_COUNT_X RUDA_COUNT_Y RUDA_COUNT_Z
+    ABSOLUTE_POS ABSOLUTE_POS_X ABSOLUTE_POS_Y ABSOLUTE_POS_Z PLANE_DIM UNIT_POS_PLANE
+    """
+)
+_BUILTINS = [
+    ("UNIT_POS_X", "lid.x"),
+    ("UNIT_POS_Y", "lid.y"),
+    ("UNIT_POS_Z", "lid.z"),
+    ("RUDA_POS_X", "wid.x + P[0]"),
+    ("RUDA_POS_Y", "wid.y"),
+    ("RUDA_POS_Z", "wid.z"),
+    ("RUDA_DIM_X", "WX"),
+    ("RUDA_DIM_Y", "WY"),
+    ("RUDA_DIM_Z", "WZ"),
+    ("RUDA_COUNT_X", "P[1]"),
+    ("RUDA_COUNT_Y", "P[2]"),
+    ("RUDA_COUNT_Z", "P[3]"),
+    ("UNIT_POS", "(UNIT_POS_Z * RUDA_DIM_Y + UNIT_POS_Y) * RUDA_DIM_X + UNIT_POS_X"),
+    ("RUDA_POS", "(RUDA_POS_Z * RUDA_COUNT_Y + RUDA_POS_Y) * RUDA_COUNT_X + RUDA_POS_X"),
+    ("RUDA_DIM", "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z"),
+    ("RUDA_COUNT", "RUDA_COUNT_X * RUDA_COUNT_Y * RUDA_COUNT_Z"),
+    ("ABSOLUTE_POS_X", "RUDA_POS_X * RUDA_DIM_X + UNIT_POS_X"),
+    ("ABSOLUTE_POS_Y", "RUDA_POS_Y * RUDA_DIM_Y + UNIT_POS_Y"),
+    ("ABSOLUTE_POS_Z", "RUDA_POS_Z * RUDA_DIM_Z + UNIT_POS_Z"),
+    (
+        "ABSOLUTE_POS",
+        "(ABSOLUTE_POS_Z * RUDA_COUNT_Y * RUDA_DIM_Y + ABSOLUTE_POS_Y) * RUDA_COUNT_X "
+        "* RUDA_DIM_X + ABSOLUTE_POS_X",
+    ),
+]
+_ATOMIC_INT = {
+    Op.ATOMIC_SWAP: "atomicExchange",
+    Op.ATOMIC_ADD: "atomicAdd",
+    Op.ATOMIC_SUB: "atomicSub",
+    Op.ATOMIC_MIN: "atomicMin",
+    Op.ATOMIC_MAX: "atomicMax",
+    Op.ATOMIC_AND: "atomicAnd",
+    Op.ATOMIC_OR: "atomicOr",
+    Op.ATOMIC_XOR: "atomicXor",
+}
+_SYNC_COUNTER = "ruda_sync_count"
+
+
+@dataclass(frozen=True, slots=True)
+class WgslTarget:
+    """What the adapter offers the generated code: the element types it can hold and the
+    plane width (1: no planes)."""
+
+    elems: frozenset[Elem]
+    plane_dim: int = 1
+
+
+class WgslEmitter:
+    """Emits WGSL for one target. Stateless; :meth:`emit` is pure."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: WgslTarget) -> None:
+        self.target = target
+
+    def emit(self, definition: KernelDefinition) -> str:
+        """The WGSL module of ``definition`` (verified, lowered by the bounds pass), whose
+        entry point is ``main``.
+
+        :raises UnsupportedFeature: the kernel uses what WGSL or the adapter lacks; the message
+            names the kernel, its Python location where known, and the capability.
+        """
+        flat = scalarize_lines(lower_async_copies(definition))
+        writer = _Writer(self.target, flat)
+        return writer.guarded(writer.run)
+
+
+def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
+    """A constant converted with the IR's ``CAST`` rules (floats to integers truncate)."""
+    if target is Elem.BOOL:
+        return value != 0
+    if target.is_float:
+        return float(value)
+    n = int(value)  # truncates a float toward zero
+    n &= (1 << target.bits) - 1
+    return n - (1 << target.bits) if target.is_signed and n >> (target.bits - 1) else n
+
+
+def _atomic_arrays(definition: KernelDefinition) -> set[str]:
+    """The arrays (parameters and shared) some atomic operation touches."""
+    names = {REPORT_PARAM}
+    for stmt in walk(definition.body):
+        if isinstance(stmt, Instr) and stmt.op in ATOMIC_OPS:
+            names.add(stmt.args[0].name)  # type: ignore[union-attr]  # an array
+    return names
+
+
+class _Writer:
+    """The state of one emission: names, helpers and output lines."""
+
+    def __init__(self, target: WgslTarget, definition: KernelDefinition) -> None:
+        self.target = target
+        self.defn = definition
+        self.names = NameTable(RESERVED)
+        self.n: dict[str, str] = {}
+        self.prelude = Prelude()
+        self.values = WgslValues(self.prelude)
+        self.atomic = _atomic_arrays(definition)
+        self.layout = RecordLayout.of(definition)
+        self.lines: list[str] = []
+        self.loc: SourceLoc | None = None
+        self.sync_counter = False
+
+    def where(self) -> str:
+        loc = self.loc or self.defn.source
+        return f"kernel '{self.defn.name}'" + (f" ({loc})" if loc is not None else "")
+
+    def guarded(self, action: Callable[[], _T]) -> _T:
+        try:
+            return action()
+        except UnsupportedFeature as exc:
+            raise UnsupportedFeature(f"{self.where()}: {exc}") from exc
+        except CompilationError as exc:
+            loc = self.loc or self.defn.source
+            raise CompilationError(
+                f"{self.where()}: {exc}",
+                file=loc.file if loc else None,
+                line=loc.line if loc else None,
+            ) from exc
+
+    # -- types ------------------------------------------------------------------------------
+
+    def ty(self, elem: Elem) -> str:
+        if elem not in self.target.elems or elem not in TYPES:
+            raise UnsupportedFeature(f"this adapter's WGSL has no {elem} type")
+        return TYPES[elem]
+
+    def storage(self, name: str, elem: Elem) -> str:
+        """The element type an array is declared with."""
+        ty = self.ty(elem)
+        if elem is Elem.BOOL:
+            raise UnsupportedFeature("WGSL buffers cannot hold bool elements (one byte each)")
+        if name not in self.atomic:
+            return ty
+        if elem in (Elem.I32, Elem.U32):
+            return f"atomic<{ty}>"
+        if elem is Elem.F32:
+            return "atomic<u32>"
+        raise UnsupportedFeature(f"WGSL has no atomics on {elem}")
+
+    # -- assembly ---------------------------------------------------------------------------
+
+    def run(self) -> str:
+        defn = self.defn
+        for p in defn.params:
+            self.n[p.name] = self.names.claim(p.name)
+        for var in (*defn.shared, *defn.local_arrays, *defn.locals):
+            self.n[var.name] = self.names.claim(var.name)
+        module = self._bindings()
+        body = self._prologue()
+        self.lines = []
+        self._block(defn.body, 1)
+        body += self.lines
+        if self.sync_counter:
+            module.append(f"var<workgroup> {_SYNC_COUNTER}: atomic<u32>;")
+        used = {e for e in self.target.elems if e in (Elem.F16,)}
+        enables = [f"enable {TYPES[e]};" for e in sorted(used, key=lambda e: e.value)]
+        source = "from " + str(defn.source) if defn.source is not None else "(no source location)"
+        out = [f"// Kernel {defn.name} {source}", "// Generated by ruda for WGSL.", *enables, ""]
+        out += ["override WX: u32 = 1u;", "override WY: u32 = 1u;", "override WZ: u32 = 1u;"]
+        out += [*module, "", *self.prelude.render()]
+        out.append("@compute @workgroup_size(WX, WY, WZ)")
+        out.append(
+            "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
+            "@builtin(workgroup_id) wid: vec3<u32>) {"
+        )
+        return "\n".join([*out, *body, "}", ""])
+
+    def _bindings(self) -> list[str]:
+        defn = self.defn
+        out = ["@group(0) @binding(0) var<storage, read> P: array<u32>;"]
+        for k, p in enumerate(defn.array_params):
+            storage = self.storage(p.name, p.elem)
+            out.append(
+                f"@group(0) @binding({k + 1}) var<storage, read_write> {self.n[p.name]}: "
+                f"array<{storage}>;"
+            )
+        dynamic = 0
+        for s in defn.shared:
+            if s.size is None:
+                length = str(s.length)
+            else:
+                length = f"RUDA_SHARED_{dynamic}"
+                out.append(f"override {length}: u32 = 1u;")
+                dynamic += 1
+            storage = self.storage(s.name, s.elem)
+            out.append(f"var<workgroup> {self.n[s.name]}: array<{storage}, {length}>;")
+        return out
+
+    def _prologue(self) -> list[str]:
+        defn, layout = self.defn, self.layout
+        lines = [f"{_INDENT}let {name} = {formula};" for name, formula in _BUILTINS]
+        lines.append(f"{_INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
+        lines.append(f"{_INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
+        for k, p in enumerate(defn.array_params):
+            lines.append(f"{_INDENT}let {self._offset(p)} = P[{layout.offsets + k}];")
+        for p, word in zip(defn.scalar_params, layout.scalars, strict=True):
+            lines.append(f"{_INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
+        for a in defn.local_arrays:
+            lines.append(f"{_INDENT}var {self.n[a.name]}: array<{self.ty(a.elem)}, {a.length}>;")
+        for v in defn.locals:
+            zero = literal(False if v.elem is Elem.BOOL else 0, v.elem)
+            lines.append(f"{_INDENT}var {self.n[v.name]}: {self.ty(v.elem)} = {zero};")
+        return lines
+
+    def _offset(self, p: Param) -> str:
+        return f"{self.n[p.name]}_at"
+
+    def _scalar(self, elem: Elem, word: int) -> str:
+        ty = self.ty(elem)
+        if elem is Elem.BOOL:
+            return f"P[{word}] != 0u"
+        if elem is Elem.U32:
+            return f"P[{word}]"
+        if elem in (Elem.I32, Elem.F32):
+            return f"bitcast<{ty}>(P[{word}])"
+        if elem is Elem.F16:
+            return f"f16(unpack2x16float(P[{word}]).x)"
+        if elem in (Elem.U64, Elem.I64):
+            return f"{ty}(P[{word}]) | ({ty}(P[{word + 1}]) << 32u)"
+        return f"bitcast<f64>(vec2<u32>(P[{word}], P[{word + 1}]))"
+
+    # -- operands ---------------------------------------------------------------------------
+
+    def text(self, a: object) -> str:
+        if isinstance(a, Const):
+            self.ty(a.elem)
+            return literal(a.value, a.elem)
+        if isinstance(a, Builtin):
+            if a.kind is BuiltinKind.UNIT_POS_PLANE and self.target.plane_dim > 1:
+                raise UnsupportedFeature("planes")
+            return a.kind.value
+        return self.n[a.name]  # type: ignore[attr-defined]  # a Local or a scalar Param
+
+    def element(self, arr: object, index: object) -> str:
+        """The element reference ``arr[index]``."""
+        name = self.n[arr.name]  # type: ignore[attr-defined]
+        i = self.text(index)
+        if cast(Operand, index).elem is not Elem.U32:
+            i = f"u32({i})"
+        if isinstance(arr, Param):
+            return f"{name}[{self._offset(arr)} + {i}]"
+        return f"{name}[{i}]"
+
+    # -- statements -------------------------------------------------------------------------
+
+    def _line(self, depth: int, text: str) -> None:
+        self.lines.append(_INDENT * depth + text)
+
+    def _block(self, block: Block, depth: int) -> None:
+        for stmt in block:
+            self._stmt(stmt, depth)
+
+    def _stmt(self, stmt: Stmt, depth: int) -> None:
+        if stmt.loc is not None:
+            self.loc = stmt.loc
+        if isinstance(stmt, Instr):
+            self._instr(stmt, depth)
+        elif isinstance(stmt, If):
+            self._line(depth, f"if ({self.text(stmt.cond)}) {{")
+            self._block(stmt.then, depth + 1)
+            if stmt.orelse:
+                self._line(depth, "} else {")
+                self._block(stmt.orelse, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, RangeLoop):
+            self._range_loop(stmt, depth)
+        elif isinstance(stmt, Loop):
+            self._line(depth, "loop {")
+            self._block(stmt.body, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, Break):
+            self._line(depth, "break;")
+        elif isinstance(stmt, Continue):
+            self._line(depth, "continue;")
+        elif isinstance(stmt, Return):
+            self._line(depth, "return;")
+        else:
+            raise CompilationError(f"{stmt!r} is not a statement")
+
+    def _range_loop(self, loop: RangeLoop, depth: int) -> None:
+        """Python's ``range``: start and end read once, a hidden counter, and a step other
+        than ±1 that stops at the end instead of stepping past it (so it never wraps)."""
+        elem = loop.var.elem
+        var = self.n[loop.var.name]
+        counter = self.names.claim(f"{var.rstrip('_')}_it")
+        end = self.names.claim(f"{var.rstrip('_')}_end")
+        step = int(loop.step.value)
+        self._line(depth, "{")
+        self._line(depth + 1, f"let {end} = {self.text(loop.end)};")
+        cond = f"{counter} < {end}" if step > 0 else f"{counter} > {end}"
+        if abs(step) == 1:
+            advance = f"{counter}{'++' if step > 0 else '--'}"
+        else:
+            unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
+            size = literal(abs(step), unsigned)
+            ut = TYPES[unsigned]
+            gap = f"{end} - {counter}" if step > 0 else f"{counter} - {end}"
+            moved = f"{counter} {'+' if step > 0 else '-'} {literal(abs(step), elem)}"
+            advance = f"{counter} = select({end}, {moved}, {ut}({gap}) > {size})"
+        start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
+        self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
+        self._line(depth + 2, f"{var} = {counter};")
+        self._block(loop.body, depth + 2)
+        self._line(depth + 1, "}")
+        self._line(depth, "}")
+
+    # -- instructions -----------------------------------------------------------------------
+
+    def _instr(self, ins: Instr, depth: int) -> None:
+        op, out, args = ins.op, ins.out, ins.args
+        if op is Op.INDEX_ASSIGN:
+            self._store(args[0], args[1], self.text(args[2]), depth)
+            return
+        if op is Op.SYNC_UNITS:
+            self._line(depth, "storageBarrier();")
+            self._line(depth, "workgroupBarrier();")
+            return
+        if op in (Op.FENCE_UNITS, Op.FENCE_DEVICE):
+            raise UnsupportedFeature(f"{op}: WGSL has memory fences only inside barriers")
+        if op in PLANE_OPS:
+            raise UnsupportedFeature(f"{op}: plane operations are not offered on this adapter")
+        if op in MATRIX_OPS:
+            raise UnsupportedFeature(f"{op}: WGSL has no cooperative matrices")
+        if op is Op.PRINT:
+            raise UnsupportedFeature("print(): no WGSL kernel output yet")
+        if op is Op.REPORT_OOB:
+            self._report(ins, depth)
+            return
+        if op in ATOMIC_OPS:
+            self._atomic(ins, depth)
+            return
+        if op in SYNC_REDUCE_OPS:
+            self._sync_reduce(ins, depth)
+            return
+        if out is None:
+            raise CompilationError(f"{op} without a result")
+        self._line(depth, f"{self.n[out.name]} = {self._value(ins)};")
+
+    def _value(self, ins: Instr) -> str:
+        op, args, out = ins.op, ins.args, cast(Local, ins.out)
+        if op is Op.INDEX:
+            return self._load(args[0], args[1])
+        if op is Op.LEN:
+            return f"P[{self._metadata('len', args[0], 0)}]"
+        if op in (Op.SHAPE, Op.STRIDE):
+            axis = int(cast(Const, args[1]).value)
+            return f"P[{self._metadata(op.value, args[0], axis)}]"
+        if op is Op.RANK:
+            return literal(cast(Param, args[0]).rank, Elem.U32)
+        self.ty(out.elem)
+        texts = [self.text(a) for a in args]
+        if op is Op.CAST and isinstance(args[0], Const):  # naga folds few conversions
+            return literal(_converted(args[0].value, out.elem), out.elem)
+        if op is Op.CAST:
+            return self.values.cast(texts[0], cast(Operand, args[0]).elem, out.elem)
+        if op is Op.BITCAST:
+            return self.values.bitcast(texts[0], cast(Operand, args[0]).elem, out.elem)
+        elem = cast(Operand, args[1] if op is Op.SELECT else args[0]).elem
+        return self.values.apply(op, elem, texts)
+
+    def _metadata(self, what: str, param: object, axis: int) -> int:
+        slots = self.defn.metadata_layout()
+        index = next(
+            k for k, (w, p, a) in enumerate(slots) if w == what and p is param and a == axis
+        )
+        return self.layout.metadata + index
+
+    def _is_atomic(self, arr: object) -> bool:
+        return cast(Param | SharedArray | LocalArray, arr).name in self.atomic
+
+    def _load(self, arr: object, index: object) -> str:
+        ref = self.element(arr, index)
+        if not self._is_atomic(arr):
+            return ref
+        value = f"atomicLoad(&{ref})"
+        return f"bitcast<f32>({value})" if cast(Param, arr).elem is Elem.F32 else value
+
+    def _store(self, arr: object, index: object, value: str, depth: int) -> None:
+        ref = self.element(arr, index)
+        if not self._is_atomic(arr):
+            self._line(depth, f"{ref} = {value};")
+            return
+        if cast(Param, arr).elem is Elem.F32:
+            value = f"bitcast<u32>({value})"
+        self._line(depth, f"atomicStore(&{ref}, {value});")
+
+    def _atomic(self, ins: Instr, depth: int) -> None:
+        op, args, out = ins.op, ins.args, ins.out
+        elem = cast(Param, args[0]).elem
+        self.storage(cast(Param, args[0]).name, elem)  # refuses what has no atomics
+        ref = self.element(args[0], args[1])
+        values = [self.text(a) for a in args[2:]]
+        target = f"{self.n[out.name]} = " if out is not None else ""
+        if op is Op.ATOMIC_LOAD:
+            if out is not None:
+                self._line(depth, f"{target}{self._load(args[0], args[1])};")
+            return
+        if op is Op.ATOMIC_STORE:
+            self._store(args[0], args[1], values[0], depth)
+            return
+        if elem is not Elem.F32 and op in _ATOMIC_INT:
+            self._line(depth, f"{target}{_ATOMIC_INT[op]}(&{ref}, {values[0]});")
+            return
+        # a compare-exchange loop: the new value computed from the old one, bits for f32
+        ty = TYPES[elem]
+        old = self.names.claim("old")
+        if op is Op.ATOMIC_CAS:
+            new = f"select({old}, {values[1]}, {old} == {values[0]})"
+        elif op is Op.ATOMIC_SWAP:
+            new = values[0]
+        elif op is Op.ATOMIC_INC_WRAP:
+            new = f"select({old} + 1u, 0u, {old} >= {values[0]})"
+        elif op is Op.ATOMIC_DEC_WRAP:
+            new = f"select({old} - 1u, {values[0]}, {old} == 0u || {old} > {values[0]})"
+        else:
+            binary = {Op.ATOMIC_ADD: Op.ADD, Op.ATOMIC_SUB: Op.SUB, Op.ATOMIC_MIN: Op.MIN}
+            binary[Op.ATOMIC_MAX] = Op.MAX
+            if op not in binary:
+                raise UnsupportedFeature(f"{op} on {elem}")
+            new = self.values.apply(binary[op], elem, [old, values[0]])
+        bits = elem is Elem.F32
+        word = f"bitcast<u32>({new})" if bits else new
+        seen = f"bitcast<f32>({old}_bits)" if bits else f"{old}_bits"
+        self._line(depth, "{")
+        self._line(depth + 1, f"var {old}_bits = atomicLoad(&{ref});")
+        self._line(depth + 1, "loop {")
+        self._line(depth + 2, f"let {old}: {ty} = {seen};")
+        self._line(depth + 2, f"let r = atomicCompareExchangeWeak(&{ref}, {old}_bits, {word});")
+        self._line(depth + 2, "if (r.exchanged) { break; }")
+        self._line(depth + 2, f"{old}_bits = r.old_value;")
+        self._line(depth + 1, "}")
+        if out is not None:
+            self._line(depth + 1, f"{target}{seen};")
+        self._line(depth, "}")
+
+    def _sync_reduce(self, ins: Instr, depth: int) -> None:
+        """A barrier that counts the true operands over the cube in a workgroup counter."""
+        self.sync_counter = True
+        counter = f"&{_SYNC_COUNTER}"
+        for stmt in (
+            "workgroupBarrier();",
+            f"if (UNIT_POS == 0u) {{ atomicStore({counter}, 0u); }}",
+            "workgroupBarrier();",
+            f"if ({self.text(ins.args[0])}) {{ atomicAdd({counter}, 1u); }}",
+            "workgroupBarrier();",
+        ):
+            self._line(depth, stmt)
+        count = f"atomicLoad({counter})"
+        value = {
+            Op.SYNC_UNITS_COUNT: count,
+            Op.SYNC_UNITS_AND: f"({count} == RUDA_DIM)",
+            Op.SYNC_UNITS_OR: f"({count} != 0u)",
+        }[ins.op]
+        self._line(depth, f"{self.n[cast(Local, ins.out).name]} = {value};")
+
+    def _halves(self, a: object) -> tuple[str, str]:
+        """The low and high words of a ``u64`` operand."""
+        if isinstance(a, Const):
+            n = int(a.value)
+            return literal(n & 0xFFFFFFFF, Elem.U32), literal(n >> 32, Elem.U32)
+        x = self.text(a)
+        return f"u32({x})", f"u32({x} >> 32u)"
+
+    def _report(self, ins: Instr, depth: int) -> None:
+        """REPORT_OOB: the first report wins the flag and writes the other five words."""
+        report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
+        if report is None:
+            raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
+        base, at = self.n[report.name], self._offset(report)
+        buffer_no = self.text(ins.args[0])
+        index, length = (self._halves(a) for a in ins.args[1:])
+        won = self.names.claim("won")
+        self._line(depth, "{")
+        self._line(depth + 1, f"var {won} = false;")
+        self._line(depth + 1, "loop {")
+        self._line(depth + 2, f"let r = atomicCompareExchangeWeak(&{base}[{at}], 0u, 1u);")
+        self._line(depth + 2, f"if (r.exchanged) {{ {won} = true; break; }}")
+        self._line(depth + 2, "if (r.old_value != 0u) { break; }")
+        self._line(depth + 1, "}")
+        self._line(depth + 1, f"if ({won}) {{")
+        words = [buffer_no, *index, *length]
+        for k, word in enumerate(words, start=1):
+            self._line(depth + 2, f"atomicStore(&{base}[{at} + {k}u], {word});")
+        self._line(depth + 1, "}")
+        self._line(depth, "}")

@@ -1,0 +1,73 @@
+"""The launch record of a WGSL kernel: the ``u32`` words every launch hands it in its first
+binding, and how the host packs them.
+
+A WebGPU kernel takes no arguments, so each launch writes one record of words into a parameter
+buffer (binding 0, ``var<storage, read> P: array<u32>``, bound at a dynamic offset per launch):
+
+=============  =====================================================================
+words          meaning
+=============  =====================================================================
+0              the first cube's x position (a launch of more cubes than an axis takes is
+               several dispatches, each with its own first cube)
+1, 2, 3        ``RUDA_COUNT`` x, y, z: the whole launch's cube count
+4 …            the element offset of each array binding in the page it is bound to
+…              the metadata (``KernelDefinition.metadata_layout``: lengths, shapes, strides)
+…              the scalars: one word each, two (low, high) for 64-bit ones; ``f16`` in the
+               low half of its word, ``bool`` as 0 or 1
+=============  =====================================================================
+
+Arrays are bound as whole pages (see :mod:`ruda_wgpu.storage`), so a binding at any offset
+costs no bind group of its own. This module imports no driver.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ruda_core.ir import Elem, KernelDefinition
+
+__all__ = ["HEADER_WORDS", "RecordLayout"]
+
+#: Words before the array offsets: the first cube's x and the cube count.
+HEADER_WORDS = 4
+_SCALAR_FORMAT = {
+    Elem.BOOL: "?3x",
+    Elem.I32: "i",
+    Elem.U32: "I",
+    Elem.F32: "f",
+    Elem.F16: "e2x",
+    Elem.I64: "q",
+    Elem.U64: "Q",
+    Elem.F64: "d",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLayout:
+    """Where each value of a kernel's launch record lies (in words), and its packer."""
+
+    offsets: int  #: the word of the first array binding's element offset
+    metadata: int  #: the word of the first metadata value
+    scalars: tuple[int, ...]  #: the first word of each scalar parameter
+    nwords: int  #: the record's length
+    format: str  #: the ``struct`` format of the whole record, little-endian
+
+    @classmethod
+    def of(cls, definition: KernelDefinition) -> RecordLayout:
+        """The layout of ``definition``'s record (scalars of types WGSL lacks raise
+        ``KeyError``: the emitter refuses those kernels first)."""
+        arrays = len(definition.array_params)
+        metadata = HEADER_WORDS + arrays
+        word = metadata + len(definition.metadata_layout())
+        fmt = f"<{word}I"
+        scalars = []
+        for p in definition.scalar_params:
+            scalars.append(word)
+            fmt += _SCALAR_FORMAT[p.elem]
+            word += 2 if p.elem.bits == 64 else 1
+        return cls(HEADER_WORDS, metadata, tuple(scalars), word, fmt)
+
+    def packer(self) -> struct.Struct:
+        """A ``struct.Struct`` that packs ``(x0, cx, cy, cz, *offsets, *metadata, *scalars)``."""
+        return struct.Struct(self.format)

@@ -1,0 +1,394 @@
+"""WGSL expressions: types, literals and the value operations of :mod:`ruda_core.ir.ops`.
+
+WGSL is not C: conversions are constructor calls (``f32(x)``), there is no implicit conversion
+and no ``?:`` (``select(false_value, true_value, condition)`` evaluates both, which is the IR's
+``SELECT``), unsigned values cannot be negated, and integer arithmetic already wraps (division
+by zero gives the dividend, ``MIN / -1`` gives ``MIN``: both "unspecified" in the IR, neither a
+crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it;
+operations WGSL lacks (``log1p``, ``erf``, ``lgamma``, Python's floor division of signed
+integers …) are helper functions registered in a :class:`~ruda_core.codegen.prelude.Prelude`.
+This module builds expression text only; statements and declarations are
+:mod:`ruda_wgpu.wgsl.emitter`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+
+from ruda_core.codegen.prelude import Prelude
+from ruda_core.errors import UnsupportedFeature
+from ruda_core.ir import COMPARE_OPS, Elem, Op
+
+__all__ = ["TYPES", "WgslValues", "literal"]
+
+#: The WGSL type of each element type WGSL can hold (64-bit types need the adapter's
+#: ``shader-f64``/``shader-int64``, ``f16`` its ``shader-f16``).
+TYPES = {
+    Elem.BOOL: "bool",
+    Elem.I32: "i32",
+    Elem.U32: "u32",
+    Elem.F32: "f32",
+    Elem.F16: "f16",
+    Elem.F64: "f64",
+    Elem.I64: "i64",
+    Elem.U64: "u64",
+}
+_SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
+_SYMBOL = {
+    Op.ADD: "+",
+    Op.SUB: "-",
+    Op.MUL: "*",
+    Op.DIV: "/",
+    Op.EQ: "==",
+    Op.NE: "!=",
+    Op.LT: "<",
+    Op.LE: "<=",
+    Op.GT: ">",
+    Op.GE: ">=",
+    Op.AND: "&&",
+    Op.OR: "||",
+    Op.BIT_AND: "&",
+    Op.BIT_OR: "|",
+    Op.BIT_XOR: "^",
+}
+#: Float operations that are one WGSL builtin call.
+_BUILTIN = {
+    Op.EXP: "exp",
+    Op.EXP2: "exp2",
+    Op.LOG: "log",
+    Op.LOG2: "log2",
+    Op.SQRT: "sqrt",
+    Op.SIN: "sin",
+    Op.COS: "cos",
+    Op.TAN: "tan",
+    Op.ASIN: "asin",
+    Op.ACOS: "acos",
+    Op.ATAN: "atan",
+    Op.SINH: "sinh",
+    Op.COSH: "cosh",
+    Op.ASINH: "asinh",
+    Op.ACOSH: "acosh",
+    Op.ATANH: "atanh",
+    Op.FLOOR: "floor",
+    Op.CEIL: "ceil",
+    Op.ROUND: "round",  # half to even in WGSL
+    Op.TRUNC: "trunc",
+    Op.ABS: "abs",
+    Op.FMA: "fma",
+    Op.ATAN2: "atan2",
+}
+
+
+def literal(value: int | float | bool, elem: Elem) -> str:
+    """``value`` as a WGSL expression of ``elem`` (parenthesised where it is not an atom)."""
+    if elem is Elem.BOOL:
+        return "true" if value else "false"
+    ty = TYPES.get(elem)
+    if ty is None:
+        raise UnsupportedFeature(f"WGSL has no {elem} type")
+    if elem.is_float:
+        x = float(value)
+        if math.isnan(x) or math.isinf(x):  # WGSL has no literal for these: their bits
+            return _special(x, elem)
+        text = (
+            repr(x)
+            if elem is not Elem.F16
+            else repr(float(struct.unpack("<e", struct.pack("<e", x))[0]))
+        )
+        if "e" not in text and "." not in text:
+            text += ".0"
+        text += {Elem.F32: "f", Elem.F16: "h", Elem.F64: "lf"}[elem]
+        return f"({text})" if x < 0 or text.startswith("-") else text
+    n = int(value)
+    low = -(1 << (elem.bits - 1)) if elem.is_signed else 0
+    if elem.is_signed and n == low:  # the most negative value is not a negated literal
+        return f"({ty}({n + 1}{_SUFFIX[elem]}) - 1{_SUFFIX[elem]})"
+    text = f"{n}{_SUFFIX[elem]}"
+    return f"({text})" if n < 0 else text
+
+
+def _special(x: float, elem: Elem) -> str:
+    if elem is Elem.F64:
+        bits = struct.unpack("<Q", struct.pack("<d", x))[0]
+        return f"bitcast<f64>({bits}lu)"
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    value = f"bitcast<f32>({bits}u)"
+    return value if elem is Elem.F32 else f"f16({value})"
+
+
+class WgslValues:
+    """Value operations as WGSL expressions; helpers they call go to ``prelude``."""
+
+    __slots__ = ("prelude",)
+
+    def __init__(self, prelude: Prelude) -> None:
+        self.prelude = prelude
+
+    # -- conversions ------------------------------------------------------------------------
+
+    def cast(self, x: str, source: Elem, target: Elem) -> str:
+        """``x`` (of ``source``) converted with the IR's ``CAST`` rules."""
+        if source is target:
+            return x
+        if target is Elem.BOOL:
+            return f"({x} != {literal(0, source)})"
+        if source is Elem.BOOL:
+            return f"select({literal(0, target)}, {literal(1, target)}, {x})"
+        if (source is Elem.F16 and target.is_int) or (source.is_int and target is Elem.F16):
+            x = f"f32({x})"  # through f32: no direct conversion between f16 and 64-bit ints
+        return f"{TYPES[target]}({x})"
+
+    def bitcast(self, x: str, source: Elem, target: Elem) -> str:
+        if source is target:
+            return x
+        if Elem.F16 in (source, target):
+            raise UnsupportedFeature("WGSL has no 16-bit integer to bitcast an f16 to or from")
+        return f"bitcast<{TYPES[target]}>({x})"
+
+    # -- operations -------------------------------------------------------------------------
+
+    def apply(self, op: Op, elem: Elem, args: Sequence[str]) -> str:
+        """``op`` on operands of ``elem`` (for SELECT: the values' element)."""
+        if op is Op.ASSIGN:
+            return args[0]
+        if op is Op.SELECT:
+            return f"select({args[2]}, {args[1]}, {args[0]})"
+        if op in COMPARE_OPS:
+            return f"({args[0]} {_SYMBOL[op]} {args[1]})"
+        if elem is Elem.BOOL:
+            if op is Op.NOT:
+                return f"(!{args[0]})"
+            if op in (Op.AND, Op.OR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
+                symbol = {Op.BIT_AND: "&", Op.BIT_OR: "|", Op.BIT_XOR: "!="}.get(op, _SYMBOL[op])
+                return f"({args[0]} {symbol} {args[1]})"
+            raise UnsupportedFeature(f"{op} is not defined on bool")
+        if elem.is_float:
+            if elem is Elem.F16:  # computed in f32, rounded once
+                wide = [f"f32({a})" for a in args]
+                return f"f16({self._float(op, Elem.F32, wide)})"
+            return self._float(op, elem, args)
+        return self._integer(op, elem, args)
+
+    # -- floats -----------------------------------------------------------------------------
+
+    def _float(self, op: Op, elem: Elem, w: Sequence[str]) -> str:
+        ty, one, zero = TYPES[elem], literal(1.0, elem), literal(0.0, elem)
+        if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
+            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+        if op in _BUILTIN:
+            return f"{_BUILTIN[op]}({', '.join(w)})"
+        if op is Op.NEG:
+            return f"(-{w[0]})"
+        if op is Op.FLOOR_DIV:
+            return f"floor({w[0]} / {w[1]})"
+        if op is Op.MOD:
+            return f"({w[0]} - floor({w[0]} / {w[1]}) * {w[1]})"
+        if op is Op.RECIP:
+            return f"({one} / {w[0]})"
+        if op is Op.RSQRT:
+            return f"({one} / sqrt({w[0]}))"
+        if op in (Op.MIN, Op.MAX):  # C's fmin/fmax: a NaN operand gives the other one
+            f = "min" if op is Op.MIN else "max"
+            a, b = w
+            return f"select(select({f}({a}, {b}), {a}, {b} != {b}), {b}, {a} != {a})"
+        if op is Op.CLAMP:
+            low = self._float(Op.MAX, elem, w[:2])
+            return self._float(Op.MIN, elem, [low, w[2]])
+        if op is Op.ISNAN:
+            return f"({w[0]} != {w[0]})"
+        if op is Op.ISINF:
+            return f"(abs({w[0]}) == {literal(math.inf, elem)})"
+        if op is Op.ISFINITE:
+            return f"(abs({w[0]}) < {literal(math.inf, elem)})"
+        if op is Op.FMOD:
+            return f"({w[0]} - trunc({w[0]} / {w[1]}) * {w[1]})"
+        if op is Op.REMAINDER:
+            return f"({w[0]} - round({w[0]} / {w[1]}) * {w[1]})"
+        if op is Op.LOG10:
+            return f"(log2({w[0]}) * {literal(math.log10(2.0), elem)})"
+        if op is Op.COPYSIGN:
+            negative = f"({w[1]} < {zero} || ({w[1]} == {zero} && {one} / {w[1]} < {zero}))"
+            return f"select(abs({w[0]}), -abs({w[0]}), {negative})"
+        helper = _FLOAT_HELPERS.get(op)
+        if helper is None:
+            raise UnsupportedFeature(f"{op} on {elem} has no WGSL form")
+        name = f"ruda_{op.value}_{ty}"
+        params = ", ".join(f"{p}: {ty}" for p in "abc"[: len(w)])
+        if op is Op.LGAMMA:
+            self.prelude.add(f"ruda_lgamma_pos_{ty}", _typed(_LGAMMA_POS, ty))
+        self.prelude.add(name, f"fn {name}({params}) -> {ty} {{\n{_typed(helper, ty)}\n}}")
+        return f"{name}({', '.join(w)})"
+
+    # -- integers ---------------------------------------------------------------------------
+
+    def _integer(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
+        ty, zero = TYPES[elem], literal(0, elem)
+        bits = elem.bits
+        mask = literal(bits - 1, Elem.U32)
+        if op in (Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
+            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+        if op is Op.NEG:
+            return f"(-{t[0]})" if elem.is_signed else f"({zero} - {t[0]})"
+        if op is Op.ABS:
+            return f"abs({t[0]})" if elem.is_signed else t[0]
+        if op is Op.BIT_NOT:
+            return f"(~{t[0]})"
+        if op in (Op.SHL, Op.SHR):
+            return f"({t[0]} {'<<' if op is Op.SHL else '>>'} (u32({t[1]}) & {mask}))"
+        if op in (Op.MIN, Op.MAX):
+            return f"{op.value}({t[0]}, {t[1]})"
+        if op is Op.CLAMP:
+            return f"select(min(max({t[0]}, {t[1]}), {t[2]}), {t[2]}, {t[1]} > {t[2]})"
+        if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_signed:
+            return f"({t[0]} {'/' if op is Op.FLOOR_DIV else '%'} {t[1]})"
+        if op is Op.POPCOUNT:
+            return f"u32({self._split(elem, 'countOneBits', t[0], '+')})"
+        if op is Op.REVERSE_BITS and bits == 32:
+            return f"reverseBits({t[0]})"
+        if bits == 32 and op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS):
+            name = "countLeadingZeros" if op is Op.LEADING_ZEROS else "countTrailingZeros"
+            return f"u32({name}({t[0]}))"
+        if bits == 32 and op is Op.FIND_FIRST_SET:
+            return f"select(0u, u32(countTrailingZeros({t[0]})) + 1u, {t[0]} != {zero})"
+        helper = _INT_HELPERS.get((op, elem.is_signed, bits))
+        if helper is None:
+            raise UnsupportedFeature(f"{op} on {elem} has no WGSL form")
+        if op is Op.REVERSE_BITS and elem is Elem.I64:
+            self._integer(op, Elem.U64, ["a"])
+        name = f"ruda_{op.value}_{ty}"
+        ret = "u32" if op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET) else ty
+        params = ", ".join(f"{p}: {ty}" for p in "ab"[: len(t)])
+        self.prelude.add(name, f"fn {name}({params}) -> {ret} {{\n{helper}\n}}")
+        return f"{name}({', '.join(t)})"
+
+    @staticmethod
+    def _split(elem: Elem, fn: str, x: str, join: str) -> str:
+        """A 32-bit bit function of a 64-bit value applied to its halves."""
+        if elem.bits != 64:
+            return f"{fn}({x})"
+        return (
+            f"({fn}(u32({x} & 0xffffffffl{'u' if not elem.is_signed else 'i'})) {join} "
+            f"{fn}(u32({x} >> 32u)))"
+        )
+
+
+def _typed(text: str, ty: str) -> str:
+    """A helper's text with its placeholder type ``T`` spelled ``ty``."""
+    return (
+        text.replace("_T(", f"_{ty}(")
+        .replace("T(", f"{ty}(")
+        .replace(": T)", f": {ty})")
+        .replace("-> T ", f"-> {ty} ")
+    )
+
+
+#: Bodies of float helpers over ``a`` (``b``, ``c``) of the helper's type; ``T(`` becomes the
+#: type's constructor.
+_FLOAT_HELPERS = {
+    Op.POW: """    if (b == T(0.0)) { return T(1.0); }
+    if (a < T(0.0)) {
+        if (b != trunc(b)) { return sqrt(a); }  // NaN
+        let m = pow(-a, b);
+        return select(m, -m, trunc(b * T(0.5)) != b * T(0.5));
+    }
+    return pow(a, b);""",
+    Op.LOG1P: """    let u = T(1.0) + a;
+    if (u == T(1.0)) { return a; }
+    return log(u) * (a / (u - T(1.0)));""",
+    Op.EXPM1: """    let u = exp(a);
+    if (u == T(1.0)) { return a; }
+    let m = u - T(1.0);
+    if (m == T(-1.0)) { return T(-1.0); }
+    if (abs(a) > T(0.5)) { return m; }
+    return m * (a / log(u));""",
+    Op.TANH: """    if (abs(a) > T(20.0)) { return sign(a); }
+    return tanh(a);""",
+    Op.CBRT: """    if (a == T(0.0) || a != a || abs(a) > T(3.0e38)) { return a; }
+    var y = sign(a) * pow(abs(a), T(1.0) / T(3.0));
+    y = y - (y * y * y - a) / (T(3.0) * y * y);
+    return y;""",
+    Op.HYPOT: """    let x = abs(a);
+    let y = abs(b);
+    let m = max(x, y);
+    if (m == T(0.0) || m > T(3.0e38)) { return select(m, x + y, x != x || y != y); }
+    let n = min(x, y) / m;
+    return m * sqrt(T(1.0) + n * n);""",
+    Op.ERF: """    let x = abs(a);
+    let t = T(1.0) / (T(1.0) + T(0.5) * x);
+    let y = T(1.0) - t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
+        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
+        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
+    return select(y, -y, a < T(0.0));""",
+    Op.ERFC: """    let x = abs(a);
+    let t = T(1.0) / (T(1.0) + T(0.5) * x);
+    let r = t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
+        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
+        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
+    return select(r, T(2.0) - r, a < T(0.0));""",
+    Op.LGAMMA: """    var x = a;
+    var shift = T(0.0);
+    if (x < T(0.5)) {
+        // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
+        let s = abs(sin(T(3.14159265358979) * x));
+        return log(T(3.14159265358979) / s) - ruda_lgamma_pos_T(T(1.0) - x);
+    }
+    return ruda_lgamma_pos_T(x);""",
+}
+_LGAMMA_POS = """fn ruda_lgamma_pos_T(a: T) -> T {
+    // Lanczos (g = 7, 9 terms) for a >= 0.5
+    let x = a - T(1.0);
+    var s = T(0.99999999999980993);
+    s += T(676.5203681218851) / (x + T(1.0));
+    s += T(-1259.1392167224028) / (x + T(2.0));
+    s += T(771.32342877765313) / (x + T(3.0));
+    s += T(-176.61502916214059) / (x + T(4.0));
+    s += T(12.507343278686905) / (x + T(5.0));
+    s += T(-0.13857109526572012) / (x + T(6.0));
+    s += T(9.9843695780195716e-6) / (x + T(7.0));
+    s += T(1.5056327351493116e-7) / (x + T(8.0));
+    let t = x + T(7.5);
+    return T(0.91893853320467274) + (x + T(0.5)) * log(t) - t + log(s);
+}"""
+
+#: Bodies of integer helpers, keyed by (operation, signed, bits).
+_INT_HELPERS: dict[tuple[Op, bool, int], str] = {}
+for _bits, _ty, _s in ((32, "i32", "i"), (64, "i64", "li")):
+    _INT_HELPERS[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
+    if (b == -1{_s}) {{ return -a; }}
+    var q = a / b;
+    if (a % b != 0{_s} && (a < 0{_s}) != (b < 0{_s})) {{ q = q - 1{_s}; }}
+    return q;"""
+    _INT_HELPERS[(Op.MOD, True, _bits)] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
+    var r = a % b;
+    if (r != 0{_s} && (r < 0{_s}) != (b < 0{_s})) {{ r = r + b; }}
+    return r;"""
+_INT_HELPERS[(Op.SATURATING_ADD, False, 32)] = """    let s = a + b;
+    return select(s, 0xffffffffu, s < a);"""
+_INT_HELPERS[(Op.SATURATING_SUB, False, 32)] = """    return select(a - b, 0u, b > a);"""
+_INT_HELPERS[(Op.SATURATING_ADD, True, 32)] = """    let s = a + b;
+    if (((a ^ s) & (b ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
+    return s;"""
+_INT_HELPERS[(Op.SATURATING_SUB, True, 32)] = """    let s = a - b;
+    if (((a ^ b) & (a ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
+    return s;"""
+_INT_HELPERS[(Op.MUL_HI, False, 32)] = """    return u32((u64(a) * u64(b)) >> 32u);"""
+_INT_HELPERS[(Op.MUL_HI, True, 32)] = """    return i32((i64(a) * i64(b)) >> 32u);"""
+_INT_HELPERS[(Op.LEADING_ZEROS, False, 64)] = """    let hi = u32(a >> 32u);
+    if (hi != 0u) { return countLeadingZeros(hi); }
+    return 32u + countLeadingZeros(u32(a));"""
+_INT_HELPERS[(Op.TRAILING_ZEROS, False, 64)] = """    let lo = u32(a & 0xfffffffflu);
+    if (lo != 0u) { return countTrailingZeros(lo); }
+    return 32u + countTrailingZeros(u32(a >> 32u));"""
+_INT_HELPERS[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u; }
+    let lo = u32(a & 0xfffffffflu);
+    if (lo != 0u) { return countTrailingZeros(lo) + 1u; }
+    return 33u + countTrailingZeros(u32(a >> 32u));"""
+_INT_HELPERS[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
+    return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
+for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
+    _INT_HELPERS[(_op, True, 64)] = _INT_HELPERS[(_op, False, 64)].replace("(a", "(u64(a)")
+_INT_HELPERS[(Op.REVERSE_BITS, True, 64)] = (
+    "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
+)
