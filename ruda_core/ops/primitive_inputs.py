@@ -1,0 +1,85 @@
+"""The one array a device-wide primitive (``sum``, ``cumsum``, ``sort``, ``bincount`` …) takes,
+and the host-side choices those primitives share: result element types and cube sizes.
+
+An operand is a ``RudaTensor`` or ``TensorBuffer`` (the primitive runs on its device), or, after
+a leading client (``sum(client, x)``), anything ``ruda_core.asarray`` takes, copied to that
+client's device. Every check raises before anything is enqueued. This module launches no kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from ..arrays import asarray
+from ..ir import Elem
+from ..runtime import ComputeClient, LaunchConfigError, UnsupportedFeature
+from ..runtime.layer_norm_args import TensorBuffer
+from ..tensor import RudaTensor
+from .operands import as_buffer, client_and_operands
+
+__all__ = [
+    "INTS",
+    "NUMBERS",
+    "cube_units",
+    "one_operand",
+    "sum_elem",
+]
+
+#: The integer element types of the primitives.
+INTS = frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64})
+#: Every element type the primitives take.
+NUMBERS = INTS | {Elem.F32, Elem.F64}
+
+
+def one_operand(
+    op: str, args: tuple[Any, ...], elems: Collection[Elem] = NUMBERS
+) -> tuple[ComputeClient, RudaTensor]:
+    """The client and the contiguous tensor of a primitive called as ``op(x)`` or
+    ``op(client, x)``; in the second form ``x`` may be a NumPy array (or anything
+    ``ruda_core.asarray`` takes), copied to the client's device first.
+
+    :raises TypeError: for a missing or extra operand, or an array-like ``x`` without a client.
+    :raises LayoutError: for a non-contiguous tensor, or one of ``2**32`` or more elements.
+    :raises LaunchConfigError: for an element type outside ``elems``.
+    :raises UnsupportedFeature: for an element type the device lacks.
+    """
+    if args and isinstance(args[0], ComputeClient) and len(args) == 2:
+        value = args[1]
+        if not isinstance(value, RudaTensor | TensorBuffer):
+            value = asarray(value, args[0])
+        client, operands = args[0], (value,)
+    else:
+        client, operands = client_and_operands(op, args)
+    if len(operands) != 1:
+        raise TypeError(f"{op} takes one array (after an optional client); got {len(operands)}")
+    buf = as_buffer(op, "x", operands[0])
+    if buf.elem not in elems:
+        names = ", ".join(sorted(e.value for e in elems))
+        raise LaunchConfigError(f"{op}: x is {buf.elem}; expected one of {names}")
+    if not client.features().supports(buf.elem):
+        raise UnsupportedFeature(
+            f"{op}: x is {buf.elem}, which {client.device} does not support; convert it to a "
+            "32-bit type first"
+        )
+    return client, RudaTensor(buf.handle, buf.shape, buf.strides, buf.elem)
+
+
+def sum_elem(client: ComputeClient, elem: Elem) -> Elem:
+    """The element of a sum or cumulative sum of ``elem``: NumPy's (i64 for signed integers, u64
+    for unsigned ones, the float itself), or ``elem`` itself where the device lacks the 64-bit
+    integer type."""
+    if elem in (Elem.I32, Elem.U32):
+        wide = Elem.I64 if elem is Elem.I32 else Elem.U64
+        return wide if client.features().supports(wide) else elem
+    return elem
+
+
+def cube_units(client: ComputeClient, wanted: int) -> int:
+    """``wanted`` units per cube, or the device's largest power of two below it."""
+    props = client.properties()
+    most = min(props.max_units_per_ruda, props.max_ruda_dim[0])
+    units = wanted
+    while units > most:
+        units //= 2
+    return units

@@ -1,0 +1,186 @@
+"""``sum``, ``min`` and ``max`` of a tensor: over all its elements, or over its last axis.
+
+Each is the kernel :func:`.reduce_kernels.reduce_segments`: over all elements, one launch of
+per-cube partials over contiguous segments, then one cube over the partials; over the last axis
+(``axis=-1``), one launch with a cube per row. The cube size and the reads per unit are chosen by
+the autotuner (:mod:`ruda_core.autotune`) per device, operation, element type and size class,
+and remembered in its persistent cache. Results follow NumPy: ``sum`` in NumPy's result type
+(:func:`.primitive_inputs.sum_elem`), ``min``/``max`` in the input's, a NaN in a float
+``min``/``max`` gives NaN, and ``min``/``max`` of nothing is a ``ValueError``. This module
+launches the kernel; it never imports a driver.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..autotune import Tunable, TunableSet, Tuner, anchor
+from ..ir import Elem
+from ..lang import ArrayArg
+from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
+from ..tensor import RudaTensor
+from .primitive_inputs import cube_units, one_operand, sum_elem
+from .reduce_kernels import reduce_segments
+
+__all__ = ["max", "min", "reduce_into", "sum"]
+
+#: Candidates ``(units per cube, reads per unit per step)``, tuned per problem class.
+SHAPES = ((256, 4), (256, 16), (1024, 4), (64, 8))
+#: The most per-cube partials of a whole-array reduction: the second pass folds them in one cube.
+MAX_PARTIALS = 2048
+_TUNER = Tuner()
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """One reduction to run: ``kind`` (``"sum"``, ``"min"`` or ``"max"``) over ``rows`` rows of
+    ``n`` elements of ``x`` (``rows = 1``, ``whole``: over every element), into ``out``'s
+    element type."""
+
+    kind: str
+    rows: int
+    n: int
+    whole: bool
+    out: Elem
+
+
+def sum(*args: Any, axis: int | None = None) -> RudaTensor:
+    """The sum of ``x``'s elements (``sum(x)`` or ``sum(client, x)``): over all of them (a 0-d
+    tensor), or over the last axis with ``axis=-1`` (shape ``x.shape[:-1]``), on ``x``'s device,
+    written asynchronously. The result's element type is NumPy's: i64 for i32, u64 for u32 (i32
+    and u32 where the device lacks 64-bit integers), else ``x``'s. Integer sums are exact (they
+    wrap as the result type does); float sums stay within the bound ``docs/ops.md`` states.
+    The first call of a device, element type and size class tunes the kernel (blocking).
+
+    :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
+    :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
+    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or
+        an ``axis`` other than None and -1 (or the last axis' index).
+    :raises UnsupportedFeature: for an element type the device lacks.
+    """
+    return _reduce("sum", args, axis)
+
+
+def min(*args: Any, axis: int | None = None) -> RudaTensor:
+    """The least element of ``x``, over all elements or the last axis as :func:`sum`; in ``x``'s
+    element type, exact; NaN where a float input holds a NaN (as ``numpy.min``).
+
+    :raises ValueError: when there is no element to reduce (an empty ``x``, or rows of 0).
+    :raises: the errors of :func:`sum` too.
+    """
+    return _reduce("min", args, axis)
+
+
+def max(*args: Any, axis: int | None = None) -> RudaTensor:
+    """The greatest element of ``x``, as :func:`min`."""
+    return _reduce("max", args, axis)
+
+
+def _reduce(kind: str, args: tuple[Any, ...], axis: int | None) -> RudaTensor:
+    client, x = one_operand(kind, args)
+    rows, n, shape = _rows(kind, x.shape, axis)
+    out_elem = sum_elem(client, x.elem) if kind == "sum" else x.elem
+    if n == 0 and kind != "sum":
+        raise ValueError(
+            f"{kind}: x of shape {x.shape} has no element to reduce (NumPy's 'zero-size array "
+            f"to reduction operation'); give a tensor with elements along the axis"
+        )
+    out = RudaTensor.empty(client, shape, out_elem.numpy)
+    if rows == 0:
+        return out
+    if n == 0:
+        return RudaTensor.from_numpy(client, np.zeros(shape, out_elem.numpy))
+    problem = Reduction(kind, rows, n, axis is None, out_elem)
+    _TUNER.execute(client, _tunable_set(), problem, x, out)
+    return out
+
+
+def _rows(op: str, shape: tuple[int, ...], axis: int | None) -> tuple[int, int, tuple[int, ...]]:
+    """``(rows, n, result shape)`` of a reduction of a tensor of ``shape`` over ``axis``."""
+    if axis is None:
+        return 1, math.prod(shape), ()
+    if not shape or axis not in (-1, len(shape) - 1):
+        raise LaunchConfigError(
+            f"{op}: axis={axis} for a tensor of shape {shape}; ruda reduces over all elements "
+            "(axis=None) or the last axis (axis=-1) of a tensor of rank 1 or more"
+        )
+    return math.prod(shape[:-1]), shape[-1], shape[:-1]
+
+
+def reduce_into(
+    client: ComputeClient,
+    kind: str,
+    x: ArrayArg,
+    out: ArrayArg,
+    rows: int,
+    n: int,
+    segs: int,
+    units: int,
+    items: int,
+) -> None:
+    """Enqueue one launch of :func:`.reduce_kernels.reduce_segments`: ``out[r * segs + s]`` is
+    the ``kind`` reduction of segment ``s`` of row ``r`` (``rows`` rows of ``n > 0`` elements
+    of ``x``, ``segs`` segments of ``ceil(n / segs)``), in cubes of ``units`` reading ``items``
+    elements per unit per step. Shared with :mod:`.scan` (its tile sums)."""
+    span = -(-n // segs)
+    segs = -(-n // span)  # no segment is empty
+    work = rows * segs
+    props = client.properties()
+    cubes = builtins.min(work, props.max_ruda_count[0], 65535)
+    nan = float("nan") if out.elem.is_float else 0
+    reduce_segments.launch_unchecked(
+        client,
+        RudaCount(cubes),
+        RudaDim(units),
+        x,
+        out,
+        rows,
+        n,
+        segs,
+        span,
+        nan,
+        KIND=kind,
+        FLOAT=out.elem.is_float,
+        ITEMS=items,
+    )
+
+
+def _runner(shape: tuple[int, int]) -> Callable[..., None]:
+    wanted, items = shape
+
+    def run(client: ComputeClient, p: Reduction, x: RudaTensor, out: RudaTensor) -> None:
+        units = cube_units(client, wanted)
+        total = p.rows * p.n
+        source = ArrayArg(x.handle, total, x.elem)
+        target = ArrayArg(out.handle, p.rows, p.out)
+        if not p.whole:
+            reduce_into(client, p.kind, source, target, p.rows, p.n, 1, units, items)
+            return
+        segs = builtins.min(MAX_PARTIALS, -(-p.n // (units * items)))
+        if segs == 1:
+            reduce_into(client, p.kind, source, target, 1, p.n, 1, units, items)
+            return
+        partials = client.empty(segs * p.out.nbytes)
+        middle = ArrayArg(partials, segs, p.out)
+        reduce_into(client, p.kind, source, middle, 1, p.n, segs, units, items)
+        reduce_into(client, p.kind, middle, target, 1, segs, 1, units, items)
+
+    return run
+
+
+def _key(p: Reduction, x: RudaTensor, out: RudaTensor) -> tuple[str, str, bool, int, int]:
+    return p.kind, x.elem.value, p.whole, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24)
+
+
+@functools.cache
+def _tunable_set() -> TunableSet:
+    """The candidates of every reduction (made once)."""
+    tunables = [Tunable(f"reduce-{u}x{i}", _runner((u, i))) for u, i in SHAPES]
+    return TunableSet("ruda.ops.reduce", _key, tunables)

@@ -1,0 +1,116 @@
+# mypy: ignore-errors
+# (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
+"""The device-wide reduction kernel of :mod:`.reduce` (and of :mod:`.scan`'s tile sums), in the
+kernel language.
+
+:func:`reduce_segments` folds *segments* of a contiguous array: row ``r`` of ``rows`` rows of
+``n`` elements is cut into ``segs`` segments of ``span`` elements (the last one shorter), and
+``out[r * segs + s]`` receives the sum, least or greatest element of segment ``s`` of row ``r``,
+in the element type ``Out`` (each element converted first). One cube folds one segment at a
+time and the cubes stride over all ``rows * segs`` segments, so any count of cubes covers any
+shape. The cube walks its segment ``UNITS * ITEMS`` elements at a time (``ITEMS`` unrolled
+reads per unit, consecutive units reading consecutive elements), each unit folding its values
+in order, then combines the units with ``units_sum`` / ``units_min`` / ``units_max``.
+
+A whole-array reduction is two launches of it: ``segs`` segments of one row (per-cube partials),
+then one segment over the partials. A row reduction (``axis=-1``) is one launch with ``segs =
+1``. Float ``min`` and ``max`` propagate NaN as NumPy does: a segment holding a NaN gives NaN.
+Launch shapes and argument checks are :mod:`.reduce`'s; nothing here checks arguments.
+"""
+
+from __future__ import annotations
+
+from ..lang import (
+    RUDA_COUNT,
+    RUDA_DIM,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    ElemVar,
+    Numeric,
+    func,
+    isnan,
+    kernel,
+    sync_units_or,
+    u32,
+    units_max,
+    units_min,
+    units_sum,
+    unroll,
+)
+
+__all__ = ["Out", "fold_units", "reduce_segments"]
+
+#: The element a reduction computes in and writes.
+Out = ElemVar("Out", Numeric)
+
+
+@func
+def fold_one(acc: Out, v: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Out:
+    """``acc`` combined with ``v``; float ``min``/``max`` keep a NaN once one is seen."""
+    if KIND == "sum":
+        return acc + v
+    if KIND == "min":
+        if FLOAT:
+            return v if v < acc or isnan(v) else acc
+        return min(acc, v)
+    if FLOAT:
+        return v if v > acc or isnan(v) else acc
+    return max(acc, v)
+
+
+@func
+def fold_units(acc: Out, nan: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Out:
+    """``acc`` combined over the cube's units, to every unit (a barrier: all units call it).
+    For float ``min``/``max`` the result is ``nan`` (a NaN) when some unit holds a NaN, since the
+    plane operations' NaN handling differs between devices."""
+    if KIND == "sum":
+        return units_sum(acc)
+    if FLOAT:
+        bad = sync_units_or(isnan(acc))
+        clean = Out(0) if isnan(acc) else acc
+        if KIND == "min":
+            least = units_min(clean)
+            return nan if bad else least
+        most = units_max(clean)
+        return nan if bad else most
+    if KIND == "min":
+        return units_min(acc)
+    return units_max(acc)
+
+
+@kernel
+def reduce_segments(
+    x: Array[Numeric],
+    out: Array[Out],
+    rows: u32,
+    n: u32,
+    segs: u32,
+    span: u32,
+    nan: Out,
+    KIND: Comptime[str],
+    FLOAT: Comptime[bool],
+    ITEMS: Comptime[int],
+):
+    step = RUDA_DIM * u32(ITEMS)
+    work = rows * segs
+    w = RUDA_POS
+    while w < work:
+        row = w // segs
+        start = row * n + (w % segs) * span
+        end = min(start + span, row * n + n)
+        # min/max start from the segment's first element (segments are never empty), so no
+        # identity of the type is needed
+        acc = Out(0) if KIND == "sum" else Out(x[start])
+        base = start + UNIT_POS
+        while base < end:
+            for j in unroll(range(ITEMS)):
+                i = base + u32(j) * RUDA_DIM
+                if i < end:
+                    acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
+            base += step
+        total = fold_units(acc, nan, KIND, FLOAT)
+        if UNIT_POS == 0:
+            out[w] = total
+        w += RUDA_COUNT

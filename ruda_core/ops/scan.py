@@ -1,0 +1,166 @@
+"""``cumsum``: running sums over the last axis of a tensor (or over all its elements), inclusive
+as ``numpy.cumsum`` or exclusive.
+
+A row of at most one tile (``units * items`` elements) is one launch of
+:func:`.scan_kernels.scan_segments` per row; longer rows are reduce-then-scan, three launches:
+the sums of tiles (:func:`.reduce.reduce_into`), an exclusive scan of each row's tile sums (this
+same procedure, recursively), and the scan of every tile from its carry. The cube size and the
+elements per unit are chosen by the autotuner per device, element type and size class.
+:func:`scan_into` is also the exclusive scan of :mod:`.sort`'s digit counts. This module never
+imports a driver.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..autotune import Tunable, TunableSet, Tuner, anchor
+from ..ir import Elem
+from ..lang import ArrayArg
+from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
+from ..tensor import RudaTensor
+from .primitive_inputs import cube_units, one_operand, sum_elem
+from .reduce import reduce_into
+from .scan_kernels import scan_segments
+
+__all__ = ["SCAN_SHAPES", "cumsum", "scan_into"]
+
+#: Candidates ``(units per cube, consecutive elements per unit)``, tuned per problem class.
+SCAN_SHAPES = ((256, 4), (256, 8), (1024, 4), (128, 16))
+#: The most cubes a scan launch asks for (cubes stride over the segments).
+MAX_CUBES = 65535
+_TUNER = Tuner()
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """A scan of ``rows`` rows of ``n`` elements into ``out``'s element type."""
+
+    rows: int
+    n: int
+    exclusive: bool
+    out: Elem
+
+
+def cumsum(*args: Any, axis: int | None = -1, exclusive: bool = False) -> RudaTensor:
+    """The running sums of ``x`` (``cumsum(x)`` or ``cumsum(client, x)``) along its last axis
+    (``axis=-1``, the result has ``x``'s shape) or over all elements in row-major order
+    (``axis=None``, a 1-D result, as ``numpy.cumsum``), on ``x``'s device, written
+    asynchronously. ``exclusive=True`` gives the sums of the elements before each one (the first
+    is 0). The element type is :func:`sum`'s (NumPy's: i64 for i32, u64 for u32). Integer sums
+    are exact (wrapping as the result type does); float sums stay within the bound
+    ``docs/ops.md`` states. The first call of a device, element type and size class tunes the
+    kernels (blocking).
+
+    :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
+    :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
+    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or an
+        ``axis`` other than None and -1 (or the last axis' index).
+    :raises UnsupportedFeature: for an element type the device lacks.
+    """
+    client, x = one_operand("cumsum", args)
+    if axis is None:
+        shape: tuple[int, ...] = (math.prod(x.shape),)
+    elif x.shape and axis in (-1, len(x.shape) - 1):
+        shape = x.shape
+    else:
+        raise LaunchConfigError(
+            f"cumsum: axis={axis} for a tensor of shape {x.shape}; ruda scans the last axis "
+            "(axis=-1) of a tensor of rank 1 or more, or all elements (axis=None)"
+        )
+    out_elem = sum_elem(client, x.elem)
+    out = RudaTensor.empty(client, shape, out_elem.numpy)
+    n = shape[-1]
+    rows = math.prod(shape[:-1])
+    if rows * n:
+        problem = Scan(rows, n, bool(exclusive), out_elem)
+        _TUNER.execute(client, _tunable_set(), problem, x, out)
+    return out
+
+
+def scan_into(
+    client: ComputeClient,
+    x: ArrayArg,
+    out: ArrayArg,
+    rows: int,
+    n: int,
+    exclusive: bool,
+    units: int,
+    items: int,
+) -> None:
+    """Enqueue the scan of ``rows`` rows of ``n > 0`` elements of ``x`` into ``out`` (a distinct
+    array of ``rows * n`` elements, whose element type the sums take), in cubes of ``units``
+    (a size the device takes) with ``items`` consecutive elements per unit."""
+    tile = units * items
+    tiles = -(-n // tile)
+    if tiles == 1:
+        _launch(client, x, out, out, rows, n, 1, exclusive, False, units, items)
+        return
+    sums = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
+    reduce_into(client, "sum", x, sums, rows, n, tiles, units, items)
+    carries = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
+    scan_into(client, sums, carries, rows, tiles, True, units, items)
+    _launch(client, x, carries, out, rows, n, tiles, exclusive, True, units, items)
+
+
+def _launch(
+    client: ComputeClient,
+    x: ArrayArg,
+    carries: ArrayArg,
+    out: ArrayArg,
+    rows: int,
+    n: int,
+    segs: int,
+    exclusive: bool,
+    has_carry: bool,
+    units: int,
+    items: int,
+) -> None:
+    span = -(-n // segs)  # as reduce_into cuts the tiles it sums
+    segs = -(-n // span)
+    cubes = builtins.min(rows * segs, MAX_CUBES, client.properties().max_ruda_count[0])
+    scan_segments.launch_unchecked(
+        client,
+        RudaCount(cubes),
+        RudaDim(units),
+        x,
+        carries,
+        out,
+        rows,
+        n,
+        segs,
+        span,
+        EXCLUSIVE=exclusive,
+        HAS_CARRY=has_carry,
+        UNITS=units,
+        ITEMS=items,
+    )
+
+
+def _runner(shape: tuple[int, int]) -> Callable[..., None]:
+    wanted, items = shape
+
+    def run(client: ComputeClient, p: Scan, x: RudaTensor, out: RudaTensor) -> None:
+        total = p.rows * p.n
+        source = ArrayArg(x.handle, total, x.elem)
+        target = ArrayArg(out.handle, total, p.out)
+        units = cube_units(client, wanted)
+        scan_into(client, source, target, p.rows, p.n, p.exclusive, units, items)
+
+    return run
+
+
+def _key(p: Scan, x: RudaTensor, out: RudaTensor) -> tuple[str, int, int]:
+    return x.elem.value, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24)
+
+
+@functools.cache
+def _tunable_set() -> TunableSet:
+    """The candidates of every scan (made once)."""
+    tunables = [Tunable(f"scan-{u}x{i}", _runner((u, i))) for u, i in SCAN_SHAPES]
+    return TunableSet("ruda.ops.cumsum", _key, tunables)
