@@ -48,8 +48,25 @@ LANES_BUILTINS = frozenset(
         BuiltinKind.RUDA_POS_X,
     }
 )
-#: Operations that pass a lane vector through (the lockstep helpers keep it symbolic).
-_LANES_OPS = frozenset({Op.ASSIGN, Op.ADD, Op.SUB, Op.MUL, Op.CAST, Op.SELECT})
+#: Operations that pass a lane vector through, or keep one over a cube's units (the lockstep
+#: helpers keep both symbolic).
+_LANES_OPS = frozenset(
+    {
+        Op.ASSIGN,
+        Op.ADD,
+        Op.SUB,
+        Op.MUL,
+        Op.CAST,
+        Op.SELECT,
+        Op.BIT_AND,
+        Op.BIT_OR,
+        Op.BIT_XOR,
+        Op.FLOOR_DIV,
+        Op.MOD,
+        Op.MIN,
+        Op.MAX,
+    }
+)
 
 
 def has_return(block: Block) -> bool:

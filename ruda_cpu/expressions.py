@@ -93,11 +93,19 @@ _OPERATORS = {
     Op.BIT_OR: "|",
     Op.BIT_XOR: "^",
 }
-#: Binary operations whose lockstep helper keeps lane vectors symbolic.
+#: Binary operations whose lockstep helper keeps lane vectors symbolic (the bitwise ones,
+#: integer ``// %`` and ``min max`` keep a vector over one cube's units so).
 _LANES_HELPERS = {
     Op.ADD: "add",
     Op.SUB: "sub",
     Op.MUL: "mul",
+    Op.BIT_AND: "bit_and",
+    Op.BIT_OR: "bit_or",
+    Op.BIT_XOR: "bit_xor",
+    Op.FLOOR_DIV: "floor_div",
+    Op.MOD: "mod",
+    Op.MIN: "minimum",
+    Op.MAX: "maximum",
     Op.EQ: "eq",
     Op.NE: "ne",
     Op.LT: "lt",

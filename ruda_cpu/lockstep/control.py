@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .values import Lanes, Units, Value, add, arr, wrap
+from .values import Lanes, Units, Value, add, arr, blend, wrap
 
 __all__ = [
     "iter_mask",
@@ -67,7 +67,7 @@ def merge(m: Mask, new: Value, old: Value) -> Value:
         return new
     if m is False:
         return old
-    return np.where(m, arr(new), arr(old))
+    return blend(m, new, old)
 
 
 # --- range loops ----------------------------------------------------------------------------------

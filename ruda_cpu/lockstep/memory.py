@@ -31,8 +31,10 @@ def _unsigned(idx: np.ndarray) -> np.ndarray:
 
 
 def _intp(u: np.ndarray) -> np.ndarray:
-    """An unsigned index vector as ``intp`` (values >= 2**63 turn negative: callers mask them)."""
-    return u.view(np.intp) if u.dtype.itemsize == 8 else u
+    """An unsigned index vector as ``intp`` (values >= 2**63 turn negative: callers mask them).
+    NumPy gathers and scatters through ``intp`` indices fastest: it converts others first, and
+    a scatter through ``uint32`` costs twice the conversion and the ``intp`` one together."""
+    return u.view(np.intp) if u.dtype.itemsize == 8 else u.astype(np.intp)
 
 
 def _valid_range(start: int, step: int, n: int, length: int) -> tuple[int, int]:
@@ -67,7 +69,7 @@ def _load_lanes(buf: np.ndarray, idx: Lanes, view: bool) -> Any:
 
 def _gather(data: np.ndarray, flat: np.ndarray, bad: np.ndarray) -> Any:
     """``data[flat]`` with the ``bad`` lanes (whose ``flat`` is a safe dummy) set to 0."""
-    out = data[flat]
+    out = data.take(flat)
     out[bad] = 0
     return out
 
@@ -76,7 +78,9 @@ def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
     if type(idx) is Lanes:
         return _load_lanes(buf, idx, view)
     if type(idx) is Units:
-        return np.tile(_load_lanes(buf, idx.one, True), idx.cubes)
+        one = idx.one
+        part = _load_lanes(buf, one, True) if type(one) is Lanes else _load(buf, one, True)
+        return np.tile(part, idx.cubes)
     length = buf.shape[0]
     if isinstance(idx, np.generic):
         i = int(idx)
@@ -85,7 +89,7 @@ def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
         return np.zeros(idx.shape[0], dtype=buf.dtype)
     u = _unsigned(idx)
     if u.max() < length:
-        return buf[u]
+        return buf.take(u)
     bad = u >= length
     return _gather(buf, np.where(bad, 0, u), bad)
 
@@ -140,17 +144,57 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
     v = arr(v)
     keep = u < length if m is None else (u < length) & m
     if m is None and keep.all():
-        buf[u] = v
+        buf[_intp(u)] = v
     elif isinstance(v, np.generic):
-        buf[u[keep]] = v
+        buf[_intp(u[keep])] = v
     else:
-        buf[u[keep]] = v[keep]
+        buf[_intp(u[keep])] = v[keep]
+
+
+_I64 = np.dtype(np.int64)
+
+
+def _straightened(seg: Segmented, idx: Any) -> Any:
+    """A Units index of shared memory (one segment per cube) holding an array that steps
+    evenly through the units, as a :class:`Lanes` one, so that the access becomes a 2-D slice;
+    other indices unchanged. The array's elements are read as signed: an unsigned index that
+    wrapped below zero (``UNIT_POS - d``) is out of bounds either way, since no segment is
+    half as long as the index type's range."""
+    if type(idx) is not Units or type(idx.one) is Lanes or seg.per != idx.one.shape[0]:
+        return idx
+    one = idx.one
+    n = one.shape[0]
+    if n < 2 or seg.length >= 1 << (8 * one.dtype.itemsize - 1):
+        return idx
+    signed = one.view(f"i{one.dtype.itemsize}") if one.dtype.kind == "u" else one
+    start, step = int(signed[0]), int(signed[1]) - int(signed[0])
+    if step == 0 or signed[-1] != start + step * (n - 1):
+        return idx
+    if not (np.diff(signed) == step).all():
+        return idx
+    return Units(Lanes(start, step, n, _I64), idx.cubes)
+
+
+def _unit_picks(seg: Segmented, idx: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """For a Units index of shared memory (one segment per cube) that holds an array over one
+    cube's units: the ``intp`` element each unit reaches (0 where out of bounds) and the units
+    out of bounds (None when there are none); None for other indices."""
+    if type(idx) is not Units or type(idx.one) is Lanes or seg.per != idx.one.shape[0]:
+        return None
+    if not seg.length:
+        return None
+    u = _unsigned(idx.one)
+    if u.max() < seg.length:
+        return _intp(u), None
+    bad = u >= seg.length
+    return _intp(np.where(bad, 0, u)), bad
 
 
 def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | None:
-    """For a Units index of shared memory (one segment per cube): the (cubes, units) view of
-    the in-bounds columns and their unit range ``[j0, j1)``; None for other indices."""
-    if type(idx) is not Units or seg.per != idx.one.n:
+    """For a Units index of shared memory (one segment per cube) that steps through the
+    units: the (cubes, units) view of the in-bounds columns and their unit range
+    ``[j0, j1)``; None for other indices."""
+    if type(idx) is not Units or type(idx.one) is not Lanes or seg.per != idx.one.n:
         return None
     one = idx.one
     j0, j1 = _valid_range(one.start, one.step, one.n, seg.length)
@@ -170,6 +214,7 @@ def load_seg(seg: Segmented, idx: Any) -> Any:
     if isinstance(idx, np.generic):
         i = int(idx)
         return seg.segment_column(i) if 0 <= i < length else seg.data.dtype.type(0)
+    idx = _straightened(seg, idx)
     columns = _unit_columns(seg, idx)
     if columns is not None:
         view, j0, j1 = columns
@@ -178,9 +223,16 @@ def load_seg(seg: Segmented, idx: Any) -> Any:
         out = np.zeros((view.shape[0], seg.per), dtype=seg.data.dtype)
         out[:, j0:j1] = view
         return out.reshape(-1)
+    picks = _unit_picks(seg, idx)
+    if picks is not None:
+        at, outside = picks
+        out = seg.data.reshape(-1, length).take(at, axis=1)
+        if outside is not None:
+            out[:, outside] = 0
+        return out.reshape(-1)
     u = _unsigned(arr(idx))
     if length and u.max() < length:
-        return seg.data[seg.base + _intp(u)]
+        return seg.data.take(seg.base + _intp(u))
     bad = u >= length
     return _gather(seg.data, seg.base + _intp(np.where(bad, 0, u)), bad)
 
@@ -189,6 +241,7 @@ def store_seg(seg: Segmented, idx: Any, v: Any, m: Any) -> None:
     """``mem[idx] = v`` in each active lane's own segment (dropped out of bounds)."""
     if m is False:
         return
+    idx = _straightened(seg, idx)
     columns = _unit_columns(seg, idx)
     if columns is not None:
         view, j0, j1 = columns
@@ -198,6 +251,12 @@ def store_seg(seg: Segmented, idx: Any, v: Any, m: Any) -> None:
             view[...] = v
         else:
             np.copyto(view, v, where=m.reshape(-1, seg.per)[:, j0:j1])
+        return
+    picks = _unit_picks(seg, idx)
+    if m is None and picks is not None and picks[1] is None:
+        v = arr(v)
+        rows = seg.data.reshape(-1, seg.length)
+        rows[:, picks[0]] = v.reshape(-1, seg.per) if isinstance(v, np.ndarray) else v
         return
     if isinstance(idx, np.generic):
         i = int(idx)

@@ -187,7 +187,7 @@ def _distinct(idx: Any, per_cube: bool) -> bool:
     step, or (``per_cube``: shared memory, a segment per cube) one repeated in every cube."""
     if type(idx) is Lanes:
         return idx.step != 0
-    return per_cube and type(idx) is Units and idx.one.step != 0
+    return per_cube and type(idx) is Units and type(idx.one) is Lanes and idx.one.step != 0
 
 
 def _duplicates(

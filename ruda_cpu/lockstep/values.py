@@ -3,8 +3,9 @@
 A *value* is the state of one IR variable over the lanes of a batch: a NumPy scalar (the same in
 every lane), a 1-D array with one element per lane, a :class:`Lanes` (an integer vector known to
 be ``start + step * lane``, so that memory accesses through it become slices) or a
-:class:`Units` (the same ``start + step * unit`` in every cube: shared-memory accesses through
-it become 2-D slices).
+:class:`Units` (one integer vector over a cube's units, the same in every cube: arithmetic on
+it costs one cube's worth, and shared-memory accesses through it become 2-D slices or gathers
+along the units).
 
 Values are never mutated after creation; every operation returns a new value of the operation's
 element type. Callers run under ``np.errstate(all="ignore")``: integer arithmetic wraps and
@@ -26,8 +27,13 @@ __all__ = [
     "Value",
     "add",
     "arr",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "blend",
     "cast",
     "eq",
+    "floor_div",
     "fma",
     "ge",
     "gt",
@@ -35,6 +41,9 @@ __all__ = [
     "lanes",
     "le",
     "lt",
+    "maximum",
+    "minimum",
+    "mod",
     "mul",
     "ne",
     "select",
@@ -102,8 +111,9 @@ def lanes(start: int, step: int, n: int, dtype: np.dtype) -> Value:
 
 
 class Units:
-    """An integer vector that repeats ``one`` (a :class:`Lanes` over the units of one cube) in
-    each of ``cubes`` cubes: a unit position, plus or times uniform values."""
+    """An integer vector that repeats ``one`` (a :class:`Lanes` or an integer array over the
+    units of one cube) in each of ``cubes`` cubes: a unit position combined with uniform values
+    or other such vectors."""
 
     __slots__ = ("_array", "cubes", "one")
 
@@ -119,7 +129,7 @@ class Units:
     def array(self) -> np.ndarray:
         """The materialised vector (computed once, then shared: never mutate it)."""
         if self._array is None:
-            self._array = np.tile(self.one.array(), self.cubes)
+            self._array = np.tile(arr(self.one), self.cubes)
         return self._array
 
     def __repr__(self) -> str:
@@ -127,11 +137,13 @@ class Units:
 
 
 def _per_unit(result: Value, cubes: int) -> Value:
-    """The value over all cubes of an operation computed over one cube's units."""
+    """The value over all cubes of an operation computed over one cube's units: a
+    :class:`Units` for an integer result (booleans, which masks take, and floats are
+    repeated into a full array)."""
     if type(result) is Lanes:
         return Units(result, cubes)
     if isinstance(result, np.ndarray):
-        return np.tile(result, cubes)
+        return Units(result, cubes) if result.dtype.kind in "iu" else np.tile(result, cubes)
     return result
 
 
@@ -196,6 +208,27 @@ def mul(a: Value, b: Value) -> Value:
     if type(b) is Lanes and isinstance(a, np.generic):
         return lanes(b.start * int(a), b.step * int(a), b.n, b.dtype)
     return arr(a) * arr(b)
+
+
+def _on_units(fn: Callable[[Any, Any], Any]) -> Callable[[Value, Value], Value]:
+    """The integer operation ``fn`` on values: over one cube's units when the operands are
+    :class:`Units` or uniform, else over materialised vectors."""
+
+    def apply(a: Value, b: Value) -> Value:
+        if type(a) is Units or type(b) is Units:
+            return _units_op(apply, a, b)
+        return fn(arr(a), arr(b))
+
+    return apply
+
+
+bit_and = _on_units(operator.and_)
+bit_or = _on_units(operator.or_)
+bit_xor = _on_units(operator.xor)
+floor_div = _on_units(operator.floordiv)
+mod = _on_units(operator.mod)
+minimum = _on_units(np.minimum)
+maximum = _on_units(np.maximum)
 
 
 def cast(x: Value, to: type[np.generic]) -> Value:
@@ -302,11 +335,36 @@ def ne(a: Value, b: Value) -> Value:
 # --- other operations ---------------------------------------------------------------------------
 
 
+#: The unsigned type of each element size: a blend moves any element as these bits.
+_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: _U64}
+
+
+def blend(m: np.ndarray, a: Value, b: Value) -> Any:
+    """``a`` where the boolean array ``m`` holds, else ``b``, bit for bit (NaN payloads, -0.0).
+
+    Operands of one element type are combined as unsigned bits, ``b ^ ((a ^ b) & -m)``: a few
+    streaming passes, where ``np.where`` branches per lane and costs up to ten times as much on
+    a mask that changes often. Operands of two types fall back to ``np.where``'s promotion."""
+    a, b = arr(a), arr(b)
+    dtype = np.result_type(a)
+    if dtype != np.result_type(b):
+        return np.where(m, a, b)
+    if dtype.kind == "b":
+        return (m & a) | (b & ~m)
+    bits = _BITS[dtype.itemsize]
+    out = m.view(np.uint8).astype(bits)
+    np.negative(out, out=out)  # 0 -> 0, 1 -> all ones
+    y = np.asarray(b).view(bits)
+    out &= np.bitwise_xor(np.asarray(a).view(bits), y)
+    out ^= y
+    return out.view(dtype)
+
+
 def select(cond: Value, a: Value, b: Value) -> Value:
     """``a`` where ``cond`` else ``b``; uniform when ``cond`` is."""
     if isinstance(cond, np.generic):
         return a if cond else b
-    return np.where(cond, arr(a), arr(b))
+    return blend(cond, a, b)
 
 
 def fma(a: Value, b: Value, c: Value) -> Value:
