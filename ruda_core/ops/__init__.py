@@ -6,9 +6,13 @@ runs the runtime's native implementation where ``Runtime.has_native_layer_norm()
 is one, else ruda's portable kernels on any device; ``portable_layer_norm`` and
 ``portable_layer_norm_backward`` always run the portable kernels. ``matmul`` (:mod:`.matmul`):
 the product of two row-major matrices with f32 sums, tensor cores (``cmma``) where the device
-has them, tiles chosen by the autotuner. This package never imports a driver.
+has them, tiles chosen by the autotuner. The device-wide primitives, NumPy-named, on every
+device: ``sum``, ``min``, ``max`` (:mod:`.reduce`), ``cumsum`` (:mod:`.scan`), ``sort`` and
+``argsort`` (:mod:`.sort`), ``bincount`` (:mod:`.bincount`). This package never imports a
+driver.
 """
 
+from .bincount import bincount
 from .layer_norm import (
     layer_norm,
     layer_norm_backward,
@@ -16,11 +20,21 @@ from .layer_norm import (
     portable_layer_norm_backward,
 )
 from .matmul import matmul
+from .reduce import max, min, sum
+from .scan import cumsum
+from .sort import argsort, sort
 
 __all__ = [
+    "argsort",
+    "bincount",
+    "cumsum",
     "layer_norm",
     "layer_norm_backward",
     "matmul",
+    "max",
+    "min",
     "portable_layer_norm",
     "portable_layer_norm_backward",
+    "sort",
+    "sum",
 ]

@@ -1,0 +1,75 @@
+# mypy: ignore-errors
+# (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
+"""The kernels of :mod:`.bincount`, in the kernel language.
+
+:func:`bincount_shared` counts in shared memory first: each cube zeroes ``nbins`` counters of
+its own (a ``SharedMemory`` sized at launch), counts its share of ``x`` into them with shared
+atomics, and adds each non-zero counter to the global ``bins`` with one atomic, so global memory
+sees one update per cube and bin instead of one per element. :func:`bincount_global` adds every
+element straight into ``bins``, for bins that do not fit shared memory. Both count into ``u32``
+(fewer than ``2**32`` elements: the operand checks hold that) and stride over ``x`` with
+``ITEMS`` unrolled reads per unit; :func:`widen` writes the counts as the result's type.
+Every value must be in ``0 .. nbins - 1``: :mod:`.bincount` checks that before launching.
+"""
+
+from __future__ import annotations
+
+from ..lang import (
+    RUDA_COUNT,
+    RUDA_DIM,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    Int,
+    Numeric,
+    SharedMemory,
+    atomic_add,
+    grid_stride,
+    kernel,
+    sync_units,
+    u32,
+    unroll,
+)
+
+__all__ = ["bincount_global", "bincount_shared", "widen"]
+
+
+@kernel
+def bincount_shared(x: Array[Int], bins: Array[u32], n: u32, nbins: u32, ITEMS: Comptime[int]):
+    local = SharedMemory(u32, nbins)
+    for k in range(UNIT_POS, nbins, RUDA_DIM):
+        local[k] = u32(0)
+    sync_units()
+    step = RUDA_COUNT * RUDA_DIM * u32(ITEMS)
+    base = RUDA_POS * RUDA_DIM * u32(ITEMS) + UNIT_POS
+    while base < n:
+        for j in unroll(range(ITEMS)):
+            i = base + u32(j) * RUDA_DIM
+            if i < n:
+                atomic_add(local, u32(x[i]), u32(1))
+        base += step
+    sync_units()
+    for k in range(UNIT_POS, nbins, RUDA_DIM):
+        c = local[k]
+        if c != u32(0):
+            atomic_add(bins, k, c)
+
+
+@kernel
+def bincount_global(x: Array[Int], bins: Array[u32], n: u32, ITEMS: Comptime[int]):
+    step = RUDA_COUNT * RUDA_DIM * u32(ITEMS)
+    base = RUDA_POS * RUDA_DIM * u32(ITEMS) + UNIT_POS
+    while base < n:
+        for j in unroll(range(ITEMS)):
+            i = base + u32(j) * RUDA_DIM
+            if i < n:
+                atomic_add(bins, u32(x[i]), u32(1))
+        base += step
+
+
+@kernel
+def widen(counts: Array[u32], out: Array[Numeric], n: u32):
+    """``out[i] = counts[i]`` in ``out``'s type."""
+    for i in grid_stride(n):
+        out[i] = Numeric(counts[i])

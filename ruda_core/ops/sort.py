@@ -1,0 +1,187 @@
+"""``sort`` and ``argsort``: NumPy's stable sort of a 1-D tensor (or of all elements), and the
+indices that sort it, by a least-significant-digit radix sort of 8 bits per pass.
+
+The passes are :mod:`.sort_kernels`' (order-preserving keys, then per pass a histogram per
+block, the exclusive scan of the counts by :func:`.scan.scan_into`, and a stable scatter).
+Integers are sorted as keys and turned back; floats and ``argsort`` carry each element's index
+with its key, and a float sort then gathers the elements by index, so the result holds the
+input's own bits (``-0.0`` and ``0.0`` in their input order, each NaN as it was, last). The cube
+size and the keys per unit are chosen by the autotuner per device, element type and size
+class. This module never imports a driver.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..autotune import Tunable, TunableSet, Tuner, anchor
+from ..ir import Elem
+from ..lang import ArrayArg
+from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
+from ..tensor import RudaTensor
+from .primitive_inputs import INTS, cube_units, one_operand
+from .scan import scan_into
+from .sort_kernels import (
+    DIGITS,
+    radix_gather,
+    radix_histogram,
+    radix_keys,
+    radix_scatter,
+    radix_unkeys,
+)
+
+__all__ = ["argsort", "sort"]
+
+#: Candidates ``(units per cube, rounds of one key per unit in a block)``, tuned per problem.
+SORT_SHAPES = ((256, 8), (256, 32), (1024, 8), (128, 16))
+#: The cube and elements per unit of the scan of the digit counts.
+COUNT_SCAN = (256, 8)
+#: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
+MAX_CUBES = 65535
+_TUNER = Tuner()
+
+
+@dataclass(frozen=True, slots=True)
+class Sorting:
+    """A sort of ``n`` elements: of the values (``indices`` false) or of their indices, with
+    the indices written as ``index`` (i64, or u32 where the device lacks it)."""
+
+    n: int
+    indices: bool
+    index: Elem
+
+
+def sort(*args: Any, axis: int | None = -1) -> RudaTensor:
+    """The elements of ``x`` (``sort(x)`` or ``sort(client, x)``) in ascending order, as
+    ``numpy.sort(x, kind="stable")``: of a 1-D ``x`` (``axis=-1``), or of all elements in
+    row-major order (``axis=None``), a new 1-D tensor of ``x``'s element type on its device,
+    written asynchronously. Exact: floats sort NaN last, infinities in order, and ``-0.0``
+    and ``0.0`` (which compare equal) in their input order. The first call of a device,
+    element type and size class tunes the kernels (blocking).
+
+    :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
+    :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
+    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or
+        ``axis=-1`` on a tensor of another rank than 1 (flatten it, or pass ``axis=None``).
+    :raises UnsupportedFeature: for an element type the device lacks.
+    """
+    return _sort("sort", args, axis, indices=False)
+
+
+def argsort(*args: Any, axis: int | None = -1) -> RudaTensor:
+    """The indices that sort ``x``, as ``numpy.argsort(x, kind="stable")``: equal elements keep
+    their input order. i64 (NumPy's ``intp``), or u32 where the device lacks 64-bit integers.
+    Otherwise as :func:`sort`."""
+    return _sort("argsort", args, axis, indices=True)
+
+
+def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) -> RudaTensor:
+    client, x = one_operand(op, args)
+    if axis is not None and (len(x.shape) != 1 or axis not in (-1, 0)):
+        raise LaunchConfigError(
+            f"{op}: axis={axis} for a tensor of shape {x.shape}; ruda sorts a 1-D tensor "
+            "(axis=-1) or all elements in row-major order (axis=None)"
+        )
+    n = math.prod(x.shape)
+    index = Elem.I64 if client.features().supports(Elem.I64) else Elem.U32
+    if n <= 1:
+        host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
+        return RudaTensor.from_numpy(client, host)
+    out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
+    _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out)
+    return out
+
+
+def _runner(shape: tuple[int, int]) -> Callable[..., None]:
+    wanted, items = shape
+
+    def run(client: ComputeClient, p: Sorting, x: RudaTensor, out: RudaTensor) -> None:
+        props = client.properties()
+        ballot = client.features().has(Feature.PLANE) and 1 < props.plane_dim <= 32
+        plane = props.plane_dim if ballot else 1
+        units = cube_units(client, wanted)
+        # each plane's digit counts take shared memory: 256 counters, besides the cube's 256
+        while units > 1 and (-(-units // plane) + 1) * DIGITS * 4 > props.max_shared_memory_nbytes:
+            units //= 2
+        _radix_sort(client, p, x, out, units, items, ballot, -(-units // plane))
+
+    return run
+
+
+def _radix_sort(
+    client: ComputeClient,
+    p: Sorting,
+    x: RudaTensor,
+    out: RudaTensor,
+    units: int,
+    items: int,
+    ballot: bool,
+    planes: int,
+) -> None:
+    """Enqueue the whole sort of ``x`` into ``out`` in cubes of ``units`` (``planes`` planes),
+    ``items`` rounds per block."""
+    n, elem = p.n, x.elem
+    key = Elem.U32 if elem.nbytes == 4 else Elem.U64
+    sign = 1 << (8 * elem.nbytes - 1)
+    kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
+    carry = p.indices or kind == "float"
+    cubes = builtins.min(MAX_CUBES, -(-n // 256))
+    keys = [ArrayArg(client.empty(n * key.nbytes), n, key) for _ in range(2)]
+    values = [ArrayArg(client.empty(n * 4 if carry else 4), n if carry else 1, Elem.U32)]
+    values.append(ArrayArg(client.empty(n * 4 if carry else 4), n if carry else 1, Elem.U32))
+    source = ArrayArg(x.handle, n, elem)
+    radix_keys.launch_unchecked(
+        client, RudaCount(cubes), RudaDim(256), source, keys[0], values[0], n,
+        SIGN=sign, KIND=kind, INDEX=carry,
+    )  # fmt: skip
+    blocks = -(-n // (units * items))
+    counts = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
+    offsets = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
+    scan_units = cube_units(client, COUNT_SCAN[0])
+    passes = elem.nbytes
+    walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
+    for k in range(passes):
+        a, b = k % 2, (k + 1) % 2
+        radix_histogram.launch_unchecked(
+            client, walkers, RudaDim(units), keys[a], counts, n, 8 * k, blocks,
+            UNITS=units, ITEMS=items,
+        )  # fmt: skip
+        scan_into(client, counts, offsets, 1, DIGITS * blocks, True, scan_units, COUNT_SCAN[1])
+        last = k == passes - 1
+        target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
+        radix_scatter.launch_unchecked(
+            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, offsets,
+            n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
+            VALUES=carry,
+        )  # fmt: skip
+    final = passes % 2
+    if p.indices:
+        return
+    result = ArrayArg(out.handle, n, elem)
+    if kind == "float":
+        radix_gather.launch_unchecked(
+            client, RudaCount(cubes), RudaDim(256), source, values[final], result, n
+        )
+    else:
+        radix_unkeys.launch_unchecked(
+            client, RudaCount(cubes), RudaDim(256), keys[final], result, n,
+            SIGN=sign if kind == "int" else 0,
+        )  # fmt: skip
+
+
+def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
+    return x.elem.value, p.indices, anchor(p.n, 1 << 26)
+
+
+@functools.cache
+def _tunable_set() -> TunableSet:
+    """The candidates of every sort (made once)."""
+    tunables = [Tunable(f"radix-{u}x{i}", _runner((u, i))) for u, i in SORT_SHAPES]
+    return TunableSet("ruda.ops.sort", _key, tunables)
