@@ -12,8 +12,8 @@ current stream (its *origin*) when it is not ruda's. Arrays of two libraries in 
 left to the import, which orders each. The checks are those of
 :func:`~ruda_core.interop.foreign.check_usable`, made when an entry is first built; anything
 this module does not recognise (other producers, sparse layouts, element types ruda lacks) is
-left to the DLPack import of :mod:`.foreign`. A CuPy array lent before is found again by four
-attributes (:data:`CUPY_KEY`), a torch tensor by five (:data:`TORCH_KEY`).
+left to the DLPack import of :mod:`.foreign`. A CuPy array lent before is found again by its
+identity (:data:`known_cupy`), a torch tensor by five accessors (:data:`TORCH_KEY`).
 
 A launch whose ``Array`` arguments are all exactly ``torch.Tensor`` (no subclass: one may
 override its accessors) is checked in one C++ call instead of five accessors per tensor (with
@@ -41,6 +41,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any, cast
@@ -59,7 +60,6 @@ from .args import ArrayArg, TensorArg
 from .foreign import OWN_TYPES, is_foreign
 
 __all__ = [
-    "CUPY_KEY",
     "TORCH_KEY",
     "Borrowed",
     "GuardedTensors",
@@ -68,6 +68,7 @@ __all__ = [
     "borrow_arguments",
     "check_staged",
     "guarded_types",
+    "known_cupy",
     "lend",
     "lend_cupy",
     "lend_torch",
@@ -398,18 +399,34 @@ def lend_torch(client: object, t: Any) -> Lent | None:
 
 #: The table key of a CuPy array ``{a}``, read through four cheap attributes: its address names
 #: its device too (CUDA gives every device's memory its own addresses in a process), and its
-#: shape and strides say whether it is contiguous. A launch path may inline it as
-#: :data:`TORCH_KEY`; on a miss ``lend_cupy(client, a)`` makes it.
+#: shape and strides say whether it is contiguous.
 CUPY_KEY = "({a}.data.ptr, {a}.dtype, {a}.shape, {a}.strides)"
 _cupy_key: Callable[[Any], tuple[Any, ...]] = eval(f"lambda a: {CUPY_KEY.format(a='a')}")
+#: per client, the CuPy arrays lent to it by identity: ``id(array)`` → (a weak reference to the
+#: array, its :data:`Lent`). A live CuPy array keeps its address, element type and size (its
+#: ``data``, ``dtype`` and ``size`` are read-only, and the ``shape`` setter keeps a contiguous
+#: array contiguous), so the same object lends the same; the weak reference tells a new array
+#: at a dead one's id. A launch path may inline the lookup; on a miss ``lend_cupy(client, a)``.
+known_cupy: dict[object, dict[int, tuple[Callable[[], object], Lent]]] = {}
 
 
 def lend_cupy(client: object, a: Any) -> Lent | None:
-    """:func:`lend` of a CuPy array, keyed by :data:`CUPY_KEY`."""
+    """:func:`lend` of a CuPy array, found by :data:`CUPY_KEY` and then remembered by identity
+    in :data:`known_cupy`."""
     key = _cupy_key(a)
     table = lent_tables.get(client)
     lent = None if table is None else table.get(key)
-    return lent if lent is not None else _lend_new(client, key, a)
+    if lent is None:
+        lent = _lend_new(client, key, a)
+        if lent is None:
+            return None
+    known = known_cupy.get(client)
+    if known is None or len(known) >= _MAX_ENTRIES:
+        if len(known_cupy) >= _MAX_CLIENTS:
+            known_cupy.clear()
+        known = known_cupy[client] = {}
+    known[id(a)] = (weakref.ref(a), lent)
+    return lent
 
 
 #: per array type seen, its :func:`lend` (only types that :func:`_reader` knows)

@@ -38,15 +38,14 @@ from ..runtime.memory import Binding
 from ..tensor import RudaTensor
 from .args import ArrayArg, HandleLike, TensorArg
 from .borrow import (
-    CUPY_KEY,
     TORCH_KEY,
     GuardedTensors,
     Origin,
     borrow_arguments,
     check_staged,
     guarded_types,
+    known_cupy,
     lend,
-    lend_cupy,
     lend_torch,
     lenders,
     lent_tables,
@@ -429,17 +428,15 @@ def _fast_path(
                 f"b{k} = {a}._binding",
                 f"n{k} = {a}.length",
             ]
-            foreign = [  # anything else: lent
-                f"lender = lenders.get(type({a}))",
-                "if lender is lend_torch:  # lend_torch(), inlined but for a miss",
+            foreign = [  # anything else: lent (a CuPy array lent before: found by identity)
+                "if known is None: known = cupy_known.get(cl, NONE)",
+                f"seen = known.get(id({a}))",
+                f"if seen is not None and seen[0]() is {a}: lent = seen[1]",
+                f"elif (lender := lenders.get(type({a}))) is lend_torch:  # inlined but for a miss",
                 "    if table is None: table = tables.get(cl, NONE)",
                 f"    try: lent = table.get({TORCH_KEY.format(t=a)})",
                 "    except RuntimeError: return SLOW",
                 f"    if lent is None: lent = lend_torch(cl, {a})",
-                "elif lender is lend_cupy:  # lend_cupy(), inlined but for a miss",
-                "    if table is None: table = tables.get(cl, NONE)",
-                f"    lent = table.get({CUPY_KEY.format(a=a)})",
-                f"    if lent is None: lent = lend_cupy(cl, {a})",
                 "else:",
                 f"    lent = (lender or lend)(cl, {a})",
                 f"if lent is None or lent[2] is not E{k}: return SLOW",
@@ -484,7 +481,7 @@ def _fast_path(
     tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
     body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
-        + ("    kept, origin, table, wait = KEPT\n" if arrays else "")
+        + ("    kept, origin, table, known, wait = KEPT\n" if arrays else "")
         + "".join(f"    {line}\n" for line in _guarded(borrowing))
         + "    run = runs.get(cl)\n"
         "    if run is None: run = run_on(cl)\n"
@@ -497,9 +494,9 @@ def _fast_path(
         )
         + f"    return s(task, c, d, {lists})\n"
         "def direct(cl, c, d, args, held=None, held_origin=None):\n"
-        + body.replace("KEPT", "held, held_origin, None, None if held is None else settle").replace(
-            "SLOW", "slow_direct(cl, c, d, args, held, held_origin)"
-        )
+        + body.replace(
+            "KEPT", "held, held_origin, None, None, None if held is None else settle"
+        ).replace("SLOW", "slow_direct(cl, c, d, args, held, held_origin)")
         + (
             f"    done = {tail}\n"
             "    if wait is not None and done is not False: wait(cl, task, kept)\n"
@@ -515,7 +512,7 @@ def _fast_path(
         "        if comptime: return general(cl, c, d, *args, **comptime)\n"
         + "".join(
             f"    {line}\n"
-            for line in body.replace("KEPT", "None, None, None, None")
+            for line in body.replace("KEPT", "None, None, None, None, None")
             .replace("SLOW", "general(cl, c, d, *args)")
             .splitlines()
         )
@@ -533,7 +530,7 @@ def _fast_path(
     env["run_on"] = launcher.run_on
     env["lend"] = lend
     env["lend_torch"] = lend_torch
-    env["lend_cupy"] = lend_cupy
+    env["cupy_known"] = known_cupy
     env["lenders"] = lenders
     env["tables"] = lent_tables
     env["guarded"] = guarded_types

@@ -205,6 +205,26 @@ def test_cupy_arrays_are_kernel_arguments_without_a_copy(cuda):
     np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(64, dtype=np.float32) + 1)
 
 
+def test_cupy_arrays_launched_again_are_found_by_identity_while_they_live(cuda):
+    cupy = _module("cupy")
+    x = cupy.arange(64, dtype=cupy.float32)
+    for name, value in (("data", x[1:].data), ("dtype", cupy.float64), ("strides", (8,))):
+        with pytest.raises(AttributeError):  # what finding a live array by identity relies on
+            setattr(x, name, value)
+    y, out = cupy.ones(64, dtype=cupy.float32), cupy.zeros(64, dtype=cupy.float32)
+    saxpy.launch(cuda, 1, 64, 2.0, x, y, out)
+    out.shape = (8, 8)  # reshaped in place, still contiguous: the same 64 elements
+    saxpy.launch(cuda, 1, 64, 1.0, x, y, out)
+    cuda.sync().result(timeout=60)
+    np.testing.assert_array_equal(cupy.asnumpy(out).ravel(), np.arange(64, dtype=np.float32) + 1)
+    for n in range(20):  # new arrays, some at the ids of dead ones: each bound as itself
+        del out
+        out = cupy.zeros(44 - n, dtype=cupy.float32)
+        saxpy.launch(cuda, 1, 64, 1.0, x, y, out)
+        cuda.sync().result(timeout=60)
+        np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(44 - n, dtype=np.float32) + 1)
+
+
 def test_a_launch_waits_for_cupys_current_stream(cuda):
     cupy = _module("cupy")
     n = 1 << 22
