@@ -286,10 +286,19 @@ class WebGpuDriver(Driver):
                 "must start and end on one"
             )
 
+        # WebGPU copies not within one buffer: a copy inside a page goes through a buffer
+        via = None
+        if src is dst and size:
+            via = self.device.create_buffer(size=size, usage=_U.COPY_SRC | _U.COPY_DST)
+
         def run(stream: ServerStream) -> None:
             encoder = cast(WebGpuStream, stream).recording()
             try:
-                encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)
+                if via is None:
+                    encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)
+                else:
+                    encoder.copy_buffer_to_buffer(src, src_start, via, 0, size)
+                    encoder.copy_buffer_to_buffer(via, 0, dst, dst_start, size)
             except Exception as exc:
                 raise translate(f"copying {size} bytes", exc, IoError) from exc
 
@@ -347,7 +356,7 @@ def _host_memory_nbytes() -> int:
 
 def _features(adapter: Any) -> Features:
     """What the adapter's WGSL holds and what ruda runs on it."""
-    elems = set(CORE_ELEMS)
+    elems = set(CORE_ELEMS) | {Elem.I8, Elem.I16, Elem.U8, Elem.U16}
     offered = adapter.features
     if "shader-f16" in offered:
         elems.add(Elem.F16)

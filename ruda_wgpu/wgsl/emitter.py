@@ -58,7 +58,7 @@ from ruda_core.ir import (
 from ruda_core.ir.bounds import REPORT_PARAM
 
 from .layout import RecordLayout
-from .values import TYPES, WgslValues, literal
+from .values import NARROW, TYPES, WgslValues, literal, wrap
 
 __all__ = ["WgslEmitter", "WgslTarget"]
 
@@ -161,6 +161,11 @@ class WgslEmitter:
         return writer.guarded(writer.run)
 
 
+def _packed(elem: Elem) -> bool:
+    """Whether a buffer of ``elem`` is held as packed words (WGSL has no smaller type)."""
+    return elem is Elem.BOOL or elem in NARROW
+
+
 def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
     """A constant converted with the IR's ``CAST`` rules (floats to integers truncate)."""
     if target is Elem.BOOL:
@@ -221,12 +226,16 @@ class _Writer:
             raise UnsupportedFeature(f"this adapter's WGSL has no {elem} type")
         return TYPES[elem]
 
-    def storage(self, name: str, elem: Elem) -> str:
-        """The element type an array is declared with."""
+    def storage(self, arr: Param | SharedArray, elem: Elem) -> str:
+        """The element type an array is declared with: a buffer of bytes or 16-bit values
+        (``bool``, ``i8`` …) packs four or two in each ``atomic<u32>`` word, so that a store
+        changes its own bytes only."""
         ty = self.ty(elem)
-        if elem is Elem.BOOL:
-            raise UnsupportedFeature("WGSL buffers cannot hold bool elements (one byte each)")
-        if name not in self.atomic:
+        if isinstance(arr, Param) and _packed(elem):
+            if arr.name in self.atomic:
+                raise UnsupportedFeature(f"WGSL has no atomics on {elem}")
+            return "atomic<u32>"
+        if arr.name not in self.atomic:
             return ty
         if elem in (Elem.I32, Elem.U32):
             return f"atomic<{ty}>"
@@ -266,7 +275,7 @@ class _Writer:
         defn = self.defn
         out = ["@group(0) @binding(0) var<storage, read> P: array<u32>;"]
         for k, p in enumerate(defn.array_params):
-            storage = self.storage(p.name, p.elem)
+            storage = self.storage(p, p.elem)
             out.append(
                 f"@group(0) @binding({k + 1}) var<storage, read_write> {self.n[p.name]}: "
                 f"array<{storage}>;"
@@ -279,7 +288,7 @@ class _Writer:
                 length = f"RUDA_SHARED_{dynamic}"
                 out.append(f"override {length}: u32 = 1u;")
                 dynamic += 1
-            storage = self.storage(s.name, s.elem)
+            storage = self.storage(s, s.elem)
             out.append(f"var<workgroup> {self.n[s.name]}: array<{storage}, {length}>;")
         return out
 
@@ -308,6 +317,8 @@ class _Writer:
             return f"P[{word}] != 0u"
         if elem is Elem.U32:
             return f"P[{word}]"
+        if elem in NARROW:
+            return wrap(f"bitcast<{ty}>(P[{word}])", elem)
         if elem in (Elem.I32, Elem.F32):
             return f"bitcast<{ty}>(P[{word}])"
         if elem is Elem.F16:
@@ -328,15 +339,26 @@ class _Writer:
             return a.kind.value
         return self.n[a.name]  # type: ignore[attr-defined]  # a Local or a scalar Param
 
-    def element(self, arr: object, index: object) -> str:
-        """The element reference ``arr[index]``."""
-        name = self.n[arr.name]  # type: ignore[attr-defined]
+    def linear(self, arr: object, index: object) -> str:
+        """The position of ``arr[index]`` in its buffer (parameters start at an offset)."""
         i = self.text(index)
         if cast(Operand, index).elem is not Elem.U32:
             i = f"u32({i})"
         if isinstance(arr, Param):
-            return f"{name}[{self._offset(arr)} + {i}]"
-        return f"{name}[{i}]"
+            return f"{self._offset(arr)} + {i}"
+        return i
+
+    def element(self, arr: object, index: object) -> str:
+        """The element reference ``arr[index]``."""
+        return f"{self.n[arr.name]}[{self.linear(arr, index)}]"  # type: ignore[attr-defined]
+
+    def _packed_word(self, arr: Param, index: object) -> tuple[str, str, str]:
+        """The word, bit shift and mask of a packed element."""
+        e = f"({self.linear(arr, index)})"
+        per_word = 4 // arr.elem.nbytes
+        word = f"{self.n[arr.name]}[{e} / {per_word}u]"
+        shift = f"(({e} % {per_word}u) * {8 * arr.elem.nbytes}u)"
+        return word, shift, literal((1 << (8 * arr.elem.nbytes)) - 1, Elem.U32)
 
     # -- statements -------------------------------------------------------------------------
 
@@ -466,6 +488,12 @@ class _Writer:
         return cast(Param | SharedArray | LocalArray, arr).name in self.atomic
 
     def _load(self, arr: object, index: object) -> str:
+        if isinstance(arr, Param) and _packed(arr.elem):
+            word, shift, mask = self._packed_word(arr, index)
+            bits = f"((atomicLoad(&{word}) >> {shift}) & {mask})"
+            if arr.elem is Elem.BOOL:
+                return f"({bits} != 0u)"
+            return wrap(f"{TYPES[arr.elem]}({bits})", arr.elem)
         ref = self.element(arr, index)
         if not self._is_atomic(arr):
             return ref
@@ -473,6 +501,12 @@ class _Writer:
         return f"bitcast<f32>({value})" if cast(Param, arr).elem is Elem.F32 else value
 
     def _store(self, arr: object, index: object, value: str, depth: int) -> None:
+        if isinstance(arr, Param) and _packed(arr.elem):
+            word, shift, mask = self._packed_word(arr, index)
+            bits = f"select(0u, 1u, {value})" if arr.elem is Elem.BOOL else f"u32({value})"
+            self._line(depth, f"atomicAnd(&{word}, ~({mask} << {shift}));")
+            self._line(depth, f"atomicOr(&{word}, ({bits} & {mask}) << {shift});")
+            return
         ref = self.element(arr, index)
         if not self._is_atomic(arr):
             self._line(depth, f"{ref} = {value};")
@@ -484,7 +518,7 @@ class _Writer:
     def _atomic(self, ins: Instr, depth: int) -> None:
         op, args, out = ins.op, ins.args, ins.out
         elem = cast(Param, args[0]).elem
-        self.storage(cast(Param, args[0]).name, elem)  # refuses what has no atomics
+        self.storage(cast(Param, args[0]), elem)  # refuses what has no atomics
         ref = self.element(args[0], args[1])
         values = [self.text(a) for a in args[2:]]
         target = f"{self.n[out.name]} = " if out is not None else ""

@@ -33,6 +33,10 @@ __all__ = ["HEADER_WORDS", "RecordLayout"]
 HEADER_WORDS = 4
 _SCALAR_FORMAT = {
     Elem.BOOL: "?3x",
+    Elem.I8: "b3x",
+    Elem.U8: "B3x",
+    Elem.I16: "h2x",
+    Elem.U16: "H2x",
     Elem.I32: "i",
     Elem.U32: "I",
     Elem.F32: "f",

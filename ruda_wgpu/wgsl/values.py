@@ -21,12 +21,16 @@ from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, Elem, Op
 
-__all__ = ["TYPES", "WgslValues", "literal"]
+__all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
 #: The WGSL type of each element type WGSL can hold (64-bit types need the adapter's
 #: ``shader-f64``/``shader-int64``, ``f16`` its ``shader-f16``).
 TYPES = {
     Elem.BOOL: "bool",
+    Elem.I8: "i32",
+    Elem.I16: "i32",
+    Elem.U8: "u32",
+    Elem.U16: "u32",
     Elem.I32: "i32",
     Elem.U32: "u32",
     Elem.F32: "f32",
@@ -36,6 +40,9 @@ TYPES = {
     Elem.U64: "u64",
 }
 _SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
+_SUFFIX |= {Elem.I8: "i", Elem.I16: "i", Elem.U8: "u", Elem.U16: "u"}
+#: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width after each operation.
+NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
 _SYMBOL = {
     Op.ADD: "+",
     Op.SUB: "-",
@@ -109,6 +116,32 @@ def literal(value: int | float | bool, elem: Elem) -> str:
     return f"({text})" if n < 0 else text
 
 
+def wrap(x: str, elem: Elem) -> str:
+    """``x``, a value of ``elem``'s WGSL type, wrapped to ``elem``'s width (a narrow integer
+    held in 32 bits); ``x`` itself for other types."""
+    if elem not in NARROW:
+        return x
+    if elem.is_signed:
+        shift = literal(32 - elem.bits, Elem.U32)
+        return f"(({x} << {shift}) >> {shift})"
+    return f"({x} & {literal((1 << elem.bits) - 1, Elem.U32)})"
+
+
+def _magnitude(x: str, elem: Elem) -> tuple[Elem, str]:
+    """The unsigned type of a float's width and ``x``'s bits without the sign, in it."""
+    bits = Elem.U64 if elem is Elem.F64 else Elem.U32
+    x = f"f32({x})" if elem is Elem.F16 else x
+    mask = literal((1 << (bits.bits - 1)) - 1, bits)
+    return bits, f"(bitcast<{TYPES[bits]}>({x}) & {mask})"
+
+
+def _isnan(x: str, elem: Elem) -> str:
+    """Whether ``x`` is a NaN, by its bits (a compiler may assume ``x != x`` is false)."""
+    bits, magnitude = _magnitude(x, elem)
+    inf = literal(0x7FF0000000000000 if elem is Elem.F64 else 0x7F800000, bits)
+    return f"({magnitude} > {inf})"
+
+
 def _special(x: float, elem: Elem) -> str:
     if elem is Elem.F64:
         bits = struct.unpack("<Q", struct.pack("<d", x))[0]
@@ -132,19 +165,30 @@ class WgslValues:
         """``x`` (of ``source``) converted with the IR's ``CAST`` rules."""
         if source is target:
             return x
+        if target is Elem.BOOL and source.is_float:  # by the bits: NaN is true too
+            bits, magnitude = _magnitude(x, source)
+            return f"({magnitude} != {literal(0, bits)})"
         if target is Elem.BOOL:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
             return f"select({literal(0, target)}, {literal(1, target)}, {x})"
         if (source is Elem.F16 and target.is_int) or (source.is_int and target is Elem.F16):
             x = f"f32({x})"  # through f32: no direct conversion between f16 and 64-bit ints
-        return f"{TYPES[target]}({x})"
+        elif source.is_int and target.is_int and target.bits == 64 and source.bits < 64:
+            # widened in the source's signedness, then reinterpreted: naga's conversions
+            # between 32-bit and 64-bit integers of different signedness extend wrongly
+            wide = Elem.I64 if source.is_signed else Elem.U64
+            x = f"{TYPES[wide]}({x})"
+            return x if wide is target else f"bitcast<{TYPES[target]}>({x})"
+        return wrap(f"{TYPES[target]}({x})", target)
 
     def bitcast(self, x: str, source: Elem, target: Elem) -> str:
         if source is target:
             return x
         if Elem.F16 in (source, target):
             raise UnsupportedFeature("WGSL has no 16-bit integer to bitcast an f16 to or from")
+        if target in NARROW:
+            return wrap(f"{TYPES[target]}({x})", target)
         return f"bitcast<{TYPES[target]}>({x})"
 
     # -- operations -------------------------------------------------------------------------
@@ -155,6 +199,9 @@ class WgslValues:
             return args[0]
         if op is Op.SELECT:
             return f"select({args[2]}, {args[1]}, {args[0]})"
+        if op in COMPARE_OPS and elem is Elem.BOOL:  # WGSL orders no bools: as 0 and 1
+            a, b = (f"select(0u, 1u, {x})" for x in args[:2])
+            return f"({a} {_SYMBOL[op]} {b})"
         if op in COMPARE_OPS:
             return f"({args[0]} {_SYMBOL[op]} {args[1]})"
         if elem is Elem.BOOL:
@@ -169,7 +216,43 @@ class WgslValues:
                 wide = [f"f32({a})" for a in args]
                 return f"f16({self._float(op, Elem.F32, wide)})"
             return self._float(op, elem, args)
+        if elem in NARROW:
+            return self._narrow(op, elem, args)
         return self._integer(op, elem, args)
+
+    def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
+        """An operation on an integer held in 32 bits: computed there and wrapped, with bit
+        counts and reversal over its own width."""
+        bits = elem.bits
+        mask = literal((1 << bits) - 1, Elem.U32)
+        pattern = f"(u32({t[0]}) & {mask})"
+        if op is Op.POPCOUNT:
+            return f"countOneBits({pattern})"
+        if op is Op.LEADING_ZEROS:
+            return f"(countLeadingZeros({pattern}) - {32 - bits}u)"
+        if op is Op.TRAILING_ZEROS:
+            return f"min(countTrailingZeros({pattern}), {bits}u)"
+        if op is Op.FIND_FIRST_SET:
+            return f"select(0u, countTrailingZeros({pattern}) + 1u, {pattern} != 0u)"
+        wide = Elem.I32 if elem.is_signed else Elem.U32
+        if op is Op.REVERSE_BITS:
+            return wrap(f"{TYPES[wide]}(reverseBits({pattern}) >> {32 - bits}u)", elem)
+        if op is Op.MUL_HI:
+            return wrap(f"(({t[0]} * {t[1]}) >> {bits}u)", elem)
+        if op in (Op.SATURATING_ADD, Op.SATURATING_SUB):
+            low = -(1 << (bits - 1)) if elem.is_signed else 0
+            high = (1 << (bits - 1)) - 1 if elem.is_signed else (1 << bits) - 1
+            if elem.is_signed:
+                value = f"({t[0]} {'+' if op is Op.SATURATING_ADD else '-'} {t[1]})"
+            elif op is Op.SATURATING_ADD:
+                value = f"({t[0]} + {t[1]})"
+            else:
+                return f"select({t[0]} - {t[1]}, 0u, {t[1]} > {t[0]})"
+            return f"clamp({value}, {literal(low, wide)}, {literal(high, wide)})"
+        if op in (Op.SHL, Op.SHR):
+            amount = f"(u32({t[1]}) & {bits - 1}u)"
+            return wrap(f"({t[0]} {'<<' if op is Op.SHL else '>>'} {amount})", elem)
+        return wrap(self._integer(op, wide, t), elem)
 
     # -- floats -----------------------------------------------------------------------------
 
@@ -192,16 +275,16 @@ class WgslValues:
         if op in (Op.MIN, Op.MAX):  # C's fmin/fmax: a NaN operand gives the other one
             f = "min" if op is Op.MIN else "max"
             a, b = w
-            return f"select(select({f}({a}, {b}), {a}, {b} != {b}), {b}, {a} != {a})"
+            return f"select(select({f}({a}, {b}), {a}, {_isnan(b, elem)}), {b}, {_isnan(a, elem)})"
         if op is Op.CLAMP:
             low = self._float(Op.MAX, elem, w[:2])
             return self._float(Op.MIN, elem, [low, w[2]])
         if op is Op.ISNAN:
-            return f"({w[0]} != {w[0]})"
-        if op is Op.ISINF:
-            return f"(abs({w[0]}) == {literal(math.inf, elem)})"
-        if op is Op.ISFINITE:
-            return f"(abs({w[0]}) < {literal(math.inf, elem)})"
+            return _isnan(w[0], elem)
+        if op in (Op.ISINF, Op.ISFINITE):  # by the bits: a compiler may assume no NaN or inf
+            bits, magnitude = _magnitude(w[0], elem)
+            inf = literal(0x7FF0000000000000 if elem is Elem.F64 else 0x7F800000, bits)
+            return f"({magnitude} {'==' if op is Op.ISINF else '<'} {inf})"
         if op is Op.FMOD:
             return f"({w[0]} - trunc({w[0]} / {w[1]}) * {w[1]})"
         if op is Op.REMAINDER:
@@ -255,8 +338,8 @@ class WgslValues:
         helper = _INT_HELPERS.get((op, elem.is_signed, bits))
         if helper is None:
             raise UnsupportedFeature(f"{op} on {elem} has no WGSL form")
-        if op is Op.REVERSE_BITS and elem is Elem.I64:
-            self._integer(op, Elem.U64, ["a"])
+        if elem is Elem.I64 and op in (Op.REVERSE_BITS, Op.MUL_HI):
+            self._integer(op, Elem.U64, ["a", "b"][: len(t)])
         name = f"ruda_{op.value}_{ty}"
         ret = "u32" if op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET) else ty
         params = ", ".join(f"{p}: {ty}" for p in "ab"[: len(t)])
@@ -387,6 +470,18 @@ _INT_HELPERS[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u;
     return 33u + countTrailingZeros(u32(a >> 32u));"""
 _INT_HELPERS[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
     return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
+_INT_HELPERS[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
+    let p0 = (a & m) * (b & m);
+    let p1 = (a & m) * (b >> 32u);
+    let p2 = (a >> 32u) * (b & m);
+    let mid = (p0 >> 32u) + (p1 & m) + (p2 & m);
+    return (a >> 32u) * (b >> 32u) + (p1 >> 32u) + (p2 >> 32u) + (mid >> 32u);"""
+_INT_HELPERS[(Op.MUL_HI, True, 64)] = """    let ua = bitcast<u64>(a);
+    let ub = bitcast<u64>(b);
+    var hi = ruda_mul_hi_u64(ua, ub);
+    if (a < 0li) { hi = hi - ub; }
+    if (b < 0li) { hi = hi - ua; }
+    return bitcast<i64>(hi);"""
 for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
     _INT_HELPERS[(_op, True, 64)] = _INT_HELPERS[(_op, False, 64)].replace("(a", "(u64(a)")
 _INT_HELPERS[(Op.REVERSE_BITS, True, 64)] = (
