@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
-from ruda_core.ir import COMPARE_OPS, Elem, Op
+from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
 
 __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
@@ -202,6 +202,8 @@ class WgslValues:
         if op in COMPARE_OPS and elem is Elem.BOOL:  # WGSL orders no bools: as 0 and 1
             a, b = (f"select(0u, 1u, {x})" for x in args[:2])
             return f"({a} {_SYMBOL[op]} {b})"
+        if op is Op.NE and elem.is_float:  # naga's != is ordered: false for a NaN
+            return f"(!({args[0]} == {args[1]}))"
         if op in COMPARE_OPS:
             return f"({args[0]} {_SYMBOL[op]} {args[1]})"
         if elem is Elem.BOOL:
@@ -214,7 +216,8 @@ class WgslValues:
         if elem.is_float:
             if elem is Elem.F16:  # computed in f32, rounded once
                 wide = [f"f32({a})" for a in args]
-                return f"f16({self._float(op, Elem.F32, wide)})"
+                value = self._float(op, Elem.F32, wide)
+                return value if op in FLOAT_TESTS else f"f16({value})"
             return self._float(op, elem, args)
         if elem in NARROW:
             return self._narrow(op, elem, args)
@@ -370,11 +373,30 @@ def _typed(text: str, ty: str) -> str:
 #: Bodies of float helpers over ``a`` (``b``, ``c``) of the helper's type; ``T(`` becomes the
 #: type's constructor.
 _FLOAT_HELPERS = {
-    Op.POW: """    if (b == T(0.0)) { return T(1.0); }
+    Op.POW: """    // C's pow, special values included (WGSL's is undefined for a <= 0)
+    let inf = bitcast<T>(0x7f800000u);
+    let whole = b == trunc(b);
+    let odd = whole && abs(b) < T(16777216.0) && trunc(b * T(0.5)) != b * T(0.5);
+    let negative = bitcast<u32>(a) >= 0x80000000u;
+    if (b == T(0.0) || a == T(1.0)) { return T(1.0); }
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
+    if (a == T(0.0)) {
+        if (b < T(0.0)) { return select(inf, select(inf, -inf, negative), odd); }
+        return select(T(0.0), a, odd);
+    }
+    if (abs(b) == inf) {
+        if (a == T(-1.0)) { return T(1.0); }
+        return select(T(0.0), inf, (abs(a) < T(1.0)) == (b < T(0.0)));
+    }
+    if (abs(a) == inf) {
+        let m = select(inf, T(0.0), b < T(0.0));
+        return select(m, -m, negative && odd);
+    }
     if (a < T(0.0)) {
-        if (b != trunc(b)) { return sqrt(a); }  // NaN
+        if (!whole) { return sqrt(a); }  // NaN
         let m = pow(-a, b);
-        return select(m, -m, trunc(b * T(0.5)) != b * T(0.5));
+        return select(m, -m, odd);
     }
     return pow(a, b);""",
     Op.LOG1P: """    let u = T(1.0) + a;
@@ -470,6 +492,19 @@ _INT_HELPERS[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u;
     return 33u + countTrailingZeros(u32(a >> 32u));"""
 _INT_HELPERS[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
     return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
+_INT_HELPERS[(Op.SATURATING_ADD, False, 64)] = """    let s = a + b;
+    return select(s, 18446744073709551615lu, s < a);"""
+_INT_HELPERS[(Op.SATURATING_SUB, False, 64)] = """    return select(a - b, 0lu, b > a);"""
+_INT_HELPERS[(Op.SATURATING_ADD, True, 64)] = """    let s = a + b;
+    if (((a ^ s) & (b ^ s)) < 0li) {
+        return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li);
+    }
+    return s;"""
+_INT_HELPERS[(Op.SATURATING_SUB, True, 64)] = """    let s = a - b;
+    if (((a ^ b) & (a ^ s)) < 0li) {
+        return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li);
+    }
+    return s;"""
 _INT_HELPERS[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
     let p0 = (a & m) * (b & m);
     let p1 = (a & m) * (b >> 32u);
