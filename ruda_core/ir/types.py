@@ -77,10 +77,15 @@ class Elem(enum.Enum):
         :raises TypeError: when the dtype has no IR element (complex, object, strings …).
         """
         dt = np.dtype(dtype)  # type: ignore[call-overload]  # np.dtype accepts any dtype-like
+        found = _FROM_DTYPE.get(dt)
+        if found is not None:
+            return found
         if dt.name == "bfloat16":  # ml_dtypes' type, recognised without importing it
+            _FROM_DTYPE[dt] = cls.BF16
             return cls.BF16
         for elem, name in _NUMPY_NAME.items():
             if dt == np.dtype(name):
+                _FROM_DTYPE[dt] = elem
                 return elem
         names = [*_NUMPY_NAME.values(), "bfloat16"]
         raise TypeError(f"dtype {dt} has no ruda element type; use one of {names}")
@@ -90,6 +95,10 @@ class Elem(enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: the dtypes :meth:`Elem.from_dtype` has answered, with their elements (a dozen at most)
+_FROM_DTYPE: dict[np.dtype, Elem] = {}
 
 
 @functools.cache
