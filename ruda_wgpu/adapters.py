@@ -15,11 +15,26 @@ import wgpu
 
 from ruda_core.errors import CompilationError, LaunchError, OutOfMemory, ServerError
 
-__all__ = ["OPTIONAL_FEATURES", "all_adapters", "describe", "open_device", "translate"]
+__all__ = [
+    "OPTIONAL_FEATURES",
+    "all_adapters",
+    "describe",
+    "open_device",
+    "plane_width",
+    "translate",
+]
 
 _NATIVE = ("Vulkan", "Metal", "D3D12")
 #: The adapter features ruda asks for when the adapter offers them.
-OPTIONAL_FEATURES = ("shader-f16", "shader-f64", "shader-int64")
+OPTIONAL_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "subgroup-barrier")
+_PLANE_PROBE = """
+@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,
+        @builtin(subgroup_invocation_id) lane: u32) {
+    o[i] = select(0u, n, lane == i % n);
+}
+"""
 
 
 @functools.cache
@@ -59,6 +74,38 @@ def open_device(adapter: Any) -> Any:
         return adapter.request_device_sync(required_features=features, required_limits=limits)
     except Exception as exc:  # wgpu raises plain Exceptions for a refused device
         raise translate(f"opening a device on {adapter.info['device']}", exc) from exc
+
+
+def plane_width(device: Any) -> int:
+    """The subgroup width of ``device``'s compute shaders where every unit of a 64-unit cube
+    reports the same width and the lane ``UNIT_POS % width`` (planes of consecutive units, as
+    ruda's planes are), else 1: no planes."""
+    if "subgroup" not in device.features or "subgroup-barrier" not in device.features:
+        return 1
+    usage = wgpu.BufferUsage
+    out = device.create_buffer(size=256, usage=usage.STORAGE | usage.COPY_SRC)
+    try:
+        pipeline = device.create_compute_pipeline(
+            layout="auto", compute={"module": device.create_shader_module(code=_PLANE_PROBE)}
+        )
+        group = device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": out, "offset": 0, "size": 256}}],
+        )
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(1)
+        compute.end()
+        device.queue.submit([encoder.finish()])
+        widths = set(device.queue.read_buffer(out).cast("I"))
+    except Exception as exc:  # wgpu raises plain Exceptions
+        raise translate("measuring the subgroup width", exc) from exc
+    finally:
+        out.destroy()
+    width = widths.pop() if len(widths) == 1 else 0
+    return width if width in (2, 4, 8, 16, 32, 64) else 1
 
 
 def translate(what: str, exc: BaseException, kind: type[ServerError] = LaunchError) -> ServerError:

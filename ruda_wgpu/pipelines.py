@@ -15,7 +15,7 @@ from typing import Any
 
 import wgpu
 
-from ruda_core.errors import CompilationError, TooManyResources
+from ruda_core.errors import CompilationError, LaunchConfigError, TooManyResources
 from ruda_core.runtime import Binding, CompiledKernel, RudaDim
 
 from .adapters import translate
@@ -67,6 +67,8 @@ class KernelPipelines:
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._generation = storage.generation
         self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
+        #: the plane width, set by the server once it is measured
+        self.plane_dim = 1
 
     def _layout(self, narrays: int) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of kernels with ``narrays`` arrays."""
@@ -125,13 +127,28 @@ class KernelPipelines:
             ) from exc
         return BuiltKernel(compiled, module, self._layout(narrays)[1])
 
-    def pipeline(self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...]) -> Any:
+    def pipeline(
+        self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...], planes: bool
+    ) -> Any:
         """The pipeline of ``built`` for cubes of ``dim`` and dynamic shared lengths
-        ``shared``, made at its first use."""
+        ``shared``, made at its first use.
+
+        :raises LaunchConfigError: ``planes`` (the kernel uses plane operations) on a cube of
+            several rows that are not whole planes: drivers form subgroups within rows.
+        """
         key = (dim, shared)
         found = built.pipelines.get(key)
         if found is not None:
             return found
+        plane = self.plane_dim
+        if planes and dim.y * dim.z > 1 and dim.x % plane:
+            raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5
+                f"kernel {built.name} uses plane operations on {dim}, a cube of several rows "
+                f"of {dim.x} units: Vulkan drivers may form subgroups within each row, so each "
+                f"row must be whole planes. Make RudaDim.x a multiple of the plane width "
+                f"{plane}, or launch one row of RudaDim({dim.num_units}) units (its last plane "
+                "may be partial)"
+            )
         constants: dict[str, int] = {"WX": dim.x, "WY": dim.y, "WZ": dim.z}
         constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})
         try:

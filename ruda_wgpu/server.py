@@ -47,7 +47,7 @@ from ruda_core.runtime import (
     ServerStream,
 )
 
-from .adapters import all_adapters, describe, open_device, translate
+from .adapters import all_adapters, describe, open_device, plane_width, translate
 from .compiler import CORE_ELEMS, WebGpuCompiler
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
@@ -147,7 +147,7 @@ class WebGpuDriver(Driver):
 
     max_streams = 8
 
-    def __init__(self, adapter: Any, features: Features) -> None:
+    def __init__(self, adapter: Any) -> None:
         self.device = open_device(adapter)
         self.queue = self.device.queue
         self.name = adapter.info["device"]
@@ -156,7 +156,6 @@ class WebGpuDriver(Driver):
         self.pipelines = KernelPipelines(self.device, self.storage)
         self._waiter = _Waiter(f"ruda webgpu waiter {self.name}")
         self._marker = self.device.create_buffer(size=4, usage=_U.COPY_SRC)
-        self._features = features
         #: the record stride: a dynamic storage offset must be a multiple of this
         self.record_align = int(self.device.limits["min-storage-buffer-offset-alignment"])
 
@@ -178,6 +177,7 @@ class WebGpuDriver(Driver):
         elem_nbytes = built.elem_nbytes
         dynamic = built.dynamic_shared
         queue_ = self.queue
+        planes = task.uses_planes  # not the task: its kernel is let go when it dies
 
         def run(
             stream: ServerStream,
@@ -189,7 +189,7 @@ class WebGpuDriver(Driver):
         ) -> None:
             s = cast(WebGpuStream, stream)
             shared = tuple(int(scalars[k]) for k in dynamic) if dynamic else ()
-            pipeline = pipelines.pipeline(built, dim, shared)
+            pipeline = pipelines.pipeline(built, dim, shared, planes)
             group = pipelines.group(built, s.records, bindings)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
@@ -354,7 +354,7 @@ def _host_memory_nbytes() -> int:
         return 4 << 30
 
 
-def _features(adapter: Any) -> Features:
+def _features(adapter: Any, plane_dim: int) -> Features:
     """What the adapter's WGSL holds and what ruda runs on it. ``f64`` is left out even where
     the adapter offers ``shader-f64``: Vulkan's extended instructions (``exp``, ``log``,
     ``sin`` …) are defined on 16- and 32-bit floats only, and lavapipe returns wrong values for
@@ -366,6 +366,8 @@ def _features(adapter: Any) -> Features:
     if "shader-int64" in offered:
         elems |= {Elem.I64, Elem.U64}
     features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT}
+    if plane_dim > 1:
+        features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     return Features(frozenset(features), frozenset(elems))
 
 
@@ -374,8 +376,10 @@ class WebGpuServer(ComputeServer):
 
     def __init__(self, device: WebGpuDevice) -> None:
         adapter = all_adapters()[device.index]
-        features = _features(adapter)
-        driver = WebGpuDriver(adapter, features)
+        driver = WebGpuDriver(adapter)
+        plane_dim = plane_width(driver.device)
+        driver.pipelines.plane_dim = plane_dim
+        features = _features(adapter, plane_dim)
         limits = driver.device.limits
         info = adapter.info
         properties = DeviceProperties(
@@ -390,7 +394,7 @@ class WebGpuServer(ComputeServer):
             ),
             max_ruda_count=MAX_RUDA_COUNT,
             max_shared_memory_nbytes=int(limits["max-compute-workgroup-storage-size"]),
-            plane_dim=1,
+            plane_dim=plane_dim,
             compute_units=1,
             alignment_nbytes=WebGpuStorage.alignment_nbytes,
             extra=(("backend", info["backend_type"]), ("wgpu", wgpu.__version__)),
@@ -402,6 +406,6 @@ class WebGpuServer(ComputeServer):
             driver,
             properties,
             features,
-            CompileOptions(plane_dim=1, extra=(("elems", elems),)),
+            CompileOptions(plane_dim=plane_dim, extra=(("elems", elems),)),
             fingerprint=describe(adapter),
         )

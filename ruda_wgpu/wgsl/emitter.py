@@ -33,7 +33,6 @@ from ruda_core.ir import (
     Block,
     Break,
     Builtin,
-    BuiltinKind,
     Const,
     Continue,
     Elem,
@@ -58,6 +57,7 @@ from ruda_core.ir import (
 from ruda_core.ir.bounds import REPORT_PARAM
 
 from .layout import RecordLayout
+from .planes import plane_value
 from .values import NARROW, TYPES, WgslValues, literal, wrap
 
 __all__ = ["WgslEmitter", "WgslTarget"]
@@ -334,8 +334,6 @@ class _Writer:
             self.ty(a.elem)
             return literal(a.value, a.elem)
         if isinstance(a, Builtin):
-            if a.kind is BuiltinKind.UNIT_POS_PLANE and self.target.plane_dim > 1:
-                raise UnsupportedFeature("planes")
             return a.kind.value
         return self.n[a.name]  # type: ignore[attr-defined]  # a Local or a scalar Param
 
@@ -436,8 +434,16 @@ class _Writer:
             return
         if op in (Op.FENCE_UNITS, Op.FENCE_DEVICE):
             raise UnsupportedFeature(f"{op}: WGSL has memory fences only inside barriers")
+        if op in PLANE_OPS and self.target.plane_dim == 1:
+            raise UnsupportedFeature(f"{op}: this adapter offers no subgroups")
+        if op is Op.SYNC_PLANE:
+            self._line(depth, "subgroupBarrier();")
+            return
         if op in PLANE_OPS:
-            raise UnsupportedFeature(f"{op}: plane operations are not offered on this adapter")
+            elem = cast(Operand, args[0]).elem if args else Elem.BOOL
+            value = plane_value(op, elem, [self.text(a) for a in args], self.prelude)
+            self._line(depth, f"{self.n[cast(Local, out).name]} = {value};")
+            return
         if op in MATRIX_OPS:
             raise UnsupportedFeature(f"{op}: WGSL has no cooperative matrices")
         if op is Op.PRINT:
