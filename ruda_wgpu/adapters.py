@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 import wgpu
+from wgpu.backends.wgpu_native import extras
 
 from ruda_core.errors import CompilationError, LaunchError, OutOfMemory, ServerError
 
@@ -26,7 +27,15 @@ __all__ = [
 
 _NATIVE = ("Vulkan", "Metal", "D3D12")
 #: The adapter features ruda asks for when the adapter offers them.
-OPTIONAL_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "subgroup", "subgroup-barrier")
+OPTIONAL_FEATURES = (
+    "shader-f16",
+    "shader-f64",
+    "shader-int64",
+    "subgroup",
+    "subgroup-barrier",
+    "timestamp-query",
+    "timestamp-query-inside-encoders",
+)
 _PLANE_PROBE = """
 @group(0) @binding(0) var<storage, read_write> o: array<u32>;
 @compute @workgroup_size(64)
@@ -40,6 +49,8 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,
 @functools.cache
 def all_adapters() -> tuple[Any, ...]:
     """The adapters of native APIs, in wgpu-native's order; empty without a driver."""
+    # timestamps resolved in nanoseconds (wgpu-py has no query of the timestamp period)
+    extras.set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
     adapters = wgpu.gpu.enumerate_adapters_sync()
     return tuple(a for a in adapters if a.info["backend_type"] in _NATIVE)
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 import wgpu
+from wgpu.backends.wgpu_native import extras
 
 from ruda_core.ir import Elem
 from ruda_core.runtime import (
@@ -125,6 +126,37 @@ class _Waiter:
             mapping, then = self._queue.get()
             mapping.sync_wait()  # a failed mapping still means the submission has ended
             then()
+
+
+class _Timestamp:
+    """A device timestamp written into a stream's encoder, read once it is needed (after the
+    profile's sync: its submission is done)."""
+
+    __slots__ = ("_ns", "_readback")
+
+    def __init__(self, device: Any, stream: WebGpuStream) -> None:
+        queries = device.create_query_set(type="timestamp", count=1)
+        resolved = device.create_buffer(size=256, usage=_U.QUERY_RESOLVE | _U.COPY_SRC)
+        self._readback = device.create_buffer(size=8, usage=_U.MAP_READ | _U.COPY_DST)
+        encoder = stream.recording()
+        try:
+            extras.write_timestamp(encoder, queries, 0)
+            encoder.resolve_query_set(queries, 0, 1, resolved, 0)
+            encoder.copy_buffer_to_buffer(resolved, 0, self._readback, 0, 8)
+        except Exception as exc:
+            raise translate("recording a timestamp", exc) from exc
+        stream.kept += [queries, resolved]
+        self._ns: int | None = None
+
+    def ns(self) -> int:
+        if self._ns is None:
+            self._readback.map_sync(wgpu.MapMode.READ)
+            self._ns = int(np.frombuffer(self._readback.read_mapped(), np.uint64)[0])
+            self._readback.unmap()
+        return self._ns
+
+    def ns_since(self, base: Any) -> int:
+        return self.ns() - int(base.ns())
 
 
 class _MappedFence:
@@ -309,6 +341,9 @@ class WebGpuDriver(Driver):
     def fence(self, stream: ServerStream) -> _MappedFence:
         return _MappedFence(self._submitted(cast(WebGpuStream, stream)))
 
+    def timestamp(self, stream: ServerStream) -> _Timestamp:
+        return _Timestamp(self.device, cast(WebGpuStream, stream))
+
     def wait(self, stream: ServerStream, fence: Any) -> None:
         """Nothing to record: the fence's work is submitted, and the queue runs in order."""
 
@@ -366,6 +401,8 @@ def _features(adapter: Any, plane_dim: int) -> Features:
     if "shader-int64" in offered:
         elems |= {Elem.I64, Elem.U64}
     features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT}
+    if {"timestamp-query", "timestamp-query-inside-encoders"} <= set(offered):
+        features.add(Feature.DEVICE_TIMING)
     if plane_dim > 1:
         features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     return Features(frozenset(features), frozenset(elems))

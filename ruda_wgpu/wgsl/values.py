@@ -185,8 +185,11 @@ class WgslValues:
     def bitcast(self, x: str, source: Elem, target: Elem) -> str:
         if source is target:
             return x
-        if Elem.F16 in (source, target):
-            raise UnsupportedFeature("WGSL has no 16-bit integer to bitcast an f16 to or from")
+        if source is Elem.F16:  # the half's bits, through the 32-bit packing builtins
+            bits = f"(pack2x16float(vec2<f32>(f32({x}), 0.0f)) & 0xffffu)"
+            return wrap(f"{TYPES[target]}({bits})", target)
+        if target is Elem.F16:
+            return f"f16(unpack2x16float(u32({x}) & 0xffffu).x)"
         if target in NARROW:
             return wrap(f"{TYPES[target]}({x})", target)
         return f"bitcast<{TYPES[target]}>({x})"
