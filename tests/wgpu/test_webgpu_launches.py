@@ -1,0 +1,73 @@
+"""What the WebGPU driver does that the conformance suite does not reach: launches past
+WebGPU's 65 535 workgroups per axis, copies inside one page, byte buffers whose neighbouring
+bytes are written at once, and the refusal of more arrays than a dispatch binds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("wgpu")
+
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, RUDA_POS, Array, kernel, u8, u32
+from ruda_core.runtime import TooManyResources
+
+
+@pytest.fixture(scope="module")
+def client(open_device):
+    return open_device("webgpu:0")
+
+
+@kernel
+def cube_ids(out: Array[u32]):
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = RUDA_POS
+
+
+@kernel
+def byte_ids(out: Array[u8]):
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = u8(ABSOLUTE_POS * u32(7))
+
+
+@kernel
+def many_arrays(
+    a0: Array[u32], a1: Array[u32], a2: Array[u32], a3: Array[u32], a4: Array[u32],
+    a5: Array[u32], a6: Array[u32], a7: Array[u32], a8: Array[u32], a9: Array[u32],
+    b0: Array[u32], b1: Array[u32], b2: Array[u32], b3: Array[u32], b4: Array[u32],
+    b5: Array[u32], b6: Array[u32], b7: Array[u32], b8: Array[u32], b9: Array[u32],
+    c0: Array[u32], c1: Array[u32], c2: Array[u32], c3: Array[u32], c4: Array[u32],
+    c5: Array[u32], c6: Array[u32], c7: Array[u32], c8: Array[u32], c9: Array[u32],
+    d0: Array[u32], d1: Array[u32],
+):  # fmt: skip
+    a0[0] = d1[0]
+
+
+def test_a_launch_of_more_cubes_than_an_axis_dispatches_runs_every_cube(client):
+    cubes = 70_000  # past 65 535: split into two dispatches
+    out = ruda.asarray(np.zeros(cubes, np.uint32), client)
+    cube_ids.launch(client, cubes, 1, out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(cubes, dtype=np.uint32))
+
+
+def test_every_unit_writes_its_own_byte_of_shared_words(client):
+    n = 4099
+    out = ruda.asarray(np.full(n, 255, np.uint8), client)
+    byte_ids.launch(client, -(-n // 64), 64, out)
+    np.testing.assert_array_equal(out.numpy(), (np.arange(n) * 7).astype(np.uint8))
+
+
+def test_a_copy_between_handles_of_one_page_arrives(client):
+    source = client.create_from_slice(np.arange(64, dtype=np.uint32).tobytes())
+    target = client.empty(256)  # both slices of one pooled page
+    client.copy(source, target)
+    got = np.frombuffer(client.read_one(target), np.uint32)
+    np.testing.assert_array_equal(got, np.arange(64, dtype=np.uint32))
+
+
+def test_more_arrays_than_a_dispatch_binds_are_refused_naming_the_limit(client):
+    arrays = [ruda.asarray(np.zeros(1, np.uint32), client) for _ in range(32)]
+    with pytest.raises(TooManyResources, match="max-storage-buffers-per-shader-stage"):
+        many_arrays.launch(client, 1, 1, *arrays)
+        client.sync().result()

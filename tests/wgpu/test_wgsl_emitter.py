@@ -1,0 +1,69 @@
+"""The WGSL emitter without a device: what a module declares, how values WGSL lacks are held,
+and what it refuses, naming the kernel and the capability."""
+
+from __future__ import annotations
+
+import pytest
+
+from ruda_core.errors import UnsupportedFeature
+from ruda_core.ir import Elem, lower_bounds
+from ruda_core.lang import ABSOLUTE_POS, UNIT_POS, Array, SharedMemory, f32, i8, kernel, u8, u32
+from ruda_core.runtime import CompileOptions, ExecutionMode
+from ruda_wgpu.compiler import WebGpuCompiler
+from ruda_wgpu.wgsl.values import literal
+
+ALL = "bool,i8,i16,i32,i64,u8,u16,u32,u64,f16,f32"
+
+
+@kernel
+def scale_bytes(x: Array[u8], out: Array[i8], k: u32):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[i] = i8(x[i] * u8(k))
+
+
+@kernel
+def staged_sum(x: Array[f32], out: Array[f32], n: u32):
+    smem = SharedMemory(f32, n)
+    smem[UNIT_POS] = x[ABSOLUTE_POS]
+    out[ABSOLUTE_POS] = smem[UNIT_POS] + f32(1.5)
+
+
+def _source(kern, elems: str = ALL, mode: ExecutionMode = ExecutionMode.CHECKED, **bound) -> str:
+    definition = lower_bounds(kern.definition(**bound), mode)
+    options = CompileOptions(plane_dim=8, extra=(("elems", elems),))
+    return WebGpuCompiler().compile(definition, options, mode).source
+
+
+def test_bytes_are_packed_words_changed_by_atomics_and_narrow_values_wrap():
+    source = _source(scale_bytes)
+    assert "var<storage, read_write> x: array<atomic<u32>>;" in source
+    assert "atomicAnd(&out[" in source and "atomicOr(&out[" in source
+    assert "& 255u)" in source  # a u8 product wraps to its width
+    assert "<< 24u) >> 24u)" in source  # an i8 keeps its sign in 32 bits
+
+
+def test_shared_memory_sized_at_launch_is_an_override_constant():
+    source = _source(staged_sum)
+    assert "override RUDA_SHARED_0: u32 = 1u;" in source
+    assert "var<workgroup> smem: array<f32, RUDA_SHARED_0>;" in source
+    assert "@compute @workgroup_size(WX, WY, WZ)" in source
+
+
+def test_a_kernel_of_a_type_the_adapter_lacks_is_refused_naming_it():
+    with pytest.raises(UnsupportedFeature, match=r"kernel 'scale_bytes'.*no u8"):
+        _source(scale_bytes, elems="bool,i32,u32,f32")
+
+
+@pytest.mark.parametrize(
+    ("value", "elem", "text"),
+    [
+        (-(2**31), Elem.I32, "(i32(-2147483647i) - 1i)"),
+        (float("inf"), Elem.F32, "bitcast<f32>(2139095040u)"),
+        (-1.5, Elem.F32, "(-1.5f)"),
+        (3, Elem.U64, "3lu"),
+        (0.1, Elem.F16, "0.0999755859375h"),
+    ],
+)
+def test_literals_wgsl_cannot_spell_directly(value, elem, text):
+    assert literal(value, elem) == text
