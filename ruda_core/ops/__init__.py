@@ -8,7 +8,7 @@ is one, else ruda's portable kernels on any device; ``portable_layer_norm`` and
 the product of two row-major matrices with f32 sums, tensor cores (``cmma``) where the device
 has them, tiles chosen by the autotuner. The device-wide primitives, NumPy-named, on every
 device: ``sum``, ``min``, ``max`` (:mod:`.reduce`), ``cumsum`` (:mod:`.scan`), ``sort`` and
-``argsort`` (:mod:`.sort`), ``bincount`` (:mod:`.bincount`). This package never imports a
+``argsort`` (:mod:`.sorting`), ``bincount`` (:mod:`.bincount`). This package never imports a
 driver.
 """
 
@@ -22,7 +22,7 @@ from .layer_norm import (
 from .matmul import matmul
 from .reduce import max, min, sum
 from .scan import cumsum
-from .sort import argsort, sort
+from .sorting import argsort, sort
 
 __all__ = [
     "argsort",

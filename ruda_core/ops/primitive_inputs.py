@@ -9,11 +9,12 @@ client's device. Every check raises before anything is enqueued. This module lau
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from ..arrays import asarray
 from ..ir import Elem
-from ..runtime import ComputeClient, LaunchConfigError, UnsupportedFeature
+from ..runtime import ComputeClient, Feature, LaunchConfigError, UnsupportedFeature
 from ..runtime.layer_norm_args import TensorBuffer
 from ..tensor import RudaTensor
 from .operands import as_buffer, client_and_operands
@@ -21,6 +22,7 @@ from .operands import as_buffer, client_and_operands
 __all__ = [
     "INTS",
     "NUMBERS",
+    "Cubes",
     "cube_units",
     "one_operand",
     "sum_elem",
@@ -83,3 +85,26 @@ def cube_units(client: ComputeClient, wanted: int) -> int:
     while units > most:
         units //= 2
     return units
+
+
+@dataclass(frozen=True, slots=True)
+class Cubes:
+    """How a primitive's kernels cover their data: ``units`` per cube (a power of two the device
+    takes), ``items`` elements per unit per step, and whether cube-wide sums, minima and maxima
+    go through planes (``planes``) or through shared memory (:mod:`.cube_fold`)."""
+
+    units: int
+    items: int
+    planes: bool
+
+    @classmethod
+    def on(cls, client: ComputeClient, units: int, items: int, planes: bool) -> Cubes:
+        """``units`` (or the device's largest power of two below) and ``items``, through planes
+        where ``planes`` asks for them and the device has them."""
+        has = client.features().has(Feature.PLANE)
+        return cls(cube_units(client, units), items, planes and has)
+
+    @property
+    def tile(self) -> int:
+        """The elements a cube takes per step."""
+        return self.units * self.items

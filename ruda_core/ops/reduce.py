@@ -26,15 +26,18 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import cube_units, one_operand, sum_elem
+from .primitive_inputs import Cubes, one_operand, sum_elem
 from .reduce_kernels import reduce_segments
 
 __all__ = ["max", "min", "reduce_into", "sum"]
 
-#: Candidates ``(units per cube, reads per unit per step)``, tuned per problem class.
-SHAPES = ((256, 4), (256, 16), (1024, 4), (64, 8))
+#: Candidates ``(units per cube, reads per unit per step, through planes)``, tuned per problem
+#: class; the one without planes serves devices whose plane operations lack the element type.
+SHAPES = ((256, 4, True), (256, 16, True), (1024, 4, True), (64, 8, True), (256, 8, False))
 #: The most per-cube partials of a whole-array reduction: the second pass folds them in one cube.
 MAX_PARTIALS = 2048
+#: Sizes up to this one share one tuning result.
+SMALL = 1 << 12
 _TUNER = Tuner()
 
 
@@ -122,23 +125,22 @@ def reduce_into(
     rows: int,
     n: int,
     segs: int,
-    units: int,
-    items: int,
+    cubes: Cubes,
 ) -> None:
     """Enqueue one launch of :func:`.reduce_kernels.reduce_segments`: ``out[r * segs + s]`` is
     the ``kind`` reduction of segment ``s`` of row ``r`` (``rows`` rows of ``n > 0`` elements
-    of ``x``, ``segs`` segments of ``ceil(n / segs)``), in cubes of ``units`` reading ``items``
-    elements per unit per step. Shared with :mod:`.scan` (its tile sums)."""
+    of ``x``, ``segs`` segments of ``ceil(n / segs)``), covered as ``cubes`` says. Shared with
+    :mod:`.scan` (its tile sums)."""
     span = -(-n // segs)
     segs = -(-n // span)  # no segment is empty
     work = rows * segs
     props = client.properties()
-    cubes = builtins.min(work, props.max_ruda_count[0], 65535)
+    count = builtins.min(work, props.max_ruda_count[0], 65535)
     nan = float("nan") if out.elem.is_float else 0
     reduce_segments.launch_unchecked(
         client,
-        RudaCount(cubes),
-        RudaDim(units),
+        RudaCount(count),
+        RudaDim(cubes.units),
         x,
         out,
         rows,
@@ -148,39 +150,42 @@ def reduce_into(
         nan,
         KIND=kind,
         FLOAT=out.elem.is_float,
-        ITEMS=items,
+        PLANES=cubes.planes,
+        UNITS=cubes.units,
+        ITEMS=cubes.items,
     )
 
 
-def _runner(shape: tuple[int, int]) -> Callable[..., None]:
-    wanted, items = shape
-
+def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
     def run(client: ComputeClient, p: Reduction, x: RudaTensor, out: RudaTensor) -> None:
-        units = cube_units(client, wanted)
+        cubes = Cubes.on(client, *shape)
         total = p.rows * p.n
         source = ArrayArg(x.handle, total, x.elem)
         target = ArrayArg(out.handle, p.rows, p.out)
         if not p.whole:
-            reduce_into(client, p.kind, source, target, p.rows, p.n, 1, units, items)
+            reduce_into(client, p.kind, source, target, p.rows, p.n, 1, cubes)
             return
-        segs = builtins.min(MAX_PARTIALS, -(-p.n // (units * items)))
+        segs = builtins.min(MAX_PARTIALS, -(-p.n // cubes.tile))
         if segs == 1:
-            reduce_into(client, p.kind, source, target, 1, p.n, 1, units, items)
+            reduce_into(client, p.kind, source, target, 1, p.n, 1, cubes)
             return
         partials = client.empty(segs * p.out.nbytes)
         middle = ArrayArg(partials, segs, p.out)
-        reduce_into(client, p.kind, source, middle, 1, p.n, segs, units, items)
-        reduce_into(client, p.kind, middle, target, 1, segs, 1, units, items)
+        reduce_into(client, p.kind, source, middle, 1, p.n, segs, cubes)
+        reduce_into(client, p.kind, middle, target, 1, segs, 1, cubes)
 
     return run
 
 
 def _key(p: Reduction, x: RudaTensor, out: RudaTensor) -> tuple[str, str, bool, int, int]:
-    return p.kind, x.elem.value, p.whole, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24)
+    return p.kind, x.elem.value, p.whole, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24, SMALL)
 
 
 @functools.cache
 def _tunable_set() -> TunableSet:
     """The candidates of every reduction (made once)."""
-    tunables = [Tunable(f"reduce-{u}x{i}", _runner((u, i))) for u, i in SHAPES]
+    tunables = [
+        Tunable(f"reduce-{u}x{i}{'' if planes else '-shared'}", _runner((u, i, planes)))
+        for u, i, planes in SHAPES
+    ]
     return TunableSet("ruda.ops.reduce", _key, tunables)

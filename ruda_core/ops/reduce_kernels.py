@@ -10,7 +10,8 @@ in the element type ``Out`` (each element converted first). One cube folds one s
 time and the cubes stride over all ``rows * segs`` segments, so any count of cubes covers any
 shape. The cube walks its segment ``UNITS * ITEMS`` elements at a time (``ITEMS`` unrolled
 reads per unit, consecutive units reading consecutive elements), each unit folding its values
-in order, then combines the units with ``units_sum`` / ``units_min`` / ``units_max``.
+in order, then combines the units with :func:`.cube_fold.cube_reduce` (the language's
+``units_sum`` / ``units_min`` / ``units_max`` where the device has planes, ``PLANES``).
 
 A whole-array reduction is two launches of it: ``segs`` segments of one row (per-cube partials),
 then one segment over the partials. A row reduction (``axis=-1``) is one launch with ``segs =
@@ -32,13 +33,10 @@ from ..lang import (
     func,
     isnan,
     kernel,
-    sync_units_or,
     u32,
-    units_max,
-    units_min,
-    units_sum,
     unroll,
 )
+from .cube_fold import cube_reduce
 
 __all__ = ["Out", "fold_units", "reduce_segments"]
 
@@ -61,23 +59,22 @@ def fold_one(acc: Out, v: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Ou
 
 
 @func
-def fold_units(acc: Out, nan: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Out:
+def fold_units(
+    acc: Out,
+    nan: Out,
+    KIND: Comptime[str],
+    FLOAT: Comptime[bool],
+    PLANES: Comptime[bool],
+    UNITS: Comptime[int],
+) -> Out:
     """``acc`` combined over the cube's units, to every unit (a barrier: all units call it).
     For float ``min``/``max`` the result is ``nan`` (a NaN) when some unit holds a NaN, since the
     plane operations' NaN handling differs between devices."""
-    if KIND == "sum":
-        return units_sum(acc)
-    if FLOAT:
-        bad = sync_units_or(isnan(acc))
-        clean = Out(0) if isnan(acc) else acc
-        if KIND == "min":
-            least = units_min(clean)
-            return nan if bad else least
-        most = units_max(clean)
-        return nan if bad else most
-    if KIND == "min":
-        return units_min(acc)
-    return units_max(acc)
+    if KIND == "sum" or not FLOAT:
+        return cube_reduce(acc, KIND, PLANES, UNITS)
+    bad = cube_reduce(u32(1) if isnan(acc) else u32(0), "max", PLANES, UNITS)
+    total = cube_reduce(Out(0) if isnan(acc) else acc, KIND, PLANES, UNITS)
+    return nan if bad != u32(0) else total
 
 
 @kernel
@@ -91,6 +88,8 @@ def reduce_segments(
     nan: Out,
     KIND: Comptime[str],
     FLOAT: Comptime[bool],
+    PLANES: Comptime[bool],
+    UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
     step = RUDA_DIM * u32(ITEMS)
@@ -110,7 +109,7 @@ def reduce_segments(
                 if i < end:
                     acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
             base += step
-        total = fold_units(acc, nan, KIND, FLOAT)
+        total = fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
         if UNIT_POS == 0:
             out[w] = total
         w += RUDA_COUNT

@@ -6,7 +6,7 @@ A row of at most one tile (``units * items`` elements) is one launch of
 the sums of tiles (:func:`.reduce.reduce_into`), an exclusive scan of each row's tile sums (this
 same procedure, recursively), and the scan of every tile from its carry. The cube size and the
 elements per unit are chosen by the autotuner per device, element type and size class.
-:func:`scan_into` is also the exclusive scan of :mod:`.sort`'s digit counts. This module never
+:func:`scan_into` is also the exclusive scan of :mod:`.sorting`'s digit counts. This module never
 imports a driver.
 """
 
@@ -24,16 +24,19 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import cube_units, one_operand, sum_elem
+from .primitive_inputs import Cubes, one_operand, sum_elem
 from .reduce import reduce_into
 from .scan_kernels import scan_segments
 
 __all__ = ["SCAN_SHAPES", "cumsum", "scan_into"]
 
-#: Candidates ``(units per cube, consecutive elements per unit)``, tuned per problem class.
-SCAN_SHAPES = ((256, 4), (256, 8), (1024, 4), (128, 16))
+#: Candidates ``(units per cube, consecutive elements per unit, through planes)``, tuned per
+#: problem class; the one without planes serves devices whose plane operations lack the type.
+SCAN_SHAPES = ((256, 4, True), (256, 8, True), (1024, 4, True), (128, 16, True), (256, 4, False))
 #: The most cubes a scan launch asks for (cubes stride over the segments).
 MAX_CUBES = 65535
+#: Row lengths up to this one share one tuning result.
+SMALL = 1 << 12
 _TUNER = Tuner()
 
 
@@ -90,22 +93,20 @@ def scan_into(
     rows: int,
     n: int,
     exclusive: bool,
-    units: int,
-    items: int,
+    cubes: Cubes,
 ) -> None:
     """Enqueue the scan of ``rows`` rows of ``n > 0`` elements of ``x`` into ``out`` (a distinct
-    array of ``rows * n`` elements, whose element type the sums take), in cubes of ``units``
-    (a size the device takes) with ``items`` consecutive elements per unit."""
-    tile = units * items
-    tiles = -(-n // tile)
+    array of ``rows * n`` elements, whose element type the sums take), covered as ``cubes``
+    says (``items`` consecutive elements per unit)."""
+    tiles = -(-n // cubes.tile)
     if tiles == 1:
-        _launch(client, x, out, out, rows, n, 1, exclusive, False, units, items)
+        _launch(client, x, out, out, rows, n, 1, exclusive, False, cubes)
         return
     sums = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
-    reduce_into(client, "sum", x, sums, rows, n, tiles, units, items)
+    reduce_into(client, "sum", x, sums, rows, n, tiles, cubes)
     carries = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
-    scan_into(client, sums, carries, rows, tiles, True, units, items)
-    _launch(client, x, carries, out, rows, n, tiles, exclusive, True, units, items)
+    scan_into(client, sums, carries, rows, tiles, True, cubes)
+    _launch(client, x, carries, out, rows, n, tiles, exclusive, True, cubes)
 
 
 def _launch(
@@ -118,16 +119,15 @@ def _launch(
     segs: int,
     exclusive: bool,
     has_carry: bool,
-    units: int,
-    items: int,
+    cubes: Cubes,
 ) -> None:
     span = -(-n // segs)  # as reduce_into cuts the tiles it sums
     segs = -(-n // span)
-    cubes = builtins.min(rows * segs, MAX_CUBES, client.properties().max_ruda_count[0])
+    count = builtins.min(rows * segs, MAX_CUBES, client.properties().max_ruda_count[0])
     scan_segments.launch_unchecked(
         client,
-        RudaCount(cubes),
-        RudaDim(units),
+        RudaCount(count),
+        RudaDim(cubes.units),
         x,
         carries,
         out,
@@ -137,30 +137,32 @@ def _launch(
         span,
         EXCLUSIVE=exclusive,
         HAS_CARRY=has_carry,
-        UNITS=units,
-        ITEMS=items,
+        PLANES=cubes.planes,
+        UNITS=cubes.units,
+        ITEMS=cubes.items,
     )
 
 
-def _runner(shape: tuple[int, int]) -> Callable[..., None]:
-    wanted, items = shape
-
+def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
     def run(client: ComputeClient, p: Scan, x: RudaTensor, out: RudaTensor) -> None:
         total = p.rows * p.n
         source = ArrayArg(x.handle, total, x.elem)
         target = ArrayArg(out.handle, total, p.out)
-        units = cube_units(client, wanted)
-        scan_into(client, source, target, p.rows, p.n, p.exclusive, units, items)
+        cubes = Cubes.on(client, *shape)
+        scan_into(client, source, target, p.rows, p.n, p.exclusive, cubes)
 
     return run
 
 
 def _key(p: Scan, x: RudaTensor, out: RudaTensor) -> tuple[str, int, int]:
-    return x.elem.value, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24)
+    return x.elem.value, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24, SMALL)
 
 
 @functools.cache
 def _tunable_set() -> TunableSet:
     """The candidates of every scan (made once)."""
-    tunables = [Tunable(f"scan-{u}x{i}", _runner((u, i))) for u, i in SCAN_SHAPES]
+    tunables = [
+        Tunable(f"scan-{u}x{i}{'' if planes else '-shared'}", _runner((u, i, planes)))
+        for u, i, planes in SCAN_SHAPES
+    ]
     return TunableSet("ruda.ops.cumsum", _key, tunables)

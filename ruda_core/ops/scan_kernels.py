@@ -8,9 +8,9 @@ inclusive or exclusive running sum of each segment into ``out``, in ``Out``, sta
 ``carries[r * segs + s]`` (``HAS_CARRY``: the sum of everything before the segment in its row)
 or from 0. One cube scans one segment at a time, ``UNITS * ITEMS`` elements per step: the step is
 read into shared memory with consecutive units at consecutive elements, each unit adds its
-``ITEMS`` consecutive elements in order, ``units_exclusive_sum`` gives each unit the sum of the
-units before it, and the step is written back the way it was read; a running carry links the
-steps of a segment.
+``ITEMS`` consecutive elements in order, :func:`.cube_fold.cube_exclusive_sum` gives each unit
+the sum of the units before it, and the step is written back the way it was read; a running
+carry links the steps of a segment.
 
 A scan of long rows is three launches (:mod:`.scan`): tile sums (:func:`reduce_segments`), an
 exclusive scan of those (this kernel again, or the same three launches for many tiles), then
@@ -30,10 +30,9 @@ from ..lang import (
     kernel,
     sync_units,
     u32,
-    units_exclusive_sum,
-    units_sum,
     unroll,
 )
+from .cube_fold import cube_exclusive_sum, cube_reduce
 from .reduce_kernels import Out
 
 __all__ = ["scan_segments"]
@@ -50,6 +49,7 @@ def scan_segments(
     span: u32,
     EXCLUSIVE: Comptime[bool],
     HAS_CARRY: Comptime[bool],
+    PLANES: Comptime[bool],
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
@@ -72,8 +72,8 @@ def scan_segments(
             run = Out(0)
             for j in unroll(range(ITEMS)):
                 run += stage[mine + u32(j)]
-            acc = units_exclusive_sum(run) + carry
-            carry += units_sum(run)
+            acc = cube_exclusive_sum(run, PLANES, UNITS) + carry
+            carry += cube_reduce(run, "sum", PLANES, UNITS)
             for j in unroll(range(ITEMS)):
                 v = stage[mine + u32(j)]
                 if EXCLUSIVE:

@@ -1,7 +1,7 @@
 """``sort`` and ``argsort``: NumPy's stable sort of a 1-D tensor (or of all elements), and the
 indices that sort it, by a least-significant-digit radix sort of 8 bits per pass.
 
-The passes are :mod:`.sort_kernels`' (order-preserving keys, then per pass a histogram per
+The passes are :mod:`.sorting_kernels`' (order-preserving keys, then per pass a histogram per
 block, the exclusive scan of the counts by :func:`.scan.scan_into`, and a stable scatter).
 Integers are sorted as keys and turned back; floats and ``argsort`` carry each element's index
 with its key, and a float sort then gathers the elements by index, so the result holds the
@@ -26,9 +26,9 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import INTS, cube_units, one_operand
+from .primitive_inputs import INTS, Cubes, cube_units, one_operand
 from .scan import scan_into
-from .sort_kernels import (
+from .sorting_kernels import (
     DIGITS,
     radix_gather,
     radix_histogram,
@@ -40,11 +40,13 @@ from .sort_kernels import (
 __all__ = ["argsort", "sort"]
 
 #: Candidates ``(units per cube, rounds of one key per unit in a block)``, tuned per problem.
-SORT_SHAPES = ((256, 8), (256, 32), (1024, 8), (128, 16))
-#: The cube and elements per unit of the scan of the digit counts.
-COUNT_SCAN = (256, 8)
+SORT_SHAPES = ((256, 8), (256, 32), (1024, 8))
+#: The cube, elements per unit and planes of the scan of the digit counts.
+COUNT_SCAN = (256, 8, True)
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
+#: Sizes up to this one share one tuning result (few blocks: the candidates differ little).
+SMALL = 1 << 16
 _TUNER = Tuner()
 
 
@@ -144,7 +146,7 @@ def _radix_sort(
     blocks = -(-n // (units * items))
     counts = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
     offsets = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
-    scan_units = cube_units(client, COUNT_SCAN[0])
+    scan = Cubes.on(client, *COUNT_SCAN)
     passes = elem.nbytes
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
     for k in range(passes):
@@ -153,7 +155,7 @@ def _radix_sort(
             client, walkers, RudaDim(units), keys[a], counts, n, 8 * k, blocks,
             UNITS=units, ITEMS=items,
         )  # fmt: skip
-        scan_into(client, counts, offsets, 1, DIGITS * blocks, True, scan_units, COUNT_SCAN[1])
+        scan_into(client, counts, offsets, 1, DIGITS * blocks, True, scan)
         last = k == passes - 1
         target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
         radix_scatter.launch_unchecked(
@@ -177,7 +179,7 @@ def _radix_sort(
 
 
 def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
-    return x.elem.value, p.indices, anchor(p.n, 1 << 26)
+    return x.elem.value, p.indices, anchor(p.n, 1 << 26, SMALL)
 
 
 @functools.cache

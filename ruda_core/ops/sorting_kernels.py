@@ -1,6 +1,6 @@
 # mypy: ignore-errors
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
-"""The kernels of :mod:`.sort`'s least-significant-digit radix sort, in the kernel language.
+"""The kernels of :mod:`.sorting`'s least-significant-digit radix sort, in the kernel language.
 
 Keys are unsigned integers ``Key`` (``u32`` for 32-bit data, ``u64`` for 64-bit data) whose
 order is the data's (:func:`radix_keys`): unsigned data as it is, signed data with the sign bit
@@ -18,7 +18,7 @@ ballots (one per bit), so its rank in the plane is the count of those lanes belo
 plane's lowest such lane publishes the plane's count; one unit per digit then turns the planes'
 counts into offsets in plane order, continuing the block's running offset of that digit. On a
 device without planes (``BALLOT`` false) every unit is a plane of its own. Launch shapes and
-checks are :mod:`.sort`'s; nothing here checks arguments.
+checks are :mod:`.sorting`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations

@@ -1,0 +1,193 @@
+"""The device-wide primitives of ``ruda_core.ops`` on every device, against NumPy: ``sum``,
+``min``, ``max`` and ``cumsum`` (exact for integers and for ``min``/``max``, float sums within
+the bound ``docs/ops.md`` states), ``sort`` and ``argsort`` (exact, NumPy's stable order, NaN,
+infinities and signed zeros included) and ``bincount``; odd lengths, one element, empty input,
+rows over the last axis, and NumPy's errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core import ops
+from ruda_core.ir import Elem
+from ruda_core.runtime import LaunchConfigError
+from ruda_core.testing.markers import need
+
+ELEMS = [Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32, Elem.F64]
+#: Lengths: one element, a few, and one past a power of two that is no multiple of any tile.
+LENGTHS = [1, 3, 100_003]
+
+
+def _data(elem: Elem, shape: tuple[int, ...] | int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if elem.is_float:
+        return rng.standard_normal(shape).astype(elem.numpy) * 100
+    if elem.is_signed:
+        return rng.integers(-(2**30), 2**30, shape).astype(elem.numpy)
+    return rng.integers(0, 2**31, shape, dtype=np.uint64).astype(elem.numpy)
+
+
+def _wide(client, expected: np.dtype, elem: Elem) -> np.dtype:
+    """NumPy's result type, or ``elem``'s where the device lacks 64-bit integers (documented)."""
+    if expected.kind in "iu" and not client.features().supports(Elem.from_dtype(expected)):
+        return elem.numpy
+    return expected
+
+
+def _sum_bound(x: np.ndarray, n: int, plane: int) -> np.ndarray:
+    """The float sum's documented bound: ``(ceil(n / 65536) + 16 + 2 * (log2(P) + ceil(1024 /
+    P)) + 1) * eps * sum(|x|)`` (reductions), per element of the sum along the last axis."""
+    eps = np.finfo(x.dtype).eps
+    steps = math.ceil(n / 65536) + 16 + 2 * (math.log2(plane) + math.ceil(1024 / plane)) + 1
+    return steps * eps * np.abs(x.astype(np.float64)).sum(axis=-1)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+def test_sum_min_max_match_numpy(client, elem, n):
+    need(client, elem)
+    x = _data(elem, n, seed=n)
+    t = ruda.asarray(x, client)
+    total = ops.sum(t).numpy()
+    expected = x.sum()
+    assert total.shape == () and total.dtype == _wide(client, expected.dtype, elem)
+    if elem.is_float:
+        bound = _sum_bound(x, n, client.properties().plane_dim)
+        assert abs(float(total) - x.astype(np.float64).sum()) <= bound
+    else:
+        assert total == expected.astype(total.dtype)
+    assert ops.min(t).numpy() == x.min()
+    assert ops.max(t).numpy() == x.max()
+
+
+def test_float_min_max_propagate_nan_and_sums_of_nothing_are_zero(client):
+    need(client, Elem.F64)
+    x = np.arange(5000, dtype=np.float32)
+    x[4321] = np.nan
+    t = ruda.asarray(x, client)
+    assert np.isnan(ops.min(t).numpy()) and np.isnan(ops.max(t).numpy())
+    assert ops.max(ruda.asarray(np.array([-np.inf, np.inf], np.float64), client)).numpy() == np.inf
+    empty = ruda.asarray(np.zeros((3, 0), np.int32), client)
+    np.testing.assert_array_equal(ops.sum(empty, axis=-1).numpy(), np.zeros(3))
+    assert ops.sum(empty).numpy() == 0
+    with pytest.raises(ValueError, match="no element"):
+        ops.min(empty)
+
+
+@pytest.mark.parametrize("elem", [Elem.I32, Elem.F32], ids=str)
+def test_reductions_over_the_last_axis(client, elem):
+    x = _data(elem, (7, 3001), seed=1)
+    t = ruda.asarray(x, client)
+    total = ops.sum(t, axis=-1).numpy()
+    assert total.dtype == _wide(client, x.sum(axis=-1).dtype, elem)
+    if elem.is_float:
+        bound = _sum_bound(x, 3001, client.properties().plane_dim)
+        assert (np.abs(total - x.astype(np.float64).sum(axis=-1)) <= bound).all()
+    else:
+        np.testing.assert_array_equal(total, x.sum(axis=-1))
+    np.testing.assert_array_equal(ops.min(t, axis=-1).numpy(), x.min(axis=-1))
+    np.testing.assert_array_equal(ops.max(t, axis=-1).numpy(), x.max(axis=-1))
+    with pytest.raises(LaunchConfigError, match="axis=0"):
+        ops.sum(t, axis=0)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("elem", [Elem.I32, Elem.U32, Elem.I64, Elem.F64], ids=str)
+def test_cumsum_matches_numpy(client, elem, exclusive):
+    need(client, elem)
+    for shape in [(1,), (1000,), (100_003,), (5, 3001), (2, 0)]:
+        x = _data(elem, shape, seed=shape[-1])
+        got = ops.cumsum(ruda.asarray(x, client), exclusive=exclusive).numpy()
+        with np.errstate(over="ignore"):
+            expected = np.cumsum(x, axis=-1)
+            if exclusive:
+                expected = expected - x
+        assert got.dtype == _wide(client, expected.dtype, elem) and got.shape == expected.shape
+        if elem.is_float:
+            bound = _scan_bound(x, client.properties().plane_dim)
+            assert (np.abs(got - expected) <= bound).all(), shape
+        else:
+            np.testing.assert_array_equal(got, expected.astype(got.dtype), str(shape))
+
+
+def _scan_bound(x: np.ndarray, plane: int) -> np.ndarray:
+    """The float running sum's documented bound, per element: ``(ceil(n / 256) + 3 * (16 + 2 *
+    (log2(P) + ceil(1024 / P)))) * eps * sum(|x[..j]|)``."""
+    eps = np.finfo(x.dtype).eps
+    n = x.shape[-1]
+    steps = math.ceil(n / 256) + 3 * (16 + 2 * (math.log2(plane) + math.ceil(1024 / plane)))
+    return steps * eps * np.cumsum(np.abs(x.astype(np.float64)), axis=-1)
+
+
+def test_cumsum_of_all_elements_and_of_a_host_array(client):
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(ops.cumsum(client, x, axis=None).numpy(), np.cumsum(x))
+
+
+@pytest.mark.parametrize("elem", ELEMS, ids=str)
+def test_sort_and_argsort_match_numpys_stable_sort(client, elem):
+    need(client, elem)
+    for n in (1, 3, 5003):
+        x = _data(elem, n, seed=n)
+        if not elem.is_float:
+            x = x % 97  # many equal keys: their order shows the sort's stability
+        t = ruda.asarray(x, client)
+        got = ops.sort(t).numpy()
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got, np.sort(x, kind="stable"), str(n))
+        if elem in (Elem.I32, Elem.F64):  # argsort shares the passes; two types suffice
+            indices = ops.argsort(t).numpy()
+            assert indices.dtype == _wide(client, np.dtype(np.int64), Elem.U32)
+            np.testing.assert_array_equal(indices, np.argsort(x, kind="stable"), str(n))
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.F64], ids=str)
+def test_sort_orders_nan_infinities_and_signed_zeros_as_numpy(client, elem):
+    need(client, elem)
+    specials = [np.nan, -0.0, np.inf, 0.0, -np.inf, -np.nan, -0.0, 1.0, 0.0, -1.0, np.nan]
+    x = np.array(specials * 37 + [2.5, -0.0], dtype=elem.numpy)
+    t = ruda.asarray(x, client)
+    expected = np.sort(x, kind="stable")
+    got = ops.sort(t).numpy()
+    # bit for bit: -0.0 and 0.0 keep their input order, each NaN keeps its sign
+    np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), expected.view(f"u{x.itemsize}"))
+    np.testing.assert_array_equal(ops.argsort(t).numpy(), np.argsort(x, kind="stable"))
+
+
+def test_sort_of_equal_keys_and_of_nothing(client):
+    x = np.full(5003, 7, np.int32)
+    np.testing.assert_array_equal(ops.argsort(ruda.asarray(x, client)).numpy(), np.arange(5003))
+    empty = ruda.asarray(np.zeros(0, np.float32), client)
+    assert ops.sort(empty).numpy().shape == (0,)
+    assert ops.argsort(empty).numpy().shape == (0,)
+    with pytest.raises(LaunchConfigError, match="1-D"):
+        ops.sort(ruda.asarray(np.zeros((2, 2), np.float32), client))
+    grid = np.array([[3, 1], [2, 0]], np.uint32)
+    np.testing.assert_array_equal(ops.sort(client, grid, axis=None).numpy(), [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("elem", [Elem.I32, Elem.U32, Elem.I64], ids=str)
+def test_bincount_matches_numpy(client, elem):
+    need(client, elem)
+    rng = np.random.default_rng(5)
+    for n, top, minlength in [(1, 4, 0), (1001, 10, 30), (100_003, 300, 0), (5003, 70_000, 0)]:
+        x = rng.integers(0, top, n).astype(elem.numpy)
+        got = ops.bincount(ruda.asarray(x, client), minlength=minlength).numpy()
+        expected = np.bincount(x, minlength=minlength)
+        assert got.dtype == _wide(client, expected.dtype, Elem.U32)
+        np.testing.assert_array_equal(got, expected, str((n, top)))
+
+
+def test_bincount_refuses_what_numpy_refuses(client):
+    with pytest.raises(ValueError, match="negative value -2"):
+        ops.bincount(client, np.array([4, -2, 0], np.int32))
+    with pytest.raises(ValueError, match="minlength"):
+        ops.bincount(client, np.array([1], np.int32), minlength=-1)
+    with pytest.raises(LaunchConfigError, match="f32"):
+        ops.bincount(client, np.array([1.0], np.float32))
+    empty = ops.bincount(client, np.zeros(0, np.int32), minlength=4).numpy()
+    np.testing.assert_array_equal(empty, np.bincount(np.zeros(0, np.int32), minlength=4))
