@@ -4,8 +4,11 @@ A kernel compiled to sanitize takes ``S``, a
 :class:`~ruda_cpu.lockstep.sanitizer.BatchSanitizer`, after the batch ``g``; before each load,
 store, atomic, barrier and ``fence_device`` it calls ``S`` with the instruction's *site*, a
 position in the module's ``SITES`` table of ``(file:line, array)`` rows that :class:`Sites`
-collects. Cooperative-matrix loads and stores are not checked, but a store to shared memory
-counts as writing the whole array. This module only renders text.
+collects. A checked launch's guard of a whole line (``LOAD_LINE``/``STORE_LINE``, run as one
+access per element) is checked before the guard for the lanes whose line is out of bounds
+(``line_guards``); the elements of the others are checked where they are accessed.
+Cooperative-matrix loads and stores are not checked, but a store to shared memory counts as
+writing the whole array. This module only renders text.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ruda_core.ir import (
 
 from .expressions import Context, literal
 
-__all__ = ["SANITIZER", "Sites", "bounds_guards", "check"]
+__all__ = ["SANITIZER", "Sites", "bounds_guards", "check", "line_check", "line_guards"]
 
 #: The name of the tracker argument of a sanitizing kernel.
 SANITIZER = "S"
@@ -96,6 +99,58 @@ def bounds_guards(body: Block) -> dict[int, tuple[Instr, object]]:
 
     visit(body)
     return found
+
+
+def line_guards(body: Block) -> dict[int, tuple[Instr, object, int, object]]:
+    """The guards that a checked launch's bounds pass put around whole-line accesses, after
+    the lines were lowered to one access per element (``_bN = LT(line, lines)`` then
+    ``if _bN:`` the line's first element at ``_line_at = MUL(line, width)`` and its accesses),
+    by ``id`` of the ``If``: the first access, the line index, the width and the number of
+    whole lines."""
+    found: dict[int, tuple[Instr, object, int, object]] = {}
+
+    def visit(block: Block) -> None:
+        for before, stmt in zip((None, *block), block, strict=False):
+            if isinstance(stmt, If):
+                then = stmt.then
+                first = then[0] if then else None
+                accesses = [
+                    s for s in then if isinstance(s, Instr) and s.op in (Op.INDEX, Op.INDEX_ASSIGN)
+                ]
+                if (
+                    isinstance(first, Instr)
+                    and first.op is Op.MUL
+                    and first.out is not None
+                    and first.out.name.startswith("_line_at")
+                    and isinstance(first.args[1], Const)
+                    and accesses
+                    and isinstance(stmt.cond, Local)
+                    and stmt.cond.name.startswith("_b")
+                    and isinstance(before, Instr)
+                    and before.op is Op.LT
+                    and before.out is stmt.cond
+                ):
+                    width = int(first.args[1].value)
+                    found[id(stmt)] = (accesses[0], before.args[0], width, before.args[1])
+                visit(stmt.then)
+                visit(stmt.orelse)
+            elif isinstance(stmt, RangeLoop | Loop):
+                visit(stmt.body)
+
+    visit(body)
+    return found
+
+
+def line_check(
+    access: Instr, ctx: Context, mask: str, sites: Sites, line: object, width: int, lines: object
+) -> str:
+    """The sanitizer's statement before a whole-line guard run under ``mask``: ``access`` is
+    the line's first element access, ``line`` the line index the guard compares with ``lines``,
+    the number of whole lines of ``width`` elements."""
+    target = access.args[0]
+    site = sites.add(access, getattr(target, "name", ctx.ref(target)))
+    at, count = _value(line, ctx), _value(lines, ctx)
+    return f"{SANITIZER}.line_bounds({site}, {at}, {width}, {mask}, {count})"
 
 
 def _value(x: object, ctx: Context) -> str:

@@ -50,7 +50,7 @@ from ruda_core.ir.bounds import REPORT_PARAM
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
-from .checks import SANITIZER, Sites, bounds_guards, check
+from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
 from .expressions import dtype, expression, literal
 
 __all__ = ["CpuCompiler"]
@@ -133,6 +133,8 @@ class _Emitter:
         #: whose check is made before the guard
         self.guards = bounds_guards(defn.body) if sanitize else {}
         self.guarded = {id(access) for access, _ in self.guards.values()}
+        #: the guards of whole lines (see ``checks.line_guards``), checked before the guard
+        self.line_guards = line_guards(defn.body) if sanitize else {}
         self.args = ["g", SANITIZER] if sanitize else ["g"]
         # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):
@@ -308,6 +310,9 @@ class _Emitter:
         if id(stmt) in self.guards:
             access, length = self.guards[id(stmt)]
             self._check(access, mask, length)
+        if self.sites is not None and id(stmt) in self.line_guards:
+            access, line, width, lines = self.line_guards[id(stmt)]
+            self.emit(line_check(access, self, mask, self.sites, line, width, lines))
         cond = self._value(stmt.cond)
         then_mask = self.names.numbered("_m")
         self.emit(f"{then_mask} = L.mask_and({mask}, {cond})")

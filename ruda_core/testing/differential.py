@@ -23,7 +23,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 * control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
   conditional ``break``/``continue``, early ``return`` only after the last barrier;
 * lines of 2, 4 or 8 lanes: a line loaded from an input (at a line index that may be past the
-  end, so a whole line reads as zeros under the bounds checks), combined lane by lane with a
+  end, so a whole line reads as zeros under the bounds checks; with ``whole_lines``, always one
+  of the input's whole lines, as a run under the sanitizer needs), combined lane by lane with a
   line built from scalars (``+ - min max``, ``^`` of integers, a comparison picking per lane
   with a scalar broadcast), then one lane kept;
 * shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
@@ -157,9 +158,14 @@ class Program:
 class _Gen:
     """Builds one kernel from Hypothesis draws."""
 
-    def __init__(self, draw: st.DrawFn, elems: list[Elem], atomics: list[Elem]) -> None:
+    def __init__(
+        self, draw: st.DrawFn, elems: list[Elem], atomics: list[Elem], elements: int | None
+    ) -> None:
         self.draw = draw
         self.elems = elems
+        #: the inputs' length when line loads must stay within their whole lines, else None
+        self.elements = elements
+        self.line_widths = [w for w in LINE_WIDTHS if elements is None or elements >= w]
         self.k = KernelBuilder("fuzz")
         self.inputs = {e: self.k.array(f"in_{e}", e, read_only=True) for e in elems}
         self.outs = {e: self.k.array(f"out_{e}", e) for e in elems}
@@ -283,7 +289,7 @@ class _Gen:
 
     def statement(self, depth: int) -> None:
         k = self.k
-        kinds = ["assign", "assign", "assign", "line"]
+        kinds = ["assign", "assign", "assign", "line" if self.line_widths else "assign"]
         if depth > 0:
             kinds += ["if", "for", "loop"]
         if self.loops:
@@ -345,8 +351,10 @@ class _Gen:
         """A lane of a lane-wise combination of a loaded and a built line, into a local."""
         k, draw = self.k, self.draw
         elem = draw(st.sampled_from(self.elems))
-        width = draw(st.sampled_from(LINE_WIDTHS))
+        width = draw(st.sampled_from(self.line_widths))
         at = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(3, Elem.U32))
+        if self.elements is not None:
+            at = k.let(Op.MOD, Elem.U32, at, const(self.elements // width, Elem.U32))
         loaded = k.let(Op.LOAD_LINE, elem, self.inputs[elem], at, width=width)
         lanes = [self.expr(elem, 1) for _ in range(width)]
         built = k.let(Op.LINE_BUILD, elem, *lanes, width=width)
@@ -435,11 +443,16 @@ def _input(draw: st.DrawFn, elem: Elem, n: int) -> np.ndarray:
 
 @st.composite
 def programs(
-    draw: st.DrawFn, elems: Sequence[Elem], atomic_elems: Sequence[Elem] = (), max_units: int = 1024
+    draw: st.DrawFn,
+    elems: Sequence[Elem],
+    atomic_elems: Sequence[Elem] = (),
+    max_units: int = 1024,
+    whole_lines: bool = False,
 ) -> Program:
     """Random :class:`Program` over ``elems`` (numeric element types; u32 is always used),
     with global atomics on ``atomic_elems`` (32/64-bit integers) and cubes of at most
-    ``max_units`` units."""
+    ``max_units`` units. With ``whole_lines``, every line load reads one of its input's whole
+    lines (the sanitizer reports a line past the end, which the bounds checks read as zeros)."""
     drawn = draw(st.lists(st.sampled_from(list(elems)), max_size=2, unique=True))
     atomics = (
         draw(st.lists(st.sampled_from(list(atomic_elems)), max_size=1)) if atomic_elems else []
@@ -448,7 +461,7 @@ def programs(
     count, dim = draw(st.sampled_from([g for g in _GEOMETRIES if np.prod(g[1]) <= max_units]))
     units_per_cube = int(np.prod(dim))
     total = int(np.prod(count)) * units_per_cube
-    gen = _Gen(draw, chosen, atomics)
+    gen = _Gen(draw, chosen, atomics, total if whole_lines else None)
     defn = gen.build(draw(st.booleans()), units_per_cube)
     arrays: list[np.ndarray] = []
     outputs = []

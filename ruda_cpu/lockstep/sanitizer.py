@@ -380,6 +380,24 @@ class BatchSanitizer:
         here = np.ones(g.cubes, dtype=bool) if m is None else m.reshape(g.cubes, -1).any(axis=1)
         self._shared_state(seg).init.reshape(g.cubes, -1)[here] = True
 
+    def line_bounds(self, site: int, line: Any, width: int, m: Any, lines: Any) -> None:
+        """A line of ``width`` elements at line index ``line`` (unsigned) of an array of
+        ``lines`` whole lines: the active lanes whose line is not whole in the array are out of
+        bounds, reported at the line's last element (the elements of the other lanes are
+        checked where they are accessed)."""
+        if m is False:
+            return
+        n = self.g.n
+        lanes = np.arange(n) if m is None else np.flatnonzero(m)
+        raw = np.broadcast_to(arr(line), (n,))
+        if m is not None:
+            raw = raw[lanes]
+        index = raw.astype(np.uint64)
+        bad = index >= np.uint64(int(lines))
+        if bad.any():  # the last element's index, read as int64 like other indices
+            last = (index * np.uint64(width) + np.uint64(width - 1)).view(np.int64)
+            self.launch.note("out-of-bounds", site, bad, self._unit_ids(lanes), index=last)
+
     def local_read(self, site: int, seg: Segmented, idx: Any, m: Any, length: Any = None) -> None:
         """A load of local array ``seg``: in bounds and written before by the lane."""
         got = self._access(site, idx, m, seg.length if length is None else int(length))

@@ -120,6 +120,7 @@ def test_a_ring_of_stages_kept_ahead_matches_the_reference(client, reference, el
     np.testing.assert_array_equal(got, want.ravel())
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 @pytest.mark.parametrize("width", [2, 4])
 def test_checked_copies_past_either_end_copy_zeros_or_are_dropped(client, reference, width):
     """Units 0..7 copy lines 0..7 of an ``x`` of 4.5 lines into a shared array of 6: lines 4 (the

@@ -3,10 +3,13 @@ the reference device's results exactly. ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the 
 kernels per device (default 20), the same kernels on every run (the plugin's derandomised
 Hypothesis profile; ``RUDA_FUZZ_NEW=1`` draws new ones); a failure shrinks (for at most
 ``RUDA_DIFFERENTIAL_SHRINK_S`` seconds, default 60) to a minimal kernel and prints its IR and
-the device's generated source."""
+the device's generated source. Some line loads read past the end of their input on purpose,
+which the reference device's sanitizer reports, so the module runs unsanitized;
+``tests/cpu/test_fuzz_sanitized.py`` runs the programs, with whole lines, under it."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +24,7 @@ from ruda_core.testing.differential import (
 _BUDGETS: dict[str, ShrinkBudget] = {}
 
 
+@pytest.mark.usefixtures("unsanitized")  # line loads past the end on purpose (see the module)
 @settings(
     max_examples=example_count(),
     deadline=None,

@@ -190,6 +190,7 @@ def test_casts_comparisons_selects_and_reductions_match_the_reference(client, re
     np.testing.assert_array_equal(out[2::4], k.min(axis=1))
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_a_partial_last_line_reads_zeros_and_its_store_is_dropped(client):
     n = 4 * 3 + 2  # three whole lines of 4, then two elements
     x = np.arange(1, n + 1, dtype=np.uint32)
@@ -211,6 +212,7 @@ def bounds_mode() -> Iterator[type[BoundsCheckMode]]:
     BoundsCheckMode.configure(None)
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_validate_reports_a_line_past_the_end_by_its_last_element(client, bounds_mode):
     client.sync().result(timeout=TIMEOUT_S)
     bounds_mode.configure(BoundsCheckMode.VALIDATE)
@@ -275,6 +277,7 @@ def test_lines_through_shared_memory_match_the_reference(client, reference, widt
         np.testing.assert_array_equal(got, mirrored + mirrored, err_msg=f"{elem} lines of {width}")
 
 
+@pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 def test_a_shared_line_past_the_end_reads_zeros_and_its_store_is_dropped(client):
     yh = client.create_from_slice(np.full(16, SENTINEL, np.uint32))
     conformance_shared_line_edge.launch(client, RudaCount(1), RudaDim(16), ArrayArg(yh, 16))

@@ -370,6 +370,18 @@ def twin_global_guarded(x: Array[u32], out: Array[u32]):
         out[i] = u32(0)
 
 
+@kernel
+def planted_line_past_end(x: Array[u32], out: Array[u32]):
+    pair = x.load_line(ABSOLUTE_POS // u32(2) + u32(1), 2)  # planted: the last line is x[N:N+2]
+    out[ABSOLUTE_POS] = pair[0] + pair[1]
+
+
+@kernel
+def twin_line_wrapped(x: Array[u32], out: Array[u32]):
+    pair = x.load_line((ABSOLUTE_POS // u32(2) + u32(1)) % (x.len() // u32(2)), 2)
+    out[ABSOLUTE_POS] = pair[0] + pair[1]
+
+
 # (planted kernel, correct twin, every kind the planted one must report)
 CORPUS = {
     "shared-raw-scan": (
@@ -441,6 +453,7 @@ CORPUS = {
     ),
     "oob-shared": (planted_shared_past_end, twin_shared_wrapped, {"out-of-bounds"}),
     "oob-global": (planted_global_past_end, twin_global_guarded, {"out-of-bounds"}),
+    "oob-line": (planted_line_past_end, twin_line_wrapped, {"out-of-bounds"}),
 }
 
 
@@ -523,6 +536,16 @@ def test_out_of_bounds_report_names_the_index_and_reads_zero(client, sanitizing)
     assert (first.kind, first.array, first.index) == ("out-of-bounds", "x", N)
     assert first.unit == ((CUBES - 1, 0, 0), (BLOCK - 1, 0, 0))
     assert caught.value.count == 1
+
+
+def test_a_line_past_the_end_is_reported_at_its_last_element(client, sanitizing):
+    with pytest.raises(SanitizerError) as caught:
+        _run(client, planted_line_past_end)
+    first = caught.value.findings[0]
+    assert (first.kind, first.array, first.index) == ("out-of-bounds", "x", N + 1)
+    assert first.line == _line_of("# planted: the last line is x[N:N+2]")
+    assert first.unit == ((CUBES - 1, 0, 0), (BLOCK - 2, 0, 0))
+    assert caught.value.count == 2  # the last two units share the line past the end
 
 
 def test_launches_are_not_checked_with_the_sanitizer_off(client, sanitizing, monkeypatch):
