@@ -16,8 +16,6 @@ futures. Shaders and pipelines are built by :class:`~ruda_wgpu.pipelines.KernelP
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -53,6 +51,7 @@ from .compiler import CORE_ELEMS, WebGpuCompiler
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
+from .submission import Submitter
 
 __all__ = ["WebGpuDriver", "WebGpuServer"]
 
@@ -64,12 +63,14 @@ MAX_DISPATCH = 65535
 
 
 class WebGpuStream(ServerStream):
-    """A command encoder being recorded (with its open compute pass), the launch records it
-    binds, and what its submission must keep alive."""
+    """A command encoder being recorded (with its open compute pass) and the launch records it
+    binds; its flush hands them to the device's :class:`~ruda_wgpu.submission.Submitter`."""
 
-    def __init__(self, slot: int, device: Any) -> None:
+    def __init__(self, slot: int, device: Any, submitter: Submitter, marker: Any) -> None:
         super().__init__(slot)
         self.device = device
+        self.submitter = submitter
+        self.marker = marker
         self.encoder: Any = None
         self.compute: Any = None
         self.arena = bytearray(ARENA_NBYTES)
@@ -77,7 +78,8 @@ class WebGpuStream(ServerStream):
         self.records = device.create_buffer(
             size=ARENA_NBYTES + RECORD_WINDOW_NBYTES, usage=_U.STORAGE | _U.COPY_DST
         )
-        self.kept: list[Any] = []  #: staging buffers of the recorded copies
+        #: host writes (page, byte offset, bytes) the next submission makes first
+        self.writes: list[tuple[Any, int, bytes]] = []
 
     def recording(self) -> Any:
         """The encoder, outside any compute pass (for copies)."""
@@ -94,45 +96,32 @@ class WebGpuStream(ServerStream):
             self.compute = self.recording().begin_compute_pass()
         return self.compute
 
-    def submit(self, queue_: Any) -> None:
-        """Submit what is recorded (nothing when nothing is)."""
-        if self.encoder is None:
-            return
+    def submit(self, then: Callable[[], None] | None = None) -> RudaFuture[None]:
+        """Hand what is recorded to the submitter (with a copy into a buffer of its own last,
+        whose mapping marks it done); the device's last submission's future when nothing is
+        recorded and nothing waits for it."""
+        if self.encoder is None and then is None and not self.writes:
+            return self.submitter.last
         encoder = self.recording()
         self.encoder = None
+        written = bytes(memoryview(self.arena)[: self.arena_used])
+        self.arena_used = 0
+        mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
         try:
-            if self.arena_used:
-                queue_.write_buffer(self.records, 0, memoryview(self.arena)[: self.arena_used])
-            queue_.submit([encoder.finish()])
+            encoder.copy_buffer_to_buffer(self.marker, 0, mark, 0, 4)
+            commands = encoder.finish()
         except Exception as exc:  # wgpu raises plain Exceptions (validation errors)
             raise translate("submitting queued work", exc) from exc
-        finally:
-            self.arena_used = 0
-            self.kept.clear()
-
-
-class _Waiter:
-    """A thread that waits for the mappings that mark submissions done, in order."""
-
-    def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Any, Callable[[], None]]] = queue.SimpleQueue()
-        threading.Thread(target=self._work, name=name, daemon=True).start()
-
-    def add(self, mapping: Any, then: Callable[[], None]) -> None:
-        self._queue.put((mapping, then))
-
-    def _work(self) -> None:
-        while True:
-            mapping, then = self._queue.get()
-            mapping.sync_wait()  # a failed mapping still means the submission has ended
-            then()
+        writes, self.writes = self.writes, []
+        records = [(self.records, 0, written)] if written else []
+        return self.submitter.submit(self, commands, [*writes, *records], mark, then)
 
 
 class _Timestamp:
     """A device timestamp written into a stream's encoder, read once it is needed (after the
     profile's sync: its submission is done)."""
 
-    __slots__ = ("_ns", "_readback")
+    __slots__ = ("_held", "_ns", "_readback")
 
     def __init__(self, device: Any, stream: WebGpuStream) -> None:
         queries = device.create_query_set(type="timestamp", count=1)
@@ -145,7 +134,7 @@ class _Timestamp:
             encoder.copy_buffer_to_buffer(resolved, 0, self._readback, 0, 8)
         except Exception as exc:
             raise translate("recording a timestamp", exc) from exc
-        stream.kept += [queries, resolved]
+        self._held = (queries, resolved)  # until the stamp is read
         self._ns: int | None = None
 
     def ns(self) -> int:
@@ -186,13 +175,13 @@ class WebGpuDriver(Driver):
         self.compiler = WebGpuCompiler()
         self.storage = WebGpuStorage(self.device, _host_memory_nbytes())
         self.pipelines = KernelPipelines(self.device, self.storage)
-        self._waiter = _Waiter(f"ruda webgpu waiter {self.name}")
+        self._submitter = Submitter(self.queue, f"ruda webgpu {self.name}")
         self._marker = self.device.create_buffer(size=4, usage=_U.COPY_SRC)
         #: the record stride: a dynamic storage offset must be a multiple of this
         self.record_align = int(self.device.limits["min-storage-buffer-offset-alignment"])
 
     def new_stream(self, slot: int) -> WebGpuStream:
-        return WebGpuStream(slot, self.device)
+        return WebGpuStream(slot, self.device, self._submitter, self._marker)
 
     # -- kernels ----------------------------------------------------------------------------
 
@@ -208,7 +197,6 @@ class WebGpuDriver(Driver):
         stride = -(-packer.size // align) * align
         elem_nbytes = built.elem_nbytes
         dynamic = built.dynamic_shared
-        queue_ = self.queue
         planes = task.uses_planes  # not the task: its kernel is let go when it dies
 
         def run(
@@ -229,7 +217,7 @@ class WebGpuDriver(Driver):
             while True:
                 chunk = min(cx - first, MAX_DISPATCH)
                 if s.arena_used + stride > ARENA_NBYTES:
-                    s.submit(queue_)
+                    s.submit()
                 at = s.arena_used
                 packer.pack_into(s.arena, at, first, cx, cy, cz, *offsets, *metadata, *scalars)
                 s.arena_used = at + stride
@@ -249,28 +237,23 @@ class WebGpuDriver(Driver):
     # -- copies -----------------------------------------------------------------------------
 
     def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
-        """A staging buffer holding a copy of ``data``, copied into the binding in stream
-        order. Sizes are rounded up to whole words (WebGPU copies words): a binding whose size
-        is not a multiple of 4 has its last word's extra bytes zeroed."""
+        """A copy of ``data`` the submitter writes into the binding just before the stream's
+        next submission (what is recorded before it is handed over first, so the write comes
+        after it). Sizes are rounded up to whole words (WebGPU writes words): a binding whose
+        size is not a multiple of 4 has its last word's extra bytes zeroed."""
         s = cast(WebGpuStream, stream)
         if binding.nbytes == 0:
             return
         start, size = _words(binding)
-        staging = self.device.create_buffer(size=size, usage=_U.COPY_SRC, mapped_at_creation=True)
         if start != binding.offset_bytes:
             raise IoError(
-                f"writing {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU copies "
-                "whole 4-byte words, so a write must start and end on one"
+                f"writing {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU writes "
+                "whole 4-byte words, so a write must start on one"
             )
-        host = np.zeros(size, dtype=np.uint8)
-        host[: binding.nbytes] = np.frombuffer(data, dtype=np.uint8)
-        staging.write_mapped(host)
-        staging.unmap()
-        s.kept.append(staging)
-        try:
-            s.recording().copy_buffer_to_buffer(staging, 0, binding.resource, start, size)
-        except Exception as exc:
-            raise translate(f"writing {binding.nbytes} bytes", exc, IoError) from exc
+        host = bytes(data) + bytes(size - binding.nbytes)
+        if s.encoder is not None:
+            s.submit()
+        s.writes.append((binding.resource, start, host))
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
@@ -287,15 +270,13 @@ class WebGpuDriver(Driver):
                 stagings.append((staging, b.offset_bytes - start, b.nbytes))
         except Exception as exc:
             raise translate("reading", exc, IoError) from exc
-        s.submit(self.queue)
         promise: Promise[list[Bytes]] = Promise()
-        mappings = [st.map_async(wgpu.MapMode.READ) for st, _, _ in stagings]
 
-        def complete() -> None:
+        def complete() -> None:  # on the submitter's waiting thread, once the copies are done
             try:
                 out = []
-                for (staging, skip, nbytes), mapping in zip(stagings, mappings, strict=True):
-                    mapping.sync_wait()
+                for staging, skip, nbytes in stagings:
+                    staging.map_sync(wgpu.MapMode.READ)
                     whole = staging.read_mapped()
                     out.append(whole[skip : skip + nbytes].toreadonly())
                     staging.unmap()
@@ -303,9 +284,7 @@ class WebGpuDriver(Driver):
             except Exception as exc:
                 promise.set_error(translate("reading", exc, IoError))
 
-        if not mappings:
-            return RudaFuture.ready([])
-        self._waiter.add(mappings[-1], complete)
+        s.submit(complete)
         return promise.future
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:
@@ -339,7 +318,7 @@ class WebGpuDriver(Driver):
     # -- queue ------------------------------------------------------------------------------
 
     def fence(self, stream: ServerStream) -> _MappedFence:
-        return _MappedFence(self._submitted(cast(WebGpuStream, stream)))
+        return _MappedFence(cast(WebGpuStream, stream).submit())
 
     def timestamp(self, stream: ServerStream) -> _Timestamp:
         return _Timestamp(self.device, cast(WebGpuStream, stream))
@@ -348,29 +327,10 @@ class WebGpuDriver(Driver):
         """Nothing to record: the fence's work is submitted, and the queue runs in order."""
 
     def flush(self, stream: ServerStream) -> None:
-        cast(WebGpuStream, stream).submit(self.queue)
+        cast(WebGpuStream, stream).submit()
 
     def sync(self, stream: ServerStream) -> RudaFuture[None]:
-        return self._submitted(cast(WebGpuStream, stream))
-
-    def _submitted(self, stream: WebGpuStream) -> RudaFuture[None]:
-        """Submit the stream with a copy into a fresh 4-byte buffer, and a future of that
-        buffer's mapping: complete when every submission so far is."""
-        mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
-        try:
-            stream.recording().copy_buffer_to_buffer(self._marker, 0, mark, 0, 4)
-        except Exception as exc:
-            raise translate("recording a fence", exc) from exc
-        stream.submit(self.queue)
-        promise: Promise[None] = Promise()
-        mapping = mark.map_async(wgpu.MapMode.READ)
-
-        def complete() -> None:
-            promise.set_result(None)
-            mark.destroy()
-
-        self._waiter.add(mapping, complete)
-        return promise.future
+        return cast(WebGpuStream, stream).submit()
 
 
 def _words(binding: Binding) -> tuple[int, int]:

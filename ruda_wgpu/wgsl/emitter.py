@@ -161,6 +161,26 @@ class WgslEmitter:
         return writer.guarded(writer.run)
 
 
+#: How many times a short loop body is repeated per turn of its loop.
+UNROLL = 1024
+#: The most instructions a loop body repeated :data:`UNROLL` times may have.
+_UNROLLED_INSTRUCTIONS = 4
+
+
+def _unrollable(body: Block) -> bool:
+    """Whether a loop body is a few plain instructions (no control flow, barrier, atomic or
+    plane operation), cheap to repeat."""
+    plain = all(
+        isinstance(s, Instr)
+        and s.op not in ATOMIC_OPS
+        and s.op not in PLANE_OPS
+        and s.op not in SYNC_REDUCE_OPS
+        and s.op not in (Op.SYNC_UNITS, Op.REPORT_OOB)
+        for s in body
+    )
+    return plain and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
+
+
 def _packed(elem: Elem) -> bool:
     """Whether a buffer of ``elem`` is held as packed words (WGSL has no smaller type)."""
     return elem is Elem.BOOL or elem in NARROW
@@ -415,9 +435,22 @@ class _Writer:
             moved = f"{counter} {'+' if step > 0 else '-'} {literal(abs(step), elem)}"
             advance = f"{counter} = select({end}, {moved}, {ut}({gap}) > {size})"
         start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
-        self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
-        self._line(depth + 2, f"{var} = {counter};")
-        self._block(loop.body, depth + 2)
+        if not _unrollable(loop.body):
+            self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
+            self._line(depth + 2, f"{var} = {counter};")
+            self._block(loop.body, depth + 2)
+            self._line(depth + 1, "}")
+            self._line(depth, "}")
+            return
+        # a short straight body, UNROLL times per turn of the loop: lavapipe ends a unit's
+        # loops after 65 535 turns in all, and a turn costs more than such a body
+        self._line(depth + 1, f"{start};")
+        self._line(depth + 1, "loop {")
+        for _ in range(UNROLL):
+            self._line(depth + 2, f"if (!({cond})) {{ break; }}")
+            self._line(depth + 2, f"{var} = {counter};")
+            self._block(loop.body, depth + 2)
+            self._line(depth + 2, f"{advance};")
         self._line(depth + 1, "}")
         self._line(depth, "}")
 

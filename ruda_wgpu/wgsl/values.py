@@ -377,7 +377,7 @@ def _typed(text: str, ty: str) -> str:
 #: type's constructor.
 _FLOAT_HELPERS = {
     Op.POW: """    // C's pow, special values included (WGSL's is undefined for a <= 0)
-    let inf = bitcast<T>(0x7f800000u);
+    let inf = bitcast<f32>(0x7f800000u);
     let whole = b == trunc(b);
     let odd = whole && abs(b) < T(16777216.0) && trunc(b * T(0.5)) != b * T(0.5);
     let negative = bitcast<u32>(a) >= 0x80000000u;

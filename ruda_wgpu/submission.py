@@ -1,0 +1,95 @@
+"""``Submitter``: the device queue's submissions, made off the caller's thread, and their
+completion.
+
+A stream's recorded commands become one command buffer at each flush; the submitter submits
+them in order on a thread of its own, with the host writes that go before them, because a
+submission waits there until the device has finished the previous one (lavapipe's queue does),
+and so does every call that needs the queue meanwhile (a write, the unmapping of a buffer
+mapped at creation), which a launch, upload, flush or sync must not.
+Each command buffer ends with a copy into a small buffer of its own; a second thread maps
+those buffers in turn (the mapping completes when the submission has), runs what waits for the
+submission (a read's mappings) and completes its future. The queue runs submissions in order,
+so the last submission's future is a fence after everything submitted before it. Imports wgpu.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import wgpu
+
+from ruda_core.runtime import Promise, RudaFuture, ServerStream
+
+from .adapters import translate
+
+__all__ = ["Submitter"]
+
+
+class _Submission(NamedTuple):
+    stream: ServerStream
+    commands: Any  #: the command buffer
+    writes: list[tuple[Any, int, bytes]]  #: (buffer, offset, bytes) written before it runs
+    mark: Any  #: the buffer the commands copy into last
+    then: Callable[[], None] | None  #: what runs once the submission is done
+    promise: Promise[None]
+
+
+class Submitter:
+    """Submits command buffers in order on a thread and completes their futures on another.
+
+    :param device_queue: the device's ``GPUQueue``.
+    :param name: names the threads.
+    """
+
+    def __init__(self, device_queue: Any, name: str) -> None:
+        self._queue = device_queue
+        self._submit: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
+        self._wait: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
+        #: the future of the last submission handed over (the device's latest fence)
+        self.last: RudaFuture[None] = RudaFuture.ready(None)
+        threading.Thread(target=self._submitting, name=f"{name} submit", daemon=True).start()
+        threading.Thread(target=self._waiting, name=f"{name} wait", daemon=True).start()
+
+    def submit(
+        self,
+        stream: ServerStream,
+        commands: Any,
+        writes: list[tuple[Any, int, bytes]],
+        mark: Any,
+        then: Callable[[], None] | None = None,
+    ) -> RudaFuture[None]:
+        """Hand over one command buffer and the host writes (the launch records it reads,
+        uploads) made just before it; returns at once with the future of its completion.
+        Called with the server's lock held."""
+        promise: Promise[None] = Promise()
+        self._submit.put(_Submission(stream, commands, writes, mark, then, promise))
+        self.last = promise.future
+        return promise.future
+
+    def _submitting(self) -> None:
+        while True:
+            item = self._submit.get()
+            try:
+                for buffer, offset, data in item.writes:
+                    self._queue.write_buffer(buffer, offset, data)
+                self._queue.submit([item.commands])
+            except Exception as exc:  # wgpu raises plain Exceptions: the stream's error
+                item.stream.fail(translate("submitting queued work", exc), ())
+            self._wait.put(item)
+
+    def _waiting(self) -> None:
+        while True:
+            item = self._wait.get()
+            try:
+                item.mark.map_async(wgpu.MapMode.READ).sync_wait()
+            except Exception as exc:  # the device is lost: what waits for it learns so
+                item.promise.set_error(translate("waiting for queued work", exc))
+                continue
+            item.mark.unmap()
+            item.mark.destroy()
+            if item.then is not None:
+                item.then()
+            item.promise.set_result(None)
