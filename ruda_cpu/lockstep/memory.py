@@ -154,15 +154,24 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
 _I64 = np.dtype(np.int64)
 
 
+def _unit_array(seg: Segmented, idx: Any) -> np.ndarray | None:
+    """The array over one cube's units of a Units index of shared memory (one segment per
+    cube) that holds one; None for other indices."""
+    if type(idx) is not Units:
+        return None
+    one = idx.one
+    return one if isinstance(one, np.ndarray) and seg.per == one.shape[0] else None
+
+
 def _straightened(seg: Segmented, idx: Any) -> Any:
     """A Units index of shared memory (one segment per cube) holding an array that steps
     evenly through the units, as a :class:`Lanes` one, so that the access becomes a 2-D slice;
     other indices unchanged. The array's elements are read as signed: an unsigned index that
     wrapped below zero (``UNIT_POS - d``) is out of bounds either way, since no segment is
     half as long as the index type's range."""
-    if type(idx) is not Units or type(idx.one) is Lanes or seg.per != idx.one.shape[0]:
+    one = _unit_array(seg, idx)
+    if one is None:
         return idx
-    one = idx.one
     n = one.shape[0]
     if n < 2 or seg.length >= 1 << (8 * one.dtype.itemsize - 1):
         return idx
@@ -179,11 +188,10 @@ def _unit_picks(seg: Segmented, idx: Any) -> tuple[np.ndarray, np.ndarray | None
     """For a Units index of shared memory (one segment per cube) that holds an array over one
     cube's units: the ``intp`` element each unit reaches (0 where out of bounds) and the units
     out of bounds (None when there are none); None for other indices."""
-    if type(idx) is not Units or type(idx.one) is Lanes or seg.per != idx.one.shape[0]:
+    one = _unit_array(seg, idx)
+    if one is None or not seg.length:
         return None
-    if not seg.length:
-        return None
-    u = _unsigned(idx.one)
+    u = _unsigned(one)
     if u.max() < seg.length:
         return _intp(u), None
     bad = u >= seg.length

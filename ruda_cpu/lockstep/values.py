@@ -117,7 +117,7 @@ class Units:
 
     __slots__ = ("_array", "cubes", "one")
 
-    def __init__(self, one: Lanes, cubes: int) -> None:
+    def __init__(self, one: Lanes | np.ndarray, cubes: int) -> None:
         self.one = one
         self.cubes = cubes
         self._array: np.ndarray | None = None
@@ -336,7 +336,12 @@ def ne(a: Value, b: Value) -> Value:
 
 
 #: The unsigned type of each element size: a blend moves any element as these bits.
-_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: _U64}
+_BITS: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: _U64,
+}
 
 
 def blend(m: np.ndarray, a: Value, b: Value) -> Any:
