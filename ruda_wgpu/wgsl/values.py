@@ -70,13 +70,9 @@ _BUILTIN = {
     Op.SIN: "sin",
     Op.COS: "cos",
     Op.TAN: "tan",
-    Op.ASIN: "asin",
-    Op.ACOS: "acos",
-    Op.ATAN: "atan",
     Op.SINH: "sinh",
     Op.COSH: "cosh",
     Op.ASINH: "asinh",
-    Op.ACOSH: "acosh",
     Op.ATANH: "atanh",
     Op.FLOOR: "floor",
     Op.CEIL: "ceil",
@@ -84,7 +80,6 @@ _BUILTIN = {
     Op.TRUNC: "trunc",
     Op.ABS: "abs",
     Op.FMA: "fma",
-    Op.ATAN2: "atan2",
 }
 
 
@@ -291,10 +286,6 @@ class WgslValues:
             bits, magnitude = _magnitude(w[0], elem)
             inf = literal(0x7FF0000000000000 if elem is Elem.F64 else 0x7F800000, bits)
             return f"({magnitude} {'==' if op is Op.ISINF else '<'} {inf})"
-        if op is Op.FMOD:
-            return f"({w[0]} - trunc({w[0]} / {w[1]}) * {w[1]})"
-        if op is Op.REMAINDER:
-            return f"({w[0]} - round({w[0]} / {w[1]}) * {w[1]})"
         if op is Op.LOG10:
             return f"(log2({w[0]}) * {literal(math.log10(2.0), elem)})"
         if op is Op.COPYSIGN:
@@ -307,6 +298,10 @@ class WgslValues:
         params = ", ".join(f"{p}: {ty}" for p in "abc"[: len(w)])
         if op is Op.LGAMMA:
             self.prelude.add(f"ruda_lgamma_pos_{ty}", _typed(_LGAMMA_POS, ty))
+        if op is Op.POW:
+            self.prelude.add(f"ruda_pow_positive_{ty}", _typed(_POW_POSITIVE, ty))
+        if op in (Op.ASIN, Op.ACOS, Op.ATAN2):
+            self._float(Op.ATAN, elem, ["a"])
         self.prelude.add(name, f"fn {name}({params}) -> {ty} {{\n{_typed(helper, ty)}\n}}")
         return f"{name}({', '.join(w)})"
 
@@ -369,7 +364,9 @@ def _typed(text: str, ty: str) -> str:
         text.replace("_T(", f"_{ty}(")
         .replace("T(", f"{ty}(")
         .replace(": T)", f": {ty})")
+        .replace(": T,", f": {ty},")
         .replace("-> T ", f"-> {ty} ")
+        .replace("<T>", f"<{ty}>")
     )
 
 
@@ -398,12 +395,12 @@ _FLOAT_HELPERS = {
     }
     if (a < T(0.0)) {
         if (!whole) { return sqrt(a); }  // NaN
-        let m = pow(-a, b);
+        let m = ruda_pow_positive_T(-a, b);
         return select(m, -m, odd);
     }
-    return pow(a, b);""",
+    return ruda_pow_positive_T(a, b);""",
     Op.LOG1P: """    let u = T(1.0) + a;
-    if (u == T(1.0)) { return a; }
+    if (u == T(1.0) || bitcast<u32>(a) == 0x7f800000u) { return a; }
     return log(u) * (a / (u - T(1.0)));""",
     Op.EXPM1: """    let u = exp(a);
     if (u == T(1.0)) { return a; }
@@ -411,6 +408,160 @@ _FLOAT_HELPERS = {
     if (m == T(-1.0)) { return T(-1.0); }
     if (abs(a) > T(0.5)) { return m; }
     return m * (a / log(u));""",
+    Op.ACOSH: """    // log1p(t + sqrt(t * (a + 1))) with t = a - 1: exact near 1, where
+    // log(a + sqrt(a * a - 1)) loses the digits
+    if (a > T(1.0e18)) { return log(a) + T(0.6931471805599453); }
+    let t = a - T(1.0);
+    if (t < T(0.0)) { return sqrt(t); }  // NaN
+    let v = t + sqrt(t * (a + T(1.0)));
+    let u = T(1.0) + v;
+    if (u == T(1.0)) { return v; }
+    return log(u) * (v / (u - T(1.0)));""",
+    Op.ATAN: """    // Cephes' atanf (within 2 ulp): drivers' atan is coarse and drops NaNs
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    let x = abs(a);
+    var base = T(0.0);
+    var z = x;
+    if (x > T(2.414213562373095)) {
+        base = T(1.5707963267948966);
+        z = T(-1.0) / x;
+    } else if (x > T(0.41421356237309503)) {
+        base = T(0.7853981633974483);
+        z = (x - T(1.0)) / (x + T(1.0));
+    }
+    let zz = z * z;
+    let p = (((T(0.0805374449538) * zz - T(0.138776856032)) * zz + T(0.199777106478)) * zz
+        - T(0.333329491539)) * zz * z + z;
+    return select(base + p, -(base + p), a < T(0.0));""",
+    Op.ATAN2: """    // C's atan2 with its signed zeros and infinities, through ruda_atan
+    let pi = T(3.141592653589793);
+    let neg_y = bitcast<u32>(a) >= 0x80000000u;
+    let neg_x = bitcast<u32>(b) >= 0x80000000u;
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
+    let inf_y = (bitcast<u32>(a) & 0x7fffffffu) == 0x7f800000u;
+    let inf_x = (bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u;
+    var r = T(0.0);
+    if (a == T(0.0)) {
+        r = select(T(0.0), pi, neg_x);
+    } else if (inf_x && inf_y) {
+        r = select(pi * T(0.25), pi * T(0.75), neg_x);
+    } else if (inf_x) {
+        r = select(T(0.0), pi, neg_x);
+    } else if (inf_y || b == T(0.0)) {
+        r = pi * T(0.5);
+    } else {
+        r = ruda_atan_T(abs(a) / abs(b));
+        r = select(r, pi - r, neg_x);
+    }
+    return select(r, -r, neg_y);""",
+    Op.FMOD: """    // exact, as C's fmod: the divisor scaled to the remainder's exponent is taken
+    // off while it fits (each difference is exact)
+    let y = abs(b);
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
+        return bitcast<T>(0x7fc00000u);  // NaN
+    }
+    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
+    var r = abs(a);
+    let ey = frexp(y).exp;
+    var s = y;
+    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+    }
+    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
+    Op.REMAINDER: """    // exact, as IEEE's: fmod's long division, then the nearest multiple (an
+    // even one on a tie)
+    let y = abs(b);
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
+        return bitcast<T>(0x7fc00000u);  // NaN
+    }
+    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
+    var r = abs(a);
+    var odd = false;
+    let ey = frexp(y).exp;
+    var s = y;
+    loop {  // eight steps a turn, as fmod's
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+    }
+    if (r > y * T(0.5) || (r == y * T(0.5) && odd)) { r = r - y; }
+    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
+    Op.ASIN: """    // through atan: drivers' asin is coarse
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(T(-1.0) - abs(a)); }
+    if (abs(a) == T(1.0)) { return a * T(1.5707963267948966); }
+    return ruda_atan_T(a / sqrt((T(1.0) - a) * (T(1.0) + a)));""",
+    Op.ACOS: """    // through atan: drivers' acos is coarse
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(T(-1.0) - abs(a)); }
+    return T(2.0) * ruda_atan_T(sqrt((T(1.0) - a) / (T(1.0) + a)));""",
     Op.TANH: """    if (abs(a) > T(20.0)) { return sign(a); }
     return tanh(a);""",
     Op.CBRT: """    if (a == T(0.0) || a != a || abs(a) > T(3.0e38)) { return a; }
@@ -419,8 +570,14 @@ _FLOAT_HELPERS = {
     return y;""",
     Op.HYPOT: """    let x = abs(a);
     let y = abs(b);
+    if (bitcast<u32>(x) == 0x7f800000u || bitcast<u32>(y) == 0x7f800000u) {
+        return bitcast<T>(0x7f800000u);  // inf, even with a NaN
+    }
+    if (bitcast<u32>(x) > 0x7f800000u || bitcast<u32>(y) > 0x7f800000u) {
+        return bitcast<T>(0x7fc00000u);  // NaN
+    }
     let m = max(x, y);
-    if (m == T(0.0) || m > T(3.0e38)) { return select(m, x + y, x != x || y != y); }
+    if (m == T(0.0)) { return m; }
     let n = min(x, y) / m;
     return m * sqrt(T(1.0) + n * n);""",
     Op.ERF: """    let x = abs(a);
@@ -437,6 +594,8 @@ _FLOAT_HELPERS = {
     return select(r, T(2.0) - r, a < T(0.0));""",
     Op.LGAMMA: """    var x = a;
     var shift = T(0.0);
+    if (x <= T(0.0) && x == floor(x)) { return bitcast<T>(0x7f800000u); }  // a pole: inf
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return abs(x); }  // inf, NaN
     if (x < T(0.5)) {
         // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
         let s = abs(sin(T(3.14159265358979) * x));
@@ -444,6 +603,80 @@ _FLOAT_HELPERS = {
     }
     return ruda_lgamma_pos_T(x);""",
 }
+_POW_POSITIVE = """fn ruda_pow_positive_T(a: T, b: T) -> T {
+    // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
+    // whose error grows with b * log2(a)
+    if (abs(b) >= T(1048576.0)) { return pow(a, b); }
+    let n = trunc(b);
+    var k = u32(abs(n));
+    var base = a;
+    var whole = T(1.0);
+    // 20 squarings, written out: no loop (lavapipe ends a unit's loops after 65 535 turns)
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    let rest = pow(a, b - n);
+    let r = select(whole * rest, rest / whole, n < T(0.0));
+    if (whole > T(3.0e38) || r == T(0.0) || abs(r) > T(3.0e38)) { return pow(a, b); }
+    return r;
+}"""
 _LGAMMA_POS = """fn ruda_lgamma_pos_T(a: T) -> T {
     // Lanczos (g = 7, 9 terms) for a >= 0.5
     let x = a - T(1.0);
