@@ -313,9 +313,13 @@ def test_random_program_matches_lane_by_lane_interpreter(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=blocks(3, 0, []), seed=st.integers(0, 2**32 - 1))
+@given(
+    body=blocks(3, 0, []),
+    seed=st.integers(0, 2**32 - 1),
+    mode=st.sampled_from([ExecutionMode.CHECKED, ExecutionMode.UNCHECKED]),
+)
 def test_sanitizer_reports_exactly_the_out_of_bounds_loads_at_two_widths(
-    width_clients: dict[int, ComputeClient], body: tuple, seed: int
+    width_clients: dict[int, ComputeClient], body: tuple, seed: int, mode: ExecutionMode
 ) -> None:
     defn = program(body)
     a = np.random.default_rng(seed).integers(-12, 40, N_LANES + 30).astype(np.int32)
@@ -333,8 +337,9 @@ def test_sanitizer_reports_exactly_the_out_of_bounds_loads_at_two_widths(
                     (),
                     3,
                     32,
-                    ExecutionMode.CHECKED,
+                    mode,
                 )
             except SanitizerError as err:
                 kinds = err.kinds
-        assert kinds == ({"out-of-bounds": outside} if outside else {}), f"planes of {width}"
+        want = {"out-of-bounds": outside} if outside else {}
+        assert kinds == want, f"{mode.value} launch, planes of {width}"
