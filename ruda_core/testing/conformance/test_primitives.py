@@ -38,11 +38,18 @@ def _wide(client, expected: np.dtype, elem: Elem) -> np.dtype:
     return expected
 
 
-def _sum_bound(x: np.ndarray, n: int, plane: int) -> np.ndarray:
-    """The float sum's documented bound: ``(ceil(n / 65536) + 16 + 2 * (log2(P) + ceil(1024 /
-    P)) + 1) * eps * sum(|x|)`` (reductions), per element of the sum along the last axis."""
+def _fold(plane: int) -> float:
+    """The error steps of one cube-wide fold: ``log2(P) + ceil(1024 / P)``."""
+    return math.log2(plane) + math.ceil(1024 / plane)
+
+
+def _sum_bound(x: np.ndarray, plane: int, whole: bool) -> np.ndarray:
+    """The float sum's documented bound, ``steps * eps * sum(|x|)`` per sum along the last axis:
+    ``steps = ceil(n / 65536) + 48 + 2 * fold`` over all elements, ``ceil(n / 64) + fold`` over
+    the last axis."""
+    n = x.shape[-1]
     eps = np.finfo(x.dtype).eps
-    steps = math.ceil(n / 65536) + 16 + 2 * (math.log2(plane) + math.ceil(1024 / plane)) + 1
+    steps = math.ceil(n / 65536) + 48 + 2 * _fold(plane) if whole else -(-n // 64) + _fold(plane)
     return steps * eps * np.abs(x.astype(np.float64)).sum(axis=-1)
 
 
@@ -56,7 +63,7 @@ def test_sum_min_max_match_numpy(client, elem, n):
     expected = x.sum()
     assert total.shape == () and total.dtype == _wide(client, expected.dtype, elem)
     if elem.is_float:
-        bound = _sum_bound(x, n, client.properties().plane_dim)
+        bound = _sum_bound(x, client.properties().plane_dim, whole=True)
         assert abs(float(total) - x.astype(np.float64).sum()) <= bound
     else:
         assert total == expected.astype(total.dtype)
@@ -85,7 +92,7 @@ def test_reductions_over_the_last_axis(client, elem):
     total = ops.sum(t, axis=-1).numpy()
     assert total.dtype == _wide(client, x.sum(axis=-1).dtype, elem)
     if elem.is_float:
-        bound = _sum_bound(x, 3001, client.properties().plane_dim)
+        bound = _sum_bound(x, client.properties().plane_dim, whole=False)
         assert (np.abs(total - x.astype(np.float64).sum(axis=-1)) <= bound).all()
     else:
         np.testing.assert_array_equal(total, x.sum(axis=-1))
@@ -115,12 +122,10 @@ def test_cumsum_matches_numpy(client, elem, exclusive):
 
 
 def _scan_bound(x: np.ndarray, plane: int) -> np.ndarray:
-    """The float running sum's documented bound, per element: ``(ceil(n / 256) + 3 * (16 + 2 *
-    (log2(P) + ceil(1024 / P)))) * eps * sum(|x[..j]|)``."""
-    eps = np.finfo(x.dtype).eps
-    n = x.shape[-1]
-    steps = math.ceil(n / 256) + 3 * (16 + 2 * (math.log2(plane) + math.ceil(1024 / plane)))
-    return steps * eps * np.cumsum(np.abs(x.astype(np.float64)), axis=-1)
+    """The float running sum's documented bound, per element: ``4 * (16 + 2 * fold) * eps *
+    sum(|x[..j]|)``."""
+    steps = 4 * (16 + 2 * _fold(plane))
+    return steps * np.finfo(x.dtype).eps * np.cumsum(np.abs(x.astype(np.float64)), axis=-1)
 
 
 def test_cumsum_of_all_elements_and_of_a_host_array(client):
