@@ -14,6 +14,7 @@ from typing import Any
 
 from ..arrays import asarray
 from ..ir import Elem
+from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, UnsupportedFeature
 from ..runtime.layer_norm_args import TensorBuffer
 from ..tensor import RudaTensor
@@ -24,6 +25,7 @@ __all__ = [
     "NUMBERS",
     "Cubes",
     "cube_units",
+    "named_elem",
     "one_operand",
     "sum_elem",
 ]
@@ -65,6 +67,16 @@ def one_operand(
             "32-bit type first"
         )
     return client, RudaTensor(buf.handle, buf.shape, buf.strides, buf.elem)
+
+
+def named_elem(op: str, arg: ArrayArg) -> Elem:
+    """The element type ``arg`` names, which a kernel's output takes.
+
+    :raises LaunchConfigError: when ``arg`` names none.
+    """
+    if arg.elem is None:
+        raise LaunchConfigError(f"{op}: the output array must name its element type (elem=...)")
+    return arg.elem
 
 
 def sum_elem(client: ComputeClient, elem: Elem) -> Elem:

@@ -26,7 +26,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import Cubes, one_operand, sum_elem
+from .primitive_inputs import Cubes, named_elem, one_operand, sum_elem
 from .reduce_kernels import reduce_segments
 
 __all__ = ["max", "min", "reduce_into", "sum"]
@@ -130,13 +130,17 @@ def reduce_into(
     """Enqueue one launch of :func:`.reduce_kernels.reduce_segments`: ``out[r * segs + s]`` is
     the ``kind`` reduction of segment ``s`` of row ``r`` (``rows`` rows of ``n > 0`` elements
     of ``x``, ``segs`` segments of ``ceil(n / segs)``), covered as ``cubes`` says. Shared with
-    :mod:`.scan` (its tile sums)."""
+    :mod:`.scan` (its tile sums).
+
+    :raises LaunchConfigError: when ``out`` does not name its element type.
+    """
+    elem = named_elem("reduce", out)
     span = -(-n // segs)
     segs = -(-n // span)  # no segment is empty
     work = rows * segs
     props = client.properties()
     count = builtins.min(work, props.max_ruda_count[0], 65535)
-    nan = float("nan") if out.elem.is_float else 0
+    nan = float("nan") if elem.is_float else 0
     reduce_segments.launch_unchecked(
         client,
         RudaCount(count),
@@ -149,7 +153,7 @@ def reduce_into(
         span,
         nan,
         KIND=kind,
-        FLOAT=out.elem.is_float,
+        FLOAT=elem.is_float,
         PLANES=cubes.planes,
         UNITS=cubes.units,
         ITEMS=cubes.items,

@@ -24,7 +24,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import Cubes, one_operand, sum_elem
+from .primitive_inputs import Cubes, named_elem, one_operand, sum_elem
 from .reduce import reduce_into
 from .scan_kernels import scan_segments
 
@@ -97,14 +97,18 @@ def scan_into(
 ) -> None:
     """Enqueue the scan of ``rows`` rows of ``n > 0`` elements of ``x`` into ``out`` (a distinct
     array of ``rows * n`` elements, whose element type the sums take), covered as ``cubes``
-    says (``items`` consecutive elements per unit)."""
+    says (``items`` consecutive elements per unit).
+
+    :raises LaunchConfigError: when ``out`` does not name its element type.
+    """
+    elem = named_elem("cumsum", out)
     tiles = -(-n // cubes.tile)
     if tiles == 1:
         _launch(client, x, out, out, rows, n, 1, exclusive, False, cubes)
         return
-    sums = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
+    sums = ArrayArg(client.empty(rows * tiles * elem.nbytes), rows * tiles, elem)
     reduce_into(client, "sum", x, sums, rows, n, tiles, cubes)
-    carries = ArrayArg(client.empty(rows * tiles * out.elem.nbytes), rows * tiles, out.elem)
+    carries = ArrayArg(client.empty(rows * tiles * elem.nbytes), rows * tiles, elem)
     scan_into(client, sums, carries, rows, tiles, True, cubes)
     _launch(client, x, carries, out, rows, n, tiles, exclusive, True, cubes)
 
