@@ -177,12 +177,10 @@ class KernelPipelines:
                 "resource": {"buffer": records, "offset": 0, "size": RECORD_WINDOW_NBYTES},
             }
         ]
+        pages: list[Any] = [b.resource for b in bindings]  # GPUBuffers, bound whole
         entries += [
-            {
-                "binding": k + 1,
-                "resource": {"buffer": b.resource, "offset": 0, "size": b.resource.size},
-            }  # type: ignore[attr-defined]
-            for k, b in enumerate(bindings)
+            {"binding": k + 1, "resource": {"buffer": page, "offset": 0, "size": page.size}}
+            for k, page in enumerate(pages)
         ]
         try:
             made = self._device.create_bind_group(layout=layout, entries=entries)

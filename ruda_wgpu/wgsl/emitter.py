@@ -269,7 +269,12 @@ class _Writer:
         defn = self.defn
         for p in defn.params:
             self.n[p.name] = self.names.claim(p.name)
-        for var in (*defn.shared, *defn.local_arrays, *defn.locals):
+        declared: list[SharedArray | LocalArray | Local] = [
+            *defn.shared,
+            *defn.local_arrays,
+            *defn.locals,
+        ]
+        for var in declared:
             self.n[var.name] = self.names.claim(var.name)
         module = self._bindings()
         body = self._prologue()
