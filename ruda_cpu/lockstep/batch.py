@@ -120,10 +120,13 @@ class Batch:
     # --- unit positions -----------------------------------------------------------------------
 
     def _unit(self, name: str) -> Any:
-        if name == "linear":
-            one = Lanes(0, 1, self.shape.units, _U32)
-            return one if self.cubes == 1 else Units(one, self.cubes)
-        return self.shape.unit_vector(name, self.cubes)
+        """A unit position over one cube (a Lanes for the linear one), repeated per cube."""
+        one: Any = (
+            Lanes(0, 1, self.shape.units, _U32)
+            if name == "linear"
+            else self.shape.unit_vector(name, 1)
+        )
+        return one if self.cubes == 1 else Units(one, self.cubes)
 
     def unit_pos(self) -> Any:
         return self._unit("linear")
