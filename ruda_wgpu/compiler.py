@@ -3,7 +3,8 @@ pipelines is the driver's job.
 
 ``CompileOptions.extra`` carries what the adapter offers the code: ``("elems", "f16,f32,…")``,
 the element types its WGSL can hold (``shader-f16``, ``shader-f64`` and ``shader-int64`` add
-types to the core ``bool``, ``i32``, ``u32`` and ``f32``).
+types to the core ``bool``, ``i32``, ``u32`` and ``f32``), and ``("loop_limit", "65535")`` where
+the driver stops a unit's loops after that many turns (lavapipe), which kernels then report.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class WebGpuCompiler(Compiler):
         message names the kernel and the capability)."""
         listed = options.get("elems")
         elems = CORE_ELEMS if listed is None else frozenset(Elem(e) for e in listed.split(","))
-        target = WgslTarget(elems, options.plane_dim)
+        target = WgslTarget(elems, options.plane_dim, int(options.get("loop_limit") or 0))
         return CompiledKernel(
             entrypoint="main",
             source=WgslEmitter(target).emit(definition),

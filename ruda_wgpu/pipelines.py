@@ -35,6 +35,7 @@ class BuiltKernel:
     __slots__ = (
         "dynamic_shared",
         "elem_nbytes",
+        "kernel_id",
         "layout",
         "module",
         "name",
@@ -43,8 +44,9 @@ class BuiltKernel:
         "pipelines",
     )
 
-    def __init__(self, compiled: CompiledKernel, module: Any, layout: Any) -> None:
+    def __init__(self, compiled: CompiledKernel, module: Any, layout: Any, kernel_id: int) -> None:
         definition = compiled.definition
+        self.kernel_id = kernel_id  #: what the kernel reports when its loops may have stopped
         self.name = definition.name
         self.module = module
         self.layout = layout  #: the pipeline layout of its number of arrays
@@ -60,9 +62,14 @@ class BuiltKernel:
 class KernelPipelines:
     """The shader modules, pipelines and bind groups of one device."""
 
-    def __init__(self, device: Any, storage: WebGpuStorage) -> None:
+    def __init__(self, device: Any, storage: WebGpuStorage, turned: Any = None) -> None:
+        """:param turned: the buffer kernels that may have been stopped write their id into,
+        bound after the arrays of every kernel; None where the driver stops no loops."""
         self._device = device
         self._storage = storage
+        self._turned = turned
+        #: the names of the built kernels, by the id they report (from 1)
+        self.names: list[str] = []
         self._layouts: dict[int, tuple[Any, Any]] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._generation = storage.generation
@@ -81,9 +88,10 @@ class KernelPipelines:
                     "buffer": {"type": "read-only-storage", "has_dynamic_offset": True},
                 }
             ]
+            extra = 0 if self._turned is None else 1
             entries += [
                 {"binding": k + 1, "visibility": stage, "buffer": {"type": "storage"}}
-                for k in range(narrays)
+                for k in range(narrays + extra)
             ]
             group = self._device.create_bind_group_layout(entries=entries)
             self._layouts[narrays] = (
@@ -125,7 +133,8 @@ class KernelPipelines:
                 file=loc.file if loc else None,
                 line=loc.line if loc else None,
             ) from exc
-        return BuiltKernel(compiled, module, self._layout(narrays)[1])
+        self.names.append(definition.name)
+        return BuiltKernel(compiled, module, self._layout(narrays)[1], len(self.names))
 
     def pipeline(
         self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...], planes: bool
@@ -151,6 +160,8 @@ class KernelPipelines:
             )
         constants: dict[str, int] = {"WX": dim.x, "WY": dim.y, "WZ": dim.z}
         constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})
+        if self._turned is not None:
+            constants["RUDA_KERNEL_ID"] = built.kernel_id
         try:
             made = self._device.create_compute_pipeline(
                 layout=built.layout,
@@ -178,6 +189,8 @@ class KernelPipelines:
             }
         ]
         pages: list[Any] = [b.resource for b in bindings]  # GPUBuffers, bound whole
+        if self._turned is not None:
+            pages.append(self._turned)
         entries += [
             {"binding": k + 1, "resource": {"buffer": page, "offset": 0, "size": page.size}}
             for k, page in enumerate(pages)

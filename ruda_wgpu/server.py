@@ -36,6 +36,7 @@ from ruda_core.runtime import (
     Features,
     IoError,
     KernelLaunch,
+    LaunchError,
     LoadedKernel,
     Promise,
     RudaCount,
@@ -43,6 +44,7 @@ from ruda_core.runtime import (
     RudaFuture,
     RudaTask,
     Run,
+    ServerError,
     ServerStream,
 )
 
@@ -52,6 +54,7 @@ from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
 from .submission import Submitter
+from .wgsl.emitter import LOOP_LIMIT_MARGIN
 
 __all__ = ["WebGpuDriver", "WebGpuServer"]
 
@@ -60,6 +63,8 @@ _U = wgpu.BufferUsage
 ARENA_NBYTES = 1 << 20
 #: Workgroups of one dispatch along an axis (WebGPU's limit everywhere).
 MAX_DISPATCH = 65535
+#: Mesa's llvmpipe (lavapipe) stops a unit's loops after this many turns in all.
+LAVAPIPE_LOOP_LIMIT = 65535
 
 
 class WebGpuStream(ServerStream):
@@ -109,6 +114,7 @@ class WebGpuStream(ServerStream):
         mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
         try:
             encoder.copy_buffer_to_buffer(self.marker, 0, mark, 0, 4)
+            encoder.clear_buffer(self.marker, 0, 4)
             commands = encoder.finish()
         except Exception as exc:  # wgpu raises plain Exceptions (validation errors)
             raise translate("submitting queued work", exc) from exc
@@ -174,11 +180,32 @@ class WebGpuDriver(Driver):
         self.name = adapter.info["device"]
         self.compiler = WebGpuCompiler()
         self.storage = WebGpuStorage(self.device, _host_memory_nbytes())
-        self.pipelines = KernelPipelines(self.device, self.storage)
-        self._submitter = Submitter(self.queue, f"ruda webgpu {self.name}")
-        self._marker = self.device.create_buffer(size=4, usage=_U.COPY_SRC)
+        #: the turns after which the driver stops a unit's loops (lavapipe's), else 0
+        self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
+        #: the word kernels that may have been stopped write their id into; each submission
+        #: copies it into the buffer whose mapping marks it done, then zeroes it
+        self._marker = self.device.create_buffer(
+            size=4, usage=_U.STORAGE | _U.COPY_SRC | _U.COPY_DST
+        )
+        turned = self._marker if self.loop_limit else None
+        self.pipelines = KernelPipelines(self.device, self.storage, turned)
+        self._submitter = Submitter(self.queue, f"ruda webgpu {self.name}", self._stopped)
         #: the record stride: a dynamic storage offset must be a multiple of this
         self.record_align = int(self.device.limits["min-storage-buffer-offset-alignment"])
+
+    def _stopped(self, word: bytes) -> ServerError | None:
+        """The error a submission's copy of the stopped-kernel word reports, if any."""
+        kernel_id = int.from_bytes(word[:4], "little")
+        if kernel_id == 0:
+            return None
+        name = self.pipelines.names[kernel_id - 1]
+        return LaunchError(
+            f"kernel {name} may have been cut short on {self.name}: a unit's loops turned "
+            f"at least {self.loop_limit - LOOP_LIMIT_MARGIN} times, and lavapipe stops a "
+            f"unit's loops after {self.loop_limit} turns in all without an error, so its "
+            "results may be wrong. Give each unit less to loop over (more units), or run it "
+            "on another device"
+        )
 
     def new_stream(self, slot: int) -> WebGpuStream:
         return WebGpuStream(slot, self.device, self._submitter, self._marker)
@@ -397,12 +424,15 @@ class WebGpuServer(ComputeServer):
             extra=(("backend", info["backend_type"]), ("wgpu", wgpu.__version__)),
         )
         elems = ",".join(sorted(e.value for e in features.elems))
+        options: tuple[tuple[str, str], ...] = (("elems", elems),)
+        if driver.loop_limit:
+            options += (("loop_limit", str(driver.loop_limit)),)
         super().__init__(
             device.to_id(),
             driver.storage,
             driver,
             properties,
             features,
-            CompileOptions(plane_dim=plane_dim, extra=(("elems", elems),)),
+            CompileOptions(plane_dim=plane_dim, extra=options),
             fingerprint=describe(adapter),
         )

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import wgpu
 
-from ruda_core.runtime import Promise, RudaFuture, ServerStream
+from ruda_core.runtime import Promise, RudaFuture, ServerError, ServerStream
 
 from .adapters import translate
 
@@ -42,10 +42,15 @@ class Submitter:
 
     :param device_queue: the device's ``GPUQueue``.
     :param name: names the threads.
+    :param stopped: the error, if any, that the four bytes a submission copied last report
+        (the id of a kernel whose loops the driver may have stopped); recorded on its stream.
     """
 
-    def __init__(self, device_queue: Any, name: str) -> None:
+    def __init__(
+        self, device_queue: Any, name: str, stopped: Callable[[bytes], ServerError | None]
+    ) -> None:
         self._queue = device_queue
+        self._stopped = stopped
         self._submit: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
         self._wait: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
         #: the future of the last submission handed over (the device's latest fence)
@@ -88,6 +93,9 @@ class Submitter:
             except Exception as exc:  # the device is lost: what waits for it learns so
                 item.promise.set_error(translate("waiting for queued work", exc))
                 continue
+            error = self._stopped(bytes(item.mark.read_mapped()))
+            if error is not None:
+                item.stream.fail(error, ())
             item.mark.unmap()
             item.mark.destroy()
             if item.then is not None:

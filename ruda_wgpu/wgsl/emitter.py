@@ -60,7 +60,7 @@ from .layout import RecordLayout
 from .planes import plane_value
 from .values import NARROW, TYPES, WgslValues, literal, wrap
 
-__all__ = ["WgslEmitter", "WgslTarget"]
+__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
 
 _T = TypeVar("_T")
 _INDENT = "    "
@@ -130,6 +130,12 @@ _ATOMIC_INT = {
     Op.ATOMIC_XOR: "atomicXor",
 }
 _SYNC_COUNTER = "ruda_sync_count"
+#: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
+#: its id into (see :attr:`WgslTarget.loop_limit`).
+TURNS = "ruda_turns"
+TURNED = "ruda_turned"
+#: Turns short of the limit that already count as reaching it.
+LOOP_LIMIT_MARGIN = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +145,9 @@ class WgslTarget:
 
     elems: frozenset[Elem]
     plane_dim: int = 1
+    #: the loop turns per unit after which the driver stops a unit's loops without a word
+    #: (lavapipe's 65 535); 0: none. Kernels then count their turns and report reaching it.
+    loop_limit: int = 0
 
 
 class WgslEmitter:
@@ -281,6 +290,14 @@ class _Writer:
         self.lines = []
         self._block(defn.body, 1)
         body += self.lines
+        body += [_INDENT + line for line in self._turns_check()]
+        if self.target.loop_limit:
+            index = len(defn.array_params) + 1
+            module.append("override RUDA_KERNEL_ID: u32 = 0u;")
+            module.append(
+                f"@group(0) @binding({index}) var<storage, read_write> {TURNED}: "
+                "array<atomic<u32>>;"
+            )
         if self.sync_counter:
             module.append(f"var<workgroup> {_SYNC_COUNTER}: atomic<u32>;")
         used = {e for e in self.target.elems if e in (Elem.F16,)}
@@ -320,6 +337,8 @@ class _Writer:
     def _prologue(self) -> list[str]:
         defn, layout = self.defn, self.layout
         lines = [f"{_INDENT}let {name} = {formula};" for name, formula in _BUILTINS]
+        if self.target.loop_limit:
+            lines.append(f"{_INDENT}var {TURNS} = 0u;")
         lines.append(f"{_INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
         lines.append(f"{_INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
@@ -408,6 +427,7 @@ class _Writer:
             self._range_loop(stmt, depth)
         elif isinstance(stmt, Loop):
             self._line(depth, "loop {")
+            self._count_turn(depth + 1)
             self._block(stmt.body, depth + 1)
             self._line(depth, "}")
         elif isinstance(stmt, Break):
@@ -415,9 +435,24 @@ class _Writer:
         elif isinstance(stmt, Continue):
             self._line(depth, "continue;")
         elif isinstance(stmt, Return):
+            for line in self._turns_check():
+                self._line(depth, line)
             self._line(depth, "return;")
         else:
             raise CompilationError(f"{stmt!r} is not a statement")
+
+    def _count_turn(self, depth: int) -> None:
+        """Count a loop's turn where the driver stops loops after a number of turns."""
+        if self.target.loop_limit:
+            self._line(depth, f"{TURNS} += 1u;")
+
+    def _turns_check(self) -> list[str]:
+        """Where the kernel ends: report its id when its loops turned about as often as the
+        driver allows (the driver may count a few turns more than the kernel does)."""
+        if not self.target.loop_limit:
+            return []
+        near = self.target.loop_limit - LOOP_LIMIT_MARGIN
+        return [f"if ({TURNS} >= {near}u) {{ atomicMax(&{TURNED}[0], RUDA_KERNEL_ID); }}"]
 
     def _range_loop(self, loop: RangeLoop, depth: int) -> None:
         """Python's ``range``: start and end read once, a hidden counter, and a step other
@@ -442,6 +477,7 @@ class _Writer:
         start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
         if not _unrollable(loop.body):
             self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
+            self._count_turn(depth + 2)
             self._line(depth + 2, f"{var} = {counter};")
             self._block(loop.body, depth + 2)
             self._line(depth + 1, "}")
@@ -451,6 +487,7 @@ class _Writer:
         # loops after 65 535 turns in all, and a turn costs more than such a body
         self._line(depth + 1, f"{start};")
         self._line(depth + 1, "loop {")
+        self._count_turn(depth + 2)
         for _ in range(UNROLL):
             self._line(depth + 2, f"if (!({cond})) {{ break; }}")
             self._line(depth + 2, f"{var} = {counter};")

@@ -11,7 +11,7 @@ pytest.importorskip("wgpu")
 
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, RUDA_POS, Array, kernel, u8, u32
-from ruda_core.runtime import TooManyResources
+from ruda_core.runtime import LaunchError, TooManyResources
 
 
 @pytest.fixture(scope="module")
@@ -70,4 +70,28 @@ def test_more_arrays_than_a_dispatch_binds_are_refused_naming_the_limit(client):
     arrays = [ruda.asarray(np.zeros(1, np.uint32), client) for _ in range(32)]
     with pytest.raises(TooManyResources, match="max-storage-buffers-per-shader-stage"):
         many_arrays.launch(client, 1, 1, *arrays)
+        client.sync().result()
+
+
+@kernel
+def count_up(out: Array[u32], turns: u32):
+    n = u32(0)
+    k = u32(0)
+    while k < turns:
+        n += u32(1)
+        if n == u32(0):
+            break
+        k += u32(1)
+    out[ABSOLUTE_POS] = n
+
+
+def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    out = ruda.asarray(np.zeros(1, np.uint32), client)
+    count_up.launch(client, 1, 1, out, 1000)
+    client.sync().result()
+    assert out.numpy()[0] == 1000
+    count_up.launch(client, 1, 1, out, 100_000)
+    with pytest.raises(LaunchError, match="kernel count_up may have been cut short"):
         client.sync().result()
