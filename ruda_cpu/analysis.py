@@ -46,6 +46,8 @@ LANES_BUILTINS = frozenset(
         BuiltinKind.UNIT_POS_PLANE,
         BuiltinKind.RUDA_POS,
         BuiltinKind.RUDA_POS_X,
+        BuiltinKind.RUDA_POS_Y,
+        BuiltinKind.RUDA_POS_Z,
     }
 )
 #: Operations that pass a lane vector through, or keep one over a cube's units (the lockstep

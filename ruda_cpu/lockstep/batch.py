@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .poison import poisoned
-from .values import Lanes, Units, lanes, wrap
+from .values import Lanes, Split, Units, lanes, wrap
 
 __all__ = ["Batch", "LaunchShape", "Segmented"]
 
@@ -154,9 +154,9 @@ class Batch:
 
     # --- cube positions -----------------------------------------------------------------------
 
-    def _cube_coord(self, axis: int, lanes_dtype: np.dtype) -> Any:
-        """The cube coordinate along ``axis`` (0..2, or 3 for the linear index) of every lane,
-        in ``lanes_dtype``; a Python int when the batch is one cube."""
+    def _cube_axis(self, axis: int) -> Any:
+        """The cube coordinate along ``axis`` (0..2, or 3 for the linear index) of every cube
+        of the batch (``int64``); a Python int when the batch is one cube."""
         cx, cy, _ = self.shape.count
         if self.cubes == 1:
             cube: Any = self.first
@@ -168,19 +168,27 @@ class Batch:
             cube = (cube // cx) % cy
         elif axis == 2:
             cube = cube // (cx * cy)
+        return cube
+
+    def _cube_coord(self, axis: int, lanes_dtype: np.dtype) -> Any:
+        """The cube coordinate along ``axis`` of every lane, in ``lanes_dtype``; a Python int
+        when the batch is one cube."""
+        cube = self._cube_axis(axis)
         if self.cubes == 1:
             return cube
         return np.repeat(cube.astype(lanes_dtype), self.shape.units)
 
     def _cube_value(self, axis: int) -> Any:
+        """A cube position: uniform in a batch of one cube, a lane vector over cubes of one
+        unit, else a :class:`Split` (one value per cube, none per unit)."""
         _cx, cy, cz = self.shape.count
         linear = axis == 3 or (axis == 0 and cy == cz == 1)
         if self.shape.units == 1 and self.cubes > 1 and linear:
             return lanes(self.first, 1, self.n, _U32)
-        value = self._cube_coord(axis, _U32)
-        if isinstance(value, int):
-            return wrap(value, _U32)
-        return value
+        cube = self._cube_axis(axis)
+        if isinstance(cube, int):
+            return wrap(cube, _U32)
+        return Split(cube.astype(_U32), _U32.type(0), self.shape.units)
 
     def ruda_pos(self) -> Any:
         return self._cube_value(3)

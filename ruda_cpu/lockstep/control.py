@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .values import Lanes, Units, Value, add, arr, blend, wrap
+from .values import Lanes, Split, Units, Value, add, arr, blend, wrap
 
 __all__ = [
     "iter_mask",
@@ -107,7 +107,7 @@ def iter_mask(loop_mask: Mask, j: int, trips: Any) -> Mask:
 
 def range_value(start: Value, j: int, step: int) -> Value:
     """``start + j * step`` in ``start``'s type, wrapping."""
-    if type(start) is Lanes or type(start) is Units:
+    if type(start) is Lanes or type(start) is Units or type(start) is Split:
         return add(start, wrap(j * step, start.dtype))
     dtype = np.result_type(start)
     return start + wrap(j * step, dtype)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .batch import Batch, Segmented
-from .values import Lanes, Units, arr
+from .values import Lanes, Split, Units, arr
 
 __all__ = ["load", "load_ro", "load_seg", "report_oob", "store", "store_seg"]
 
@@ -74,6 +75,52 @@ def _gather(data: np.ndarray, flat: np.ndarray, bad: np.ndarray) -> Any:
     return out
 
 
+def _split_inside(idx: Split, length: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a Split index whose every element is in ``[0, length)``: its per-cube and per-unit
+    parts as ``intp`` (exact, no wrap-around); None otherwise."""
+    span = idx.span()
+    if span is None or span[0] < 0 or span[1] >= length:
+        return None
+    return idx.cube.astype(np.intp), np.asarray(arr(idx.unit), dtype=np.intp).reshape(-1)
+
+
+def _run_width(unit: np.ndarray) -> int:
+    """The width of the runs of consecutive elements that ``unit`` (one cube's offsets) is
+    made of, each run starting where the last one ended in the units (1: none)."""
+    n = unit.shape[0]
+    if n < 2:
+        return 1
+    breaks = np.flatnonzero(np.diff(unit) != 1)
+    width = int(breaks[0]) + 1 if breaks.shape[0] else n
+    if width < 2 or n % width:
+        return 1
+    rows = unit.reshape(-1, width)
+    if (rows - rows[:, :1] != np.arange(width)).any():
+        return 1
+    return width
+
+
+#: The shortest run of consecutive elements worth copying as a row (shorter ones gather).
+_MIN_RUN = 16
+
+
+def _split_rows(buf: np.ndarray, idx: Split) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a Split index wholly in bounds that reads runs of at least ``_MIN_RUN`` consecutive
+    elements (a row per cube, or per row of a 2-D cube): a writable (positions, width) view of
+    ``buf`` whose row ``p`` starts at element ``p``, and the start of each run, in lane order;
+    None for other indices."""
+    parts = _split_inside(idx, buf.shape[0])
+    if parts is None or isinstance(idx.unit, np.generic):
+        return None
+    cube, unit = parts
+    width = _run_width(unit)
+    if width < _MIN_RUN:
+        return None
+    size = buf.strides[0]
+    rows = as_strided(buf, (buf.shape[0] - width + 1, width), (size, size))
+    return rows, (cube[:, None] + unit[::width][None, :]).reshape(-1)
+
+
 def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
     if type(idx) is Lanes:
         return _load_lanes(buf, idx, view)
@@ -81,6 +128,11 @@ def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
         one = idx.one
         part = _load_lanes(buf, one, True) if type(one) is Lanes else _load(buf, one, True)
         return np.tile(part, idx.cubes)
+    if type(idx) is Split:
+        runs = _split_rows(buf, idx)
+        if runs is not None:
+            return runs[0][runs[1]].reshape(-1)
+        idx = idx.array()
     length = buf.shape[0]
     if isinstance(idx, np.generic):
         i = int(idx)
@@ -135,6 +187,13 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
         _store_lanes(buf, idx, v, m)
         return
     length = buf.shape[0]
+    if type(idx) is Split:
+        runs = _split_rows(buf, idx) if m is None else None
+        if runs is not None:  # rows in lane order: where runs overlap, the later lane wins
+            v = arr(v)
+            runs[0][runs[1]] = v if isinstance(v, np.generic) else v.reshape(-1, runs[0].shape[1])
+            return
+        idx = idx.array()
     if isinstance(idx, np.generic):
         i = int(idx)
         if 0 <= i < length:

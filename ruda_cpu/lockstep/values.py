@@ -5,7 +5,8 @@ every lane), a 1-D array with one element per lane, a :class:`Lanes` (an integer
 be ``start + step * lane``, so that memory accesses through it become slices) or a
 :class:`Units` (one integer vector over a cube's units, the same in every cube: arithmetic on
 it costs one cube's worth, and shared-memory accesses through it become 2-D slices or gathers
-along the units).
+along the units) or a :class:`Split` (a value per cube plus a value per unit: a cube position
+combined with unit positions, whose global accesses become copies of rows).
 
 Values are never mutated after creation; every operation returns a new value of the operation's
 element type. Callers run under ``np.errstate(all="ignore")``: integer arithmetic wraps and
@@ -23,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "Lanes",
+    "Split",
     "Units",
     "Value",
     "add",
@@ -51,7 +53,7 @@ __all__ = [
     "wrap",
 ]
 
-Value = Any  # np.generic | np.ndarray | Lanes | Units
+Value = Any  # np.generic | np.ndarray | Lanes | Units | Split
 
 
 _U64 = np.dtype(np.uint64)
@@ -136,6 +138,69 @@ class Units:
         return f"Units({self.one!r} in each of {self.cubes} cubes)"
 
 
+class Split:
+    """The integer vector ``cube[q] + unit[j]`` over a batch of whole cubes of ``units`` units
+    (lane ``q * units + j``), wrapping in ``cube``'s type: ``cube`` an array with one element
+    per cube, ``unit`` a :class:`Lanes`, an array over one cube's units or a uniform value, of
+    the same type. A cube position, and its sums with unit positions and uniform values, times
+    uniform values."""
+
+    __slots__ = ("_array", "cube", "unit", "units")
+
+    def __init__(self, cube: np.ndarray, unit: Any, units: int) -> None:
+        self.cube = cube
+        self.unit = unit
+        self.units = units
+        self._array: np.ndarray | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.cube.dtype
+
+    def array(self) -> np.ndarray:
+        """The materialised vector (computed once, then shared: never mutate it)."""
+        if self._array is None:
+            if isinstance(self.unit, np.generic):
+                self._array = np.repeat(self.cube + self.unit, self.units)
+            else:
+                self._array = (self.cube[:, None] + arr(self.unit)[None, :]).reshape(-1)
+        return self._array
+
+    def span(self) -> tuple[int, int] | None:
+        """The least and the greatest element, when no element wrapped around; else None."""
+        unit = arr(self.unit)
+        lo = int(self.cube.min()) + int(np.min(unit))
+        hi = int(self.cube.max()) + int(np.max(unit))
+        low, high = _RANGES[self.dtype]
+        return (lo, hi) if low <= lo and hi <= high else None
+
+    def __repr__(self) -> str:
+        return f"Split({self.cube.shape[0]} cubes + {self.unit!r} per unit)"
+
+
+def _parts(x: Value, like: Split) -> tuple[Any, Any] | None:
+    """``x`` as a (per-cube, per-unit) pair next to ``like``: a uniform value is per cube, a
+    :class:`Units` per unit; None for other values."""
+    zero = like.dtype.type(0)
+    if type(x) is Split:
+        return x.cube, x.unit
+    if isinstance(x, np.generic):
+        return x, zero
+    if type(x) is Units:
+        return zero, x.one
+    return None
+
+
+def _split_op(fn: Callable[[Value, Value], Value], a: Value, b: Value) -> Value:
+    """``fn`` (``add`` or ``sub``) part by part when an operand is a :class:`Split` and the
+    other uniform, Units or a Split; else over materialised vectors."""
+    like = a if type(a) is Split else b
+    pa, pb = _parts(a, like), _parts(b, like)
+    if pa is None or pb is None:
+        return fn(arr(a), arr(b))
+    return Split(fn(pa[0], pb[0]), fn(pa[1], pb[1]), like.units)
+
+
 def _per_unit(result: Value, cubes: int) -> Value:
     """The value over all cubes of an operation computed over one cube's units: a
     :class:`Units` for an integer result (booleans, which masks take, and floats are
@@ -153,9 +218,9 @@ def is_float(dtype: np.dtype) -> bool:
 
 
 def arr(x: Value) -> Any:
-    """``x`` with a :class:`Lanes` or :class:`Units` materialised; scalars and arrays are
-    returned as they are."""
-    if type(x) is Lanes or type(x) is Units:
+    """``x`` with a :class:`Lanes`, :class:`Units` or :class:`Split` materialised; scalars and
+    arrays are returned as they are."""
+    if type(x) is Lanes or type(x) is Units or type(x) is Split:
         return x.array()
     return x
 
@@ -175,6 +240,8 @@ def _units_op(fn: Callable[[Any, Any], Any], a: Value, b: Value) -> Value:
 
 
 def add(a: Value, b: Value) -> Value:
+    if type(a) is Split or type(b) is Split:
+        return _split_op(add, a, b)
     if type(a) is Units or type(b) is Units:
         return _units_op(add, a, b)
     ta, tb = type(a) is Lanes, type(b) is Lanes
@@ -188,6 +255,8 @@ def add(a: Value, b: Value) -> Value:
 
 
 def sub(a: Value, b: Value) -> Value:
+    if type(a) is Split or type(b) is Split:
+        return _split_op(sub, a, b)
     if type(a) is Units or type(b) is Units:
         return _units_op(sub, a, b)
     ta, tb = type(a) is Lanes, type(b) is Lanes
@@ -201,6 +270,10 @@ def sub(a: Value, b: Value) -> Value:
 
 
 def mul(a: Value, b: Value) -> Value:
+    if type(a) is Split and isinstance(b, np.generic):
+        return Split(a.cube * b, mul(a.unit, b), a.units)
+    if type(b) is Split and isinstance(a, np.generic):
+        return Split(a * b.cube, mul(a, b.unit), b.units)
     if type(a) is Units or type(b) is Units:
         return _units_op(mul, a, b)
     if type(a) is Lanes and isinstance(b, np.generic):
@@ -237,6 +310,8 @@ def cast(x: Value, to: type[np.generic]) -> Value:
     dtype = np.dtype(to)
     if dtype.kind == "b":
         return arr(x) != 0
+    if type(x) is Split:
+        return x.array().astype(dtype)
     if type(x) is Units:
         return _per_unit(cast(x.one, to), x.cubes)
     if type(x) is Lanes:
@@ -292,7 +367,31 @@ def _compare_lanes(x: Lanes, op: str, bound: int) -> Value:
     return out
 
 
+def _compare_split(op: str, x: Split, bound: np.generic) -> Value:
+    """``x <op> bound``: uniform when the span of ``x`` decides it for every lane."""
+    span = x.span()
+    if span is not None:
+        lo, hi, b = span[0], span[1], int(bound)
+        always, never = {
+            "lt": (hi < b, lo >= b),
+            "le": (hi <= b, lo > b),
+            "gt": (lo > b, hi <= b),
+            "ge": (lo >= b, hi < b),
+            "eq": (lo == hi == b, b < lo or hi < b),
+            "ne": (b < lo or hi < b, lo == hi == b),
+        }[op]
+        if always:
+            return np.True_
+        if never:
+            return np.False_
+    return _OPERATORS[op](x.array(), bound)
+
+
 def _compare(op: str, a: Value, b: Value) -> Value:
+    if type(a) is Split and isinstance(b, np.generic):
+        return _compare_split(op, a, b)
+    if type(b) is Split and isinstance(a, np.generic):
+        return _compare_split(_MIRROR[op], b, a)
     if type(a) is Units or type(b) is Units:
         return _units_op(functools.partial(_compare, op), a, b)
     ta, tb = type(a) is Lanes, type(b) is Lanes
