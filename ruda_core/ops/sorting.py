@@ -109,10 +109,21 @@ def _runner(shape: tuple[int, int]) -> Callable[..., None]:
         ballot = client.features().has(Feature.PLANE) and 1 < props.plane_dim <= 32
         plane = props.plane_dim if ballot else 1
         units = cube_units(client, wanted)
-        # each plane's digit counts take shared memory: 256 counters, besides the cube's 256
-        while units > 1 and (-(-units // plane) + 1) * DIGITS * 4 > props.max_shared_memory_nbytes:
+        per_key = x.elem.nbytes + (4 if p.indices or x.elem.is_float else 0)
+        fits = props.max_shared_memory_nbytes
+
+        def shared(units: int, items: int) -> int:
+            # 256 counters per plane and three arrays of 256 per cube, and the staged block
+            return (-(-units // plane) + 3) * DIGITS * 4 + units * items * per_key
+
+        fitted = items  # fewer rounds down to 8, then fewer units, then fewer rounds again
+        while fitted > 8 and shared(units, fitted) > fits:
+            fitted //= 2
+        while units > 1 and shared(units, fitted) > fits:
             units //= 2
-        _radix_sort(client, p, x, out, units, items, ballot, -(-units // plane))
+        while fitted > 1 and shared(units, fitted) > fits:
+            fitted //= 2
+        _radix_sort(client, p, x, out, units, fitted, ballot, -(-units // plane))
 
     return run
 
@@ -159,9 +170,9 @@ def _radix_sort(
         last = k == passes - 1
         target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
         radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, offsets,
-            n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
-            VALUES=carry,
+            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, counts,
+            offsets, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
+            VALUES=carry, CUBE=client.features().has(Feature.PLANE),
         )  # fmt: skip
     final = passes % 2
     if p.indices:

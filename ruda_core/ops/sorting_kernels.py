@@ -16,7 +16,9 @@ A block is ``UNITS * ITEMS`` keys, taken by one cube in ``ITEMS`` rounds of ``UN
 consecutive keys. In a round, each unit finds the lanes of its plane holding its digit with 8
 ballots (one per bit), so its rank in the plane is the count of those lanes below it and the
 plane's lowest such lane publishes the plane's count; one unit per digit then turns the planes'
-counts into offsets in plane order, continuing the block's running offset of that digit. On a
+counts into offsets in plane order, continuing the block's running offset of that digit. The
+keys so ranked are placed in shared memory in digit order, and the block is then written out
+from there, each digit's keys to consecutive places of the output. On a
 device without planes (``BALLOT`` false) every unit is a plane of its own. Launch shapes and
 checks are :mod:`.sorting`'s; nothing here checks arguments.
 """
@@ -47,6 +49,7 @@ from ..lang import (
     u64,
     unroll,
 )
+from .cube_fold import cube_exclusive_sum, cube_reduce
 
 __all__ = [
     "DIGITS",
@@ -132,6 +135,7 @@ def radix_scatter(
     keys_out: Array[Key],
     values: Array[u32],
     values_out: Array[Index],
+    counts: Array[u32],
     offsets: Array[u32],
     n: u32,
     shift: u32,
@@ -141,18 +145,35 @@ def radix_scatter(
     PLANES: Comptime[int],
     BALLOT: Comptime[bool],
     VALUES: Comptime[bool],
+    CUBE: Comptime[bool],
 ):
     """Each key of block ``b`` (and its value, with ``VALUES``) moved to ``offsets[d * blocks +
-    b]`` plus its stable rank among the block's keys of digit ``d``. ``PLANES`` is the cube's
-    plane count (its unit count without ``BALLOT``)."""
+    b]`` plus its stable rank among the block's keys of digit ``d`` (``counts`` holds the block's
+    digit counts). The block is first ordered by digit in shared memory, then written out in
+    that order, so that consecutive units write consecutive elements of each digit's run.
+    ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
+    whether cube-wide sums go through planes."""
     slots = SharedMemory(u32, PLANES * DIGITS)
     base = SharedMemory(u32, DIGITS)
+    first = SharedMemory(u32, DIGITS)
+    dest = SharedMemory(u32, DIGITS)
+    stage = SharedMemory(Key, UNITS * ITEMS)
+    staged = SharedMemory(u32, UNITS * ITEMS if VALUES else 1)
     plane = UNIT_POS // PLANE_DIM if BALLOT else UNIT_POS
     below = (u32(1) << UNIT_POS_PLANE) - u32(1) if BALLOT else u32(0)
     b = RUDA_POS
     while b < blocks:
-        for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
-            base[d] = offsets[d * blocks + b]
+        # where each digit's keys start in the block's digit order, and in the output
+        carry = u32(0)
+        for chunk in range(0, DIGITS, UNITS):
+            d = u32(chunk) + UNIT_POS
+            count = counts[d * blocks + b] if d < u32(DIGITS) else u32(0)
+            at = cube_exclusive_sum(count, CUBE, UNITS) + carry
+            carry += cube_reduce(count, "sum", CUBE, UNITS)
+            if d < u32(DIGITS):
+                first[d] = at
+                base[d] = at
+                dest[d] = offsets[d * blocks + b]
         start = b * u32(UNITS * ITEMS)
         for j in range(ITEMS):
             for s in range(UNIT_POS, u32(PLANES * DIGITS), u32(UNITS)):
@@ -185,11 +206,22 @@ def radix_scatter(
                 base[d] = run
             sync_units()
             if valid:
-                dest = slots[slot] + rank
-                keys_out[dest] = key
+                q = slots[slot] + rank
+                stage[q] = key
                 if VALUES:
-                    values_out[dest] = Index(values[i])
+                    staged[q] = values[i]
             sync_units()
+        held = min(u32(UNITS * ITEMS), n - start)
+        for j in range(ITEMS):
+            q = u32(j * UNITS) + UNIT_POS
+            if q < held:
+                key = stage[q]
+                digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
+                to = dest[digit] + q - first[digit]
+                keys_out[to] = key
+                if VALUES:
+                    values_out[to] = Index(staged[q])
+        sync_units()
         b += RUDA_COUNT
 
 
