@@ -176,18 +176,25 @@ UNROLL = 1024
 _UNROLLED_INSTRUCTIONS = 4
 
 
+#: Operations one WGSL operator computes: a body of these is cheap to repeat (a helper
+#: function or a plane operation repeated 1 024 times makes a shader the driver compiles for
+#: minutes).
+_CHEAP = frozenset(
+    {Op.ASSIGN, Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SELECT}
+    | {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.INDEX, Op.INDEX_ASSIGN}
+)
+
+
 def _unrollable(body: Block) -> bool:
-    """Whether a loop body is a few plain instructions (no control flow, barrier, atomic or
-    plane operation), cheap to repeat."""
-    plain = all(
+    """Whether a loop body is a few instructions of one WGSL operator each, on 32-bit values,
+    with no control flow: cheap to repeat."""
+    cheap = all(
         isinstance(s, Instr)
-        and s.op not in ATOMIC_OPS
-        and s.op not in PLANE_OPS
-        and s.op not in SYNC_REDUCE_OPS
-        and s.op not in (Op.SYNC_UNITS, Op.REPORT_OOB)
+        and s.op in _CHEAP
+        and all(a.elem in (Elem.I32, Elem.U32, Elem.F32, Elem.BOOL) for a in s.args)
         for s in body
     )
-    return plain and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
+    return cheap and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
 
 
 def _packed(elem: Elem) -> bool:
