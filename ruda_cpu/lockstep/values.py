@@ -145,13 +145,15 @@ class Split:
     the same type. A cube position, and its sums with unit positions and uniform values, times
     uniform values."""
 
-    __slots__ = ("_array", "cube", "unit", "units")
+    __slots__ = ("_array", "_span", "_spanned", "cube", "unit", "units")
 
     def __init__(self, cube: np.ndarray, unit: Any, units: int) -> None:
         self.cube = cube
         self.unit = unit
         self.units = units
         self._array: np.ndarray | None = None
+        self._span: tuple[int, int] | None = None
+        self._spanned = False
 
     @property
     def dtype(self) -> np.dtype:
@@ -167,12 +169,22 @@ class Split:
         return self._array
 
     def span(self) -> tuple[int, int] | None:
-        """The least and the greatest element, when no element wrapped around; else None."""
-        unit = arr(self.unit)
-        lo = int(self.cube.min()) + int(np.min(unit))
-        hi = int(self.cube.max()) + int(np.max(unit))
-        low, high = _RANGES[self.dtype]
-        return (lo, hi) if low <= lo and hi <= high else None
+        """The least and the greatest element, when no element wrapped around; else None
+        (computed once)."""
+        if not self._spanned:
+            self._spanned = True
+            unit = self.unit
+            if type(unit) is Lanes:
+                ends = (unit.start, unit.start + unit.step * (unit.n - 1))
+                u_lo, u_hi = min(ends), max(ends)
+            elif isinstance(unit, np.generic):
+                u_lo = u_hi = int(unit)
+            else:
+                u_lo, u_hi = int(unit.min()), int(unit.max())
+            lo, hi = int(self.cube.min()) + u_lo, int(self.cube.max()) + u_hi
+            low, high = _RANGES[self.dtype]
+            self._span = (lo, hi) if low <= lo and hi <= high else None
+        return self._span
 
     def __repr__(self) -> str:
         return f"Split({self.cube.shape[0]} cubes + {self.unit!r} per unit)"
