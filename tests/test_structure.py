@@ -13,7 +13,7 @@ from ruda_core.runtime import driver as driver_module
 from ruda_core.runtime.server import ComputeServer
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("ruda_core", "ruda_cpu", "ruda_cuda", "ruda_opencl")
+PACKAGES = ("ruda_core", "ruda_cpu", "ruda_cuda", "ruda_opencl", "ruda_wgpu")
 #: the most lines a module of the packages may have (split by role before)
 MAX_MODULE_LINES = 800
 MAX_SERVER_LINES = 400
