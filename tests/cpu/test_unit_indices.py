@@ -125,6 +125,7 @@ def grid_neighbours(x: Array[f32], out: Array[f32], n: u32):
     out[i] = x[i] + x[i + u32(1)] * f32(2) + x[i - n] * f32(4)  # past either end at the edges
 
 
+@pytest.mark.usefixtures("unsanitized")  # the edges read past either end
 def test_grid_positions_read_and_write_what_each_unit_would(cpu: ComputeClient) -> None:
     n = GRID * TILE
     x = np.random.default_rng(5).random(n * n).astype(np.float32)
