@@ -197,6 +197,21 @@ def _unrollable(body: Block) -> bool:
     return cheap and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
 
 
+_BIT_COUNTS = frozenset({Op.POPCOUNT, Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET})
+
+
+def _bit_count(op: Op, value: Const) -> int:
+    """A bit count of a constant (naga does not fold the 64-bit ones' conversions)."""
+    bits = value.elem.bits
+    n = int(value.value) & ((1 << bits) - 1)
+    if op is Op.POPCOUNT:
+        return n.bit_count()
+    if op is Op.LEADING_ZEROS:
+        return bits - n.bit_length()
+    low = (n & -n).bit_length()  # 1 + the lowest set bit's index; 0 for 0
+    return low if op is Op.FIND_FIRST_SET else (low - 1 if n else bits)
+
+
 def _packed(elem: Elem) -> bool:
     """Whether a buffer of ``elem`` is held as packed words (WGSL has no smaller type)."""
     return elem is Elem.BOOL or elem in NARROW
@@ -541,9 +556,20 @@ class _Writer:
             return
         if out is None:
             raise CompilationError(f"{op} without a result")
-        self._line(depth, f"{self.n[out.name]} = {self._value(ins)};")
+        name = self.n[out.name]
+        constant = bool(args) and all(isinstance(a, Const) for a in args)
+        if constant and op not in (Op.ASSIGN, Op.CAST) and out.elem is args[0].elem:
+            # a WGSL expression of literals is evaluated when the shader is made, where an
+            # overflow or a non-finite result is an error: the first operand goes through
+            # the result variable, so the operation runs as the IR defines it
+            self._line(depth, f"{name} = {self.text(args[0])};")
+            self._line(depth, f"{name} = {self._value(ins, name)};")
+            return
+        self._line(depth, f"{name} = {self._value(ins)};")
 
-    def _value(self, ins: Instr) -> str:
+    def _value(self, ins: Instr, first: str | None = None) -> str:
+        """The expression of value instruction ``ins`` (``first``: the text of its first
+        operand, where it is not the operand's own)."""
         op, args, out = ins.op, ins.args, cast(Local, ins.out)
         if op is Op.INDEX:
             return self._load(args[0], args[1])
@@ -556,8 +582,15 @@ class _Writer:
             return literal(cast(Param, args[0]).rank, Elem.U32)
         self.ty(out.elem)
         texts = [self.text(a) for a in args]
+        if first is not None:
+            texts[0] = first
         if op is Op.CAST and isinstance(args[0], Const):  # naga folds few conversions
             return literal(_converted(args[0].value, out.elem), out.elem)
+        if op in (Op.SHL, Op.SHR) and isinstance(args[1], Const):  # reduced here, as a u32
+            shifted = cast(Operand, args[0]).elem.bits
+            texts[1] = literal(int(args[1].value) % shifted, Elem.U32)
+        if op in _BIT_COUNTS and isinstance(args[0], Const):
+            return literal(_bit_count(op, args[0]), Elem.U32)
         if op is Op.CAST:
             return self.values.cast(texts[0], cast(Operand, args[0]).elem, out.elem)
         if op is Op.BITCAST:

@@ -124,6 +124,15 @@ def wrap(x: str, elem: Elem) -> str:
     return f"({x} & {literal((1 << elem.bits) - 1, Elem.U32)})"
 
 
+def _shift(amount: str, bits: int) -> str:
+    """A shift amount taken modulo ``bits``, as a ``u32``; a ``u32`` literal (the emitter's
+    constant amounts, already reduced) as it is: naga does not fold a conversion of a 64-bit
+    literal."""
+    if amount.endswith("u") and amount[:-1].isdigit():
+        return amount
+    return f"(u32({amount}) & {bits - 1}u)"
+
+
 def _magnitude(x: str, elem: Elem) -> tuple[Elem, str]:
     """The unsigned type of a float's width and ``x``'s bits without the sign, in it."""
     bits = Elem.U64 if elem is Elem.F64 else Elem.U32
@@ -253,7 +262,7 @@ class WgslValues:
                 return f"select({t[0]} - {t[1]}, 0u, {t[1]} > {t[0]})"
             return f"clamp({value}, {literal(low, wide)}, {literal(high, wide)})"
         if op in (Op.SHL, Op.SHR):
-            amount = f"(u32({t[1]}) & {bits - 1}u)"
+            amount = _shift(t[1], bits)
             return wrap(f"({t[0]} {'<<' if op is Op.SHL else '>>'} {amount})", elem)
         return wrap(self._integer(op, wide, t), elem)
 
@@ -312,7 +321,6 @@ class WgslValues:
     def _integer(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
         ty, zero = TYPES[elem], literal(0, elem)
         bits = elem.bits
-        mask = literal(bits - 1, Elem.U32)
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
             return f"({t[0]} {_SYMBOL[op]} {t[1]})"
         if op is Op.NEG:
@@ -322,7 +330,7 @@ class WgslValues:
         if op is Op.BIT_NOT:
             return f"(~{t[0]})"
         if op in (Op.SHL, Op.SHR):
-            return f"({t[0]} {'<<' if op is Op.SHL else '>>'} (u32({t[1]}) & {mask}))"
+            return f"({t[0]} {'<<' if op is Op.SHL else '>>'} {_shift(t[1], bits)})"
         if op in (Op.MIN, Op.MAX):
             return f"{op.value}({t[0]}, {t[1]})"
         if op is Op.CLAMP:
