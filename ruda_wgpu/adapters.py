@@ -9,6 +9,8 @@ exception becomes a ruda error.
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from typing import Any
 
 import wgpu
@@ -49,6 +51,14 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,
 @functools.cache
 def all_adapters() -> tuple[Any, ...]:
     """The adapters of native APIs, in wgpu-native's order; empty without a driver."""
+    # Mesa's Vulkan drivers write "error: XDG_RUNTIME_DIR is invalid or not set" to stderr
+    # when the variable names no directory of ours (a container, a CI job): a private one
+    # keeps that line out of every process's stderr (the probe's children report theirs)
+    runtime_dir = os.environ.get("XDG_RUNTIME_DIR", "")
+    if not runtime_dir or not os.path.isdir(runtime_dir):
+        private = os.path.join(tempfile.gettempdir(), f"ruda-xdg-{getattr(os, 'getuid', int)()}")
+        os.makedirs(private, mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = private
     # timestamps resolved in nanoseconds (wgpu-py has no query of the timestamp period)
     extras.set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
     adapters = wgpu.gpu.enumerate_adapters_sync()
