@@ -3,8 +3,9 @@
 A kernel that assumes planes of 32 lanes is right on the reference device at its default width
 and wrong on a device with planes of 16 (or of 1, where there are no planes); at another width
 the reference device shows the mistake. The widths are chosen when a server is made, so these
-tests use servers of their own (``width_clients``, one per width) and run the plane and
-shared-memory modules of the conformance suite again at 16 and 1 lanes in a child process.
+tests use servers of their own (``width_clients``, one per width) and run the whole
+conformance suite again at 16 lanes, and its plane and shared-memory modules at 1, in child
+processes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ruda_cpu.server import DEFAULT_PLANE_DIM, CpuServer, plane_dim_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "ruda_core" / "testing" / "conformance"
-#: The conformance modules whose kernels use planes or shared memory.
+#: The conformance modules whose kernels use planes or shared memory (run at planes of 1).
 WIDTH_MODULES = [
     "test_atomics.py",
     "test_barriers.py",
@@ -155,9 +156,13 @@ def test_partials_per_plane_are_exact_at_every_width(
 
 
 @pytest.mark.parametrize("width", [16, 1])
-def test_plane_and_shared_memory_conformance_at_another_width(width: int) -> None:
+def test_the_conformance_suite_at_another_width(width: int) -> None:
+    """The whole conformance suite at planes of 16, and its plane and shared-memory modules at
+    planes of 1 (no planes at all)."""
     env = {**os.environ, "RUDA_CPU_PLANE_DIM": str(width)}
-    modules = [str(CONFORMANCE / name) for name in WIDTH_MODULES]
+    modules = (
+        [str(CONFORMANCE / name) for name in WIDTH_MODULES] if width == 1 else [str(CONFORMANCE)]
+    )
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *CHILD_OPTIONS, *modules],
         cwd=ROOT,
