@@ -1,9 +1,11 @@
 """Memory-bound kernels on a GPU, next to the device's copy bandwidth measured in the same run.
 
-For one device (``cuda:0`` or ``opencl:N``), over N = 256 M f32 (``RUDA_BENCH_N`` overrides):
+For one device (``cuda:0``, ``opencl:N`` or ``webgpu:N``), over N = 256 M f32 (``RUDA_BENCH_N``
+overrides):
 
-* device-to-device copy of 1 GiB (``cudaMemcpyAsync`` / ``clEnqueueCopyBuffer``): the roof, in
-  GB/s moved (read + write);
+* device-to-device copy of 1 GiB (``cudaMemcpyAsync`` / ``clEnqueueCopyBuffer``; for another
+  API, CUDA's copy on the same GPU through CuPy, in the same process): the roof, in GB/s moved
+  (read + write);
 * ruda ``c = a + b``: one element per unit, and a grid-stride loop unrolled x4, with ``launch``
   (Checked) and ``launch_unchecked`` (BoundsCheckMode auto = Unchecked); GB/s moved (3 x 1 GiB
   per run) and the fraction of the copy's;
@@ -143,6 +145,14 @@ def copy_roof(client: ruda.runtime.ComputeClient, src: object, dst: object, nbyt
             runtime.memcpyAsync(
                 db.resource + db.offset_bytes, sb.resource + sb.offset_bytes, nbytes, 3, stream.ptr
             )
+    elif client.name() != "opencl":  # another API on an NVIDIA GPU: CUDA's copy is the roof
+        import cupy
+
+        cs, cd = cupy.empty(nbytes, cupy.uint8), cupy.empty(nbytes, cupy.uint8)
+        return best_seconds(
+            lambda: cupy.cuda.runtime.memcpyAsync(cd.data.ptr, cs.data.ptr, nbytes, 3, 0),
+            cupy.cuda.Device().synchronize,
+        )
     else:
         import pyopencl as cl
 
@@ -172,7 +182,8 @@ def main(device: str) -> None:
     copy_s = copy_roof(client, a, c, 4 * N)
     roof = 2 * gib / copy_s
     print(f"{device}: {client.properties().name}, N = {N} f32")
-    print(f"  device-to-device copy       {roof:8.1f} GB/s (read + write)")
+    what = "device-to-device copy" if client.name() in ("cuda", "opencl") else "CUDA's copy"
+    print(f"  {what:27s} {roof:8.1f} GB/s (read + write)")
 
     args = (ArrayArg(a, N), ArrayArg(b, N), ArrayArg(c, N))
     cubes = (N + BLOCK - 1) // BLOCK
