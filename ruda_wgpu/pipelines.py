@@ -15,8 +15,10 @@ from typing import Any
 
 import wgpu
 
+from ruda_core.codegen.printf import print_sites, record_format
 from ruda_core.errors import CompilationError, LaunchConfigError, TooManyResources
 from ruda_core.runtime import Binding, CompiledKernel, RudaDim
+from ruda_core.runtime.print_records import PrintTable
 
 from .adapters import translate
 from .storage import WebGpuStorage
@@ -42,10 +44,20 @@ class BuiltKernel:
         "narrays",
         "packer",
         "pipelines",
+        "print_base",
     )
 
-    def __init__(self, compiled: CompiledKernel, module: Any, layout: Any, kernel_id: int) -> None:
+    def __init__(
+        self,
+        compiled: CompiledKernel,
+        module: Any,
+        layout: Any,
+        kernel_id: int,
+        print_base: int | None,
+    ) -> None:
         definition = compiled.definition
+        #: the base of its print sites' numbers (:class:`PrintTable`); None: it prints nothing
+        self.print_base = print_base
         self.kernel_id = kernel_id  #: what the kernel reports when its loops may have stopped
         self.name = definition.name
         self.module = module
@@ -70,16 +82,20 @@ class KernelPipelines:
         self._turned = turned
         #: the names of the built kernels, by the id they report (from 1)
         self.names: list[str] = []
-        self._layouts: dict[int, tuple[Any, Any]] = {}
+        self._layouts: dict[tuple[int, bool], tuple[Any, Any]] = {}
+        #: the print sites of the printing kernels built
+        self.prints = PrintTable()
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._generation = storage.generation
         self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
         #: the plane width, set by the server once it is measured
         self.plane_dim = 1
 
-    def _layout(self, narrays: int) -> tuple[Any, Any]:
-        """The bind group layout and pipeline layout of kernels with ``narrays`` arrays."""
-        if narrays not in self._layouts:
+    def _layout(self, narrays: int, prints: bool) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of kernels with ``narrays`` arrays (and
+        a print-record buffer after them where ``prints``)."""
+        key = (narrays, prints)
+        if key not in self._layouts:
             stage = wgpu.ShaderStage.COMPUTE
             entries = [
                 {
@@ -88,17 +104,17 @@ class KernelPipelines:
                     "buffer": {"type": "read-only-storage", "has_dynamic_offset": True},
                 }
             ]
-            extra = 0 if self._turned is None else 1
+            extra = (0 if self._turned is None else 1) + int(prints)
             entries += [
                 {"binding": k + 1, "visibility": stage, "buffer": {"type": "storage"}}
                 for k in range(narrays + extra)
             ]
             group = self._device.create_bind_group_layout(entries=entries)
-            self._layouts[narrays] = (
+            self._layouts[key] = (
                 group,
                 self._device.create_pipeline_layout(bind_group_layouts=[group]),
             )
-        return self._layouts[narrays]
+        return self._layouts[key]
 
     def build(self, compiled: CompiledKernel) -> BuiltKernel:
         """Build ``compiled.source`` into a shader module.
@@ -134,7 +150,10 @@ class KernelPipelines:
                 line=loc.line if loc else None,
             ) from exc
         self.names.append(definition.name)
-        return BuiltKernel(compiled, module, self._layout(narrays)[1], len(self.names))
+        sites = print_sites(definition)
+        base = self.prints.register([record_format(i) for i in sites]) if sites else None
+        layout = self._layout(narrays, base is not None)[1]
+        return BuiltKernel(compiled, module, layout, len(self.names), base)
 
     def pipeline(
         self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...], planes: bool
@@ -162,6 +181,8 @@ class KernelPipelines:
         constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})
         if self._turned is not None:
             constants["RUDA_KERNEL_ID"] = built.kernel_id
+        if built.print_base is not None:
+            constants["RUDA_PRINT_BASE"] = built.print_base
         try:
             made = self._device.create_compute_pipeline(
                 layout=built.layout,
@@ -172,16 +193,19 @@ class KernelPipelines:
         built.pipelines[key] = made
         return made
 
-    def group(self, built: BuiltKernel, records: Any, bindings: Sequence[Binding]) -> Any:
-        """The bind group of the launch records ``records`` and the bindings' pages."""
+    def group(
+        self, built: BuiltKernel, records: Any, bindings: Sequence[Binding], prints: Any = None
+    ) -> Any:
+        """The bind group of the launch records ``records``, the bindings' pages and, for a
+        printing kernel, the stream's print-record buffer ``prints``."""
         if self._generation != self._storage.generation:
             self._groups.clear()  # a page was given back: groups over it must go
             self._generation = self._storage.generation
-        key = (records, *(b.resource for b in bindings))
+        key = (records, prints, *(b.resource for b in bindings))
         found = self._groups.get(key)
         if found is not None:
             return found
-        layout = self._layout(built.narrays)[0]
+        layout = self._layout(built.narrays, built.print_base is not None)[0]
         entries = [
             {
                 "binding": 0,
@@ -189,6 +213,8 @@ class KernelPipelines:
             }
         ]
         pages: list[Any] = [b.resource for b in bindings]  # GPUBuffers, bound whole
+        if built.print_base is not None:
+            pages.append(prints)
         if self._turned is not None:
             pages.append(self._turned)
         entries += [

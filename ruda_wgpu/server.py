@@ -16,6 +16,9 @@ futures. Shaders and pipelines are built by :class:`~ruda_wgpu.pipelines.KernelP
 
 from __future__ import annotations
 
+import struct
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -43,6 +46,7 @@ from ruda_core.runtime import (
     RudaDim,
     RudaFuture,
     RudaTask,
+    RudaWarning,
     Run,
     ServerError,
     ServerStream,
@@ -63,6 +67,8 @@ _U = wgpu.BufferUsage
 ARENA_NBYTES = 1 << 20
 #: Workgroups of one dispatch along an axis (WebGPU's limit everywhere).
 MAX_DISPATCH = 65535
+#: Bytes of a stream's print-record buffer (a count and a capacity word, then records).
+PRINT_NBYTES = 16 << 20
 #: Mesa's llvmpipe (lavapipe) stops a unit's loops after this many turns in all.
 LAVAPIPE_LOOP_LIMIT = 65535
 
@@ -85,6 +91,19 @@ class WebGpuStream(ServerStream):
         )
         #: host writes (page, byte offset, bytes) the next submission makes first
         self.writes: list[tuple[Any, int, bytes]] = []
+        self._prints: Any = None
+        #: whether a printing kernel was launched since the last sync or read
+        self.printed = False
+
+    def print_buffer(self) -> Any:
+        """The buffer the stream's printing kernels append records to (made, with a count of
+        0 and its capacity, at the first one); marks the stream as having printed."""
+        if self._prints is None:
+            usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
+            self._prints = self.device.create_buffer(size=PRINT_NBYTES, usage=usage)
+            self.writes.append((self._prints, 0, struct.pack("<II", 0, PRINT_NBYTES // 4 - 2)))
+        self.printed = True
+        return self._prints
 
     def recording(self) -> Any:
         """The encoder, outside any compute pass (for copies)."""
@@ -237,7 +256,8 @@ class WebGpuDriver(Driver):
             s = cast(WebGpuStream, stream)
             shared = tuple(int(scalars[k]) for k in dynamic) if dynamic else ()
             pipeline = pipelines.pipeline(built, dim, shared, planes)
-            group = pipelines.group(built, s.records, bindings)
+            prints = None if built.print_base is None else s.print_buffer()
+            group = pipelines.group(built, s.records, bindings, prints)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             first = 0
@@ -311,7 +331,7 @@ class WebGpuDriver(Driver):
             except Exception as exc:
                 promise.set_error(translate("reading", exc, IoError))
 
-        s.submit(complete)
+        s.submit(self._with_prints(s, complete))
         return promise.future
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:
@@ -357,7 +377,43 @@ class WebGpuDriver(Driver):
         cast(WebGpuStream, stream).submit()
 
     def sync(self, stream: ServerStream) -> RudaFuture[None]:
-        return cast(WebGpuStream, stream).submit()
+        s = cast(WebGpuStream, stream)
+        return s.submit(self._with_prints(s, None))
+
+    def _with_prints(
+        self, stream: WebGpuStream, then: Callable[[], None] | None
+    ) -> Callable[[], None] | None:
+        """``then``, after the stream's print records since its last sync or read are written
+        to ``sys.stdout``: their copy (and the reset of the count) is recorded now."""
+        if not stream.printed:
+            return then
+        stream.printed = False
+        buffer = stream.print_buffer()
+        staging = self.device.create_buffer(size=PRINT_NBYTES, usage=_U.MAP_READ | _U.COPY_DST)
+        encoder = stream.recording()
+        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, PRINT_NBYTES)
+        encoder.clear_buffer(buffer, 0, 4)
+        table = self.pipelines.prints
+
+        def write_out() -> None:  # on the submitter's waiting thread, once the copy is done
+            staging.map_sync(wgpu.MapMode.READ)
+            words = np.frombuffer(staging.read_mapped(), dtype=np.uint32)
+            staging.unmap()
+            text, dropped = table.text(words)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            if dropped:
+                warnings.warn(
+                    f"kernel print records of {dropped * 4} bytes did not fit the "
+                    f"{PRINT_NBYTES >> 20} MiB record buffer of their stream and were dropped; "
+                    "sync more often between printing launches",
+                    RudaWarning,
+                    stacklevel=2,
+                )
+            if then is not None:
+                then()
+
+        return write_out
 
 
 def _words(binding: Binding) -> tuple[int, int]:
@@ -387,7 +443,7 @@ def _features(adapter: Any, plane_dim: int) -> Features:
         elems.add(Elem.F16)
     if "shader-int64" in offered:
         elems |= {Elem.I64, Elem.U64}
-    features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT}
+    features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.PRINT}
     if {"timestamp-query", "timestamp-query-inside-encoders"} <= set(offered):
         features.add(Feature.DEVICE_TIMING)
     if plane_dim > 1:

@@ -24,6 +24,7 @@ from typing import TypeVar, cast
 
 from ruda_core.codegen.names import NameTable, words
 from ruda_core.codegen.prelude import Prelude
+from ruda_core.codegen.printf import print_sites
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
     ATOMIC_OPS,
@@ -133,6 +134,8 @@ _SYNC_COUNTER = "ruda_sync_count"
 #: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
 #: its id into (see :attr:`WgslTarget.loop_limit`).
 TURNS = "ruda_turns"
+#: The print-record buffer of a printing kernel.
+PRINTS = "ruda_prints"
 TURNED = "ruda_turned"
 #: Turns short of the limit that already count as reaching it.
 LOOP_LIMIT_MARGIN = 256
@@ -252,6 +255,8 @@ class _Writer:
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self.sync_counter = False
+        #: the kernel's print sites, in program order (a record names its site's index)
+        self.sites = print_sites(definition)
 
     def where(self) -> str:
         loc = self.loc or self.defn.source
@@ -313,8 +318,15 @@ class _Writer:
         self._block(defn.body, 1)
         body += self.lines
         body += [_INDENT + line for line in self._turns_check()]
+        index = len(defn.array_params) + 1
+        if self.sites:
+            module.append("override RUDA_PRINT_BASE: u32 = 0u;")
+            module.append(
+                f"@group(0) @binding({index}) var<storage, read_write> {PRINTS}: "
+                "array<atomic<u32>>;"
+            )
+            index += 1
         if self.target.loop_limit:
-            index = len(defn.array_params) + 1
             module.append("override RUDA_KERNEL_ID: u32 = 0u;")
             module.append(
                 f"@group(0) @binding({index}) var<storage, read_write> {TURNED}: "
@@ -544,7 +556,8 @@ class _Writer:
         if op in MATRIX_OPS:
             raise UnsupportedFeature(f"{op}: WGSL has no cooperative matrices")
         if op is Op.PRINT:
-            raise UnsupportedFeature("print(): no WGSL kernel output yet")
+            self._record(ins, depth)
+            return
         if op is Op.REPORT_OOB:
             self._report(ins, depth)
             return
@@ -704,6 +717,42 @@ class _Writer:
             Op.SYNC_UNITS_OR: f"({count} != 0u)",
         }[ins.op]
         self._line(depth, f"{self.n[cast(Local, ins.out).name]} = {value};")
+
+    def _record(self, ins: Instr, depth: int) -> None:
+        """PRINT: one record appended to the stream's print buffer (word 0 counts the words
+        asked for, word 1 is the capacity; a record that does not fit is dropped), formatted
+        on the host as the C targets' records are (:mod:`ruda_core.codegen.printf`)."""
+        site = next(k for k, p in enumerate(self.sites) if p is ins)
+        words = [f"RUDA_PRINT_BASE + {site}u", "RUDA_POS", "UNIT_POS"]
+        for value in ins.args:
+            words += self._print_words(cast(Operand, value))
+        n = len(words)
+        at = self.names.claim("printed_at")
+        self._line(depth, "{")
+        self._line(depth + 1, f"let {at} = atomicAdd(&{PRINTS}[0], {n}u);")
+        self._line(depth + 1, f"if ({at} + {n}u <= atomicLoad(&{PRINTS}[1])) {{")
+        for k, word in enumerate(words):
+            self._line(depth + 2, f"atomicStore(&{PRINTS}[2u + {at} + {k}u], {word});")
+        self._line(depth + 1, "}")
+        self._line(depth, "}")
+
+    def _print_words(self, value: Operand) -> list[str]:
+        """The record words of one printed value, as ``printf`` is passed it: ``bool`` as 0
+        or 1, integers as 32 or 64 bits, ``f16`` and ``f32`` as ``f32`` bits (a NaN's sign
+        cleared)."""
+        x, elem = self.text(value), value.elem
+        if elem is Elem.BOOL:
+            return [f"select(0u, 1u, {x})"]
+        if elem in (Elem.I64, Elem.U64):
+            bits = x if elem is Elem.U64 else f"bitcast<u64>({x})"
+            return [f"u32({bits} & 4294967295lu)", f"u32({bits} >> 32u)"]
+        if elem.is_int:
+            return [f"bitcast<u32>({x})" if elem.is_signed else f"u32({x})"]
+        if elem not in (Elem.F16, Elem.F32):
+            raise UnsupportedFeature(f"print() of {elem}")
+        bits = f"bitcast<u32>(f32({x}))"
+        magnitude = f"({bits} & 2147483647u)"
+        return [f"select({bits}, {magnitude}, {magnitude} > 2139095040u)"]
 
     def _halves(self, a: object) -> tuple[str, str]:
         """The low and high words of a ``u64`` operand."""
