@@ -33,6 +33,9 @@ RESERVED = words(
     round select sign sin sinh sqrt tan tanh trunc bitcast atomicLoad atomicStore atomicAdd
     atomicSub atomicMax atomicMin atomicAnd atomicOr atomicXor atomicExchange
     atomicCompareExchangeWeak workgroupBarrier storageBarrier main P WX WY WZ
+    subgroupAdd subgroupMul subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle
+    subgroupBallot subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float
+    unpack2x16float frexp ldexp
     lid wid UNIT_POS UNIT_POS_X UNIT_POS_Y UNIT_POS_Z RUDA_POS RUDA_POS_X RUDA_POS_Y RUDA_POS_Z
     RUDA_DIM RUDA_DIM_X RUDA_DIM_Y RUDA_DIM_Z RUDA_COUNT RUDA_COUNT_X RUDA_COUNT_Y RUDA_COUNT_Z
     ABSOLUTE_POS ABSOLUTE_POS_X ABSOLUTE_POS_Y ABSOLUTE_POS_Z PLANE_DIM UNIT_POS_PLANE
