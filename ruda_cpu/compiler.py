@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import math
 import os
 
 from ruda_core.ir import (
@@ -37,10 +38,13 @@ from ruda_core.ir import (
     Instr,
     KernelDefinition,
     Local,
+    LocalArray,
     Loop,
+    Op,
     Param,
     RangeLoop,
     Return,
+    SharedArray,
     SourceLoc,
     Stmt,
     lower_async_copies,
@@ -105,6 +109,45 @@ def _uses_bf16(defn: KernelDefinition) -> bool:
     return Elem.BF16 in elems
 
 
+def _is_plus_zero(x: object) -> bool:
+    """Whether ``x`` is the constant 0 (for floats +0.0, the value a load out of bounds reads)."""
+    return isinstance(x, Const) and x.value == 0 and math.copysign(1.0, float(x.value)) > 0
+
+
+def _zero_fills(body: Block, facts: KernelFacts) -> frozenset[int]:
+    """The ``id`` of each bounds guard (see ``checks.bounds_guards``) around a load of shared
+    memory of fixed length or of a local array, compared with that length, whose load defines
+    its result on every lane (no merge) and whose other branch only assigns that result 0.
+    Such a load already reads 0 wherever the guard fails, so the other branch need only run
+    when the guard holds on no lane."""
+    guards = bounds_guards(body)
+    found: set[int] = set()
+    for stmt in walk(body):
+        if not isinstance(stmt, If) or id(stmt) not in guards:
+            continue
+        load, length = guards[id(stmt)]
+        zero = stmt.orelse[0] if len(stmt.orelse) == 1 else None
+        target = load.args[0]
+        fixed = target if isinstance(target, SharedArray | LocalArray) else None
+        if isinstance(fixed, SharedArray) and fixed.size is not None:
+            fixed = None
+        if (
+            load.op is not Op.INDEX
+            or load.out is None
+            or id(load) not in facts.plain
+            or fixed is None
+            or not isinstance(length, Const)
+            or int(length.value) != fixed.length
+            or not isinstance(zero, Instr)
+            or zero.op is not Op.ASSIGN
+            or zero.out is not load.out
+            or not _is_plus_zero(zero.args[0])
+        ):
+            continue
+        found.add(id(stmt))
+    return frozenset(found)
+
+
 class _Emitter:
     """Renders one definition. Implements the ``expressions.Context`` protocol."""
 
@@ -135,6 +178,9 @@ class _Emitter:
         self.guarded = {id(access) for access, _ in self.guards.values()}
         #: the guards of whole lines (see ``checks.line_guards``), checked before the guard
         self.line_guards = line_guards(defn.body) if sanitize else {}
+        #: the guards around loads of fixed-length shared and local memory whose other branch
+        #: only zeroes the result (see ``_zero_fills``)
+        self.zero_fills = _zero_fills(defn.body, self.facts)
         self.args = ["g", SANITIZER] if sanitize else ["g"]
         # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):
@@ -316,6 +362,12 @@ class _Emitter:
         cond = self._value(stmt.cond)
         then_mask = self.names.numbered("_m")
         self.emit(f"{then_mask} = L.mask_and({mask}, {cond})")
+        if id(stmt) in self.zero_fills:
+            # the load reads 0 wherever its index is out of bounds, which is what the other
+            # branch assigns: that branch only runs when no lane loaded (all of ``mask``)
+            self._nested(f"if {then_mask} is not False:", stmt.then, then_mask)
+            self._nested("else:", stmt.orelse, mask)
+            return
         else_mask = None
         if stmt.orelse:
             else_mask = self.names.numbered("_m")

@@ -35,7 +35,7 @@ from .sanitize import is_sanitizing
 __all__ = ["LANES_PER_BATCH", "LOCAL_BYTES_PER_BATCH", "CpuKernel", "build"]
 
 #: Lanes per batch (rounded down to whole cubes, at least one cube): bounds memory per launch.
-LANES_PER_BATCH = 1 << 17
+LANES_PER_BATCH = 1 << 18
 #: Local-array bytes per batch: kernels with large local arrays run smaller batches.
 LOCAL_BYTES_PER_BATCH = 1 << 28
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .values import Lanes, Split, Units, Value, add, arr, blend, wrap
+from .values import Lanes, Split, UnitMask, Units, Value, add, arr, blend, wrap
 
 __all__ = [
     "iter_mask",
@@ -27,12 +27,24 @@ Mask = Any  # None | False | np.ndarray of bool
 
 
 def _normalise(m: np.ndarray) -> Mask:
-    count = np.count_nonzero(m)
+    one = m.one if type(m) is UnitMask else None
+    count = (
+        np.count_nonzero(m) if one is None else np.count_nonzero(one) * (m.shape[0] // one.shape[0])
+    )
     if count == m.shape[0]:
         return None
     if count == 0:
         return False
     return m
+
+
+def _units_both(m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The units of two :class:`UnitMask` over the same lanes, when both keep them."""
+    if type(m) is not UnitMask or type(c) is not UnitMask or m.one is None or c.one is None:
+        return None
+    if m.one.shape != c.one.shape or m.shape != c.shape:
+        return None
+    return m.one, c.one
 
 
 def mask_and(m: Mask, c: Value) -> Mask:
@@ -45,6 +57,9 @@ def mask_and(m: Mask, c: Value) -> Mask:
         return m if c else False
     if m is None:
         return _normalise(c)
+    both = _units_both(m, c)
+    if both is not None:
+        return _normalise(UnitMask.tiled(both[0] & both[1], m.shape[0] // both[0].shape[0]))
     return _normalise(m & c)
 
 
@@ -57,7 +72,12 @@ def mask_andnot(m: Mask, c: Value) -> Mask:
     if isinstance(c, np.generic):
         return False if c else m
     if m is None:
+        if type(c) is UnitMask and c.one is not None:
+            return _normalise(UnitMask.tiled(~c.one, c.shape[0] // c.one.shape[0]))
         return _normalise(~c)
+    both = _units_both(m, c)
+    if both is not None:
+        return _normalise(UnitMask.tiled(both[0] & ~both[1], m.shape[0] // both[0].shape[0]))
     return _normalise(m & ~c)
 
 

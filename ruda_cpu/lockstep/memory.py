@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .batch import Batch, Segmented
-from .values import Lanes, Split, Units, arr
+from .values import Lanes, Split, Units, arr, unit_runs
 
 __all__ = ["load", "load_ro", "load_seg", "report_oob", "store", "store_seg"]
 
@@ -121,6 +121,52 @@ def _split_rows(buf: np.ndarray, idx: Split) -> tuple[np.ndarray, np.ndarray] | 
     return rows, (cube[:, None] + unit[::width][None, :]).reshape(-1)
 
 
+#: The most axes a grid of :func:`_grid` may have (a 3-D cube's units, or the cubes of a
+#: batch laid over a 3-D array).
+_MAX_AXES = 3
+
+
+def _grid(a: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``a`` (a 1-D ``intp`` array) as a grid: the shape and the positive element strides
+    such that ``a`` lists ``a[0] + sum(i[k] * strides[k])`` over the indices ``i`` of
+    ``shape`` in C order; at most ``_MAX_AXES`` axes; None when ``a`` is no such grid."""
+    shape: list[int] = []
+    strides: list[int] = []
+    while a.shape[0] > 1:
+        step = int(a[1]) - int(a[0])
+        if step <= 0 or len(shape) == _MAX_AXES:
+            return None
+        breaks = np.flatnonzero(np.diff(a) != step)
+        width = int(breaks[0]) + 1 if breaks.shape[0] else a.shape[0]
+        if a.shape[0] % width:
+            return None
+        rows = a.reshape(-1, width)
+        if breaks.shape[0] and (rows - rows[:, :1] != a[:width] - a[0]).any():
+            return None
+        shape.insert(0, width)
+        strides.insert(0, step)
+        a = rows[:, 0]
+    return tuple(shape), tuple(strides)
+
+
+def _split_grid(buf: np.ndarray, idx: Split) -> np.ndarray | None:
+    """For a Split index wholly in bounds whose per-cube and per-unit parts are grids (see
+    :func:`_grid`; a cube position and unit positions times and plus uniform values): the
+    writable strided view of ``buf`` whose elements in C order are the lanes' elements; None
+    for other indices."""
+    parts = _split_inside(idx, buf.shape[0])
+    if parts is None or isinstance(idx.unit, np.generic):
+        return None
+    cube, unit = parts
+    over_cubes, over_units = _grid(cube), _grid(unit)
+    if over_cubes is None or over_units is None:
+        return None
+    size = buf.strides[0]
+    strides = tuple(k * size for k in over_cubes[1] + over_units[1])
+    start = int(cube[0]) + int(unit[0])
+    return as_strided(buf[start:], over_cubes[0] + over_units[0], strides)
+
+
 def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
     if type(idx) is Lanes:
         return _load_lanes(buf, idx, view)
@@ -129,6 +175,13 @@ def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
         part = _load_lanes(buf, one, True) if type(one) is Lanes else _load(buf, one, True)
         return np.tile(part, idx.cubes)
     if type(idx) is Split:
+        grid = _split_grid(buf, idx)
+        if grid is not None:
+            if view and grid.flags.c_contiguous:
+                return grid.reshape(-1)
+            out = np.empty(grid.shape, dtype=buf.dtype)
+            out[...] = grid
+            return out.reshape(-1)
         runs = _split_rows(buf, idx)
         if runs is not None:
             return runs[0][runs[1]].reshape(-1)
@@ -188,6 +241,15 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
         return
     length = buf.shape[0]
     if type(idx) is Split:
+        grid = _split_grid(buf, idx)
+        if grid is not None:  # where elements repeat, one of their lanes wins
+            v = arr(v)
+            part = v if isinstance(v, np.generic) else v.reshape(grid.shape)
+            if m is None:
+                grid[...] = part
+            else:
+                np.copyto(grid, part, where=m.reshape(grid.shape))
+            return
         runs = _split_rows(buf, idx) if m is None else None
         if runs is not None:  # rows in lane order: where runs overlap, the later lane wins
             v = arr(v)
@@ -314,8 +376,14 @@ def store_seg(seg: Segmented, idx: Any, v: Any, m: Any) -> None:
         view, j0, j1 = columns
         if isinstance(v := arr(v), np.ndarray):
             v = v.reshape(-1, seg.per)[:, j0:j1]
+        runs = unit_runs(m)
         if m is None:
             view[...] = v
+        elif runs is not None and runs[0] == seg.per:
+            for r0, r1 in runs[1]:  # only the units the mask covers
+                a, b = max(r0, j0) - j0, min(r1, j1) - j0
+                if a < b:
+                    view[:, a:b] = v if isinstance(v, np.generic) else v[:, a:b]
         else:
             np.copyto(view, v, where=m.reshape(-1, seg.per)[:, j0:j1])
         return

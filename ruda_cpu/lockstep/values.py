@@ -25,6 +25,7 @@ import numpy as np
 __all__ = [
     "Lanes",
     "Split",
+    "UnitMask",
     "Units",
     "Value",
     "add",
@@ -50,6 +51,7 @@ __all__ = [
     "ne",
     "select",
     "sub",
+    "unit_runs",
     "wrap",
 ]
 
@@ -213,14 +215,55 @@ def _split_op(fn: Callable[[Value, Value], Value], a: Value, b: Value) -> Value:
     return Split(fn(pa[0], pb[0]), fn(pa[1], pb[1]), like.units)
 
 
+class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
+    """A boolean lane vector (a mask or a condition) that repeats ``one``, a boolean array over
+    one cube's units, in every cube of a batch: a comparison of unit positions. It is a plain
+    array to every operation; what keeps ``one`` lets a merge or a shared-memory store under
+    it touch only the units it covers. Arrays derived from it (views, results of operations)
+    have ``one`` None. Build it with :meth:`tiled`."""
+
+    one: np.ndarray | None
+
+    @classmethod
+    def tiled(cls, one: np.ndarray, cubes: int) -> UnitMask:
+        """``one`` repeated in each of ``cubes`` cubes."""
+        out = np.tile(one, cubes).view(cls)
+        out.one = one
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.one = None
+
+
+#: The most runs of consecutive units a mask may have for :func:`unit_runs` to list them.
+_MAX_RUNS = 4
+
+
+def unit_runs(m: Any) -> tuple[int, list[tuple[int, int]]] | None:
+    """For a :class:`UnitMask` that keeps its units and covers at most ``_MAX_RUNS`` runs of
+    consecutive units: the units per cube and the runs ``[j0, j1)``; None otherwise."""
+    if type(m) is not UnitMask or m.one is None:
+        return None
+    one = m.one
+    edges = np.flatnonzero(np.diff(one.view(np.int8), prepend=0, append=0))
+    if edges.shape[0] > 2 * _MAX_RUNS:
+        return None
+    bounds = edges.tolist()
+    return one.shape[0], list(zip(bounds[::2], bounds[1::2], strict=True))
+
+
 def _per_unit(result: Value, cubes: int) -> Value:
     """The value over all cubes of an operation computed over one cube's units: a
-    :class:`Units` for an integer result (booleans, which masks take, and floats are
-    repeated into a full array)."""
+    :class:`Units` for an integer result, a :class:`UnitMask` for a boolean one (masks take
+    arrays), floats repeated into a full array."""
     if type(result) is Lanes:
         return Units(result, cubes)
     if isinstance(result, np.ndarray):
-        return Units(result, cubes) if result.dtype.kind in "iu" else np.tile(result, cubes)
+        if result.dtype.kind in "iu":
+            return Units(result, cubes)
+        if result.dtype.kind == "b":
+            return UnitMask.tiled(result, cubes)
+        return np.tile(result, cubes)
     return result
 
 
@@ -465,6 +508,9 @@ def blend(m: np.ndarray, a: Value, b: Value) -> Any:
     dtype = np.result_type(a)
     if dtype != np.result_type(b):
         return np.where(m, a, b)
+    runs = unit_runs(m)
+    if runs is not None:
+        return _blend_runs(m.shape[0], runs, a, b, dtype)
     if dtype.kind == "b":
         return (m & a) | (b & ~m)
     bits = _BITS[dtype.itemsize]
@@ -474,6 +520,22 @@ def blend(m: np.ndarray, a: Value, b: Value) -> Any:
     out &= np.bitwise_xor(np.asarray(a).view(bits), y)
     out ^= y
     return out.view(dtype)
+
+
+def _blend_runs(
+    n: int, runs: tuple[int, list[tuple[int, int]]], a: Any, b: Any, dtype: np.dtype
+) -> np.ndarray:
+    """:func:`blend` under a :class:`UnitMask` of ``n`` lanes covering the runs of units
+    ``runs``: ``b`` copied, then ``a`` copied over the covered units only (same-type copies
+    move bits)."""
+    units, spans = runs
+    out = np.empty(n, dtype=dtype)
+    out[...] = b
+    rows = out.reshape(-1, units)
+    source = a.reshape(-1, units) if isinstance(a, np.ndarray) else None
+    for j0, j1 in spans:
+        rows[:, j0:j1] = a if source is None else source[:, j0:j1]
+    return out
 
 
 def select(cond: Value, a: Value, b: Value) -> Value:

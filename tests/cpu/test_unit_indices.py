@@ -136,3 +136,96 @@ def test_grid_positions_read_and_write_what_each_unit_would(cpu: ComputeClient) 
     padded = np.r_[np.zeros(n, np.float32), x, np.zeros(1, np.float32)]
     want = x + padded[n + 1 :] * np.float32(2) + padded[: n * n] * np.float32(4)
     np.testing.assert_array_equal(out, want)
+
+
+@kernel
+def interior_average(x: Array[f32], out: Array[f32], n: u32):
+    col = RUDA_POS_X * u32(TILE) + UNIT_POS_X
+    row = RUDA_POS_Y * u32(TILE) + UNIT_POS_Y
+    if row >= u32(1) and row < n - u32(1) and col >= u32(1) and col < n - u32(1):
+        i = row * n + col
+        out[i] = f32(0.25) * (x[i - n] + x[i + n] + x[i - u32(1)] + x[i + u32(1)])
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_a_masked_grid_store_writes_only_the_active_units(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    n = GRID * TILE
+    x = np.random.default_rng(6).random((n, n)).astype(np.float32)
+    before = np.full((n, n), -1.0, np.float32)
+    arrays = [x.ravel(), before.ravel()]
+    geometry = ((GRID, GRID, 1), (TILE, TILE, 1))
+    _, out = run(cpu, interior_average.definition(), arrays, (np.uint32(n),), *geometry, mode)
+    want = before.copy()
+    want[1:-1, 1:-1] = np.float32(0.25) * (x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:])
+    np.testing.assert_array_equal(out.reshape(n, n), want)
+
+
+@kernel
+def range_masked(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    part = SharedMemory(u32, BLOCK)
+    part[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    s = BLOCK // 2
+    while s > 0:  # a tree sum: fewer units each step, always the first ones
+        if UNIT_POS < s:
+            part[UNIT_POS] += part[UNIT_POS + s]
+        sync_units()
+        s //= 2
+    v = x[ABSOLUTE_POS]
+    if UNIT_POS < u32(3) or UNIT_POS >= u32(BLOCK - 2):  # two runs of units
+        v = part[0] + UNIT_POS
+    else:
+        v *= u32(2)
+    sync_units()
+    if UNIT_POS >= u32(5) and UNIT_POS < u32(9):
+        part[UNIT_POS] = u32(7)
+    sync_units()
+    out[ABSOLUTE_POS] = v * u32(1000) + part[UNIT_POS]
+
+
+def range_expected(x: np.ndarray) -> np.ndarray:
+    out = []
+    u = np.arange(BLOCK, dtype=np.uint32)
+    for cube in x.reshape(CUBES, BLOCK):
+        part = cube.copy()
+        s = BLOCK // 2
+        while s:
+            part[:s] += part[s : 2 * s]
+            s //= 2
+        edge = (u < 3) | (u >= BLOCK - 2)
+        v = np.where(edge, part[0] + u, cube * np.uint32(2))
+        part[5:9] = 7
+        out.append(v * np.uint32(1000) + part)
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_branches_over_ranges_of_units_touch_only_those_units(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = np.random.default_rng(7).integers(0, 1000, CUBES * BLOCK).astype(np.uint32)
+    defn = range_masked.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    np.testing.assert_array_equal(out, range_expected(x))
+
+
+@kernel
+def shifted_reads(x: Array[u32], out: Array[u32], k: u32, BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS + k] + u32(1)
+
+
+@pytest.mark.usefixtures("unsanitized")  # the units past the end read outside the array
+@pytest.mark.parametrize("k", [0, 10, BLOCK, BLOCK + 10])
+def test_shared_reads_past_the_end_give_zero(cpu: ComputeClient, k: int) -> None:
+    x = np.random.default_rng(8).integers(0, 1000, CUBES * BLOCK).astype(np.uint32)
+    defn = shifted_reads.definition(BLOCK=BLOCK)
+    _, out = run(
+        cpu, defn, [x, np.zeros_like(x)], (np.uint32(k),), CUBES, BLOCK, ExecutionMode.CHECKED
+    )
+    padded = np.concatenate([x.reshape(CUBES, BLOCK), np.zeros((CUBES, 2 * BLOCK), np.uint32)], 1)
+    np.testing.assert_array_equal(out, padded[:, k : k + BLOCK].ravel() + np.uint32(1))
