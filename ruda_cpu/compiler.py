@@ -364,8 +364,9 @@ class _Emitter:
         self.emit(f"{then_mask} = L.mask_and({mask}, {cond})")
         if id(stmt) in self.zero_fills:
             # the load reads 0 wherever its index is out of bounds, which is what the other
-            # branch assigns: that branch only runs when no lane loaded (all of ``mask``)
-            self._nested(f"if {then_mask} is not False:", stmt.then, then_mask)
+            # branch assigns: the load runs for all of ``mask``, the other branch only when no
+            # lane loaded
+            self._nested(f"if {then_mask} is not False:", stmt.then, mask)
             self._nested("else:", stmt.orelse, mask)
             return
         else_mask = None

@@ -216,10 +216,10 @@ def _is_memory(x: object) -> bool:
     return isinstance(x, SharedArray | LocalArray)
 
 
-def _load(ins: Instr, ctx: Context) -> str:
+def _load(ins: Instr, ctx: Context, mask: str) -> str:
     target, idx = ins.args[0], _operand(ins.args[1], ctx, keep_lanes=True)
     if _is_memory(target):
-        return f"L.load_seg({ctx.ref(target)}, {idx})"
+        return f"L.load_seg({ctx.ref(target)}, {idx}, {mask})"
     if ins.op is Op.INDEX and isinstance(target, Param) and not ctx.is_written(target):
         return f"L.load_ro(g, {ctx.ref(target)}, {idx})"
     return f"L.load({ctx.ref(target)}, {idx})"
@@ -227,7 +227,7 @@ def _load(ins: Instr, ctx: Context) -> str:
 
 def _memory(ins: Instr, ctx: Context, mask: str) -> str:
     if ins.op in (Op.INDEX, Op.ATOMIC_LOAD):
-        return _load(ins, ctx)
+        return _load(ins, ctx, mask)
     args = [_operand(a, ctx, keep_lanes=True) for a in ins.args[1:]]
     target = ctx.ref(ins.args[0])
     if ins.op in (Op.INDEX_ASSIGN, Op.ATOMIC_STORE):

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .batch import Batch, Segmented
-from .values import Lanes, Split, Units, arr, unit_runs
+from .values import Lanes, Split, Units, arr, unit_runs, unit_spans
 
 __all__ = ["load", "load_ro", "load_seg", "report_oob", "store", "store_seg"]
 
@@ -337,8 +337,10 @@ def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | Non
     return rows[:, last : first + 1 : -one.step][:, ::-1], j0, j1
 
 
-def load_seg(seg: Segmented, idx: Any) -> Any:
-    """``mem[idx]`` of each lane's own segment of shared or local memory (0 out of bounds)."""
+def load_seg(seg: Segmented, idx: Any, m: Any = None) -> Any:
+    """``mem[idx]`` of each lane's own segment of shared or local memory (0 out of bounds).
+    Only the lanes of mask ``m`` are read (others are 0) where ``m`` covers ranges of units
+    (see :func:`~ruda_cpu.lockstep.values.unit_runs`); other masks read every lane."""
     length = seg.length
     if isinstance(idx, np.generic):
         i = int(idx)
@@ -347,6 +349,17 @@ def load_seg(seg: Segmented, idx: Any) -> Any:
     columns = _unit_columns(seg, idx)
     if columns is not None:
         view, j0, j1 = columns
+        runs = unit_runs(m)
+        if runs is not None and runs[0] == seg.per:
+            out = np.empty((view.shape[0], seg.per), dtype=seg.data.dtype)
+            for r0, r1, inside in unit_spans(seg.per, runs[1]):
+                a, b = (max(r0, j0), min(r1, j1)) if inside else (r1, r1)
+                if a >= b:
+                    a = b = r1
+                out[:, r0:a] = 0
+                out[:, a:b] = view[:, a - j0 : b - j0]
+                out[:, b:r1] = 0
+            return out.reshape(-1)
         if j1 - j0 == seg.per:
             return view.flatten()
         out = np.zeros((view.shape[0], seg.per), dtype=seg.data.dtype)

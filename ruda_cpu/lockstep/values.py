@@ -52,6 +52,7 @@ __all__ = [
     "select",
     "sub",
     "unit_runs",
+    "unit_spans",
     "wrap",
 ]
 
@@ -250,6 +251,21 @@ def unit_runs(m: Any) -> tuple[int, list[tuple[int, int]]] | None:
         return None
     bounds = edges.tolist()
     return one.shape[0], list(zip(bounds[::2], bounds[1::2], strict=True))
+
+
+def unit_spans(units: int, runs: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+    """The units ``[0, units)`` cut at the ends of ``runs`` (sorted, disjoint, from
+    :func:`unit_runs`): ``(j0, j1, inside)`` for each piece, ``inside`` when a run covers it."""
+    spans: list[tuple[int, int, bool]] = []
+    at = 0
+    for j0, j1 in runs:
+        if at < j0:
+            spans.append((at, j0, False))
+        spans.append((j0, j1, True))
+        at = j1
+    if at < units:
+        spans.append((at, units, False))
+    return spans
 
 
 def _per_unit(result: Value, cubes: int) -> Value:
@@ -526,15 +542,14 @@ def _blend_runs(
     n: int, runs: tuple[int, list[tuple[int, int]]], a: Any, b: Any, dtype: np.dtype
 ) -> np.ndarray:
     """:func:`blend` under a :class:`UnitMask` of ``n`` lanes covering the runs of units
-    ``runs``: ``b`` copied, then ``a`` copied over the covered units only (same-type copies
-    move bits)."""
-    units, spans = runs
+    ``runs``: ``a`` copied over the covered units, ``b`` over the others, each element written
+    once (same-type copies move bits)."""
+    units = runs[0]
     out = np.empty(n, dtype=dtype)
-    out[...] = b
     rows = out.reshape(-1, units)
-    source = a.reshape(-1, units) if isinstance(a, np.ndarray) else None
-    for j0, j1 in spans:
-        rows[:, j0:j1] = a if source is None else source[:, j0:j1]
+    for j0, j1, inside in unit_spans(units, runs[1]):
+        x = a if inside else b
+        rows[:, j0:j1] = x.reshape(-1, units)[:, j0:j1] if isinstance(x, np.ndarray) else x
     return out
 
 

@@ -229,3 +229,29 @@ def test_shared_reads_past_the_end_give_zero(cpu: ComputeClient, k: int) -> None
     )
     padded = np.concatenate([x.reshape(CUBES, BLOCK), np.zeros((CUBES, 2 * BLOCK), np.uint32)], 1)
     np.testing.assert_array_equal(out, padded[:, k : k + BLOCK].ravel() + np.uint32(1))
+
+
+@kernel
+def ranged_shifted_reads(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    w = u32(1)
+    if UNIT_POS >= u32(BLOCK - 8) or UNIT_POS < u32(2):
+        w = buf[UNIT_POS + u32(4)] + u32(2)  # the last four units read past the end
+    out[ABSOLUTE_POS] = w
+
+
+@pytest.mark.usefixtures("unsanitized")  # the last units read past the end
+@pytest.mark.parametrize("mode", [ExecutionMode.CHECKED, ExecutionMode.UNCHECKED], ids=str)
+def test_shared_reads_under_ranges_of_units_give_zero_past_the_end(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = np.random.default_rng(9).integers(0, 1000, CUBES * BLOCK).astype(np.uint32)
+    defn = ranged_shifted_reads.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    cubes = np.concatenate([x.reshape(CUBES, BLOCK), np.zeros((CUBES, 4), np.uint32)], 1)
+    want = np.ones((CUBES, BLOCK), np.uint32)
+    want[:, BLOCK - 8 :] = cubes[:, BLOCK - 4 :] + np.uint32(2)
+    want[:, :2] = cubes[:, 4:6] + np.uint32(2)
+    np.testing.assert_array_equal(out, want.ravel())
