@@ -244,6 +244,8 @@ def _arith(ins: Instr, ctx: Context) -> str:
         a, b = (_operand(x, ctx, keep_lanes=True) for x in ins.args)
         return f"L.{_LANES_HELPERS[op]}({a}, {b})"
     ops = [_operand(x, ctx) for x in ins.args]
+    if op in (Op.AND, Op.OR):
+        return f"L.logical_{op.value.lower()}({ops[0]}, {ops[1]})"
     if op in _OPERATORS:
         return f"{ops[0]} {_OPERATORS[op]} {ops[1]}"
     if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_float:

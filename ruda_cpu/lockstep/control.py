@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .values import Lanes, Split, UnitMask, Units, Value, add, arr, blend, wrap
+from .values import Lanes, Split, UnitMask, Units, Value, add, arr, blend, units_of, wrap
 
 __all__ = [
     "iter_mask",
@@ -38,15 +38,6 @@ def _normalise(m: np.ndarray) -> Mask:
     return m
 
 
-def _units_both(m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The units of two :class:`UnitMask` over the same lanes, when both keep them."""
-    if type(m) is not UnitMask or type(c) is not UnitMask or m.one is None or c.one is None:
-        return None
-    if m.one.shape != c.one.shape or m.shape != c.shape:
-        return None
-    return m.one, c.one
-
-
 def mask_and(m: Mask, c: Value) -> Mask:
     """The lanes of mask ``m`` where ``c`` (a mask or a bool value) holds."""
     if m is False or c is None:
@@ -57,7 +48,7 @@ def mask_and(m: Mask, c: Value) -> Mask:
         return m if c else False
     if m is None:
         return _normalise(c)
-    both = _units_both(m, c)
+    both = units_of(m, c)
     if both is not None:
         return _normalise(UnitMask.tiled(both[0] & both[1], m.shape[0] // both[0].shape[0]))
     return _normalise(m & c)
@@ -75,7 +66,7 @@ def mask_andnot(m: Mask, c: Value) -> Mask:
         if type(c) is UnitMask and c.one is not None:
             return _normalise(UnitMask.tiled(~c.one, c.shape[0] // c.one.shape[0]))
         return _normalise(~c)
-    both = _units_both(m, c)
+    both = units_of(m, c)
     if both is not None:
         return _normalise(UnitMask.tiled(both[0] & ~both[1], m.shape[0] // both[0].shape[0]))
     return _normalise(m & ~c)

@@ -43,6 +43,8 @@ __all__ = [
     "is_float",
     "lanes",
     "le",
+    "logical_and",
+    "logical_or",
     "lt",
     "maximum",
     "minimum",
@@ -53,6 +55,7 @@ __all__ = [
     "sub",
     "unit_runs",
     "unit_spans",
+    "units_of",
     "wrap",
 ]
 
@@ -551,6 +554,41 @@ def _blend_runs(
         x = a if inside else b
         rows[:, j0:j1] = x.reshape(-1, units)[:, j0:j1] if isinstance(x, np.ndarray) else x
     return out
+
+
+def units_of(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The units of two :class:`UnitMask` over the same lanes, when both keep them."""
+    if type(a) is not UnitMask or type(b) is not UnitMask or a.one is None or b.one is None:
+        return None
+    if a.one.shape != b.one.shape or a.shape != b.shape:
+        return None
+    return a.one, b.one
+
+
+def logical_and(a: Value, b: Value) -> Value:
+    """``a and b`` of boolean values. A uniform operand decides without a pass over the lanes
+    (NumPy combines a boolean scalar with an array lane by lane, many times slower than two
+    arrays); two :class:`UnitMask` combine their units."""
+    if isinstance(a, np.generic):
+        return b if a else np.False_
+    if isinstance(b, np.generic):
+        return a if b else np.False_
+    units = units_of(a, b)
+    if units is not None:
+        return UnitMask.tiled(units[0] & units[1], a.shape[0] // units[0].shape[0])
+    return a & b
+
+
+def logical_or(a: Value, b: Value) -> Value:
+    """``a or b`` of boolean values, as :func:`logical_and` computes ``and``."""
+    if isinstance(a, np.generic):
+        return np.True_ if a else b
+    if isinstance(b, np.generic):
+        return np.True_ if b else a
+    units = units_of(a, b)
+    if units is not None:
+        return UnitMask.tiled(units[0] | units[1], a.shape[0] // units[0].shape[0])
+    return a | b
 
 
 def select(cond: Value, a: Value, b: Value) -> Value:
