@@ -530,9 +530,7 @@ def blend(m: np.ndarray, a: Value, b: Value) -> Any:
     runs = unit_runs(m)
     if runs is not None:
         return _blend_runs(m.shape[0], runs, a, b, dtype)
-    if dtype.kind == "b":
-        return (m & a) | (b & ~m)
-    bits = _BITS[dtype.itemsize]
+    bits = _BITS[dtype.itemsize]  # booleans too: 0 and 1 as bytes
     out = m.view(np.uint8).astype(bits)
     np.negative(out, out=out)  # 0 -> 0, 1 -> all ones
     y = np.asarray(b).view(bits)

@@ -117,3 +117,36 @@ def test_unit_vectors_index_shared_memory(
     store_seg(seg, idx, vals, m)
     store_seg(ref, plain, vals, m)
     assert (seg.data == ref.data).all()
+
+
+@st.composite
+def unit_conditions(draw: st.DrawFn) -> tuple:
+    """A boolean condition over the units of one cube, as a UnitMask over several cubes (or a
+    uniform value), and the same as a plain array."""
+    units, cubes = draw(st.integers(1, 12)), draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        v = np.bool_(draw(st.booleans()))
+        return v, np.full(units * cubes, bool(v)), units, cubes
+    one = np.array(draw(st.lists(st.booleans(), min_size=units, max_size=units)))
+    return values.UnitMask.tiled(one, cubes), np.tile(one, cubes), units, cubes
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), first=unit_conditions())
+def test_unit_conditions_combine_and_merge_like_arrays(data: st.DataObject, first: tuple) -> None:
+    a, a_ref, units, cubes = first
+    one = np.array(data.draw(st.lists(st.booleans(), min_size=units, max_size=units)))
+    b, b_ref = values.UnitMask.tiled(one, cubes), np.tile(one, cubes)
+    got_and, got_or = values.logical_and(a, b), values.logical_or(a, b)
+    assert np.array_equal(np.broadcast_to(got_and, a_ref.shape), a_ref & b_ref)
+    assert np.array_equal(np.broadcast_to(got_or, a_ref.shape), a_ref | b_ref)
+    n = units * cubes
+    new = np.arange(n, dtype=np.float32) - np.float32(0.0)
+    old = data.draw(st.sampled_from([np.float32(-0.0), np.full(n, np.nan, np.float32)]))
+    for m, m_ref in ((b, b_ref), (got_or, a_ref | b_ref)):
+        if isinstance(m, np.ndarray):
+            merged = values.blend(m, new, old)
+            want = np.where(m_ref, new, old)
+            assert np.array_equal(merged.view(np.uint32), want.view(np.uint32))
+            flags = values.blend(m, np.True_, np.zeros(n, bool))
+            assert flags.dtype == np.bool_ and np.array_equal(flags, m_ref)
