@@ -82,6 +82,7 @@ def _values(elem: Elem, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(-8, 9, count).astype(elem.numpy)
 
 
+@requires(Feature.PLANE)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("elem", ELEMS, ids=str)
 def test_units_collectives_match_numpy(client, elem, shape):
@@ -114,6 +115,7 @@ def test_units_collectives_match_numpy(client, elem, shape):
         np.testing.assert_array_equal(got[k], expected[name], f"units {name}, cube {shape}")
 
 
+@requires(Feature.PLANE)
 def test_float_sum_stays_within_its_bound(client):
     units = min(1024, client.properties().max_units_per_ruda)
     plane = client.properties().plane_dim
