@@ -55,7 +55,7 @@ from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
 from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
-from .expressions import dtype, expression, literal
+from .expressions import dtype, expression, is_fresh, literal
 
 __all__ = ["CpuCompiler"]
 
@@ -317,6 +317,8 @@ class _Emitter:
         name = self.ref(var)
         if mask == "None" or id(site) in self.facts.plain:
             self.emit(f"{name} = {text}")
+        elif isinstance(site, Instr) and is_fresh(site, self):
+            self.emit(f"{name} = L.merge_fresh({mask}, {text}, {name})")
         else:
             self.emit(f"{name} = L.merge({mask}, {text}, {name})")
 

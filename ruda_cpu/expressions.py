@@ -33,7 +33,7 @@ from ruda_core.ir import (
 )
 from ruda_core.runtime import CompilationError
 
-__all__ = ["Context", "dtype", "expression", "literal"]
+__all__ = ["Context", "dtype", "expression", "is_fresh", "literal"]
 
 #: Floats computed in f32 and rounded once per operation (ops.py).
 _NARROW = frozenset({Elem.F16, Elem.BF16})
@@ -267,6 +267,17 @@ def _arith(ins: Instr, ctx: Context) -> str:
         bits = literal(Const(elem.bits - 1, elem))
         return f"{ops[0]} {'<<' if op is Op.SHL else '>>'} ({ops[1]} & {bits})"
     raise CompilationError(f"the NumPy device has no rule for {op}")  # unreachable if verified
+
+
+def is_fresh(ins: Instr, ctx: Context) -> bool:
+    """Whether :func:`expression` renders ``ins`` as a NumPy operator or function of its
+    operands, whose array result (when it is one) is new and shared with no other value."""
+    op = ins.op
+    if op in _OPERATORS:
+        return not (op in _LANES_HELPERS and any(ctx.is_lanes(a) for a in ins.args))
+    if op in _UNARY_FUNCS:
+        return _UNARY_FUNCS[op].startswith("np.")
+    return op in (Op.NEG, Op.NOT, Op.BIT_NOT)
 
 
 def expression(ins: Instr, ctx: Context, mask: str) -> str:

@@ -34,7 +34,16 @@ from .bits import (
     saturating_sub,
     trailing_zeros,
 )
-from .control import iter_mask, mask_and, mask_andnot, merge, most, range_value, trip_count
+from .control import (
+    iter_mask,
+    mask_and,
+    mask_andnot,
+    merge,
+    merge_fresh,
+    most,
+    range_value,
+    trip_count,
+)
 from .matrix import (
     matrix,
     matrix_cast,
@@ -142,6 +151,7 @@ __all__ = [
     "matrix_store",
     "maximum",
     "merge",
+    "merge_fresh",
     "minimum",
     "mod",
     "most",

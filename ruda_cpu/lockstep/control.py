@@ -11,13 +11,27 @@ from typing import Any
 
 import numpy as np
 
-from .values import Lanes, Split, UnitMask, Units, Value, add, arr, blend, units_of, wrap
+from .values import (
+    Lanes,
+    Split,
+    UnitMask,
+    Units,
+    Value,
+    add,
+    arr,
+    blend,
+    unit_runs,
+    unit_spans,
+    units_of,
+    wrap,
+)
 
 __all__ = [
     "iter_mask",
     "mask_and",
     "mask_andnot",
     "merge",
+    "merge_fresh",
     "most",
     "range_value",
     "trip_count",
@@ -79,6 +93,32 @@ def merge(m: Mask, new: Value, old: Value) -> Value:
     if m is False:
         return old
     return blend(m, new, old)
+
+
+def merge_fresh(m: Mask, new: Value, old: Value) -> Value:
+    """:func:`merge` where ``new`` was just computed by a NumPy operator or function, so that
+    an array it is is shared with no other value: under a mask covering ranges of units (see
+    ``unit_runs``), ``old``'s other units are written into it, and it is returned."""
+    if m is None:
+        return new
+    if m is False:
+        return old
+    runs = unit_runs(m)
+    if (
+        runs is None
+        or type(new) is not np.ndarray
+        or new.base is not None
+        or new.shape != m.shape
+        or new.dtype != np.result_type(old)
+    ):
+        return blend(m, new, old)
+    units = runs[0]
+    rows = new.reshape(-1, units)
+    source = old.reshape(-1, units) if isinstance(old, np.ndarray) else None
+    for j0, j1, inside in unit_spans(units, runs[1]):
+        if not inside:
+            rows[:, j0:j1] = old if source is None else source[:, j0:j1]
+    return new
 
 
 # --- range loops ----------------------------------------------------------------------------------

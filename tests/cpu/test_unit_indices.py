@@ -255,3 +255,31 @@ def test_shared_reads_under_ranges_of_units_give_zero_past_the_end(
     want[:, BLOCK - 8 :] = cubes[:, BLOCK - 4 :] + np.uint32(2)
     want[:, :2] = cubes[:, 4:6] + np.uint32(2)
     np.testing.assert_array_equal(out, want.ravel())
+
+
+@kernel
+def hillis_steele(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    d = u32(1)
+    while d < u32(BLOCK):
+        v = buf[UNIT_POS]
+        if UNIT_POS >= d:  # a local updated in place for the units at or past d
+            v += buf[UNIT_POS - d]
+        sync_units()
+        buf[UNIT_POS] = v
+        sync_units()
+        d *= u32(2)
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_a_local_updated_under_a_range_of_units_keeps_the_others(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = np.random.default_rng(10).integers(0, 1000, CUBES * BLOCK).astype(np.uint32)
+    defn = hillis_steele.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    want = np.cumsum(x.reshape(CUBES, BLOCK), axis=1, dtype=np.uint32).ravel()
+    np.testing.assert_array_equal(out, want)
