@@ -82,20 +82,21 @@ def _line(child: subprocess.Popen[str]) -> str:
     assert child.stdout is not None
     line = child.stdout.readline()
     if not line:
-        child.wait(TIMEOUT_S)
-        stderr = child.stderr.read() if child.stderr is not None else ""
+        _, stderr = child.communicate(timeout=TIMEOUT_S)  # which closes its pipes
         raise AssertionError(f"the child ended early:\n{stderr}")
     return line.strip()
 
 
 def _exits_in_bounded_time(child: subprocess.Popen[str]) -> str:
-    """Wait for the child's ``exiting`` line, then for its end; return its stderr."""
-    assert _line(child) == "exiting"
-    start = time.monotonic()
+    """Wait for the child's ``exiting`` line, then for its end; return its stderr. The child
+    is ended and its pipes closed whatever happens."""
     try:
+        assert _line(child) == "exiting"
+        start = time.monotonic()
         _, stderr = child.communicate(timeout=_EXIT_WAIT_S + _EXIT_SLACK_S + 30)
     finally:
         child.kill()
+        child.communicate()
     took = time.monotonic() - start
     assert took < _EXIT_WAIT_S + _EXIT_SLACK_S, (
         f"the interpreter took {took:.1f} s to exit with RUDA_EXIT_TIMEOUT_S={_EXIT_WAIT_S}"
@@ -132,7 +133,12 @@ def test_a_stream_held_up_by_another_streams_kernel_times_out_naming_that_kernel
     client, ruda_device, tmp_path
 ):
     child = _start(ruda_device, "other stream", tmp_path)
-    line = _line(child)
+    try:
+        line = _line(child)
+    except BaseException:
+        child.kill()
+        child.communicate()
+        raise
     _exits_in_bounded_time(child)
     assert line.startswith("DeviceTimeout "), line
     assert f"of {ruda_device}: kernel never_ends" in line, line
