@@ -1,7 +1,7 @@
 """Write a kernel once in Python and run it on a device (the NumPy reference device by default).
 
-    python examples/quickstart.py            # on "cpu"
-    python examples/quickstart.py cuda:0     # on any device `ruda devices` lists
+python examples/quickstart.py            # on "cpu"
+python examples/quickstart.py cuda:0     # on any device `ruda devices` lists
 """
 
 from __future__ import annotations

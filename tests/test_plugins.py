@@ -193,9 +193,7 @@ def nobuild_driver(tmp_path: Path) -> Path:
     return _fake_distribution(tmp_path / "dist", "nobuild", "ruda_fake_nobuild", NOBUILD)
 
 
-def _devices(
-    root: Path, cache: Path, backend: str = "nobuild", **env: str
-) -> dict[str, object]:
+def _devices(root: Path, cache: Path, backend: str = "nobuild", **env: str) -> dict[str, object]:
     """What a new process sees of ``backend`` (its status, reason, unusable devices), of every
     usable device, and of opening ``backend:0``."""
     result = _run(f"BACKEND = {backend!r}\n{DEVICES}", root, RUDA_CACHE_DIR=str(cache), **env)
@@ -335,4 +333,3 @@ def test_a_driver_that_crashes_while_probed_leaves_the_caller_running(widefault_
     # the stored verdict is trusted: the next process neither probes nor crashes
     again = _devices(widefault_driver, cache, "widefault")
     assert again["unusable"] == facts["unusable"]
-

@@ -206,9 +206,7 @@ class _Native:
         self.native = native
 
 
-P = TypeVar(
-    "P", ForwardPlan | _Native | LayerNormReplay, BackwardPlan | _Native | LayerNormReplay
-)
+P = TypeVar("P", ForwardPlan | _Native | LayerNormReplay, BackwardPlan | _Native | LayerNormReplay)
 #: A plan and the bytes each operand's handle must hold for it.
 Entry = tuple[P, tuple[int, ...]]
 Key = tuple[object, ...]

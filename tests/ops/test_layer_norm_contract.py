@@ -616,9 +616,7 @@ def test_a_runtimes_replay_serves_every_call_of_its_key(replan):
     assert names == ["forward_replay", "replay", "backward_replay", "replay", "replay", "replay"]
     bindings = [given for name, given in NativeLayerNormRuntime.calls if name == "replay"]
     assert bindings[2] == (second.handle.binding(), w.handle.binding())
-    assert bindings[3] == tuple(
-        b.handle.binding() for b in (second, w, second, stats, stats)
-    )
+    assert bindings[3] == tuple(b.handle.binding() for b in (second, w, second, stats, stats))
 
 
 class RegisteredOverHooksRuntime(NativeLayerNormRuntime):
