@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -68,6 +67,7 @@ from .abi import ArgKind, KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
 from .dialect import BUFFERED_SHARED_ALIGN, Dialect, MemSpace, Usage
 from .expr import Arg, ExprLowering
+from .located import Located
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
@@ -176,7 +176,7 @@ def usage_of(definition: KernelDefinition) -> Usage:
     return Usage(frozenset(elems), frozenset(ops))
 
 
-class _KernelWriter:
+class _KernelWriter(Located):
     """The state of one emission: names, helpers, used builtins and output lines."""
 
     def __init__(self, dialect: Dialect, definition: KernelDefinition) -> None:
@@ -198,24 +198,6 @@ class _KernelWriter:
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self._commented: tuple[str, int] | None = None
-
-    def where(self) -> str:
-        loc = self.loc or self.defn.source
-        return f"kernel '{self.defn.name}'" + (f" ({loc})" if loc is not None else "")
-
-    def guarded(self, action: Callable[[], _T]) -> _T:
-        """``action()``, with errors re-raised naming the kernel and the current location."""
-        try:
-            return action()
-        except UnsupportedFeature as exc:
-            raise UnsupportedFeature(f"{self.where()}: {exc}") from exc
-        except CompilationError as exc:
-            loc = self.loc or self.defn.source
-            raise CompilationError(
-                f"{self.where()}: {exc}",
-                file=loc.file if loc else None,
-                line=loc.line if loc else None,
-            ) from exc
 
     def start(self) -> Signature:
         """Declare the parameters (and derived arguments), then the arrays and locals."""

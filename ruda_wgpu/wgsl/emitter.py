@@ -18,10 +18,10 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from ruda_core.codegen.located import Located
 from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.codegen.printf import print_sites
@@ -186,7 +186,7 @@ def _atomic_arrays(definition: KernelDefinition) -> set[str]:
     return names
 
 
-class _Writer:
+class _Writer(Located):
     """The state of one emission: names, helpers and output lines."""
 
     def __init__(self, target: WgslTarget, definition: KernelDefinition) -> None:
@@ -203,23 +203,6 @@ class _Writer:
         self.sync_counter = False
         #: the kernel's print sites, in program order (a record names its site's index)
         self.sites = print_sites(definition)
-
-    def where(self) -> str:
-        loc = self.loc or self.defn.source
-        return f"kernel '{self.defn.name}'" + (f" ({loc})" if loc is not None else "")
-
-    def guarded(self, action: Callable[[], _T]) -> _T:
-        try:
-            return action()
-        except UnsupportedFeature as exc:
-            raise UnsupportedFeature(f"{self.where()}: {exc}") from exc
-        except CompilationError as exc:
-            loc = self.loc or self.defn.source
-            raise CompilationError(
-                f"{self.where()}: {exc}",
-                file=loc.file if loc else None,
-                line=loc.line if loc else None,
-            ) from exc
 
     # -- types ------------------------------------------------------------------------------
 
