@@ -119,7 +119,9 @@ class WgslEmitter:
         return writer.guarded(writer.run)
 
 
-#: How many times a short loop body is repeated per turn of its loop.
+#: How many times a short loop body is repeated per turn of its loop, on an adapter whose driver
+#: stops loops after a number of turns (:attr:`WgslTarget.loop_limit`); elsewhere loops stay as
+#: written.
 UNROLL = 1024
 #: The most instructions a loop body repeated :data:`UNROLL` times may have.
 _UNROLLED_INSTRUCTIONS = 4
@@ -438,7 +440,7 @@ class _Writer(Located):
             moved = f"{counter} {'+' if step > 0 else '-'} {literal(abs(step), elem)}"
             advance = f"{counter} = select({end}, {moved}, {ut}({gap}) > {size})"
         start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
-        if not _unrollable(loop.body):
+        if not self.target.loop_limit or not _unrollable(loop.body):  # repeat only for the limit
             self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
             self._count_turn(depth + 2)
             self._line(depth + 2, f"{var} = {counter};")
