@@ -24,6 +24,26 @@ def typed(text: str, ty: str) -> str:
     )
 
 
+#: One step of fmod's long division; the loops run eight a turn, as lavapipe ends a unit's
+#: loops after 65 535 turns in all.
+_FMOD_STEP = """        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        r = r - s;
+"""
+#: One step of remainder's long division, which also notes whether the quotient is odd.
+_REMAINDER_STEP = """        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * T(0.5); }
+        odd = odd || s == y;
+        r = r - s;
+"""
+
+
+def _eight(step: str) -> str:
+    return step * 8
+
+
 #: Bodies of float helpers over ``a`` (``b``, ``c``) of the helper's type; ``T(`` becomes the
 #: type's constructor.
 FLOAT_HELPERS = {
@@ -120,39 +140,9 @@ FLOAT_HELPERS = {
     let ey = frexp(y).exp;
     var s = y;
     loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        r = r - s;
-    }
+"""
+    + _eight(_FMOD_STEP)
+    + """    }
     return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
     Op.REMAINDER: """    // exact, as IEEE's: fmod's long division, then the nearest multiple (an
     // even one on a tie)
@@ -166,47 +156,9 @@ FLOAT_HELPERS = {
     let ey = frexp(y).exp;
     var s = y;
     loop {  // eight steps a turn, as fmod's
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
-    }
+"""
+    + _eight(_REMAINDER_STEP)
+    + """    }
     if (r > y * T(0.5) || (r == y * T(0.5) && odd)) { r = r - y; }
     return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
     Op.ASIN: """    // through atan: drivers' asin is coarse
