@@ -2,9 +2,9 @@
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """The NumPy reference device on kernels a newcomer writes first, against NumPy itself.
 
-Seven kernels in the kernel language, each launched on ``cpu`` (sanitizer off) the way users
-launch them (``launch``, then ``sync``; the result is read back once, to check it) and timed
-against the NumPy expression that computes the same result:
+Seven kernels in the kernel language and one operation, each launched on ``cpu`` (sanitizer
+off) the way users launch them (``launch``, then ``sync``; the result is read back once, to
+check it) and timed against the NumPy expression that computes the same result:
 
 * ``hist-global``: a 256-bin histogram of 4 M u32 values, one global ``atomic_add`` per
   element (``np.bincount``);
@@ -20,7 +20,9 @@ against the NumPy expression that computes the same result:
 * ``jacobi``: one Jacobi step of the 5-point stencil over the interior of a 2048x2048 f32 grid
   (NumPy slicing);
 * ``bitonic``: a bitonic sort of each 1024-element block of 8 M u32 in shared memory
-  (``np.sort`` per block).
+  (``np.sort`` per block);
+* ``ops.sort``: beside it, the whole 8 M u32 sorted by ``ruda_core.ops.sort``, which the
+  device runs natively (``np.sort``).
 
 Results must equal NumPy's exactly (the softmax to a relative 1e-5: its sums are added in
 another order). Each timing is the best of several runs; the ratio is the device's time
@@ -40,6 +42,7 @@ import numpy as np
 
 import ruda_core
 import ruda_cpu
+from ruda_core import ops
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_COUNT,
@@ -412,6 +415,23 @@ def cases(client: ComputeClient) -> list[Case]:
             run_bitonic,
             reader(oout_h, np.uint32, (on,)),
             lambda: np.sort(ox.reshape(-1, SORT_BLOCK), axis=1).ravel(),
+        )
+    )
+
+    ox_t = ruda_core.asarray(ox, client)
+    sorted_t = []
+
+    def run_sort() -> None:
+        sorted_t[:] = [ops.sort(ox_t)]
+        done()
+
+    made.append(
+        Case(
+            "ops.sort",
+            "8 M u32",
+            run_sort,
+            lambda: sorted_t[0].numpy(),
+            lambda: np.sort(ox),
         )
     )
     return made

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ruda_core import __version__
 from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
 
@@ -29,3 +31,11 @@ def ruda_backend_info() -> BackendInfo:
         identify=_identify,
         dlpack_device_type=1,  # kDLCPU: a page is host memory, shared by address
     )
+
+
+@hookimpl
+def ruda_native_ops() -> Mapping[str, object]:
+    """``sort`` and ``argsort`` computed by NumPy (:mod:`ruda_cpu.sorting`)."""
+    from . import sorting
+
+    return {"sort": sorting.sort, "argsort": sorting.argsort}

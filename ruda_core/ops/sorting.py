@@ -8,6 +8,13 @@ with its key, and a float sort then gathers the elements by index, so the result
 input's own bits (``-0.0`` and ``0.0`` in their input order, each NaN as it was, last). The cube
 size and the keys per unit are chosen by the autotuner per device, element type and size
 class. This module never imports a driver.
+
+A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
+``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
+above that the device supports (any shape: its elements in row-major order), returning the new
+1-D tensor this module's function would, bit for bit and of the same element type. It must
+respect the order of the calling thread's stream: read ``x`` after the work queued on it, and
+write the result before the work queued after the call.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,6 +33,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
+from .native import implementation
 from .primitive_inputs import INTS, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
@@ -96,6 +104,9 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if n <= 1:
         host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
         return RudaTensor.from_numpy(client, host)
+    native = implementation(op, client.runtime)
+    if native is not None:
+        return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
     _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out)
     return out
