@@ -6,9 +6,10 @@ overrides):
 * device-to-device copy of 1 GiB (``cudaMemcpyAsync`` / ``clEnqueueCopyBuffer``; for another
   API, CUDA's copy on the same GPU through CuPy, in the same process): the roof, in GB/s moved
   (read + write);
-* ruda ``c = a + b``: one element per unit, and a grid-stride loop unrolled x4, with ``launch``
-  (Checked) and ``launch_unchecked`` (BoundsCheckMode auto = Unchecked); GB/s moved (3 x 1 GiB
-  per run) and the fraction of the copy's;
+* ruda ``c = a + b``: one element per unit, a grid-stride loop unrolled x4, and one line of 4
+  per unit (16-byte loads and stores: ``float4`` in CUDA and OpenCL, ``vec4<f32>`` in WGSL),
+  with ``launch`` (Checked) and ``launch_unchecked`` (BoundsCheckMode auto = Unchecked); GB/s
+  moved (3 x 1 GiB per run) and the fraction of the copy's;
 * ruda sums of the 1 GiB array: a shared-memory tree, and (where the device has planes)
   ``plane_sum`` after an x8-unrolled grid-stride loop, with one atomic per cube;
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
@@ -59,6 +60,13 @@ def add(a: Array[f32], b: Array[f32], c: Array[f32]):
     i = ABSOLUTE_POS
     if i < c.len():
         c[i] = a[i] + b[i]
+
+
+@kernel
+def add_lines(a: Array[f32], b: Array[f32], c: Array[f32], WIDTH: Comptime[int]):
+    i = ABSOLUTE_POS
+    if i < c.len() // WIDTH:  # N is a multiple of WIDTH: no tail
+        c.store_line(i, a.load_line(i, WIDTH) + b.load_line(i, WIDTH))
 
 
 @kernel
@@ -187,6 +195,7 @@ def main(device: str) -> None:
 
     args = (ArrayArg(a, N), ArrayArg(b, N), ArrayArg(c, N))
     cubes = (N + BLOCK - 1) // BLOCK
+    line_cubes = (N // 4 + BLOCK - 1) // BLOCK
     wide = 4 * client.properties().compute_units * 8  # cubes of a grid-stride launch
     expected = host_a + host_b
     adds = {
@@ -198,6 +207,12 @@ def main(device: str) -> None:
         ),
         "add, grid-stride x4 unchecked": lambda: add_strided.launch_unchecked(
             client, RudaCount(wide), RudaDim(BLOCK), *args, UNROLL=4
+        ),
+        "add, lines of 4": lambda: add_lines.launch(
+            client, RudaCount(line_cubes), RudaDim(BLOCK), *args, WIDTH=4
+        ),
+        "add, lines of 4 unchecked": lambda: add_lines.launch_unchecked(
+            client, RudaCount(line_cubes), RudaDim(BLOCK), *args, WIDTH=4
         ),
     }
     add_s = {}

@@ -9,18 +9,22 @@ parameter's binding; a backend declares a shared array with it.
 IR, for a backend without vector memory access (the NumPy device runs it): each line local
 becomes one scalar local per lane, a lane-wise instruction one instruction per lane,
 ``LINE_LANE`` and ``LINE_BUILD`` copies, and a line access one ``INDEX``/``INDEX_ASSIGN`` per
-lane at ``i * w + k`` (computed in the index's type). Run it after the bounds pass, which
-checks line accesses as wholes. This module rewrites IR only; it must not know about any backend.
+lane at ``i * w + k`` (computed in the index's type), except the accesses a backend moves as
+vectors: those stay whole, through a line local of their own. Run it after the bounds pass,
+which checks line accesses as wholes. This module rewrites IR only; it must not know about any
+backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
 from .copies import copy_width
 from .kernel import Instr, KernelDefinition, Stmt, rewrite, walk
 from .ops import LANE_WISE_OPS, Op
+from .types import Elem
 from .variables import ArrayVar, Const, Local, Operand
 
 __all__ = ["MAX_LINE_ALIGNMENT", "line_alignment", "scalarize_lines", "uses_lines"]
@@ -51,18 +55,28 @@ def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
     return needed
 
 
-def scalarize_lines(defn: KernelDefinition) -> KernelDefinition:
-    """``defn`` without lines (see the module docstring); ``defn`` itself when it has none."""
+def scalarize_lines(
+    defn: KernelDefinition, whole: Callable[[Instr], bool] | None = None
+) -> KernelDefinition:
+    """``defn`` with scalar values only (see the module docstring); ``defn`` itself when it has
+    no lines.
+
+    :param whole: which ``LOAD_LINE``/``STORE_LINE`` stay one access (a target's vector load or
+        store): such a load fills a line local of its own, then ``LINE_LANE`` copies each lane
+        out; such a store is preceded by a ``LINE_BUILD`` of one. Those locals are the only
+        lines left. None: every access becomes one per lane.
+    """
     if not uses_lines(defn):
         return defn
-    return _Scalarizer(defn).run()
+    return _Scalarizer(defn, whole).run()
 
 
 class _Scalarizer:
-    __slots__ = ("defn", "lanes", "locals", "names")
+    __slots__ = ("defn", "lanes", "locals", "names", "whole")
 
-    def __init__(self, defn: KernelDefinition) -> None:
+    def __init__(self, defn: KernelDefinition, whole: Callable[[Instr], bool] | None) -> None:
         self.defn = defn
+        self.whole = whole
         self.names = {p.name for p in defn.params} | {v.name for v in defn.locals}
         self.names |= {s.name for s in defn.shared} | {a.name for a in defn.local_arrays}
         self.locals: list[Local] = []
@@ -73,13 +87,13 @@ class _Scalarizer:
             else:
                 self.lanes[v] = tuple(self._new(f"{v.name}_{k}", v) for k in range(v.width))
 
-    def _new(self, base: str, like: Local | Operand) -> Local:
+    def _new(self, base: str, like: Local | Operand, width: int = 1) -> Local:
         name, n = base, 0
         while name in self.names:
             n += 1
             name = f"{base}_{n}"
         self.names.add(name)
-        local = Local(name, like.elem)
+        local = Local(name, like.elem, width)
         self.locals.append(local)
         return local
 
@@ -113,6 +127,17 @@ class _Scalarizer:
         arr, index, loc = ins.args[0], cast(Operand, ins.args[1]), ins.loc
         line = cast(Local, ins.out if ins.op is Op.LOAD_LINE else ins.args[2])
         width, elem = line.width, index.elem
+        if self.whole is not None and self.whole(ins):
+            vector = self._new(f"{line.name}_line", line, width)
+            lanes = self.lanes[line]
+            if ins.op is Op.LOAD_LINE:
+                picks = (
+                    Instr(Op.LINE_LANE, t, (vector, Const(k, Elem.U32)), loc)
+                    for k, t in enumerate(lanes)
+                )
+                return [Instr(Op.LOAD_LINE, vector, ins.args, loc), *picks]
+            built = Instr(Op.LINE_BUILD, vector, lanes, loc)
+            return [built, Instr(Op.STORE_LINE, None, (arr, index, vector), loc)]
         stmts: list[Stmt] = []
         base: Operand
         if isinstance(index, Const):

@@ -85,6 +85,8 @@ PRINTS = "ruda_prints"
 TURNED = "ruda_turned"
 #: Turns short of the limit that already count as reaching it.
 LOOP_LIMIT_MARGIN = 256
+#: The element types a storage binding may hold as vectors (:func:`_vector_widths`).
+_VECTOR_ELEMS = frozenset({Elem.F32, Elem.I32, Elem.U32, Elem.F16})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +116,10 @@ class WgslEmitter:
         :raises UnsupportedFeature: the kernel uses what WGSL or the adapter lacks; the message
             names the kernel, its Python location where known, and the capability.
         """
-        flat = scalarize_lines(lower_async_copies(definition))
-        writer = _Writer(self.target, flat)
+        lowered = lower_async_copies(definition)
+        vectors = _vector_widths(lowered)
+        flat = scalarize_lines(lowered, lambda access: cast(Param, access.args[0]).name in vectors)
+        writer = _Writer(self.target, flat, vectors)
         return writer.guarded(writer.run)
 
 
@@ -179,6 +183,25 @@ def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
     return n - (1 << target.bits) if target.is_signed and n >> (target.bits - 1) else n
 
 
+def _vector_widths(definition: KernelDefinition) -> dict[str, int]:
+    """The array parameters bound as arrays of ``vec2``/``vec4``, by name, with their width:
+    those every line access reads or writes as lines of one width, 2 or 4, of a type a WGSL
+    vector holds, and no atomic touches. Each of their line accesses is one vector access; a
+    scalar access picks a component."""
+    widths: dict[Param, set[int]] = {}
+    for stmt in walk(definition.body):
+        if isinstance(stmt, Instr) and stmt.op in (Op.LOAD_LINE, Op.STORE_LINE):
+            line = stmt.out if stmt.op is Op.LOAD_LINE else stmt.args[2]
+            if isinstance(stmt.args[0], Param):
+                widths.setdefault(stmt.args[0], set()).add(cast(Local, line).width)
+    atomic = _atomic_arrays(definition)
+    return {
+        p.name: min(found)
+        for p, found in widths.items()
+        if found in ({2}, {4}) and p.elem in _VECTOR_ELEMS and p.name not in atomic
+    }
+
+
 def _atomic_arrays(definition: KernelDefinition) -> set[str]:
     """The arrays (parameters and shared) some atomic operation touches."""
     names = {REPORT_PARAM}
@@ -191,9 +214,13 @@ def _atomic_arrays(definition: KernelDefinition) -> set[str]:
 class _Writer(Located):
     """The state of one emission: names, helpers and output lines."""
 
-    def __init__(self, target: WgslTarget, definition: KernelDefinition) -> None:
+    def __init__(
+        self, target: WgslTarget, definition: KernelDefinition, vectors: dict[str, int]
+    ) -> None:
         self.target = target
         self.defn = definition
+        #: the array parameters bound as vectors, with their width (:func:`_vector_widths`)
+        self.vectors = vectors
         self.names = NameTable(RESERVED)
         self.n: dict[str, str] = {}
         self.prelude = Prelude()
@@ -218,6 +245,8 @@ class _Writer(Located):
         (``bool``, ``i8`` …) packs four or two in each ``atomic<u32>`` word, so that a store
         changes its own bytes only."""
         ty = self.ty(elem)
+        if arr.name in self.vectors:
+            return f"vec{self.vectors[arr.name]}<{ty}>"
         if isinstance(arr, Param) and _packed(elem):
             if arr.name in self.atomic:
                 raise UnsupportedFeature(f"WGSL has no atomics on {elem}")
@@ -307,12 +336,16 @@ class _Writer(Located):
         lines.append(f"{_INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
         lines.append(f"{_INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
-            lines.append(f"{_INDENT}let {self._offset(p)} = P[{layout.offsets + k}];")
+            per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
+            lines.append(f"{_INDENT}let {self._offset(p)} = P[{layout.offsets + k}]{per};")
         for p, word in zip(defn.scalar_params, layout.scalars, strict=True):
             lines.append(f"{_INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
         for a in defn.local_arrays:
             lines.append(f"{_INDENT}var {self.n[a.name]}: array<{self.ty(a.elem)}, {a.length}>;")
         for v in defn.locals:
+            if v.width > 1:  # a vector load's or store's line
+                lines.append(f"{_INDENT}var {self.n[v.name]}: vec{v.width}<{self.ty(v.elem)}>;")
+                continue
             zero = literal(False if v.elem is Elem.BOOL else 0, v.elem)
             lines.append(f"{_INDENT}var {self.n[v.name]}: {self.ty(v.elem)} = {zero};")
         return lines
@@ -346,18 +379,26 @@ class _Writer(Located):
             return a.kind.value
         return self.n[a.name]  # type: ignore[attr-defined]  # a Local or a scalar Param
 
-    def linear(self, arr: object, index: object) -> str:
-        """The position of ``arr[index]`` in its buffer (parameters start at an offset)."""
+    def index(self, index: object) -> str:
+        """An index as a ``u32``."""
         i = self.text(index)
-        if cast(Operand, index).elem is not Elem.U32:
-            i = f"u32({i})"
-        if isinstance(arr, Param):
-            return f"{self._offset(arr)} + {i}"
-        return i
+        return i if cast(Operand, index).elem is Elem.U32 else f"u32({i})"
+
+    def linear(self, arr: object, index: object) -> str:
+        """The position of ``arr[index]`` in its buffer (parameters start at an offset), in
+        elements, or in vectors for a line ``index`` of an array bound as vectors."""
+        i = self.index(index)
+        return f"{self._offset(arr)} + {i}" if isinstance(arr, Param) else i
 
     def element(self, arr: object, index: object) -> str:
-        """The element reference ``arr[index]``."""
-        return f"{self.n[arr.name]}[{self.linear(arr, index)}]"  # type: ignore[attr-defined]
+        """The element reference ``arr[index]``: a vector's component in an array bound as
+        vectors (whose offset counts vectors)."""
+        name = cast(Param | SharedArray | LocalArray, arr).name
+        width = self.vectors.get(name)
+        if width is None:
+            return f"{self.n[name]}[{self.linear(arr, index)}]"
+        i = self.index(index)
+        return f"{self.n[name]}[{self._offset(cast(Param, arr))} + {i} / {width}u][{i} % {width}u]"
 
     def _packed_word(self, arr: Param, index: object) -> tuple[str, str, str]:
         """The word, bit shift and mask of a packed element."""
@@ -468,6 +509,10 @@ class _Writer(Located):
         if op is Op.INDEX_ASSIGN:
             self._store(args[0], args[1], self.text(args[2]), depth)
             return
+        if op is Op.STORE_LINE:  # of an array bound as vectors
+            vector = f"{self.n[cast(Param, args[0]).name]}[{self.linear(args[0], args[1])}]"
+            self._line(depth, f"{vector} = {self.text(args[2])};")
+            return
         if op is Op.SYNC_UNITS:
             self._line(depth, "storageBarrier();")
             self._line(depth, "workgroupBarrier();")
@@ -517,6 +562,13 @@ class _Writer(Located):
         op, args, out = ins.op, ins.args, cast(Local, ins.out)
         if op is Op.INDEX:
             return self._load(args[0], args[1])
+        if op is Op.LOAD_LINE:  # of an array bound as vectors
+            return f"{self.n[cast(Param, args[0]).name]}[{self.linear(args[0], args[1])}]"
+        if op is Op.LINE_LANE:
+            return f"{self.text(args[0])}[{int(cast(Const, args[1]).value)}]"
+        if op is Op.LINE_BUILD:
+            lanes = ", ".join(self.text(a) for a in args)
+            return f"vec{out.width}<{self.ty(out.elem)}>({lanes})"
         if op is Op.LEN:
             return f"P[{self._metadata('len', args[0], 0)}]"
         if op in (Op.SHAPE, Op.STRIDE):

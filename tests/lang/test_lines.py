@@ -237,6 +237,16 @@ def test_scalarize_lines_leaves_only_scalars_and_element_accesses():
     assert scalarize_lines(flat) is flat
 
 
+def test_scalarize_lines_keeps_the_accesses_a_target_moves_whole_through_lines_of_their_own():
+    checked = lower_bounds(scaled_copy.definition(N=4, Float="f32"), ExecutionMode.CHECKED)
+    flat = scalarize_lines(checked, lambda access: access.op is Op.LOAD_LINE)
+    verify(flat)
+    (load,) = _instrs(flat, Op.LOAD_LINE)
+    assert load.out.width == 4 and [v.width for v in flat.locals].count(4) == 1
+    assert len(_instrs(flat, Op.LINE_LANE)) == 4  # the loaded line's lanes, copied out
+    assert not _instrs(flat, Op.STORE_LINE) and len(_instrs(flat, Op.INDEX_ASSIGN)) == 4
+
+
 def test_line_alignment_is_the_line_size_up_to_16_bytes():
     sizes = {
         (Elem.F32, 2): 8,

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("wgpu")
 
 import ruda_core as ruda
-from ruda_core.lang import ABSOLUTE_POS, RUDA_POS, Array, kernel, u8, u32
+from ruda_core.ir import Elem
+from ruda_core.lang import ABSOLUTE_POS, RUDA_POS, Array, Comptime, Numeric, kernel, u8, u32
 from ruda_core.runtime import LaunchError, TooManyResources
 
 
@@ -95,3 +96,29 @@ def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
     count_up.launch(client, 1, 1, out, 100_000)
     with pytest.raises(LaunchError, match="kernel count_up may have been cut short"):
         client.sync().result()
+
+
+@kernel
+def add_lines(a: Array[Numeric], b: Array[Numeric], c: Array[Numeric], N: Comptime[int]):
+    i = ABSOLUTE_POS
+    c.store_line(i, a.load_line(i, N) + b.load_line(i, N))
+    tail = c.len() // N * N + i  # the elements after the last whole line, one by one
+    if i < N and tail < c.len():
+        c[tail] = a[tail] - b[tail]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.float16])
+@pytest.mark.parametrize("width", [2, 4])
+def test_vector_line_accesses_give_exact_results_and_keep_the_bounds(client, dtype, width):
+    if dtype is np.float16 and Elem.F16 not in client.features().elems:
+        pytest.skip(f"{client.device} has no f16")
+    n = 1001  # a partial last line, finished by scalar accesses to the vector bindings
+    rng = np.random.default_rng(width)
+    a, b = (rng.integers(0, 1000, n).astype(dtype) for _ in range(2))
+    c = ruda.asarray(np.full(n, 7, dtype), client)
+    lines = n // width
+    add_lines.launch(client, -(-(lines + 1) // 64), 64, a, b, c, N=width)  # one cube too many
+    want = np.concatenate(
+        [a[: lines * width] + b[: lines * width], a[lines * width :] - b[lines * width :]]
+    )
+    np.testing.assert_array_equal(c.numpy(), want)

@@ -7,7 +7,20 @@ import pytest
 
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import Elem, lower_bounds
-from ruda_core.lang import ABSOLUTE_POS, UNIT_POS, Array, SharedMemory, f32, i8, kernel, u8, u32
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    Numeric,
+    SharedMemory,
+    atomic_add,
+    f32,
+    i8,
+    kernel,
+    u8,
+    u32,
+)
 from ruda_core.runtime import CompileOptions, ExecutionMode
 from ruda_wgpu.compiler import WebGpuCompiler
 from ruda_wgpu.wgsl.values import literal
@@ -27,6 +40,21 @@ def staged_sum(x: Array[f32], out: Array[f32], n: u32):
     smem = SharedMemory(f32, n)
     smem[UNIT_POS] = x[ABSOLUTE_POS]
     out[ABSOLUTE_POS] = smem[UNIT_POS] + f32(1.5)
+
+
+@kernel
+def add_lines(a: Array[Numeric], b: Array[Numeric], c: Array[Numeric], N: Comptime[int]):
+    i = ABSOLUTE_POS
+    c.store_line(i, a.load_line(i, N) + b.load_line(i, N))
+    c[i] = a[i]  # a scalar access to an array bound as vectors
+
+
+@kernel
+def lines_and_atomics(a: Array[u32], b: Array[u32], total: Array[u32]):
+    i = ABSOLUTE_POS
+    b.store_line(i, a.load_line(i, 2))
+    total.store_line(i, a.load_line(i, 4))
+    atomic_add(total, 0, u32(1))
 
 
 def _source(kern, elems: str = ALL, mode: ExecutionMode = ExecutionMode.CHECKED, **bound) -> str:
@@ -67,3 +95,23 @@ def test_a_kernel_of_a_type_the_adapter_lacks_is_refused_naming_it():
 )
 def test_literals_wgsl_cannot_spell_directly(value, elem, text):
     assert literal(value, elem) == text
+
+
+@pytest.mark.parametrize(("elem", "width"), [("f32", 4), ("i32", 2), ("u32", 4), ("f16", 2)])
+def test_arrays_accessed_by_lines_of_2_or_4_are_bound_as_vectors_and_moved_whole(elem, width):
+    source = _source(add_lines, N=width, Numeric=elem)
+    vector = f"vec{width}<{elem}>"
+    assert f"var<storage, read_write> a: array<{vector}>;" in source
+    assert f"var<storage, read_write> c: array<{vector}>;" in source
+    assert f"let a_at = P[4] / {width}u;" in source  # the offset counts vectors
+    assert "= a[a_at + i];" in source  # one load of a whole line
+    assert "c[c_at + i] = _t" in source  # one store of a whole line
+    assert f"c[c_at + i / {width}u][i % {width}u] =" in source  # a scalar store: a component
+
+
+def test_lines_of_8_lines_of_two_widths_and_atomic_arrays_stay_scalar_accesses():
+    assert "c: array<f32>;" in _source(add_lines, N=8, Numeric="f32")
+    source = _source(lines_and_atomics)
+    assert "a: array<u32>;" in source  # lines of 2 and of 4
+    assert "b: array<vec2<u32>>;" in source
+    assert "total: array<atomic<u32>>;" in source
