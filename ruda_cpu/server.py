@@ -430,6 +430,8 @@ class CpuServer(ComputeServer):
                     Feature.DEVICE_TIMING,
                     Feature.PRINT,
                     Feature.SANITIZE,
+                    Feature.MEMORY_FENCE,  # lockstep accesses are already in program order
+                    Feature.UNBOUNDED_LOOPS,
                 }
             ),
             frozenset(Elem),

@@ -609,6 +609,8 @@ class CudaServer(ComputeServer):
             Feature.DYNAMIC_COUNT,
             Feature.DEVICE_TIMING,
             Feature.PRINT,
+            Feature.MEMORY_FENCE,  # __threadfence_block, __threadfence
+            Feature.UNBOUNDED_LOOPS,
         }
         # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
         matrices = (

@@ -104,7 +104,12 @@ class OpenCLCapabilities:
             Feature.DYNAMIC_COUNT,
             Feature.DEVICE_TIMING,
             Feature.PRINT,  # printf is core OpenCL C 1.2
+            Feature.UNBOUNDED_LOOPS,
         }
+        # mem_fence is core OpenCL C 1.2; an OpenCL C 3.0 program fences the device with
+        # atomic_work_item_fence of device scope, an optional feature there
+        if not any(key in caps for key in OPENCL_C_3) or "atomic_scope_device" in caps:
+            features.add(Feature.MEMORY_FENCE)
         if self.plane_dim > 1 and ("subgroup_arith" in caps or "subgroup_shuffle" in caps):
             features.add(Feature.PLANE)
             if self.partial_planes:

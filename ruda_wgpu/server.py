@@ -432,11 +432,13 @@ def _host_memory_nbytes() -> int:
         return 4 << 30
 
 
-def _features(adapter: Any, plane_dim: int) -> Features:
+def _features(adapter: Any, plane_dim: int, loop_limit: int) -> Features:
     """What the adapter's WGSL holds and what ruda runs on it. ``f64`` is left out even where
     the adapter offers ``shader-f64``: Vulkan's extended instructions (``exp``, ``log``,
     ``sin`` …) are defined on 16- and 32-bit floats only, and lavapipe returns wrong values for
-    them on doubles."""
+    them on doubles. ``MEMORY_FENCE`` is left out everywhere (WGSL fences memory only inside
+    its barriers, which the whole cube must reach), ``UNBOUNDED_LOOPS`` where the driver stops
+    a unit's loops after ``loop_limit`` turns (0: it does not)."""
     elems = set(CORE_ELEMS) | {Elem.I8, Elem.I16, Elem.U8, Elem.U16}
     offered = adapter.features
     if "shader-f16" in offered:
@@ -448,6 +450,8 @@ def _features(adapter: Any, plane_dim: int) -> Features:
         features.add(Feature.DEVICE_TIMING)
     if plane_dim > 1:
         features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
+    if not loop_limit:
+        features.add(Feature.UNBOUNDED_LOOPS)
     return Features(frozenset(features), frozenset(elems))
 
 
@@ -459,7 +463,7 @@ class WebGpuServer(ComputeServer):
         driver = WebGpuDriver(adapter)
         plane_dim = plane_width(driver.device)
         driver.pipelines.plane_dim = plane_dim
-        features = _features(adapter, plane_dim)
+        features = _features(adapter, plane_dim, driver.loop_limit)
         limits = driver.device.limits
         info = adapter.info
         properties = DeviceProperties(

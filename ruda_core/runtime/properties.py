@@ -29,8 +29,18 @@ class Feature(enum.Enum):
     ATOMIC_INT64 = "atomic_int64"  #: 64-bit integer atomics
     ATOMIC_FLOAT = "atomic_float"  #: float atomics (native or emulated)
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic
-    DEVICE_TIMING = "device_timing"  #: execution time from device events / timestamps
+    #: execution time from device events / timestamps; without it ``profile()`` is timed on
+    #: the host (``TimingMethod.SYSTEM``: no trace events, transfers counted as execution)
+    DEVICE_TIMING = "device_timing"
     PRINT = "print"  #: print() in kernels (printf on C targets)
+    #: ``fence_units()`` and ``fence_device()``: memory fences outside a barrier, so a unit's
+    #: writes are seen in order by the other units of its cube or of the device (a partial
+    #: handed to the last cube of a grid reduction); WGSL has none
+    MEMORY_FENCE = "memory_fence"
+    #: a unit's loops run as long as their condition holds, so a kernel may spin until another
+    #: unit or the host releases it, or for ever; lavapipe stops a unit's loops after 65 535
+    #: turns in all
+    UNBOUNDED_LOOPS = "unbounded_loops"
     #: launches can run sanitized (``RUDA_SANITIZE=1``): races, uninitialised reads, divergent
     #: barriers and out-of-bounds accesses are reported as a ``SanitizerError``
     SANITIZE = "sanitize"

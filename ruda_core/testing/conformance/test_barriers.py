@@ -29,9 +29,9 @@ from ruda_core.lang import (
     sync_units_or,
     u32,
 )
-from ruda_core.runtime import RudaCount, RudaDim
+from ruda_core.runtime import Feature, RudaCount, RudaDim
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
-from ruda_core.testing.markers import need
+from ruda_core.testing.markers import need, requires
 from ruda_core.testing.runner import read_array, run_definition
 
 #: Cube shapes (RudaDim) of the reducing-barrier tests: powers of two or not, 1 to 3 axes.
@@ -121,6 +121,7 @@ def test_reducing_barriers_match_the_reference(client, reference, dim):
     np.testing.assert_array_equal(got[2][:, 0], (cubes > 1).any(axis=1))
 
 
+@requires(Feature.MEMORY_FENCE)
 def test_reducing_barriers_repeat_in_a_loop(client, reference):
     dim = (48, 1, 1)
     x = np.random.default_rng(5).integers(0, 1000, CUBES * 48).astype(np.uint32)
@@ -132,6 +133,7 @@ def test_reducing_barriers_repeat_in_a_loop(client, reference):
     np.testing.assert_array_equal(got, np.repeat(totals, 48))
 
 
+@requires(Feature.MEMORY_FENCE)
 @pytest.mark.usefixtures("unsanitized")  # out of bounds on purpose
 @pytest.mark.parametrize("cubes", [1, 5, 37])
 def test_last_cube_of_a_grid_reduction_sees_every_partial(client, reference, cubes):

@@ -3,7 +3,8 @@ that holds the device, and the interpreter exits after ``RUDA_EXIT_TIMEOUT_S`` w
 
 Each test runs a child interpreter that launches a kernel that never ends (it spins on an atomic
 read of a flag that the host never sets, so no compiler may remove or fold the loop); the child
-is the one that is wedged, never this process.
+is the one that is wedged, never this process. A device whose driver ends such a loop
+(``Feature.UNBOUNDED_LOOPS`` left out) cannot run them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+from ruda_core.runtime import Feature
+from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S
+
+pytestmark = requires(Feature.UNBOUNDED_LOOPS)
 
 #: The exit's bounded wait in the children, and what the exit may take beyond it.
 _EXIT_WAIT_S = 0.5
