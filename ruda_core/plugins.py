@@ -38,6 +38,7 @@ from .errors import BackendUnavailable, InteropError, PluginError
 from .interop.dlpack import describe_device
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
+from .runtime.properties import DeviceProperties
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -45,6 +46,7 @@ __all__ = [
     "REFERENCE_BACKEND",
     "BackendInfo",
     "BackendStatus",
+    "KnownFailure",
     "NoDevice",
     "Status",
     "UnusableDevice",
@@ -112,6 +114,50 @@ class BackendInfo:
     dlpack_device_type: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class KnownFailure:
+    """A conformance test some or all of a backend's devices are known to fail, and why: a
+    value of ``ruda_conformance_xfails``. A plain string there is the reason of a failure
+    known on every device of the backend.
+
+    :param reason: why the device cannot conform (a driver bug and its tracker, a hardware
+        limit), shown in the test's xfail.
+    :param devices: the devices it is known on, in words (``"lavapipe (adapter llvmpipe)"``),
+        shown with the reason; required with ``applies``, empty without it.
+    :param applies: whether the device under test is one of them, given its
+        :class:`~ruda_core.runtime.DeviceProperties` (``name`` is the device's or adapter's
+        name, ``vendor`` the platform or driver); called when a matching test is set up, once
+        the device is open. None: every device of the backend.
+    :raises PluginError: for ``applies`` that is not callable, or a ``devices`` that does not
+        go with it.
+    """
+
+    reason: str
+    devices: str = ""
+    applies: Callable[[DeviceProperties], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not isinstance(self.devices, str):
+            raise PluginError(
+                f"KnownFailure({self.reason!r}, devices={self.devices!r}): the reason and the "
+                "devices must be strings"
+            )
+        if self.applies is not None and not callable(self.applies):
+            raise PluginError(
+                f"KnownFailure({self.reason!r}): applies={self.applies!r} is not callable; pass "
+                "a function of the device's DeviceProperties, or None for every device"
+            )
+        if (self.applies is None) != (not self.devices.strip()):
+            raise PluginError(
+                f"KnownFailure({self.reason!r}, devices={self.devices!r}): name the devices "
+                "in words exactly when applies= scopes the failure to some devices"
+            )
+
+    def applies_to(self, properties: DeviceProperties) -> bool:
+        """Whether a device with ``properties`` is known to fail the test."""
+        return self.applies is None or bool(self.applies(properties))
+
+
 class _Spec:
     """The hook specification of ruda driver plugins."""
 
@@ -130,7 +176,7 @@ class _Spec:
         """
 
     @hookspec
-    def ruda_conformance_xfails(self) -> Mapping[str, str] | None:
+    def ruda_conformance_xfails(self) -> Mapping[str, str | KnownFailure] | None:
         """Known failures of this backend in the conformance suite (``ruda_core.testing``).
 
         Called only by the conformance suite's pytest plugin, once per session, through
@@ -139,12 +185,16 @@ class _Spec:
         over a test's conformance name, ``<module>::<test>[<params>]`` without the device, e.g.
         ``"test_plane::test_plane_reductions[f16]"`` or ``"test_ops_float::*[f64-*]"``; each
         value is the reason, which must say why the backend cannot conform (a driver bug and
-        its tracker, a hardware limit). A matching test is marked ``xfail(strict=True)``: it
-        still runs, and an override that starts passing fails the suite, so stale ones are
-        removed. The suite's guard test fails for an empty reason or a pattern that matches no
-        test. An implementation must not open a device or import a driver.
+        its tracker, a hardware limit), or a :class:`KnownFailure`, whose ``applies`` scopes
+        the failure to the devices it is known on (one adapter of several, a driver version),
+        judged from the device's properties when the test is set up. A matching test on a
+        device it applies to is marked ``xfail(strict=True)``: it still runs, and an override
+        that starts passing fails the suite, so stale ones are removed. The suite's guard test
+        fails for an empty reason or a pattern that matches no test. An implementation must not
+        open a device or import a driver; a missing capability is a :class:`Feature` the
+        device leaves out, never a known failure.
 
-        :returns: ``{pattern: reason}``, or None for no overrides.
+        :returns: ``{pattern: reason or KnownFailure}``, or None for no overrides.
         """
 
     @hookspec
@@ -380,18 +430,19 @@ def _probe_devices(info: BackendInfo, listed: BackendStatus) -> BackendStatus:
     return status if usable else replace(status, status=Status.UNUSABLE, reason=reasons)
 
 
-def conformance_xfails() -> dict[str, dict[str, str]]:
-    """Every loaded backend's conformance overrides: ``{backend: {pattern: reason}}``.
+def conformance_xfails() -> dict[str, dict[str, KnownFailure]]:
+    """Every loaded backend's conformance overrides: ``{backend: {pattern: KnownFailure}}``
+    (a reason declared as a plain string is a failure known on every device of the backend).
 
     Calls each plugin's ``ruda_conformance_xfails`` hook, if it has one; backends that failed
     to load contribute nothing.
 
     :raises PluginError: when a hook fails or returns something other than a mapping of
-        strings, naming the plugin.
+        strings to strings or :class:`KnownFailure` values, naming the plugin.
     """
     loaded = _registry.load()
     manager = _registry.manager
-    found: dict[str, dict[str, str]] = {}
+    found: dict[str, dict[str, KnownFailure]] = {}
     for name, entry in loaded.items():
         plugin = manager.get_plugin(name)
         if not isinstance(entry, BackendInfo) or plugin is None:
@@ -403,13 +454,16 @@ def conformance_xfails() -> dict[str, dict[str, str]]:
         if result is None:
             continue
         if not isinstance(result, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in result.items()
+            isinstance(k, str) and isinstance(v, str | KnownFailure) for k, v in result.items()
         ):
             raise PluginError(
                 f"{name}: ruda_conformance_xfails returned {result!r}; return a mapping of "
-                "test-name patterns to reasons"
+                "test-name patterns to reasons or KnownFailure values"
             )
-        found[name] = dict(result)
+        found[name] = {
+            pattern: v if isinstance(v, KnownFailure) else KnownFailure(v)
+            for pattern, v in result.items()
+        }
     return found
 
 

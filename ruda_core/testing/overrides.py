@@ -5,7 +5,10 @@ A test's *conformance name* is ``<module>::<function>[<params>]`` without the de
 driver's overrides (``ruda_conformance_xfails`` in :mod:`ruda_core.plugins`) and the report
 matrix can name it. An override's pattern matches a test when ``fnmatch`` accepts the full name
 or the name without its ``[params]``; ``*`` and ``?`` are its only wildcards. Overrides apply
-only to tests of :mod:`ruda_core.testing.conformance` on a device of the declaring backend.
+only to tests of :mod:`ruda_core.testing.conformance` on a device of the declaring backend, and
+an override scoped to some devices (:class:`~ruda_core.plugins.KnownFailure` with ``applies``)
+only on a device whose properties it accepts; the device is open by then (the plugin applies
+overrides when a test is set up).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 
 from .. import plugins
 from ..errors import PluginError
+from ..plugins import KnownFailure
+from ..runtime import DeviceProperties
 from .selection import backend_of
 
 __all__ = [
@@ -102,7 +107,7 @@ def conformance_functions() -> list[str]:
 class Overrides:
     """The declared overrides of every backend, or the error that stopped collecting them."""
 
-    by_backend: Mapping[str, Mapping[str, str]]
+    by_backend: Mapping[str, Mapping[str, KnownFailure]]
     error: str = ""
 
     @classmethod
@@ -112,17 +117,40 @@ class Overrides:
         except PluginError as exc:
             return cls({}, str(exc))
 
-    def reason_for(self, item: pytest.Item) -> str | None:
-        """The reason of the first valid override matching ``item``, else None. Overrides with
-        an empty reason are never applied (the guard test reports them)."""
+    def reason_for(self, item: pytest.Item, properties: DeviceProperties) -> str | None:
+        """The xfail reason of ``item`` run on its device, whose properties are
+        ``properties`` (see :meth:`known_failure`); None for a test that does not run per
+        device or is not a conformance test."""
         device = device_of(item)
         if device is None or not is_conformance(item):
             return None
-        backend = backend_of(device)
-        name = conformance_name(item)
-        for pattern, reason in self.by_backend.get(backend, {}).items():
-            if reason.strip() and matches(pattern, name):
-                return f"{backend} declares a known failure: {reason.strip()}"
+        return self.known_failure(backend_of(device), conformance_name(item), properties)
+
+    def known_failure(self, backend: str, name: str, properties: DeviceProperties) -> str | None:
+        """The reason of the first valid override of ``backend`` that matches the conformance
+        ``name`` and applies to a device with ``properties``, else None. Overrides with an
+        empty reason are never applied (the guard test reports them).
+
+        :raises PluginError: when an override's ``applies`` raises, naming the backend and the
+            pattern.
+        """
+        for pattern, failure in self.by_backend.get(backend, {}).items():
+            reason = failure.reason.strip()
+            if not reason or not matches(pattern, name):
+                continue
+            try:
+                applies = failure.applies_to(properties)
+            except Exception as exc:
+                raise PluginError(
+                    f"{backend}: the known failure {pattern!r} could not tell whether it "
+                    f"applies to {properties.name!r}: {type(exc).__name__}: {exc}; fix its "
+                    "applies= function"
+                ) from exc
+            if not applies:
+                continue
+            if failure.devices:
+                return f"{backend} declares a known failure on {failure.devices}: {reason}"
+            return f"{backend} declares a known failure: {reason}"
         return None
 
     def problems(self) -> list[str]:
@@ -130,8 +158,8 @@ class Overrides:
         functions = conformance_functions()
         found = [self.error] if self.error else []
         for backend, table in sorted(self.by_backend.items()):
-            for pattern, reason in table.items():
-                if not reason.strip():
+            for pattern, failure in table.items():
+                if not failure.reason.strip():
                     found.append(f"{backend}: override {pattern!r} has no reason")
                 base = _glob(pattern.split("[", 1)[0])
                 if not any(fnmatch.fnmatchcase(f, base) for f in functions):

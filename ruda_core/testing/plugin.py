@@ -12,8 +12,8 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
   session-scoped, so they work with Hypothesis' ``@given``;
 * the markers of :mod:`.markers` (``requires``, ``requires_elem``), checked before a test's
   fixtures are set up;
-* the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, see
-  :mod:`.overrides`;
+* the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, applied
+  when a test is set up on a device they apply to (see :mod:`.overrides`);
 * the Hypothesis profile ``ruda`` (derandomised: every run tries the same examples; no
   deadline), loaded unless ``--hypothesis-profile`` names another, so a test run never fails
   by chance; ``RUDA_FUZZ_NEW=1`` loads ``ruda-new`` instead, which draws new examples on every
@@ -131,14 +131,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    overrides = _overrides(config)
-    for item in items:
-        reason = overrides.reason_for(item)
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
-
-
 def _check_available(selection: DeviceSelection, name: str) -> ComputeClient:
     outcome = selection.open(name)
     if isinstance(outcome, Unavailable):
@@ -150,12 +142,18 @@ def _check_available(selection: DeviceSelection, name: str) -> ComputeClient:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip (or fail, for a required backend) a device test whose device cannot be opened, and
-    skip as *unsupported* one whose device lacks a marked capability, before any fixture."""
+    """Skip (or fail, for a required backend) a device test whose device cannot be opened, mark
+    as a strict xfail one whose driver declares it a known failure of that device, and skip as
+    *unsupported* one whose device lacks a marked capability, before any fixture. The xfail
+    mark counts as one made at collection: this hook runs before pytest's own of the same
+    order (it is registered later), and pytest reads the marks again when the test is called."""
     callspec = getattr(item, "callspec", None)
     if callspec is None or DEVICE_PARAM not in callspec.params:
         return
     client = _check_available(_selection(item.config), callspec.params[DEVICE_PARAM])
+    known = _overrides(item.config).reason_for(item, client.properties())
+    if known is not None:
+        item.add_marker(pytest.mark.xfail(reason=known, strict=True))
     features = [f for m in item.iter_markers(MARK_FEATURES) for f in m.args]
     elems = [e for m in item.iter_markers(MARK_ELEMS) for e in m.args]
     reason = missing(client, features, elems)
