@@ -1,5 +1,7 @@
-"""Profiling: execution and transfer are measured apart, and the trace exports to Chrome's
-format with one track per stream."""
+"""Profiling: on a device with device timestamps (``Feature.DEVICE_TIMING``) execution and
+transfer are measured apart and the trace exports to Chrome's format with one track per stream;
+on one without them the profile is timed on the host (``TimingMethod.SYSTEM``), as the device
+declares."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import numpy as np
 import pytest
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
-from ruda_core.runtime import RudaCount, RudaDim, ServerError, StreamId, TimingMethod
+from ruda_core.runtime import Feature, RudaCount, RudaDim, ServerError, StreamId, TimingMethod
+from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import TIMEOUT_S
 
 N = 1 << 16
@@ -33,24 +36,48 @@ def _work(client, x):
     return region
 
 
-def test_profile_reports_execution_and_transfer_separately(client):
+def _profiled(client):
+    """The profile of an upload, a kernel and a read of ``N`` floats, after checking the
+    kernel's result; the kernel is built before the profile."""
     x = np.arange(N, dtype=np.float32)
     double.launch(
         client, RudaCount(1), RudaDim(1), ArrayArg(client.empty(4), 1), ArrayArg(client.empty(4), 1)
-    )  # built outside the profile
+    )
     client.sync().result(timeout=TIMEOUT_S)
     future, duration = client.profile(_work(client, x), "double")
     np.testing.assert_array_equal(np.frombuffer(future.result(TIMEOUT_S)[0], np.float32), 2 * x)
     assert duration.name == "double"
     assert duration.submission_ns > 0
+    assert duration.total_ns == duration.execution_ns + duration.transfer_ns
+    return duration
+
+
+def test_profile_is_timed_as_the_device_declares(client):
+    """Device timestamps where the device declares ``DEVICE_TIMING``; else the host's clock:
+    ``execution_ns`` is the wall time from the region's start until its work is done
+    (transfers included), ``transfer_ns`` 0 and the trace empty."""
+    duration = _profiled(client)
+    assert duration.execution_ns > 0
+    if client.features().has(Feature.DEVICE_TIMING):
+        assert duration.method is TimingMethod.DEVICE
+    else:
+        assert duration.method is TimingMethod.SYSTEM
+        assert duration.execution_ns >= duration.submission_ns
+        assert duration.transfer_ns == 0
+        assert duration.trace.events == ()
+
+
+@requires(Feature.DEVICE_TIMING)
+def test_profile_reports_execution_and_transfer_separately(client):
+    duration = _profiled(client)
     assert duration.execution_ns > 0 and duration.transfer_ns > 0
-    if duration.method is TimingMethod.DEVICE:
-        kinds = sorted(e.kind for e in duration.trace.events)
-        assert kinds == ["kernel", "transfer", "transfer"]  # the upload, the kernel, the read
-        kernel_ns = sum(e.duration_ns for e in duration.trace.events if e.kind == "kernel")
-        assert duration.execution_ns == kernel_ns
+    kinds = sorted(e.kind for e in duration.trace.events)
+    assert kinds == ["kernel", "transfer", "transfer"]  # the upload, the kernel, the read
+    kernel_ns = sum(e.duration_ns for e in duration.trace.events if e.kind == "kernel")
+    assert duration.execution_ns == kernel_ns
 
 
+@requires(Feature.DEVICE_TIMING)
 def test_trace_has_one_track_per_stream(client, tmp_path):
     pinned = []
     for _ in range(2):
@@ -63,8 +90,6 @@ def test_trace_has_one_track_per_stream(client, tmp_path):
         return [_work(c, x)() for c in pinned]
 
     _, duration = client.profile(region)
-    if duration.method is not TimingMethod.DEVICE:
-        pytest.skip(f"unsupported: {client.device} has no device timestamps for a trace")
     path = tmp_path / "trace.json"
     duration.trace.save_chrome(path)
     data = json.loads(path.read_text())

@@ -1,0 +1,61 @@
+"""``client.profile`` on a device without device timestamps (``Feature.DEVICE_TIMING`` left out):
+the region is timed on the host, as the contract says, and the profile says so."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
+from ruda_core.runtime import (
+    ComputeClient,
+    DeviceId,
+    Feature,
+    Features,
+    RudaCount,
+    RudaDim,
+    TimingMethod,
+)
+from ruda_cpu import CpuRuntime
+from ruda_cpu.server import CpuServer
+
+N = 1 << 14
+_ids = itertools.count(200)
+
+
+class _UntimedServer(CpuServer):
+    """The NumPy device, declaring no device timestamps."""
+
+    def features(self) -> Features:
+        found = super().features()
+        return Features(found.features - {Feature.DEVICE_TIMING}, found.elems, found.matrices)
+
+
+@kernel
+def triple(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] * f32(3)
+
+
+def test_a_device_without_timestamps_profiles_on_the_host_clock():
+    index = next(_ids)
+    client = ComputeClient(
+        ("untimed-cpu", index), _UntimedServer(DeviceId(0, index)), None, CpuRuntime
+    )
+    x = np.arange(N, dtype=np.float32)
+
+    def region():
+        handle, out = client.create_from_slice(x), client.empty(x.nbytes)
+        triple.launch(
+            client, RudaCount(N // 256), RudaDim(256), ArrayArg(handle, N), ArrayArg(out, N)
+        )
+        return client.read_async([out])
+
+    future, duration = client.profile(region, "triple")
+    np.testing.assert_array_equal(np.frombuffer(future.result(30)[0], np.float32), 3 * x)
+    assert duration.method is TimingMethod.SYSTEM
+    assert duration.execution_ns >= duration.submission_ns > 0
+    assert duration.transfer_ns == 0
+    assert duration.trace.events == ()
