@@ -44,21 +44,38 @@ MAX_KEPT_BATCHES = 16
 
 
 class ServerStream:
-    """Per-stream state of a server. Drivers subclass it to hold their queue."""
+    """Per-stream state of a server. Drivers subclass it to hold their queue, in attributes of
+    their own; the kept owners (:attr:`kept`, :attr:`fenced`) are read-only properties, so a
+    subclass cannot replace them by accident."""
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
         self.error: ServerError | None = None
         #: Validate-mode reports since the last sync (made at the first validated launch)
         self.reports: ReportLog | None = None
-        #: what keeps other libraries' memory alive for work queued since the last fence of
-        #: them (see :meth:`StreamTable.keep`)
-        self.kept: list[object] = []
-        #: earlier batches of ``kept``, each with the fence after the work that used it
-        self.fenced: deque[tuple[Fence, list[object]]] = deque()
+        self._kept: list[object] = []
+        self._fenced: deque[tuple[Fence, list[object]]] = deque()
         #: other libraries' stream handles whose queued work the driver itself orders before
         #: this stream's (the stream's own handle; on CUDA, the legacy stream for a blocking one)
         self.ordered_producers: frozenset[int] = frozenset()
+
+    @property
+    def kept(self) -> list[object]:
+        """What keeps other libraries' memory alive for work queued since the last fence of
+        them: the current batch, which the server extends under its lock (see
+        :meth:`StreamTable.keep`) and :meth:`take_kept` hands over when it is fenced."""
+        return self._kept
+
+    @property
+    def fenced(self) -> deque[tuple[Fence, list[object]]]:
+        """Earlier batches of :attr:`kept`, oldest first, each with the fence after the work
+        that used it; the server adds and lets go of batches under its lock."""
+        return self._fenced
+
+    def take_kept(self) -> list[object]:
+        """The current batch of kept owners, leaving an empty one in its place (lock held)."""
+        kept, self._kept = self._kept, []
+        return kept
 
     def fail(
         self, error: ServerError, bindings: Sequence[Binding], task: RudaTask | None = None
@@ -181,7 +198,7 @@ class StreamTable:
         first, so the owners added now wait for a later fence. Returns what the caller must
         wait for once the lock is released, as :meth:`fence_kept`."""
         backlog = self.fence_kept(stream) if len(stream.kept) >= KEEP_BATCH else None
-        stream.kept += owners
+        stream.kept.extend(owners)
         return backlog
 
     def fence_kept(self, stream: ServerStream) -> Fence | None:
@@ -196,8 +213,7 @@ class StreamTable:
         if stream.kept:
             queue = self.queue
             fence = queue.fence(stream) if done is None else queue.refence(stream, done)
-            fenced.append((fence, stream.kept))
-            stream.kept = []
+            fenced.append((fence, stream.take_kept()))
         return fenced[0][0] if len(fenced) > MAX_KEPT_BATCHES else None
 
     def let_go_kept(self, stream: ServerStream) -> Fence | None:
