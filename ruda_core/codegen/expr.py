@@ -21,12 +21,13 @@ from .bits import BIT_OPS, bit_helper
 from .dialect import Dialect
 from .prelude import Prelude, function
 
-__all__ = ["Arg", "ExprLowering", "bare"]
+__all__ = ["OPERATORS", "Arg", "ExprLowering", "bare"]
 
 #: An operand, or C text already of the operand element's value type.
 Arg = Operand | str
 
-_SYMBOL = {
+#: The infix operator of each operation one computes (WGSL spells them as C does).
+OPERATORS = {
     Op.ADD: "+",
     Op.SUB: "-",
     Op.MUL: "*",
@@ -156,7 +157,7 @@ class ExprLowering:
         else:
             w = [self.wide(a, elem) for a in args]
         if op in COMPARE_OPS:
-            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+            return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op in FLOAT_TESTS:
             return self.d.math_call(_MATH[op], compute, w)
         value = self._float_value(op, compute, w)
@@ -165,7 +166,7 @@ class ExprLowering:
     def _float_value(self, op: Op, elem: Elem, w: list[str]) -> str:
         d = self.d
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
-            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+            return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op is Op.FLOOR_DIV:
             return d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
         if op is Op.MOD:
@@ -187,7 +188,7 @@ class ExprLowering:
     def _integer(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
         t = [self.text(a) for a in args]
         if op in COMPARE_OPS or op in (Op.AND, Op.OR):
-            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+            return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.NOT:
             return f"(!{t[0]})"
         if not elem.is_int:
@@ -200,8 +201,8 @@ class ExprLowering:
         wraps = elem.is_signed or elem.bits < 32
         if op in (Op.ADD, Op.SUB, Op.MUL):
             if not wraps:
-                return f"({t[0]} {_SYMBOL[op]} {t[1]})"
-            return f"({ctype})(({utype}){t[0]} {_SYMBOL[op]} ({utype}){t[1]})"
+                return f"({t[0]} {OPERATORS[op]} {t[1]})"
+            return f"({ctype})(({utype}){t[0]} {OPERATORS[op]} ({utype}){t[1]})"
         if op is Op.NEG:
             zero = self.literal(0, unsigned)
             return f"({ctype})({zero} - ({utype}){t[0]})" if wraps else f"({zero} - {t[0]})"
@@ -217,7 +218,7 @@ class ExprLowering:
         if op is Op.CLAMP:
             return f"{self._clamp_helper(elem)}({', '.join(t)})"
         if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
-            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+            return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.BIT_NOT:
             return f"({ctype})(~{t[0]})" if elem.bits < 32 else f"(~{t[0]})"
         if op in (Op.SHL, Op.SHR):
@@ -237,9 +238,9 @@ class ExprLowering:
             return f"{helper}({t[0]}, {t[1]})"
         divisor = args[1]
         if isinstance(divisor, Const) and divisor.value != 0:
-            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+            return f"({t[0]} {OPERATORS[op]} {t[1]})"
         zero = self.literal(0, elem)
-        return f"({t[1]} == {zero} ? {zero} : {t[0]} {_SYMBOL[op]} {t[1]})"
+        return f"({t[1]} == {zero} ? {zero} : {t[0]} {OPERATORS[op]} {t[1]})"
 
     def _floordiv_helper(self, elem: Elem) -> str:
         name = f"ruda_floordiv_{elem}"

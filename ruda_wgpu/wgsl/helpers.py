@@ -24,24 +24,35 @@ def typed(text: str, ty: str) -> str:
     )
 
 
-#: One step of fmod's long division; the loops run eight a turn, as lavapipe ends a unit's
-#: loops after 65 535 turns in all.
+#: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
+#: or NaN divisor, the dividend for an infinite divisor, else a loop reducing ``r = |a|``.
+_DIVISION = """    let y = abs(b);
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
+        return bitcast<T>(0x7fc00000u);  // NaN
+    }
+    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
+    var r = abs(a);
+    let ey = frexp(y).exp;
+    var s = y;
+    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
+"""
+#: One step of fmod's long division: the divisor scaled to the remainder's exponent, taken off.
 _FMOD_STEP = """        if (r < y) { break; }
         s = ldexp(y, frexp(r).exp - ey);
         if (s > r) { s = s * T(0.5); }
         r = r - s;
 """
-#: One step of remainder's long division, which also notes whether the quotient is odd.
-_REMAINDER_STEP = """        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        odd = odd || s == y;
-        r = r - s;
+#: One step of remainder's, which also notes whether the quotient is odd.
+_REMAINDER_STEP = _FMOD_STEP.replace(
+    "        r = r - s;", "        odd = odd || s == y;\n        r = r - s;"
+)
+#: erfc of ``x = |a|`` as ``r`` (Numerical Recipes' erfcc, within 1.2e-7).
+_ERFC = """    let x = abs(a);
+    let t = T(1.0) / (T(1.0) + T(0.5) * x);
+    let r = t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
+        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
+        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
 """
-
-
-def _eight(step: str) -> str:
-    return step * 8
 
 
 #: Bodies of float helpers over ``a`` (``b``, ``c``) of the helper's type; ``T(`` becomes the
@@ -131,33 +142,17 @@ FLOAT_HELPERS = {
     return select(r, -r, neg_y);""",
     Op.FMOD: """    // exact, as C's fmod: the divisor scaled to the remainder's exponent is taken
     // off while it fits (each difference is exact)
-    let y = abs(b);
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
-        return bitcast<T>(0x7fc00000u);  // NaN
-    }
-    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
-    var r = abs(a);
-    let ey = frexp(y).exp;
-    var s = y;
-    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
 """
-    + _eight(_FMOD_STEP)
+    + _DIVISION
+    + _FMOD_STEP * 8
     + """    }
     return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
     Op.REMAINDER: """    // exact, as IEEE's: fmod's long division, then the nearest multiple (an
     // even one on a tie)
-    let y = abs(b);
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
-        return bitcast<T>(0x7fc00000u);  // NaN
-    }
-    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
-    var r = abs(a);
     var odd = false;
-    let ey = frexp(y).exp;
-    var s = y;
-    loop {  // eight steps a turn, as fmod's
 """
-    + _eight(_REMAINDER_STEP)
+    + _DIVISION
+    + _REMAINDER_STEP * 8
     + """    }
     if (r > y * T(0.5) || (r == y * T(0.5) && odd)) { r = r - y; }
     return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
@@ -186,18 +181,8 @@ FLOAT_HELPERS = {
     if (m == T(0.0)) { return m; }
     let n = min(x, y) / m;
     return m * sqrt(T(1.0) + n * n);""",
-    Op.ERF: """    let x = abs(a);
-    let t = T(1.0) / (T(1.0) + T(0.5) * x);
-    let y = T(1.0) - t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
-        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
-        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
-    return select(y, -y, a < T(0.0));""",
-    Op.ERFC: """    let x = abs(a);
-    let t = T(1.0) / (T(1.0) + T(0.5) * x);
-    let r = t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
-        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
-        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
-    return select(r, T(2.0) - r, a < T(0.0));""",
+    Op.ERF: _ERFC + "    return select(T(1.0) - r, r - T(1.0), a < T(0.0));",
+    Op.ERFC: _ERFC + "    return select(r, T(2.0) - r, a < T(0.0));",
     Op.LGAMMA: """    var x = a;
     var shift = T(0.0);
     if (x <= T(0.0) && x == floor(x)) { return bitcast<T>(0x7f800000u); }  // a pole: inf
@@ -209,7 +194,13 @@ FLOAT_HELPERS = {
     }
     return ruda_lgamma_pos_T(x);""",
 }
-POW_POSITIVE = """fn ruda_pow_positive_T(a: T, b: T) -> T {
+#: One squaring of a power's base, its bit of the exponent multiplied in.
+_SQUARING = """    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+"""
+POW_POSITIVE = (
+    """fn ruda_pow_positive_T(a: T, b: T) -> T {
     // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
     // whose error grows with b * log2(a)
     if (abs(b) >= T(1048576.0)) { return pow(a, b); }
@@ -218,71 +209,14 @@ POW_POSITIVE = """fn ruda_pow_positive_T(a: T, b: T) -> T {
     var base = a;
     var whole = T(1.0);
     // 20 squarings, written out: no loop (lavapipe ends a unit's loops after 65 535 turns)
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    let rest = pow(a, b - n);
+"""
+    + _SQUARING * 20
+    + """    let rest = pow(a, b - n);
     let r = select(whole * rest, rest / whole, n < T(0.0));
     if (whole > T(3.0e38) || r == T(0.0) || abs(r) > T(3.0e38)) { return pow(a, b); }
     return r;
 }"""
+)
 LGAMMA_POSITIVE = """fn ruda_lgamma_pos_T(a: T) -> T {
     // Lanczos (g = 7, 9 terms) for a >= 0.5
     let x = a - T(1.0);
@@ -301,7 +235,7 @@ LGAMMA_POSITIVE = """fn ruda_lgamma_pos_T(a: T) -> T {
 
 #: Bodies of integer helpers, keyed by (operation, signed, bits).
 INT_HELPERS: dict[tuple[Op, bool, int], str] = {}
-for _bits, _ty, _s in ((32, "i32", "i"), (64, "i64", "li")):
+for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
     INT_HELPERS[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
     if (b == -1{_s}) {{ return -a; }}
     var q = a / b;
@@ -311,15 +245,17 @@ for _bits, _ty, _s in ((32, "i32", "i"), (64, "i64", "li")):
     var r = a % b;
     if (r != 0{_s} && (r < 0{_s}) != (b < 0{_s})) {{ r = r + b; }}
     return r;"""
-INT_HELPERS[(Op.SATURATING_ADD, False, 32)] = """    let s = a + b;
-    return select(s, 0xffffffffu, s < a);"""
-INT_HELPERS[(Op.SATURATING_SUB, False, 32)] = """    return select(a - b, 0u, b > a);"""
-INT_HELPERS[(Op.SATURATING_ADD, True, 32)] = """    let s = a + b;
-    if (((a ^ s) & (b ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
-    return s;"""
-INT_HELPERS[(Op.SATURATING_SUB, True, 32)] = """    let s = a - b;
-    if (((a ^ b) & (a ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
-    return s;"""
+    INT_HELPERS[(Op.SATURATING_ADD, False, _bits)] = f"""    let s = a + b;
+    return select(s, {(1 << _bits) - 1}{_u}, s < a);"""
+    INT_HELPERS[(Op.SATURATING_SUB, False, _bits)] = f"    return select(a - b, 0{_u}, b > a);"
+    _high = (1 << (_bits - 1)) - 1
+    _clamped = f"select({_high}{_s}, -{_high}{_s} - 1{_s}, a < 0{_s})"
+    for _op, _sign, _overflow in (
+        (Op.SATURATING_ADD, "+", "(a ^ s) & (b ^ s)"),
+        (Op.SATURATING_SUB, "-", "(a ^ b) & (a ^ s)"),
+    ):
+        _body = f"    let s = a {_sign} b;\n    if (({_overflow}) < 0{_s}) {{ return {_clamped}; }}"
+        INT_HELPERS[(_op, True, _bits)] = _body + "\n    return s;"
 INT_HELPERS[(Op.MUL_HI, False, 32)] = """    return u32((u64(a) * u64(b)) >> 32u);"""
 INT_HELPERS[(Op.MUL_HI, True, 32)] = """    return i32((i64(a) * i64(b)) >> 32u);"""
 INT_HELPERS[(Op.LEADING_ZEROS, False, 64)] = """    let hi = u32(a >> 32u);
@@ -334,19 +270,6 @@ INT_HELPERS[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u; 
     return 33u + countTrailingZeros(u32(a >> 32u));"""
 INT_HELPERS[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
     return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
-INT_HELPERS[(Op.SATURATING_ADD, False, 64)] = """    let s = a + b;
-    return select(s, 18446744073709551615lu, s < a);"""
-INT_HELPERS[(Op.SATURATING_SUB, False, 64)] = """    return select(a - b, 0lu, b > a);"""
-INT_HELPERS[(Op.SATURATING_ADD, True, 64)] = """    let s = a + b;
-    if (((a ^ s) & (b ^ s)) < 0li) {
-        return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li);
-    }
-    return s;"""
-INT_HELPERS[(Op.SATURATING_SUB, True, 64)] = """    let s = a - b;
-    if (((a ^ b) & (a ^ s)) < 0li) {
-        return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li);
-    }
-    return s;"""
 INT_HELPERS[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
     let p0 = (a & m) * (b & m);
     let p1 = (a & m) * (b >> 32u);

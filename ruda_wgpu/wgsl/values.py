@@ -17,6 +17,7 @@ import math
 import struct
 from collections.abc import Sequence
 
+from ruda_core.codegen.expr import OPERATORS
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
@@ -27,62 +28,19 @@ __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
 #: The WGSL type of each element type WGSL can hold (64-bit types need the adapter's
 #: ``shader-f64``/``shader-int64``, ``f16`` its ``shader-f16``).
-TYPES = {
-    Elem.BOOL: "bool",
-    Elem.I8: "i32",
-    Elem.I16: "i32",
-    Elem.U8: "u32",
-    Elem.U16: "u32",
-    Elem.I32: "i32",
-    Elem.U32: "u32",
-    Elem.F32: "f32",
-    Elem.F16: "f16",
-    Elem.F64: "f64",
-    Elem.I64: "i64",
-    Elem.U64: "u64",
-}
+TYPES = {e: e.value for e in (Elem.BOOL, Elem.I32, Elem.U32, Elem.I64, Elem.U64)}
+TYPES |= {e: e.value for e in (Elem.F16, Elem.F32, Elem.F64)}
+TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
 _SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
 _SUFFIX |= {Elem.I8: "i", Elem.I16: "i", Elem.U8: "u", Elem.U16: "u"}
 #: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width after each operation.
 NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
-_SYMBOL = {
-    Op.ADD: "+",
-    Op.SUB: "-",
-    Op.MUL: "*",
-    Op.DIV: "/",
-    Op.EQ: "==",
-    Op.NE: "!=",
-    Op.LT: "<",
-    Op.LE: "<=",
-    Op.GT: ">",
-    Op.GE: ">=",
-    Op.AND: "&&",
-    Op.OR: "||",
-    Op.BIT_AND: "&",
-    Op.BIT_OR: "|",
-    Op.BIT_XOR: "^",
-}
-#: Float operations that are one WGSL builtin call.
-_BUILTIN = {
-    Op.EXP: "exp",
-    Op.EXP2: "exp2",
-    Op.LOG: "log",
-    Op.LOG2: "log2",
-    Op.SQRT: "sqrt",
-    Op.SIN: "sin",
-    Op.COS: "cos",
-    Op.TAN: "tan",
-    Op.SINH: "sinh",
-    Op.COSH: "cosh",
-    Op.ASINH: "asinh",
-    Op.ATANH: "atanh",
-    Op.FLOOR: "floor",
-    Op.CEIL: "ceil",
-    Op.ROUND: "round",  # half to even in WGSL
-    Op.TRUNC: "trunc",
-    Op.ABS: "abs",
-    Op.FMA: "fma",
-}
+#: Float operations that are one WGSL builtin call, of the operation's name.
+_BUILTIN = frozenset(
+    {Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.SINH, Op.COSH}
+    | {Op.ASINH, Op.ATANH, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.ABS, Op.FMA}
+    | {Op.ROUND}  # half to even in WGSL
+)
 
 
 def literal(value: int | float | bool, elem: Elem) -> str:
@@ -210,16 +168,16 @@ class WgslValues:
             return f"select({args[2]}, {args[1]}, {args[0]})"
         if op in COMPARE_OPS and elem is Elem.BOOL:  # WGSL orders no bools: as 0 and 1
             a, b = (f"select(0u, 1u, {x})" for x in args[:2])
-            return f"({a} {_SYMBOL[op]} {b})"
+            return f"({a} {OPERATORS[op]} {b})"
         if op is Op.NE and elem.is_float:  # naga's != is ordered: false for a NaN
             return f"(!({args[0]} == {args[1]}))"
         if op in COMPARE_OPS:
-            return f"({args[0]} {_SYMBOL[op]} {args[1]})"
+            return f"({args[0]} {OPERATORS[op]} {args[1]})"
         if elem is Elem.BOOL:
             if op is Op.NOT:
                 return f"(!{args[0]})"
             if op in (Op.AND, Op.OR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
-                symbol = {Op.BIT_AND: "&", Op.BIT_OR: "|", Op.BIT_XOR: "!="}.get(op, _SYMBOL[op])
+                symbol = {Op.BIT_AND: "&", Op.BIT_OR: "|", Op.BIT_XOR: "!="}.get(op, OPERATORS[op])
                 return f"({args[0]} {symbol} {args[1]})"
             raise UnsupportedFeature(f"{op} is not defined on bool")
         if elem.is_float:
@@ -271,9 +229,9 @@ class WgslValues:
     def _float(self, op: Op, elem: Elem, w: Sequence[str]) -> str:
         ty, one, zero = TYPES[elem], literal(1.0, elem), literal(0.0, elem)
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
-            return f"({w[0]} {_SYMBOL[op]} {w[1]})"
+            return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op in _BUILTIN:
-            return f"{_BUILTIN[op]}({', '.join(w)})"
+            return f"{op.value}({', '.join(w)})"
         if op is Op.NEG:
             return f"(-{w[0]})"
         if op is Op.FLOOR_DIV:
@@ -322,7 +280,7 @@ class WgslValues:
         ty, zero = TYPES[elem], literal(0, elem)
         bits = elem.bits
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
-            return f"({t[0]} {_SYMBOL[op]} {t[1]})"
+            return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.NEG:
             return f"(-{t[0]})" if elem.is_signed else f"({zero} - {t[0]})"
         if op is Op.ABS:
