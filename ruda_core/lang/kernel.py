@@ -280,7 +280,12 @@ class Kernel:
         """Like :meth:`launch`, with the bounds checks that ``BoundsCheckMode`` selects."""
         if self._structs:
             args = self._flatten(args)
-        self._submit(client, client.launch_unchecked, count, dim, args, comptime)
+        try:
+            launched = self._launcher(args, comptime).unchecked(client, count, dim, args)
+        except LaunchConfigError:  # foreign arrays, or a wrong one: the general path says which
+            launched = False
+        if launched is False:
+            self._submit(client, client.launch_unchecked, count, dim, args, comptime)
 
     def prepare(
         self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchConfigError
-from ..ir import Elem, KernelDefinition, Param, ParamKind, line_alignment
+from ..ir import Elem, ExecutionMode, KernelDefinition, Param, ParamKind, line_alignment
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask
-from ..runtime.dims import CountLike, DimLike
+from ..runtime.dims import BoundsCheckMode, CountLike, DimLike
 from ..runtime.layout import is_contiguous, span
 from ..runtime.memory import Binding
 from ..tensor import RudaTensor
@@ -129,18 +129,37 @@ class Launcher:
         """
         return submit(self.task, count, dim, *self._bind(args))
 
-    def run_on(self, client: Any) -> ClientLaunch:
-        """``client.launcher(task)``, made once per client and kept (for a client-like object
-        with ``launch`` alone: a call of that)."""
-        run = self._runs.get(client)
+    def run_on(self, client: Any, mode: ExecutionMode = ExecutionMode.CHECKED) -> ClientLaunch:
+        """``client.launcher(task, mode)``, made once per client and mode and kept (for a
+        client-like object with ``launch`` alone: a call of that, or of ``launch_unchecked``)."""
+        key = client if mode is ExecutionMode.CHECKED else (client, mode)
+        run = self._runs.get(key)
         if run is None:
             if len(self._runs) >= _MAX_CLIENTS:
                 self._runs.clear()
             make = getattr(client, "launcher", None)
-            run = self._runs[client] = (
-                make(self.task) if make is not None else functools.partial(client.launch, self.task)
-            )
+            if make is not None:
+                run = make(self.task, mode)
+            elif mode is ExecutionMode.CHECKED:
+                run = functools.partial(client.launch, self.task)
+            else:
+                run = functools.partial(client.launch_unchecked, self.task)
+            self._runs[key] = run
         return run
+
+    def unchecked(
+        self, client: Any, count: CountLike, dim: DimLike, args: Sequence[object]
+    ) -> bool | None:
+        """``launch_unchecked`` of ruda's own arguments on ``client``, in the mode
+        ``BoundsCheckMode`` selects now, through the launcher kept for that mode: the checks of
+        ``client.launch_unchecked`` without its general path. False as :meth:`_direct`.
+
+        :raises LaunchConfigError: for arguments that do not bind (foreign arrays among them:
+            the general path borrows or refuses those).
+        """
+        bindings, scalars, metadata = self._bind(args)
+        run = self.run_on(client, BoundsCheckMode.current().execution_mode)
+        return run(count, dim, bindings, scalars, metadata)
 
     def _direct(
         self,
