@@ -5,11 +5,12 @@ takes for granted (declarations are ``var x: f32 = …;``, conversions are const
 there is no ``?:``, no pointer arithmetic, atomics are a type rather than an operation, a kernel
 takes no arguments), so it has an emitter of its own; what does not depend on the syntax is
 shared: the IR lowering passes (async copies, then lines to scalars, as the NumPy device runs
-them) and the name table.
+them, but for the line accesses WGSL makes one vector access) and the name table.
 
 The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
-:mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (``atomic<…>``
-where an atomic touches it; ``f32`` atomics live as ``atomic<u32>`` bits and update through a
+:mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (``T`` is
+``vec2<…>`` or ``vec4<…>`` where it is accessed by lines of that width; ``atomic<…>`` where an
+atomic touches it, ``f32`` atomics living as ``atomic<u32>`` bits updated through a
 compare-exchange loop), ``var<workgroup>`` shared arrays, helper functions, and the entry point
 with ``@workgroup_size(WX, WY, WZ)``: the cube shape and every dynamic shared array's length
 (``RUDA_SHARED_k``) are override constants, so one module serves every ``RudaDim`` and each
@@ -66,16 +67,15 @@ __all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
 
 _T = TypeVar("_T")
 _INDENT = "    "
+#: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
 _ATOMIC_INT = {
-    Op.ATOMIC_SWAP: "atomicExchange",
-    Op.ATOMIC_ADD: "atomicAdd",
-    Op.ATOMIC_SUB: "atomicSub",
-    Op.ATOMIC_MIN: "atomicMin",
-    Op.ATOMIC_MAX: "atomicMax",
-    Op.ATOMIC_AND: "atomicAnd",
-    Op.ATOMIC_OR: "atomicOr",
-    Op.ATOMIC_XOR: "atomicXor",
-}
+    op: "atomic" + op.value.removeprefix("atomic_").capitalize()
+    for op in {Op.ATOMIC_ADD, Op.ATOMIC_SUB, Op.ATOMIC_MIN, Op.ATOMIC_MAX}
+    | {Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR}
+} | {Op.ATOMIC_SWAP: "atomicExchange"}
+#: The value operation of each atomic a compare-exchange loop computes.
+_ATOMIC_VALUE = {Op.ATOMIC_ADD: Op.ADD, Op.ATOMIC_SUB: Op.SUB, Op.ATOMIC_MIN: Op.MIN}
+_ATOMIC_VALUE[Op.ATOMIC_MAX] = Op.MAX
 _SYNC_COUNTER = "ruda_sync_count"
 #: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
 #: its id into (see :attr:`WgslTarget.loop_limit`).
@@ -660,12 +660,10 @@ class _Writer(Located):
             new = f"select({old} + 1u, 0u, {old} >= {values[0]})"
         elif op is Op.ATOMIC_DEC_WRAP:
             new = f"select({old} - 1u, {values[0]}, {old} == 0u || {old} > {values[0]})"
+        elif op in _ATOMIC_VALUE:
+            new = self.values.apply(_ATOMIC_VALUE[op], elem, [old, values[0]])
         else:
-            binary = {Op.ATOMIC_ADD: Op.ADD, Op.ATOMIC_SUB: Op.SUB, Op.ATOMIC_MIN: Op.MIN}
-            binary[Op.ATOMIC_MAX] = Op.MAX
-            if op not in binary:
-                raise UnsupportedFeature(f"{op} on {elem}")
-            new = self.values.apply(binary[op], elem, [old, values[0]])
+            raise UnsupportedFeature(f"{op} on {elem}")
         bits = elem is Elem.F32
         word = f"bitcast<u32>({new})" if bits else new
         seen = f"bitcast<f32>({old}_bits)" if bits else f"{old}_bits"
@@ -746,24 +744,15 @@ class _Writer(Located):
         return f"u32({x})", f"u32({x} >> 32u)"
 
     def _report(self, ins: Instr, depth: int) -> None:
-        """REPORT_OOB: the first report wins the flag and writes the other five words."""
+        """REPORT_OOB: the first report wins the flag (exchanges its 0 for 1) and writes the
+        other five words."""
         report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
         if report is None:
             raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
         base, at = self.n[report.name], self._offset(report)
         buffer_no = self.text(ins.args[0])
         index, length = (self._halves(a) for a in ins.args[1:])
-        won = self.names.claim("won")
-        self._line(depth, "{")
-        self._line(depth + 1, f"var {won} = false;")
-        self._line(depth + 1, "loop {")
-        self._line(depth + 2, f"let r = atomicCompareExchangeWeak(&{base}[{at}], 0u, 1u);")
-        self._line(depth + 2, f"if (r.exchanged) {{ {won} = true; break; }}")
-        self._line(depth + 2, "if (r.old_value != 0u) { break; }")
-        self._line(depth + 1, "}")
-        self._line(depth + 1, f"if ({won}) {{")
-        words = [buffer_no, *index, *length]
-        for k, word in enumerate(words, start=1):
-            self._line(depth + 2, f"atomicStore(&{base}[{at} + {k}u], {word});")
-        self._line(depth + 1, "}")
+        self._line(depth, f"if (atomicExchange(&{base}[{at}], 1u) == 0u) {{")
+        for k, word in enumerate([buffer_no, *index, *length], start=1):
+            self._line(depth + 1, f"atomicStore(&{base}[{at} + {k}u], {word});")
         self._line(depth, "}")

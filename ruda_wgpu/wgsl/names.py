@@ -9,7 +9,8 @@ from ruda_core.codegen.names import words
 
 __all__ = ["BUILTINS", "RESERVED"]
 
-#: WGSL keywords, reserved words and the builtin functions the emitter calls.
+#: WGSL keywords, reserved words, the builtin functions the emitter calls and the names it
+#: declares.
 RESERVED = words(
     """
     alias break case const const_assert continue continuing default diagnostic discard else
@@ -35,10 +36,7 @@ RESERVED = words(
     atomicCompareExchangeWeak workgroupBarrier storageBarrier main P WX WY WZ
     subgroupAdd subgroupMul subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle
     subgroupBallot subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float
-    unpack2x16float frexp ldexp
-    lid wid UNIT_POS UNIT_POS_X UNIT_POS_Y UNIT_POS_Z RUDA_POS RUDA_POS_X RUDA_POS_Y RUDA_POS_Z
-    RUDA_DIM RUDA_DIM_X RUDA_DIM_Y RUDA_DIM_Z RUDA_COUNT RUDA_COUNT_X RUDA_COUNT_Y RUDA_COUNT_Z
-    ABSOLUTE_POS ABSOLUTE_POS_X ABSOLUTE_POS_Y ABSOLUTE_POS_Z PLANE_DIM UNIT_POS_PLANE
+    unpack2x16float frexp ldexp lid wid PLANE_DIM UNIT_POS_PLANE
     """
 )
 #: The position builtins in declaration order (each after those its formula names).
@@ -68,3 +66,4 @@ BUILTINS = [
         "* RUDA_DIM_X + ABSOLUTE_POS_X",
     ),
 ]
+RESERVED |= {name for name, _ in BUILTINS}

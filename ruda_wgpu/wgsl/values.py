@@ -28,7 +28,7 @@ __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
 #: The WGSL type of each element type WGSL can hold (64-bit types need the adapter's
 #: ``shader-f64``/``shader-int64``, ``f16`` its ``shader-f16``).
-TYPES = {e: e.value for e in (Elem.BOOL, Elem.I32, Elem.U32, Elem.I64, Elem.U64)}
+TYPES: dict[Elem, str] = {e: e.value for e in (Elem.BOOL, Elem.I32, Elem.U32, Elem.I64, Elem.U64)}
 TYPES |= {e: e.value for e in (Elem.F16, Elem.F32, Elem.F64)}
 TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
 _SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
