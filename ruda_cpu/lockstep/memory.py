@@ -337,6 +337,33 @@ def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | Non
     return rows[:, last : first + 1 : -one.step][:, ::-1], j0, j1
 
 
+def _shifted_load(seg: Segmented, idx: Any) -> np.ndarray | None:
+    """For shared memory whose segments are as long as a cube has units, through a Units index
+    ``UNIT_POS + start`` (``UNIT_POS - d``): lane ``k`` reads element ``k + start`` of the
+    segments back to back, so the load is one copy of the data shifted by ``start``, then the
+    units out of their segment's bounds set to 0 (contiguous passes, where a copy per cube's
+    columns costs per cube). None for other accesses."""
+    if type(idx) is not Units or type(idx.one) is not Lanes:
+        return None
+    one = idx.one
+    units = seg.per
+    if one.step != 1 or one.n != units or seg.length != units or one.start == 0:
+        return None
+    start = one.start
+    data = seg.data
+    n = data.shape[0]
+    out = np.empty(n, dtype=data.dtype)
+    if abs(start) >= units:
+        out[:] = 0
+    elif start > 0:
+        out[: n - start] = data[start:]
+        out.reshape(-1, units)[:, units - start :] = 0
+    else:
+        out[-start:] = data[: n + start]
+        out.reshape(-1, units)[:, :-start] = 0
+    return out
+
+
 def load_seg(seg: Segmented, idx: Any, m: Any = None) -> Any:
     """``mem[idx]`` of each lane's own segment of shared or local memory (0 out of bounds).
     Only the lanes of mask ``m`` are read (others are 0) where ``m`` covers ranges of units
@@ -346,6 +373,9 @@ def load_seg(seg: Segmented, idx: Any, m: Any = None) -> Any:
         i = int(idx)
         return seg.segment_column(i) if 0 <= i < length else seg.data.dtype.type(0)
     idx = _straightened(seg, idx)
+    shifted = _shifted_load(seg, idx)
+    if shifted is not None:
+        return shifted
     columns = _unit_columns(seg, idx)
     if columns is not None:
         view, j0, j1 = columns

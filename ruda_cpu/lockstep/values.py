@@ -227,6 +227,10 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
     have ``one`` None. Build it with :meth:`tiled`."""
 
     one: np.ndarray | None
+    #: what :func:`unit_runs` found for it (computed at its first call), else None
+    runs: tuple[int, list[tuple[int, int]]] | None
+    #: whether ``runs`` has been computed
+    ran: bool
 
     @classmethod
     def tiled(cls, one: np.ndarray, cubes: int) -> UnitMask:
@@ -237,6 +241,39 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
 
     def __array_finalize__(self, obj: Any) -> None:
         self.one = None
+        self.runs = None
+        self.ran = False
+
+    def _combined(self, other: Any, fn: Callable[[Any, Any], Any]) -> Any:
+        """``fn`` of two masks over the same lanes: over one cube's units when both keep
+        theirs (the result keeps its units too), else lane by lane."""
+        units = units_of(self, other)
+        if units is None:
+            return fn(self.view(np.ndarray), np.asarray(other))
+        return UnitMask.tiled(fn(units[0], units[1]), self.shape[0] // units[0].shape[0])
+
+    # the boolean operators the generated code applies to conditions (``c == d``, ``~c``)
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return self._combined(other, operator.eq)
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return self._combined(other, operator.ne)
+
+    def __and__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._combined(other, operator.and_)
+
+    def __or__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._combined(other, operator.or_)
+
+    def __xor__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._combined(other, operator.xor)
+
+    def __invert__(self) -> Any:  # type: ignore[override]
+        if self.one is None:
+            return ~self.view(np.ndarray)
+        return UnitMask.tiled(~self.one, self.shape[0] // self.one.shape[0])
+
+    __hash__ = None  # type: ignore[assignment]  # as ndarray: mutable, compared lane by lane
 
 
 #: The most runs of consecutive units a mask may have for :func:`unit_runs` to list them.
@@ -248,12 +285,14 @@ def unit_runs(m: Any) -> tuple[int, list[tuple[int, int]]] | None:
     consecutive units: the units per cube and the runs ``[j0, j1)``; None otherwise."""
     if type(m) is not UnitMask or m.one is None:
         return None
-    one = m.one
-    edges = np.flatnonzero(np.diff(one.view(np.int8), prepend=0, append=0))
-    if edges.shape[0] > 2 * _MAX_RUNS:
-        return None
-    bounds = edges.tolist()
-    return one.shape[0], list(zip(bounds[::2], bounds[1::2], strict=True))
+    if not m.ran:  # a mask is asked by each access and merge under it: found once
+        m.ran = True
+        one = m.one
+        edges = np.flatnonzero(np.diff(one.view(np.int8), prepend=0, append=0))
+        if edges.shape[0] <= 2 * _MAX_RUNS:
+            bounds = edges.tolist()
+            m.runs = (one.shape[0], list(zip(bounds[::2], bounds[1::2], strict=True)))
+    return m.runs
 
 
 def unit_spans(units: int, runs: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
@@ -531,6 +570,15 @@ def blend(m: np.ndarray, a: Value, b: Value) -> Any:
     if runs is not None:
         return _blend_runs(m.shape[0], runs, a, b, dtype)
     bits = _BITS[dtype.itemsize]  # booleans too: 0 and 1 as bytes
+    one = m.one if type(m) is UnitMask else None
+    if one is not None and isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        # the all-ones-where-true pattern of one cube, applied to every cube's row
+        y = b.view(bits)
+        out = np.bitwise_xor(a.view(bits), y)
+        rows = out.reshape(-1, one.shape[0])
+        np.bitwise_and(rows, np.negative(one.view(np.uint8).astype(bits)), out=rows)
+        out ^= y
+        return out.view(dtype)
     out = m.view(np.uint8).astype(bits)
     np.negative(out, out=out)  # 0 -> 0, 1 -> all ones
     y = np.asarray(b).view(bits)

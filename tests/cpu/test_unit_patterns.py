@@ -1,0 +1,88 @@
+"""Conditions computed from unit positions alone (``(UNIT_POS & k) == 0``, ``UNIT_POS < partner``)
+are the same in every cube, so the reference device combines them (``==``, ``!=``, ``not``) and
+selects under them over one cube's units. Whichever way it runs, each unit must get what it
+would on its own, bit for bit, in every execution mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from launch_modes import run
+
+from ruda_core.ir import ExecutionMode
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    SharedMemory,
+    f32,
+    kernel,
+    max,
+    min,
+    sync_units,
+    u32,
+)
+from ruda_core.runtime import ComputeClient
+
+BLOCK = 64
+CUBES = 40
+
+
+@kernel
+def bitonic(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    k = u32(2)
+    while k <= u32(BLOCK):
+        j = k // u32(2)
+        while j > u32(0):
+            partner = UNIT_POS ^ j
+            a = buf[UNIT_POS]
+            b = buf[partner]
+            ascending = (UNIT_POS & k) == u32(0)
+            keep_min = (UNIT_POS < partner) == ascending
+            sync_units()
+            buf[UNIT_POS] = min(a, b) if keep_min else max(a, b)
+            sync_units()
+            j //= u32(2)
+        k *= u32(2)
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_a_bitonic_sort_in_shared_memory_sorts_every_cube(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = np.random.default_rng(11).integers(0, 1 << 32, CUBES * BLOCK, dtype=np.uint32)
+    _, out = run(cpu, bitonic.definition(BLOCK=BLOCK), [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    np.testing.assert_array_equal(out, np.sort(x.reshape(CUBES, BLOCK), axis=1).ravel())
+
+
+@kernel
+def patterned_selects(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    odd = (UNIT_POS & u32(1)) == u32(1)
+    low = UNIT_POS < u32(24)
+    fourth = (UNIT_POS & u32(4)) != u32(0)
+    v = x[i] if odd != low else f32(0) - x[i]
+    if not (fourth == odd):
+        v = x[i + u32(1)] if i + u32(1) < x.len() else x[i]
+    out[i] = v
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_selects_under_combined_unit_conditions_keep_every_bit(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    specials = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan, 1.5, -2.5], np.float32)
+    x = np.resize(specials, CUBES * BLOCK)
+    x[::7] = np.random.default_rng(12).standard_normal(x[::7].shape[0]).astype(np.float32)
+    _, out = run(cpu, patterned_selects.definition(), [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    u = np.tile(np.arange(BLOCK), CUBES)
+    odd, low, fourth = (u & 1) == 1, u < 24, (u & 4) != 0
+    want = np.where(odd != low, x, np.float32(0) - x)
+    following = np.r_[x[1:], x[-1:]]
+    want = np.where(fourth != odd, following, want)
+    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
