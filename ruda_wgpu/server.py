@@ -432,13 +432,15 @@ def _host_memory_nbytes() -> int:
         return 4 << 30
 
 
-def _features(adapter: Any, plane_dim: int, loop_limit: int) -> Features:
+def _features(adapter: Any, plane_dim: int) -> Features:
     """What the adapter's WGSL holds and what ruda runs on it. ``f64`` is left out even where
     the adapter offers ``shader-f64``: Vulkan's extended instructions (``exp``, ``log``,
     ``sin`` …) are defined on 16- and 32-bit floats only, and lavapipe returns wrong values for
     them on doubles. ``MEMORY_FENCE`` is left out everywhere (WGSL fences memory only inside
-    its barriers, which the whole cube must reach), ``UNBOUNDED_LOOPS`` where the driver stops
-    a unit's loops after ``loop_limit`` turns (0: it does not)."""
+    its barriers, which the whole cube must reach), and so is ``UNBOUNDED_LOOPS``: WebGPU does
+    not promise that a dispatch may run for ever (lavapipe stops a unit's loops after
+    ``loop_limit`` turns, browsers end long dispatches) and offers no way to cancel one, so a
+    kernel that never ends could hold the device until the process ends."""
     elems = set(CORE_ELEMS) | {Elem.I8, Elem.I16, Elem.U8, Elem.U16}
     offered = adapter.features
     if "shader-f16" in offered:
@@ -450,8 +452,6 @@ def _features(adapter: Any, plane_dim: int, loop_limit: int) -> Features:
         features.add(Feature.DEVICE_TIMING)
     if plane_dim > 1:
         features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
-    if not loop_limit:
-        features.add(Feature.UNBOUNDED_LOOPS)
     return Features(frozenset(features), frozenset(elems))
 
 
@@ -463,7 +463,7 @@ class WebGpuServer(ComputeServer):
         driver = WebGpuDriver(adapter)
         plane_dim = plane_width(driver.device)
         driver.pipelines.plane_dim = plane_dim
-        features = _features(adapter, plane_dim, driver.loop_limit)
+        features = _features(adapter, plane_dim)
         limits = driver.device.limits
         info = adapter.info
         properties = DeviceProperties(
