@@ -37,14 +37,19 @@ class RudaTensor(Strided):
     strides: tuple[int, ...]
     elem: Elem
     #: the tensor as a flat ``Array`` argument, ``(handle.binding(), size, elem)``, read once
-    #: here for the launches that bind it; None unless it is contiguous, fits its handle and
-    #: has fewer than 2**32 elements (such a tensor takes a launch's general path)
+    #: here for the launches that bind it; None unless it is contiguous, fits its handle, has
+    #: no negative extent and fewer than 2**32 elements (such a tensor takes a launch's general
+    #: path, and an operation's full checks)
     flat: tuple[Binding, int, Elem] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_rank()
         size = self.size
-        fits = size * self.elem.nbytes <= self.handle.nbytes and size < 2**32
+        fits = (
+            size * self.elem.nbytes <= self.handle.nbytes
+            and size < 2**32
+            and min(self.shape, default=0) >= 0
+        )
         flat = (self.handle.binding(), size, self.elem) if fits and self.is_contiguous else None
         object.__setattr__(self, "flat", flat)
 

@@ -48,6 +48,13 @@ def one_operand(
     :raises LaunchConfigError: for an element type outside ``elems``.
     :raises UnsupportedFeature: for an element type the device lacks.
     """
+    if len(args) == 1:
+        x = args[0]
+        if type(x) is RudaTensor and x.flat is not None and x.elem in elems:
+            # contiguous, within its handle and u32 indexing: checked when it was made
+            client = ComputeClient.owning(x.handle)
+            if client.features().supports(x.elem):
+                return client, x
     if args and isinstance(args[0], ComputeClient) and len(args) == 2:
         value = args[1]
         if not isinstance(value, RudaTensor | TensorBuffer):
