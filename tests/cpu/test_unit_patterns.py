@@ -56,7 +56,8 @@ def test_a_bitonic_sort_in_shared_memory_sorts_every_cube(
     cpu: ComputeClient, mode: ExecutionMode
 ) -> None:
     x = np.random.default_rng(11).integers(0, 1 << 32, CUBES * BLOCK, dtype=np.uint32)
-    _, out = run(cpu, bitonic.definition(BLOCK=BLOCK), [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    defn = bitonic.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
     np.testing.assert_array_equal(out, np.sort(x.reshape(CUBES, BLOCK), axis=1).ravel())
 
 
@@ -67,7 +68,8 @@ def patterned_selects(x: Array[f32], out: Array[f32]):
     low = UNIT_POS < u32(24)
     fourth = (UNIT_POS & u32(4)) != u32(0)
     v = x[i] if odd != low else f32(0) - x[i]
-    if not (fourth == odd):
+    same = fourth == odd
+    if not same:
         v = x[i + u32(1)] if i + u32(1) < x.len() else x[i]
     out[i] = v
 
