@@ -11,10 +11,15 @@ only where the width can be fixed for every kernel:
   supports (``CL_DEVICE_SUB_GROUP_SIZES_INTEL``);
 - ``cl_khr_subgroups`` on NVIDIA: the warp width (``CL_DEVICE_WARP_SIZE_NV``).
 
-Elsewhere (PoCL, AMD …) the subgroup capabilities are dropped, so the device has plane width 1,
-``PLANE_DIM`` reads 1 and plane operations are unsupported. Subgroups found through the OpenCL C
-3.0 feature ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C
-1.2 is the default; see :data:`~ruda_opencl.dialect.OPENCL_C_3`).
+Elsewhere (PoCL, AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where subgroups give
+neither the non-uniform arithmetic nor shuffles (which ``plane_prod`` needs), the subgroup
+capabilities are dropped: a plane is then one lane, ``PLANE_DIM`` reads 1, and every plane
+operation is the one-lane form the dialect writes without subgroup built-ins, so the cube
+collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0`` (read when a server is
+made; see :func:`subgroups_from_env`) drops them on every device, so a device with subgroups
+runs as one without. Subgroups found through the OpenCL C 3.0 feature ``__opencl_c_subgroups``
+and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the default; see
+:data:`~ruda_opencl.dialect.OPENCL_C_3`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +38,15 @@ import pyopencl as cl
 from ruda_core.ir import Elem
 from ruda_core.runtime import CompileOptions, Feature, Features
 
-from .dialect import OPENCL_C_3, SUBGROUPS, OpenCLDialect
+from .dialect import CAPABILITIES, OPENCL_C_3, SUBGROUPS, OpenCLDialect
 
-__all__ = ["PREFERRED_PLANE_DIM", "OpenCLCapabilities", "choose_plane_dim"]
+__all__ = [
+    "PREFERRED_PLANE_DIM",
+    "SUBGROUPS_VARIABLE",
+    "OpenCLCapabilities",
+    "choose_plane_dim",
+    "subgroups_from_env",
+]
 
 #: The plane width asked of Intel's compilers: the one width every Intel device with required
 #: subgroup sizes supports (GPUs offer 8/16/32 or 16/32, CPUs 4 to 64), the float lanes of an
@@ -43,8 +55,27 @@ __all__ = ["PREFERRED_PLANE_DIM", "OpenCLCapabilities", "choose_plane_dim"]
 PREFERRED_PLANE_DIM = 16
 _SUB_GROUP_SIZES_INTEL = 0x4108  # CL_DEVICE_SUB_GROUP_SIZES_INTEL: size_t[]
 _WARP_SIZE_NV = 0x4003  # CL_DEVICE_WARP_SIZE_NV: cl_uint
-#: Capabilities that mean nothing without a fixed plane width.
-_PLANE_KEYS = frozenset({*SUBGROUPS, "intel_reqd_subgroup_size"})
+#: Capabilities that mean nothing without a fixed plane width: every subgroup one.
+_PLANE_KEYS = frozenset(k for k in CAPABILITIES if "subgroup" in k)
+#: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
+#: of one lane, as a device without subgroups; ``1`` or unset uses them where it can.
+SUBGROUPS_VARIABLE = "RUDA_OPENCL_SUBGROUPS"
+
+
+def subgroups_from_env() -> bool:
+    """Whether :data:`SUBGROUPS_VARIABLE` lets servers use subgroups (unset, ``1``) or not
+    (``0``). Read when a server is made, so a process that sets it before its first OpenCL
+    client runs every OpenCL device without subgroups.
+
+    :raises ValueError: for another value, naming the variable and the values it takes.
+    """
+    raw = os.environ.get(SUBGROUPS_VARIABLE, "").strip()
+    if raw not in ("", "0", "1"):
+        raise ValueError(
+            f"{SUBGROUPS_VARIABLE}={raw!r} is neither 0 (planes of one lane, no subgroups) nor "
+            "1 (subgroups where the device has them); set one of those, or unset it"
+        )
+    return raw != "0"
 
 
 def choose_plane_dim(sizes: Iterable[int]) -> int:
@@ -75,11 +106,12 @@ class OpenCLCapabilities:
     partial_planes: bool = True
 
     @classmethod
-    def of(cls, device: Any) -> OpenCLCapabilities:
-        """Read ``device`` (a ``pyopencl.Device``)."""
+    def of(cls, device: Any, subgroups: bool = True) -> OpenCLCapabilities:
+        """Read ``device`` (a ``pyopencl.Device``); without ``subgroups`` it is read as a device
+        that has none (planes of one lane)."""
         features = [f.name for f in _features(device)]
         extra = dict(OpenCLDialect.extra_for(device.extensions, features))
-        plane_dim = _plane_dim(device, extra.keys())
+        plane_dim = _plane_dim(device, extra.keys()) if subgroups else 1
         if plane_dim == 1:
             extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
         options = []
@@ -96,8 +128,9 @@ class OpenCLCapabilities:
         return CompileOptions(plane_dim=self.plane_dim, extra=self.extra)
 
     def features(self) -> Features:
-        """The features and element types the capabilities give (planes need the product too:
-        a native one or shuffles for its butterfly)."""
+        """The features and element types the capabilities give: every plane operation, on
+        planes of one lane or of the subgroups' width (partial ones where the driver runs them,
+        shuffles of any lane with ``cl_khr_subgroup_shuffle``)."""
         caps = dict(self.extra)
         features = {
             Feature.ATOMIC_FLOAT,
@@ -110,7 +143,9 @@ class OpenCLCapabilities:
         # atomic_work_item_fence of device scope, an optional feature there
         if not any(key in caps for key in OPENCL_C_3) or "atomic_scope_device" in caps:
             features.add(Feature.MEMORY_FENCE)
-        if self.plane_dim > 1 and ("subgroup_arith" in caps or "subgroup_shuffle" in caps):
+        if self.plane_dim == 1:  # one lane: no subgroup built-in, and no plane is partial
+            features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
+        else:
             features.add(Feature.PLANE)
             if self.partial_planes:
                 features.add(Feature.PARTIAL_PLANE)
@@ -132,9 +167,10 @@ def _features(device: Any) -> list[Any]:
 
 
 def _plane_dim(device: Any, caps: Iterable[str]) -> int:
-    """The width subgroups can be fixed to on ``device``, or 1."""
+    """The width subgroups can be fixed to on ``device`` where they give every plane operation
+    (a product needs the non-uniform arithmetic or shuffles), or 1."""
     have = set(caps)
-    if not have & set(SUBGROUPS):
+    if not have & set(SUBGROUPS) or not have & {"subgroup_arith", "subgroup_shuffle"}:
         return 1
     if "intel_reqd_subgroup_size" in have:
         return choose_plane_dim(_intel_subgroup_sizes(device))

@@ -19,9 +19,12 @@ constant, and with ``intel_reqd_subgroup_size`` every kernel requires it from th
 cube, so ``get_sub_group_local_id`` differs from it where rows are not whole planes; the server
 refuses plane operations on such cubes). The last subgroup of a work-group whose size is not a
 multiple of the width is smaller (``get_sub_group_size()``); the ``sub_group_*`` built-ins act
-over its work-items, which are the lanes of the plane that exist. Without subgroups
-``PLANE_DIM`` is 1 and plane operations are unsupported (``sync_plane()``, the barrier of a
-plane of one unit, is nothing). ``plane_ballot``/``plane_elect`` are native with
+over its work-items, which are the lanes of the plane that exist. Without subgroups a plane is
+one lane: ``PLANE_DIM`` is 1 and every plane operation is the unit's own value or what the
+contract gives a plane of one lane (a sum, scan or reduction is the value, an exclusive sum 0,
+a ballot bit 0 set where the predicate holds, an election true, a read of another lane 0 or the
+unit's own value), with no subgroup built-in; ``sync_plane()`` is nothing.
+``plane_ballot``/``plane_elect`` are native with
 ``cl_khr_subgroup_ballot``/``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits /
 lane 0; the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
 ``sub_group_shuffle`` at a computed lane) and ``sub_group_shuffle_xor``.
@@ -269,14 +272,6 @@ class OpenCLDialect(Dialect):
                 f"(CompileOptions.extra {capability}=1)"
             )
 
-    def _require_planes(self, what: str) -> None:
-        if not self._planes:
-            raise UnsupportedFeature(
-                f"{what} needs subgroups of a fixed width (cl_khr_subgroups, "
-                "__opencl_c_subgroups or cl_intel_subgroups), which the OpenCL device lacks "
-                "(CompileOptions.extra subgroups=1)"
-            )
-
     @property
     def _planes(self) -> bool:
         return any(key in self.capabilities for key in SUBGROUPS)
@@ -493,8 +488,7 @@ class OpenCLDialect(Dialect):
         return f"{self.plane_width}u" if self._planes else "1u"
 
     def plane_lanes(self) -> str:
-        self._require_planes("a plane operation")
-        return "get_sub_group_size()"
+        return "get_sub_group_size()" if self._planes else "1u"
 
     def units_reduce(self, op: Op) -> str | None:
         if "work_group_collectives" not in self.capabilities:
@@ -547,7 +541,8 @@ class OpenCLDialect(Dialect):
         return call
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
-        self._require_planes(str(op))
+        if not self._planes:
+            return self._one_lane(op, elem)
         if op is Op.PLANE_BALLOT:  # the .x word holds lanes 0 to 31
             return (
                 "sub_group_ballot((int){v}).x" if "subgroup_ballot" in self.capabilities else None
@@ -564,7 +559,21 @@ class OpenCLDialect(Dialect):
             return self._widened(op, elem, "sub_group_non_uniform_reduce_mul({v})")
         return self._widened(op, elem, _SUBGROUP[op])
 
+    def _one_lane(self, op: Op, elem: Elem) -> str:
+        """``op`` on a plane of one lane, without a subgroup built-in: the lane's own value,
+        or what the only lane gets (an exclusive sum 0; a ballot bit 0 where ``{v}`` holds; an
+        election true). A broadcast or shuffle reads lane 0, the only one that exists."""
+        if op is Op.PLANE_EXCLUSIVE_SUM:
+            return self.literal(0, elem)
+        if op is Op.PLANE_BALLOT:
+            return f"(({{v}}) ? {self.literal(1, Elem.U32)} : {self.literal(0, Elem.U32)})"
+        if op is Op.PLANE_ELECT:
+            return self.literal(True, Elem.BOOL)
+        return "({v})"
+
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        if not self._planes:  # the only lane: callers keep or discard its value as for others
+            return value
         self._require("subgroup_shuffle", "a plane shuffle")
         if mode in ("up", "down") and "subgroup_shuffle_relative" in self.capabilities:
             call = f"sub_group_shuffle_{mode}({{v}}, {arg})"
@@ -590,8 +599,6 @@ class OpenCLDialect(Dialect):
         if any(op in ATOMIC_OPS and elem.nbytes == 8 for op, elem in usage.ops):
             self._require("int64_atomics", "a 64-bit atomic")
             extensions += ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
-        if usage.uses(PLANE_OPS - {Op.SYNC_PLANE}):  # a plane of one unit needs no barrier
-            self._require_planes("a plane operation")
         if usage.uses(PLANE_OPS) and "subgroups" in self.capabilities:
             extensions.append("cl_khr_subgroups")  # the other subgroup sources need no pragma
         lines += [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in extensions]

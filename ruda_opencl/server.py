@@ -43,7 +43,7 @@ from ruda_core.runtime import (
 from ruda_core.runtime.console import flush_c_stdout
 from ruda_core.runtime.print_records import PrintTable
 
-from .capabilities import OpenCLCapabilities
+from .capabilities import OpenCLCapabilities, subgroups_from_env
 from .compiler import OpenCLCompiler
 from .driver import (
     all_devices,
@@ -501,7 +501,7 @@ class OpenCLServer(ComputeServer):
 
     def __init__(self, device: OpenCLDevice) -> None:
         dev = all_devices()[device.index]
-        capabilities = OpenCLCapabilities.of(dev)
+        capabilities = OpenCLCapabilities.of(dev, subgroups_from_env())
         driver = OpenCLDriver(dev, capabilities)
         properties = DeviceProperties(
             name=dev.name.strip(),

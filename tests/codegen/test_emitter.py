@@ -139,10 +139,8 @@ def _f64_kernel() -> KernelDefinition:
     [
         (OpenCLDialect(), _f64_kernel, "cl_khr_fp64"),
         (OpenCLDialect(frozenset({"fp64"})), atomics, "cl_khr_int64_base_atomics"),
-        (OpenCLDialect(frozenset({"fp64", "int64_atomics"})), plane_ops, "cl_khr_subgroups"),
         (OpenCLDialect(frozenset({"subgroups"})), plane_ops, "cl_khr_subgroup_shuffle"),
         (OpenCLDialect(frozenset({"subgroups"})), plane_lanes, "cl_khr_subgroup_shuffle"),
-        (OpenCLDialect(), plane_lanes, "cl_khr_subgroups"),
         (
             OpenCLDialect(frozenset({"work_group_collectives"})),
             barriers_and_counters,

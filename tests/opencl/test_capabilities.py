@@ -97,14 +97,23 @@ def test_plane_width_prefers_16_then_the_widest_power_of_two_up_to_32(sizes, wid
     assert choose_plane_dim(sizes) == width
 
 
-def test_subgroups_of_no_fixed_width_are_dropped_and_plane_dim_reads_1() -> None:
+def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> None:
     device = FakeDevice("cl_khr_subgroups cl_khr_subgroup_shuffle", ("__opencl_c_subgroups",))
     caps = OpenCLCapabilities.of(device)
     assert caps.plane_dim == 1 and caps.build_options == ()
-    assert not {"subgroups", "opencl_c_subgroups"} & dict(caps.extra).keys()
-    assert not caps.features().has(Feature.PLANE)
+    assert caps.extra == ()  # every subgroup capability is dropped with the width
+    planes = {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
+    assert planes <= caps.features().features
     dialect = OpenCLDialect.from_options(caps.compile_options)
     assert dialect.plane_dim() == "1u"
+    source = CFamilyEmitter(dialect).emit(plane_ops()).source
+    assert "sub_group" not in source and "cl_khr_subgroups" not in source
+
+
+def test_subgroups_without_arithmetic_or_shuffles_are_dropped() -> None:
+    caps = OpenCLCapabilities.of(FakeDevice("cl_khr_subgroups", warp=32))  # no plane_prod there
+    assert caps.plane_dim == 1 and caps.extra == ()
+    assert caps.features().has(Feature.PLANE)
 
 
 def test_nvidia_planes_are_its_warps() -> None:
