@@ -16,6 +16,7 @@ from typing import Any
 import wgpu
 from wgpu.backends.wgpu_native import extras
 
+from ruda_core.codegen.names import words
 from ruda_core.errors import CompilationError, LaunchError, OutOfMemory, ServerError
 
 __all__ = [
@@ -37,6 +38,15 @@ OPTIONAL_FEATURES = (
     "subgroup-barrier",
     "timestamp-query",
     "timestamp-query-inside-encoders",
+)
+#: The adapter limits ruda raises from WebGPU's defaults to the adapter's own.
+_LIMITS = words(
+    """
+    max-storage-buffer-binding-size max-buffer-size max-storage-buffers-per-shader-stage
+    max-compute-workgroup-storage-size max-compute-invocations-per-workgroup
+    max-compute-workgroup-size-x max-compute-workgroup-size-y max-compute-workgroup-size-z
+    max-bindings-per-bind-group
+    """
 )
 _PLANE_PROBE = """
 @group(0) @binding(0) var<storage, read_write> o: array<u32>;
@@ -77,20 +87,7 @@ def describe(adapter: Any) -> str:
 def open_device(adapter: Any) -> Any:
     """A device on ``adapter`` with the optional features it offers and its own limits."""
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
-    limits = {
-        name: adapter.limits[name]
-        for name in (
-            "max-storage-buffer-binding-size",
-            "max-buffer-size",
-            "max-storage-buffers-per-shader-stage",
-            "max-compute-workgroup-storage-size",
-            "max-compute-invocations-per-workgroup",
-            "max-compute-workgroup-size-x",
-            "max-compute-workgroup-size-y",
-            "max-compute-workgroup-size-z",
-            "max-bindings-per-bind-group",
-        )
-    }
+    limits = {name: adapter.limits[name] for name in _LIMITS}
     try:
         return adapter.request_device_sync(required_features=features, required_limits=limits)
     except Exception as exc:  # wgpu raises plain Exceptions for a refused device

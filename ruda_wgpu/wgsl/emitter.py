@@ -357,14 +357,8 @@ class _Writer(Located):
         ty = self.ty(elem)
         if elem is Elem.BOOL:
             return f"P[{word}] != 0u"
-        if elem is Elem.U32:
-            return f"P[{word}]"
-        if elem in NARROW:
-            return wrap(f"bitcast<{ty}>(P[{word}])", elem)
-        if elem in (Elem.I32, Elem.F32):
-            return f"bitcast<{ty}>(P[{word}])"
-        if elem is Elem.F16:
-            return f"f16(unpack2x16float(P[{word}]).x)"
+        if elem.bits <= 32:
+            return self.values.bitcast(f"P[{word}]", Elem.U32, elem)
         if elem in (Elem.U64, Elem.I64):
             return f"{ty}(P[{word}]) | ({ty}(P[{word + 1}]) << 32u)"
         return f"bitcast<f64>(vec2<u32>(P[{word}], P[{word + 1}]))"

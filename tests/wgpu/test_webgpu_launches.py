@@ -11,7 +11,22 @@ pytest.importorskip("wgpu")
 
 import ruda_core as ruda
 from ruda_core.ir import Elem
-from ruda_core.lang import ABSOLUTE_POS, RUDA_POS, Array, Comptime, Numeric, kernel, u8, u32
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    RUDA_POS,
+    Array,
+    Comptime,
+    Numeric,
+    f16,
+    f32,
+    i8,
+    i16,
+    i32,
+    kernel,
+    u8,
+    u16,
+    u32,
+)
 from ruda_core.runtime import LaunchError, TooManyResources
 
 
@@ -122,3 +137,24 @@ def test_vector_line_accesses_give_exact_results_and_keep_the_bounds(client, dty
         [a[: lines * width] + b[: lines * width], a[lines * width :] - b[lines * width :]]
     )
     np.testing.assert_array_equal(c.numpy(), want)
+
+
+@kernel
+def narrow_scalars(out: Array[f32], a: i8, b: u8, c: i16, d: u16, e: f16, f: i32, g: bool):
+    out[0] = f32(a)
+    out[1] = f32(b)
+    out[2] = f32(c)
+    out[3] = f32(d)
+    out[4] = f32(e)
+    out[5] = f32(f)
+    out[6] = f32(1) if g else f32(0)
+
+
+def test_scalars_narrower_than_a_word_reach_the_kernel_from_their_record_word(client):
+    if Elem.F16 not in client.features().elems:
+        pytest.skip(f"{client.device} has no f16")
+    out = ruda.asarray(np.zeros(7, np.float32), client)
+    args = (np.int8(-100), np.uint8(200), np.int16(-30000), np.uint16(60000), np.float16(-2.5))
+    narrow_scalars.launch(client, 1, 1, out, *args, np.int32(-(2**31)), True)
+    want = [-100, 200, -30000, 60000, -2.5, -(2**31), 1]
+    np.testing.assert_array_equal(out.numpy(), np.array(want, np.float32))
