@@ -1,8 +1,8 @@
 """Collectives of a whole cube (``units_sum/min/max``, ``units_inclusive_sum``,
 ``units_exclusive_sum``) on every device: cube sizes that are whole planes or not (1 and 7 to
-1024, where the device allows), several cubes per launch, a cube of several rows, and each
-element type, exact against NumPy (float values are small integers, so their sums are exact in
-any order)."""
+1024, and 4160 where the device allows), several cubes per launch, a cube of several rows, and
+each element type, exact against NumPy (float values are small integers, so their sums are
+exact in any order)."""
 
 from __future__ import annotations
 
@@ -32,16 +32,21 @@ from ruda_core.testing.markers import need, requires
 from ruda_core.testing.runner import read_array
 
 #: Cube shapes: one unit, sizes that are not a multiple of any plane width above 1, whole planes
-#: of 32 lanes, the largest cubes, and rows of a cube of two axes (``UNIT_POS`` order across them;
-#: each row whole planes, as OpenCL drivers may form subgroups within a row).
+#: of 32 lanes, one group of planes of one lane (``SLOTS``) and one more, the largest cubes of
+#: most devices, more groups of planes of one lane than one round folds (4160 units: 65 groups
+#: of 64), and rows of a cube of two axes (``UNIT_POS`` order across them; each row whole planes,
+#: as OpenCL drivers may form subgroups within a row).
 SHAPES = [
     (1, 1, 1),
     (7, 1, 1),
     (32, 1, 1),
     (33, 1, 1),
+    (64, 1, 1),
+    (65, 1, 1),
     (100, 1, 1),
     (256, 1, 1),
     (1024, 1, 1),
+    (4160, 1, 1),
     (32, 3, 1),
 ]
 CUBES = 3
