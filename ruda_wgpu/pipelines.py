@@ -96,24 +96,19 @@ class KernelPipelines:
         a print-record buffer after them where ``prints``)."""
         key = (narrays, prints)
         if key not in self._layouts:
-            stage = wgpu.ShaderStage.COMPUTE
+            records = {"type": "read-only-storage", "has_dynamic_offset": True}
+            pages = narrays + (0 if self._turned is None else 1) + int(prints)
             entries = [
                 {
-                    "binding": 0,
-                    "visibility": stage,
-                    "buffer": {"type": "read-only-storage", "has_dynamic_offset": True},
+                    "binding": k,
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": records if k == 0 else {"type": "storage"},
                 }
-            ]
-            extra = (0 if self._turned is None else 1) + int(prints)
-            entries += [
-                {"binding": k + 1, "visibility": stage, "buffer": {"type": "storage"}}
-                for k in range(narrays + extra)
+                for k in range(1 + pages)
             ]
             group = self._device.create_bind_group_layout(entries=entries)
-            self._layouts[key] = (
-                group,
-                self._device.create_pipeline_layout(bind_group_layouts=[group]),
-            )
+            pipeline = self._device.create_pipeline_layout(bind_group_layouts=[group])
+            self._layouts[key] = (group, pipeline)
         return self._layouts[key]
 
     def build(self, compiled: CompiledKernel) -> BuiltKernel:
