@@ -268,7 +268,8 @@ class _Writer(Located):
 
     def run(self) -> str:
         defn = self.defn
-        for var in (*defn.params, *defn.shared, *defn.local_arrays, *defn.locals):
+        named: list[Param | SharedArray | LocalArray | Local] = [*defn.params, *defn.shared]
+        for var in [*named, *defn.local_arrays, *defn.locals]:
             self.n[var.name] = self.names.claim(var.name)
         module = self._bindings()
         body = self._prologue()
