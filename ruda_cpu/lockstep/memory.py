@@ -319,6 +319,29 @@ def _unit_picks(seg: Segmented, idx: Any) -> tuple[np.ndarray, np.ndarray | None
     return _intp(np.where(bad, 0, u)), bad
 
 
+#: The fewest units in a block of :func:`_swapped_blocks` for which it copies the blocks
+#: (shorter ones cost more as strided copies than a gather does).
+_MIN_BLOCK = 32
+
+
+def _swapped_blocks(seg: Segmented, at: np.ndarray) -> np.ndarray | None:
+    """For shared memory whose segments are as long as a cube has units, read through the
+    elements ``at`` (one per unit) that are ``UNIT_POS ^ j`` for a power of two ``j`` of at
+    least ``_MIN_BLOCK`` units (a butterfly's partner): every pair of neighbouring blocks of
+    ``j`` elements swapped, as one strided copy instead of a gather; None for other accesses."""
+    units = seg.per
+    j = int(at[0])
+    if seg.length != units or j < _MIN_BLOCK or j & (j - 1) or units % (2 * j):
+        return None
+    if not (at == np.arange(units) ^ j).all():
+        return None
+    blocks = seg.data.reshape(-1, 2, j)
+    out = np.empty_like(blocks)
+    out[:, 0] = blocks[:, 1]
+    out[:, 1] = blocks[:, 0]
+    return out.reshape(-1)
+
+
 def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | None:
     """For a Units index of shared memory (one segment per cube) that steps through the
     units: the (cubes, units) view of the in-bounds columns and their unit range
@@ -396,6 +419,10 @@ def load_seg(seg: Segmented, idx: Any, m: Any = None) -> Any:
         out[:, j0:j1] = view
         return out.reshape(-1)
     picks = _unit_picks(seg, idx)
+    if picks is not None and picks[1] is None:
+        swapped = _swapped_blocks(seg, picks[0])
+        if swapped is not None:
+            return swapped
     if picks is not None:
         at, outside = picks
         out = seg.data.reshape(-1, length).take(at, axis=1)

@@ -253,27 +253,25 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
         return UnitMask.tiled(fn(units[0], units[1]), self.shape[0] // units[0].shape[0])
 
     # the boolean operators the generated code applies to conditions (``c == d``, ``~c``)
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> Any:
         return self._combined(other, operator.eq)
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> Any:
         return self._combined(other, operator.ne)
 
-    def __and__(self, other: Any) -> Any:  # type: ignore[override]
+    def __and__(self, other: Any) -> Any:
         return self._combined(other, operator.and_)
 
-    def __or__(self, other: Any) -> Any:  # type: ignore[override]
+    def __or__(self, other: Any) -> Any:
         return self._combined(other, operator.or_)
 
-    def __xor__(self, other: Any) -> Any:  # type: ignore[override]
+    def __xor__(self, other: Any) -> Any:
         return self._combined(other, operator.xor)
 
-    def __invert__(self) -> Any:  # type: ignore[override]
+    def __invert__(self) -> Any:
         if self.one is None:
             return ~self.view(np.ndarray)
         return UnitMask.tiled(~self.one, self.shape[0] // self.one.shape[0])
-
-    __hash__ = None  # type: ignore[assignment]  # as ndarray: mutable, compared lane by lane
 
 
 #: The most runs of consecutive units a mask may have for :func:`unit_runs` to list them.
@@ -288,10 +286,17 @@ def unit_runs(m: Any) -> tuple[int, list[tuple[int, int]]] | None:
     if not m.ran:  # a mask is asked by each access and merge under it: found once
         m.ran = True
         one = m.one
-        edges = np.flatnonzero(np.diff(one.view(np.int8), prepend=0, append=0))
-        if edges.shape[0] <= 2 * _MAX_RUNS:
-            bounds = edges.tolist()
-            m.runs = (one.shape[0], list(zip(bounds[::2], bounds[1::2], strict=True)))
+        units = one.shape[0]
+        flags = one.view(np.int8)
+        inner = np.flatnonzero(flags[1:] != flags[:-1])  # a run starts or ends after these
+        if inner.shape[0] <= 2 * _MAX_RUNS:
+            bounds = (inner + 1).tolist()
+            if units and one[0]:
+                bounds.insert(0, 0)
+            if units and one[-1]:
+                bounds.append(units)
+            if len(bounds) <= 2 * _MAX_RUNS:
+                m.runs = (units, list(zip(bounds[::2], bounds[1::2], strict=True)))
     return m.runs
 
 
