@@ -301,13 +301,14 @@ class _Writer(Located):
             out.append(_binding(k, self.n[p.name], self.storage(p, p.elem)))
         dynamic = 0
         for s in defn.shared:
-            length = str(s.length) if s.size is None else f"RUDA_SHARED_{dynamic}"
-            if s.size is not None:
+            if s.size is None:
+                length = str(s.length)
+            else:
+                length = f"RUDA_SHARED_{dynamic}"
                 out.append(f"override {length}: u32 = 1u;")
                 dynamic += 1
-            out.append(
-                f"var<workgroup> {self.n[s.name]}: array<{self.storage(s, s.elem)}, {length}>;"
-            )
+            storage = self.storage(s, s.elem)
+            out.append(f"var<workgroup> {self.n[s.name]}: array<{storage}, {length}>;")
         return out
 
     def _prologue(self) -> list[str]:
@@ -375,6 +376,11 @@ class _Writer(Located):
             return f"{self.n[name]}[{self.linear(arr, index)}]"
         i = self.index(index)
         return f"{self.n[name]}[{self._offset(cast(Param, arr))} + {i} / {width}u][{i} % {width}u]"
+
+    def vector(self, arr: object, index: object) -> str:
+        """The reference of line ``index`` of an array bound as vectors: one vector (the line
+        accesses left by :func:`~ruda_core.ir.scalarize_lines` are only those)."""
+        return f"{self.n[cast(Param, arr).name]}[{self.linear(arr, index)}]"
 
     def _packed_word(self, arr: Param, index: object) -> tuple[str, str, str]:
         """The word, bit shift and mask of a packed element."""
@@ -485,9 +491,8 @@ class _Writer(Located):
         if op is Op.INDEX_ASSIGN:
             self._store(args[0], args[1], self.text(args[2]), depth)
             return
-        if op is Op.STORE_LINE:  # of an array bound as vectors
-            vector = f"{self.n[cast(Param, args[0]).name]}[{self.linear(args[0], args[1])}]"
-            self._line(depth, f"{vector} = {self.text(args[2])};")
+        if op is Op.STORE_LINE:
+            self._line(depth, f"{self.vector(args[0], args[1])} = {self.text(args[2])};")
             return
         if op is Op.SYNC_UNITS:
             self._line(depth, "storageBarrier();")
@@ -538,8 +543,8 @@ class _Writer(Located):
         op, args, out = ins.op, ins.args, cast(Local, ins.out)
         if op is Op.INDEX:
             return self._load(args[0], args[1])
-        if op is Op.LOAD_LINE:  # of an array bound as vectors
-            return f"{self.n[cast(Param, args[0]).name]}[{self.linear(args[0], args[1])}]"
+        if op is Op.LOAD_LINE:
+            return self.vector(args[0], args[1])
         if op is Op.LINE_LANE:
             return f"{self.text(args[0])}[{int(cast(Const, args[1]).value)}]"
         if op is Op.LINE_BUILD:
