@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ruda_core.ir import (
@@ -32,7 +34,7 @@ from ruda_core.ir import (
     walk,
 )
 
-__all__ = ["KernelFacts", "Namer", "analyse", "exits_here", "has_return", "walk"]
+__all__ = ["KernelFacts", "Namer", "analyse", "blocks", "exits_here", "has_return", "walk"]
 
 #: Builtins the batch may hand out as a :class:`~ruda_cpu.lockstep.values.Lanes`.
 LANES_BUILTINS = frozenset(
@@ -110,6 +112,8 @@ class KernelFacts:
     #: Array parameters that a store or atomic targets.
     written: frozenset[Param]
     builtins: frozenset[BuiltinKind]
+    #: Locals that one statement reads, once (a temporary of one expression).
+    read_once: frozenset[Local]
 
 
 def analyse(defn: KernelDefinition) -> KernelFacts:
@@ -125,7 +129,20 @@ def analyse(defn: KernelDefinition) -> KernelFacts:
             if isinstance(target, Param):
                 written.add(target)
     builtins = frozenset(u.kind for s in stmts for u in _uses(s) if isinstance(u, Builtin))
-    return KernelFacts(plain, single, _lanes_locals(stmts), frozenset(written), builtins)
+    reads = Counter(u for s in stmts for u in _uses(s) if isinstance(u, Local))
+    once = frozenset(v for v, count in reads.items() if count == 1)
+    return KernelFacts(plain, single, _lanes_locals(stmts), frozenset(written), builtins, once)
+
+
+def blocks(body: Block) -> Iterator[Block]:
+    """``body`` and every block nested in it."""
+    yield body
+    for stmt in walk(body):
+        if isinstance(stmt, If):
+            yield stmt.then
+            yield stmt.orelse
+        elif isinstance(stmt, Loop | RangeLoop):
+            yield stmt.body
 
 
 def _plain_definitions(body: Block) -> tuple[frozenset[int], frozenset[Local]]:

@@ -26,6 +26,8 @@ import math
 import os
 
 from ruda_core.ir import (
+    ATOMIC_OPS,
+    MATRIX_OPS,
     Block,
     Break,
     Builtin,
@@ -53,7 +55,16 @@ from ruda_core.ir import (
 from ruda_core.ir.bounds import REPORT_PARAM
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
-from .analysis import LANES_BUILTINS, KernelFacts, Namer, analyse, exits_here, has_return, walk
+from .analysis import (
+    LANES_BUILTINS,
+    KernelFacts,
+    Namer,
+    analyse,
+    blocks,
+    exits_here,
+    has_return,
+    walk,
+)
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
 from .expressions import dtype, expression, is_fresh, literal
 
@@ -148,6 +159,35 @@ def _zero_fills(body: Block, facts: KernelFacts) -> frozenset[int]:
     return frozenset(found)
 
 
+#: Operations that write memory (or print, or report): a view of shared memory that a load
+#: gave must be used up before any of them.
+_WRITES = frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB}) | ATOMIC_OPS | MATRIX_OPS
+
+
+def _transient_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
+    """The ``id`` of each load of shared memory whose result is read once, by a later statement
+    of its block that is a NumPy operation with a new result (see ``is_fresh``), with only
+    statements that write no memory in between: the load may give a view of the memory."""
+    found: set[int] = set()
+    for block in blocks(body):
+        for k, stmt in enumerate(block):
+            if (
+                not isinstance(stmt, Instr)
+                or stmt.op is not Op.INDEX
+                or not isinstance(stmt.args[0], SharedArray)
+                or stmt.out not in ctx.facts.read_once
+            ):
+                continue
+            for later in block[k + 1 :]:
+                if not isinstance(later, Instr) or later.op in _WRITES:
+                    break
+                if stmt.out in later.args:
+                    if is_fresh(later, ctx):
+                        found.add(id(stmt))
+                    break
+    return frozenset(found)
+
+
 class _Emitter:
     """Renders one definition. Implements the ``expressions.Context`` protocol."""
 
@@ -181,6 +221,8 @@ class _Emitter:
         #: the guards around loads of fixed-length shared and local memory whose other branch
         #: only zeroes the result (see ``_zero_fills``)
         self.zero_fills = _zero_fills(defn.body, self.facts)
+        #: the loads of shared memory that may give views (see ``_transient_loads``)
+        self.transient = _transient_loads(defn.body, self)
         self.args = ["g", SANITIZER] if sanitize else ["g"]
         # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):
@@ -207,6 +249,9 @@ class _Emitter:
 
     def report(self) -> str:
         return self.ref(next(p for p in self.defn.params if p.name == REPORT_PARAM))
+
+    def is_transient(self, ins: Instr) -> bool:
+        return id(ins) in self.transient
 
     # --- text -----------------------------------------------------------------------------------
 

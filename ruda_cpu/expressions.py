@@ -54,6 +54,10 @@ class Context(Protocol):
     def report(self) -> str:
         """The name of the Validate report buffer (the bounds pass's hidden parameter)."""
 
+    def is_transient(self, ins: Instr) -> bool:
+        """Whether ``ins`` loads shared memory into a temporary that one NumPy operation
+        consumes before anything writes memory (so the load may give a view of it)."""
+
 
 def dtype(elem: Elem) -> str:
     """The generated module's name of ``elem``'s scalar type (``np.float32``, ``bfloat16`` …)."""
@@ -219,7 +223,8 @@ def _is_memory(x: object) -> bool:
 def _load(ins: Instr, ctx: Context, mask: str) -> str:
     target, idx = ins.args[0], _operand(ins.args[1], ctx, keep_lanes=True)
     if _is_memory(target):
-        return f"L.load_seg({ctx.ref(target)}, {idx}, {mask})"
+        view = ", True" if ctx.is_transient(ins) else ""
+        return f"L.load_seg({ctx.ref(target)}, {idx}, {mask}{view})"
     if ins.op is Op.INDEX and isinstance(target, Param) and not ctx.is_written(target):
         return f"L.load_ro(g, {ctx.ref(target)}, {idx})"
     return f"L.load({ctx.ref(target)}, {idx})"
@@ -277,6 +282,10 @@ def is_fresh(ins: Instr, ctx: Context) -> bool:
         return not (op in _LANES_HELPERS and any(ctx.is_lanes(a) for a in ins.args))
     if op in _UNARY_FUNCS:
         return _UNARY_FUNCS[op].startswith("np.")
+    if op in _BINARY_FUNCS:
+        return _BINARY_FUNCS[op].startswith("np.")
+    if op in (Op.MIN, Op.MAX):  # np.fmin, np.minimum … unless a lockstep helper keeps lanes
+        return not any(ctx.is_lanes(a) for a in ins.args)
     return op in (Op.NEG, Op.NOT, Op.BIT_NOT)
 
 

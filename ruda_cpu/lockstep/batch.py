@@ -66,12 +66,15 @@ class LaunchShape:
 class Segmented:
     """Shared memory (one segment per cube) or a local array (one segment per lane) of a
     batch: ``data`` holds the segments back to back, ``length`` elements each; lane ``k``
-    uses segment ``k // per``. Starts poisoned (see ``poison``): a read before a write shows."""
+    uses segment ``k // per``. ``padded`` is ``data`` with one segment's worth of elements
+    before and after it, so that a view of ``data`` shifted by less than a segment exists.
+    Starts poisoned (see ``poison``): a read before a write shows."""
 
-    __slots__ = ("_base", "data", "length", "n", "per")
+    __slots__ = ("_base", "data", "length", "n", "padded", "per")
 
     def __init__(self, dtype: np.dtype, length: int, segments: int, per: int) -> None:
-        self.data = poisoned(dtype, segments * length)
+        self.padded = poisoned(dtype, (segments + 2) * length)
+        self.data = self.padded[length : length + segments * length]
         self.length = length
         self.per = per
         self.n = segments * per

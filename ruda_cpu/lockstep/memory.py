@@ -360,21 +360,27 @@ def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | Non
     return rows[:, last : first + 1 : -one.step][:, ::-1], j0, j1
 
 
-def _shifted_load(seg: Segmented, idx: Any) -> np.ndarray | None:
+def _shifted_load(seg: Segmented, idx: Any, m: Any, transient: bool) -> np.ndarray | None:
     """For shared memory whose segments are as long as a cube has units, through a Units index
     ``UNIT_POS + start`` (``UNIT_POS - d``): lane ``k`` reads element ``k + start`` of the
-    segments back to back, so the load is one copy of the data shifted by ``start``, then the
-    units out of their segment's bounds set to 0 (contiguous passes, where a copy per cube's
-    columns costs per cube). None for other accesses."""
+    segments back to back, so the load is the data shifted by ``start``: when ``transient``
+    (see :func:`load_seg`) and every unit of mask ``m`` reads within its segment, a view of the
+    memory (the other units read whatever lies there, which no active lane observes); else one
+    copy with the units out of their segment's bounds set to 0 (contiguous passes, where a copy
+    per cube's columns costs per cube). None for other accesses."""
     if type(idx) is not Units or type(idx.one) is not Lanes:
         return None
     one = idx.one
     units = seg.per
-    if one.step != 1 or one.n != units or seg.length != units or one.start == 0:
+    if one.step != 1 or one.n != units or seg.length != units:
         return None
     start = one.start
     data = seg.data
     n = data.shape[0]
+    if transient and abs(start) < units and _covers_only(m, units, max(-start, 0), units - start):
+        return seg.padded[units + start : units + start + n]
+    if start == 0:
+        return None
     out = np.empty(n, dtype=data.dtype)
     if abs(start) >= units:
         out[:] = 0
@@ -387,16 +393,32 @@ def _shifted_load(seg: Segmented, idx: Any) -> np.ndarray | None:
     return out
 
 
-def load_seg(seg: Segmented, idx: Any, m: Any = None) -> Any:
+def _covers_only(m: Any, units: int, j0: int, j1: int) -> bool:
+    """Whether the lanes of mask ``m`` (over cubes of ``units`` units) are all units of
+    ``[j0, j1)``: True for every unit when ``j0 == 0`` and ``j1 >= units``, else only for a
+    :class:`~ruda_cpu.lockstep.values.UnitMask` whose runs lie there."""
+    if j0 <= 0 and j1 >= units:
+        return True
+    runs = unit_runs(m)
+    if runs is None or runs[0] != units:
+        return False
+    return all(j0 <= r0 and r1 <= j1 for r0, r1 in runs[1])
+
+
+def load_seg(seg: Segmented, idx: Any, m: Any = None, transient: bool = False) -> Any:
     """``mem[idx]`` of each lane's own segment of shared or local memory (0 out of bounds).
     Only the lanes of mask ``m`` are read (others are 0) where ``m`` covers ranges of units
-    (see :func:`~ruda_cpu.lockstep.values.unit_runs`); other masks read every lane."""
+    (see :func:`~ruda_cpu.lockstep.values.unit_runs`); other masks read every lane.
+
+    ``transient``: the caller uses the result before anything stores to the memory (a temporary
+    that one NumPy operation consumes), so it may be a view of the memory, whose inactive lanes
+    hold anything."""
     length = seg.length
     if isinstance(idx, np.generic):
         i = int(idx)
         return seg.segment_column(i) if 0 <= i < length else seg.data.dtype.type(0)
     idx = _straightened(seg, idx)
-    shifted = _shifted_load(seg, idx)
+    shifted = _shifted_load(seg, idx, m, transient)
     if shifted is not None:
         return shifted
     columns = _unit_columns(seg, idx)

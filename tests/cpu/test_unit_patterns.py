@@ -88,3 +88,30 @@ def test_selects_under_combined_unit_conditions_keep_every_bit(
     following = np.r_[x[1:], x[-1:]]
     want = np.where(fourth != odd, following, want)
     np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
+@kernel
+def shared_stencil(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    own = buf[UNIT_POS]
+    v = u32(1)
+    if UNIT_POS >= u32(1) and UNIT_POS < u32(BLOCK - 1):
+        v = buf[UNIT_POS - u32(1)] * u32(3) + buf[UNIT_POS + u32(1)]
+    sync_units()
+    buf[UNIT_POS] = u32(7)  # read once below, after this store: the old value is wanted
+    out[ABSOLUTE_POS] = v + own * u32(1000)
+
+
+@pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
+def test_shared_reads_used_once_see_the_memory_as_it_was_read(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = np.random.default_rng(13).integers(0, 1000, CUBES * BLOCK).astype(np.uint32)
+    defn = shared_stencil.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    cubes = x.reshape(CUBES, BLOCK)
+    v = np.ones_like(cubes)
+    v[:, 1:-1] = cubes[:, :-2] * np.uint32(3) + cubes[:, 2:]
+    np.testing.assert_array_equal(out, (v + cubes * np.uint32(1000)).ravel())
