@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruda_core.errors import SanitizerError
+from ruda_core.errors import SanitizerError, TooManyResources
 from ruda_core.ir import Elem
 from ruda_core.lang import (
     RUDA_DIM,
@@ -87,6 +87,16 @@ def _values(elem: Elem, count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(-8, 9, count).astype(elem.numpy)
 
 
+def _launch(kernel, client, dim, *args):
+    """Launch ``CUBES`` cubes of ``dim``; a kernel that the device runs with fewer units per cube
+    than its general limit (NVIDIA's OpenCL holds some to 256 by their registers) skips, since
+    the refusal comes before anything runs."""
+    try:
+        kernel.launch(client, RudaCount(CUBES), dim, *args)
+    except TooManyResources as exc:
+        pytest.skip(f"unsupported: {exc}")
+
+
 @requires(Feature.PLANE)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("elem", ELEMS, ids=str)
@@ -103,9 +113,9 @@ def test_units_collectives_match_numpy(client, elem, shape):
     n = CUBES * units
     x = _values(elem, n, np.random.default_rng(units))
     out = client.empty(len(RESULTS) * x.nbytes)
-    conformance_units_collectives.launch(
+    _launch(
+        conformance_units_collectives,
         client,
-        RudaCount(CUBES),
         RudaDim(*shape),
         ArrayArg(client.create_from_slice(x), n, elem=elem),
         ArrayArg(out, len(RESULTS) * n, elem=elem),
@@ -132,9 +142,9 @@ def test_float_sum_stays_within_its_bound(client):
     n = CUBES * units
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
     out = client.empty(x.nbytes)
-    conformance_units_sum_f32.launch(
+    _launch(
+        conformance_units_sum_f32,
         client,
-        RudaCount(CUBES),
         RudaDim(units),
         ArrayArg(client.create_from_slice(x), n),
         ArrayArg(out, n),
