@@ -238,13 +238,12 @@ INT_HELPERS: dict[tuple[Op, bool, int], str] = {}
 for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
     INT_HELPERS[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
     if (b == -1{_s}) {{ return -a; }}
-    var q = a / b;
-    if (a % b != 0{_s} && (a < 0{_s}) != (b < 0{_s})) {{ q = q - 1{_s}; }}
-    return q;"""
+    let q = a / b;  // the floor below an inexact quotient of opposite signs; no % and no
+    // comparison of booleans, which NVIDIA's Vulkan gave wrong answers for
+    return select(q, q - 1{_s}, q * b != a && (a ^ b) < 0{_s});"""
     INT_HELPERS[(Op.MOD, True, _bits)] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
-    var r = a % b;
-    if (r != 0{_s} && (r < 0{_s}) != (b < 0{_s})) {{ r = r + b; }}
-    return r;"""
+    let r = a - a / b * b;  // as floor division: no %
+    return select(r, r + b, r != 0{_s} && (r ^ b) < 0{_s});"""
     INT_HELPERS[(Op.SATURATING_ADD, False, _bits)] = f"""    let s = a + b;
     return select(s, {(1 << _bits) - 1}{_u}, s < a);"""
     INT_HELPERS[(Op.SATURATING_SUB, False, _bits)] = f"    return select(a - b, 0{_u}, b > a);"
