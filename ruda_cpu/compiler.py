@@ -165,25 +165,34 @@ _WRITES = frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB}) | ATOMIC_OPS | M
 
 
 def _transient_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
-    """The ``id`` of each load of shared memory whose result is read once, by a later statement
-    of its block that is a NumPy operation with a new result (see ``is_fresh``), with only
-    statements that write no memory in between: the load may give a view of the memory."""
+    """The ``id`` of each load of shared memory (alone, or in a bounds guard of
+    ``ctx.zero_fills``) whose result is read once, by a later statement of its block that is a
+    NumPy operation with a new result (see ``is_fresh``), with only statements that write no
+    memory in between (other such guarded loads among them): the load may give a view of the
+    memory."""
+    guards = bounds_guards(body)
+
+    def load_of(stmt: Stmt) -> Instr | None:
+        if isinstance(stmt, If):
+            return guards[id(stmt)][0] if id(stmt) in ctx.zero_fills else None
+        return stmt if isinstance(stmt, Instr) and stmt.op is Op.INDEX else None
+
     found: set[int] = set()
     for block in blocks(body):
         for k, stmt in enumerate(block):
+            load = load_of(stmt)
             if (
-                not isinstance(stmt, Instr)
-                or stmt.op is not Op.INDEX
-                or not isinstance(stmt.args[0], SharedArray)
-                or stmt.out not in ctx.facts.read_once
+                load is None
+                or not isinstance(load.args[0], SharedArray)
+                or load.out not in ctx.facts.read_once
             ):
                 continue
             for later in block[k + 1 :]:
-                if not isinstance(later, Instr) or later.op in _WRITES:
-                    break
-                if stmt.out in later.args:
+                if isinstance(later, Instr) and load.out in later.args:
                     if is_fresh(later, ctx):
-                        found.add(id(stmt))
+                        found.add(id(load))
+                    break
+                if load_of(later) is None and (not isinstance(later, Instr) or later.op in _WRITES):
                     break
     return frozenset(found)
 

@@ -64,7 +64,11 @@ def mask_and(m: Mask, c: Value) -> Mask:
         return _normalise(c)
     both = units_of(m, c)
     if both is not None:
-        return _normalise(UnitMask.tiled(both[0] & both[1], m.shape[0] // both[0].shape[0]))
+        one = both[0] & both[1]
+        for whole in (m, c):  # a bounds test that the branch's own condition implies
+            if np.array_equal(one, whole.one):
+                return _normalise(whole)
+        return _normalise(UnitMask.tiled(one, m.shape[0] // one.shape[0]))
     return _normalise(m & c)
 
 
