@@ -14,7 +14,9 @@ Columns, per primitive, in ms per call:
   the least of a few), so no host gap counts;
 * ``peer``: NumPy's wall time on the host, or CuPy's device time between two CUDA events around
   back-to-back calls (per call);
-* ``dev/peer`` and ``wall/peer``: ruda's time as a multiple of the peer's.
+* ``peer wall`` (CuPy only): CuPy's wall time, measured as ruda's (its host work included);
+* ``dev/peer`` and ``wall/wall``: ruda's time as a multiple of the peer's, device time against
+  device time and wall time against wall time (NumPy's wall time for host devices).
 
 The first call of each primitive tunes it (not counted). Every result is checked against NumPy.
 Run: ``python benchmarks/primitives.py cpu`` (or ``opencl:0``, ``cuda:0 --large``).
@@ -127,8 +129,8 @@ def main(device: str, large: bool) -> None:
         host = _inputs(n)
         print(f"  n = 2**{n.bit_length() - 1}")
         print(
-            f"  {'':14} {'ruda wall':>10} {'ruda dev':>10} {'peer':>10} {'dev/peer':>9} "
-            f"{'wall/peer':>9}"
+            f"  {'':14} {'ruda wall':>10} {'ruda dev':>10} {'peer':>10} {'peer wall':>10} "
+            f"{'dev/peer':>9} {'wall/wall':>9}"
         )
         for label, key, op, numpy_op in _cases(host):
             x = ruda.asarray(host[key], client)
@@ -139,11 +141,17 @@ def main(device: str, large: bool) -> None:
                 xc = cupy.asarray(host[key])
                 peer_op = getattr(cupy, label.split()[0])
                 peer = _cupy_seconds(cupy, lambda: peer_op(xc))  # noqa: B023
+                peer_wall = timing.best_seconds(
+                    lambda: peer_op(xc),  # noqa: B023
+                    cupy.cuda.Device().synchronize,
+                    ROUNDS,
+                    REPS,
+                )
             else:
-                peer = _numpy_seconds(lambda: numpy_op(host[key]))  # noqa: B023
+                peer = peer_wall = _numpy_seconds(lambda: numpy_op(host[key]))  # noqa: B023
             print(
                 f"  {label:14} {wall * 1e3:10.3f} {dev * 1e3:10.3f} {peer * 1e3:10.3f} "
-                f"{dev / peer:9.2f} {wall / peer:9.2f}"
+                f"{peer_wall * 1e3:10.3f} {dev / peer:9.2f} {wall / peer_wall:9.2f}"
             )
 
 
