@@ -12,7 +12,7 @@ from __future__ import annotations
 from ruda_core.ir import Elem, ExecutionMode, KernelDefinition
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
-from .wgsl import WgslEmitter, WgslTarget
+from .wgsl import WgslEmitter, WgslTarget, writable_arrays
 
 __all__ = ["CORE_ELEMS", "WebGpuCompiler"]
 
@@ -21,7 +21,9 @@ CORE_ELEMS = frozenset({Elem.BOOL, Elem.I32, Elem.U32, Elem.F32})
 
 
 class WebGpuCompiler(Compiler):
-    """Generates WGSL; the entry point is always ``main``."""
+    """Generates WGSL; the entry point is always ``main``. ``CompiledKernel.written`` lists
+    the array parameters bound ``read_write`` (every other one is ``read``), even when it is
+    empty."""
 
     name = "wgsl"
     source_suffix = "wgsl"
@@ -40,4 +42,5 @@ class WebGpuCompiler(Compiler):
             definition=definition,
             mode=mode,
             plane_dim=options.plane_dim,
+            written=writable_arrays(definition),
         )

@@ -2,9 +2,13 @@
 
 A kernel's WGSL module is built once (``build``); its pipelines are specialised per
 ``RudaDim`` and dynamic shared sizes through override constants (``pipeline``), and cached on
-the built kernel. Every kernel with ``n`` array parameters shares one bind group layout: the
-launch records at binding 0 (a dynamic offset per launch) and ``n`` whole pages. A bind group
-is cached per (record arena, pages) and dropped when a page is given back. Imports wgpu.
+the built kernel. Kernels with ``n`` array parameters share bind group layouts: the launch
+records at binding 0 (a dynamic offset per launch) and ``n`` whole pages, those the kernel only
+reads bound ``read-only-storage`` (a layout per pattern). WebGPU refuses a dispatch that binds
+one buffer both read-only and writable, and the memory pool puts many arrays in one page, so a
+launch whose read-only array shares its page with a written one runs the kernel's variant that
+binds every array writable (``variant``), built at its first use. A bind group is cached per
+(layout, record arena, pages) and dropped when a page is given back. Imports wgpu.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ruda_core.runtime.print_records import PrintTable
 
 from .adapters import translate
 from .storage import WebGpuStorage
-from .wgsl import RecordLayout
+from .wgsl import RecordLayout, all_writable
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
 
@@ -35,6 +39,7 @@ class BuiltKernel:
     """A built shader module with what every launch of it needs, fixed once."""
 
     __slots__ = (
+        "compiled",
         "dynamic_shared",
         "elem_nbytes",
         "kernel_id",
@@ -45,24 +50,36 @@ class BuiltKernel:
         "packer",
         "pipelines",
         "print_base",
+        "read_only",
+        "writable",
+        "written",
     )
 
     def __init__(
         self,
         compiled: CompiledKernel,
         module: Any,
-        layout: Any,
+        layout: tuple[Any, Any],
         kernel_id: int,
         print_base: int | None,
+        written: tuple[int, ...],
     ) -> None:
+        """:param layout: the bind group layout and pipeline layout of its bindings.
+        :param written: the positions of the arrays its module binds writable."""
         definition = compiled.definition
+        self.compiled = compiled  #: what its all-writable variant is built from
+        self.narrays = len(definition.array_params)
+        #: the positions of the arrays bound writable, and of those bound read-only
+        self.written = written
+        self.read_only = tuple(k for k in range(self.narrays) if k not in written)
+        #: the variant binding every array writable, once a launch has needed it
+        self.writable: BuiltKernel | None = None
+        self.layout = layout
         #: the base of its print sites' numbers (:class:`PrintTable`); None: it prints nothing
         self.print_base = print_base
         self.kernel_id = kernel_id  #: what the kernel reports when its loops may have stopped
         self.name = definition.name
         self.module = module
-        self.layout = layout  #: the pipeline layout of its number of arrays
-        self.narrays = len(definition.array_params)
         self.packer: struct.Struct = RecordLayout.of(definition).packer()
         #: the element size of each array parameter (offsets are passed in elements)
         self.elem_nbytes = tuple(p.elem.nbytes for p in definition.array_params)
@@ -82,7 +99,7 @@ class KernelPipelines:
         self._turned = turned
         #: the names of the built kernels, by the id they report (from 1)
         self.names: list[str] = []
-        self._layouts: dict[tuple[int, bool], tuple[Any, Any]] = {}
+        self._layouts: dict[tuple[int, tuple[int, ...], bool], tuple[Any, Any]] = {}
         #: the print sites of the printing kernels built
         self.prints = PrintTable()
         self._groups: dict[tuple[Any, ...], Any] = {}
@@ -91,18 +108,24 @@ class KernelPipelines:
         #: the plane width, set by the server once it is measured
         self.plane_dim = 1
 
-    def _layout(self, narrays: int, prints: bool) -> tuple[Any, Any]:
-        """The bind group layout and pipeline layout of kernels with ``narrays`` arrays (and
-        a print-record buffer after them where ``prints``)."""
-        key = (narrays, prints)
+    def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of kernels with ``narrays`` arrays, those
+        not among ``written`` bound read-only (and a print-record buffer after them where
+        ``prints``)."""
+        key = (narrays, written, prints)
         if key not in self._layouts:
             records = {"type": "read-only-storage", "has_dynamic_offset": True}
             pages = narrays + (0 if self._turned is None else 1) + int(prints)
+            read_only = {k + 1 for k in range(narrays) if k not in written}
             entries = [
                 {
                     "binding": k,
                     "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": records if k == 0 else {"type": "storage"},
+                    "buffer": (
+                        records
+                        if k == 0
+                        else {"type": "read-only-storage" if k in read_only else "storage"}
+                    ),
                 }
                 for k in range(1 + pages)
             ]
@@ -132,23 +155,47 @@ class KernelPipelines:
                 f"tensor shapes; a WebGPU launch of ruda passes at most {RECORD_WINDOW_NBYTES}. "
                 "Pass fewer or lower-rank tensors"
             )
+        module = self._module(compiled, compiled.source)
+        self.names.append(definition.name)
+        sites = print_sites(definition)
+        base = self.prints.register([record_format(i) for i in sites]) if sites else None
+        written = compiled.written
+        layout = self._layout(narrays, written, base is not None)
+        return BuiltKernel(compiled, module, layout, len(self.names), base, written)
+
+    def _module(self, compiled: CompiledKernel, source: str) -> Any:
+        """The shader module of ``source``, generated for ``compiled``.
+
+        :raises CompilationError: with wgpu's report and the numbered source.
+        """
         try:
-            module = self._device.create_shader_module(code=compiled.source)
+            return self._device.create_shader_module(code=source)
         except Exception as exc:  # wgpu raises plain Exceptions with naga's report
-            numbered = "\n".join(
-                f"{k:4d}  {line}" for k, line in enumerate(compiled.source.splitlines(), 1)
-            )
+            numbered = "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
+            definition = compiled.definition
             loc = definition.source
             raise CompilationError(
                 f"kernel {definition.name} did not build for WebGPU: {exc}\n{numbered}",
                 file=loc.file if loc else None,
                 line=loc.line if loc else None,
             ) from exc
-        self.names.append(definition.name)
-        sites = print_sites(definition)
-        base = self.prints.register([record_format(i) for i in sites]) if sites else None
-        layout = self._layout(narrays, base is not None)[1]
-        return BuiltKernel(compiled, module, layout, len(self.names), base)
+
+    def variant(self, built: BuiltKernel, bindings: Sequence[Binding]) -> BuiltKernel:
+        """``built``, or its variant that binds every array writable where one of the pages
+        ``bindings`` holds is bound to an array ``built`` reads only and to one it writes
+        (built at the first such launch; it reports and prints as ``built``)."""
+        if not built.read_only:
+            return built
+        written = {bindings[k].resource for k in built.written}
+        if not any(bindings[k].resource in written for k in built.read_only):
+            return built
+        if built.writable is None:
+            compiled = built.compiled
+            module = self._module(compiled, all_writable(compiled.source))
+            base, every = built.print_base, tuple(range(built.narrays))
+            layout = self._layout(built.narrays, every, base is not None)
+            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every)
+        return built.writable
 
     def pipeline(
         self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...], planes: bool
@@ -180,7 +227,7 @@ class KernelPipelines:
             constants["RUDA_PRINT_BASE"] = built.print_base
         try:
             made = self._device.create_compute_pipeline(
-                layout=built.layout,
+                layout=built.layout[1],
                 compute={"module": built.module, "entry_point": "main", "constants": constants},
             )
         except Exception as exc:
@@ -196,11 +243,11 @@ class KernelPipelines:
         if self._generation != self._storage.generation:
             self._groups.clear()  # a page was given back: groups over it must go
             self._generation = self._storage.generation
-        key = (records, prints, *(b.resource for b in bindings))
+        layout = built.layout[0]
+        key = (layout, records, prints, *(b.resource for b in bindings))
         found = self._groups.get(key)
         if found is not None:
             return found
-        layout = self._layout(built.narrays, built.print_base is not None)[0]
         entries = [
             {
                 "binding": 0,

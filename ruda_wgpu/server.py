@@ -261,9 +261,10 @@ class WebGpuDriver(Driver):
         ) -> None:
             s = cast(WebGpuStream, stream)
             shared = tuple(int(scalars[k]) for k in dynamic) if dynamic else ()
-            pipeline = pipelines.pipeline(built, dim, shared, planes)
+            bound = pipelines.variant(built, bindings)
+            pipeline = pipelines.pipeline(bound, dim, shared, planes)
             prints = None if built.print_base is None else s.print_buffer()
-            group = pipelines.group(built, s.records, bindings, prints)
+            group = pipelines.group(bound, s.records, bindings, prints)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             first = 0

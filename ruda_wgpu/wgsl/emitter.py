@@ -8,7 +8,8 @@ shared: the IR lowering passes (async copies, then lines to scalars, as the NumP
 them, but for the line accesses WGSL makes one vector access) and the name table.
 
 The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
-:mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (``T`` is
+:mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (declared
+``read`` where the kernel never writes it, see :func:`writable_arrays`; ``T`` is
 ``vec2<…>`` or ``vec4<…>`` where it is accessed by lines of that width; ``atomic<…>`` where an
 atomic touches it, ``f32`` atomics living as ``atomic<u32>`` bits updated through a
 compare-exchange loop), ``var<workgroup>`` shared arrays, helper functions, and the entry point
@@ -19,6 +20,7 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -63,7 +65,7 @@ from .names import BUILTINS, RESERVED
 from .planes import plane_value
 from .values import NARROW, TYPES, WgslValues, literal, wrap
 
-__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
+__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget", "all_writable", "writable_arrays"]
 
 _T = TypeVar("_T")
 _INDENT = "    "
@@ -202,9 +204,34 @@ def _vector_widths(definition: KernelDefinition) -> dict[str, int]:
     }
 
 
-def _binding(index: int, name: str, element: str) -> str:
+def _binding(index: int, name: str, element: str, access: str = "read_write") -> str:
     """The declaration of storage binding ``index`` of group 0, an array of ``element``."""
-    return f"@group(0) @binding({index}) var<storage, read_write> {name}: array<{element}>;"
+    return f"@group(0) @binding({index}) var<storage, {access}> {name}: array<{element}>;"
+
+
+#: An array binding declared ``read`` (binding 0, the launch record, is not one).
+_READ_BINDING = re.compile(r"^(@group\(0\) @binding\([1-9]\d*\) var<storage, )read>", re.M)
+
+
+def writable_arrays(definition: KernelDefinition) -> tuple[int, ...]:
+    """The positions among ``definition``'s array parameters of those its module binds
+    ``read_write``; the others are ``var<storage, read>``, which lets a driver read them
+    through its read-only path. Writable: what a store may target (not ``Param.read_only``,
+    derived by the front end), what an atomic touches (WGSL's atomics, loads included, need
+    ``read_write``) and what is held as packed words (loaded through ``atomicLoad``)."""
+    atomic = _atomic_arrays(definition)
+    return tuple(
+        k
+        for k, p in enumerate(definition.array_params)
+        if not p.read_only or p.name in atomic or _packed(p.elem)
+    )
+
+
+def all_writable(source: str) -> str:
+    """``source`` (a module :meth:`WgslEmitter.emit` wrote) with every array binding declared
+    ``read_write``: the module for a launch that binds one buffer both to an array it reads
+    and to one it writes, which WebGPU refuses for a ``read`` binding (a usage conflict)."""
+    return _READ_BINDING.sub(r"\1read_write>", source)
 
 
 def _atomic_arrays(definition: KernelDefinition) -> set[str]:
@@ -297,8 +324,10 @@ class _Writer(Located):
     def _bindings(self) -> list[str]:
         defn = self.defn
         out = ["@group(0) @binding(0) var<storage, read> P: array<u32>;"]
-        for k, p in enumerate(defn.array_params, start=1):
-            out.append(_binding(k, self.n[p.name], self.storage(p, p.elem)))
+        writable = writable_arrays(defn)
+        for k, p in enumerate(defn.array_params):
+            access = "read_write" if k in writable else "read"
+            out.append(_binding(k + 1, self.n[p.name], self.storage(p, p.elem), access))
         dynamic = 0
         for s in defn.shared:
             if s.size is None:

@@ -101,7 +101,7 @@ def test_literals_wgsl_cannot_spell_directly(value, elem, text):
 def test_arrays_accessed_by_lines_of_2_or_4_are_bound_as_vectors_and_moved_whole(elem, width):
     source = _source(add_lines, N=width, Numeric=elem)
     vector = f"vec{width}<{elem}>"
-    assert f"var<storage, read_write> a: array<{vector}>;" in source
+    assert f"var<storage, read> a: array<{vector}>;" in source
     assert f"var<storage, read_write> c: array<{vector}>;" in source
     assert f"let a_at = P[4] / {width}u;" in source  # the offset counts vectors
     assert "= a[a_at + i];" in source  # one load of a whole line
