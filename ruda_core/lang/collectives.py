@@ -20,9 +20,10 @@ barriers.
 Planes of one lane (OpenCL devices without subgroups, the reference device at
 ``RUDA_CPU_PLANE_DIM=1``) make each unit a plane: 1,024 units are 16 groups, 19 barriers, and
 each unit reads at most 64 + 16 partials, where every unit folding every partial would read
-1,024 (``docs/architecture.md``, "Planes of one lane", has the times). A shared-memory tree over the units (``log2(n)`` barriers) would need a slot per unit,
-fixed when the kernel is built; these functions take no cube size, and kernels that size their
-own shared memory to the device's limit count on the collectives' scratch staying small.
+1,024 (``docs/architecture.md``, "Planes of one lane", has the times). A shared-memory tree
+over the units (``log2(n)`` barriers) would need a slot per unit, fixed when the kernel is
+built; these functions take no cube size, and kernels that size their own shared memory to the
+device's limit count on the collectives' scratch staying small.
 
 Contract, as for ``sync_units()``: every unit of the cube calls it, in uniform control flow (the
 reference device's sanitizer reports a barrier that some unit does not reach). Integer results
