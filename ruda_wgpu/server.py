@@ -97,6 +97,11 @@ class WebGpuStream(ServerStream):
         )
         #: host writes (page, byte offset, bytes) the next submission makes first
         self.writes: list[tuple[Any, int, bytes]] = []
+        #: the bindings the recorded work may write, and those of the host writes: poisoned
+        #: when wgpu refuses the work (or the queue the submission), so that none of them is
+        #: read as if it had run
+        self.written: list[Binding] = []
+        self.uploaded: list[Binding] = []
         self._prints: Any = None
         #: whether a printing kernel was launched since the last sync or read
         self.printed = False
@@ -134,18 +139,28 @@ class WebGpuStream(ServerStream):
             return self.submitter.last
         encoder = self.recording()
         self.encoder = None
-        written = bytes(memoryview(self.arena)[: self.arena_used])
+        arena = bytes(memoryview(self.arena)[: self.arena_used])
         self.arena_used = 0
         mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
+        written, self.written = self.written, []
+        uploaded, self.uploaded = self.uploaded, []
         try:
-            encoder.copy_buffer_to_buffer(self.marker, 0, mark, 0, 4)
-            encoder.clear_buffer(self.marker, 0, 4)
-            commands = encoder.finish()
-        except Exception as exc:  # wgpu raises plain Exceptions (validation errors)
-            raise translate("submitting queued work", exc) from exc
+            commands = self._marked(encoder, mark)
+        except Exception as exc:  # wgpu raises plain Exceptions: a command it refuses
+            # (a validation error recorded in the encoder) leaves the whole encoder unrun:
+            # its failure is the stream's, and what waits for it still completes
+            self.fail(translate("submitting queued work", exc), written)
+            commands = self._marked(self.device.create_command_encoder(), mark)
         writes, self.writes = self.writes, []
-        records = [(self.records, 0, written)] if written else []
-        return self.submitter.submit(self, commands, [*writes, *records], mark, then)
+        writes += [(self.records, 0, arena)] if arena else []
+        return self.submitter.submit(self, commands, writes, mark, then, written + uploaded)
+
+    def _marked(self, encoder: Any, mark: Any) -> Any:
+        """The command buffer of ``encoder`` ending with the copy of the stopped-kernel word
+        into ``mark`` (whose mapping marks the submission done) and its zeroing."""
+        encoder.copy_buffer_to_buffer(self.marker, 0, mark, 0, 4)
+        encoder.clear_buffer(self.marker, 0, 4)
+        return encoder.finish()
 
 
 class _Timestamp:
@@ -250,6 +265,7 @@ class WebGpuDriver(Driver):
         elem_nbytes = built.elem_nbytes
         dynamic = built.dynamic_shared
         planes = task.uses_planes  # not the task: its kernel is let go when it dies
+        writes = tuple(k for k in range(built.narrays) if task.writes(k))
 
         def run(
             stream: ServerStream,
@@ -265,6 +281,7 @@ class WebGpuDriver(Driver):
             pipeline = pipelines.pipeline(bound, dim, shared, planes)
             prints = None if built.print_base is None else s.print_buffer()
             group = pipelines.group(bound, s.records, bindings, prints)
+            s.written.extend(bindings[k] for k in writes)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             first = 0
@@ -308,6 +325,7 @@ class WebGpuDriver(Driver):
         if s.encoder is not None:
             s.submit()
         s.writes.append((binding.resource, start, host))
+        s.uploaded.append(binding)
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
@@ -357,7 +375,9 @@ class WebGpuDriver(Driver):
             via = self.device.create_buffer(size=size, usage=_U.COPY_SRC | _U.COPY_DST)
 
         def run(stream: ServerStream) -> None:
-            encoder = cast(WebGpuStream, stream).recording()
+            s = cast(WebGpuStream, stream)
+            encoder = s.recording()
+            s.written.append(destination)
             try:
                 if via is None:
                     encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)

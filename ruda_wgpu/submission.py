@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import wgpu
 
-from ruda_core.runtime import Promise, RudaFuture, ServerError, ServerStream
+from ruda_core.runtime import Binding, Promise, RudaFuture, ServerError, ServerStream
 
 from .adapters import translate
 
@@ -35,6 +35,7 @@ class _Submission(NamedTuple):
     mark: Any  #: the buffer the commands copy into last
     then: Callable[[], None] | None  #: what runs once the submission is done
     promise: Promise[None]
+    written: list[Binding]  #: what its writes and commands may write
 
 
 class Submitter:
@@ -65,12 +66,15 @@ class Submitter:
         writes: list[tuple[Any, int, bytes]],
         mark: Any,
         then: Callable[[], None] | None = None,
+        written: list[Binding] | None = None,
     ) -> RudaFuture[None]:
         """Hand over one command buffer and the host writes (the launch records it reads,
         uploads) made just before it; returns at once with the future of its completion.
-        Called with the server's lock held."""
+        ``written``: the bindings they may write, poisoned if the queue refuses them. Called
+        with the server's lock held."""
         promise: Promise[None] = Promise()
-        self._submit.put(_Submission(stream, commands, writes, mark, then, promise))
+        item = _Submission(stream, commands, writes, mark, then, promise, written or [])
+        self._submit.put(item)
         self.last = promise.future
         return promise.future
 
@@ -82,7 +86,7 @@ class Submitter:
                     self._queue.write_buffer(buffer, offset, data)
                 self._queue.submit([item.commands])
             except Exception as exc:  # wgpu raises plain Exceptions: the stream's error
-                item.stream.fail(translate("submitting queued work", exc), ())
+                item.stream.fail(translate("submitting queued work", exc), item.written)
             self._wait.put(item)
 
     def _waiting(self) -> None:

@@ -1,0 +1,74 @@
+"""What wgpu refuses surfaces as a ruda error at the stream's next sync or read, and the
+buffers the refused work would have written raise when read instead of giving what they held
+before: never a crash, a hang or stale data presented as a result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("wgpu")
+
+import ruda_core as ruda
+from ruda_core.errors import RudaPanic
+from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
+from ruda_core.runtime import LaunchError
+
+
+@pytest.fixture
+def client(open_device):
+    return open_device("webgpu:0")
+
+
+@kernel
+def add(a: Array[f32], b: Array[f32], c: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < c.len():
+        c[i] = a[i] + b[i]
+
+
+def _refused_dispatch(client) -> None:
+    """Record into the client's stream a dispatch of more workgroups than WebGPU's 65 535
+    per axis, which wgpu refuses when the stream's commands are submitted (a validation error
+    of the command encoder)."""
+    server = client.server
+    with server.streams.lock:
+        stream = server.streams.get(client.execution_stream().value)
+        stream.pass_().dispatch_workgroups(1 << 17)
+
+
+def test_work_wgpu_refuses_fails_the_sync_and_poisons_what_it_would_have_written(client):
+    n = 1000
+    a = ruda.asarray(np.ones(n, np.float32), client)
+    b = ruda.asarray(np.ones(n, np.float32), client)
+    c = ruda.asarray(np.zeros(n, np.float32), client)
+    add.launch(client, -(-n // 64), 64, a, b, c)  # recorded with the refused dispatch
+    _refused_dispatch(client)
+    with pytest.raises(LaunchError, match=r"submitting queued work failed(?s:.*)Validation"):
+        client.sync().result()
+    with pytest.raises(RudaPanic) as raised:  # not the zeros c held before
+        c.numpy()
+    assert isinstance(raised.value.__cause__, LaunchError)
+    np.testing.assert_array_equal(a.numpy(), np.ones(n, np.float32))  # untouched inputs
+
+
+def test_the_stream_runs_again_after_a_refused_submission(client):
+    n = 1000
+    a = ruda.asarray(np.full(n, 2, np.float32), client)
+    _refused_dispatch(client)
+    with pytest.raises(LaunchError):
+        client.sync().result()
+    c = ruda.asarray(np.zeros(n, np.float32), client)
+    add.launch(client, -(-n // 64), 64, a, a, c)
+    np.testing.assert_array_equal(c.numpy(), np.full(n, 4, np.float32))
+
+
+def test_a_read_submitted_with_refused_work_raises_instead_of_returning(client):
+    n = 1000
+    c = ruda.asarray(np.arange(n, dtype=np.float32), client)
+    client.sync().result()
+    _refused_dispatch(client)
+    with pytest.raises(RudaPanic) as raised:  # its copy was in the refused submission
+        c.numpy()
+    assert isinstance(raised.value.__cause__, LaunchError)
+    np.testing.assert_array_equal(c.numpy(), np.arange(n, dtype=np.float32))
