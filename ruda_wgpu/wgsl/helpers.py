@@ -25,9 +25,12 @@ def typed(text: str, ty: str) -> str:
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
-#: or NaN divisor, the dividend for an infinite divisor, else a loop reducing ``r = |a|``.
+#: or NaN divisor, the dividend for an infinite divisor, else a loop reducing ``r = |a|``. A NaN
+#: divisor is found from its bits: a compiler that assumes no NaN may fold ``y != y`` to false,
+#: and the loop would then never end.
 _DIVISION = """    let y = abs(b);
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || y != y) {
+    let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || nan_b) {
         return bitcast<T>(0x7fc00000u);  // NaN
     }
     if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
@@ -40,6 +43,7 @@ _DIVISION = """    let y = abs(b);
 _FMOD_STEP = """        if (r < y) { break; }
         s = ldexp(y, frexp(r).exp - ey);
         if (s > r) { s = s * T(0.5); }
+        if (s == T(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
         r = r - s;
 """
 #: One step of remainder's, which also notes whether the quotient is odd.
