@@ -26,7 +26,7 @@ from ruda_core.runtime.print_records import PrintTable
 
 from .adapters import translate
 from .storage import WebGpuStorage
-from .wgsl import RecordLayout, all_writable
+from .wgsl import RecordLayout, all_writable, workgroup_nbytes
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
 
@@ -51,6 +51,7 @@ class BuiltKernel:
         "pipelines",
         "print_base",
         "read_only",
+        "workgroup",
         "writable",
         "written",
     )
@@ -85,6 +86,8 @@ class BuiltKernel:
         self.elem_nbytes = tuple(p.elem.nbytes for p in definition.array_params)
         #: the positions among the scalars of the dynamic shared arrays' lengths
         self.dynamic_shared = tuple(k for _, k in definition.dynamic_shared)
+        #: the bytes of its static workgroup memory, and of an element of each dynamic array
+        self.workgroup = workgroup_nbytes(definition)
         self.pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = {}
 
 
@@ -105,6 +108,7 @@ class KernelPipelines:
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._generation = storage.generation
         self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
+        self._max_workgroup = int(device.limits["max-compute-workgroup-storage-size"])
         #: the plane width, set by the server once it is measured
         self.plane_dim = 1
 
@@ -205,11 +209,22 @@ class KernelPipelines:
 
         :raises LaunchConfigError: ``planes`` (the kernel uses plane operations) on a cube of
             several rows that are not whole planes: drivers form subgroups within rows.
+        :raises TooManyResources: its workgroup memory passes the device's: wgpu does not
+            refuse such a pipeline, and a driver may then run it wrongly or not at all.
         """
         key = (dim, shared)
         found = built.pipelines.get(key)
         if found is not None:
             return found
+        static, elements = built.workgroup
+        needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
+        if needed > self._max_workgroup:
+            raise TooManyResources(
+                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, over "
+                f"the device's {self._max_workgroup} (max-compute-workgroup-storage-size): "
+                "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
+                "word. Use shorter shared arrays, or u32 elements that pack several values"
+            )
         plane = self.plane_dim
         if planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5

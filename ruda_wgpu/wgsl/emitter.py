@@ -65,7 +65,14 @@ from .names import BUILTINS, RESERVED
 from .planes import plane_value
 from .values import NARROW, TYPES, WgslValues, literal, wrap
 
-__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget", "all_writable", "writable_arrays"]
+__all__ = [
+    "LOOP_LIMIT_MARGIN",
+    "WgslEmitter",
+    "WgslTarget",
+    "all_writable",
+    "workgroup_nbytes",
+    "writable_arrays",
+]
 
 _T = TypeVar("_T")
 _INDENT = "    "
@@ -225,6 +232,21 @@ def writable_arrays(definition: KernelDefinition) -> tuple[int, ...]:
         for k, p in enumerate(definition.array_params)
         if not p.read_only or p.name in atomic or _packed(p.elem)
     )
+
+
+def workgroup_nbytes(definition: KernelDefinition) -> tuple[int, tuple[int, ...]]:
+    """The workgroup memory of ``definition``'s module: the bytes of its static shared arrays
+    (and of its own counter), and the bytes of an element of each dynamic shared array, in
+    :attr:`KernelDefinition.dynamic_shared`'s order. WGSL has no 8- or 16-bit integers and
+    keeps a ``bool`` in a word, so a shared element of those takes 4 bytes, not its size in
+    ruda (``f16`` takes its 2)."""
+
+    def size(elem: Elem) -> int:
+        return elem.nbytes if elem is Elem.F16 else max(elem.nbytes, 4)
+
+    counter = any(isinstance(s, Instr) and s.op in SYNC_REDUCE_OPS for s in walk(definition.body))
+    static = sum(s.length * size(s.elem) for s in definition.shared if s.size is None)
+    return static + 4 * counter, tuple(size(s.elem) for s, _ in definition.dynamic_shared)
 
 
 def all_writable(source: str) -> str:

@@ -1,6 +1,7 @@
 """What wgpu refuses surfaces as a ruda error at the stream's next sync or read, and the
 buffers the refused work would have written raise when read instead of giving what they held
-before: never a crash, a hang or stale data presented as a result."""
+before: never a crash, a hang or stale data presented as a result. What wgpu lets through but
+a driver may not run (more workgroup memory than the device has) is refused by ruda first."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ pytest.importorskip("wgpu")
 
 import ruda_core as ruda
 from ruda_core.errors import RudaPanic
-from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
-from ruda_core.runtime import LaunchError
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    SharedMemory,
+    f32,
+    kernel,
+    sync_units,
+    u8,
+    u32,
+)
+from ruda_core.runtime import LaunchError, TooManyResources
 
 
 @pytest.fixture
@@ -72,3 +84,25 @@ def test_a_read_submitted_with_refused_work_raises_instead_of_returning(client):
         c.numpy()
     assert isinstance(raised.value.__cause__, LaunchError)
     np.testing.assert_array_equal(c.numpy(), np.arange(n, dtype=np.float32))
+
+
+@kernel
+def swap_bytes(x: Array[u8], out: Array[u8], N: Comptime[int]):
+    staged = SharedMemory(u8, N)
+    staged[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = staged[UNIT_POS ^ u32(1)]
+
+
+def test_shared_bytes_wgsl_holds_in_words_are_refused_past_the_device_s_workgroup_memory(
+    client,
+):
+    limit = client.properties().max_shared_memory_nbytes
+    x = ruda.asarray(np.arange(64, dtype=np.uint8), client)
+    out = ruda.asarray(np.zeros(64, np.uint8), client)
+    swap_bytes.launch(client, 1, 64, x, out, N=limit // 4)  # a word each: the whole memory
+    np.testing.assert_array_equal(out.numpy(), np.arange(64, dtype=np.uint8) ^ 1)
+    # ruda counts a byte each, which fits; wgpu would build the pipeline without a word
+    with pytest.raises(TooManyResources, match=rf"workgroup memory on WebGPU, over .* {limit}"):
+        swap_bytes.launch(client, 1, 64, x, out, N=limit)
+        client.sync().result()
