@@ -11,7 +11,10 @@ overrides):
   with ``launch`` (Checked) and ``launch_unchecked`` (BoundsCheckMode auto = Unchecked); GB/s
   moved (3 x 1 GiB per run) and the fraction of the copy's;
 * ruda sums of the 1 GiB array: a shared-memory tree, and (where the device has planes)
-  ``plane_sum`` after an x8-unrolled grid-stride loop, with one atomic per cube;
+  ``plane_sum`` after an x8-unrolled grid-stride loop; each cube writes its partial sum and a
+  second launch, the tree on one cube, folds the partials (no float atomic: WGSL has none, and
+  thousands of cubes contending on its compare-exchange loop held WebGPU on an H200 under a
+  tenth of the copy's bandwidth). GB/s counts the 1 GiB read, the time both launches;
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
   kernel's time as a multiple of CuPy's.
 
@@ -34,17 +37,18 @@ from ruda_core.lang import (
     PLANE_DIM,
     RUDA_COUNT,
     RUDA_DIM,
+    RUDA_POS,
     UNIT_POS,
     UNIT_POS_PLANE,
     Array,
     ArrayArg,
     Comptime,
     SharedMemory,
-    atomic_add,
     f32,
     kernel,
     plane_sum,
     sync_units,
+    u32,
     unroll,
 )
 from ruda_core.runtime import Feature, RudaCount, RudaDim
@@ -108,11 +112,13 @@ def reduce_plane(
     if UNIT_POS_PLANE == 0:
         partial[UNIT_POS // PLANE_DIM] = acc
     sync_units()
-    if UNIT_POS < PLANE_DIM:
-        total = partial[UNIT_POS] if UNIT_POS < BLOCK // PLANE else f32(0)
+    if UNIT_POS < PLANE_DIM:  # the first plane folds the planes' partials
+        total = f32(0)
+        for j in range(UNIT_POS, u32(BLOCK // PLANE), u32(PLANE)):
+            total += partial[j]
         total = plane_sum(total)
         if UNIT_POS == 0:
-            atomic_add(out, 0, total)
+            out[RUDA_POS] = total  # the cube's partial sum
 
 
 @kernel
@@ -134,7 +140,7 @@ def reduce_sum(x: Array[f32], out: Array[f32], BLOCK: Comptime[int]):
         sync_units()
         s //= 2
     if UNIT_POS == 0:
-        atomic_add(out, 0, smem[0])
+        out[RUDA_POS] = smem[0]  # the cube's partial sum
 
 
 def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
@@ -225,20 +231,37 @@ def main(device: str) -> None:
         print(f"  ruda {label:30s} {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
 
     out = client.create_from_slice(np.zeros(1, np.float32))
-    red = (ArrayArg(a, N), ArrayArg(out, 1))
+    partials = ArrayArg(client.empty(4 * wide), wide)  # one per cube
+    red = (ArrayArg(a, N), partials)
     want = float(host_a.sum(dtype=np.float64))
+
+    def folded(sum_cubes: Callable[[], object]) -> Callable[[], None]:
+        """``sum_cubes``, then the fold of its partials into ``out`` by the tree on one cube."""
+
+        def run() -> None:
+            sum_cubes()
+            reduce_sum.launch(
+                client, RudaCount(1), RudaDim(BLOCK), partials, ArrayArg(out, 1), BLOCK=BLOCK
+            )
+
+        return run
+
     reductions = {
-        "sum, shared-memory tree": lambda: reduce_sum.launch(
-            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK
+        "sum, shared-memory tree": folded(
+            lambda: reduce_sum.launch(client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK)
         ),
     }
     if client.features().has(Feature.PLANE):
         plane = client.properties().plane_dim
-        reductions["sum, plane_sum x8"] = lambda: reduce_plane.launch(
-            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+        reductions["sum, plane_sum x8"] = folded(
+            lambda: reduce_plane.launch(
+                client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+            )
         )
-        reductions["sum, plane_sum x8 unchecked"] = lambda: reduce_plane.launch_unchecked(
-            client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+        reductions["sum, plane_sum x8 unchecked"] = folded(
+            lambda: reduce_plane.launch_unchecked(
+                client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+            )
         )
     red_s = {}
     for label, run in reductions.items():
