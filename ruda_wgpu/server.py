@@ -12,6 +12,15 @@ submission and bound at the launch's dynamic offset. Completion is observed thro
 mapping of a small buffer the submission copied into (wgpu-native's work-done callback is
 unusable from wgpu-py 0.32): a waiter thread waits for each mapping in turn and completes the
 futures. Shaders and pipelines are built by :class:`~ruda_wgpu.pipelines.KernelPipelines`.
+
+wgpu-py raises a wgpu error from the call that made it (wgpu-native reports it during the
+call), and ``translate`` makes it a ruda error there. A command that a compute pass or an
+encoder refuses (a dispatch over the limits, a usage conflict) is reported by ``finish``, at
+the stream's submission, and none of the encoder's work runs: the stream then fails, the
+bindings its recorded work would have written are poisoned, and the completion mark alone is
+submitted, so that the next sync raises and a read of those bindings raises instead of
+returning what they held. wgpu-py 0.32 has no handler of uncaptured errors nor a device-lost
+promise (it logs those); a lost device fails the submissions' mappings, hence the stream.
 """
 
 from __future__ import annotations
@@ -423,22 +432,24 @@ class WebGpuDriver(Driver):
         table = self.pipelines.prints
 
         def write_out() -> None:  # on the submitter's waiting thread, once the copy is done
-            staging.map_sync(wgpu.MapMode.READ)
-            words = np.frombuffer(staging.read_mapped(), dtype=np.uint32)
-            staging.unmap()
-            text, dropped = table.text(words)
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            if dropped:
-                warnings.warn(
-                    f"kernel print records of {dropped * 4} bytes did not fit the "
-                    f"{PRINT_NBYTES >> 20} MiB record buffer of their stream and were dropped; "
-                    "sync more often between printing launches",
-                    RudaWarning,
-                    stacklevel=2,
-                )
-            if then is not None:
-                then()
+            try:
+                staging.map_sync(wgpu.MapMode.READ)
+                words = np.frombuffer(staging.read_mapped(), dtype=np.uint32)
+                staging.unmap()
+                text, dropped = table.text(words)
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                if dropped:
+                    warnings.warn(
+                        f"kernel print records of {dropped * 4} bytes did not fit the "
+                        f"{PRINT_NBYTES >> 20} MiB record buffer of their stream and were "
+                        "dropped; sync more often between printing launches",
+                        RudaWarning,
+                        stacklevel=2,
+                    )
+            finally:  # what waits after the records runs even where they cannot be read
+                if then is not None:
+                    then()
 
         return write_out
 

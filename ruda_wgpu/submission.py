@@ -90,18 +90,30 @@ class Submitter:
             self._wait.put(item)
 
     def _waiting(self) -> None:
+        """Complete each submission in turn. Whatever wgpu raises meanwhile (a lost device)
+        fails the stream and the submission's future, and what waits for the submission still
+        runs (a read then raises), so that no future is left waiting."""
         while True:
             item = self._wait.get()
+            failed: ServerError | None = None
             try:
                 item.mark.map_async(wgpu.MapMode.READ).sync_wait()
-            except Exception as exc:  # the device is lost: what waits for it learns so
-                item.promise.set_error(translate("waiting for queued work", exc))
-                continue
-            error = self._stopped(bytes(item.mark.read_mapped()))
-            if error is not None:
-                item.stream.fail(error, ())
-            item.mark.unmap()
-            item.mark.destroy()
+                stopped = self._stopped(bytes(item.mark.read_mapped()))
+                item.mark.unmap()
+                item.mark.destroy()
+            except Exception as exc:  # wgpu raises plain Exceptions
+                failed = translate("waiting for queued work", exc)
+                item.stream.fail(failed, item.written)
+            else:
+                if stopped is not None:
+                    item.stream.fail(stopped, ())
             if item.then is not None:
-                item.then()
-            item.promise.set_result(None)
+                try:
+                    item.then()
+                except Exception as exc:  # wgpu raises plain Exceptions
+                    failed = failed or translate("completing queued work", exc)
+                    item.stream.fail(failed, ())
+            if failed is None:
+                item.promise.set_result(None)
+            else:
+                item.promise.set_error(failed)
