@@ -135,10 +135,8 @@ class MemoryManagement:
                 change = nbytes - s.requested  # the counts of usage(): s's out, slice_'s in
                 self._in_use += change
                 self._padding -= change
-                # the others stay dropped: the next reserve may take one as this (an
-                # operation's result and scratch, dropped together, come back together with
-                # no fence), and the next launch fences them at the place in the stream where
-                # fencing them now would have, since a reserve enqueues nothing
+                if dropped:
+                    self.drain()
                 return slice_
             dropped.append(s)
         self.drain()
