@@ -9,6 +9,7 @@ from ruda_core.ops.layer_norm import NativeLayerNorm
 from ruda_cpu import CpuRuntime
 from ruda_cuda import CudaRuntime
 from ruda_cuda.ops import layer_norm as cuda_layer_norm
+from ruda_opencl import OpenCLRuntime
 
 
 def test_the_cuda_plugin_supplies_its_layer_norm_without_a_driver():
@@ -19,9 +20,14 @@ def test_the_cuda_plugin_supplies_its_layer_norm_without_a_driver():
     assert isinstance(found, NativeLayerNorm)
 
 
-def test_a_runtime_whose_plugin_supplies_nothing_has_no_native_op():
-    assert plugins.native_ops(CpuRuntime) == {}
+def test_the_cpu_plugin_supplies_numpys_sort_and_nothing_else():
+    assert set(plugins.native_ops(CpuRuntime)) == {"sort", "argsort"}
     assert native.implementation("layer_norm", CpuRuntime) is None
+
+
+def test_a_runtime_whose_plugin_supplies_nothing_has_no_native_op():
+    assert plugins.native_ops(OpenCLRuntime) == {}
+    assert native.implementation("sort", OpenCLRuntime) is None
     assert native.implementation("matmul", CudaRuntime) is None
 
 
