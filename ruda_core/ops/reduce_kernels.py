@@ -9,9 +9,10 @@ kernel language.
 in the element type ``Out`` (each element converted first). One cube folds one segment at a
 time and the cubes stride over all ``rows * segs`` segments, so any count of cubes covers any
 shape. The cube walks its segment ``UNITS * ITEMS`` elements at a time (``ITEMS`` unrolled
-reads per unit, consecutive units reading consecutive elements), each unit folding its values
-in order, then combines the units with :func:`.cube_fold.cube_reduce` (the language's
-``units_sum`` / ``units_min`` / ``units_max`` where the device has planes, ``PLANES``).
+reads per unit, consecutive units reading consecutive elements; only the last step tests each
+read against the segment's end), each unit folding its values in order, then combines the
+units with :func:`.cube_fold.cube_reduce` (the language's ``units_sum`` / ``units_min`` /
+``units_max`` where the device has planes, ``PLANES``).
 
 A whole-array reduction is two launches of it: ``segs`` segments of one row (per-cube partials),
 then one segment over the partials. A row reduction (``axis=-1``) is one launch with ``segs =
@@ -103,12 +104,15 @@ def reduce_segments(
         # identity of the type is needed
         acc = Out(0) if KIND == "sum" else Out(x[start])
         base = start + UNIT_POS
-        while base < end:
+        whole = u32(ITEMS - 1) * RUDA_DIM  # a step reads up to base + whole
+        while base < end and end - base > whole:  # whole steps: no test per read
             for j in unroll(range(ITEMS)):
-                i = base + u32(j) * RUDA_DIM
-                if i < end:
-                    acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
+                acc = fold_one(acc, Out(x[base + u32(j) * RUDA_DIM]), KIND, FLOAT)
             base += step
+        for j in unroll(range(ITEMS)):  # the last step, partial
+            i = base + u32(j) * RUDA_DIM
+            if i < end:
+                acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
         total = fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
         if UNIT_POS == 0:
             out[w] = total
