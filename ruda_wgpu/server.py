@@ -111,6 +111,8 @@ class WebGpuStream(ServerStream):
         #: read as if it had run
         self.written: list[Binding] = []
         self.uploaded: list[Binding] = []
+        #: what wgpu refused when a compute pass ended: the submission of its encoder fails
+        self.refused: ServerError | None = None
         self._prints: Any = None
         #: whether a printing kernel was launched since the last sync or read
         self.printed = False
@@ -128,8 +130,11 @@ class WebGpuStream(ServerStream):
     def recording(self) -> Any:
         """The encoder, outside any compute pass (for copies)."""
         if self.compute is not None:
-            self.compute.end()
-            self.compute = None
+            compute, self.compute = self.compute, None
+            try:
+                compute.end()
+            except Exception as exc:  # wgpu raises plain Exceptions: the encoder is refused
+                self.refused = self.refused or translate("ending a compute pass", exc)
         if self.encoder is None:
             self.encoder = self.device.create_command_encoder()
         return self.encoder
@@ -153,12 +158,14 @@ class WebGpuStream(ServerStream):
         mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
         written, self.written = self.written, []
         uploaded, self.uploaded = self.uploaded, []
+        refused, self.refused = self.refused, None
         try:
             commands = self._marked(encoder, mark)
         except Exception as exc:  # wgpu raises plain Exceptions: a command it refuses
-            # (a validation error recorded in the encoder) leaves the whole encoder unrun:
-            # its failure is the stream's, and what waits for it still completes
-            self.fail(translate("submitting queued work", exc), written)
+            refused = refused or translate("submitting queued work", exc)
+        if refused is not None:  # (a validation error recorded in the encoder): none of the
+            # encoder's work runs; its failure is the stream's, and what waits for it completes
+            self.fail(refused, written)
             commands = self._marked(self.device.create_command_encoder(), mark)
         writes, self.writes = self.writes, []
         writes += [(self.records, 0, arena)] if arena else []
