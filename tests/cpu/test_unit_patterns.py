@@ -5,6 +5,9 @@ would on its own, bit for bit, in every execution mode."""
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 import numpy as np
 import pytest
 from launch_modes import run
@@ -18,8 +21,6 @@ from ruda_core.lang import (
     SharedMemory,
     f32,
     kernel,
-    max,
-    min,
     sync_units,
     u32,
 )
@@ -27,28 +28,10 @@ from ruda_core.runtime import ComputeClient
 
 BLOCK = 64
 CUBES = 40
-
-
-@kernel
-def bitonic(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
-    buf = SharedMemory(u32, BLOCK)
-    buf[UNIT_POS] = x[ABSOLUTE_POS]
-    sync_units()
-    k = u32(2)
-    while k <= u32(BLOCK):
-        j = k // u32(2)
-        while j > u32(0):
-            partner = UNIT_POS ^ j
-            a = buf[UNIT_POS]
-            b = buf[partner]
-            ascending = (UNIT_POS & k) == u32(0)
-            keep_min = (UNIT_POS < partner) == ascending
-            sync_units()
-            buf[UNIT_POS] = min(a, b) if keep_min else max(a, b)
-            sync_units()
-            j //= u32(2)
-        k *= u32(2)
-    out[ABSOLUTE_POS] = buf[UNIT_POS]
+#: the bitonic sort in shared memory as a newcomer writes it, from the NumPy device's benchmark
+bitonic = runpy.run_path(
+    str(Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_newcomer.py")
+)["bitonic"]
 
 
 @pytest.mark.parametrize("mode", list(ExecutionMode), ids=lambda m: m.value)
