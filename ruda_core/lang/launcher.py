@@ -86,6 +86,7 @@ class Launcher:
         "entry",
         "launch",
         "task",
+        "unchecked",
     )
 
     def __init__(self, definition: KernelDefinition) -> None:
@@ -118,6 +119,10 @@ class Launcher:
         self.entry: Callable[[Callable[..., None]], Callable[..., None]] | None = (
             fast[2] if fast else None
         )
+        #: ``unchecked(client, count, dim, args)``: ``launch_unchecked`` of ruda's own arguments
+        #: through ``client``'s launcher for the bounds mode in force, as :meth:`_unchecked`;
+        #: generated like ``launch``
+        self.unchecked: Callable[..., bool | None] = fast[3] if fast else self._unchecked
 
     def checked_launch(
         self, submit: Submit, count: CountLike, dim: DimLike, args: Sequence[object]
@@ -147,7 +152,7 @@ class Launcher:
             self._runs[key] = run
         return run
 
-    def unchecked(
+    def _unchecked(
         self, client: Any, count: CountLike, dim: DimLike, args: Sequence[object]
     ) -> bool | None:
         """``launch_unchecked`` of ruda's own arguments on ``client``, in the mode
@@ -406,11 +411,21 @@ def _checked_converter(where: str, elem: Elem) -> Callable[[object], np.generic]
 
 def _fast_path(
     launcher: Launcher,
-) -> tuple[Callable[..., Any], Callable[..., None], Callable[..., Callable[..., None]]] | None:
+) -> (
+    tuple[
+        Callable[..., Any],
+        Callable[..., None],
+        Callable[..., Callable[..., None]],
+        Callable[..., bool | None],
+    ]
+    | None
+):
     """Launch functions generated for a signature of Array and scalar parameters:
-    ``launch(submit, count, dim, args)``, ``direct(client, count, dim, args)`` and
+    ``launch(submit, count, dim, args)``, ``direct(client, count, dim, args)``,
     ``make_entry(general)``, which makes ``direct`` a kernel's ``launch(client, count, dim,
-    *args, **comptime)`` (one Python frame fewer), ``general`` taking every other case.
+    *args, **comptime)`` (one Python frame fewer), ``general`` taking every other case, and
+    ``unchecked(client, count, dim, args)``, ``direct``'s form for ``launch_unchecked`` (ruda's
+    own arguments only; False for anything else, which the general path binds or refuses).
 
     They accept exactly what the binders accept when every Array argument is an ``ArrayArg``
     that fits its handle and every scalar is already of the parameter's NumPy type (or is
@@ -498,6 +513,14 @@ def _fast_path(
     lists = f"{_tuple(bindings)}, {_tuple(scalars)}, {_tuple(lengths)}"
     direct_lists = f"bs, {_tuple(scalars)}, ns" if arrays else f"(), {_tuple(scalars)}, ()"
     tail = f"run(c, d, {direct_lists}, kept, None if origin is None else origin())"
+    own_only = []  # launch_unchecked: ruda's own arrays alone, anything else to the general path
+    for k, own, mine, _ in borrowing:
+        own_only += [f"if type(a{k}) is ArrayArg:", *_indent(own)]
+        own_only += [f"elif type(a{k}) is RudaTensor:", *_indent(mine), "else: return SLOW"]
+    if arrays:
+        own_only.append(
+            f"bs, ns = {_tuple([f'b{k}' for k in arrays])}, {_tuple([f'n{k}' for k in arrays])}"
+        )
     body = (  # direct's and the entry's, but for their slow paths and their last lines
         head
         + ("    kept, origin, table, known, wait = KEPT\n" if arrays else "")
@@ -542,6 +565,16 @@ def _fast_path(
             else f"        return run(c, d, {direct_lists})\n"
         )
         + "    return launch\n"
+        # launch_unchecked: the launcher kept for the bounds mode in force
+        + "def unchecked(cl, c, d, args):\n"
+        + (
+            head
+            + "".join(f"    {line}\n" for line in own_only)
+            + "    mode = bounds_mode().execution_mode\n"
+            "    run = runs.get(cl if mode is CHECKED else (cl, mode))\n"
+            "    if run is None: run = run_on(cl, mode)\n"
+            f"    return run(c, d, {direct_lists})\n"
+        ).replace("SLOW", "False")
     )
     env["slow"] = launcher.checked_launch
     env["slow_direct"] = launcher._direct
@@ -559,8 +592,10 @@ def _fast_path(
     env["ndarray"] = np.ndarray
     env["drain"] = _drain
     env["settle"] = settle
+    env["bounds_mode"] = BoundsCheckMode.current
+    env["CHECKED"] = ExecutionMode.CHECKED
     exec(compile(source, f"<ruda launch of {defn.name}>", "exec"), env)
-    return env["launch"], env["direct"], env["make_entry"]  # type: ignore[return-value]
+    return env["launch"], env["direct"], env["make_entry"], env["unchecked"]  # type: ignore[return-value]
 
 
 def _drain(client: Any, _task: object, _kept: object) -> None:
