@@ -27,12 +27,13 @@ from ruda_core.runtime.print_records import PrintTable
 from .adapters import translate
 from .storage import WebGpuStorage
 from .wgsl import RecordLayout, all_writable, workgroup_nbytes
+from .wgsl.layout import RECORD_WORDS
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
 
 #: The bytes of launch records a dispatch sees from its dynamic offset: a kernel's record
 #: (4 bytes per array, metadata value and scalar word) must fit.
-RECORD_WINDOW_NBYTES = 4096
+RECORD_WINDOW_NBYTES = 4 * RECORD_WORDS
 
 
 class BuiltKernel:
@@ -118,7 +119,7 @@ class KernelPipelines:
         ``prints``)."""
         key = (narrays, written, prints)
         if key not in self._layouts:
-            records = {"type": "read-only-storage", "has_dynamic_offset": True}
+            records = {"type": "uniform", "has_dynamic_offset": True}
             pages = narrays + (0 if self._turned is None else 1) + int(prints)
             read_only = {k + 1 for k in range(narrays) if k not in written}
             entries = [

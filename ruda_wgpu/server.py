@@ -102,7 +102,7 @@ class WebGpuStream(ServerStream):
         self.arena = bytearray(ARENA_NBYTES)
         self.arena_used = 0
         self.records = device.create_buffer(
-            size=ARENA_NBYTES + RECORD_WINDOW_NBYTES, usage=_U.STORAGE | _U.COPY_DST
+            size=ARENA_NBYTES + RECORD_WINDOW_NBYTES, usage=_U.UNIFORM | _U.COPY_DST
         )
         #: host writes (page, byte offset, bytes) the next submission makes first
         self.writes: list[tuple[Any, int, bytes]] = []
@@ -246,8 +246,8 @@ class WebGpuDriver(Driver):
         turned = self._marker if self.loop_limit else None
         self.pipelines = KernelPipelines(self.device, self.storage, turned)
         self._submitter = Submitter(self.queue, f"ruda webgpu {self.name}", self._stopped)
-        #: the record stride: a dynamic storage offset must be a multiple of this
-        self.record_align = int(self.device.limits["min-storage-buffer-offset-alignment"])
+        #: the record stride: a dynamic uniform offset must be a multiple of this
+        self.record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
 
     def _stopped(self, word: bytes) -> ServerError | None:
         """The error a submission's copy of the stopped-kernel word reports, if any."""

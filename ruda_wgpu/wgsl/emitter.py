@@ -60,7 +60,7 @@ from ruda_core.ir import (
 )
 from ruda_core.ir.bounds import REPORT_PARAM
 
-from .layout import RecordLayout
+from .layout import RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 from .planes import plane_value
 from .values import NARROW, TYPES, WgslValues, literal, wrap
@@ -345,7 +345,7 @@ class _Writer(Located):
 
     def _bindings(self) -> list[str]:
         defn = self.defn
-        out = ["@group(0) @binding(0) var<storage, read> P: array<u32>;"]
+        out = [f"@group(0) @binding(0) var<uniform> P: array<vec4<u32>, {RECORD_WORDS // 4}>;"]
         writable = writable_arrays(defn)
         for k, p in enumerate(defn.array_params):
             access = "read_write" if k in writable else "read"
@@ -371,7 +371,8 @@ class _Writer(Located):
         lines.append(f"{_INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
-            lines.append(f"{_INDENT}let {self._offset(p)} = P[{layout.offsets + k}]{per};")
+            offset = record_word(layout.offsets + k)
+            lines.append(f"{_INDENT}let {self._offset(p)} = {offset}{per};")
         for p, word in zip(defn.scalar_params, layout.scalars, strict=True):
             lines.append(f"{_INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
         for a in defn.local_arrays:
@@ -389,13 +390,14 @@ class _Writer(Located):
 
     def _scalar(self, elem: Elem, word: int) -> str:
         ty = self.ty(elem)
+        low, high = record_word(word), record_word(word + 1)
         if elem is Elem.BOOL:
-            return f"P[{word}] != 0u"
+            return f"{low} != 0u"
         if elem.bits <= 32:
-            return self.values.bitcast(f"P[{word}]", Elem.U32, elem)
+            return self.values.bitcast(low, Elem.U32, elem)
         if elem in (Elem.U64, Elem.I64):
-            return f"{ty}(P[{word}]) | ({ty}(P[{word + 1}]) << 32u)"
-        return f"bitcast<f64>(vec2<u32>(P[{word}], P[{word + 1}]))"
+            return f"{ty}({low}) | ({ty}({high}) << 32u)"
+        return f"bitcast<f64>(vec2<u32>({low}, {high}))"
 
     # -- operands ---------------------------------------------------------------------------
 
@@ -602,10 +604,10 @@ class _Writer(Located):
             lanes = ", ".join(self.text(a) for a in args)
             return f"vec{out.width}<{self.ty(out.elem)}>({lanes})"
         if op is Op.LEN:
-            return f"P[{self._metadata('len', args[0], 0)}]"
+            return record_word(self._metadata("len", args[0], 0))
         if op in (Op.SHAPE, Op.STRIDE):
             axis = int(cast(Const, args[1]).value)
-            return f"P[{self._metadata(op.value, args[0], axis)}]"
+            return record_word(self._metadata(op.value, args[0], axis))
         if op is Op.RANK:
             return literal(cast(Param, args[0]).rank, Elem.U32)
         self.ty(out.elem)

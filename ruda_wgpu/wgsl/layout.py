@@ -2,7 +2,9 @@
 binding, and how the host packs them.
 
 A WebGPU kernel takes no arguments, so each launch writes one record of words into a parameter
-buffer (binding 0, ``var<storage, read> P: array<u32>``, bound at a dynamic offset per launch):
+buffer (binding 0, ``var<uniform> P: array<vec4<u32>, 256>``, bound at a dynamic offset per
+launch; word ``k`` is ``P[k / 4][k % 4]``, see :func:`record_word`: a uniform binding is read
+through the GPU's constant path, once for all units, and a uniform array steps 16 bytes):
 
 =============  =====================================================================
 words          meaning
@@ -27,10 +29,20 @@ from dataclasses import dataclass
 
 from ruda_core.ir import Elem, KernelDefinition
 
-__all__ = ["HEADER_WORDS", "RecordLayout"]
+__all__ = ["HEADER_WORDS", "RECORD_WORDS", "RecordLayout", "record_word"]
 
 #: Words before the array offsets: the first cube's x and the cube count.
 HEADER_WORDS = 4
+#: The words of launch record a dispatch sees from its dynamic offset: a kernel's record must
+#: fit.
+RECORD_WORDS = 1024
+
+
+def record_word(k: int) -> str:
+    """The WGSL expression of word ``k`` of the launch record."""
+    return f"P[{k // 4}][{k % 4}]"
+
+
 _SCALAR_FORMAT = {
     Elem.BOOL: "?3x",
     Elem.I8: "b3x",

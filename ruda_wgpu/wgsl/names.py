@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ruda_core.codegen.names import words
 
+from .layout import record_word
+
 __all__ = ["BUILTINS", "RESERVED"]
 
 #: WGSL keywords, reserved words, the builtin functions the emitter calls and the names it
@@ -44,15 +46,15 @@ BUILTINS = [
     ("UNIT_POS_X", "lid.x"),
     ("UNIT_POS_Y", "lid.y"),
     ("UNIT_POS_Z", "lid.z"),
-    ("RUDA_POS_X", "wid.x + P[0]"),
+    ("RUDA_POS_X", f"wid.x + {record_word(0)}"),
     ("RUDA_POS_Y", "wid.y"),
     ("RUDA_POS_Z", "wid.z"),
     ("RUDA_DIM_X", "WX"),
     ("RUDA_DIM_Y", "WY"),
     ("RUDA_DIM_Z", "WZ"),
-    ("RUDA_COUNT_X", "P[1]"),
-    ("RUDA_COUNT_Y", "P[2]"),
-    ("RUDA_COUNT_Z", "P[3]"),
+    ("RUDA_COUNT_X", record_word(1)),
+    ("RUDA_COUNT_Y", record_word(2)),
+    ("RUDA_COUNT_Z", record_word(3)),
     ("UNIT_POS", "(UNIT_POS_Z * RUDA_DIM_Y + UNIT_POS_Y) * RUDA_DIM_X + UNIT_POS_X"),
     ("RUDA_POS", "(RUDA_POS_Z * RUDA_COUNT_Y + RUDA_POS_Y) * RUDA_COUNT_X + RUDA_POS_X"),
     ("RUDA_DIM", "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z"),
