@@ -122,7 +122,7 @@ class WebGpuStream(ServerStream):
         0 and its capacity, at the first one); marks the stream as having printed."""
         if self._prints is None:
             usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
-            self._prints = self.device.create_buffer(size=PRINT_NBYTES, usage=usage)
+            self._prints = _buffer(self.device, PRINT_NBYTES, usage, "kernel print records")
             self.writes.append((self._prints, 0, struct.pack("<II", 0, PRINT_NBYTES // 4 - 2)))
         self.printed = True
         return self._prints
@@ -155,7 +155,7 @@ class WebGpuStream(ServerStream):
         self.encoder = None
         arena = bytes(memoryview(self.arena)[: self.arena_used])
         self.arena_used = 0
-        mark = self.device.create_buffer(size=4, usage=_U.MAP_READ | _U.COPY_DST)
+        mark = _buffer(self.device, 4, _U.MAP_READ | _U.COPY_DST, "the completion mark")
         written, self.written = self.written, []
         uploaded, self.uploaded = self.uploaded, []
         refused, self.refused = self.refused, None
@@ -388,7 +388,7 @@ class WebGpuDriver(Driver):
         # WebGPU copies not within one buffer: a copy inside a page goes through a buffer
         via = None
         if src is dst and size:
-            via = self.device.create_buffer(size=size, usage=_U.COPY_SRC | _U.COPY_DST)
+            via = _buffer(self.device, size, _U.COPY_SRC | _U.COPY_DST, "a copy within a page")
 
         def run(stream: ServerStream) -> None:
             s = cast(WebGpuStream, stream)
@@ -432,7 +432,8 @@ class WebGpuDriver(Driver):
             return then
         stream.printed = False
         buffer = stream.print_buffer()
-        staging = self.device.create_buffer(size=PRINT_NBYTES, usage=_U.MAP_READ | _U.COPY_DST)
+        usage = _U.MAP_READ | _U.COPY_DST
+        staging = _buffer(self.device, PRINT_NBYTES, usage, "reading kernel print records")
         encoder = stream.recording()
         encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, PRINT_NBYTES)
         encoder.clear_buffer(buffer, 0, 4)
@@ -459,6 +460,15 @@ class WebGpuDriver(Driver):
                     then()
 
         return write_out
+
+
+def _buffer(device: Any, size: int, usage: int, what: str) -> Any:
+    """A new buffer of ``size`` bytes for ``what``; what wgpu raises (out of memory, a lost
+    device) as the ruda error :func:`~ruda_wgpu.adapters.translate` gives."""
+    try:
+        return device.create_buffer(size=size, usage=usage)
+    except Exception as exc:  # wgpu raises plain Exceptions
+        raise translate(f"allocating {size} bytes for {what}", exc) from exc
 
 
 def _words(binding: Binding) -> tuple[int, int]:
