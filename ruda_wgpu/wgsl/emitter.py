@@ -134,9 +134,14 @@ class WgslEmitter:
 
 #: How many times a short loop body is repeated per turn of its loop, on an adapter whose driver
 #: stops loops after a number of turns (:attr:`WgslTarget.loop_limit`); elsewhere loops stay as
-#: written.
+#: written. A body of arithmetic alone (a counter, a step of a recurrence) is repeated
+#: :data:`UNROLL` times; one that reads or writes an array :data:`UNROLL_LONGER` times, since
+#: each access is several lines with its bounds test: 1 024 copies of the cube collectives'
+#: folds made a reduction's shader 22 000 lines long, which lavapipe took a quarter of a minute
+#: to compile, per candidate of the tuner.
 UNROLL = 1024
-#: The most instructions a loop body repeated :data:`UNROLL` times may have.
+UNROLL_LONGER = 32
+#: The most instructions a loop body repeated per turn may have.
 _UNROLLED_INSTRUCTIONS = 4
 
 
@@ -529,7 +534,8 @@ class _Writer(Located):
         self._line(depth + 1, f"{start};")
         self._line(depth + 1, "loop {")
         self._count_turn(depth + 2)
-        for _ in range(UNROLL):
+        accesses = any(cast(Instr, i).op in (Op.INDEX, Op.INDEX_ASSIGN) for i in loop.body)
+        for _ in range(UNROLL_LONGER if accesses else UNROLL):
             self._line(depth + 2, f"if (!({cond})) {{ break; }}")
             self._line(depth + 2, f"{var} = {counter};")
             self._block(loop.body, depth + 2)
