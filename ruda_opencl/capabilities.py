@@ -11,15 +11,17 @@ only where the width can be fixed for every kernel:
   supports (``CL_DEVICE_SUB_GROUP_SIZES_INTEL``);
 - ``cl_khr_subgroups`` on NVIDIA: the warp width (``CL_DEVICE_WARP_SIZE_NV``).
 
-Elsewhere (PoCL, AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where subgroups give
+Elsewhere (AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where subgroups give
 neither the non-uniform arithmetic nor shuffles (which ``plane_prod`` needs), the subgroup
 capabilities are dropped: a plane is then one lane, ``PLANE_DIM`` reads 1, and every plane
 operation is the one-lane form the dialect writes without subgroup built-ins, so the cube
-collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0`` (read when a server is
-made; see :func:`subgroups_from_env`) drops them on every device, so a device with subgroups
-runs as one without. Subgroups found through the OpenCL C 3.0 feature ``__opencl_c_subgroups``
-and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the default; see
-:data:`~ruda_opencl.dialect.OPENCL_C_3`).
+collectives (``units_sum`` …) run there too. Not on PoCL: its compiler (PoCL 5) aborted the
+process building the radix sort's kernels in that form, so there plane operations stay
+unsupported and the operations take their shared-memory forms. ``RUDA_OPENCL_SUBGROUPS=0``
+(read when a server is made; see :func:`subgroups_from_env`) drops them on every device, so a
+device with subgroups runs as one without. Subgroups found through the OpenCL C 3.0 feature
+``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the
+default; see :data:`~ruda_opencl.dialect.OPENCL_C_3`).
 """
 
 from __future__ import annotations
@@ -112,14 +114,16 @@ class OpenCLCapabilities:
         features = [f.name for f in _features(device)]
         extra = dict(OpenCLDialect.extra_for(device.extensions, features))
         plane_dim = _plane_dim(device, extra.keys()) if subgroups else 1
+        pocl = "Portable Computing Language" in device.platform.name
         if plane_dim == 1:
             extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
+            if not pocl:  # PoCL 5's compiler aborted the process on the radix sort's kernels
+                extra["one_lane_planes"] = "1"
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
         if any(key in extra for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
-        pocl = "Portable Computing Language" in device.platform.name
         return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), not pocl)
 
     @property
@@ -144,7 +148,8 @@ class OpenCLCapabilities:
         if not any(key in caps for key in OPENCL_C_3) or "atomic_scope_device" in caps:
             features.add(Feature.MEMORY_FENCE)
         if self.plane_dim == 1:  # one lane: no subgroup built-in, and no plane is partial
-            features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
+            if "one_lane_planes" in caps:
+                features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
         else:
             features.add(Feature.PLANE)
             if self.partial_planes:

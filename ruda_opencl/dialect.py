@@ -73,6 +73,9 @@ CAPABILITIES = {
     # OpenCL C 3.0 features:
     "work_group_collectives": "__opencl_c_work_group_collective_functions",
     "atomic_scope_device": "__opencl_c_atomic_order_acq_rel and __opencl_c_atomic_scope_device",
+    # set by the driver, not an extension: plane operations as planes of one lane where there are
+    # no subgroups (not on PoCL, whose compiler aborted the process on some such kernels)
+    "one_lane_planes": "planes of one lane (every driver but PoCL)",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")
@@ -542,6 +545,7 @@ class OpenCLDialect(Dialect):
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         if not self._planes:
+            self._require("one_lane_planes", "a plane operation")
             return self._one_lane(op, elem)
         if op is Op.PLANE_BALLOT:  # the .x word holds lanes 0 to 31
             return (
@@ -573,6 +577,7 @@ class OpenCLDialect(Dialect):
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         if not self._planes:  # the only lane: callers keep or discard its value as for others
+            self._require("one_lane_planes", "a plane shuffle")
             return value
         self._require("subgroup_shuffle", "a plane shuffle")
         if mode in ("up", "down") and "subgroup_shuffle_relative" in self.capabilities:

@@ -36,6 +36,7 @@ from ruda_core.runtime import (
     LaunchConfigError,
     RudaCount,
     RudaDim,
+    UnsupportedFeature,
 )
 from ruda_core.testing.plane_model import PlaneModel
 from ruda_core.testing.runner import read_array
@@ -107,7 +108,7 @@ def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> Non
     device = FakeDevice("cl_khr_subgroups cl_khr_subgroup_shuffle", ("__opencl_c_subgroups",))
     caps = OpenCLCapabilities.of(device)
     assert caps.plane_dim == 1 and caps.build_options == ()
-    assert caps.extra == ()  # every subgroup capability is dropped with the width
+    assert caps.extra == (("one_lane_planes", "1"),)  # every subgroup capability is dropped
     planes = {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     assert planes <= caps.features().features
     dialect = OpenCLDialect.from_options(caps.compile_options)
@@ -118,8 +119,21 @@ def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> Non
 
 def test_subgroups_without_arithmetic_or_shuffles_are_dropped() -> None:
     caps = OpenCLCapabilities.of(FakeDevice("cl_khr_subgroups", warp=32))  # no plane_prod there
-    assert caps.plane_dim == 1 and caps.extra == ()
+    assert caps.plane_dim == 1 and caps.extra == (("one_lane_planes", "1"),)
     assert caps.features().has(Feature.PLANE)
+
+
+def test_pocl_without_subgroups_refuses_plane_operations_instead_of_one_lane_planes() -> None:
+    """PoCL 5's compiler aborted the process building the radix sort's kernels as planes of one
+    lane: there plane operations are unsupported, refused when a kernel is generated."""
+    device = FakeDevice("cl_khr_subgroups", warp=32)
+    device.platform = SimpleNamespace(name="Portable Computing Language")
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == 1 and caps.extra == ()
+    assert not caps.features().has(Feature.PLANE)
+    dialect = OpenCLDialect.from_options(caps.compile_options)
+    with pytest.raises(UnsupportedFeature, match="a plane operation needs planes of one lane"):
+        CFamilyEmitter(dialect).emit(plane_ops())
 
 
 def test_nvidia_planes_are_its_warps() -> None:
