@@ -78,8 +78,8 @@ def test_ruda_devices_lists_the_out_of_tree_device(hostmem_env):
 
 def test_out_of_tree_backend_passes_the_conformance_suite(hostmem_env):
     """hostmem runs the reference device's kernels over its own memory, so it must pass every
-    test the reference passes in the same run (the reference's own failures are reported by this
-    repository's conformance run, not here)."""
+    test the reference passes: every one, since this repository's own conformance run holds the
+    reference to passing them all (the reference is not run again here)."""
     python, env, work = hostmem_env
     report = work / "hostmem.json"
     args = [
@@ -89,8 +89,6 @@ def test_out_of_tree_backend_passes_the_conformance_suite(hostmem_env):
         "conformance",
         "--device",
         "hostmem:0",
-        "--device",
-        "cpu",
         "--report",
         str(report),
         "--",
@@ -109,11 +107,7 @@ def test_out_of_tree_backend_passes_the_conformance_suite(hostmem_env):
     matrix = json.loads(report.read_text())["matrix"]
     hostmem = {t: row["hostmem:0"] for t, row in matrix.items() if "hostmem:0" in row}
     assert sum(o == "pass" for o in hostmem.values()) > 150, result.stdout[-3000:]
-    worse = {
-        t: o
-        for t, o in hostmem.items()
-        if o not in ("pass", "unsupported") and matrix[t].get("cpu") != o
-    }
-    assert not worse, f"fails on hostmem:0 only: {worse}\n{result.stdout[-5000:]}"
+    worse = {t: o for t, o in hostmem.items() if o not in ("pass", "unsupported", "skip")}
+    assert not worse, f"fails on hostmem:0: {worse}\n{result.stdout[-5000:]}"
     device_free = {t: row["any"] for t, row in matrix.items() if "any" in row}
     assert set(device_free.values()) == {"pass"}, device_free  # RUDA_REQUIRE=hostmem is met
