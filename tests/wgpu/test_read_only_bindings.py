@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("wgpu")
 
+from webgpu_kernels import add
+
 import ruda_core as ruda
 from ruda_core.ir import lower_bounds
 from ruda_core.lang import ABSOLUTE_POS, Array, atomic_add, f32, kernel, u8, u32
@@ -19,18 +21,6 @@ from ruda_wgpu.compiler import WebGpuCompiler
 OWN_PAGE = 300_000
 #: f32 elements of an array small enough to share a page with its neighbours.
 SHARED_PAGE = 1000
-
-
-@pytest.fixture(scope="module")
-def client(open_device):
-    return open_device("webgpu:0")
-
-
-@kernel
-def add(a: Array[f32], b: Array[f32], c: Array[f32]):
-    i = ABSOLUTE_POS
-    if i < c.len():
-        c[i] = a[i] + b[i]
 
 
 @kernel

@@ -30,11 +30,6 @@ from ruda_core.lang import (
 from ruda_core.runtime import LaunchError, TooManyResources
 
 
-@pytest.fixture(scope="module")
-def client(open_device):
-    return open_device("webgpu:0")
-
-
 @kernel
 def cube_ids(out: Array[u32]):
     if ABSOLUTE_POS < out.len():

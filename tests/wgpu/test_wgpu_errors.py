@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("wgpu")
 
+from webgpu_kernels import add
+
 import ruda_core as ruda
 from ruda_core.errors import RudaPanic
 from ruda_core.lang import (
@@ -18,25 +20,12 @@ from ruda_core.lang import (
     Array,
     Comptime,
     SharedMemory,
-    f32,
     kernel,
     sync_units,
     u8,
     u32,
 )
 from ruda_core.runtime import LaunchError, TooManyResources
-
-
-@pytest.fixture
-def client(open_device):
-    return open_device("webgpu:0")
-
-
-@kernel
-def add(a: Array[f32], b: Array[f32], c: Array[f32]):
-    i = ABSOLUTE_POS
-    if i < c.len():
-        c[i] = a[i] + b[i]
 
 
 def _refused_dispatch(client) -> None:
