@@ -38,7 +38,7 @@ from .primitive_inputs import INTS, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     DIGITS,
-    radix_gather,
+    radix_floats,
     radix_histogram,
     radix_keys,
     radix_scatter,
@@ -124,8 +124,8 @@ def _runner(shape: tuple[int, int]) -> Callable[..., None]:
         fits = props.max_shared_memory_nbytes
 
         def shared(units: int, items: int) -> int:
-            # 256 counters per plane and three arrays of 256 per cube, and the staged block
-            return (-(-units // plane) + 3) * DIGITS * 4 + units * items * per_key
+            # 256 counters per plane and two arrays of 256 per cube, and the staged block
+            return (-(-units // plane) + 2) * DIGITS * 4 + units * items * per_key
 
         fitted = items  # fewer rounds down to 8, then fewer units, then fewer rounds again
         while fitted > 8 and shared(units, fitted) > fits:
@@ -155,15 +155,18 @@ def _radix_sort(
     key = Elem.U32 if elem.nbytes == 4 else Elem.U64
     sign = 1 << (8 * elem.nbytes - 1)
     kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
-    carry = p.indices or kind == "float"
+    # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous
+    moves = "all" if p.indices else "flagged" if kind == "float" else "none"
+    plane_sums = client.features().has(Feature.PLANE)
     cubes = builtins.min(MAX_CUBES, -(-n // 256))
     keys = [ArrayArg(client.empty(n * key.nbytes), n, key) for _ in range(2)]
-    values = [ArrayArg(client.empty(n * 4 if carry else 4), n if carry else 1, Elem.U32)]
-    values.append(ArrayArg(client.empty(n * 4 if carry else 4), n if carry else 1, Elem.U32))
+    carried = 1 if moves == "none" else n
+    values = [ArrayArg(client.empty(carried * 4), carried, Elem.U32) for _ in range(2)]
+    flags = ArrayArg(client.create_from_slice(np.zeros(1, np.uint32)), 1, Elem.U32)
     source = ArrayArg(x.handle, n, elem)
     radix_keys.launch_unchecked(
-        client, RudaCount(cubes), RudaDim(256), source, keys[0], values[0], n,
-        SIGN=sign, KIND=kind, INDEX=carry,
+        client, RudaCount(cubes), RudaDim(256), source, keys[0], flags, n,
+        SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
     )  # fmt: skip
     blocks = -(-n // (units * items))
     counts = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
@@ -181,18 +184,19 @@ def _radix_sort(
         last = k == passes - 1
         target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
         radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, counts,
-            offsets, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
-            VALUES=carry, CUBE=client.features().has(Feature.PLANE),
+            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, flags,
+            counts, offsets, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes,
+            BALLOT=ballot, VALUES=moves, FIRST=k == 0, CUBE=plane_sums,
         )  # fmt: skip
     final = passes % 2
     if p.indices:
         return
     result = ArrayArg(out.handle, n, elem)
     if kind == "float":
-        radix_gather.launch_unchecked(
-            client, RudaCount(cubes), RudaDim(256), source, values[final], result, n
-        )
+        radix_floats.launch_unchecked(
+            client, RudaCount(cubes), RudaDim(256), source, values[final], keys[final], result,
+            flags, n, SIGN=sign,
+        )  # fmt: skip
     else:
         radix_unkeys.launch_unchecked(
             client, RudaCount(cubes), RudaDim(256), keys[final], result, n,

@@ -34,9 +34,11 @@ from ..lang import (
     Array,
     Comptime,
     ElemVar,
+    LocalArray,
     Numeric,
     SharedMemory,
     atomic_add,
+    atomic_or,
     bitcast,
     grid_stride,
     i64,
@@ -44,6 +46,7 @@ from ..lang import (
     kernel,
     plane_ballot,
     popcount,
+    sync_plane,
     sync_units,
     u32,
     u64,
@@ -54,7 +57,7 @@ from .cube_fold import cube_exclusive_sum, cube_reduce
 __all__ = [
     "DIGITS",
     "Key",
-    "radix_gather",
+    "radix_floats",
     "radix_histogram",
     "radix_keys",
     "radix_scatter",
@@ -73,14 +76,17 @@ Index = ElemVar("Index", [u32, i64])
 def radix_keys(
     x: Array[Numeric],
     keys: Array[Key],
-    index: Array[u32],
+    flags: Array[u32],
     n: u32,
     SIGN: Comptime[int],
     KIND: Comptime[str],
-    INDEX: Comptime[bool],
+    UNITS: Comptime[int],
+    CUBE: Comptime[bool],
 ):
     """``keys[i]``: the order-preserving key of ``x[i]`` (``KIND`` is ``"uint"``, ``"int"`` or
-    ``"float"``; ``SIGN`` the key's top bit); ``index[i] = i`` with ``INDEX``."""
+    ``"float"``; ``SIGN`` the key's top bit). Floats also set ``flags[0]`` to 1 where ``x`` holds
+    a ``-0.0`` or a NaN (whose keys do not give their bits back), one atomic per cube."""
+    seen = u32(0)
     for i in grid_stride(n):
         v = x[i]
         bits = bitcast(Key, v)
@@ -89,15 +95,20 @@ def radix_keys(
         elif KIND == "float":
             if isnan(v):
                 bits = Key(SIGN) | (Key(SIGN) - Key(1))
+                seen = u32(1)
             elif v == 0:
+                if bits != Key(0):
+                    seen = u32(1)
                 bits = Key(SIGN)
             elif bits >= Key(SIGN):
                 bits = bits ^ (Key(SIGN) | (Key(SIGN) - Key(1)))
             else:
                 bits = bits | Key(SIGN)
         keys[i] = bits
-        if INDEX:
-            index[i] = i
+    if KIND == "float":
+        found = cube_reduce(seen, "max", CUBE, UNITS)
+        if found != u32(0) and UNIT_POS == u32(0):
+            atomic_or(flags, 0, u32(1))
 
 
 @kernel
@@ -135,6 +146,7 @@ def radix_scatter(
     keys_out: Array[Key],
     values: Array[u32],
     values_out: Array[Index],
+    flags: Array[u32],
     counts: Array[u32],
     offsets: Array[u32],
     n: u32,
@@ -144,23 +156,29 @@ def radix_scatter(
     ITEMS: Comptime[int],
     PLANES: Comptime[int],
     BALLOT: Comptime[bool],
-    VALUES: Comptime[bool],
+    VALUES: Comptime[str],
+    FIRST: Comptime[bool],
     CUBE: Comptime[bool],
 ):
-    """Each key of block ``b`` (and its value, with ``VALUES``) moved to ``offsets[d * blocks +
-    b]`` plus its stable rank among the block's keys of digit ``d`` (``counts`` holds the block's
-    digit counts). The block is first ordered by digit in shared memory, then written out in
-    that order, so that consecutive units write consecutive elements of each digit's run.
-    ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
-    whether cube-wide sums go through planes."""
-    slots = SharedMemory(u32, PLANES * DIGITS)
-    base = SharedMemory(u32, DIGITS)
+    """Each key of block ``b`` (and its value) moved to ``offsets[d * blocks + b]`` plus its
+    stable rank among the block's keys of digit ``d`` (``counts`` holds the block's digit
+    counts). Values move with ``VALUES`` ``"all"``, or ``"flagged"`` where ``flags[0]`` is not 0,
+    never with ``"none"``; with ``FIRST`` a key's value is its place in ``keys`` (``values`` is
+    not read). ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``);
+    ``CUBE`` says whether cube-wide sums go through planes."""
+    ranks = SharedMemory(u32, PLANES * DIGITS)
     first = SharedMemory(u32, DIGITS)
     dest = SharedMemory(u32, DIGITS)
     stage = SharedMemory(Key, UNITS * ITEMS)
-    staged = SharedMemory(u32, UNITS * ITEMS if VALUES else 1)
+    staged = SharedMemory(u32, 1 if VALUES == "none" else UNITS * ITEMS)
+    held = LocalArray(Key, ITEMS)
+    rank_of = LocalArray(u32, ITEMS)
+    value_of = LocalArray(u32, 1 if VALUES == "none" else ITEMS)
     plane = UNIT_POS // PLANE_DIM if BALLOT else UNIT_POS
-    below = (u32(1) << UNIT_POS_PLANE) - u32(1) if BALLOT else u32(0)
+    lane = UNIT_POS_PLANE if BALLOT else u32(0)
+    width = PLANE_DIM if BALLOT else u32(1)
+    below = (u32(1) << lane) - u32(1)
+    move = flags[0] != u32(0) if VALUES == "flagged" else VALUES == "all"
     b = RUDA_POS
     while b < blocks:
         # where each digit's keys start in the block's digit order, and in the output
@@ -172,13 +190,15 @@ def radix_scatter(
             carry += cube_reduce(count, "sum", CUBE, UNITS)
             if d < u32(DIGITS):
                 first[d] = at
-                base[d] = at
                 dest[d] = offsets[d * blocks + b]
+        for s in range(UNIT_POS, u32(PLANES * DIGITS), u32(UNITS)):
+            ranks[s] = u32(0)
+        sync_units()
         start = b * u32(UNITS * ITEMS)
-        for j in range(ITEMS):
-            for s in range(UNIT_POS, u32(PLANES * DIGITS), u32(UNITS)):
-                slots[s] = u32(0)
-            i = start + u32(j * UNITS) + UNIT_POS
+        mine = start + plane * width * u32(ITEMS) + lane
+        # each plane ranks its run of keys, a plane-wide step at a time, on its own counters
+        for j in unroll(range(ITEMS)):
+            i = mine + u32(j) * width
             valid = i < n
             key = keys[i] if valid else Key(0)
             digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
@@ -192,44 +212,68 @@ def radix_scatter(
                     same = same & (votes if set_ else ~votes)
                 rank = popcount(same & below)
                 count = popcount(same)
-            sync_units()
             slot = plane * u32(DIGITS) + digit
+            seen = ranks[slot]
+            if BALLOT:
+                sync_plane()
             if valid and rank == u32(0):
-                slots[slot] = count
-            sync_units()
-            for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
-                run = base[d]
-                for p in range(u32(PLANES)):
-                    c = slots[p * u32(DIGITS) + d]
-                    slots[p * u32(DIGITS) + d] = run
-                    run += c
-                base[d] = run
-            sync_units()
-            if valid:
-                q = slots[slot] + rank
-                stage[q] = key
-                if VALUES:
-                    staged[q] = values[i]
-            sync_units()
-        held = min(u32(UNITS * ITEMS), n - start)
+                ranks[slot] = seen + count
+            if BALLOT:
+                sync_plane()
+            held[j] = key
+            rank_of[j] = seen + rank
+            if move and valid:
+                value_of[j] = i if FIRST else values[i]
+        sync_units()
+        # the planes' counters become the places of their runs in the block's digit order
+        for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
+            run = first[d]
+            for p in range(u32(PLANES)):
+                c = ranks[p * u32(DIGITS) + d]
+                ranks[p * u32(DIGITS) + d] = run
+                run += c
+        sync_units()
+        for j in unroll(range(ITEMS)):
+            if mine + u32(j) * width < n:
+                digit = u32((held[j] >> Key(shift)) & Key(DIGITS - 1))
+                q = ranks[plane * u32(DIGITS) + digit] + rank_of[j]
+                stage[q] = held[j]
+                if move:
+                    staged[q] = value_of[j]
+        sync_units()
+        filled = min(u32(UNITS * ITEMS), n - start)
         for j in range(ITEMS):
             q = u32(j * UNITS) + UNIT_POS
-            if q < held:
+            if q < filled:
                 key = stage[q]
                 digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
                 to = dest[digit] + q - first[digit]
                 keys_out[to] = key
-                if VALUES:
+                if move:
                     values_out[to] = Index(staged[q])
         sync_units()
         b += RUDA_COUNT
 
 
 @kernel
-def radix_gather(x: Array[Numeric], index: Array[u32], out: Array[Numeric], n: u32):
-    """``out[i] = x[index[i]]``."""
+def radix_floats(
+    x: Array[Numeric],
+    index: Array[u32],
+    keys: Array[Key],
+    out: Array[Numeric],
+    flags: Array[u32],
+    n: u32,
+    SIGN: Comptime[int],
+):
+    """``out[i]``: the float whose key :func:`radix_keys` made ``keys[i]``; where ``flags[0]`` is
+    not 0 (a ``-0.0`` or NaN, which share keys), ``x[index[i]]`` instead."""
+    gather = flags[0] != u32(0)
     for i in grid_stride(n):
-        out[i] = x[index[i]]
+        if gather:
+            out[i] = x[index[i]]
+        else:
+            bits = keys[i]
+            out[i] = bitcast(Numeric, bits ^ Key(SIGN) if bits >= Key(SIGN) else ~bits)
 
 
 @kernel

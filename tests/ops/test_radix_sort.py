@@ -1,0 +1,115 @@
+"""``ops.sort`` and ``ops.argsort`` through the portable radix sort on the local devices (the
+NumPy device's own sort set aside), against NumPy's stable sort bit for bit: every element type,
+lengths on both sides of a block's edge, floats with and without ``-0.0`` and NaN (the keys alone
+give such a float's bits back only where neither occurs), keys whose digits are all alike, and
+every tuning candidate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core import ops
+from ruda_core.ir import Elem
+from ruda_core.ops import native
+from ruda_core.ops.sorting import Sorting, _tunable_set
+from ruda_core.runtime import ComputeClient
+from ruda_core.tensor import RudaTensor
+
+DEVICES = ["cpu", "opencl:0", "webgpu:0", "cuda:0"]
+DTYPES = [np.int32, np.uint32, np.float32, np.int64, np.uint64, np.float64]
+#: Lengths around the blocks of the candidates (256 x 8, 256 x 32 and 1024 x 8 keys).
+EDGES = [2, 255, 2047, 2048, 2049, 8193]
+
+
+@pytest.fixture(params=DEVICES)
+def radix(
+    request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]
+) -> Iterator[ComputeClient]:
+    """A client whose ``sort`` and ``argsort`` run the portable kernels."""
+    client = open_device(request.param)
+    runtime = client.runtime
+    kept = {op: native.implementation(op, runtime) for op in ("sort", "argsort")}
+    for op in kept:
+        native.register(op, runtime, None)
+    yield client
+    for op, implementation in kept.items():
+        native.register(op, runtime, implementation)
+
+
+def _check(client: ComputeClient, x: np.ndarray) -> None:
+    """``sort`` (bit for bit) and ``argsort`` of ``x`` on ``client`` are NumPy's."""
+    t = ruda.asarray(x, client)
+    got, expected = ops.sort(t).numpy(), np.sort(x, kind="stable")
+    assert got.dtype == x.dtype
+    bits = f"u{x.itemsize}"
+    np.testing.assert_array_equal(got.view(bits), expected.view(bits), f"sort of {x.size}")
+    indices = ops.argsort(t).numpy()
+    np.testing.assert_array_equal(indices, np.argsort(x, kind="stable"), f"argsort of {x.size}")
+
+
+def _need(client: ComputeClient, dtype: type) -> None:
+    if not client.features().supports(Elem.from_dtype(np.dtype(dtype))):
+        pytest.skip(f"{client.name} has no {np.dtype(dtype)}")
+
+
+def _random(dtype: type, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    if info is None:
+        return (rng.standard_normal(n) * 1e3).astype(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_type_sorts_as_numpy_on_both_sides_of_a_block(radix, dtype):
+    _need(radix, dtype)
+    for n in EDGES:
+        _check(radix, _random(dtype, n, seed=n))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_floats_keep_their_bits_with_and_without_signed_zeros_and_nan(radix, dtype):
+    _need(radix, dtype)
+    plain = _random(dtype, 5003, seed=1)
+    plain[::13] = 0.0  # positive zeros alone: the keys give them back
+    _check(radix, plain)
+    for special in (-0.0, np.nan, -np.nan):
+        for at in (0, 2048, 5002):  # one special, in the first block, on an edge, last
+            x = plain.copy()
+            x[at] = special
+            _check(radix, x)
+    _check(radix, np.full(3000, -0.0, dtype))
+    _check(radix, np.array([np.inf, -np.inf, np.nan, 0.0, -0.0] * 600, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64], ids=lambda d: np.dtype(d).name)
+def test_keys_whose_digits_are_all_alike(radix, dtype):
+    _need(radix, dtype)
+    rng = np.random.default_rng(2)
+    _check(radix, rng.integers(0, 1000, 9000).astype(dtype))  # the high digits alike
+    _check(radix, (rng.integers(0, 7, 9000) << 16).astype(dtype))  # the low digits alike
+    _check(radix, np.full(9000, 123456, dtype))  # every digit alike
+    if np.dtype(dtype).kind == "i":
+        _check(radix, rng.integers(-5, 5, 9000).astype(dtype))  # sign bits alike within halves
+
+
+def test_every_candidate_sorts_as_numpy(radix):
+    x = _random(np.float32, 70_001, seed=3)
+    x[::101] = np.nan
+    u = _random(np.uint32, 70_001, seed=4)
+    index = Elem.I64 if radix.features().supports(Elem.I64) else Elem.U32
+    for tunable in _tunable_set().tunables:
+        for data, indices in ((x, False), (x[x == x], False), (x, True), (u, False)):
+            if indices:
+                expected = np.argsort(data, kind="stable").astype(index.numpy)
+            else:
+                expected = np.sort(data, kind="stable")
+            out = RudaTensor.empty(radix, (data.size,), expected.dtype)
+            problem = Sorting(data.size, indices, index)
+            tunable.fn(radix, problem, ruda.asarray(data, radix), out)
+            got = out.numpy().view(np.uint8)
+            np.testing.assert_array_equal(got, expected.view(np.uint8), tunable.name)
