@@ -34,7 +34,16 @@ from ruda_core.ir import (
     walk,
 )
 
-__all__ = ["KernelFacts", "Namer", "analyse", "blocks", "exits_here", "has_return", "walk"]
+__all__ = [
+    "KernelFacts",
+    "Namer",
+    "analyse",
+    "blocks",
+    "exits_here",
+    "has_return",
+    "uses",
+    "walk",
+]
 
 #: Builtins the batch may hand out as a :class:`~ruda_cpu.lockstep.values.Lanes`.
 LANES_BUILTINS = frozenset(
@@ -89,7 +98,8 @@ def exits_here(stmt: Stmt) -> bool:
     return False
 
 
-def _uses(stmt: Stmt) -> tuple[Operand, ...]:
+def uses(stmt: Stmt) -> tuple[Operand, ...]:
+    """The locals, builtins and parameters that ``stmt`` itself reads (not its nested blocks)."""
     if isinstance(stmt, Instr):
         return tuple(a for a in stmt.args if isinstance(a, Local | Builtin | Param))
     if isinstance(stmt, If):
@@ -114,6 +124,8 @@ class KernelFacts:
     builtins: frozenset[BuiltinKind]
     #: Locals that one statement reads, once (a temporary of one expression).
     read_once: frozenset[Local]
+    #: How many statements read each local.
+    reads: Counter[Local]
 
 
 def analyse(defn: KernelDefinition) -> KernelFacts:
@@ -128,10 +140,11 @@ def analyse(defn: KernelDefinition) -> KernelFacts:
             target = s.args[0]
             if isinstance(target, Param):
                 written.add(target)
-    builtins = frozenset(u.kind for s in stmts for u in _uses(s) if isinstance(u, Builtin))
-    reads = Counter(u for s in stmts for u in _uses(s) if isinstance(u, Local))
+    builtins = frozenset(u.kind for s in stmts for u in uses(s) if isinstance(u, Builtin))
+    reads = Counter(u for s in stmts for u in uses(s) if isinstance(u, Local))
     once = frozenset(v for v, count in reads.items() if count == 1)
-    return KernelFacts(plain, single, _lanes_locals(stmts), frozenset(written), builtins, once)
+    lanes = _lanes_locals(stmts)
+    return KernelFacts(plain, single, lanes, frozenset(written), builtins, once, reads)
 
 
 def blocks(body: Block) -> Iterator[Block]:
@@ -162,7 +175,7 @@ def _plain_definitions(body: Block) -> tuple[frozenset[int], frozenset[Local]]:
         known = set(known_before)
         definite: set[Local] = set()
         for stmt in block:
-            early.update(u for u in _uses(stmt) if isinstance(u, Local) and u not in known)
+            early.update(u for u in uses(stmt) if isinstance(u, Local) and u not in known)
             target = stmt.out if isinstance(stmt, Instr) else None
             if isinstance(stmt, RangeLoop):
                 sites.setdefault(stmt.var, []).append((stmt, ifs))

@@ -6,7 +6,7 @@ cubes: ``fn(g, *buffers, *scalars, *metadata)`` with ``g`` a
 a NumPy scalar when uniform); control flow is an execution mask:
 
 * ``if``: the lanes of the block's mask split by the condition; a branch no lane takes is
-  skipped;
+  skipped, and one that few lanes take may run over those lanes alone (see ``narrowing``);
 * loops run while any lane of their loop mask is active; ``break``, ``continue`` and
   ``return`` remove lanes from the loop, iteration and kernel (``_alive``) masks, and every
   enclosing block re-intersects its mask after a statement that may have removed lanes;
@@ -67,6 +67,7 @@ from .analysis import (
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
 from .expressions import dtype, expression, is_fresh, literal
+from .narrowing import footprint, narrowable
 
 __all__ = ["CpuCompiler"]
 
@@ -218,6 +219,10 @@ class _Emitter:
         self.last_loc: SourceLoc | None = None
         self.entrypoint = self.names.fresh(defn.name)
         self.alive = self.names.fresh("_alive")  # lanes that have not returned
+        self.narrowed = False  # inside a block rendered twice (see ``_branch``)
+        #: the locals that a rendering over some lanes keeps and puts back (see ``_over``), so
+        #: bound from the start
+        self.kept: set[Local | Builtin] = set()
         self.gone = self.names.fresh("_gone")
         self.returns = has_return(defn.body)
         self.sites = Sites() if sanitize else None
@@ -305,7 +310,7 @@ class _Emitter:
         for f in self.defn.fragments:
             self.emit(f"{self.ref(f)} = L.matrix(g, {f.rows}, {f.cols}, {dtype(f.elem)})")
         for v in self.defn.locals:
-            if v not in self.facts.defined_first:
+            if v not in self.facts.defined_first or v in self.kept:
                 zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)
                 self.emit(f"{self.ref(v)} = {literal(zero)}")
         if self.returns:
@@ -430,9 +435,47 @@ class _Emitter:
             else_mask = self.names.numbered("_m")
             self.emit(f"{else_mask} = L.mask_andnot({mask}, {cond})")
         if stmt.then:
-            self._nested(f"if {then_mask} is not False:", stmt.then, then_mask)
+            self._branch(stmt.then, then_mask)
         if else_mask is not None:
-            self._nested(f"if {else_mask} is not False:", stmt.orelse, else_mask)
+            self._branch(stmt.orelse, else_mask)
+
+    def _branch(self, block: Block, mask: str) -> None:
+        """Emit ``block`` for the lanes of ``mask``. Unless sanitizing (whose checks see every
+        lane), a block that may run over its active lanes alone (see ``narrowing``) and lies in
+        no other such block is rendered twice: over every lane, and over those that ``L.subset``
+        picks, which runs when they are few."""
+        head = f"if {mask} is not False:"
+        if self.sites is not None or self.narrowed or not narrowable(block):
+            self._nested(head, block, mask)
+            return
+        lanes = self.names.numbered("_s")
+        self.emit(head)
+        self.depth += 1
+        self.emit(f"{lanes} = L.subset({mask})")
+        self.narrowed = True
+        self._nested(f"if {lanes} is None:", block, mask)
+        self.emit("else:")
+        self.depth += 1
+        self._over(block, lanes)
+        self.depth -= 2
+        self.narrowed = False
+
+    def _over(self, block: Block, lanes: str) -> None:
+        """Emit ``block`` over the lanes ``lanes`` alone: its values and memory picked at them,
+        then every one put back (spread over all lanes where it was assigned and is live)."""
+        used = footprint(block, self.facts.reads)
+        kept: list[tuple[str, str, bool]] = []
+        self.kept.update(used.values)
+        for x in (*used.values, *used.memory):
+            name, keep = self.ref(x), self.names.numbered("_k")
+            self.emit(f"{keep} = {name}")
+            if x in used.picked or x in used.memory:
+                self.emit(f"{name} = L.pick({lanes}, {name})")
+            kept.append((name, keep, x in used.live))
+        self._block(block, "None")
+        for name, keep, live in kept:
+            back = f"L.spread(g, {lanes}, {name}, {keep})" if live else keep
+            self.emit(f"{name} = {back}")
 
     def _nested(self, head: str, block: Block, mask: str) -> None:
         self.emit(head)

@@ -5,8 +5,9 @@ an execution mask (``control``); a :class:`Batch` gives a batch's builtins and m
 (``batch``); ``memory``, ``atomics``, ``plane``, ``sync`` and ``matrix`` implement accesses,
 atomics, plane operations, reducing barriers and cooperative matrices under an execution mask;
 ``printing`` collects the records of ``print``; ``special`` holds ``erf``; ``poison`` is the
-pattern new shared memory and local arrays start with. Everything here is stateless between
-calls and safe to use from several threads at once, each with its own batches.
+pattern new shared memory and local arrays start with; ``subsets`` runs a branch that few lanes
+take over those lanes alone. Everything here is stateless between calls and safe to use from
+several threads at once, each with its own batches.
 """
 
 from .atomics import (
@@ -72,6 +73,7 @@ from .plane import (
 )
 from .printing import batch_output, print_lanes
 from .special import erf, erfc, lgamma, remainder
+from .subsets import pick, spread, subset
 from .sync import sync_units_and, sync_units_count, sync_units_or
 from .values import (
     Lanes,
@@ -158,6 +160,7 @@ __all__ = [
     "mul",
     "mul_hi",
     "ne",
+    "pick",
     "plane_all",
     "plane_any",
     "plane_ballot",
@@ -182,9 +185,11 @@ __all__ = [
     "saturating_add",
     "saturating_sub",
     "select",
+    "spread",
     "store",
     "store_seg",
     "sub",
+    "subset",
     "sync_units_and",
     "sync_units_count",
     "sync_units_or",

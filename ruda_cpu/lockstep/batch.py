@@ -15,7 +15,7 @@ import numpy as np
 from .poison import poisoned
 from .values import Lanes, Split, Units, lanes, wrap
 
-__all__ = ["Batch", "LaunchShape", "Segmented"]
+__all__ = ["Batch", "LaunchShape", "SegmentLanes", "Segmented"]
 
 _U32 = np.dtype(np.uint32)
 _INTP = np.dtype(np.intp)
@@ -92,6 +92,30 @@ class Segmented:
         """Element ``i`` of every lane's segment, one per lane (a new array)."""
         col = self.data.reshape(-1, self.length)[:, i]
         return np.repeat(col, self.per) if self.per > 1 else col.copy()
+
+    def lanes(self, picked: np.ndarray) -> SegmentLanes:
+        """The segments of the lanes ``picked`` (``intp`` lane positions), in that order."""
+        return SegmentLanes(self, picked)
+
+
+class SegmentLanes(Segmented):
+    """The segments of some lanes of a :class:`Segmented` (lane ``k`` here is lane
+    ``picked[k]`` there), sharing its memory: what a branch run over its active lanes alone
+    (see ``subsets``) accesses. ``per`` is 0: no unit layout, so accesses take the per-lane
+    paths."""
+
+    __slots__ = ()
+
+    def __init__(self, whole: Segmented, picked: np.ndarray) -> None:
+        self.padded = whole.padded
+        self.data = whole.data
+        self.length = whole.length
+        self.per = 0
+        self.n = picked.shape[0]
+        self._base = whole.base[picked]
+
+    def segment_column(self, i: int) -> np.ndarray:
+        return self.data[self.base + i]
 
 
 class Batch:

@@ -94,10 +94,13 @@ class Lanes:
     def array(self) -> np.ndarray:
         """The materialised vector (computed once, then shared: never mutate it)."""
         if self._array is None:
-            j = np.arange(self.n, dtype=np.uint64)
-            step, start = wrap(self.step, _U64), wrap(self.start, _U64)
-            self._array = (j * step + start).astype(self.dtype)  # exact modulo 2**64
+            self._array = self.at(np.arange(self.n, dtype=np.uint64))
         return self._array
+
+    def at(self, j: np.ndarray) -> np.ndarray:
+        """The elements at the lanes ``j`` (integers in ``[0, n)``), as a new array."""
+        step, start = wrap(self.step, _U64), wrap(self.start, _U64)
+        return (j.astype(_U64, copy=False) * step + start).astype(self.dtype)  # exact mod 2**64
 
     def __repr__(self) -> str:
         return f"Lanes({self.start} + {self.step}*j, n={self.n}, {self.dtype})"
