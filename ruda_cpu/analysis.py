@@ -135,7 +135,7 @@ def analyse(defn: KernelDefinition) -> KernelFacts:
     for s in stmts:
         if not isinstance(s, Instr):
             continue
-        stores = s.op in (Op.INDEX_ASSIGN, Op.CMMA_STORE)
+        stores = s.op in (Op.INDEX_ASSIGN, Op.CMMA_STORE, Op.WGMMA_STORE)
         if stores or (s.op in ATOMIC_OPS and s.op is not Op.ATOMIC_LOAD):
             target = s.args[0]
             if isinstance(target, Param):

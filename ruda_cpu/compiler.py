@@ -28,6 +28,7 @@ import os
 from ruda_core.ir import (
     ATOMIC_OPS,
     MATRIX_OPS,
+    WARPGROUP_OPS,
     Block,
     Break,
     Builtin,
@@ -42,6 +43,7 @@ from ruda_core.ir import (
     Local,
     LocalArray,
     Loop,
+    MatrixRole,
     Op,
     Param,
     RangeLoop,
@@ -66,7 +68,7 @@ from .analysis import (
     walk,
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
-from .expressions import dtype, expression, is_fresh, literal
+from .expressions import WARPGROUPS, dtype, expression, is_fresh, literal
 from .narrowing import footprint, narrowable
 
 __all__ = ["CpuCompiler"]
@@ -162,7 +164,9 @@ def _zero_fills(body: Block, facts: KernelFacts) -> frozenset[int]:
 
 #: Operations that write memory (or print, or report): a view of shared memory that a load
 #: gave must be used up before any of them.
-_WRITES = frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB}) | ATOMIC_OPS | MATRIX_OPS
+_WRITES = (
+    frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB}) | ATOMIC_OPS | MATRIX_OPS | WARPGROUP_OPS
+)
 
 
 def _transient_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
@@ -225,6 +229,10 @@ class _Emitter:
         self.kept: set[Local | Builtin] = set()
         self.gone = self.names.fresh("_gone")
         self.returns = has_return(defn.body)
+        #: whether the kernel uses wgmma (its batches then keep a ``Warpgroups`` state)
+        self.warpgroups = any(
+            isinstance(s, Instr) and s.op in WARPGROUP_OPS for s in walk(defn.body)
+        )
         self.sites = Sites() if sanitize else None
         #: the bounds pass's guards (see ``checks.bounds_guards``) and the accesses they guard,
         #: whose check is made before the guard
@@ -299,6 +307,7 @@ class _Emitter:
     def _body(self) -> list[str]:
         self.lines = []
         self._block(self.defn.body, "None")
+        self._kernel_end()
         main, self.lines = self.lines, []
         for kind in sorted(self.facts.builtins, key=lambda k: k.value):
             self.emit(f"{self.ref(Builtin(kind))} = {self._builtin(kind)}")
@@ -307,8 +316,13 @@ class _Emitter:
             self.emit(f"{self.ref(s)} = g.shared({dtype(s.elem)}, {length})")
         for a in self.defn.local_arrays:
             self.emit(f"{self.ref(a)} = g.local_array({dtype(a.elem)}, {a.length})")
+        if self.warpgroups:
+            self.emit(f"{self.ref(WARPGROUPS)} = L.warpgroups(g, {self.defn.name!r})")
         for f in self.defn.fragments:
-            self.emit(f"{self.ref(f)} = L.matrix(g, {f.rows}, {f.cols}, {dtype(f.elem)})")
+            if f.role is MatrixRole.WARPGROUP:
+                self.emit(f"{self.ref(f)} = {self.ref(WARPGROUPS)}.accumulator({f.name!r}, {f.n})")
+            else:
+                self.emit(f"{self.ref(f)} = L.matrix(g, {f.rows}, {f.cols}, {dtype(f.elem)})")
         for v in self.defn.locals:
             if v not in self.facts.defined_first or v in self.kept:
                 zero = Const(False if v.elem is Elem.BOOL else 0, v.elem)
@@ -391,11 +405,21 @@ class _Emitter:
             self.emit(f"{mask} = L.mask_and({mask}, {target})")
         if mask == target:
             self.emit(f"if {target} is False:")
-            self.emit(f"{_INDENT}{'continue' if self.loops else 'return'}")
+            self.depth += 1
+            if not self.loops:
+                self._kernel_end()
+            self.emit("continue" if self.loops else "return")
+            self.depth -= 1
         return mask
+
+    def _kernel_end(self) -> None:
+        """Before the kernel returns: the warpgroups' products must all be complete."""
+        if self.warpgroups:
+            self.emit(f"L.warpgroups_end({self.ref(WARPGROUPS)})")
 
     def _exit(self, stmt: Stmt, mask: str) -> None:
         if isinstance(stmt, Return) and not self.loops and mask in ("None", self.alive):
+            self._kernel_end()
             self.emit("return")
             return
         updates: list[str] = []

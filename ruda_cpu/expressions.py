@@ -20,6 +20,7 @@ from ruda_core.ir import (
     ATOMIC_OPS,
     MATRIX_OPS,
     SYNC_REDUCE_OPS,
+    WARPGROUP_OPS,
     Const,
     Elem,
     Fragment,
@@ -33,7 +34,7 @@ from ruda_core.ir import (
 )
 from ruda_core.runtime import CompilationError
 
-__all__ = ["Context", "dtype", "expression", "is_fresh", "literal"]
+__all__ = ["WARPGROUPS", "Context", "dtype", "expression", "is_fresh", "literal"]
 
 #: Floats computed in f32 and rounded once per operation (ops.py).
 _NARROW = frozenset({Elem.F16, Elem.BF16})
@@ -57,6 +58,16 @@ class Context(Protocol):
     def is_transient(self, ins: Instr) -> bool:
         """Whether ``ins`` loads shared memory into a temporary that one NumPy operation
         consumes before anything writes memory (so the load may give a view of it)."""
+
+
+class _WarpgroupState:
+    """The key of the generated name of the batch's warpgroup state (``L.warpgroups``)."""
+
+    name = "_warpgroups"
+
+
+#: ``ctx.ref(WARPGROUPS)`` names the batch's ``Warpgroups`` in a kernel that uses ``wgmma``.
+WARPGROUPS = _WarpgroupState()
 
 
 def dtype(elem: Elem) -> str:
@@ -331,6 +342,8 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         return f"L.{helper}({', '.join(['g', *operands, mask])})"
     if op in MATRIX_OPS:
         return _matrix(ins, ctx, mask)
+    if op in WARPGROUP_OPS:
+        return _warpgroup(ins, ctx, mask)
     if op in _NO_CODE:
         return f"pass  # {_NO_CODE[op]}"
     if op is Op.REPORT_OOB:
@@ -369,6 +382,16 @@ def _matrix(ins: Instr, ctx: Context, mask: str) -> str:
     frags = ", ".join(ref(a) for a in args)
     helper = "matrix_execute" if ins.op is Op.CMMA_EXECUTE else "matrix_cast"
     return f"L.{helper}(g, {frags}, {mask})"
+
+
+def _warpgroup(ins: Instr, ctx: Context, mask: str) -> str:
+    """A warpgroup matrix operation: a call on the batch's warpgroup state (see
+    ``lockstep.warpgroup``)."""
+    args = ins.args
+    operands = [_operand(a, ctx, keep_lanes=True) for a in args]
+    if ins.op in (Op.WGMMA_WAIT, Op.WGMMA_MMA):  # the compile-time count and block stride
+        operands[-1] = str(int(cast(Const, args[-1]).value))
+    return f"L.{ins.op.value}(g, {', '.join([ctx.ref(WARPGROUPS), *operands, mask])})"
 
 
 def _cast(ins: Instr, ctx: Context) -> str:

@@ -432,6 +432,7 @@ class CpuServer(ComputeServer):
                     Feature.SANITIZE,
                     Feature.MEMORY_FENCE,  # lockstep accesses are already in program order
                     Feature.UNBOUNDED_LOOPS,
+                    Feature.WARPGROUP_MMA,  # the reference model of ruda_cpu.lockstep.warpgroup
                 }
             ),
             frozenset(Elem),

@@ -41,6 +41,7 @@ from ruda_core.ir import (
     MATRIX_OPS,
     PLANE_OPS,
     TF32_CONFIGS,
+    WARPGROUP_OPS,
     Elem,
     Fragment,
     MatrixConfig,
@@ -49,6 +50,8 @@ from ruda_core.ir import (
     Op,
 )
 from ruda_core.runtime.compiler import CompileOptions
+
+from . import warpgroup
 
 __all__ = ["CudaDialect", "wmma_configs"]
 
@@ -501,6 +504,33 @@ class CudaDialect(Dialect):
             value = self.narrow(dst.elem, value, Elem.F32)
         return [f"for (int t = 0; t < {dst_name}.num_elements; t++) {dst_name}.x[t] = {value};"]
 
+    def warpgroup_decl(self, acc: Fragment, name: str) -> str:
+        return warpgroup.accumulator_decl(acc, name)
+
+    def warpgroup_fill(self, acc: Fragment, name: str, value: str) -> list[str]:
+        return warpgroup.fill(acc, name, value)
+
+    def warpgroup_fence(self) -> list[str]:
+        return warpgroup.fence()
+
+    def warpgroup_mma(
+        self, acc: Fragment, name: str, elem: Elem, a: str, b: str, block: int
+    ) -> list[str]:
+        return warpgroup.mma(acc, name, elem, a, b, block)
+
+    def warpgroup_commit(self) -> list[str]:
+        return warpgroup.commit()
+
+    def warpgroup_wait(
+        self, pending: int, accumulators: Sequence[tuple[Fragment, str]]
+    ) -> list[str]:
+        return warpgroup.wait(pending, accumulators)
+
+    def warpgroup_store(
+        self, acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str
+    ) -> list[str]:
+        return warpgroup.store(acc, name, pointer, stride, rows, cols)
+
     def preamble(self, usage: Usage) -> list[str]:
         lines = []
         if Elem.F16 in usage.elems:
@@ -513,4 +543,8 @@ class CudaDialect(Dialect):
             if lines:
                 lines.append("")
             lines.append(_PLANE_HELPERS)
+        if usage.uses(WARPGROUP_OPS):
+            if lines:
+                lines.append("")
+            lines.append(warpgroup.DESCRIPTOR_HELPER)
         return lines

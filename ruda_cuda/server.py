@@ -28,7 +28,7 @@ from cupy.cuda import driver, runtime
 
 from ruda_core.codegen.abi import ArgKind, arg_values, make_arg_reader
 from ruda_core.interop.dlpack import DLDeviceType
-from ruda_core.ir import Elem
+from ruda_core.ir import WARPGROUP_OPS, Elem, Instr, walk
 from ruda_core.ir.kernel import dynamic_shared_bytes
 from ruda_core.runtime import (
     Binding,
@@ -338,7 +338,12 @@ class CudaDriver(Driver):
         self._activate()
         loc = compiled.definition.source
         where = (loc.file, loc.line) if loc is not None else (None, None)
-        cubin = build_cubin(compiled.source, compiled.entrypoint, self._arch, where)
+        # wgmma is an arch-specific feature of sm_90: such a kernel builds for sm_90a alone
+        wgmma = any(
+            isinstance(s, Instr) and s.op in WARPGROUP_OPS for s in walk(compiled.definition.body)
+        )
+        arch = f"{self._arch}a" if wgmma else self._arch
+        cubin = build_cubin(compiled.source, compiled.entrypoint, arch, where)
         return _Launcher(cubin, compiled, self._shared_optin)
 
     def binary(self, built: Any) -> bytes:
@@ -612,6 +617,8 @@ class CudaServer(ComputeServer):
             Feature.MEMORY_FENCE,  # __threadfence_block, __threadfence
             Feature.UNBOUNDED_LOOPS,
         }
+        if (props["major"], props["minor"]) == (9, 0):  # sm_90a's wgmma; 10.x and later lack it
+            features.add(Feature.WARPGROUP_MMA)
         # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
         matrices = (
             wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()

@@ -34,7 +34,9 @@ from ..ir import (
     LANE_WISE_OPS,
     MATRIX_OPS,
     PLANE_OPS,
+    SWIZZLE_ALIGN_NBYTES,
     SYNC_REDUCE_OPS,
+    WARPGROUP_OPS,
     Block,
     Break,
     Builtin,
@@ -50,6 +52,7 @@ from ..ir import (
     LocalArray,
     Loop,
     MatrixLayout,
+    MatrixRole,
     Op,
     Operand,
     Param,
@@ -65,7 +68,7 @@ from ..ir import (
 from ..ir.bounds import REPORT_PARAM
 from .abi import ArgKind, KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
-from .dialect import BUFFERED_SHARED_ALIGN, Dialect, MemSpace, Usage
+from .dialect import Dialect, MemSpace, Usage, buffered_align_nbytes, swizzled_arrays
 from .expr import Arg, ExprLowering
 from .located import Located
 from .names import NameTable
@@ -261,17 +264,18 @@ class _KernelWriter(Located):
         ]
         tiles = d.matrix_align_nbytes if defn.fragments else 0
         lined = line_alignment(defn)
+        swizzled = swizzled_arrays(defn)
         buffered = d.buffered_shared_nbytes(defn) > 0  # static arrays in the dynamic buffer
+        buffered_align = buffered_align_nbytes(defn)
         arrays: list[tuple[str, str, str]] = []
         for s in defn.shared:
             if s.size is None:
                 storage = d.storage_type(s.elem, MemSpace.SHARED)
                 if buffered:
-                    align = BUFFERED_SHARED_ALIGN
-                    nbytes = -(-s.length * s.elem.nbytes // align) * align
+                    nbytes = -(-s.length * s.elem.nbytes // buffered_align) * buffered_align
                     arrays.append((storage, self.c[s.name], d.literal(nbytes, Elem.U32)))
                     continue
-                align = max(tiles, lined.get(s, 0))
+                align = max(tiles, lined.get(s, 0), SWIZZLE_ALIGN_NBYTES if s in swizzled else 0)
                 lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
         if defn.dynamic_shared or buffered:
             arrays += [
@@ -284,7 +288,7 @@ class _KernelWriter(Located):
             ]
             passed = [a.name for a in self.start().args if a.kind is ArgKind.SHARED]
             buffer = passed[0] if passed else self.names.claim("dynamic_shared")
-            align = BUFFERED_SHARED_ALIGN if buffered else 0
+            align = buffered_align if buffered else 0
             lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays, align)]
         if self.sync.counter is not None:
             storage = d.storage_type(Elem.U32, MemSpace.SHARED)
@@ -292,7 +296,13 @@ class _KernelWriter(Located):
         for a in defn.local_arrays:
             storage = d.storage_type(a.elem, MemSpace.LOCAL)
             lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
-        lines += [_INDENT + d.matrix_decl(f, self.c[f.name]) for f in defn.fragments]
+        lines += [
+            _INDENT
+            + (d.warpgroup_decl if f.role is MatrixRole.WARPGROUP else d.matrix_decl)(
+                f, self.c[f.name]
+            )
+            for f in defn.fragments
+        ]
         for v in defn.locals:
             zero = d.literal(False if v.elem is Elem.BOOL else 0, v.elem)
             for name in self.lanes.get(v, [self.c[v.name]] if v.width == 1 else []):
@@ -438,6 +448,10 @@ class _KernelWriter(Located):
             for stmt in self._matrix(ins):
                 self._line(depth, stmt)
             return
+        if op in WARPGROUP_OPS:
+            for stmt in self._warpgroup(ins):
+                self._line(depth, stmt)
+            return
         if op is Op.COPY_ASYNC:
             dst, _ = self._array(args[0])
             src, _ = self._array(args[2])
@@ -510,6 +524,33 @@ class _KernelWriter(Located):
         layout = MatrixLayout(cast(Const, args[4]).value)
         hook = d.matrix_load if load else d.matrix_store
         return hook(frag, name(frag), pointer, text(cast(Operand, args[3])), layout, space)
+
+    def _warpgroup(self, ins: Instr) -> list[str]:
+        """The statements of a warpgroup matrix operation, from the dialect's hooks."""
+        d, args, text = self.d, ins.args, self.expr.text
+        if ins.op is Op.WGMMA_FENCE:
+            return d.warpgroup_fence()
+        if ins.op is Op.WGMMA_COMMIT:
+            return d.warpgroup_commit()
+        if ins.op is Op.WGMMA_WAIT:
+            accumulators = [
+                (f, self.c[f.name]) for f in self.defn.fragments if f.role is MatrixRole.WARPGROUP
+            ]
+            return d.warpgroup_wait(int(cast(Const, args[0]).value), accumulators)
+        if ins.op is Op.WGMMA_FILL:
+            acc = cast(Fragment, args[0])
+            return d.warpgroup_fill(acc, self.c[acc.name], text(cast(Operand, args[1])))
+        if ins.op is Op.WGMMA_MMA:
+            acc, a, b = cast(Fragment, args[0]), cast(SharedArray, args[1]), args[3]
+            a_ptr = f"&{self._array(a)[0]}[{text(cast(Operand, args[2]))}]"
+            b_ptr = f"&{self._array(b)[0]}[{text(cast(Operand, args[4]))}]"
+            block = int(cast(Const, args[5]).value)
+            return d.warpgroup_mma(acc, self.c[acc.name], a.elem, a_ptr, b_ptr, block)
+        acc = cast(Fragment, args[2])
+        base, _ = self._array(args[0])
+        pointer = f"{base} + {text(cast(Operand, args[1]))}"
+        stride, rows, cols = (text(cast(Operand, x)) for x in args[3:6])
+        return d.warpgroup_store(acc, self.c[acc.name], pointer, stride, rows, cols)
 
     def _value(self, ins: Instr, operands: list[Arg]) -> str:
         """The expression of the value operation ``ins`` on ``operands`` (its operands, or the

@@ -20,14 +20,34 @@ import math
 from abc import ABC
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from ..errors import UnsupportedFeature
-from ..ir import DYNAMIC_SHARED_ALIGN, Elem, Fragment, KernelDefinition, MatrixLayout, Op
+from ..ir import (
+    DYNAMIC_SHARED_ALIGN,
+    SWIZZLE_ALIGN_NBYTES,
+    Elem,
+    Fragment,
+    Instr,
+    KernelDefinition,
+    MatrixLayout,
+    Op,
+    SharedArray,
+    walk,
+)
 from .names import C99_KEYWORDS, MATH_NAMES
 
-__all__ = ["BITS_ELEM", "BUFFERED_SHARED_ALIGN", "Dialect", "MemSpace", "Usage"]
+__all__ = [
+    "BITS_ELEM",
+    "BUFFERED_SHARED_ALIGN",
+    "Dialect",
+    "MemSpace",
+    "Usage",
+    "buffered_align_nbytes",
+    "swizzled_arrays",
+]
 
 
 class MemSpace(enum.Enum):
@@ -43,6 +63,25 @@ class MemSpace(enum.Enum):
 BUFFERED_SHARED_ALIGN = 32
 #: The unsigned integer of each element size: the bit pattern type of atomics and bit casts.
 BITS_ELEM = {1: Elem.U8, 2: Elem.U16, 4: Elem.U32, 8: Elem.U64}
+
+
+def buffered_align_nbytes(definition: KernelDefinition) -> int:
+    """The alignment of each static shared array placed in the dynamic buffer: the 1024 bytes of
+    the 128-byte swizzle when the kernel multiplies warpgroup matrices (``WGMMA_MMA``), else
+    :data:`BUFFERED_SHARED_ALIGN`."""
+    if swizzled_arrays(definition):
+        return SWIZZLE_ALIGN_NBYTES
+    return BUFFERED_SHARED_ALIGN
+
+
+def swizzled_arrays(definition: KernelDefinition) -> frozenset[SharedArray]:
+    """The shared arrays that ``WGMMA_MMA`` reads: they start 1024-byte aligned."""
+    return frozenset(
+        cast(SharedArray, arr)
+        for s in walk(definition.body)
+        if isinstance(s, Instr) and s.op is Op.WGMMA_MMA
+        for arr in (s.args[1], s.args[3])
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +255,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         total = sum(s.length * s.elem.nbytes for s in static)
         if limit is None or self.dynamic_shared != "extern" or total <= limit:
             return 0
-        align = BUFFERED_SHARED_ALIGN
+        align = buffered_align_nbytes(definition)
         return sum(-(-s.length * s.elem.nbytes // align) * align for s in static)
 
     def load(self, elem: Elem, space: MemSpace, base: str, index: str) -> str:
@@ -513,6 +552,45 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def matrix_cast(self, dst: Fragment, dst_name: str, src: Fragment, src_name: str) -> list[str]:
         """Statements converting the accumulator ``src`` into the accumulator ``dst``."""
         raise UnsupportedFeature(f"{self.name} has no cooperative matrices (cmma)")
+
+    # -- warpgroup matrices (wgmma) ----------------------------------------------------------
+
+    def warpgroup_decl(self, acc: Fragment, name: str) -> str:
+        """The declaration of the warpgroup accumulator ``acc`` named ``name``."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_fill(self, acc: Fragment, name: str, value: str) -> list[str]:
+        """Statements setting every element of the accumulator ``acc`` to ``value``."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_fence(self) -> list[str]:
+        """Statements of ``WGMMA_FENCE``."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_mma(
+        self, acc: Fragment, name: str, elem: Elem, a: str, b: str, block: int
+    ) -> list[str]:
+        """Statements issuing ``acc += A @ B`` of ``elem`` operands whose first elements are
+        the shared pointers ``a`` and ``b`` (``WGMMA_MMA``, blocks of B ``block`` apart)."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_commit(self) -> list[str]:
+        """Statements closing the warpgroup's open group."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_wait(
+        self, pending: int, accumulators: Sequence[tuple[Fragment, str]]
+    ) -> list[str]:
+        """Statements waiting until at most ``pending`` groups are unfinished, after which the
+        named ``accumulators`` hold their products."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
+
+    def warpgroup_store(
+        self, acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str
+    ) -> list[str]:
+        """Statements writing element ``(r, c)`` of ``acc`` to ``pointer[r * stride + c]``
+        (global ``f32``) where ``r < rows`` and ``c < cols``."""
+        raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
 
     # -- the program ------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ from .ops import (
     MATRIX_OPS,
     PLANE_OPS,
     SYNC_REDUCE_OPS,
+    WARPGROUP_OPS,
     Op,
 )
 from .printing import MAX_PRINT_VALUES, Conversion, PrintFormat
@@ -74,6 +75,19 @@ from .variables import (
     SourceLoc,
 )
 from .verify import verify
+from .warpgroup import (
+    SWIZZLE_ALIGN_NBYTES,
+    SWIZZLE_ATOM,
+    SWIZZLE_ROW,
+    WARPGROUP_ELEMS,
+    WARPGROUP_K,
+    WARPGROUP_M,
+    WARPGROUP_NS,
+    WARPGROUP_UNITS,
+    operand_indices,
+    swizzle,
+    warpgroup_product,
+)
 
 __all__ = [
     "ARITH_BINARY",
@@ -100,8 +114,17 @@ __all__ = [
     "NUMERIC_ELEMS",
     "PLANE_OPS",
     "REPORT_PARAM",
+    "SWIZZLE_ALIGN_NBYTES",
+    "SWIZZLE_ATOM",
+    "SWIZZLE_ROW",
     "SYNC_REDUCE_OPS",
     "TF32_CONFIGS",
+    "WARPGROUP_ELEMS",
+    "WARPGROUP_K",
+    "WARPGROUP_M",
+    "WARPGROUP_NS",
+    "WARPGROUP_OPS",
+    "WARPGROUP_UNITS",
     "ArrayVar",
     "Block",
     "Break",
@@ -138,12 +161,15 @@ __all__ = [
     "lower_async_copies",
     "lower_bounds",
     "multiply_accumulate",
+    "operand_indices",
     "report_names",
     "rewrite",
     "round_tf32",
     "scalarize_lines",
+    "swizzle",
     "uses_async_copies",
     "uses_lines",
     "verify",
     "walk",
+    "warpgroup_product",
 ]

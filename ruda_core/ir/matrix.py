@@ -43,6 +43,8 @@ class MatrixRole(enum.Enum):
     A = "a"  #: m x k
     B = "b"  #: k x n
     ACCUMULATOR = "accumulator"  #: m x n: C or D
+    #: a warpgroup's 64 x n f32 accumulator of ``WGMMA_*`` (see :mod:`~ruda_core.ir.warpgroup`)
+    WARPGROUP = "warpgroup"
 
 
 class MatrixLayout(enum.Enum):

@@ -132,6 +132,50 @@ correct implementation: the NumPy device and the OpenCL targets run ``COPY_ASYNC
 in bounds when its whole line is; in ``CHECKED`` and ``VALIDATE`` modes the bounds pass runs
 the copy as that load and store, so an out-of-bounds source line copies zeros and an
 out-of-bounds destination line is dropped (and reported).
+
+**Warpgroup matrices** (Hopper's ``wgmma``, :mod:`~ruda_core.ir.warpgroup`). A *warpgroup* is
+128 consecutive units of a cube (units ``128g .. 128g + 127``: four planes of 32); a kernel that
+uses these operations runs in cubes whose unit count is a multiple of 128. A ``WARPGROUP``
+fragment is a ``64 x n`` tile of ``f32`` held by one warpgroup as a whole (``n`` a multiple of
+8 from 8 to 256). Every ``WGMMA_*`` operation must be reached by every unit of the warpgroup
+(uniform control flow) with the same scalar operands. Operands ``A`` (``64 x 16``) and ``B``
+(``16 x n``) are read from shared arrays of ``bf16`` or ``f16`` (one type) that lie in the
+*128-byte swizzle*: the array starts 1024-byte aligned and its logical element ``e`` is stored
+at element ``swizzle(e) = e ^ (((e >> 6) & 7) << 3)``: in each row of 64 elements (128 bytes),
+16-byte chunk ``c`` of row ``r`` lives at chunk ``c ^ (r % 8)``
+(:func:`~ruda_core.ir.warpgroup.swizzle`). With ``S`` the array read through the swizzle:
+
+* ``A[i, kk] = S[a_at + 64 * i + kk]`` (K-major: 64 rows of 64 elements, the operand's 16
+  columns from ``a_at``), ``a_at % 16 == 0`` and ``a_at % 512 < 64``;
+* ``B[kk, j] = S[b_at + block * (j // 64) + 64 * kk + j % 64]`` (N-major: rows of 64 columns
+  of ``B``, blocks of 64 columns ``block`` elements apart), ``b_at % 512 == 0`` and
+  ``block % 512 == 0``.
+
+* ``WGMMA_FILL(acc, v)``: every element of the accumulator ``acc`` is ``v`` (``f32``).
+* ``WGMMA_FENCE()``: orders the warpgroup's earlier writes of its accumulators and of shared
+  memory before the ``WGMMA_MMA`` that follow (PTX's ``wgmma.fence``); required before the first
+  ``WGMMA_MMA`` after a ``WGMMA_FILL`` or any other write of the accumulator, and after writing
+  the operand tiles (with a ``SYNC_UNITS`` after the copies of other units).
+* ``WGMMA_MMA(acc, a, a_at, b, b_at, Const block)``: issue ``acc += A @ B`` asynchronously, the
+  products exact and the sum rounded to ``f32`` as ``CMMA_EXECUTE``'s (the order of the 16 terms
+  is unspecified on tensor cores). It joins the warpgroup's open group.
+* ``WGMMA_COMMIT()``: close the warpgroup's open group of products and open a new one.
+* ``WGMMA_WAIT(Const n)``: wait until at most ``n`` of the warpgroup's closed groups are
+  unfinished; the products of the others are in their accumulators.
+* ``WGMMA_STORE(arr, offset, acc, stride, rows, cols)``: element ``(r, c)`` of ``acc`` is
+  written to ``arr[offset + r * stride + c]`` (a global ``f32`` array) where ``r < rows`` and
+  ``c < cols`` (``u32``); the others are not written.
+
+Between a ``WGMMA_MMA`` and the ``WGMMA_WAIT`` that completes its group the kernel must not read
+or write its accumulator (``WGMMA_STORE``, ``WGMMA_FILL``) nor write its operand tiles, and every
+group must be waited for before the kernel ends; otherwise the result is unspecified. The NumPy
+device reads the operand tiles at issue, adds the product at the completing wait, and raises
+(naming the kernel) for each of these faults it sees: an access of a pending accumulator, an
+operand tile changed before the wait, a kernel that ends with products pending, a
+``WGMMA_MMA`` after an accumulator write with no ``WGMMA_FENCE`` between, a misaligned operand,
+and a cube whose unit count is not a multiple of 128. The bounds pass does not check these
+operations: the model raises on an operand outside its shared array, and ``WGMMA_STORE`` takes
+its limits from the kernel.
 """
 
 from __future__ import annotations
@@ -150,6 +194,7 @@ __all__ = [
     "MATRIX_OPS",
     "PLANE_OPS",
     "SYNC_REDUCE_OPS",
+    "WARPGROUP_OPS",
     "Op",
 ]
 
@@ -321,6 +366,14 @@ class Op(enum.Enum):
     ASYNC_COMMIT = "async_commit"  #: () -> None; closes the unit's open group of copies
     ASYNC_WAIT = "async_wait"  #: (Const n: u32) -> None; at most n closed groups unfinished
 
+    # warpgroup matrices (see the module docstring); none has a result local
+    WGMMA_FILL = "wgmma_fill"  #: (acc, v: f32) -> None
+    WGMMA_FENCE = "wgmma_fence"  #: () -> None
+    WGMMA_MMA = "wgmma_mma"  #: (acc, a: shared, a_at: u32, b: shared, b_at: u32, Const block)
+    WGMMA_COMMIT = "wgmma_commit"  #: () -> None; closes the warpgroup's open group
+    WGMMA_WAIT = "wgmma_wait"  #: (Const n: u32) -> None; at most n closed groups unfinished
+    WGMMA_STORE = "wgmma_store"  #: (arr, offset: u32, acc, stride, rows, cols: u32) -> None
+
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
 
@@ -426,6 +479,10 @@ LINE_OPS = frozenset({Op.LOAD_LINE, Op.STORE_LINE, Op.LINE_LANE, Op.LINE_BUILD})
 MATRIX_OPS = frozenset({Op.CMMA_FILL, Op.CMMA_LOAD, Op.CMMA_EXECUTE, Op.CMMA_STORE, Op.CMMA_CAST})
 #: The asynchronous-copy operations (see the module docstring).
 ASYNC_COPY_OPS = frozenset({Op.COPY_ASYNC, Op.ASYNC_COMMIT, Op.ASYNC_WAIT})
+#: The warpgroup matrix operations (see the module docstring).
+WARPGROUP_OPS = frozenset(
+    {Op.WGMMA_FILL, Op.WGMMA_FENCE, Op.WGMMA_MMA, Op.WGMMA_COMMIT, Op.WGMMA_WAIT, Op.WGMMA_STORE}
+)
 #: Value operations that apply to lines lane by lane, scalars broadcast.
 LANE_WISE_OPS = frozenset(
     {Op.ASSIGN, Op.CAST, Op.BITCAST, Op.SELECT, Op.NEG, Op.ABS, Op.FMA, Op.CLAMP}

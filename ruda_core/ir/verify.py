@@ -49,6 +49,7 @@ from .variables import (
     SharedArray,
     SourceLoc,
 )
+from .warpgroup import WARPGROUP_ELEMS, WARPGROUP_K, WARPGROUP_M, WARPGROUP_NS
 
 __all__ = ["verify"]
 
@@ -560,6 +561,7 @@ _FRAGMENT_ELEMS = {
     MatrixRole.A: frozenset({Elem.F16, Elem.BF16, Elem.F32}),
     MatrixRole.B: frozenset({Elem.F16, Elem.BF16, Elem.F32}),
     MatrixRole.ACCUMULATOR: frozenset({Elem.F16, Elem.F32}),
+    MatrixRole.WARPGROUP: frozenset({Elem.F32}),
 }
 
 
@@ -572,9 +574,15 @@ def _check_fragment(frag: Fragment) -> None:
             f"fragment '{frag.name}' of role {frag.role.value} holds {frag.elem}; it holds "
             f"{allowed}"
         )
-    if frag.tf32 and (frag.elem is not Elem.F32 or frag.role is MatrixRole.ACCUMULATOR):
+    wgmma_shape = frag.m == WARPGROUP_M and frag.k == WARPGROUP_K and frag.n in WARPGROUP_NS
+    if frag.role is MatrixRole.WARPGROUP and not wgmma_shape:
+        _fail(
+            f"warpgroup accumulator '{frag.name}' is 64 x n x 16 (n from 8 to 256 by 8), not "
+            f"{frag.m}x{frag.n}x{frag.k}"
+        )
+    if frag.tf32 and frag.role not in (MatrixRole.A, MatrixRole.B):
         _fail(f"fragment '{frag.name}' is tf32: only an A or B fragment of f32 can be")
-    if frag.role is not MatrixRole.ACCUMULATOR and frag.layout is None:
+    if frag.role in (MatrixRole.A, MatrixRole.B) and frag.layout is None:
         _fail(f"fragment '{frag.name}' of role {frag.role.value} needs a layout")
 
 
@@ -646,6 +654,46 @@ def _cmma_cast(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None)
 
 
+def _wgmma_fill(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 2)
+    v._fragment(ins.args[0], MatrixRole.WARPGROUP, "the filled accumulator")
+    v._expect(v._scalar(ins.args[1]), {Elem.F32}, "the fill value")
+    v._out(ins, None)
+
+
+def _wgmma_mma(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 6)
+    v._fragment(ins.args[0], MatrixRole.WARPGROUP, "the accumulator")
+    a, b = ins.args[1], ins.args[3]
+    if not isinstance(a, SharedArray) or not isinstance(b, SharedArray):
+        _fail(f"wgmma_mma reads its operands from shared arrays, not {a} and {b}")
+    v._expect(v._array(a), WARPGROUP_ELEMS, "the A operand's element")
+    v._expect(v._array(b), {a.elem}, "the B operand's element (A's)")
+    v._expect(v._scalar(ins.args[2]), _U32, "a_at")
+    v._expect(v._scalar(ins.args[4]), _U32, "b_at")
+    block = ins.args[5]
+    if not isinstance(block, Const) or block.elem is not Elem.U32 or int(block.value) % 512:
+        _fail(f"wgmma_mma needs a constant u32 block stride, a multiple of 512; got {block}")
+    v._out(ins, None)
+
+
+def _wgmma_wait(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 1)
+    n = ins.args[0]
+    if not isinstance(n, Const) or n.elem is not Elem.U32 or not 0 <= int(n.value) <= 7:
+        _fail(f"wgmma_wait needs a constant u32 count of groups from 0 to 7, got {n}")
+    v._out(ins, None)
+
+
+def _wgmma_store(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 6)
+    v._fragment(ins.args[2], MatrixRole.WARPGROUP, "the stored accumulator")
+    v._expect(v._array(ins.args[0], global_only=True), {Elem.F32}, "the stored array")
+    for k in (1, 3, 4, 5):
+        v._expect(v._scalar(ins.args[k]), _U32, "the offset, stride, rows and cols")
+    v._out(ins, None)
+
+
 def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
@@ -696,6 +744,12 @@ def _build_rules() -> dict[Op, Rule]:
         Op.CMMA_STORE: _cmma_store,
         Op.CMMA_EXECUTE: _cmma_execute,
         Op.CMMA_CAST: _cmma_cast,
+        Op.WGMMA_FILL: _wgmma_fill,
+        Op.WGMMA_FENCE: _sync,
+        Op.WGMMA_MMA: _wgmma_mma,
+        Op.WGMMA_COMMIT: _sync,
+        Op.WGMMA_WAIT: _wgmma_wait,
+        Op.WGMMA_STORE: _wgmma_store,
     }
     for op in ARITH_BINARY:
         floats_only = op in (Op.DIV, Op.POW)

@@ -23,7 +23,7 @@ documented in :mod:`.statements`, :mod:`.expressions`, :mod:`.coerce`, :mod:`.bu
 
 from types import ModuleType
 
-from . import cmma, pipeline
+from . import cmma, pipeline, wgmma
 from .args import ArrayArg, TensorArg
 from .builtins import (
     ABSOLUTE_POS,
@@ -329,6 +329,7 @@ __all__ = [
     "units_min",
     "units_sum",
     "unroll",
+    "wgmma",
 ]
 
 # The modules that implement the language are not part of it: importing them above made each an

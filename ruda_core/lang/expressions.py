@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import (
     ATOMIC_OPS,
     MATRIX_OPS,
+    WARPGROUP_OPS,
     Builtin,
     Const,
     Elem,
@@ -111,7 +112,10 @@ _PY_BUILTINS = {
     id(f): (f, f.__name__) for f in (range, len, min, max, abs, round, pow, int, float, bool)
 }
 _GUARDED = (
-    ATOMIC_OPS | MATRIX_OPS | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
+    ATOMIC_OPS
+    | MATRIX_OPS
+    | WARPGROUP_OPS
+    | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
 )
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 _COMPTIME_OBJECTS = (

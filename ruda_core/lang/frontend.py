@@ -91,7 +91,7 @@ def build_kernel(
 
 
 #: The operations that write their first operand (besides atomics).
-_STORES = frozenset({Op.INDEX_ASSIGN, Op.STORE_LINE, Op.CMMA_STORE})
+_STORES = frozenset({Op.INDEX_ASSIGN, Op.STORE_LINE, Op.CMMA_STORE, Op.WGMMA_STORE})
 
 
 def _written(block: Block, out: set[Param]) -> None:

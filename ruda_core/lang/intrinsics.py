@@ -32,6 +32,7 @@ from .copies import COPY_HANDLERS
 from .lines import line_width
 from .matrix import MATRIX_HANDLERS
 from .scope import PyVal, Value, View, is_array, is_line
+from .warpgroup import WARPGROUP_HANDLERS
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -386,4 +387,5 @@ HANDLERS: dict[str, Handler] = {
     "plane_shuffle_xor": _plane_lane(Op.PLANE_SHUFFLE_XOR, "mask"),
     **MATRIX_HANDLERS,
     **COPY_HANDLERS,
+    **WARPGROUP_HANDLERS,
 }

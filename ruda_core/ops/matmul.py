@@ -1,7 +1,9 @@
 """``matmul``: the product of two row-major matrices, with f32 sums and an f32 result.
 
 Candidates, chosen per device and problem size by the autotuner (:mod:`ruda_core.autotune`) and
-remembered in its persistent cache: cooperative-matrix kernels (``cmma``, tensor cores through
+remembered in its persistent cache: warpgroup-matrix kernels (``wgmma``, Hopper's
+``wgmma.mma_async``) for f16 and bf16 where the device has ``Feature.WARPGROUP_MMA``,
+cooperative-matrix kernels (``cmma``, tensor cores through
 WMMA on CUDA) in several block tiles where the device has 16 x 16 matrices of the input type,
 with two shared stages staged through registers or three and four filled by asynchronous copies,
 and register-blocked fused-multiply-add kernels, which every device runs, each left out where
@@ -9,7 +11,8 @@ its cube needs more units or shared memory than the device has. Each launch pick
 specialisations from the shape: 16-byte global lines where rows allow them, and the unchecked
 interior variant where the extents are multiples of the block tile. f32 input uses tf32
 matrices only when the caller allows it, since they round the inputs to 10 fraction bits. This
-module launches the kernels of :mod:`.matmul_kernels`; it never imports a driver.
+module launches the kernels of :mod:`.matmul_kernels` and :mod:`.matmul_warpgroup`; it never
+imports a driver.
 """
 
 from __future__ import annotations
@@ -24,9 +27,18 @@ import numpy as np
 from ..autotune import Tunable, TunableSet, Tuner, anchor
 from ..ir import Elem, MatrixConfig, MatrixElem
 from ..lang import ArrayArg
-from ..runtime import ComputeClient, LaunchConfigError, LayoutError, RudaCount, RudaDim
+from ..runtime import (
+    ComputeClient,
+    Feature,
+    LaunchConfigError,
+    LayoutError,
+    RudaCount,
+    RudaDim,
+)
 from ..tensor import RudaTensor
 from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
+from .matmul_warpgroup import BK as WARPGROUP_BK
+from .matmul_warpgroup import matmul_warpgroup
 from .operands import Operand, as_buffer, check_float, client_and_operands
 
 __all__ = ["matmul"]
@@ -74,6 +86,13 @@ PIPELINED_SHAPES = (
     (4, 2, 2, 4, 64, 4, False),
     (4, 2, 2, 4, 128, 3, False),
 )
+#: Warpgroup candidates ``(WG, BN, STAGES)`` of :func:`.matmul_warpgroup` (bf16 and f16 on a
+#: device with ``Feature.WARPGROUP_MMA``): ``WG`` warpgroups per cube, each a ``64 x BN``
+#: accumulator, so a ``64*WG x BN`` block, over ``STAGES`` shared slots of 64-deep stages
+#: (``STAGES - 2`` in flight). 128 x 256 in four slots takes 192 KiB, 128 x 128 in five 160 KiB
+#: (two cubes do not share a multiprocessor at either); 64 x 64 in three (48 KiB) fits every
+#: device that has warpgroup matrices, the NumPy device's 64 KiB included.
+WARPGROUP_SHAPES = ((2, 256, 4), (2, 128, 5), (4, 128, 4), (2, 128, 3), (1, 64, 3))
 #: The block rows of the group within which a pipelined kernel's cubes walk column by column.
 GROUP_ROWS = 8
 #: The bytes of a cmma kernel's global line (the widest vector access).
@@ -145,9 +164,10 @@ def _candidates(client: ComputeClient, elem: Elem, allow_tf32: bool) -> TunableS
     cmma = matrix is not None and client.features().supports_matrix(
         MatrixConfig(matrix, matrix, MatrixElem.F32, 16, 16, tk)
     )
+    warpgroup = elem in _MATRIX and client.features().has(Feature.WARPGROUP_MMA)
     props = client.properties()
     limits = _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
-    return _tunable_set(elem, allow_tf32 and elem is Elem.F32, cmma, limits)
+    return _tunable_set(elem, allow_tf32 and elem is Elem.F32, cmma, warpgroup, limits)
 
 
 class _Limits(NamedTuple):
@@ -159,9 +179,11 @@ class _Limits(NamedTuple):
 
 
 @functools.cache
-def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> TunableSet:
-    """The candidates a device with ``limits`` can run (see :func:`_fma_stages` and
-    :func:`_cmma_stages`)."""
+def _tunable_set(
+    elem: Elem, tf32: bool, cmma: bool, warpgroup: bool, limits: _Limits
+) -> TunableSet:
+    """The candidates a device with ``limits`` can run (see :func:`_fma_stages`,
+    :func:`_cmma_stages` and :func:`_warpgroup_fits`)."""
     tunables: list[Tunable] = []
     for shape in FMA_SHAPES:
         stages = _fma_stages(shape, limits)
@@ -186,7 +208,12 @@ def _tunable_set(elem: Elem, tf32: bool, cmma: bool, limits: _Limits) -> Tunable
             spec = functools.partial(_pipelined_spec, prefetch=prefetch)
             runner = _tensor_core(matmul_pipelined, spec, cshape, limits.plane_dim, stages, tf32)
             tunables.append(Tunable(name + ("-pf" if prefetch else ""), runner))
-    kind = "cmma" if cmma else "fma"
+    for wshape in WARPGROUP_SHAPES if warpgroup else ():
+        if _warpgroup_fits(wshape, limits):
+            wg, bn, stages = wshape
+            name = f"wgmma-{64 * wg}x{bn}x{WARPGROUP_BK}-{wg}wg-s{stages}"
+            tunables.append(Tunable(name, _warpgroup(wshape)))
+    kind = "wgmma" if warpgroup else "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
 
@@ -216,6 +243,14 @@ def _pipelined_stages(shape: CmmaShape, most: int, elem: Elem, limits: _Limits) 
         return 0
     fits = (s for s in range(most, 1, -1) if _cmma_shared(shape, elem.nbytes, s) <= limits.shared)
     return next(fits, 0)
+
+
+def _warpgroup_fits(shape: tuple[int, int, int], limits: _Limits) -> bool:
+    """Whether the cube of the warpgroup candidate ``shape`` (128 units per warpgroup, 16-bit
+    stages of ``a`` and ``b``) fits a device with ``limits``."""
+    wg, bn, stages = shape
+    shared = 2 * stages * WARPGROUP_BK * (64 * wg + bn)
+    return 128 * wg <= limits.units and shared <= limits.shared
 
 
 def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
@@ -339,6 +374,31 @@ def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
         count = RudaCount(math.ceil(n / bn), math.ceil(m / bm))
         spec = _fma_spec(shape, stages, m, n, k)
         matmul_fma.launch_unchecked(client, count, RudaDim((bm // rm) * (bn // rn)), *args, **spec)
+        return out
+
+    return run
+
+
+def _warpgroup(shape: tuple[int, int, int]) -> Runner:
+    """A runner of :func:`.matmul_warpgroup` in the ``WARPGROUP_SHAPES`` entry ``shape``."""
+    wg, bn, stages = shape
+    bm = 64 * wg
+
+    def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
+        out, args = _operands(client, a, b)
+        (m, k), n = a.shape, b.shape[1]
+        count = RudaCount(math.ceil(n / bn), math.ceil(m / bm))
+        interior = m % bm == 0 and n % bn == 0 and k % WARPGROUP_BK == 0
+        spec = dict(
+            WG=wg,
+            BN=bn,
+            STAGES=stages,
+            VA=_line(k, LINE_BYTES // a.elem.nbytes),
+            VB=_line(n, LINE_BYTES // a.elem.nbytes),
+            INTERIOR=interior,
+            GROUP=GROUP_ROWS,
+        )
+        matmul_warpgroup.launch_unchecked(client, count, RudaDim(128 * wg), *args, **spec)
         return out
 
     return run

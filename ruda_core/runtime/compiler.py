@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..ir import MATRIX_OPS, PLANE_OPS, ExecutionMode, Instr, KernelDefinition, MatrixConfig, walk
+from ..ir import (
+    MATRIX_OPS,
+    PLANE_OPS,
+    WARPGROUP_OPS,
+    ExecutionMode,
+    Instr,
+    KernelDefinition,
+    MatrixConfig,
+    walk,
+)
 from ..ir.bounds import lower_bounds, report_names
 from ..ir.kernel import dynamic_shared_bytes
 
@@ -140,6 +149,12 @@ class RudaTask(ABC):
         refuses to compile it."""
         return frozenset()
 
+    @property
+    def uses_warpgroups(self) -> bool:
+        """Whether the task uses warpgroup matrix operations (``wgmma``): a device without
+        ``Feature.WARPGROUP_MMA`` refuses to compile it."""
+        return False
+
     @abstractmethod
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
@@ -162,12 +177,14 @@ class KernelTask(RudaTask):
         "name",
         "shared_bytes",
         "uses_planes",
+        "uses_warpgroups",
     )
 
     key: str
     name: str
     shared_bytes: int
     uses_planes: bool
+    uses_warpgroups: bool
     dynamic_shared: bool
     matrix_configs: frozenset[MatrixConfig]
 
@@ -183,6 +200,9 @@ class KernelTask(RudaTask):
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )
         self.matrix_configs = definition.matrix_configs
+        self.uses_warpgroups = any(
+            isinstance(s, Instr) and s.op in WARPGROUP_OPS for s in walk(definition.body)
+        )
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         return dynamic_shared_bytes(self._dynamic, scalars) if self._dynamic else 0

@@ -40,7 +40,7 @@ from ..errors import UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, RudaTask
-from .properties import DeviceProperties, Features
+from .properties import DeviceProperties, Feature, Features
 
 if TYPE_CHECKING:
     from .driver import KernelDriver
@@ -382,11 +382,19 @@ def _decode(blob: bytes, compiled: CompiledKernel) -> bytes:
 
 
 def _check_matrices(target: BuildTarget, origin: EntryOrigin, task: RudaTask) -> None:
-    """Refuse a task that multiplies a matrix configuration the device lacks.
+    """Refuse a task that multiplies a matrix configuration the device lacks, or that uses
+    warpgroup matrices (``wgmma``) on a device without them.
 
     :raises UnsupportedFeature: naming the kernel, the device and the configuration.
     """
     features = target.features
+    if task.uses_warpgroups and not features.has(Feature.WARPGROUP_MMA):
+        raise UnsupportedFeature(
+            f"kernel {task.name} uses warpgroup matrices (wgmma), which "
+            f"{origin.device or target.device} ({target.properties.name}) does not have: "
+            "only CUDA devices of compute capability 9.0 (sm_90a) and the NumPy device do. "
+            "Check client.features().has(Feature.WARPGROUP_MMA) and choose another kernel"
+        )
     missing = sorted(str(c) for c in task.matrix_configs if not features.supports_matrix(c))
     if missing:
         offered = ", ".join(sorted(str(c) for c in features.matrices)) or "none"

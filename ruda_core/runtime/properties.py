@@ -44,6 +44,9 @@ class Feature(enum.Enum):
     #: launches can run sanitized (``RUDA_SANITIZE=1``): races, uninitialised reads, divergent
     #: barriers and out-of-bounds accesses are reported as a ``SanitizerError``
     SANITIZE = "sanitize"
+    #: warpgroup matrix multiply (``wgmma``, Hopper's ``wgmma.mma_async``): CUDA devices of
+    #: compute capability 9.0 (``sm_90a``; later architectures lack it) and the NumPy device
+    WARPGROUP_MMA = "warpgroup_mma"
 
 
 @dataclass(frozen=True, slots=True)

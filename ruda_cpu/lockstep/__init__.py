@@ -100,6 +100,16 @@ from .values import (
     select,
     sub,
 )
+from .warpgroup import (
+    warpgroups,
+    warpgroups_end,
+    wgmma_commit,
+    wgmma_fence,
+    wgmma_fill,
+    wgmma_mma,
+    wgmma_store,
+    wgmma_wait,
+)
 
 __all__ = [
     "Batch",
@@ -195,4 +205,12 @@ __all__ = [
     "sync_units_or",
     "trailing_zeros",
     "trip_count",
+    "warpgroups",
+    "warpgroups_end",
+    "wgmma_commit",
+    "wgmma_fence",
+    "wgmma_fill",
+    "wgmma_mma",
+    "wgmma_store",
+    "wgmma_wait",
 ]

@@ -3,7 +3,8 @@ reference device, f16 and bf16 take one FMA tile: see ``_tested``) on shapes tha
 multiples of any tile, the autotuner picks and remembers a winner, and bad operands are
 refused before anything runs. The shapes take both the bounds-checked and the interior variant
 of every kernel, with and without 16-byte lines. On a CUDA GPU (``cuda:0``) the same tests cover
-the tensor-core candidates at bf16, f16 and tf32."""
+the tensor-core candidates at bf16, f16 and tf32, and on the reference device and a GPU of
+compute capability 9.0 the warpgroup-matrix (``wgmma``) ones at bf16 and f16."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ruda_core.autotune import Tunable
 from ruda_core.ir import Elem, MatrixConfig, MatrixElem
 from ruda_core.ops import matmul
 from ruda_core.ops.matmul import _TUNER, _candidates
-from ruda_core.runtime import LaunchConfigError, LayoutError, UnsupportedFeature
+from ruda_core.runtime import Feature, LaunchConfigError, LayoutError, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
 
 DEVICES = ["cpu", "opencl:0", "opencl:1", "cuda:0"]
@@ -83,6 +84,15 @@ def test_tf32_is_used_only_when_allowed(open_device, device):
         client, RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b), allow_tf32=True
     ).to_numpy(client)
     _check(got, a, b, 2.0**-10 if has_cmma else TOL["float32"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_warpgroup_candidates_only_for_half_types_where_the_device_has_them(open_device, device):
+    client = open_device(device)
+    has = client.features().has(Feature.WARPGROUP_MMA)
+    for elem in (Elem.F16, Elem.BF16, Elem.F32):
+        names = [t.name for t in _candidates(client, elem, False).tunables]
+        assert any(n.startswith("wgmma") for n in names) == (has and elem is not Elem.F32)
 
 
 def test_the_tuner_records_a_winner_and_reuses_it():

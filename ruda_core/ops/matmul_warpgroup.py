@@ -1,0 +1,179 @@
+# mypy: ignore-errors
+# (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
+"""The warpgroup matrix-multiply kernel (:mod:`ruda_core.lang.wgmma`, Hopper's
+``wgmma.mma_async``): ``out (m x n, f32) = a (m x k) @ b (k x n)``, all three row-major and
+dense, ``a`` and ``b`` of ``bf16`` or ``f16``.
+
+:func:`matmul_warpgroup` computes one ``BM x BN`` block of ``out`` per cube of ``WG``
+warpgroups (``BM = 64 * WG``): warpgroup ``w`` holds rows ``64w .. 64w + 63`` of the block as
+one ``64 x BN`` accumulator for the whole ``k`` loop. ``k`` is walked in stages 64 deep (one
+128-byte swizzled row of ``a`` per block row): ``STAGES`` shared slots, each holding a stage of
+``a`` (``BM`` rows of 64, K-major) and of ``b`` (64 rows of ``BN``, N-major in blocks of 64
+columns), both in the swizzled layout of :mod:`ruda_core.lang.wgmma`, filled by asynchronous
+16-byte copies to their swizzled lines (:mod:`ruda_core.lang.pipeline`).
+
+Per stage ``st``: wait for this unit's copies of stage ``st`` and fence, a barrier, then each
+warpgroup issues the four products of depth 16 of the stage as one group and waits until only
+that group is pending (``wgmma.wait(1)``: the stage before is multiplied), and every unit
+queues its copies of stage ``st + STAGES - 2`` into the slot of stage ``st - 2``, which every
+warpgroup finished multiplying before the barrier. So ``STAGES - 2`` stages are in flight while
+one is multiplied and the next group is issued. Cubes take their blocks column by column within
+groups of ``GROUP`` block rows (as :func:`.matmul_kernels.matmul_pipelined`'s). Lines past the
+matrices' edges are stored as zeros; with ``INTERIOR`` (``m``, ``n``, ``k`` multiples of
+``BM``, ``BN``, 64) nothing is checked; without 16-byte lines (``VA``/``VB`` of 1: rows that
+do not start on a line) the elements are copied one by one at once. The epilogue stores each
+accumulator with its rows and columns inside ``out``.
+
+Launching, shapes and the choice between kernels are :mod:`.matmul`'s; nothing here checks
+arguments.
+"""
+
+from __future__ import annotations
+
+from ..lang import (
+    RUDA_COUNT_X,
+    RUDA_COUNT_Y,
+    RUDA_POS_X,
+    RUDA_POS_Y,
+    UNIT_POS,
+    Array,
+    Comptime,
+    ElemVar,
+    Line,
+    SharedMemory,
+    bf16,
+    f16,
+    f32,
+    func,
+    kernel,
+    pipeline,
+    sync_units,
+    u32,
+    unroll,
+    wgmma,
+)
+
+__all__ = ["BK", "Half", "matmul_warpgroup"]
+
+#: The element of ``a`` and ``b``.
+Half = ElemVar("Half", [bf16, f16])
+#: The depth of a stage: one 128-byte row of a 16-bit type.
+BK = 64
+#: Elements of one swizzle block of 64 rows of 64 (a warpgroup's rows of a stage of ``a``, or 64
+#: columns of a stage of ``b``).
+_BLOCK = 64 * 64
+
+
+@func
+def _stage_a(
+    a, sa, at: u32, row0: u32, t: u32, m: u32, k: u32,
+    BM: Comptime[int], V: Comptime[int], UNITS: Comptime[int], INTERIOR: Comptime[bool],
+):  # fmt: skip
+    """This unit's 16-byte lines of the stage of ``a`` at ``(row0, t)`` into the swizzled slot
+    of ``sa`` from element ``at``: logical line ``g`` is row ``g // 8``, columns
+    ``t + 8 (g % 8) ..``."""
+    for j in unroll(range(BM * 8 // UNITS)):
+        g = UNIT_POS + u32(j * UNITS)
+        r = row0 + g // u32(8)
+        c = t + (g % u32(8)) * u32(8)
+        to = wgmma.swizzle_line(at // u32(8) + g)
+        _line(a, sa, to, r, c, m, k, V, INTERIOR)
+
+
+@func
+def _stage_b(
+    b, sb, at: u32, t: u32, col0: u32, k: u32, n: u32,
+    BN: Comptime[int], V: Comptime[int], UNITS: Comptime[int], INTERIOR: Comptime[bool],
+):  # fmt: skip
+    """This unit's 16-byte lines of the stage of ``b`` at ``(t, col0)`` into the swizzled slot
+    of ``sb`` from element ``at``: logical line ``g`` is column block ``g // 512``, row
+    ``(g // 8) % 64``, columns ``64 (g // 512) + 8 (g % 8) ..``."""
+    for j in unroll(range(BK * BN // 8 // UNITS)):
+        g = UNIT_POS + u32(j * UNITS)
+        r = t + (g // u32(8)) % u32(BK)
+        c = col0 + g // u32(_BLOCK // 8) * u32(64) + (g % u32(8)) * u32(8)
+        to = wgmma.swizzle_line(at // u32(8) + g)
+        _line(b, sb, to, r, c, k, n, V, INTERIOR)
+
+
+@func
+def _line(x, s, to: u32, r: u32, c: u32, rows: u32, cols: u32, V: Comptime[int], INTERIOR):
+    """Line ``to`` of ``s`` gets ``x[r, c .. c + 7]`` (``rows x cols``, row-major): one
+    asynchronous copy, or (``V == 1``) eight elements at once; zeros past the matrix."""
+    if V == 8:
+        if INTERIOR or (r < rows and c < cols):
+            pipeline.copy_async(s, to, x, (r * cols + c) // u32(8), 8)
+        else:
+            s.store_line(to, Line.splat(Half(0), 8))
+    else:
+        for q in unroll(range(8)):
+            if r < rows and c + u32(q) < cols:
+                s[to * u32(8) + u32(q)] = x[r * cols + c + u32(q)]
+            else:
+                s[to * u32(8) + u32(q)] = Half(0)
+
+
+@kernel
+def matmul_warpgroup(
+    a: Array[Half],
+    b: Array[Half],
+    out: Array[f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    WG: Comptime[int],
+    BN: Comptime[int],
+    STAGES: Comptime[int],
+    VA: Comptime[int],
+    VB: Comptime[int],
+    INTERIOR: Comptime[bool],
+    GROUP: Comptime[int],
+):
+    BM = 64 * WG
+    UNITS = 128 * WG
+    A_STAGE = BM * BK
+    B_STAGE = BK * BN
+    sa = SharedMemory(Half, STAGES * A_STAGE)
+    sb = SharedMemory(Half, STAGES * B_STAGE)
+    w = UNIT_POS // u32(128)
+    cube = RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X
+    per_group = u32(GROUP) * RUDA_COUNT_X
+    first = cube // per_group * u32(GROUP)
+    rows = min(RUDA_COUNT_Y - first, u32(GROUP))
+    within = cube % per_group
+    row0 = (first + within % rows) * u32(BM)
+    col0 = within // rows * u32(BN)
+    acc = wgmma.Accumulator(BN)
+    wgmma.fill(acc, 0.0)
+    stages = (k + u32(BK - 1)) // u32(BK)
+    for p in unroll(range(STAGES - 2)):  # the first STAGES - 2 stages, one group each
+        if u32(p) < stages:
+            _stage_a(a, sa, u32(p * A_STAGE), row0, u32(p * BK), m, k, BM, VA, UNITS, INTERIOR)
+            _stage_b(b, sb, u32(p * B_STAGE), u32(p * BK), col0, k, n, BN, VB, UNITS, INTERIOR)
+        pipeline.commit()
+    st = u32(0)
+    while st < stages:
+        pipeline.wait(STAGES - 3)  # this unit's copies of stage st are in …
+        wgmma.fence()  # … ordered before the tensor cores' reads (and the accumulator's fill)
+        sync_units()  # … and every unit's; every warpgroup is done with stage st - 2
+        cur = st % u32(STAGES)
+        a_at = cur * u32(A_STAGE) + w * u32(_BLOCK)
+        b_at = cur * u32(B_STAGE)
+        for s in unroll(range(BK // 16)):
+            wgmma.mma_async(acc, sa, a_at + u32(16 * s), sb, b_at + u32(1024 * s), _BLOCK)
+        wgmma.commit()
+        wgmma.wait(1)  # stage st - 1 is multiplied; stage st may still be
+        nxt = st + u32(STAGES - 2)  # queued into the slot of stage st - 2
+        if nxt < stages:
+            slot = nxt % u32(STAGES)
+            t = nxt * u32(BK)
+            _stage_a(a, sa, slot * u32(A_STAGE), row0, t, m, k, BM, VA, UNITS, INTERIOR)
+            _stage_b(b, sb, slot * u32(B_STAGE), t, col0, k, n, BN, VB, UNITS, INTERIOR)
+        pipeline.commit()
+        st += u32(1)
+    wgmma.wait(0)
+    pipeline.wait(0)
+    r0 = row0 + w * u32(64)
+    live_rows = m - r0 if r0 < m else u32(0)
+    live_cols = n - col0 if col0 < n else u32(0)
+    wgmma.store(out, r0 * n + col0, acc, n, live_rows, live_cols)
