@@ -2,7 +2,7 @@
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """The NumPy reference device on kernels a newcomer writes first, against NumPy itself.
 
-Seven kernels in the kernel language and one operation, each launched on ``cpu`` (sanitizer
+Eight kernels in the kernel language and one operation, each launched on ``cpu`` (sanitizer
 off) the way users launch them (``launch``, then ``sync``; the result is read back once, to
 check it) and timed against the NumPy expression that computes the same result:
 
@@ -21,6 +21,9 @@ check it) and timed against the NumPy expression that computes the same result:
   (NumPy slicing);
 * ``bitonic``: a bitonic sort of each 1024-element block of 8 M u32 in shared memory
   (``np.sort`` per block);
+* ``rare-branch``: 4 M f32 where 1% of the elements, flagged at random, take a branch of
+  transcendental arithmetic and the others pass through (NumPy's update of the flagged
+  elements alone);
 * ``ops.sort``: beside it, the whole 8 M u32 sorted by ``ruda_core.ops.sort``, which the
   device runs natively (``np.sort``).
 
@@ -63,8 +66,10 @@ from ruda_core.lang import (
     exp,
     f32,
     kernel,
+    log,
     max,
     min,
+    sqrt,
     sync_units,
     u8,
     u32,
@@ -208,6 +213,26 @@ def bitonic(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
             j //= u32(2)
         k *= u32(2)
     out[i] = buf[UNIT_POS]
+
+
+@kernel
+def rare_branch(x: Array[f32], flag: Array[u32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    v = x[i]
+    if flag[i] != u32(0):
+        a = exp(v) + sqrt(v + f32(1))
+        v = log(a + f32(2)) * a
+    out[i] = v
+
+
+def rare_numpy(x: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """``rare_branch`` in NumPy: the flagged elements updated alone."""
+    out = x.copy()
+    taken = flag != 0
+    v = x[taken]
+    a = np.exp(v) + np.sqrt(v + np.float32(1))
+    out[taken] = np.log(a + np.float32(2)) * a
+    return out
 
 
 @dataclass
@@ -415,6 +440,32 @@ def cases(client: ComputeClient) -> list[Case]:
             run_bitonic,
             reader(oout_h, np.uint32, (on,)),
             lambda: np.sort(ox.reshape(-1, SORT_BLOCK), axis=1).ravel(),
+        )
+    )
+
+    rn = 1 << 22
+    rx = rng.random(rn, dtype=np.float32)
+    rflag = (rng.random(rn) < 0.01).astype(np.uint32)
+    rx_h, rflag_h, rout_h = upload(rx), upload(rflag), client.empty(rx.nbytes)
+
+    def run_rare() -> None:
+        rare_branch.launch(
+            client,
+            RudaCount(rn // 256),
+            RudaDim(256),
+            ArrayArg(rx_h, rn),
+            ArrayArg(rflag_h, rn),
+            ArrayArg(rout_h, rn),
+        )
+        done()
+
+    made.append(
+        Case(
+            "rare-branch",
+            "4 M f32, 1% taken",
+            run_rare,
+            reader(rout_h, np.float32, (rn,)),
+            lambda: rare_numpy(rx, rflag),
         )
     )
 
