@@ -115,7 +115,8 @@ class SegmentLanes(Segmented):
         self._base = whole.base[picked]
 
     def segment_column(self, i: int) -> np.ndarray:
-        return self.data[self.base + i]
+        col: np.ndarray = self.data[self.base + i]
+        return col
 
 
 class Batch:

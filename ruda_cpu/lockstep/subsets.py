@@ -43,7 +43,8 @@ def subset(m: Any) -> np.ndarray | None:
     picked = np.flatnonzero(one)
     if picked.shape[0] * cubes > SUBSET_FRACTION * n:
         return None
-    return (np.arange(cubes, dtype=np.intp)[:, None] * units + picked[None, :]).reshape(-1)
+    lanes: np.ndarray = np.arange(cubes, dtype=np.intp)[:, None] * units + picked[None, :]
+    return lanes.reshape(-1)
 
 
 def pick(lanes: np.ndarray, x: Any) -> Any:
@@ -57,7 +58,7 @@ def pick(lanes: np.ndarray, x: Any) -> Any:
         return x.at(lanes)
     if type(x) is Units:
         one = x.one
-        units = one.n if type(one) is Lanes else one.shape[0]
+        units = one.n if isinstance(one, Lanes) else one.shape[0]
         return pick(lanes % units, one)
     return np.asarray(arr(x))[lanes]
 

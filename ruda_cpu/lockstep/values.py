@@ -100,7 +100,8 @@ class Lanes:
     def at(self, j: np.ndarray) -> np.ndarray:
         """The elements at the lanes ``j`` (integers in ``[0, n)``), as a new array."""
         step, start = wrap(self.step, _U64), wrap(self.start, _U64)
-        return (j.astype(_U64, copy=False) * step + start).astype(self.dtype)  # exact mod 2**64
+        out: np.ndarray = (j.astype(_U64, copy=False) * step + start).astype(self.dtype)
+        return out  # exact modulo 2**64
 
     def __repr__(self) -> str:
         return f"Lanes({self.start} + {self.step}*j, n={self.n}, {self.dtype})"
