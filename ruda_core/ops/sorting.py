@@ -31,24 +31,42 @@ import numpy as np
 from ..autotune import Tunable, TunableSet, Tuner, anchor
 from ..ir import Elem
 from ..lang import ArrayArg
-from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
+from ..runtime import (
+    ComputeClient,
+    Feature,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+    UnsupportedFeature,
+)
 from ..tensor import RudaTensor
 from .native import implementation
 from .primitive_inputs import INTS, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
+    COUNT,
     DIGITS,
     radix_floats,
     radix_histogram,
     radix_keys,
     radix_scatter,
     radix_unkeys,
+    state_size,
 )
 
 __all__ = ["argsort", "sort"]
 
-#: Candidates ``(units per cube, rounds of one key per unit in a block)``, tuned per problem.
-SORT_SHAPES = ((256, 8), (256, 32), (1024, 8))
+#: Candidates ``(units per cube, keys per unit in a block, chained)``, tuned per problem: passes
+#: of a histogram, a scan and a scatter each, or (chained) one histogram of every pass' digits
+#: and per pass one scatter whose blocks chain their offsets (where a device runs such waits).
+SORT_SHAPES = (
+    (256, 8, False),
+    (256, 32, False),
+    (1024, 8, False),
+    (256, 8, True),
+    (256, 16, True),
+    (512, 16, True),
+)
 #: The cube, elements per unit and planes of the scan of the digit counts.
 COUNT_SCAN = (256, 8, True)
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
@@ -112,10 +130,15 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     return out
 
 
-def _runner(shape: tuple[int, int]) -> Callable[..., None]:
-    wanted, items = shape
+def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
+    wanted, items, chained = shape
 
     def run(client: ComputeClient, p: Sorting, x: RudaTensor, out: RudaTensor) -> None:
+        if chained and not client.features().has(Feature.UNBOUNDED_LOOPS):
+            raise UnsupportedFeature(
+                f"sort: chained blocks wait on each other, which {client.name} does not run "
+                "(no Feature.UNBOUNDED_LOOPS); its sorts take the candidates in passes"
+            )
         props = client.properties()
         ballot = client.features().has(Feature.PLANE) and 1 < props.plane_dim <= 32
         plane = props.plane_dim if ballot else 1
@@ -124,8 +147,8 @@ def _runner(shape: tuple[int, int]) -> Callable[..., None]:
         fits = props.max_shared_memory_nbytes
 
         def shared(units: int, items: int) -> int:
-            # 256 counters per plane and two arrays of 256 per cube, and the staged block
-            return (-(-units // plane) + 2) * DIGITS * 4 + units * items * per_key
+            # 256 counters per plane and three arrays of 256 per cube, and the staged block
+            return (-(-units // plane) + 3) * DIGITS * 4 + units * items * per_key
 
         fitted = items  # fewer rounds down to 8, then fewer units, then fewer rounds again
         while fitted > 8 and shared(units, fitted) > fits:
@@ -134,7 +157,9 @@ def _runner(shape: tuple[int, int]) -> Callable[..., None]:
             units //= 2
         while fitted > 1 and shared(units, fitted) > fits:
             fitted //= 2
-        _radix_sort(client, p, x, out, units, fitted, ballot, -(-units // plane))
+        # a block's published digit count holds 30 bits
+        chain = chained and p.n <= COUNT
+        _radix_sort(client, p, x, out, units, fitted, ballot, -(-units // plane), chain)
 
     return run
 
@@ -148,9 +173,10 @@ def _radix_sort(
     items: int,
     ballot: bool,
     planes: int,
+    lookback: bool,
 ) -> None:
     """Enqueue the whole sort of ``x`` into ``out`` in cubes of ``units`` (``planes`` planes),
-    ``items`` rounds per block."""
+    ``items`` keys per unit in a block, with the blocks chained (``lookback``) or in passes."""
     n, elem = p.n, x.elem
     key = Elem.U32 if elem.nbytes == 4 else Elem.U64
     sign = 1 << (8 * elem.nbytes - 1)
@@ -158,35 +184,41 @@ def _radix_sort(
     # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous
     moves = "all" if p.indices else "flagged" if kind == "float" else "none"
     plane_sums = client.features().has(Feature.PLANE)
+    passes = elem.nbytes
+    blocks = -(-n // (units * items))
     cubes = builtins.min(MAX_CUBES, -(-n // 256))
     keys = [ArrayArg(client.empty(n * key.nbytes), n, key) for _ in range(2)]
     carried = 1 if moves == "none" else n
     values = [ArrayArg(client.empty(carried * 4), carried, Elem.U32) for _ in range(2)]
-    flags = ArrayArg(client.create_from_slice(np.zeros(1, np.uint32)), 1, Elem.U32)
+    zeros = np.zeros(state_size(passes) if lookback else 1, np.uint32)
+    state = ArrayArg(client.create_from_slice(zeros), zeros.size, Elem.U32)
+    tally = DIGITS * blocks
+    unused = ArrayArg(client.empty(4), 1, Elem.U32)
+    pair = [ArrayArg(client.empty(tally * 4), tally, Elem.U32) for _ in range(2)]
+    status, counts, offsets = (pair, unused, unused) if lookback else ([unused] * 2, *pair)
     source = ArrayArg(x.handle, n, elem)
     radix_keys.launch_unchecked(
-        client, RudaCount(cubes), RudaDim(256), source, keys[0], flags, n,
-        SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
+        client, RudaCount(cubes), RudaDim(256), source, keys[0], state, status[0], n,
+        tally if lookback else 0, SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
+        PASSES=passes, HISTOGRAMS=lookback,
     )  # fmt: skip
-    blocks = -(-n // (units * items))
-    counts = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
-    offsets = ArrayArg(client.empty(DIGITS * blocks * 4), DIGITS * blocks, Elem.U32)
     scan = Cubes.on(client, *COUNT_SCAN)
-    passes = elem.nbytes
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
     for k in range(passes):
         a, b = k % 2, (k + 1) % 2
-        radix_histogram.launch_unchecked(
-            client, walkers, RudaDim(units), keys[a], counts, n, 8 * k, blocks,
-            UNITS=units, ITEMS=items,
-        )  # fmt: skip
-        scan_into(client, counts, offsets, 1, DIGITS * blocks, True, scan)
+        if not lookback:
+            radix_histogram.launch_unchecked(
+                client, walkers, RudaDim(units), keys[a], counts, n, 8 * k, blocks,
+                UNITS=units, ITEMS=items,
+            )  # fmt: skip
+            scan_into(client, counts, offsets, 1, tally, True, scan)
         last = k == passes - 1
         target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
         radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, flags,
-            counts, offsets, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes,
-            BALLOT=ballot, VALUES=moves, FIRST=k == 0, CUBE=plane_sums,
+            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, state,
+            counts, offsets, status[a], status[b], n, 8 * k, blocks, UNITS=units, ITEMS=items,
+            PLANES=planes, BALLOT=ballot, VALUES=moves, FIRST=k == 0, CUBE=plane_sums,
+            PASSES=passes, LOOKBACK=lookback,
         )  # fmt: skip
     final = passes % 2
     if p.indices:
@@ -195,7 +227,7 @@ def _radix_sort(
     if kind == "float":
         radix_floats.launch_unchecked(
             client, RudaCount(cubes), RudaDim(256), source, values[final], keys[final], result,
-            flags, n, SIGN=sign,
+            state, n, SIGN=sign,
         )  # fmt: skip
     else:
         radix_unkeys.launch_unchecked(
@@ -211,5 +243,8 @@ def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
 @functools.cache
 def _tunable_set() -> TunableSet:
     """The candidates of every sort (made once)."""
-    tunables = [Tunable(f"radix-{u}x{i}", _runner((u, i))) for u, i in SORT_SHAPES]
+    tunables = [
+        Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
+        for u, i, chained in SORT_SHAPES
+    ]
     return TunableSet("ruda.ops.sort", _key, tunables)

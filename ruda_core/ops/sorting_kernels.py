@@ -38,7 +38,9 @@ from ..lang import (
     Numeric,
     SharedMemory,
     atomic_add,
+    atomic_load,
     atomic_or,
+    atomic_store,
     bitcast,
     grid_stride,
     i64,
@@ -62,30 +64,58 @@ __all__ = [
     "radix_keys",
     "radix_scatter",
     "radix_unkeys",
+    "state_size",
 ]
 
 #: The values of one digit (8 bits per pass).
 DIGITS = 256
+#: Where in a sort's state (:func:`state_size`) the flag of a ``-0.0`` or NaN is.
+FLAG = 0
+#: A block's published count of one digit (the low 30 bits) in a look-back pass: of its own
+#: keys (``PART``), or of its own and all blocks' before it (``DONE``); 0 before it publishes.
+PART = 1 << 30
+DONE = 2 << 30
+COUNT = PART - 1
 #: The unsigned key a sort orders.
 Key = ElemVar("Key", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
 
 
+def state_size(passes: int) -> int:
+    """The ``u32`` words of a sort's state, zeros before :func:`radix_keys`: the flag
+    (``FLAG``), each pass' ticket of blocks (``1 + pass``), and each pass' histogram of digits
+    (``1 + passes + pass * DIGITS + digit``)."""
+    return 1 + passes + passes * DIGITS
+
+
 @kernel
 def radix_keys(
     x: Array[Numeric],
     keys: Array[Key],
-    flags: Array[u32],
+    state: Array[u32],
+    status: Array[u32],
     n: u32,
+    cleared: u32,
     SIGN: Comptime[int],
     KIND: Comptime[str],
     UNITS: Comptime[int],
     CUBE: Comptime[bool],
+    PASSES: Comptime[int],
+    HISTOGRAMS: Comptime[bool],
 ):
     """``keys[i]``: the order-preserving key of ``x[i]`` (``KIND`` is ``"uint"``, ``"int"`` or
-    ``"float"``; ``SIGN`` the key's top bit). Floats also set ``flags[0]`` to 1 where ``x`` holds
-    a ``-0.0`` or a NaN (whose keys do not give their bits back), one atomic per cube."""
+    ``"float"``; ``SIGN`` the key's top bit). Floats also set ``state[FLAG]`` to 1 where ``x``
+    holds a ``-0.0`` or a NaN (whose keys do not give their bits back), one atomic per cube. With
+    ``HISTOGRAMS``, adds each pass' digit counts to ``state`` (zeros before, as
+    :func:`state_size` lays it out) and zeroes ``status[:cleared]``."""
+    hist = SharedMemory(u32, PASSES * DIGITS if HISTOGRAMS else 1)
+    if HISTOGRAMS:
+        for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
+            hist[d] = u32(0)
+        for i in grid_stride(cleared):
+            status[i] = u32(0)
+        sync_units()
     seen = u32(0)
     for i in grid_stride(n):
         v = x[i]
@@ -105,10 +135,19 @@ def radix_keys(
             else:
                 bits = bits | Key(SIGN)
         keys[i] = bits
+        if HISTOGRAMS:
+            for k in unroll(range(PASSES)):
+                digit = u32((bits >> Key(8 * k)) & Key(DIGITS - 1))
+                atomic_add(hist, u32(k * DIGITS) + digit, u32(1))
     if KIND == "float":
         found = cube_reduce(seen, "max", CUBE, UNITS)
         if found != u32(0) and UNIT_POS == u32(0):
-            atomic_or(flags, 0, u32(1))
+            atomic_or(state, FLAG, u32(1))
+    if HISTOGRAMS:
+        sync_units()
+        for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
+            if hist[d] != u32(0):
+                atomic_add(state, u32(1 + PASSES) + d, hist[d])
 
 
 @kernel
@@ -146,9 +185,11 @@ def radix_scatter(
     keys_out: Array[Key],
     values: Array[u32],
     values_out: Array[Index],
-    flags: Array[u32],
+    state: Array[u32],
     counts: Array[u32],
     offsets: Array[u32],
+    status: Array[u32],
+    status_next: Array[u32],
     n: u32,
     shift: u32,
     blocks: u32,
@@ -159,16 +200,24 @@ def radix_scatter(
     VALUES: Comptime[str],
     FIRST: Comptime[bool],
     CUBE: Comptime[bool],
+    PASSES: Comptime[int],
+    LOOKBACK: Comptime[bool],
 ):
-    """Each key of block ``b`` (and its value) moved to ``offsets[d * blocks + b]`` plus its
-    stable rank among the block's keys of digit ``d`` (``counts`` holds the block's digit
-    counts). Values move with ``VALUES`` ``"all"``, or ``"flagged"`` where ``flags[0]`` is not 0,
-    never with ``"none"``; with ``FIRST`` a key's value is its place in ``keys`` (``values`` is
-    not read). ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``);
-    ``CUBE`` says whether cube-wide sums go through planes."""
+    """Each key of a block (and its value) moved to its digit's place in the output plus its
+    stable rank among the block's keys of that digit. Without ``LOOKBACK``, block ``b`` is the
+    cube's and its digit ``d`` goes to ``offsets[d * blocks + b]`` (``counts`` holds the
+    block's digit counts); with it, blocks are taken in order from the pass' ticket in
+    ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
+    those of the blocks before, read back from ``status`` (zeros before; ``status_next``, the
+    next pass', is zeroed for it). Values move with ``VALUES`` ``"all"``, or ``"flagged"`` where
+    ``state[FLAG]`` is not 0, never with ``"none"``; with ``FIRST`` a key's value is its place in
+    ``keys`` (``values`` is not read). ``PLANES`` is the cube's plane count (its unit count
+    without ``BALLOT``); ``CUBE`` says whether cube-wide sums go through planes."""
     ranks = SharedMemory(u32, PLANES * DIGITS)
     first = SharedMemory(u32, DIGITS)
     dest = SharedMemory(u32, DIGITS)
+    origin = SharedMemory(u32, DIGITS if LOOKBACK else 1)
+    ticket = SharedMemory(u32, 1)
     stage = SharedMemory(Key, UNITS * ITEMS)
     staged = SharedMemory(u32, 1 if VALUES == "none" else UNITS * ITEMS)
     held = LocalArray(Key, ITEMS)
@@ -178,19 +227,35 @@ def radix_scatter(
     lane = UNIT_POS_PLANE if BALLOT else u32(0)
     width = PLANE_DIM if BALLOT else u32(1)
     below = (u32(1) << lane) - u32(1)
-    move = flags[0] != u32(0) if VALUES == "flagged" else VALUES == "all"
+    move = state[FLAG] != u32(0) if VALUES == "flagged" else VALUES == "all"
+    pass_ = shift // u32(8)
     b = RUDA_POS
-    while b < blocks:
-        # where each digit's keys start in the block's digit order, and in the output
+    if LOOKBACK:
+        # where each digit's keys start in the output: the keys of the smaller digits
         carry = u32(0)
         for chunk in range(0, DIGITS, UNITS):
             d = u32(chunk) + UNIT_POS
-            count = counts[d * blocks + b] if d < u32(DIGITS) else u32(0)
+            count = state[u32(1 + PASSES) + pass_ * u32(DIGITS) + d] if d < u32(DIGITS) else u32(0)
             at = cube_exclusive_sum(count, CUBE, UNITS) + carry
             carry += cube_reduce(count, "sum", CUBE, UNITS)
             if d < u32(DIGITS):
-                first[d] = at
-                dest[d] = offsets[d * blocks + b]
+                origin[d] = at
+        if UNIT_POS == u32(0):
+            ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
+        sync_units()
+        b = ticket[0]
+    while b < blocks:
+        if not LOOKBACK:
+            # where each digit's keys start in the block's digit order, and in the output
+            carry = u32(0)
+            for chunk in range(0, DIGITS, UNITS):
+                d = u32(chunk) + UNIT_POS
+                count = counts[d * blocks + b] if d < u32(DIGITS) else u32(0)
+                at = cube_exclusive_sum(count, CUBE, UNITS) + carry
+                carry += cube_reduce(count, "sum", CUBE, UNITS)
+                if d < u32(DIGITS):
+                    first[d] = at
+                    dest[d] = offsets[d * blocks + b]
         for s in range(UNIT_POS, u32(PLANES * DIGITS), u32(UNITS)):
             ranks[s] = u32(0)
         sync_units()
@@ -225,6 +290,32 @@ def radix_scatter(
             if move and valid:
                 value_of[j] = i if FIRST else values[i]
         sync_units()
+        if LOOKBACK:
+            # the block's count of each digit, published, then the counts of the blocks before
+            carry = u32(0)
+            for chunk in range(0, DIGITS, UNITS):
+                d = u32(chunk) + UNIT_POS
+                total = u32(0)
+                if d < u32(DIGITS):
+                    for p in range(u32(PLANES)):
+                        total += ranks[p * u32(DIGITS) + d]
+                    kind = u32(DONE) if b == u32(0) else u32(PART)
+                    atomic_store(status, b * u32(DIGITS) + d, total | kind)
+                    status_next[b * u32(DIGITS) + d] = u32(0)
+                at = cube_exclusive_sum(total, CUBE, UNITS) + carry
+                carry += cube_reduce(total, "sum", CUBE, UNITS)
+                if d < u32(DIGITS):
+                    first[d] = at
+                    before = u32(0)
+                    j = b
+                    while j > u32(0):
+                        word = atomic_load(status, (j - u32(1)) * u32(DIGITS) + d)
+                        if word != u32(0):  # else the block before has not published yet
+                            before += word & u32(COUNT)
+                            j = u32(0) if word >= u32(DONE) else j - u32(1)
+                    if b > u32(0):
+                        atomic_store(status, b * u32(DIGITS) + d, (before + total) | u32(DONE))
+                    dest[d] = origin[d] + before
         # the planes' counters become the places of their runs in the block's digit order
         for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
             run = first[d]
@@ -251,8 +342,14 @@ def radix_scatter(
                 keys_out[to] = key
                 if move:
                     values_out[to] = Index(staged[q])
-        sync_units()
-        b += RUDA_COUNT
+        if LOOKBACK:
+            if UNIT_POS == u32(0):
+                ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
+            sync_units()
+            b = ticket[0]
+        else:
+            sync_units()
+            b += RUDA_COUNT
 
 
 @kernel
@@ -261,13 +358,13 @@ def radix_floats(
     index: Array[u32],
     keys: Array[Key],
     out: Array[Numeric],
-    flags: Array[u32],
+    state: Array[u32],
     n: u32,
     SIGN: Comptime[int],
 ):
-    """``out[i]``: the float whose key :func:`radix_keys` made ``keys[i]``; where ``flags[0]`` is
-    not 0 (a ``-0.0`` or NaN, which share keys), ``x[index[i]]`` instead."""
-    gather = flags[0] != u32(0)
+    """``out[i]``: the float whose key :func:`radix_keys` made ``keys[i]``; where ``state[FLAG]``
+    is not 0 (a ``-0.0`` or NaN, which share keys), ``x[index[i]]`` instead."""
+    gather = state[FLAG] != u32(0)
     for i in grid_stride(n):
         if gather:
             out[i] = x[index[i]]
