@@ -15,13 +15,18 @@ Elsewhere (AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where sub
 neither the non-uniform arithmetic nor shuffles (which ``plane_prod`` needs), the subgroup
 capabilities are dropped: a plane is then one lane, ``PLANE_DIM`` reads 1, and every plane
 operation is the one-lane form the dialect writes without subgroup built-ins, so the cube
-collectives (``units_sum`` …) run there too. Not on PoCL: its compiler (PoCL 5) aborted the
-process building the radix sort's kernels in that form, so there plane operations stay
-unsupported and the operations take their shared-memory forms. ``RUDA_OPENCL_SUBGROUPS=0``
+collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0``
 (read when a server is made; see :func:`subgroups_from_env`) drops them on every device, so a
 device with subgroups runs as one without. Subgroups found through the OpenCL C 3.0 feature
 ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the
 default; see :data:`~ruda_opencl.dialect.OPENCL_C_3`).
+
+PoCL turns a kernel into loops over a cube's units by its "work-group method". Its default
+(PoCL 5: ``loopvec``) stops the process with an assertion in its parallel-region formation on
+kernels where a branch after a barrier skips a loop of variable length (the radix sort's
+histogram and ``bincount`` are such kernels); its ``cbs`` method builds them. So a PoCL device's
+capabilities carry ``POCL_WORK_GROUP_METHOD=cbs`` (:data:`POCL_ENVIRONMENT`), which its server
+sets for the process unless the variable is set already.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ __all__ = [
 PREFERRED_PLANE_DIM = 16
 _SUB_GROUP_SIZES_INTEL = 0x4108  # CL_DEVICE_SUB_GROUP_SIZES_INTEL: size_t[]
 _WARP_SIZE_NV = 0x4003  # CL_DEVICE_WARP_SIZE_NV: cl_uint
+#: The variables a PoCL device's server sets (unless set) before it builds anything.
+POCL_ENVIRONMENT = (("POCL_WORK_GROUP_METHOD", "cbs"),)
 #: Capabilities that mean nothing without a fixed plane width: every subgroup one.
 _PLANE_KEYS = frozenset(k for k in CAPABILITIES if "subgroup" in k)
 #: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
@@ -100,12 +107,15 @@ class OpenCLCapabilities:
     :param build_options: the options every program is built with.
     :param partial_planes: whether a cube's last subgroup may be partial (PoCL 5 aborts the
         process on one, so there every cube of a plane kernel must be whole planes).
+    :param environment: variables the device's driver reads when it builds kernels, with the
+        values its server sets for the process where the user has not set them.
     """
 
     extra: tuple[tuple[str, str], ...]
     plane_dim: int
     build_options: tuple[str, ...]
     partial_planes: bool = True
+    environment: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, device: Any, subgroups: bool = True) -> OpenCLCapabilities:
@@ -117,14 +127,14 @@ class OpenCLCapabilities:
         pocl = "Portable Computing Language" in device.platform.name
         if plane_dim == 1:
             extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
-            if not pocl:  # PoCL 5's compiler aborted the process on the radix sort's kernels
-                extra["one_lane_planes"] = "1"
+            extra["one_lane_planes"] = "1"
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
         if any(key in extra for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
-        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), not pocl)
+        environment = POCL_ENVIRONMENT if pocl else ()
+        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), not pocl, environment)
 
     @property
     def compile_options(self) -> CompileOptions:

@@ -11,6 +11,7 @@ error into a ruda error.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -502,6 +503,8 @@ class OpenCLServer(ComputeServer):
     def __init__(self, device: OpenCLDevice) -> None:
         dev = all_devices()[device.index]
         capabilities = OpenCLCapabilities.of(dev, subgroups_from_env())
+        for name, value in capabilities.environment:
+            os.environ.setdefault(name, value)
         driver = OpenCLDriver(dev, capabilities)
         properties = DeviceProperties(
             name=dev.name.strip(),
