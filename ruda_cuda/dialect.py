@@ -510,8 +510,8 @@ class CudaDialect(Dialect):
     def warpgroup_fill(self, acc: Fragment, name: str, value: str) -> list[str]:
         return warpgroup.fill(acc, name, value)
 
-    def warpgroup_fence(self) -> list[str]:
-        return warpgroup.fence()
+    def warpgroup_fence(self, accumulators: Sequence[tuple[Fragment, str]]) -> list[str]:
+        return warpgroup.fence(accumulators)
 
     def warpgroup_mma(
         self, acc: Fragment, name: str, elem: Elem, a: str, b: str, block: int

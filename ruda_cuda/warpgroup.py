@@ -18,10 +18,11 @@ as CUTLASS's descriptor iterators rely on).
 
 ``wgmma.fence`` is preceded by ``fence.proxy.async.shared::cta``, which makes the unit's
 earlier generic writes of shared memory (stores and ``cp.async``) visible to the tensor core's
-reads. After ``wgmma.wait_group 0``, an empty ``asm`` on every accumulator register tells the
-compiler that their values changed there, so no read of them moves above the wait; after a
-wait that leaves groups pending, ptxas adds a wait before any read of a register that a
-pending product writes.
+reads, and by an empty ``asm`` on every accumulator register, so that the compiler completes
+their writes (a fill) before it and moves none past a product. After ``wgmma.wait_group 0`` the
+same ``asm`` tells the compiler that their values changed there, so no read of them moves
+above the wait; after a wait that leaves groups pending, ptxas adds a wait before any read of
+a register that a pending product writes.
 """
 
 from __future__ import annotations
@@ -69,8 +70,22 @@ def fill(acc: Fragment, name: str, value: str) -> list[str]:
     ]
 
 
-def fence() -> list[str]:
+def _pin(accumulators: Sequence[tuple[Fragment, str]]) -> list[str]:
+    """An empty ``asm`` reading and writing every register of the accumulators: the compiler
+    keeps their values in place across it (CUTLASS's ``warpgroup_fence_operand``)."""
+    lines = []
+    for acc, name in accumulators:
+        lines.append("#pragma unroll")
+        lines.append(
+            f"for (int ruda_i = 0; ruda_i < {acc.n // 2}; ruda_i++) "
+            f'asm volatile("" : "+f"({name}[ruda_i]) :: "memory");'
+        )
+    return lines
+
+
+def fence(accumulators: Sequence[tuple[Fragment, str]]) -> list[str]:
     return [
+        *_pin(accumulators),
         'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");',
         'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");',
     ]
@@ -106,13 +121,7 @@ def wait(pending: int, accumulators: Sequence[tuple[Fragment, str]]) -> list[str
     lines = [f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");']
     # after wait(0) every accumulator is complete; with groups left pending, ptxas itself holds
     # back a read of a register that a pending product writes (it adds a wait_group there)
-    for acc, name in accumulators if pending == 0 else ():
-        lines.append("#pragma unroll")
-        lines.append(
-            f"for (int ruda_i = 0; ruda_i < {acc.n // 2}; ruda_i++) "
-            f'asm volatile("" : "+f"({name}[ruda_i]) :: "memory");'
-        )
-    return lines
+    return lines + _pin(accumulators) if pending == 0 else lines
 
 
 def store(acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str) -> list[str]:

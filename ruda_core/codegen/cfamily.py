@@ -528,14 +528,14 @@ class _KernelWriter(Located):
     def _warpgroup(self, ins: Instr) -> list[str]:
         """The statements of a warpgroup matrix operation, from the dialect's hooks."""
         d, args, text = self.d, ins.args, self.expr.text
+        accumulators = [
+            (f, self.c[f.name]) for f in self.defn.fragments if f.role is MatrixRole.WARPGROUP
+        ]
         if ins.op is Op.WGMMA_FENCE:
-            return d.warpgroup_fence()
+            return d.warpgroup_fence(accumulators)
         if ins.op is Op.WGMMA_COMMIT:
             return d.warpgroup_commit()
         if ins.op is Op.WGMMA_WAIT:
-            accumulators = [
-                (f, self.c[f.name]) for f in self.defn.fragments if f.role is MatrixRole.WARPGROUP
-            ]
             return d.warpgroup_wait(int(cast(Const, args[0]).value), accumulators)
         if ins.op is Op.WGMMA_FILL:
             acc = cast(Fragment, args[0])

@@ -563,8 +563,8 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """Statements setting every element of the accumulator ``acc`` to ``value``."""
         raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
 
-    def warpgroup_fence(self) -> list[str]:
-        """Statements of ``WGMMA_FENCE``."""
+    def warpgroup_fence(self, accumulators: Sequence[tuple[Fragment, str]]) -> list[str]:
+        """Statements of ``WGMMA_FENCE`` in a kernel with the named ``accumulators``."""
         raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
 
     def warpgroup_mma(
