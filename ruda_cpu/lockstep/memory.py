@@ -319,27 +319,30 @@ def _unit_picks(seg: Segmented, idx: Any) -> tuple[np.ndarray, np.ndarray | None
     return _intp(np.where(bad, 0, u)), bad
 
 
-#: The fewest units in a block of :func:`_swapped_blocks` for which it copies the blocks
-#: (shorter ones cost more as strided copies than a gather does).
-_MIN_BLOCK = 32
+#: The fewest units in a block of :func:`_swapped_blocks` beyond one: blocks of 2 and 4
+#: elements cost less as a gather than as a copy of elements of that many bytes.
+_MIN_BLOCK = 8
 
 
 def _swapped_blocks(seg: Segmented, at: np.ndarray) -> np.ndarray | None:
     """For shared memory whose segments are as long as a cube has units, read through the
-    elements ``at`` (one per unit) that are ``UNIT_POS ^ j`` for a power of two ``j`` of at
-    least ``_MIN_BLOCK`` units (a butterfly's partner): every pair of neighbouring blocks of
-    ``j`` elements swapped, as one strided copy instead of a gather; None for other accesses."""
+    elements ``at`` (one per unit) that are ``UNIT_POS ^ j`` for ``j`` 1 or a power of two of
+    at least ``_MIN_BLOCK`` units (a butterfly's partner): every pair of neighbouring blocks of
+    ``j`` elements swapped, as one copy of blocks seen as single elements of that many bytes
+    (a ``void`` view) instead of a gather; None for other accesses."""
     units = seg.per
     j = int(at[0])
-    if seg.length != units or j < _MIN_BLOCK or j & (j - 1) or units % (2 * j):
+    if seg.length != units or not (j == 1 or j >= _MIN_BLOCK) or j & (j - 1) or units % (2 * j):
         return None
     if not (at == np.arange(units) ^ j).all():
         return None
-    blocks = seg.data.reshape(-1, 2, j)
-    out = np.empty_like(blocks)
-    out[:, 0] = blocks[:, 1]
-    out[:, 1] = blocks[:, 0]
-    return out.reshape(-1)
+    data = seg.data
+    blocks = data.view(f"V{data.dtype.itemsize * j}") if j > 1 else data
+    pairs = blocks.reshape(-1, 2)
+    out = np.empty_like(pairs)
+    out[:, 0] = pairs[:, 1]
+    out[:, 1] = pairs[:, 0]
+    return out.reshape(-1).view(data.dtype)
 
 
 def _unit_columns(seg: Segmented, idx: Any) -> tuple[np.ndarray, int, int] | None:

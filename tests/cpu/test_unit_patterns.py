@@ -12,19 +12,22 @@ import numpy as np
 import pytest
 from launch_modes import run
 
-from ruda_core.ir import ExecutionMode
+from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.lang import (
     ABSOLUTE_POS,
     UNIT_POS,
     Array,
+    ArrayArg,
     Comptime,
+    Numeric,
     SharedMemory,
     f32,
     kernel,
     sync_units,
     u32,
 )
-from ruda_core.runtime import ComputeClient
+from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
 
 BLOCK = 64
 CUBES = 40
@@ -98,3 +101,33 @@ def test_shared_reads_used_once_see_the_memory_as_it_was_read(
     v = np.ones_like(cubes)
     v[:, 1:-1] = cubes[:, :-2] * np.uint32(3) + cubes[:, 2:]
     np.testing.assert_array_equal(out, (v + cubes * np.uint32(1000)).ravel())
+
+
+@kernel
+def butterfly(x: Array[Numeric], out: Array[Numeric], J: Comptime[int]):
+    buf = SharedMemory(Numeric, 64)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS ^ u32(J)]
+
+
+@pytest.mark.parametrize("elem", [Elem.U8, Elem.I16, Elem.F32, Elem.F64, Elem.BF16], ids=str)
+@pytest.mark.parametrize("j", [1, 2, 4, 8, 16, 32])
+def test_a_butterfly_partner_reads_the_neighbouring_block_bit_for_bit(
+    cpu: ComputeClient, elem: Elem, j: int
+) -> None:
+    dtype = np.dtype(elem.numpy)
+    bits = np.random.default_rng(j).integers(0, 256, CUBES * BLOCK * dtype.itemsize, np.uint8)
+    x = bits.view(dtype)  # every bit pattern: NaN payloads and -0.0 too
+    out = cpu.empty(x.nbytes)
+    butterfly.launch(
+        cpu,
+        RudaCount(CUBES),
+        RudaDim(BLOCK),
+        ArrayArg(cpu.create_from_slice(x), x.size, elem=elem),
+        ArrayArg(out, x.size, elem=elem),
+        J=j,
+    )
+    partner = np.arange(BLOCK) ^ j
+    want = x.reshape(CUBES, BLOCK)[:, partner].ravel()
+    np.testing.assert_array_equal(read_array(cpu, out, dtype).view(bits.dtype), want.view(np.uint8))
