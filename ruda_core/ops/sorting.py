@@ -1,13 +1,17 @@
 """``sort`` and ``argsort``: NumPy's stable sort of a 1-D tensor (or of all elements), and the
 indices that sort it, by a least-significant-digit radix sort of 8 bits per pass.
 
-The passes are :mod:`.sorting_kernels`' (order-preserving keys, then per pass a histogram per
-block, the exclusive scan of the counts by :func:`.scan.scan_into`, and a stable scatter).
-Integers are sorted as keys and turned back; floats and ``argsort`` carry each element's index
-with its key, and a float sort then gathers the elements by index, so the result holds the
-input's own bits (``-0.0`` and ``0.0`` in their input order, each NaN as it was, last). The cube
-size and the keys per unit are chosen by the autotuner per device, element type and size
-class. This module never imports a driver.
+The passes are :mod:`.sorting_kernels`': order-preserving keys, then per pass a stable scatter
+of each block, whose digits' places come either from a histogram per block and the exclusive
+scan of the counts by :func:`.scan.scan_into` (in passes), or, where a device runs kernels that
+wait on another cube, from every pass' digit counts made with the keys and the counts of the
+blocks before, read back during the scatter (chained). Integers are sorted as keys and turned
+back. ``argsort`` carries each element's index with its key; a float sort does too where the
+input holds a ``-0.0`` or a NaN, and then gathers the elements by index, so the result holds the
+input's own bits (``-0.0`` and ``0.0`` in their input order, each NaN as it was, last); without
+them the keys are turned back. The cube size, the keys per unit and passes or chained are
+chosen by the autotuner per device, element type and size class. This module never imports a
+driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
@@ -69,6 +73,8 @@ SORT_SHAPES = (
 )
 #: The cube, elements per unit and planes of the scan of the digit counts.
 COUNT_SCAN = (256, 8, True)
+#: The fewest keys a cube counts in the histograms of chained candidates.
+KEYS_PER_COUNTER = 8192
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
 #: Sizes up to this one share one tuning result (few blocks: the candidates differ little).
@@ -197,8 +203,12 @@ def _radix_sort(
     pair = [ArrayArg(client.empty(tally * 4), tally, Elem.U32) for _ in range(2)]
     status, counts, offsets = (pair, unused, unused) if lookback else ([unused] * 2, *pair)
     source = ArrayArg(x.handle, n, elem)
+    counters = cubes
+    if lookback:  # few cubes of many keys each: each cube adds its counts with global atomics
+        wide = 4 * client.properties().compute_units
+        counters = builtins.max(1, builtins.min(cubes, n // KEYS_PER_COUNTER, wide))
     radix_keys.launch_unchecked(
-        client, RudaCount(cubes), RudaDim(256), source, keys[0], state, status[0], n,
+        client, RudaCount(counters), RudaDim(256), source, keys[0], state, status[0], n,
         tally if lookback else 0, SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
         PASSES=passes, HISTOGRAMS=lookback,
     )  # fmt: skip

@@ -6,21 +6,26 @@ Keys are unsigned integers ``Key`` (``u32`` for 32-bit data, ``u64`` for 64-bit 
 order is the data's (:func:`radix_keys`): unsigned data as it is, signed data with the sign bit
 flipped, floats with the sign bit set on non-negative values and every bit flipped on negative
 ones, both zeros as one key (so that ``-0.0`` and ``0.0`` keep their input order, as NumPy's
-stable sort does) and every NaN as the largest key (NumPy sorts NaN last). Each pass of 8 bits
-(``shift``) runs :func:`radix_histogram` (per-block counts of each digit, digit-major: ``counts[d
-* blocks + b]``), an exclusive scan of those counts (:mod:`.scan`), then :func:`radix_scatter`,
-which moves each key (and its value: an index) to its digit's offset plus its rank among the
-equal digits before it, so every pass is stable and so is the sort.
+stable sort does) and every NaN as the largest key (NumPy sorts NaN last); :func:`radix_keys`
+notes a ``-0.0`` or NaN in the sort's state, whose keys alone cannot give their floats back.
+Each pass of 8 bits (``shift``) runs :func:`radix_scatter`, which moves each key (and its
+value: an index) to its digit's place in the output plus its rank among the equal digits
+before it, so every pass is stable and so is the sort. A digit's place in the output comes, in
+passes, from :func:`radix_histogram` (per-block counts of each digit, digit-major: ``counts[d *
+blocks + b]``) and an exclusive scan of those counts (:mod:`.scan`); chained, from every pass'
+histogram that :func:`radix_keys` counts and the counts each block publishes for the blocks
+after it (a decoupled look-back: blocks are taken in order, so the ones before a block have
+started and publish without waiting on it).
 
-A block is ``UNITS * ITEMS`` keys, taken by one cube in ``ITEMS`` rounds of ``UNITS``
-consecutive keys. In a round, each unit finds the lanes of its plane holding its digit with 8
-ballots (one per bit), so its rank in the plane is the count of those lanes below it and the
-plane's lowest such lane publishes the plane's count; one unit per digit then turns the planes'
-counts into offsets in plane order, continuing the block's running offset of that digit. The
-keys so ranked are placed in shared memory in digit order, and the block is then written out
-from there, each digit's keys to consecutive places of the output. On a
-device without planes (``BALLOT`` false) every unit is a plane of its own. Launch shapes and
-checks are :mod:`.sorting`'s; nothing here checks arguments.
+A block is ``UNITS * ITEMS`` keys: each plane takes a run of ``PLANE_DIM * ITEMS`` consecutive
+keys, one plane-wide step of consecutive keys at a time. In a step, each unit finds the lanes
+of its plane holding its digit with 8 ballots (one per bit), so its rank is the count of those
+lanes below it plus the plane's counter of that digit, which the step's lowest such lane then
+advances. One unit per digit then turns the planes' counters into places in plane order,
+after the block's keys of smaller digits. The keys so ranked are placed in shared memory in
+digit order, and the block is then written out from there, each digit's keys to consecutive
+places of the output. On a device without planes (``BALLOT`` false) every unit is a plane of
+its own. Launch shapes and checks are :mod:`.sorting`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations
