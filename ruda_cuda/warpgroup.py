@@ -125,6 +125,9 @@ def wait(pending: int, accumulators: Sequence[tuple[Fragment, str]]) -> list[str
 
 
 def store(acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str) -> list[str]:
+    """Each unit's pairs of elements (columns ``c``, ``c + 1`` of one row, ``c`` even): one
+    8-byte store where the pair starts 8-byte aligned (the tile's start is, and ``stride`` is
+    even) and lies inside ``cols``, else one store per element inside."""
     unit = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
     return [
         "{",
@@ -135,12 +138,20 @@ def store(acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: 
         f"  const unsigned ruda_rows = {rows};",
         f"  const unsigned ruda_cols = {cols};",
         f"  float* const ruda_out = {pointer};",
+        "  const bool ruda_pairs = ((unsigned long long)ruda_out % 8u == 0u)"
+        " && (ruda_stride % 2u == 0u);",
         "  #pragma unroll",
-        f"  for (int ruda_i = 0; ruda_i < {acc.n // 2}; ruda_i++) {{",
+        f"  for (int ruda_i = 0; ruda_i < {acc.n // 2}; ruda_i += 2) {{",
         "    const unsigned ruda_r = ruda_r0 + 8u * ((ruda_i / 2) % 2);",
-        "    const unsigned ruda_c = ruda_c0 + 8u * (ruda_i / 4) + ruda_i % 2;",
-        "    if (ruda_r < ruda_rows && ruda_c < ruda_cols) {",
-        f"      ruda_out[ruda_r * ruda_stride + ruda_c] = {name}[ruda_i];",
+        "    const unsigned ruda_c = ruda_c0 + 8u * (ruda_i / 4);",
+        "    if (ruda_r < ruda_rows) {",
+        "      float* const ruda_p = ruda_out + ruda_r * ruda_stride + ruda_c;",
+        "      if (ruda_pairs && ruda_c + 1u < ruda_cols) {",
+        f"        *(float2*)ruda_p = make_float2({name}[ruda_i], {name}[ruda_i + 1]);",
+        "      } else {",
+        f"        if (ruda_c < ruda_cols) ruda_p[0] = {name}[ruda_i];",
+        f"        if (ruda_c + 1u < ruda_cols) ruda_p[1] = {name}[ruda_i + 1];",
+        "      }",
         "    }",
         "  }",
         "}",
