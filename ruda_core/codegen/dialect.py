@@ -589,7 +589,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         self, acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str
     ) -> list[str]:
         """Statements writing element ``(r, c)`` of ``acc`` to ``pointer[r * stride + c]``
-        (global ``f32``) where ``r < rows`` and ``c < cols``."""
+        (``f32``, global or shared) where ``r < rows`` and ``c < cols``."""
         raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
 
     # -- the program ------------------------------------------------------------------------

@@ -163,8 +163,8 @@ at element ``swizzle(e) = e ^ (((e >> 6) & 7) << 3)``: in each row of 64 element
 * ``WGMMA_WAIT(Const n)``: wait until at most ``n`` of the warpgroup's closed groups are
   unfinished; the products of the others are in their accumulators.
 * ``WGMMA_STORE(arr, offset, acc, stride, rows, cols)``: element ``(r, c)`` of ``acc`` is
-  written to ``arr[offset + r * stride + c]`` (a global ``f32`` array) where ``r < rows`` and
-  ``c < cols`` (``u32``); the others are not written.
+  written to ``arr[offset + r * stride + c]`` (a global or shared ``f32`` array) where
+  ``r < rows`` and ``c < cols`` (``u32``); the others are not written.
 
 Between a ``WGMMA_MMA`` and the ``WGMMA_WAIT`` that completes its group the kernel must not read
 or write its accumulator (``WGMMA_STORE``, ``WGMMA_FILL``) nor write its operand tiles, and every

@@ -688,7 +688,7 @@ def _wgmma_wait(v: _Verifier, ins: Instr) -> None:
 def _wgmma_store(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, 6)
     v._fragment(ins.args[2], MatrixRole.WARPGROUP, "the stored accumulator")
-    v._expect(v._array(ins.args[0], global_only=True), {Elem.F32}, "the stored array")
+    v._expect(v._array(ins.args[0], no_local=True), {Elem.F32}, "the stored array")
     for k in (1, 3, 4, 5):
         v._expect(v._scalar(ins.args[k]), _U32, "the offset, stride, rows and cols")
     v._out(ins, None)

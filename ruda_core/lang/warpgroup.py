@@ -109,8 +109,9 @@ def _wait(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> N
 def _store(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
     _count(b, "store", args, 6, node)
     out = args[0]
-    if not isinstance(out, Param) or not out.is_array or out.elem is not Elem.F32:
-        b.fail(f"wgmma.store() writes a global array of f32, not {out}", node)
+    is_array = isinstance(out, SharedArray) or (isinstance(out, Param) and out.is_array)
+    if not isinstance(out, SharedArray | Param) or not is_array or out.elem is not Elem.F32:
+        b.fail(f"wgmma.store() writes a global array or SharedMemory of f32, not {out}", node)
     acc = _accumulator(b, args[2], "store", node)
     offset, stride, rows, cols = (implicit(b, args[k], Elem.U32, node) for k in (1, 3, 4, 5))
     b.append(Instr(Op.WGMMA_STORE, None, (out, offset, acc, stride, rows, cols), b.loc))

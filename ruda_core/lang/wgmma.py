@@ -30,7 +30,8 @@ it holds as a whole, asynchronously.
 * ``wgmma.commit()`` closes the warpgroup's open group of products; ``wgmma.wait(n)`` (``n`` a
   compile-time int from 0 to 7) returns when at most ``n`` closed groups are unfinished.
 * ``wgmma.store(out, offset, acc, stride, rows, cols)`` writes element ``(r, c)`` to
-  ``out[offset + r * stride + c]`` (a global ``f32`` array) where ``r < rows`` and ``c < cols``.
+  ``out[offset + r * stride + c]`` (a global array or ``SharedMemory`` of ``f32``) where
+  ``r < rows`` and ``c < cols``: an epilogue can stage the tile in shared memory.
 * ``wgmma.swizzle_line(i)`` is the stored position of 16-byte line ``i`` (8 elements) of a
   swizzled shared array: ``i ^ ((i >> 3) & 7)``, for ``pipeline.copy_async`` to fill stages.
 

@@ -28,7 +28,14 @@ from ruda_core.lang import (
     wgmma,
 )
 
-__all__ = ["In", "stage_a", "stage_b", "wgmma_groups", "wgmma_product"]
+__all__ = [
+    "In",
+    "stage_a",
+    "stage_b",
+    "wgmma_groups",
+    "wgmma_product",
+    "wgmma_through_shared",
+]
 
 #: The element of A and B (bf16 or f16).
 In = ElemVar("In", Float)
@@ -133,3 +140,34 @@ def wgmma_groups(
     wgmma.store(out, u32(0), first, u32(N), u32(64), u32(N))
     wgmma.wait(0)
     wgmma.store(out, u32(64 * N), second, u32(N), u32(64), u32(N))
+
+
+@kernel
+def wgmma_through_shared(
+    a: Array[In], b: Array[In], out: Array[In], N: Comptime[int], K: Comptime[int]
+):
+    """``out = In(A @ B)``, one warpgroup: the accumulator is stored into ``SharedMemory`` with
+    rows ``N + 1`` apart (an odd stride), and every unit converts its share to ``In`` (an
+    epilogue in shared memory). ``A`` is ``64 x K`` and ``B`` ``K x N``, dense row-major."""
+    A_SIZE = max(1, K // 64 + (K % 64 > 0)) * _A_BLOCK
+    B_SIZE = max(1, N // 64 + (N % 64 > 0)) * K * 64
+    sa = SharedMemory(In, A_SIZE)
+    sb = SharedMemory(In, B_SIZE)
+    so = SharedMemory(f32, 64 * (N + 1))
+    t = UNIT_POS
+    stage_a(sa, u32(0), a, u32(0), u32(K), K, t)
+    stage_b(sb, u32(0), b, u32(0), u32(N), K, N, t)
+    acc = wgmma.Accumulator(N)
+    wgmma.fill(acc, 0.0)
+    wgmma.fence()
+    sync_units()
+    for s in unroll(range(K // 16)):
+        wgmma.mma_async(acc, sa, (s // 4) * _A_BLOCK + (s % 4) * 16, sb, s * 1024, K * 64)
+    wgmma.commit()
+    wgmma.wait(0)
+    wgmma.store(so, u32(0), acc, u32(N + 1), u32(64), u32(N))
+    sync_units()
+    e = t
+    while e < 64 * N:
+        out[e] = In(so[e // N * (N + 1) + e % N])
+        e += 128

@@ -282,7 +282,7 @@ def wgmma_wait(g: Batch, wg: Warpgroups, n: int, m: Any) -> None:
 def wgmma_store(
     g: Batch,
     wg: Warpgroups,
-    mem: np.ndarray,
+    mem: np.ndarray | Segmented,
     offset: Any,
     acc: Accumulator,
     stride: Any,
@@ -301,5 +301,11 @@ def wgmma_store(
     r = np.arange(WARPGROUP_M, dtype=np.int64)[None, :, None]
     c = np.arange(n, dtype=np.int64)[None, None, :]
     index = at + r * step + c
-    inside = (r < nrows) & (c < ncols) & (index >= 0) & (index < mem.shape[0])
-    mem[index[inside]] = acc.value[wgs][inside]
+    base: np.ndarray | int = 0
+    if isinstance(mem, Segmented):  # each warpgroup's cube's segment
+        data, length = mem.data, mem.length
+        base = (wgs // (mem.per // WARPGROUP_UNITS) * length)[:, None, None]
+    else:
+        data, length = mem, mem.shape[0]
+    inside = (r < nrows) & (c < ncols) & (index >= 0) & (index < length)
+    data[(base + index)[inside]] = acc.value[wgs][inside]

@@ -13,7 +13,11 @@ from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import ExecutionMode, lower_bounds
 from ruda_core.lang import bf16, f16
 from ruda_core.ops.matmul_warpgroup import matmul_warpgroup
-from ruda_core.testing.warpgroup_kernels import wgmma_groups, wgmma_product
+from ruda_core.testing.warpgroup_kernels import (
+    wgmma_groups,
+    wgmma_product,
+    wgmma_through_shared,
+)
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
 
@@ -60,6 +64,7 @@ def test_warpgroup_kernels_build_with_nvrtc_for_sm_90a(mode):
         wgmma_product.definition(In=bf16, N=128, K=64, GROUPS=2),
         wgmma_product.definition(In=f16, N=256, K=32, GROUPS=1),
         wgmma_groups.definition(In=bf16, N=64, K=64),
+        wgmma_through_shared.definition(In=f16, N=64, K=32),
         matmul_warpgroup.definition(
             Half=bf16, WG=2, BN=256, STAGES=4, VA=8, VB=8, INTERIOR=False, GROUP=8
         ),

@@ -1,7 +1,8 @@
 """Warpgroup matrices (``wgmma``): products of ``64 x 16`` by ``16 x N`` tiles of bf16 and f16
 read from swizzled shared memory, accumulated over ``K`` in f32, in several warpgroups of a cube
 and several cubes, with odd offsets and strides in global memory, and two groups in flight
-(``wait(1)`` completes the older alone). The inputs are small integers, so every product and
+(``wait(1)`` completes the older alone), and an accumulator stored into shared memory for an
+epilogue. The inputs are small integers, so every product and
 every partial sum is exact and the result is the same in any summation order: every device must
 match the exact product bit for bit. A device without ``Feature.WARPGROUP_MMA`` skips these as
 unsupported, and refuses such a kernel with ``UnsupportedFeature``."""
@@ -17,7 +18,11 @@ from ruda_core.lang import ArrayArg, bf16, f16
 from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim, UnsupportedFeature
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
-from ruda_core.testing.warpgroup_kernels import wgmma_groups, wgmma_product
+from ruda_core.testing.warpgroup_kernels import (
+    wgmma_groups,
+    wgmma_product,
+    wgmma_through_shared,
+)
 
 #: The input types: the kernel's element and NumPy's.
 ELEMS = {"bf16": (bf16, ml_dtypes.bfloat16), "f16": (f16, np.float16)}
@@ -100,6 +105,22 @@ def test_wait_one_completes_the_older_of_two_groups(client, n):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     np.testing.assert_array_equal(got[0], a64[:, : k // 2] @ b64[: k // 2])
     np.testing.assert_array_equal(got[1], a64[:, k // 2 :] @ b64[k // 2 :])
+
+
+@requires(Feature.WARPGROUP_MMA)
+@pytest.mark.parametrize("elem", sorted(ELEMS))
+def test_an_epilogue_through_shared_memory_converts_the_product(client, elem):
+    kernel_elem, dtype = ELEMS[elem]
+    n, k = 64, 32
+    rng = np.random.default_rng(11)
+    a = _integers(rng, (64, k), dtype)
+    b = _integers(rng, (k, n), dtype)
+    out = np.zeros(64 * n, dtype)
+    args = _args(client, a, b, out)
+    wgmma_through_shared.launch(client, RudaCount(1), RudaDim(128), *args, N=n, K=k, In=kernel_elem)
+    got = read_array(client, args[2].handle, np.dtype(dtype)).reshape(64, n)
+    want = a.astype(np.float64) @ b.astype(np.float64)  # small integers: exact in bf16 and f16
+    np.testing.assert_array_equal(got.astype(np.float64), want)
 
 
 def test_a_device_without_warpgroup_matrices_refuses_them(client):
