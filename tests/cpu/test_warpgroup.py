@@ -1,11 +1,12 @@
 # mypy: ignore-errors
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """The reference model of warpgroup matrices (``wgmma``) catches what the hardware punishes: a
-kernel that touches an accumulator or writes an operand tile while a product is pending, ends
-with products pending, issues a product after writing its accumulator with no fence, reads a
-misaligned operand, runs only part of a warpgroup through an operation, or runs in cubes that
-are not whole warpgroups. Each launch fails naming the kernel and the fault; the front end
-refuses what no device can express."""
+kernel that touches an accumulator or writes an operand tile while a product is pending (also
+one a wait did not complete because its group was never closed), ends with products pending,
+issues a product after writing its accumulator with no fence, reads a misaligned operand, runs
+only part of a warpgroup through an operation, or runs in cubes that are not whole warpgroups.
+Each launch fails naming the kernel and the fault; the front end refuses what no device can
+express."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def _misuse(out: Array[f32], FAULT: Comptime[str]):
     sync_units()
     a_at = u32(8) if FAULT == "misaligned" else u32(0)
     wgmma.mma_async(acc, sa, a_at, sb, u32(0), 4096)
-    wgmma.commit()
+    if FAULT != "no commit":  # a wait completes closed groups only
+        wgmma.commit()
     if FAULT == "store pending":
         wgmma.store(out, u32(0), acc, u32(64), u32(64), u32(64))
     if FAULT == "operand written":
@@ -76,6 +78,7 @@ def test_a_correct_use_gives_the_product(cpu):
         ("store pending", r"wgmma.store of accumulator 'acc' while 1 of its products are pending"),
         ("operand written", r"operand tile .* was written before the wgmma.wait"),
         ("no wait", r"the kernel ends with 1 products pending on accumulator 'acc'"),
+        ("no commit", r"wgmma.store of accumulator 'acc' while 1 of its products are pending"),
         ("no fence", r"after units wrote or read it .* with no wgmma.fence\(\) between"),
         ("misaligned", r"a_at % 16 == 0.*got a_at 8"),
         ("partial warpgroup", r"wgmma.wait was reached by 64 of the 128 units"),
