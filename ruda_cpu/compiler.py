@@ -69,7 +69,7 @@ from .analysis import (
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
 from .expressions import WARPGROUPS, dtype, expression, is_fresh, literal
-from .narrowing import footprint, narrowable
+from .narrowing import footprint, narrowable, share
 
 __all__ = ["CpuCompiler"]
 
@@ -467,7 +467,7 @@ class _Emitter:
         """Emit ``block`` for the lanes of ``mask``. Unless sanitizing (whose checks see every
         lane), a block that may run over its active lanes alone (see ``narrowing``) and lies in
         no other such block is rendered twice: over every lane, and over those that ``L.subset``
-        picks, which runs when they are few."""
+        picks, which runs when they are few (fewer for a light block: see ``narrowing.share``)."""
         head = f"if {mask} is not False:"
         if self.sites is not None or self.narrowed or not narrowable(block):
             self._nested(head, block, mask)
@@ -475,7 +475,7 @@ class _Emitter:
         lanes = self.names.numbered("_s")
         self.emit(head)
         self.depth += 1
-        self.emit(f"{lanes} = L.subset({mask})")
+        self.emit(f"{lanes} = L.subset({mask}, {share(block)!r})")
         self.narrowed = True
         self._nested(f"if {lanes} is None:", block, mask)
         self.emit("else:")

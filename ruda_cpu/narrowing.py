@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ruda_core.ir import (
+    FLOAT_BINARY,
+    FLOAT_UNARY,
     LANE_WISE_OPS,
     Block,
     Builtin,
@@ -27,7 +29,7 @@ from ruda_core.ir import (
 
 from .analysis import uses, walk
 
-__all__ = ["Footprint", "footprint", "narrowable"]
+__all__ = ["Footprint", "footprint", "narrowable", "share"]
 
 #: Operations a branch over some lanes may hold: each lane's result depends on its own values.
 _LANE_BY_LANE = LANE_WISE_OPS | {
@@ -49,6 +51,31 @@ def narrowable(block: Block) -> bool:
         elif not isinstance(stmt, If):
             return False
     return bool(block)
+
+
+#: Operations that cost many passes' worth of an addition per lane (math functions, division).
+_COSTLY = FLOAT_UNARY | FLOAT_BINARY | {Op.POW, Op.DIV, Op.FLOOR_DIV, Op.MOD}
+#: The weight (see :func:`share`) from which a block runs over its lanes alone at the largest
+#: fraction of lanes.
+_FULL_WEIGHT = 16
+
+
+def share(block: Block) -> float:
+    """How much of the largest fraction of active lanes (``SUBSET_FRACTION``) a narrowable
+    ``block`` runs over its lanes alone below, from its weight: 8 per costly operation, 2 per
+    memory access, 1 per other operation, up to ``_FULL_WEIGHT`` for the whole fraction.
+    Picking the lanes and spreading values back cost passes of their own, which a light block
+    saves only where very few lanes are active."""
+    weight = 0
+    for stmt in walk(block):
+        if isinstance(stmt, Instr):
+            if stmt.op in _COSTLY:
+                weight += 8
+            elif stmt.op in (Op.INDEX, Op.INDEX_ASSIGN):
+                weight += 2
+            else:
+                weight += 1
+    return min(weight, _FULL_WEIGHT) / _FULL_WEIGHT
 
 
 @dataclass(frozen=True, slots=True)

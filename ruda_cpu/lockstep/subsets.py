@@ -20,28 +20,31 @@ from .values import Lanes, UnitMask, Units, Value, arr, unit_runs
 
 __all__ = ["SUBSET_FRACTION", "pick", "spread", "subset"]
 
-#: A branch runs over its active lanes alone when they are at most this fraction of the batch's
-#: lanes (above it, picking and spreading values costs more than passes over every lane save).
+#: A branch of the heaviest kind runs over its active lanes alone when they are at most this
+#: fraction of the batch's lanes, a lighter one below its ``share`` of it (above, picking the
+#: lanes and spreading values back costs more than the passes over every lane it saves).
 SUBSET_FRACTION = 0.25
 
 
-def subset(m: Any) -> np.ndarray | None:
-    """The positions (``intp``, ascending) of the active lanes of the mask ``m`` when they are
-    at most ``SUBSET_FRACTION`` of its lanes; None otherwise, for ``None`` (every lane), and
-    for a mask covering ranges of units (see ``unit_runs``), under which shared-memory
-    accesses already touch only those units' columns, cheaper than picking lanes."""
+def subset(m: Any, share: float) -> np.ndarray | None:
+    """The positions (``intp``, ascending) of the active lanes of the mask ``m`` of a branch
+    when they are at most ``share * SUBSET_FRACTION`` of its lanes; None otherwise, for
+    ``None`` (every lane), and for a mask covering ranges of units (see ``unit_runs``), under
+    which shared-memory accesses already touch only those units' columns, cheaper than
+    picking lanes."""
     if m is None or m is False or unit_runs(m) is not None:
         return None
     n = m.shape[0]
+    most = share * SUBSET_FRACTION * n
     one = m.one if type(m) is UnitMask else None
     if one is None:
-        if np.count_nonzero(m) > SUBSET_FRACTION * n:
+        if np.count_nonzero(m) > most:
             return None
         return np.flatnonzero(m)
     units = one.shape[0]
     cubes = n // units
     picked = np.flatnonzero(one)
-    if picked.shape[0] * cubes > SUBSET_FRACTION * n:
+    if picked.shape[0] * cubes > most:
         return None
     lanes: np.ndarray = np.arange(cubes, dtype=np.intp)[:, None] * units + picked[None, :]
     return lanes.reshape(-1)
