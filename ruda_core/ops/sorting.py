@@ -142,7 +142,7 @@ def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
     def run(client: ComputeClient, p: Sorting, x: RudaTensor, out: RudaTensor) -> None:
         if chained and not client.features().has(Feature.UNBOUNDED_LOOPS):
             raise UnsupportedFeature(
-                f"sort: chained blocks wait on each other, which {client.name} does not run "
+                f"sort: chained blocks wait on each other, which {client.device} does not run "
                 "(no Feature.UNBOUNDED_LOOPS); its sorts take the candidates in passes"
             )
         props = client.properties()
@@ -201,7 +201,8 @@ def _radix_sort(
     tally = DIGITS * blocks
     unused = ArrayArg(client.empty(4), 1, Elem.U32)
     pair = [ArrayArg(client.empty(tally * 4), tally, Elem.U32) for _ in range(2)]
-    status, counts, offsets = (pair, unused, unused) if lookback else ([unused] * 2, *pair)
+    status = pair if lookback else [unused, unused]
+    counts, offsets = (unused, unused) if lookback else (pair[0], pair[1])
     source = ArrayArg(x.handle, n, elem)
     counters = cubes
     if lookback:  # few cubes of many keys each: each cube adds its counts with global atomics

@@ -53,7 +53,7 @@ def _check(client: ComputeClient, x: np.ndarray) -> None:
 
 def _need(client: ComputeClient, dtype: type) -> None:
     if not client.features().supports(Elem.from_dtype(np.dtype(dtype))):
-        pytest.skip(f"{client.name} has no {np.dtype(dtype)}")
+        pytest.skip(f"{client.device} has no {np.dtype(dtype)}")
 
 
 def _random(dtype: type, n: int, seed: int) -> np.ndarray:
