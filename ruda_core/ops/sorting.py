@@ -153,8 +153,9 @@ def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
         fits = props.max_shared_memory_nbytes
 
         def shared(units: int, items: int) -> int:
-            # 256 counters per plane and three arrays of 256 per cube, and the staged block
-            return (-(-units // plane) + 3) * DIGITS * 4 + units * items * per_key
+            # 256 counters per plane, three arrays of 256 per cube and room for the cube folds'
+            # scratch, and the staged block
+            return (-(-units // plane) + 4) * DIGITS * 4 + units * items * per_key
 
         fitted = items  # fewer rounds down to 8, then fewer units, then fewer rounds again
         while fitted > 8 and shared(units, fitted) > fits:
@@ -215,35 +216,32 @@ def _radix_sort(
     )  # fmt: skip
     scan = Cubes.on(client, *COUNT_SCAN)
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
-    for k in range(passes):
-        a, b = k % 2, (k + 1) % 2
+    indices = ArrayArg(out.handle, n, p.index) if p.indices else unused
+    for k in range(passes):  # the chained passes skip where every key has the same digit
         if not lookback:
             radix_histogram.launch_unchecked(
-                client, walkers, RudaDim(units), keys[a], counts, n, 8 * k, blocks,
+                client, walkers, RudaDim(units), keys[k % 2], counts, n, 8 * k, blocks,
                 UNITS=units, ITEMS=items,
             )  # fmt: skip
             scan_into(client, counts, offsets, 1, tally, True, scan)
-        last = k == passes - 1
-        target = ArrayArg(out.handle, n, p.index) if last and p.indices else values[b]
         radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), keys[a], keys[b], values[a], target, state,
-            counts, offsets, status[a], status[b], n, 8 * k, blocks, UNITS=units, ITEMS=items,
-            PLANES=planes, BALLOT=ballot, VALUES=moves, FIRST=k == 0, CUBE=plane_sums,
-            PASSES=passes, LOOKBACK=lookback,
+            client, walkers, RudaDim(units), *keys, *values, indices, state, counts, offsets,
+            *status, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
+            VALUES=moves, RESULT=p.indices, CUBE=plane_sums, PASSES=passes, LOOKBACK=lookback,
         )  # fmt: skip
-    final = passes % 2
     if p.indices:
         return
     result = ArrayArg(out.handle, n, elem)
+    finish = {"PASSES": passes, "SKIPS": lookback, "UNITS": 256, "CUBE": plane_sums}
     if kind == "float":
         radix_floats.launch_unchecked(
-            client, RudaCount(cubes), RudaDim(256), source, values[final], keys[final], result,
-            state, n, SIGN=sign,
+            client, RudaCount(cubes), RudaDim(256), source, *values, *keys, result, state, n,
+            SIGN=sign, **finish,
         )  # fmt: skip
     else:
         radix_unkeys.launch_unchecked(
-            client, RudaCount(cubes), RudaDim(256), keys[final], result, n,
-            SIGN=sign if kind == "int" else 0,
+            client, RudaCount(cubes), RudaDim(256), *keys, result, state, n,
+            SIGN=sign if kind == "int" else 0, **finish,
         )  # fmt: skip
 
 

@@ -47,6 +47,7 @@ from ..lang import (
     atomic_or,
     atomic_store,
     bitcast,
+    func,
     grid_stride,
     i64,
     isnan,
@@ -83,6 +84,8 @@ DONE = 2 << 30
 COUNT = PART - 1
 #: The unsigned key a sort orders.
 Key = ElemVar("Key", [u32, u64])
+#: A key or an index, moved between two arrays.
+Word = ElemVar("Word", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
 
@@ -184,17 +187,89 @@ def radix_histogram(
         b += RUDA_COUNT
 
 
+@func
+def _moving(
+    state: Array[u32],
+    n: u32,
+    pass_: u32,
+    PASSES: Comptime[int],
+    SKIPS: Comptime[bool],
+    UNITS: Comptime[int],
+    CUBE: Comptime[bool],
+):
+    """``(before, after, moves)``: how many passes before ``pass_`` and after it move keys, and
+    whether it does (1 or 0). With ``SKIPS`` a pass whose digit is the same for every key
+    (``state``'s histogram holds ``n`` in one bin) leaves them where they are; without, every
+    pass moves them. Every unit of the cube calls it."""
+    still = u32(0)  # bit k: pass k's digit is the same for every key
+    if SKIPS:
+        for chunk in range(0, DIGITS, UNITS):
+            d = u32(chunk) + UNIT_POS
+            bits = u32(0)
+            if d < u32(DIGITS):
+                for k in unroll(range(PASSES)):
+                    if state[u32(1 + PASSES + k * DIGITS) + d] == n:
+                        bits = bits | u32(1 << k)
+            still += cube_reduce(bits, "sum", CUBE, UNITS)  # one bin per pass holds n: no carry
+    before = u32(0)
+    after = u32(0)
+    moves = u32(1)
+    for k in unroll(range(PASSES)):
+        m = u32(1) - ((still >> u32(k)) & u32(1))
+        if u32(k) < pass_:
+            before += m
+        elif u32(k) > pass_:
+            after += m
+        else:
+            moves = m
+    return before, after, moves
+
+
+@func
+def _read(a: Array[Word], b: Array[Word], second: bool, i: u32):
+    """``b[i]`` if ``second``, else ``a[i]``."""
+    return b[i] if second else a[i]
+
+
+@func
+def _write(a: Array[Word], b: Array[Word], second: bool, i: u32, v: Word):
+    """``b[i] = v`` if ``second``, else ``a[i] = v``."""
+    if second:
+        b[i] = v
+    else:
+        a[i] = v
+
+
+@func
+def _publish(a: Array[u32], b: Array[u32], second: bool, i: u32, word: u32):
+    """A block's count ``word`` into ``b[i]`` if ``second``, else ``a[i]``, and the other zeroed
+    for the next moving pass."""
+    if second:
+        atomic_store(b, i, word)
+        a[i] = u32(0)
+    else:
+        atomic_store(a, i, word)
+        b[i] = u32(0)
+
+
+@func
+def _look(a: Array[u32], b: Array[u32], second: bool, i: u32) -> u32:
+    """A block's published count: ``b[i]`` if ``second``, else ``a[i]`` (0 before it is)."""
+    return atomic_load(b, i) if second else atomic_load(a, i)
+
+
 @kernel
 def radix_scatter(
     keys: Array[Key],
-    keys_out: Array[Key],
+    keys_alt: Array[Key],
     values: Array[u32],
-    values_out: Array[Index],
+    values_alt: Array[u32],
+    result: Array[Index],
     state: Array[u32],
     counts: Array[u32],
     offsets: Array[u32],
     status: Array[u32],
-    status_next: Array[u32],
+    status_alt: Array[u32],
     n: u32,
     shift: u32,
     blocks: u32,
@@ -203,21 +278,25 @@ def radix_scatter(
     PLANES: Comptime[int],
     BALLOT: Comptime[bool],
     VALUES: Comptime[str],
-    FIRST: Comptime[bool],
+    RESULT: Comptime[bool],
     CUBE: Comptime[bool],
     PASSES: Comptime[int],
     LOOKBACK: Comptime[bool],
 ):
     """Each key of a block (and its value) moved to its digit's place in the output plus its
-    stable rank among the block's keys of that digit. Without ``LOOKBACK``, block ``b`` is the
-    cube's and its digit ``d`` goes to ``offsets[d * blocks + b]`` (``counts`` holds the
+    stable rank among the block's keys of that digit. The keys move from ``keys`` to
+    ``keys_alt``, or back where an odd number of passes before moved them (:func:`_moving`),
+    their values likewise between ``values`` and ``values_alt`` (the first moving pass takes a
+    key's place as its value), or into ``result`` in the last moving pass with ``RESULT`` (which
+    the last pass fills with ``0 .. n-1`` where none moves). Without ``LOOKBACK``, block ``b``
+    is the cube's and its digit ``d`` goes to ``offsets[d * blocks + b]`` (``counts`` holds the
     block's digit counts); with it, blocks are taken in order from the pass' ticket in
     ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
-    those of the blocks before, read back from ``status`` (zeros before; ``status_next``, the
-    next pass', is zeroed for it). Values move with ``VALUES`` ``"all"``, or ``"flagged"`` where
-    ``state[FLAG]`` is not 0, never with ``"none"``; with ``FIRST`` a key's value is its place in
-    ``keys`` (``values`` is not read). ``PLANES`` is the cube's plane count (its unit count
-    without ``BALLOT``); ``CUBE`` says whether cube-wide sums go through planes."""
+    those of the blocks before, read back from ``status`` or ``status_alt`` as the keys (zeros
+    before; the other one is zeroed for the next moving pass). Values move with ``VALUES``
+    ``"all"``, or ``"flagged"`` where ``state[FLAG]`` is not 0, never with ``"none"``.
+    ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
+    whether cube-wide sums go through planes."""
     ranks = SharedMemory(u32, PLANES * DIGITS)
     first = SharedMemory(u32, DIGITS)
     dest = SharedMemory(u32, DIGITS)
@@ -234,7 +313,12 @@ def radix_scatter(
     below = (u32(1) << lane) - u32(1)
     move = state[FLAG] != u32(0) if VALUES == "flagged" else VALUES == "all"
     pass_ = shift // u32(8)
-    b = RUDA_POS
+    before, after, moves = _moving(state, n, pass_, PASSES, LOOKBACK, UNITS, CUBE)
+    back = before % u32(2) == u32(1)
+    if RESULT and moves == u32(0) and before + after == u32(0) and pass_ == u32(PASSES - 1):
+        for i in grid_stride(n):
+            result[i] = Index(i)
+    b = RUDA_POS if moves != u32(0) else blocks
     if LOOKBACK:
         # where each digit's keys start in the output: the keys of the smaller digits
         carry = u32(0)
@@ -248,7 +332,7 @@ def radix_scatter(
         if UNIT_POS == u32(0):
             ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
         sync_units()
-        b = ticket[0]
+        b = ticket[0] if moves != u32(0) else blocks
     while b < blocks:
         if not LOOKBACK:
             # where each digit's keys start in the block's digit order, and in the output
@@ -270,7 +354,9 @@ def radix_scatter(
         for j in unroll(range(ITEMS)):
             i = mine + u32(j) * width
             valid = i < n
-            key = keys[i] if valid else Key(0)
+            key = Key(0)
+            if valid:
+                key = _read(keys, keys_alt, back, i)
             digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
             rank = u32(0)
             count = u32(1)
@@ -293,7 +379,9 @@ def radix_scatter(
             held[j] = key
             rank_of[j] = seen + rank
             if move and valid:
-                value_of[j] = i if FIRST else values[i]
+                value_of[j] = i
+                if before != u32(0):
+                    value_of[j] = _read(values, values_alt, back, i)
         sync_units()
         if LOOKBACK:
             # the block's count of each digit, published, then the counts of the blocks before
@@ -305,22 +393,22 @@ def radix_scatter(
                     for p in range(u32(PLANES)):
                         total += ranks[p * u32(DIGITS) + d]
                     kind = u32(DONE) if b == u32(0) else u32(PART)
-                    atomic_store(status, b * u32(DIGITS) + d, total | kind)
-                    status_next[b * u32(DIGITS) + d] = u32(0)
+                    _publish(status, status_alt, back, b * u32(DIGITS) + d, total | kind)
                 at = cube_exclusive_sum(total, CUBE, UNITS) + carry
                 carry += cube_reduce(total, "sum", CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
-                    before = u32(0)
+                    ahead = u32(0)
                     j = b
                     while j > u32(0):
-                        word = atomic_load(status, (j - u32(1)) * u32(DIGITS) + d)
+                        word = _look(status, status_alt, back, (j - u32(1)) * u32(DIGITS) + d)
                         if word != u32(0):  # else the block before has not published yet
-                            before += word & u32(COUNT)
+                            ahead += word & u32(COUNT)
                             j = u32(0) if word >= u32(DONE) else j - u32(1)
                     if b > u32(0):
-                        atomic_store(status, b * u32(DIGITS) + d, (before + total) | u32(DONE))
-                    dest[d] = origin[d] + before
+                        done = (ahead + total) | u32(DONE)
+                        _publish(status, status_alt, back, b * u32(DIGITS) + d, done)
+                    dest[d] = origin[d] + ahead
         # the planes' counters become the places of their runs in the block's digit order
         for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
             run = first[d]
@@ -344,9 +432,12 @@ def radix_scatter(
                 key = stage[q]
                 digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
                 to = dest[digit] + q - first[digit]
-                keys_out[to] = key
+                _write(keys, keys_alt, not back, to, key)
                 if move:
-                    values_out[to] = Index(staged[q])
+                    if RESULT and after == u32(0):
+                        result[to] = Index(staged[q])
+                    else:
+                        _write(values, values_alt, not back, to, staged[q])
         if LOOKBACK:
             if UNIT_POS == u32(0):
                 ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
@@ -361,26 +452,52 @@ def radix_scatter(
 def radix_floats(
     x: Array[Numeric],
     index: Array[u32],
+    index_alt: Array[u32],
     keys: Array[Key],
+    keys_alt: Array[Key],
     out: Array[Numeric],
     state: Array[u32],
     n: u32,
     SIGN: Comptime[int],
+    PASSES: Comptime[int],
+    SKIPS: Comptime[bool],
+    UNITS: Comptime[int],
+    CUBE: Comptime[bool],
 ):
-    """``out[i]``: the float whose key :func:`radix_keys` made ``keys[i]``; where ``state[FLAG]``
-    is not 0 (a ``-0.0`` or NaN, which share keys), ``x[index[i]]`` instead."""
+    """``out[i]``: the float whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
+    ``keys_alt[i]`` where an odd number of passes moved them); where ``state[FLAG]`` is not 0 (a
+    ``-0.0`` or NaN, which share keys), ``x[index[i]]`` (or by ``index_alt``) instead; ``x[i]``
+    where no pass moved the keys."""
+    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS, UNITS, CUBE)
+    moved = before + after + moves
+    back = moved % u32(2) == u32(1)
     gather = state[FLAG] != u32(0)
     for i in grid_stride(n):
-        if gather:
-            out[i] = x[index[i]]
+        if moved == u32(0):
+            out[i] = x[i]
+        elif gather:
+            out[i] = x[_read(index, index_alt, back, i)]
         else:
-            bits = keys[i]
+            bits = _read(keys, keys_alt, back, i)
             out[i] = bitcast(Numeric, bits ^ Key(SIGN) if bits >= Key(SIGN) else ~bits)
 
 
 @kernel
-def radix_unkeys(keys: Array[Key], out: Array[Numeric], n: u32, SIGN: Comptime[int]):
-    """``out[i]``: the integer whose key :func:`radix_keys` made ``keys[i]`` (``SIGN`` 0 for
-    unsigned data)."""
+def radix_unkeys(
+    keys: Array[Key],
+    keys_alt: Array[Key],
+    out: Array[Numeric],
+    state: Array[u32],
+    n: u32,
+    SIGN: Comptime[int],
+    PASSES: Comptime[int],
+    SKIPS: Comptime[bool],
+    UNITS: Comptime[int],
+    CUBE: Comptime[bool],
+):
+    """``out[i]``: the integer whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
+    ``keys_alt[i]`` where an odd number of passes moved them; ``SIGN`` 0 for unsigned data)."""
+    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS, UNITS, CUBE)
+    back = (before + after + moves) % u32(2) == u32(1)
     for i in grid_stride(n):
-        out[i] = bitcast(Numeric, keys[i] ^ Key(SIGN))
+        out[i] = bitcast(Numeric, _read(keys, keys_alt, back, i) ^ Key(SIGN))

@@ -97,12 +97,29 @@ def test_keys_whose_digits_are_all_alike(radix, dtype):
         _check(radix, rng.integers(-5, 5, 9000).astype(dtype))  # sign bits alike within halves
 
 
+def _alike(n: int) -> list[np.ndarray]:
+    """Keys of which some digits are the same for all: the high ones, the low ones, every one,
+    all but one; floats moved by one pass, and by three with a ``-0.0`` among them."""
+    rng = np.random.default_rng(6)
+    one = np.array([1.0, np.nextafter(np.float32(1.0), np.float32(2.0))], np.float32)
+    return [
+        rng.integers(0, 1000, n).astype(np.int32),
+        (rng.integers(0, 7, n) << 16).astype(np.uint32),
+        np.full(n, 123456, np.uint32),
+        (rng.integers(0, 256, n) << 8).astype(np.uint32),
+        one[rng.integers(0, 2, n)],
+        np.append(one[rng.integers(0, 2, n)], np.float32(-0.0)),
+    ]
+
+
 def test_every_candidate_sorts_as_numpy(radix):
     """In passes everywhere; chained where a kernel may wait on another cube, else refused."""
     x = _random(np.float32, 70_001, seed=3)
     x[::101] = np.nan
     u = _random(np.uint32, 70_001, seed=4)
     cases = [(x, False), (x[x == x], False), (x, True), (u, False)]
+    for data in _alike(9001):  # passes that leave the keys in place, an odd number moving them
+        cases += [(data, False), (data, True)]
     if radix.features().supports(Elem.I64):  # eight passes
         wide = _random(np.int64, 9001, seed=5)
         cases += [(wide, False), (wide, True)]
