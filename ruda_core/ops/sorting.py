@@ -5,13 +5,13 @@ The passes are :mod:`.sorting_kernels`': order-preserving keys, then per pass a 
 of each block, whose digits' places come either from a histogram per block and the exclusive
 scan of the counts by :func:`.scan.scan_into` (in passes), or, where a device runs kernels that
 wait on another cube, from every pass' digit counts made with the keys and the counts of the
-blocks before, read back during the scatter (chained). Integers are sorted as keys and turned
-back. ``argsort`` carries each element's index with its key; a float sort does too where the
-input holds a ``-0.0`` or a NaN, and then gathers the elements by index, so the result holds the
-input's own bits (``-0.0`` and ``0.0`` in their input order, each NaN as it was, last); without
-them the keys are turned back. The cube size, the keys per unit and passes or chained are
-chosen by the autotuner per device, element type and size class. This module never imports a
-driver.
+blocks before, read back during the scatter (chained; a pass whose digit is the same for every
+key is skipped). Integers are sorted as keys and turned back. ``argsort`` carries each
+element's index with its key; a float sort does too where the input holds a ``-0.0`` or a NaN,
+and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
+``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
+The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
+element type and size class. This module never imports a driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type

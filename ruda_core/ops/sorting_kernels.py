@@ -15,7 +15,9 @@ passes, from :func:`radix_histogram` (per-block counts of each digit, digit-majo
 blocks + b]``) and an exclusive scan of those counts (:mod:`.scan`); chained, from every pass'
 histogram that :func:`radix_keys` counts and the counts each block publishes for the blocks
 after it (a decoupled look-back: blocks are taken in order, so the ones before a block have
-started and publish without waiting on it).
+started and publish without waiting on it); there a pass whose digit is the same for every key
+moves nothing, and each kernel reads the keys (and indices) from whichever of their two buffers
+the moving passes before it left them in (:func:`_moving`).
 
 A block is ``UNITS * ITEMS`` keys: each plane takes a run of ``PLANE_DIM * ITEMS`` consecutive
 keys, one plane-wide step of consecutive keys at a time. In a step, each unit finds the lanes
