@@ -232,7 +232,7 @@ def _radix_sort(
     if p.indices:
         return
     result = ArrayArg(out.handle, n, elem)
-    finish = {"PASSES": passes, "SKIPS": lookback, "UNITS": 256, "CUBE": plane_sums}
+    finish = {"PASSES": passes, "SKIPS": lookback}
     if kind == "float":
         radix_floats.launch_unchecked(
             client, RudaCount(cubes), RudaDim(256), source, *values, *keys, result, state, n,

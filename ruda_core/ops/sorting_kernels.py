@@ -94,9 +94,10 @@ Index = ElemVar("Index", [u32, i64])
 
 def state_size(passes: int) -> int:
     """The ``u32`` words of a sort's state, zeros before :func:`radix_keys`: the flag
-    (``FLAG``), each pass' ticket of blocks (``1 + pass``), and each pass' histogram of digits
-    (``1 + passes + pass * DIGITS + digit``)."""
-    return 1 + passes + passes * DIGITS
+    (``FLAG``), each pass' digit of the first key (``1 + pass``), each pass' ticket of blocks
+    (``1 + passes + pass``), and each pass' histogram of digits (``1 + 2 * passes + pass *
+    DIGITS + digit``)."""
+    return 1 + 2 * passes + passes * DIGITS
 
 
 @kernel
@@ -149,6 +150,8 @@ def radix_keys(
             for k in unroll(range(PASSES)):
                 digit = u32((bits >> Key(8 * k)) & Key(DIGITS - 1))
                 atomic_add(hist, u32(k * DIGITS) + digit, u32(1))
+                if i == u32(0):
+                    state[1 + k] = digit
     if KIND == "float":
         found = cube_reduce(seen, "max", CUBE, UNITS)
         if found != u32(0) and UNIT_POS == u32(0):
@@ -157,7 +160,7 @@ def radix_keys(
         sync_units()
         for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
             if hist[d] != u32(0):
-                atomic_add(state, u32(1 + PASSES) + d, hist[d])
+                atomic_add(state, u32(1 + 2 * PASSES) + d, hist[d])
 
 
 @kernel
@@ -196,28 +199,19 @@ def _moving(
     pass_: u32,
     PASSES: Comptime[int],
     SKIPS: Comptime[bool],
-    UNITS: Comptime[int],
-    CUBE: Comptime[bool],
 ):
     """``(before, after, moves)``: how many passes before ``pass_`` and after it move keys, and
     whether it does (1 or 0). With ``SKIPS`` a pass whose digit is the same for every key
-    (``state``'s histogram holds ``n`` in one bin) leaves them where they are; without, every
-    pass moves them. Every unit of the cube calls it."""
-    still = u32(0)  # bit k: pass k's digit is the same for every key
-    if SKIPS:
-        for chunk in range(0, DIGITS, UNITS):
-            d = u32(chunk) + UNIT_POS
-            bits = u32(0)
-            if d < u32(DIGITS):
-                for k in unroll(range(PASSES)):
-                    if state[u32(1 + PASSES + k * DIGITS) + d] == n:
-                        bits = bits | u32(1 << k)
-            still += cube_reduce(bits, "sum", CUBE, UNITS)  # one bin per pass holds n: no carry
+    (``state``'s histogram holds ``n`` in the first key's bin) leaves them where they are;
+    without, every pass moves them."""
     before = u32(0)
     after = u32(0)
     moves = u32(1)
     for k in unroll(range(PASSES)):
-        m = u32(1) - ((still >> u32(k)) & u32(1))
+        m = u32(1)
+        if SKIPS:
+            bin_ = state[1 + k]
+            m = u32(0) if state[u32(1 + 2 * PASSES + k * DIGITS) + bin_] == n else u32(1)
         if u32(k) < pass_:
             before += m
         elif u32(k) > pass_:
@@ -315,7 +309,7 @@ def radix_scatter(
     below = (u32(1) << lane) - u32(1)
     move = state[FLAG] != u32(0) if VALUES == "flagged" else VALUES == "all"
     pass_ = shift // u32(8)
-    before, after, moves = _moving(state, n, pass_, PASSES, LOOKBACK, UNITS, CUBE)
+    before, after, moves = _moving(state, n, pass_, PASSES, LOOKBACK)
     back = before % u32(2) == u32(1)
     if RESULT and moves == u32(0) and before + after == u32(0) and pass_ == u32(PASSES - 1):
         for i in grid_stride(n):
@@ -324,15 +318,16 @@ def radix_scatter(
     if LOOKBACK:
         # where each digit's keys start in the output: the keys of the smaller digits
         carry = u32(0)
+        counted = u32(1 + 2 * PASSES) + pass_ * u32(DIGITS)  # this pass' histogram
         for chunk in range(0, DIGITS, UNITS):
             d = u32(chunk) + UNIT_POS
-            count = state[u32(1 + PASSES) + pass_ * u32(DIGITS) + d] if d < u32(DIGITS) else u32(0)
+            count = state[counted + d] if d < u32(DIGITS) else u32(0)
             at = cube_exclusive_sum(count, CUBE, UNITS) + carry
             carry += cube_reduce(count, "sum", CUBE, UNITS)
             if d < u32(DIGITS):
                 origin[d] = at
         if UNIT_POS == u32(0):
-            ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
+            ticket[0] = atomic_add(state, u32(1 + PASSES) + pass_, u32(1))
         sync_units()
         b = ticket[0] if moves != u32(0) else blocks
     while b < blocks:
@@ -442,7 +437,7 @@ def radix_scatter(
                         _write(values, values_alt, not back, to, staged[q])
         if LOOKBACK:
             if UNIT_POS == u32(0):
-                ticket[0] = atomic_add(state, u32(1) + pass_, u32(1))
+                ticket[0] = atomic_add(state, u32(1 + PASSES) + pass_, u32(1))
             sync_units()
             b = ticket[0]
         else:
@@ -463,14 +458,12 @@ def radix_floats(
     SIGN: Comptime[int],
     PASSES: Comptime[int],
     SKIPS: Comptime[bool],
-    UNITS: Comptime[int],
-    CUBE: Comptime[bool],
 ):
     """``out[i]``: the float whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
     ``keys_alt[i]`` where an odd number of passes moved them); where ``state[FLAG]`` is not 0 (a
     ``-0.0`` or NaN, which share keys), ``x[index[i]]`` (or by ``index_alt``) instead; ``x[i]``
     where no pass moved the keys."""
-    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS, UNITS, CUBE)
+    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS)
     moved = before + after + moves
     back = moved % u32(2) == u32(1)
     gather = state[FLAG] != u32(0)
@@ -494,12 +487,10 @@ def radix_unkeys(
     SIGN: Comptime[int],
     PASSES: Comptime[int],
     SKIPS: Comptime[bool],
-    UNITS: Comptime[int],
-    CUBE: Comptime[bool],
 ):
     """``out[i]``: the integer whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
     ``keys_alt[i]`` where an odd number of passes moved them; ``SIGN`` 0 for unsigned data)."""
-    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS, UNITS, CUBE)
+    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS)
     back = (before + after + moves) % u32(2) == u32(1)
     for i in grid_stride(n):
         out[i] = bitcast(Numeric, _read(keys, keys_alt, back, i) ^ Key(SIGN))
