@@ -347,14 +347,20 @@ def radix_scatter(
         sync_units()
         start = b * u32(UNITS * ITEMS)
         mine = start + plane * width * u32(ITEMS) + lane
-        # each plane ranks its run of keys, a plane-wide step at a time, on its own counters
+        # the unit's keys (and values) first, all loads in flight at once
         for j in unroll(range(ITEMS)):
             i = mine + u32(j) * width
-            valid = i < n
-            key = Key(0)
-            if valid:
-                key = _read(keys, keys_alt, back, i)
-            digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
+            held[j] = Key(0)
+            if i < n:
+                held[j] = _read(keys, keys_alt, back, i)
+                if move:
+                    value_of[j] = i
+                    if before != u32(0):
+                        value_of[j] = _read(values, values_alt, back, i)
+        # each plane ranks its run of keys, a plane-wide step at a time, on its own counters
+        for j in unroll(range(ITEMS)):
+            valid = mine + u32(j) * width < n
+            digit = u32((held[j] >> Key(shift)) & Key(DIGITS - 1))
             rank = u32(0)
             count = u32(1)
             if BALLOT:
@@ -373,12 +379,7 @@ def radix_scatter(
                 ranks[slot] = seen + count
             if BALLOT:
                 sync_plane()
-            held[j] = key
             rank_of[j] = seen + rank
-            if move and valid:
-                value_of[j] = i
-                if before != u32(0):
-                    value_of[j] = _read(values, values_alt, back, i)
         sync_units()
         if LOOKBACK:
             # the block's count of each digit, published, then the counts of the blocks before
