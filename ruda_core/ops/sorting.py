@@ -50,11 +50,9 @@ from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
     DIGITS,
-    radix_floats,
     radix_histogram,
     radix_keys,
     radix_scatter,
-    radix_unkeys,
     state_size,
 )
 
@@ -216,7 +214,10 @@ def _radix_sort(
     )  # fmt: skip
     scan = Cubes.on(client, *COUNT_SCAN)
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
-    indices = ArrayArg(out.handle, n, p.index) if p.indices else unused
+    if p.indices:
+        indices, elements = ArrayArg(out.handle, n, p.index), ArrayArg(client.empty(8), 1, elem)
+    else:
+        indices, elements = unused, ArrayArg(out.handle, n, elem)
     for k in range(passes):  # the chained passes skip where every key has the same digit
         if not lookback:
             radix_histogram.launch_unchecked(
@@ -225,23 +226,10 @@ def _radix_sort(
             )  # fmt: skip
             scan_into(client, counts, offsets, 1, tally, True, scan)
         radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), *keys, *values, indices, state, counts, offsets,
-            *status, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes, BALLOT=ballot,
-            VALUES=moves, RESULT=p.indices, CUBE=plane_sums, PASSES=passes, LOOKBACK=lookback,
-        )  # fmt: skip
-    if p.indices:
-        return
-    result = ArrayArg(out.handle, n, elem)
-    finish = {"PASSES": passes, "SKIPS": lookback}
-    if kind == "float":
-        radix_floats.launch_unchecked(
-            client, RudaCount(cubes), RudaDim(256), source, *values, *keys, result, state, n,
-            SIGN=sign, **finish,
-        )  # fmt: skip
-    else:
-        radix_unkeys.launch_unchecked(
-            client, RudaCount(cubes), RudaDim(256), *keys, result, state, n,
-            SIGN=sign if kind == "int" else 0, **finish,
+            client, walkers, RudaDim(units), source, *keys, *values, elements, indices, state,
+            counts, offsets, *status, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes,
+            BALLOT=ballot, VALUES=moves, RESULT=p.indices, SIGN=sign, KIND=kind, CUBE=plane_sums,
+            PASSES=passes, LOOKBACK=lookback,
         )  # fmt: skip
 
 
@@ -256,4 +244,5 @@ def _tunable_set() -> TunableSet:
         Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
         for u, i, chained in SORT_SHAPES
     ]
-    return TunableSet("ruda.ops.sort", _key, tunables)
+    # version 2: candidates that rank a block per plane and end with the sorted elements
+    return TunableSet("ruda.ops.sort", _key, tunables, version=2)

@@ -67,11 +67,9 @@ from .cube_fold import cube_exclusive_sum, cube_reduce
 __all__ = [
     "DIGITS",
     "Key",
-    "radix_floats",
     "radix_histogram",
     "radix_keys",
     "radix_scatter",
-    "radix_unkeys",
     "state_size",
 ]
 
@@ -254,12 +252,25 @@ def _look(a: Array[u32], b: Array[u32], second: bool, i: u32) -> u32:
     return atomic_load(b, i) if second else atomic_load(a, i)
 
 
+@func
+def _unkey(key: Key, SIGN: Comptime[int], KIND: Comptime[str]):
+    """The bits of the element whose key :func:`radix_keys` made ``key``: of any integer, and of
+    a float other than ``-0.0`` and NaN."""
+    if KIND == "float":
+        return key ^ Key(SIGN) if key >= Key(SIGN) else ~key
+    if KIND == "int":
+        return key ^ Key(SIGN)
+    return key
+
+
 @kernel
 def radix_scatter(
+    x: Array[Numeric],
     keys: Array[Key],
     keys_alt: Array[Key],
     values: Array[u32],
     values_alt: Array[u32],
+    out: Array[Numeric],
     result: Array[Index],
     state: Array[u32],
     counts: Array[u32],
@@ -275,6 +286,8 @@ def radix_scatter(
     BALLOT: Comptime[bool],
     VALUES: Comptime[str],
     RESULT: Comptime[bool],
+    SIGN: Comptime[int],
+    KIND: Comptime[str],
     CUBE: Comptime[bool],
     PASSES: Comptime[int],
     LOOKBACK: Comptime[bool],
@@ -283,8 +296,11 @@ def radix_scatter(
     stable rank among the block's keys of that digit. The keys move from ``keys`` to
     ``keys_alt``, or back where an odd number of passes before moved them (:func:`_moving`),
     their values likewise between ``values`` and ``values_alt`` (the first moving pass takes a
-    key's place as its value), or into ``result`` in the last moving pass with ``RESULT`` (which
-    the last pass fills with ``0 .. n-1`` where none moves). Without ``LOOKBACK``, block ``b``
+    key's place as its value). The last moving pass writes the sorted elements into ``out``
+    instead (each key turned back, ``KIND`` and ``SIGN`` as :func:`radix_keys`'; where values
+    move, in a float sort, the element of ``x`` at the value), or with ``RESULT`` the values
+    into ``result``; where no pass moves keys, the last pass copies ``x`` to ``out`` (or fills
+    ``result`` with ``0 .. n-1``). Without ``LOOKBACK``, block ``b``
     is the cube's and its digit ``d`` goes to ``offsets[d * blocks + b]`` (``counts`` holds the
     block's digit counts); with it, blocks are taken in order from the pass' ticket in
     ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
@@ -311,9 +327,12 @@ def radix_scatter(
     pass_ = shift // u32(8)
     before, after, moves = _moving(state, n, pass_, PASSES, LOOKBACK)
     back = before % u32(2) == u32(1)
-    if RESULT and moves == u32(0) and before + after == u32(0) and pass_ == u32(PASSES - 1):
-        for i in grid_stride(n):
-            result[i] = Index(i)
+    if moves == u32(0) and before + after == u32(0) and pass_ == u32(PASSES - 1):
+        for i in grid_stride(n):  # every key alike: the input's order is the sorted one
+            if RESULT:
+                result[i] = Index(i)
+            else:
+                out[i] = x[i]
     b = RUDA_POS if moves != u32(0) else blocks
     if LOOKBACK:
         # where each digit's keys start in the output: the keys of the smaller digits
@@ -430,12 +449,16 @@ def radix_scatter(
                 key = stage[q]
                 digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
                 to = dest[digit] + q - first[digit]
-                _write(keys, keys_alt, not back, to, key)
-                if move:
-                    if RESULT and after == u32(0):
-                        result[to] = Index(staged[q])
-                    else:
+                if after != u32(0):
+                    _write(keys, keys_alt, not back, to, key)
+                    if move:
                         _write(values, values_alt, not back, to, staged[q])
+                elif RESULT:
+                    result[to] = Index(staged[q])
+                elif move:  # a float sort with -0.0 or NaN: the element the key came from
+                    out[to] = x[staged[q]]
+                else:
+                    out[to] = bitcast(Numeric, _unkey(key, SIGN, KIND))
         if LOOKBACK:
             if UNIT_POS == u32(0):
                 ticket[0] = atomic_add(state, u32(1 + PASSES) + pass_, u32(1))
@@ -444,54 +467,3 @@ def radix_scatter(
         else:
             sync_units()
             b += RUDA_COUNT
-
-
-@kernel
-def radix_floats(
-    x: Array[Numeric],
-    index: Array[u32],
-    index_alt: Array[u32],
-    keys: Array[Key],
-    keys_alt: Array[Key],
-    out: Array[Numeric],
-    state: Array[u32],
-    n: u32,
-    SIGN: Comptime[int],
-    PASSES: Comptime[int],
-    SKIPS: Comptime[bool],
-):
-    """``out[i]``: the float whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
-    ``keys_alt[i]`` where an odd number of passes moved them); where ``state[FLAG]`` is not 0 (a
-    ``-0.0`` or NaN, which share keys), ``x[index[i]]`` (or by ``index_alt``) instead; ``x[i]``
-    where no pass moved the keys."""
-    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS)
-    moved = before + after + moves
-    back = moved % u32(2) == u32(1)
-    gather = state[FLAG] != u32(0)
-    for i in grid_stride(n):
-        if moved == u32(0):
-            out[i] = x[i]
-        elif gather:
-            out[i] = x[_read(index, index_alt, back, i)]
-        else:
-            bits = _read(keys, keys_alt, back, i)
-            out[i] = bitcast(Numeric, bits ^ Key(SIGN) if bits >= Key(SIGN) else ~bits)
-
-
-@kernel
-def radix_unkeys(
-    keys: Array[Key],
-    keys_alt: Array[Key],
-    out: Array[Numeric],
-    state: Array[u32],
-    n: u32,
-    SIGN: Comptime[int],
-    PASSES: Comptime[int],
-    SKIPS: Comptime[bool],
-):
-    """``out[i]``: the integer whose key :func:`radix_keys` made the sorted ``keys[i]`` (or
-    ``keys_alt[i]`` where an odd number of passes moved them; ``SIGN`` 0 for unsigned data)."""
-    before, after, moves = _moving(state, n, u32(0), PASSES, SKIPS)
-    back = (before + after + moves) % u32(2) == u32(1)
-    for i in grid_stride(n):
-        out[i] = bitcast(Numeric, _read(keys, keys_alt, back, i) ^ Key(SIGN))
