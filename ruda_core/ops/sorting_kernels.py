@@ -17,7 +17,8 @@ histogram that :func:`radix_keys` counts and the counts each block publishes for
 after it (a decoupled look-back: blocks are taken in order, so the ones before a block have
 started and publish without waiting on it); there a pass whose digit is the same for every key
 moves nothing, and each kernel reads the keys (and indices) from whichever of their two buffers
-the moving passes before it left them in (:func:`_moving`).
+the moving passes before it left them in (:func:`_moving`). The last moving pass writes the
+sorted elements (or ``argsort``'s indices) in place of keys.
 
 A block is ``UNITS * ITEMS`` keys: each plane takes a run of ``PLANE_DIM * ITEMS`` consecutive
 keys, one plane-wide step of consecutive keys at a time. In a step, each unit finds the lanes
