@@ -210,7 +210,7 @@ def _radix_sort(
     radix_keys.launch_unchecked(
         client, RudaCount(counters), RudaDim(256), source, keys[0], state, status[0], n,
         tally if lookback else 0, SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
-        PASSES=passes, HISTOGRAMS=lookback,
+        PASSES=passes, HISTOGRAMS=lookback, KEYS=not lookback,
     )  # fmt: skip
     scan = Cubes.on(client, *COUNT_SCAN)
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))

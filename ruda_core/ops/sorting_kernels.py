@@ -99,6 +99,25 @@ def state_size(passes: int) -> int:
     return 1 + 2 * passes + passes * DIGITS
 
 
+@func
+def _key_of(v: Numeric, SIGN: Comptime[int], KIND: Comptime[str]):
+    """The order-preserving key of ``v`` (``KIND`` is ``"uint"``, ``"int"`` or ``"float"``;
+    ``SIGN`` the key's top bit), as the module's account gives it."""
+    bits = bitcast(Key, v)
+    if KIND == "int":
+        bits = bits ^ Key(SIGN)
+    elif KIND == "float":
+        if isnan(v):
+            bits = Key(SIGN) | (Key(SIGN) - Key(1))
+        elif v == 0:
+            bits = Key(SIGN)
+        elif bits >= Key(SIGN):
+            bits = bits ^ (Key(SIGN) | (Key(SIGN) - Key(1)))
+        else:
+            bits = bits | Key(SIGN)
+    return bits
+
+
 @kernel
 def radix_keys(
     x: Array[Numeric],
@@ -113,12 +132,13 @@ def radix_keys(
     CUBE: Comptime[bool],
     PASSES: Comptime[int],
     HISTOGRAMS: Comptime[bool],
+    KEYS: Comptime[bool],
 ):
-    """``keys[i]``: the order-preserving key of ``x[i]`` (``KIND`` is ``"uint"``, ``"int"`` or
-    ``"float"``; ``SIGN`` the key's top bit). Floats also set ``state[FLAG]`` to 1 where ``x``
-    holds a ``-0.0`` or a NaN (whose keys do not give their bits back), one atomic per cube. With
-    ``HISTOGRAMS``, adds each pass' digit counts to ``state`` (zeros before, as
-    :func:`state_size` lays it out) and zeroes ``status[:cleared]``."""
+    """``keys[i]``: the order-preserving key of ``x[i]`` (:func:`_key_of`), with ``KEYS``.
+    Floats also set ``state[FLAG]`` to 1 where ``x`` holds a ``-0.0`` or a NaN (whose keys do
+    not give their bits back), one atomic per cube. With ``HISTOGRAMS``, adds each pass' digit
+    counts to ``state`` (zeros before, as :func:`state_size` lays it out), notes each pass'
+    digit of the first key there, and zeroes ``status[:cleared]``."""
     hist = SharedMemory(u32, PASSES * DIGITS if HISTOGRAMS else 1)
     if HISTOGRAMS:
         for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
@@ -129,22 +149,11 @@ def radix_keys(
     seen = u32(0)
     for i in grid_stride(n):
         v = x[i]
-        bits = bitcast(Key, v)
-        if KIND == "int":
-            bits = bits ^ Key(SIGN)
-        elif KIND == "float":
-            if isnan(v):
-                bits = Key(SIGN) | (Key(SIGN) - Key(1))
-                seen = u32(1)
-            elif v == 0:
-                if bits != Key(0):
-                    seen = u32(1)
-                bits = Key(SIGN)
-            elif bits >= Key(SIGN):
-                bits = bits ^ (Key(SIGN) | (Key(SIGN) - Key(1)))
-            else:
-                bits = bits | Key(SIGN)
-        keys[i] = bits
+        bits = _key_of(v, SIGN, KIND)
+        if KIND == "float" and (isnan(v) or (v == 0 and bitcast(Key, v) != Key(0))):
+            seen = u32(1)
+        if KEYS:
+            keys[i] = bits
         if HISTOGRAMS:
             for k in unroll(range(PASSES)):
                 digit = u32((bits >> Key(8 * k)) & Key(DIGITS - 1))
@@ -296,12 +305,12 @@ def radix_scatter(
     """Each key of a block (and its value) moved to its digit's place in the output plus its
     stable rank among the block's keys of that digit. The keys move from ``keys`` to
     ``keys_alt``, or back where an odd number of passes before moved them (:func:`_moving`),
-    their values likewise between ``values`` and ``values_alt`` (the first moving pass takes a
-    key's place as its value). The last moving pass writes the sorted elements into ``out``
-    instead (each key turned back, ``KIND`` and ``SIGN`` as :func:`radix_keys`'; where values
-    move, in a float sort, the element of ``x`` at the value), or with ``RESULT`` the values
-    into ``result``; where no pass moves keys, the last pass copies ``x`` to ``out`` (or fills
-    ``result`` with ``0 .. n-1``). Without ``LOOKBACK``, block ``b``
+    their values likewise between ``values`` and ``values_alt``; the first moving pass makes
+    the keys from ``x`` instead (:func:`_key_of`) and takes a key's place as its value. The
+    last moving pass writes the sorted elements into ``out`` instead (each key turned back by
+    :func:`_unkey`; in a float sort whose values move, the element of ``x`` at the value), or
+    with ``RESULT`` the values into ``result``; where no pass moves keys, the last pass copies
+    ``x`` to ``out`` (or fills ``result`` with ``0 .. n-1``). Without ``LOOKBACK``, block ``b``
     is the cube's and its digit ``d`` goes to ``offsets[d * blocks + b]`` (``counts`` holds the
     block's digit counts); with it, blocks are taken in order from the pass' ticket in
     ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
@@ -372,7 +381,10 @@ def radix_scatter(
             i = mine + u32(j) * width
             held[j] = Key(0)
             if i < n:
-                held[j] = _read(keys, keys_alt, back, i)
+                if before == u32(0):  # the first moving pass makes the keys from the input
+                    held[j] = _key_of(x[i], SIGN, KIND)
+                else:
+                    held[j] = _read(keys, keys_alt, back, i)
                 if move:
                     value_of[j] = i
                     if before != u32(0):
