@@ -15,7 +15,10 @@ Elsewhere (AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where sub
 neither the non-uniform arithmetic nor shuffles (which ``plane_prod`` needs), the subgroup
 capabilities are dropped: a plane is then one lane, ``PLANE_DIM`` reads 1, and every plane
 operation is the one-lane form the dialect writes without subgroup built-ins, so the cube
-collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0``
+collectives (``units_sum`` …) run there too. Not on PoCL: PoCL 5 aborted the process building
+the plane kernels of the suite (the cube collectives, reductions, scans) in that form, so there
+plane operations stay unsupported and the operations take their shared-memory forms.
+``RUDA_OPENCL_SUBGROUPS=0``
 (read when a server is made; see :func:`subgroups_from_env`) drops them on every device, so a
 device with subgroups runs as one without. Subgroups found through the OpenCL C 3.0 feature
 ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the
@@ -127,7 +130,8 @@ class OpenCLCapabilities:
         pocl = "Portable Computing Language" in device.platform.name
         if plane_dim == 1:
             extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
-            extra["one_lane_planes"] = "1"
+            if not pocl:  # PoCL 5 aborted the process building plane kernels of one lane
+                extra["one_lane_planes"] = "1"
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")

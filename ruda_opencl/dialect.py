@@ -74,8 +74,8 @@ CAPABILITIES = {
     "work_group_collectives": "__opencl_c_work_group_collective_functions",
     "atomic_scope_device": "__opencl_c_atomic_order_acq_rel and __opencl_c_atomic_scope_device",
     # set by the driver, not an extension: plane operations as planes of one lane where there are
-    # no subgroups
-    "one_lane_planes": "planes of one lane",
+    # no subgroups (not on PoCL, whose compiler aborted the process on such kernels)
+    "one_lane_planes": "planes of one lane (every driver but PoCL)",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")

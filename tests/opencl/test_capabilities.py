@@ -36,6 +36,7 @@ from ruda_core.runtime import (
     LaunchConfigError,
     RudaCount,
     RudaDim,
+    UnsupportedFeature,
 )
 from ruda_core.testing.plane_model import PlaneModel
 from ruda_core.testing.runner import read_array
@@ -129,9 +130,21 @@ def test_pocl_builds_with_the_cbs_work_group_method_unless_one_is_chosen() -> No
     device.platform = SimpleNamespace(name="Portable Computing Language")
     caps = OpenCLCapabilities.of(device)
     assert caps.environment == (("POCL_WORK_GROUP_METHOD", "cbs"),)
-    assert caps.plane_dim == 1 and caps.extra == (("one_lane_planes", "1"),)
-    assert not caps.partial_planes
+    assert caps.plane_dim == 1 and not caps.partial_planes
     assert OpenCLCapabilities.of(FakeDevice("cl_khr_subgroups", warp=32)).environment == ()
+
+
+def test_pocl_without_subgroups_refuses_plane_operations_instead_of_one_lane_planes() -> None:
+    """PoCL 5's compiler aborted the process building plane kernels as planes of one lane:
+    there plane operations are unsupported, refused when a kernel is generated."""
+    device = FakeDevice("cl_khr_subgroups", warp=32)
+    device.platform = SimpleNamespace(name="Portable Computing Language")
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == 1 and caps.extra == ()
+    assert not caps.features().has(Feature.PLANE)
+    dialect = OpenCLDialect.from_options(caps.compile_options)
+    with pytest.raises(UnsupportedFeature, match="a plane operation needs planes of one lane"):
+        CFamilyEmitter(dialect).emit(plane_ops())
 
 
 def test_nvidia_planes_are_its_warps() -> None:
