@@ -21,12 +21,13 @@ import numpy as np
 
 from ..errors import (
     InvalidHandle,
+    LaunchConfigError,
     LayoutError,
     RudaPanic,
     ServerError,
     TooManyResources,
 )
-from ..ir import ExecutionMode
+from ..ir import WARPGROUP_UNITS, ExecutionMode
 from .arguments import LaunchArgs
 from .cache import EntryOrigin
 from .capture import Graph
@@ -515,10 +516,12 @@ class ComputeClient:
     def admit(
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
     ) -> bool:
-        """Check a launch's geometry and shared memory against the device's limits; True when
-        they fit whatever the scalars (no dynamic shared memory to size).
+        """Check a launch's geometry and shared memory against the device's limits, and a
+        warpgroup kernel's cube against whole warpgroups; True when they fit whatever the scalars
+        (no dynamic shared memory to size, no warpgroups).
 
         :raises TooManyResources: for a launch over a limit.
+        :raises LaunchConfigError: for a warpgroup kernel whose cube is not whole warpgroups.
         """
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
         x, y, z = dim.x, dim.y, dim.z
@@ -532,6 +535,7 @@ class ComputeClient:
             or count.z > cz
             or task.shared_bytes > max_shared
             or task.dynamic_shared
+            or task.uses_warpgroups
         ):
             self._check_limits(task, count, dim, scalars)  # raises unless only sizes to check
             return False
@@ -654,6 +658,12 @@ class ComputeClient:
             or shared > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim, shared))
+        if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
+            raise LaunchConfigError(
+                f"kernel {task.name} uses warpgroup matrices, which need cubes of whole "
+                f"warpgroups of {WARPGROUP_UNITS} units; {dim} is {dim.num_units} units. "
+                f"Use a RudaDim whose units are a multiple of {WARPGROUP_UNITS}"
+            )
 
     def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim, shared: int) -> str:
         props = self._server.properties()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ruda_core.errors import CompilationError, LaunchError
+from ruda_core.errors import CompilationError, LaunchConfigError, LaunchError
 from ruda_core.ir import Elem, swizzle
 from ruda_core.lang import (
     UNIT_POS,
@@ -89,8 +89,8 @@ def test_each_misuse_fails_the_launch_naming_kernel_and_fault(cpu, fault, messag
         _run(cpu, fault)
 
 
-def test_cubes_that_are_not_whole_warpgroups_are_refused(cpu):
-    with pytest.raises(LaunchError, match=r"multiple of 128 units .* has 96 units per cube"):
+def test_cubes_that_are_not_whole_warpgroups_are_refused_before_running(cpu):
+    with pytest.raises(LaunchConfigError, match=r"whole warpgroups of 128 units; .* 96 units"):
         _run(cpu, "none", units=96)
 
 

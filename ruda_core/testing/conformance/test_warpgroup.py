@@ -15,7 +15,14 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.lang import ArrayArg, bf16, f16
-from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim, UnsupportedFeature
+from ruda_core.runtime import (
+    ComputeClient,
+    Feature,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+    UnsupportedFeature,
+)
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
 from ruda_core.testing.warpgroup_kernels import (
@@ -89,6 +96,17 @@ def test_several_cubes_each_multiply_their_own_tiles(client, elem):
     for w in range(groups):  # every cube computed the same tiles and stored them alike
         want = a[w].reshape(64, k).astype(np.float64) @ b[w].reshape(k, n).astype(np.float64)
         np.testing.assert_array_equal(got[w], want)
+
+
+@requires(Feature.WARPGROUP_MMA)
+def test_cubes_of_part_of_a_warpgroup_are_refused_before_running(client):
+    a = np.ones((64, 32), ml_dtypes.bfloat16)
+    b = np.ones((32, 64), ml_dtypes.bfloat16)
+    out = np.full(2 * 64 * 64, -7.0, np.float32)
+    args = _args(client, a, b, out)
+    with pytest.raises(LaunchConfigError, match=r"whole warpgroups of 128 units; .* 96 units"):
+        wgmma_groups.launch(client, RudaCount(1), RudaDim(96), *args, N=64, K=32, In=bf16)
+    np.testing.assert_array_equal(read_array(client, args[2].handle, np.float32), out)
 
 
 @requires(Feature.WARPGROUP_MMA)
