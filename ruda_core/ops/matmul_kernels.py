@@ -72,7 +72,15 @@ from ..lang import (
     unroll,
 )
 
-__all__ = ["OUT_PAD", "PAD", "In", "matmul_cmma", "matmul_fma", "matmul_pipelined"]
+__all__ = [
+    "OUT_PAD",
+    "PAD",
+    "In",
+    "grouped_block",
+    "matmul_cmma",
+    "matmul_fma",
+    "matmul_pipelined",
+]
 
 #: The element of ``a`` and ``b``.
 In = ElemVar("In", [f16, bf16, f32])
@@ -522,6 +530,20 @@ def _products(
         _row(fa3, fb0, fb1, fb2, fb3, c30, c31, c32, c33, FN)
 
 
+@func
+def grouped_block(BM: Comptime[int], BN: Comptime[int], GROUP: Comptime[int]):
+    """The first row and column of this cube's ``BM x BN`` block of the output: cube ``i``
+    (row-major over ``RudaCount``) takes block ``(i % rows, i // rows)`` of its group of
+    ``GROUP`` block rows, so the cubes running at once share rows of ``a`` and columns of ``b``
+    in L2."""
+    cube = RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X
+    per_group = u32(GROUP) * RUDA_COUNT_X
+    first = cube // per_group * u32(GROUP)
+    rows = min(RUDA_COUNT_Y - first, u32(GROUP))
+    within = cube % per_group
+    return (first + within % rows) * u32(BM), within // rows * u32(BN)
+
+
 @kernel
 def matmul_pipelined(
     a: Array[In],
@@ -556,15 +578,7 @@ def matmul_pipelined(
     plane = UNIT_POS // PLANE_DIM
     pm = plane // u32(WN)
     pn = plane % u32(WN)
-    # cube i (row-major over RudaCount) takes block (i % rows, i // rows) of its group of GROUP
-    # block rows: the cubes running at once share rows of a and columns of b in L2
-    cube = RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X
-    per_group = u32(GROUP) * RUDA_COUNT_X
-    first = cube // per_group * u32(GROUP)
-    rows = min(RUDA_COUNT_Y - first, u32(GROUP))
-    within = cube % per_group
-    row0 = (first + within % rows) * u32(BM)
-    col0 = within // rows * u32(BN)
+    row0, col0 = grouped_block(BM, BN, GROUP)
     ab = cmma.tf32 if TF32 else In
     fa0 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)
     fa1 = cmma.Matrix(cmma.A, 16, 16, TK, ab, cmma.ROW_MAJOR)

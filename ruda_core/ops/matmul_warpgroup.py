@@ -31,10 +31,6 @@ arguments.
 from __future__ import annotations
 
 from ..lang import (
-    RUDA_COUNT_X,
-    RUDA_COUNT_Y,
-    RUDA_POS_X,
-    RUDA_POS_Y,
     UNIT_POS,
     Array,
     Comptime,
@@ -52,6 +48,7 @@ from ..lang import (
     unroll,
     wgmma,
 )
+from .matmul_kernels import grouped_block
 
 __all__ = ["BK", "Half", "matmul_warpgroup"]
 
@@ -136,13 +133,7 @@ def matmul_warpgroup(
     sa = SharedMemory(Half, STAGES * A_STAGE)
     sb = SharedMemory(Half, STAGES * B_STAGE)
     w = UNIT_POS // u32(128)
-    cube = RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X
-    per_group = u32(GROUP) * RUDA_COUNT_X
-    first = cube // per_group * u32(GROUP)
-    rows = min(RUDA_COUNT_Y - first, u32(GROUP))
-    within = cube % per_group
-    row0 = (first + within % rows) * u32(BM)
-    col0 = within // rows * u32(BN)
+    row0, col0 = grouped_block(BM, BN, GROUP)
     acc = wgmma.Accumulator(BN)
     wgmma.fill(acc, 0.0)
     stages = (k + u32(BK - 1)) // u32(BK)
