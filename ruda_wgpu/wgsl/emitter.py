@@ -85,6 +85,14 @@ _ATOMIC_INT = {
 #: The value operation of each atomic a compare-exchange loop computes.
 _ATOMIC_VALUE = {Op.ATOMIC_ADD: Op.ADD, Op.ATOMIC_SUB: Op.SUB, Op.ATOMIC_MIN: Op.MIN}
 _ATOMIC_VALUE[Op.ATOMIC_MAX] = Op.MAX
+#: The new value of the other atomics a compare-exchange loop computes, of the old value
+#: ``{old}`` and the operands ``{v}`` (the last one) and ``{cmp}`` (the first one).
+_ATOMIC_NEW = {
+    Op.ATOMIC_CAS: "select({old}, {v}, {old} == {cmp})",
+    Op.ATOMIC_SWAP: "{v}",
+    Op.ATOMIC_INC_WRAP: "select({old} + 1u, 0u, {old} >= {v})",
+    Op.ATOMIC_DEC_WRAP: "select({old} - 1u, {v}, {old} == 0u || {old} > {v})",
+}
 _SYNC_COUNTER = "ruda_sync_count"
 #: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
 #: its id into (see :attr:`WgslTarget.loop_limit`).
@@ -453,6 +461,11 @@ class _Writer(Located):
     def _line(self, depth: int, text: str) -> None:
         self.lines.append(_INDENT * depth + text)
 
+    def _lines(self, depth: int, text: str) -> None:
+        """Each line of ``text`` at ``depth`` (and its own indent beyond it)."""
+        for line in text.split("\n"):
+            self._line(depth, line)
+
     def _block(self, block: Block, depth: int) -> None:
         for stmt in block:
             self._stmt(stmt, depth)
@@ -521,27 +534,26 @@ class _Writer(Located):
             moved = f"{counter} {'+' if step > 0 else '-'} {literal(abs(step), elem)}"
             advance = f"{counter} = select({end}, {moved}, {ut}({gap}) > {size})"
         start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
-        if not self.target.loop_limit or not _unrollable(loop.body):  # repeat only for the limit
+        # a short straight body, repeated per turn of the loop where the driver stops loops:
+        # lavapipe ends a unit's loops after 65 535 turns in all, and a turn costs more than
+        # such a body; elsewhere the loop stays as written
+        repeated = bool(self.target.loop_limit) and _unrollable(loop.body)
+        repeats = 1
+        if repeated:
+            accesses = any(cast(Instr, i).op in (Op.INDEX, Op.INDEX_ASSIGN) for i in loop.body)
+            repeats = UNROLL_LONGER if accesses else UNROLL
+            self._lines(depth + 1, f"{start};\nloop {{")
+        else:
             self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
-            self._count_turn(depth + 2)
-            self._line(depth + 2, f"{var} = {counter};")
-            self._block(loop.body, depth + 2)
-            self._line(depth + 1, "}")
-            self._line(depth, "}")
-            return
-        # a short straight body, UNROLL times per turn of the loop: lavapipe ends a unit's
-        # loops after 65 535 turns in all, and a turn costs more than such a body
-        self._line(depth + 1, f"{start};")
-        self._line(depth + 1, "loop {")
         self._count_turn(depth + 2)
-        accesses = any(cast(Instr, i).op in (Op.INDEX, Op.INDEX_ASSIGN) for i in loop.body)
-        for _ in range(UNROLL_LONGER if accesses else UNROLL):
-            self._line(depth + 2, f"if (!({cond})) {{ break; }}")
+        for _ in range(repeats):
+            if repeated:
+                self._line(depth + 2, f"if (!({cond})) {{ break; }}")
             self._line(depth + 2, f"{var} = {counter};")
             self._block(loop.body, depth + 2)
-            self._line(depth + 2, f"{advance};")
-        self._line(depth + 1, "}")
-        self._line(depth, "}")
+            if repeated:
+                self._line(depth + 2, f"{advance};")
+        self._lines(depth, "    }\n}")
 
     # -- instructions -----------------------------------------------------------------------
 
@@ -692,32 +704,28 @@ class _Writer(Located):
         # a compare-exchange loop: the new value computed from the old one, bits for f32
         ty = TYPES[elem]
         old = self.names.claim("old")
-        if op is Op.ATOMIC_CAS:
-            new = f"select({old}, {values[1]}, {old} == {values[0]})"
-        elif op is Op.ATOMIC_SWAP:
-            new = values[0]
-        elif op is Op.ATOMIC_INC_WRAP:
-            new = f"select({old} + 1u, 0u, {old} >= {values[0]})"
-        elif op is Op.ATOMIC_DEC_WRAP:
-            new = f"select({old} - 1u, {values[0]}, {old} == 0u || {old} > {values[0]})"
-        elif op in _ATOMIC_VALUE:
+        if op in _ATOMIC_VALUE:
             new = self.values.apply(_ATOMIC_VALUE[op], elem, [old, values[0]])
+        elif op in _ATOMIC_NEW:
+            new = _ATOMIC_NEW[op].format(old=old, v=values[-1], cmp=values[0])
         else:
             raise UnsupportedFeature(f"{op} on {elem}")
         bits = elem is Elem.F32
         word = f"bitcast<u32>({new})" if bits else new
         seen = f"bitcast<f32>({old}_bits)" if bits else f"{old}_bits"
-        self._line(depth, "{")
-        self._line(depth + 1, f"var {old}_bits = atomicLoad(&{ref});")
-        self._line(depth + 1, "loop {")
-        self._line(depth + 2, f"let {old}: {ty} = {seen};")
-        self._line(depth + 2, f"let r = atomicCompareExchangeWeak(&{ref}, {old}_bits, {word});")
-        self._line(depth + 2, "if (r.exchanged) { break; }")
-        self._line(depth + 2, f"{old}_bits = r.old_value;")
-        self._line(depth + 1, "}")
-        if out is not None:
-            self._line(depth + 1, f"{target}{seen};")
-        self._line(depth, "}")
+        result = f"\n    {target}{seen};" if out is not None else ""
+        self._lines(
+            depth,
+            f"""{{
+    var {old}_bits = atomicLoad(&{ref});
+    loop {{
+        let {old}: {ty} = {seen};
+        let r = atomicCompareExchangeWeak(&{ref}, {old}_bits, {word});
+        if (r.exchanged) {{ break; }}
+        {old}_bits = r.old_value;
+    }}{result}
+}}""",
+        )
 
     def _sync_reduce(self, ins: Instr, depth: int) -> None:
         """A barrier that counts the true operands over the cube in a workgroup counter."""

@@ -1,6 +1,6 @@
 """The WGSL helper functions of the value operations WGSL lacks or a driver gets wrong, as
-text: float helpers over ``a`` (``b``, ``c``) written for a placeholder type ``T`` (see
-:func:`typed`), integer helpers per (operation, signedness, width). Each says in a comment why
+text: float helpers over ``f32`` operands ``a`` (``b``, ``c``; ``f16`` is computed in ``f32``),
+integer helpers per (operation, signedness, width). Each says in a comment why
 it is written out. Loops in them are short or unrolled: lavapipe stops a unit's loops after
 65 535 turns in all. Imports no driver.
 """
@@ -9,19 +9,7 @@ from __future__ import annotations
 
 from ruda_core.ir import Op
 
-__all__ = ["FLOAT_HELPERS", "INT_HELPERS", "LGAMMA_POSITIVE", "POW_POSITIVE", "typed"]
-
-
-def typed(text: str, ty: str) -> str:
-    """A helper's text with its placeholder type ``T`` spelled ``ty``."""
-    return (
-        text.replace("_T(", f"_{ty}(")
-        .replace("T(", f"{ty}(")
-        .replace(": T)", f": {ty})")
-        .replace(": T,", f": {ty},")
-        .replace("-> T ", f"-> {ty} ")
-        .replace("<T>", f"<{ty}>")
-    )
+__all__ = ["FLOAT_HELPERS", "INT_HELPERS", "LGAMMA_POSITIVE", "POW_POSITIVE"]
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
@@ -30,8 +18,8 @@ def typed(text: str, ty: str) -> str:
 #: and the loop would then never end.
 _DIVISION = """    let y = abs(b);
     let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == T(0.0) || nan_b) {
-        return bitcast<T>(0x7fc00000u);  // NaN
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == f32(0.0) || nan_b) {
+        return bitcast<f32>(0x7fc00000u);  // NaN
     }
     if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
     var r = abs(a);
@@ -42,8 +30,8 @@ _DIVISION = """    let y = abs(b);
 #: One step of fmod's long division: the divisor scaled to the remainder's exponent, taken off.
 _FMOD_STEP = """        if (r < y) { break; }
         s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * T(0.5); }
-        if (s == T(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
+        if (s > r) { s = s * f32(0.5); }
+        if (s == f32(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
         r = r - s;
 """
 #: One step of remainder's, which also notes whether the quotient is odd.
@@ -52,95 +40,95 @@ _REMAINDER_STEP = _FMOD_STEP.replace(
 )
 #: erfc of ``x = |a|`` as ``r`` (Numerical Recipes' erfcc, within 1.2e-7).
 _ERFC = """    let x = abs(a);
-    let t = T(1.0) / (T(1.0) + T(0.5) * x);
-    let r = t * exp(-x * x - T(1.26551223) + t * (T(1.00002368) + t * (T(0.37409196)
-        + t * (T(0.09678418) + t * (T(-0.18628806) + t * (T(0.27886807) + t * (T(-1.13520398)
-        + t * (T(1.48851587) + t * (T(-0.82215223) + t * T(0.17087277))))))))));
+    let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
+    let r = t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
+        + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
+        + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
+        + t * f32(0.17087277))))))))));
 """
 
 
-#: Bodies of float helpers over ``a`` (``b``, ``c``) of the helper's type; ``T(`` becomes the
-#: type's constructor.
+#: Bodies of the ``f32`` helpers over ``a`` (``b``, ``c``).
 FLOAT_HELPERS = {
     Op.POW: """    // C's pow, special values included (WGSL's is undefined for a <= 0)
     let inf = bitcast<f32>(0x7f800000u);
     let whole = b == trunc(b);
-    let odd = whole && abs(b) < T(16777216.0) && trunc(b * T(0.5)) != b * T(0.5);
+    let odd = whole && abs(b) < f32(16777216.0) && trunc(b * f32(0.5)) != b * f32(0.5);
     let negative = bitcast<u32>(a) >= 0x80000000u;
-    if (b == T(0.0) || a == T(1.0)) { return T(1.0); }
+    if (b == f32(0.0) || a == f32(1.0)) { return f32(1.0); }
     if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
     if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
-    if (a == T(0.0)) {
-        if (b < T(0.0)) { return select(inf, select(inf, -inf, negative), odd); }
-        return select(T(0.0), a, odd);
+    if (a == f32(0.0)) {
+        if (b < f32(0.0)) { return select(inf, select(inf, -inf, negative), odd); }
+        return select(f32(0.0), a, odd);
     }
     if (abs(b) == inf) {
-        if (a == T(-1.0)) { return T(1.0); }
-        return select(T(0.0), inf, (abs(a) < T(1.0)) == (b < T(0.0)));
+        if (a == f32(-1.0)) { return f32(1.0); }
+        return select(f32(0.0), inf, (abs(a) < f32(1.0)) == (b < f32(0.0)));
     }
     if (abs(a) == inf) {
-        let m = select(inf, T(0.0), b < T(0.0));
+        let m = select(inf, f32(0.0), b < f32(0.0));
         return select(m, -m, negative && odd);
     }
-    if (a < T(0.0)) {
+    if (a < f32(0.0)) {
         if (!whole) { return sqrt(a); }  // NaN
-        let m = ruda_pow_positive_T(-a, b);
+        let m = ruda_pow_positive_f32(-a, b);
         return select(m, -m, odd);
     }
-    return ruda_pow_positive_T(a, b);""",
-    Op.LOG1P: """    let u = T(1.0) + a;
-    if (u == T(1.0) || bitcast<u32>(a) == 0x7f800000u) { return a; }
-    return log(u) * (a / (u - T(1.0)));""",
+    return ruda_pow_positive_f32(a, b);""",
+    Op.LOG1P: """    let u = f32(1.0) + a;
+    if (u == f32(1.0) || bitcast<u32>(a) == 0x7f800000u) { return a; }
+    return log(u) * (a / (u - f32(1.0)));""",
     Op.EXPM1: """    let u = exp(a);
-    if (u == T(1.0)) { return a; }
-    let m = u - T(1.0);
-    if (m == T(-1.0)) { return T(-1.0); }
-    if (abs(a) > T(0.5)) { return m; }
+    if (u == f32(1.0)) { return a; }
+    let m = u - f32(1.0);
+    if (m == f32(-1.0)) { return f32(-1.0); }
+    if (abs(a) > f32(0.5)) { return m; }
     return m * (a / log(u));""",
     Op.ACOSH: """    // log1p(t + sqrt(t * (a + 1))) with t = a - 1: exact near 1, where
     // log(a + sqrt(a * a - 1)) loses the digits
-    if (a > T(1.0e18)) { return log(a) + T(0.6931471805599453); }
-    let t = a - T(1.0);
-    if (t < T(0.0)) { return sqrt(t); }  // NaN
-    let v = t + sqrt(t * (a + T(1.0)));
-    let u = T(1.0) + v;
-    if (u == T(1.0)) { return v; }
-    return log(u) * (v / (u - T(1.0)));""",
+    if (a > f32(1.0e18)) { return log(a) + f32(0.6931471805599453); }
+    let t = a - f32(1.0);
+    if (t < f32(0.0)) { return sqrt(t); }  // NaN
+    let v = t + sqrt(t * (a + f32(1.0)));
+    let u = f32(1.0) + v;
+    if (u == f32(1.0)) { return v; }
+    return log(u) * (v / (u - f32(1.0)));""",
     Op.ATAN: """    // Cephes' atanf (within 2 ulp): drivers' atan is coarse and drops NaNs
     if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
     let x = abs(a);
-    var base = T(0.0);
+    var base = f32(0.0);
     var z = x;
-    if (x > T(2.414213562373095)) {
-        base = T(1.5707963267948966);
-        z = T(-1.0) / x;
-    } else if (x > T(0.41421356237309503)) {
-        base = T(0.7853981633974483);
-        z = (x - T(1.0)) / (x + T(1.0));
+    if (x > f32(2.414213562373095)) {
+        base = f32(1.5707963267948966);
+        z = f32(-1.0) / x;
+    } else if (x > f32(0.41421356237309503)) {
+        base = f32(0.7853981633974483);
+        z = (x - f32(1.0)) / (x + f32(1.0));
     }
     let zz = z * z;
-    let p = (((T(0.0805374449538) * zz - T(0.138776856032)) * zz + T(0.199777106478)) * zz
-        - T(0.333329491539)) * zz * z + z;
-    return select(base + p, -(base + p), a < T(0.0));""",
+    let p = (((f32(0.0805374449538) * zz - f32(0.138776856032)) * zz + f32(0.199777106478)) * zz
+        - f32(0.333329491539)) * zz * z + z;
+    return select(base + p, -(base + p), a < f32(0.0));""",
     Op.ATAN2: """    // C's atan2 with its signed zeros and infinities, through ruda_atan
-    let pi = T(3.141592653589793);
+    let pi = f32(3.141592653589793);
     let neg_y = bitcast<u32>(a) >= 0x80000000u;
     let neg_x = bitcast<u32>(b) >= 0x80000000u;
     if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
     if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
     let inf_y = (bitcast<u32>(a) & 0x7fffffffu) == 0x7f800000u;
     let inf_x = (bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u;
-    var r = T(0.0);
-    if (a == T(0.0)) {
-        r = select(T(0.0), pi, neg_x);
+    var r = f32(0.0);
+    if (a == f32(0.0)) {
+        r = select(f32(0.0), pi, neg_x);
     } else if (inf_x && inf_y) {
-        r = select(pi * T(0.25), pi * T(0.75), neg_x);
+        r = select(pi * f32(0.25), pi * f32(0.75), neg_x);
     } else if (inf_x) {
-        r = select(T(0.0), pi, neg_x);
-    } else if (inf_y || b == T(0.0)) {
-        r = pi * T(0.5);
+        r = select(f32(0.0), pi, neg_x);
+    } else if (inf_y || b == f32(0.0)) {
+        r = pi * f32(0.5);
     } else {
-        r = ruda_atan_T(abs(a) / abs(b));
+        r = ruda_atan_f32(abs(a) / abs(b));
         r = select(r, pi - r, neg_x);
     }
     return select(r, -r, neg_y);""",
@@ -158,45 +146,45 @@ FLOAT_HELPERS = {
     + _DIVISION
     + _REMAINDER_STEP * 8
     + """    }
-    if (r > y * T(0.5) || (r == y * T(0.5) && odd)) { r = r - y; }
+    if (r > y * f32(0.5) || (r == y * f32(0.5) && odd)) { r = r - y; }
     return select(r, -r, bitcast<u32>(a) >= 0x80000000u);""",
     Op.ASIN: """    // through atan: drivers' asin is coarse
-    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(T(-1.0) - abs(a)); }
-    if (abs(a) == T(1.0)) { return a * T(1.5707963267948966); }
-    return ruda_atan_T(a / sqrt((T(1.0) - a) * (T(1.0) + a)));""",
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(f32(-1.0) - abs(a)); }
+    if (abs(a) == f32(1.0)) { return a * f32(1.5707963267948966); }
+    return ruda_atan_f32(a / sqrt((f32(1.0) - a) * (f32(1.0) + a)));""",
     Op.ACOS: """    // through atan: drivers' acos is coarse
-    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(T(-1.0) - abs(a)); }
-    return T(2.0) * ruda_atan_T(sqrt((T(1.0) - a) / (T(1.0) + a)));""",
-    Op.TANH: """    if (abs(a) > T(20.0)) { return sign(a); }
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(f32(-1.0) - abs(a)); }
+    return f32(2.0) * ruda_atan_f32(sqrt((f32(1.0) - a) / (f32(1.0) + a)));""",
+    Op.TANH: """    if (abs(a) > f32(20.0)) { return sign(a); }
     return tanh(a);""",
-    Op.CBRT: """    if (a == T(0.0) || a != a || abs(a) > T(3.0e38)) { return a; }
-    var y = sign(a) * pow(abs(a), T(1.0) / T(3.0));
-    y = y - (y * y * y - a) / (T(3.0) * y * y);
+    Op.CBRT: """    if (a == f32(0.0) || a != a || abs(a) > f32(3.0e38)) { return a; }
+    var y = sign(a) * pow(abs(a), f32(1.0) / f32(3.0));
+    y = y - (y * y * y - a) / (f32(3.0) * y * y);
     return y;""",
     Op.HYPOT: """    let x = abs(a);
     let y = abs(b);
     if (bitcast<u32>(x) == 0x7f800000u || bitcast<u32>(y) == 0x7f800000u) {
-        return bitcast<T>(0x7f800000u);  // inf, even with a NaN
+        return bitcast<f32>(0x7f800000u);  // inf, even with a NaN
     }
     if (bitcast<u32>(x) > 0x7f800000u || bitcast<u32>(y) > 0x7f800000u) {
-        return bitcast<T>(0x7fc00000u);  // NaN
+        return bitcast<f32>(0x7fc00000u);  // NaN
     }
     let m = max(x, y);
-    if (m == T(0.0)) { return m; }
+    if (m == f32(0.0)) { return m; }
     let n = min(x, y) / m;
-    return m * sqrt(T(1.0) + n * n);""",
-    Op.ERF: _ERFC + "    return select(T(1.0) - r, r - T(1.0), a < T(0.0));",
-    Op.ERFC: _ERFC + "    return select(r, T(2.0) - r, a < T(0.0));",
+    return m * sqrt(f32(1.0) + n * n);""",
+    Op.ERF: _ERFC + "    return select(f32(1.0) - r, r - f32(1.0), a < f32(0.0));",
+    Op.ERFC: _ERFC + "    return select(r, f32(2.0) - r, a < f32(0.0));",
     Op.LGAMMA: """    var x = a;
-    var shift = T(0.0);
-    if (x <= T(0.0) && x == floor(x)) { return bitcast<T>(0x7f800000u); }  // a pole: inf
+    var shift = f32(0.0);
+    if (x <= f32(0.0) && x == floor(x)) { return bitcast<f32>(0x7f800000u); }  // a pole: inf
     if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return abs(x); }  // inf, NaN
-    if (x < T(0.5)) {
+    if (x < f32(0.5)) {
         // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-        let s = abs(sin(T(3.14159265358979) * x));
-        return log(T(3.14159265358979) / s) - ruda_lgamma_pos_T(T(1.0) - x);
+        let s = abs(sin(f32(3.14159265358979) * x));
+        return log(f32(3.14159265358979) / s) - ruda_lgamma_pos_f32(f32(1.0) - x);
     }
-    return ruda_lgamma_pos_T(x);""",
+    return ruda_lgamma_pos_f32(x);""",
 }
 #: One squaring of a power's base, its bit of the exponent multiplied in.
 _SQUARING = """    if ((k & 1u) == 1u) { whole = whole * base; }
@@ -204,37 +192,37 @@ _SQUARING = """    if ((k & 1u) == 1u) { whole = whole * base; }
     k = k >> 1u;
 """
 POW_POSITIVE = (
-    """fn ruda_pow_positive_T(a: T, b: T) -> T {
+    """fn ruda_pow_positive_f32(a: f32, b: f32) -> f32 {
     // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
     // whose error grows with b * log2(a)
-    if (abs(b) >= T(1048576.0)) { return pow(a, b); }
+    if (abs(b) >= f32(1048576.0)) { return pow(a, b); }
     let n = trunc(b);
     var k = u32(abs(n));
     var base = a;
-    var whole = T(1.0);
+    var whole = f32(1.0);
     // 20 squarings, written out: no loop (lavapipe ends a unit's loops after 65 535 turns)
 """
     + _SQUARING * 20
     + """    let rest = pow(a, b - n);
-    let r = select(whole * rest, rest / whole, n < T(0.0));
-    if (whole > T(3.0e38) || r == T(0.0) || abs(r) > T(3.0e38)) { return pow(a, b); }
+    let r = select(whole * rest, rest / whole, n < f32(0.0));
+    if (whole > f32(3.0e38) || r == f32(0.0) || abs(r) > f32(3.0e38)) { return pow(a, b); }
     return r;
 }"""
 )
-LGAMMA_POSITIVE = """fn ruda_lgamma_pos_T(a: T) -> T {
+LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
     // Lanczos (g = 7, 9 terms) for a >= 0.5
-    let x = a - T(1.0);
-    var s = T(0.99999999999980993);
-    s += T(676.5203681218851) / (x + T(1.0));
-    s += T(-1259.1392167224028) / (x + T(2.0));
-    s += T(771.32342877765313) / (x + T(3.0));
-    s += T(-176.61502916214059) / (x + T(4.0));
-    s += T(12.507343278686905) / (x + T(5.0));
-    s += T(-0.13857109526572012) / (x + T(6.0));
-    s += T(9.9843695780195716e-6) / (x + T(7.0));
-    s += T(1.5056327351493116e-7) / (x + T(8.0));
-    let t = x + T(7.5);
-    return T(0.91893853320467274) + (x + T(0.5)) * log(t) - t + log(s);
+    let x = a - f32(1.0);
+    var s = f32(0.99999999999980993);
+    s += f32(676.5203681218851) / (x + f32(1.0));
+    s += f32(-1259.1392167224028) / (x + f32(2.0));
+    s += f32(771.32342877765313) / (x + f32(3.0));
+    s += f32(-176.61502916214059) / (x + f32(4.0));
+    s += f32(12.507343278686905) / (x + f32(5.0));
+    s += f32(-0.13857109526572012) / (x + f32(6.0));
+    s += f32(9.9843695780195716e-6) / (x + f32(7.0));
+    s += f32(1.5056327351493116e-7) / (x + f32(8.0));
+    let t = x + f32(7.5);
+    return f32(0.91893853320467274) + (x + f32(0.5)) * log(t) - t + log(s);
 }"""
 
 #: Bodies of integer helpers, keyed by (operation, signed, bits).

@@ -22,15 +22,16 @@ from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
 
-from .helpers import FLOAT_HELPERS, INT_HELPERS, LGAMMA_POSITIVE, POW_POSITIVE, typed
+from .helpers import FLOAT_HELPERS, INT_HELPERS, LGAMMA_POSITIVE, POW_POSITIVE
 
 __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
-#: The WGSL type of each element type WGSL can hold (64-bit types need the adapter's
-#: ``shader-f64``/``shader-int64``, ``f16`` its ``shader-f16``).
+#: The WGSL type of each element type ruda holds in WGSL (64-bit integers need the adapter's
+#: ``shader-int64``, ``f16`` its ``shader-f16``). ``f64`` is not one: the driver never offers it
+#: (see :func:`ruda_wgpu.server._features`), so floats are ``f16`` or ``f32``, with 32-bit bits.
 TYPES: dict[Elem, str] = {e: e.value for e in (Elem.BOOL, Elem.I32, Elem.U32, Elem.I64, Elem.U64)}
-TYPES |= {e: e.value for e in (Elem.F16, Elem.F32, Elem.F64)}
-TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
+TYPES |= {Elem.F16: "f16", Elem.F32: "f32", Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32"}
+TYPES[Elem.U16] = "u32"
 _SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
 _SUFFIX |= {Elem.I8: "i", Elem.I16: "i", Elem.U8: "u", Elem.U16: "u"}
 #: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width after each operation.
@@ -41,6 +42,9 @@ _BUILTIN = frozenset(
     | {Op.ASINH, Op.ATANH, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.ABS, Op.FMA}
     | {Op.ROUND}  # half to even in WGSL
 )
+#: The bit counts of 32-bit integers that are one WGSL builtin.
+_COUNTS_32 = {Op.POPCOUNT: "countOneBits", Op.LEADING_ZEROS: "countLeadingZeros"}
+_COUNTS_32[Op.TRAILING_ZEROS] = "countTrailingZeros"
 
 
 def literal(value: int | float | bool, elem: Elem) -> str:
@@ -61,7 +65,7 @@ def literal(value: int | float | bool, elem: Elem) -> str:
         )
         if "e" not in text and "." not in text:
             text += ".0"
-        text += {Elem.F32: "f", Elem.F16: "h", Elem.F64: "lf"}[elem]
+        text += "h" if elem is Elem.F16 else "f"
         return f"({text})" if x < 0 or text.startswith("-") else text
     n = int(value)
     low = -(1 << (elem.bits - 1)) if elem.is_signed else 0
@@ -91,25 +95,19 @@ def _shift(amount: str, bits: int) -> str:
     return f"(u32({amount}) & {bits - 1}u)"
 
 
-def _magnitude(x: str, elem: Elem) -> tuple[Elem, str]:
-    """The unsigned type of a float's width and ``x``'s bits without the sign, in it."""
-    bits = Elem.U64 if elem is Elem.F64 else Elem.U32
+def _magnitude_test(x: str, elem: Elem, test: str) -> str:
+    """``test`` (``"> 2139095040u"``: NaN) of the ``f32`` bits of ``x`` without its sign: a
+    compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
     x = f"f32({x})" if elem is Elem.F16 else x
-    mask = literal((1 << (bits.bits - 1)) - 1, bits)
-    return bits, f"(bitcast<{TYPES[bits]}>({x}) & {mask})"
+    return f"((bitcast<u32>({x}) & 2147483647u) {test})"
 
 
 def _isnan(x: str, elem: Elem) -> str:
-    """Whether ``x`` is a NaN, by its bits (a compiler may assume ``x != x`` is false)."""
-    bits, magnitude = _magnitude(x, elem)
-    inf = literal(0x7FF0000000000000 if elem is Elem.F64 else 0x7F800000, bits)
-    return f"({magnitude} > {inf})"
+    """Whether ``x`` is a NaN, by its bits."""
+    return _magnitude_test(x, elem, "> 2139095040u")
 
 
 def _special(x: float, elem: Elem) -> str:
-    if elem is Elem.F64:
-        bits = struct.unpack("<Q", struct.pack("<d", x))[0]
-        return f"bitcast<f64>({bits}lu)"
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     value = f"bitcast<f32>({bits}u)"
     return value if elem is Elem.F32 else f"f16({value})"
@@ -130,8 +128,7 @@ class WgslValues:
         if source is target:
             return x
         if target is Elem.BOOL and source.is_float:  # by the bits: NaN is true too
-            bits, magnitude = _magnitude(x, source)
-            return f"({magnitude} != {literal(0, bits)})"
+            return _magnitude_test(x, source, "!= 0u")
         if target is Elem.BOOL:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
@@ -209,16 +206,12 @@ class WgslValues:
             return wrap(f"{TYPES[wide]}(reverseBits({pattern}) >> {32 - bits}u)", elem)
         if op is Op.MUL_HI:
             return wrap(f"(({t[0]} * {t[1]}) >> {bits}u)", elem)
-        if op in (Op.SATURATING_ADD, Op.SATURATING_SUB):
+        if op is Op.SATURATING_SUB and not elem.is_signed:
+            return f"select({t[0]} - {t[1]}, 0u, {t[1]} > {t[0]})"
+        if op in (Op.SATURATING_ADD, Op.SATURATING_SUB):  # exact in 32 bits, then clamped
             low = -(1 << (bits - 1)) if elem.is_signed else 0
-            high = (1 << (bits - 1)) - 1 if elem.is_signed else (1 << bits) - 1
-            if elem.is_signed:
-                value = f"({t[0]} {'+' if op is Op.SATURATING_ADD else '-'} {t[1]})"
-            elif op is Op.SATURATING_ADD:
-                value = f"({t[0]} + {t[1]})"
-            else:
-                return f"select({t[0]} - {t[1]}, 0u, {t[1]} > {t[0]})"
-            return f"clamp({value}, {literal(low, wide)}, {literal(high, wide)})"
+            value = f"({t[0]} {'+' if op is Op.SATURATING_ADD else '-'} {t[1]})"
+            return f"clamp({value}, {literal(low, wide)}, {literal(low + (1 << bits) - 1, wide)})"
         if op in (Op.SHL, Op.SHR):
             amount = _shift(t[1], bits)
             return wrap(f"({t[0]} {'<<' if op is Op.SHL else '>>'} {amount})", elem)
@@ -251,10 +244,8 @@ class WgslValues:
             return self._float(Op.MIN, elem, [low, w[2]])
         if op is Op.ISNAN:
             return _isnan(w[0], elem)
-        if op in (Op.ISINF, Op.ISFINITE):  # by the bits: a compiler may assume no NaN or inf
-            bits, magnitude = _magnitude(w[0], elem)
-            inf = literal(0x7FF0000000000000 if elem is Elem.F64 else 0x7F800000, bits)
-            return f"({magnitude} {'==' if op is Op.ISINF else '<'} {inf})"
+        if op in (Op.ISINF, Op.ISFINITE):
+            return _magnitude_test(w[0], elem, f"{'==' if op is Op.ISINF else '<'} 2139095040u")
         if op is Op.LOG10:
             return f"(log2({w[0]}) * {literal(math.log10(2.0), elem)})"
         if op is Op.COPYSIGN:
@@ -266,12 +257,12 @@ class WgslValues:
         name = f"ruda_{op.value}_{ty}"
         params = ", ".join(f"{p}: {ty}" for p in "abc"[: len(w)])
         if op is Op.LGAMMA:
-            self.prelude.add(f"ruda_lgamma_pos_{ty}", typed(LGAMMA_POSITIVE, ty))
+            self.prelude.add(f"ruda_lgamma_pos_{ty}", LGAMMA_POSITIVE)
         if op is Op.POW:
-            self.prelude.add(f"ruda_pow_positive_{ty}", typed(POW_POSITIVE, ty))
+            self.prelude.add(f"ruda_pow_positive_{ty}", POW_POSITIVE)
         if op in (Op.ASIN, Op.ACOS, Op.ATAN2):
             self._float(Op.ATAN, elem, ["a"])
-        self.prelude.add(name, f"fn {name}({params}) -> {ty} {{\n{typed(helper, ty)}\n}}")
+        self.prelude.add(name, f"fn {name}({params}) -> {ty} {{\n{helper}\n}}")
         return f"{name}({', '.join(w)})"
 
     # -- integers ---------------------------------------------------------------------------
@@ -295,13 +286,13 @@ class WgslValues:
             return f"select(min(max({t[0]}, {t[1]}), {t[2]}), {t[2]}, {t[1]} > {t[2]})"
         if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_signed:
             return f"({t[0]} {'/' if op is Op.FLOOR_DIV else '%'} {t[1]})"
-        if op is Op.POPCOUNT:
-            return f"u32({self._split(elem, 'countOneBits', t[0], '+')})"
+        if bits == 32 and op in _COUNTS_32:
+            return f"u32({_COUNTS_32[op]}({t[0]}))"
+        if op is Op.POPCOUNT:  # of a 64-bit value: of its halves
+            low = f"u32({t[0]} & 0xffffffffl{'i' if elem.is_signed else 'u'})"
+            return f"u32((countOneBits({low}) + countOneBits(u32({t[0]} >> 32u))))"
         if op is Op.REVERSE_BITS and bits == 32:
             return f"reverseBits({t[0]})"
-        if bits == 32 and op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS):
-            name = "countLeadingZeros" if op is Op.LEADING_ZEROS else "countTrailingZeros"
-            return f"u32({name}({t[0]}))"
         if bits == 32 and op is Op.FIND_FIRST_SET:
             return f"select(0u, u32(countTrailingZeros({t[0]})) + 1u, {t[0]} != {zero})"
         helper = INT_HELPERS.get((op, elem.is_signed, bits))
@@ -314,13 +305,3 @@ class WgslValues:
         params = ", ".join(f"{p}: {ty}" for p in "ab"[: len(t)])
         self.prelude.add(name, f"fn {name}({params}) -> {ret} {{\n{helper}\n}}")
         return f"{name}({', '.join(t)})"
-
-    @staticmethod
-    def _split(elem: Elem, fn: str, x: str, join: str) -> str:
-        """A 32-bit bit function of a 64-bit value applied to its halves."""
-        if elem.bits != 64:
-            return f"{fn}({x})"
-        return (
-            f"({fn}(u32({x} & 0xffffffffl{'u' if not elem.is_signed else 'i'})) {join} "
-            f"{fn}(u32({x} >> 32u)))"
-        )
