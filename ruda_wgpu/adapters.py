@@ -32,7 +32,6 @@ _NATIVE = ("Vulkan", "Metal", "D3D12")
 #: The adapter features ruda asks for when the adapter offers them.
 OPTIONAL_FEATURES = (
     "shader-f16",
-    "shader-f64",
     "shader-int64",
     "subgroup",
     "subgroup-barrier",

@@ -2,9 +2,10 @@
 pipelines is the driver's job.
 
 ``CompileOptions.extra`` carries what the adapter offers the code: ``("elems", "f16,f32,…")``,
-the element types its WGSL can hold (``shader-f16``, ``shader-f64`` and ``shader-int64`` add
-types to the core ``bool``, ``i32``, ``u32`` and ``f32``), and ``("loop_limit", "65535")`` where
-the driver stops a unit's loops after that many turns (lavapipe), which kernels then report.
+the element types its WGSL can hold (``shader-f16`` and ``shader-int64`` add types to the core
+``bool``, ``i32``, ``u32`` and ``f32``; ``f64`` is never one, see ``server._features``), and
+``("loop_limit", "65535")`` where the driver stops a unit's loops after that many turns
+(lavapipe), which kernels then report.
 """
 
 from __future__ import annotations

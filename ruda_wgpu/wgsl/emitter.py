@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar, cast
 
 from ruda_core.codegen.located import Located
@@ -293,12 +294,17 @@ class _Writer(Located):
         self.prelude = Prelude()
         self.values = WgslValues(self.prelude)
         self.atomic = _atomic_arrays(definition)
-        self.layout = RecordLayout.of(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self.sync_counter = False
         #: the kernel's print sites, in program order (a record names its site's index)
         self.sites = print_sites(definition)
+
+    @cached_property
+    def layout(self) -> RecordLayout:
+        """The launch record's layout: made during the emission, whose errors name the
+        kernel."""
+        return RecordLayout.of(self.defn)
 
     # -- types ------------------------------------------------------------------------------
 
@@ -408,9 +414,7 @@ class _Writer(Located):
             return f"{low} != 0u"
         if elem.bits <= 32:
             return self.values.bitcast(low, Elem.U32, elem)
-        if elem in (Elem.U64, Elem.I64):
-            return f"{ty}({low}) | ({ty}({high}) << 32u)"
-        return f"bitcast<f64>(vec2<u32>({low}, {high}))"
+        return f"{ty}({low}) | ({ty}({high}) << 32u)"  # i64, u64: WGSL holds no f64
 
     # -- operands ---------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import Elem, KernelDefinition
 
 __all__ = ["HEADER_WORDS", "RECORD_WORDS", "RecordLayout", "record_word"]
@@ -71,14 +72,18 @@ class RecordLayout:
 
     @classmethod
     def of(cls, definition: KernelDefinition) -> RecordLayout:
-        """The layout of ``definition``'s record (scalars of types WGSL lacks raise
-        ``KeyError``: the emitter refuses those kernels first)."""
+        """The layout of ``definition``'s record.
+
+        :raises UnsupportedFeature: a scalar parameter of a type WGSL lacks (``bf16``).
+        """
         arrays = len(definition.array_params)
         metadata = HEADER_WORDS + arrays
         word = metadata + len(definition.metadata_layout())
         fmt = f"<{word}I"
         scalars = []
         for p in definition.scalar_params:
+            if p.elem not in _SCALAR_FORMAT:
+                raise UnsupportedFeature(f"WGSL has no {p.elem} type")
             scalars.append(word)
             fmt += _SCALAR_FORMAT[p.elem]
             word += 2 if p.elem.bits == 64 else 1

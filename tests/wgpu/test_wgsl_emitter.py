@@ -83,6 +83,17 @@ def test_a_kernel_of_a_type_the_adapter_lacks_is_refused_naming_it():
         _source(scale_bytes, elems="bool,i32,u32,f32")
 
 
+@kernel
+def scaled(x: Array[f32], k: Numeric):
+    x[ABSOLUTE_POS] = f32(k)
+
+
+@pytest.mark.parametrize("elem", ["bf16", "f64"])
+def test_a_scalar_of_a_type_wgsl_lacks_is_refused_naming_the_kernel(elem):
+    with pytest.raises(UnsupportedFeature, match=rf"kernel 'scaled'.*no {elem} type"):
+        _source(scaled, elems=f"{ALL},{elem}", Numeric=elem)
+
+
 @pytest.mark.parametrize(
     ("value", "elem", "text"),
     [
