@@ -119,20 +119,13 @@ class KernelPipelines:
         ``prints``)."""
         key = (narrays, written, prints)
         if key not in self._layouts:
-            records = {"type": "uniform", "has_dynamic_offset": True}
-            pages = narrays + (0 if self._turned is None else 1) + int(prints)
-            read_only = {k + 1 for k in range(narrays) if k not in written}
+            kinds = ["storage" if k in written else "read-only-storage" for k in range(narrays)]
+            kinds += ["storage"] * ((self._turned is not None) + prints)
+            buffers = [{"type": "uniform", "has_dynamic_offset": True}]
+            buffers += [{"type": kind} for kind in kinds]
+            visible = wgpu.ShaderStage.COMPUTE
             entries = [
-                {
-                    "binding": k,
-                    "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": (
-                        records
-                        if k == 0
-                        else {"type": "read-only-storage" if k in read_only else "storage"}
-                    ),
-                }
-                for k in range(1 + pages)
+                {"binding": k, "visibility": visible, "buffer": b} for k, b in enumerate(buffers)
             ]
             group = self._device.create_bind_group_layout(entries=entries)
             pipeline = self._device.create_pipeline_layout(bind_group_layouts=[group])
@@ -264,20 +257,15 @@ class KernelPipelines:
         found = self._groups.get(key)
         if found is not None:
             return found
-        entries = [
-            {
-                "binding": 0,
-                "resource": {"buffer": records, "offset": 0, "size": RECORD_WINDOW_NBYTES},
-            }
-        ]
         pages: list[Any] = [b.resource for b in bindings]  # GPUBuffers, bound whole
         if built.print_base is not None:
             pages.append(prints)
         if self._turned is not None:
             pages.append(self._turned)
-        entries += [
-            {"binding": k + 1, "resource": {"buffer": page, "offset": 0, "size": page.size}}
-            for k, page in enumerate(pages)
+        windows = [(records, RECORD_WINDOW_NBYTES), *((page, page.size) for page in pages)]
+        entries = [
+            {"binding": k, "resource": {"buffer": buffer, "offset": 0, "size": size}}
+            for k, (buffer, size) in enumerate(windows)
         ]
         try:
             made = self._device.create_bind_group(layout=layout, entries=entries)
