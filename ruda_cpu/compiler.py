@@ -27,6 +27,7 @@ import os
 
 from ruda_core.ir import (
     ATOMIC_OPS,
+    BARRIER_OPS,
     MATRIX_OPS,
     WARPGROUP_OPS,
     Block,
@@ -68,7 +69,7 @@ from .analysis import (
     walk,
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
-from .expressions import WARPGROUPS, dtype, expression, is_fresh, literal
+from .expressions import BARRIERS, WARPGROUPS, dtype, expression, is_fresh, literal
 from .narrowing import footprint, narrowable, share
 
 __all__ = ["CpuCompiler"]
@@ -165,7 +166,11 @@ def _zero_fills(body: Block, facts: KernelFacts) -> frozenset[int]:
 #: Operations that write memory (or print, or report): a view of shared memory that a load
 #: gave must be used up before any of them.
 _WRITES = (
-    frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB}) | ATOMIC_OPS | MATRIX_OPS | WARPGROUP_OPS
+    frozenset({Op.INDEX_ASSIGN, Op.PRINT, Op.REPORT_OOB})
+    | ATOMIC_OPS
+    | MATRIX_OPS
+    | WARPGROUP_OPS
+    | BARRIER_OPS
 )
 
 
@@ -233,6 +238,8 @@ class _Emitter:
         self.warpgroups = any(
             isinstance(s, Instr) and s.op in WARPGROUP_OPS for s in walk(defn.body)
         )
+        #: whether the kernel uses mbarrier (its batches then keep a ``Barriers`` state)
+        self.barriers = any(isinstance(s, Instr) and s.op in BARRIER_OPS for s in walk(defn.body))
         self.sites = Sites() if sanitize else None
         #: the bounds pass's guards (see ``checks.bounds_guards``) and the accesses they guard,
         #: whose check is made before the guard
@@ -318,6 +325,8 @@ class _Emitter:
             self.emit(f"{self.ref(a)} = g.local_array({dtype(a.elem)}, {a.length})")
         if self.warpgroups:
             self.emit(f"{self.ref(WARPGROUPS)} = L.warpgroups(g, {self.defn.name!r})")
+        if self.barriers:
+            self.emit(f"{self.ref(BARRIERS)} = L.barriers(g, {self.defn.name!r})")
         for f in self.defn.fragments:
             if f.role is MatrixRole.WARPGROUP:
                 self.emit(f"{self.ref(f)} = {self.ref(WARPGROUPS)}.accumulator({f.name!r}, {f.n})")
@@ -413,9 +422,12 @@ class _Emitter:
         return mask
 
     def _kernel_end(self) -> None:
-        """Before the kernel returns: the warpgroups' products must all be complete."""
+        """Before the kernel returns: the warpgroups' products and the bulk copies must all be
+        complete."""
         if self.warpgroups:
             self.emit(f"L.warpgroups_end({self.ref(WARPGROUPS)})")
+        if self.barriers:
+            self.emit(f"L.barriers_end({self.ref(BARRIERS)})")
 
     def _exit(self, stmt: Stmt, mask: str) -> None:
         if isinstance(stmt, Return) and not self.loops and mask in ("None", self.alive):

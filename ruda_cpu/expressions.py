@@ -18,6 +18,7 @@ import numpy as np
 
 from ruda_core.ir import (
     ATOMIC_OPS,
+    BARRIER_OPS,
     MATRIX_OPS,
     SYNC_REDUCE_OPS,
     WARPGROUP_OPS,
@@ -34,7 +35,7 @@ from ruda_core.ir import (
 )
 from ruda_core.runtime import CompilationError
 
-__all__ = ["WARPGROUPS", "Context", "dtype", "expression", "is_fresh", "literal"]
+__all__ = ["BARRIERS", "WARPGROUPS", "Context", "dtype", "expression", "is_fresh", "literal"]
 
 #: Floats computed in f32 and rounded once per operation (ops.py).
 _NARROW = frozenset({Elem.F16, Elem.BF16})
@@ -68,6 +69,16 @@ class _WarpgroupState:
 
 #: ``ctx.ref(WARPGROUPS)`` names the batch's ``Warpgroups`` in a kernel that uses ``wgmma``.
 WARPGROUPS = _WarpgroupState()
+
+
+class _BarrierState:
+    """The key of the generated name of the batch's barrier state (``L.barriers``)."""
+
+    name = "_barriers"
+
+
+#: ``ctx.ref(BARRIERS)`` names the batch's ``Barriers`` in a kernel that uses ``mbarrier``.
+BARRIERS = _BarrierState()
 
 
 def dtype(elem: Elem) -> str:
@@ -344,6 +355,9 @@ def expression(ins: Instr, ctx: Context, mask: str) -> str:
         return _matrix(ins, ctx, mask)
     if op in WARPGROUP_OPS:
         return _warpgroup(ins, ctx, mask)
+    if op in BARRIER_OPS:  # a call on the batch's barrier state (see ``lockstep.barrier``)
+        operands = [_operand(a, ctx, keep_lanes=True) for a in args]
+        return f"L.{op.value}(g, {', '.join([ctx.ref(BARRIERS), *operands, mask])})"
     if op in _NO_CODE:
         return f"pass  # {_NO_CODE[op]}"
     if op is Op.REPORT_OOB:

@@ -433,6 +433,7 @@ class CpuServer(ComputeServer):
                     Feature.MEMORY_FENCE,  # lockstep accesses are already in program order
                     Feature.UNBOUNDED_LOOPS,
                     Feature.WARPGROUP_MMA,  # the reference model of ruda_cpu.lockstep.warpgroup
+                    Feature.ASYNC_BARRIER,  # the reference model of ruda_cpu.lockstep.barrier
                 }
             ),
             frozenset(Elem),

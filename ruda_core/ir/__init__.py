@@ -7,6 +7,7 @@ This package is the ground floor: it imports nothing of ruda but the leaf :mod:`
 so the runtime, the language and every backend build on it in any import order.
 """
 
+from .barriers import BARRIER_ELEM, BULK_ALIGN_NBYTES, MAX_ARRIVALS
 from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .copies import copy_width, lower_async_copies, uses_async_copies
 from .kernel import (
@@ -42,6 +43,7 @@ from .ops import (
     ARITH_BINARY,
     ASYNC_COPY_OPS,
     ATOMIC_OPS,
+    BARRIER_OPS,
     BIT_COUNTS,
     BITWISE_BINARY,
     COMPARE_OPS,
@@ -93,9 +95,12 @@ __all__ = [
     "ARITH_BINARY",
     "ASYNC_COPY_OPS",
     "ATOMIC_OPS",
+    "BARRIER_ELEM",
+    "BARRIER_OPS",
     "BF16_CONFIGS",
     "BITWISE_BINARY",
     "BIT_COUNTS",
+    "BULK_ALIGN_NBYTES",
     "COMPARE_OPS",
     "DYNAMIC_SHARED_ALIGN",
     "F16_CONFIGS",
@@ -110,6 +115,7 @@ __all__ = [
     "LINE_OPS",
     "LINE_WIDTHS",
     "MATRIX_OPS",
+    "MAX_ARRIVALS",
     "MAX_PRINT_VALUES",
     "NUMERIC_ELEMS",
     "PLANE_OPS",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
+from .barriers import BULK_ALIGN_NBYTES
 from .copies import copy_width
 from .kernel import Instr, KernelDefinition, Stmt, rewrite, walk
 from .ops import LANE_WISE_OPS, Op
@@ -52,6 +53,9 @@ def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
             for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
                 nbytes = min(width * arr.elem.nbytes, MAX_LINE_ALIGNMENT)
                 needed[arr] = max(needed.get(arr, 1), nbytes)
+        elif isinstance(stmt, Instr) and stmt.op is Op.BULK_COPY:  # both runs 16-byte aligned
+            for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
+                needed[arr] = max(needed.get(arr, 1), BULK_ALIGN_NBYTES)
     return needed
 
 

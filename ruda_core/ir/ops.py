@@ -176,6 +176,46 @@ operand tile changed before the wait, a kernel that ends with products pending, 
 and a cube whose unit count is not a multiple of 128. The bounds pass does not check these
 operations: the model raises on an operand outside its shared array, and ``WGMMA_STORE`` takes
 its limits from the kernel.
+
+**Asynchronous barriers and bulk copies** (Hopper's ``mbarrier`` and the 1-D form of its tensor
+memory accelerator, ``cp.async.bulk``; :mod:`~ruda_core.ir.barriers`). A barrier array is a
+shared array of ``u64`` that holds one barrier per element and is touched only by these
+operations. Each barrier of each cube has a *phase* (0 at the start, its parity ``phase % 2``),
+an *init count*, a *pending arrival count* and a *transaction count* (bytes). In each:
+
+* ``MBAR_INIT(bars, i, count)``: barrier ``bars[i]`` starts phase 0 with ``count`` (``u32``,
+  1 to 2**20 - 1) pending arrivals and no transactions. One unit of the cube initialises a
+  barrier; the others may use it only after a ``SYNC_UNITS`` that follows the init.
+* ``MBAR_ARRIVE(bars, i)``: one arrival: the pending count drops by one.
+* ``MBAR_EXPECT_TX(bars, i, nbytes)``: the transaction count rises by ``nbytes`` (``u32``),
+  then one arrival (PTX's ``mbarrier.arrive.expect_tx``).
+* ``BULK_COPY(dst, dst_at, src, src_at, n, bars, i)``: copy the ``n`` (``u32``) elements
+  ``src[src_at ..]`` of the global array parameter ``src`` to ``dst[dst_at ..]`` of the shared
+  array ``dst`` of the same element type, asynchronously; when the copy is done its
+  ``n * nbytes`` bytes complete as transactions on ``bars[i]`` (the count drops by them). Both
+  runs start 16-byte aligned and ``n * nbytes`` is a non-zero multiple of 16.
+* ``MBAR_WAIT(bars, i, parity)``: wait until the phase of ``bars[i]`` whose parity is
+  ``parity % 2`` (``u32``) has completed: return at once when the barrier's current phase has
+  the other parity (so a fresh barrier's ``parity`` 1 does not wait), else spin until the
+  current phase completes (PTX's ``mbarrier.try_wait.parity`` loop). The bulk copies that
+  completed that phase are then visible to the waiting unit.
+
+A phase completes when its pending arrival count and its transaction count are both zero: the
+barrier then moves to the next phase (flipping its parity) with the init count pending again.
+Between a ``BULK_COPY`` and the completion of the phase it completes on, the kernel must not
+read or write its destination nor write its source; every copy must complete before the kernel
+ends; a barrier must be initialised before any other use and by one unit; a phase must not
+take more arrivals than its count. Otherwise the result is unspecified (on a GPU, often a hang).
+The NumPy device runs the units of a cube in step and models each barrier exactly: a copy reads
+its source at issue, fills its destination with the poison pattern until the phase completes and
+then writes it, and the model raises (naming the kernel) for a use before init, an init by
+two units at once, a misaligned or odd-sized copy or one outside its arrays, a destination
+written while its copy is pending, a phase given more arrivals than its count, a wait whose
+phase cannot complete (every unit of the cube is waiting: the arrivals or transaction bytes
+it lacks are named, so an ``MBAR_EXPECT_TX`` whose bytes differ from its copies' shows) and a
+kernel that ends with copies pending. It cannot see a wait that only units of another branch of
+the same ``if`` could complete (it reports that as such a deadlock). The bounds pass does not
+check these operations.
 """
 
 from __future__ import annotations
@@ -186,6 +226,7 @@ __all__ = [
     "ARITH_BINARY",
     "ASYNC_COPY_OPS",
     "ATOMIC_OPS",
+    "BARRIER_OPS",
     "BITWISE_BINARY",
     "COMPARE_OPS",
     "FLOAT_UNARY",
@@ -374,6 +415,13 @@ class Op(enum.Enum):
     WGMMA_WAIT = "wgmma_wait"  #: (Const n: u32) -> None; at most n closed groups unfinished
     WGMMA_STORE = "wgmma_store"  #: (arr, offset: u32, acc, stride, rows, cols: u32) -> None
 
+    # asynchronous barriers and bulk copies (see the module docstring); none has a result local
+    MBAR_INIT = "mbar_init"  #: (bars: shared u64, i: u32, count: u32) -> None
+    MBAR_ARRIVE = "mbar_arrive"  #: (bars, i: u32) -> None; one arrival
+    MBAR_EXPECT_TX = "mbar_expect_tx"  #: (bars, i: u32, nbytes: u32) -> None; then one arrival
+    MBAR_WAIT = "mbar_wait"  #: (bars, i: u32, parity: u32) -> None; that phase completed
+    BULK_COPY = "bulk_copy"  #: (dst: shared, dst_at, src: global, src_at, n, bars, i: u32)
+
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
 
@@ -482,6 +530,10 @@ ASYNC_COPY_OPS = frozenset({Op.COPY_ASYNC, Op.ASYNC_COMMIT, Op.ASYNC_WAIT})
 #: The warpgroup matrix operations (see the module docstring).
 WARPGROUP_OPS = frozenset(
     {Op.WGMMA_FILL, Op.WGMMA_FENCE, Op.WGMMA_MMA, Op.WGMMA_COMMIT, Op.WGMMA_WAIT, Op.WGMMA_STORE}
+)
+#: The asynchronous barrier and bulk copy operations (see the module docstring).
+BARRIER_OPS = frozenset(
+    {Op.MBAR_INIT, Op.MBAR_ARRIVE, Op.MBAR_EXPECT_TX, Op.MBAR_WAIT, Op.BULK_COPY}
 )
 #: Value operations that apply to lines lane by lane, scalars broadcast.
 LANE_WISE_OPS = frozenset(

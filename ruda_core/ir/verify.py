@@ -18,11 +18,13 @@ from typing import NoReturn
 import numpy as np
 
 from ..errors import CompilationError
+from .barriers import BARRIER_ELEM
 from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
 from .matrix import Fragment, MatrixLayout, MatrixRole
 from .ops import (
     ARITH_BINARY,
     ATOMIC_OPS,
+    BARRIER_OPS,
     BIT_COUNTS,
     BITWISE_BINARY,
     COMPARE_OPS,
@@ -694,6 +696,22 @@ def _wgmma_store(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None)
 
 
+def _barrier(v: _Verifier, ins: Instr) -> None:
+    """``MBAR_*`` and ``BULK_COPY``: a barrier (a shared ``u64`` array, an index) and ``u32``s."""
+    copy = ins.op is Op.BULK_COPY
+    v._arity(ins, 7 if copy else 2 if ins.op is Op.MBAR_ARRIVE else 3)
+    bars, dst, src = ins.args[5 if copy else 0], ins.args[0], ins.args[2 % len(ins.args)]
+    if not isinstance(bars, SharedArray) or v._array(bars) is not BARRIER_ELEM:
+        _fail(f"the barriers of {ins.op} must be a shared array of {BARRIER_ELEM}, not {bars!r}")
+    if copy and (not isinstance(dst, SharedArray) or not isinstance(src, Param)):
+        _fail(f"bulk_copy copies a global array parameter to a shared array, not {src!r}")
+    if copy:
+        v._expect(v._array(src, global_only=True), {v._array(dst)}, "the copied source's element")
+    for k in (1, 3, 4, 6) if copy else range(1, len(ins.args)):
+        v._expect(v._scalar(ins.args[k]), _U32, f"operand {k} of {ins.op}")
+    v._out(ins, None)
+
+
 def _build_rules() -> dict[Op, Rule]:
     rules: dict[Op, Rule] = {
         Op.ASSIGN: _assign,
@@ -772,6 +790,7 @@ def _build_rules() -> dict[Op, Rule]:
         rules[op] = _same_rule(_INT, 1, "integers", Elem.U32)
     for op in ATOMIC_OPS:
         rules[op] = _atomic
+    rules.update(dict.fromkeys(BARRIER_OPS, _barrier))
     for op in PLANE_OPS - rules.keys():  # the reductions and scans
         rules[op] = _same_rule(_NUMERIC, 1, "numbers")
     return rules

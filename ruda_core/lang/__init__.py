@@ -23,7 +23,7 @@ documented in :mod:`.statements`, :mod:`.expressions`, :mod:`.coerce`, :mod:`.bu
 
 from types import ModuleType
 
-from . import cmma, pipeline, wgmma
+from . import cmma, mbarrier, pipeline, wgmma
 from .args import ArrayArg, TensorArg
 from .builtins import (
     ABSOLUTE_POS,
@@ -279,6 +279,7 @@ __all__ = [
     "log2",
     "log10",
     "max",
+    "mbarrier",
     "min",
     "mul_hi",
     "pipeline",

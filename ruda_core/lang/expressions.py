@@ -25,6 +25,7 @@ import numpy as np
 
 from ..ir import (
     ATOMIC_OPS,
+    BARRIER_OPS,
     MATRIX_OPS,
     WARPGROUP_OPS,
     Builtin,
@@ -115,6 +116,7 @@ _GUARDED = (
     ATOMIC_OPS
     | MATRIX_OPS
     | WARPGROUP_OPS
+    | BARRIER_OPS
     | {Op.INDEX, Op.INDEX_ASSIGN, Op.LOAD_LINE, Op.STORE_LINE, Op.PRINT}
 )
 _CONSTANT_TYPES = (type(None), bool, int, float, str)

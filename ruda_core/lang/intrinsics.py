@@ -27,6 +27,7 @@ from ..ir import (
     SharedArray,
 )
 from . import views
+from .barriers import BARRIER_HANDLERS
 from .coerce import convert, default_elem, elem_of, implicit, operand, promote
 from .copies import COPY_HANDLERS
 from .lines import line_width
@@ -387,5 +388,6 @@ HANDLERS: dict[str, Handler] = {
     "plane_shuffle_xor": _plane_lane(Op.PLANE_SHUFFLE_XOR, "mask"),
     **MATRIX_HANDLERS,
     **COPY_HANDLERS,
+    **BARRIER_HANDLERS,
     **WARPGROUP_HANDLERS,
 }

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..ir import (
+    BARRIER_OPS,
     MATRIX_OPS,
     PLANE_OPS,
     WARPGROUP_OPS,
@@ -155,6 +156,12 @@ class RudaTask(ABC):
         ``Feature.WARPGROUP_MMA`` refuses to compile it."""
         return False
 
+    @property
+    def uses_barriers(self) -> bool:
+        """Whether the task uses asynchronous barriers or bulk copies (``mbarrier``): a device
+        without ``Feature.ASYNC_BARRIER`` refuses to compile it."""
+        return False
+
     @abstractmethod
     def compile(
         self, compiler: Compiler, options: CompileOptions, mode: ExecutionMode
@@ -176,6 +183,7 @@ class KernelTask(RudaTask):
         "matrix_configs",
         "name",
         "shared_bytes",
+        "uses_barriers",
         "uses_planes",
         "uses_warpgroups",
     )
@@ -185,6 +193,7 @@ class KernelTask(RudaTask):
     shared_bytes: int
     uses_planes: bool
     uses_warpgroups: bool
+    uses_barriers: bool
     dynamic_shared: bool
     matrix_configs: frozenset[MatrixConfig]
 
@@ -202,6 +211,9 @@ class KernelTask(RudaTask):
         self.matrix_configs = definition.matrix_configs
         self.uses_warpgroups = any(
             isinstance(s, Instr) and s.op in WARPGROUP_OPS for s in walk(definition.body)
+        )
+        self.uses_barriers = any(
+            isinstance(s, Instr) and s.op in BARRIER_OPS for s in walk(definition.body)
         )
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:

@@ -383,7 +383,8 @@ def _decode(blob: bytes, compiled: CompiledKernel) -> bytes:
 
 def _check_matrices(target: BuildTarget, origin: EntryOrigin, task: RudaTask) -> None:
     """Refuse a task that multiplies a matrix configuration the device lacks, or that uses
-    warpgroup matrices (``wgmma``) on a device without them.
+    warpgroup matrices (``wgmma``) or asynchronous barriers (``mbarrier``) on a device without
+    them.
 
     :raises UnsupportedFeature: naming the kernel, the device and the configuration.
     """
@@ -394,6 +395,13 @@ def _check_matrices(target: BuildTarget, origin: EntryOrigin, task: RudaTask) ->
             f"{origin.device or target.device} ({target.properties.name}) does not have: "
             "only CUDA devices of compute capability 9.0 (sm_90a) and the NumPy device do. "
             "Check client.features().has(Feature.WARPGROUP_MMA) and choose another kernel"
+        )
+    if task.uses_barriers and not features.has(Feature.ASYNC_BARRIER):
+        raise UnsupportedFeature(
+            f"kernel {task.name} uses asynchronous barriers or bulk copies (mbarrier), which "
+            f"{origin.device or target.device} ({target.properties.name}) does not have: "
+            "only CUDA devices of compute capability 9.0 or later and the NumPy device do. "
+            "Check client.features().has(Feature.ASYNC_BARRIER) and choose another kernel"
         )
     missing = sorted(str(c) for c in task.matrix_configs if not features.supports_matrix(c))
     if missing:

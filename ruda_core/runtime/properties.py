@@ -47,6 +47,10 @@ class Feature(enum.Enum):
     #: warpgroup matrix multiply (``wgmma``, Hopper's ``wgmma.mma_async``): CUDA devices of
     #: compute capability 9.0 (``sm_90a``; later architectures lack it) and the NumPy device
     WARPGROUP_MMA = "warpgroup_mma"
+    #: asynchronous barriers in shared memory and bulk copies that complete on them
+    #: (``mbarrier``, Hopper's ``mbarrier`` and ``cp.async.bulk``): CUDA devices of compute
+    #: capability 9.0 and later, and the NumPy device
+    ASYNC_BARRIER = "async_barrier"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ Values are vectors over the lanes of a batch of whole cubes (``values``), contro
 an execution mask (``control``); a :class:`Batch` gives a batch's builtins and memory
 (``batch``); ``memory``, ``atomics``, ``plane``, ``sync`` and ``matrix`` implement accesses,
 atomics, plane operations, reducing barriers and cooperative matrices under an execution mask;
+``barrier`` models asynchronous barriers and bulk copies;
 ``printing`` collects the records of ``print``; ``special`` holds ``erf``; ``poison`` is the
 pattern new shared memory and local arrays start with; ``subsets`` runs a branch that few lanes
 take over those lanes alone. Everything here is stateless between calls and safe to use from
@@ -22,6 +23,15 @@ from .atomics import (
     atomic_sub,
     atomic_swap,
     atomic_xor,
+)
+from .barrier import (
+    barriers,
+    barriers_end,
+    bulk_copy,
+    mbar_arrive,
+    mbar_expect_tx,
+    mbar_init,
+    mbar_wait,
 )
 from .batch import Batch, LaunchShape, Segmented
 from .bits import (
@@ -129,11 +139,14 @@ __all__ = [
     "atomic_sub",
     "atomic_swap",
     "atomic_xor",
+    "barriers",
+    "barriers_end",
     "batch_output",
     "bit_and",
     "bit_or",
     "bit_xor",
     "bitcast",
+    "bulk_copy",
     "cast",
     "eq",
     "erf",
@@ -162,6 +175,10 @@ __all__ = [
     "matrix_load",
     "matrix_store",
     "maximum",
+    "mbar_arrive",
+    "mbar_expect_tx",
+    "mbar_init",
+    "mbar_wait",
     "merge",
     "merge_fresh",
     "minimum",

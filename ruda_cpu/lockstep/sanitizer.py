@@ -528,6 +528,20 @@ class BatchSanitizer:
             rows[cubes_here] = _NONE
             s.reader.reshape(g.cubes, -1)[cubes_here] = _NONE
 
+    def barrier_wait(self, m: Any) -> None:
+        """An ``mbarrier.wait`` by the lanes of ``m`` returned: the accesses before the
+        arrivals of the phase it saw are ordered before those after it. Starts a new interval
+        for the shared memory of the cubes that waited (as ``sync_units`` does, without its
+        check that every unit reaches it: a wait also orders the other units' later accesses,
+        which lets some races go unreported)."""
+        if m is False:
+            return
+        g = self.g
+        here = np.ones(g.cubes, dtype=bool) if m is None else m.reshape(g.cubes, -1).any(axis=1)
+        for s in self._shared.values():
+            s.writer.reshape(g.cubes, -1)[here] = _NONE
+            s.reader.reshape(g.cubes, -1)[here] = _NONE
+
     def plane_read(self, site: int, op: Callable[..., Any], arg: Any, m: Any) -> None:
         """A broadcast or shuffle ``op`` (``arg``: its lane, delta or mask) run by the lanes of
         ``m``: reports each active lane whose source lane exists but is not active (its value

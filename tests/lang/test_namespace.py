@@ -15,7 +15,7 @@ def test_dir_shows_the_language_alone():
 
 def test_the_implementing_modules_are_not_attributes():
     modules = {n for n, v in vars(lang).items() if isinstance(v, ModuleType)}
-    assert modules == {"cmma", "pipeline", "wgmma"}  # namespaces of the language: cmma.Matrix
+    assert modules == {"cmma", "mbarrier", "pipeline", "wgmma"}  # namespaces: cmma.Matrix …
     for name in ("expressions", "statements", "launcher", "borrow", "types", "syntax"):
         assert not hasattr(lang, name), name
 

@@ -1,0 +1,116 @@
+"""Calls of :mod:`.mbarrier` in kernels: each handler turns one call into ``MBAR_*`` or
+``BULK_COPY`` IR (see :mod:`ruda_core.ir.ops` for their meaning). Registered in
+:data:`.intrinsics.HANDLERS`."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..ir import (
+    BARRIER_ELEM,
+    BULK_ALIGN_NBYTES,
+    MAX_ARRIVALS,
+    Elem,
+    Instr,
+    Op,
+    Operand,
+    Param,
+    SharedArray,
+)
+from .coerce import implicit
+from .scope import PyVal, Value
+
+if TYPE_CHECKING:
+    from .expressions import ExprBuilder
+    from .intrinsics import Handler
+
+__all__ = ["BARRIER_HANDLERS"]
+
+
+def _count(b: ExprBuilder, name: str, args: list[Value], n: int, node: ast.AST) -> None:
+    if len(args) != n:
+        b.fail(f"mbarrier.{name}() takes {n} arguments, got {len(args)}", node)
+
+
+def _barrier(
+    b: ExprBuilder, bars: Value, i: Value, name: str, node: ast.AST
+) -> tuple[SharedArray, Operand]:
+    """The barrier ``bars, i`` of a call: an ``mbarrier.Barriers`` array and a ``u32`` index."""
+    if not isinstance(bars, SharedArray) or bars.elem is not BARRIER_ELEM or bars.size:
+        b.fail(f"mbarrier.{name}() needs the mbarrier.Barriers array, got {bars}", node)
+    if isinstance(i, PyVal) and isinstance(i.value, int) and not 0 <= i.value < bars.length:
+        b.fail(f"mbarrier.{name}(): barrier {i.value} of '{bars}' (it has {bars.length})", node)
+    return bars, implicit(b, i, Elem.U32, node)
+
+
+def _declare(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    _count(b, "Barriers", args, 1, node)
+    n = args[0].value if isinstance(args[0], PyVal) else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        b.fail(f"mbarrier.Barriers(n) needs a compile-time int n >= 1, got {args[0]}", node)
+    bars = SharedArray(b.unique(b.name_hint or "_barriers"), BARRIER_ELEM, n)
+    b.name_hint = None
+    b.shared.append(bars)
+    return bars
+
+
+def _init(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "init", args, 3, node)
+    bars, i = _barrier(b, args[0], args[1], "init", node)
+    count = args[2].value if isinstance(args[2], PyVal) else None
+    if isinstance(count, int) and not 1 <= count <= MAX_ARRIVALS:
+        b.fail(f"mbarrier.init() needs a count from 1 to {MAX_ARRIVALS}, got {count}", node)
+    operands = (bars, i, implicit(b, args[2], Elem.U32, node))
+    b.append(Instr(Op.MBAR_INIT, None, operands, b.loc))
+
+
+def _arrive(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "arrive", args, 2, node)
+    b.append(Instr(Op.MBAR_ARRIVE, None, _barrier(b, args[0], args[1], "arrive", node), b.loc))
+
+
+def _with_u32(op: Op, name: str) -> Handler:
+    """``arrive_expect_tx`` and ``wait``: a barrier and a ``u32``."""
+
+    def handle(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+        _count(b, name, args, 3, node)
+        bars, i = _barrier(b, args[0], args[1], name, node)
+        b.append(Instr(op, None, (bars, i, implicit(b, args[2], Elem.U32, node)), b.loc))
+
+    return handle
+
+
+def _bulk_copy(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "bulk_copy", args, 7, node)
+    dst, src = args[0], args[2]
+    if not isinstance(dst, SharedArray):
+        b.fail(f"mbarrier.bulk_copy() writes a SharedMemory, not {dst}", node)
+    if not isinstance(src, Param) or not src.is_array or src.elem is not dst.elem:
+        b.fail(
+            f"mbarrier.bulk_copy() reads a global array of the destination's element type "
+            f"({dst.elem}), not {src}",
+            node,
+        )
+    n = args[4].value if isinstance(args[4], PyVal) else None
+    if isinstance(n, int) and (n < 1 or n * dst.elem.nbytes % BULK_ALIGN_NBYTES):
+        b.fail(
+            f"mbarrier.bulk_copy() copies a positive multiple of {BULK_ALIGN_NBYTES} bytes; "
+            f"{n} elements of {dst.elem} are {n * dst.elem.nbytes}",
+            node,
+        )
+    bars, i = _barrier(b, args[5], args[6], "bulk_copy", node)
+    dst_at, src_at, count = (implicit(b, args[k], Elem.U32, node) for k in (1, 3, 4))
+    operands = (dst, dst_at, src, src_at, count, bars, i)
+    b.append(Instr(Op.BULK_COPY, None, operands, b.loc))
+
+
+#: Handlers by intrinsic name.
+BARRIER_HANDLERS: dict[str, Handler] = {
+    "mbarrier.Barriers": _declare,
+    "mbarrier.init": _init,
+    "mbarrier.arrive": _arrive,
+    "mbarrier.arrive_expect_tx": _with_u32(Op.MBAR_EXPECT_TX, "arrive_expect_tx"),
+    "mbarrier.wait": _with_u32(Op.MBAR_WAIT, "wait"),
+    "mbarrier.bulk_copy": _bulk_copy,
+}

@@ -1,0 +1,64 @@
+"""Asynchronous barriers in shared memory and bulk copies that complete on them, in kernels,
+after Hopper's ``mbarrier`` and the 1-D form of its tensor memory accelerator
+(``cp.async.bulk``; CUTLASS's ``ClusterTransactionBarrier`` and ``SM90_BULK_COPY_G2S``).
+
+::
+
+    from ruda_core.lang import UNIT_POS, mbarrier, sync_units
+
+    full = mbarrier.Barriers(2)                   # a ring of two barriers, per cube
+    if UNIT_POS == 0:
+        mbarrier.init(full, 0, 1)                 # one arrival (with its bytes) per phase
+        mbarrier.init(full, 1, 1)
+    sync_units()                                  # the barriers are ready for every unit
+    for s in range(STAGES):
+        slot = s % 2
+        if UNIT_POS == 0:                         # the producer: one unit
+            mbarrier.arrive_expect_tx(full, slot, TILE * 4)
+            mbarrier.bulk_copy(tiles, slot * TILE, x, s * TILE, TILE, full, slot)
+        mbarrier.wait(full, slot, (s // 2) % 2)   # the tile of stage s is in tiles
+        ... read tiles[slot * TILE ..] ...
+        sync_units()                              # everybody is done with the slot
+
+* ``mbarrier.Barriers(n)`` declares ``n`` barriers (a compile-time int ``>= 1``) in the cube's
+  shared memory, one 8-byte word each, bound to a name assigned once. Barrier ``i`` of
+  ``bars`` is named by the pair ``bars, i`` in the calls below. The words are the barriers'
+  state: the kernel touches them through these calls alone.
+* ``mbarrier.init(bars, i, count)`` by one unit starts the barrier's phase 0 expecting
+  ``count`` arrivals (1 to 2**20 - 1). Other units use it after a following ``sync_units()``.
+* ``mbarrier.arrive(bars, i)``: one arrival of the calling unit.
+* ``mbarrier.arrive_expect_tx(bars, i, nbytes)``: the phase also waits for ``nbytes`` bytes of
+  bulk copies; then one arrival.
+* ``mbarrier.bulk_copy(dst, dst_at, src, src_at, n, bars, i)`` copies the ``n`` elements
+  ``src[src_at ..]`` of a global array to ``dst[dst_at ..]`` of a ``SharedMemory`` of the same
+  element type, asynchronously; its ``n * nbytes`` bytes complete on barrier ``i``. Both runs
+  start 16-byte aligned (ruda aligns a ``SharedMemory`` that a bulk copy writes to 16 bytes) and
+  ``n * nbytes`` is a multiple of 16.
+* ``mbarrier.wait(bars, i, parity)`` returns when the barrier's phase of that parity (0 or 1)
+  has completed; the bulk copies that completed it are then in shared memory for the caller.
+
+A phase completes when it has had its ``count`` arrivals and as many bytes of bulk copies as
+its ``arrive_expect_tx`` calls announced; the barrier then starts the next phase, of the other
+parity. So the ``k``-th use of a barrier (from 0) waits for parity ``k % 2``.
+
+Until the wait that sees a bulk copy's phase complete, the kernel must not read or write its
+destination nor write its source, and it must wait for every copy before it ends. The NumPy
+device checks these rules and the others of :mod:`ruda_core.ir.ops` and raises, naming the
+kernel; it reports a wait that can never return (every unit of the cube waits for arrivals or
+bytes that nobody will bring) instead of hanging. A device without ``Feature.ASYNC_BARRIER``
+(on CUDA, compute capability 9.0 and later) refuses the kernel with ``UnsupportedFeature``. This
+module builds no IR; its names are markers the front end recognises.
+"""
+
+from __future__ import annotations
+
+from .builtins import Intrinsic
+
+__all__ = ["Barriers", "arrive", "arrive_expect_tx", "bulk_copy", "init", "wait"]
+
+Barriers = Intrinsic("mbarrier.Barriers")
+init = Intrinsic("mbarrier.init")
+arrive = Intrinsic("mbarrier.arrive")
+arrive_expect_tx = Intrinsic("mbarrier.arrive_expect_tx")
+wait = Intrinsic("mbarrier.wait")
+bulk_copy = Intrinsic("mbarrier.bulk_copy")

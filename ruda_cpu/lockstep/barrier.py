@@ -1,0 +1,275 @@
+"""Asynchronous barriers (``mbarrier``) and bulk copies over the cubes of a batch: the
+reference model of ``MBAR_*`` and ``BULK_COPY`` (see :mod:`ruda_core.ir.ops`).
+
+:class:`Barriers` is the state of one batch of one kernel: per barrier array (a shared ``u64``
+array, whose words the model leaves alone) and per cube, each barrier's init count, phase,
+pending arrivals and transaction bytes, and the bulk copies issued and not landed. A copy reads
+its source at issue and fills its destination with the poison pattern (so a read before the
+wait shows); it completes its bytes on the barrier at the first wait on that barrier, and its
+elements land when the barrier's phase completes, after the model checked that nobody wrote
+the destination meanwhile. The units of a cube run in step, so a wait whose phase has not
+completed when the units reach it can never complete: the model raises instead of hanging.
+Each rule the model can see raises :class:`BarrierFault` (the executor names the kernel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ruda_core.ir import BULK_ALIGN_NBYTES, MAX_ARRIVALS
+
+from .batch import Batch, Segmented
+from .poison import pattern_bits
+from .values import arr
+
+__all__ = [
+    "BarrierFault",
+    "Barriers",
+    "barriers",
+    "barriers_end",
+    "bulk_copy",
+    "mbar_arrive",
+    "mbar_expect_tx",
+    "mbar_init",
+    "mbar_wait",
+]
+
+
+class BarrierFault(RuntimeError):
+    """A kernel broke a rule of the asynchronous barriers or bulk copies (the message says
+    which)."""
+
+
+class _Copy:
+    """One bulk copy of one unit: where its elements go in ``dst.data``, the elements as read at
+    issue, its bytes and whether they completed on its barrier."""
+
+    __slots__ = ("at", "counted", "dst", "key", "nbytes", "values")
+
+    def __init__(self, dst: Segmented, at: np.ndarray, values: np.ndarray, key: int) -> None:
+        self.dst, self.at, self.values, self.key = dst, at, values, key
+        self.nbytes = values.nbytes
+        self.counted = False
+
+
+class _Array:
+    """The barriers of one barrier array in every cube of a batch; barrier ``i`` of cube ``c``
+    is entry ``c * n + i`` of each flat array."""
+
+    __slots__ = ("copies", "count", "n", "pending", "phase", "tx", "words")
+
+    def __init__(self, words: Segmented, cubes: int) -> None:
+        self.words = words  # held so that its id keys this state for the batch's lifetime
+        self.n = words.length
+        self.count = np.zeros(cubes * self.n, dtype=np.int64)  # 0: not initialised
+        self.pending = np.zeros(cubes * self.n, dtype=np.int64)
+        self.phase = np.zeros(cubes * self.n, dtype=np.int64)
+        self.tx = np.zeros(cubes * self.n, dtype=np.int64)
+        self.copies: list[_Copy] = []
+
+
+class Barriers:
+    """The barrier state of one batch of the kernel ``kernel``."""
+
+    __slots__ = ("arrays", "kernel", "units")
+
+    def __init__(self, g: Batch, kernel: str) -> None:
+        self.kernel = kernel
+        self.units = g.shape.units
+        self.arrays: dict[int, _Array] = {}
+
+    def array(self, g: Batch, words: Segmented) -> _Array:
+        state = self.arrays.get(id(words))
+        if state is None:
+            state = self.arrays[id(words)] = _Array(words, g.cubes)
+        return state
+
+    def lanes(self, g: Batch, m: Any) -> np.ndarray:
+        """The active lanes of ``m``."""
+        if m is None:
+            return np.arange(g.n)
+        if m is False:
+            return np.zeros(0, dtype=np.intp)
+        lanes: np.ndarray = np.flatnonzero(m)
+        return lanes
+
+    def keys(self, st: _Array, lanes: np.ndarray, i: Any, what: str, ready: bool = True) -> Any:
+        """The flat barrier entry of each lane of ``lanes`` for the index ``i``; with ``ready``,
+        raise when one is not initialised."""
+        index = _at(i, lanes)
+        if ((index < 0) | (index >= st.n)).any():
+            bad = int(index[(index < 0) | (index >= st.n)][0])
+            raise BarrierFault(f"{what} names barrier {bad} of an array of {st.n} barriers")
+        keys = lanes // self.units * st.n + index
+        if ready and (st.count[keys] == 0).any():
+            bad = int(index[st.count[keys] == 0][0])
+            raise BarrierFault(
+                f"{what} uses barrier {bad} before mbarrier.init(); initialise it by one unit "
+                "and sync_units() before any other use"
+            )
+        return keys
+
+    def arrive(self, st: _Array, keys: np.ndarray, what: str) -> None:
+        """One arrival per entry of ``keys``, in order; a phase completes when its arrivals
+        and bytes are all in, and the arrivals left count towards the next."""
+        for key, arrivals in zip(*np.unique(keys, return_counts=True), strict=True):
+            left = int(arrivals)
+            while left:
+                take = min(left, int(st.pending[key]))
+                st.pending[key] -= take
+                left -= take
+                if st.pending[key] or st.tx[key]:
+                    if left:
+                        raise BarrierFault(
+                            f"{what} arrives {left} more times on barrier {key % st.n} than its "
+                            f"count ({int(st.count[key])}) in one phase, whose "
+                            f"{int(st.tx[key])} transaction bytes are still pending"
+                        )
+                    continue
+                self.complete(st, int(key))
+
+    def complete(self, st: _Array, key: int) -> None:
+        """The phase of ``key`` completes: its counted copies land, the barrier re-arms."""
+        for copy in [c for c in st.copies if c.key == key and c.counted]:
+            data = copy.dst.data
+            bits = data[copy.at].view(f"u{data.itemsize}")
+            if (bits != pattern_bits(data.dtype)).any():
+                raise BarrierFault(
+                    f"the destination of a bulk copy on barrier {key % st.n} was written before "
+                    "the copy's phase completed; it must not be read or written until the "
+                    "mbarrier.wait that sees the phase complete"
+                )
+            data[copy.at] = copy.values
+            st.copies.remove(copy)
+        st.phase[key] += 1
+        st.pending[key] = st.count[key]
+
+
+def _at(v: Any, lanes: np.ndarray) -> np.ndarray:
+    """The ``int64`` value of ``v`` at each of ``lanes``."""
+    values = np.asarray(arr(v)).astype(np.int64)
+    return np.broadcast_to(values, (lanes.shape[0],)) if values.ndim == 0 else values[lanes]
+
+
+def barriers(g: Batch, kernel: str) -> Barriers:
+    """The barrier state of a new batch."""
+    return Barriers(g, kernel)
+
+
+def barriers_end(b: Barriers) -> None:
+    """Raise when the kernel ends with bulk copies that have not landed."""
+    for st in b.arrays.values():
+        if st.copies:
+            key = st.copies[0].key
+            raise BarrierFault(
+                f"the kernel ends with {len(st.copies)} bulk copies pending (the first on "
+                f"barrier {key % st.n}); every copy must complete its phase and be "
+                "waited for (mbarrier.wait) before the kernel ends"
+            )
+
+
+def mbar_init(g: Batch, b: Barriers, words: Segmented, i: Any, count: Any, m: Any) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    keys = b.keys(st, lanes, i, "mbarrier.init", ready=False)
+    counts = _at(count, lanes)
+    if ((counts < 1) | (counts > MAX_ARRIVALS)).any():
+        bad = int(counts[(counts < 1) | (counts > MAX_ARRIVALS)][0])
+        raise BarrierFault(f"mbarrier.init() needs a count from 1 to {MAX_ARRIVALS}, got {bad}")
+    unique, times = np.unique(keys, return_counts=True)
+    if (times > 1).any():
+        raise BarrierFault(
+            f"mbarrier.init() of barrier {int(unique[times > 1][0]) % st.n} by "
+            f"{int(times.max())} units of a cube at once; one unit initialises a barrier"
+        )
+    if any(c.key in set(keys.tolist()) for c in st.copies):
+        raise BarrierFault("mbarrier.init() of a barrier with bulk copies pending on it")
+    st.count[keys] = counts
+    st.pending[keys] = counts
+    st.phase[keys] = 0
+    st.tx[keys] = 0
+
+
+def mbar_arrive(g: Batch, b: Barriers, words: Segmented, i: Any, m: Any) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    b.arrive(st, b.keys(st, lanes, i, "mbarrier.arrive"), "mbarrier.arrive")
+
+
+def mbar_expect_tx(g: Batch, b: Barriers, words: Segmented, i: Any, nbytes: Any, m: Any) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    keys = b.keys(st, lanes, i, "mbarrier.arrive_expect_tx")
+    np.add.at(st.tx, keys, _at(nbytes, lanes))
+    b.arrive(st, keys, "mbarrier.arrive_expect_tx")
+
+
+def mbar_wait(g: Batch, b: Barriers, words: Segmented, i: Any, parity: Any, m: Any) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    keys = b.keys(st, lanes, i, "mbarrier.wait")
+    for key in np.unique(keys).tolist():
+        for copy in st.copies:  # the copies in flight on the barrier complete their bytes
+            if copy.key == key and not copy.counted:
+                copy.counted = True
+                st.tx[key] -= copy.nbytes
+        if st.pending[key] == 0 and st.tx[key] == 0:
+            b.complete(st, key)
+    waiting = (st.phase[keys] & 1) == (_at(parity, lanes) & 1)
+    if waiting.any():
+        key = int(keys[waiting][0])
+        tx = int(st.tx[key])
+        lacks = (
+            f"{tx} transaction bytes" if tx >= 0 else f"{-tx} bytes copied beyond those announced"
+        )
+        raise BarrierFault(
+            f"mbarrier.wait() on barrier {key % st.n} for its phase of parity "
+            f"{int(st.phase[key]) & 1} can never return: every unit of the cube is waiting and "
+            f"the phase lacks {int(st.pending[key])} arrivals and {lacks} (the bytes of "
+            "arrive_expect_tx must equal the bytes its bulk copies bring)"
+        )
+
+
+def bulk_copy(
+    g: Batch,
+    b: Barriers,
+    dst: Segmented,
+    dst_at: Any,
+    src: np.ndarray,
+    src_at: Any,
+    n: Any,
+    words: Segmented,
+    i: Any,
+    m: Any,
+) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    keys = b.keys(st, lanes, i, "mbarrier.bulk_copy")
+    size = dst.data.itemsize
+    at, start, count = _at(dst_at, lanes), _at(src_at, lanes), _at(n, lanes)
+    for lane, key, d, s, k in zip(lanes, keys, at, start, count, strict=True):
+        if (
+            k < 1
+            or (k * size) % BULK_ALIGN_NBYTES
+            or (d * size) % BULK_ALIGN_NBYTES
+            or (s * size) % BULK_ALIGN_NBYTES
+        ):
+            raise BarrierFault(
+                f"mbarrier.bulk_copy() of {k} elements ({k * size} bytes) from element {s} to "
+                f"element {d}: both runs must start 16-byte aligned and the size must be a "
+                f"positive multiple of {BULK_ALIGN_NBYTES} bytes"
+            )
+        if d + k > dst.length or s + k > src.shape[0]:
+            raise BarrierFault(
+                f"mbarrier.bulk_copy() of {k} elements from element {s} of a global array of "
+                f"{src.shape[0]} to element {d} of a shared array of {dst.length}: out of bounds"
+            )
+        where = int(lane) // b.units * dst.length + int(d) + np.arange(int(k))
+        if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
+            raise BarrierFault(
+                "mbarrier.bulk_copy() into elements another bulk copy has not written yet"
+            )
+        st.copies.append(_Copy(dst, where, src[s : s + k].copy(), int(key)))
+        dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
