@@ -51,7 +51,7 @@ from ruda_core.ir import (
 )
 from ruda_core.runtime.compiler import CompileOptions
 
-from . import warpgroup
+from . import barrier, warpgroup
 
 __all__ = ["CudaDialect", "wmma_configs"]
 
@@ -530,6 +530,12 @@ class CudaDialect(Dialect):
         self, acc: Fragment, name: str, pointer: str, stride: str, rows: str, cols: str
     ) -> list[str]:
         return warpgroup.store(acc, name, pointer, stride, rows, cols)
+
+    def barrier_op(self, op: Op, bar: str, value: str) -> list[str]:
+        return barrier.barrier_op(op, bar, value)
+
+    def bulk_copy(self, dst: str, src: str, nbytes: str, bar: str) -> list[str]:
+        return barrier.bulk_copy(dst, src, nbytes, bar)
 
     def preamble(self, usage: Usage) -> list[str]:
         lines = []

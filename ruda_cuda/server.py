@@ -619,6 +619,8 @@ class CudaServer(ComputeServer):
         }
         if (props["major"], props["minor"]) == (9, 0):  # sm_90a's wgmma; 10.x and later lack it
             features.add(Feature.WARPGROUP_MMA)
+        if props["major"] >= 9:  # mbarrier's expect_tx and cp.async.bulk: sm_90 and later
+            features.add(Feature.ASYNC_BARRIER)
         # WMMA's mma.h includes crt/mma.h, which only a CUDA toolkit (or its header wheel) has
         matrices = (
             wmma_configs(props["major"] * 10 + props["minor"]) if wmma_headers() else frozenset()

@@ -31,6 +31,7 @@ from typing import TypeVar, cast
 from ..errors import CompilationError, UnsupportedFeature
 from ..ir import (
     ATOMIC_OPS,
+    BARRIER_OPS,
     LANE_WISE_OPS,
     MATRIX_OPS,
     PLANE_OPS,
@@ -452,6 +453,10 @@ class _KernelWriter(Located):
             for stmt in self._warpgroup(ins):
                 self._line(depth, stmt)
             return
+        if op in BARRIER_OPS:
+            for stmt in self._barrier(ins):
+                self._line(depth, stmt)
+            return
         if op is Op.COPY_ASYNC:
             dst, _ = self._array(args[0])
             src, _ = self._array(args[2])
@@ -551,6 +556,25 @@ class _KernelWriter(Located):
         pointer = f"{base} + {text(cast(Operand, args[1]))}"
         stride, rows, cols = (text(cast(Operand, x)) for x in args[3:6])
         return d.warpgroup_store(acc, self.c[acc.name], pointer, stride, rows, cols)
+
+    def _barrier(self, ins: Instr) -> list[str]:
+        """The statements of an asynchronous barrier operation or a bulk copy, from the
+        dialect's hooks."""
+        args, text = ins.args, self.expr.text
+        copy = ins.op is Op.BULK_COPY
+        bars, at = args[5:7] if copy else args[:2]
+        bar = f"&{self._array(bars)[0]}[{text(cast(Operand, at))}]"
+        if not copy:
+            value = text(cast(Operand, args[2])) if len(args) > 2 else ""
+            return self.d.barrier_op(ins.op, bar, value)
+        dst, src = args[0], args[2]
+        nbytes = f"({text(cast(Operand, args[4]))}) * {dst.elem.nbytes}u"
+        return self.d.bulk_copy(
+            f"&{self._array(dst)[0]}[{text(cast(Operand, args[1]))}]",
+            f"&{self._array(src)[0]}[{text(cast(Operand, args[3]))}]",
+            nbytes,
+            bar,
+        )
 
     def _value(self, ins: Instr, operands: list[Arg]) -> str:
         """The expression of the value operation ``ins`` on ``operands`` (its operands, or the

@@ -592,6 +592,19 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         (``f32``, global or shared) where ``r < rows`` and ``c < cols``."""
         raise UnsupportedFeature(f"{self.name} has no warpgroup matrices (wgmma)")
 
+    # -- asynchronous barriers and bulk copies (mbarrier) ------------------------------------
+
+    def barrier_op(self, op: Op, bar: str, value: str) -> list[str]:
+        """Statements of ``MBAR_INIT``, ``MBAR_ARRIVE``, ``MBAR_EXPECT_TX`` or ``MBAR_WAIT`` on
+        the barrier at the shared pointer ``bar`` (a ``uint64_t``) with the ``u32`` operand
+        ``value`` (the count, the bytes or the parity; ``""`` for an arrival)."""
+        raise UnsupportedFeature(f"{self.name} has no asynchronous barriers (mbarrier)")
+
+    def bulk_copy(self, dst: str, src: str, nbytes: str, bar: str) -> list[str]:
+        """Statements of ``BULK_COPY``: ``nbytes`` bytes from the global pointer ``src`` to the
+        shared pointer ``dst``, completing on the barrier at the shared pointer ``bar``."""
+        raise UnsupportedFeature(f"{self.name} has no bulk copies (mbarrier)")
+
     # -- the program ------------------------------------------------------------------------
 
     def preamble(self, usage: Usage) -> list[str]:

@@ -1,0 +1,63 @@
+"""CUDA's lowering of asynchronous barriers and bulk copies (``MBAR_*`` and ``BULK_COPY``, see
+:mod:`ruda_core.ir.ops`) to inline PTX of ``sm_90``: ``mbarrier.init``, ``mbarrier.arrive``
+(with ``.expect_tx``), a ``mbarrier.try_wait.parity`` loop and
+``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``.
+
+A barrier is a ``uint64_t`` word of shared memory (8-byte aligned as its type is); every
+instruction takes its 32-bit shared address (``__cvta_generic_to_shared``). An init is followed
+by ``fence.mbarrier_init.release.cluster``, which makes it visible to the bulk copies' proxy
+as well; the kernel's ``sync_units()`` after it publishes it to the other units. A wait spins
+on ``try_wait.parity``, which itself suspends the unit for a while before it reports that the
+phase is not complete yet.
+"""
+
+from __future__ import annotations
+
+from ruda_core.ir import Op
+
+__all__ = ["barrier_op", "bulk_copy"]
+
+
+def _shared(pointer: str) -> str:
+    return f"(unsigned)__cvta_generic_to_shared({pointer})"
+
+
+def barrier_op(op: Op, bar: str, value: str) -> list[str]:
+    addr = _shared(bar)
+    if op is Op.MBAR_INIT:
+        return [
+            f'asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"({addr}), '
+            f'"r"((unsigned)({value})) : "memory");',
+            'asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");',
+        ]
+    if op is Op.MBAR_ARRIVE:
+        return [
+            f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({addr}) : "memory");'
+        ]
+    if op is Op.MBAR_EXPECT_TX:
+        return [
+            f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: '
+            f'"r"({addr}), "r"((unsigned)({value})) : "memory");'
+        ]
+    return [
+        "{",
+        f"  const unsigned ruda_bar = {addr};",
+        f"  const unsigned ruda_parity = (unsigned)({value}) & 1u;",
+        "  unsigned ruda_done = 0u;",
+        "  do {",
+        '    asm volatile("{\\n.reg .pred p;\\n'
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n"
+        'selp.u32 %0, 1, 0, p;\\n}\\n"',
+        '      : "=r"(ruda_done) : "r"(ruda_bar), "r"(ruda_parity) : "memory");',
+        "  } while (!ruda_done);",
+        "}",
+    ]
+
+
+def bulk_copy(dst: str, src: str, nbytes: str, bar: str) -> list[str]:
+    return [
+        'asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes '
+        '[%0], [%1], %2, [%3];"',
+        f'  :: "r"({_shared(dst)}), "l"({src}), "r"((unsigned)({nbytes})), "r"({_shared(bar)})',
+        '  : "memory");',
+    ]
