@@ -1,7 +1,8 @@
-"""IR -> WGSL: the emitter (:mod:`.emitter`), value operations (:mod:`.values`) and the launch
-record (:mod:`.layout`). Pure; imports no driver."""
+"""IR -> WGSL: the emitter (:mod:`.emitter`), value operations (:mod:`.values`), what a module
+binds (:mod:`.bindings`) and the launch record (:mod:`.layout`). Pure; imports no driver."""
 
-from .emitter import WgslEmitter, WgslTarget, all_writable, workgroup_nbytes, writable_arrays
+from .bindings import all_writable, workgroup_nbytes, writable_arrays
+from .emitter import WgslEmitter, WgslTarget
 from .layout import RecordLayout
 
 __all__ = [

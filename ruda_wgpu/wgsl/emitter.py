@@ -9,7 +9,7 @@ them, but for the line accesses WGSL makes one vector access) and the name table
 
 The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
 :mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (declared
-``read`` where the kernel never writes it, see :func:`writable_arrays`; ``T`` is
+``read`` where the kernel never writes it, see :mod:`~ruda_wgpu.wgsl.bindings`; ``T`` is
 ``vec2<…>`` or ``vec4<…>`` where it is accessed by lines of that width; ``atomic<…>`` where an
 atomic touches it, ``f32`` atomics living as ``atomic<u32>`` bits updated through a
 compare-exchange loop), ``var<workgroup>`` shared arrays, helper functions, and the entry point
@@ -20,7 +20,6 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar, cast
@@ -57,23 +56,22 @@ from ruda_core.ir import (
     Stmt,
     lower_async_copies,
     scalarize_lines,
-    walk,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
 
+from .bindings import (
+    atomic_arrays,
+    binding,
+    packed,
+    vector_widths,
+    writable_arrays,
+)
 from .layout import RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 from .planes import plane_value
-from .values import NARROW, TYPES, WgslValues, literal, wrap
+from .values import TYPES, WgslValues, literal, wrap
 
-__all__ = [
-    "LOOP_LIMIT_MARGIN",
-    "WgslEmitter",
-    "WgslTarget",
-    "all_writable",
-    "workgroup_nbytes",
-    "writable_arrays",
-]
+__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
 
 _T = TypeVar("_T")
 _INDENT = "    "
@@ -103,8 +101,6 @@ PRINTS = "ruda_prints"
 TURNED = "ruda_turned"
 #: Turns short of the limit that already count as reaching it.
 LOOP_LIMIT_MARGIN = 256
-#: The element types a storage binding may hold as vectors (:func:`_vector_widths`).
-_VECTOR_ELEMS = frozenset({Elem.F32, Elem.I32, Elem.U32, Elem.F16})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +131,7 @@ class WgslEmitter:
             names the kernel, its Python location where known, and the capability.
         """
         lowered = lower_async_copies(definition)
-        vectors = _vector_widths(lowered)
+        vectors = vector_widths(lowered)
         flat = scalarize_lines(lowered, lambda access: cast(Param, access.args[0]).name in vectors)
         writer = _Writer(self.target, flat, vectors)
         return writer.guarded(writer.run)
@@ -190,11 +186,6 @@ def _bit_count(op: Op, value: Const) -> int:
     return low if op is Op.FIND_FIRST_SET else (low - 1 if n else bits)
 
 
-def _packed(elem: Elem) -> bool:
-    """Whether a buffer of ``elem`` is held as packed words (WGSL has no smaller type)."""
-    return elem is Elem.BOOL or elem in NARROW
-
-
 def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
     """A constant converted with the IR's ``CAST`` rules (floats to integers truncate)."""
     if target is Elem.BOOL:
@@ -206,79 +197,6 @@ def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
     return n - (1 << target.bits) if target.is_signed and n >> (target.bits - 1) else n
 
 
-def _vector_widths(definition: KernelDefinition) -> dict[str, int]:
-    """The array parameters bound as arrays of ``vec2``/``vec4``, by name, with their width:
-    those every line access reads or writes as lines of one width, 2 or 4, of a type a WGSL
-    vector holds, and no atomic touches. Each of their line accesses is one vector access; a
-    scalar access picks a component."""
-    widths: dict[Param, set[int]] = {}
-    for stmt in walk(definition.body):
-        if isinstance(stmt, Instr) and stmt.op in (Op.LOAD_LINE, Op.STORE_LINE):
-            line = stmt.out if stmt.op is Op.LOAD_LINE else stmt.args[2]
-            if isinstance(stmt.args[0], Param):
-                widths.setdefault(stmt.args[0], set()).add(cast(Local, line).width)
-    atomic = _atomic_arrays(definition)
-    return {
-        p.name: min(found)
-        for p, found in widths.items()
-        if found in ({2}, {4}) and p.elem in _VECTOR_ELEMS and p.name not in atomic
-    }
-
-
-def _binding(index: int, name: str, element: str, access: str = "read_write") -> str:
-    """The declaration of storage binding ``index`` of group 0, an array of ``element``."""
-    return f"@group(0) @binding({index}) var<storage, {access}> {name}: array<{element}>;"
-
-
-#: An array binding declared ``read`` (binding 0, the launch record, is not one).
-_READ_BINDING = re.compile(r"^(@group\(0\) @binding\([1-9]\d*\) var<storage, )read>", re.M)
-
-
-def writable_arrays(definition: KernelDefinition) -> tuple[int, ...]:
-    """The positions among ``definition``'s array parameters of those its module binds
-    ``read_write``; the others are ``var<storage, read>``, which lets a driver read them
-    through its read-only path. Writable: what a store may target (not ``Param.read_only``,
-    derived by the front end), what an atomic touches (WGSL's atomics, loads included, need
-    ``read_write``) and what is held as packed words (loaded through ``atomicLoad``)."""
-    atomic = _atomic_arrays(definition)
-    return tuple(
-        k
-        for k, p in enumerate(definition.array_params)
-        if not p.read_only or p.name in atomic or _packed(p.elem)
-    )
-
-
-def workgroup_nbytes(definition: KernelDefinition) -> tuple[int, tuple[int, ...]]:
-    """The workgroup memory of ``definition``'s module: the bytes of its static shared arrays
-    (and of its own counter), and the bytes of an element of each dynamic shared array, in
-    :attr:`KernelDefinition.dynamic_shared`'s order. WGSL has no 8- or 16-bit integers and
-    keeps a ``bool`` in a word, so a shared element of those takes 4 bytes, not its size in
-    ruda (``f16`` takes its 2)."""
-
-    def size(elem: Elem) -> int:
-        return elem.nbytes if elem is Elem.F16 else max(elem.nbytes, 4)
-
-    counter = any(isinstance(s, Instr) and s.op in SYNC_REDUCE_OPS for s in walk(definition.body))
-    static = sum(s.length * size(s.elem) for s in definition.shared if s.size is None)
-    return static + 4 * counter, tuple(size(s.elem) for s, _ in definition.dynamic_shared)
-
-
-def all_writable(source: str) -> str:
-    """``source`` (a module :meth:`WgslEmitter.emit` wrote) with every array binding declared
-    ``read_write``: the module for a launch that binds one buffer both to an array it reads
-    and to one it writes, which WebGPU refuses for a ``read`` binding (a usage conflict)."""
-    return _READ_BINDING.sub(r"\1read_write>", source)
-
-
-def _atomic_arrays(definition: KernelDefinition) -> set[str]:
-    """The arrays (parameters and shared) some atomic operation touches."""
-    names = {REPORT_PARAM}
-    for stmt in walk(definition.body):
-        if isinstance(stmt, Instr) and stmt.op in ATOMIC_OPS:
-            names.add(stmt.args[0].name)  # type: ignore[union-attr]  # an array
-    return names
-
-
 class _Writer(Located):
     """The state of one emission: names, helpers and output lines."""
 
@@ -287,13 +205,13 @@ class _Writer(Located):
     ) -> None:
         self.target = target
         self.defn = definition
-        #: the array parameters bound as vectors, with their width (:func:`_vector_widths`)
+        #: the array parameters bound as vectors, with their width (:func:`vector_widths`)
         self.vectors = vectors
         self.names = NameTable(RESERVED)
         self.n: dict[str, str] = {}
         self.prelude = Prelude()
         self.values = WgslValues(self.prelude)
-        self.atomic = _atomic_arrays(definition)
+        self.atomic = atomic_arrays(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self.sync_counter = False
@@ -320,7 +238,7 @@ class _Writer(Located):
         ty = self.ty(elem)
         if arr.name in self.vectors:
             return f"vec{self.vectors[arr.name]}<{ty}>"
-        if isinstance(arr, Param) and _packed(elem):
+        if isinstance(arr, Param) and packed(elem):
             if arr.name in self.atomic:
                 raise UnsupportedFeature(f"WGSL has no atomics on {elem}")
             return "atomic<u32>"
@@ -348,7 +266,7 @@ class _Writer(Located):
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
         extra += [("RUDA_KERNEL_ID", TURNED)] if self.target.loop_limit else []
         for index, (constant, name) in enumerate(extra, start=len(defn.array_params) + 1):
-            module += [f"override {constant}: u32 = 0u;", _binding(index, name, "atomic<u32>")]
+            module += [f"override {constant}: u32 = 0u;", binding(index, name, "atomic<u32>")]
         if self.sync_counter:
             module.append(f"var<workgroup> {_SYNC_COUNTER}: atomic<u32>;")
         enables = ["enable f16;"] if Elem.F16 in self.target.elems else []
@@ -368,7 +286,7 @@ class _Writer(Located):
         writable = writable_arrays(defn)
         for k, p in enumerate(defn.array_params):
             access = "read_write" if k in writable else "read"
-            out.append(_binding(k + 1, self.n[p.name], self.storage(p, p.elem), access))
+            out.append(binding(k + 1, self.n[p.name], self.storage(p, p.elem), access))
         dynamic = 0
         for s in defn.shared:
             if s.size is None:
@@ -661,7 +579,7 @@ class _Writer(Located):
         return cast(Param | SharedArray | LocalArray, arr).name in self.atomic
 
     def _load(self, arr: object, index: object) -> str:
-        if isinstance(arr, Param) and _packed(arr.elem):
+        if isinstance(arr, Param) and packed(arr.elem):
             word, shift, mask = self._packed_word(arr, index)
             bits = f"((atomicLoad(&{word}) >> {shift}) & {mask})"
             if arr.elem is Elem.BOOL:
@@ -674,7 +592,7 @@ class _Writer(Located):
         return f"bitcast<f32>({value})" if cast(Param, arr).elem is Elem.F32 else value
 
     def _store(self, arr: object, index: object, value: str, depth: int) -> None:
-        if isinstance(arr, Param) and _packed(arr.elem):
+        if isinstance(arr, Param) and packed(arr.elem):
             word, shift, mask = self._packed_word(arr, index)
             bits = f"select(0u, 1u, {value})" if arr.elem is Elem.BOOL else f"u32({value})"
             self._line(depth, f"atomicAnd(&{word}, ~({mask} << {shift}));")
