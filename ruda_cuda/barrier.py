@@ -1,7 +1,9 @@
 """CUDA's lowering of asynchronous barriers and bulk copies (``MBAR_*`` and ``BULK_COPY``, see
 :mod:`ruda_core.ir.ops`) to inline PTX of ``sm_90``: ``mbarrier.init``, ``mbarrier.arrive``
 (with ``.expect_tx``), a ``mbarrier.try_wait.parity`` loop and
-``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``.
+``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``; bulk stores to
+``cp.async.bulk.global.shared::cta.bulk_group`` with ``cp.async.bulk.commit_group``,
+``cp.async.bulk.wait_group.read`` and ``fence.proxy.async.shared::cta``.
 
 A barrier is a ``uint64_t`` word of shared memory (8-byte aligned as its type is); every
 instruction takes its 32-bit shared address (``__cvta_generic_to_shared``). An init is followed
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from ruda_core.ir import Op
 
-__all__ = ["barrier_op", "bulk_copy"]
+__all__ = ["barrier_op", "bulk_copy", "bulk_group", "bulk_store"]
 
 
 def _shared(pointer: str) -> str:
@@ -61,3 +63,18 @@ def bulk_copy(dst: str, src: str, nbytes: str, bar: str) -> list[str]:
         f'  :: "r"({_shared(dst)}), "l"({src}), "r"((unsigned)({nbytes})), "r"({_shared(bar)})',
         '  : "memory");',
     ]
+
+
+def bulk_store(dst: str, src: str, nbytes: str) -> list[str]:
+    return [
+        'asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"',
+        f'  :: "l"({dst}), "r"({_shared(src)}), "r"((unsigned)({nbytes})) : "memory");',
+    ]
+
+
+def bulk_group(op: Op, pending: int) -> list[str]:
+    if op is Op.BULK_FENCE:
+        return ['asm volatile("fence.proxy.async.shared::cta;" ::: "memory");']
+    if op is Op.BULK_COMMIT:
+        return ['asm volatile("cp.async.bulk.commit_group;" ::: "memory");']
+    return [f'asm volatile("cp.async.bulk.wait_group.read {pending};" ::: "memory");']

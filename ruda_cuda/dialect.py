@@ -537,6 +537,12 @@ class CudaDialect(Dialect):
     def bulk_copy(self, dst: str, src: str, nbytes: str, bar: str) -> list[str]:
         return barrier.bulk_copy(dst, src, nbytes, bar)
 
+    def bulk_store(self, dst: str, src: str, nbytes: str) -> list[str]:
+        return barrier.bulk_store(dst, src, nbytes)
+
+    def bulk_group(self, op: Op, pending: int) -> list[str]:
+        return barrier.bulk_group(op, pending)
+
     def preamble(self, usage: Usage) -> list[str]:
         lines = []
         if Elem.F16 in usage.elems:

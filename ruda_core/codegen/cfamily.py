@@ -560,20 +560,20 @@ class _KernelWriter(Located):
     def _barrier(self, ins: Instr) -> list[str]:
         """The statements of an asynchronous barrier operation or a bulk copy, from the
         dialect's hooks."""
-        args, text = ins.args, self.expr.text
-        copy = ins.op is Op.BULK_COPY
-        bars, at = args[5:7] if copy else args[:2]
-        bar = f"&{self._array(bars)[0]}[{text(cast(Operand, at))}]"
-        if not copy:
-            value = text(cast(Operand, args[2])) if len(args) > 2 else ""
-            return self.d.barrier_op(ins.op, bar, value)
-        dst, src = args[0], args[2]
-        nbytes = f"({text(cast(Operand, args[4]))}) * {dst.elem.nbytes}u"
-        return self.d.bulk_copy(
-            f"&{self._array(dst)[0]}[{text(cast(Operand, args[1]))}]",
-            f"&{self._array(src)[0]}[{text(cast(Operand, args[3]))}]",
-            nbytes,
-            bar,
+        d, args, text = self.d, ins.args, self.expr.text
+        if ins.op in (Op.BULK_FENCE, Op.BULK_COMMIT, Op.BULK_WAIT):
+            return d.bulk_group(ins.op, int(cast(Const, args[0]).value) if args else 0)
+        if ins.op not in (Op.BULK_COPY, Op.BULK_STORE):
+            bar = f"&{self._array(args[0])[0]}[{text(cast(Operand, args[1]))}]"
+            return d.barrier_op(ins.op, bar, text(cast(Operand, args[2])) if len(args) > 2 else "")
+        dst, src = (
+            f"&{self._array(args[k])[0]}[{text(cast(Operand, args[k + 1]))}]" for k in (0, 2)
+        )
+        nbytes = f"({text(cast(Operand, args[4]))}) * {args[0].elem.nbytes}u"
+        if ins.op is Op.BULK_STORE:
+            return d.bulk_store(dst, src, nbytes)
+        return d.bulk_copy(
+            dst, src, nbytes, f"&{self._array(args[5])[0]}[{text(cast(Operand, args[6]))}]"
         )
 
     def _value(self, ins: Instr, operands: list[Arg]) -> str:

@@ -605,6 +605,16 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         shared pointer ``dst``, completing on the barrier at the shared pointer ``bar``."""
         raise UnsupportedFeature(f"{self.name} has no bulk copies (mbarrier)")
 
+    def bulk_store(self, dst: str, src: str, nbytes: str) -> list[str]:
+        """Statements of ``BULK_STORE``: ``nbytes`` bytes from the shared pointer ``src`` to the
+        global pointer ``dst``, in the unit's open bulk group."""
+        raise UnsupportedFeature(f"{self.name} has no bulk copies (mbarrier)")
+
+    def bulk_group(self, op: Op, pending: int) -> list[str]:
+        """Statements of ``BULK_FENCE``, ``BULK_COMMIT`` or ``BULK_WAIT`` (with its count
+        ``pending``; 0 for the others)."""
+        raise UnsupportedFeature(f"{self.name} has no bulk copies (mbarrier)")
+
     # -- the program ------------------------------------------------------------------------
 
     def preamble(self, usage: Usage) -> list[str]:

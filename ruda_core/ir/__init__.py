@@ -7,7 +7,7 @@ This package is the ground floor: it imports nothing of ruda but the leaf :mod:`
 so the runtime, the language and every backend build on it in any import order.
 """
 
-from .barriers import BARRIER_ELEM, BULK_ALIGN_NBYTES, MAX_ARRIVALS
+from .barriers import BARRIER_ELEM, BARRIER_OPERANDS, BULK_ALIGN_NBYTES, MAX_ARRIVALS
 from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .copies import copy_width, lower_async_copies, uses_async_copies
 from .kernel import (
@@ -96,6 +96,7 @@ __all__ = [
     "ASYNC_COPY_OPS",
     "ATOMIC_OPS",
     "BARRIER_ELEM",
+    "BARRIER_OPERANDS",
     "BARRIER_OPS",
     "BF16_CONFIGS",
     "BITWISE_BINARY",

@@ -53,7 +53,7 @@ def line_alignment(defn: KernelDefinition) -> dict[ArrayVar, int]:
             for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
                 nbytes = min(width * arr.elem.nbytes, MAX_LINE_ALIGNMENT)
                 needed[arr] = max(needed.get(arr, 1), nbytes)
-        elif isinstance(stmt, Instr) and stmt.op is Op.BULK_COPY:  # both runs 16-byte aligned
+        elif isinstance(stmt, Instr) and stmt.op in (Op.BULK_COPY, Op.BULK_STORE):  # 16 bytes
             for arr in (cast(ArrayVar, stmt.args[0]), cast(ArrayVar, stmt.args[2])):
                 needed[arr] = max(needed.get(arr, 1), BULK_ALIGN_NBYTES)
     return needed

@@ -199,13 +199,29 @@ an *init count*, a *pending arrival count* and a *transaction count* (bytes). In
   the other parity (so a fresh barrier's ``parity`` 1 does not wait), else spin until the
   current phase completes (PTX's ``mbarrier.try_wait.parity`` loop). The bulk copies that
   completed that phase are then visible to the waiting unit.
+* ``BULK_FENCE()``: orders the unit's earlier writes of shared memory before the bulk stores
+  that follow (PTX's ``fence.proxy.async.shared::cta``): a bulk store reads its source through
+  another path than the units' stores, so each unit that wrote the source fences, and a
+  ``SYNC_UNITS`` after the fences comes before the store of another unit.
+* ``BULK_STORE(dst, dst_at, src, src_at, n)``: copy the ``n`` (``u32``) elements
+  ``src[src_at ..]`` of the shared array ``src`` to ``dst[dst_at ..]`` of the global array
+  parameter ``dst`` of the same element type, asynchronously, with the alignment and size rules
+  of ``BULK_COPY``. It joins the unit's open *bulk group*.
+* ``BULK_COMMIT()``: close the unit's open bulk group (an empty one is allowed).
+* ``BULK_WAIT(Const n)``: wait until at most ``n`` (``u32``) of the unit's closed bulk groups
+  still read their sources (PTX's ``cp.async.bulk.wait_group.read``): the sources of the others
+  may be written again. The stores' elements are in global memory when the kernel has ended.
 
 A phase completes when its pending arrival count and its transaction count are both zero: the
 barrier then moves to the next phase (flipping its parity) with the init count pending again.
 Between a ``BULK_COPY`` and the completion of the phase it completes on, the kernel must not
 read or write its destination nor write its source; every copy must complete before the kernel
 ends; a barrier must be initialised before any other use and by one unit; a phase must not
-take more arrivals than its count. Otherwise the result is unspecified (on a GPU, often a hang).
+take more arrivals than its count. Between a ``BULK_STORE`` and the ``BULK_WAIT`` that completes
+its group the kernel must not write its source; it must not access the destination again before
+it ends, and it must wait for every bulk group. Otherwise the result is unspecified (on a GPU,
+often a hang).
+
 The NumPy device runs the units of a cube in step and models each barrier exactly: a copy reads
 its source at issue, fills its destination with the poison pattern until the phase completes and
 then writes it, and the model raises (naming the kernel) for a use before init, an init by
@@ -213,9 +229,11 @@ two units at once, a misaligned or odd-sized copy or one outside its arrays, a d
 written while its copy is pending, a phase given more arrivals than its count, a wait whose
 phase cannot complete (every unit of the cube is waiting: the arrivals or transaction bytes
 it lacks are named, so an ``MBAR_EXPECT_TX`` whose bytes differ from its copies' shows) and a
-kernel that ends with copies pending. It cannot see a wait that only units of another branch of
-the same ``if`` could complete (it reports that as such a deadlock). The bounds pass does not
-check these operations.
+kernel that ends with copies pending. A bulk store reads its source at issue and writes its
+destination at the wait that completes its group; the model raises for a source written before
+that wait and for bulk groups pending at the end. It cannot see a missing ``BULK_FENCE``, and it
+reports a wait that only units of another branch of the same ``if`` could complete as one that
+can never return. The bounds pass does not check these operations.
 """
 
 from __future__ import annotations
@@ -421,6 +439,10 @@ class Op(enum.Enum):
     MBAR_EXPECT_TX = "mbar_expect_tx"  #: (bars, i: u32, nbytes: u32) -> None; then one arrival
     MBAR_WAIT = "mbar_wait"  #: (bars, i: u32, parity: u32) -> None; that phase completed
     BULK_COPY = "bulk_copy"  #: (dst: shared, dst_at, src: global, src_at, n, bars, i: u32)
+    BULK_FENCE = "bulk_fence"  #: () -> None; shared writes before the bulk stores after
+    BULK_STORE = "bulk_store"  #: (dst: global, dst_at, src: shared, src_at, n: u32) -> None
+    BULK_COMMIT = "bulk_commit"  #: () -> None; closes the unit's open bulk group
+    BULK_WAIT = "bulk_wait"  #: (Const n: u32) -> None; at most n closed groups still reading
 
     # validation (inserted by the bounds pass in Validate mode only)
     REPORT_OOB = "report_oob"  #: (Const buffer_no, index as u64, length as u64) -> None
@@ -533,7 +555,17 @@ WARPGROUP_OPS = frozenset(
 )
 #: The asynchronous barrier and bulk copy operations (see the module docstring).
 BARRIER_OPS = frozenset(
-    {Op.MBAR_INIT, Op.MBAR_ARRIVE, Op.MBAR_EXPECT_TX, Op.MBAR_WAIT, Op.BULK_COPY}
+    {
+        Op.MBAR_INIT,
+        Op.MBAR_ARRIVE,
+        Op.MBAR_EXPECT_TX,
+        Op.MBAR_WAIT,
+        Op.BULK_COPY,
+        Op.BULK_FENCE,
+        Op.BULK_STORE,
+        Op.BULK_COMMIT,
+        Op.BULK_WAIT,
+    }
 )
 #: Value operations that apply to lines lane by lane, scalars broadcast.
 LANE_WISE_OPS = frozenset(

@@ -18,7 +18,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..errors import CompilationError
-from .barriers import BARRIER_ELEM
+from .barriers import BARRIER_ELEM, BARRIER_OPERANDS
 from .kernel import Block, Break, Continue, If, Instr, KernelDefinition, Loop, RangeLoop, Return
 from .matrix import Fragment, MatrixLayout, MatrixRole
 from .ops import (
@@ -697,18 +697,19 @@ def _wgmma_store(v: _Verifier, ins: Instr) -> None:
 
 
 def _barrier(v: _Verifier, ins: Instr) -> None:
-    """``MBAR_*`` and ``BULK_COPY``: a barrier (a shared ``u64`` array, an index) and ``u32``s."""
-    copy = ins.op is Op.BULK_COPY
-    v._arity(ins, 7 if copy else 2 if ins.op is Op.MBAR_ARRIVE else 3)
-    bars, dst, src = ins.args[5 if copy else 0], ins.args[0], ins.args[2 % len(ins.args)]
-    if not isinstance(bars, SharedArray) or v._array(bars) is not BARRIER_ELEM:
-        _fail(f"the barriers of {ins.op} must be a shared array of {BARRIER_ELEM}, not {bars!r}")
-    if copy and (not isinstance(dst, SharedArray) or not isinstance(src, Param)):
-        _fail(f"bulk_copy copies a global array parameter to a shared array, not {src!r}")
-    if copy:
-        v._expect(v._array(src, global_only=True), {v._array(dst)}, "the copied source's element")
-    for k in (1, 3, 4, 6) if copy else range(1, len(ins.args)):
-        v._expect(v._scalar(ins.args[k]), _U32, f"operand {k} of {ins.op}")
+    v._arity(ins, len(BARRIER_OPERANDS[ins.op]))
+    elems = set()  # of the copy's arrays
+    for k, (kind, arg) in enumerate(zip(BARRIER_OPERANDS[ins.op], ins.args, strict=True)):
+        if kind == "u32":
+            v._expect(v._scalar(arg), _U32, f"operand {k} of {ins.op}")
+        elif not isinstance(arg, Param if kind == "global" else SharedArray):
+            _fail(f"operand {k} of {ins.op} must be a {kind} array, not {arg!r}")
+        elif kind == "barriers" and v._array(arg) is not BARRIER_ELEM:
+            _fail(f"the barriers of {ins.op} must be a shared array of {BARRIER_ELEM}, not {arg!r}")
+        elif kind != "barriers":
+            elems.add(v._array(arg, global_only=kind == "global"))
+    if len(elems) > 1:
+        _fail(f"{ins.op} copies between arrays of one element type, not {sorted(map(str, elems))}")
     v._out(ins, None)
 
 
@@ -790,7 +791,7 @@ def _build_rules() -> dict[Op, Rule]:
         rules[op] = _same_rule(_INT, 1, "integers", Elem.U32)
     for op in ATOMIC_OPS:
         rules[op] = _atomic
-    rules.update(dict.fromkeys(BARRIER_OPS, _barrier))
+    rules.update(dict.fromkeys(BARRIER_OPS, _barrier) | {Op.BULK_WAIT: _async_wait})
     for op in PLANE_OPS - rules.keys():  # the reductions and scans
         rules[op] = _same_rule(_NUMERIC, 1, "numbers")
     return rules

@@ -11,6 +11,7 @@ from ..ir import (
     BARRIER_ELEM,
     BULK_ALIGN_NBYTES,
     MAX_ARRIVALS,
+    Const,
     Elem,
     Instr,
     Op,
@@ -81,28 +82,61 @@ def _with_u32(op: Op, name: str) -> Handler:
     return handle
 
 
-def _bulk_copy(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
-    _count(b, "bulk_copy", args, 7, node)
+def _runs(
+    b: ExprBuilder, args: list[Value], name: str, node: ast.AST
+) -> tuple[SharedArray | Param, Operand, SharedArray | Param, Operand, Operand]:
+    """The operands ``dst, dst_at, src, src_at, n`` of the bulk copy ``name(…)`` after checking
+    its arrays (``SharedMemory`` and a global array, one element type, either way round) and a
+    compile-time ``n``'s size."""
     dst, src = args[0], args[2]
-    if not isinstance(dst, SharedArray):
-        b.fail(f"mbarrier.bulk_copy() writes a SharedMemory, not {dst}", node)
-    if not isinstance(src, Param) or not src.is_array or src.elem is not dst.elem:
+    shared, other = (dst, src) if name == "bulk_copy" else (src, dst)
+    if not isinstance(shared, SharedArray):
+        b.fail(f"mbarrier.{name}() copies a SharedMemory, not {shared}", node)
+    if not isinstance(other, Param) or not other.is_array or other.elem is not shared.elem:
         b.fail(
-            f"mbarrier.bulk_copy() reads a global array of the destination's element type "
-            f"({dst.elem}), not {src}",
+            f"mbarrier.{name}() copies a global array of the SharedMemory's element type "
+            f"({shared.elem}), not {other}",
             node,
         )
     n = args[4].value if isinstance(args[4], PyVal) else None
-    if isinstance(n, int) and (n < 1 or n * dst.elem.nbytes % BULK_ALIGN_NBYTES):
+    if isinstance(n, int) and (n < 1 or n * shared.elem.nbytes % BULK_ALIGN_NBYTES):
         b.fail(
-            f"mbarrier.bulk_copy() copies a positive multiple of {BULK_ALIGN_NBYTES} bytes; "
-            f"{n} elements of {dst.elem} are {n * dst.elem.nbytes}",
+            f"mbarrier.{name}() copies a positive multiple of {BULK_ALIGN_NBYTES} bytes; "
+            f"{n} elements of {shared.elem} are {n * shared.elem.nbytes}",
             node,
         )
-    bars, i = _barrier(b, args[5], args[6], "bulk_copy", node)
     dst_at, src_at, count = (implicit(b, args[k], Elem.U32, node) for k in (1, 3, 4))
-    operands = (dst, dst_at, src, src_at, count, bars, i)
-    b.append(Instr(Op.BULK_COPY, None, operands, b.loc))
+    if name == "bulk_copy":
+        return shared, dst_at, other, src_at, count
+    return other, dst_at, shared, src_at, count
+
+
+def _bulk_copy(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "bulk_copy", args, 7, node)
+    runs = _runs(b, args, "bulk_copy", node)
+    bars, i = _barrier(b, args[5], args[6], "bulk_copy", node)
+    b.append(Instr(Op.BULK_COPY, None, (*runs, bars, i), b.loc))
+
+
+def _bulk_store(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "bulk_store", args, 5, node)
+    b.append(Instr(Op.BULK_STORE, None, _runs(b, args, "bulk_store", node), b.loc))
+
+
+def _no_operands(op: Op, name: str) -> Handler:
+    def handle(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+        _count(b, name, args, 0, node)
+        b.append(Instr(op, None, (), b.loc))
+
+    return handle
+
+
+def _bulk_wait(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "bulk_wait", args, 1, node)
+    n = args[0].value if isinstance(args[0], PyVal) else None
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 7:
+        b.fail(f"mbarrier.bulk_wait(n) needs a compile-time int n from 0 to 7, got {args[0]}", node)
+    b.append(Instr(Op.BULK_WAIT, None, (Const(n, Elem.U32),), b.loc))
 
 
 #: Handlers by intrinsic name.
@@ -113,4 +147,8 @@ BARRIER_HANDLERS: dict[str, Handler] = {
     "mbarrier.arrive_expect_tx": _with_u32(Op.MBAR_EXPECT_TX, "arrive_expect_tx"),
     "mbarrier.wait": _with_u32(Op.MBAR_WAIT, "wait"),
     "mbarrier.bulk_copy": _bulk_copy,
+    "mbarrier.fence_shared": _no_operands(Op.BULK_FENCE, "fence_shared"),
+    "mbarrier.bulk_store": _bulk_store,
+    "mbarrier.bulk_commit": _no_operands(Op.BULK_COMMIT, "bulk_commit"),
+    "mbarrier.bulk_wait": _bulk_wait,
 }

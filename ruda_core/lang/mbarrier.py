@@ -37,12 +37,26 @@ after Hopper's ``mbarrier`` and the 1-D form of its tensor memory accelerator
 * ``mbarrier.wait(bars, i, parity)`` returns when the barrier's phase of that parity (0 or 1)
   has completed; the bulk copies that completed it are then in shared memory for the caller.
 
+Results go back to global memory the same way, in groups per unit, like ``pipeline``'s:
+
+* ``mbarrier.fence_shared()`` after a unit's writes of shared memory that a bulk store will
+  read; a ``sync_units()`` after the fences publishes them to the unit that stores.
+* ``mbarrier.bulk_store(dst, dst_at, src, src_at, n)`` copies the ``n`` elements
+  ``src[src_at ..]`` of a ``SharedMemory`` to ``dst[dst_at ..]`` of a global array, with the
+  alignment and size rules of ``bulk_copy``; it joins the unit's open bulk group.
+* ``mbarrier.bulk_commit()`` closes the unit's open bulk group.
+* ``mbarrier.bulk_wait(n)`` (``n`` a compile-time int from 0 to 7) returns when at most ``n``
+  of the unit's closed bulk groups still read their sources: the others' sources may be written
+  again. The stores are in global memory when the kernel has ended; wait for every group first.
+
 A phase completes when it has had its ``count`` arrivals and as many bytes of bulk copies as
 its ``arrive_expect_tx`` calls announced; the barrier then starts the next phase, of the other
 parity. So the ``k``-th use of a barrier (from 0) waits for parity ``k % 2``.
 
 Until the wait that sees a bulk copy's phase complete, the kernel must not read or write its
-destination nor write its source, and it must wait for every copy before it ends. The NumPy
+destination nor write its source, and it must wait for every copy before it ends; until the
+``bulk_wait`` that completes a bulk store's group it must not write the store's source, and it
+must not touch the store's destination again. The NumPy
 device checks these rules and the others of :mod:`ruda_core.ir.ops` and raises, naming the
 kernel; it reports a wait that can never return (every unit of the cube waits for arrivals or
 bytes that nobody will bring) instead of hanging. A device without ``Feature.ASYNC_BARRIER``
@@ -54,7 +68,18 @@ from __future__ import annotations
 
 from .builtins import Intrinsic
 
-__all__ = ["Barriers", "arrive", "arrive_expect_tx", "bulk_copy", "init", "wait"]
+__all__ = [
+    "Barriers",
+    "arrive",
+    "arrive_expect_tx",
+    "bulk_commit",
+    "bulk_copy",
+    "bulk_store",
+    "bulk_wait",
+    "fence_shared",
+    "init",
+    "wait",
+]
 
 Barriers = Intrinsic("mbarrier.Barriers")
 init = Intrinsic("mbarrier.init")
@@ -62,3 +87,7 @@ arrive = Intrinsic("mbarrier.arrive")
 arrive_expect_tx = Intrinsic("mbarrier.arrive_expect_tx")
 wait = Intrinsic("mbarrier.wait")
 bulk_copy = Intrinsic("mbarrier.bulk_copy")
+fence_shared = Intrinsic("mbarrier.fence_shared")
+bulk_store = Intrinsic("mbarrier.bulk_store")
+bulk_commit = Intrinsic("mbarrier.bulk_commit")
+bulk_wait = Intrinsic("mbarrier.bulk_wait")

@@ -27,7 +27,7 @@ from ruda_core.lang import (
     u32,
 )
 
-__all__ = ["T", "barrier_arrivals", "staged_tiles"]
+__all__ = ["T", "barrier_arrivals", "staged_round_trip", "staged_tiles"]
 
 #: The element of the staged tiles.
 T = ElemVar("T", Numeric)
@@ -101,3 +101,38 @@ def barrier_arrivals(out: Array[u32], ROUNDS: Comptime[int], UNITS: Comptime[int
         sync_units()  # the words are read before the next round writes them
     if UNIT_POS == 0:
         out[RUDA_POS] = total
+
+
+@kernel
+def staged_round_trip(
+    x: Array[T], out: Array[T], TILE: Comptime[int], STAGES: Comptime[int], NBYTES: Comptime[int]
+):
+    """``out[i] = 2 * x[i] + 1`` over ``STAGES`` tiles of ``TILE`` elements per cube, in cubes
+    of ``TILE`` units: each tile comes in by a bulk copy, every unit writes its element of the
+    result into one of two shared slots, fences, and after a barrier unit 0 stores the slot back
+    by a bulk store in a group of its own, waiting (``bulk_wait(1)``) before a slot is written
+    again two stages later."""
+    tile = SharedMemory(T, TILE)
+    results = SharedMemory(T, 2 * TILE)
+    full = mbarrier.Barriers(1)
+    if UNIT_POS == 0:
+        mbarrier.init(full, 0, 1)
+    sync_units()
+    first = RUDA_POS * u32(STAGES * TILE)
+    for s in range(STAGES):
+        if UNIT_POS == 0:
+            mbarrier.arrive_expect_tx(full, 0, u32(TILE * NBYTES))
+            mbarrier.bulk_copy(tile, u32(0), x, first + u32(s * TILE), u32(TILE), full, 0)
+        mbarrier.wait(full, 0, u32(s % 2))
+        slot = u32((s % 2) * TILE)
+        if UNIT_POS == 0:
+            mbarrier.bulk_wait(1)  # the store of two stages ago has read the slot
+        sync_units()
+        results[slot + UNIT_POS] = tile[UNIT_POS] * T(2) + T(1)
+        mbarrier.fence_shared()
+        sync_units()  # the tile is read and the results are written and fenced
+        if UNIT_POS == 0:
+            mbarrier.bulk_store(out, first + u32(s * TILE), results, slot, u32(TILE))
+            mbarrier.bulk_commit()
+    if UNIT_POS == 0:
+        mbarrier.bulk_wait(0)

@@ -70,15 +70,32 @@ class _Array:
         self.copies: list[_Copy] = []
 
 
-class Barriers:
-    """The barrier state of one batch of the kernel ``kernel``."""
+class _Store:
+    """One bulk store of one unit: its source's elements as read at issue and where they lie in
+    ``src.data``, where they go in ``dst``, and the unit and bulk group it belongs to."""
 
-    __slots__ = ("arrays", "kernel", "units")
+    __slots__ = ("at", "dst", "group", "lane", "src", "to", "values")
+
+    def __init__(
+        self, src: Segmented, at: np.ndarray, dst: np.ndarray, to: slice, lane: int, group: int
+    ) -> None:
+        self.src, self.at, self.dst, self.to = src, at, dst, to
+        self.values = src.data[at].copy()
+        self.lane, self.group = lane, group
+
+
+class Barriers:
+    """The barrier and bulk store state of one batch of the kernel ``kernel``."""
+
+    __slots__ = ("arrays", "groups", "kernel", "stores", "units")
 
     def __init__(self, g: Batch, kernel: str) -> None:
         self.kernel = kernel
         self.units = g.shape.units
         self.arrays: dict[int, _Array] = {}
+        #: the number of each lane's open bulk group (its commits so far)
+        self.groups = np.zeros(g.n, dtype=np.int64)
+        self.stores: list[_Store] = []
 
     def array(self, g: Batch, words: Segmented) -> _Array:
         state = self.arrays.get(id(words))
@@ -159,7 +176,13 @@ def barriers(g: Batch, kernel: str) -> Barriers:
 
 
 def barriers_end(b: Barriers) -> None:
-    """Raise when the kernel ends with bulk copies that have not landed."""
+    """Raise when the kernel ends with bulk copies that have not landed or bulk stores that no
+    wait completed."""
+    if b.stores:
+        raise BarrierFault(
+            f"the kernel ends with {len(b.stores)} bulk stores that no mbarrier.bulk_wait "
+            "completed; mbarrier.bulk_commit() and mbarrier.bulk_wait(0) before the kernel ends"
+        )
     for st in b.arrays.values():
         if st.copies:
             key = st.copies[0].key
@@ -232,6 +255,29 @@ def mbar_wait(g: Batch, b: Barriers, words: Segmented, i: Any, parity: Any, m: A
         )
 
 
+def _check_run(
+    k: int, size: int, d: int, s: int, dst_length: int, src_length: int, what: str
+) -> None:
+    """Raise unless a bulk copy of ``k`` elements of ``size`` bytes from element ``s`` of an
+    array of ``src_length`` to element ``d`` of one of ``dst_length`` is aligned and inside."""
+    if (
+        k < 1
+        or (k * size) % BULK_ALIGN_NBYTES
+        or (d * size) % BULK_ALIGN_NBYTES
+        or (s * size) % BULK_ALIGN_NBYTES
+    ):
+        raise BarrierFault(
+            f"{what} of {k} elements ({k * size} bytes) from element {s} to element {d}: both "
+            f"runs must start 16-byte aligned and the size must be a positive multiple of "
+            f"{BULK_ALIGN_NBYTES} bytes"
+        )
+    if d + k > dst_length or s + k > src_length:
+        raise BarrierFault(
+            f"{what} of {k} elements from element {s} of an array of {src_length} to element "
+            f"{d} of an array of {dst_length}: out of bounds"
+        )
+
+
 def bulk_copy(
     g: Batch,
     b: Barriers,
@@ -250,22 +296,7 @@ def bulk_copy(
     size = dst.data.itemsize
     at, start, count = _at(dst_at, lanes), _at(src_at, lanes), _at(n, lanes)
     for lane, key, d, s, k in zip(lanes, keys, at, start, count, strict=True):
-        if (
-            k < 1
-            or (k * size) % BULK_ALIGN_NBYTES
-            or (d * size) % BULK_ALIGN_NBYTES
-            or (s * size) % BULK_ALIGN_NBYTES
-        ):
-            raise BarrierFault(
-                f"mbarrier.bulk_copy() of {k} elements ({k * size} bytes) from element {s} to "
-                f"element {d}: both runs must start 16-byte aligned and the size must be a "
-                f"positive multiple of {BULK_ALIGN_NBYTES} bytes"
-            )
-        if d + k > dst.length or s + k > src.shape[0]:
-            raise BarrierFault(
-                f"mbarrier.bulk_copy() of {k} elements from element {s} of a global array of "
-                f"{src.shape[0]} to element {d} of a shared array of {dst.length}: out of bounds"
-            )
+        _check_run(k, size, d, s, dst.length, src.shape[0], "mbarrier.bulk_copy()")
         where = int(lane) // b.units * dst.length + int(d) + np.arange(int(k))
         if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
             raise BarrierFault(
@@ -273,3 +304,49 @@ def bulk_copy(
             )
         st.copies.append(_Copy(dst, where, src[s : s + k].copy(), int(key)))
         dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
+
+
+def bulk_fence(g: Batch, b: Barriers, m: Any) -> None:
+    """Nothing to model: a bulk store here reads its source when it is issued, after every
+    earlier store of the batch."""
+
+
+def bulk_store(
+    g: Batch,
+    b: Barriers,
+    dst: np.ndarray,
+    dst_at: Any,
+    src: Segmented,
+    src_at: Any,
+    n: Any,
+    m: Any,
+) -> None:
+    lanes = b.lanes(g, m)
+    size = src.data.itemsize
+    at, start, count = _at(dst_at, lanes), _at(src_at, lanes), _at(n, lanes)
+    for lane, d, s, k in zip(
+        lanes.tolist(), at.tolist(), start.tolist(), count.tolist(), strict=True
+    ):
+        _check_run(k, size, d, s, dst.shape[0], src.length, "mbarrier.bulk_store()")
+        where = lane // b.units * src.length + s + np.arange(k)
+        b.stores.append(_Store(src, where, dst, slice(d, d + k), lane, int(b.groups[lane])))
+
+
+def bulk_commit(g: Batch, b: Barriers, m: Any) -> None:
+    b.groups[b.lanes(g, m)] += 1
+
+
+def bulk_wait(g: Batch, b: Barriers, n: Any, m: Any) -> None:
+    """The stores of the groups of each active lane but its newest ``n`` closed ones and its
+    open one complete: their sources must still hold what they held at issue."""
+    waiting = np.zeros(g.n, dtype=bool)
+    waiting[b.lanes(g, m)] = True
+    done = [p for p in b.stores if waiting[p.lane] and p.group < b.groups[p.lane] - int(n)]
+    for store in done:
+        if not np.array_equal(store.src.data[store.at], store.values, equal_nan=True):
+            raise BarrierFault(
+                "the source of a bulk store was written before the mbarrier.bulk_wait that "
+                "completes its group; it must not change until then"
+            )
+        store.dst[store.to] = store.values
+        b.stores.remove(store)

@@ -1,9 +1,10 @@
 """Asynchronous barriers and bulk copies in generated code: CUDA lowers them to inline PTX of
 ``sm_90`` (``mbarrier.init`` and its fence, ``mbarrier.arrive`` with and without
 ``.expect_tx``, a ``mbarrier.try_wait.parity`` loop, ``cp.async.bulk`` completing on the
-barrier) on 32-bit shared addresses of ``uint64_t`` barrier words, aligns a bulk copy's shared
-destination to 16 bytes, and builds with NVRTC for ``sm_90`` and ``sm_90a`` (ptxas checks the
-operands); OpenCL C has no lowering and says so."""
+barrier; bulk stores in bulk groups with their fence, commit and ``wait_group.read``) on 32-bit
+shared addresses of ``uint64_t`` barrier words, aligns a bulk copy's shared array to 16 bytes,
+and builds with NVRTC for ``sm_90`` and ``sm_90a`` (ptxas checks the operands); OpenCL C has
+no lowering and says so."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from ruda_core.codegen import CFamilyEmitter
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import ExecutionMode, lower_bounds
 from ruda_core.lang import f32, i32
-from ruda_core.testing.async_barrier_kernels import barrier_arrivals, staged_tiles
+from ruda_core.testing.async_barrier_kernels import (
+    barrier_arrivals,
+    staged_round_trip,
+    staged_tiles,
+)
 from ruda_cuda.dialect import CudaDialect
 from ruda_opencl.dialect import OpenCLDialect
 
@@ -43,6 +48,16 @@ def test_barriers_and_bulk_copies_lower_to_mbarrier_and_cp_async_bulk():
     assert "__align__(16)" in source or "aligned(16)" in source
 
 
+def test_bulk_stores_lower_to_bulk_groups():
+    source = _cuda(staged_round_trip.definition(T=f32, TILE=64, STAGES=5, NBYTES=4))
+    assert "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" in source
+    assert "fence.proxy.async.shared::cta;" in source
+    assert "cp.async.bulk.commit_group;" in source
+    assert "cp.async.bulk.wait_group.read 1;" in source
+    assert "cp.async.bulk.wait_group.read 0;" in source
+    assert "float results[128] __attribute__((aligned(16)))" in source
+
+
 @pytest.mark.parametrize("mode", [ExecutionMode.UNCHECKED, ExecutionMode.CHECKED], ids=str)
 @pytest.mark.parametrize("arch", ["90", "90a"])
 def test_barrier_kernels_build_with_nvrtc_for_sm_90(mode, arch):
@@ -50,6 +65,7 @@ def test_barrier_kernels_build_with_nvrtc_for_sm_90(mode, arch):
         _staged(),
         _staged(i32, 4),
         barrier_arrivals.definition(ROUNDS=5, UNITS=64),
+        staged_round_trip.definition(T=f32, TILE=64, STAGES=5, NBYTES=4),
     ]
     for defn in kernels:
         source = _cuda(defn, mode)

@@ -5,7 +5,8 @@ hardware punishes, often with a hang: a barrier used before its init or initiali
 units, a wait whose phase lacks arrivals or bytes (an ``arrive_expect_tx`` that announces more
 or fewer bytes than its copies bring), more arrivals than a phase counts, a bulk copy that is
 misaligned, of a size that is not a multiple of 16 bytes or outside its arrays, a destination
-written before the copy's phase completed, and a kernel that ends with a copy pending. Each
+written before the copy's phase completed, a kernel that ends with a copy pending, and a bulk
+store's source written before the wait that completes its group or a store never waited for. Each
 launch fails naming the kernel and the fault; a destination read too early shows the poison
 pattern; the front end refuses what no device can express."""
 
@@ -97,7 +98,7 @@ def test_a_destination_read_before_the_wait_shows_the_poison_pattern(cpu):
         ("no wait", 64, r"the kernel ends with 2 bulk copies pending \(the first on barrier 0"),
         ("misaligned", 64, r"from element 0 to element 1: both runs must start 16-byte"),
         ("none", 6, r"6 elements \(24 bytes\).* a positive multiple of 16 bytes"),
-        ("none", 68, r"68 elements from element 0 .* shared array of 64: out of bounds"),
+        ("none", 68, r"68 elements from element 0 .* element 0 of an array of 64: out of bounds"),
     ],
 )
 def test_each_misuse_fails_the_launch_naming_kernel_and_fault(cpu, fault, n, message):
@@ -136,3 +137,45 @@ def test_the_front_end_refuses_what_no_device_can_express(cpu, kern, message):
     x = np.zeros(64, np.float32)
     with pytest.raises(CompilationError, match=message):
         kern.launch(cpu, RudaCount(1), RudaDim(32), ArrayArg(cpu.create_from_slice(x), 64))
+
+
+@kernel
+def _store_misuse(out: Array[f32], at: u32, FAULT: Comptime[str]):
+    """Every unit writes its element of a tile, fences; unit 0 stores the tile to ``out[at ..]``
+    by a bulk store; with the fault ``FAULT``."""
+    tile = SharedMemory(f32, 64)
+    tile[UNIT_POS] = f32(UNIT_POS)
+    mbarrier.fence_shared()
+    sync_units()
+    if UNIT_POS == 0:
+        mbarrier.bulk_store(out, at, tile, u32(0), u32(64))
+        mbarrier.bulk_commit()
+    if FAULT == "source written":
+        tile[UNIT_POS] = f32(0)
+    if UNIT_POS == 0 and FAULT != "no wait":
+        mbarrier.bulk_wait(0)
+
+
+def _store(cpu, fault: str, at: int = 0) -> np.ndarray:
+    out = ArrayArg(cpu.create_from_slice(np.zeros(128, np.float32)), 128, elem=Elem.F32)
+    _store_misuse.launch(cpu, RudaCount(1), RudaDim(64), out, at, FAULT=fault)
+    return read_array(cpu, out.handle, np.float32)
+
+
+def test_a_bulk_store_lands_by_its_wait(cpu):
+    got = _store(cpu, "none", at=64)
+    np.testing.assert_array_equal(got, np.r_[np.zeros(64), np.arange(64)].astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("fault", "at", "message"),
+    [
+        ("source written", 0, r"the source of a bulk store was written before the mbarrier.bul"),
+        ("no wait", 0, r"the kernel ends with 1 bulk stores that no mbarrier.bulk_wait compl"),
+        ("none", 2, r"bulk_store\(\) of 64 elements .* to element 2: both runs must start 16-"),
+        ("none", 80, r"from element 0 of an array of 64 to element 80 of an array of 128: out"),
+    ],
+)
+def test_each_bulk_store_misuse_fails_the_launch(cpu, fault, at, message):
+    with pytest.raises(LaunchError, match=r"kernel _store_misuse failed .*" + message):
+        _store(cpu, fault, at)

@@ -2,7 +2,8 @@
 memory into a ring of shared slots by bulk copies that complete on a barrier armed with the
 tile's bytes, wait for alternating phases of each slot's barrier, and add the tiles up in stage
 order; a second ring of barriers counts arrivals alone. The sums are of small integers, so they
-are exact: every device must match NumPy bit for bit. A device without
+are exact: every device must match NumPy bit for bit. Results go back by bulk stores from two
+shared slots in groups that are waited for before a slot is reused. A device without
 ``Feature.ASYNC_BARRIER`` skips these as unsupported, and refuses such a kernel with
 ``UnsupportedFeature``."""
 
@@ -14,7 +15,11 @@ import pytest
 from ruda_core.ir import Elem
 from ruda_core.lang import ArrayArg, f32, i32
 from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim, UnsupportedFeature
-from ruda_core.testing.async_barrier_kernels import barrier_arrivals, staged_tiles
+from ruda_core.testing.async_barrier_kernels import (
+    barrier_arrivals,
+    staged_round_trip,
+    staged_tiles,
+)
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
 
@@ -61,6 +66,29 @@ def test_a_phase_completes_when_every_unit_has_arrived(client, units, rounds):
     barrier_arrivals.launch(client, RudaCount(2), RudaDim(units), out, ROUNDS=rounds, UNITS=units)
     want = units * sum(range(rounds))
     np.testing.assert_array_equal(read_array(client, out.handle, np.uint32), [want, want])
+
+
+@requires(Feature.ASYNC_BARRIER)
+@pytest.mark.parametrize("elem", sorted(ELEMS))
+@pytest.mark.parametrize(("tile", "stages"), [(32, 1), (64, 5), (128, 6)])
+def test_results_go_back_by_bulk_stores(client, elem, tile, stages):
+    kernel_elem, dtype = ELEMS[elem]
+    cubes = 2
+    x = np.random.default_rng(tile).integers(-1000, 1001, cubes * stages * tile).astype(dtype)
+    args = [_arg(client, x), _arg(client, np.zeros_like(x))]
+    nbytes = np.dtype(dtype).itemsize
+    staged_round_trip.launch(
+        client,
+        RudaCount(cubes),
+        RudaDim(tile),
+        *args,
+        TILE=tile,
+        STAGES=stages,
+        NBYTES=nbytes,
+        T=kernel_elem,
+    )
+    got = read_array(client, args[1].handle, np.dtype(dtype))
+    np.testing.assert_array_equal(got, x * dtype(2) + dtype(1))
 
 
 def test_a_device_without_async_barriers_refuses_them(client):
