@@ -207,7 +207,7 @@ def mbar_init(g: Batch, b: Barriers, words: Segmented, i: Any, count: Any, m: An
             f"mbarrier.init() of barrier {int(unique[times > 1][0]) % st.n} by "
             f"{int(times.max())} units of a cube at once; one unit initialises a barrier"
         )
-    if any(c.key in set(keys.tolist()) for c in st.copies):
+    if np.isin([c.key for c in st.copies], unique).any():
         raise BarrierFault("mbarrier.init() of a barrier with bulk copies pending on it")
     st.count[keys] = counts
     st.pending[keys] = counts

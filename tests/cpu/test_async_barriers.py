@@ -125,10 +125,23 @@ def _barrier_outside(x: Array[f32]):
     mbarrier.arrive(bar, 2)
 
 
+@kernel
+def _store_to_shared(x: Array[f32]):
+    tile = SharedMemory(f32, 64)
+    mbarrier.bulk_store(tile, u32(0), x, u32(0), u32(64))
+
+
+@kernel
+def _wait_for_eight(x: Array[f32]):
+    mbarrier.bulk_wait(8)
+
+
 @pytest.mark.parametrize(
     ("kern", "message"),
     [
         (_odd_size, r"a positive multiple of 16 bytes; 3 elements of f32 are 12"),
+        (_store_to_shared, r"bulk_store\(\) copies a SharedMemory, not x"),
+        (_wait_for_eight, r"bulk_wait\(n\) needs a compile-time int n from 0 to 7, got 8"),
         (_data_as_barriers, r"mbarrier.init\(\) needs the mbarrier.Barriers array, got tile"),
         (_barrier_outside, r"mbarrier.arrive\(\): barrier 2 of 'bar' \(it has 2\)"),
     ],
