@@ -19,13 +19,19 @@ from ruda_core.lang import (
     Numeric,
     f16,
     f32,
+    find_first_set,
     i8,
     i16,
     i32,
+    i64,
     kernel,
+    leading_zeros,
+    popcount,
+    trailing_zeros,
     u8,
     u16,
     u32,
+    u64,
 )
 from ruda_core.runtime import LaunchError, TooManyResources
 
@@ -75,6 +81,24 @@ def test_a_copy_between_handles_of_one_page_arrives(client):
     client.copy(source, target)
     got = np.frombuffer(client.read_one(target), np.uint32)
     np.testing.assert_array_equal(got, np.arange(64, dtype=np.uint32))
+
+
+@kernel
+def constant_counts(out: Array[u32]):
+    out[0] = popcount(u64(0xF0F0000000000001))
+    out[1] = leading_zeros(i64(-1))
+    out[2] = trailing_zeros(u64(0))
+    out[3] = find_first_set(u64(1 << 40))
+    out[4] = leading_zeros(u32(1))
+    out[5] = find_first_set(i32(0))
+
+
+def test_bit_counts_of_constants_are_the_counts_of_their_bits(client):
+    if Elem.U64 not in client.features().elems:
+        pytest.skip(f"{client.device} has no 64-bit integers")
+    out = ruda.asarray(np.zeros(6, np.uint32), client)
+    constant_counts.launch(client, 1, 1, out)
+    np.testing.assert_array_equal(out.numpy(), [9, 0, 64, 41, 31, 0])
 
 
 def test_more_arrays_than_a_dispatch_binds_are_refused_naming_the_limit(client):
