@@ -227,7 +227,9 @@ class WgslValues:
             return f"{op.value}({', '.join(w)})"
         if op is Op.NEG:
             return f"(-{w[0]})"
-        if op is Op.FLOOR_DIV:
+        if op is Op.FLOOR_DIV:  # exact where the driver's / is correctly rounded (lavapipe):
+            # WGSL allows 2.5 ulp, and a residual correction is not exact either, since WGSL's
+            # fma may round twice ("inherited from x * y + z")
             return f"floor({w[0]} / {w[1]})"
         if op is Op.MOD:
             return f"({w[0]} - floor({w[0]} / {w[1]}) * {w[1]})"
