@@ -3,9 +3,9 @@
 A kernel that assumes planes of 32 lanes is right on the reference device at its default width
 and wrong on a device with planes of 16 (or of 1, where there are no planes); at another width
 the reference device shows the mistake. The widths are chosen when a server is made, so these
-tests use servers of their own (``width_clients``, one per width) and run the whole
-conformance suite again at 16 lanes, and its plane and shared-memory modules at 1, in child
-processes.
+tests use servers of their own (``width_clients``, one per width) and run the conformance
+modules whose kernels use planes or shared memory again at 16 lanes and at 1, with the device
+and launch modules and the operations built on planes at 16, in child processes.
 """
 
 from __future__ import annotations
@@ -53,6 +53,17 @@ WIDTH_MODULES = [
     "test_sanitizer.py",
     "test_shared_memory.py",
     "test_units_collectives.py",
+]
+#: The modules also run at planes of 16: the device and launch facts that read the width, and
+#: the operations built on planes (the rest of the suite has no plane in its kernels).
+WIDTH_16_MODULES = [
+    *WIDTH_MODULES,
+    "test_devices.py",
+    "test_launch.py",
+    "test_layer_norm.py",
+    "test_overrides.py",
+    "test_primitives.py",
+    "test_warpgroup.py",
 ]
 BLOCK = 256
 #: The child's pytest options: quiet, in one process, on the reference device only.
@@ -157,12 +168,11 @@ def test_partials_per_plane_are_exact_at_every_width(
 
 @pytest.mark.parametrize("width", [16, 1])
 def test_the_conformance_suite_at_another_width(width: int) -> None:
-    """The whole conformance suite at planes of 16, and its plane and shared-memory modules at
-    planes of 1 (no planes at all)."""
+    """The conformance modules with planes in their kernels at planes of 16, and the plane and
+    shared-memory modules at planes of 1 (no planes at all)."""
     env = {**os.environ, "RUDA_CPU_PLANE_DIM": str(width), "RUDA_REQUIRE": "cpu"}  # cpu alone
-    modules = (
-        [str(CONFORMANCE / name) for name in WIDTH_MODULES] if width == 1 else [str(CONFORMANCE)]
-    )
+    names = WIDTH_MODULES if width == 1 else WIDTH_16_MODULES
+    modules = [str(CONFORMANCE / name) for name in names]
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *CHILD_OPTIONS, *modules],
         cwd=ROOT,
