@@ -15,10 +15,7 @@ Elsewhere (AMD, NVIDIA's driver without ``cl_khr_subgroups`` …), and where sub
 neither the non-uniform arithmetic nor shuffles (which ``plane_prod`` needs), the subgroup
 capabilities are dropped: a plane is then one lane, ``PLANE_DIM`` reads 1, and every plane
 operation is the one-lane form the dialect writes without subgroup built-ins, so the cube
-collectives (``units_sum`` …) run there too. Not on PoCL: PoCL 5 aborted the process building
-the plane kernels of the suite (the cube collectives, reductions, scans) in that form, so there
-plane operations stay unsupported and the operations take their shared-memory forms.
-``RUDA_OPENCL_SUBGROUPS=0``
+collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0``
 (read when a server is made; see :func:`subgroups_from_env`) drops them on every device, so a
 device with subgroups runs as one without. Subgroups found through the OpenCL C 3.0 feature
 ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the
@@ -29,7 +26,10 @@ PoCL turns a kernel into loops over a cube's units by its "work-group method". I
 kernels where a branch after a barrier skips a loop of variable length (the radix sort's
 histogram and ``bincount`` are such kernels); its ``cbs`` method builds them. So a PoCL device's
 capabilities carry ``POCL_WORK_GROUP_METHOD=cbs`` (:data:`POCL_ENVIRONMENT`), which its server
-sets for the process unless the variable is set already.
+sets for the process unless the variable is set already. Under ``cbs`` PoCL 5 aborts the process
+building kernels with plane operations, of its subgroups (16 lanes on an AVX-512 CPU) and of one
+lane alike: a PoCL device has no planes, its subgroups are dropped, plane operations are refused
+when a kernel is generated, and the operations built on them take their shared-memory forms.
 """
 
 from __future__ import annotations
@@ -108,8 +108,6 @@ class OpenCLCapabilities:
     :param extra: the dialect capability pairs (:data:`~ruda_opencl.dialect.CAPABILITIES`).
     :param plane_dim: the fixed subgroup width every kernel runs with; 1 without planes.
     :param build_options: the options every program is built with.
-    :param partial_planes: whether a cube's last subgroup may be partial (PoCL 5 aborts the
-        process on one, so there every cube of a plane kernel must be whole planes).
     :param environment: variables the device's driver reads when it builds kernels, with the
         values its server sets for the process where the user has not set them.
     """
@@ -117,7 +115,6 @@ class OpenCLCapabilities:
     extra: tuple[tuple[str, str], ...]
     plane_dim: int
     build_options: tuple[str, ...]
-    partial_planes: bool = True
     environment: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -126,11 +123,12 @@ class OpenCLCapabilities:
         that has none (planes of one lane)."""
         features = [f.name for f in _features(device)]
         extra = dict(OpenCLDialect.extra_for(device.extensions, features))
-        plane_dim = _plane_dim(device, extra.keys()) if subgroups else 1
         pocl = "Portable Computing Language" in device.platform.name
+        # PoCL 5 under cbs aborts the process building any plane kernel: no planes there
+        plane_dim = _plane_dim(device, extra.keys()) if subgroups and not pocl else 1
         if plane_dim == 1:
             extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
-            if not pocl:  # PoCL 5 aborted the process building plane kernels of one lane
+            if not pocl:
                 extra["one_lane_planes"] = "1"
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
@@ -138,7 +136,7 @@ class OpenCLCapabilities:
         if any(key in extra for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
         environment = POCL_ENVIRONMENT if pocl else ()
-        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), not pocl, environment)
+        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), environment)
 
     @property
     def compile_options(self) -> CompileOptions:
@@ -147,8 +145,8 @@ class OpenCLCapabilities:
 
     def features(self) -> Features:
         """The features and element types the capabilities give: every plane operation, on
-        planes of one lane or of the subgroups' width (partial ones where the driver runs them,
-        shuffles of any lane with ``cl_khr_subgroup_shuffle``)."""
+        planes of one lane or of the subgroups' width (partial ones too, shuffles of any lane
+        with ``cl_khr_subgroup_shuffle``); none on PoCL."""
         caps = dict(self.extra)
         features = {
             Feature.ATOMIC_FLOAT,
@@ -165,9 +163,7 @@ class OpenCLCapabilities:
             if "one_lane_planes" in caps:
                 features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
         else:
-            features.add(Feature.PLANE)
-            if self.partial_planes:
-                features.add(Feature.PARTIAL_PLANE)
+            features |= {Feature.PLANE, Feature.PARTIAL_PLANE}
             if "subgroup_shuffle" in caps:
                 features.add(Feature.PLANE_SHUFFLE)
         if "int64_atomics" in caps:

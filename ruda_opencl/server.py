@@ -263,7 +263,6 @@ class OpenCLDriver(Driver):
         self._device = device
         self._context = cl.Context([device])
         self.compiler = OpenCLCompiler()
-        self._partial_planes = capabilities.partial_planes
         self._plane_dim = capabilities.plane_dim
         self._build_options = list(capabilities.build_options)
         #: the pages of its server's pools
@@ -374,12 +373,6 @@ class OpenCLDriver(Driver):
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
             )
         plane = self._plane_dim
-        if uses_planes and not self._partial_planes and dim.num_units % plane:
-            raise LaunchConfigError(
-                f"kernel {launcher.name} uses plane operations on {dim}, {dim.num_units} units: "
-                f"{self._device.platform.name.strip()} cannot run a partial subgroup, so make "
-                f"the unit count a multiple of {self._device.name.strip()}'s plane width {plane}"
-            )
         if uses_planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
                 f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows "

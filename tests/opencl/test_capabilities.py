@@ -130,14 +130,19 @@ def test_pocl_builds_with_the_cbs_work_group_method_unless_one_is_chosen() -> No
     device.platform = SimpleNamespace(name="Portable Computing Language")
     caps = OpenCLCapabilities.of(device)
     assert caps.environment == (("POCL_WORK_GROUP_METHOD", "cbs"),)
-    assert caps.plane_dim == 1 and not caps.partial_planes
+    assert caps.plane_dim == 1
     assert OpenCLCapabilities.of(FakeDevice("cl_khr_subgroups", warp=32)).environment == ()
 
 
-def test_pocl_without_subgroups_refuses_plane_operations_instead_of_one_lane_planes() -> None:
-    """PoCL 5's compiler aborted the process building plane kernels as planes of one lane:
-    there plane operations are unsupported, refused when a kernel is generated."""
-    device = FakeDevice("cl_khr_subgroups", warp=32)
+@pytest.mark.parametrize(
+    "extensions",
+    ["cl_khr_subgroups", "cl_khr_subgroups cl_khr_subgroup_non_uniform_arithmetic"],
+)
+def test_pocl_refuses_plane_operations_with_or_without_subgroups(extensions: str) -> None:
+    """Under its cbs work-group method PoCL 5's compiler aborted the process building plane
+    kernels, of its subgroups and of one lane: there plane operations are unsupported, refused
+    when a kernel is generated."""
+    device = FakeDevice(extensions, warp=32)
     device.platform = SimpleNamespace(name="Portable Computing Language")
     caps = OpenCLCapabilities.of(device)
     assert caps.plane_dim == 1 and caps.extra == ()

@@ -69,7 +69,10 @@ def test_a_device_read_without_subgroups_has_planes_of_one_lane() -> None:
         assert caps.plane_dim == 1, name
         assert not [key for key, _ in caps.extra if "subgroup" in key], caps.extra
         planes = {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
-        assert planes <= caps.features().features, name
+        if "Portable Computing Language" in device.platform.name:  # PoCL: no planes at all
+            assert not planes & caps.features().features, name
+        else:
+            assert planes <= caps.features().features, name
 
 
 def test_the_plane_conformance_modules_without_subgroups() -> None:
