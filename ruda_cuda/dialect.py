@@ -265,6 +265,13 @@ class CudaDialect(Dialect):
             raise ValueError(f"CompileOptions arch={arch!r} is not like 'sm_90' or '90'")
         return cls(int(match.group(1)))
 
+    def kernel_head(self, max_units: int | None) -> str:
+        """``__launch_bounds__(max_units)`` where the kernel states a bound: NVRTC then keeps
+        the registers per unit low enough for a cube of that many units to launch."""
+        if max_units is None:
+            return self.kernel_prefix
+        return f"{self.kernel_prefix} __launch_bounds__({max_units})"
+
     def compute_elem(self, elem: Elem) -> Elem:
         return Elem.F32 if elem in _NARROW else elem
 

@@ -243,10 +243,11 @@ class _KernelWriter(Located):
             out += [*preamble, ""]
         out += self.prelude.render()
         args = [f"{_INDENT}{a.ctype} {a.name}" for a in signature.args]
+        head = d.kernel_head(defn.max_units)
         if args:
-            out += [f"{d.kernel_prefix} {self.entry}(", ",\n".join(args), ") {"]
+            out += [f"{head} {self.entry}(", ",\n".join(args), ") {"]
         else:
-            out.append(f"{d.kernel_prefix} {self.entry}(void) {{")
+            out.append(f"{head} {self.entry}(void) {{")
         out += declarations
         if declarations and body:
             out.append("")

@@ -180,6 +180,14 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     #: True when the target has an ``rsqrt`` function (else ``1 / sqrt``).
     has_rsqrt = False
 
+    # -- the kernel ---------------------------------------------------------------------------
+
+    def kernel_head(self, max_units: int | None) -> str:
+        """The text before a kernel's name in its definition, for a kernel whose cubes have at
+        most ``max_units`` units (``None``: no bound). Default: :attr:`kernel_prefix`; a target
+        that can fit its code to the bound (CUDA's ``__launch_bounds__``) writes it here."""
+        return self.kernel_prefix
+
     # -- types ------------------------------------------------------------------------------
 
     def type_name(self, elem: Elem) -> str:

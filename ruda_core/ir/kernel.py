@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
+from ..errors import CompilationError
 from .matrix import Fragment, MatrixConfig
 from .ops import Op
 from .printing import PrintFormat
@@ -129,8 +130,12 @@ class KernelDefinition:
 
     ``locals`` lists every :class:`Local` the body writes (declared once, at the top, by
     emitters); ``shared`` and ``local_arrays`` list the arrays, ``fragments`` the cooperative
-    matrices (one per plane). ``source`` locates the Python function. :meth:`fingerprint` is a
-    content hash suitable for cache keys.
+    matrices (one per plane). ``max_units`` is the most units a cube of any launch may have, as
+    the kernel states it (``launch_bounds``; ``None``: the device's limit alone): a target may
+    fit the kernel's registers to it, and launches of larger cubes are refused. ``source``
+    locates the Python function. :meth:`fingerprint` is a content hash suitable for cache keys.
+
+    :raises CompilationError: for a ``max_units`` below 1.
     """
 
     name: str
@@ -141,6 +146,14 @@ class KernelDefinition:
     body: Block
     fragments: tuple[Fragment, ...] = ()
     source: SourceLoc | None = field(default=None, compare=False)
+    max_units: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_units is not None and self.max_units < 1:
+            raise CompilationError(
+                f"kernel {self.name} states at most {self.max_units} units per cube; a cube "
+                "holds at least 1 unit. State 1 or more, or no bound"
+            )
 
     @property
     def array_params(self) -> tuple[Param, ...]:
@@ -213,6 +226,8 @@ class KernelDefinition:
             for p in self.params
         ]
         lines.append(")")
+        if self.max_units is not None:
+            lines.append(f"  max_units {self.max_units}")
         lines += [f"  shared {s.name}: {s.elem}[{s.size or s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
         lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]

@@ -27,6 +27,9 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   ``x``'s bits as the type ``T`` of its width. ``round`` of a float
   is a float (half to even). Python's
   ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
+* ``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int >= 1,
+  stated once, at the top level of the body): CUDA fits the kernel's registers to such cubes
+  (``__launch_bounds__``), and a launch of a larger cube is refused on every device.
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
 * ``grid_stride(n)``: ``for i in grid_stride(n)`` visits ``ABSOLUTE_POS``, then every launch-size
@@ -126,6 +129,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "launch_bounds",
     "leading_zeros",
     "lgamma",
     "log",
@@ -267,6 +271,7 @@ sync_units_or = Intrinsic("sync_units_or")
 sync_plane = Intrinsic("sync_plane")
 fence_units = Intrinsic("fence_units")
 fence_device = Intrinsic("fence_device")
+launch_bounds = Intrinsic("launch_bounds")
 unroll = Intrinsic("unroll")
 grid_stride = Intrinsic("grid_stride")
 Line = LineIntrinsic("Line")

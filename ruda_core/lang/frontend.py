@@ -84,6 +84,7 @@ def build_kernel(
         body=tuple(builder.blocks[0]),
         fragments=tuple(builder.fragments),
         source=SourceLoc(parsed.file, parsed.line(parsed.tree)),
+        max_units=builder.max_units,
     )
     defn = _mark_read_only(defn)
     verify(defn)

@@ -180,6 +180,34 @@ def _statement(op: Op) -> Handler:
     return handler
 
 
+def _launch_bounds(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    """``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int
+    >= 1), stated once, at the top level of the kernel's body."""
+    _arity(b, "launch_bounds", args, 1, node)
+    arg = args[0]
+    value = arg.value if isinstance(arg, PyVal) else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        got = repr(value) if isinstance(arg, PyVal) else f"the runtime value {arg}"
+        b.fail(
+            f"launch_bounds(n) needs a compile-time int n >= 1 (the most units of a cube), got "
+            f"{got}; pass a literal or a Comptime[int] parameter",
+            node,
+        )
+    if b.frame.parsed.kind != "kernel" or len(b.blocks) > 1 or b.frame.loops:
+        b.fail(
+            f"launch_bounds({value}) belongs at the top level of the kernel's body, outside "
+            "loops, runtime ifs and @func bodies",
+            node,
+        )
+    if b.max_units is not None:
+        b.fail(
+            f"launch_bounds({value}) is stated twice; the kernel already states "
+            f"launch_bounds({b.max_units}). Keep one",
+            node,
+        )
+    b.max_units = value
+
+
 def _predicate(op: Op, result: Elem) -> Handler:
     """A call of one ``bool`` whose result is ``result``: a vote or a reducing barrier."""
     name = op.value
@@ -359,6 +387,7 @@ HANDLERS: dict[str, Handler] = {
     "bitcast": _bitcast,
     "SharedMemory": _array_decl(shared=True),
     "LocalArray": _array_decl(shared=False),
+    "launch_bounds": _launch_bounds,
     "sync_units": _statement(Op.SYNC_UNITS),
     "sync_plane": _statement(Op.SYNC_PLANE),
     "fence_units": _statement(Op.FENCE_UNITS),

@@ -203,6 +203,8 @@ class BuilderState:
         self.shapes: dict[str, tuple[int, ...]] = {}
         #: constant tables indexed at run time, by their values, and their local arrays
         self.tables: dict[tuple[Const, ...], LocalArray] = {}
+        #: the most units per cube the kernel states (``launch_bounds``); None: no bound
+        self.max_units: int | None = None
 
     # -- errors -----------------------------------------------------------------------------
 

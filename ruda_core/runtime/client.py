@@ -516,17 +516,21 @@ class ComputeClient:
     def admit(
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
     ) -> bool:
-        """Check a launch's geometry and shared memory against the device's limits, and a
-        warpgroup kernel's cube against whole warpgroups; True when they fit whatever the scalars
-        (no dynamic shared memory to size, no warpgroups).
+        """Check a launch's geometry and shared memory against the device's limits, its cube
+        against the task's bound (:attr:`~.compiler.RudaTask.max_units`), and a warpgroup
+        kernel's cube against whole warpgroups; True when they fit whatever the scalars (no
+        dynamic shared memory to size, no warpgroups).
 
         :raises TooManyResources: for a launch over a limit.
-        :raises LaunchConfigError: for a warpgroup kernel whose cube is not whole warpgroups.
+        :raises LaunchConfigError: for a cube over the task's bound, or a warpgroup kernel's cube
+            that is not whole warpgroups.
         """
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
         x, y, z = dim.x, dim.y, dim.z
+        units = x * y * z
         if (  # _check_limits() only when a limit is passed: this runs on every launch()
-            x * y * z > max_units
+            units > max_units
+            or units > task.max_units
             or x > dx
             or y > dy
             or z > dz
@@ -658,6 +662,13 @@ class ComputeClient:
             or shared > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim, shared))
+        if dim.num_units > task.max_units:
+            bound = task.max_units
+            raise LaunchConfigError(
+                f"kernel {task.name} states launch_bounds({bound}): it is built for cubes of at "
+                f"most {bound} units, and {dim} is {dim.num_units} units. Use a RudaDim of at "
+                f"most {bound} units (more cubes cover the rest), or raise its launch_bounds"
+            )
         if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
             raise LaunchConfigError(
                 f"kernel {task.name} uses warpgroup matrices, which need cubes of whole "

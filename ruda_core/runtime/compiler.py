@@ -29,7 +29,18 @@ from ..ir.kernel import dynamic_shared_bytes
 if TYPE_CHECKING:  # a type only: the runtime does not import codegen
     from ..codegen.abi import KernelArg
 
-__all__ = ["CompileOptions", "CompiledKernel", "Compiler", "KernelTask", "RudaTask"]
+__all__ = [
+    "UNBOUNDED_UNITS",
+    "CompileOptions",
+    "CompiledKernel",
+    "Compiler",
+    "KernelTask",
+    "RudaTask",
+]
+
+
+#: A task's :attr:`~RudaTask.max_units` where it states no bound: more units than any cube has.
+UNBOUNDED_UNITS = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +138,10 @@ class RudaTask(ABC):
 
     #: Whether the task has shared memory sized by its scalars (see :meth:`dynamic_shared_bytes`).
     dynamic_shared: bool = False
+    #: The most units a cube of its launches may have (a kernel's ``launch_bounds``): a launch of
+    #: a larger cube is refused before it runs. :data:`UNBOUNDED_UNITS` where the task states no
+    #: bound, so that the launch check stays one comparison.
+    max_units: int = UNBOUNDED_UNITS
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         """The shared memory per cube that a launch with ``scalars`` needs beyond
@@ -181,6 +196,7 @@ class KernelTask(RudaTask):
         "dynamic_shared",
         "key",
         "matrix_configs",
+        "max_units",
         "name",
         "shared_bytes",
         "uses_barriers",
@@ -195,6 +211,7 @@ class KernelTask(RudaTask):
     uses_warpgroups: bool
     uses_barriers: bool
     dynamic_shared: bool
+    max_units: int
     matrix_configs: frozenset[MatrixConfig]
 
     def __init__(self, definition: KernelDefinition) -> None:
@@ -202,6 +219,8 @@ class KernelTask(RudaTask):
         self.key = definition.fingerprint()
         self.name = definition.name
         self.shared_bytes = definition.shared_bytes
+        bound = definition.max_units
+        self.max_units = UNBOUNDED_UNITS if bound is None else bound
         self._dynamic = definition.dynamic_shared  # read by every launch: computed once
         self.dynamic_shared = bool(self._dynamic)
         self._writes = tuple(not p.read_only for p in definition.array_params)
