@@ -28,7 +28,9 @@ advances. One unit per digit then turns the planes' counters into places in plan
 after the block's keys of smaller digits. The keys so ranked are placed in shared memory in
 digit order, and the block is then written out from there, each digit's keys to consecutive
 places of the output. On a device without planes (``BALLOT`` false) every unit is a plane of
-its own. Launch shapes and checks are :mod:`.sorting`'s; nothing here checks arguments.
+its own. Each kernel states its cube of ``UNITS`` units (``launch_bounds``), so that CUDA
+keeps its registers per unit low enough for a cube of 1024 units to launch. Launch shapes and
+checks are :mod:`.sorting`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..lang import (
     i64,
     isnan,
     kernel,
+    launch_bounds,
     plane_ballot,
     popcount,
     sync_plane,
@@ -139,6 +142,7 @@ def radix_keys(
     not give their bits back), one atomic per cube. With ``HISTOGRAMS``, adds each pass' digit
     counts to ``state`` (zeros before, as :func:`state_size` lays it out), notes each pass'
     digit of the first key there, and zeroes ``status[:cleared]``."""
+    launch_bounds(UNITS)
     hist = SharedMemory(u32, PASSES * DIGITS if HISTOGRAMS else 1)
     if HISTOGRAMS:
         for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
@@ -182,6 +186,7 @@ def radix_histogram(
     ITEMS: Comptime[int],
 ):
     """``counts[d * blocks + b]``: the keys of block ``b`` whose digit at ``shift`` is ``d``."""
+    launch_bounds(UNITS)
     hist = SharedMemory(u32, DIGITS)
     b = RUDA_POS
     while b < blocks:
@@ -319,6 +324,7 @@ def radix_scatter(
     ``"all"``, or ``"flagged"`` where ``state[FLAG]`` is not 0, never with ``"none"``.
     ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
     whether cube-wide sums go through planes."""
+    launch_bounds(UNITS)
     ranks = SharedMemory(u32, PLANES * DIGITS)
     first = SharedMemory(u32, DIGITS)
     dest = SharedMemory(u32, DIGITS)
