@@ -11,7 +11,9 @@ element's index with its key; a float sort does too where the input holds a ``-0
 and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
-element type and size class. This module never imports a driver.
+element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
+first candidate untuned (its few blocks make the candidates differ little, and tuning would build
+every candidate's kernels for it). This module never imports a driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
@@ -75,7 +77,8 @@ COUNT_SCAN = (256, 8, True)
 KEYS_PER_COUNTER = 8192
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
-#: Sizes up to this one share one tuning result (few blocks: the candidates differ little).
+#: Sizes up to this one run the first candidate untuned (few blocks: the candidates differ
+#: little).
 SMALL = 1 << 16
 _TUNER = Tuner()
 
@@ -96,7 +99,7 @@ def sort(*args: Any, axis: int | None = -1) -> RudaTensor:
     row-major order (``axis=None``), a new 1-D tensor of ``x``'s element type on its device,
     written asynchronously. Exact: floats sort NaN last, infinities in order, and ``-0.0``
     and ``0.0`` (which compare equal) in their input order. The first call of a device,
-    element type and size class tunes the kernels (blocking).
+    element type and size class above 65 536 elements tunes the kernels (blocking).
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
@@ -130,7 +133,10 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if native is not None:
         return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
-    _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out)
+    if n <= SMALL:
+        _tunable_set().tunables[0].fn(client, Sorting(n, indices, index), x, out)
+    else:
+        _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out)
     return out
 
 
@@ -234,7 +240,7 @@ def _radix_sort(
 
 
 def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
-    return x.elem.value, p.indices, anchor(p.n, 1 << 26, SMALL)
+    return x.elem.value, p.indices, anchor(p.n, 1 << 26)
 
 
 @functools.cache
