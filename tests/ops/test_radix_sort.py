@@ -15,7 +15,7 @@ import ruda_core as ruda
 from ruda_core import ops
 from ruda_core.ir import Elem
 from ruda_core.ops import native
-from ruda_core.ops.sorting import Sorting, _tunable_set
+from ruda_core.ops.sorting import _TUNER, SMALL, Sorting, _tunable_set
 from ruda_core.runtime import ComputeClient, Feature, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
 
@@ -97,6 +97,21 @@ def test_keys_whose_digits_are_all_alike(radix, dtype):
         _check(radix, rng.integers(-5, 5, 9000).astype(dtype))  # sign bits alike within halves
 
 
+def test_a_sort_above_the_small_size_is_tuned_once_per_size_class(radix):
+    """Small sorts run the first candidate untuned; larger ones are tuned (or find a stored
+    result) once per device, element type and size class, and each call runs the winner."""
+
+    def tunings() -> int:
+        return _TUNER.stats.benchmarked + _TUNER.stats.cache_hits
+
+    x = _random(np.float32, SMALL + 1000, seed=7)
+    before = tunings()
+    for n in (SMALL + 3, SMALL + 1000, SMALL):
+        got = ops.sort(ruda.asarray(x[:n], radix)).numpy()
+        np.testing.assert_array_equal(got, np.sort(x[:n], kind="stable"), f"sort of {n}")
+        assert tunings() == before + 1  # the first call tuned; the same class and small not
+
+
 def _alike(n: int) -> list[np.ndarray]:
     """Keys of which some digits are the same for all: the high ones, the low ones, every one,
     all but one; floats moved by one pass, and by three with a ``-0.0`` among them."""
@@ -113,11 +128,14 @@ def _alike(n: int) -> list[np.ndarray]:
 
 
 def test_every_candidate_sorts_as_numpy(radix):
-    """In passes everywhere; chained where a kernel may wait on another cube, else refused."""
+    """In passes everywhere; chained where a kernel may wait on another cube, else refused.
+    The first candidate of each way (in passes, chained) sorts every case; the others, which
+    differ from it only in their cube and block sizes, a float sort and argsort with NaNs."""
     x = _random(np.float32, 70_001, seed=3)
     x[::101] = np.nan
     u = _random(np.uint32, 70_001, seed=4)
-    cases = [(x, False), (x[x == x], False), (x, True), (u, False)]
+    shapes = [(x, False), (x, True)]
+    cases = [*shapes, (x[x == x], False), (u, False)]
     for data in _alike(9001):  # passes that leave the keys in place, an odd number moving them
         cases += [(data, False), (data, True)]
     if radix.features().supports(Elem.I64):  # eight passes
@@ -125,8 +143,10 @@ def test_every_candidate_sorts_as_numpy(radix):
         cases += [(wide, False), (wide, True)]
     index = Elem.I64 if radix.features().supports(Elem.I64) else Elem.U32
     waits = radix.features().has(Feature.UNBOUNDED_LOOPS)
+    firsts = {"radix-256x8", "radix-256x8-chained"}
+    assert firsts <= set(_tunable_set().names)
     for tunable in _tunable_set().tunables:
-        for data, indices in cases:
+        for data, indices in cases if tunable.name in firsts else shapes:
             if indices:
                 expected = np.argsort(data, kind="stable").astype(index.numpy)
             else:
