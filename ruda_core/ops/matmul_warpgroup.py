@@ -22,7 +22,8 @@ groups of ``GROUP`` block rows (as :func:`.matmul_kernels.matmul_pipelined`'s). 
 matrices' edges are stored as zeros; with ``INTERIOR`` (``m``, ``n``, ``k`` multiples of
 ``BM``, ``BN``, 64) nothing is checked; without 16-byte lines (``VA``/``VB`` of 1: rows that
 do not start on a line) the elements are copied one by one at once. The epilogue stores each
-accumulator with its rows and columns inside ``out``.
+accumulator with its rows and columns inside ``out``. The kernel states its cube of ``WG``
+warpgroups (``launch_bounds``).
 
 Launching, shapes and the choice between kernels are :mod:`.matmul`'s; nothing here checks
 arguments.
@@ -42,6 +43,7 @@ from ..lang import (
     f32,
     func,
     kernel,
+    launch_bounds,
     pipeline,
     sync_units,
     u32,
@@ -128,6 +130,7 @@ def matmul_warpgroup(
 ):
     BM = 64 * WG
     UNITS = 128 * WG
+    launch_bounds(UNITS)
     A_STAGE = BM * BK
     B_STAGE = BK * BN
     sa = SharedMemory(Half, STAGES * A_STAGE)
