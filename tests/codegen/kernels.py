@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ruda_core.ir import Elem, KernelDefinition, Op
 from ruda_core.ir.bounds import lower_bounds
@@ -35,7 +36,8 @@ def axpy() -> KernelDefinition:
 
 
 def block_sum() -> KernelDefinition:
-    """A shared-memory tree reduction with a while loop, as in DESIGN.md."""
+    """A shared-memory tree reduction with a while loop, as in DESIGN.md, in cubes of 256 units
+    that it states (``launch_bounds(256)``)."""
     k = KernelBuilder("block_sum", file=FILE, line=20)
     x = k.array("x", E.F32, read_only=True)
     out = k.array("out", E.F32)
@@ -77,7 +79,7 @@ def block_sum() -> KernelDefinition:
             builtin("RUDA_POS"),
             k.let(Op.INDEX, E.F32, smem, const(0, E.U32)),
         )
-    return k.build()
+    return replace(k.build(), max_units=256)
 
 
 def integer_ops() -> KernelDefinition:

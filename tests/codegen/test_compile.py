@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 import pytest
 
 from ruda_core.codegen import CFamilyEmitter
-from ruda_core.ir import Elem
+from ruda_core.ir import Elem, ExecutionMode
+from ruda_core.ir.bounds import lower_bounds
+from ruda_core.ops.sorting_kernels import radix_scatter
 from ruda_cuda.dialect import CudaDialect
 
 from .kernels import KERNELS, partial_plane_kernel
@@ -116,3 +119,28 @@ def test_plane_operations_of_every_element_compile_with_nvrtc(elem: Elem, arch: 
     source = CFamilyEmitter(CudaDialect(arch)).emit(partial_plane_kernel(elem)).source
     ok, log = _nvrtc_compile(source, arch)
     assert ok, f"NVRTC rejected plane operations on {elem} for sm_{arch}:\n{log}\n{source}"
+
+
+#: The 32-bit registers of one multiprocessor from sm_50 to sm_90: what one cube's units share.
+REGISTERS_PER_MULTIPROCESSOR = 65536
+
+
+@pytest.mark.parametrize("elem", [Elem.F32, Elem.F64], ids=str)
+def test_a_stated_bound_fits_the_radix_scatter_to_cubes_of_1024_units(elem: Elem) -> None:
+    """``radix_scatter`` states ``launch_bounds(UNITS)``, written as ``__launch_bounds__``: NVRTC
+    then fits it to the registers of a cube of 1024 units (without it, it took 72 registers per
+    unit for f32 and 80 for f64, and such a launch failed for too many resources)."""
+    key = Elem.U32 if elem.nbytes == 4 else Elem.U64
+    defn = radix_scatter.definition(
+        Numeric=elem, Key=key, Index=Elem.I64, UNITS=1024, ITEMS=8, PLANES=32, BALLOT=True,
+        VALUES="flagged", RESULT=False, SIGN=1 << (8 * elem.nbytes - 1), KIND="float",
+        CUBE=True, PASSES=elem.nbytes, LOOKBACK=False,
+    )  # fmt: skip
+    lowered = lower_bounds(defn, ExecutionMode.UNCHECKED)  # sorting launches it unchecked
+    source = CFamilyEmitter(CudaDialect(90)).emit(lowered).source
+    assert 'extern "C" __global__ void __launch_bounds__(1024) radix_scatter(' in source
+    ok, log = _nvrtc_compile(source, 90, "sm", ("--ptxas-options=-v",))
+    assert ok, f"NVRTC rejected radix_scatter:\n{log}"
+    used = re.search(r"Used (\d+) registers", log)
+    assert used is not None, log
+    assert int(used.group(1)) * 1024 <= REGISTERS_PER_MULTIPROCESSOR, log
