@@ -28,8 +28,8 @@ __all__ = ["CudaSourceTask"]
 
 class CudaSourceTask(RudaTask):
     """The kernel ``name``: ``library`` (CUDA C++ defining what ``call`` calls) and an entry
-    point ``name(params…)`` whose body is ``call``, with at most ``block_threads`` threads per
-    block (``__launch_bounds__``).
+    point ``name(params…)`` whose body is ``call``, with at most ``max_units`` threads per
+    block (``__launch_bounds__``; a launch of a larger cube is refused before it runs).
 
     :param params: array parameters (pointers, ``const`` unless written) and scalar parameters,
         each with its element type; ``call`` refers to them by name. Bindings and scalars of a
@@ -37,7 +37,7 @@ class CudaSourceTask(RudaTask):
     :param where: the file ``library`` comes from, for compiler errors.
     """
 
-    __slots__ = ("_call", "_library", "_writes", "block_threads", "definition", "key", "name")
+    __slots__ = ("_call", "_library", "_writes", "definition", "key", "max_units", "name")
 
     key: str
     name: str
@@ -54,7 +54,7 @@ class CudaSourceTask(RudaTask):
         self.name = name
         self._library = library
         self._call = call
-        self.block_threads = block_threads
+        self.max_units = block_threads
         self.definition = KernelDefinition(
             name, tuple(params), (), (), (), (), source=SourceLoc(where, 1)
         )
@@ -96,7 +96,7 @@ class CudaSourceTask(RudaTask):
         source = (
             f"// {self.name}: native CUDA C++ of ruda_cuda ({self.definition.source})\n"
             f"{self._library}\n"
-            f'extern "C" __global__ void __launch_bounds__({self.block_threads})\n'
+            f'extern "C" __global__ void __launch_bounds__({self.max_units})\n'
             f"{self.name}({', '.join(decls)}) {{\n"
             f"    {self._call};\n"
             "}\n"
