@@ -250,5 +250,6 @@ def _tunable_set() -> TunableSet:
         Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
         for u, i, chained in SORT_SHAPES
     ]
-    # version 2: candidates that rank a block per plane and end with the sorted elements
-    return TunableSet("ruda.ops.sort", _key, tunables, version=2)
+    # version 3: candidates that rank a block per plane, end with the sorted elements and state
+    # their cube (launch_bounds)
+    return TunableSet("ruda.ops.sort", _key, tunables, version=3)
