@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,7 +75,11 @@ def in_forked_child(fn: Callable[[], object], timeout_s: float = 30.0) -> ChildO
     it to end (a child still running then is killed). The child never returns into the
     caller's code: it leaves with ``os._exit`` whatever ``fn`` does. POSIX only."""
     reader, writer = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # JAX, imported by another test of the process, warns at every fork about its own
+        # threads, which the child never uses
+        warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
+        pid = os.fork()
     if pid == 0:  # the child
         os.close(reader)
         try:
