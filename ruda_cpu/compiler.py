@@ -66,6 +66,7 @@ from .analysis import (
     blocks,
     exits_here,
     has_return,
+    uses,
     walk,
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
@@ -207,6 +208,74 @@ def _transient_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
     return frozenset(found)
 
 
+def _guarded_load(stmt: Stmt, guards: dict[int, tuple[Instr, object]]) -> Instr | None:
+    """The load of shared memory into a local that ``stmt`` is: the load itself, or a bounds
+    guard around it whose other branch only assigns that local constants; else None."""
+    load = guards[id(stmt)][0] if isinstance(stmt, If) and id(stmt) in guards else stmt
+    if (
+        not isinstance(load, Instr)
+        or load.op is not Op.INDEX
+        or load.out is None
+        or not isinstance(load.args[0], SharedArray)
+    ):
+        return None
+    if isinstance(stmt, If) and not all(
+        isinstance(s, Instr)
+        and s.op is Op.ASSIGN
+        and s.out is load.out
+        and isinstance(s.args[0], Const)
+        for s in stmt.orelse
+    ):
+        return None
+    return load
+
+
+def _stores_once(stmt: Stmt, guards: dict[int, tuple[Instr, object]]) -> bool:
+    """Whether ``stmt`` is a single store: the store, or a bounds guard around it alone."""
+    if isinstance(stmt, If) and id(stmt) in guards and not stmt.orelse:
+        stmt = guards[id(stmt)][0]
+    return isinstance(stmt, Instr) and stmt.op is Op.INDEX_ASSIGN
+
+
+def _lasting_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
+    """The ``id`` of each load of shared memory into a local (alone, or in a bounds guard whose
+    other branch only assigns it constants) whose value may stay a view of the memory: every
+    statement that reads the local comes later in the load's block and is a NumPy operation
+    with a new result (see ``is_fresh``) or a load, before the block's first later statement
+    that may write memory (at any depth), or is that statement when it is a single store
+    (which reads what it stores before writing it). Masks only narrow within a block, so a lane
+    that reads the local loaded it in the same run of the block, and saw the memory unwritten
+    since; the values of other lanes, which the view changes with the memory, are never read."""
+    guards = bounds_guards(body)
+    readers: dict[Local, list[Stmt]] = {}
+    for stmt in walk(body):
+        for used in uses(stmt):
+            if isinstance(used, Local):
+                readers.setdefault(used, []).append(stmt)
+    found: set[int] = set()
+    for block in blocks(body):
+        for k, stmt in enumerate(block):
+            load = _guarded_load(stmt, guards)
+            if load is None or load.out is None:
+                continue
+            value = load.out
+            allowed: set[int] = set()
+            for later in block[k + 1 :]:
+                inner = list(walk((later,)))
+                if any(isinstance(s, Instr) and s.op in _WRITES for s in inner):
+                    if _stores_once(later, guards):
+                        allowed.update(id(s) for s in inner if isinstance(s, Instr))
+                    break
+                allowed.update(
+                    id(s)
+                    for s in inner
+                    if isinstance(s, Instr) and (s.op is Op.INDEX or is_fresh(s, ctx))
+                )
+            if all(id(s) in allowed for s in readers.get(value, ())):
+                found.add(id(load))
+    return frozenset(found)
+
+
 class _Emitter:
     """Renders one definition. Implements the ``expressions.Context`` protocol."""
 
@@ -250,8 +319,11 @@ class _Emitter:
         #: the guards around loads of fixed-length shared and local memory whose other branch
         #: only zeroes the result (see ``_zero_fills``)
         self.zero_fills = _zero_fills(defn.body, self.facts)
-        #: the loads of shared memory that may give views (see ``_transient_loads``)
+        #: the loads of shared memory that may give views (see ``_transient_loads`` and, unless
+        #: sanitizing, whose checks keep the values they see, ``_lasting_loads``)
         self.transient = _transient_loads(defn.body, self)
+        if not sanitize:
+            self.transient |= _lasting_loads(defn.body, self)
         self.args = ["g", SANITIZER] if sanitize else ["g"]
         # then the launch ABI's order: arrays, scalars, metadata
         for p in (*defn.array_params, *defn.scalar_params):

@@ -57,8 +57,9 @@ class Context(Protocol):
         """The name of the Validate report buffer (the bounds pass's hidden parameter)."""
 
     def is_transient(self, ins: Instr) -> bool:
-        """Whether ``ins`` loads shared memory into a temporary that one NumPy operation
-        consumes before anything writes memory (so the load may give a view of it)."""
+        """Whether ``ins`` loads shared memory into a value that nothing observes after the
+        memory is next written (a temporary that one NumPy operation consumes, or a local read
+        only before that write), so that the load may give a view of it."""
 
 
 class _WarpgroupState:

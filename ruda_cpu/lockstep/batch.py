@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .poison import poisoned
-from .values import Lanes, Split, Units, lanes, wrap
+from .values import Derived, Lanes, Split, Units, lanes, wrap
 
 __all__ = ["Batch", "LaunchShape", "SegmentLanes", "Segmented"]
 
@@ -23,9 +23,11 @@ _INTP = np.dtype(np.intp)
 
 class LaunchShape:
     """The geometry of one launch: ``count`` cubes of ``dim`` units, ``plane_dim`` lanes per
-    plane. Caches the unit-level vectors that every batch of the same size shares."""
+    plane. Caches the unit-level vectors that every batch of the same size shares, and keeps
+    in ``derived`` what operations derive from them (see
+    :class:`~ruda_cpu.lockstep.values.Derived`)."""
 
-    __slots__ = ("_cache", "count", "cubes", "dim", "one_d", "plane_dim", "units")
+    __slots__ = ("_cache", "count", "cubes", "derived", "dim", "one_d", "plane_dim", "units")
 
     def __init__(
         self, count: tuple[int, int, int], dim: tuple[int, int, int], plane_dim: int
@@ -38,6 +40,7 @@ class LaunchShape:
         #: ABSOLUTE_POS is the lane's position in the whole launch (a contiguous range).
         self.one_d = (count[1] == count[2] == 1 and dim[1] == dim[2] == 1) or self.cubes == 1
         self._cache: dict[tuple[str, int], Any] = {}
+        self.derived = Derived()
 
     def unit_index(self, cubes: int) -> Any:
         """``int64`` unit position of every lane of a batch of ``cubes`` cubes."""
@@ -60,6 +63,18 @@ class LaunchShape:
                 "plane": lambda: u % self.plane_dim,
             }[name]()
             self._cache[key] = value.astype(_U32)
+        return self._cache[key]
+
+    def unit_value(self, name: str, cubes: int) -> Any:
+        """A unit position over a batch of ``cubes`` cubes: ``linear`` (``UNIT_POS``) or a
+        name of :meth:`unit_vector`. A :class:`Lanes` or an array over a batch of one cube,
+        else a :class:`Units` carrying ``derived``: one object for every batch of that size."""
+        key = (f"value {name}", cubes)
+        if key not in self._cache:
+            one: Any = (
+                Lanes(0, 1, self.units, _U32) if name == "linear" else self.unit_vector(name, 1)
+            )
+            self._cache[key] = one if cubes == 1 else Units(one, cubes, self.derived)
         return self._cache[key]
 
 
@@ -149,12 +164,7 @@ class Batch:
 
     def _unit(self, name: str) -> Any:
         """A unit position over one cube (a Lanes for the linear one), repeated per cube."""
-        one: Any = (
-            Lanes(0, 1, self.shape.units, _U32)
-            if name == "linear"
-            else self.shape.unit_vector(name, 1)
-        )
-        return one if self.cubes == 1 else Units(one, self.cubes)
+        return self.shape.unit_value(name, self.cubes)
 
     def unit_pos(self) -> Any:
         return self._unit("linear")

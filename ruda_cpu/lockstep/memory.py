@@ -289,12 +289,19 @@ def _straightened(seg: Segmented, idx: Any) -> Any:
     evenly through the units, as a :class:`Lanes` one, so that the access becomes a 2-D slice;
     other indices unchanged. The array's elements are read as signed: an unsigned index that
     wrapped below zero (``UNIT_POS - d``) is out of bounds either way, since no segment is
-    half as long as the index type's range."""
+    half as long as the index type's range. Found once per launch for each index (see
+    :meth:`~ruda_cpu.lockstep.values.Units.derived`)."""
     one = _unit_array(seg, idx)
     if one is None:
         return idx
+    length = seg.length
+    return idx.derived(("straightened", length), lambda: _straighten(idx, one, length))
+
+
+def _straighten(idx: Units, one: np.ndarray, length: int) -> Any:
+    """:func:`_straightened` of ``idx`` (whose array is ``one``) in segments of ``length``."""
     n = one.shape[0]
-    if n < 2 or seg.length >= 1 << (8 * one.dtype.itemsize - 1):
+    if n < 2 or length >= 1 << (8 * one.dtype.itemsize - 1):
         return idx
     signed = one.view(f"i{one.dtype.itemsize}") if one.dtype.kind == "u" else one
     start, step = int(signed[0]), int(signed[1]) - int(signed[0])
@@ -302,7 +309,7 @@ def _straightened(seg: Segmented, idx: Any) -> Any:
         return idx
     if not (np.diff(signed) == step).all():
         return idx
-    return Units(Lanes(start, step, n, _I64), idx.cubes)
+    return Units(Lanes(start, step, n, _I64), idx.cubes, idx.memo)
 
 
 def _unit_picks(seg: Segmented, idx: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -413,9 +420,9 @@ def load_seg(seg: Segmented, idx: Any, m: Any = None, transient: bool = False) -
     Only the lanes of mask ``m`` are read (others are 0) where ``m`` covers ranges of units
     (see :func:`~ruda_cpu.lockstep.values.unit_runs`); other masks read every lane.
 
-    ``transient``: the caller uses the result before anything stores to the memory (a temporary
-    that one NumPy operation consumes), so it may be a view of the memory, whose inactive lanes
-    hold anything."""
+    ``transient``: the caller observes the result only before anything stores to the memory
+    (a temporary that one NumPy operation consumes, or a local read only before the next store),
+    so it may be a view of the memory, whose inactive lanes hold anything."""
     length = seg.length
     if isinstance(idx, np.generic):
         i = int(idx)

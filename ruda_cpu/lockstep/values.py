@@ -8,6 +8,10 @@ it costs one cube's worth, and shared-memory accesses through it become 2-D slic
 along the units) or a :class:`Split` (a value per cube plus a value per unit: a cube position
 combined with unit positions, whose global accesses become copies of rows).
 
+A :class:`Units` of a launch carries the launch's :class:`Derived`: what operations derive from it
+(``UNIT_POS >= d``, ``UNIT_POS - d``) is kept there, so that every batch of the same size finds
+it again instead of computing it and tiling its pattern over the batch anew.
+
 Values are never mutated after creation; every operation returns a new value of the operation's
 element type. Callers run under ``np.errstate(all="ignore")``: integer arithmetic wraps and
 division by zero gives an unspecified value instead of warning. This module holds no state.
@@ -23,6 +27,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "Derived",
     "Lanes",
     "Split",
     "UnitMask",
@@ -122,16 +127,62 @@ def lanes(start: int, step: int, n: int, dtype: np.dtype) -> Value:
     return j * wrap(step, dtype) + dtype.type(start)
 
 
+#: The most bytes of arrays one launch keeps of what it derived from its unit positions (a
+#: :class:`Units` counted as if materialised): beyond, derived values are computed each time.
+DERIVED_BYTES = 32 << 20
+
+
+def _nbytes(value: object) -> int:
+    """The bytes a derived value may hold: a :class:`Units` as its whole materialised vector."""
+    if type(value) is Units:
+        one = value.one
+        size = one.n * one.dtype.itemsize if type(one) is Lanes else one.nbytes
+        return size * value.cubes
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, tuple):
+        return sum(_nbytes(part) for part in value)
+    return 0
+
+
+class Derived:
+    """What one launch derives from its unit positions: values keyed by the values they come
+    from and by the operation. Each entry keeps its sources alive, so their ``id`` names them
+    while it lasts. Holds at most ``DERIVED_BYTES`` (see :func:`_nbytes`); a value that does not
+    fit is returned without being kept. Belongs to one launch, which runs on one thread."""
+
+    __slots__ = ("_found", "_left")
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[object, ...], tuple[tuple[object, ...], Any]] = {}
+        self._left = DERIVED_BYTES
+
+    def get(self, sources: tuple[object, ...], key: object, make: Callable[[], Any]) -> Any:
+        """The value ``make()`` computes from ``sources`` for ``key``: computed at the first
+        call, then the same object (values are never mutated)."""
+        name = (*(id(x) for x in sources), key)
+        found = self._found.get(name)
+        if found is not None:
+            return found[1]
+        value = make()
+        size = _nbytes(value)
+        if size <= self._left:
+            self._left -= size
+            self._found[name] = (sources, value)
+        return value
+
+
 class Units:
     """An integer vector that repeats ``one`` (a :class:`Lanes` or an integer array over the
     units of one cube) in each of ``cubes`` cubes: a unit position combined with uniform values
-    or other such vectors."""
+    or other such vectors. ``memo`` is the launch's :class:`Derived` (None outside a launch)."""
 
-    __slots__ = ("_array", "cubes", "one")
+    __slots__ = ("_array", "cubes", "memo", "one")
 
-    def __init__(self, one: Lanes | np.ndarray, cubes: int) -> None:
+    def __init__(self, one: Lanes | np.ndarray, cubes: int, memo: Derived | None = None) -> None:
         self.one = one
         self.cubes = cubes
+        self.memo = memo
         self._array: np.ndarray | None = None
 
     @property
@@ -143,6 +194,11 @@ class Units:
         if self._array is None:
             self._array = np.tile(arr(self.one), self.cubes)
         return self._array
+
+    def derived(self, key: object, make: Callable[[], Any]) -> Any:
+        """``make()``, a value computed from this one alone for ``key``: kept in the launch's
+        memo, so found again by later batches of the same size."""
+        return make() if self.memo is None else self.memo.get((self,), key, make)
 
     def __repr__(self) -> str:
         return f"Units({self.one!r} in each of {self.cubes} cubes)"
@@ -319,15 +375,15 @@ def unit_spans(units: int, runs: list[tuple[int, int]]) -> list[tuple[int, int, 
     return spans
 
 
-def _per_unit(result: Value, cubes: int) -> Value:
+def _per_unit(result: Value, cubes: int, memo: Derived | None) -> Value:
     """The value over all cubes of an operation computed over one cube's units: a
     :class:`Units` for an integer result, a :class:`UnitMask` for a boolean one (masks take
     arrays), floats repeated into a full array."""
     if type(result) is Lanes:
-        return Units(result, cubes)
+        return Units(result, cubes, memo)
     if isinstance(result, np.ndarray):
         if result.dtype.kind in "iu":
-            return Units(result, cubes)
+            return Units(result, cubes, memo)
         if result.dtype.kind == "b":
             return UnitMask.tiled(result, cubes)
         return np.tile(result, cubes)
@@ -351,14 +407,24 @@ def arr(x: Value) -> Any:
 
 
 def _units_op(fn: Callable[[Any, Any], Any], a: Value, b: Value) -> Value:
-    """``fn`` over one cube's units when one operand is Units and the other uniform or Units."""
-    if type(a) is Units and type(b) is Units:
-        return _per_unit(fn(a.one, b.one), a.cubes)
-    if type(a) is Units and isinstance(b, np.generic):
-        return _per_unit(fn(a.one, b), a.cubes)
-    if type(b) is Units and isinstance(a, np.generic):
-        return _per_unit(fn(a, b.one), b.cubes)
-    return fn(arr(a), arr(b))
+    """``fn`` over one cube's units when one operand is Units and the other uniform or Units.
+    The result is kept in the launch's memo (see :class:`Derived`) under ``fn`` (a function of
+    this module, the same object at every call), the operands and a uniform operand's bits."""
+    ta, tb = type(a) is Units, type(b) is Units
+    if ta and tb:
+        units, sources, key, x, y = a, (a, b), fn, a.one, b.one
+    elif ta and isinstance(b, np.generic):
+        units, sources, key, x, y = a, (a,), (fn, 1, b.dtype.str, b.tobytes()), a.one, b
+    elif tb and isinstance(a, np.generic):
+        units, sources, key, x, y = b, (b,), (fn, 0, a.dtype.str, a.tobytes()), a, b.one
+    else:
+        return fn(arr(a), arr(b))
+    memo = units.memo
+
+    def make() -> Value:
+        return _per_unit(fn(x, y), units.cubes, memo)
+
+    return make() if memo is None else memo.get(sources, key, make)
 
 
 def add(a: Value, b: Value) -> Value:
@@ -435,7 +501,8 @@ def cast(x: Value, to: type[np.generic]) -> Value:
     if type(x) is Split:
         return x.array().astype(dtype)
     if type(x) is Units:
-        return _per_unit(cast(x.one, to), x.cubes)
+        kind = ("cast", dtype.str)
+        return x.derived(kind, lambda: _per_unit(cast(x.one, to), x.cubes, x.memo))
     if type(x) is Lanes:
         if dtype.kind in "iu":
             return lanes(x.start, x.step, x.n, dtype)
@@ -515,7 +582,7 @@ def _compare(op: str, a: Value, b: Value) -> Value:
     if type(b) is Split and isinstance(a, np.generic):
         return _compare_split(_MIRROR[op], b, a)
     if type(a) is Units or type(b) is Units:
-        return _units_op(functools.partial(_compare, op), a, b)
+        return _units_op(_COMPARE_ON_UNITS[op], a, b)
     ta, tb = type(a) is Lanes, type(b) is Lanes
     if ta and tb:
         if a.step == b.step:
@@ -527,6 +594,10 @@ def _compare(op: str, a: Value, b: Value) -> Value:
     if tb and isinstance(a, np.generic):
         return _compare_lanes(b, _MIRROR[op], int(a))
     return _OPERATORS[op](arr(a), arr(b))
+
+
+#: ``_compare`` of each operator, one object per operator: the memo's key of a comparison.
+_COMPARE_ON_UNITS = {op: functools.partial(_compare, op) for op in _OPERATORS}
 
 
 def lt(a: Value, b: Value) -> Value:
