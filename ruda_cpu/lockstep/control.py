@@ -64,12 +64,19 @@ def mask_and(m: Mask, c: Value) -> Mask:
         return _normalise(c)
     both = units_of(m, c)
     if both is not None:
-        one = both[0] & both[1]
-        for whole in (m, c):  # a bounds test that the branch's own condition implies
-            if np.array_equal(one, whole.one):
-                return _normalise(whole)
-        return _normalise(UnitMask.tiled(one, m.shape[0] // one.shape[0]))
+        if m.memo is None:
+            return _and_units(m, c, both)
+        return m.memo.get((m, c), mask_and, lambda: _and_units(m, c, both))
     return _normalise(m & c)
+
+
+def _and_units(m: UnitMask, c: UnitMask, both: tuple[np.ndarray, np.ndarray]) -> Mask:
+    """:func:`mask_and` of two masks that keep their units ``both``, over one cube's units."""
+    one = both[0] & both[1]
+    for whole in (m, c):  # a bounds test that the branch's own condition implies
+        if np.array_equal(one, whole.one):
+            return _normalise(whole)
+    return _normalise(UnitMask.tiled(one, m.shape[0] // one.shape[0], m.memo))
 
 
 def mask_andnot(m: Mask, c: Value) -> Mask:
@@ -82,11 +89,12 @@ def mask_andnot(m: Mask, c: Value) -> Mask:
         return False if c else m
     if m is None:
         if type(c) is UnitMask and c.one is not None:
-            return _normalise(UnitMask.tiled(~c.one, c.shape[0] // c.one.shape[0]))
+            return _normalise(UnitMask.tiled(~c.one, c.shape[0] // c.one.shape[0], c.memo))
         return _normalise(~c)
     both = units_of(m, c)
     if both is not None:
-        return _normalise(UnitMask.tiled(both[0] & ~both[1], m.shape[0] // both[0].shape[0]))
+        cubes = m.shape[0] // both[0].shape[0]
+        return _normalise(UnitMask.tiled(both[0] & ~both[1], cubes, m.memo))
     return _normalise(m & ~c)
 
 

@@ -284,23 +284,34 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
     one cube's units, in every cube of a batch: a comparison of unit positions. It is a plain
     array to every operation; what keeps ``one`` lets a merge or a shared-memory store under
     it touch only the units it covers. Arrays derived from it (views, results of operations)
-    have ``one`` None. Build it with :meth:`tiled`."""
+    have ``one`` None. Build it with :meth:`tiled`; ``memo`` is the launch's :class:`Derived`
+    (None outside a launch), which masks made from this one are kept in."""
 
     one: np.ndarray | None
+    memo: Derived | None
     #: what :func:`unit_runs` found for it (computed at its first call), else None
     runs: tuple[int, list[tuple[int, int]]] | None
     #: whether ``runs`` has been computed
     ran: bool
 
     @classmethod
-    def tiled(cls, one: np.ndarray, cubes: int) -> UnitMask:
-        """``one`` repeated in each of ``cubes`` cubes."""
+    def tiled(cls, one: np.ndarray, cubes: int, memo: Derived | None = None) -> UnitMask:
+        """``one`` repeated in each of ``cubes`` cubes: with a launch's ``memo``, the mask of
+        that pattern that an earlier batch of that size made, when it was kept."""
+        if memo is None:
+            return cls._tiled(one, cubes, None)
+        return memo.get((), ("mask", cubes, one.tobytes()), lambda: cls._tiled(one, cubes, memo))
+
+    @classmethod
+    def _tiled(cls, one: np.ndarray, cubes: int, memo: Derived | None) -> UnitMask:
         out = np.tile(one, cubes).view(cls)
         out.one = one
+        out.memo = memo
         return out
 
     def __array_finalize__(self, obj: Any) -> None:
         self.one = None
+        self.memo = None
         self.runs = None
         self.ran = False
 
@@ -310,7 +321,8 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
         units = units_of(self, other)
         if units is None:
             return fn(self.view(np.ndarray), np.asarray(other))
-        return UnitMask.tiled(fn(units[0], units[1]), self.shape[0] // units[0].shape[0])
+        cubes = self.shape[0] // units[0].shape[0]
+        return UnitMask.tiled(fn(units[0], units[1]), cubes, self.memo)
 
     # the boolean operators the generated code applies to conditions (``c == d``, ``~c``)
     def __eq__(self, other: object) -> Any:
@@ -331,7 +343,7 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
     def __invert__(self) -> Any:
         if self.one is None:
             return ~self.view(np.ndarray)
-        return UnitMask.tiled(~self.one, self.shape[0] // self.one.shape[0])
+        return UnitMask.tiled(~self.one, self.shape[0] // self.one.shape[0], self.memo)
 
 
 #: The most runs of consecutive units a mask may have for :func:`unit_runs` to list them.
@@ -385,7 +397,7 @@ def _per_unit(result: Value, cubes: int, memo: Derived | None) -> Value:
         if result.dtype.kind in "iu":
             return Units(result, cubes, memo)
         if result.dtype.kind == "b":
-            return UnitMask.tiled(result, cubes)
+            return UnitMask.tiled(result, cubes, memo)
         return np.tile(result, cubes)
     return result
 
@@ -701,7 +713,7 @@ def logical_and(a: Value, b: Value) -> Value:
         return a if b else np.False_
     units = units_of(a, b)
     if units is not None:
-        return UnitMask.tiled(units[0] & units[1], a.shape[0] // units[0].shape[0])
+        return UnitMask.tiled(units[0] & units[1], a.shape[0] // units[0].shape[0], a.memo)
     return a & b
 
 
@@ -713,7 +725,7 @@ def logical_or(a: Value, b: Value) -> Value:
         return np.True_ if b else a
     units = units_of(a, b)
     if units is not None:
-        return UnitMask.tiled(units[0] | units[1], a.shape[0] // units[0].shape[0])
+        return UnitMask.tiled(units[0] | units[1], a.shape[0] // units[0].shape[0], a.memo)
     return a | b
 
 
