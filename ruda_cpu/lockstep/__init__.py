@@ -5,10 +5,11 @@ an execution mask (``control``); a :class:`Batch` gives a batch's builtins and m
 (``batch``); ``memory``, ``atomics``, ``plane``, ``sync`` and ``matrix`` implement accesses,
 atomics, plane operations, reducing barriers and cooperative matrices under an execution mask;
 ``barrier`` models asynchronous barriers and bulk copies;
+``derived`` keeps what a launch derives from its unit positions for its later batches;
 ``printing`` collects the records of ``print``; ``special`` holds ``erf``; ``poison`` is the
 pattern new shared memory and local arrays start with; ``subsets`` runs a branch that few lanes
-take over those lanes alone. Everything here is stateless between calls and safe to use from
-several threads at once, each with its own batches.
+take over those lanes alone. Nothing here keeps state beyond one launch (its ``derived``
+values), and everything is safe to use from several threads at once, each with its own launches.
 """
 
 from .atomics import (

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .derived import Derived
 from .poison import poisoned
-from .values import Derived, Lanes, Split, Units, lanes, wrap
+from .values import Lanes, Split, Units, lanes, wrap
 
 __all__ = ["Batch", "LaunchShape", "SegmentLanes", "Segmented"]
 
@@ -25,7 +26,7 @@ class LaunchShape:
     """The geometry of one launch: ``count`` cubes of ``dim`` units, ``plane_dim`` lanes per
     plane. Caches the unit-level vectors that every batch of the same size shares, and keeps
     in ``derived`` what operations derive from them (see
-    :class:`~ruda_cpu.lockstep.values.Derived`)."""
+    :class:`~ruda_cpu.lockstep.derived.Derived`)."""
 
     __slots__ = ("_cache", "count", "cubes", "derived", "dim", "one_d", "plane_dim", "units")
 

@@ -8,9 +8,10 @@ it costs one cube's worth, and shared-memory accesses through it become 2-D slic
 along the units) or a :class:`Split` (a value per cube plus a value per unit: a cube position
 combined with unit positions, whose global accesses become copies of rows).
 
-A :class:`Units` of a launch carries the launch's :class:`Derived`: what operations derive from it
-(``UNIT_POS >= d``, ``UNIT_POS - d``) is kept there, so that every batch of the same size finds
-it again instead of computing it and tiling its pattern over the batch anew.
+A :class:`Units` of a launch carries the launch's :class:`~ruda_cpu.lockstep.derived.Derived`:
+what operations derive from it (``UNIT_POS >= d``, ``UNIT_POS - d``) is kept there, so that
+every batch of the same size finds it again instead of computing it and tiling its pattern over
+the batch anew.
 
 Values are never mutated after creation; every operation returns a new value of the operation's
 element type. Callers run under ``np.errstate(all="ignore")``: integer arithmetic wraps and
@@ -26,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .derived import Derived
+
 __all__ = [
-    "Derived",
     "Lanes",
     "Split",
     "UnitMask",
@@ -127,51 +129,6 @@ def lanes(start: int, step: int, n: int, dtype: np.dtype) -> Value:
     return j * wrap(step, dtype) + dtype.type(start)
 
 
-#: The most bytes of arrays one launch keeps of what it derived from its unit positions (a
-#: :class:`Units` counted as if materialised): beyond, derived values are computed each time.
-DERIVED_BYTES = 32 << 20
-
-
-def _nbytes(value: object) -> int:
-    """The bytes a derived value may hold: a :class:`Units` as its whole materialised vector."""
-    if type(value) is Units:
-        one = value.one
-        size = one.n * one.dtype.itemsize if type(one) is Lanes else one.nbytes
-        return size * value.cubes
-    if isinstance(value, np.ndarray):
-        return value.nbytes
-    if isinstance(value, tuple):
-        return sum(_nbytes(part) for part in value)
-    return 0
-
-
-class Derived:
-    """What one launch derives from its unit positions: values keyed by the values they come
-    from and by the operation. Each entry keeps its sources alive, so their ``id`` names them
-    while it lasts. Holds at most ``DERIVED_BYTES`` (see :func:`_nbytes`); a value that does not
-    fit is returned without being kept. Belongs to one launch, which runs on one thread."""
-
-    __slots__ = ("_found", "_left")
-
-    def __init__(self) -> None:
-        self._found: dict[tuple[object, ...], tuple[tuple[object, ...], Any]] = {}
-        self._left = DERIVED_BYTES
-
-    def get(self, sources: tuple[object, ...], key: object, make: Callable[[], Any]) -> Any:
-        """The value ``make()`` computes from ``sources`` for ``key``: computed at the first
-        call, then the same object (values are never mutated)."""
-        name = (*(id(x) for x in sources), key)
-        found = self._found.get(name)
-        if found is not None:
-            return found[1]
-        value = make()
-        size = _nbytes(value)
-        if size <= self._left:
-            self._left -= size
-            self._found[name] = (sources, value)
-        return value
-
-
 class Units:
     """An integer vector that repeats ``one`` (a :class:`Lanes` or an integer array over the
     units of one cube) in each of ``cubes`` cubes: a unit position combined with uniform values
@@ -194,6 +151,13 @@ class Units:
         if self._array is None:
             self._array = np.tile(arr(self.one), self.cubes)
         return self._array
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the materialised vector (whether or not it is)."""
+        one = self.one
+        size = one.n * one.dtype.itemsize if type(one) is Lanes else one.nbytes
+        return int(size) * self.cubes
 
     def derived(self, key: object, make: Callable[[], Any]) -> Any:
         """``make()``, a value computed from this one alone for ``key``: kept in the launch's
@@ -568,23 +532,54 @@ def _compare_lanes(x: Lanes, op: str, bound: int) -> Value:
     return out
 
 
+def _decided(op: str, lo: Any, hi: Any, b: int) -> tuple[Any, Any]:
+    """Whether ``v <op> b`` holds for every ``v`` of ``[lo, hi]``, and whether for none: two
+    bools, or two boolean arrays for arrays of ends."""
+    if op == "lt":
+        return hi < b, lo >= b
+    if op == "le":
+        return hi <= b, lo > b
+    if op == "gt":
+        return lo > b, hi <= b
+    if op == "ge":
+        return lo >= b, hi < b
+    single = (lo == hi) & (lo == b)
+    outside = (b < lo) | (hi < b)
+    return (single, outside) if op == "eq" else (outside, single)
+
+
+def _compare_rows(op: str, x: Split, b: int) -> np.ndarray | None:
+    """``x <op> b`` for a Split of at most 32 bits without wrap-around whose unit part is a
+    vector, cube by cube: a row that the cube's span decides is filled, the others compare
+    their units with ``b`` less the cube part. None when more than a quarter of the cubes are
+    undecided (then adding the parts first costs less)."""
+    unit = np.asarray(arr(x.unit), dtype=np.int64)
+    cube = x.cube.astype(np.int64)
+    always, never = _decided(op, cube + int(unit.min()), cube + int(unit.max()), b)
+    mixed = np.flatnonzero(~(always | never))
+    if 4 * mixed.shape[0] > cube.shape[0]:
+        return None
+    out = np.empty((cube.shape[0], unit.shape[0]), dtype=bool)
+    np.copyto(out, always[:, None])
+    if mixed.shape[0]:
+        out[mixed] = _OPERATORS[op](unit[None, :], (b - cube[mixed])[:, None])
+    return out.reshape(-1)
+
+
 def _compare_split(op: str, x: Split, bound: np.generic) -> Value:
-    """``x <op> bound``: uniform when the span of ``x`` decides it for every lane."""
+    """``x <op> bound``: uniform when the span of ``x`` decides it for every lane; else, when no
+    element wrapped, decided cube by cube where that can be (see :func:`_compare_rows`)."""
     span = x.span()
     if span is not None:
-        lo, hi, b = span[0], span[1], int(bound)
-        always, never = {
-            "lt": (hi < b, lo >= b),
-            "le": (hi <= b, lo > b),
-            "gt": (lo > b, hi <= b),
-            "ge": (lo >= b, hi < b),
-            "eq": (lo == hi == b, b < lo or hi < b),
-            "ne": (b < lo or hi < b, lo == hi == b),
-        }[op]
+        always, never = _decided(op, span[0], span[1], int(bound))
         if always:
             return np.True_
         if never:
             return np.False_
+        if x.dtype.itemsize <= 4 and not isinstance(x.unit, np.generic):
+            rows = _compare_rows(op, x, int(bound))
+            if rows is not None:
+                return rows
     return _OPERATORS[op](x.array(), bound)
 
 

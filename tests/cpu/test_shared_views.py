@@ -26,7 +26,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import ComputeClient
 from ruda_cpu.executor import LANES_PER_BATCH
-from ruda_cpu.lockstep.values import DERIVED_BYTES, Derived
+from ruda_cpu.lockstep.derived import DERIVED_BYTES, Derived
 
 BLOCK = 64
 #: two whole batches of cubes and a shorter third one

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,3 +152,28 @@ def test_unit_conditions_combine_and_merge_like_arrays(data: st.DataObject, firs
             assert np.array_equal(merged.view(np.uint32), want.view(np.uint32))
             flags = values.blend(m, np.True_, np.zeros(n, bool))
             assert flags.dtype == np.bool_ and np.array_equal(flags, m_ref)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    dtype=st.sampled_from([np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.uint16)]),
+    cubes=st.integers(1, 12),
+    units=st.integers(1, 9),
+    op=st.sampled_from(OPS),
+    data=st.data(),
+)
+def test_cube_and_unit_parts_compare_like_their_sums(
+    dtype: np.dtype, cubes: int, units: int, op: str, data: st.DataObject
+) -> None:
+    """A cube position plus unit positions (a Split) compared with a bound, decided cube by cube
+    where a cube's span allows it, equals the comparison of the summed lanes."""
+    lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    step = data.draw(st.integers(0, 40))
+    first = data.draw(st.integers(max(lo, -50), min(hi, 400)))
+    cube = (first + step * np.arange(cubes)).clip(lo, hi).astype(dtype)
+    unit = np.array(data.draw(st.lists(st.integers(0, 60), min_size=units, max_size=units)))
+    x = values.Split(cube, unit.astype(dtype), units)
+    bound = dtype.type(data.draw(st.integers(max(lo, -60), min(hi, 900))))
+    got = getattr(values, op)(x, bound)
+    want = getattr(operator, op)(x.array(), bound)
+    assert np.array_equal(np.broadcast_to(got, want.shape), want)
