@@ -70,7 +70,7 @@ def mask_and(m: Mask, c: Value) -> Mask:
     return _normalise(m & c)
 
 
-def _and_units(m: UnitMask, c: UnitMask, both: tuple[np.ndarray, np.ndarray]) -> Mask:
+def _and_units(m: Mask, c: Mask, both: tuple[np.ndarray, np.ndarray]) -> Mask:
     """:func:`mask_and` of two masks that keep their units ``both``, over one cube's units."""
     one = both[0] & both[1]
     for whole in (m, c):  # a bounds test that the branch's own condition implies

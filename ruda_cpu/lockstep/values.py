@@ -156,7 +156,7 @@ class Units:
     def nbytes(self) -> int:
         """The bytes of the materialised vector (whether or not it is)."""
         one = self.one
-        size = one.n * one.dtype.itemsize if type(one) is Lanes else one.nbytes
+        size = one.n * one.dtype.itemsize if isinstance(one, Lanes) else one.nbytes
         return int(size) * self.cubes
 
     def derived(self, key: object, make: Callable[[], Any]) -> Any:
@@ -264,7 +264,10 @@ class UnitMask(np.ndarray[Any, np.dtype[np.bool_]]):
         that pattern that an earlier batch of that size made, when it was kept."""
         if memo is None:
             return cls._tiled(one, cubes, None)
-        return memo.get((), ("mask", cubes, one.tobytes()), lambda: cls._tiled(one, cubes, memo))
+        mask: UnitMask = memo.get(
+            (), ("mask", cubes, one.tobytes()), lambda: cls._tiled(one, cubes, memo)
+        )
+        return mask
 
     @classmethod
     def _tiled(cls, one: np.ndarray, cubes: int, memo: Derived | None) -> UnitMask:
@@ -387,6 +390,8 @@ def _units_op(fn: Callable[[Any, Any], Any], a: Value, b: Value) -> Value:
     The result is kept in the launch's memo (see :class:`Derived`) under ``fn`` (a function of
     this module, the same object at every call), the operands and a uniform operand's bits."""
     ta, tb = type(a) is Units, type(b) is Units
+    sources: tuple[object, ...]
+    key: object
     if ta and tb:
         units, sources, key, x, y = a, (a, b), fn, a.one, b.one
     elif ta and isinstance(b, np.generic):
