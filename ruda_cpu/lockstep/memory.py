@@ -167,6 +167,26 @@ def _split_grid(buf: np.ndarray, idx: Split) -> np.ndarray | None:
     return as_strided(buf[start:], over_cubes[0] + over_units[0], strides)
 
 
+def _copy_runs(dst: np.ndarray, src: Any) -> None:
+    """``dst[...] = src`` (``src`` of ``dst``'s shape, or a scalar). When both are arrays of one
+    type whose last axis is contiguous, each run along it moves as one element of that many
+    bytes (a ``void`` view): NumPy copies runs of a few small elements one short loop at a
+    time (a 16x16 cube's rows of a grid: 75 against 106 µs for 2**18 f32)."""
+    size = dst.itemsize
+    if (
+        isinstance(src, np.ndarray)
+        and src.dtype == dst.dtype
+        and dst.ndim > 1
+        and dst.shape[-1] > 1
+        and dst.strides[-1] == size
+        and src.strides[-1] == size
+    ):
+        width = f"V{dst.shape[-1] * size}"
+        np.copyto(dst.view(width), src.view(width))
+    else:
+        dst[...] = src
+
+
 def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
     if type(idx) is Lanes:
         return _load_lanes(buf, idx, view)
@@ -180,7 +200,7 @@ def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
             if view and grid.flags.c_contiguous:
                 return grid.reshape(-1)
             out = np.empty(grid.shape, dtype=buf.dtype)
-            out[...] = grid
+            _copy_runs(out, grid)
             return out.reshape(-1)
         runs = _split_rows(buf, idx)
         if runs is not None:
@@ -246,7 +266,7 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
             v = arr(v)
             part = v if isinstance(v, np.generic) else v.reshape(grid.shape)
             if m is None:
-                grid[...] = part
+                _copy_runs(grid, part)
             else:
                 np.copyto(grid, part, where=m.reshape(grid.shape))
             return

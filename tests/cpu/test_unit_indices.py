@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from launch_modes import run
 
-from ruda_core.ir import ExecutionMode
+from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_POS,
@@ -25,14 +25,17 @@ from ruda_core.lang import (
     UNIT_POS_X,
     UNIT_POS_Y,
     Array,
+    ArrayArg,
     Comptime,
+    Numeric,
     SharedMemory,
     f32,
     kernel,
     sync_units,
     u32,
 )
-from ruda_core.runtime import ComputeClient
+from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
+from ruda_core.testing.runner import read_array
 
 BLOCK = 64
 CUBES = 50
@@ -136,6 +139,32 @@ def test_grid_positions_read_and_write_what_each_unit_would(cpu: ComputeClient) 
     padded = np.r_[np.zeros(n, np.float32), x, np.zeros(1, np.float32)]
     want = x + padded[n + 1 :] * np.float32(2) + padded[: n * n] * np.float32(4)
     np.testing.assert_array_equal(out, want)
+
+
+@kernel
+def grid_copy(x: Array[Numeric], out: Array[Numeric], n: u32):
+    col = RUDA_POS_X * u32(TILE) + UNIT_POS_X
+    row = RUDA_POS_Y * u32(TILE) + UNIT_POS_Y
+    out[row * n + col] = x[(row + u32(1)) * n + col]
+
+
+@pytest.mark.parametrize("elem", [Elem.U8, Elem.I16, Elem.F32, Elem.F64, Elem.BF16], ids=str)
+def test_grid_rows_move_every_bit(cpu: ComputeClient, elem: Elem) -> None:
+    n = GRID * TILE
+    dtype = np.dtype(elem.numpy)
+    bits = np.random.default_rng(7).integers(0, 256, (n + 1) * n * dtype.itemsize, np.uint8)
+    x = bits.view(dtype)  # every bit pattern: NaN payloads and -0.0 too
+    out = cpu.empty(n * n * dtype.itemsize)
+    grid_copy.launch(
+        cpu,
+        RudaCount(GRID, GRID),
+        RudaDim(TILE, TILE),
+        ArrayArg(cpu.create_from_slice(x), x.size, elem=elem),
+        ArrayArg(out, n * n, elem=elem),
+        n,
+    )
+    got = read_array(cpu, out, dtype).view(np.uint8)
+    np.testing.assert_array_equal(got, x[n:].view(np.uint8))
 
 
 @kernel
