@@ -187,6 +187,43 @@ def _copy_runs(dst: np.ndarray, src: Any) -> None:
         dst[...] = src
 
 
+#: Eight true booleans, as the bytes of one ``uint64``.
+_TRUE_BYTES = np.uint64(0x0101010101010101)
+
+
+def _copy_runs_masked(dst: np.ndarray, src: Any, mask: np.ndarray) -> None:
+    """``np.copyto(dst, src, where=mask)`` (``mask`` a boolean array of ``dst``'s shape). When
+    :func:`_copy_runs` would move runs and each run's flags are whole ``uint64`` words, the runs
+    whose every lane is active move as single elements and the few others, read again after,
+    keep their inactive lanes' elements; with many such runs, the masked copy itself."""
+    size, width = dst.itemsize, dst.shape[-1]
+    if (
+        not isinstance(src, np.ndarray)
+        or src.dtype != dst.dtype
+        or dst.ndim < 2
+        or width < 2
+        or width % 8
+        or dst.strides[-1] != size
+        or src.strides[-1] != size
+        or not mask.flags.c_contiguous
+    ):
+        np.copyto(dst, src, where=mask)
+        return
+    words = mask.view(np.uint64).reshape(-1, width // 8)
+    whole = words[:, 0] == _TRUE_BYTES
+    for k in range(1, width // 8):
+        whole &= words[:, k] == _TRUE_BYTES
+    some = np.flatnonzero(~whole)
+    if 4 * some.shape[0] > whole.shape[0]:
+        np.copyto(dst, src, where=mask)
+        return
+    runs = f"V{width * size}"
+    np.copyto(dst.view(runs), src.view(runs), where=whole.reshape((*dst.shape[:-1], 1)))
+    at = np.unravel_index(some, dst.shape[:-1])
+    flags = mask.reshape(-1, width)[some]
+    dst[at] = np.where(flags, src.reshape(-1, width)[some], dst[at])
+
+
 def _load(buf: np.ndarray, idx: Any, view: bool) -> Any:
     if type(idx) is Lanes:
         return _load_lanes(buf, idx, view)
@@ -268,7 +305,7 @@ def store(buf: np.ndarray, idx: Any, v: Any, m: Any) -> None:
             if m is None:
                 _copy_runs(grid, part)
             else:
-                np.copyto(grid, part, where=m.reshape(grid.shape))
+                _copy_runs_masked(grid, part, m.reshape(grid.shape))
             return
         runs = _split_rows(buf, idx) if m is None else None
         if runs is not None:  # rows in lane order: where runs overlap, the later lane wins

@@ -168,6 +168,41 @@ def test_grid_rows_move_every_bit(cpu: ComputeClient, elem: Elem) -> None:
 
 
 @kernel
+def grid_copy_from(x: Array[Numeric], out: Array[Numeric], n: u32, first: u32):
+    col = RUDA_POS_X * u32(TILE) + UNIT_POS_X
+    row = RUDA_POS_Y * u32(TILE) + UNIT_POS_Y
+    if col >= first and row >= first:
+        out[row * n + col] = x[row * n + col]
+
+
+@pytest.mark.parametrize("elem", [Elem.U8, Elem.F32, Elem.F64, Elem.BF16], ids=str)
+@pytest.mark.parametrize("first", [0, 5, 16, 37])
+def test_a_masked_grid_store_moves_the_active_units_bits_alone(
+    cpu: ComputeClient, elem: Elem, first: int
+) -> None:
+    cubes = 3 * GRID  # few cube rows cut by the condition, most whole
+    n = cubes * TILE
+    dtype = np.dtype(elem.numpy)
+    rng = np.random.default_rng(first)
+    x = rng.integers(0, 256, n * n * dtype.itemsize, np.uint8).view(dtype)
+    before = rng.integers(0, 256, n * n * dtype.itemsize, np.uint8).view(dtype)
+    out = cpu.create_from_slice(before)
+    grid_copy_from.launch(
+        cpu,
+        RudaCount(cubes, cubes),
+        RudaDim(TILE, TILE),
+        ArrayArg(cpu.create_from_slice(x), x.size, elem=elem),
+        ArrayArg(out, before.size, elem=elem),
+        n,
+        first,
+    )
+    want = before.copy().reshape(n, n)
+    want[first:, first:] = x.reshape(n, n)[first:, first:]
+    got = read_array(cpu, out, dtype).view(np.uint8)
+    np.testing.assert_array_equal(got, want.reshape(-1).view(np.uint8))
+
+
+@kernel
 def interior_average(x: Array[f32], out: Array[f32], n: u32):
     col = RUDA_POS_X * u32(TILE) + UNIT_POS_X
     row = RUDA_POS_Y * u32(TILE) + UNIT_POS_Y
