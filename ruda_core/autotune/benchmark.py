@@ -29,7 +29,7 @@ from .progress import TuningProgress
 from .result import AutotuneError, TuneResult
 from .tunable import Tunable, TunableSet
 
-__all__ = ["benchmark"]
+__all__ = ["benchmark", "every_candidate_failed"]
 
 _log = logging.getLogger("ruda.autotune")
 _locks: weakref.WeakKeyDictionary[ComputeServer, threading.RLock] = weakref.WeakKeyDictionary()
@@ -80,12 +80,7 @@ def benchmark(
                     timings[tunable.name] = cost
                     progress.measured(index, tunable.name, cost)
     if not timings:
-        listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
-        raise AutotuneError(
-            f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
-            f"{client.device}; fix or add a candidate that runs here:\n{listing}",
-            errors,
-        ) from next(iter(errors.values()))
+        raise every_candidate_failed(client, tunable_set, key, errors)
     order = {name: k for k, name in enumerate(tunable_set.names)}
     winner = min(timings, key=lambda name: (timings[name], order[name]))
     _log.info("autotune %s %s: %s wins %s", tunable_set.name, key, winner, timings)
@@ -144,3 +139,18 @@ def _drain(client: ComputeClient) -> None:
     not blamed for it."""
     with contextlib.suppress(ServerError):  # the excluded candidate's own error, recorded already
         client.sync().result()
+
+
+def every_candidate_failed(
+    client: ComputeClient, tunable_set: TunableSet, key: str, errors: dict[str, BaseException]
+) -> AutotuneError:
+    """The error for a key on which every candidate raised (``errors``: name -> exception),
+    listing them, its ``__cause__`` the first."""
+    listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
+    error = AutotuneError(
+        f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
+        f"{client.device}; fix or add a candidate that runs here:\n{listing}",
+        errors,
+    )
+    error.__cause__ = next(iter(errors.values()))
+    return error

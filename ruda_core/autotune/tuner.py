@@ -6,7 +6,10 @@ dictionary lookup on the hot path), then the stored results (:mod:`.cache`: the 
 cache, or the session store when the device's driver fingerprint is None), then a benchmark
 (:mod:`.benchmark`), whose result is stored. A recorded winner that raises when it is run is
 tuned again, once per failure. Tuning never panics: failing candidates are excluded, and only
-a key on which every candidate fails raises (:class:`AutotuneError`).
+a key on which every candidate fails raises (:class:`AutotuneError`). Without tuning
+(``execute(..., tune=False)``, for problems too small for the candidates to differ) the first
+candidate that runs is taken and remembered in the same table, and nothing is measured or
+stored.
 
 This module must not keep per-call state beyond the winners table, and must not measure
 anything on a hit.
@@ -21,7 +24,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from ..runtime import ComputeClient, ComputeServer
-from .benchmark import benchmark
+from .benchmark import benchmark, every_candidate_failed
 from .cache import entry_key, key_repr, load_result, store_result
 from .environment import runtime_environment
 from .result import TuneResult, TuneStats
@@ -76,9 +79,14 @@ class Tuner:
         )
         self._lock = threading.Lock()
 
-    def execute(self, client: ComputeClient, tunable_set: TunableSet, *inputs: Any) -> Any:
+    def execute(
+        self, client: ComputeClient, tunable_set: TunableSet, *inputs: Any, tune: bool = True
+    ) -> Any:
         """Run the fastest candidate of ``tunable_set`` for ``inputs`` on ``client`` and return
-        its output.
+        its output. With ``tune=False``, run the first candidate that runs here instead (on a
+        miss the candidates are tried in order; the first that does not raise is remembered for
+        the key), measuring nothing: for keys whose problems are too small for the candidates
+        to differ, where tuning would only build every candidate's kernels.
 
         On a hit this computes the key and calls the recorded winner's ``fn``: it enqueues and
         returns without waiting. On a miss it first obtains the winner (a stored result, else a
@@ -101,6 +109,8 @@ class Tuner:
             raise
         fresh = False
         if index is None:
+            if not tune:
+                return self._first(client, tunable_set, key, inputs)
             index, fresh = self._select(client, tunable_set, key, inputs, failed=None)
         try:
             return tunable_set.tunables[index].fn(client, *inputs)
@@ -108,6 +118,8 @@ class Tuner:
             if fresh:  # measured just now, on these inputs: tuning again would not help
                 raise
             _log.info("autotune %s: recorded winner raised %r; tuning again", tunable_set, exc)
+        if not tune:  # the remembered candidate no longer runs here: take the first that does
+            return self._first(client, tunable_set, key, inputs)
         # the recorded winner no longer runs here: tune this key again, once
         index, _ = self._select(client, tunable_set, key, inputs, failed=index)
         return tunable_set.tunables[index].fn(client, *inputs)
@@ -166,6 +178,21 @@ class Tuner:
             store_result(client, env, entry, result)
             return self._record(client.server, tunable_set, key, result), True
 
+    def _first(
+        self, client: ComputeClient, tunable_set: TunableSet, key: Hashable, inputs: tuple[Any, ...]
+    ) -> Any:
+        """Run the candidates in order until one does not raise; remember it for ``key``."""
+        errors: dict[str, BaseException] = {}
+        for index, tunable in enumerate(tunable_set.tunables):
+            try:
+                output = tunable.fn(client, *inputs)
+            except Exception as exc:  # this candidate cannot run here: the next one may
+                errors[tunable.name] = exc
+                continue
+            self._remember(client.server, tunable_set, key, index)
+            return output
+        raise every_candidate_failed(client, tunable_set, key_repr(tunable_set, key), errors)
+
     def _benchmark(
         self, client: ComputeClient, tunable_set: TunableSet, text: str, inputs: tuple[Any, ...]
     ) -> TuneResult:
@@ -185,12 +212,17 @@ class Tuner:
         index = tunable_set.index(result.winner)
         if index is None:  # from_json checks this for stored results; benchmarks pick from the set
             raise ValueError(f"{result.winner!r} is not a candidate of {tunable_set!r}")
+        self._remember(server, tunable_set, key, index)
+        return index
+
+    def _remember(
+        self, server: ComputeServer, tunable_set: TunableSet, key: Hashable, index: int
+    ) -> None:
         with self._lock:
             winners = self._winners.get(server)
             if winners is None:
                 winners = self._winners[server] = {}
             winners[(tunable_set.checksum, key)] = index
-        return index
 
     def __repr__(self) -> str:
         return f"Tuner(warmup={self.warmup}, samples={self.samples}, {self.stats})"

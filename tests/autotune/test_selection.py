@@ -71,6 +71,45 @@ def test_a_failing_candidate_is_excluded_and_its_error_recorded(device):
     client.sync().result()  # nothing of the failed candidates is left pending
 
 
+@pytest.mark.parametrize("device", present_devices())
+def test_untuned_runs_the_first_candidate_that_launches_and_keeps_it(device):
+    """``tune=False`` measures nothing: the candidates are tried in order, the first that does
+    not raise runs, and later calls of the key run it again without trying the others."""
+    client = ruda.client(device)
+    calls: list[str] = []
+
+    def counted(name, fn):
+        def run(client, x, n):
+            calls.append(name)
+            return fn(client, x, n)
+
+        return name, run
+
+    tunables = make_set(
+        "untuned",
+        counted("too-big", run_too_big),
+        counted("slow", run_slow),
+        counted("fast", run_fast),
+    )
+    tuner = Tuner()
+    x, n = inputs(client)
+    for _ in range(2):
+        out = tuner.execute(client, tunables, x, n, tune=False)
+        np.testing.assert_array_equal(read_u32(client, out), EXPECTED)
+    assert calls == ["too-big", "slow", "slow"]
+    assert tuner.stats.benchmarked == 0 and tuner.stats.cache_hits == 0
+
+
+def test_untuned_with_every_candidate_failing_is_one_error_naming_each():
+    client = ruda.client("cpu")
+    tunables = make_set("untuned-all-fail", ("too-big", run_too_big), ("too-big-2", run_too_big))
+    x, n = inputs(client)
+    with pytest.raises(AutotuneError, match="too-big-2") as info:
+        Tuner().execute(client, tunables, x, n, tune=False)
+    assert set(info.value.errors) == {"too-big", "too-big-2"}
+    assert isinstance(info.value.__cause__, TooManyResources)
+
+
 def test_every_candidate_failing_is_one_server_error_naming_each():
     client = ruda.client("cpu")
     tunables = make_set("all-fail", ("too-big", run_too_big), ("broken", run_broken))
