@@ -23,6 +23,7 @@ from .operands import as_buffer, client_and_operands
 __all__ = [
     "INTS",
     "NUMBERS",
+    "UNTUNED",
     "Cubes",
     "cube_units",
     "named_elem",
@@ -34,6 +35,10 @@ __all__ = [
 INTS = frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64})
 #: Every element type the primitives take.
 NUMBERS = INTS | {Elem.F32, Elem.F64}
+#: Reductions and scans of at most this many elements run the first of their candidates that
+#: runs, untuned: launch latency, not the candidates, sets their time on a GPU (a quarter of a
+#: microsecond of the H200's bandwidth), and tuning would build every candidate's kernels.
+UNTUNED = 1 << 18
 
 
 def one_operand(

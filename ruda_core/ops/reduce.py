@@ -26,7 +26,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import Cubes, named_elem, one_operand, sum_elem
+from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
 from .reduce_kernels import reduce_segments
 
 __all__ = ["max", "min", "reduce_into", "sum"]
@@ -60,7 +60,8 @@ def sum(*args: Any, axis: int | None = None) -> RudaTensor:
     written asynchronously. The result's element type is NumPy's: i64 for i32, u64 for u32 (i32
     and u32 where the device lacks 64-bit integers), else ``x``'s. Integer sums are exact (they
     wrap as the result type does); float sums stay within the bound ``docs/ops.md`` states.
-    The first call of a device, element type and size class tunes the kernel (blocking).
+    The first call of a device, element type and size class above 2**18 elements tunes the
+    kernel (blocking).
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
@@ -101,7 +102,7 @@ def _reduce(kind: str, args: tuple[Any, ...], axis: int | None) -> RudaTensor:
     if n == 0:
         return RudaTensor.from_numpy(client, np.zeros(shape, out_elem.numpy))
     problem = Reduction(kind, rows, n, axis is None, out_elem)
-    _TUNER.execute(client, _tunable_set(), problem, x, out)
+    _TUNER.execute(client, _tunable_set(), problem, x, out, tune=rows * n > UNTUNED)
     return out
 
 

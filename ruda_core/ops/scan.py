@@ -24,7 +24,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .primitive_inputs import Cubes, named_elem, one_operand, sum_elem
+from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
 from .reduce import reduce_into
 from .scan_kernels import scan_segments
 
@@ -57,8 +57,8 @@ def cumsum(*args: Any, axis: int | None = -1, exclusive: bool = False) -> RudaTe
     asynchronously. ``exclusive=True`` gives the sums of the elements before each one (the first
     is 0). The element type is :func:`sum`'s (NumPy's: i64 for i32, u64 for u32). Integer sums
     are exact (wrapping as the result type does); float sums stay within the bound
-    ``docs/ops.md`` states. The first call of a device, element type and size class tunes the
-    kernels (blocking).
+    ``docs/ops.md`` states. The first call of a device, element type and size class above
+    2**18 elements tunes the kernels (blocking).
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
@@ -82,7 +82,7 @@ def cumsum(*args: Any, axis: int | None = -1, exclusive: bool = False) -> RudaTe
     rows = math.prod(shape[:-1])
     if rows * n:
         problem = Scan(rows, n, bool(exclusive), out_elem)
-        _TUNER.execute(client, _tunable_set(), problem, x, out)
+        _TUNER.execute(client, _tunable_set(), problem, x, out, tune=rows * n > UNTUNED)
     return out
 
 

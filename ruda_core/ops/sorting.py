@@ -12,8 +12,8 @@ and then gathers the elements by index, so the result holds the input's own bits
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
 element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
-first candidate untuned (its few blocks make the candidates differ little, and tuning would build
-every candidate's kernels for it). This module never imports a driver.
+first candidate that runs, untuned (its few blocks make the candidates differ little, and tuning
+would build every candidate's kernels for it). This module never imports a driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
@@ -77,8 +77,8 @@ COUNT_SCAN = (256, 8, True)
 KEYS_PER_COUNTER = 8192
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
-#: Sizes up to this one run the first candidate untuned (few blocks: the candidates differ
-#: little).
+#: Sizes up to this one run the first candidate that runs, untuned (few blocks: the candidates
+#: differ little).
 SMALL = 1 << 16
 _TUNER = Tuner()
 
@@ -133,10 +133,7 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if native is not None:
         return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
-    if n <= SMALL:
-        _tunable_set().tunables[0].fn(client, Sorting(n, indices, index), x, out)
-    else:
-        _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out)
+    _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out, tune=n > SMALL)
     return out
 
 
@@ -240,7 +237,7 @@ def _radix_sort(
 
 
 def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
-    return x.elem.value, p.indices, anchor(p.n, 1 << 26)
+    return x.elem.value, p.indices, anchor(p.n, 1 << 26, SMALL)
 
 
 @functools.cache

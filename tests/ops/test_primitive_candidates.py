@@ -1,0 +1,113 @@
+"""Every candidate of ``ops.sum``/``min``/``max`` and of ``ops.cumsum`` against NumPy on the
+local devices, each run directly: small problems run the first candidate untuned and tuning
+runs the others only to time them, so this is where every one of them is checked. Integers
+(exact) over every element, along the last axis, and in rows of one cube's tile or many;
+floats through ``min`` and ``max`` (exact)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import ruda_core as ruda
+from ruda_core.ir import Elem
+from ruda_core.ops import reduce, scan
+from ruda_core.ops.primitive_inputs import UNTUNED, sum_elem
+from ruda_core.runtime import ComputeClient, TooManyResources, UnsupportedFeature
+from ruda_core.tensor import RudaTensor
+
+DEVICES = ["cpu", "opencl:0", "webgpu:0", "cuda:0"]
+SHAPES = [(100_003,), (5, 3001), (3, 7)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(
+    request: pytest.FixtureRequest, open_device: Callable[[str], ComputeClient]
+) -> ComputeClient:
+    return open_device(request.param)
+
+
+def _data(dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+    rng = np.random.default_rng(sum(shape))
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-1000, 1000, shape).astype(dtype)
+
+
+def _ran(fn: Callable[[], None]) -> bool:
+    """Run ``fn``; False when the device refuses the candidate before it runs (its plane
+    operations lack the type, or its shared memory is over the device's), as the tuner then
+    leaves it out."""
+    try:
+        fn()
+    except (UnsupportedFeature, TooManyResources):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("kind", ["sum", "min", "max"])
+def test_every_reduction_candidate_matches_numpy(device, kind):
+    set_ = reduce._tunable_set()
+    ran = set()
+    for dtype in (np.int32, np.float32):
+        if kind == "sum" and dtype is np.float32:
+            continue  # float sums are checked against their bound by the conformance suite
+        for shape in SHAPES:
+            x = _data(dtype, shape)
+            elem = Elem.from_dtype(x.dtype)
+            out_elem = sum_elem(device, elem) if kind == "sum" else elem
+            t = ruda.asarray(x, device)
+            for whole in (True, False):
+                rows, n = (1, x.size) if whole else (x.size // shape[-1], shape[-1])
+                expected = getattr(x, kind)(axis=None if whole else -1)
+                out = RudaTensor.empty(device, np.shape(expected), out_elem.numpy)
+                problem = reduce.Reduction(kind, rows, n, whole, out_elem)
+                for tunable in set_.tunables:
+                    if _ran(lambda: tunable.fn(device, problem, t, out)):  # noqa: B023
+                        ran.add(tunable.name)
+                        got = out.numpy()
+                        np.testing.assert_array_equal(
+                            got, np.asarray(expected).astype(got.dtype), f"{tunable.name} {shape}"
+                        )
+    assert ran, f"no reduction candidate runs on {device.device}"
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_every_scan_candidate_matches_numpy(device, exclusive):
+    set_ = scan._tunable_set()
+    ran = set()
+    for shape in SHAPES:
+        x = _data(np.int32, shape)
+        out_elem = sum_elem(device, Elem.I32)
+        expected = np.cumsum(x, axis=-1) - (x if exclusive else 0)
+        t = ruda.asarray(x, device)
+        out = RudaTensor.empty(device, shape, out_elem.numpy)
+        problem = scan.Scan(x.size // shape[-1], shape[-1], exclusive, out_elem)
+        for tunable in set_.tunables:
+            if _ran(lambda: tunable.fn(device, problem, t, out)):  # noqa: B023
+                ran.add(tunable.name)
+                got = out.numpy()
+                np.testing.assert_array_equal(
+                    got, expected.astype(got.dtype), f"{tunable.name} {shape}"
+                )
+    assert ran, f"no scan candidate runs on {device.device}"
+
+
+def test_reductions_and_scans_above_the_untuned_size_are_tuned_once_per_size_class():
+    """At most ``UNTUNED`` elements run the first candidate that runs, measuring nothing;
+    more are tuned once per device, element type and size class (on the NumPy device: the
+    choice does not depend on the device)."""
+    client = ruda.client("cpu")
+    x = _data(np.int32, (UNTUNED + 1000,))
+    for op, module, expected in (
+        (ruda.ops.sum, reduce, lambda v: v.sum()),
+        (ruda.ops.cumsum, scan, lambda v: np.cumsum(v)),
+    ):
+        tuner = module._TUNER
+        before = tuner.stats.benchmarked + tuner.stats.cache_hits
+        for n in (UNTUNED, UNTUNED + 3, UNTUNED + 1000):
+            got = op(ruda.asarray(x[:n], client)).numpy()
+            np.testing.assert_array_equal(got, expected(x[:n]).astype(got.dtype), f"{n}")
+        assert tuner.stats.benchmarked + tuner.stats.cache_hits == before + 1, op.__name__
