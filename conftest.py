@@ -1,6 +1,7 @@
 """Project-wide pytest setup: the conformance suite's plugin (its modules run on every local
-device, see ``testpaths``), an isolated cache folder for every test session, and
-``open_device``, which opens a named device for a test as the conformance suite does."""
+device, see ``testpaths``), an isolated cache folder for every test session, ``open_device``,
+which opens a named device for a test as the conformance suite does, and the tests marked
+``slow`` first, so that parallel workers start them early instead of finishing on them alone."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def open_device() -> Callable[[str], ComputeClient]:
     """``open_device("cuda:0")`` is that device's client; a device this machine cannot open
     skips the test, saying why, or fails it when ``RUDA_REQUIRE`` names the backend."""
     return _open_device
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``slow`` tests first (each keeps its order): workers given them late would end the
+    run alone on them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

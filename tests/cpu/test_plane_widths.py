@@ -166,6 +166,7 @@ def test_partials_per_plane_are_exact_at_every_width(
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [16, 1])
 def test_the_conformance_suite_at_another_width(width: int) -> None:
     """The conformance modules with planes in their kernels at planes of 16, and the plane and

@@ -75,6 +75,7 @@ def test_a_device_read_without_subgroups_has_planes_of_one_lane() -> None:
             assert planes <= caps.features().features, name
 
 
+@pytest.mark.slow
 def test_the_plane_conformance_modules_without_subgroups() -> None:
     """Every plane operation, cube collective and primitive on every OpenCL device here, run as
     a device without subgroups; the child's devices report planes of one lane."""
