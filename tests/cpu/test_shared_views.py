@@ -76,6 +76,33 @@ def test_a_store_of_a_loaded_value_over_the_memory_it_came_from(
 
 
 @kernel
+def shift_odd(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
+    buf = SharedMemory(u32, BLOCK)
+    buf[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_units()
+    v = buf[UNIT_POS]
+    sync_units()
+    if (v & u32(1)) == u32(1) and UNIT_POS < u32(BLOCK - 1):
+        buf[UNIT_POS + u32(1)] = v  # over the next unit's element, which its own v still holds
+    sync_units()
+    out[ABSOLUTE_POS] = buf[UNIT_POS]
+
+
+@MODES
+def test_a_masked_store_of_a_loaded_value_one_unit_further(
+    cpu: ComputeClient, mode: ExecutionMode
+) -> None:
+    x = data(24)
+    defn = shift_odd.definition(BLOCK=BLOCK)
+    _, out = run(cpu, defn, [x, np.zeros_like(x)], (), CUBES, BLOCK, mode)
+    cubes = x.reshape(CUBES, BLOCK)
+    want = cubes.copy()
+    odd = (cubes[:, :-1] & 1) == 1
+    want[:, 1:] = np.where(odd, cubes[:, :-1], cubes[:, 1:])
+    np.testing.assert_array_equal(out, want.ravel())
+
+
+@kernel
 def steps(x: Array[u32], out: Array[u32], BLOCK: Comptime[int]):
     buf = SharedMemory(u32, BLOCK)
     buf[UNIT_POS] = x[ABSOLUTE_POS]
