@@ -35,7 +35,7 @@ class Derived:
     def get(self, sources: tuple[object, ...], key: object, make: Callable[[], Any]) -> Any:
         """The value ``make()`` computes from ``sources`` for ``key``: computed at the first
         call, then the same object."""
-        name = (*(id(x) for x in sources), key)
+        name = (*map(id, sources), key)
         found = self._found.get(name)
         if found is not None:
             return found[1]

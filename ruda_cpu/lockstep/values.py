@@ -395,9 +395,9 @@ def _units_op(fn: Callable[[Any, Any], Any], a: Value, b: Value) -> Value:
     if ta and tb:
         units, sources, key, x, y = a, (a, b), fn, a.one, b.one
     elif ta and isinstance(b, np.generic):
-        units, sources, key, x, y = a, (a,), (fn, 1, b.dtype.str, b.tobytes()), a.one, b
+        units, sources, key, x, y = a, (a,), (fn, 1, b.dtype, b.tobytes()), a.one, b
     elif tb and isinstance(a, np.generic):
-        units, sources, key, x, y = b, (b,), (fn, 0, a.dtype.str, a.tobytes()), a, b.one
+        units, sources, key, x, y = b, (b,), (fn, 0, a.dtype, a.tobytes()), a, b.one
     else:
         return fn(arr(a), arr(b))
     memo = units.memo
