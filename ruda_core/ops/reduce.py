@@ -182,8 +182,11 @@ def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
     return run
 
 
-def _key(p: Reduction, x: RudaTensor, out: RudaTensor) -> tuple[str, str, bool, int, int]:
-    return p.kind, x.elem.value, p.whole, anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24, SMALL)
+def _key(p: Reduction, x: RudaTensor, out: RudaTensor) -> tuple[str, str, bool, int, int, bool]:
+    # untuned problems keep keys of their own: rounded sizes of the two kinds may meet
+    small = p.rows * p.n <= UNTUNED
+    rows, n = anchor(p.rows, 1 << 16), anchor(p.n, 1 << 24, SMALL)
+    return p.kind, x.elem.value, p.whole, rows, n, small
 
 
 @functools.cache
