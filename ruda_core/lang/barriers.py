@@ -47,10 +47,9 @@ def _barrier(
 
 def _declare(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
     _count(b, "Barriers", args, 1, node)
-    n = args[0].value if isinstance(args[0], PyVal) else None
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        shown = n if isinstance(args[0], PyVal) else "a run-time value"
-        b.fail(f"mbarrier.Barriers(n) needs a compile-time int n >= 1, got {shown}", node)
+    n = b.comptime_int(
+        args[0], lambda n: n >= 1, "mbarrier.Barriers(n) needs a compile-time int n >= 1", node
+    )
     bars = SharedArray(b.unique(b.name_hint or "_barriers"), BARRIER_ELEM, n)
     b.name_hint = None
     b.shared.append(bars)
@@ -134,10 +133,8 @@ def _no_operands(op: Op, name: str) -> Handler:
 
 def _bulk_wait(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
     _count(b, "bulk_wait", args, 1, node)
-    n = args[0].value if isinstance(args[0], PyVal) else None
-    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 7:
-        shown = n if isinstance(args[0], PyVal) else "a run-time value"
-        b.fail(f"mbarrier.bulk_wait(n) needs a compile-time int n from 0 to 7, got {shown}", node)
+    need = "mbarrier.bulk_wait(n) needs a compile-time int n from 0 to 7"
+    n = b.comptime_int(args[0], lambda n: 0 <= n <= 7, need, node)
     b.append(Instr(Op.BULK_WAIT, None, (Const(n, Elem.U32),), b.loc))
 
 

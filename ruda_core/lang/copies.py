@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import Const, Elem, Instr, Op, Param, SharedArray
 from .lines import line_width
-from .scope import PyVal, Value
+from .scope import Value
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -54,10 +54,8 @@ def _commit(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) ->
 
 def _wait(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
     _count(b, "wait", args, 1, node)
-    n = args[0].value if isinstance(args[0], PyVal) else None
-    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 1 << 32:
-        shown = n if isinstance(args[0], PyVal) else "a run-time value"
-        b.fail(f"pipeline.wait(n) needs a compile-time int n >= 0, got {shown}", node)
+    need = "pipeline.wait(n) needs a compile-time int n >= 0"
+    n = b.comptime_int(args[0], lambda n: 0 <= n < 1 << 32, need, node)
     b.append(Instr(Op.ASYNC_WAIT, None, (Const(n, Elem.U32),), b.loc))
 
 

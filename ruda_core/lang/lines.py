@@ -36,11 +36,8 @@ _REDUCTIONS = {"sum": Op.ADD, "min": Op.MIN, "max": Op.MAX, "any": Op.OR, "all":
 
 def line_width(b: ExprBuilder, value: Value, what: str, node: ast.AST) -> int:
     """A compile-time line width (2, 4 or 8)."""
-    n = value.value if isinstance(value, PyVal) else None
-    if not isinstance(n, int) or isinstance(n, bool) or n not in LINE_WIDTHS:
-        shown = n if isinstance(value, PyVal) else "a run-time value"
-        b.fail(f"{what} needs a compile-time line width in {LINE_WIDTHS}, got {shown}", node)
-    return n
+    need = f"{what} needs a compile-time line width in {LINE_WIDTHS}"
+    return b.comptime_int(value, lambda n: n in LINE_WIDTHS, need, node)
 
 
 def array_line_method(

@@ -10,7 +10,7 @@ beyond locating nodes.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -207,6 +207,17 @@ class BuilderState:
         self.max_units: int | None = None
 
     # -- errors -----------------------------------------------------------------------------
+
+    def comptime_int(
+        self, value: Value, fits: Callable[[int], bool], need: str, node: ast.AST
+    ) -> int:
+        """``value`` as a compile-time int (not a bool) for which ``fits`` holds; else fail
+        with ``"{need}, got {the value, or 'a run-time value'}"``."""
+        n = value.value if isinstance(value, PyVal) else None
+        if not isinstance(n, int) or isinstance(n, bool) or not fits(n):
+            shown = n if isinstance(value, PyVal) else "a run-time value"
+            self.fail(f"{need}, got {shown}", node)
+        return n
 
     def fail(self, message: str, node: ast.AST | None = None) -> NoReturn:
         """Raise a CompilationError at ``node`` (else the current statement)."""
