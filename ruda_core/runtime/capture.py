@@ -23,6 +23,7 @@ from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .compiler import RudaTask
 from .memory.handle import Binding
+from .stream import StreamId, thread_stream
 
 if TYPE_CHECKING:
     from .client import ComputeClient
@@ -136,6 +137,8 @@ class Captures:
         steps = tuple(recording.launches)
         captures = self.open
         profiler = launches.profiler
+        by_slot, n_streams, server_id = streams.by_slot, streams.size, streams.server_id
+        memory = streams.memory
 
         def replay(stream_value: int) -> None:
             if captures and self.record(steps, stream_value):
@@ -144,8 +147,20 @@ class Captures:
                 lock = streams.lock  # read each time: a fork replaces it
                 lock.acquire()  # not ``with``: its protocol costs as much again
                 try:
-                    stream = streams.get(stream_value)
-                    if not streams.use(stream, bindings) and not profiler.active:
+                    stream = by_slot.get(stream_value % n_streams) or streams.get(stream_value)
+                    poisoned = False
+                    for b in bindings:  # the common case: ours, live, clean and last used here
+                        s = b.slice
+                        if (
+                            s.stream is not stream
+                            or s.error is not None
+                            or s.freed
+                            or b.server_id != server_id
+                            or memory.dropped
+                        ):  # anything else: the full checks, which raise, order or fence
+                            poisoned = streams.use(stream, bindings)
+                            break
+                    if not poisoned and not profiler.active:
                         whole(stream)
                         return
                 finally:
@@ -305,7 +320,10 @@ class Graph:
                 "block has ended without an error"
             )
         if client is None:  # no check of the device: the graph's own client
-            replay(self._client.execution_stream().value)
+            stream = self._client.pinned  # ``execution_stream()``, inlined
+            if stream is None:
+                stream = getattr(thread_stream, "stream", None) or StreamId.current()
+            replay(stream.value)
             return
         if client.server is not self._client.server:
             raise CaptureError(
