@@ -6,6 +6,7 @@ saying why."""
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 
@@ -39,7 +40,7 @@ from ruda_core.testing.matrix_kernels import cmma_chain, cmma_fill_store, cmma_s
 from ruda_cuda.dialect import CudaDialect, wmma_configs
 from ruda_opencl.dialect import OpenCLDialect
 
-from .test_compile import _nvrtc_compile, _nvrtc_ptx
+from .test_compile import _nvrtc_and_headers, _nvrtc_compile, _nvrtc_ptx
 
 ROW, COL = MatrixLayout.ROW_MAJOR, MatrixLayout.COL_MAJOR
 
@@ -109,23 +110,25 @@ PRODUCTS = {"interior": (256, 256, 256), "ragged": (100, 70, 33)}
 
 
 def _candidate_sources():
-    """The definition of every ``ops.matmul`` candidate an H200 (sm_90, 32-wide planes, 227 KiB
-    of shared memory per cube, 48 KiB of it static) runs, on each of :data:`PRODUCTS`."""
+    """How to build the definition of every ``ops.matmul`` candidate an H200 (sm_90, 32-wide
+    planes, 227 KiB of shared memory per cube, 48 KiB of it static) runs, on each of
+    :data:`PRODUCTS`: built when the test runs, not when it is collected (73 definitions take
+    seconds to trace)."""
     limits = _Limits(32, 1024, 48 * 1024)
     optin = _Limits(32, 1024, 227 * 1024)  # the pipelined ones are tuned with the opt-in limit
     for product, (m, n, k) in PRODUCTS.items():
         for elem in (Elem.F16, Elem.BF16, Elem.F32):
             for shape in FMA_SHAPES:
                 spec = _fma_spec(shape, _fma_stages(shape, limits), m, n, k)
-                defn = matmul_fma.definition(In=elem, **spec)
-                yield pytest.param(defn, id=f"fma-{shape}-{elem}-{product}")
+                build = partial(matmul_fma.definition, In=elem, **spec)
+                yield pytest.param(build, id=f"fma-{shape}-{elem}-{product}")
             for shape in CMMA_SHAPES:
                 stages = _cmma_stages(shape, elem, limits)
                 if not stages:  # left out on this device
                     continue
                 spec = _cmma_spec(shape, 32, stages, elem is Elem.F32, elem, m, n, k)
-                defn = matmul_cmma.definition(In=elem, **spec)
-                yield pytest.param(defn, id=f"cmma-{shape}-{elem}-{product}")
+                build = partial(matmul_cmma.definition, In=elem, **spec)
+                yield pytest.param(build, id=f"cmma-{shape}-{elem}-{product}")
             for pshape in PIPELINED_SHAPES if elem is Elem.BF16 else ():  # f16's code is alike
                 if product == "ragged" and pshape not in RAGGED_PIPELINED:
                     continue  # element-wide copies are slow to build: one of each loop is enough
@@ -133,12 +136,12 @@ def _candidate_sources():
                 spec = _pipelined_spec(
                     pshape[:5], 32, stages, False, elem, m, n, k, prefetch=pshape[6]
                 )
-                defn = matmul_pipelined.definition(In=elem, **spec)
-                yield pytest.param(defn, id=f"pipe-{pshape}-{elem}-{product}")
+                build = partial(matmul_pipelined.definition, In=elem, **spec)
+                yield pytest.param(build, id=f"pipe-{pshape}-{elem}-{product}")
 
 
-@pytest.mark.parametrize("defn", list(_candidate_sources()))
-def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
+@pytest.mark.parametrize("build", list(_candidate_sources()))
+def test_every_matmul_candidate_builds_for_sm90_without_spills(request, build):
     """What an H200 compiles: ptxas accepts each candidate; the interior variant keeps every
     fragment and register tile in registers (no spills: the ragged one, with element-wide
     loads, may spill a few words of 64 x 64 planes), reads global memory in lines (vector loads: 16
@@ -146,6 +149,8 @@ def test_every_matmul_candidate_builds_for_sm90_without_spills(request, defn):
     and a tensor-core one multiplies with WMMA, loading its operands with the shared-memory form
     of ``wmma.load``."""
     name = request.node.callspec.id
+    _nvrtc_and_headers()
+    defn = build()
     source = CFamilyEmitter(CudaDialect(90)).emit(lower_bounds(defn, ExecutionMode.UNCHECKED))
     ok, log = _nvrtc_compile(source.source, 90, "sm", ("--ptxas-options=-v",))
     assert ok, f"NVRTC rejected {name}:\n{log}"
