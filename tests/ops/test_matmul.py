@@ -1,5 +1,5 @@
-"""``ruda_core.ops.matmul`` on the local devices: every candidate matches NumPy (off the
-reference device, f16 and bf16 take one FMA tile: see ``_tested``) on shapes that are not
+"""``ruda_core.ops.matmul`` on the local devices: every candidate matches NumPy (f16 and bf16
+take one FMA tile: see ``_tested``) on shapes that are not
 multiples of any tile, the autotuner picks and remembers a winner, and bad operands are
 refused before anything runs. The shapes take both the bounds-checked and the interior variant
 of every kernel, with and without 16-byte lines. On a CUDA GPU (``cuda:0``) the same tests cover
@@ -44,12 +44,12 @@ def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray, tol: float) -> None:
 
 
 def _tested(device: str, dtype: str, tunables: list[Tunable]) -> list[Tunable]:
-    """The candidates checked on ``device`` at ``dtype``: all of them on the reference device
-    and at f32. The FMA kernel's element type only changes how its fetched lines (of a width
-    set by the shape, not the tile) convert to f32, so elsewhere f16 and bf16 take one FMA tile
-    (the last, the smallest) and every tensor-core candidate, whose fragments do depend on it:
-    each FMA tile's code is built for that device at f32, each conversion at one tile."""
-    if device == "cpu" or dtype == "float32":
+    """The candidates checked on ``device`` at ``dtype``: all of them at f32. The FMA kernel's
+    element type only changes how its fetched lines (of a width set by the shape, not the tile)
+    convert to f32, so f16 and bf16 take one FMA tile (the last, the smallest) and every
+    tensor-core candidate, whose fragments do depend on it: each FMA tile's code is built for
+    the device at f32, each conversion at one tile."""
+    if dtype == "float32":
         return tunables
     fma = [t for t in tunables if t.name.startswith("fma")]
     return [t for t in tunables if not t.name.startswith("fma")] + fma[-1:]
