@@ -26,6 +26,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
+from .geometry import LINE_NBYTES, line_width
 from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
 from .reduce_kernels import reduce_segments
 
@@ -33,7 +34,15 @@ __all__ = ["max", "min", "reduce_into", "sum"]
 
 #: Candidates ``(units per cube, reads per unit per step, through planes)``, tuned per problem
 #: class; the one without planes serves devices whose plane operations lack the element type.
-SHAPES = ((256, 4, True), (256, 16, True), (1024, 4, True), (64, 8, True), (256, 8, False))
+SHAPES = (
+    (256, 4, True, False),
+    (256, 16, True, False),
+    (1024, 4, True, False),
+    (64, 8, True, False),
+    (256, 8, False, False),
+    (256, 4, True, True),
+    (512, 2, True, True),
+)
 #: The most per-cube partials of a whole-array reduction: the second pass folds them in one cube.
 MAX_PARTIALS = 2048
 #: Sizes up to this one share one tuning result.
@@ -127,16 +136,19 @@ def reduce_into(
     n: int,
     segs: int,
     cubes: Cubes,
+    line: int = 1,
 ) -> None:
     """Enqueue one launch of :func:`.reduce_kernels.reduce_segments`: ``out[r * segs + s]`` is
     the ``kind`` reduction of segment ``s`` of row ``r`` (``rows`` rows of ``n > 0`` elements
-    of ``x``, ``segs`` segments of ``ceil(n / segs)``), covered as ``cubes`` says. Shared with
-    :mod:`.scan` (its tile sums).
+    of ``x``, ``segs`` segments of ``ceil(n / segs)`` rounded up to ``line``), covered as
+    ``cubes`` says, reading lines of ``line`` elements (``x`` must start on a line, and rows of
+    several rows be whole lines). Shared with :mod:`.scan` (its tile sums).
 
     :raises LaunchConfigError: when ``out`` does not name its element type.
     """
     elem = named_elem("reduce", out)
     span = -(-n // segs)
+    span = -(-span // line) * line  # segments start on lines
     segs = -(-n // span)  # no segment is empty
     work = rows * segs
     props = client.properties()
@@ -158,25 +170,34 @@ def reduce_into(
         PLANES=cubes.planes,
         UNITS=cubes.units,
         ITEMS=cubes.items,
+        LINE=line,
     )
 
 
-def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
+def _runner(shape: tuple[int, int, bool, bool]) -> Callable[..., None]:
+    """A candidate: ``shape`` is the cube's units, the reads per unit per step, whether cube
+    folds go through planes, and whether the reads are 16-byte lines where the operand allows
+    them (else single elements)."""
+    units, items, planes, lines = shape
+
     def run(client: ComputeClient, p: Reduction, x: RudaTensor, out: RudaTensor) -> None:
-        cubes = Cubes.on(client, *shape)
+        cubes = Cubes.on(client, units, items, planes)
         total = p.rows * p.n
         source = ArrayArg(x.handle, total, x.elem)
         target = ArrayArg(out.handle, p.rows, p.out)
+        # a whole reduction's segments start where reduce_into puts them; rows must be lines
+        row = LINE_NBYTES if p.whole else p.n
+        line = line_width(row, x.elem.nbytes, x.handle.binding().offset_bytes) if lines else 1
         if not p.whole:
-            reduce_into(client, p.kind, source, target, p.rows, p.n, 1, cubes)
+            reduce_into(client, p.kind, source, target, p.rows, p.n, 1, cubes, line)
             return
-        segs = builtins.min(MAX_PARTIALS, -(-p.n // cubes.tile))
+        segs = builtins.min(MAX_PARTIALS, -(-p.n // (cubes.tile * line)))
         if segs == 1:
-            reduce_into(client, p.kind, source, target, 1, p.n, 1, cubes)
+            reduce_into(client, p.kind, source, target, 1, p.n, 1, cubes, line)
             return
         partials = client.empty(segs * p.out.nbytes)
         middle = ArrayArg(partials, segs, p.out)
-        reduce_into(client, p.kind, source, middle, 1, p.n, segs, cubes)
+        reduce_into(client, p.kind, source, middle, 1, p.n, segs, cubes, line)
         reduce_into(client, p.kind, middle, target, 1, segs, 1, cubes)
 
     return run
@@ -193,7 +214,11 @@ def _key(p: Reduction, x: RudaTensor, out: RudaTensor) -> tuple[str, str, bool, 
 def _tunable_set() -> TunableSet:
     """The candidates of every reduction (made once)."""
     tunables = [
-        Tunable(f"reduce-{u}x{i}{'' if planes else '-shared'}", _runner((u, i, planes)))
-        for u, i, planes in SHAPES
+        Tunable(
+            f"reduce-{u}x{i}{'' if planes else '-shared'}{'-lines' if lines else ''}",
+            _runner((u, i, planes, lines)),
+        )
+        for u, i, planes, lines in SHAPES
     ]
-    return TunableSet("ruda.ops.reduce", _key, tunables)
+    # version 2: candidates reading 16-byte lines
+    return TunableSet("ruda.ops.reduce", _key, tunables, version=2)

@@ -8,11 +8,12 @@ kernel language.
 ``out[r * segs + s]`` receives the sum, least or greatest element of segment ``s`` of row ``r``,
 in the element type ``Out`` (each element converted first). One cube folds one segment at a
 time and the cubes stride over all ``rows * segs`` segments, so any count of cubes covers any
-shape. The cube walks its segment ``UNITS * ITEMS`` elements at a time (``ITEMS`` unrolled
-reads per unit, consecutive units reading consecutive elements; only the last step tests each
-read against the segment's end), each unit folding its values in order, then combines the
-units with :func:`.cube_fold.cube_reduce` (the language's ``units_sum`` / ``units_min`` /
-``units_max`` where the device has planes, ``PLANES``).
+shape. The cube walks its segment ``UNITS * ITEMS * LINE`` elements at a time (``ITEMS``
+unrolled reads of ``LINE`` elements per unit, one vector read each where ``LINE > 1``, which
+needs every segment to start on a line; consecutive units read consecutive lines; only the
+last step tests each element against the segment's end), each unit folding its values in
+order, then combines the units with :func:`.cube_fold.cube_reduce` (the language's
+``units_sum`` / ``units_min`` / ``units_max`` where the device has planes, ``PLANES``).
 
 A whole-array reduction is two launches of it: ``segs`` segments of one row (per-cube partials),
 then one segment over the partials. A row reduction (``axis=-1``) is one launch with ``segs =
@@ -92,8 +93,10 @@ def reduce_segments(
     PLANES: Comptime[bool],
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
+    LINE: Comptime[int],
 ):
-    step = RUDA_DIM * u32(ITEMS)
+    stride = RUDA_DIM * u32(LINE)  # between a unit's reads within a step
+    step = stride * u32(ITEMS)
     work = rows * segs
     w = RUDA_POS
     while w < work:
@@ -103,16 +106,22 @@ def reduce_segments(
         # min/max start from the segment's first element (segments are never empty), so no
         # identity of the type is needed
         acc = Out(0) if KIND == "sum" else Out(x[start])
-        base = start + UNIT_POS
-        whole = u32(ITEMS - 1) * RUDA_DIM  # a step reads up to base + whole
+        base = start + UNIT_POS * u32(LINE)
+        whole = u32(ITEMS - 1) * stride + u32(LINE - 1)  # a step reads up to base + whole
         while base < end and end - base > whole:  # whole steps: no test per read
             for j in unroll(range(ITEMS)):
-                acc = fold_one(acc, Out(x[base + u32(j) * RUDA_DIM]), KIND, FLOAT)
+                if LINE == 1:
+                    acc = fold_one(acc, Out(x[base + u32(j) * stride]), KIND, FLOAT)
+                else:  # segments start on lines: one vector read
+                    line = x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
+                    for q in unroll(range(LINE)):
+                        acc = fold_one(acc, Out(line[q]), KIND, FLOAT)
             base += step
         for j in unroll(range(ITEMS)):  # the last step, partial
-            i = base + u32(j) * RUDA_DIM
-            if i < end:
-                acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
+            for q in unroll(range(LINE)):
+                i = base + u32(j) * stride + u32(q)
+                if i < end:
+                    acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
         total = fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
         if UNIT_POS == 0:
             out[w] = total

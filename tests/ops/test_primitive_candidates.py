@@ -47,31 +47,50 @@ def _ran(fn: Callable[[], None]) -> bool:
     return True
 
 
+def _reduced_by_every_candidate(
+    device: ComputeClient, kind: str, x: np.ndarray, t: RudaTensor
+) -> set[str]:
+    """Check every reduction candidate's ``kind`` of ``t`` (holding ``x``) over all elements and
+    along the last axis against NumPy; the names of those that ran."""
+    ran = set()
+    elem = Elem.from_dtype(x.dtype)
+    out_elem = sum_elem(device, elem) if kind == "sum" else elem
+    for whole in (True, False):
+        rows, n = (1, x.size) if whole else (x.size // x.shape[-1], x.shape[-1])
+        expected = getattr(x, kind)(axis=None if whole else -1)
+        out = RudaTensor.empty(device, np.shape(expected), out_elem.numpy)
+        problem = reduce.Reduction(kind, rows, n, whole, out_elem)
+        for tunable in reduce._tunable_set().tunables:
+            if _ran(lambda: tunable.fn(device, problem, t, out)):  # noqa: B023
+                ran.add(tunable.name)
+                got = out.numpy()
+                np.testing.assert_array_equal(
+                    got, np.asarray(expected).astype(got.dtype), f"{tunable.name} {x.shape}"
+                )
+    return ran
+
+
 @pytest.mark.parametrize("kind", ["sum", "min", "max"])
 def test_every_reduction_candidate_matches_numpy(device, kind):
-    set_ = reduce._tunable_set()
     ran = set()
     for dtype in (np.int32, np.float32):
         if kind == "sum" and dtype is np.float32:
             continue  # float sums are checked against their bound by the conformance suite
         for shape in SHAPES:
             x = _data(dtype, shape)
-            elem = Elem.from_dtype(x.dtype)
-            out_elem = sum_elem(device, elem) if kind == "sum" else elem
-            t = ruda.asarray(x, device)
-            for whole in (True, False):
-                rows, n = (1, x.size) if whole else (x.size // shape[-1], shape[-1])
-                expected = getattr(x, kind)(axis=None if whole else -1)
-                out = RudaTensor.empty(device, np.shape(expected), out_elem.numpy)
-                problem = reduce.Reduction(kind, rows, n, whole, out_elem)
-                for tunable in set_.tunables:
-                    if _ran(lambda: tunable.fn(device, problem, t, out)):  # noqa: B023
-                        ran.add(tunable.name)
-                        got = out.numpy()
-                        np.testing.assert_array_equal(
-                            got, np.asarray(expected).astype(got.dtype), f"{tunable.name} {shape}"
-                        )
+            ran |= _reduced_by_every_candidate(device, kind, x, ruda.asarray(x, device))
     assert ran, f"no reduction candidate runs on {device.device}"
+
+
+def test_reduction_candidates_read_lines_only_where_the_operand_starts_on_one(device):
+    """Rows of whole lines are read in 16-byte lines; the same rows one element past a line's
+    start (a view into a handle) are read element by element: both match NumPy."""
+    x = _data(np.int32, (4 * 1000 + 1,))
+    whole = ruda.asarray(x, device)
+    shifted = RudaTensor(whole.handle.offset(4), (4, 1000), (1000, 1), Elem.I32)
+    rows = x[1:].reshape(4, 1000)
+    for t in (ruda.asarray(rows, device), shifted):
+        assert any("lines" in name for name in _reduced_by_every_candidate(device, "max", rows, t))
 
 
 @pytest.mark.parametrize("exclusive", [False, True])
