@@ -137,8 +137,7 @@ class Captures:
         steps = tuple(recording.launches)
         captures = self.open
         profiler = launches.profiler
-        by_slot, n_streams, server_id = streams.by_slot, streams.size, streams.server_id
-        memory = streams.memory
+        by_slot, n_streams = streams.by_slot, streams.size
 
         def replay(stream_value: int) -> None:
             if captures and self.record(steps, stream_value):
@@ -148,19 +147,7 @@ class Captures:
                 lock.acquire()  # not ``with``: its protocol costs as much again
                 try:
                     stream = by_slot.get(stream_value % n_streams) or streams.get(stream_value)
-                    poisoned = False
-                    for b in bindings:  # the common case: ours, live, clean and last used here
-                        s = b.slice
-                        if (
-                            s.stream is not stream
-                            or s.error is not None
-                            or s.freed
-                            or b.server_id != server_id
-                            or memory.dropped
-                        ):  # anything else: the full checks, which raise, order or fence
-                            poisoned = streams.use(stream, bindings)
-                            break
-                    if not poisoned and not profiler.active:
+                    if not streams.use(stream, bindings) and not profiler.active:
                         whole(stream)
                         return
                 finally:
