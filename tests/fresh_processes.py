@@ -23,10 +23,13 @@ def _command(source: str, folder: Path, name: str, *args: str) -> tuple[list[str
 
 
 def run_in_turn(source: str, device: str, folder: Path, times: int = 2) -> list[dict]:
-    """Run the script ``source`` ``times`` times, each in a new interpreter with ``device`` as its
-    argument and ``folder / "cache"`` as ``RUDA_CACHE_DIR``, and return the JSON object each run
-    printed last. A run that fails fails the test with its stderr."""
+    """Run the script ``source`` ``times`` times, each in a new interpreter with ``device`` (one
+    device, or several joined by commas) as its argument, ``folder / "cache"`` as
+    ``RUDA_CACHE_DIR`` and only those devices' backends loaded (``RUDA_BACKENDS``: a new cache
+    would otherwise probe every driver of the machine again, seconds each), and return the JSON
+    object each run printed last. A run that fails fails the test with its stderr."""
     command, env = _command(source, folder, "child.py", device)
+    env["RUDA_BACKENDS"] = ",".join(name.partition(":")[0] for name in device.split(","))
     facts = []
     for _ in range(times):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

@@ -70,8 +70,9 @@ def _conformance(
 ) -> dict:
     report = tmp_path / f"{device.replace(':', '_')}-{len(env_vars)}.json"
     env = {**os.environ, "PYTHONPATH": path_with(drivers)}
-    for name in ("RUDA_BACKENDS", "RUDA_REQUIRE", "RUDA_TEST_DEVICES"):
+    for name in ("RUDA_REQUIRE", "RUDA_TEST_DEVICES"):
         env.pop(name, None)
+    env["RUDA_BACKENDS"] = device.partition(":")[0]  # the machine's own drivers stay out
     env.update(env_vars)
     args = [
         sys.executable,

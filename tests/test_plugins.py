@@ -215,6 +215,7 @@ def test_a_device_whose_kernels_cannot_build_is_unusable_with_the_drivers_reason
 
 def test_ruda_devices_lists_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
     env = {"NOBUILD_FAIL": "1", "RUDA_CACHE_DIR": str(tmp_path / "cache")}
+    env["RUDA_BACKENDS"] = "nobuild"
     code = "from ruda_core.cli import main; main(['devices'])"
     text = _run(code, nobuild_driver, **env).stdout
     assert "nobuild 1.0 — unusable: nobuild:0: CompilationError: error: unknown target CPU" in text
@@ -246,7 +247,8 @@ def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tm
          "-p", "no:cacheprovider", "--pyargs", "ruda_core.testing.conformance.test_futures"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": path_with(nobuild_driver), "NOBUILD_FAIL": "1",
-             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": "cpu,nobuild:0"},
+             "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_TEST_DEVICES": "cpu,nobuild:0",
+             "RUDA_BACKENDS": "nobuild"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
     assert "nobuild:0 is not available: BackendUnavailable: nobuild:0 is unusable: " in (
@@ -264,7 +266,7 @@ def test_a_required_backend_without_a_usable_device_fails(nobuild_driver, tmp_pa
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": path_with(nobuild_driver), "NOBUILD_FAIL": "1",
              "RUDA_CACHE_DIR": str(tmp_path / "cache"), "RUDA_REQUIRE": "nobuild",
-             "RUDA_TEST_DEVICES": ""},
+             "RUDA_TEST_DEVICES": "", "RUDA_BACKENDS": "nobuild"},
     )  # fmt: skip
     assert result.returncode == 1, result.stdout[-3000:]
     assert "backend 'nobuild' is unusable" in result.stdout
