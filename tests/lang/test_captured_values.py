@@ -66,6 +66,7 @@ def _run(folder: Path, device: str, scale: float, change: bool = False) -> dict[
     (folder / "captured.py").write_text(MODULE.format(scale=scale))
     path = os.pathsep.join(filter(None, (str(folder), os.environ.get("PYTHONPATH"))))
     env = {**os.environ, "RUDA_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": path}
+    env["RUDA_BACKENDS"] = device.partition(":")[0]  # a new cache would probe every driver
     done = subprocess.run(  # -B: a rewritten module is never read from a stale .pyc
         [sys.executable, "-B", str(folder / "child.py"), device, "change" if change else "keep"],
         env=env,

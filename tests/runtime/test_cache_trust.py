@@ -64,7 +64,8 @@ def _child(
     it printed. A failed run fails the test with its stderr."""
     script = cache.parent / "child.py"
     script.write_text(prelude + CHILD)
-    env = {**os.environ, "RUDA_CACHE_DIR": str(cache)}
+    # only the device's backend: a new cache would otherwise probe every driver here again
+    env = {**os.environ, "RUDA_CACHE_DIR": str(cache), "RUDA_BACKENDS": device.partition(":")[0]}
     done = subprocess.run(
         [sys.executable, str(script), device, str(kernels)],
         env=env,
