@@ -125,7 +125,12 @@ def test_out_of_tree_backend_passes_the_conformance_suite(hostmem_env):
     result = subprocess.run(
         args,
         cwd=work,
-        env={**env, "RUDA_REQUIRE": "hostmem", "RUDA_DIFFERENTIAL_EXAMPLES": "5"},
+        env={
+            **env,
+            "RUDA_REQUIRE": "hostmem",
+            "RUDA_BACKENDS": "hostmem",  # and the reference device; not this machine's drivers
+            "RUDA_DIFFERENTIAL_EXAMPLES": "5",
+        },
         capture_output=True,
         text=True,
         timeout=600,
