@@ -171,7 +171,8 @@ def test_partials_per_plane_are_exact_at_every_width(
 def test_the_conformance_suite_at_another_width(width: int) -> None:
     """The conformance modules with planes in their kernels at planes of 16, and the plane and
     shared-memory modules at planes of 1 (no planes at all)."""
-    env = {**os.environ, "RUDA_CPU_PLANE_DIM": str(width), "RUDA_REQUIRE": "cpu"}  # cpu alone
+    env = {**os.environ, "RUDA_CPU_PLANE_DIM": str(width), "RUDA_REQUIRE": "cpu"}
+    env["RUDA_BACKENDS"] = "cpu"  # cpu alone
     names = WIDTH_MODULES if width == 1 else WIDTH_16_MODULES
     modules = [str(CONFORMANCE / name) for name in names]
     run = subprocess.run(

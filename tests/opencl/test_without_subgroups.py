@@ -80,7 +80,12 @@ def test_the_plane_conformance_modules_without_subgroups() -> None:
     """Every plane operation, cube collective and primitive on every OpenCL device here, run as
     a device without subgroups; the child's devices report planes of one lane."""
     devices = _opencl_devices()
-    env = {**os.environ, SUBGROUPS_VARIABLE: "0", "RUDA_REQUIRE": "opencl"}
+    env = {
+        **os.environ,
+        SUBGROUPS_VARIABLE: "0",
+        "RUDA_REQUIRE": "opencl",
+        "RUDA_BACKENDS": "opencl",
+    }
     report = f"import ruda_core; print(ruda_core.client({devices[0]!r}).properties().plane_dim)"
     width = subprocess.run(
         [sys.executable, "-c", report], cwd=ROOT, env=env, capture_output=True, text=True
