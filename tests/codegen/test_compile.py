@@ -13,7 +13,6 @@ from __future__ import annotations
 import glob
 import os
 import re
-from typing import Any
 
 import pytest
 
@@ -62,21 +61,15 @@ def _nvrtc_ptx(source: str, arch: int) -> tuple[bool, str]:
     return ok, ptx if ok else log
 
 
-def _nvrtc_and_headers() -> tuple[Any, str]:
-    """NVRTC's bindings and the folder of the CUDA runtime's headers; skips the test without
-    them (call it first where building what NVRTC compiles takes time)."""
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="install cuda-bindings for NVRTC")
-    runtime = pytest.importorskip(
-        "nvidia.cuda_runtime", reason="install nvidia-cuda-runtime-cu12 for the CUDA headers"
-    )
-    return nvrtc, os.path.join(next(iter(runtime.__path__)), "include")
-
-
 def _nvrtc_build(
     source: str, arch: int, target: str, options: tuple[str, ...]
 ) -> tuple[bool, str, str]:
     """:func:`_nvrtc_compile`'s result and, for a ``compute`` target that builds, the PTX."""
-    nvrtc, include = _nvrtc_and_headers()
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="install cuda-bindings for NVRTC")
+    runtime = pytest.importorskip(
+        "nvidia.cuda_runtime", reason="install nvidia-cuda-runtime-cu12 for the CUDA headers"
+    )
+    include = os.path.join(next(iter(runtime.__path__)), "include")
     try:
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
     except RuntimeError as exc:  # the bindings load libnvrtc lazily
