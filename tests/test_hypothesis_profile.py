@@ -33,7 +33,8 @@ def _draws(tmp_path: Path, run: str, **env: str) -> list[str]:
         [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-p", "no:xdist",
          "-p", "no:cacheprovider", "-q", "test_draws.py"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env={**base, "DRAWS_FILE": str(record), "RUDA_TEST_DEVICES": "cpu", **env},
+        env={**base, "DRAWS_FILE": str(record), "RUDA_TEST_DEVICES": "cpu",
+             "RUDA_BACKENDS": "cpu", **env},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return record.read_text().split()
