@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -126,8 +127,9 @@ def test_rounds_of_dropped_specialisations_do_not_grow_memory(device, open_devic
     open_device(device)  # skips where the device is missing
     script = tmp_path / "rounds.py"
     script.write_text(CHILD)
+    env = {**os.environ, "RUDA_BACKENDS": device.partition(":")[0]}  # its backend alone
     done = subprocess.run(
-        [sys.executable, str(script), device], capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), device], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout.strip().splitlines()[-1])
