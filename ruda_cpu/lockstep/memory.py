@@ -167,21 +167,27 @@ def _split_grid(buf: np.ndarray, idx: Split) -> np.ndarray | None:
     return as_strided(buf[start:], over_cubes[0] + over_units[0], strides)
 
 
-def _copy_runs(dst: np.ndarray, src: Any) -> None:
-    """``dst[...] = src`` (``src`` of ``dst``'s shape, or a scalar). When both are arrays of one
-    type whose last axis is contiguous, each run along it moves as one element of that many
-    bytes (a ``void`` view): NumPy copies runs of a few small elements one short loop at a
-    time (a 16x16 cube's rows of a grid: 75 against 106 µs for 2**18 f32)."""
+def _in_runs(dst: np.ndarray, src: Any) -> bool:
+    """Whether ``dst`` and ``src`` are arrays of one type whose last axis, of two or more
+    elements, is contiguous in both: runs along it can move as single ``void`` elements."""
     size = dst.itemsize
-    if (
+    return (
         isinstance(src, np.ndarray)
         and src.dtype == dst.dtype
         and dst.ndim > 1
         and dst.shape[-1] > 1
         and dst.strides[-1] == size
         and src.strides[-1] == size
-    ):
-        width = f"V{dst.shape[-1] * size}"
+    )
+
+
+def _copy_runs(dst: np.ndarray, src: Any) -> None:
+    """``dst[...] = src`` (``src`` of ``dst``'s shape, or a scalar). When both are arrays of one
+    type whose last axis is contiguous, each run along it moves as one element of that many
+    bytes (a ``void`` view): NumPy copies runs of a few small elements one short loop at a
+    time (a 16x16 cube's rows of a grid: 75 against 106 µs for 2**18 f32)."""
+    if _in_runs(dst, src):
+        width = f"V{dst.shape[-1] * dst.itemsize}"
         np.copyto(dst.view(width), src.view(width))
     else:
         dst[...] = src
@@ -197,16 +203,7 @@ def _copy_runs_masked(dst: np.ndarray, src: Any, mask: np.ndarray) -> None:
     whose every lane is active move as single elements and the few others, read again after,
     keep their inactive lanes' elements; with many such runs, the masked copy itself."""
     size, width = dst.itemsize, dst.shape[-1]
-    if (
-        not isinstance(src, np.ndarray)
-        or src.dtype != dst.dtype
-        or dst.ndim < 2
-        or width < 2
-        or width % 8
-        or dst.strides[-1] != size
-        or src.strides[-1] != size
-        or not mask.flags.c_contiguous
-    ):
+    if not _in_runs(dst, src) or width % 8 or not mask.flags.c_contiguous:
         np.copyto(dst, src, where=mask)
         return
     words = mask.view(np.uint64).reshape(-1, width // 8)
