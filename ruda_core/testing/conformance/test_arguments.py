@@ -53,7 +53,9 @@ def _launch(client, args):
 
 
 def test_dataclass_fields_and_tuple_results(client):
-    x = np.linspace(-3, 3, N, dtype=np.float32)
+    # eighths, whose products with 2.5 are exact: a driver that fuses the multiply and the add
+    # (Vulkan lets it) gives the same sums, and the test is of the arguments
+    x = np.arange(N, dtype=np.float32) / 8 - 19
     grid = np.arange(-150, 150, dtype=np.int32).reshape(20, 15)
     p = ConformanceAffine(
         2.5,
