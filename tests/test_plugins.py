@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from fake_drivers import driver_source, fake_distribution, path_with
 
 import ruda_core as ruda
 from ruda_core import Status
+from ruda_core.runtime.cache import CacheKind, cache_root
 
 PROBE = """
 import json, ruda_core as ruda
@@ -193,9 +195,21 @@ def nobuild_driver(tmp_path: Path) -> Path:
     return _fake_distribution(tmp_path / "dist", "nobuild", "ruda_fake_nobuild", NOBUILD)
 
 
+def _known_verdicts(cache: Path) -> None:
+    """Put this process's verdicts on the machine's own devices into the new cache folder
+    ``cache``, so that a child enumerating every backend probes only the fake driver (probing
+    each real driver again takes seconds); the fake driver's verdict is never among them."""
+    ruda.enumerate_all_devices()  # this process's verdicts are stored
+    folder = CacheKind.PROBES.folder_name
+    if (cache_root() / folder).is_dir():
+        shutil.copytree(cache_root() / folder, cache / folder, dirs_exist_ok=True)
+
+
 def _devices(root: Path, cache: Path, backend: str = "nobuild", **env: str) -> dict[str, object]:
     """What a new process sees of ``backend`` (its status, reason, unusable devices), of every
-    usable device, and of opening ``backend:0``."""
+    usable device, and of opening ``backend:0``, with the verdicts on the machine's own devices
+    already in ``cache``."""
+    _known_verdicts(cache)
     result = _run(f"BACKEND = {backend!r}\n{DEVICES}", root, RUDA_CACHE_DIR=str(cache), **env)
     assert result.returncode == 0, result.stderr
     facts: dict[str, object] = json.loads(result.stdout)
@@ -235,6 +249,7 @@ def test_the_probe_verdict_is_stored_per_device_identity_and_reprobe_forgets_it(
         "from ruda_core.cli import main; main(['devices', '--reprobe'])",
         nobuild_driver,
         RUDA_CACHE_DIR=str(cache),
+        RUDA_BACKENDS="nobuild",  # every verdict is dropped; only this backend's matters here
         NOBUILD_FAIL="1",
     )
     assert "nobuild:0: unusable" in reprobe.stdout, reprobe.stderr
