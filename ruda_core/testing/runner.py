@@ -30,6 +30,7 @@ from ..runtime import (
 
 __all__ = [
     "TIMEOUT_S",
+    "assert_same_bytes",
     "read_array",
     "run_definition",
     "run_kernel",
@@ -50,6 +51,16 @@ def read_array(client: ComputeClient, handle: Handle, dtype: object) -> np.ndarr
     """
     raw = client.read_async([handle]).result(timeout=TIMEOUT_S)[0]
     return np.frombuffer(raw, dtype=np.dtype(dtype)).copy()  # type: ignore[call-overload]
+
+
+def assert_same_bytes(got: object, expected: np.ndarray) -> None:
+    """``got`` (a bytes-like buffer) holds exactly the bytes of ``expected``. Equal buffers are
+    compared at memory speed; only a mismatch goes through ``assert_array_equal``, for its
+    report (which takes seconds on tens of MiB)."""
+    values = np.frombuffer(got, dtype=np.uint8)  # type: ignore[call-overload]
+    want = np.ascontiguousarray(expected).view(np.uint8).reshape(-1)
+    if values.shape != want.shape or not np.array_equal(values, want):
+        np.testing.assert_array_equal(values, want)
 
 
 def settle(client: ComputeClient) -> MemoryUsage:

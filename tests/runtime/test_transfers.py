@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import ruda_core as ruda
 from ruda_core.runtime import InvalidHandle, RudaFuture
+from ruda_core.testing.runner import assert_same_bytes
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_round_trip_sizes(client, nbytes):
     handle = client.create_from_slice(data)
     out = client.read_one(handle)
     assert len(out) == nbytes
-    np.testing.assert_array_equal(np.frombuffer(out, dtype=np.uint8), data)
+    assert_same_bytes(out, data)
 
 
 def test_read_returns_zero_copy_buffer(client):

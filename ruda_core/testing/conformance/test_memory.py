@@ -28,7 +28,7 @@ from ruda_core.runtime import (
 )
 from ruda_core.runtime.stream_table import KEEP_BATCH
 from ruda_core.testing.markers import requires
-from ruda_core.testing.runner import TIMEOUT_S, read_array, settle
+from ruda_core.testing.runner import TIMEOUT_S, assert_same_bytes, read_array, settle
 
 SIZES = [0, 1, 3, 255, 256, 257, 4096, (1 << 20) + 3, 32 << 20]
 
@@ -67,7 +67,7 @@ def test_round_trip(client, nbytes):
     assert handle.nbytes == nbytes
     out = client.read_one(handle)
     assert len(out) == nbytes
-    np.testing.assert_array_equal(np.frombuffer(out, dtype=np.uint8), data)
+    assert_same_bytes(out, data)
 
 
 @settings(max_examples=25)
