@@ -354,11 +354,12 @@ def radix_scatter(
         # where each digit's keys start in the output: the keys of the smaller digits
         carry = u32(0)
         counted = u32(1 + 2 * PASSES) + pass_ * u32(DIGITS)  # this pass' histogram
-        for chunk in range(0, DIGITS, UNITS):
+        for chunk in unroll(range(0, DIGITS, UNITS)):
             d = u32(chunk) + UNIT_POS
             count = state[counted + d] if d < u32(DIGITS) else u32(0)
             at = cube_exclusive_sum(count, CUBE, UNITS) + carry
-            carry += cube_reduce(count, "sum", CUBE, UNITS)
+            if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
+                carry += cube_reduce(count, "sum", CUBE, UNITS)
             if d < u32(DIGITS):
                 origin[d] = at
         if UNIT_POS == u32(0):
@@ -369,11 +370,12 @@ def radix_scatter(
         if not LOOKBACK:
             # where each digit's keys start in the block's digit order, and in the output
             carry = u32(0)
-            for chunk in range(0, DIGITS, UNITS):
+            for chunk in unroll(range(0, DIGITS, UNITS)):
                 d = u32(chunk) + UNIT_POS
                 count = counts[d * blocks + b] if d < u32(DIGITS) else u32(0)
                 at = cube_exclusive_sum(count, CUBE, UNITS) + carry
-                carry += cube_reduce(count, "sum", CUBE, UNITS)
+                if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
+                    carry += cube_reduce(count, "sum", CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
                     dest[d] = offsets[d * blocks + b]
@@ -422,7 +424,7 @@ def radix_scatter(
         if LOOKBACK:
             # the block's count of each digit, published, then the counts of the blocks before
             carry = u32(0)
-            for chunk in range(0, DIGITS, UNITS):
+            for chunk in unroll(range(0, DIGITS, UNITS)):
                 d = u32(chunk) + UNIT_POS
                 total = u32(0)
                 if d < u32(DIGITS):
@@ -431,7 +433,8 @@ def radix_scatter(
                     kind = u32(DONE) if b == u32(0) else u32(PART)
                     _publish(status, status_alt, back, b * u32(DIGITS) + d, total | kind)
                 at = cube_exclusive_sum(total, CUBE, UNITS) + carry
-                carry += cube_reduce(total, "sum", CUBE, UNITS)
+                if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
+                    carry += cube_reduce(total, "sum", CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
                     ahead = u32(0)
