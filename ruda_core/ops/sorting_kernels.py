@@ -378,7 +378,7 @@ def radix_scatter(
                     carry += cube_reduce(count, "sum", CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
-                    dest[d] = offsets[d * blocks + b]
+                    dest[d] = offsets[d * blocks + b] - at  # less the block's own start
         for s in range(UNIT_POS, u32(PLANES * DIGITS), u32(UNITS)):
             ranks[s] = u32(0)
         sync_units()
@@ -447,7 +447,7 @@ def radix_scatter(
                     if b > u32(0):
                         done = (ahead + total) | u32(DONE)
                         _publish(status, status_alt, back, b * u32(DIGITS) + d, done)
-                    dest[d] = origin[d] + ahead
+                    dest[d] = origin[d] + ahead - at
         # the planes' counters become the places of their runs in the block's digit order
         for d in range(UNIT_POS, u32(DIGITS), u32(UNITS)):
             run = first[d]
@@ -470,7 +470,7 @@ def radix_scatter(
             if q < filled:
                 key = stage[q]
                 digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
-                to = dest[digit] + q - first[digit]
+                to = dest[digit] + q  # (wrapping: q is at least first[digit])
                 if after != u32(0):
                     _write(keys, keys_alt, not back, to, key)
                     if move:
