@@ -15,7 +15,7 @@ from fake_drivers import driver_source, fake_distribution, path_with
 
 import ruda_core as ruda
 from ruda_core import Status
-from ruda_core.runtime.cache import CacheKind, cache_root
+from ruda_core.runtime.cache import CacheKind
 
 PROBE = """
 import json, ruda_core as ruda
@@ -195,21 +195,32 @@ def nobuild_driver(tmp_path: Path) -> Path:
     return _fake_distribution(tmp_path / "dist", "nobuild", "ruda_fake_nobuild", NOBUILD)
 
 
-def _known_verdicts(cache: Path) -> None:
-    """Put this process's verdicts on the machine's own devices into the new cache folder
-    ``cache``, so that a child enumerating every backend probes only the fake driver (probing
-    each real driver again takes seconds); the fake driver's verdict is never among them."""
-    ruda.enumerate_all_devices()  # this process's verdicts are stored
+@pytest.fixture(scope="module")
+def machine_verdicts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder holding the verdicts on the machine's own devices, probed once by a child
+    process: copied into a new cache folder, a child enumerating every backend probes only the
+    fake driver (probing each real driver again takes seconds)."""
+    cache = tmp_path_factory.mktemp("machine-verdicts")
+    done = _run("import ruda_core; ruda_core.enumerate_all_devices()", RUDA_CACHE_DIR=str(cache))
+    assert done.returncode == 0, done.stderr
+    return cache
+
+
+def _known_verdicts(seed: Path, cache: Path) -> None:
+    """Copy the verdicts of ``seed`` (:func:`machine_verdicts`) into the cache folder ``cache``;
+    the fake driver's verdict is never among them."""
     folder = CacheKind.PROBES.folder_name
-    if (cache_root() / folder).is_dir():
-        shutil.copytree(cache_root() / folder, cache / folder, dirs_exist_ok=True)
+    if (seed / folder).is_dir():
+        shutil.copytree(seed / folder, cache / folder, dirs_exist_ok=True)
 
 
-def _devices(root: Path, cache: Path, backend: str = "nobuild", **env: str) -> dict[str, object]:
+def _devices(
+    root: Path, cache: Path, seed: Path, backend: str = "nobuild", **env: str
+) -> dict[str, object]:
     """What a new process sees of ``backend`` (its status, reason, unusable devices), of every
-    usable device, and of opening ``backend:0``, with the verdicts on the machine's own devices
-    already in ``cache``."""
-    _known_verdicts(cache)
+    usable device, and of opening ``backend:0``, with the verdicts of ``seed`` (the machine's
+    own devices) in ``cache``."""
+    _known_verdicts(seed, cache)
     result = _run(f"BACKEND = {backend!r}\n{DEVICES}", root, RUDA_CACHE_DIR=str(cache), **env)
     assert result.returncode == 0, result.stderr
     facts: dict[str, object] = json.loads(result.stdout)
@@ -217,9 +228,9 @@ def _devices(root: Path, cache: Path, backend: str = "nobuild", **env: str) -> d
 
 
 def test_a_device_whose_kernels_cannot_build_is_unusable_with_the_drivers_reason(
-    nobuild_driver, tmp_path
+    nobuild_driver, machine_verdicts, tmp_path
 ):
-    facts = _devices(nobuild_driver, tmp_path / "cache", NOBUILD_FAIL="1")
+    facts = _devices(nobuild_driver, tmp_path / "cache", machine_verdicts, NOBUILD_FAIL="1")
     assert facts["status"] == "unusable"
     reason = facts["unusable"]["nobuild:0"]
     assert reason == "CompilationError: error: unknown target CPU 'generic'"
@@ -239,12 +250,14 @@ def test_ruda_devices_lists_an_unusable_device_with_its_reason(nobuild_driver, t
 
 
 def test_the_probe_verdict_is_stored_per_device_identity_and_reprobe_forgets_it(
-    nobuild_driver, tmp_path
+    nobuild_driver, machine_verdicts, tmp_path
 ):
     cache = tmp_path / "cache"
-    assert _devices(nobuild_driver, cache)["status"] == "available"
+    assert _devices(nobuild_driver, cache, machine_verdicts)["status"] == "available"
     # the compiler now fails, but the stored verdict for this identity is trusted: no build
-    assert _devices(nobuild_driver, cache, NOBUILD_FAIL="1")["status"] == "available"
+    assert (
+        _devices(nobuild_driver, cache, machine_verdicts, NOBUILD_FAIL="1")["status"] == "available"
+    )
     reprobe = _run(
         "from ruda_core.cli import main; main(['devices', '--reprobe'])",
         nobuild_driver,
@@ -253,7 +266,9 @@ def test_the_probe_verdict_is_stored_per_device_identity_and_reprobe_forgets_it(
         NOBUILD_FAIL="1",
     )
     assert "nobuild:0: unusable" in reprobe.stdout, reprobe.stderr
-    assert _devices(nobuild_driver, cache, NOBUILD_FAIL="1")["status"] == "unusable"
+    assert (
+        _devices(nobuild_driver, cache, machine_verdicts, NOBUILD_FAIL="1")["status"] == "unusable"
+    )
 
 
 def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
@@ -329,8 +344,11 @@ def widefault_driver(tmp_path: Path) -> Path:
     return _fake_distribution(tmp_path / "dist", "widefault", "ruda_fake_widefault", WIDEFAULT)
 
 
-def test_a_device_that_fails_only_on_wide_lines_is_unusable_saying_so(widefault_driver, tmp_path):
-    facts = _devices(widefault_driver, tmp_path / "cache", "widefault", WIDE_WRONG="1")
+def test_a_device_that_fails_only_on_wide_lines_is_unusable_saying_so(
+    widefault_driver, machine_verdicts, tmp_path
+):
+    cache = tmp_path / "cache"
+    facts = _devices(widefault_driver, cache, machine_verdicts, "widefault", WIDE_WRONG="1")
     assert facts["unusable"]["widefault:0"] == (
         "the probe kernel on lines of eight u64: CompilationError: clCreateKernel failed: "
         "INVALID_KERNEL_NAME"
@@ -338,15 +356,17 @@ def test_a_device_that_fails_only_on_wide_lines_is_unusable_saying_so(widefault_
     assert "cpu" in facts["devices"]
 
 
-def test_a_driver_that_crashes_while_probed_leaves_the_caller_running(widefault_driver, tmp_path):
+def test_a_driver_that_crashes_while_probed_leaves_the_caller_running(
+    widefault_driver, machine_verdicts, tmp_path
+):
     """The probe of an identified device runs in a child process: the caller sees the child's
     death as the device's reason, stores that verdict and goes on."""
     cache = tmp_path / "cache"
-    facts = _devices(widefault_driver, cache, "widefault", WIDE_CRASH="1")
+    facts = _devices(widefault_driver, cache, machine_verdicts, "widefault", WIDE_CRASH="1")
     assert facts["unusable"]["widefault:0"] == (
         "the probe process died of SIGSEGV in the probe kernel on lines of eight u64"
     )
     assert "cpu" in facts["devices"] and "widefault:0" not in facts["devices"]
     # the stored verdict is trusted: the next process neither probes nor crashes
-    again = _devices(widefault_driver, cache, "widefault")
+    again = _devices(widefault_driver, cache, machine_verdicts, "widefault")
     assert again["unusable"] == facts["unusable"]
