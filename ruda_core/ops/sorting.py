@@ -70,6 +70,7 @@ SORT_SHAPES = (
     (256, 8, True),
     (256, 16, True),
     (512, 16, True),
+    (512, 24, True),
 )
 #: The cube, elements per unit and planes of the scan of the digit counts.
 COUNT_SCAN = (256, 8, True)
@@ -247,6 +248,5 @@ def _tunable_set() -> TunableSet:
         Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
         for u, i, chained in SORT_SHAPES
     ]
-    # version 3: candidates that rank a block per plane, end with the sorted elements and state
-    # their cube (launch_bounds)
-    return TunableSet("ruda.ops.sort", _key, tunables, version=3)
+    # version 4: a chained candidate of 512 units and 24 keys each
+    return TunableSet("ruda.ops.sort", _key, tunables, version=4)
