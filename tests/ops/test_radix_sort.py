@@ -142,12 +142,13 @@ def _alike(n: int) -> list[np.ndarray]:
 def test_every_candidate_sorts_as_numpy(radix):
     """In passes everywhere; chained where a kernel may wait on another cube, else refused.
     The first candidate of each way (in passes, chained) sorts every case; the others, which
-    differ from it only in their cube and block sizes, a float sort and argsort with NaNs."""
+    differ from it only in their cube and block sizes, an argsort of floats with NaNs (each key
+    moves with its index, the most a block holds)."""
     x = _random(np.float32, 70_001, seed=3)
     x[::101] = np.nan
     u = _random(np.uint32, 70_001, seed=4)
-    shapes = [(x, False), (x, True)]
-    cases = [*shapes, (x[x == x], False), (u, False)]
+    shapes = [(x, True)]
+    cases = [*shapes, (x, False), (x[x == x], False), (u, False)]
     for data in _alike(9001):  # passes that leave the keys in place, an odd number moving them
         cases += [(data, False), (data, True)]
     if radix.features().supports(Elem.I64):  # eight passes
