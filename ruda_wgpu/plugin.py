@@ -19,7 +19,7 @@ def on_lavapipe(properties: DeviceProperties) -> bool:
 
 def on_nvidia(properties: DeviceProperties) -> bool:
     """Whether the device is an NVIDIA GPU through NVIDIA's Vulkan driver (its adapter's name
-    starts with the vendor's)."""
+    names the vendor: ``NVIDIA H200``)."""
     return "NVIDIA" in properties.name
 
 
