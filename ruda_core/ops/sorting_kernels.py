@@ -235,6 +235,20 @@ def _moving(
 
 
 @func
+def _digit_start(
+    count: u32, carry: u32, CHUNK: Comptime[int], CUBE: Comptime[bool], UNITS: Comptime[int]
+):
+    """``(start, carry)`` for the unit's digit of the chunk of digits from ``CHUNK``, whose keys
+    number ``count``: the counts of the chunk's digits before it plus ``carry`` (the chunks'
+    before), and the carry for the next chunk (the chunk's total added where one follows).
+    Every unit of the cube calls it (cube-wide sums)."""
+    start = cube_exclusive_sum(count, CUBE, UNITS) + carry
+    if CHUNK + UNITS < DIGITS:
+        carry += cube_reduce(count, "sum", CUBE, UNITS)
+    return start, carry
+
+
+@func
 def _read(a: Array[Word], b: Array[Word], second: bool, i: u32):
     """``b[i]`` if ``second``, else ``a[i]``."""
     return b[i] if second else a[i]
@@ -357,9 +371,7 @@ def radix_scatter(
         for chunk in unroll(range(0, DIGITS, UNITS)):
             d = u32(chunk) + UNIT_POS
             count = state[counted + d] if d < u32(DIGITS) else u32(0)
-            at = cube_exclusive_sum(count, CUBE, UNITS) + carry
-            if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
-                carry += cube_reduce(count, "sum", CUBE, UNITS)
+            at, carry = _digit_start(count, carry, chunk, CUBE, UNITS)
             if d < u32(DIGITS):
                 origin[d] = at
         if UNIT_POS == u32(0):
@@ -373,9 +385,7 @@ def radix_scatter(
             for chunk in unroll(range(0, DIGITS, UNITS)):
                 d = u32(chunk) + UNIT_POS
                 count = counts[d * blocks + b] if d < u32(DIGITS) else u32(0)
-                at = cube_exclusive_sum(count, CUBE, UNITS) + carry
-                if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
-                    carry += cube_reduce(count, "sum", CUBE, UNITS)
+                at, carry = _digit_start(count, carry, chunk, CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
                     dest[d] = offsets[d * blocks + b] - at  # less the block's own start
@@ -432,9 +442,7 @@ def radix_scatter(
                         total += ranks[p * u32(DIGITS) + d]
                     kind = u32(DONE) if b == u32(0) else u32(PART)
                     _publish(status, status_alt, back, b * u32(DIGITS) + d, total | kind)
-                at = cube_exclusive_sum(total, CUBE, UNITS) + carry
-                if chunk + UNITS < DIGITS:  # a later chunk starts after this one's
-                    carry += cube_reduce(total, "sum", CUBE, UNITS)
+                at, carry = _digit_start(total, carry, chunk, CUBE, UNITS)
                 if d < u32(DIGITS):
                     first[d] = at
                     ahead = u32(0)
