@@ -89,25 +89,51 @@ def add_strided(a: Array[f32], b: Array[f32], c: Array[f32], UNROLL: Comptime[in
 
 
 @kernel
+def add_lines_strided(a: Array[f32], b: Array[f32], c: Array[f32], WIDTH: Comptime[int]):
+    """Two lines per unit and turn of a grid-stride loop, both loaded before either is stored."""
+    n = c.len() // WIDTH  # N is a multiple of WIDTH: no tail
+    stride = RUDA_COUNT * RUDA_DIM
+    i = ABSOLUTE_POS
+    while i + stride < n:
+        x = a.load_line(i, WIDTH) + b.load_line(i, WIDTH)
+        y = a.load_line(i + stride, WIDTH) + b.load_line(i + stride, WIDTH)
+        c.store_line(i, x)
+        c.store_line(i + stride, y)
+        i += 2 * stride
+    if i < n:
+        c.store_line(i, a.load_line(i, WIDTH) + b.load_line(i, WIDTH))
+
+
+@kernel
 def reduce_plane(
     x: Array[f32],
     out: Array[f32],
     BLOCK: Comptime[int],
     UNROLL: Comptime[int],
     PLANE: Comptime[int],
+    WIDTH: Comptime[int],
 ):
     partial = SharedMemory(f32, BLOCK // PLANE)  # one partial sum per plane
     n = x.len()
     stride = RUDA_COUNT * RUDA_DIM
     acc = f32(0)
     i = ABSOLUTE_POS
-    while i + (UNROLL - 1) * stride < n:
-        for k in unroll(range(UNROLL)):
-            acc += x[i + k * stride]
-        i += UNROLL * stride
-    while i < n:
-        acc += x[i]
-        i += stride
+    if WIDTH == 1:
+        while i + (UNROLL - 1) * stride < n:
+            for k in unroll(range(UNROLL)):
+                acc += x[i + k * stride]
+            i += UNROLL * stride
+        while i < n:
+            acc += x[i]
+            i += stride
+    else:  # N is a multiple of WIDTH: no tail
+        while i + (UNROLL - 1) * stride < n // WIDTH:
+            for k in unroll(range(UNROLL)):
+                acc += x.load_line(i + k * stride, WIDTH).sum()
+            i += UNROLL * stride
+        while i < n // WIDTH:
+            acc += x.load_line(i, WIDTH).sum()
+            i += stride
     acc = plane_sum(acc)
     if UNIT_POS_PLANE == 0:
         partial[UNIT_POS // PLANE_DIM] = acc
@@ -220,6 +246,12 @@ def main(device: str) -> None:
         "add, lines of 4 unchecked": lambda: add_lines.launch_unchecked(
             client, RudaCount(line_cubes), RudaDim(BLOCK), *args, WIDTH=4
         ),
+        "add, lines of 4, grid-stride x2": lambda: add_lines_strided.launch(
+            client, RudaCount(wide), RudaDim(BLOCK), *args, WIDTH=4
+        ),
+        "add, lines of 4, grid-stride x2 unchecked": lambda: add_lines_strided.launch_unchecked(
+            client, RudaCount(wide), RudaDim(BLOCK), *args, WIDTH=4
+        ),
     }
     add_s = {}
     for label, run in adds.items():
@@ -255,12 +287,50 @@ def main(device: str) -> None:
         plane = client.properties().plane_dim
         reductions["sum, plane_sum x8"] = folded(
             lambda: reduce_plane.launch(
-                client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+                client,
+                RudaCount(wide),
+                RudaDim(BLOCK),
+                *red,
+                BLOCK=BLOCK,
+                UNROLL=8,
+                PLANE=plane,
+                WIDTH=1,
             )
         )
         reductions["sum, plane_sum x8 unchecked"] = folded(
             lambda: reduce_plane.launch_unchecked(
-                client, RudaCount(wide), RudaDim(BLOCK), *red, BLOCK=BLOCK, UNROLL=8, PLANE=plane
+                client,
+                RudaCount(wide),
+                RudaDim(BLOCK),
+                *red,
+                BLOCK=BLOCK,
+                UNROLL=8,
+                PLANE=plane,
+                WIDTH=1,
+            )
+        )
+        reductions["sum, plane_sum, lines of 4 x4"] = folded(
+            lambda: reduce_plane.launch(
+                client,
+                RudaCount(wide),
+                RudaDim(BLOCK),
+                *red,
+                BLOCK=BLOCK,
+                UNROLL=4,
+                PLANE=plane,
+                WIDTH=4,
+            )
+        )
+        reductions["sum, plane_sum, lines of 4 x4 unchecked"] = folded(
+            lambda: reduce_plane.launch_unchecked(
+                client,
+                RudaCount(wide),
+                RudaDim(BLOCK),
+                *red,
+                BLOCK=BLOCK,
+                UNROLL=4,
+                PLANE=plane,
+                WIDTH=4,
             )
         )
     red_s = {}
