@@ -23,7 +23,8 @@ __all__ = ["INSTALL_HINT", "MAX_RUDA_COUNT", "WebGpuDevice", "WebGpuRuntime"]
 
 INSTALL_HINT = "pip install 'ruda[webgpu]'"
 #: Cubes per launch along x, y, z. WebGPU dispatches at most 65 535 workgroups per axis; a
-#: launch of more cubes along x is split into several dispatches.
+#: launch of more cubes along x folds them into z (or is split into several dispatches where it
+#: has more than one cube along z).
 MAX_RUDA_COUNT = (2**31 - 1, 65535, 65535)
 
 

@@ -272,8 +272,8 @@ class WebGpuDriver(Driver):
         return self.pipelines.build(compiled)
 
     def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
-        """Write the launch's record into the stream's arena, then one dispatch (several for a
-        count beyond an axis' 65 535 workgroups) in the stream's open compute pass."""
+        """Write the launch's record into the stream's arena, then its dispatches
+        (:func:`dispatches`) in the stream's open compute pass."""
         built = kernel.built
         pipelines, packer = self.pipelines, built.packer
         align = self.record_align
@@ -300,9 +300,7 @@ class WebGpuDriver(Driver):
             s.written.extend(bindings[k] for k in writes)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
-            first = 0
-            while True:
-                chunk = min(cx - first, MAX_DISPATCH)
+            for first, grid in dispatches(cx, cy, cz):
                 if s.arena_used + stride > ARENA_NBYTES:
                     s.submit()
                 at = s.arena_used
@@ -312,12 +310,9 @@ class WebGpuDriver(Driver):
                 try:
                     compute.set_pipeline(pipeline)
                     compute.set_bind_group(0, group, [at])
-                    compute.dispatch_workgroups(chunk, cy, cz)
+                    compute.dispatch_workgroups(*grid)
                 except Exception as exc:  # wgpu raises plain Exceptions
                     raise translate(f"launching kernel {built.name}", exc) from exc
-                first += chunk
-                if first >= cx:
-                    return
 
         return run
 
@@ -460,6 +455,21 @@ class WebGpuDriver(Driver):
                     then()
 
         return write_out
+
+
+def dispatches(cx: int, cy: int, cz: int) -> list[tuple[int, tuple[int, int, int]]]:
+    """The dispatches of a launch of ``(cx, cy, cz)`` cubes, each as its first cube along x and
+    its workgroup grid. More cubes along x than a dispatch takes fold into z where the launch
+    has one cube along z (one dispatch: the kernel's ``FOLDED`` position builtins unfold them
+    and the spare cubes of the last row return at once), else split into dispatches of
+    ``MAX_DISPATCH`` each (in one compute pass, where a dispatch that writes a buffer waits for
+    the one before it to finish)."""
+    if cx <= MAX_DISPATCH:
+        return [(0, (cx, cy, cz))]
+    if cz == 1:
+        rows = -(-cx // MAX_DISPATCH)
+        return [(0, (-(-cx // rows), cy, rows))]
+    return [(x, (min(cx - x, MAX_DISPATCH), cy, cz)) for x in range(0, cx, MAX_DISPATCH)]
 
 
 def _buffer(device: Any, size: int, usage: int, what: str) -> Any:

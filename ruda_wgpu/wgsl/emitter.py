@@ -276,7 +276,7 @@ class _Writer(Located):
         out += [*module, "", *self.prelude.render(), "@compute @workgroup_size(WX, WY, WZ)"]
         out.append(
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>) {"
+            "@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {"
         )
         return "\n".join([*out, *body, "}", ""])
 
@@ -302,6 +302,7 @@ class _Writer(Located):
     def _prologue(self) -> list[str]:
         defn, layout = self.defn, self.layout
         lines = [f"{_INDENT}let {name} = {formula};" for name, formula in BUILTINS]
+        lines.append(f"{_INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
         if self.target.loop_limit:
             lines.append(f"{_INDENT}var {TURNS} = 0u;")
         lines.append(f"{_INDENT}let PLANE_DIM = {self.target.plane_dim}u;")

@@ -9,8 +9,9 @@ through the GPU's constant path, once for all units, and a uniform array steps 1
 =============  =====================================================================
 words          meaning
 =============  =====================================================================
-0              the first cube's x position (a launch of more cubes than an axis takes is
-               several dispatches, each with its own first cube)
+0              the first cube's x position (a launch of more cubes along x than a dispatch
+               takes folds them into z, or is several dispatches, each with its own first
+               cube, see :func:`ruda_wgpu.server.dispatches`)
 1, 2, 3        ``RUDA_COUNT`` x, y, z: the whole launch's cube count
 4 …            the element offset of each array binding in the page it is bound to
 …              the metadata (``KernelDefinition.metadata_layout``: lengths, shapes, strides)

@@ -38,7 +38,7 @@ RESERVED = words(
     atomicCompareExchangeWeak workgroupBarrier storageBarrier main P WX WY WZ
     subgroupAdd subgroupMul subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle
     subgroupBallot subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float
-    unpack2x16float frexp ldexp lid wid PLANE_DIM UNIT_POS_PLANE
+    unpack2x16float frexp ldexp lid wid nw PLANE_DIM UNIT_POS_PLANE
     """
 )
 #: The position builtins in declaration order (each after those its formula names).
@@ -46,9 +46,12 @@ BUILTINS = [
     ("UNIT_POS_X", "lid.x"),
     ("UNIT_POS_Y", "lid.y"),
     ("UNIT_POS_Z", "lid.z"),
-    ("RUDA_POS_X", f"wid.x + {record_word(0)}"),
+    # a launch of one cube along z may fold x's cubes beyond a dispatch's into z (the server's
+    # ``dispatches``): there z counts rows of ``nw.x`` cubes along x
+    ("FOLDED", f"{record_word(3)} == 1u"),
+    ("RUDA_POS_X", f"wid.x + {record_word(0)} + select(0u, wid.z * nw.x, FOLDED)"),
     ("RUDA_POS_Y", "wid.y"),
-    ("RUDA_POS_Z", "wid.z"),
+    ("RUDA_POS_Z", "select(wid.z, 0u, FOLDED)"),
     ("RUDA_DIM_X", "WX"),
     ("RUDA_DIM_Y", "WY"),
     ("RUDA_DIM_Z", "WZ"),

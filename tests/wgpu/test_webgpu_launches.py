@@ -14,9 +14,14 @@ from ruda_core.ir import Elem
 from ruda_core.lang import (
     ABSOLUTE_POS,
     RUDA_POS,
+    RUDA_POS_X,
+    RUDA_POS_Y,
+    RUDA_POS_Z,
+    UNIT_POS,
     Array,
     Comptime,
     Numeric,
+    SharedMemory,
     f16,
     f32,
     find_first_set,
@@ -27,13 +32,15 @@ from ruda_core.lang import (
     kernel,
     leading_zeros,
     popcount,
+    sync_units,
     trailing_zeros,
     u8,
     u16,
     u32,
     u64,
 )
-from ruda_core.runtime import LaunchError, TooManyResources
+from ruda_core.runtime import LaunchError, RudaCount, RudaDim, TooManyResources
+from ruda_wgpu.server import MAX_DISPATCH, dispatches
 
 
 @kernel
@@ -61,11 +68,41 @@ def many_arrays(
     a0[0] = d1[0]
 
 
+@kernel
+def cube_axes(out: Array[u32]):
+    """Each cube's position, through a barrier (which the spare cubes of a fold never reach)."""
+    seen = SharedMemory(u32, 1)
+    if UNIT_POS == 0:
+        seen[0] = RUDA_POS_X
+    sync_units()
+    if UNIT_POS == 1:
+        out[3 * RUDA_POS] = seen[0]
+        out[3 * RUDA_POS + 1] = RUDA_POS_Y
+        out[3 * RUDA_POS + 2] = RUDA_POS_Z
+
+
 def test_a_launch_of_more_cubes_than_an_axis_dispatches_runs_every_cube(client):
-    cubes = 70_000  # past 65 535: split into two dispatches
+    cubes = 70_000  # past 65 535: folded into z, one dispatch
     out = ruda.asarray(np.zeros(cubes, np.uint32), client)
     cube_ids.launch(client, cubes, 1, out)
     np.testing.assert_array_equal(out.numpy(), np.arange(cubes, dtype=np.uint32))
+
+
+@pytest.mark.parametrize("count", [(70_000, 2, 1), (70_000, 1, 2)], ids=["folded", "split"])
+def test_cubes_past_an_axis_see_their_own_positions_on_every_axis(client, count):
+    out = ruda.asarray(np.zeros(3 * int(np.prod(count)), np.uint32), client)
+    cube_axes.launch(client, RudaCount(*count), RudaDim(2), out)
+    z, y, x = np.indices(count[::-1], dtype=np.uint32)
+    want = np.stack([x, y, z], -1).reshape(-1, 3)
+    np.testing.assert_array_equal(out.numpy().reshape(-1, 3), want)
+
+
+@pytest.mark.parametrize("cx", [1, MAX_DISPATCH, MAX_DISPATCH + 1, 2**31 - 1])
+def test_a_fold_dispatches_every_cube_once_within_the_axis_limit(cx):
+    ((first, (gx, gy, gz)),) = dispatches(cx, 3, 1)
+    assert first == 0 and gy == 3
+    assert max(gx, gz) <= MAX_DISPATCH
+    assert gx * gz >= cx > gx * (gz - 1)  # spare cubes in the last row only
 
 
 def test_every_unit_writes_its_own_byte_of_shared_words(client):
