@@ -249,18 +249,68 @@ def _digit_start(
 
 
 @func
-def _read(a: Array[Word], b: Array[Word], second: bool, i: u32):
-    """``b[i]`` if ``second``, else ``a[i]``."""
-    return b[i] if second else a[i]
+def _take(
+    src: Array[Word], into, first: u32, width: u32, n: u32, whole: bool, ITEMS: Comptime[int]
+):
+    """``into[j] = src[first + j * width]`` for each of the ``ITEMS`` places below ``n`` (all of
+    them where ``whole``: then the loads go without a check each, all in flight at once)."""
+    if whole:
+        for j in unroll(range(ITEMS)):
+            into[j] = src[first + u32(j) * width]
+    else:
+        for j in unroll(range(ITEMS)):
+            i = first + u32(j) * width
+            if i < n:
+                into[j] = src[i]
 
 
 @func
-def _write(a: Array[Word], b: Array[Word], second: bool, i: u32, v: Word):
-    """``b[i] = v`` if ``second``, else ``a[i] = v``."""
-    if second:
-        b[i] = v
+def _take_keys(
+    x: Array[Numeric],
+    held: Array[Key],
+    first: u32,
+    width: u32,
+    n: u32,
+    whole: bool,
+    SIGN: Comptime[int],
+    KIND: Comptime[str],
+    ITEMS: Comptime[int],
+):
+    """:func:`_take` of the keys of ``x``'s elements (:func:`_key_of`)."""
+    if whole:
+        for j in unroll(range(ITEMS)):
+            held[j] = _key_of(x[first + u32(j) * width], SIGN, KIND)
     else:
-        a[i] = v
+        for j in unroll(range(ITEMS)):
+            i = first + u32(j) * width
+            if i < n:
+                held[j] = _key_of(x[i], SIGN, KIND)
+
+
+@func
+def _spill(
+    keys: Array[Key],
+    values: Array[u32],
+    stage: Array[Key],
+    staged: Array[u32],
+    dest: Array[u32],
+    filled: u32,
+    shift: u32,
+    move: bool,
+    UNITS: Comptime[int],
+    ITEMS: Comptime[int],
+):
+    """The block's staged keys (and values, where they ``move``), each to ``dest`` of its digit
+    plus its place in the stage, in ``keys`` (and ``values``)."""
+    for j in unroll(range(ITEMS)):
+        q = u32(j * UNITS) + UNIT_POS
+        if q < filled:
+            key = stage[q]
+            to = dest[u32((key >> Key(shift)) & Key(DIGITS - 1))] + q  # (wrapping: q is at
+            # least the block's first place of the digit)
+            keys[to] = key
+            if move:
+                values[to] = staged[q]
 
 
 @func
@@ -394,19 +444,25 @@ def radix_scatter(
         sync_units()
         start = b * u32(UNITS * ITEMS)
         mine = start + plane * width * u32(ITEMS) + lane
-        # the unit's keys (and values) first, all loads in flight at once
-        for j in unroll(range(ITEMS)):
-            i = mine + u32(j) * width
-            held[j] = Key(0)
-            if i < n:
-                if before == u32(0):  # the first moving pass makes the keys from the input
-                    held[j] = _key_of(x[i], SIGN, KIND)
-                else:
-                    held[j] = _read(keys, keys_alt, back, i)
-                if move:
-                    value_of[j] = i
-                    if before != u32(0):
-                        value_of[j] = _read(values, values_alt, back, i)
+        # the unit's keys (and values) first, all loads in flight at once: the buffers they
+        # come from are chosen once for all of them, and a whole block needs no checks
+        whole = start + u32(UNITS * ITEMS) <= n
+        if not whole:
+            for j in unroll(range(ITEMS)):
+                held[j] = Key(0)  # the keys past the end, which are never placed
+        if before == u32(0):  # the first moving pass makes the keys from the input
+            _take_keys(x, held, mine, width, n, whole, SIGN, KIND, ITEMS)
+            if move:
+                for j in unroll(range(ITEMS)):
+                    value_of[j] = mine + u32(j) * width
+        elif back:
+            _take(keys_alt, held, mine, width, n, whole, ITEMS)
+            if move:
+                _take(values_alt, value_of, mine, width, n, whole, ITEMS)
+        else:
+            _take(keys, held, mine, width, n, whole, ITEMS)
+            if move:
+                _take(values, value_of, mine, width, n, whole, ITEMS)
         # each plane ranks its run of keys, a plane-wide step at a time, on its own counters
         for j in unroll(range(ITEMS)):
             valid = mine + u32(j) * width < n
@@ -473,22 +529,24 @@ def radix_scatter(
                     staged[q] = value_of[j]
         sync_units()
         filled = min(u32(UNITS * ITEMS), n - start)
-        for j in range(ITEMS):
-            q = u32(j * UNITS) + UNIT_POS
-            if q < filled:
-                key = stage[q]
-                digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
-                to = dest[digit] + q  # (wrapping: q is at least first[digit])
-                if after != u32(0):
-                    _write(keys, keys_alt, not back, to, key)
-                    if move:
-                        _write(values, values_alt, not back, to, staged[q])
-                elif RESULT:
-                    result[to] = Index(staged[q])
-                elif move:  # a float sort with -0.0 or NaN: the element the key came from
-                    out[to] = x[staged[q]]
-                else:
-                    out[to] = bitcast(Numeric, _unkey(key, SIGN, KIND))
+        if after != u32(0):  # to the buffers the next moving pass reads
+            if back:
+                _spill(keys, values, stage, staged, dest, filled, shift, move, UNITS, ITEMS)
+            else:
+                _spill(keys_alt, values_alt, stage, staged, dest, filled, shift, move, UNITS, ITEMS)
+        else:  # the last moving pass: the result
+            for j in range(ITEMS):
+                q = u32(j * UNITS) + UNIT_POS
+                if q < filled:
+                    key = stage[q]
+                    digit = u32((key >> Key(shift)) & Key(DIGITS - 1))
+                    to = dest[digit] + q  # (wrapping: q is at least first[digit])
+                    if RESULT:
+                        result[to] = Index(staged[q])
+                    elif move:  # a float sort with -0.0 or NaN: the element the key came from
+                        out[to] = x[staged[q]]
+                    else:
+                        out[to] = bitcast(Numeric, _unkey(key, SIGN, KIND))
         if LOOKBACK:
             if UNIT_POS == u32(0):
                 ticket[0] = atomic_add(state, u32(1 + PASSES) + pass_, u32(1))
