@@ -43,6 +43,7 @@ from ruda_core.lang import (
     Array,
     ArrayArg,
     Comptime,
+    Line,
     SharedMemory,
     f32,
     kernel,
@@ -126,14 +127,16 @@ def reduce_plane(
         while i < n:
             acc += x[i]
             i += stride
-    else:  # N is a multiple of WIDTH: no tail
+    else:  # N is a multiple of WIDTH: no tail; one running sum per lane
+        lanes = Line.splat(f32(0), WIDTH)
         while i + (UNROLL - 1) * stride < n // WIDTH:
             for k in unroll(range(UNROLL)):
-                acc += x.load_line(i + k * stride, WIDTH).sum()
+                lanes = lanes + x.load_line(i + k * stride, WIDTH)
             i += UNROLL * stride
         while i < n // WIDTH:
-            acc += x.load_line(i, WIDTH).sum()
+            lanes = lanes + x.load_line(i, WIDTH)
             i += stride
+        acc = lanes.sum()
     acc = plane_sum(acc)
     if UNIT_POS_PLANE == 0:
         partial[UNIT_POS // PLANE_DIM] = acc
