@@ -221,6 +221,10 @@ class WgslValues:
 
     def _float(self, op: Op, elem: Elem, w: Sequence[str]) -> str:
         ty, one, zero = TYPES[elem], literal(1.0, elem), literal(0.0, elem)
+        if op is Op.SUB and w[0] == w[1] and elem is Elem.F32:  # x - x: 0, or NaN for an
+            # infinity or a NaN, which a compiler that assumes finite values folds to 0 too
+            nan = _special(math.nan, elem)
+            return f"select({zero}, {nan}, {_magnitude_test(w[0], elem, '>= 2139095040u')})"
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
             return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op in _BUILTIN:

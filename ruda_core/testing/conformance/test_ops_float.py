@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
+from ruda_core.lang import ABSOLUTE_POS, Array, Float, kernel
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
-from ruda_core.testing.runner import run_definition
+from ruda_core.testing.runner import run_definition, run_kernel
 from ruda_core.testing.tolerance import assert_matches, op_class
 
 FLOAT_ELEMS = [Elem.F16, Elem.BF16, Elem.F32, Elem.F64]
@@ -105,6 +106,25 @@ def test_nan_and_infinity_predicates(client, elem):
     np.testing.assert_array_equal(flags[0], np.isnan(values))
     np.testing.assert_array_equal(flags[1], np.isinf(values))
     np.testing.assert_array_equal(flags[2], values == values)  # NaN != NaN
+
+
+@kernel
+def self_difference(x: Array[Float], out: Array[Float]):
+    if ABSOLUTE_POS < x.len():
+        v = x[ABSOLUTE_POS]
+        out[ABSOLUTE_POS] = v - v
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_a_value_less_itself_is_zero_or_nan_for_an_infinity_or_a_nan(client, elem):
+    """``x - x`` is +0 for a finite ``x`` and NaN for an infinity or a NaN, also where a shader
+    compiler may assume finite values and fold ``x - x`` to 0."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan, 1e4], dtype=elem.numpy)
+    got = run_kernel(client, self_difference, [x], (x.size, elem.numpy), dim=x.size)
+    finite = np.isfinite(x)
+    np.testing.assert_array_equal(np.isnan(got), ~finite)
+    assert (got[finite] == 0).all() and not np.signbit(got[finite]).any()
 
 
 @requires_elem(Elem.F64)
