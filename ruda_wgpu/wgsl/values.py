@@ -187,6 +187,17 @@ class WgslValues:
             return self._narrow(op, elem, args)
         return self._integer(op, elem, args)
 
+    def zero_product(self, x: str, negative: bool, elem: Elem) -> str:
+        """``0.0 * x`` (``-0.0 * x`` where ``negative``) for an ``f16`` or ``f32`` ``x``: a zero
+        of ``x``'s sign (flipped for ``-0.0``), or NaN for an infinity or a NaN, which a
+        compiler that assumes finite values would fold to a plain zero."""
+        x32 = f"f32({x})" if elem is Elem.F16 else x
+        sign = f"(bitcast<u32>({x32}) & 2147483648u){' ^ 2147483648u' if negative else ''}"
+        nan = _special(math.nan, Elem.F32)
+        test = _magnitude_test(x32, Elem.F32, ">= 2139095040u")
+        value = f"select(bitcast<f32>({sign}), {nan}, {test})"
+        return value if elem is Elem.F32 else f"f16({value})"
+
     def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
         """An operation on an integer held in 32 bits: computed there and wrapped, with bit
         counts and reversal over its own width."""

@@ -109,22 +109,27 @@ def test_nan_and_infinity_predicates(client, elem):
 
 
 @kernel
-def self_difference(x: Array[Float], out: Array[Float]):
-    if ABSOLUTE_POS < x.len():
-        v = x[ABSOLUTE_POS]
-        out[ABSOLUTE_POS] = v - v
+def zero_products(x: Array[Float], out: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        out[3 * i] = v - v
+        out[3 * i + 1] = Float(0.0) * v
+        out[3 * i + 2] = v * Float(-0.0)
 
 
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
-def test_a_value_less_itself_is_zero_or_nan_for_an_infinity_or_a_nan(client, elem):
-    """``x - x`` is +0 for a finite ``x`` and NaN for an infinity or a NaN, also where a shader
-    compiler may assume finite values and fold ``x - x`` to 0."""
+def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, elem):
+    """``x - x``, ``0.0 * x`` and ``x * -0.0`` are signed zeros for a finite ``x`` and NaN for
+    an infinity or a NaN, also where a shader compiler may assume finite values and fold them
+    to a zero."""
     need(client, elem)
     x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan, 1e4], dtype=elem.numpy)
-    got = run_kernel(client, self_difference, [x], (x.size, elem.numpy), dim=x.size)
-    finite = np.isfinite(x)
-    np.testing.assert_array_equal(np.isnan(got), ~finite)
-    assert (got[finite] == 0).all() and not np.signbit(got[finite]).any()
+    got = run_kernel(client, zero_products, [x], (3 * x.size, elem.numpy), dim=x.size)
+    with np.errstate(invalid="ignore"):
+        want = np.stack([x - x, x.dtype.type(0.0) * x, x * x.dtype.type(-0.0)], axis=-1).ravel()
+    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
 
 
 @requires_elem(Elem.F64)
