@@ -215,7 +215,6 @@ _PLANE_HELPERS = {
     Op.PLANE_INCLUSIVE_SUM: "plane_inclusive_sum",
     Op.PLANE_EXCLUSIVE_SUM: "plane_exclusive_sum",
     Op.PLANE_BALLOT: "plane_ballot",
-    Op.PLANE_MATCH: "plane_match",
     Op.PLANE_ELECT: "plane_elect",
     Op.PLANE_SHUFFLE_UP: "plane_shuffle_up",
     Op.PLANE_SHUFFLE_DOWN: "plane_shuffle_down",

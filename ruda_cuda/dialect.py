@@ -410,8 +410,6 @@ class CudaDialect(Dialect):
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         if op is Op.PLANE_BALLOT:
             return f"__ballot_sync({_MASK}, {{v}})"
-        if op is Op.PLANE_MATCH and self.arch >= 70:
-            return f"__match_any_sync({_MASK}, {{v}})"
         if op is Op.PLANE_ELECT:
             return "(__ffs(__activemask()) - 1 == (int){lane})"
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):

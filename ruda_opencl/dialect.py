@@ -553,8 +553,6 @@ class OpenCLDialect(Dialect):
             )
         if op is Op.PLANE_ELECT:
             return "(sub_group_elect() != 0)" if "subgroup_vote" in self.capabilities else None
-        if op is Op.PLANE_MATCH:
-            return None  # one ballot per bit
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:
@@ -573,8 +571,6 @@ class OpenCLDialect(Dialect):
             return self.literal(0, elem)
         if op is Op.PLANE_BALLOT:
             return f"(({{v}}) ? {self.literal(1, Elem.U32)} : {self.literal(0, Elem.U32)})"
-        if op is Op.PLANE_MATCH:
-            return self.literal(1, Elem.U32)
         if op is Op.PLANE_ELECT:
             return self.literal(True, Elem.BOOL)
         return "({v})"

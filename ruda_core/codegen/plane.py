@@ -60,8 +60,6 @@ class PlaneLowering:
             return f"{self._read(op, elem)}({args[0]}, {args[1]})"
         if op is Op.PLANE_ELECT:
             args = [self.lane()]
-        if op is Op.PLANE_MATCH:
-            return self._match(args[0], int(args[1].rstrip("uU")))
         native = self.d.plane_native(op, elem)
         if native is not None:
             return native.format(v=args[0], lane=args[-1])
@@ -78,35 +76,6 @@ class PlaneLowering:
         if op in (Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM):
             return f"{self._scan(op, elem)}({args[0]}, {self.lane()})"
         raise UnsupportedFeature(f"{self.d.name} has no {op} on {elem}")
-
-    def _match(self, value: str, bits: int) -> str:
-        """The lanes whose ``value`` (``u32``) agrees with the unit's in its low ``bits`` bits:
-        the dialect's match where it has one, else ``ruda_plane_match_<bits>(v, lane)``, a
-        ballot of all lanes narrowed by one ballot per bit."""
-        lit = self.expr.literal
-        if bits < 32:
-            value = f"({value} & {lit((1 << bits) - 1, Elem.U32)})"
-        native = self.d.plane_native(Op.PLANE_MATCH, Elem.U32)
-        if native is not None:
-            return native.format(v=value, lane=self.lane())
-        name = f"ruda_plane_match_{bits}"
-        if name not in self.expr.prelude:
-            d, u32 = self.d, self.d.type_name(Elem.U32)
-            inner = PlaneLowering(self.expr, lambda: "lane")  # the helper's own lane parameter
-            zero, one = lit(0, Elem.U32), lit(1, Elem.U32)
-            every = inner.expression(Op.PLANE_BALLOT, Elem.BOOL, [lit(True, Elem.BOOL)])
-            body = [
-                f"{u32} same = {every};",
-                f"for ({u32} k = {zero}; k < {lit(bits, Elem.U32)}; k = k + {one}) {{",
-                f"    {d.type_name(Elem.BOOL)} set = ((v >> k) & {one}) != {zero};",
-                f"    {u32} votes = {inner.expression(Op.PLANE_BALLOT, Elem.BOOL, ['set'])};",
-                "    same = same & (set ? votes : ~votes);",
-                "}",
-                "return same;",
-            ]
-            params = [f"{u32} v", f"{u32} lane"]
-            self.expr.prelude.add(name, function(d.function_prefix, u32, name, params, body))
-        return f"{name}({value}, {self.lane()})"
 
     def _read(self, op: Op, elem: Elem) -> str:
         """``ruda_<op>_<elem>(v, src)``: ``v`` of lane ``src``, or 0 where that lane does not

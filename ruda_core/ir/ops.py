@@ -32,8 +32,6 @@ past the cube's last unit do not exist. Every plane operation acts over the lane
 reductions, scans, ``PLANE_ALL`` and ``PLANE_ANY`` combine those lanes only. ``PLANE_BALLOT``
 sets bit ``k`` for lane ``k`` when its operand is true; only lanes 0 to 31 have a bit (planes
 are at most 32 lanes on every device ruda drives), and a lane that does not exist has none.
-``PLANE_MATCH`` is the ballot of the lanes whose operand's low ``bits`` bits equal the unit's own
-(CUDA's ``__match_any_sync``; elsewhere one ballot per bit).
 ``PLANE_ELECT`` is true on the lowest lane of the plane that reaches it (lane 0 under the
 uniform rule). ``PLANE_BROADCAST`` and ``PLANE_SHUFFLE`` read 0 where the source lane is not a
 lane of the plane that exists (outside the plane, or past the cube's last unit). The relative
@@ -400,9 +398,6 @@ class Op(enum.Enum):
     PLANE_INCLUSIVE_SUM = "plane_inclusive_sum"
     PLANE_EXCLUSIVE_SUM = "plane_exclusive_sum"
     PLANE_BALLOT = "plane_ballot"  #: (bool) -> u32: bit k set when lane k's operand is true
-    #: (v: u32, bits: u32 constant 1..32) -> u32: bit k set when lane k's ``v`` has the same
-    #: low ``bits`` bits as the unit's own
-    PLANE_MATCH = "plane_match"
     PLANE_ELECT = "plane_elect"  #: () -> bool: true on the plane's lowest lane that reaches it
     PLANE_SHUFFLE_UP = "plane_shuffle_up"  #: (v, delta: u32) -> v of lane - delta
     PLANE_SHUFFLE_DOWN = "plane_shuffle_down"  #: (v, delta: u32) -> v of lane + delta
@@ -541,7 +536,6 @@ PLANE_OPS = frozenset(
         Op.PLANE_INCLUSIVE_SUM,
         Op.PLANE_EXCLUSIVE_SUM,
         Op.PLANE_BALLOT,
-        Op.PLANE_MATCH,
         Op.PLANE_ELECT,
         Op.PLANE_SHUFFLE_UP,
         Op.PLANE_SHUFFLE_DOWN,

@@ -445,12 +445,9 @@ def _atomic(v: _Verifier, ins: Instr) -> None:
     v._out(ins, None if ins.op is Op.ATOMIC_STORE else elem, required=False)
 
 
-def _nullary(result: Elem | None) -> Rule:
-    def rule(v: _Verifier, ins: Instr) -> None:
-        v._arity(ins, 0)
-        v._out(ins, result)
-
-    return rule
+def _sync(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 0)
+    v._out(ins, None)
 
 
 def _plane_lane(v: _Verifier, ins: Instr) -> None:
@@ -458,6 +455,11 @@ def _plane_lane(v: _Verifier, ins: Instr) -> None:
     elem = v._scalar(ins.args[0])
     v._expect(v._scalar(ins.args[1]), {Elem.U32}, f"the lane of {ins.op}")
     v._out(ins, elem)
+
+
+def _elect(v: _Verifier, ins: Instr) -> None:
+    v._arity(ins, 0)
+    v._out(ins, Elem.BOOL)
 
 
 def _report(v: _Verifier, ins: Instr) -> None:
@@ -731,18 +733,17 @@ def _build_rules() -> dict[Op, Rule]:
         Op.SHAPE: _metadata(2, tensor_only=True),
         Op.STRIDE: _metadata(2, tensor_only=True),
         Op.RANK: _metadata(1, tensor_only=True),
-        Op.SYNC_UNITS: _nullary(None),
-        Op.SYNC_PLANE: _nullary(None),
-        Op.FENCE_UNITS: _nullary(None),
-        Op.FENCE_DEVICE: _nullary(None),
+        Op.SYNC_UNITS: _sync,
+        Op.SYNC_PLANE: _sync,
+        Op.FENCE_UNITS: _sync,
+        Op.FENCE_DEVICE: _sync,
         Op.SYNC_UNITS_COUNT: _same_rule(_BOOL, 1, "bool", Elem.U32),
         Op.SYNC_UNITS_AND: _same_rule(_BOOL, 1, "bool"),
         Op.SYNC_UNITS_OR: _same_rule(_BOOL, 1, "bool"),
         Op.PLANE_ALL: _same_rule(_BOOL, 1, "bool"),
         Op.PLANE_ANY: _same_rule(_BOOL, 1, "bool"),
         Op.PLANE_BALLOT: _same_rule(_BOOL, 1, "bool", Elem.U32),
-        Op.PLANE_MATCH: _plane_lane,  # (u32, a constant u32) -> u32
-        Op.PLANE_ELECT: _nullary(Elem.BOOL),
+        Op.PLANE_ELECT: _elect,
         Op.PLANE_BROADCAST: _plane_lane,
         Op.PLANE_SHUFFLE: _plane_lane,
         Op.PLANE_SHUFFLE_UP: _plane_lane,
@@ -755,7 +756,7 @@ def _build_rules() -> dict[Op, Rule]:
         Op.LINE_LANE: _line_lane,
         Op.LINE_BUILD: _line_build,
         Op.COPY_ASYNC: _copy_async,
-        Op.ASYNC_COMMIT: _nullary(None),
+        Op.ASYNC_COMMIT: _sync,
         Op.ASYNC_WAIT: _async_wait,
         Op.CMMA_FILL: _cmma_fill,
         Op.CMMA_LOAD: _cmma_load,
@@ -763,9 +764,9 @@ def _build_rules() -> dict[Op, Rule]:
         Op.CMMA_EXECUTE: _cmma_execute,
         Op.CMMA_CAST: _cmma_cast,
         Op.WGMMA_FILL: _wgmma_fill,
-        Op.WGMMA_FENCE: _nullary(None),
+        Op.WGMMA_FENCE: _sync,
         Op.WGMMA_MMA: _wgmma_mma,
-        Op.WGMMA_COMMIT: _nullary(None),
+        Op.WGMMA_COMMIT: _sync,
         Op.WGMMA_WAIT: _wgmma_wait,
         Op.WGMMA_STORE: _wgmma_store,
     }

@@ -16,9 +16,8 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   ``atomic_load(arr, i)``, ``atomic_store(arr, i, v)`` and
   ``atomic_compare_and_swap(arr, i, cmp, v)``; ``atomic_inc_wrap(arr, i, limit)`` and
   ``atomic_dec_wrap(arr, i, limit)`` on ``u32`` (CUDA's ``atomicInc``/``atomicDec``).
-* ``plane_<op>(v)`` over the units of a plane; ``plane_ballot(p)`` (``u32``),
-  ``plane_match(v, bits=32)`` (``u32``: the lanes whose ``v`` agrees in its low ``bits`` bits)
-  and ``plane_elect()``; ``plane_broadcast(v, lane)``, ``plane_shuffle(v, src)`` and
+* ``plane_<op>(v)`` over the units of a plane; ``plane_ballot(p)`` (``u32``) and
+  ``plane_elect()``; ``plane_broadcast(v, lane)``, ``plane_shuffle(v, src)`` and
   ``plane_shuffle_up/down/xor(v, delta)`` read another lane's value.
 * math: ``exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt recip sin cos tan asin acos atan
   sinh cosh tanh asinh acosh atanh erf erfc lgamma floor ceil round trunc`` (floats), ``isnan
@@ -147,7 +146,6 @@ __all__ = [
     "plane_elect",
     "plane_exclusive_sum",
     "plane_inclusive_sum",
-    "plane_match",
     "plane_max",
     "plane_min",
     "plane_prod",
@@ -304,7 +302,6 @@ plane_shuffle = Intrinsic("plane_shuffle")
 plane_inclusive_sum = Intrinsic("plane_inclusive_sum")
 plane_exclusive_sum = Intrinsic("plane_exclusive_sum")
 plane_ballot = Intrinsic("plane_ballot")
-plane_match = Intrinsic("plane_match")
 plane_elect = Intrinsic("plane_elect")
 plane_shuffle_up = Intrinsic("plane_shuffle_up")
 plane_shuffle_down = Intrinsic("plane_shuffle_down")

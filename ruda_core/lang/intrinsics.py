@@ -19,7 +19,6 @@ from ..ir import (
     INT_BINARY,
     INT_UNARY,
     LINE_WIDTHS,
-    Const,
     Elem,
     LocalArray,
     Op,
@@ -220,20 +219,6 @@ def _predicate(op: Op, result: Elem) -> Handler:
     return handler
 
 
-def _plane_match(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
-    if len(args) not in (1, 2):
-        b.fail(f"plane_match(v, bits=32) takes 1 or 2 arguments, got {len(args)}", node)
-    bits = 32
-    if len(args) == 2:
-        need = "plane_match(v, bits) needs a compile-time bit count from 1 to 32"
-        bits = b.comptime_int(args[1], lambda k: 1 <= k <= 32, need, node)
-    elem = elem_of(args[0])
-    if elem is not None and (not elem.is_int or elem.bits > 32):
-        b.fail(f"plane_match() compares integers of up to 32 bits, got {elem}", node)
-    value = implicit(b, args[0], Elem.U32, node)
-    return b.emit(Op.PLANE_MATCH, Elem.U32, value, Const(bits, Elem.U32))
-
-
 def _plane_elect(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
     _arity(b, "plane_elect", args, 0, node)
     return b.emit(Op.PLANE_ELECT, Elem.BOOL)
@@ -424,7 +409,6 @@ HANDLERS: dict[str, Handler] = {
     "plane_all": _predicate(Op.PLANE_ALL, Elem.BOOL),
     "plane_any": _predicate(Op.PLANE_ANY, Elem.BOOL),
     "plane_ballot": _predicate(Op.PLANE_BALLOT, Elem.U32),
-    "plane_match": _plane_match,
     "plane_elect": _plane_elect,
     "plane_broadcast": _plane_lane(Op.PLANE_BROADCAST),
     "plane_shuffle": _plane_lane(Op.PLANE_SHUFFLE),

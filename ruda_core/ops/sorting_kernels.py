@@ -22,8 +22,7 @@ sorted elements (or ``argsort``'s indices) in place of keys.
 
 A block is ``UNITS * ITEMS`` keys: each plane takes a run of ``PLANE_DIM * ITEMS`` consecutive
 keys, one plane-wide step of consecutive keys at a time. In a step, each unit finds the lanes
-of its plane holding its digit (``plane_match``: one instruction on CUDA, a ballot per bit
-elsewhere), so its rank is the count of those
+of its plane holding its digit with 8 ballots (one per bit), so its rank is the count of those
 lanes below it plus the plane's counter of that digit, which the step's lowest such lane then
 advances. One unit per digit then turns the planes' counters into places in plane order,
 after the block's keys of smaller digits. The keys so ranked are placed in shared memory in
@@ -60,7 +59,6 @@ from ..lang import (
     kernel,
     launch_bounds,
     plane_ballot,
-    plane_match,
     popcount,
     sync_plane,
     sync_units,
@@ -472,7 +470,11 @@ def radix_scatter(
             rank = u32(0)
             count = u32(1)
             if BALLOT:
-                same = plane_match(digit, 8) & plane_ballot(valid)
+                same = plane_ballot(valid)
+                for bit in unroll(range(8)):
+                    set_ = (digit >> u32(bit)) & u32(1) == u32(1)
+                    votes = plane_ballot(set_)
+                    same = same & (votes if set_ else ~votes)
                 rank = popcount(same & below)
                 count = popcount(same)
             slot = plane * u32(DIGITS) + digit

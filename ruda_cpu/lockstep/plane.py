@@ -5,8 +5,7 @@ missing lanes take no part in anything. Reductions and scans combine the active 
 plane (inactive and missing lanes contribute the operation's identity) and give every lane of
 the plane the result; arithmetic is in the value's element type (integers wrap), and a ``bf16``
 reduction or scan is computed in ``f32`` and rounded once per result. ``ballot`` sets
-the bits of the active lanes below 32 whose operand is true, ``match`` those whose operand
-agrees with the lane's own in its low bits; ``elect`` is true on each plane's
+the bits of the active lanes below 32 whose operand is true; ``elect`` is true on each plane's
 lowest active lane. ``broadcast`` and the shuffles read the source lane's current value whether
 it is active or not; a source lane that does not exist (outside the plane, or past the cube's
 last unit) reads 0 for ``broadcast``/``shuffle`` and the lane's own value for the relative
@@ -30,7 +29,6 @@ __all__ = [
     "plane_elect",
     "plane_exclusive_sum",
     "plane_inclusive_sum",
-    "plane_match",
     "plane_max",
     "plane_min",
     "plane_prod",
@@ -142,20 +140,6 @@ def plane_ballot(g: Batch, v: Any, m: Any) -> Any:
     grid = plane_grid(g, v, m, False)[:, :_BALLOT_LANES]
     bits = np.left_shift(np.uint32(1), np.arange(grid.shape[1], dtype=np.uint32))
     return _spread(g, np.where(grid, bits, np.uint32(0)).sum(axis=1, dtype=np.uint32))
-
-
-def plane_match(g: Batch, v: Any, bits: Any, m: Any) -> Any:
-    """For each lane, the ``u32`` of the active lanes below 32 of its plane whose ``v`` has the
-    same low ``bits`` bits as its own (0 for an inactive lane)."""
-    low = np.uint32((1 << int(bits)) - 1) if int(bits) < 32 else np.uint32(0xFFFFFFFF)
-    active = plane_grid(g, np.True_, m, False)[:, :_BALLOT_LANES]
-    grid = (plane_grid(g, v, None, 0).astype(np.uint32) & low)[:, : active.shape[1]]
-    same = (grid[:, :, None] == grid[:, None, :]) & active[:, None, :]
-    weights = np.left_shift(np.uint32(1), np.arange(active.shape[1], dtype=np.uint32))
-    masks = np.where(same, weights, np.uint32(0)).sum(axis=2, dtype=np.uint32)
-    full = np.zeros(plane_grid(g, v, None, 0).shape, np.uint32)
-    full[:, : active.shape[1]] = np.where(active, masks, np.uint32(0))
-    return _lanes_of(g, full)
 
 
 def plane_elect(g: Batch, m: Any) -> Any:

@@ -46,21 +46,6 @@ def plane_value(op: Op, elem: Elem, args: Sequence[str], prelude: Prelude) -> st
     """
     if op is Op.PLANE_ELECT:  # naga has no subgroupElect: the lowest lane that reaches it
         return "(UNIT_POS_PLANE == countTrailingZeros(subgroupBallot(true).x))"
-    if op is Op.PLANE_MATCH:  # no subgroup match in WGSL: one ballot per bit
-        bits = int(args[1].rstrip("u"))
-        name = f"ruda_plane_match_{bits}"
-        prelude.add(
-            name,
-            f"fn {name}(v: u32) -> u32 {{\n"
-            "    var same = subgroupBallot(true).x;\n"
-            f"    for (var k = 0u; k < {bits}u; k++) {{\n"
-            "        let one = ((v >> k) & 1u) != 0u;\n"
-            "        let votes = subgroupBallot(one).x;\n"
-            "        same = same & select(~votes, votes, one);\n"
-            "    }\n"
-            "    return same;\n}",
-        )
-        return f"{name}({args[0]})"
     if elem in (Elem.I64, Elem.U64) and op is not Op.PLANE_BALLOT:
         return _wide(op, elem, args, prelude)
     if op in (Op.PLANE_ALL, Op.PLANE_ANY, Op.PLANE_BALLOT):

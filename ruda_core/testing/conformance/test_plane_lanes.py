@@ -1,7 +1,7 @@
-"""Plane operations between lanes: ballot, match, election, the relative shuffles (a source
-outside the plane keeps the lane's own value) and the plane barrier. Results depend on the plane
-width, so each is checked against a host model of the device's width, and against the NumPy
-reference device where its width is the same."""
+"""Plane operations between lanes: ballot, election, the relative shuffles (a source outside the
+plane keeps the lane's own value) and the plane barrier. Results depend on the plane width, so
+each is checked against a host model of the device's width, and against the NumPy reference
+device where its width is the same."""
 
 from __future__ import annotations
 
@@ -17,11 +17,9 @@ from ruda_core.lang import (
     Array,
     Numeric,
     SharedMemory,
-    i32,
     kernel,
     plane_ballot,
     plane_elect,
-    plane_match,
     plane_shuffle_down,
     plane_shuffle_up,
     plane_shuffle_xor,
@@ -54,15 +52,6 @@ def conformance_ballot_elect(x: Array[u32], out: Array[u32]):
     out[i] = plane_ballot(v % u32(3) == u32(0))
     out[n + i] = plane_ballot(True)
     out[u32(2) * n + i] = u32(plane_elect())
-
-
-@kernel
-def conformance_match(x: Array[u32], signed: Array[i32], out: Array[u32]):
-    i = ABSOLUTE_POS
-    n = x.len()
-    out[i] = plane_match(x[i] % u32(5))
-    out[n + i] = plane_match(x[i], 2)  # the low 2 bits
-    out[u32(2) * n + i] = plane_match(signed[i])
 
 
 @kernel
@@ -135,40 +124,6 @@ def test_ballot_and_elect(client, reference):
     full = np.uint32((1 << min(plane, 32)) - 1)
     np.testing.assert_array_equal(got[1], np.full(n, full), "plane_ballot(True)")
     np.testing.assert_array_equal(got[2], (lane == 0).astype(np.uint32), "plane_elect")
-    _same_as_reference(client, reference, got.reshape(-1), run)
-
-
-def _matched(keys: np.ndarray, units: int, plane: int) -> np.ndarray:
-    """The host model of ``plane_match``: for each unit of ``CUBES`` cubes of ``units``, the
-    bits of the lanes (below 32) of its plane whose key equals its own."""
-    u = np.arange(keys.size) % units
-    group = np.arange(keys.size) // units * units + u // plane * plane  # the plane's first unit
-    lane = (u % plane).astype(np.uint64)
-    bit = np.where(lane < 32, np.uint64(1) << np.minimum(lane, 31), np.uint64(0))
-    same = (group[:, None] == group[None, :]) & (keys[:, None] == keys[None, :])
-    return (same * bit[None, :]).sum(axis=1).astype(np.uint32)
-
-
-@requires(Feature.PLANE)
-@pytest.mark.parametrize("whole", [True, False], ids=["whole-planes", "partial-plane"])
-def test_match_sets_the_lanes_holding_the_same_low_bits(client, reference, whole):
-    plane = client.properties().plane_dim
-    units = _units(client) if whole else max(1, _units(client) - 3)
-    if not whole and units % plane == 0:
-        pytest.skip(f"{client.device} has planes of {plane} units: no cube of it ends partial")
-    if not whole:
-        need(client, Feature.PARTIAL_PLANE)
-    n = CUBES * units
-    x = np.random.default_rng(5).integers(0, 1000, n).astype(np.uint32)
-    signed = (x.astype(np.int64) % 7 - 3).astype(np.int32)
-
-    def run(c):
-        return _run(c, conformance_match, [x, signed], 3 * n, np.uint32, units=units)
-
-    got = run(client).reshape(3, n)
-    np.testing.assert_array_equal(got[0], _matched(x % 5, units, plane), "plane_match(v % 5)")
-    np.testing.assert_array_equal(got[1], _matched(x & 3, units, plane), "plane_match(v, 2)")
-    np.testing.assert_array_equal(got[2], _matched(signed, units, plane), "plane_match(i32)")
     _same_as_reference(client, reference, got.reshape(-1), run)
 
 
