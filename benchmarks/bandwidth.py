@@ -18,7 +18,9 @@ overrides):
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
   kernel's time as a multiple of CuPy's.
 
-Times are the best of several runs of ``REPS`` back-to-back launches between syncs.
+Times are the best of several runs of ``REPS`` back-to-back launches between syncs (percentages
+of the copy's wall time); where the device times its kernels, also their device time alone (no
+host time between launches), against CUDA's copy between CUDA events.
 Run: ``python benchmarks/bandwidth.py cuda:0``.
 """
 
@@ -212,6 +214,49 @@ def copy_roof(client: ruda.runtime.ComputeClient, src: object, dst: object, nbyt
     return best_seconds(copy, lambda: client.sync().result())
 
 
+def device_seconds(client: ruda.runtime.ComputeClient, run: Callable[[], object]) -> float | None:
+    """Device seconds per ``run()`` from the device's timestamps (the best of ``ROUNDS`` rounds
+    of ``REPS`` runs), or None where the device has none: no host time between launches."""
+    if not client.features().has(Feature.DEVICE_TIMING):
+        return None
+    run()
+    rounds = [client.profile(lambda: [run() for _ in range(REPS)])[1] for _ in range(ROUNDS)]
+    return min(p.execution_ns for p in rounds) / REPS / 1e9
+
+
+def event_roof(nbytes: int) -> float | None:
+    """GB/s (read + write) of CUDA's device-to-device copy of ``nbytes`` between CUDA events, or
+    None without CuPy."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    src, dst = cupy.empty(nbytes, cupy.uint8), cupy.empty(nbytes, cupy.uint8)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    best = float("inf")
+    for _ in range(ROUNDS + 1):
+        start.record()
+        for _ in range(REPS):
+            cupy.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, 3, 0)
+        end.record()
+        end.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, end) / 1e3 / REPS)
+    return 2 * nbytes / best / 1e9
+
+
+def report(
+    label: str, nbytes: int, wall_s: float, dev_s: float | None, roofs: tuple[float, float | None]
+) -> None:
+    """One kernel's line: GB/s by wall time against the wall-time roof and, where the device
+    times its kernels, by device time against the copy's between CUDA events."""
+    gbs = nbytes / wall_s / 1e9
+    line = f"  ruda {label:42s} {gbs:8.1f} GB/s = {gbs / roofs[0]:6.1%}"
+    if dev_s is not None and roofs[1] is not None:
+        dev = nbytes / dev_s / 1e9
+        line += f"   device time {dev:8.1f} GB/s = {dev / roofs[1]:6.1%}"
+    print(line)
+
+
 def main(device: str) -> None:
     client = ruda.client(device)
     sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
@@ -227,6 +272,10 @@ def main(device: str) -> None:
     print(f"{device}: {client.properties().name}, N = {N} f32")
     what = "device-to-device copy" if client.name() in ("cuda", "opencl") else "CUDA's copy"
     print(f"  {what:27s} {roof:8.1f} GB/s (read + write)")
+    timed = client.features().has(Feature.DEVICE_TIMING)
+    roofs = (roof, event_roof(4 * N) if timed else None)
+    if roofs[1] is not None:
+        print(f"  CUDA's copy between CUDA events {roofs[1]:8.1f} GB/s: the device-time roof")
 
     args = (ArrayArg(a, N), ArrayArg(b, N), ArrayArg(c, N))
     cubes = (N + BLOCK - 1) // BLOCK
@@ -262,8 +311,7 @@ def main(device: str) -> None:
         add_s[label] = best_seconds(run, sync)
         if not np.array_equal(np.frombuffer(client.read_one(c), dtype=np.float32), expected):
             raise SystemExit(f"ruda {label} returned a wrong result")
-        gbs = 3 * gib / add_s[label]
-        print(f"  ruda {label:30s} {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
+        report(label, 12 * N, add_s[label], device_seconds(client, run), roofs)
 
     out = client.create_from_slice(np.zeros(1, np.float32))
     partials = ArrayArg(client.empty(4 * wide), wide)  # one per cube
@@ -344,8 +392,7 @@ def main(device: str) -> None:
         if abs(got - want) > 1e-3 * abs(want):
             raise SystemExit(f"ruda {label} returned {got}, want {want}")
         red_s[label] = best_seconds(run, sync)
-        gbs = gib / red_s[label]
-        print(f"  ruda {label:30s} {gbs:8.1f} GB/s  = {gbs / roof:5.1%} of copy")
+        report(label, 4 * N, red_s[label], device_seconds(client, run), roofs)
 
     if client.name() == "cuda":
         import cupy
