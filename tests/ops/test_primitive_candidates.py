@@ -2,7 +2,7 @@
 local devices, each run directly: small problems run the first candidate untuned and tuning
 runs the others only to time them, so this is where every one of them is checked. Integers
 (exact) over every element, along the last axis, and in rows of one cube's tile or many;
-floats through ``min`` and ``max`` (exact)."""
+floats through ``min`` and ``max`` and through sums of small integers (exact)."""
 
 from __future__ import annotations
 
@@ -93,13 +93,21 @@ def test_reduction_candidates_read_lines_only_where_the_operand_starts_on_one(de
         assert any("lines" in name for name in _reduced_by_every_candidate(device, "max", rows, t))
 
 
-@pytest.mark.parametrize("exclusive", [False, True])
-def test_every_scan_candidate_matches_numpy(device, exclusive):
+@pytest.mark.parametrize(
+    ("exclusive", "dtype"),
+    [(False, np.int32), (True, np.int32), (False, np.float32)],
+    ids=["i32", "i32-exclusive", "f32"],
+)
+def test_every_scan_candidate_matches_numpy(device, exclusive, dtype):
+    """Integers, and floats holding small integers (exact sums), which a 32-bit scan through
+    planes computes where integers are summed in 64 bits."""
     set_ = scan._tunable_set()
     ran = set()
     for shape in SHAPES:
-        x = _data(np.int32, shape)
-        out_elem = sum_elem(device, Elem.I32)
+        x = _data(dtype, shape)
+        if dtype is np.float32:
+            x = np.round(x * 4).astype(np.float32)  # sums of at most 2**24: exact
+        out_elem = sum_elem(device, Elem.from_dtype(x.dtype))
         expected = np.cumsum(x, axis=-1) - (x if exclusive else 0)
         t = ruda.asarray(x, device)
         out = RudaTensor.empty(device, shape, out_elem.numpy)
