@@ -336,54 +336,16 @@ def main(device: str) -> None:
     }
     if client.features().has(Feature.PLANE):
         plane = client.properties().plane_dim
-        reductions["sum, plane_sum x8"] = folded(
-            lambda: reduce_plane.launch(
-                client,
-                RudaCount(wide),
-                RudaDim(BLOCK),
-                *red,
-                BLOCK=BLOCK,
-                UNROLL=8,
-                PLANE=plane,
-                WIDTH=1,
-            )
-        )
-        reductions["sum, plane_sum x8 unchecked"] = folded(
-            lambda: reduce_plane.launch_unchecked(
-                client,
-                RudaCount(wide),
-                RudaDim(BLOCK),
-                *red,
-                BLOCK=BLOCK,
-                UNROLL=8,
-                PLANE=plane,
-                WIDTH=1,
-            )
-        )
-        reductions["sum, plane_sum, lines of 4 x4"] = folded(
-            lambda: reduce_plane.launch(
-                client,
-                RudaCount(wide),
-                RudaDim(BLOCK),
-                *red,
-                BLOCK=BLOCK,
-                UNROLL=4,
-                PLANE=plane,
-                WIDTH=4,
-            )
-        )
-        reductions["sum, plane_sum, lines of 4 x4 unchecked"] = folded(
-            lambda: reduce_plane.launch_unchecked(
-                client,
-                RudaCount(wide),
-                RudaDim(BLOCK),
-                *red,
-                BLOCK=BLOCK,
-                UNROLL=4,
-                PLANE=plane,
-                WIDTH=4,
-            )
-        )
+        for label, unroll_, width in (("x8", 8, 1), ("lines of 4 x4", 4, 4)):
+            for checked in (True, False):
+                launch = reduce_plane.launch if checked else reduce_plane.launch_unchecked
+                spec = {"BLOCK": BLOCK, "UNROLL": unroll_, "PLANE": plane, "WIDTH": width}
+                name = f"sum, plane_sum {label}{'' if checked else ' unchecked'}"
+                reductions[name] = folded(
+                    lambda launch=launch, spec=spec: launch(
+                        client, RudaCount(wide), RudaDim(BLOCK), *red, **spec
+                    )
+                )
     red_s = {}
     for label, run in reductions.items():
         client.write(out, np.zeros(1, np.float32))
