@@ -12,9 +12,10 @@ overrides):
   moved (3 x 1 GiB per run) and the fraction of the copy's;
 * ruda sums of the 1 GiB array: a shared-memory tree, and (where the device has planes)
   ``plane_sum`` after an x8-unrolled grid-stride loop; each cube writes its partial sum and a
-  second launch, the tree on one cube, folds the partials (no float atomic: WGSL has none, and
-  thousands of cubes contending on its compare-exchange loop held WebGPU on an H200 under a
-  tenth of the copy's bandwidth). GB/s counts the 1 GiB read, the time both launches;
+  second launch on one cube folds the partials, by the tree or by ``plane_sum`` as the first
+  (no float atomic: WGSL has none, and thousands of cubes contending on its compare-exchange
+  loop held WebGPU on an H200 under a tenth of the copy's bandwidth). GB/s counts the 1 GiB
+  read, the time both launches;
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
   kernel's time as a multiple of CuPy's.
 
@@ -318,14 +319,19 @@ def main(device: str) -> None:
     red = (ArrayArg(a, N), partials)
     want = float(host_a.sum(dtype=np.float64))
 
-    def folded(sum_cubes: Callable[[], object]) -> Callable[[], None]:
-        """``sum_cubes``, then the fold of its partials into ``out`` by the tree on one cube."""
+    def folded(sum_cubes: Callable[[], object], plane: int = 0) -> Callable[[], None]:
+        """``sum_cubes``, then the fold of its partials into ``out`` on one cube: by the tree, or
+        by ``plane_sum`` on planes of ``plane`` lanes (a plane sum folds with plane sums)."""
+        folds = (ArrayArg(partials.handle, wide), ArrayArg(out, 1))
 
         def run() -> None:
             sum_cubes()
-            reduce_sum.launch(
-                client, RudaCount(1), RudaDim(BLOCK), partials, ArrayArg(out, 1), BLOCK=BLOCK
-            )
+            if plane:
+                reduce_plane.launch(
+                    client, 1, BLOCK, *folds, BLOCK=BLOCK, UNROLL=1, PLANE=plane, WIDTH=1
+                )
+            else:
+                reduce_sum.launch(client, RudaCount(1), RudaDim(BLOCK), *folds, BLOCK=BLOCK)
 
         return run
 
@@ -344,7 +350,8 @@ def main(device: str) -> None:
                 reductions[name] = folded(
                     lambda launch=launch, spec=spec: launch(
                         client, RudaCount(wide), RudaDim(BLOCK), *red, **spec
-                    )
+                    ),
+                    plane,
                 )
     red_s = {}
     for label, run in reductions.items():
