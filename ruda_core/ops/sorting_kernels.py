@@ -88,8 +88,6 @@ DONE = 2 << 30
 COUNT = PART - 1
 #: The unsigned key a sort orders.
 Key = ElemVar("Key", [u32, u64])
-#: A key or an index, moved between two arrays.
-Word = ElemVar("Word", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
 
@@ -250,41 +248,24 @@ def _digit_start(
 
 @func
 def _take(
-    src: Array[Word], into, first: u32, width: u32, n: u32, whole: bool, ITEMS: Comptime[int]
-):
-    """``into[j] = src[first + j * width]`` for each of the ``ITEMS`` places below ``n`` (all of
-    them where ``whole``: then the loads go without a check each, all in flight at once)."""
-    if whole:
-        for j in unroll(range(ITEMS)):
-            into[j] = src[first + u32(j) * width]
-    else:
-        for j in unroll(range(ITEMS)):
-            i = first + u32(j) * width
-            if i < n:
-                into[j] = src[i]
-
-
-@func
-def _take_keys(
-    x: Array[Numeric],
-    held: Array[Key],
+    src,
+    into,
     first: u32,
     width: u32,
     n: u32,
     whole: bool,
-    SIGN: Comptime[int],
-    KIND: Comptime[str],
     ITEMS: Comptime[int],
+    KEYS: Comptime[bool] = False,
+    SIGN: Comptime[int] = 0,
+    KIND: Comptime[str] = "uint",
 ):
-    """:func:`_take` of the keys of ``x``'s elements (:func:`_key_of`)."""
-    if whole:
-        for j in unroll(range(ITEMS)):
-            held[j] = _key_of(x[first + u32(j) * width], SIGN, KIND)
-    else:
-        for j in unroll(range(ITEMS)):
-            i = first + u32(j) * width
-            if i < n:
-                held[j] = _key_of(x[i], SIGN, KIND)
+    """``into[j] = src[first + j * width]`` (with ``KEYS``, its key: :func:`_key_of`) for each
+    of the ``ITEMS`` places below ``n``: all of them where ``whole``, the loads then going
+    without a check each, all in flight at once."""
+    for j in unroll(range(ITEMS)):
+        i = first + u32(j) * width
+        if whole or i < n:
+            into[j] = _key_of(src[i], SIGN, KIND) if KEYS else src[i]
 
 
 @func
@@ -451,7 +432,7 @@ def radix_scatter(
             for j in unroll(range(ITEMS)):
                 held[j] = Key(0)  # the keys past the end, which are never placed
         if before == u32(0):  # the first moving pass makes the keys from the input
-            _take_keys(x, held, mine, width, n, whole, SIGN, KIND, ITEMS)
+            _take(x, held, mine, width, n, whole, ITEMS, True, SIGN, KIND)
             if move:
                 for j in unroll(range(ITEMS)):
                     value_of[j] = mine + u32(j) * width
