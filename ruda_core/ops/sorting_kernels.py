@@ -262,10 +262,15 @@ def _take(
     """``into[j] = src[first + j * width]`` (with ``KEYS``, its key: :func:`_key_of`) for each
     of the ``ITEMS`` places below ``n``: all of them where ``whole``, the loads then going
     without a check each, all in flight at once."""
-    for j in unroll(range(ITEMS)):
-        i = first + u32(j) * width
-        if whole or i < n:
+    if whole:  # two loops: one test of ``whole`` per call, none per load
+        for j in unroll(range(ITEMS)):
+            i = first + u32(j) * width
             into[j] = _key_of(src[i], SIGN, KIND) if KEYS else src[i]
+    else:
+        for j in unroll(range(ITEMS)):
+            i = first + u32(j) * width
+            if i < n:
+                into[j] = _key_of(src[i], SIGN, KIND) if KEYS else src[i]
 
 
 @func
