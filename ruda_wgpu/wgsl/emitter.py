@@ -568,11 +568,11 @@ class _Writer(Located):
         if op is Op.BITCAST:
             return self.values.bitcast(texts[0], cast(Operand, args[0]).elem, out.elem)
         elem = cast(Operand, args[1] if op is Op.SELECT else args[0]).elem
-        zeros = [k for k, a in enumerate(args) if isinstance(a, Const) and a.value == 0]
-        if op is Op.MUL and elem in (Elem.F16, Elem.F32) and zeros:  # not folded to 0 for inf
-            zero = cast(Const, args[zeros[0]])
-            negative = copysign(1.0, float(zero.value)) < 0
-            return self.values.zero_product(texts[1 - zeros[0]], negative, elem)
+        if op is Op.MUL and elem in (Elem.F16, Elem.F32):  # a zero factor: NaN for inf or NaN
+            for k, a in enumerate(args):
+                if isinstance(a, Const) and a.value == 0:
+                    negative = copysign(1.0, float(a.value)) < 0
+                    return self.values.zero_product(texts[1 - k], negative, elem)
         return self.values.apply(op, elem, texts)
 
     def _metadata(self, what: str, param: object, axis: int) -> int:
