@@ -12,9 +12,10 @@ device) and the digest of ruda's code (its version included), so a warm start re
 instead of building a kernel. Such a device is probed once, in a child process, so that a
 driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit after a
 failed build) cannot take the caller down: a child that dies without a verdict makes the
-device unusable with the way it died. A backend without ``identify`` is probed in the calling
-process, in every process. ``ruda devices --reprobe`` (:func:`forget_verdicts`) drops
-every stored verdict.
+device unusable with the way it died, and one that outlives the time limit
+(:func:`probe_timeout`) is ended, naming the step it was in. A backend without ``identify`` is
+probed in the calling process, in every process. ``ruda devices --reprobe``
+(:func:`forget_verdicts`) drops every stored verdict.
 
 This module runs kernels and keeps verdicts; it never looks a backend up. The child process
 enters through :func:`ruda_core.plugins.probe_child`, which finds the device again through the
@@ -42,14 +43,19 @@ __all__ = [
     "PROBE_TIMEOUT_S",
     "Verdict",
     "forget_verdicts",
+    "probe_timeout",
     "report",
     "report_step",
     "run",
     "verdict",
 ]
 
-#: How long the probe kernel may take to build, run and be read back.
-PROBE_TIMEOUT_S = 120.0
+#: How long a device's probe may take (``RUDA_PROBE_TIMEOUT_S`` sets another limit): in its
+#: child process, from the start to the verdict; in the calling process, per kernel read back.
+#: A working driver builds and runs the two tiny kernels in a few seconds; PoCL 3 on a CPU its
+#: LLVM does not know spends one to two minutes on the wide one before it crashes.
+PROBE_TIMEOUT_S = 30.0
+_TIMEOUT_VARIABLE = "RUDA_PROBE_TIMEOUT_S"
 #: Set in a probe's child process: a device its driver looks up while it opens (a driver that
 #: asks for the reference device, say) is probed there, in the child, not in a grandchild
 _CHILD_VARIABLE = "RUDA_PROBE_CHILD"
@@ -89,13 +95,14 @@ def run(
 
     step = _FIRST
     begin(step)
+    limit = probe_timeout()
     try:
         client = runtime.client(device)
         dim = max(1, min(32, client.properties().max_units_per_ruda))
         out = client.empty(_LENGTH * 4)
         count = RudaCount(-(-_LENGTH // dim))
         ruda_probe.launch(client, count, RudaDim(dim), ArrayArg(out, _LENGTH), 3.0)
-        got = np.frombuffer(client.read_async([out]).result(PROBE_TIMEOUT_S)[0], np.uint32)
+        got = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
         wide = None
         if np.array_equal(got, _expected()) and client.features().supports(Elem.U64):
             step = _WIDE
@@ -108,9 +115,9 @@ def run(
             ruda_probe_wide.launch(
                 client, wide_count, wide_dim, ArrayArg(x, _LENGTH), ArrayArg(out, _LENGTH)
             )
-            wide = np.frombuffer(client.read_async([out]).result(PROBE_TIMEOUT_S)[0], np.uint64)
+            wide = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint64)
     except TimeoutError:
-        return Verdict(False, f"{step} did not finish within {PROBE_TIMEOUT_S:.0f} s")
+        return Verdict(False, f"{step} did not finish within {limit:g} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
         reason = _one_line(exc)
         return Verdict(False, reason if step == _FIRST else f"{step}: {reason}")
@@ -131,21 +138,22 @@ def _run_apart(backend: str, device: Hashable) -> Verdict:
     env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
     code = _CHILD_ENTRY.format(argv=[backend, str(device)])
     command = [sys.executable, "-c", code]
+    limit = probe_timeout()
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, env=env, timeout=PROBE_TIMEOUT_S + 60
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=limit)
+    except subprocess.TimeoutExpired as exc:  # its output is bytes, whatever text says
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        step = _child_said(out)
+        if isinstance(step, Verdict):
+            return step
+        return Verdict(
+            False,
+            f"the probe process did not finish within {limit:g} s, in {step} (a slower "
+            f"machine may set {_TIMEOUT_VARIABLE} higher and run `ruda devices --reprobe`)",
         )
-    except subprocess.TimeoutExpired:
-        return Verdict(False, f"the probe process did not finish within {PROBE_TIMEOUT_S:.0f} s")
-    step = "loading the backend"
-    for line in done.stdout.splitlines():  # each line is printed before any crash
-        try:
-            entry = json.loads(line) if line.startswith("{") else {}
-        except ValueError:  # a driver's own output
-            continue
-        if "usable" in entry:
-            return Verdict(bool(entry["usable"]), str(entry["reason"]))
-        step = str(entry.get("step", step))
+    step = _child_said(done.stdout)
+    if isinstance(step, Verdict):
+        return step
     if done.returncode < 0:
         try:
             how = f"died of {signal.Signals(-done.returncode).name}"
@@ -155,6 +163,38 @@ def _run_apart(backend: str, device: Hashable) -> Verdict:
         how = f"exited with status {done.returncode}"
     said = [line.strip() for line in done.stderr.splitlines() if "error" in line.lower()]
     return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
+
+
+def _child_said(stdout: str) -> Verdict | str:
+    """The verdict a probe's child printed, else the last step it began."""
+    step = "loading the backend"
+    for line in stdout.splitlines():  # each line is printed before any crash
+        try:
+            entry = json.loads(line) if line.startswith("{") else {}
+        except ValueError:  # a driver's own output
+            continue
+        if "usable" in entry:
+            return Verdict(bool(entry["usable"]), str(entry["reason"]))
+        step = str(entry.get("step", step))
+    return step
+
+
+def probe_timeout() -> float:
+    """The probe's time limit in seconds: ``RUDA_PROBE_TIMEOUT_S``, else
+    :data:`PROBE_TIMEOUT_S`.
+
+    :raises ValueError: for a variable that is not a positive number of seconds.
+    """
+    said = os.environ.get(_TIMEOUT_VARIABLE)
+    if said is None:
+        return PROBE_TIMEOUT_S
+    try:
+        limit = float(said)
+    except ValueError:
+        limit = 0.0
+    if not limit > 0:  # NaN too
+        raise ValueError(f"{_TIMEOUT_VARIABLE}={said!r}: give a positive number of seconds")
+    return limit
 
 
 def report(found: Verdict) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from fake_drivers import driver_source, fake_distribution, path_with
 
 import ruda_core as ruda
 from ruda_core import Status
+from ruda_core.probe import probe_timeout
 from ruda_core.runtime.cache import CacheKind
 
 PROBE = """
@@ -319,10 +321,13 @@ def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
 WIDEFAULT = driver_source(
     "widefault",
     "a device that builds the probe kernel but crashes the process building lines of eight u64 "
-    "(WIDE_CRASH=1) or returns them wrong (WIDE_WRONG=1), as PoCL 3 does on AMD's AVX-512 CPUs",
+    "(WIDE_CRASH=1), returns them wrong (WIDE_WRONG=1) or never ends building them "
+    "(WIDE_HANG=1), as PoCL 3 does on AMD's AVX-512 CPUs",
     """\
         def build(self, compiled):
             if compiled.definition.name == "ruda_probe_wide":
+                if os.environ.get("WIDE_HANG") == "1":
+                    time.sleep(600)
                 if os.environ.get("WIDE_CRASH") == "1":
                     os.kill(os.getpid(), signal.SIGSEGV)
                 if os.environ.get("WIDE_WRONG") == "1":
@@ -332,6 +337,7 @@ WIDEFAULT = driver_source(
     preamble="""\
 import os
 import signal
+import time
 
 from ruda_core.runtime import CompilationError
 """,
@@ -370,3 +376,36 @@ def test_a_driver_that_crashes_while_probed_leaves_the_caller_running(
     # the stored verdict is trusted: the next process neither probes nor crashes
     again = _devices(widefault_driver, cache, machine_verdicts, "widefault")
     assert again["unusable"] == facts["unusable"]
+
+
+def test_a_probe_that_outlives_its_time_limit_is_ended_naming_its_step(
+    widefault_driver, machine_verdicts, tmp_path
+):
+    """A driver whose build of a tiny kernel never ends costs the caller the probe's time limit
+    once, not the driver's time."""
+    started = time.monotonic()
+    facts = _devices(
+        widefault_driver,
+        tmp_path / "cache",
+        machine_verdicts,
+        "widefault",
+        WIDE_HANG="1",
+        RUDA_PROBE_TIMEOUT_S="6",
+    )
+    assert time.monotonic() - started < 60
+    reason = facts["unusable"]["widefault:0"]
+    # the build hangs in the wide step; a slow start may still be in the first
+    assert reason.startswith("the probe process did not finish within 6 s, in the probe kernel")
+    assert "RUDA_PROBE_TIMEOUT_S" in reason
+    assert "cpu" in facts["devices"]
+
+
+def test_a_probe_time_limit_that_is_not_a_positive_number_is_refused_naming_the_variable(
+    monkeypatch,
+):
+    for said in ("soon", "0", "-1", "nan"):
+        monkeypatch.setenv("RUDA_PROBE_TIMEOUT_S", said)
+        with pytest.raises(ValueError, match=f"RUDA_PROBE_TIMEOUT_S={said!r}"):
+            probe_timeout()
+    monkeypatch.setenv("RUDA_PROBE_TIMEOUT_S", "2.5")
+    assert probe_timeout() == 2.5
