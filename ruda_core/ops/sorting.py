@@ -78,6 +78,8 @@ SORT_SHAPES = (
 COUNT_SCAN = (256, 4, True)
 #: The fewest keys a cube counts in the histograms of chained candidates.
 KEYS_PER_COUNTER = 8192
+#: The shared bytes per unit a scatter's block keeps for its cube folds' scratch.
+FOLDS_NBYTES = 128
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
 #: Sizes up to this one run the first candidate that runs, untuned (few blocks: the candidates
@@ -152,27 +154,33 @@ def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
         props = client.properties()
         ballot = client.features().has(Feature.PLANE) and 1 < props.plane_dim <= 32
         plane = props.plane_dim if ballot else 1
-        units = cube_units(client, wanted)
         per_key = x.elem.nbytes + (4 if p.indices or x.elem.is_float else 0)
         fits = props.max_shared_memory_nbytes
-
-        def shared(units: int, items: int) -> int:
-            # 256 counters per plane, three arrays of 256 per cube and room for the cube folds'
-            # scratch, and the staged block
-            return (-(-units // plane) + 4) * DIGITS * 4 + units * items * per_key
-
-        fitted = items  # fewer rounds down to 8, then fewer units, then fewer rounds again
-        while fitted > 8 and shared(units, fitted) > fits:
-            fitted //= 2
-        while units > 1 and shared(units, fitted) > fits:
-            units //= 2
-        while fitted > 1 and shared(units, fitted) > fits:
-            fitted //= 2
+        units, fitted = fitted_block(cube_units(client, wanted), items, per_key, plane, fits)
         # a block's published digit count holds 30 bits
         chain = chained and p.n <= COUNT
         _radix_sort(client, p, x, out, units, fitted, ballot, -(-units // plane), chain)
 
     return run
+
+
+def fitted_block(units: int, items: int, per_key: int, plane: int, fits: int) -> tuple[int, int]:
+    """``(units, items)`` of a scatter's block, as asked where its shared memory fits ``fits``
+    bytes (``per_key`` bytes staged per key, planes of ``plane`` lanes); else fewer keys per
+    unit down to 8, then fewer units, then fewer keys again."""
+
+    def shared(units: int, items: int) -> int:
+        # 256 counters per plane, three arrays of 256 per cube, the staged block, and the cube
+        # folds' scratch (up to 30 words a unit where they go through shared memory)
+        return (-(-units // plane) + 3) * DIGITS * 4 + units * (items * per_key + FOLDS_NBYTES)
+
+    while items > 8 and shared(units, items) > fits:
+        items //= 2
+    while units > 1 and shared(units, items) > fits:
+        units //= 2
+    while items > 1 and shared(units, items) > fits:
+        items //= 2
+    return units, items
 
 
 def _radix_sort(
@@ -194,7 +202,8 @@ def _radix_sort(
     kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
     # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous
     moves = "all" if p.indices else "flagged" if kind == "float" else "none"
-    plane_sums = client.features().has(Feature.PLANE)
+    # planes of one lane fold nothing: their cube folds would take more shared memory
+    plane_sums = client.features().has(Feature.PLANE) and client.properties().plane_dim > 1
     passes = elem.nbytes
     blocks = -(-n // (units * items))
     cubes = builtins.min(MAX_CUBES, -(-n // 256))

@@ -15,7 +15,8 @@ import ruda_core as ruda
 from ruda_core import ops
 from ruda_core.ir import Elem
 from ruda_core.ops import native
-from ruda_core.ops.sorting import _TUNER, SMALL, Sorting, _tunable_set
+from ruda_core.ops.sorting import _TUNER, SMALL, SORT_SHAPES, Sorting, _tunable_set, fitted_block
+from ruda_core.ops.sorting_kernels import radix_scatter
 from ruda_core.runtime import ComputeClient, Feature, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
 
@@ -173,3 +174,21 @@ def test_every_candidate_sorts_as_numpy(radix):
             tunable.fn(radix, problem, ruda.asarray(data, radix), out)
             got = out.numpy().view(np.uint8)
             np.testing.assert_array_equal(got, expected.view(np.uint8), tunable.name)
+
+
+@pytest.mark.parametrize("plane, fits", [(1, 12 << 10), (1, 48 << 10), (32, 32 << 10)])
+def test_every_candidates_block_fits_the_shared_memory_it_is_sized_for(plane, fits):
+    """A candidate's block, sized for a device (NVIDIA's OpenCL: planes of one lane, 48 KiB;
+    a WebGPU adapter: 32 KiB; where the cube folds' scratch counts most, 12 KiB), fits its
+    shared memory: a refusal at launch would leave the tuner a candidate short. Argsorts of
+    f32 and i64, the most bytes staged per key."""
+    for wanted, items, chained in SORT_SHAPES:
+        for elem, key, per_key in ((Elem.F32, Elem.U32, 8), (Elem.I64, Elem.U64, 12)):
+            units, fitted = fitted_block(wanted, items, per_key, plane, fits)
+            definition = radix_scatter.definition(
+                Numeric=elem, Key=key, Index=Elem.I64, UNITS=units, ITEMS=fitted,
+                PLANES=-(-units // plane), BALLOT=plane > 1, VALUES="all", RESULT=True, SIGN=1,
+                KIND="float" if elem.is_float else "int", CUBE=plane > 1, PASSES=elem.nbytes,
+                LOOKBACK=chained,
+            )  # fmt: skip
+            assert definition.shared_bytes <= fits, (wanted, items, chained, elem, units, fitted)
