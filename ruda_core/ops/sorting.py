@@ -78,8 +78,9 @@ SORT_SHAPES = (
 COUNT_SCAN = (256, 4, True)
 #: The fewest keys a cube counts in the histograms of chained candidates.
 KEYS_PER_COUNTER = 8192
-#: The shared bytes per unit a scatter's block keeps for its cube folds' scratch.
-FOLDS_NBYTES = 128
+#: The shared bytes a scatter's block keeps for its cube folds' scratch where they go through
+#: shared memory (planes of one lane): under 4 KiB at every cube size.
+FOLDS_NBYTES = 4096
 #: The most cubes an elementwise launch or a pass asks for (cubes stride over the rest).
 MAX_CUBES = 65535
 #: Sizes up to this one run the first candidate that runs, untuned (few blocks: the candidates
@@ -170,9 +171,10 @@ def fitted_block(units: int, items: int, per_key: int, plane: int, fits: int) ->
     unit down to 8, then fewer units, then fewer keys again."""
 
     def shared(units: int, items: int) -> int:
-        # 256 counters per plane, three arrays of 256 per cube, the staged block, and the cube
-        # folds' scratch (up to 30 words a unit where they go through shared memory)
-        return (-(-units // plane) + 3) * DIGITS * 4 + units * (items * per_key + FOLDS_NBYTES)
+        # 256 counters per plane, three arrays of 256 per cube and the plane folds' scratch,
+        # the staged block, and without planes the shared-memory folds' scratch
+        folds = FOLDS_NBYTES if plane == 1 else 0
+        return (-(-units // plane) + 4) * DIGITS * 4 + units * items * per_key + folds
 
     while items > 8 and shared(units, items) > fits:
         items //= 2
