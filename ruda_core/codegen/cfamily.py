@@ -39,11 +39,9 @@ from ..ir import (
     SYNC_REDUCE_OPS,
     WARPGROUP_OPS,
     Block,
-    Break,
     Builtin,
     BuiltinKind,
     Const,
-    Continue,
     Elem,
     Fragment,
     If,
@@ -58,10 +56,8 @@ from ..ir import (
     Operand,
     Param,
     RangeLoop,
-    Return,
     SharedArray,
     SourceLoc,
-    Stmt,
     copy_width,
     line_alignment,
     lower_async_copies,
@@ -71,17 +67,16 @@ from .abi import ArgKind, KernelArg, Signature, build_signature
 from .atomics import AtomicLowering
 from .dialect import Dialect, MemSpace, Usage, buffered_align_nbytes, swizzled_arrays
 from .expr import Arg, ExprLowering
-from .located import Located
 from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
 from .printf import print_sites, print_statement, record_statement
+from .structured import INDENT, StructuredWriter
 from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
 
 _T = TypeVar("_T")
-_INDENT = "    "
 _BUILTIN_NAMES = frozenset(kind.value for kind in BuiltinKind)
 #: Builtins in declaration order (each after the ones its formula names).
 _BUILTIN_ORDER = [
@@ -180,7 +175,7 @@ def usage_of(definition: KernelDefinition) -> Usage:
     return Usage(frozenset(elems), frozenset(ops))
 
 
-class _KernelWriter(Located):
+class _KernelWriter(StructuredWriter):
     """The state of one emission: names, helpers, used builtins and output lines."""
 
     def __init__(self, dialect: Dialect, definition: KernelDefinition) -> None:
@@ -242,7 +237,7 @@ class _KernelWriter(Located):
         if preamble:
             out += [*preamble, ""]
         out += self.prelude.render()
-        args = [f"{_INDENT}{a.ctype} {a.name}" for a in signature.args]
+        args = [f"{INDENT}{a.ctype} {a.name}" for a in signature.args]
         head = d.kernel_head(defn.max_units)
         if args:
             out += [f"{head} {self.entry}(", ",\n".join(args), ") {"]
@@ -256,11 +251,11 @@ class _KernelWriter(Located):
 
     def _declarations(self) -> list[str]:
         d, defn = self.d, self.defn
-        lines = [_INDENT + line for line in self.start().prologue]
+        lines = [INDENT + line for line in self.start().prologue]
         u32 = d.type_name(Elem.U32)
         needed = self._builtin_closure()
         lines += [
-            f"{_INDENT}const {u32} {name} = {self._builtin_formula(name)};"
+            f"{INDENT}const {u32} {name} = {self._builtin_formula(name)};"
             for name in _BUILTIN_ORDER
             if name in needed
         ]
@@ -278,7 +273,7 @@ class _KernelWriter(Located):
                     arrays.append((storage, self.c[s.name], d.literal(nbytes, Elem.U32)))
                     continue
                 align = max(tiles, lined.get(s, 0), SWIZZLE_ALIGN_NBYTES if s in swizzled else 0)
-                lines.append(_INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
+                lines.append(INDENT + d.shared_decl(storage, self.c[s.name], s.length, align))
         if defn.dynamic_shared or buffered:
             arrays += [
                 (
@@ -291,15 +286,15 @@ class _KernelWriter(Located):
             passed = [a.name for a in self.start().args if a.kind is ArgKind.SHARED]
             buffer = passed[0] if passed else self.names.claim("dynamic_shared")
             align = buffered_align if buffered else 0
-            lines += [_INDENT + line for line in d.dynamic_shared_decls(buffer, arrays, align)]
+            lines += [INDENT + line for line in d.dynamic_shared_decls(buffer, arrays, align)]
         if self.sync.counter is not None:
             storage = d.storage_type(Elem.U32, MemSpace.SHARED)
-            lines.append(_INDENT + d.shared_decl(storage, self.sync.counter, 1))
+            lines.append(INDENT + d.shared_decl(storage, self.sync.counter, 1))
         for a in defn.local_arrays:
             storage = d.storage_type(a.elem, MemSpace.LOCAL)
-            lines.append(f"{_INDENT}{storage} {self.c[a.name]}[{a.length}];")
+            lines.append(f"{INDENT}{storage} {self.c[a.name]}[{a.length}];")
         lines += [
-            _INDENT
+            INDENT
             + (d.warpgroup_decl if f.role is MatrixRole.WARPGROUP else d.matrix_decl)(
                 f, self.c[f.name]
             )
@@ -308,7 +303,7 @@ class _KernelWriter(Located):
         for v in defn.locals:
             zero = d.literal(False if v.elem is Elem.BOOL else 0, v.elem)
             for name in self.lanes.get(v, [self.c[v.name]] if v.width == 1 else []):
-                lines.append(f"{_INDENT}{d.type_name(v.elem)} {name} = {zero};")
+                lines.append(f"{INDENT}{d.type_name(v.elem)} {name} = {zero};")
         return lines
 
     def _builtin_formula(self, name: str) -> str:
@@ -345,47 +340,22 @@ class _KernelWriter(Located):
 
     # -- statements -------------------------------------------------------------------------
 
-    def _line(self, depth: int, text: str) -> None:
-        self.lines.append(_INDENT * depth + text)
-
-    def _locate(self, loc: SourceLoc | None, depth: int) -> None:
-        if loc is None:
-            return
+    def _locate(self, loc: SourceLoc, depth: int) -> None:
+        """A ``// file:line`` comment where the line changes."""
         self.loc = loc
         key = (loc.file, loc.line)
         if key != self._commented:
             self._commented = key
             self._line(depth, f"// {os.path.basename(loc.file)}:{loc.line}")
 
-    def _block(self, block: Block, depth: int) -> None:
-        for stmt in block:
-            self._stmt(stmt, depth)
+    def _condition(self, cond: Operand) -> str:
+        return self.expr.text(cond)
 
-    def _stmt(self, stmt: Stmt, depth: int) -> None:
-        self._locate(stmt.loc, depth)
-        if isinstance(stmt, Instr):
-            self._instr(stmt, depth)
-        elif isinstance(stmt, If):
-            self._line(depth, f"if ({self.expr.text(stmt.cond)}) {{")
-            self._block(stmt.then, depth + 1)
-            if stmt.orelse:
-                self._line(depth, "} else {")
-                self._block(stmt.orelse, depth + 1)
-            self._line(depth, "}")
-        elif isinstance(stmt, RangeLoop):
-            self._range_loop(stmt, depth)
-        elif isinstance(stmt, Loop):
-            self._line(depth, "for (;;) {")
-            self._block(stmt.body, depth + 1)
-            self._line(depth, "}")
-        elif isinstance(stmt, Break):
-            self._line(depth, "break;")
-        elif isinstance(stmt, Continue):
-            self._line(depth, "continue;")
-        elif isinstance(stmt, Return):
-            self._line(depth, "return;")
-        else:
-            raise CompilationError(f"{stmt!r} is not a statement")
+    def _loop_head(self, depth: int) -> None:
+        self._line(depth, "for (;;) {")
+
+    def _return(self, depth: int) -> None:
+        self._line(depth, "return;")
 
     def _range_loop(self, loop: RangeLoop, depth: int) -> None:
         d, expr = self.d, self.expr

@@ -25,10 +25,10 @@ from functools import cached_property
 from math import copysign
 from typing import TypeVar, cast
 
-from ruda_core.codegen.located import Located
 from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.codegen.printf import print_sites
+from ruda_core.codegen.structured import INDENT, StructuredWriter
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
     ATOMIC_OPS,
@@ -36,25 +36,19 @@ from ruda_core.ir import (
     PLANE_OPS,
     SYNC_REDUCE_OPS,
     Block,
-    Break,
     Builtin,
     Const,
-    Continue,
     Elem,
-    If,
     Instr,
     KernelDefinition,
     Local,
     LocalArray,
-    Loop,
     Op,
     Operand,
     Param,
     RangeLoop,
-    Return,
     SharedArray,
     SourceLoc,
-    Stmt,
     lower_async_copies,
     scalarize_lines,
 )
@@ -75,7 +69,6 @@ from .values import TYPES, WgslValues, literal, wrap
 __all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
 
 _T = TypeVar("_T")
-_INDENT = "    "
 #: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
 _ATOMIC_INT = {
     op: "atomic" + op.value.removeprefix("atomic_").capitalize()
@@ -198,7 +191,7 @@ def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
     return n - (1 << target.bits) if target.is_signed and n >> (target.bits - 1) else n
 
 
-class _Writer(Located):
+class _Writer(StructuredWriter):
     """The state of one emission: names, helpers and output lines."""
 
     def __init__(
@@ -262,7 +255,7 @@ class _Writer(Located):
         body = self._prologue()
         self.lines = []
         self._block(defn.body, 1)
-        body += [*self.lines, *(_INDENT + line for line in self._turns_check())]
+        body += [*self.lines, *(INDENT + line for line in self._turns_check())]
         # the print records and the stopped-kernel word: bound after the arrays where used
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
         extra += [("RUDA_KERNEL_ID", TURNED)] if self.target.loop_limit else []
@@ -302,26 +295,26 @@ class _Writer(Located):
 
     def _prologue(self) -> list[str]:
         defn, layout = self.defn, self.layout
-        lines = [f"{_INDENT}let {name} = {formula};" for name, formula in BUILTINS]
-        lines.append(f"{_INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
+        lines = [f"{INDENT}let {name} = {formula};" for name, formula in BUILTINS]
+        lines.append(f"{INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
         if self.target.loop_limit:
-            lines.append(f"{_INDENT}var {TURNS} = 0u;")
-        lines.append(f"{_INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
-        lines.append(f"{_INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
+            lines.append(f"{INDENT}var {TURNS} = 0u;")
+        lines.append(f"{INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
+        lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
             offset = record_word(layout.offsets + k)
-            lines.append(f"{_INDENT}let {self._offset(p)} = {offset}{per};")
+            lines.append(f"{INDENT}let {self._offset(p)} = {offset}{per};")
         for p, word in zip(defn.scalar_params, layout.scalars, strict=True):
-            lines.append(f"{_INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
+            lines.append(f"{INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
         for a in defn.local_arrays:
-            lines.append(f"{_INDENT}var {self.n[a.name]}: array<{self.ty(a.elem)}, {a.length}>;")
+            lines.append(f"{INDENT}var {self.n[a.name]}: array<{self.ty(a.elem)}, {a.length}>;")
         for v in defn.locals:
             if v.width > 1:  # a vector load's or store's line
-                lines.append(f"{_INDENT}var {self.n[v.name]}: vec{v.width}<{self.ty(v.elem)}>;")
+                lines.append(f"{INDENT}var {self.n[v.name]}: vec{v.width}<{self.ty(v.elem)}>;")
                 continue
             zero = literal(False if v.elem is Elem.BOOL else 0, v.elem)
-            lines.append(f"{_INDENT}var {self.n[v.name]}: {self.ty(v.elem)} = {zero};")
+            lines.append(f"{INDENT}var {self.n[v.name]}: {self.ty(v.elem)} = {zero};")
         return lines
 
     def _offset(self, p: Param) -> str:
@@ -382,47 +375,22 @@ class _Writer(Located):
 
     # -- statements -------------------------------------------------------------------------
 
-    def _line(self, depth: int, text: str) -> None:
-        self.lines.append(_INDENT * depth + text)
-
     def _lines(self, depth: int, text: str) -> None:
         """Each line of ``text`` at ``depth`` (and its own indent beyond it)."""
         for line in text.split("\n"):
             self._line(depth, line)
 
-    def _block(self, block: Block, depth: int) -> None:
-        for stmt in block:
-            self._stmt(stmt, depth)
+    def _condition(self, cond: Operand) -> str:
+        return self.text(cond)
 
-    def _stmt(self, stmt: Stmt, depth: int) -> None:
-        if stmt.loc is not None:
-            self.loc = stmt.loc
-        if isinstance(stmt, Instr):
-            self._instr(stmt, depth)
-        elif isinstance(stmt, If):
-            self._line(depth, f"if ({self.text(stmt.cond)}) {{")
-            self._block(stmt.then, depth + 1)
-            if stmt.orelse:
-                self._line(depth, "} else {")
-                self._block(stmt.orelse, depth + 1)
-            self._line(depth, "}")
-        elif isinstance(stmt, RangeLoop):
-            self._range_loop(stmt, depth)
-        elif isinstance(stmt, Loop):
-            self._line(depth, "loop {")
-            self._count_turn(depth + 1)
-            self._block(stmt.body, depth + 1)
-            self._line(depth, "}")
-        elif isinstance(stmt, Break):
-            self._line(depth, "break;")
-        elif isinstance(stmt, Continue):
-            self._line(depth, "continue;")
-        elif isinstance(stmt, Return):
-            for line in self._turns_check():
-                self._line(depth, line)
-            self._line(depth, "return;")
-        else:
-            raise CompilationError(f"{stmt!r} is not a statement")
+    def _loop_head(self, depth: int) -> None:
+        self._line(depth, "loop {")
+        self._count_turn(depth + 1)
+
+    def _return(self, depth: int) -> None:
+        for line in self._turns_check():
+            self._line(depth, line)
+        self._line(depth, "return;")
 
     def _count_turn(self, depth: int) -> None:
         """Count a loop's turn where the driver stops loops after a number of turns."""

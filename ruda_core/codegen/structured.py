@@ -1,0 +1,90 @@
+"""The IR's structured statements in the brace syntax the C family and WGSL share: the walk
+over a block, ``if``/``else``, ``break`` and ``continue``. An emitter's writer inherits it and
+writes the rest: instructions, loops, returns and what it says where a statement has a
+source location."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from ..errors import CompilationError
+from ..ir import (
+    Block,
+    Break,
+    Continue,
+    If,
+    Instr,
+    Loop,
+    Operand,
+    RangeLoop,
+    Return,
+    SourceLoc,
+    Stmt,
+)
+from .located import Located
+
+__all__ = ["INDENT", "StructuredWriter"]
+
+#: One level of indentation in the emitted source.
+INDENT = "    "
+
+
+class StructuredWriter(Located, ABC):
+    """Appends an emission's statements to ``lines``, indented by depth."""
+
+    lines: list[str]
+
+    def _line(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def _block(self, block: Block, depth: int) -> None:
+        for stmt in block:
+            self._stmt(stmt, depth)
+
+    def _stmt(self, stmt: Stmt, depth: int) -> None:
+        if stmt.loc is not None:
+            self._locate(stmt.loc, depth)
+        if isinstance(stmt, Instr):
+            self._instr(stmt, depth)
+        elif isinstance(stmt, If):
+            self._line(depth, f"if ({self._condition(stmt.cond)}) {{")
+            self._block(stmt.then, depth + 1)
+            if stmt.orelse:
+                self._line(depth, "} else {")
+                self._block(stmt.orelse, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, RangeLoop):
+            self._range_loop(stmt, depth)
+        elif isinstance(stmt, Loop):
+            self._loop_head(depth)
+            self._block(stmt.body, depth + 1)
+            self._line(depth, "}")
+        elif isinstance(stmt, Break):
+            self._line(depth, "break;")
+        elif isinstance(stmt, Continue):
+            self._line(depth, "continue;")
+        elif isinstance(stmt, Return):
+            self._return(depth)
+        else:
+            raise CompilationError(f"{stmt!r} is not a statement")
+
+    def _locate(self, loc: SourceLoc, depth: int) -> None:
+        """A statement at ``loc`` comes next (its errors name it)."""
+        self.loc = loc
+
+    @abstractmethod
+    def _condition(self, cond: Operand) -> str:
+        """The text of an ``if``'s boolean operand."""
+
+    @abstractmethod
+    def _instr(self, ins: Instr, depth: int) -> None: ...
+
+    @abstractmethod
+    def _range_loop(self, loop: RangeLoop, depth: int) -> None: ...
+
+    @abstractmethod
+    def _loop_head(self, depth: int) -> None:
+        """The lines that open an endless loop (its body and ``}`` follow)."""
+
+    @abstractmethod
+    def _return(self, depth: int) -> None: ...
