@@ -3,9 +3,11 @@
 WGSL differs from the C family in what the shared :class:`~ruda_core.codegen.CFamilyEmitter`
 takes for granted (declarations are ``var x: f32 = …;``, conversions are constructor calls,
 there is no ``?:``, no pointer arithmetic, atomics are a type rather than an operation, a kernel
-takes no arguments), so it has an emitter of its own; what does not depend on the syntax is
+takes no arguments), so it has an emitter of its own; what does not depend on those is
 shared: the IR lowering passes (async copies, then lines to scalars, as the NumPy device runs
-them, but for the line accesses WGSL makes one vector access) and the name table.
+them, but for the line accesses WGSL makes one vector access), the name table and the walk
+over structured statements (:class:`~ruda_core.codegen.structured.StructuredWriter`: blocks,
+``if``/``else``, ``break``, ``continue``, whose syntax WGSL shares with C).
 
 The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
 :mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (declared
