@@ -107,6 +107,13 @@ def _isnan(x: str, elem: Elem) -> str:
     return _magnitude_test(x, elem, "> 2139095040u")
 
 
+def _nan_unless_finite(value: str, x: str) -> str:
+    """``value``, or NaN where ``x`` is an infinity or a NaN (both ``f32``), by its bits: what a
+    compiler that assumes finite values folds to ``value`` alone."""
+    test = _magnitude_test(x, Elem.F32, ">= 2139095040u")
+    return f"select({value}, {_special(math.nan, Elem.F32)}, {test})"
+
+
 def _special(x: float, elem: Elem) -> str:
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     value = f"bitcast<f32>({bits}u)"
@@ -193,9 +200,7 @@ class WgslValues:
         compiler that assumes finite values would fold to a plain zero."""
         x32 = f"f32({x})" if elem is Elem.F16 else x
         sign = f"(bitcast<u32>({x32}) & 2147483648u){' ^ 2147483648u' if negative else ''}"
-        nan = _special(math.nan, Elem.F32)
-        test = _magnitude_test(x32, Elem.F32, ">= 2139095040u")
-        value = f"select(bitcast<f32>({sign}), {nan}, {test})"
+        value = _nan_unless_finite(f"bitcast<f32>({sign})", x32)
         return value if elem is Elem.F32 else f"f16({value})"
 
     def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
@@ -233,9 +238,8 @@ class WgslValues:
     def _float(self, op: Op, elem: Elem, w: Sequence[str]) -> str:
         ty, one, zero = TYPES[elem], literal(1.0, elem), literal(0.0, elem)
         if op is Op.SUB and w[0] == w[1] and elem is Elem.F32:  # x - x: 0, or NaN for an
-            # infinity or a NaN, which a compiler that assumes finite values folds to 0 too
-            nan = _special(math.nan, elem)
-            return f"select({zero}, {nan}, {_magnitude_test(w[0], elem, '>= 2139095040u')})"
+            # infinity or a NaN
+            return _nan_unless_finite(zero, w[0])
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
             return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op in _BUILTIN:
