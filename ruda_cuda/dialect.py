@@ -8,7 +8,8 @@ cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes
 32 lanes; every warp intrinsic (``__shfl_*_sync``, ``__ballot_sync``, ``__all_sync``,
 ``__any_sync``, ``__reduce_*_sync``, ``__syncwarp``) takes the mask of the warp's lanes that
 exist, ``ruda_plane_mask()``: all 32, fewer in a cube's last warp when its unit count is not a
-multiple of 32. An election is the lowest lane of ``__activemask()``. Reducing barriers are
+multiple of 32 (a constant where the kernel states cubes of whole warps, ``cube_units``). An
+election is the lowest lane of ``__activemask()``. Reducing barriers are
 ``__syncthreads_count/and/or``, the wrapping counters ``atomicInc``/``atomicDec``, the fences
 ``__threadfence_block`` and ``__threadfence``. A line moves through memory as raw words, one
 access per 16 bytes (``uint4``; ``uint2``, ``unsigned int`` or ``unsigned short`` for smaller
@@ -126,11 +127,16 @@ _FLOAT_ADD = {
 }
 #: The lanes of the unit's warp that exist (a cube's last warp may be partial), and their mask.
 _MASK = "ruda_plane_mask()"
-_PLANE_HELPERS = """\
-static __device__ __forceinline__ unsigned int ruda_plane_lanes() {
+_PARTIAL_LANES = """\
     const unsigned int units = blockDim.x * blockDim.y * blockDim.z;
     const unsigned int unit = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
-    return min(units - (unit & ~31u), 32u);
+    return min(units - (unit & ~31u), 32u);"""
+#: In cubes of whole warps (``cube_units``): a constant mask, which NVRTC needs to emit a warp
+#: intrinsic without a convergence check around it.
+_WHOLE_LANES = "    return 32u;"
+_PLANE_HELPERS = """\
+static __device__ __forceinline__ unsigned int ruda_plane_lanes() {
+{lanes}
 }
 static __device__ __forceinline__ unsigned int ruda_plane_mask() {
     return 0xffffffffu >> (32u - ruda_plane_lanes());
@@ -363,6 +369,9 @@ class CudaDialect(Dialect):
         bits = struct.unpack("<Q", struct.pack("<d", value))[0]
         return f"__longlong_as_double(0x{bits:016x}LL)"
 
+    def popcount_native(self, word: Elem) -> str | None:
+        return "__popc({v})" if word is Elem.U32 else "__popcll({v})"
+
     def mul_exact(self, a: str, b: str, elem: Elem) -> str:
         return f"__{'f' if elem is Elem.F32 else 'd'}mul_rn({a}, {b})"
 
@@ -561,7 +570,9 @@ class CudaDialect(Dialect):
         if usage.uses(PLANE_OPS):
             if lines:
                 lines.append("")
-            lines.append(_PLANE_HELPERS)
+            whole = usage.cube_units is not None and usage.cube_units % 32 == 0
+            lanes = _WHOLE_LANES if whole else _PARTIAL_LANES
+            lines.append(_PLANE_HELPERS.replace("{lanes}", lanes))
         if usage.uses(WARPGROUP_OPS):
             if lines:
                 lines.append("")

@@ -287,6 +287,9 @@ class OpenCLDialect(Dialect):
     def _half_storage_only(self) -> bool:
         return "fp16" not in self.capabilities
 
+    def popcount_native(self, word: Elem) -> str | None:
+        return "popcount({v})"
+
     def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
         call = super().math_call(fn, elem, args)
         if fn == "tanh":  # some drivers (PoCL) return tanh(+-inf) one ulp short of +-1

@@ -2,8 +2,9 @@
 ``trailing_zeros``, ``find_first_set``, ``reverse_bits``, ``mul_hi`` and saturating ``+ -``.
 
 Every helper is plain C99 on the unsigned type of its width (``uint`` for 8 to 32 bits, masked to
-the element's width; ``ulong`` for 64), so one definition serves every C-family dialect and needs
-no intrinsic: counts are SWAR bit sums, ``mul_hi`` of 64-bit operands is assembled from 32-bit
+the element's width; ``ulong`` for 64), so one definition serves every C-family dialect: counts
+are SWAR bit sums, or the dialect's population count where it has one
+(:meth:`.Dialect.popcount_native`); ``mul_hi`` of 64-bit operands is assembled from 32-bit
 halves, and signed saturation widens (up to 32 bits) or tests the sign of the overflow (64 bits).
 Counts return ``u32``; the others the operands' type. This module formats text only.
 """
@@ -54,6 +55,10 @@ class _Writer:
         name = f"ruda_popcount_word{self.u.bits}"
         if name in self.prelude:
             return name
+        native = self.d.popcount_native(self.u)
+        if native is not None:
+            body = [f"return ({self.d.type_name(Elem.U32)}){native.format(v='v')};"]
+            return self.add(name, self.d.type_name(Elem.U32), [f"{self.ut} v"], body)
         top = self.u.bits - 8
         body = [
             f"v = v - ((v >> 1) & {self.lit(_M1)});",

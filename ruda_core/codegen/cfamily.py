@@ -172,7 +172,8 @@ def usage_of(definition: KernelDefinition) -> Usage:
                 walk(stmt.body)
 
     walk(definition.body)
-    return Usage(frozenset(elems), frozenset(ops))
+    cube = definition.max_units if definition.exact_units else None
+    return Usage(frozenset(elems), frozenset(ops), cube)
 
 
 class _KernelWriter(StructuredWriter):

@@ -86,12 +86,14 @@ def swizzled_arrays(definition: KernelDefinition) -> frozenset[SharedArray]:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """What one kernel uses, for :meth:`Dialect.preamble`: its element types and the
+    """What one kernel uses, for :meth:`Dialect.preamble`: its element types, the
     ``(operation, element)`` pairs of its instructions (atomics and plane operations by their
-    array or value element)."""
+    array or value element), and the units of every cube where the kernel states them
+    (``cube_units``; else None)."""
 
     elems: frozenset[Elem]
     ops: frozenset[tuple[Op, Elem]]
+    cube_units: int | None = None
 
     def uses(self, ops: frozenset[Op] | set[Op]) -> bool:
         """True when any instruction's operation is in ``ops``."""
@@ -403,6 +405,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     def mul_exact(self, a: str, b: str, elem: Elem) -> str:
         """``a * b`` rounded on its own (never fused into a neighbouring add)."""
         return f"({a} * {b})"
+
+    def popcount_native(self, word: Elem) -> str | None:
+        """A template for the set bits of ``{v}``, an unsigned ``word`` (U32 or U64), as a
+        native instruction; ``None`` (the default) counts them with portable bit sums."""
+        return None
 
     # -- positions and synchronisation ------------------------------------------------------
 

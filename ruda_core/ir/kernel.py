@@ -132,10 +132,13 @@ class KernelDefinition:
     emitters); ``shared`` and ``local_arrays`` list the arrays, ``fragments`` the cooperative
     matrices (one per plane). ``max_units`` is the most units a cube of any launch may have, as
     the kernel states it (``launch_bounds``; ``None``: the device's limit alone): a target may
-    fit the kernel's registers to it, and launches of larger cubes are refused. ``source``
-    locates the Python function. :meth:`fingerprint` is a content hash suitable for cache keys.
+    fit the kernel's registers to it, and launches of larger cubes are refused. With
+    ``exact_units`` every cube has exactly ``max_units`` units (``cube_units``): launches of
+    other cubes are refused too, and a target may fold what depends on the cube's size (CUDA's
+    warp masks where the cube is whole warps). ``source`` locates the Python function.
+    :meth:`fingerprint` is a content hash suitable for cache keys.
 
-    :raises CompilationError: for a ``max_units`` below 1.
+    :raises CompilationError: for a ``max_units`` below 1, or ``exact_units`` without it.
     """
 
     name: str
@@ -147,12 +150,17 @@ class KernelDefinition:
     fragments: tuple[Fragment, ...] = ()
     source: SourceLoc | None = field(default=None, compare=False)
     max_units: int | None = None
+    exact_units: bool = False
 
     def __post_init__(self) -> None:
         if self.max_units is not None and self.max_units < 1:
             raise CompilationError(
                 f"kernel {self.name} states at most {self.max_units} units per cube; a cube "
                 "holds at least 1 unit. State 1 or more, or no bound"
+            )
+        if self.exact_units and self.max_units is None:
+            raise CompilationError(
+                f"kernel {self.name} states an exact cube without its units; give max_units"
             )
 
     @property
@@ -227,7 +235,7 @@ class KernelDefinition:
         ]
         lines.append(")")
         if self.max_units is not None:
-            lines.append(f"  max_units {self.max_units}")
+            lines.append(f"  max_units {self.max_units}{' exact' if self.exact_units else ''}")
         lines += [f"  shared {s.name}: {s.elem}[{s.size or s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
         lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]

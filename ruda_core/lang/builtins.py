@@ -30,6 +30,9 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
 * ``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int >= 1,
   stated once, at the top level of the body): CUDA fits the kernel's registers to such cubes
   (``__launch_bounds__``), and a launch of a larger cube is refused on every device.
+* ``cube_units(n)``: the kernel's cubes have exactly ``n`` units (stated as ``launch_bounds``,
+  instead of it): a launch of any other cube is refused on every device, and targets may fold
+  what depends on the cube's size (CUDA's warp masks, where ``n`` is whole warps).
 * ``unroll(range(...))``: a ``for`` loop the front end unrolls, so the loop variable is a
   compile-time int.
 * ``grid_stride(n)``: ``for i in grid_stride(n)`` visits ``ABSOLUTE_POS``, then every launch-size
@@ -113,6 +116,7 @@ __all__ = [
     "copysign",
     "cos",
     "cosh",
+    "cube_units",
     "erf",
     "erfc",
     "exp",
@@ -272,6 +276,7 @@ sync_plane = Intrinsic("sync_plane")
 fence_units = Intrinsic("fence_units")
 fence_device = Intrinsic("fence_device")
 launch_bounds = Intrinsic("launch_bounds")
+cube_units = Intrinsic("cube_units")
 unroll = Intrinsic("unroll")
 grid_stride = Intrinsic("grid_stride")
 Line = LineIntrinsic("Line")

@@ -85,6 +85,7 @@ def build_kernel(
         fragments=tuple(builder.fragments),
         source=SourceLoc(parsed.file, parsed.line(parsed.tree)),
         max_units=builder.max_units,
+        exact_units=builder.exact_units,
     )
     defn = _mark_read_only(defn)
     verify(defn)

@@ -180,32 +180,41 @@ def _statement(op: Op) -> Handler:
     return handler
 
 
-def _launch_bounds(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
-    """``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int
-    >= 1), stated once, at the top level of the kernel's body."""
-    _arity(b, "launch_bounds", args, 1, node)
-    arg = args[0]
-    value = arg.value if isinstance(arg, PyVal) else None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        got = repr(value) if isinstance(arg, PyVal) else f"the runtime value {arg}"
-        b.fail(
-            f"launch_bounds(n) needs a compile-time int n >= 1 (the most units of a cube), got "
-            f"{got}; pass a literal or a Comptime[int] parameter",
-            node,
-        )
-    if b.frame.parsed.kind != "kernel" or len(b.blocks) > 1 or b.frame.loops:
-        b.fail(
-            f"launch_bounds({value}) belongs at the top level of the kernel's body, outside "
-            "loops, runtime ifs and @func bodies",
-            node,
-        )
-    if b.max_units is not None:
-        b.fail(
-            f"launch_bounds({value}) is stated twice; the kernel already states "
-            f"launch_bounds({b.max_units}). Keep one",
-            node,
-        )
-    b.max_units = value
+def _cube_bound(exact: bool) -> Handler:
+    """``launch_bounds(n)``: the kernel's cubes have at most ``n`` units; ``cube_units(n)``:
+    exactly ``n`` (a compile-time int >= 1 either way), stated once, at the top level of the
+    kernel's body."""
+    name = "cube_units" if exact else "launch_bounds"
+    what = "the units of every cube" if exact else "the most units of a cube"
+
+    def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+        _arity(b, name, args, 1, node)
+        arg = args[0]
+        value = arg.value if isinstance(arg, PyVal) else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            got = repr(value) if isinstance(arg, PyVal) else f"the runtime value {arg}"
+            b.fail(
+                f"{name}(n) needs a compile-time int n >= 1 ({what}), got {got}; pass a "
+                "literal or a Comptime[int] parameter",
+                node,
+            )
+        if b.frame.parsed.kind != "kernel" or len(b.blocks) > 1 or b.frame.loops:
+            b.fail(
+                f"{name}({value}) belongs at the top level of the kernel's body, outside "
+                "loops, runtime ifs and @func bodies",
+                node,
+            )
+        if b.max_units is not None:
+            stated = "cube_units" if b.exact_units else "launch_bounds"
+            b.fail(
+                f"{name}({value}) states the kernel's cube a second time; it already states "
+                f"{stated}({b.max_units}). Keep one",
+                node,
+            )
+        b.max_units = value
+        b.exact_units = exact
+
+    return handler
 
 
 def _predicate(op: Op, result: Elem) -> Handler:
@@ -387,7 +396,8 @@ HANDLERS: dict[str, Handler] = {
     "bitcast": _bitcast,
     "SharedMemory": _array_decl(shared=True),
     "LocalArray": _array_decl(shared=False),
-    "launch_bounds": _launch_bounds,
+    "launch_bounds": _cube_bound(exact=False),
+    "cube_units": _cube_bound(exact=True),
     "sync_units": _statement(Op.SYNC_UNITS),
     "sync_plane": _statement(Op.SYNC_PLANE),
     "fence_units": _statement(Op.FENCE_UNITS),

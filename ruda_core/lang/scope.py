@@ -203,8 +203,10 @@ class BuilderState:
         self.shapes: dict[str, tuple[int, ...]] = {}
         #: constant tables indexed at run time, by their values, and their local arrays
         self.tables: dict[tuple[Const, ...], LocalArray] = {}
-        #: the most units per cube the kernel states (``launch_bounds``); None: no bound
+        #: the most units per cube the kernel states (``launch_bounds``, ``cube_units``); None:
+        #: no bound; with ``exact_units`` (``cube_units``), the units of every cube
         self.max_units: int | None = None
+        self.exact_units = False
 
     # -- errors -----------------------------------------------------------------------------
 

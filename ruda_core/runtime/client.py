@@ -517,13 +517,13 @@ class ComputeClient:
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
     ) -> bool:
         """Check a launch's geometry and shared memory against the device's limits, its cube
-        against the task's bound (:attr:`~.compiler.RudaTask.max_units`), and a warpgroup
-        kernel's cube against whole warpgroups; True when they fit whatever the scalars (no
-        dynamic shared memory to size, no warpgroups).
+        against the task's bounds (:attr:`~.compiler.RudaTask.max_units` and ``min_units``),
+        and a warpgroup kernel's cube against whole warpgroups; True when they fit whatever the
+        scalars (no dynamic shared memory to size, no warpgroups).
 
         :raises TooManyResources: for a launch over a limit.
-        :raises LaunchConfigError: for a cube over the task's bound, or a warpgroup kernel's cube
-            that is not whole warpgroups.
+        :raises LaunchConfigError: for a cube outside the task's bounds, or a warpgroup kernel's
+            cube that is not whole warpgroups.
         """
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
         x, y, z = dim.x, dim.y, dim.z
@@ -531,6 +531,7 @@ class ComputeClient:
         if (  # _check_limits() only when a limit is passed: this runs on every launch()
             units > max_units
             or units > task.max_units
+            or units < task.min_units
             or x > dx
             or y > dy
             or z > dz
@@ -662,6 +663,13 @@ class ComputeClient:
             or shared > max_shared
         ):
             raise TooManyResources(self._describe_limits(task, count, dim, shared))
+        if task.min_units > 1 and dim.num_units != task.min_units:
+            units = task.min_units
+            raise LaunchConfigError(
+                f"kernel {task.name} states cube_units({units}): it is built for cubes of "
+                f"exactly {units} units, and {dim} is {dim.num_units} units. Use a RudaDim of "
+                f"{units} units"
+            )
         if dim.num_units > task.max_units:
             bound = task.max_units
             raise LaunchConfigError(

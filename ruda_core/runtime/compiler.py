@@ -142,6 +142,9 @@ class RudaTask(ABC):
     #: a larger cube is refused before it runs. :data:`UNBOUNDED_UNITS` where the task states no
     #: bound, so that the launch check stays one comparison.
     max_units: int = UNBOUNDED_UNITS
+    #: The fewest units a cube of its launches may have: :attr:`max_units` where the kernel
+    #: states its exact cube (``cube_units``), else 1; a launch of a smaller cube is refused.
+    min_units: int = 1
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         """The shared memory per cube that a launch with ``scalars`` needs beyond
@@ -197,6 +200,7 @@ class KernelTask(RudaTask):
         "key",
         "matrix_configs",
         "max_units",
+        "min_units",
         "name",
         "shared_bytes",
         "uses_barriers",
@@ -212,6 +216,7 @@ class KernelTask(RudaTask):
     uses_barriers: bool
     dynamic_shared: bool
     max_units: int
+    min_units: int
     matrix_configs: frozenset[MatrixConfig]
 
     def __init__(self, definition: KernelDefinition) -> None:
@@ -221,6 +226,7 @@ class KernelTask(RudaTask):
         self.shared_bytes = definition.shared_bytes
         bound = definition.max_units
         self.max_units = UNBOUNDED_UNITS if bound is None else bound
+        self.min_units = self.max_units if definition.exact_units else 1
         self._dynamic = definition.dynamic_shared  # read by every launch: computed once
         self.dynamic_shared = bool(self._dynamic)
         self._writes = tuple(not p.read_only for p in definition.array_params)

@@ -254,6 +254,24 @@ def plane_lanes() -> KernelDefinition:
     return k.build()
 
 
+def whole_cube_counts() -> KernelDefinition:
+    """Bit counts of u32 and u64 (native where the target has them) and a ballot, in a kernel
+    stating cubes of exactly 64 units (whole warps: CUDA's warp mask is a constant)."""
+    k = KernelBuilder("whole_cube_counts", file=FILE, line=85)
+    words = k.array("words", E.U32)
+    wide = k.array("wide", E.U64, read_only=True)
+    i = k.let(Op.ASSIGN, E.U32, builtin("ABSOLUTE_POS"), name="i")
+    w = k.let(Op.INDEX, E.U32, words, i, name="w")
+    ones = k.let(Op.POPCOUNT, E.U32, w, name="ones")
+    wide_ones = k.let(Op.POPCOUNT, E.U32, k.let(Op.INDEX, E.U64, wide, i), name="wide_ones")
+    lead = k.let(Op.LEADING_ZEROS, E.U32, w, name="lead")
+    odd = k.let(Op.NE, E.BOOL, k.let(Op.BIT_AND, E.U32, ones, const(1, E.U32)), const(0, E.U32))
+    votes = k.let(Op.PLANE_BALLOT, E.U32, odd, name="votes")
+    total = k.let(Op.ADD, E.U32, k.let(Op.ADD, E.U32, votes, lead), wide_ones)
+    k.do(Op.INDEX_ASSIGN, None, words, i, total)
+    return replace(k.build(), max_units=64, exact_units=True)
+
+
 def barriers_and_counters() -> KernelDefinition:
     """Reducing barriers, fences and wrapping atomic counters on global and shared memory."""
     k = KernelBuilder("barriers_and_counters", file=FILE, line=90)
@@ -344,6 +362,7 @@ KERNELS: dict[str, Callable[[], KernelDefinition]] = {
         half_and_bool,
         plane_ops,
         plane_lanes,
+        whole_cube_counts,
         barriers_and_counters,
         tensor_validate,
         reserved_names,

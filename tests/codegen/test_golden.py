@@ -61,8 +61,11 @@ TARGETS: dict[str, tuple[Dialect, str]] = {
 CASES = (
     [("cuda", name) for name in KERNELS]
     + [("cuda_sm52", name) for name in ("atomics", "plane_ops")]
-    + [("opencl", name) for name in KERNELS if not name.startswith("plane_")]
-    + [("opencl_full", name) for name in ("half_and_bool", "plane_ops", "plane_lanes", "atomics")]
+    + [("opencl", name) for name in KERNELS if not name.startswith(("plane_", "whole_cube"))]
+    + [
+        ("opencl_full", name)
+        for name in ("half_and_bool", "plane_ops", "plane_lanes", "atomics", "whole_cube_counts")
+    ]
     + [("opencl_intel", name) for name in ("plane_ops", "plane_lanes", "barriers_and_counters")]
 )
 

@@ -1,7 +1,8 @@
-"""``launch_bounds(n)``: a kernel states the most units its cube will have. The definition
-carries the bound, in its text and so in its fingerprint (the compile caches' key); the task
-made of it holds it for the launch check. Anything but one compile-time int >= 1 at the top level
-of the kernel's body is a ``CompilationError`` naming the kernel, the line and the value."""
+"""``launch_bounds(n)``: a kernel states the most units its cube will have; ``cube_units(n)``:
+exactly how many. The definition carries the bound, in its text and so in its fingerprint (the
+compile caches' key); the task made of it holds it for the launch check. Anything but one
+compile-time int >= 1 at the top level of the kernel's body, stated once, is a
+``CompilationError`` naming the kernel, the line and the value."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ruda_core.lang import (
     UNIT_POS,
     Array,
     Comptime,
+    cube_units,
     f32,
     func,
     kernel,
@@ -30,6 +32,12 @@ from ruda_core.runtime.compiler import UNBOUNDED_UNITS
 @kernel
 def bounded(out: Array[u32], UNITS: Comptime[int]):
     launch_bounds(UNITS)
+    out[UNIT_POS] = UNIT_POS
+
+
+@kernel
+def exact(out: Array[u32], UNITS: Comptime[int]):
+    cube_units(UNITS)
     out[UNIT_POS] = UNIT_POS
 
 
@@ -66,9 +74,20 @@ def test_the_bound_is_part_of_the_fingerprint():
     assert wide.body == narrow.body and wide.fingerprint() != narrow.fingerprint()
 
 
+def test_an_exact_cube_is_a_bound_of_its_own_in_text_and_fingerprint():
+    defn = exact.definition(UNITS=256)
+    assert defn.max_units == 256 and defn.exact_units
+    assert "\n  max_units 256 exact\n" in defn.dump()
+    assert not bounded.definition(UNITS=256).exact_units
+    assert defn.fingerprint() != bounded.definition(UNITS=256).fingerprint()
+
+
 def test_the_task_holds_the_bound_for_the_launch_check():
     assert KernelTask(bounded.definition(UNITS=64)).max_units == 64
+    assert KernelTask(bounded.definition(UNITS=64)).min_units == 1
     assert KernelTask(unbounded.definition()).max_units == UNBOUNDED_UNITS
+    task = KernelTask(exact.definition(UNITS=64))
+    assert (task.min_units, task.max_units) == (64, 64)
     assert UNBOUNDED_UNITS > 2**32  # more than any device's cube
 
 
@@ -79,9 +98,18 @@ def test_a_definition_refuses_a_bound_below_one():
         KernelDefinition(**fields, local_arrays=(), max_units=0)
 
 
+def test_a_definition_refuses_an_exact_cube_without_units():
+    defn = unbounded.definition()
+    fields = {f: getattr(defn, f) for f in ("name", "params", "locals", "shared", "body")}
+    with pytest.raises(CompilationError, match="exact cube without its units"):
+        KernelDefinition(**fields, local_arrays=(), exact_units=True)
+
+
 def test_outside_a_kernel_it_is_a_type_error():
     with pytest.raises(TypeError, match="only be used inside a @kernel"):
         launch_bounds(64)
+    with pytest.raises(TypeError, match="only be used inside a @kernel"):
+        cube_units(64)
 
 
 # -- refused when the kernel is specialised --------------------------------------------------
@@ -111,6 +139,25 @@ def k_two_bounds(out: Array[f32]):
     launch_bounds(64)
     out[0] = 1.0
     launch_bounds(128)  # ERR
+
+
+def k_bound_and_exact(out: Array[f32]):
+    launch_bounds(64)
+    cube_units(64)  # ERR
+
+
+def k_exact_twice(out: Array[f32]):
+    cube_units(32)
+    cube_units(64)  # ERR
+
+
+def k_exact_runtime(out: Array[u32], n: u32):
+    cube_units(n)  # ERR
+
+
+def k_exact_in_loop(out: Array[f32]):
+    for _ in range(2):
+        cube_units(64)  # ERR
 
 
 def k_bound_in_runtime_if(out: Array[f32]):
@@ -156,7 +203,26 @@ REFUSED = [
     (k_bool_bound, r"needs a compile-time int n >= 1 .*got True", {}),
     (k_zero_bound, r"needs a compile-time int n >= 1 .*got 0", {"UNITS": 0}),
     (k_zero_bound, r"needs a compile-time int n >= 1 .*got -32", {"UNITS": -32}),
-    (k_two_bounds, r"launch_bounds\(128\) is stated twice; .*launch_bounds\(64\)", {}),
+    (
+        k_two_bounds,
+        r"launch_bounds\(128\) states the kernel's cube a second time; .*states "
+        r"launch_bounds\(64\)",
+        {},
+    ),
+    (
+        k_bound_and_exact,
+        r"cube_units\(64\) states the kernel's cube a second time; .*states "
+        r"launch_bounds\(64\)",
+        {},
+    ),
+    (k_exact_twice, r"cube_units\(64\) states .* second time; .*states cube_units\(32\)", {}),
+    (
+        k_exact_runtime,
+        r"cube_units\(n\) needs a compile-time int n >= 1 \(the units of every "
+        r"cube\), got the runtime value n",
+        {},
+    ),
+    (k_exact_in_loop, r"cube_units\(64\) belongs at the top level", {}),
     (k_bound_in_runtime_if, r"launch_bounds\(64\) belongs at the top level", {}),
     (k_bound_in_loop, r"launch_bounds\(64\) belongs at the top level", {}),
     (k_bound_in_unrolled_loop, r"launch_bounds\(64\) belongs at the top level", {}),

@@ -2,7 +2,9 @@
 whatever its shape, and a larger one is refused with a ``LaunchConfigError`` naming the kernel,
 the cube and the bound, by ``launch``, ``launch_unchecked`` and ``prepare`` alike, before
 anything runs; the client stays usable. A bound above the device's limit leaves the device's
-limit the only one."""
+limit the only one. A kernel stating its exact cube (``cube_units(n)``) runs in cubes of ``n``
+units, its plane operations over whole planes as in any other kernel, and a launch of any other
+cube is refused the same way."""
 
 from __future__ import annotations
 
@@ -15,11 +17,20 @@ from ruda_core.lang import (
     Array,
     ArrayArg,
     Comptime,
+    cube_units,
     kernel,
     launch_bounds,
+    plane_sum,
     u32,
 )
-from ruda_core.runtime import ComputeClient, Handle, LaunchConfigError, RudaCount, RudaDim
+from ruda_core.runtime import (
+    ComputeClient,
+    Feature,
+    Handle,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+)
 from ruda_core.testing.runner import read_array
 
 #: The bound the tests state (or the device's limit, where that is lower).
@@ -34,6 +45,20 @@ def conformance_bounded(out: Array[u32], UNITS: Comptime[int]):
     i = ABSOLUTE_POS
     if i < out.len():
         out[i] = UNIT_POS + u32(1)
+
+
+@kernel
+def conformance_exact(out: Array[u32], UNITS: Comptime[int]):
+    cube_units(UNITS)
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = UNIT_POS + u32(1)
+
+
+@kernel
+def conformance_exact_planes(out: Array[u32], UNITS: Comptime[int]):
+    cube_units(UNITS)
+    out[ABSOLUTE_POS] = plane_sum(UNIT_POS)
 
 
 def _bound(client: ComputeClient) -> int:
@@ -117,3 +142,50 @@ def test_a_bound_above_the_device_limit_leaves_the_device_limit(client):
         client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=above
     )
     np.testing.assert_array_equal(read_array(client, out, np.uint32), _expected(bound))
+
+
+def test_a_cube_of_the_exact_units_runs(client):
+    bound = _bound(client)
+    n = CUBES * bound
+    out = _zeros(client, n)
+    conformance_exact.launch(
+        client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=bound
+    )
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), _expected(bound))
+
+
+@pytest.mark.parametrize("how", ["launch", "launch_unchecked", "prepare"])
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_a_cube_of_other_units_than_the_exact_ones_is_refused_before_it_runs(client, how, delta):
+    bound = _bound(client)
+    if bound >= client.properties().max_units_per_ruda:
+        bound //= 2  # a cube over the bound must still fit the device
+    units = bound + delta
+    n = CUBES * (bound + 1)
+    out = _zeros(client, n)
+    submit = getattr(conformance_exact, how)
+    message = rf"conformance_exact.*cube_units\({bound}\).*exactly {bound} units.*{units} units"
+    with pytest.raises(LaunchConfigError, match=message):
+        submit(client, RudaCount(CUBES), RudaDim(units), ArrayArg(out, n), UNITS=bound)
+    assert not read_array(client, out, np.uint32).any(), "a refused launch wrote its output"
+    conformance_exact.launch(
+        client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=bound
+    )
+    got = read_array(client, out, np.uint32)
+    np.testing.assert_array_equal(got[: CUBES * bound], _expected(bound))
+
+
+def test_plane_operations_in_an_exact_cube_of_whole_planes_span_each_plane(client):
+    props = client.properties()
+    if not client.features().has(Feature.PLANE):
+        pytest.skip(f"{client.device} has no plane operations")
+    plane = props.plane_dim
+    units = 2 * plane if 2 * plane <= props.max_units_per_ruda else plane
+    n = CUBES * units
+    out = _zeros(client, n)
+    conformance_exact_planes.launch(
+        client, RudaCount(CUBES), RudaDim(units), ArrayArg(out, n), UNITS=units
+    )
+    lanes = np.arange(units, dtype=np.uint32).reshape(-1, plane)
+    want = np.repeat(lanes.sum(axis=1, dtype=np.uint32), plane)
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.tile(want, CUBES))
