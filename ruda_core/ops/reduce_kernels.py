@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from ..lang import (
     RUDA_COUNT,
-    RUDA_DIM,
     RUDA_POS,
     UNIT_POS,
     Array,
     Comptime,
     ElemVar,
     Numeric,
+    cube_units,
     func,
     isnan,
     kernel,
@@ -95,7 +95,8 @@ def reduce_segments(
     ITEMS: Comptime[int],
     LINE: Comptime[int],
 ):
-    stride = RUDA_DIM * u32(LINE)  # between a unit's reads within a step
+    cube_units(UNITS)
+    stride = u32(UNITS * LINE)  # between a unit's reads within a step
     step = stride * u32(ITEMS)
     work = rows * segs
     w = RUDA_POS

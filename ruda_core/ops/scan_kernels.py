@@ -27,6 +27,7 @@ from ..lang import (
     Comptime,
     Numeric,
     SharedMemory,
+    cube_units,
     kernel,
     sync_units,
     u32,
@@ -53,6 +54,7 @@ def scan_segments(
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
+    cube_units(UNITS)
     stage = SharedMemory(Out, UNITS * ITEMS)
     mine = UNIT_POS * u32(ITEMS)
     work = rows * segs

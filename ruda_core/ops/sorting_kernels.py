@@ -28,8 +28,9 @@ advances. One unit per digit then turns the planes' counters into places in plan
 after the block's keys of smaller digits. The keys so ranked are placed in shared memory in
 digit order, and the block is then written out from there, each digit's keys to consecutive
 places of the output. On a device without planes (``BALLOT`` false) every unit is a plane of
-its own. Each kernel states its cube of ``UNITS`` units (``launch_bounds``), so that CUDA
-keeps its registers per unit low enough for a cube of 1024 units to launch. Launch shapes and
+its own. Each kernel states its cube of exactly ``UNITS`` units (``cube_units``), so that CUDA
+keeps its registers per unit low enough for a cube of 1024 units to launch, and its warp
+intrinsics need no convergence checks. Launch shapes and
 checks are :mod:`.sorting`'s; nothing here checks arguments.
 """
 
@@ -52,12 +53,12 @@ from ..lang import (
     atomic_or,
     atomic_store,
     bitcast,
+    cube_units,
     func,
     grid_stride,
     i64,
     isnan,
     kernel,
-    launch_bounds,
     plane_ballot,
     popcount,
     sync_plane,
@@ -140,7 +141,7 @@ def radix_keys(
     not give their bits back), one atomic per cube. With ``HISTOGRAMS``, adds each pass' digit
     counts to ``state`` (zeros before, as :func:`state_size` lays it out), notes each pass'
     digit of the first key there, and zeroes ``status[:cleared]``."""
-    launch_bounds(UNITS)
+    cube_units(UNITS)
     hist = SharedMemory(u32, PASSES * DIGITS if HISTOGRAMS else 1)
     if HISTOGRAMS:
         for d in range(UNIT_POS, u32(PASSES * DIGITS), u32(UNITS)):
@@ -184,7 +185,7 @@ def radix_histogram(
     ITEMS: Comptime[int],
 ):
     """``counts[d * blocks + b]``: the keys of block ``b`` whose digit at ``shift`` is ``d``."""
-    launch_bounds(UNITS)
+    cube_units(UNITS)
     hist = SharedMemory(u32, DIGITS)
     b = RUDA_POS
     while b < blocks:
@@ -374,7 +375,7 @@ def radix_scatter(
     ``"all"``, or ``"flagged"`` where ``state[FLAG]`` is not 0, never with ``"none"``.
     ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
     whether cube-wide sums go through planes."""
-    launch_bounds(UNITS)
+    cube_units(UNITS)
     ranks = SharedMemory(u32, PLANES * DIGITS)
     first = SharedMemory(u32, DIGITS)
     dest = SharedMemory(u32, DIGITS)
@@ -458,7 +459,7 @@ def radix_scatter(
             if BALLOT:
                 same = plane_ballot(valid)
                 for bit in unroll(range(8)):
-                    set_ = (digit >> u32(bit)) & u32(1) == u32(1)
+                    set_ = digit & u32(1 << bit) != u32(0)
                     votes = plane_ballot(set_)
                     same = same & (votes if set_ else ~votes)
                 rank = popcount(same & below)
