@@ -78,6 +78,8 @@ SORT_SHAPES = (
 COUNT_SCAN = (256, 4, True)
 #: The fewest keys a cube counts in the histograms of chained candidates.
 KEYS_PER_COUNTER = 8192
+#: The cubes per compute unit that chained candidates launch (their histograms and scatters).
+WIDE_CUBES = 4
 #: The shared bytes a scatter's block keeps for its cube folds' scratch where they go through
 #: shared memory (planes of one lane): under 4 KiB at every cube size.
 FOLDS_NBYTES = 4096
@@ -202,8 +204,10 @@ def _radix_sort(
     key = Elem.U32 if elem.nbytes == 4 else Elem.U64
     sign = 1 << (8 * elem.nbytes - 1)
     kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
-    # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous
+    # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous, in
+    # a second launch per pass that runs only then
     moves = "all" if p.indices else "flagged" if kind == "float" else "none"
+    modes = ("unflagged", "flagged") if moves == "flagged" else (moves,)
     # planes of one lane fold nothing: their cube folds would take more shared memory
     plane_sums = client.features().has(Feature.PLANE) and client.properties().plane_dim > 1
     passes = elem.nbytes
@@ -221,16 +225,19 @@ def _radix_sort(
     counts, offsets = (unused, unused) if lookback else (pair[0], pair[1])
     source = ArrayArg(x.handle, n, elem)
     counters = cubes
+    walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
     if lookback:  # few cubes of many keys each: each cube adds its counts with global atomics
-        wide = 4 * client.properties().compute_units
+        wide = WIDE_CUBES * client.properties().compute_units
         counters = builtins.max(1, builtins.min(cubes, n // KEYS_PER_COUNTER, wide))
+        # chained blocks go to cubes by ticket: a few cubes per compute unit walk them all,
+        # each finding where the digits start once rather than once per block
+        walkers = RudaCount(builtins.min(blocks, wide))
     radix_keys.launch_unchecked(
         client, RudaCount(counters), RudaDim(256), source, keys[0], state, status[0], n,
         tally if lookback else 0, SIGN=sign, KIND=kind, UNITS=256, CUBE=plane_sums,
         PASSES=passes, HISTOGRAMS=lookback, KEYS=not lookback,
     )  # fmt: skip
     scan = Cubes.on(client, *COUNT_SCAN)
-    walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
     if p.indices:
         indices, elements = ArrayArg(out.handle, n, p.index), ArrayArg(client.empty(8), 1, elem)
     else:
@@ -242,12 +249,13 @@ def _radix_sort(
                 UNITS=units, ITEMS=items,
             )  # fmt: skip
             scan_into(client, counts, offsets, 1, tally, True, scan)
-        radix_scatter.launch_unchecked(
-            client, walkers, RudaDim(units), source, *keys, *values, elements, indices, state,
-            counts, offsets, *status, n, 8 * k, blocks, UNITS=units, ITEMS=items, PLANES=planes,
-            BALLOT=ballot, VALUES=moves, RESULT=p.indices, SIGN=sign, KIND=kind, CUBE=plane_sums,
-            PASSES=passes, LOOKBACK=lookback,
-        )  # fmt: skip
+        for mode in modes:
+            radix_scatter.launch_unchecked(
+                client, walkers, RudaDim(units), source, *keys, *values, elements, indices,
+                state, counts, offsets, *status, n, 8 * k, blocks, UNITS=units, ITEMS=items,
+                PLANES=planes, BALLOT=ballot, VALUES=mode, RESULT=p.indices, SIGN=sign,
+                KIND=kind, CUBE=plane_sums, PASSES=passes, LOOKBACK=lookback,
+            )  # fmt: skip
 
 
 def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:

@@ -283,7 +283,7 @@ def _spill(
     dest: Array[u32],
     filled: u32,
     shift: u32,
-    move: bool,
+    move: Comptime[bool],
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
@@ -372,7 +372,9 @@ def radix_scatter(
     ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
     those of the blocks before, read back from ``status`` or ``status_alt`` as the keys (zeros
     before; the other one is zeroed for the next moving pass). Values move with ``VALUES``
-    ``"all"``, or ``"flagged"`` where ``state[FLAG]`` is not 0, never with ``"none"``.
+    ``"all"`` and ``"flagged"``, never with ``"none"`` and ``"unflagged"``; a ``"flagged"``
+    launch runs only where ``state[FLAG]`` is not 0 and an ``"unflagged"`` one only where it is
+    0, so a float sort launches both and the common case keeps no registers for values.
     ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
     whether cube-wide sums go through planes."""
     cube_units(UNITS)
@@ -382,15 +384,18 @@ def radix_scatter(
     origin = SharedMemory(u32, DIGITS if LOOKBACK else 1)
     ticket = SharedMemory(u32, 1)
     stage = SharedMemory(Key, UNITS * ITEMS)
-    staged = SharedMemory(u32, 1 if VALUES == "none" else UNITS * ITEMS)
+    move = VALUES == "all" or VALUES == "flagged"
+    staged = SharedMemory(u32, UNITS * ITEMS if move else 1)
     held = LocalArray(Key, ITEMS)
     rank_of = LocalArray(u32, ITEMS)
-    value_of = LocalArray(u32, 1 if VALUES == "none" else ITEMS)
+    value_of = LocalArray(u32, ITEMS if move else 1)
+    flagged = state[FLAG] != u32(0)
+    if (VALUES == "flagged" and not flagged) or (VALUES == "unflagged" and flagged):
+        return
     plane = UNIT_POS // PLANE_DIM if BALLOT else UNIT_POS
     lane = UNIT_POS_PLANE if BALLOT else u32(0)
     width = PLANE_DIM if BALLOT else u32(1)
     below = (u32(1) << lane) - u32(1)
-    move = state[FLAG] != u32(0) if VALUES == "flagged" else VALUES == "all"
     pass_ = shift // u32(8)
     before, after, moves = _moving(state, n, pass_, PASSES, LOOKBACK)
     back = before % u32(2) == u32(1)
