@@ -78,6 +78,10 @@ SORT_SHAPES = (
 COUNT_SCAN = (256, 4, True)
 #: The fewest keys a cube counts in the histograms of chained candidates.
 KEYS_PER_COUNTER = 8192
+#: The fewest keys of a float sort that launches its scatters twice a pass, moving values only
+#: where -0.0 or NaN are in the input: below it the launch costs more than the registers save
+#: (an H200: 4 more launches cost about 60 us at 2**20 keys; the registers saved 365 us at 2**26).
+SPLIT_VALUES = 1 << 24
 #: The cubes per compute unit that chained candidates launch (their histograms and scatters).
 WIDE_CUBES = 4
 #: The shared bytes a scatter's block keeps for its cube folds' scratch where they go through
@@ -204,10 +208,11 @@ def _radix_sort(
     key = Elem.U32 if elem.nbytes == 4 else Elem.U64
     sign = 1 << (8 * elem.nbytes - 1)
     kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
-    # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous, in
-    # a second launch per pass that runs only then
+    # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous, from
+    # SPLIT_VALUES keys in a second launch per pass that runs only then
     moves = "all" if p.indices else "flagged" if kind == "float" else "none"
-    modes = ("unflagged", "flagged") if moves == "flagged" else (moves,)
+    split = moves == "flagged" and n >= SPLIT_VALUES
+    modes = ("unless-flagged", "when-flagged") if split else (moves,)
     # planes of one lane fold nothing: their cube folds would take more shared memory
     plane_sums = client.features().has(Feature.PLANE) and client.properties().plane_dim > 1
     passes = elem.nbytes

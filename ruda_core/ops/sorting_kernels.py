@@ -283,7 +283,7 @@ def _spill(
     dest: Array[u32],
     filled: u32,
     shift: u32,
-    move: Comptime[bool],
+    move: bool,
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
@@ -372,9 +372,10 @@ def radix_scatter(
     ``state``, and a digit's place is the keys of smaller digits (``state``'s histogram) plus
     those of the blocks before, read back from ``status`` or ``status_alt`` as the keys (zeros
     before; the other one is zeroed for the next moving pass). Values move with ``VALUES``
-    ``"all"`` and ``"flagged"``, never with ``"none"`` and ``"unflagged"``; a ``"flagged"``
-    launch runs only where ``state[FLAG]`` is not 0 and an ``"unflagged"`` one only where it is
-    0, so a float sort launches both and the common case keeps no registers for values.
+    ``"all"``, or ``"flagged"`` where ``state[FLAG]`` is not 0, never with ``"none"``; a large
+    float sort launches ``"when-flagged"`` (moving them, and running only where the flag is
+    set) beside ``"unless-flagged"`` (moving none, running only where it is not), so that the
+    common case keeps no registers for values.
     ``PLANES`` is the cube's plane count (its unit count without ``BALLOT``); ``CUBE`` says
     whether cube-wide sums go through planes."""
     cube_units(UNITS)
@@ -384,14 +385,15 @@ def radix_scatter(
     origin = SharedMemory(u32, DIGITS if LOOKBACK else 1)
     ticket = SharedMemory(u32, 1)
     stage = SharedMemory(Key, UNITS * ITEMS)
-    move = VALUES == "all" or VALUES == "flagged"
-    staged = SharedMemory(u32, UNITS * ITEMS if move else 1)
+    carried = VALUES != "none" and VALUES != "unless-flagged"  # values may move
+    staged = SharedMemory(u32, UNITS * ITEMS if carried else 1)
     held = LocalArray(Key, ITEMS)
     rank_of = LocalArray(u32, ITEMS)
-    value_of = LocalArray(u32, ITEMS if move else 1)
+    value_of = LocalArray(u32, ITEMS if carried else 1)
     flagged = state[FLAG] != u32(0)
-    if (VALUES == "flagged" and not flagged) or (VALUES == "unflagged" and flagged):
+    if (VALUES == "when-flagged" and not flagged) or (VALUES == "unless-flagged" and flagged):
         return
+    move = flagged if VALUES == "flagged" else carried
     plane = UNIT_POS // PLANE_DIM if BALLOT else UNIT_POS
     lane = UNIT_POS_PLANE if BALLOT else u32(0)
     width = PLANE_DIM if BALLOT else u32(1)

@@ -14,7 +14,7 @@ import pytest
 import ruda_core as ruda
 from ruda_core import ops
 from ruda_core.ir import Elem
-from ruda_core.ops import native
+from ruda_core.ops import native, sorting
 from ruda_core.ops.sorting import _TUNER, SMALL, SORT_SHAPES, Sorting, _tunable_set, fitted_block
 from ruda_core.ops.sorting_kernels import radix_scatter
 from ruda_core.runtime import ComputeClient, Feature, UnsupportedFeature
@@ -72,9 +72,15 @@ def test_every_type_sorts_as_numpy_on_both_sides_of_a_block(radix, dtype):
         _check(radix, _random(dtype, n, seed=n))
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one-launch", "two-launches"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_floats_keep_their_bits_with_and_without_signed_zeros_and_nan(radix, dtype):
+def test_floats_keep_their_bits_with_and_without_signed_zeros_and_nan(
+    radix, dtype, split, monkeypatch
+):
+    """Large float sorts launch a scatter that moves values beside one that does not, each
+    running only where the input says it must; here from 0 keys (``split``) or never."""
     _need(radix, dtype)
+    monkeypatch.setattr(sorting, "SPLIT_VALUES", 0 if split else 1 << 40)
     plain = _random(dtype, 5003, seed=1)
     plain[::13] = 0.0  # positive zeros alone: the keys give them back
     _check(radix, plain)
