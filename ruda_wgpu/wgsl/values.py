@@ -4,8 +4,7 @@ WGSL is not C: conversions are constructor calls (``f32(x)``), there is no impli
 and no ``?:`` (``select(false_value, true_value, condition)`` evaluates both, which is the IR's
 ``SELECT``), unsigned values cannot be negated, and integer arithmetic already wraps (division
 by zero gives the dividend, ``MIN / -1`` gives ``MIN``: both "unspecified" in the IR, neither a
-crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it
-(through ``pack2x16float``, which drivers do not fold away);
+crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it;
 operations WGSL lacks (``log1p``, ``erf``, ``lgamma``, Python's floor division of signed
 integers …) are helper functions registered in a :class:`~ruda_core.codegen.prelude.Prelude`.
 This module builds expression text only; statements and declarations are
@@ -115,13 +114,6 @@ def _nan_unless_finite(value: str, x: str) -> str:
     return f"select({value}, {_special(math.nan, Elem.F32)}, {test})"
 
 
-def _half(x: str) -> str:
-    """The ``f32`` ``x`` rounded to ``f16``, through the packing builtins: a conversion a driver
-    cannot fold into the ``f32`` operations around it (NVIDIA's Vulkan compiler treats a plain
-    ``f32(f16(y))`` as ``y``)."""
-    return f"f16(unpack2x16float(pack2x16float(vec2<f32>({x}, 0.0f))).x)"
-
-
 def _special(x: float, elem: Elem) -> str:
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     value = f"bitcast<f32>({bits}u)"
@@ -148,9 +140,7 @@ class WgslValues:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
             return f"select({literal(0, target)}, {literal(1, target)}, {x})"
-        if target is Elem.F16:  # rounded once, through f32 (none from a 64-bit int)
-            return _half(x if source is Elem.F32 else f"f32({x})")
-        if source is Elem.F16 and target.is_int:
+        if (source is Elem.F16 and target.is_int) or (source.is_int and target is Elem.F16):
             x = f"f32({x})"  # through f32: no direct conversion between f16 and 64-bit ints
         elif source.is_int and target.is_int and target.bits == 64 and source.bits < 64:
             # widened in the source's signedness, then reinterpreted: naga's conversions
@@ -198,7 +188,7 @@ class WgslValues:
             if elem is Elem.F16:  # computed in f32, rounded once
                 wide = [f"f32({a})" for a in args]
                 value = self._float(op, Elem.F32, wide)
-                return value if op in FLOAT_TESTS else _half(value)
+                return value if op in FLOAT_TESTS else f"f16({value})"
             return self._float(op, elem, args)
         if elem in NARROW:
             return self._narrow(op, elem, args)
@@ -211,7 +201,7 @@ class WgslValues:
         x32 = f"f32({x})" if elem is Elem.F16 else x
         sign = f"(bitcast<u32>({x32}) & 2147483648u){' ^ 2147483648u' if negative else ''}"
         value = _nan_unless_finite(f"bitcast<f32>({sign})", x32)
-        return value if elem is Elem.F32 else _half(value)
+        return value if elem is Elem.F32 else f"f16({value})"
 
     def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
         """An operation on an integer held in 32 bits: computed there and wrapped, with bit
