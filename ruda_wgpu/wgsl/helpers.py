@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ruda_core.ir import Op
 
-__all__ = ["FLOAT_HELPERS", "INT_HELPERS", "LGAMMA_POSITIVE", "POW_POSITIVE"]
+__all__ = ["FLOAT_HELPERS", "INT_HELPERS", "LGAMMA_POSITIVE", "POW_POSITIVE", "ROUND_F16"]
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
@@ -284,3 +284,28 @@ for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
 INT_HELPERS[(Op.REVERSE_BITS, True, 64)] = (
     "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
 )
+
+
+#: ``ruda_round_f16(x)``: the ``f32`` ``x`` rounded to the nearest ``f16`` value, ties to even,
+#: by its bits. WGSL lets a conversion to ``f16`` round either way, and NVIDIA's Vulkan compiler
+#: computes ``f16(y)``, and even ``unpack2x16float(pack2x16float(y))``, as ``y`` where the next
+#: operation reads it in ``f32``: the value left here is exact in ``f16``, so no conversion after
+#: it can change it.
+ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
+    let b = bitcast<u32>(x);
+    let sign = b & 0x80000000u;
+    let a = b ^ sign;
+    if (a >= 0x7f800000u) { return x; }  // an infinity or a NaN
+    if (a >= 0x477ff000u) { return bitcast<f32>(sign | 0x7f800000u); }  // from 65520: infinite
+    if (a >= 0x38800000u) {  // a normal f16: 10 bits of mantissa kept, the 13 others rounded
+        return bitcast<f32>(sign | ((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u));
+    }
+    let e = a >> 23u;
+    if (e < 102u) { return bitcast<f32>(sign); }  // below 2**-25: a zero
+    let s = 126u - e;  // a subnormal f16: whole steps of 2**-24
+    let m = (a & 0x7fffffu) | 0x800000u;
+    let rest = m & ((1u << s) - 1u);
+    let half = 1u << (s - 1u);
+    let q = (m >> s) + select(0u, 1u, rest > half || (rest == half && ((m >> s) & 1u) == 1u));
+    return bitcast<f32>(sign | bitcast<u32>(f32(q) * 5.9604644775390625e-8f));
+}"""

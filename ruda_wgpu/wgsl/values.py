@@ -4,7 +4,8 @@ WGSL is not C: conversions are constructor calls (``f32(x)``), there is no impli
 and no ``?:`` (``select(false_value, true_value, condition)`` evaluates both, which is the IR's
 ``SELECT``), unsigned values cannot be negated, and integer arithmetic already wraps (division
 by zero gives the dividend, ``MIN / -1`` gives ``MIN``: both "unspecified" in the IR, neither a
-crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it;
+crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it
+(to nearest even, by the bits: ``helpers.ROUND_F16``);
 operations WGSL lacks (``log1p``, ``erf``, ``lgamma``, Python's floor division of signed
 integers …) are helper functions registered in a :class:`~ruda_core.codegen.prelude.Prelude`.
 This module builds expression text only; statements and declarations are
@@ -22,7 +23,7 @@ from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
 
-from .helpers import FLOAT_HELPERS, INT_HELPERS, LGAMMA_POSITIVE, POW_POSITIVE
+from .helpers import FLOAT_HELPERS, INT_HELPERS, LGAMMA_POSITIVE, POW_POSITIVE, ROUND_F16
 
 __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
@@ -140,7 +141,9 @@ class WgslValues:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
             return f"select({literal(0, target)}, {literal(1, target)}, {x})"
-        if (source is Elem.F16 and target.is_int) or (source.is_int and target is Elem.F16):
+        if target is Elem.F16:  # rounded once, through f32 (none from a 64-bit int)
+            return self._half(x if source is Elem.F32 else f"f32({x})")
+        if source is Elem.F16 and target.is_int:
             x = f"f32({x})"  # through f32: no direct conversion between f16 and 64-bit ints
         elif source.is_int and target.is_int and target.bits == 64 and source.bits < 64:
             # widened in the source's signedness, then reinterpreted: naga's conversions
@@ -188,7 +191,7 @@ class WgslValues:
             if elem is Elem.F16:  # computed in f32, rounded once
                 wide = [f"f32({a})" for a in args]
                 value = self._float(op, Elem.F32, wide)
-                return value if op in FLOAT_TESTS else f"f16({value})"
+                return value if op in FLOAT_TESTS else self._half(value)
             return self._float(op, elem, args)
         if elem in NARROW:
             return self._narrow(op, elem, args)
@@ -201,7 +204,12 @@ class WgslValues:
         x32 = f"f32({x})" if elem is Elem.F16 else x
         sign = f"(bitcast<u32>({x32}) & 2147483648u){' ^ 2147483648u' if negative else ''}"
         value = _nan_unless_finite(f"bitcast<f32>({sign})", x32)
-        return value if elem is Elem.F32 else f"f16({value})"
+        return value if elem is Elem.F32 else self._half(value)
+
+    def _half(self, x: str) -> str:
+        """The ``f32`` ``x`` as an ``f16``, rounded to nearest even whatever the driver."""
+        self.prelude.add("ruda_round_f16", ROUND_F16)
+        return f"f16(ruda_round_f16({x}))"
 
     def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
         """An operation on an integer held in 32 bits: computed there and wrapped, with bit

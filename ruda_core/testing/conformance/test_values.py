@@ -216,6 +216,60 @@ def test_f32_to_bf16_rounds_every_kind_of_bit_pattern_as_the_reference(client):
     assert np.all((got[nan] & 0x7FFF) > 0x7F80), "a NaN stays a NaN"
 
 
+@requires_elem(Elem.F16)
+def test_f32_to_f16_rounds_every_kind_of_bit_pattern_as_the_reference(client):
+    """f32 values of both signs from below half the least f16 subnormal to past the overflow,
+    every f16 mantissa with the low bits that decide its rounding (exact, just above, just
+    below and at a tie, and the most): the bits of the reference's round to nearest even
+    (ties of subnormals, overflow to an infinity from 65520 included)."""
+    k = KernelBuilder("conformance_f32_to_f16")
+    a = k.array("a", Elem.F32, read_only=True)
+    out = k.array("out", Elem.F16)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
+        k.store(out, i, k.let(Op.CAST, Elem.F16, k.load(a, i)))
+    exponents = np.arange(100, 144, dtype=np.uint32) << 23  # 2**-27 .. 2**16
+    high = np.arange(1 << 10, dtype=np.uint32) << 13
+    low = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF], np.uint32)
+    magnitudes = (exponents[:, None, None] | high[None, :, None] | low[None, None, :]).reshape(-1)
+    bits = np.concatenate([magnitudes, magnitudes | np.uint32(0x80000000)])
+    n = bits.size
+    got = run_definition(
+        client,
+        k.build(),
+        [bits.view(np.float32), np.zeros(n, np.float16)],
+        count=n // 256,
+        dim=256,
+    )[1].view(np.uint16)
+    with np.errstate(over="ignore"):
+        want = bits.view(np.float32).astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(got, want, "f32 -> f16 bits")
+
+
+@requires_elem(Elem.F16)
+def test_f16_results_are_rounded_before_the_next_operation_reads_them(client):
+    """``c + (a + b)`` in f16 rounds ``a + b`` first: ``4 + 10000`` is a tie that rounds to
+    10000, so adding 2 leaves 10000 (10008 where the sum was kept in f32), and ``12 + 10000``
+    rounds to 10016, so subtracting it from 10 gives -10008 (-10000 unrounded)."""
+    k = KernelBuilder("conformance_f16_chain")
+    a = k.array("a", Elem.F16, read_only=True)
+    b = k.array("b", Elem.F16, read_only=True)
+    c = k.array("c", Elem.F16, read_only=True)
+    out = k.array("out", Elem.F16)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
+        inner = k.let(Op.ADD, Elem.F16, k.load(a, i), k.load(b, i))
+        k.store(out, i, k.let(Op.ADD, Elem.F16, k.load(c, i), inner))
+        at = k.let(Op.ADD, Elem.U32, i, k.let(Op.LEN, Elem.U32, a))
+        k.store(out, at, k.let(Op.SUB, Elem.F16, k.load(c, i), inner))
+    av = np.array([4, 12, 4, 2048, 1], np.float16)
+    bv = np.array([10000, 10000, 1e4, 1, 2048], np.float16)
+    cv = np.array([2, 10, -2, 1, 1], np.float16)
+    got = run_definition(client, k.build(), [av, bv, cv, np.zeros(10, np.float16)], dim=8)[3]
+    inner = av + bv  # NumPy rounds each f16 operation
+    np.testing.assert_array_equal(got, np.concatenate([cv + inner, cv - inner]))
+
+
 @requires_elem(Elem.BF16)
 def test_bf16_rounding_and_arithmetic(client):
     k = KernelBuilder("conformance_bf16")
