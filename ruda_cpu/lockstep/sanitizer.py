@@ -173,6 +173,12 @@ class _SharedHistory:
         self.r_epoch = np.zeros(size, dtype=np.int64)
         self.init = np.zeros(size, dtype=bool)
 
+    def forget(self, cubes: np.ndarray, count: int) -> None:
+        """A barrier of the ``cubes`` (a mask over ``count`` cubes): their elements' writers,
+        readers and readers' planes start afresh (what was written stays written)."""
+        for who in (self.writer, self.reader, self.r_plane):
+            who.reshape(count, -1)[cubes] = _NONE
+
 
 def _span(idx: Any, index: np.ndarray) -> slice | np.ndarray:
     """``index`` as a slice where it is the run ``start, start + 1, …`` of a lane vector of step
@@ -524,9 +530,7 @@ class BatchSanitizer:
                 other=self._unit_ids(lanes_absent),
             )
         for s in self._shared.values():
-            rows = s.writer.reshape(g.cubes, -1)
-            rows[cubes_here] = _NONE
-            s.reader.reshape(g.cubes, -1)[cubes_here] = _NONE
+            s.forget(cubes_here, g.cubes)
 
     def barrier_wait(self, m: Any) -> None:
         """An ``mbarrier.wait`` by the lanes of ``m`` returned: the accesses before the
@@ -539,8 +543,7 @@ class BatchSanitizer:
         g = self.g
         here = np.ones(g.cubes, dtype=bool) if m is None else m.reshape(g.cubes, -1).any(axis=1)
         for s in self._shared.values():
-            s.writer.reshape(g.cubes, -1)[here] = _NONE
-            s.reader.reshape(g.cubes, -1)[here] = _NONE
+            s.forget(here, g.cubes)
 
     def plane_read(self, site: int, op: Callable[..., Any], arg: Any, m: Any) -> None:
         """A broadcast or shuffle ``op`` (``arg``: its lane, delta or mask) run by the lanes of

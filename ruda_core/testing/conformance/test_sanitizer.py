@@ -29,6 +29,7 @@ from ruda_core.lang import (
     plane_broadcast,
     plane_shuffle_down,
     plane_sum,
+    sync_plane,
     sync_units,
     u32,
 )
@@ -552,3 +553,35 @@ def test_launches_are_not_checked_with_the_sanitizer_off(client, sanitizing, mon
     monkeypatch.setenv("RUDA_SANITIZE", "0")
     got = _run(client, planted_global_past_end)
     assert got[-1] == 0 and got[0] == 2  # clamped as the checked contract says, and no report
+
+
+@kernel
+def twin_plane_counter_after_barrier(out: Array[u32]):
+    counter = SharedMemory(u32, 1)
+    if UNIT_POS == u32(0):
+        counter[0] = u32(5)
+    sync_units()
+    seen = counter[0]  # every plane of the cube reads it
+    sync_units()
+    if UNIT_POS < PLANE_DIM:  # then the first plane alone, its steps ordered by sync_plane
+        v = counter[0]
+        sync_plane()
+        if UNIT_POS == u32(0):
+            counter[0] = v + u32(1)
+        sync_plane()
+    sync_units()
+    out[ABSOLUTE_POS] = seen + counter[0]
+
+
+def test_a_barrier_orders_the_reads_of_every_plane_before_it(client, sanitizing):
+    """Reads by several planes, a barrier, then one plane's reads and, after ``sync_plane``,
+    its write: no race (the reads before the barrier are not the plane's to wait for)."""
+    plane = client.properties().plane_dim
+    units = 2 * plane
+    if units > client.properties().max_units_per_ruda:
+        pytest.skip(f"{client.device} has no cube of two planes of {plane} lanes")
+    out = client.create_from_slice(np.zeros(CUBES * units, dtype=np.uint32))
+    twin_plane_counter_after_barrier.launch(
+        client, RudaCount(CUBES), RudaDim(units), ArrayArg(out, CUBES * units)
+    )
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), 11)
