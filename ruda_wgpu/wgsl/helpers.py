@@ -295,17 +295,11 @@ ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     let sign = b & 0x80000000u;
     let a = b ^ sign;
-    if (a >= 0x7f800000u) { return x; }  // an infinity or a NaN
-    if (a >= 0x477ff000u) { return bitcast<f32>(sign | 0x7f800000u); }  // from 65520: infinite
-    if (a >= 0x38800000u) {  // a normal f16: 10 bits of mantissa kept, the 13 others rounded
-        return bitcast<f32>(sign | ((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u));
-    }
-    let e = a >> 23u;
-    if (e < 102u) { return bitcast<f32>(sign); }  // below 2**-25: a zero
-    let s = 126u - e;  // a subnormal f16: whole steps of 2**-24
-    let m = (a & 0x7fffffu) | 0x800000u;
-    let rest = m & ((1u << s) - 1u);
-    let half = 1u << (s - 1u);
-    let q = (m >> s) + select(0u, 1u, rest > half || (rest == half && ((m >> s) & 1u) == 1u));
-    return bitcast<f32>(sign | bitcast<u32>(f32(q) * 5.9604644775390625e-8f));
+    // a normal f16 keeps 10 bits of mantissa, the 13 others rounded; a subnormal one is a
+    // whole number of 2**-24 (WGSL's round() takes ties to even); from 65520 it is infinite
+    let normal = bitcast<f32>((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u);
+    let small = round(bitcast<f32>(a) * 16777216.0f) * 5.9604644775390625e-8f;
+    var r = select(normal, small, a < 0x38800000u);
+    r = select(r, bitcast<f32>(0x7f800000u), a >= 0x477ff000u);
+    return select(bitcast<f32>(sign | bitcast<u32>(r)), x, a >= 0x7f800000u);  // inf, NaN
 }"""
