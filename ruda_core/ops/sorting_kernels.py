@@ -30,8 +30,8 @@ digit order, and the block is then written out from there, each digit's keys to 
 places of the output. On a device without planes (``BALLOT`` false) every unit is a plane of
 its own. Each kernel states its cube of exactly ``UNITS`` units (``cube_units``), so that CUDA
 keeps its registers per unit low enough for a cube of 1024 units to launch, and its warp
-intrinsics need no convergence checks. Launch shapes and
-checks are :mod:`.sorting`'s; nothing here checks arguments.
+intrinsics need no convergence checks. Launch shapes and checks are :mod:`.sorting`'s; nothing
+here checks arguments.
 """
 
 from __future__ import annotations
