@@ -100,23 +100,29 @@ def test_a_cube_of_two_axes_within_the_bound_runs(client):
     np.testing.assert_array_equal(read_array(client, out, np.uint32), want)
 
 
-@pytest.mark.parametrize("how", ["launch", "launch_unchecked", "prepare"])
-def test_a_cube_over_the_bound_is_refused_before_it_runs(client, how):
+def _refused_then_runs(client, k, how: str, delta: int, message: str) -> None:
+    """``k`` stating a bound of ``_bound`` units (halved where that is the device's limit, so
+    that a cube over it still fits the device), launched with a cube of ``bound + delta``
+    units: refused with ``message`` (formatted with the bound and those units) before it runs;
+    then it runs with its bound."""
     bound = _bound(client)
     if bound >= client.properties().max_units_per_ruda:
-        bound //= 2  # a cube over the bound must still fit the device
+        bound //= 2
     n = CUBES * (bound + 1)
     out = _zeros(client, n)
-    submit = getattr(conformance_bounded, how)
-    message = rf"conformance_bounded.*launch_bounds\({bound}\).*{bound + 1} units"
-    with pytest.raises(LaunchConfigError, match=message):
-        submit(client, RudaCount(CUBES), RudaDim(bound + 1), ArrayArg(out, n), UNITS=bound)
+    submit = getattr(k, how)
+    with pytest.raises(LaunchConfigError, match=message.format(bound=bound, units=bound + delta)):
+        submit(client, RudaCount(CUBES), RudaDim(bound + delta), ArrayArg(out, n), UNITS=bound)
     assert not read_array(client, out, np.uint32).any(), "a refused launch wrote its output"
-    conformance_bounded.launch(
-        client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=bound
-    )
+    k.launch(client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=bound)
     got = read_array(client, out, np.uint32)
     np.testing.assert_array_equal(got[: CUBES * bound], _expected(bound))
+
+
+@pytest.mark.parametrize("how", ["launch", "launch_unchecked", "prepare"])
+def test_a_cube_over_the_bound_is_refused_before_it_runs(client, how):
+    message = r"conformance_bounded.*launch_bounds\({bound}\).*{units} units"
+    _refused_then_runs(client, conformance_bounded, how, 1, message)
 
 
 def test_the_bound_counts_every_axis_of_the_cube(client):
@@ -157,22 +163,8 @@ def test_a_cube_of_the_exact_units_runs(client):
 @pytest.mark.parametrize("how", ["launch", "launch_unchecked", "prepare"])
 @pytest.mark.parametrize("delta", [-1, 1])
 def test_a_cube_of_other_units_than_the_exact_ones_is_refused_before_it_runs(client, how, delta):
-    bound = _bound(client)
-    if bound >= client.properties().max_units_per_ruda:
-        bound //= 2  # a cube over the bound must still fit the device
-    units = bound + delta
-    n = CUBES * (bound + 1)
-    out = _zeros(client, n)
-    submit = getattr(conformance_exact, how)
-    message = rf"conformance_exact.*cube_units\({bound}\).*exactly {bound} units.*{units} units"
-    with pytest.raises(LaunchConfigError, match=message):
-        submit(client, RudaCount(CUBES), RudaDim(units), ArrayArg(out, n), UNITS=bound)
-    assert not read_array(client, out, np.uint32).any(), "a refused launch wrote its output"
-    conformance_exact.launch(
-        client, RudaCount(CUBES), RudaDim(bound), ArrayArg(out, n), UNITS=bound
-    )
-    got = read_array(client, out, np.uint32)
-    np.testing.assert_array_equal(got[: CUBES * bound], _expected(bound))
+    message = r"conformance_exact.*cube_units\({bound}\).*exactly {bound} units.*{units} units"
+    _refused_then_runs(client, conformance_exact, how, delta, message)
 
 
 def test_plane_operations_in_an_exact_cube_of_whole_planes_span_each_plane(client):
