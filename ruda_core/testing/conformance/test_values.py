@@ -186,29 +186,30 @@ def test_array_and_tensor_metadata(client):
     np.testing.assert_array_equal(got, [37, 30, 3, 2, 3, 5, 15, 5, 1])
 
 
+def _narrowed_bits(client, target: Elem, bits: np.ndarray) -> np.ndarray:
+    """The 16 bits of ``CAST`` to ``target`` (F16 or BF16) of each f32 of ``bits`` (a multiple
+    of 256 of them) on ``client``."""
+    k = KernelBuilder(f"conformance_f32_to_{target}")
+    a = k.array("a", Elem.F32, read_only=True)
+    out = k.array("out", target)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
+        k.store(out, i, k.let(Op.CAST, target, k.load(a, i)))
+    n = bits.size
+    arrays = [bits.view(np.float32), np.zeros(n, target.numpy)]
+    return run_definition(client, k.build(), arrays, count=n // 256, dim=256)[1].view(np.uint16)
+
+
 @requires_elem(Elem.BF16)
 def test_f32_to_bf16_rounds_every_kind_of_bit_pattern_as_the_reference(client):
     """Every high half of an f32 (signs, zeros, subnormals, normals, infinities, NaNs) with the
     low halves that decide its rounding (exact, just above, just below and at a tie, and the
     most): the bits of the reference's round to nearest even; a NaN stays a NaN (its sign and
     payload are the device's: CUDA makes every NaN 0x7FFF)."""
-    k = KernelBuilder("conformance_f32_to_bf16")
-    a = k.array("a", Elem.F32, read_only=True)
-    out = k.array("out", Elem.BF16)
-    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
-    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
-        k.store(out, i, k.let(Op.CAST, Elem.BF16, k.load(a, i)))
     high = np.arange(1 << 16, dtype=np.uint32) << 16
     low = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], np.uint32)
     bits = (high[:, None] | low[None, :]).reshape(-1)
-    n = bits.size
-    got = run_definition(
-        client,
-        k.build(),
-        [bits.view(np.float32), np.zeros(n, ml_dtypes.bfloat16)],
-        count=n // 256,
-        dim=256,
-    )[1].view(np.uint16)
+    got = _narrowed_bits(client, Elem.BF16, bits)
     with np.errstate(invalid="ignore"):
         want = bits.view(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
     nan = (bits & 0x7FFFFFFF) > 0x7F800000
@@ -222,25 +223,12 @@ def test_f32_to_f16_rounds_every_kind_of_bit_pattern_as_the_reference(client):
     every f16 mantissa with the low bits that decide its rounding (exact, just above, just
     below and at a tie, and the most): the bits of the reference's round to nearest even
     (ties of subnormals, overflow to an infinity from 65520 included)."""
-    k = KernelBuilder("conformance_f32_to_f16")
-    a = k.array("a", Elem.F32, read_only=True)
-    out = k.array("out", Elem.F16)
-    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
-    with k.if_(k.let(Op.LT, Elem.BOOL, i, k.let(Op.LEN, Elem.U32, a))):
-        k.store(out, i, k.let(Op.CAST, Elem.F16, k.load(a, i)))
     exponents = np.arange(100, 144, dtype=np.uint32) << 23  # 2**-27 .. 2**16
     high = np.arange(1 << 10, dtype=np.uint32) << 13
     low = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF], np.uint32)
     magnitudes = (exponents[:, None, None] | high[None, :, None] | low[None, None, :]).reshape(-1)
     bits = np.concatenate([magnitudes, magnitudes | np.uint32(0x80000000)])
-    n = bits.size
-    got = run_definition(
-        client,
-        k.build(),
-        [bits.view(np.float32), np.zeros(n, np.float16)],
-        count=n // 256,
-        dim=256,
-    )[1].view(np.uint16)
+    got = _narrowed_bits(client, Elem.F16, bits)
     with np.errstate(over="ignore"):
         want = bits.view(np.float32).astype(np.float16).view(np.uint16)
     np.testing.assert_array_equal(got, want, "f32 -> f16 bits")
