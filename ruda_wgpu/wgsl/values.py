@@ -141,7 +141,7 @@ class WgslValues:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
             return f"select({literal(0, target)}, {literal(1, target)}, {x})"
-        if target is Elem.F16:  # rounded once, through f32 (none from a 64-bit int)
+        if target is Elem.F16:  # through f32 (WGSL converts no 64-bit int to f16), rounded once
             return self._half(x if source is Elem.F32 else f"f32({x})")
         if source is Elem.F16 and target.is_int:
             x = f"f32({x})"  # through f32: no direct conversion between f16 and 64-bit ints
