@@ -63,6 +63,7 @@ from .bindings import (
     vector_widths,
     writable_arrays,
 )
+from .folds import constant_locals
 from .layout import RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 from .planes import plane_value
@@ -208,6 +209,8 @@ class _Writer(StructuredWriter):
         self.prelude = Prelude()
         self.values = WgslValues(self.prelude)
         self.atomic = atomic_arrays(definition)
+        #: locals a shader compiler may evaluate while it compiles (:mod:`.folds`)
+        self.constant = constant_locals(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         self.sync_counter = False
@@ -543,6 +546,8 @@ class _Writer(StructuredWriter):
                 if isinstance(a, Const) and a.value == 0:
                     negative = copysign(1.0, float(a.value)) < 0
                     return self.values.zero_product(texts[1 - k], negative, elem)
+            if any(isinstance(a, Local) and a.name in self.constant for a in args):
+                return self.values.zero_safe_product(texts[0], texts[1], elem)
         return self.values.apply(op, elem, texts)
 
     def _metadata(self, what: str, param: object, axis: int) -> int:

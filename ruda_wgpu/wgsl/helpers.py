@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from ruda_core.ir import Op
 
-__all__ = ["FLOAT_HELPERS", "INT_HELPERS", "LGAMMA_POSITIVE", "POW_POSITIVE", "ROUND_F16"]
+__all__ = [
+    "FLOAT_HELPERS",
+    "INT_HELPERS",
+    "LGAMMA_POSITIVE",
+    "POW_POSITIVE",
+    "ROUND_F16",
+    "ZERO_SAFE_PRODUCT",
+]
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
@@ -302,4 +309,17 @@ ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
     var r = select(normal, small, a < 0x38800000u);
     r = select(r, bitcast<f32>(0x7f800000u), a >= 0x477ff000u);
     return select(bitcast<f32>(sign | bitcast<u32>(r)), x, a >= 0x7f800000u);  // inf, NaN
+}"""
+
+
+#: ``ruda_mul_f32(a, b)``: ``a * b`` with IEEE's answer where a factor is a zero, found by its
+#: bits: a zero of the factors' signs' product, or NaN where the other factor is an infinity or a
+#: NaN. For products a compiler may see a constant zero in (:mod:`.folds`).
+ZERO_SAFE_PRODUCT = """fn ruda_mul_f32(a: f32, b: f32) -> f32 {
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    let zero = min(x & 0x7fffffffu, y & 0x7fffffffu) == 0u;
+    let special = max(x & 0x7fffffffu, y & 0x7fffffffu) >= 0x7f800000u;
+    let signed_zero = bitcast<f32>((x ^ y) & 0x80000000u);
+    return select(a * b, select(signed_zero, bitcast<f32>(0x7fc00000u), special), zero);
 }"""

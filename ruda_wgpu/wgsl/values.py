@@ -23,7 +23,14 @@ from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
 
-from .helpers import FLOAT_HELPERS, INT_HELPERS, LGAMMA_POSITIVE, POW_POSITIVE, ROUND_F16
+from .helpers import (
+    FLOAT_HELPERS,
+    INT_HELPERS,
+    LGAMMA_POSITIVE,
+    POW_POSITIVE,
+    ROUND_F16,
+    ZERO_SAFE_PRODUCT,
+)
 
 __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
@@ -205,6 +212,14 @@ class WgslValues:
         sign = f"(bitcast<u32>({x32}) & 2147483648u){' ^ 2147483648u' if negative else ''}"
         value = _nan_unless_finite(f"bitcast<f32>({sign})", x32)
         return value if elem is Elem.F32 else self._half(value)
+
+    def zero_safe_product(self, a: str, b: str, elem: Elem) -> str:
+        """``a * b`` for ``f16`` or ``f32`` factors either of which a compiler may know to be a
+        zero: IEEE's zero or NaN whatever it folds."""
+        self.prelude.add("ruda_mul_f32", ZERO_SAFE_PRODUCT)
+        if elem is Elem.F32:
+            return f"ruda_mul_f32({a}, {b})"
+        return self._half(f"ruda_mul_f32(f32({a}), f32({b}))")
 
     def _half(self, x: str) -> str:
         """The ``f32`` ``x`` as an ``f16``, rounded to nearest even whatever the driver."""

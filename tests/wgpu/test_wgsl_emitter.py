@@ -16,6 +16,7 @@ from ruda_core.lang import (
     SharedMemory,
     atomic_add,
     f32,
+    floor,
     i8,
     kernel,
     u8,
@@ -50,6 +51,15 @@ def add_lines(a: Array[Numeric], b: Array[Numeric], c: Array[Numeric], N: Compti
 
 
 @kernel
+def products(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    zero = floor(f32(0.25))  # a compiler can evaluate it: 0
+    scale = x[0]
+    out[i] = x[i] * zero
+    out[i + 1] = x[i] * scale
+
+
+@kernel
 def lines_and_atomics(a: Array[u32], b: Array[u32], total: Array[u32]):
     i = ABSOLUTE_POS
     b.store_line(i, a.load_line(i, 2))
@@ -69,6 +79,13 @@ def test_bytes_are_packed_words_changed_by_atomics_and_narrow_values_wrap():
     assert "atomicAnd(&out[" in source and "atomicOr(&out[" in source
     assert "& 255u)" in source  # a u8 product wraps to its width
     assert "<< 24u) >> 24u)" in source  # an i8 keeps its sign in 32 bits
+
+
+def test_only_products_with_a_factor_a_compiler_can_evaluate_test_for_a_zero():
+    source = _source(products, mode=ExecutionMode.UNCHECKED)
+    assert source.count("ruda_mul_f32(") == 2  # the helper and the product by `zero`
+    assert "= ruda_mul_f32(_t2, zero);" in source
+    assert " * scale)" in source  # a loaded factor multiplies as it is
 
 
 def test_shared_memory_sized_at_launch_is_an_override_constant():
