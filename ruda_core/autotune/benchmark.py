@@ -3,11 +3,13 @@
 Each candidate runs once to warm up (compilation, first-use allocation), then ``samples`` times
 under ``client.profile``; its cost is the median over those runs of the larger of the device
 time of the run's kernels and copies and the host time the run took to enqueue them (a candidate
-is as slow as its bottleneck). Every run is followed by a sync, so a failure at launch or at
-execution is attributed to the candidate that caused it; such a candidate is excluded and its
-error recorded; :mod:`.progress` reports each candidate as it goes. When a profile is already
-running on the device (tuning inside a profiled region), runs are timed by the host clock
-around a sync instead.
+is as slow as its bottleneck). The candidates within :data:`TIE` of the cheapest cost tie, and
+the one among them with the least median device time wins: where every candidate is bound by
+the host's enqueueing, their costs differ by the host's noise alone. Every run is followed by a
+sync, so a failure at launch or at execution is attributed to the candidate that caused it;
+such a candidate is excluded and its error recorded; :mod:`.progress` reports each candidate as
+it goes. When a profile is already running on the device (tuning inside a profiled region),
+runs are timed by the host clock around a sync instead.
 
 One tuning runs at a time per device (other work on the device while tuning distorts the
 timings). This module never stores results (see :mod:`.cache`).
@@ -29,7 +31,10 @@ from .progress import TuningProgress
 from .result import AutotuneError, TuneResult
 from .tunable import Tunable, TunableSet
 
-__all__ = ["benchmark", "every_candidate_failed"]
+__all__ = ["TIE", "benchmark", "every_candidate_failed"]
+
+#: Costs within this fraction of the cheapest tie (:func:`benchmark`).
+TIE = 0.1
 
 _log = logging.getLogger("ruda.autotune")
 _locks: weakref.WeakKeyDictionary[ComputeServer, threading.RLock] = weakref.WeakKeyDictionary()
@@ -64,6 +69,7 @@ def benchmark(
     with _device_lock(client.server):
         client.sync().result()
         timings: dict[str, int] = {}
+        device: dict[str, int] = {}
         errors: dict[str, BaseException] = {}
         input_fn = tunable_set.input_fn
         with TuningProgress(tunable_set.name, key, len(tunable_set.tunables)) as progress:
@@ -71,7 +77,7 @@ def benchmark(
                 progress.start(index, tunable.name)
                 args = tuple(inputs if input_fn is None else input_fn(client, *inputs))
                 try:
-                    cost = _measure(client, tunable, args, warmup, samples)
+                    cost, device[tunable.name] = _measure(client, tunable, args, warmup, samples)
                 except Exception as exc:  # any failure excludes the candidate; it is recorded
                     errors[tunable.name] = exc
                     _drain(client)
@@ -82,7 +88,9 @@ def benchmark(
     if not timings:
         raise every_candidate_failed(client, tunable_set, key, errors)
     order = {name: k for k, name in enumerate(tunable_set.names)}
-    winner = min(timings, key=lambda name: (timings[name], order[name]))
+    cheapest = min(timings.values())
+    tied = [name for name, cost in timings.items() if cost <= cheapest * (1 + TIE)]
+    winner = min(tied, key=lambda name: (device[name], order[name]))
     _log.info("autotune %s %s: %s wins %s", tunable_set.name, key, winner, timings)
     return TuneResult(
         set_name=tunable_set.name,
@@ -95,9 +103,9 @@ def benchmark(
 
 def _measure(
     client: ComputeClient, tunable: Tunable, args: tuple[Any, ...], warmup: int, samples: int
-) -> int:
-    """The candidate's cost in ns (see the module docstring); raises what the candidate raised,
-    at launch or at the sync after it."""
+) -> tuple[int, int]:
+    """The candidate's cost and device time in ns, medians over ``samples`` runs (see the module
+    docstring); raises what the candidate raised, at launch or at the sync after it."""
 
     def run() -> None:
         tunable.fn(client, *args)
@@ -105,11 +113,16 @@ def _measure(
     for _ in range(warmup):
         run()
         client.sync().result()
-    costs = [_timed(client, run, f"autotune {tunable.name}") for _ in range(samples)]
-    return int(statistics.median(costs))
+    runs = [_timed(client, run, f"autotune {tunable.name}") for _ in range(samples)]
+    return (
+        int(statistics.median(cost for cost, _ in runs)),
+        int(statistics.median(device for _, device in runs)),
+    )
 
 
-def _timed(client: ComputeClient, run: Callable[[], None], name: str) -> int:
+def _timed(client: ComputeClient, run: Callable[[], None], name: str) -> tuple[int, int]:
+    """One run's cost and device time in ns (the host's time for both where the device is
+    profiled already)."""
     started = False
 
     def body() -> None:
@@ -122,9 +135,11 @@ def _timed(client: ComputeClient, run: Callable[[], None], name: str) -> int:
     except ServerError:
         if started:
             raise
-        return _timed_by_host(client, run)  # the device is being profiled already
+        host = _timed_by_host(client, run)  # the device is being profiled already
+        return host, host
     client.sync().result()
-    return max(duration.execution_ns + duration.transfer_ns, duration.submission_ns)
+    device = duration.execution_ns + duration.transfer_ns
+    return max(device, duration.submission_ns), device
 
 
 def _timed_by_host(client: ComputeClient, run: Callable[[], None]) -> int:

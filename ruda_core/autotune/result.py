@@ -25,7 +25,7 @@ class TuneResult:
 
     :param set_name: the :class:`TunableSet`'s name.
     :param key: ``repr`` of the key.
-    :param winner: the fastest candidate's name.
+    :param winner: the chosen candidate's name (:func:`.benchmark.benchmark` says how).
     :param timings_ns: (name, cost in ns) of each candidate that ran, in the set's order: the
         median over the measured runs of the larger of the run's device time and the host time
         it took to enqueue.

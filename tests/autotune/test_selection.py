@@ -5,6 +5,7 @@ a recorded winner again when it stops launching."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +13,14 @@ import pytest
 import ruda_core as ruda
 from ruda_core.autotune import AutotuneError, Tunable, TunableSet, Tuner
 from ruda_core.lang import ArrayArg
-from ruda_core.runtime import CompilationError, RudaCount, RudaDim, ServerError, TooManyResources
+from ruda_core.runtime import (
+    CompilationError,
+    Feature,
+    RudaCount,
+    RudaDim,
+    ServerError,
+    TooManyResources,
+)
 
 from .kernels import (
     N,
@@ -44,6 +52,33 @@ def test_the_faster_of_two_real_variants_wins(device):
     # a hit runs the winner without measuring again
     np.testing.assert_array_equal(read_u32(client, tuner.execute(client, tunables, x, n)), EXPECTED)
     assert tuner.stats.benchmarked == 1
+
+
+@pytest.mark.parametrize("device", present_devices())
+def test_host_bound_candidates_tie_and_the_least_device_time_wins(device):
+    """Two candidates whose cost is their host's enqueueing, 5 % apart: within the tie, the one
+    whose kernels take less device time wins, though its host time is the longer."""
+    client = ruda.client(device)
+    if not client.features().has(Feature.DEVICE_TIMING):
+        pytest.skip(f"{device} times kernels by the host's clock: device and host times are one")
+    host_s = 0.02
+
+    def quick_kernel_slow_host(c, x, n):
+        time.sleep(host_s)
+        return run_fast(c, x, n)
+
+    def slow_kernel_quick_host(c, x, n):
+        time.sleep(0.95 * host_s)
+        return run_slow(c, x, n)
+
+    tunables = make_set(
+        "tie", ("slow-kernel", slow_kernel_quick_host), ("quick-kernel", quick_kernel_slow_host)
+    )
+    x, n = inputs(client)
+    result = Tuner().tune(client, tunables, x, n)
+    timings = dict(result.timings_ns)
+    assert timings["slow-kernel"] < timings["quick-kernel"] <= timings["slow-kernel"] * 1.1
+    assert result.winner == "quick-kernel", timings
 
 
 @pytest.mark.parametrize("device", present_devices())
