@@ -1,10 +1,12 @@
 """``sum``, ``min`` and ``max`` of a tensor: over all its elements, or over its last axis.
 
-Each is the kernel :func:`.reduce_kernels.reduce_segments`: over all elements, one launch of
-per-cube partials over contiguous segments, then one cube over the partials; over the last axis
-(``axis=-1``), one launch with a cube per row. The cube size and the reads per unit are chosen by
-the autotuner (:mod:`ruda_core.autotune`) per device, operation, element type and size class,
-and remembered in its persistent cache. Results follow NumPy: ``sum`` in NumPy's result type
+Over all elements: one launch of :func:`.reduce_kernels.reduce_whole` (per-cube partials over
+contiguous segments, folded by the cube that finishes last) on devices with memory fences, else
+two of :func:`.reduce_kernels.reduce_segments` (the partials, then one cube over them). Over the
+last axis (``axis=-1``): one launch of ``reduce_segments`` with a cube per row. The cube size,
+the reads per unit and the count of partials are chosen by the autotuner
+(:mod:`ruda_core.autotune`) per device, operation, element type and size class, and remembered
+in its persistent cache. Results follow NumPy: ``sum`` in NumPy's result type
 (:func:`.primitive_inputs.sum_elem`), ``min``/``max`` in the input's, a NaN in a float
 ``min``/``max`` gives NaN, and ``min``/``max`` of nothing is a ``ValueError``. This module
 launches the kernel; it never imports a driver.
@@ -24,27 +26,34 @@ import numpy as np
 from ..autotune import Tunable, TunableSet, Tuner, anchor
 from ..ir import Elem
 from ..lang import ArrayArg
-from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
+from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
 from .geometry import LINE_NBYTES, line_width
 from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
-from .reduce_kernels import reduce_segments
+from .reduce_kernels import reduce_segments, reduce_whole
+from .tickets import ticket_word
 
 __all__ = ["max", "min", "reduce_into", "sum"]
 
-#: Candidates ``(units per cube, reads per unit per step, through planes)``, tuned per problem
-#: class; the one without planes serves devices whose plane operations lack the element type.
+#: Candidates ``(units per cube, reads per unit per step, through planes, in lines, spread)``,
+#: tuned per problem class; the one without planes serves devices whose plane operations lack
+#: the element type. ``spread``: a whole-array reduction's partials per compute unit (0: as
+#: many as :data:`MAX_PARTIALS` allows), fewer making the fold of the partials cheaper.
 SHAPES = (
-    (256, 4, True, False),
-    (256, 16, True, False),
-    (1024, 4, True, False),
-    (64, 8, True, False),
-    (256, 8, False, False),
-    (256, 4, True, True),
-    (512, 2, True, True),
+    (256, 4, True, False, 0),
+    (256, 16, True, False, 0),
+    (1024, 4, True, False, 0),
+    (64, 8, True, False, 0),
+    (256, 8, False, False, 0),
+    (256, 4, True, True, 0),
+    (256, 8, True, True, 4),
 )
-#: The most per-cube partials of a whole-array reduction: the second pass folds them in one cube.
+#: The most per-cube partials of a whole-array reduction: one cube folds them.
 MAX_PARTIALS = 2048
+#: A whole-array reduction has at least this many running sums (units times lanes) where it has
+#: the elements for them, so that no sum's chain of additions exceeds ``n / 65536`` (the float
+#: bound ``docs/ops.md`` states).
+MIN_SUMS = 65536
 #: Sizes up to this one share one tuning result.
 SMALL = 1 << 12
 _TUNER = Tuner()
@@ -127,6 +136,29 @@ def _rows(op: str, shape: tuple[int, ...], axis: int | None) -> tuple[int, int, 
     return math.prod(shape[:-1]), shape[-1], shape[:-1]
 
 
+def _span(n: int, segs: int, line: int) -> tuple[int, int]:
+    """``(span, segs)``: ``n`` elements cut into at most ``segs`` segments of ``span`` elements,
+    a whole number of lines of ``line``, none empty."""
+    span = -(-n // segs)
+    span = -(-span // line) * line  # segments start on lines
+    return span, -(-n // span)
+
+
+def _spec(kind: str, x: ArrayArg, elem: Elem, cubes: Cubes, line: int) -> dict[str, Any]:
+    """The compile-time arguments of the reduction kernels: lanes of running sums where a sum
+    reads lines of its own result type."""
+    lanes = kind == "sum" and line > 1 and x.elem is elem
+    return {
+        "KIND": kind,
+        "FLOAT": elem.is_float,
+        "PLANES": cubes.planes,
+        "UNITS": cubes.units,
+        "ITEMS": cubes.items,
+        "LINE": line,
+        "LANES": lanes,
+    }
+
+
 def reduce_into(
     client: ComputeClient,
     kind: str,
@@ -147,12 +179,8 @@ def reduce_into(
     :raises LaunchConfigError: when ``out`` does not name its element type.
     """
     elem = named_elem("reduce", out)
-    span = -(-n // segs)
-    span = -(-span // line) * line  # segments start on lines
-    segs = -(-n // span)  # no segment is empty
-    work = rows * segs
-    props = client.properties()
-    count = builtins.min(work, props.max_ruda_count[0], 65535)
+    span, segs = _span(n, segs, line)
+    count = builtins.min(rows * segs, client.properties().max_ruda_count[0], 65535)
     nan = float("nan") if elem.is_float else 0
     reduce_segments.launch_unchecked(
         client,
@@ -165,20 +193,51 @@ def reduce_into(
         segs,
         span,
         nan,
-        KIND=kind,
-        FLOAT=elem.is_float,
-        PLANES=cubes.planes,
-        UNITS=cubes.units,
-        ITEMS=cubes.items,
-        LINE=line,
+        **_spec(kind, x, elem, cubes, line),
     )
 
 
-def _runner(shape: tuple[int, int, bool, bool]) -> Callable[..., None]:
+def _reduce_whole(
+    client: ComputeClient,
+    kind: str,
+    x: ArrayArg,
+    out: ArrayArg,
+    n: int,
+    segs: int,
+    cubes: Cubes,
+    line: int,
+) -> None:
+    """The ``kind`` reduction of ``x``'s ``n`` elements into ``out[0]``, over at most ``segs``
+    per-cube partials: one launch of :func:`.reduce_kernels.reduce_whole` where the device has
+    memory fences, else two of ``reduce_segments``."""
+    elem = named_elem("reduce", out)
+    span, segs = _span(n, segs, line)
+    partials = ArrayArg(client.empty(segs * elem.nbytes), segs, elem)
+    if not client.features().has(Feature.MEMORY_FENCE):
+        reduce_into(client, kind, x, partials, 1, n, segs, cubes, line)
+        reduce_into(client, kind, partials, out, 1, segs, 1, cubes)
+        return
+    nan = float("nan") if elem.is_float else 0
+    reduce_whole.launch_unchecked(
+        client,
+        RudaCount(segs),
+        RudaDim(cubes.units),
+        x,
+        out,
+        partials,
+        ticket_word(client),
+        n,
+        span,
+        nan,
+        **_spec(kind, x, elem, cubes, line),
+    )
+
+
+def _runner(shape: tuple[int, int, bool, bool, int]) -> Callable[..., None]:
     """A candidate: ``shape`` is the cube's units, the reads per unit per step, whether cube
-    folds go through planes, and whether the reads are 16-byte lines where the operand allows
-    them (else single elements)."""
-    units, items, planes, lines = shape
+    folds go through planes, whether the reads are 16-byte lines where the operand allows
+    them (else single elements), and the partials per compute unit (:data:`SHAPES`)."""
+    units, items, planes, lines, spread = shape
 
     def run(client: ComputeClient, p: Reduction, x: RudaTensor, out: RudaTensor) -> None:
         cubes = Cubes.on(client, units, items, planes)
@@ -192,13 +251,14 @@ def _runner(shape: tuple[int, int, bool, bool]) -> Callable[..., None]:
             reduce_into(client, p.kind, source, target, p.rows, p.n, 1, cubes, line)
             return
         segs = builtins.min(MAX_PARTIALS, -(-p.n // (cubes.tile * line)))
+        if spread:
+            enough = -(-MIN_SUMS // (cubes.units * line))
+            wanted = spread * client.properties().compute_units
+            segs = builtins.min(segs, builtins.max(wanted, enough))
         if segs == 1:
             reduce_into(client, p.kind, source, target, 1, p.n, 1, cubes, line)
             return
-        partials = client.empty(segs * p.out.nbytes)
-        middle = ArrayArg(partials, segs, p.out)
-        reduce_into(client, p.kind, source, middle, 1, p.n, segs, cubes, line)
-        reduce_into(client, p.kind, middle, target, 1, segs, 1, cubes)
+        _reduce_whole(client, p.kind, source, target, p.n, segs, cubes, line)
 
     return run
 
@@ -215,10 +275,11 @@ def _tunable_set() -> TunableSet:
     """The candidates of every reduction (made once)."""
     tunables = [
         Tunable(
-            f"reduce-{u}x{i}{'' if planes else '-shared'}{'-lines' if lines else ''}",
-            _runner((u, i, planes, lines)),
+            f"reduce-{u}x{i}{'' if planes else '-shared'}{'-lines' if lines else ''}"
+            f"{f'-spread{spread}' if spread else ''}",
+            _runner((u, i, planes, lines, spread)),
         )
-        for u, i, planes, lines in SHAPES
+        for u, i, planes, lines, spread in SHAPES
     ]
-    # version 2: candidates reading 16-byte lines
-    return TunableSet("ruda.ops.reduce", _key, tunables, version=2)
+    # version 3: whole reductions in one launch where the device fences memory
+    return TunableSet("ruda.ops.reduce", _key, tunables, version=3)

@@ -1,24 +1,30 @@
 # mypy: ignore-errors
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
-"""The device-wide reduction kernel of :mod:`.reduce` (and of :mod:`.scan`'s tile sums), in the
+"""The device-wide reduction kernels of :mod:`.reduce` (and of :mod:`.scan`'s tile sums), in the
 kernel language.
 
-:func:`reduce_segments` folds *segments* of a contiguous array: row ``r`` of ``rows`` rows of
-``n`` elements is cut into ``segs`` segments of ``span`` elements (the last one shorter), and
-``out[r * segs + s]`` receives the sum, least or greatest element of segment ``s`` of row ``r``,
-in the element type ``Out`` (each element converted first). One cube folds one segment at a
-time and the cubes stride over all ``rows * segs`` segments, so any count of cubes covers any
-shape. The cube walks its segment ``UNITS * ITEMS * LINE`` elements at a time (``ITEMS``
-unrolled reads of ``LINE`` elements per unit, one vector read each where ``LINE > 1``, which
-needs every segment to start on a line; consecutive units read consecutive lines; only the
-last step tests each element against the segment's end), each unit folding its values in
-order, then combines the units with :func:`.cube_fold.cube_reduce` (the language's
-``units_sum`` / ``units_min`` / ``units_max`` where the device has planes, ``PLANES``).
+:func:`fold_segment` folds one *segment* of a contiguous array with a whole cube: ``UNITS * ITEMS
+* LINE`` elements at a time (``ITEMS`` unrolled reads of ``LINE`` elements per unit, one vector
+read each where ``LINE > 1``, which needs the segment to start on a line; consecutive units read
+consecutive lines; only the last step tests each element against the segment's end), each unit
+folding its values in order (a sum of lines: one running sum per lane), then the units through
+:func:`.cube_fold.cube_reduce` (the language's ``units_sum`` / ``units_min`` / ``units_max`` where
+the device has planes, ``PLANES``).
 
-A whole-array reduction is two launches of it: ``segs`` segments of one row (per-cube partials),
-then one segment over the partials. A row reduction (``axis=-1``) is one launch with ``segs =
-1``. Float ``min`` and ``max`` propagate NaN as NumPy does: a segment holding a NaN gives NaN.
-Launch shapes and argument checks are :mod:`.reduce`'s; nothing here checks arguments.
+* :func:`reduce_segments`: row ``r`` of ``rows`` rows of ``n`` elements is cut into ``segs``
+  segments of ``span`` elements (the last one shorter), and ``out[r * segs + s]`` receives the
+  sum, least or greatest element of segment ``s`` of row ``r``, in the element type ``Out``
+  (each element converted first). The cubes stride over all ``rows * segs`` segments, so any
+  count of cubes covers any shape. A row reduction (``axis=-1``) is one launch with ``segs = 1``;
+  on a device without memory fences a whole-array reduction is two: per-cube partials, then one
+  segment over them.
+* :func:`reduce_whole`: a whole-array reduction in one launch, one segment per cube. Each cube
+  writes its partial, fences it and takes a ticket from ``tickets[0]`` (zero before the launch);
+  the cube that takes the last ticket folds the partials, in order, into ``out[0]`` and sets the
+  ticket word back to zero for the next launch.
+
+Float ``min`` and ``max`` propagate NaN as NumPy does: a segment holding a NaN gives NaN. Launch
+shapes and argument checks are :mod:`.reduce`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations
@@ -30,20 +36,27 @@ from ..lang import (
     Array,
     Comptime,
     ElemVar,
+    Line,
     Numeric,
+    SharedMemory,
+    atomic_add,
     cube_units,
+    fence_device,
     func,
     isnan,
     kernel,
+    sync_units,
     u32,
     unroll,
 )
 from .cube_fold import cube_reduce
 
-__all__ = ["Out", "fold_units", "reduce_segments"]
+__all__ = ["Out", "fold_segment", "fold_units", "reduce_segments", "reduce_whole"]
 
 #: The element a reduction computes in and writes.
 Out = ElemVar("Out", Numeric)
+#: The element of the array a segment is folded from (the input, or ``Out`` for the partials).
+Item = ElemVar("Item", Numeric)
 
 
 @func
@@ -79,6 +92,55 @@ def fold_units(
     return nan if bad != u32(0) else total
 
 
+@func
+def fold_segment(
+    x: Array[Item],
+    start: u32,
+    end: u32,
+    nan: Out,
+    KIND: Comptime[str],
+    FLOAT: Comptime[bool],
+    PLANES: Comptime[bool],
+    UNITS: Comptime[int],
+    ITEMS: Comptime[int],
+    LINE: Comptime[int],
+    LANES: Comptime[bool],
+) -> Out:
+    """The ``KIND`` of ``x[start:end]`` (not empty; ``start`` on a line where ``LINE > 1``) in
+    ``Out``, to every unit of the cube (a barrier: all units call it). With ``LANES`` (a sum of
+    lines of ``Out`` itself) each unit keeps a running sum per lane, which the host's vector
+    units take as one operation and which shortens each sum's chain of additions."""
+    stride = u32(UNITS * LINE)  # between a unit's reads within a step
+    step = stride * u32(ITEMS)
+    # min/max start from the segment's first element, so no identity of the type is needed
+    acc = Out(0) if KIND == "sum" else Out(x[start])
+    base = start + UNIT_POS * u32(LINE)
+    whole = u32(ITEMS - 1) * stride + u32(LINE - 1)  # a step reads up to base + whole
+    if LANES:
+        lanes = Line.splat(Out(0), LINE)
+        while base < end and end - base > whole:  # whole steps: no test per read
+            for j in unroll(range(ITEMS)):
+                lanes = lanes + x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
+            base += step
+        acc = lanes.sum()
+    else:
+        while base < end and end - base > whole:
+            for j in unroll(range(ITEMS)):
+                if LINE == 1:
+                    acc = fold_one(acc, Out(x[base + u32(j) * stride]), KIND, FLOAT)
+                else:  # segments start on lines: one vector read
+                    line = x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
+                    for q in unroll(range(LINE)):
+                        acc = fold_one(acc, Out(line[q]), KIND, FLOAT)
+            base += step
+    for j in unroll(range(ITEMS)):  # the last step, partial
+        for q in unroll(range(LINE)):
+            i = base + u32(j) * stride + u32(q)
+            if i < end:
+                acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
+    return fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
+
+
 @kernel
 def reduce_segments(
     x: Array[Numeric],
@@ -94,36 +156,53 @@ def reduce_segments(
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
     LINE: Comptime[int],
+    LANES: Comptime[bool],
 ):
     cube_units(UNITS)
-    stride = u32(UNITS * LINE)  # between a unit's reads within a step
-    step = stride * u32(ITEMS)
     work = rows * segs
     w = RUDA_POS
     while w < work:
         row = w // segs
         start = row * n + (w % segs) * span
         end = min(start + span, row * n + n)
-        # min/max start from the segment's first element (segments are never empty), so no
-        # identity of the type is needed
-        acc = Out(0) if KIND == "sum" else Out(x[start])
-        base = start + UNIT_POS * u32(LINE)
-        whole = u32(ITEMS - 1) * stride + u32(LINE - 1)  # a step reads up to base + whole
-        while base < end and end - base > whole:  # whole steps: no test per read
-            for j in unroll(range(ITEMS)):
-                if LINE == 1:
-                    acc = fold_one(acc, Out(x[base + u32(j) * stride]), KIND, FLOAT)
-                else:  # segments start on lines: one vector read
-                    line = x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
-                    for q in unroll(range(LINE)):
-                        acc = fold_one(acc, Out(line[q]), KIND, FLOAT)
-            base += step
-        for j in unroll(range(ITEMS)):  # the last step, partial
-            for q in unroll(range(LINE)):
-                i = base + u32(j) * stride + u32(q)
-                if i < end:
-                    acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
-        total = fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
+        total = fold_segment(x, start, end, nan, KIND, FLOAT, PLANES, UNITS, ITEMS, LINE, LANES)
         if UNIT_POS == 0:
             out[w] = total
         w += RUDA_COUNT
+
+
+@kernel
+def reduce_whole(
+    x: Array[Numeric],
+    out: Array[Out],
+    partials: Array[Out],
+    tickets: Array[u32],
+    n: u32,
+    span: u32,
+    nan: Out,
+    KIND: Comptime[str],
+    FLOAT: Comptime[bool],
+    PLANES: Comptime[bool],
+    UNITS: Comptime[int],
+    ITEMS: Comptime[int],
+    LINE: Comptime[int],
+    LANES: Comptime[bool],
+):
+    cube_units(UNITS)
+    last = SharedMemory(u32, 1)
+    start = RUDA_POS * span
+    end = min(start + span, n)
+    total = fold_segment(x, start, end, nan, KIND, FLOAT, PLANES, UNITS, ITEMS, LINE, LANES)
+    if UNIT_POS == 0:
+        partials[RUDA_POS] = total
+        fence_device()  # the partial is visible before the ticket that counts it
+        last[0] = atomic_add(tickets, 0, u32(1))
+    sync_units()
+    if last[0] == RUDA_COUNT - u32(1):  # the last cube: every partial is written
+        fence_device()
+        total = fold_segment(
+            partials, u32(0), RUDA_COUNT, nan, KIND, FLOAT, PLANES, UNITS, ITEMS, 1, False
+        )
+        if UNIT_POS == 0:
+            out[0] = total
+            tickets[0] = u32(0)  # ready for the next launch on this stream

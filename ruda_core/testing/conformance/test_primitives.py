@@ -7,6 +7,7 @@ rows over the last axis, and NumPy's errors."""
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from ruda_core import ops
 from ruda_core.ir import Elem
 from ruda_core.runtime import LaunchConfigError
 from ruda_core.testing.markers import need
+from ruda_core.testing.runner import TIMEOUT_S
 
 ELEMS = [Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32, Elem.F64]
 #: Lengths: one element, a few, and one past a power of two that is no multiple of any tile.
@@ -51,6 +53,28 @@ def _sum_bound(x: np.ndarray, plane: int, whole: bool) -> np.ndarray:
     eps = np.finfo(x.dtype).eps
     steps = math.ceil(n / 65536) + 48 + 2 * _fold(plane) if whole else -(-n // 64) + _fold(plane)
     return steps * eps * np.abs(x.astype(np.float64)).sum(axis=-1)
+
+
+def test_whole_sums_on_two_streams_at_once(client, spin):
+    """Whole-array sums enqueued from two threads (two streams) behind a long kernel each, so
+    that they run at once, each give their own input's sum: the word of device memory whose
+    tickets let a sum's last cube finish it is never shared by sums running at once."""
+    xs = [(np.arange(100_003, dtype=np.int32) * k) % 1000 for k in (3, 7)]
+    want = [int(x.astype(np.int64).sum()) for x in xs]
+    got: list[list[int]] = [[], []]
+
+    def run(k: int) -> None:
+        t = ruda.asarray(xs[k], client)
+        spin.launch(client.empty(4 * spin.units))  # holds this stream while both enqueue
+        sums = [ops.sum(t) for _ in range(20)]
+        got[k] = [int(s.numpy()) for s in sums]
+
+    workers = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(TIMEOUT_S)
+    assert got == [[want[0]] * 20, [want[1]] * 20]
 
 
 @pytest.mark.parametrize("n", LENGTHS)
