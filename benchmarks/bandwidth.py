@@ -12,10 +12,10 @@ overrides):
   moved (3 x 1 GiB per run) and the fraction of the copy's;
 * ruda sums of the 1 GiB array: a shared-memory tree, and (where the device has planes)
   ``plane_sum`` after an x8-unrolled grid-stride loop; each cube writes its partial sum and a
-  second launch on one cube folds the partials, by the tree or by ``plane_sum`` as the first
-  (no float atomic: WGSL has none, and thousands of cubes contending on its compare-exchange
-  loop held WebGPU on an H200 under a tenth of the copy's bandwidth). GB/s counts the 1 GiB
-  read, the time both launches;
+  second launch on one cube folds the partials, by the tree or by ``plane_sum`` as the first,
+  eight loads a unit in flight (no float atomic: WGSL has none, and thousands of cubes
+  contending on its compare-exchange loop held WebGPU on an H200 under a tenth of the copy's
+  bandwidth). GB/s counts the 1 GiB read, the time both launches;
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
   kernel's time as a multiple of CuPy's.
 
@@ -61,6 +61,9 @@ N = int(os.environ.get("RUDA_BENCH_N", 256 * 1024 * 1024))
 REPS = 10
 ROUNDS = 5
 BLOCK = 256
+#: Loads in flight per unit in the fold of the partials: its cube reads them all, so one load
+#: at a time would make the fold a chain of memory latencies.
+FOLD_UNROLL = 8
 
 
 @kernel
@@ -328,7 +331,7 @@ def main(device: str) -> None:
             sum_cubes()
             if plane:
                 reduce_plane.launch(
-                    client, 1, BLOCK, *folds, BLOCK=BLOCK, UNROLL=1, PLANE=plane, WIDTH=1
+                    client, 1, BLOCK, *folds, BLOCK=BLOCK, UNROLL=FOLD_UNROLL, PLANE=plane, WIDTH=1
                 )
             else:
                 reduce_sum.launch(client, RudaCount(1), RudaDim(BLOCK), *folds, BLOCK=BLOCK)

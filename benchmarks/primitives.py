@@ -11,14 +11,15 @@ Columns, per primitive, in ms per call:
 * ``ruda wall``: the best of a few rounds of back-to-back calls between syncs (host time
   included: each call checks its operand, allocates its result and enqueues its launches);
 * ``ruda dev``: the device time of one call, from the device's timestamps (``client.profile``,
-  the least of a few), so no host gap counts;
+  the least of seven), so no host gap counts;
 * ``peer``: NumPy's wall time on the host, or CuPy's device time between two CUDA events around
   back-to-back calls (per call);
 * ``peer wall`` (CuPy only): CuPy's wall time, measured as ruda's (its host work included);
 * ``dev/peer`` and ``wall/wall``: ruda's time as a multiple of the peer's, device time against
   device time and wall time against wall time (NumPy's wall time for host devices).
 
-The first call of each primitive tunes it (not counted). Every result is checked against NumPy.
+The first call of each primitive tunes it (not counted); on CUDA a second of CuPy sums first
+brings the GPU's clocks up. Every result is checked against NumPy.
 Run: ``python benchmarks/primitives.py cpu`` (or ``opencl:0``, ``cuda:0 --large``).
 """
 
@@ -37,6 +38,9 @@ from ruda_core import ops
 
 ROUNDS = 3
 REPS = 3
+#: Profiles of one call per device time (the least counts): calls of 0.01-0.1 ms vary by more
+#: than the rounds of wall time smooth out.
+PROFILES = 7
 
 
 def _cases(host: dict[str, np.ndarray]) -> list[tuple[str, str, Callable[..., Any], Any]]:
@@ -76,7 +80,7 @@ def _check(label: str, got: np.ndarray, expected: np.ndarray) -> None:
 
 def _device_seconds(client: Any, run: Callable[[], object]) -> float:
     best = float("inf")
-    for _ in range(ROUNDS):
+    for _ in range(PROFILES):
         _, duration = client.profile(run, "primitive")
         best = min(best, duration.execution_ns / 1e9)
     return best
@@ -119,12 +123,25 @@ def _peer(device: str) -> Any:
     return cupy
 
 
+def _warm_up(cupy: Any) -> None:
+    """A second of back-to-back sums on the GPU, so that the first tuning and measurement do
+    not meet an idle GPU's lower clocks."""
+    x = cupy.ones(1 << 26, cupy.float32)
+    end = time.perf_counter() + 1.0
+    while time.perf_counter() < end:
+        for _ in range(20):
+            x.sum()
+        cupy.cuda.Device().synchronize()
+
+
 def main(device: str, large: bool) -> None:
     client = ruda.client(device)
     sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
     cupy = _peer(device)
     peer_name = "CuPy (device)" if cupy is not None else "NumPy (host)"
     print(f"{device}: {client.properties().name}; peer {peer_name}")
+    if cupy is not None:
+        _warm_up(cupy)
     for n in [1 << 20, *([1 << 26] if large else [])]:
         host = _inputs(n)
         print(f"  n = 2**{n.bit_length() - 1}")
