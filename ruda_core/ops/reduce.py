@@ -1,9 +1,11 @@
 """``sum``, ``min`` and ``max`` of a tensor: over all its elements, or over its last axis.
 
-Over all elements: one launch of :func:`.reduce_kernels.reduce_whole` (per-cube partials over
-contiguous segments, folded by the cube that finishes last) on devices with memory fences, else
-two of :func:`.reduce_kernels.reduce_segments` (the partials, then one cube over them). Over the
-last axis (``axis=-1``): one launch of ``reduce_segments`` with a cube per row. The cube size,
+Over all elements: per-cube partials over contiguous segments, then one cube over the partials:
+two launches of :func:`.reduce_kernels.reduce_segments`, or, for the candidates with few
+partials on devices with memory fences, one of :func:`.reduce_kernels.reduce_whole`, whose cube
+that finishes last folds them (on the NumPy device, whose cubes run in lockstep, that fold
+costs a pass over every cube, so the tuner weighs it there as well). Over the last axis
+(``axis=-1``): one launch of ``reduce_segments`` with a cube per row. The cube size,
 the reads per unit and the count of partials are chosen by the autotuner
 (:mod:`ruda_core.autotune`) per device, operation, element type and size class, and remembered
 in its persistent cache. Results follow NumPy: ``sum`` in NumPy's result type
@@ -36,17 +38,19 @@ from .tickets import ticket_word
 __all__ = ["max", "min", "reduce_into", "sum"]
 
 #: Candidates ``(units per cube, reads per unit per step, through planes, in lines, spread)``,
-#: tuned per problem class; the one without planes serves devices whose plane operations lack
-#: the element type. ``spread``: a whole-array reduction's partials per compute unit (0: as
-#: many as :data:`MAX_PARTIALS` allows), fewer making the fold of the partials cheaper.
+#: tuned per problem class; the first serves untuned problems (one launch where it can be),
+#: the one without planes devices whose plane operations lack the element type. ``spread``: a
+#: whole-array reduction's partials per compute unit, folded by the last cube in the same
+#: launch where the device fences memory (0: as many as :data:`MAX_PARTIALS` allows, folded by
+#: a second launch).
 SHAPES = (
+    (256, 8, True, True, 4),
     (256, 4, True, False, 0),
     (256, 16, True, False, 0),
     (1024, 4, True, False, 0),
     (64, 8, True, False, 0),
     (256, 8, False, False, 0),
     (256, 4, True, True, 0),
-    (256, 8, True, True, 4),
 )
 #: The most per-cube partials of a whole-array reduction: one cube folds them.
 MAX_PARTIALS = 2048
@@ -206,14 +210,15 @@ def _reduce_whole(
     segs: int,
     cubes: Cubes,
     line: int,
+    last_cube: bool,
 ) -> None:
     """The ``kind`` reduction of ``x``'s ``n`` elements into ``out[0]``, over at most ``segs``
-    per-cube partials: one launch of :func:`.reduce_kernels.reduce_whole` where the device has
-    memory fences, else two of ``reduce_segments``."""
+    per-cube partials: one launch of :func:`.reduce_kernels.reduce_whole` where ``last_cube``
+    asks for it and the device has memory fences, else two of ``reduce_segments``."""
     elem = named_elem("reduce", out)
     span, segs = _span(n, segs, line)
     partials = ArrayArg(client.empty(segs * elem.nbytes), segs, elem)
-    if not client.features().has(Feature.MEMORY_FENCE):
+    if not (last_cube and client.features().has(Feature.MEMORY_FENCE)):
         reduce_into(client, kind, x, partials, 1, n, segs, cubes, line)
         reduce_into(client, kind, partials, out, 1, segs, 1, cubes)
         return
@@ -258,7 +263,7 @@ def _runner(shape: tuple[int, int, bool, bool, int]) -> Callable[..., None]:
         if segs == 1:
             reduce_into(client, p.kind, source, target, 1, p.n, 1, cubes, line)
             return
-        _reduce_whole(client, p.kind, source, target, p.n, segs, cubes, line)
+        _reduce_whole(client, p.kind, source, target, p.n, segs, cubes, line, spread > 0)
 
     return run
 
