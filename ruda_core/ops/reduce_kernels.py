@@ -16,9 +16,9 @@ the device has planes, ``PLANES``).
   sum, least or greatest element of segment ``s`` of row ``r``, in the element type ``Out``
   (each element converted first). The cubes stride over all ``rows * segs`` segments, so any
   count of cubes covers any shape. A row reduction (``axis=-1``) is one launch with ``segs = 1``;
-  on a device without memory fences a whole-array reduction is two: per-cube partials, then one
-  segment over them.
-* :func:`reduce_whole`: a whole-array reduction in one launch, one segment per cube. Each cube
+  a whole-array reduction two: per-cube partials, then one segment over them.
+* :func:`reduce_whole`: a whole-array reduction in one launch on a device with memory fences,
+  one segment per cube. Each cube
   writes its partial, fences it and takes a ticket from ``tickets[0]`` (zero before the launch);
   the cube that takes the last ticket folds the partials, in order, into ``out[0]`` and sets the
   ticket word back to zero for the next launch.
@@ -108,8 +108,8 @@ def fold_segment(
 ) -> Out:
     """The ``KIND`` of ``x[start:end]`` (not empty; ``start`` on a line where ``LINE > 1``) in
     ``Out``, to every unit of the cube (a barrier: all units call it). With ``LANES`` (a sum of
-    lines of ``Out`` itself) each unit keeps a running sum per lane, which the host's vector
-    units take as one operation and which shortens each sum's chain of additions."""
+    lines of ``Out`` itself) each unit keeps a running sum per lane: one vector addition per
+    line where the target has them (CPU drivers), and chains of additions a lane long."""
     stride = u32(UNITS * LINE)  # between a unit's reads within a step
     step = stride * u32(ITEMS)
     # min/max start from the segment's first element, so no identity of the type is needed

@@ -1,8 +1,9 @@
 """Ticket words: one ``u32`` of device memory per device and stream, zero between launches, for
 kernels whose cubes take tickets and whose last cube finishes the launch's work and sets the
 word back to zero (:func:`.reduce_kernels.reduce_whole`). Launches on one stream run in order,
-so they can share the stream's word; launches on another stream get their own. A word lives as
-long as its device's server. This module never imports a driver.
+so they can share the stream's word; launches on another stream get their own (ruda orders
+streams that use one handle, so a word shared by every stream would make them wait for each
+other). A word lives as long as its device's server. This module never imports a driver.
 """
 
 from __future__ import annotations
