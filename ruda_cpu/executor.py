@@ -4,7 +4,8 @@ The source of a :class:`CompiledKernel` is compiled once, under the file name
 ``<ruda-numpy:NAME:HASH:N>`` (HASH of the source, N counting builds in the process), registered
 with ``linecache`` so tracebacks show the generated lines while the kernel lives. A
 :class:`CpuKernel` runs a whole launch synchronously on the calling thread, as successive
-batches of whole cubes (about ``LANES_PER_BATCH`` lanes each), and keeps no state between calls,
+batches of whole cubes (about ``LANES_PER_BATCH`` lanes each; two at least when sanitizing, so
+that a cube reading what a later cube writes is seen), and keeps no state between calls,
 so one kernel may run on several threads at once. What a launch's units print is written to
 ``sys.stdout`` (looked up when the launch ends, so a redirection such as pytest's ``capsys`` sees
 it) in one write, ordered by cube and unit, also when the launch fails. This module runs only
@@ -112,6 +113,9 @@ class CpuKernel:
         fn = self._fn
         sanitizer = None
         if is_sanitizing():
+            # two batches at least, one after the other: a cube that reads what a later cube
+            # writes (one that took the wrong ticket) meets that write as a race
+            per_batch = min(per_batch, max(1, -(-shape.cubes // 2)))
             fn, sites = self._checking_variant()
             sanitizer = LaunchSanitizer(self.name, sites, shape.count, shape.dim)
         printed: list[str] = []

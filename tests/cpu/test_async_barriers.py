@@ -97,7 +97,7 @@ def test_a_destination_read_before_the_wait_shows_the_poison_pattern(cpu):
         ("fewer bytes announced", 64, r"lacks 0 arrivals and 16 bytes copied beyond those"),
         ("too many arrivals", 64, r"arrives 64 more times on barrier 0 than its count \(1\)"),
         ("written early", 64, r"destination of a bulk copy on barrier 0 was written before"),
-        ("no wait", 64, r"the kernel ends with 2 bulk copies pending \(the first on barrier 0"),
+        ("no wait", 64, r"the kernel ends with \d+ bulk copies pending \(the first on barrier 0"),
         ("misaligned", 64, r"from element 0 to element 1: both runs must start 16-byte"),
         ("none", 6, r"6 elements \(24 bytes\).* a positive multiple of 16 bytes"),
         ("none", 68, r"68 elements from element 0 .* element 0 of an array of 64: out of bounds"),

@@ -202,6 +202,20 @@ def twin_last_cube_with_fence(x: Array[u32], out: Array[u32]):
         out[CUBES + 1] = total
 
 
+@kernel
+def planted_first_ticket_folds(x: Array[u32], out: Array[u32]):
+    ticket = u32(0)
+    if UNIT_POS == u32(0):
+        out[RUDA_POS] = x[ABSOLUTE_POS]
+        fence_device()
+        ticket = atomic_add(out, CUBES, u32(1))
+    if UNIT_POS == u32(0) and ticket == u32(0):  # planted: the first ticket, not the last
+        total = u32(0)
+        for k in range(CUBES):
+            total += out[k]  # cubes that take their tickets later have not written theirs
+        out[CUBES + 1] = total
+
+
 # --- uninitialised reads ------------------------------------------------------------------------
 
 
@@ -424,6 +438,11 @@ CORPUS = {
         planted_last_cube_without_fence,
         twin_last_cube_with_fence,
         {"read-after-write race"},
+    ),
+    "global-war-first-ticket": (
+        planted_first_ticket_folds,
+        twin_last_cube_with_fence,
+        {"write-after-read race"},
     ),
     "uninit-shared-halo": (planted_shared_halo, twin_shared_halo, {"uninitialised read"}),
     "uninit-shared-atomic-bins": (
