@@ -56,7 +56,7 @@ def test_the_faster_of_two_real_variants_wins(device):
 
 @pytest.mark.parametrize("device", present_devices())
 def test_host_bound_candidates_tie_and_the_least_device_time_wins(device):
-    """Two candidates whose cost is their host's enqueueing, 5 % apart: within the tie, the one
+    """Two candidates whose cost is their host's enqueueing, 7 % apart: within the tie, the one
     whose kernels take less device time wins, though its host time is the longer."""
     client = ruda.client(device)
     if not client.features().has(Feature.DEVICE_TIMING):
@@ -68,7 +68,7 @@ def test_host_bound_candidates_tie_and_the_least_device_time_wins(device):
         return run_fast(c, x, n)
 
     def slow_kernel_quick_host(c, x, n):
-        time.sleep(0.95 * host_s)
+        time.sleep(0.93 * host_s)
         return run_slow(c, x, n)
 
     tunables = make_set(
