@@ -12,15 +12,12 @@ to ``sys.stdout``. Records beyond :data:`RECORD_BUFFER_NBYTES` are dropped with 
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from ruda_core.runtime import RudaWarning
 from ruda_core.runtime.print_records import PrintTable
 
 __all__ = ["RECORD_BUFFER_NBYTES", "StreamPrints"]
@@ -68,18 +65,4 @@ class StreamPrints:
         host = np.empty(RECORD_BUFFER_NBYTES // 4, dtype=np.uint32)
         read = cl.enqueue_copy(self._queue, host, self._buffer, is_blocking=False)
         self._reset()
-
-        def write_out() -> None:
-            text, dropped = table.text(host)
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            if dropped:
-                warnings.warn(
-                    f"kernel print records of {dropped * 4} bytes did not fit the "
-                    f"{RECORD_BUFFER_NBYTES >> 20} MiB record buffer of their stream and were "
-                    "dropped; sync more often between printing launches",
-                    RudaWarning,
-                    stacklevel=2,
-                )
-
-        return read, write_out
+        return read, lambda: table.write_out(host)

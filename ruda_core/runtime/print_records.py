@@ -12,11 +12,14 @@ allow. Decoding is vectorised with NumPy, a run of records of one width at a tim
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..errors import RudaWarning
 from ..ir import Elem
 from ..ir.printing import RECORD_HEADER_WORDS, value_words
 
@@ -88,6 +91,22 @@ class PrintTable:
             fmt = formats[site]
             texts[mine] = [fmt % row for row in zip(*columns, strict=True)] if columns else fmt
         return "".join(texts[order].tolist()), max(asked - capacity, 0)
+
+    def write_out(self, buffer: np.ndarray) -> None:
+        """Write the text of the records in ``buffer`` (a stream's whole print buffer) to
+        ``sys.stdout``, with a :class:`~ruda_core.errors.RudaWarning` where records did not fit
+        it."""
+        text, dropped = self.text(buffer)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        if dropped:
+            warnings.warn(
+                f"kernel print records of {dropped * 4} bytes did not fit the "
+                f"{buffer.nbytes >> 20} MiB record buffer of their stream and were "
+                "dropped; sync more often between printing launches",
+                RudaWarning,
+                stacklevel=2,
+            )
 
 
 def _record_starts(data: np.ndarray, widths: np.ndarray) -> np.ndarray:
