@@ -13,8 +13,8 @@ binds every array writable (``variant``), built at its first use. A bind group i
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import wgpu
@@ -36,68 +36,35 @@ __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
 RECORD_WINDOW_NBYTES = 4 * RECORD_WORDS
 
 
+@dataclass(eq=False, slots=True)
 class BuiltKernel:
     """A built shader module with what every launch of it needs, fixed once."""
 
-    __slots__ = (
-        "compiled",
-        "dynamic_shared",
-        "elem_nbytes",
-        "kernel_id",
-        "layout",
-        "module",
-        "name",
-        "narrays",
-        "packer",
-        "pipelines",
-        "print_base",
-        "read_only",
-        "workgroup",
-        "writable",
-        "written",
-    )
+    compiled: CompiledKernel  #: what its all-writable variant is built from
+    module: Any
+    layout: tuple[Any, Any]  #: the bind group layout and pipeline layout of its bindings
+    kernel_id: int  #: what the kernel reports when its loops may have stopped
+    #: the base of its print sites' numbers (:class:`PrintTable`); None: it prints nothing
+    print_base: int | None
+    #: the positions of the arrays its module binds writable, and of those it binds read-only
+    written: tuple[int, ...]
+    read_only: tuple[int, ...]
+    #: the variant binding every array writable, once a launch has needed it
+    writable: BuiltKernel | None = None
+    pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = field(default_factory=dict)
 
-    def __init__(
-        self,
-        compiled: CompiledKernel,
-        module: Any,
-        layout: tuple[Any, Any],
-        kernel_id: int,
-        print_base: int | None,
-        written: tuple[int, ...],
-    ) -> None:
-        """:param layout: the bind group layout and pipeline layout of its bindings.
-        :param written: the positions of the arrays its module binds writable."""
-        definition = compiled.definition
-        self.compiled = compiled  #: what its all-writable variant is built from
-        self.narrays = len(definition.array_params)
-        #: the positions of the arrays bound writable, and of those bound read-only
-        self.written = written
-        self.read_only = tuple(k for k in range(self.narrays) if k not in written)
-        #: the variant binding every array writable, once a launch has needed it
-        self.writable: BuiltKernel | None = None
-        self.layout = layout
-        #: the base of its print sites' numbers (:class:`PrintTable`); None: it prints nothing
-        self.print_base = print_base
-        self.kernel_id = kernel_id  #: what the kernel reports when its loops may have stopped
-        self.name = definition.name
-        self.module = module
-        self.packer: struct.Struct = RecordLayout.of(definition).packer()
-        #: the element size of each array parameter (offsets are passed in elements)
-        self.elem_nbytes = tuple(p.elem.nbytes for p in definition.array_params)
-        #: the positions among the scalars of the dynamic shared arrays' lengths
-        self.dynamic_shared = tuple(k for _, k in definition.dynamic_shared)
-        #: the bytes of its static workgroup memory, and of an element of each dynamic array
-        self.workgroup = workgroup_nbytes(definition)
-        self.pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = {}
+    @property
+    def name(self) -> str:
+        return self.compiled.definition.name
 
 
 class KernelPipelines:
     """The shader modules, pipelines and bind groups of one device."""
 
-    def __init__(self, device: Any, storage: WebGpuStorage, turned: Any = None) -> None:
-        """:param turned: the buffer kernels that may have been stopped write their id into,
-        bound after the arrays of every kernel; None where the driver stops no loops."""
+    def __init__(self, device: Any, storage: WebGpuStorage, plane_dim: int, turned: Any) -> None:
+        """:param plane_dim: the measured plane width.
+        :param turned: the buffer kernels that may have been stopped write their id into,
+            bound after the arrays of every kernel; None where the driver stops no loops."""
         self._device = device
         self._storage = storage
         self._turned = turned
@@ -110,8 +77,7 @@ class KernelPipelines:
         self._generation = storage.generation
         self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
         self._max_workgroup = int(device.limits["max-compute-workgroup-storage-size"])
-        #: the plane width, set by the server once it is measured
-        self.plane_dim = 1
+        self.plane_dim = plane_dim
 
     def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of kernels with ``narrays`` arrays, those
@@ -159,7 +125,8 @@ class KernelPipelines:
         base = self.prints.register([record_format(i) for i in sites]) if sites else None
         written = compiled.written
         layout = self._layout(narrays, written, base is not None)
-        return BuiltKernel(compiled, module, layout, len(self.names), base, written)
+        read_only = tuple(k for k in range(narrays) if k not in written)
+        return BuiltKernel(compiled, module, layout, len(self.names), base, written, read_only)
 
     def _module(self, compiled: CompiledKernel, source: str) -> Any:
         """The shader module of ``source``, generated for ``compiled``.
@@ -188,11 +155,11 @@ class KernelPipelines:
         if not any(bindings[k].resource in written for k in built.read_only):
             return built
         if built.writable is None:
-            compiled = built.compiled
+            compiled, base = built.compiled, built.print_base
             module = self._module(compiled, all_writable(compiled.source))
-            base, every = built.print_base, tuple(range(built.narrays))
-            layout = self._layout(built.narrays, every, base is not None)
-            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every)
+            every = tuple(range(len(bindings)))
+            layout = self._layout(len(bindings), every, base is not None)
+            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every, ())
         return built.writable
 
     def pipeline(
@@ -210,7 +177,7 @@ class KernelPipelines:
         found = built.pipelines.get(key)
         if found is not None:
             return found
-        static, elements = built.workgroup
+        static, elements = workgroup_nbytes(built.compiled.definition)
         needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
         if needed > self._max_workgroup:
             raise TooManyResources(

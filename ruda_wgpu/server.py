@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -56,7 +54,6 @@ from ruda_core.runtime import (
     RudaDim,
     RudaFuture,
     RudaTask,
-    RudaWarning,
     Run,
     ServerError,
     ServerStream,
@@ -68,6 +65,7 @@ from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
 from .submission import Submitter
+from .wgsl import RecordLayout
 from .wgsl.emitter import LOOP_LIMIT_MARGIN
 
 __all__ = ["WebGpuDriver", "WebGpuServer"]
@@ -81,11 +79,11 @@ MAX_DISPATCH = 65535
 PRINT_NBYTES = 16 << 20
 #: Mesa's llvmpipe (lavapipe) stops a unit's loops after this many turns in all.
 LAVAPIPE_LOOP_LIMIT = 65535
-#: The compute units reported for a GPU adapter: WebGPU does not tell, and launches sized from
-#: the count (grid-stride loops over ``compute_units * k`` cubes) starve a large GPU when it is
-#: low (32 cubes ran ``c = a + b`` on an H200 at a fifteenth of the bandwidth of enough cubes),
-#: while too many cubes cost little.
-GPU_COMPUTE_UNITS = 128
+#: The compute units reported for a GPU adapter (a CPU one, lavapipe, reports its cores):
+#: WebGPU does not tell, and launches sized from the count (grid-stride loops over
+#: ``compute_units * k`` cubes) starve a large GPU when it is low (32 cubes ran ``c = a + b`` on
+#: an H200 at a fifteenth of the bandwidth of enough cubes), while too many cubes cost little.
+GPU_UNITS = 128
 
 
 class WebGpuStream(ServerStream):
@@ -101,8 +99,8 @@ class WebGpuStream(ServerStream):
         self.compute: Any = None
         self.arena = bytearray(ARENA_NBYTES)
         self.arena_used = 0
-        self.records = device.create_buffer(
-            size=ARENA_NBYTES + RECORD_WINDOW_NBYTES, usage=_U.UNIFORM | _U.COPY_DST
+        self.records = _buffer(
+            device, ARENA_NBYTES + RECORD_WINDOW_NBYTES, _U.UNIFORM | _U.COPY_DST, "launch records"
         )
         #: host writes (page, byte offset, bytes) the next submission makes first
         self.writes: list[tuple[Any, int, bytes]] = []
@@ -113,19 +111,20 @@ class WebGpuStream(ServerStream):
         self.uploaded: list[Binding] = []
         #: what wgpu refused when a compute pass ended: the submission of its encoder fails
         self.refused: ServerError | None = None
-        self._prints: Any = None
+        #: the buffer the stream's printing kernels append records to, made at the first one
+        self.prints: Any = None
         #: whether a printing kernel was launched since the last sync or read
         self.printed = False
 
     def print_buffer(self) -> Any:
-        """The buffer the stream's printing kernels append records to (made, with a count of
-        0 and its capacity, at the first one); marks the stream as having printed."""
-        if self._prints is None:
+        """The print-record buffer (made, with a count of 0 and its capacity, at the first
+        call); marks the stream as having printed."""
+        if self.prints is None:
             usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
-            self._prints = _buffer(self.device, PRINT_NBYTES, usage, "kernel print records")
-            self.writes.append((self._prints, 0, struct.pack("<II", 0, PRINT_NBYTES // 4 - 2)))
+            self.prints = _buffer(self.device, PRINT_NBYTES, usage, "kernel print records")
+            self.writes.append((self.prints, 0, struct.pack("<II", 0, PRINT_NBYTES // 4 - 2)))
         self.printed = True
-        return self._prints
+        return self.prints
 
     def recording(self) -> Any:
         """The encoder, outside any compute pass (for copies)."""
@@ -144,6 +143,18 @@ class WebGpuStream(ServerStream):
         if self.compute is None:
             self.compute = self.recording().begin_compute_pass()
         return self.compute
+
+    def staged(self, what: str, source: Any, start: int, size: int, kind: Any = LaunchError) -> Any:
+        """A new mappable buffer that the encoder copies ``size`` bytes of ``source`` from
+        byte ``start`` into; what wgpu raises, as a ``kind`` error about ``what``."""
+        encoder = self.recording()
+        try:
+            staging = self.device.create_buffer(size=max(size, 4), usage=_U.MAP_READ | _U.COPY_DST)
+            if size:
+                encoder.copy_buffer_to_buffer(source, start, staging, 0, size)
+        except Exception as exc:  # wgpu raises plain Exceptions
+            raise translate(what, exc, kind) from exc
+        return staging
 
     def submit(self, then: Callable[[], None] | None = None) -> RudaFuture[None]:
         """Hand what is recorded to the submitter (with a copy into a buffer of its own last,
@@ -185,25 +196,22 @@ class _Timestamp:
 
     __slots__ = ("_held", "_ns", "_readback")
 
-    def __init__(self, device: Any, stream: WebGpuStream) -> None:
-        queries = device.create_query_set(type="timestamp", count=1)
-        resolved = device.create_buffer(size=256, usage=_U.QUERY_RESOLVE | _U.COPY_SRC)
-        self._readback = device.create_buffer(size=8, usage=_U.MAP_READ | _U.COPY_DST)
-        encoder = stream.recording()
+    def __init__(self, stream: WebGpuStream) -> None:
+        queries = stream.device.create_query_set(type="timestamp", count=1)
+        usage = _U.QUERY_RESOLVE | _U.COPY_SRC
+        resolved = _buffer(stream.device, 256, usage, "a timestamp")
         try:
-            extras.write_timestamp(encoder, queries, 0)
-            encoder.resolve_query_set(queries, 0, 1, resolved, 0)
-            encoder.copy_buffer_to_buffer(resolved, 0, self._readback, 0, 8)
-        except Exception as exc:
+            extras.write_timestamp(stream.recording(), queries, 0)
+            stream.recording().resolve_query_set(queries, 0, 1, resolved, 0)
+        except Exception as exc:  # wgpu raises plain Exceptions
             raise translate("recording a timestamp", exc) from exc
+        self._readback = stream.staged("recording a timestamp", resolved, 0, 8)
         self._held = (queries, resolved)  # until the stamp is read
         self._ns: int | None = None
 
     def ns(self) -> int:
         if self._ns is None:
-            self._readback.map_sync(wgpu.MapMode.READ)
-            self._ns = int(np.frombuffer(self._readback.read_mapped(), np.uint64)[0])
-            self._readback.unmap()
+            self._ns = int(np.frombuffer(_mapped(self._readback), np.uint64)[0])
         return self._ns
 
     def ns_since(self, base: Any) -> int:
@@ -232,7 +240,6 @@ class WebGpuDriver(Driver):
 
     def __init__(self, adapter: Any) -> None:
         self.device = open_device(adapter)
-        self.queue = self.device.queue
         self.name = adapter.info["device"]
         self.compiler = WebGpuCompiler()
         self.storage = WebGpuStorage(self.device, _host_memory_nbytes())
@@ -240,12 +247,12 @@ class WebGpuDriver(Driver):
         self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
         #: the word kernels that may have been stopped write their id into; each submission
         #: copies it into the buffer whose mapping marks it done, then zeroes it
-        self._marker = self.device.create_buffer(
-            size=4, usage=_U.STORAGE | _U.COPY_SRC | _U.COPY_DST
-        )
+        usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
+        self._marker = _buffer(self.device, 4, usage, "the stopped-kernel word")
         turned = self._marker if self.loop_limit else None
-        self.pipelines = KernelPipelines(self.device, self.storage, turned)
-        self._submitter = Submitter(self.queue, f"ruda webgpu {self.name}", self._stopped)
+        self.plane_dim = plane_width(self.device)
+        self.pipelines = KernelPipelines(self.device, self.storage, self.plane_dim, turned)
+        self._submitter = Submitter(self.device.queue, f"ruda webgpu {self.name}", self._stopped)
         #: the record stride: a dynamic uniform offset must be a multiple of this
         self.record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
 
@@ -274,14 +281,15 @@ class WebGpuDriver(Driver):
     def kernel_launch(self, task: RudaTask, kernel: LoadedKernel) -> KernelLaunch:
         """Write the launch's record into the stream's arena, then its dispatches
         (:func:`dispatches`) in the stream's open compute pass."""
-        built = kernel.built
-        pipelines, packer = self.pipelines, built.packer
-        align = self.record_align
-        stride = -(-packer.size // align) * align
-        elem_nbytes = built.elem_nbytes
-        dynamic = built.dynamic_shared
+        built, pipelines = kernel.built, self.pipelines
+        definition = built.compiled.definition
+        packer = RecordLayout.of(definition).packer()
+        stride = -(-packer.size // self.record_align) * self.record_align
+        elem_nbytes = [p.elem.nbytes for p in definition.array_params]
+        #: the positions among the scalars of the dynamic shared arrays' lengths
+        dynamic = [k for _, k in definition.dynamic_shared]
         planes = task.uses_planes  # not the task: its kernel is let go when it dies
-        writes = tuple(k for k in range(built.narrays) if task.writes(k))
+        writes = [k for k in range(len(elem_nbytes)) if task.writes(k)]
 
         def run(
             stream: ServerStream,
@@ -292,7 +300,7 @@ class WebGpuDriver(Driver):
             metadata: Sequence[int],
         ) -> None:
             s = cast(WebGpuStream, stream)
-            shared = tuple(int(scalars[k]) for k in dynamic) if dynamic else ()
+            shared = tuple(int(scalars[k]) for k in dynamic)
             bound = pipelines.variant(built, bindings)
             pipeline = pipelines.pipeline(bound, dim, shared, planes)
             prints = None if built.print_base is None else s.print_buffer()
@@ -326,43 +334,23 @@ class WebGpuDriver(Driver):
         s = cast(WebGpuStream, stream)
         if binding.nbytes == 0:
             return
-        start, size = _words(binding)
-        if start != binding.offset_bytes:
-            raise IoError(
-                f"writing {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU writes "
-                "whole 4-byte words, so a write must start on one"
-            )
-        host = bytes(data) + bytes(size - binding.nbytes)
+        start, size = _words(binding, "writing")
         if s.encoder is not None:
             s.submit()
-        s.writes.append((binding.resource, start, host))
+        s.writes.append((binding.resource, start, bytes(data) + bytes(size - binding.nbytes)))
         s.uploaded.append(binding)
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
-        encoder = s.recording()
-        stagings = []
-        try:
-            for b in bindings:
-                start, size = _words(b)
-                staging = self.device.create_buffer(
-                    size=max(size, 4), usage=_U.MAP_READ | _U.COPY_DST
-                )
-                if size:
-                    encoder.copy_buffer_to_buffer(b.resource, start, staging, 0, size)
-                stagings.append((staging, b.offset_bytes - start, b.nbytes))
-        except Exception as exc:
-            raise translate("reading", exc, IoError) from exc
+        stagings = [(s.staged("reading", b.resource, *_words(b), IoError), b) for b in bindings]
         promise: Promise[list[Bytes]] = Promise()
 
         def complete() -> None:  # on the submitter's waiting thread, once the copies are done
             try:
                 out = []
-                for staging, skip, nbytes in stagings:
-                    staging.map_sync(wgpu.MapMode.READ)
-                    whole = staging.read_mapped()
-                    out.append(whole[skip : skip + nbytes].toreadonly())
-                    staging.unmap()
+                for staging, b in stagings:
+                    skip = b.offset_bytes & 3
+                    out.append(_mapped(staging)[skip : skip + b.nbytes].toreadonly())
                 promise.set_result(out)
             except Exception as exc:
                 promise.set_error(translate("reading", exc, IoError))
@@ -372,14 +360,8 @@ class WebGpuDriver(Driver):
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:
         src, dst = source.resource, destination.resource
-        src_start, size = _words(source)
-        dst_start, _ = _words(destination)
-        if src_start != source.offset_bytes or dst_start != destination.offset_bytes:
-            raise IoError(
-                f"copying {source.nbytes} bytes: WebGPU copies whole 4-byte words, so a copy "
-                "must start and end on one"
-            )
-
+        src_start, size = _words(source, "copying")
+        dst_start, _ = _words(destination, "copying")
         # WebGPU copies not within one buffer: a copy inside a page goes through a buffer
         via = None
         if src is dst and size:
@@ -406,7 +388,7 @@ class WebGpuDriver(Driver):
         return _MappedFence(cast(WebGpuStream, stream).submit())
 
     def timestamp(self, stream: ServerStream) -> _Timestamp:
-        return _Timestamp(self.device, cast(WebGpuStream, stream))
+        return _Timestamp(cast(WebGpuStream, stream))
 
     def wait(self, stream: ServerStream, fence: Any) -> None:
         """Nothing to record: the fence's work is submitted, and the queue runs in order."""
@@ -426,30 +408,13 @@ class WebGpuDriver(Driver):
         if not stream.printed:
             return then
         stream.printed = False
-        buffer = stream.print_buffer()
-        usage = _U.MAP_READ | _U.COPY_DST
-        staging = _buffer(self.device, PRINT_NBYTES, usage, "reading kernel print records")
-        encoder = stream.recording()
-        encoder.copy_buffer_to_buffer(buffer, 0, staging, 0, PRINT_NBYTES)
-        encoder.clear_buffer(buffer, 0, 4)
+        staging = stream.staged("reading kernel print records", stream.prints, 0, PRINT_NBYTES)
+        stream.recording().clear_buffer(stream.prints, 0, 4)
         table = self.pipelines.prints
 
         def write_out() -> None:  # on the submitter's waiting thread, once the copy is done
             try:
-                staging.map_sync(wgpu.MapMode.READ)
-                words = np.frombuffer(staging.read_mapped(), dtype=np.uint32)
-                staging.unmap()
-                text, dropped = table.text(words)
-                sys.stdout.write(text)
-                sys.stdout.flush()
-                if dropped:
-                    warnings.warn(
-                        f"kernel print records of {dropped * 4} bytes did not fit the "
-                        f"{PRINT_NBYTES >> 20} MiB record buffer of their stream and were "
-                        "dropped; sync more often between printing launches",
-                        RudaWarning,
-                        stacklevel=2,
-                    )
+                table.write_out(np.frombuffer(_mapped(staging), dtype=np.uint32))
             finally:  # what waits after the records runs even where they cannot be read
                 if then is not None:
                     then()
@@ -481,9 +446,26 @@ def _buffer(device: Any, size: int, usage: int, what: str) -> Any:
         raise translate(f"allocating {size} bytes for {what}", exc) from exc
 
 
-def _words(binding: Binding) -> tuple[int, int]:
-    """The start and size of the whole 4-byte words that hold ``binding``."""
+def _mapped(buffer: Any) -> memoryview:
+    """A copy of the bytes of a mappable buffer whose submission is done."""
+    buffer.map_sync(wgpu.MapMode.READ)
+    data: memoryview = buffer.read_mapped()
+    buffer.unmap()
+    return data
+
+
+def _words(binding: Binding, what: str = "") -> tuple[int, int]:
+    """The start and size of the whole 4-byte words that hold ``binding``.
+
+    :raises IoError: where ``what`` (``"writing"``, ``"copying"``) is given and the binding
+        does not start on a word: WebGPU copies and writes whole words.
+    """
     start = binding.offset_bytes & ~3
+    if what and start != binding.offset_bytes:
+        raise IoError(
+            f"{what} {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU copies and "
+            "writes whole 4-byte words, so each must start on one"
+        )
     end = -(-(binding.offset_bytes + binding.nbytes) // 4) * 4
     return start, end - start
 
@@ -493,13 +475,6 @@ def _host_memory_nbytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
         return 4 << 30
-
-
-def _compute_units(info: Any) -> int:
-    """The cores of a CPU adapter (lavapipe), else :data:`GPU_COMPUTE_UNITS`."""
-    if info["adapter_type"] == "CPU":
-        return os.cpu_count() or 1
-    return GPU_COMPUTE_UNITS
 
 
 def _features(adapter: Any, plane_dim: int) -> Features:
@@ -531,8 +506,7 @@ class WebGpuServer(ComputeServer):
     def __init__(self, device: WebGpuDevice) -> None:
         adapter = all_adapters()[device.index]
         driver = WebGpuDriver(adapter)
-        plane_dim = plane_width(driver.device)
-        driver.pipelines.plane_dim = plane_dim
+        plane_dim = driver.plane_dim
         features = _features(adapter, plane_dim)
         limits = driver.device.limits
         info = adapter.info
@@ -549,14 +523,12 @@ class WebGpuServer(ComputeServer):
             max_ruda_count=MAX_RUDA_COUNT,
             max_shared_memory_nbytes=int(limits["max-compute-workgroup-storage-size"]),
             plane_dim=plane_dim,
-            compute_units=_compute_units(info),
+            compute_units=(os.cpu_count() or 1) if info["adapter_type"] == "CPU" else GPU_UNITS,
             alignment_nbytes=WebGpuStorage.alignment_nbytes,
             extra=(("backend", info["backend_type"]), ("wgpu", wgpu.__version__)),
         )
         elems = ",".join(sorted(e.value for e in features.elems))
-        options: tuple[tuple[str, str], ...] = (("elems", elems),)
-        if driver.loop_limit:
-            options += (("loop_limit", str(driver.loop_limit)),)
+        options = (("elems", elems), ("loop_limit", str(driver.loop_limit)))
         super().__init__(
             device.to_id(),
             driver.storage,
