@@ -1,22 +1,21 @@
 """The WGSL helper functions of the value operations WGSL lacks or a driver gets wrong, as
-text: float helpers over ``f32`` operands ``a`` (``b``, ``c``; ``f16`` is computed in ``f32``),
-integer helpers per (operation, signedness, width). Each says in a comment why
-it is written out. Loops in them are short or unrolled: lavapipe stops a unit's loops after
-65 535 turns in all. Imports no driver.
+text, by name (:data:`HELPERS`): ``ruda_<op>_f32`` over ``f32`` operands ``a`` (``b``; ``f16``
+is computed in ``f32``), ``ruda_<op>_<type>`` for integers, and the helpers those call.
+:func:`call` registers a helper, after those it calls, in a kernel's
+:class:`~ruda_core.codegen.prelude.Prelude`. Each says in a comment why it is written out.
+Loops in them are short or unrolled: lavapipe stops a unit's loops after 65 535 turns in all.
+Imports no driver.
 """
 
 from __future__ import annotations
 
-from ruda_core.ir import Op
+import re
+from collections.abc import Sequence
 
-__all__ = [
-    "FLOAT_HELPERS",
-    "INT_HELPERS",
-    "LGAMMA_POSITIVE",
-    "POW_POSITIVE",
-    "ROUND_F16",
-    "ZERO_SAFE_PRODUCT",
-]
+from ruda_core.codegen.prelude import Prelude
+from ruda_core.ir import FLOAT_BINARY, Op
+
+__all__ = ["HELPERS", "call"]
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
@@ -55,8 +54,8 @@ _ERFC = """    let x = abs(a);
 """
 
 
-#: Bodies of the ``f32`` helpers over ``a`` (``b``, ``c``).
-FLOAT_HELPERS = {
+#: Bodies of the ``f32`` helpers over ``a`` (``b``).
+_FLOAT = {
     Op.POW: """    // C's pow, special values included (WGSL's is undefined for a <= 0)
     let inf = bitcast<f32>(0x7f800000u);
     let whole = b == trunc(b);
@@ -198,7 +197,7 @@ _SQUARING = """    if ((k & 1u) == 1u) { whole = whole * base; }
     base = base * base;
     k = k >> 1u;
 """
-POW_POSITIVE = (
+_POW_POSITIVE = (
     """fn ruda_pow_positive_f32(a: f32, b: f32) -> f32 {
     // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
     // whose error grows with b * log2(a)
@@ -216,7 +215,7 @@ POW_POSITIVE = (
     return r;
 }"""
 )
-LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
+_LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
     // Lanczos (g = 7, 9 terms) for a >= 0.5
     let x = a - f32(1.0);
     var s = f32(0.99999999999980993);
@@ -233,23 +232,23 @@ LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
 }"""
 
 #: Bodies of integer helpers, keyed by (operation, signed, bits).
-INT_HELPERS: dict[tuple[Op, bool, int], str] = {}
+_INT: dict[tuple[Op, bool, int], str] = {}
 for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
-    INT_HELPERS[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
+    _INT[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
     if (b == -1{_s}) {{ return -a; }}
     let q = a / b;  // the floor below an inexact quotient of opposite signs; no % and no
     // comparison of booleans, which NVIDIA's Vulkan gave wrong answers for
     return select(q, q - 1{_s}, q * b != a && (a ^ b) < 0{_s});"""
-    INT_HELPERS[(Op.MOD, True, _bits)] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
+    _INT[(Op.MOD, True, _bits)] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
     let r = a - a / b * b;  // as floor division: no %
     return select(r, r + b, r != 0{_s} && (r ^ b) < 0{_s});"""
     # the carry (borrow) out of the top bit from the operands' and the result's top bits, and
     # a mask of it: no comparison or select of 64-bit values, which gave NVIDIA's Vulkan wrong
     # sums for 424 of 425 u64 pairs as select(s, max, s < a)
-    INT_HELPERS[(Op.SATURATING_ADD, False, _bits)] = f"""    let s = a + b;
+    _INT[(Op.SATURATING_ADD, False, _bits)] = f"""    let s = a + b;
     let carry = ((a & b) | ((a | b) & ~s)) >> {_bits - 1}u;
     return s | (0{_u} - carry);"""
-    INT_HELPERS[(Op.SATURATING_SUB, False, _bits)] = f"""    let d = a - b;
+    _INT[(Op.SATURATING_SUB, False, _bits)] = f"""    let d = a - b;
     let borrow = ((~a & b) | (~(a ^ b) & d)) >> {_bits - 1}u;
     return d & (borrow - 1{_u});"""
     _high = (1 << (_bits - 1)) - 1
@@ -259,36 +258,36 @@ for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
         (Op.SATURATING_SUB, "-", "(a ^ b) & (a ^ s)"),
     ):
         _body = f"    let s = a {_sign} b;\n    if (({_overflow}) < 0{_s}) {{ return {_clamped}; }}"
-        INT_HELPERS[(_op, True, _bits)] = _body + "\n    return s;"
-INT_HELPERS[(Op.MUL_HI, False, 32)] = """    return u32((u64(a) * u64(b)) >> 32u);"""
-INT_HELPERS[(Op.MUL_HI, True, 32)] = """    return i32((i64(a) * i64(b)) >> 32u);"""
-INT_HELPERS[(Op.LEADING_ZEROS, False, 64)] = """    let hi = u32(a >> 32u);
+        _INT[(_op, True, _bits)] = _body + "\n    return s;"
+_INT[(Op.MUL_HI, False, 32)] = """    return u32((u64(a) * u64(b)) >> 32u);"""
+_INT[(Op.MUL_HI, True, 32)] = """    return i32((i64(a) * i64(b)) >> 32u);"""
+_INT[(Op.LEADING_ZEROS, False, 64)] = """    let hi = u32(a >> 32u);
     if (hi != 0u) { return countLeadingZeros(hi); }
     return 32u + countLeadingZeros(u32(a));"""
-INT_HELPERS[(Op.TRAILING_ZEROS, False, 64)] = """    let lo = u32(a & 0xfffffffflu);
+_INT[(Op.TRAILING_ZEROS, False, 64)] = """    let lo = u32(a & 0xfffffffflu);
     if (lo != 0u) { return countTrailingZeros(lo); }
     return 32u + countTrailingZeros(u32(a >> 32u));"""
-INT_HELPERS[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u; }
+_INT[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u; }
     let lo = u32(a & 0xfffffffflu);
     if (lo != 0u) { return countTrailingZeros(lo) + 1u; }
     return 33u + countTrailingZeros(u32(a >> 32u));"""
-INT_HELPERS[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
+_INT[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
     return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
-INT_HELPERS[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
+_INT[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
     let p0 = (a & m) * (b & m);
     let p1 = (a & m) * (b >> 32u);
     let p2 = (a >> 32u) * (b & m);
     let mid = (p0 >> 32u) + (p1 & m) + (p2 & m);
     return (a >> 32u) * (b >> 32u) + (p1 >> 32u) + (p2 >> 32u) + (mid >> 32u);"""
-INT_HELPERS[(Op.MUL_HI, True, 64)] = """    let ua = bitcast<u64>(a);
+_INT[(Op.MUL_HI, True, 64)] = """    let ua = bitcast<u64>(a);
     let ub = bitcast<u64>(b);
     var hi = ruda_mul_hi_u64(ua, ub);
     if (a < 0li) { hi = hi - ub; }
     if (b < 0li) { hi = hi - ua; }
     return bitcast<i64>(hi);"""
 for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
-    INT_HELPERS[(_op, True, 64)] = INT_HELPERS[(_op, False, 64)].replace("(a", "(u64(a)")
-INT_HELPERS[(Op.REVERSE_BITS, True, 64)] = (
+    _INT[(_op, True, 64)] = _INT[(_op, False, 64)].replace("(a", "(u64(a)")
+_INT[(Op.REVERSE_BITS, True, 64)] = (
     "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
 )
 
@@ -298,7 +297,7 @@ INT_HELPERS[(Op.REVERSE_BITS, True, 64)] = (
 #: computes ``f16(y)``, and even ``unpack2x16float(pack2x16float(y))``, as ``y`` where the next
 #: operation reads it in ``f32``: the value left here is exact in ``f16``, so no conversion after
 #: it can change it.
-ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
+_ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     let sign = b & 0x80000000u;
     let a = b ^ sign;
@@ -315,7 +314,7 @@ ROUND_F16 = """fn ruda_round_f16(x: f32) -> f32 {
 #: ``ruda_mul_f32(a, b)``: ``a * b`` with IEEE's answer where a factor is a zero, found by its
 #: bits: a zero of the factors' signs' product, or NaN where the other factor is an infinity or a
 #: NaN. For products a compiler may see a constant zero in (:mod:`.folds`).
-ZERO_SAFE_PRODUCT = """fn ruda_mul_f32(a: f32, b: f32) -> f32 {
+_ZERO_SAFE_PRODUCT = """fn ruda_mul_f32(a: f32, b: f32) -> f32 {
     let x = bitcast<u32>(a);
     let y = bitcast<u32>(b);
     let zero = min(x & 0x7fffffffu, y & 0x7fffffffu) == 0u;
@@ -323,3 +322,35 @@ ZERO_SAFE_PRODUCT = """fn ruda_mul_f32(a: f32, b: f32) -> f32 {
     let signed_zero = bitcast<f32>((x ^ y) & 0x80000000u);
     return select(a * b, select(signed_zero, bitcast<f32>(0x7fc00000u), special), zero);
 }"""
+
+
+def _fn(name: str, arity: int, ty: str, ret: str, body: str) -> tuple[str, str]:
+    params = ", ".join(f"{p}: {ty}" for p in "ab"[:arity])
+    return name, f"fn {name}({params}) -> {ret} {{\n{body}\n}}"
+
+
+_TYPES = {(True, 32): "i32", (False, 32): "u32", (True, 64): "i64", (False, 64): "u64"}
+#: Every helper's definition, by its name.
+HELPERS = dict(
+    _fn(f"ruda_{op.value}_f32", 1 + (op in FLOAT_BINARY or op is Op.POW), "f32", "f32", body)
+    for op, body in _FLOAT.items()
+)
+for (_op, _signed, _bits), _body in _INT.items():
+    _ty = _TYPES[(_signed, _bits)]
+    _ret = "u32" if _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET) else _ty
+    _binary = _op in (Op.FLOOR_DIV, Op.MOD, Op.MUL_HI, Op.SATURATING_ADD, Op.SATURATING_SUB)
+    HELPERS.update([_fn(f"ruda_{_op.value}_{_ty}", 1 + _binary, _ty, _ret, _body)])
+for _text in (_POW_POSITIVE, _LGAMMA_POSITIVE, _ROUND_F16, _ZERO_SAFE_PRODUCT):
+    HELPERS[_text[3 : _text.index("(")]] = _text
+_CALLED = re.compile(r"\b(ruda_\w+)\(")
+
+
+def call(prelude: Prelude, name: str, args: Sequence[str]) -> str:
+    """The call of helper ``name`` on ``args``, registered in ``prelude`` after the helpers it
+    calls."""
+    if name not in prelude:
+        for called in _CALLED.findall(HELPERS[name]):
+            if called != name:
+                call(prelude, called, ())
+        prelude.add(name, HELPERS[name])
+    return f"{name}({', '.join(args)})"

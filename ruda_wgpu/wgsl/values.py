@@ -18,38 +18,70 @@ import math
 import struct
 from collections.abc import Sequence
 
+import numpy as np
+
 from ruda_core.codegen.expr import OPERATORS
+from ruda_core.codegen.names import words
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import COMPARE_OPS, FLOAT_TESTS, Elem, Op
 
-from .helpers import (
-    FLOAT_HELPERS,
-    INT_HELPERS,
-    LGAMMA_POSITIVE,
-    POW_POSITIVE,
-    ROUND_F16,
-    ZERO_SAFE_PRODUCT,
-)
+from .helpers import HELPERS, call
 
 __all__ = ["NARROW", "TYPES", "WgslValues", "literal", "wrap"]
 
 #: The WGSL type of each element type ruda holds in WGSL (64-bit integers need the adapter's
 #: ``shader-int64``, ``f16`` its ``shader-f16``). ``f64`` is not one: the driver never offers it
 #: (see :func:`ruda_wgpu.server._features`), so floats are ``f16`` or ``f32``, with 32-bit bits.
-TYPES: dict[Elem, str] = {e: e.value for e in (Elem.BOOL, Elem.I32, Elem.U32, Elem.I64, Elem.U64)}
-TYPES |= {Elem.F16: "f16", Elem.F32: "f32", Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32"}
-TYPES[Elem.U16] = "u32"
-_SUFFIX = {Elem.I32: "i", Elem.U32: "u", Elem.I64: "li", Elem.U64: "lu", Elem.F16: "h"}
-_SUFFIX |= {Elem.I8: "i", Elem.I16: "i", Elem.U8: "u", Elem.U16: "u"}
+TYPES = {Elem(t): t for t in words("bool i32 u32 i64 u64 f16 f32")}
+TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
+_SUFFIX = {"i32": "i", "u32": "u", "i64": "li", "u64": "lu", "f16": "h", "f32": "f"}
 #: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width after each operation.
 NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
-#: Float operations that are one WGSL builtin call, of the operation's name.
-_BUILTIN = frozenset(
-    {Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.SINH, Op.COSH}
-    | {Op.ASINH, Op.ATANH, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.ABS, Op.FMA}
-    | {Op.ROUND}  # half to even in WGSL
-)
+
+
+def _magnitude(test: str) -> str:
+    """A ``test`` (``"> 2139095040u"``: NaN) of the bits of the ``f32`` ``{0}`` without its sign:
+    a compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
+    return "((bitcast<u32>({0}) & 2147483647u) " + test + ")"
+
+
+_NAN = _magnitude("> 2139095040u")
+#: ``f32`` operations of one expression over the operands ``{0}``, ``{1}``, ``{2}``.
+_FLOAT_FORMS = {
+    Op(op): f"{op}({{0}})"  # WGSL's round takes ties to even, as the IR's
+    for op in words(
+        "exp exp2 log log2 sqrt sin cos tan sinh cosh asinh atanh floor ceil trunc abs round"
+    )
+} | {
+    Op.FMA: "fma({0}, {1}, {2})",
+    Op.NEG: "(-{0})",
+    # exact where the driver's / is correctly rounded (lavapipe): WGSL allows 2.5 ulp, and a
+    # residual correction is not exact either, since WGSL's fma may round twice ("inherited
+    # from x * y + z")
+    Op.FLOOR_DIV: "floor({0} / {1})",
+    Op.MOD: "({0} - floor({0} / {1}) * {1})",
+    Op.RECIP: "(1.0f / {0})",
+    Op.RSQRT: "(1.0f / sqrt({0}))",
+    Op.LOG10: f"(log2({{0}}) * {math.log10(2.0)!r}f)",
+    Op.ISNAN: _NAN,
+    Op.ISINF: _magnitude("== 2139095040u"),
+    Op.ISFINITE: _magnitude("< 2139095040u"),
+    Op.COPYSIGN: "select(abs({0}), -abs({0}), {1} < 0.0f || ({1} == 0.0f && 1.0f / {1} < 0.0f))",
+    # C's fmin/fmax: a NaN operand gives the other one
+    Op.MIN: f"select(select(min({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
+    Op.MAX: f"select(select(max({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
+}
+#: Integer operations of one expression over the operands ``{0}``, ``{1}``, ``{2}``.
+_INT_FORMS = {op: f"({{0}} {OPERATORS[op]} {{1}})" for op in (Op.ADD, Op.SUB, Op.MUL)} | {
+    Op.BIT_AND: "({0} & {1})",
+    Op.BIT_OR: "({0} | {1})",
+    Op.BIT_XOR: "({0} ^ {1})",
+    Op.BIT_NOT: "(~{0})",
+    Op.MIN: "min({0}, {1})",
+    Op.MAX: "max({0}, {1})",
+    Op.CLAMP: "select(min(max({0}, {1}), {2}), {2}, {1} > {2})",
+}
 #: The bit counts of 32-bit integers that are one WGSL builtin.
 _COUNTS_32 = {Op.POPCOUNT: "countOneBits", Op.LEADING_ZEROS: "countLeadingZeros"}
 _COUNTS_32[Op.TRAILING_ZEROS] = "countTrailingZeros"
@@ -62,25 +94,15 @@ def literal(value: int | float | bool, elem: Elem) -> str:
     ty = TYPES.get(elem)
     if ty is None:
         raise UnsupportedFeature(f"WGSL has no {elem} type")
+    if elem.is_float and not math.isfinite(value):  # WGSL has no literal for these: their bits
+        return _special(float(value), elem)
     if elem.is_float:
-        x = float(value)
-        if math.isnan(x) or math.isinf(x):  # WGSL has no literal for these: their bits
-            return _special(x, elem)
-        text = (
-            repr(x)
-            if elem is not Elem.F16
-            else repr(float(struct.unpack("<e", struct.pack("<e", x))[0]))
-        )
-        if "e" not in text and "." not in text:
-            text += ".0"
-        text += "h" if elem is Elem.F16 else "f"
-        return f"({text})" if x < 0 or text.startswith("-") else text
-    n = int(value)
-    low = -(1 << (elem.bits - 1)) if elem.is_signed else 0
-    if elem.is_signed and n == low:  # the most negative value is not a negated literal
-        return f"({ty}({n + 1}{_SUFFIX[elem]}) - 1{_SUFFIX[elem]})"
-    text = f"{n}{_SUFFIX[elem]}"
-    return f"({text})" if n < 0 else text
+        text = repr(float(np.float16(value) if elem is Elem.F16 else value)) + _SUFFIX[ty]
+    elif elem.is_signed and int(value) == -(1 << (elem.bits - 1)):  # not a negated literal
+        return f"({ty}({int(value) + 1}{_SUFFIX[ty]}) - 1{_SUFFIX[ty]})"
+    else:
+        text = f"{int(value)}{_SUFFIX[ty]}"
+    return f"({text})" if text.startswith("-") else text
 
 
 def wrap(x: str, elem: Elem) -> str:
@@ -103,22 +125,10 @@ def _shift(amount: str, bits: int) -> str:
     return f"(u32({amount}) & {bits - 1}u)"
 
 
-def _magnitude_test(x: str, elem: Elem, test: str) -> str:
-    """``test`` (``"> 2139095040u"``: NaN) of the ``f32`` bits of ``x`` without its sign: a
-    compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
-    x = f"f32({x})" if elem is Elem.F16 else x
-    return f"((bitcast<u32>({x}) & 2147483647u) {test})"
-
-
-def _isnan(x: str, elem: Elem) -> str:
-    """Whether ``x`` is a NaN, by its bits."""
-    return _magnitude_test(x, elem, "> 2139095040u")
-
-
 def _nan_unless_finite(value: str, x: str) -> str:
     """``value``, or NaN where ``x`` is an infinity or a NaN (both ``f32``), by its bits: what a
     compiler that assumes finite values folds to ``value`` alone."""
-    test = _magnitude_test(x, Elem.F32, ">= 2139095040u")
+    test = _magnitude(">= 2139095040u").format(x)
     return f"select({value}, {_special(math.nan, Elem.F32)}, {test})"
 
 
@@ -143,7 +153,8 @@ class WgslValues:
         if source is target:
             return x
         if target is Elem.BOOL and source.is_float:  # by the bits: NaN is true too
-            return _magnitude_test(x, source, "!= 0u")
+            x32 = f"f32({x})" if source is Elem.F16 else x
+            return _magnitude("!= 0u").format(x32)
         if target is Elem.BOOL:
             return f"({x} != {literal(0, source)})"
         if source is Elem.BOOL:
@@ -181,8 +192,7 @@ class WgslValues:
         if op is Op.SELECT:
             return f"select({args[2]}, {args[1]}, {args[0]})"
         if op in COMPARE_OPS and elem is Elem.BOOL:  # WGSL orders no bools: as 0 and 1
-            a, b = (f"select(0u, 1u, {x})" for x in args[:2])
-            return f"({a} {OPERATORS[op]} {b})"
+            args = [f"select(0u, 1u, {x})" for x in args]
         if op is Op.NE and elem.is_float:  # naga's != is ordered: false for a NaN
             return f"(!({args[0]} == {args[1]}))"
         if op in COMPARE_OPS:
@@ -190,16 +200,15 @@ class WgslValues:
         if elem is Elem.BOOL:
             if op is Op.NOT:
                 return f"(!{args[0]})"
-            if op in (Op.AND, Op.OR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
-                symbol = {Op.BIT_AND: "&", Op.BIT_OR: "|", Op.BIT_XOR: "!="}.get(op, OPERATORS[op])
-                return f"({args[0]} {symbol} {args[1]})"
-            raise UnsupportedFeature(f"{op} is not defined on bool")
+            if op not in (Op.AND, Op.OR, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
+                raise UnsupportedFeature(f"{op} is not defined on bool")
+            symbol = {Op.BIT_AND: "&", Op.BIT_OR: "|", Op.BIT_XOR: "!="}.get(op, OPERATORS[op])
+            return f"({args[0]} {symbol} {args[1]})"
+        if elem is Elem.F16:  # computed in f32, rounded once
+            value = self._float(op, [f"f32({a})" for a in args])
+            return value if op in FLOAT_TESTS else self._half(value)
         if elem.is_float:
-            if elem is Elem.F16:  # computed in f32, rounded once
-                wide = [f"f32({a})" for a in args]
-                value = self._float(op, Elem.F32, wide)
-                return value if op in FLOAT_TESTS else self._half(value)
-            return self._float(op, elem, args)
+            return self._float(op, args)
         if elem in NARROW:
             return self._narrow(op, elem, args)
         return self._integer(op, elem, args)
@@ -216,22 +225,20 @@ class WgslValues:
     def zero_safe_product(self, a: str, b: str, elem: Elem) -> str:
         """``a * b`` for ``f16`` or ``f32`` factors either of which a compiler may know to be a
         zero: IEEE's zero or NaN whatever it folds."""
-        self.prelude.add("ruda_mul_f32", ZERO_SAFE_PRODUCT)
         if elem is Elem.F32:
-            return f"ruda_mul_f32({a}, {b})"
-        return self._half(f"ruda_mul_f32(f32({a}), f32({b}))")
+            return call(self.prelude, "ruda_mul_f32", [a, b])
+        return self._half(call(self.prelude, "ruda_mul_f32", [f"f32({a})", f"f32({b})"]))
 
     def _half(self, x: str) -> str:
         """The ``f32`` ``x`` as an ``f16``, rounded to nearest even whatever the driver."""
-        self.prelude.add("ruda_round_f16", ROUND_F16)
-        return f"f16(ruda_round_f16({x}))"
+        return f"f16({call(self.prelude, 'ruda_round_f16', [x])})"
 
     def _narrow(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
         """An operation on an integer held in 32 bits: computed there and wrapped, with bit
         counts and reversal over its own width."""
         bits = elem.bits
-        mask = literal((1 << bits) - 1, Elem.U32)
-        pattern = f"(u32({t[0]}) & {mask})"
+        pattern = f"(u32({t[0]}) & {literal((1 << bits) - 1, Elem.U32)})"
+        wide = Elem.I32 if elem.is_signed else Elem.U32
         if op is Op.POPCOUNT:
             return f"countOneBits({pattern})"
         if op is Op.LEADING_ZEROS:
@@ -240,7 +247,6 @@ class WgslValues:
             return f"min(countTrailingZeros({pattern}), {bits}u)"
         if op is Op.FIND_FIRST_SET:
             return f"select(0u, countTrailingZeros({pattern}) + 1u, {pattern} != 0u)"
-        wide = Elem.I32 if elem.is_signed else Elem.U32
         if op is Op.REVERSE_BITS:
             return wrap(f"{TYPES[wide]}(reverseBits({pattern}) >> {32 - bits}u)", elem)
         if op is Op.MUL_HI:
@@ -251,85 +257,36 @@ class WgslValues:
             low = -(1 << (bits - 1)) if elem.is_signed else 0
             value = f"({t[0]} {'+' if op is Op.SATURATING_ADD else '-'} {t[1]})"
             return f"clamp({value}, {literal(low, wide)}, {literal(low + (1 << bits) - 1, wide)})"
-        if op in (Op.SHL, Op.SHR):
-            amount = _shift(t[1], bits)
-            return wrap(f"({t[0]} {'<<' if op is Op.SHL else '>>'} {amount})", elem)
-        return wrap(self._integer(op, wide, t), elem)
+        return wrap(self._integer(op, wide, t, bits), elem)  # shifts modulo the narrow width
 
-    # -- floats -----------------------------------------------------------------------------
-
-    def _float(self, op: Op, elem: Elem, w: Sequence[str]) -> str:
-        ty, one, zero = TYPES[elem], literal(1.0, elem), literal(0.0, elem)
-        if op is Op.SUB and w[0] == w[1] and elem is Elem.F32:  # x - x: 0, or NaN for an
-            # infinity or a NaN
-            return _nan_unless_finite(zero, w[0])
+    def _float(self, op: Op, w: Sequence[str]) -> str:
+        """``op`` on ``f32`` operands."""
+        if op is Op.SUB and w[0] == w[1]:  # x - x: 0, or NaN for an infinity or a NaN
+            return _nan_unless_finite("0.0f", w[0])
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
             return f"({w[0]} {OPERATORS[op]} {w[1]})"
-        if op in _BUILTIN:
-            return f"{op.value}({', '.join(w)})"
-        if op is Op.NEG:
-            return f"(-{w[0]})"
-        if op is Op.FLOOR_DIV:  # exact where the driver's / is correctly rounded (lavapipe):
-            # WGSL allows 2.5 ulp, and a residual correction is not exact either, since WGSL's
-            # fma may round twice ("inherited from x * y + z")
-            return f"floor({w[0]} / {w[1]})"
-        if op is Op.MOD:
-            return f"({w[0]} - floor({w[0]} / {w[1]}) * {w[1]})"
-        if op is Op.RECIP:
-            return f"({one} / {w[0]})"
-        if op is Op.RSQRT:
-            return f"({one} / sqrt({w[0]}))"
-        if op in (Op.MIN, Op.MAX):  # C's fmin/fmax: a NaN operand gives the other one
-            f = "min" if op is Op.MIN else "max"
-            a, b = w
-            return f"select(select({f}({a}, {b}), {a}, {_isnan(b, elem)}), {b}, {_isnan(a, elem)})"
         if op is Op.CLAMP:
-            low = self._float(Op.MAX, elem, w[:2])
-            return self._float(Op.MIN, elem, [low, w[2]])
-        if op is Op.ISNAN:
-            return _isnan(w[0], elem)
-        if op in (Op.ISINF, Op.ISFINITE):
-            return _magnitude_test(w[0], elem, f"{'==' if op is Op.ISINF else '<'} 2139095040u")
-        if op is Op.LOG10:
-            return f"(log2({w[0]}) * {literal(math.log10(2.0), elem)})"
-        if op is Op.COPYSIGN:
-            negative = f"({w[1]} < {zero} || ({w[1]} == {zero} && {one} / {w[1]} < {zero}))"
-            return f"select(abs({w[0]}), -abs({w[0]}), {negative})"
-        helper = FLOAT_HELPERS.get(op)
-        if helper is None:
-            raise UnsupportedFeature(f"{op} on {elem} has no WGSL form")
-        name = f"ruda_{op.value}_{ty}"
-        params = ", ".join(f"{p}: {ty}" for p in "abc"[: len(w)])
-        if op is Op.LGAMMA:
-            self.prelude.add(f"ruda_lgamma_pos_{ty}", LGAMMA_POSITIVE)
-        if op is Op.POW:
-            self.prelude.add(f"ruda_pow_positive_{ty}", POW_POSITIVE)
-        if op in (Op.ASIN, Op.ACOS, Op.ATAN2):
-            self._float(Op.ATAN, elem, ["a"])
-        self.prelude.add(name, f"fn {name}({params}) -> {ty} {{\n{helper}\n}}")
-        return f"{name}({', '.join(w)})"
+            return self._float(Op.MIN, [self._float(Op.MAX, w[:2]), w[2]])
+        if op in _FLOAT_FORMS:
+            return _FLOAT_FORMS[op].format(*w)
+        if f"ruda_{op.value}_f32" not in HELPERS:
+            raise UnsupportedFeature(f"{op} on f32 has no WGSL form")
+        return call(self.prelude, f"ruda_{op.value}_f32", w)
 
-    # -- integers ---------------------------------------------------------------------------
-
-    def _integer(self, op: Op, elem: Elem, t: Sequence[str]) -> str:
-        ty, zero = TYPES[elem], literal(0, elem)
-        bits = elem.bits
-        if op in (Op.ADD, Op.SUB, Op.MUL, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
-            return f"({t[0]} {OPERATORS[op]} {t[1]})"
+    def _integer(self, op: Op, elem: Elem, t: Sequence[str], shifted: int = 0) -> str:
+        """``op`` on ``i32``, ``u32``, ``i64`` or ``u64`` operands (shift amounts taken modulo
+        ``shifted`` bits, where given, else the type's)."""
+        ty, bits = TYPES[elem], elem.bits
+        if op in _INT_FORMS:
+            return _INT_FORMS[op].format(*t)
         if op is Op.NEG:
-            return f"(-{t[0]})" if elem.is_signed else f"({zero} - {t[0]})"
+            return f"(-{t[0]})" if elem.is_signed else f"({literal(0, elem)} - {t[0]})"
         if op is Op.ABS:
             return f"abs({t[0]})" if elem.is_signed else t[0]
-        if op is Op.BIT_NOT:
-            return f"(~{t[0]})"
         if op in (Op.SHL, Op.SHR):
-            return f"({t[0]} {'<<' if op is Op.SHL else '>>'} {_shift(t[1], bits)})"
-        if op in (Op.MIN, Op.MAX):
-            return f"{op.value}({t[0]}, {t[1]})"
-        if op is Op.CLAMP:
-            return f"select(min(max({t[0]}, {t[1]}), {t[2]}), {t[2]}, {t[1]} > {t[2]})"
+            return f"({t[0]} {'<<' if op is Op.SHL else '>>'} {_shift(t[1], shifted or bits)})"
         if op in (Op.FLOOR_DIV, Op.MOD) and not elem.is_signed:
-            return f"({t[0]} {'/' if op is Op.FLOOR_DIV else '%'} {t[1]})"
+            return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if bits == 32 and op in _COUNTS_32:
             return f"u32({_COUNTS_32[op]}({t[0]}))"
         if op is Op.POPCOUNT:  # of a 64-bit value: of its halves
@@ -338,14 +295,7 @@ class WgslValues:
         if op is Op.REVERSE_BITS and bits == 32:
             return f"reverseBits({t[0]})"
         if bits == 32 and op is Op.FIND_FIRST_SET:
-            return f"select(0u, u32(countTrailingZeros({t[0]})) + 1u, {t[0]} != {zero})"
-        helper = INT_HELPERS.get((op, elem.is_signed, bits))
-        if helper is None:
+            return f"select(0u, u32(countTrailingZeros({t[0]})) + 1u, {t[0]} != {literal(0, elem)})"
+        if f"ruda_{op.value}_{ty}" not in HELPERS:
             raise UnsupportedFeature(f"{op} on {elem} has no WGSL form")
-        if elem is Elem.I64 and op in (Op.REVERSE_BITS, Op.MUL_HI):
-            self._integer(op, Elem.U64, ["a", "b"][: len(t)])
-        name = f"ruda_{op.value}_{ty}"
-        ret = "u32" if op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET) else ty
-        params = ", ".join(f"{p}: {ty}" for p in "ab"[: len(t)])
-        self.prelude.add(name, f"fn {name}({params}) -> {ret} {{\n{helper}\n}}")
-        return f"{name}({', '.join(t)})"
+        return call(self.prelude, f"ruda_{op.value}_{ty}", t)
