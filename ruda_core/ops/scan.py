@@ -4,8 +4,10 @@ as ``numpy.cumsum`` or exclusive.
 A row of at most one tile (``units * items`` elements) is one launch of
 :func:`.scan_kernels.scan_segments` per row; longer rows are reduce-then-scan, three launches:
 the sums of tiles (:func:`.reduce.reduce_into`), an exclusive scan of each row's tile sums (this
-same procedure, recursively), and the scan of every tile from its carry. The cube size and the
-elements per unit are chosen by the autotuner per device, element type and size class.
+same procedure, recursively), and the scan of every tile from its carry; or, in the chained
+candidates on devices with memory fences whose cubes may wait on each other, one launch of
+:func:`.scan_kernels.scan_chained` (a decoupled look-back). The cube size, the elements per
+unit and the form are chosen by the autotuner per device, element type and size class.
 :func:`scan_into` is also the exclusive scan of :mod:`.sorting`'s digit counts. This module never
 imports a driver.
 """
@@ -22,19 +24,38 @@ from typing import Any
 from ..autotune import Tunable, TunableSet, Tuner, anchor
 from ..ir import Elem
 from ..lang import ArrayArg
-from ..runtime import ComputeClient, LaunchConfigError, RudaCount, RudaDim
+from ..runtime import (
+    ComputeClient,
+    Feature,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+    UnsupportedFeature,
+)
 from ..tensor import RudaTensor
 from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
 from .reduce import reduce_into
-from .scan_kernels import scan_segments
+from .scan_kernels import scan_chained, scan_segments
+from .tickets import lookback, ticket_word
 
-__all__ = ["SCAN_SHAPES", "cumsum", "scan_into"]
+__all__ = ["SCAN_SHAPES", "chained", "cumsum", "scan_into"]
 
-#: Candidates ``(units per cube, consecutive elements per unit, through planes)``, tuned per
-#: problem class; the one without planes serves devices whose plane operations lack the type.
-SCAN_SHAPES = ((256, 4, True), (256, 8, True), (1024, 4, True), (128, 16, True), (256, 4, False))
+#: Candidates ``(units per cube, consecutive elements per unit, through planes, chained)``, tuned
+#: per problem class; the first that runs serves untuned problems, the one without planes
+#: devices whose plane operations lack the type.
+SCAN_SHAPES = (
+    (256, 8, True, True),
+    (128, 16, True, True),
+    (256, 4, True, False),
+    (256, 8, True, False),
+    (1024, 4, True, False),
+    (128, 16, True, False),
+    (256, 4, False, False),
+)
 #: The most cubes a scan launch asks for (cubes stride over the segments).
 MAX_CUBES = 65535
+#: The cubes per compute unit a chained scan launches at most (they take the tiles by ticket).
+CHAINED_CUBES = 16
 #: Row lengths up to this one share one tuning result.
 SMALL = 1 << 12
 _TUNER = Tuner()
@@ -147,12 +168,57 @@ def _launch(
     )
 
 
-def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
+def chained(client: ComputeClient, x: RudaTensor, out: RudaTensor, p: Scan, cubes: Cubes) -> None:
+    """Enqueue the scan ``p`` of ``x`` into ``out`` as one launch of
+    :func:`.scan_kernels.scan_chained` in cubes as ``cubes`` says.
+
+    :raises UnsupportedFeature: on a device without memory fences or whose cubes may not wait
+        on each other (``Feature.MEMORY_FENCE``, ``Feature.UNBOUNDED_LOOPS``).
+    """
+    features = client.features()
+    if not (features.has(Feature.MEMORY_FENCE) and features.has(Feature.UNBOUNDED_LOOPS)):
+        raise UnsupportedFeature(
+            f"cumsum: chained tiles wait on each other, which {client.device} does not run "
+            "(no Feature.MEMORY_FENCE or Feature.UNBOUNDED_LOOPS); its scans take the "
+            "candidates in three launches"
+        )
+    segs = -(-p.n // cubes.tile)
+    tiles = p.rows * segs
+    state = lookback(client, tiles)
+    props = client.properties()
+    most = builtins.min(CHAINED_CUBES * props.compute_units, MAX_CUBES, props.max_ruda_count[0])
+    scan_chained.launch_unchecked(
+        client,
+        RudaCount(builtins.min(tiles, most)),
+        RudaDim(cubes.units),
+        ArrayArg(x.handle, p.rows * p.n, x.elem),
+        ArrayArg(out.handle, p.rows * p.n, p.out),
+        state.flags,
+        ArrayArg(state.sums, tiles, p.out),
+        ArrayArg(state.prefixes, tiles, p.out),
+        ticket_word(client),
+        p.rows,
+        p.n,
+        segs,
+        state.epoch,
+        EXCLUSIVE=p.exclusive,
+        PLANES=cubes.planes,
+        UNITS=cubes.units,
+        ITEMS=cubes.items,
+    )
+
+
+def _runner(shape: tuple[int, int, bool, bool]) -> Callable[..., None]:
+    units, items, planes, chain = shape
+
     def run(client: ComputeClient, p: Scan, x: RudaTensor, out: RudaTensor) -> None:
+        cubes = Cubes.on(client, units, items, planes)
+        if chain and p.n > cubes.tile:
+            chained(client, x, out, p, cubes)
+            return
         total = p.rows * p.n
         source = ArrayArg(x.handle, total, x.elem)
         target = ArrayArg(out.handle, total, p.out)
-        cubes = Cubes.on(client, *shape)
         scan_into(client, source, target, p.rows, p.n, p.exclusive, cubes)
 
     return run
@@ -168,7 +234,11 @@ def _key(p: Scan, x: RudaTensor, out: RudaTensor) -> tuple[str, int, int, bool]:
 def _tunable_set() -> TunableSet:
     """The candidates of every scan (made once)."""
     tunables = [
-        Tunable(f"scan-{u}x{i}{'' if planes else '-shared'}", _runner((u, i, planes)))
-        for u, i, planes in SCAN_SHAPES
+        Tunable(
+            f"scan-{u}x{i}{'' if planes else '-shared'}{'-chained' if chained else ''}",
+            _runner((u, i, planes, chained)),
+        )
+        for u, i, planes, chained in SCAN_SHAPES
     ]
-    return TunableSet("ruda.ops.cumsum", _key, tunables)
+    # version 2: chained candidates, one launch where the device fences memory
+    return TunableSet("ruda.ops.cumsum", _key, tunables, version=2)

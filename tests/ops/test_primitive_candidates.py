@@ -14,7 +14,7 @@ import pytest
 import ruda_core as ruda
 from ruda_core.ir import Elem
 from ruda_core.ops import reduce, scan
-from ruda_core.ops.primitive_inputs import UNTUNED, sum_elem
+from ruda_core.ops.primitive_inputs import UNTUNED, Cubes, sum_elem
 from ruda_core.runtime import ComputeClient, TooManyResources, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
 
@@ -120,6 +120,25 @@ def test_every_scan_candidate_matches_numpy(device, exclusive, dtype):
                     got, expected.astype(got.dtype), f"{tunable.name} {shape}"
                 )
     assert ran, f"no scan candidate runs on {device.device}"
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_chained_scans_look_back_through_windows_of_flags(device, exclusive):
+    """Chained scans in cubes of 8 units, so that a cube sums the tiles before its own a window
+    of 8 flags at a time, over more tiles than cubes (taken by ticket), in one row and in rows,
+    match NumPy."""
+    cubes = Cubes.on(device, 8, 4, True)
+    for shape in [(20_011,), (3, 4001)]:
+        x = _data(np.int32, shape)
+        out_elem = sum_elem(device, Elem.I32)
+        t = ruda.asarray(x, device)
+        out = RudaTensor.empty(device, shape, out_elem.numpy)
+        problem = scan.Scan(x.size // shape[-1], shape[-1], exclusive, out_elem)
+        if not _ran(lambda: scan.chained(device, t, out, problem, cubes)):  # noqa: B023
+            pytest.skip(f"{device.device} runs no chained scan")
+        expected = np.cumsum(x, axis=-1) - (x if exclusive else 0)
+        got = out.numpy()
+        np.testing.assert_array_equal(got, expected.astype(got.dtype), str(shape))
 
 
 def test_reductions_and_scans_above_the_untuned_size_are_tuned_once_per_size_class():

@@ -55,26 +55,32 @@ def _sum_bound(x: np.ndarray, plane: int, whole: bool) -> np.ndarray:
     return steps * eps * np.abs(x.astype(np.float64)).sum(axis=-1)
 
 
-def test_whole_sums_on_two_streams_at_once(client, spin):
-    """Whole-array sums enqueued from two threads (two streams) behind a long kernel each, so
-    that they run at once, each give their own input's sum: the word of device memory whose
-    tickets let a sum's last cube finish it is never shared by sums running at once."""
+@pytest.mark.parametrize("op", ["sum", "cumsum"])
+def test_sums_on_two_streams_at_once(client, spin, op):
+    """Whole-array sums and running sums enqueued from two threads (two streams) behind a long
+    kernel each, so that they run at once, each give their own input's result: the device
+    memory whose tickets and flags let cubes finish a sum or chain a scan in one launch is
+    never shared by launches running at once."""
     xs = [(np.arange(100_003, dtype=np.int32) * k) % 1000 for k in (3, 7)]
-    want = [int(x.astype(np.int64).sum()) for x in xs]
-    got: list[list[int]] = [[], []]
+    fold = np.sum if op == "sum" else np.cumsum
+    want = [fold(x.astype(np.int64)) for x in xs]
+    got: list[list[np.ndarray]] = [[], []]
 
     def run(k: int) -> None:
         t = ruda.asarray(xs[k], client)
         spin.launch(client.empty(4 * spin.units))  # holds this stream while both enqueue
-        sums = [ops.sum(t) for _ in range(20)]
-        got[k] = [int(s.numpy()) for s in sums]
+        results = [getattr(ops, op)(t) for _ in range(20)]
+        got[k] = [r.numpy() for r in results]
 
     workers = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
     for w in workers:
         w.start()
     for w in workers:
         w.join(TIMEOUT_S)
-    assert got == [[want[0]] * 20, [want[1]] * 20]
+    for k in (0, 1):
+        assert len(got[k]) == 20
+        for r in got[k]:
+            np.testing.assert_array_equal(r, want[k].astype(r.dtype))
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -146,9 +152,10 @@ def test_cumsum_matches_numpy(client, elem, exclusive):
 
 
 def _scan_bound(x: np.ndarray, plane: int) -> np.ndarray:
-    """The float running sum's documented bound, per element: ``4 * (16 + 2 * fold) * eps *
-    sum(|x[..j]|)``."""
-    steps = 4 * (16 + 2 * _fold(plane))
+    """The float running sum's documented bound, per element: ``(4 * (16 + 2 * fold) +
+    ceil((k + 1) / 512)) * eps * sum(|x[..k]|)``."""
+    tiles = -(-np.arange(1, x.shape[-1] + 1) // 512)
+    steps = 4 * (16 + 2 * _fold(plane)) + tiles
     return steps * np.finfo(x.dtype).eps * np.cumsum(np.abs(x.astype(np.float64)), axis=-1)
 
 
