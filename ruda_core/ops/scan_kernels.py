@@ -176,7 +176,6 @@ def scan_chained(
     tiles = rows * segs
     summed = epoch * u32(2)  # a tile's flag once its sum is published
     whole = summed + u32(1)  # once its inclusive prefix is
-    none = u32(UNITS)
     if UNIT_POS == 0:
         taken[0] = _ticket(tickets, tiles)
     sync_units()
@@ -204,19 +203,21 @@ def scan_chained(
             seen = u32(0)
             if UNIT_POS < avail:
                 seen = atomic_load(flags, top - u32(1) - UNIT_POS)
-            found = cube_reduce(UNIT_POS if seen == whole else none, "min", PLANES, UNITS)
-            ready = seen // u32(2) == epoch  # published in this launch
-            gap = cube_reduce(
-                UNIT_POS if UNIT_POS < avail and not ready else none, "min", PLANES, UNITS
-            )
-            if gap == none or gap > found:  # else a tile before the nearest prefix is not ready
+            # the nearest tile that stops the window: 2 * its unit, + 1 where it is not ready
+            # (it has published nothing yet), + 0 where it holds a prefix; 2 * UNITS if none
+            stop = u32(2 * UNITS)
+            if UNIT_POS < avail and seen != summed:
+                stop = UNIT_POS * u32(2) + (u32(0) if seen == whole else u32(1))
+            stop = cube_reduce(stop, "min", PLANES, UNITS)
+            if stop % u32(2) == u32(0):  # every tile up to the stop, if any, is ready
                 fence_device()  # the values announced by the flags seen
                 v = Out(0)
-                if UNIT_POS < avail and UNIT_POS <= found:
+                if UNIT_POS < avail and UNIT_POS * u32(2) <= stop:
+                    # volatile reads: a line cached by an earlier read may be stale
                     j = top - u32(1) - UNIT_POS
-                    v = prefixes[j] if seen == whole else sums[j]
+                    v = atomic_load(prefixes, j) if seen == whole else atomic_load(sums, j)
                 carry += cube_reduce(v, "sum", PLANES, UNITS)
-                if found == none:
+                if stop == u32(2 * UNITS):
                     left -= avail
                     top -= avail
                 else:
