@@ -15,23 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir import Elem, Op
+from ..ir import ATOMIC_COMBINE, Elem, Op
 from .dialect import BITS_ELEM, MemSpace
 from .expr import ExprLowering, bare
 from .prelude import function
 
 __all__ = ["AtomicLowering"]
-
-#: The plain operation an atomic applies to (old value, operand).
-_COMBINE = {
-    Op.ATOMIC_ADD: Op.ADD,
-    Op.ATOMIC_SUB: Op.SUB,
-    Op.ATOMIC_MIN: Op.MIN,
-    Op.ATOMIC_MAX: Op.MAX,
-    Op.ATOMIC_AND: Op.BIT_AND,
-    Op.ATOMIC_OR: Op.BIT_OR,
-    Op.ATOMIC_XOR: Op.BIT_XOR,
-}
 
 
 class AtomicLowering:
@@ -68,7 +57,7 @@ class AtomicLowering:
             return f"(cur >= v ? {zero} : cur + {one})"
         if op is Op.ATOMIC_DEC_WRAP:
             return f"((cur == {zero} || cur > v) ? v : cur - {one})"
-        return self.expr.apply(_COMBINE[op], elem, ["cur", "v"])
+        return self.expr.apply(ATOMIC_COMBINE[op], elem, ["cur", "v"])
 
     def _cas_loop(self, op: Op, elem: Elem, space: MemSpace) -> str:
         name = f"ruda_{op.value}_{elem}_{space.value}"

@@ -71,7 +71,7 @@ from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
 from .printf import print_sites, print_statement, record_statement
-from .structured import INDENT, StructuredWriter
+from .structured import DERIVED_POSITIONS, INDENT, StructuredWriter
 from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
@@ -97,14 +97,7 @@ _BUILTIN_ORDER = [
     "UNIT_POS_PLANE",
 ]
 _AXIS_SOURCE = {"UNIT_POS": "unit", "RUDA_POS": "cube", "RUDA_DIM": "dim", "RUDA_COUNT": "count"}
-_LINEAR = {
-    "UNIT_POS": "UNIT_POS_Z * RUDA_DIM_X * RUDA_DIM_Y + UNIT_POS_Y * RUDA_DIM_X + UNIT_POS_X",
-    "RUDA_POS": "RUDA_POS_Z * RUDA_COUNT_X * RUDA_COUNT_Y + RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X",
-    "RUDA_DIM": "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z",
-    "RUDA_COUNT": "RUDA_COUNT_X * RUDA_COUNT_Y * RUDA_COUNT_Z",
-    "ABSOLUTE_POS": "ABSOLUTE_POS_Z * (RUDA_COUNT_X * RUDA_DIM_X) * (RUDA_COUNT_Y * RUDA_DIM_Y)"
-    " + ABSOLUTE_POS_Y * (RUDA_COUNT_X * RUDA_DIM_X) + ABSOLUTE_POS_X",
-}
+_LINEAR = dict(DERIVED_POSITIONS)
 _IDENT = re.compile(r"[A-Z_]+")
 _METADATA_OPS = {Op.LEN: "len", Op.SHAPE: "shape", Op.STRIDE: "stride"}
 _SYNC_STATEMENTS = frozenset({Op.SYNC_UNITS, Op.SYNC_PLANE, Op.FENCE_UNITS, Op.FENCE_DEVICE})
@@ -310,9 +303,6 @@ class _KernelWriter(StructuredWriter):
     def _builtin_formula(self, name: str) -> str:
         if name in _LINEAR:
             return _LINEAR[name]
-        if name.startswith("ABSOLUTE_POS_"):
-            axis = name[-1]
-            return f"RUDA_POS_{axis} * RUDA_DIM_{axis} + UNIT_POS_{axis}"
         if name == "PLANE_DIM":
             return self.d.plane_dim()
         if name == "UNIT_POS_PLANE":

@@ -23,10 +23,27 @@ from ..ir import (
 )
 from .located import Located
 
-__all__ = ["INDENT", "StructuredWriter"]
+__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter"]
 
 #: One level of indentation in the emitted source.
 INDENT = "    "
+#: The position builtins computed from the per-axis ones (``UNIT_POS_X`` …, ``RUDA_DIM_Z``), with
+#: their ``u32`` formulas in the syntax C and WGSL share, each after those its formula names.
+DERIVED_POSITIONS = [
+    ("UNIT_POS", "UNIT_POS_Z * RUDA_DIM_X * RUDA_DIM_Y + UNIT_POS_Y * RUDA_DIM_X + UNIT_POS_X"),
+    (
+        "RUDA_POS",
+        "RUDA_POS_Z * RUDA_COUNT_X * RUDA_COUNT_Y + RUDA_POS_Y * RUDA_COUNT_X + RUDA_POS_X",
+    ),
+    ("RUDA_DIM", "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z"),
+    ("RUDA_COUNT", "RUDA_COUNT_X * RUDA_COUNT_Y * RUDA_COUNT_Z"),
+    *((f"ABSOLUTE_POS_{a}", f"RUDA_POS_{a} * RUDA_DIM_{a} + UNIT_POS_{a}") for a in "XYZ"),
+    (
+        "ABSOLUTE_POS",
+        "ABSOLUTE_POS_Z * (RUDA_COUNT_X * RUDA_DIM_X) * (RUDA_COUNT_Y * RUDA_DIM_Y)"
+        " + ABSOLUTE_POS_Y * (RUDA_COUNT_X * RUDA_DIM_X) + ABSOLUTE_POS_X",
+    ),
+]
 
 
 class StructuredWriter(Located, ABC):

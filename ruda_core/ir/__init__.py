@@ -42,6 +42,7 @@ from .modes import ExecutionMode
 from .ops import (
     ARITH_BINARY,
     ASYNC_COPY_OPS,
+    ATOMIC_COMBINE,
     ATOMIC_OPS,
     BARRIER_OPS,
     BIT_COUNTS,
@@ -94,6 +95,7 @@ from .warpgroup import (
 __all__ = [
     "ARITH_BINARY",
     "ASYNC_COPY_OPS",
+    "ATOMIC_COMBINE",
     "ATOMIC_OPS",
     "BARRIER_ELEM",
     "BARRIER_OPERANDS",

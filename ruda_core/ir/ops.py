@@ -243,6 +243,7 @@ import enum
 __all__ = [
     "ARITH_BINARY",
     "ASYNC_COPY_OPS",
+    "ATOMIC_COMBINE",
     "ATOMIC_OPS",
     "BARRIER_OPS",
     "BITWISE_BINARY",
@@ -521,6 +522,16 @@ ATOMIC_OPS = frozenset(
     }
 )
 #: Barriers of the cube that also reduce a ``bool`` over its units.
+#: The plain operation each read-modify-write atomic applies to the old value and its operand.
+ATOMIC_COMBINE: dict[Op, Op] = {
+    Op.ATOMIC_ADD: Op.ADD,
+    Op.ATOMIC_SUB: Op.SUB,
+    Op.ATOMIC_MIN: Op.MIN,
+    Op.ATOMIC_MAX: Op.MAX,
+    Op.ATOMIC_AND: Op.BIT_AND,
+    Op.ATOMIC_OR: Op.BIT_OR,
+    Op.ATOMIC_XOR: Op.BIT_XOR,
+}
 SYNC_REDUCE_OPS = frozenset({Op.SYNC_UNITS_COUNT, Op.SYNC_UNITS_AND, Op.SYNC_UNITS_OR})
 #: Operations over the units of one plane (its lanes that exist, see the module docstring).
 PLANE_OPS = frozenset(
