@@ -33,7 +33,9 @@ from ruda_core.codegen.printf import print_sites
 from ruda_core.codegen.structured import INDENT, StructuredWriter
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
+    ATOMIC_COMBINE,
     ATOMIC_OPS,
+    BIT_COUNTS,
     MATRIX_OPS,
     PLANE_OPS,
     SYNC_REDUCE_OPS,
@@ -73,14 +75,8 @@ __all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
 
 _T = TypeVar("_T")
 #: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
-_ATOMIC_INT = {
-    op: "atomic" + op.value.removeprefix("atomic_").capitalize()
-    for op in {Op.ATOMIC_ADD, Op.ATOMIC_SUB, Op.ATOMIC_MIN, Op.ATOMIC_MAX}
-    | {Op.ATOMIC_AND, Op.ATOMIC_OR, Op.ATOMIC_XOR}
-} | {Op.ATOMIC_SWAP: "atomicExchange"}
-#: The value operation of each atomic a compare-exchange loop computes.
-_ATOMIC_VALUE = {Op.ATOMIC_ADD: Op.ADD, Op.ATOMIC_SUB: Op.SUB, Op.ATOMIC_MIN: Op.MIN}
-_ATOMIC_VALUE[Op.ATOMIC_MAX] = Op.MAX
+_ATOMIC_INT = {op: "atomic" + op.value[7:].capitalize() for op in ATOMIC_COMBINE}
+_ATOMIC_INT[Op.ATOMIC_SWAP] = "atomicExchange"
 #: The new value of the other atomics a compare-exchange loop computes, of the old value
 #: ``{old}`` and the operands ``{v}`` (the last one) and ``{cmp}`` (the first one).
 _ATOMIC_NEW = {
@@ -166,9 +162,6 @@ def _unrollable(body: Block) -> bool:
         for s in body
     )
     return cheap and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
-
-
-_BIT_COUNTS = frozenset({Op.POPCOUNT, Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET})
 
 
 def _bit_count(op: Op, value: Const) -> int:
@@ -462,35 +455,15 @@ class _Writer(StructuredWriter):
         if op is Op.STORE_LINE:
             self._line(depth, f"{self.vector(args[0], args[1])} = {self.text(args[2])};")
             return
-        if op is Op.SYNC_UNITS:
-            self._line(depth, "storageBarrier();")
-            self._line(depth, "workgroupBarrier();")
-            return
-        if op in (Op.FENCE_UNITS, Op.FENCE_DEVICE):
-            raise UnsupportedFeature(f"{op}: WGSL has memory fences only inside barriers")
         if op in PLANE_OPS and self.target.plane_dim == 1:
             raise UnsupportedFeature(f"{op}: this adapter offers no subgroups")
-        if op is Op.SYNC_PLANE:
-            self._line(depth, "subgroupBarrier();")
+        if op in _REFUSED:
+            raise UnsupportedFeature(f"{op}: {_REFUSED[op]}")
+        if op in _FIXED:
+            self._lines(depth, _FIXED[op])
             return
-        if op in PLANE_OPS:
-            elem = cast(Operand, args[0]).elem if args else Elem.BOOL
-            value = plane_value(op, elem, [self.text(a) for a in args], self.prelude)
-            self._line(depth, f"{self.n[cast(Local, out).name]} = {value};")
-            return
-        if op in MATRIX_OPS:
-            raise UnsupportedFeature(f"{op}: WGSL has no cooperative matrices")
-        if op is Op.PRINT:
-            self._record(ins, depth)
-            return
-        if op is Op.REPORT_OOB:
-            self._report(ins, depth)
-            return
-        if op in ATOMIC_OPS:
-            self._atomic(ins, depth)
-            return
-        if op in SYNC_REDUCE_OPS:
-            self._sync_reduce(ins, depth)
+        if op in _STATEMENTS:
+            _STATEMENTS[op](self, ins, depth)
             return
         if out is None:
             raise CompilationError(f"{op} without a result")
@@ -518,13 +491,16 @@ class _Writer(StructuredWriter):
         if op is Op.LINE_BUILD:
             lanes = ", ".join(self.text(a) for a in args)
             return f"vec{out.width}<{self.ty(out.elem)}>({lanes})"
-        if op is Op.LEN:
-            return record_word(self._metadata("len", args[0], 0))
-        if op in (Op.SHAPE, Op.STRIDE):
-            axis = int(cast(Const, args[1]).value)
-            return record_word(self._metadata(op.value, args[0], axis))
+        if op in (Op.LEN, Op.SHAPE, Op.STRIDE):  # a metadata word of the launch record
+            axis = int(cast(Const, args[1]).value) if op is not Op.LEN else 0
+            slots = self.defn.metadata_layout()
+            at = next(k for k, s in enumerate(slots) if s == (op.value, args[0], axis))
+            return record_word(self.layout.metadata + at)
         if op is Op.RANK:
             return literal(cast(Param, args[0]).rank, Elem.U32)
+        if op in PLANE_OPS:
+            elem = cast(Operand, args[0]).elem if args else Elem.BOOL
+            return plane_value(op, elem, [self.text(a) for a in args], self.prelude)
         self.ty(out.elem)
         texts = [self.text(a) for a in args]
         if first is not None:
@@ -534,7 +510,7 @@ class _Writer(StructuredWriter):
         if op in (Op.SHL, Op.SHR) and isinstance(args[1], Const):  # reduced here, as a u32
             shifted = cast(Operand, args[0]).elem.bits
             texts[1] = literal(int(args[1].value) % shifted, Elem.U32)
-        if op in _BIT_COUNTS and isinstance(args[0], Const):
+        if op in BIT_COUNTS and isinstance(args[0], Const):
             return literal(_bit_count(op, args[0]), Elem.U32)
         if op is Op.CAST:
             return self.values.cast(texts[0], cast(Operand, args[0]).elem, out.elem)
@@ -549,13 +525,6 @@ class _Writer(StructuredWriter):
             if any(isinstance(a, Local) and a.name in self.constant for a in args):
                 return self.values.zero_safe_product(texts[0], texts[1], elem)
         return self.values.apply(op, elem, texts)
-
-    def _metadata(self, what: str, param: object, axis: int) -> int:
-        slots = self.defn.metadata_layout()
-        index = next(
-            k for k, (w, p, a) in enumerate(slots) if w == what and p is param and a == axis
-        )
-        return self.layout.metadata + index
 
     def _is_atomic(self, arr: object) -> bool:
         return cast(Param | SharedArray | LocalArray, arr).name in self.atomic
@@ -608,8 +577,8 @@ class _Writer(StructuredWriter):
         # a compare-exchange loop: the new value computed from the old one, bits for f32
         ty = TYPES[elem]
         old = self.names.claim("old")
-        if op in _ATOMIC_VALUE:
-            new = self.values.apply(_ATOMIC_VALUE[op], elem, [old, values[0]])
+        if op in ATOMIC_COMBINE:  # the float ones: the others have a WGSL builtin
+            new = self.values.apply(ATOMIC_COMBINE[op], elem, [old, values[0]])
         elif op in _ATOMIC_NEW:
             new = _ATOMIC_NEW[op].format(old=old, v=values[-1], cmp=values[0])
         else:
@@ -708,3 +677,19 @@ class _Writer(StructuredWriter):
         for k, word in enumerate([buffer_no, *index, *length], start=1):
             self._line(depth + 1, f"atomicStore(&{base}[{at} + {k}u], {word});")
         self._line(depth, "}")
+
+
+#: Operations WGSL cannot express, with why.
+_REFUSED = dict.fromkeys(MATRIX_OPS, "WGSL has no cooperative matrices")
+_REFUSED |= dict.fromkeys(
+    (Op.FENCE_UNITS, Op.FENCE_DEVICE), "WGSL has memory fences only inside barriers"
+)
+#: Statements of one fixed text.
+_FIXED = {
+    Op.SYNC_UNITS: "storageBarrier();\nworkgroupBarrier();",
+    Op.SYNC_PLANE: "subgroupBarrier();",
+}
+#: Operations written as statements of their own.
+_STATEMENTS = {Op.PRINT: _Writer._record, Op.REPORT_OOB: _Writer._report}
+_STATEMENTS |= dict.fromkeys(ATOMIC_OPS, _Writer._atomic)
+_STATEMENTS |= dict.fromkeys(SYNC_REDUCE_OPS, _Writer._sync_reduce)

@@ -45,20 +45,10 @@ def record_word(k: int) -> str:
     return f"P[{k // 4}][{k % 4}]"
 
 
-_SCALAR_FORMAT = {
-    Elem.BOOL: "?3x",
-    Elem.I8: "b3x",
-    Elem.U8: "B3x",
-    Elem.I16: "h2x",
-    Elem.U16: "H2x",
-    Elem.I32: "i",
-    Elem.U32: "I",
-    Elem.F32: "f",
-    Elem.F16: "e2x",
-    Elem.I64: "q",
-    Elem.U64: "Q",
-    Elem.F64: "d",
-}
+#: The ``struct`` format of each scalar type (a word, two for 64-bit ones), by its name.
+#: (in ``Elem``'s order: a new element type stops the import here; bf16 has none)
+_SCALAR_FORMAT = dict(zip(Elem, "?bhiqBHIQe_fd", strict=True))
+del _SCALAR_FORMAT[Elem.BF16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +76,8 @@ class RecordLayout:
             if p.elem not in _SCALAR_FORMAT:
                 raise UnsupportedFeature(f"WGSL has no {p.elem} type")
             scalars.append(word)
-            fmt += _SCALAR_FORMAT[p.elem]
+            padding = f"{4 - p.elem.nbytes}x" if p.elem.nbytes < 4 else ""  # to a whole word
+            fmt += _SCALAR_FORMAT[p.elem] + padding
             word += 2 if p.elem.bits == 64 else 1
         return cls(HEADER_WORDS, metadata, tuple(scalars), word, fmt)
 

@@ -5,42 +5,36 @@ builtins every kernel declares, each with its formula. Imports no driver.
 
 from __future__ import annotations
 
-from ruda_core.codegen.names import words
+from ruda_core.codegen.names import C99_KEYWORDS, CXX_KEYWORDS, MATH_NAMES, words
+from ruda_core.codegen.structured import DERIVED_POSITIONS
 
 from .layout import record_word
 
 __all__ = ["BUILTINS", "RESERVED"]
 
-#: WGSL keywords, reserved words, the builtin functions the emitter calls and the names it
-#: declares.
-RESERVED = words(
+#: WGSL keywords, reserved words (those of C and C++ among them), the builtin functions the
+#: emitter calls and the names it declares.
+_WGSL = words(
     """
-    alias break case const const_assert continue continuing default diagnostic discard else
-    enable false fn for if let loop override requires return struct switch true var while
-    array atomic bool f16 f32 f64 i32 i64 u32 u64 mat2x2 mat3x3 mat4x4 ptr sampler texture_2d
-    vec2 vec3 vec4 NULL Self abstract active as asm async attribute auto await become cast
-    catch class co_await co_return co_yield coherent column_major common compile
-    compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype
-    delete demote demote_to_helper do dynamic_cast enum explicit export extends extern external
-    fallthrough filter final finally friend from fxgroup get goto groupshared highp impl
-    implements import inline instanceof interface layout lowp macro macro_rules match mediump
-    meta mod module move mut mutable namespace new nil noexcept noinline nointerpolation
-    noperspective null nullptr of operator package packoffset partition pass patch pixelfragment
-    precise precision premerge priv protected pub public readonly ref regardless register
-    reinterpret_cast require resource restrict self set shared sizeof smooth snorm static
-    static_assert static_cast std subroutine super target template this thread_local throw trait
-    try type typedef typeid typename typeof union unless unorm unsafe unsized use using varying
-    virtual volatile wgsl where with writeonly yield
-    abs acos acosh asin asinh atan atan2 atanh ceil clamp cos cosh countLeadingZeros
-    countOneBits countTrailingZeros exp exp2 floor fma fract log log2 max min pow reverseBits
-    round select sign sin sinh sqrt tan tanh trunc bitcast atomicLoad atomicStore atomicAdd
-    atomicSub atomicMax atomicMin atomicAnd atomicOr atomicXor atomicExchange
-    atomicCompareExchangeWeak workgroupBarrier storageBarrier main P WX WY WZ
-    subgroupAdd subgroupMul subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle
-    subgroupBallot subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float
-    unpack2x16float frexp ldexp lid wid nw PLANE_DIM UNIT_POS_PLANE
+    alias const_assert continuing diagnostic discard enable fn let loop override var array
+    atomic f16 f32 f64 i32 i64 u32 u64 mat2x2 mat3x3 mat4x4 ptr sampler texture_2d vec2 vec3
+    vec4 Self abstract active as async attribute await become cast coherent column_major common
+    compile compile_fragment crate debugger demote demote_to_helper extends external fallthrough
+    filter final finally from fxgroup get groupshared highp impl implements import instanceof
+    interface layout lowp macro macro_rules match mediump meta mod module move mut nil noinline
+    nointerpolation noperspective null of package packoffset partition pass patch pixelfragment
+    precise precision premerge priv pub readonly ref regardless require resource self set shared
+    smooth snorm std subroutine super target trait type typeof unless unorm unsafe unsized use
+    varying wgsl where with writeonly yield clamp countLeadingZeros countOneBits
+    countTrailingZeros fract reverseBits round select sign bitcast atomicLoad atomicStore
+    atomicAdd atomicSub atomicMax atomicMin atomicAnd atomicOr atomicXor atomicExchange
+    atomicCompareExchangeWeak workgroupBarrier storageBarrier P WX WY WZ subgroupAdd subgroupMul
+    subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle subgroupBallot
+    subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float unpack2x16float
+    frexp ldexp lid wid nw PLANE_DIM UNIT_POS_PLANE
     """
 )
+RESERVED = C99_KEYWORDS | CXX_KEYWORDS | MATH_NAMES | _WGSL
 #: The position builtins in declaration order (each after those its formula names).
 BUILTINS = [
     ("UNIT_POS_X", "lid.x"),
@@ -58,17 +52,6 @@ BUILTINS = [
     ("RUDA_COUNT_X", record_word(1)),
     ("RUDA_COUNT_Y", record_word(2)),
     ("RUDA_COUNT_Z", record_word(3)),
-    ("UNIT_POS", "(UNIT_POS_Z * RUDA_DIM_Y + UNIT_POS_Y) * RUDA_DIM_X + UNIT_POS_X"),
-    ("RUDA_POS", "(RUDA_POS_Z * RUDA_COUNT_Y + RUDA_POS_Y) * RUDA_COUNT_X + RUDA_POS_X"),
-    ("RUDA_DIM", "RUDA_DIM_X * RUDA_DIM_Y * RUDA_DIM_Z"),
-    ("RUDA_COUNT", "RUDA_COUNT_X * RUDA_COUNT_Y * RUDA_COUNT_Z"),
-    ("ABSOLUTE_POS_X", "RUDA_POS_X * RUDA_DIM_X + UNIT_POS_X"),
-    ("ABSOLUTE_POS_Y", "RUDA_POS_Y * RUDA_DIM_Y + UNIT_POS_Y"),
-    ("ABSOLUTE_POS_Z", "RUDA_POS_Z * RUDA_DIM_Z + UNIT_POS_Z"),
-    (
-        "ABSOLUTE_POS",
-        "(ABSOLUTE_POS_Z * RUDA_COUNT_Y * RUDA_DIM_Y + ABSOLUTE_POS_Y) * RUDA_COUNT_X "
-        "* RUDA_DIM_X + ABSOLUTE_POS_X",
-    ),
+    *DERIVED_POSITIONS,
 ]
 RESERVED |= {name for name, _ in BUILTINS}
