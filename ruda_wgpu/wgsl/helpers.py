@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from ruda_core.codegen.prelude import Prelude
-from ruda_core.ir import FLOAT_BINARY, Op
+from ruda_core.ir import BIT_COUNTS, FLOAT_BINARY, INT_BINARY, Op
 
 __all__ = ["HELPERS", "call"]
 
@@ -231,24 +231,24 @@ _LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
     return f32(0.91893853320467274) + (x + f32(0.5)) * log(t) - t + log(s);
 }"""
 
-#: Bodies of integer helpers, keyed by (operation, signed, bits).
-_INT: dict[tuple[Op, bool, int], str] = {}
+#: Bodies of integer helpers, keyed by (operation, WGSL type).
+_INT: dict[tuple[Op, str], str] = {}
 for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
-    _INT[(Op.FLOOR_DIV, True, _bits)] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
+    _INT[(Op.FLOOR_DIV, f"i{_bits}")] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
     if (b == -1{_s}) {{ return -a; }}
     let q = a / b;  // the floor below an inexact quotient of opposite signs; no % and no
     // comparison of booleans, which NVIDIA's Vulkan gave wrong answers for
     return select(q, q - 1{_s}, q * b != a && (a ^ b) < 0{_s});"""
-    _INT[(Op.MOD, True, _bits)] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
+    _INT[(Op.MOD, f"i{_bits}")] = f"""    if (b == 0{_s} || b == -1{_s}) {{ return 0{_s}; }}
     let r = a - a / b * b;  // as floor division: no %
     return select(r, r + b, r != 0{_s} && (r ^ b) < 0{_s});"""
     # the carry (borrow) out of the top bit from the operands' and the result's top bits, and
     # a mask of it: no comparison or select of 64-bit values, which gave NVIDIA's Vulkan wrong
     # sums for 424 of 425 u64 pairs as select(s, max, s < a)
-    _INT[(Op.SATURATING_ADD, False, _bits)] = f"""    let s = a + b;
+    _INT[(Op.SATURATING_ADD, f"u{_bits}")] = f"""    let s = a + b;
     let carry = ((a & b) | ((a | b) & ~s)) >> {_bits - 1}u;
     return s | (0{_u} - carry);"""
-    _INT[(Op.SATURATING_SUB, False, _bits)] = f"""    let d = a - b;
+    _INT[(Op.SATURATING_SUB, f"u{_bits}")] = f"""    let d = a - b;
     let borrow = ((~a & b) | (~(a ^ b) & d)) >> {_bits - 1}u;
     return d & (borrow - 1{_u});"""
     _high = (1 << (_bits - 1)) - 1
@@ -258,36 +258,36 @@ for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
         (Op.SATURATING_SUB, "-", "(a ^ b) & (a ^ s)"),
     ):
         _body = f"    let s = a {_sign} b;\n    if (({_overflow}) < 0{_s}) {{ return {_clamped}; }}"
-        _INT[(_op, True, _bits)] = _body + "\n    return s;"
-_INT[(Op.MUL_HI, False, 32)] = """    return u32((u64(a) * u64(b)) >> 32u);"""
-_INT[(Op.MUL_HI, True, 32)] = """    return i32((i64(a) * i64(b)) >> 32u);"""
-_INT[(Op.LEADING_ZEROS, False, 64)] = """    let hi = u32(a >> 32u);
+        _INT[(_op, f"i{_bits}")] = _body + "\n    return s;"
+_INT[(Op.MUL_HI, "u32")] = """    return u32((u64(a) * u64(b)) >> 32u);"""
+_INT[(Op.MUL_HI, "i32")] = """    return i32((i64(a) * i64(b)) >> 32u);"""
+_INT[(Op.LEADING_ZEROS, "u64")] = """    let hi = u32(a >> 32u);
     if (hi != 0u) { return countLeadingZeros(hi); }
     return 32u + countLeadingZeros(u32(a));"""
-_INT[(Op.TRAILING_ZEROS, False, 64)] = """    let lo = u32(a & 0xfffffffflu);
+_INT[(Op.TRAILING_ZEROS, "u64")] = """    let lo = u32(a & 0xfffffffflu);
     if (lo != 0u) { return countTrailingZeros(lo); }
     return 32u + countTrailingZeros(u32(a >> 32u));"""
-_INT[(Op.FIND_FIRST_SET, False, 64)] = """    if (a == 0lu) { return 0u; }
+_INT[(Op.FIND_FIRST_SET, "u64")] = """    if (a == 0lu) { return 0u; }
     let lo = u32(a & 0xfffffffflu);
     if (lo != 0u) { return countTrailingZeros(lo) + 1u; }
     return 33u + countTrailingZeros(u32(a >> 32u));"""
-_INT[(Op.REVERSE_BITS, False, 64)] = """    let hi = u64(reverseBits(u32(a)));
+_INT[(Op.REVERSE_BITS, "u64")] = """    let hi = u64(reverseBits(u32(a)));
     return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
-_INT[(Op.MUL_HI, False, 64)] = """    let m = 0xfffffffflu;
+_INT[(Op.MUL_HI, "u64")] = """    let m = 0xfffffffflu;
     let p0 = (a & m) * (b & m);
     let p1 = (a & m) * (b >> 32u);
     let p2 = (a >> 32u) * (b & m);
     let mid = (p0 >> 32u) + (p1 & m) + (p2 & m);
     return (a >> 32u) * (b >> 32u) + (p1 >> 32u) + (p2 >> 32u) + (mid >> 32u);"""
-_INT[(Op.MUL_HI, True, 64)] = """    let ua = bitcast<u64>(a);
+_INT[(Op.MUL_HI, "i64")] = """    let ua = bitcast<u64>(a);
     let ub = bitcast<u64>(b);
     var hi = ruda_mul_hi_u64(ua, ub);
     if (a < 0li) { hi = hi - ub; }
     if (b < 0li) { hi = hi - ua; }
     return bitcast<i64>(hi);"""
 for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
-    _INT[(_op, True, 64)] = _INT[(_op, False, 64)].replace("(a", "(u64(a)")
-_INT[(Op.REVERSE_BITS, True, 64)] = (
+    _INT[(_op, "i64")] = _INT[(_op, "u64")].replace("(a", "(u64(a)")
+_INT[(Op.REVERSE_BITS, "i64")] = (
     "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
 )
 
@@ -329,16 +329,14 @@ def _fn(name: str, arity: int, ty: str, ret: str, body: str) -> tuple[str, str]:
     return name, f"fn {name}({params}) -> {ret} {{\n{body}\n}}"
 
 
-_TYPES = {(True, 32): "i32", (False, 32): "u32", (True, 64): "i64", (False, 64): "u64"}
 #: Every helper's definition, by its name.
 HELPERS = dict(
     _fn(f"ruda_{op.value}_f32", 1 + (op in FLOAT_BINARY or op is Op.POW), "f32", "f32", body)
     for op, body in _FLOAT.items()
 )
-for (_op, _signed, _bits), _body in _INT.items():
-    _ty = _TYPES[(_signed, _bits)]
-    _ret = "u32" if _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET) else _ty
-    _binary = _op in (Op.FLOOR_DIV, Op.MOD, Op.MUL_HI, Op.SATURATING_ADD, Op.SATURATING_SUB)
+for (_op, _ty), _body in _INT.items():
+    _binary = _op in INT_BINARY or _op in (Op.FLOOR_DIV, Op.MOD)
+    _ret = "u32" if _op in BIT_COUNTS else _ty
     HELPERS.update([_fn(f"ruda_{_op.value}_{_ty}", 1 + _binary, _ty, _ret, _body)])
 for _text in (_POW_POSITIVE, _LGAMMA_POSITIVE, _ROUND_F16, _ZERO_SAFE_PRODUCT):
     HELPERS[_text[3 : _text.index("(")]] = _text

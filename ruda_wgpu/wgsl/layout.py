@@ -45,7 +45,7 @@ def record_word(k: int) -> str:
     return f"P[{k // 4}][{k % 4}]"
 
 
-#: The ``struct`` format of each scalar type (a word, two for 64-bit ones), by its name.
+#: The ``struct`` format of each scalar type (a word, two for 64-bit ones), by its element
 #: (in ``Elem``'s order: a new element type stops the import here; bf16 has none)
 _SCALAR_FORMAT = dict(zip(Elem, "?bhiqBHIQe_fd", strict=True))
 del _SCALAR_FORMAT[Elem.BF16]

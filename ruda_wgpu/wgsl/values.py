@@ -5,7 +5,7 @@ and no ``?:`` (``select(false_value, true_value, condition)`` evaluates both, wh
 ``SELECT``), unsigned values cannot be negated, and integer arithmetic already wraps (division
 by zero gives the dividend, ``MIN / -1`` gives ``MIN``: both "unspecified" in the IR, neither a
 crash). ``f16`` is computed in ``f32`` and rounded once per operation, as the IR defines it
-(to nearest even, by the bits: ``helpers.ROUND_F16``);
+(to nearest even, by the bits: the helper ``ruda_round_f16``);
 operations WGSL lacks (``log1p``, ``erf``, ``lgamma``, Python's floor division of signed
 integers …) are helper functions registered in a :class:`~ruda_core.codegen.prelude.Prelude`.
 This module builds expression text only; statements and declarations are
