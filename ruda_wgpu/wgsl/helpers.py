@@ -287,9 +287,7 @@ _INT[(Op.MUL_HI, "i64")] = """    let ua = bitcast<u64>(a);
     return bitcast<i64>(hi);"""
 for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
     _INT[(_op, "i64")] = _INT[(_op, "u64")].replace("(a", "(u64(a)")
-_INT[(Op.REVERSE_BITS, "i64")] = (
-    "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
-)
+_INT[(Op.REVERSE_BITS, "i64")] = "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
 
 
 #: ``ruda_round_f16(x)``: the ``f32`` ``x`` rounded to the nearest ``f16`` value, ties to even,
