@@ -31,8 +31,10 @@ lane 0; the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
 
 Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_all``/
 ``work_group_any`` with ``__opencl_c_work_group_collective_functions``, else the emitter's shared
-counter. ``fence_units()`` is ``mem_fence`` of local and global memory; ``fence_device()`` is the
-same in an OpenCL C 1.2 program (whose fences have no scope) and a device-scope
+counter. ``fence_units()`` is ``mem_fence`` of local and global memory; ``fence_device()`` is
+``read_mem_fence`` then ``write_mem_fence`` of both in an OpenCL C 1.2 program (whose fences
+state no scope: NVIDIA's compiler makes ``mem_fence`` a fence of the work-group, ``membar.cta``,
+and the other two fences of the device, ``membar.gl``) and a device-scope
 ``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
 is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
 
@@ -200,7 +202,8 @@ class OpenCLDialect(Dialect):
             """
             kernel global local constant private read_only write_only read_write
             uniform pipe image1d_t image2d_t image3d_t sampler_t event_t barrier
-            half CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE mem_fence memory_order_acq_rel
+            half CLK_LOCAL_MEM_FENCE CLK_GLOBAL_MEM_FENCE mem_fence read_mem_fence
+            write_mem_fence memory_order_acq_rel
             memory_scope_device
             """
         )
@@ -509,7 +512,7 @@ class OpenCLDialect(Dialect):
 
     def fence_device(self) -> str:
         if not self._opencl_c_3:
-            return self.fence_units()
+            return f"read_mem_fence({_FENCE_FLAGS}); write_mem_fence({_FENCE_FLAGS});"
         self._require("atomic_scope_device", "fence_device() in an OpenCL C 3.0 program")
         return f"atomic_work_item_fence({_FENCE_FLAGS}, memory_order_acq_rel, memory_scope_device);"
 

@@ -93,7 +93,7 @@ __kernel void barriers_and_counters(
     some = (ruda_sync_units_count(on, UNIT_POS, ruda_units_count) != 0u);
     mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     ticket = ruda_atomic_inc_wrap_u32_global(&tickets[0u], count);
-    mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    read_mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); write_mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     _t2 = (UNIT_POS % 4u);
     ruda_atomic_dec_wrap_u32_shared(&slots[_t2], 3u);
     _t3 = (some ? count : 0u);
