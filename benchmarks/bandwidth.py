@@ -15,7 +15,12 @@ overrides):
   second launch on one cube folds the partials, by the tree or by ``plane_sum`` as the first,
   eight loads a unit in flight (no float atomic: WGSL has none, and thousands of cubes
   contending on its compare-exchange loop held WebGPU on an H200 under a tenth of the copy's
-  bandwidth). GB/s counts the 1 GiB read, the time both launches;
+  bandwidth). GB/s counts the 1 GiB read, the time both launches. The ``plane_sum`` sums also
+  in one launch: each cube stores its partial's bits by an atomic store into a slot holding
+  :data:`EMPTY` and takes a ticket; the cube that takes the last one reads every slot by
+  atomic loads until it holds a partial (each location's atomics are coherent, and WGSL has no
+  fence wider than a cube that would order the store before the ticket), empties the slots
+  again and folds them;
 * on CUDA, CuPy's ``cupy.add(a, b, out=c)`` and ``cupy.sum`` on the same data, with each ruda
   kernel's time as a multiple of CuPy's.
 
@@ -48,7 +53,12 @@ from ruda_core.lang import (
     Comptime,
     Line,
     SharedMemory,
+    atomic_add,
+    atomic_load,
+    atomic_store,
+    bitcast,
     f32,
+    func,
     kernel,
     plane_sum,
     sync_units,
@@ -61,6 +71,10 @@ N = int(os.environ.get("RUDA_BENCH_N", 256 * 1024 * 1024))
 REPS = 10
 ROUNDS = 5
 BLOCK = 256
+#: A partial's slot before its cube stores it: a NaN (a cube whose sum is that NaN stores
+#: ``NAN``, another NaN, instead).
+EMPTY = 0x7FC0DEAD
+NAN = 0x7FC00000
 #: Loads in flight per unit in the fold of the partials: its cube reads them all, so one load
 #: at a time would make the fold a chain of memory latencies.
 FOLD_UNROLL = 8
@@ -111,16 +125,10 @@ def add_lines_strided(a: Array[f32], b: Array[f32], c: Array[f32], WIDTH: Compti
         c.store_line(i, a.load_line(i, WIDTH) + b.load_line(i, WIDTH))
 
 
-@kernel
-def reduce_plane(
-    x: Array[f32],
-    out: Array[f32],
-    BLOCK: Comptime[int],
-    UNROLL: Comptime[int],
-    PLANE: Comptime[int],
-    WIDTH: Comptime[int],
-):
-    partial = SharedMemory(f32, BLOCK // PLANE)  # one partial sum per plane
+@func
+def _unit_sum(x: Array[f32], UNROLL: Comptime[int], WIDTH: Comptime[int]) -> f32:
+    """The unit's sum of its elements of ``x`` in a grid-stride loop (of lines of ``WIDTH``,
+    one running sum per lane, where ``WIDTH > 1``: ``N`` is then a multiple of it)."""
     n = x.len()
     stride = RUDA_COUNT * RUDA_DIM
     acc = f32(0)
@@ -133,7 +141,7 @@ def reduce_plane(
         while i < n:
             acc += x[i]
             i += stride
-    else:  # N is a multiple of WIDTH: no tail; one running sum per lane
+    else:
         lanes = Line.splat(f32(0), WIDTH)
         while i + (UNROLL - 1) * stride < n // WIDTH:
             for k in unroll(range(UNROLL)):
@@ -143,17 +151,71 @@ def reduce_plane(
             lanes = lanes + x.load_line(i, WIDTH)
             i += stride
         acc = lanes.sum()
+    return acc
+
+
+@func
+def _cube_sum(acc: f32, BLOCK: Comptime[int], PLANE: Comptime[int]) -> f32:
+    """``acc`` summed over the cube by ``plane_sum``: each plane's sum, then the first plane's
+    over those; the cube's sum in unit 0 (every unit calls it)."""
+    partial = SharedMemory(f32, BLOCK // PLANE)  # one partial sum per plane
     acc = plane_sum(acc)
     if UNIT_POS_PLANE == 0:
         partial[UNIT_POS // PLANE_DIM] = acc
     sync_units()
+    total = f32(0)
     if UNIT_POS < PLANE_DIM:  # the first plane folds the planes' partials
-        total = f32(0)
         for j in range(UNIT_POS, u32(BLOCK // PLANE), u32(PLANE)):
             total += partial[j]
         total = plane_sum(total)
+    sync_units()
+    return total
+
+
+@kernel
+def reduce_plane(
+    x: Array[f32],
+    out: Array[f32],
+    BLOCK: Comptime[int],
+    UNROLL: Comptime[int],
+    PLANE: Comptime[int],
+    WIDTH: Comptime[int],
+):
+    total = _cube_sum(_unit_sum(x, UNROLL, WIDTH), BLOCK, PLANE)
+    if UNIT_POS == 0:
+        out[RUDA_POS] = total  # the cube's partial sum
+
+
+@kernel
+def reduce_plane_once(
+    x: Array[f32],
+    partials: Array[u32],
+    tickets: Array[u32],
+    out: Array[f32],
+    BLOCK: Comptime[int],
+    UNROLL: Comptime[int],
+    PLANE: Comptime[int],
+    WIDTH: Comptime[int],
+):
+    last = SharedMemory(u32, 1)
+    total = _cube_sum(_unit_sum(x, UNROLL, WIDTH), BLOCK, PLANE)
+    if UNIT_POS == 0:
+        bits = bitcast(u32, total)
+        atomic_store(partials, RUDA_POS, u32(NAN) if bits == u32(EMPTY) else bits)
+        last[0] = atomic_add(tickets, 0, u32(1))
+    sync_units()
+    if last[0] == RUDA_COUNT - u32(1):  # every other cube has stored its partial
+        acc = f32(0)
+        for j in range(UNIT_POS, RUDA_COUNT, u32(BLOCK)):
+            seen = atomic_load(partials, j)
+            while seen == u32(EMPTY):  # stored, not visible here yet
+                seen = atomic_load(partials, j)
+            atomic_store(partials, j, u32(EMPTY))  # for the next launch
+            acc += bitcast(f32, seen)
+        total = _cube_sum(acc, BLOCK, PLANE)
         if UNIT_POS == 0:
-            out[RUDA_POS] = total  # the cube's partial sum
+            out[0] = total
+            atomic_store(tickets, 0, u32(0))
 
 
 @kernel
@@ -318,6 +380,7 @@ def main(device: str) -> None:
         report(label, 12 * N, add_s[label], device_seconds(client, run), roofs)
 
     out = client.create_from_slice(np.zeros(1, np.float32))
+    tickets = client.create_from_slice(np.zeros(1, np.uint32))
     partials = ArrayArg(client.empty(4 * wide), wide)  # one per cube
     red = (ArrayArg(a, N), partials)
     want = float(host_a.sum(dtype=np.float64))
@@ -356,6 +419,17 @@ def main(device: str) -> None:
                     ),
                     plane,
                 )
+        # one launch: the cube that takes the last ticket folds the partials, reading each by
+        # atomic loads until its cube's store shows (WGSL has no fence wider than a cube)
+        slots = client.create_from_slice(np.full(wide, EMPTY, np.uint32))
+        once = (ArrayArg(a, N), ArrayArg(slots, wide), ArrayArg(tickets, 1), ArrayArg(out, 1))
+        for label, unroll_, width in (("x8", 8, 1), ("lines of 4 x4", 4, 4)):
+            spec = {"BLOCK": BLOCK, "UNROLL": unroll_, "PLANE": plane, "WIDTH": width}
+            reductions[f"sum, plane_sum {label} unchecked, one launch"] = lambda spec=spec: (
+                reduce_plane_once.launch_unchecked(
+                    client, RudaCount(wide), RudaDim(BLOCK), *once, **spec
+                )
+            )
     red_s = {}
     for label, run in reductions.items():
         client.write(out, np.zeros(1, np.float32))
