@@ -141,6 +141,24 @@ def test_chained_scans_look_back_through_windows_of_flags(device, exclusive):
         np.testing.assert_array_equal(got, expected.astype(got.dtype), str(shape))
 
 
+def test_chained_scans_back_to_back_on_inputs_taken_in_turn(device):
+    """Chained scans queued back to back over three inputs taken in turn each match NumPy: no
+    scan takes a flag or a value published by an earlier one (on NVIDIA's OpenCL a fence of
+    the work-group only let values be read before they were published)."""
+    cubes = Cubes.on(device, 32, 4, True)
+    xs = [_data(np.int32, (50_003,)) + k for k in range(3)]
+    out_elem = sum_elem(device, Elem.I32)
+    problem = scan.Scan(1, xs[0].size, False, out_elem)
+    ts = [ruda.asarray(x, device) for x in xs]
+    outs = [RudaTensor.empty(device, xs[0].shape, out_elem.numpy) for _ in range(24)]
+    for k, out in enumerate(outs):
+        if not _ran(lambda: scan.chained(device, ts[k % 3], out, problem, cubes)):  # noqa: B023
+            pytest.skip(f"{device.device} runs no chained scan")
+    for k, out in enumerate(outs):
+        got = out.numpy()
+        np.testing.assert_array_equal(got, np.cumsum(xs[k % 3]).astype(got.dtype), str(k))
+
+
 def test_reductions_and_scans_above_the_untuned_size_are_tuned_once_per_size_class():
     """At most ``UNTUNED`` elements run the first candidate that runs, measuring nothing;
     more are tuned once per device, element type and size class (on the NumPy device: the
