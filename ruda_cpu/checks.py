@@ -184,7 +184,7 @@ def check(
         return f"{s}.fence_device({mask})"
     if op is Op.MBAR_WAIT:
         return f"{s}.barrier_wait({mask})"
-    copies = (Op.CMMA_STORE, Op.WGMMA_STORE, Op.BULK_COPY)
+    copies = (Op.CMMA_STORE, Op.WGMMA_STORE, Op.BULK_COPY, Op.TENSOR_COPY)
     if op in copies and isinstance(ins.args[0], SharedArray):
         return f"{s}.shared_filled({ctx.ref(ins.args[0])}, {mask})"
     if op not in (Op.INDEX, Op.INDEX_ASSIGN) and op not in ATOMIC_OPS:

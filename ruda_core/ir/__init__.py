@@ -7,7 +7,14 @@ This package is the ground floor: it imports nothing of ruda but the leaf :mod:`
 so the runtime, the language and every backend build on it in any import order.
 """
 
-from .barriers import BARRIER_ELEM, BARRIER_OPERANDS, BULK_ALIGN_NBYTES, MAX_ARRIVALS
+from .barriers import (
+    BARRIER_ELEM,
+    BARRIER_OPERANDS,
+    BULK_ALIGN_NBYTES,
+    MAX_ARRIVALS,
+    MAX_BOX_ROWS,
+    TENSOR_ROW_NBYTES,
+)
 from .bounds import REPORT_PARAM, lower_bounds, report_names
 from .copies import copy_width, lower_async_copies, uses_async_copies
 from .kernel import (
@@ -119,6 +126,7 @@ __all__ = [
     "LINE_WIDTHS",
     "MATRIX_OPS",
     "MAX_ARRIVALS",
+    "MAX_BOX_ROWS",
     "MAX_PRINT_VALUES",
     "NUMERIC_ELEMS",
     "PLANE_OPS",
@@ -127,6 +135,7 @@ __all__ = [
     "SWIZZLE_ATOM",
     "SWIZZLE_ROW",
     "SYNC_REDUCE_OPS",
+    "TENSOR_ROW_NBYTES",
     "TF32_CONFIGS",
     "WARPGROUP_ELEMS",
     "WARPGROUP_K",

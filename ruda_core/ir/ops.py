@@ -194,6 +194,18 @@ an *init count*, a *pending arrival count* and a *transaction count* (bytes). In
   array ``dst`` of the same element type, asynchronously; when the copy is done its
   ``n * nbytes`` bytes complete as transactions on ``bars[i]`` (the count drops by them). Both
   runs start 16-byte aligned and ``n * nbytes`` is a non-zero multiple of 16.
+* ``TENSOR_COPY(dst, dst_at, src, rows, cols, row, col, box_rows, box_cols, bars, i)``: the
+  2-D form (PTX's ``cp.async.bulk.tensor.2d`` with a tensor map of the 128-byte swizzle). The
+  global array parameter ``src`` is read as a row-major ``rows x cols`` matrix (``rows`` and
+  ``cols`` are ``u32`` scalar parameters of the kernel: the host builds the copy's tensor map
+  from them at launch); the box of ``box_rows x box_cols`` (constants; ``box_rows`` from 1 to
+  256, ``box_cols`` elements make 128 bytes) whose first element is ``(row, col)`` is copied to
+  ``dst`` from element ``dst_at`` (1024-byte aligned), box row ``r`` in the 128 bytes from
+  element ``dst_at + r * box_cols``, its 16-byte chunk ``c`` at chunk ``c ^ (r % 8)`` (the
+  swizzle that ``WGMMA_MMA`` reads). Elements outside the matrix arrive as zeros. The whole
+  box's bytes complete as transactions on ``bars[i]``, those outside the matrix included.
+  ``cols * nbytes`` must be a multiple of 16 and ``src`` 16-byte aligned (the host refuses
+  the launch otherwise); every other rule of ``BULK_COPY`` holds.
 * ``MBAR_WAIT(bars, i, parity)``: wait until the phase of ``bars[i]`` whose parity is
   ``parity % 2`` (``u32``) has completed: return at once when the barrier's current phase has
   the other parity (so a fresh barrier's ``parity`` 1 does not wait), else spin until the
@@ -440,6 +452,9 @@ class Op(enum.Enum):
     MBAR_EXPECT_TX = "mbar_expect_tx"  #: (bars, i: u32, nbytes: u32) -> None; then one arrival
     MBAR_WAIT = "mbar_wait"  #: (bars, i: u32, parity: u32) -> None; that phase completed
     BULK_COPY = "bulk_copy"  #: (dst: shared, dst_at, src: global, src_at, n, bars, i: u32)
+    #: (dst: shared, dst_at, src: global, rows, cols: u32 params, row, col: u32, Const box_rows,
+    #: Const box_cols, bars, i: u32) -> None; a swizzled 2-D box
+    TENSOR_COPY = "tensor_copy"
     BULK_FENCE = "bulk_fence"  #: () -> None; shared writes before the bulk stores after
     BULK_STORE = "bulk_store"  #: (dst: global, dst_at, src: shared, src_at, n: u32) -> None
     BULK_COMMIT = "bulk_commit"  #: () -> None; closes the unit's open bulk group
@@ -572,6 +587,7 @@ BARRIER_OPS = frozenset(
         Op.MBAR_EXPECT_TX,
         Op.MBAR_WAIT,
         Op.BULK_COPY,
+        Op.TENSOR_COPY,
         Op.BULK_FENCE,
         Op.BULK_STORE,
         Op.BULK_COMMIT,

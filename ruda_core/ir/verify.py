@@ -700,8 +700,12 @@ def _barrier(v: _Verifier, ins: Instr) -> None:
     v._arity(ins, len(BARRIER_OPERANDS[ins.op]))
     elems = set()  # of the copy's arrays
     for k, (kind, arg) in enumerate(zip(BARRIER_OPERANDS[ins.op], ins.args, strict=True)):
-        if kind == "u32":
+        if kind in ("u32", "dim", "box"):
             v._expect(v._scalar(arg), _U32, f"operand {k} of {ins.op}")
+            if kind == "dim" and not (isinstance(arg, Param) and not arg.is_array):
+                _fail(f"operand {k} of {ins.op} must be a scalar parameter, not {arg!r}")
+            if kind == "box" and not isinstance(arg, Const):
+                _fail(f"operand {k} of {ins.op} must be a constant, not {arg!r}")
         elif not isinstance(arg, Param if kind == "global" else SharedArray):
             _fail(f"operand {k} of {ins.op} must be a {kind} array, not {arg!r}")
         elif kind == "barriers" and v._array(arg) is not BARRIER_ELEM:

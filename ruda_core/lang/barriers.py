@@ -11,6 +11,8 @@ from ..ir import (
     BARRIER_ELEM,
     BULK_ALIGN_NBYTES,
     MAX_ARRIVALS,
+    MAX_BOX_ROWS,
+    TENSOR_ROW_NBYTES,
     Const,
     Elem,
     Instr,
@@ -82,14 +84,11 @@ def _with_u32(op: Op, name: str) -> Handler:
     return handle
 
 
-def _runs(
-    b: ExprBuilder, args: list[Value], name: str, node: ast.AST
-) -> tuple[SharedArray | Param, Operand, SharedArray | Param, Operand, Operand]:
-    """The operands ``dst, dst_at, src, src_at, n`` of the bulk copy ``name(…)`` after checking
-    its arrays (``SharedMemory`` and a global array, one element type, either way round) and a
-    compile-time ``n``'s size."""
-    dst, src = args[0], args[2]
-    shared, other = (dst, src) if name == "bulk_copy" else (src, dst)
+def _arrays(
+    b: ExprBuilder, shared: Value, other: Value, name: str, node: ast.AST
+) -> tuple[SharedArray, Param]:
+    """The ``SharedMemory`` and the global array of the copy ``name(…)``, of one element
+    type."""
     if not isinstance(shared, SharedArray):
         b.fail(f"mbarrier.{name}() copies a SharedMemory, not {shared}", node)
     if not isinstance(other, Param) or not other.is_array or other.elem is not shared.elem:
@@ -98,6 +97,17 @@ def _runs(
             f"({shared.elem}), not {other}",
             node,
         )
+    return shared, other
+
+
+def _runs(
+    b: ExprBuilder, args: list[Value], name: str, node: ast.AST
+) -> tuple[SharedArray | Param, Operand, SharedArray | Param, Operand, Operand]:
+    """The operands ``dst, dst_at, src, src_at, n`` of the bulk copy ``name(…)`` after checking
+    its arrays (``SharedMemory`` and a global array, one element type, either way round) and a
+    compile-time ``n``'s size."""
+    dst, src = args[0], args[2]
+    shared, other = _arrays(b, *((dst, src) if name == "bulk_copy" else (src, dst)), name, node)
     n = args[4].value if isinstance(args[4], PyVal) else None
     if isinstance(n, int) and (n < 1 or n * shared.elem.nbytes % BULK_ALIGN_NBYTES):
         b.fail(
@@ -116,6 +126,40 @@ def _bulk_copy(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool)
     runs = _runs(b, args, "bulk_copy", node)
     bars, i = _barrier(b, args[5], args[6], "bulk_copy", node)
     b.append(Instr(Op.BULK_COPY, None, (*runs, bars, i), b.loc))
+
+
+def _tensor_copy(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
+    _count(b, "tensor_copy", args, 11, node)
+    dst, dst_at, src, rows, cols, row, col = args[:7]
+    shared, other = _arrays(b, dst, src, "tensor_copy", node)
+    dims = []
+    for dim in (rows, cols):
+        if not isinstance(dim, Param) or dim.is_array or dim.elem is not Elem.U32:
+            b.fail(
+                "mbarrier.tensor_copy() takes the matrix's rows and cols as u32 scalar "
+                f"parameters of the kernel (the host builds its tensor map from them), not {dim}",
+                node,
+            )
+        dims.append(dim)
+    nbytes = shared.elem.nbytes
+    box_rows = b.comptime_int(
+        args[7],
+        lambda n: 1 <= n <= MAX_BOX_ROWS,
+        f"mbarrier.tensor_copy() needs a compile-time box of 1 to {MAX_BOX_ROWS} rows",
+        node,
+    )
+    box_cols = b.comptime_int(
+        args[8],
+        lambda n: n * nbytes == TENSOR_ROW_NBYTES,
+        f"mbarrier.tensor_copy() needs a compile-time box of {TENSOR_ROW_NBYTES} bytes a row: "
+        f"{TENSOR_ROW_NBYTES // nbytes} columns of {shared.elem}",
+        node,
+    )
+    bars, i = _barrier(b, args[9], args[10], "tensor_copy", node)
+    at, r, c = (implicit(b, x, Elem.U32, node) for x in (dst_at, row, col))
+    box = (Const(box_rows, Elem.U32), Const(box_cols, Elem.U32))
+    operands = (shared, at, other, *dims, r, c, *box, bars, i)
+    b.append(Instr(Op.TENSOR_COPY, None, operands, b.loc))
 
 
 def _bulk_store(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
@@ -146,6 +190,7 @@ BARRIER_HANDLERS: dict[str, Handler] = {
     "mbarrier.arrive_expect_tx": _with_u32(Op.MBAR_EXPECT_TX, "arrive_expect_tx"),
     "mbarrier.wait": _with_u32(Op.MBAR_WAIT, "wait"),
     "mbarrier.bulk_copy": _bulk_copy,
+    "mbarrier.tensor_copy": _tensor_copy,
     "mbarrier.fence_shared": _no_operands(Op.BULK_FENCE, "fence_shared"),
     "mbarrier.bulk_store": _bulk_store,
     "mbarrier.bulk_commit": _no_operands(Op.BULK_COMMIT, "bulk_commit"),

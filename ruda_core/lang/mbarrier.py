@@ -34,6 +34,17 @@ after Hopper's ``mbarrier`` and the 1-D form of its tensor memory accelerator
   element type, asynchronously; its ``n * nbytes`` bytes complete on barrier ``i``. Both runs
   start 16-byte aligned (ruda aligns a ``SharedMemory`` that a bulk copy writes to 16 bytes) and
   ``n * nbytes`` is a multiple of 16.
+* ``mbarrier.tensor_copy(dst, dst_at, src, rows, cols, row, col, BOX_ROWS, BOX_COLS, bars, i)``
+  copies a 2-D box, the tensor memory accelerator's own form: ``src`` is read as a row-major
+  ``rows x cols`` matrix (``rows`` and ``cols`` are ``u32`` parameters of the kernel, from
+  which the host builds the copy's tensor map at launch), and its ``BOX_ROWS x BOX_COLS``
+  elements from ``(row, col)`` arrive in ``dst`` from ``dst_at`` in the 128-byte swizzle that
+  ``wgmma.mma_async`` reads: box row ``r`` fills the 128 bytes from ``dst_at + r * BOX_COLS``,
+  its 16-byte chunk ``c`` at chunk ``c ^ (r % 8)``. ``BOX_ROWS`` is a compile-time int from 1
+  to 256 and ``BOX_COLS`` elements make 128 bytes (64 of ``bf16``); ``dst_at`` is 1024-byte
+  aligned. Elements outside the matrix arrive as zeros, and the whole box's bytes complete on
+  barrier ``i``. ``src`` starts 16-byte aligned and a row of it is a multiple of 16 bytes: the
+  host refuses the launch otherwise.
 * ``mbarrier.wait(bars, i, parity)`` returns when the barrier's phase of that parity (0 or 1)
   has completed; the bulk copies that completed it are then in shared memory for the caller.
 
@@ -78,6 +89,7 @@ __all__ = [
     "bulk_wait",
     "fence_shared",
     "init",
+    "tensor_copy",
     "wait",
 ]
 
@@ -87,6 +99,7 @@ arrive = Intrinsic("mbarrier.arrive")
 arrive_expect_tx = Intrinsic("mbarrier.arrive_expect_tx")
 wait = Intrinsic("mbarrier.wait")
 bulk_copy = Intrinsic("mbarrier.bulk_copy")
+tensor_copy = Intrinsic("mbarrier.tensor_copy")
 fence_shared = Intrinsic("mbarrier.fence_shared")
 bulk_store = Intrinsic("mbarrier.bulk_store")
 bulk_commit = Intrinsic("mbarrier.bulk_commit")

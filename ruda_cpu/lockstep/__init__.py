@@ -37,6 +37,7 @@ from .barrier import (
     mbar_expect_tx,
     mbar_init,
     mbar_wait,
+    tensor_copy,
 )
 from .batch import Batch, LaunchShape, Segmented
 from .bits import (
@@ -229,6 +230,7 @@ __all__ = [
     "sync_units_and",
     "sync_units_count",
     "sync_units_or",
+    "tensor_copy",
     "trailing_zeros",
     "trip_count",
     "warpgroups",

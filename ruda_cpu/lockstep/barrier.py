@@ -1,5 +1,5 @@
 """Asynchronous barriers (``mbarrier``) and bulk copies over the cubes of a batch: the
-reference model of ``MBAR_*`` and ``BULK_COPY`` (see :mod:`ruda_core.ir.ops`).
+reference model of ``MBAR_*``, ``BULK_COPY`` and ``TENSOR_COPY`` (see :mod:`ruda_core.ir.ops`).
 
 :class:`Barriers` is the state of one batch of one kernel: per barrier array (a shared ``u64``
 array, whose words the model leaves alone) and per cube, each barrier's init count, phase,
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ruda_core.ir import BULK_ALIGN_NBYTES, MAX_ARRIVALS
+from ruda_core.ir import BULK_ALIGN_NBYTES, MAX_ARRIVALS, TENSOR_ROW_NBYTES
 
 from .batch import Batch, Segmented
 from .poison import pattern_bits
@@ -34,6 +34,7 @@ __all__ = [
     "mbar_expect_tx",
     "mbar_init",
     "mbar_wait",
+    "tensor_copy",
 ]
 
 
@@ -303,6 +304,71 @@ def bulk_copy(
                 "mbarrier.bulk_copy() into elements another bulk copy has not written yet"
             )
         st.copies.append(_Copy(dst, where, src[s : s + k].copy(), int(key)))
+        dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
+
+
+#: The alignment of a tensor copy's destination: the 128-byte swizzle's repeat of 8 rows.
+_SWIZZLE_ATOM_NBYTES = 8 * TENSOR_ROW_NBYTES
+
+
+def _swizzled_box(box_rows: int, box_cols: int, nbytes: int) -> np.ndarray:
+    """Where element ``(r, c)`` of a box (flattened row-major) lands, in elements from the
+    destination's start: row ``r``'s 16-byte chunk ``q`` at chunk ``q ^ (r % 8)``."""
+    per_chunk = BULK_ALIGN_NBYTES // nbytes
+    r, c = np.divmod(np.arange(box_rows * box_cols), box_cols)
+    chunk = (c // per_chunk) ^ (r % 8)
+    at: np.ndarray = r * box_cols + chunk * per_chunk + c % per_chunk
+    return at
+
+
+def tensor_copy(
+    g: Batch,
+    b: Barriers,
+    dst: Segmented,
+    dst_at: Any,
+    src: np.ndarray,
+    rows: Any,
+    cols: Any,
+    row: Any,
+    col: Any,
+    box_rows: Any,
+    box_cols: Any,
+    words: Segmented,
+    i: Any,
+    m: Any,
+) -> None:
+    st = b.array(g, words)
+    lanes = b.lanes(g, m)
+    keys = b.keys(st, lanes, i, "mbarrier.tensor_copy")
+    size = dst.data.itemsize
+    n_rows, n_cols, br, bc = int(rows), int(cols), int(box_rows), int(box_cols)
+    if (n_cols * size) % BULK_ALIGN_NBYTES or n_rows * n_cols > src.shape[0]:
+        raise BarrierFault(
+            f"mbarrier.tensor_copy() of a {n_rows} x {n_cols} matrix from an array of "
+            f"{src.shape[0]} elements: a row must be a multiple of {BULK_ALIGN_NBYTES} bytes "
+            f"({n_cols * size} here) and the matrix inside its array"
+        )
+    matrix = src[: n_rows * n_cols].reshape(n_rows, n_cols)
+    place = _swizzled_box(br, bc, size)
+    at, first, left = _at(dst_at, lanes), _at(row, lanes), _at(col, lanes)
+    for lane, key, d, r0, c0 in zip(lanes, keys, at, first, left, strict=True):
+        if (d * size) % _SWIZZLE_ATOM_NBYTES or d + br * bc > dst.length:
+            raise BarrierFault(
+                f"mbarrier.tensor_copy() of a {br} x {bc} box to element {d} of a SharedMemory "
+                f"of {dst.length}: the box must start {_SWIZZLE_ATOM_NBYTES}-byte aligned and "
+                "lie inside it"
+            )
+        box = np.zeros((br, bc), dtype=src.dtype)
+        inside = matrix[r0 : r0 + br, c0 : c0 + bc]
+        box[: inside.shape[0], : inside.shape[1]] = inside
+        values = np.empty(br * bc, dtype=src.dtype)
+        values[place] = box.reshape(-1)
+        where = int(lane) // b.units * dst.length + int(d) + np.arange(br * bc)
+        if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
+            raise BarrierFault(
+                "mbarrier.tensor_copy() into elements another bulk copy has not written yet"
+            )
+        st.copies.append(_Copy(dst, where, values, int(key)))
         dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
 
 
