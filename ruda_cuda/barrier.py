@@ -1,7 +1,9 @@
 """CUDA's lowering of asynchronous barriers and bulk copies (``MBAR_*`` and ``BULK_COPY``, see
 :mod:`ruda_core.ir.ops`) to inline PTX of ``sm_90``: ``mbarrier.init``, ``mbarrier.arrive``
 (with ``.expect_tx``), a ``mbarrier.try_wait.parity`` loop and
-``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes``; bulk stores to
+``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`` and its 2-D tensor form
+(``TENSOR_COPY``: ``cp.async.bulk.tensor.2d`` of a ``__grid_constant__`` tensor map argument,
+:data:`TENSOR_MAP_STRUCT`, which the host encodes: :mod:`.tensor_map`); bulk stores to
 ``cp.async.bulk.global.shared::cta.bulk_group`` with ``cp.async.bulk.commit_group``,
 ``cp.async.bulk.wait_group.read`` and ``fence.proxy.async.shared::cta``.
 
@@ -17,7 +19,18 @@ from __future__ import annotations
 
 from ruda_core.ir import Op
 
-__all__ = ["barrier_op", "bulk_copy", "bulk_group", "bulk_store"]
+__all__ = [
+    "TENSOR_MAP_STRUCT",
+    "barrier_op",
+    "bulk_copy",
+    "bulk_group",
+    "bulk_store",
+    "tensor_copy",
+]
+
+#: The C type of a tensor map argument: the driver's 128 opaque bytes, 64-byte aligned (NVRTC
+#: has no ``cuda.h`` to take ``CUtensorMap`` from).
+TENSOR_MAP_STRUCT = "struct __align__(64) ruda_tensor_map { unsigned long long bits[16]; };"
 
 
 def _shared(pointer: str) -> str:
@@ -61,6 +74,16 @@ def bulk_copy(dst: str, src: str, nbytes: str, bar: str) -> list[str]:
         'asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes '
         '[%0], [%1], %2, [%3];"',
         f'  :: "r"({_shared(dst)}), "l"({src}), "r"((unsigned)({nbytes})), "r"({_shared(bar)})',
+        '  : "memory");',
+    ]
+
+
+def tensor_copy(dst: str, tensor_map: str, row: str, col: str, bar: str) -> list[str]:
+    return [
+        'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes '
+        '[%0], [%1, {%2, %3}], [%4];"',
+        f'  :: "r"({_shared(dst)}), "l"((unsigned long long)&{tensor_map}), '
+        f'"r"((int)({col})), "r"((int)({row})), "r"({_shared(bar)})',
         '  : "memory");',
     ]
 

@@ -236,6 +236,7 @@ class CudaDialect(Dialect):
     has_rsqrt = True
     barrier = "__syncthreads();"
     printf = "printf"
+    tensor_map_type = "const __grid_constant__ ruda_tensor_map"
     bit_casts = _BIT_CASTS
     reserved = (
         C99_KEYWORDS
@@ -553,6 +554,9 @@ class CudaDialect(Dialect):
     def bulk_copy(self, dst: str, src: str, nbytes: str, bar: str) -> list[str]:
         return barrier.bulk_copy(dst, src, nbytes, bar)
 
+    def tensor_copy(self, dst: str, tensor_map: str, row: str, col: str, bar: str) -> list[str]:
+        return barrier.tensor_copy(dst, tensor_map, row, col, bar)
+
     def bulk_store(self, dst: str, src: str, nbytes: str) -> list[str]:
         return barrier.bulk_store(dst, src, nbytes)
 
@@ -577,4 +581,6 @@ class CudaDialect(Dialect):
             if lines:
                 lines.append("")
             lines.append(warpgroup.DESCRIPTOR_HELPER)
+        if usage.uses({Op.TENSOR_COPY}):
+            lines.append(barrier.TENSOR_MAP_STRUCT)
         return lines

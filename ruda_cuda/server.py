@@ -66,6 +66,7 @@ from .driver import (
 )
 from .runtime import CudaDevice
 from .storage import CudaStorage
+from .tensor_map import tensor_map_maker
 
 __all__ = ["CudaDriver", "CudaServer"]
 
@@ -77,6 +78,10 @@ _LEGACY_STREAM = 1
 _LEGACY_HANDLES = frozenset((0, _LEGACY_STREAM))
 _DEVICE_TO_HOST = 2
 _DEVICE_TO_DEVICE = 3
+#: The packed form of the arguments whose dtype does not say it: pointers and tensor maps.
+_ARG_CODE = {ArgKind.BUFFER: "Q", ArgKind.TENSOR_MAP: "128s"}
+#: A tensor map's alignment (``CUtensorMap`` is 64-byte aligned); other arguments align to size.
+_TENSOR_MAP_ALIGN = 64
 _STRUCT_CODE = {
     "b": "b",
     "B": "B",
@@ -221,9 +226,9 @@ class _Launcher:
                 ) from exc
         fmt, offsets, size = ["<"], [], 0
         for a in args:
-            code = "Q" if a.kind is ArgKind.BUFFER else _STRUCT_CODE[a.dtype.char]
+            code = _ARG_CODE.get(a.kind) or _STRUCT_CODE[a.dtype.char]
             width = struct.calcsize(code)
-            pad = -size % width
+            pad = -size % min(width, _TENSOR_MAP_ALIGN)
             fmt.append(f"{pad}x{code}" if pad else code)
             offsets.append(size + pad)
             size += pad + width
@@ -231,8 +236,9 @@ class _Launcher:
         self.offsets = offsets
         self.params = self.new_block()
         #: the argument values as source (:func:`arg_values`), for the generated launch
-        self.values_source = arg_values(args, "{b}.resource + {b}.offset_bytes")
-        self.read_args = make_arg_reader(args, "{b}.resource + {b}.offset_bytes")
+        pointer = "{b}.resource + {b}.offset_bytes"
+        self.values_source = arg_values(args, pointer, tensor_map=tensor_map_maker)
+        self.read_args = make_arg_reader(args, pointer, tensor_map=tensor_map_maker)
         #: the server's launch function of this kernel, made at the first launch
         self.run: KernelLaunch | None = None
 

@@ -19,10 +19,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
-from ..ir import DYNAMIC_SHARED_ALIGN, Elem, KernelDefinition
+from ..errors import UnsupportedFeature
+from ..ir import DYNAMIC_SHARED_ALIGN, Const, Elem, Instr, KernelDefinition, Op, Param, walk
 from .dialect import Dialect, MemSpace
 from .printf import print_sites
 
@@ -33,6 +35,7 @@ __all__ = [
     "arg_values",
     "build_signature",
     "make_arg_reader",
+    "tensor_map_key",
 ]
 
 
@@ -46,6 +49,8 @@ class ArgKind(enum.Enum):
     SHARED = "shared"  #: the shared bytes of the dynamic shared arrays listed in ``parts``
     PRINT = "print"  #: the stream's print-record buffer (``Dialect.print_records``)
     PRINT_BASE = "print_base"  #: ``u32``: what the kernel's print sites are numbered from
+    #: the tensor map of ``bindings[index]`` as the matrix ``parts`` describe
+    TENSOR_MAP = "tensor_map"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +66,9 @@ class KernelArg:
         SHARED).
     :param parts: for SHARED, the ``(scalar index, element bytes)`` of each dynamic shared array
         carved out of it, in order: each takes its size scalar times its element bytes, rounded
-        up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN`.
+        up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN`; for TENSOR_MAP, ``((rows, cols),
+        (box_rows, box_cols))``: the scalar indices of the matrix's rows and columns and the
+        box's size (``dtype`` is then the element's host dtype).
     """
 
     name: str
@@ -80,6 +87,16 @@ class Signature:
     args: tuple[KernelArg, ...]
     prologue: tuple[str, ...]
     metadata: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    #: the C name of each tensor map, keyed by :func:`tensor_map_key` of its copies
+    tensor_maps: dict[tuple[str, str, str, int, int], str] = field(default_factory=dict)
+
+
+def tensor_map_key(ins: Instr) -> tuple[str, str, str, int, int]:
+    """What one tensor map of a ``TENSOR_COPY`` describes: its array's, rows' and columns'
+    parameter names and its box."""
+    src, rows, cols = (cast(Param, ins.args[k]).name for k in (2, 3, 4))
+    box_rows, box_cols = (int(cast(Const, ins.args[k]).value) for k in (7, 8))
+    return src, rows, cols, box_rows, box_cols
 
 
 def build_signature(
@@ -136,7 +153,25 @@ def build_signature(
         records, base = claim("print_records"), claim("print_base")
         args.append(KernelArg(records, ArgKind.PRINT, pointer, np.dtype(np.uint32), 0))
         args.append(KernelArg(base, ArgKind.PRINT_BASE, u32, np.dtype(np.uint32), 0))
-    return Signature(tuple(args), tuple(prologue), metadata)
+    tensor_maps: dict[tuple[str, str, str, int, int], str] = {}
+    arrays = {p.name: k for k, p in enumerate(definition.array_params)}
+    scalars = {p.name: k for k, p in enumerate(definition.scalar_params)}
+    for ins in walk(definition.body):
+        if not isinstance(ins, Instr) or ins.op is not Op.TENSOR_COPY:
+            continue
+        key = tensor_map_key(ins)
+        if key in tensor_maps:
+            continue
+        if dialect.tensor_map_type is None:
+            raise UnsupportedFeature(f"{dialect.name} has no tensor copies (tensor maps)")
+        src, rows, cols, box_rows, box_cols = key
+        tensor_maps[key] = name = claim(f"{names[src].rstrip('_')}_map")
+        dtype = dialect.host_dtype(cast(Param, ins.args[2]).elem)
+        parts = ((scalars[rows], scalars[cols]), (box_rows, box_cols))
+        args.append(
+            KernelArg(name, ArgKind.TENSOR_MAP, dialect.tensor_map_type, dtype, arrays[src], parts)
+        )
+    return Signature(tuple(args), tuple(prologue), metadata, tensor_maps)
 
 
 ArgReader = Callable[[Sequence[object], Sequence[object], Sequence[int]], tuple[object, ...]]
@@ -148,6 +183,7 @@ def arg_values(
     scalar_dtypes: Sequence[np.dtype] = (),
     shared: Callable[[int], object] | None = None,
     print_exprs: tuple[str, str] = ("None", "0"),
+    tensor_map: Callable[[KernelArg], Callable[[object, int, int], object]] | None = None,
 ) -> tuple[str, dict[str, object]]:
     """The kernel's argument values, in order, as Python source: comma-separated expressions
     over ``b`` (the bindings), ``s`` (the scalars) and ``m`` (the metadata), with the names they
@@ -162,7 +198,8 @@ def arg_values(
     the value of a SHARED argument from its size in bytes (at least 1): the sum of its
     ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel
     carves them. ``print_exprs`` are the backend's expressions for the PRINT and PRINT_BASE
-    arguments.
+    arguments. ``tensor_map`` makes, for a TENSOR_MAP argument, the function of (binding, rows,
+    cols) that gives its value.
     """
     env: dict[str, object] = {}
     parts = []
@@ -190,6 +227,12 @@ def arg_values(
             parts.append(print_exprs[0])
         elif a.kind is ArgKind.PRINT_BASE:
             parts.append(print_exprs[1])
+        elif a.kind is ArgKind.TENSOR_MAP:
+            if tensor_map is None:
+                raise ValueError(f"argument {a.name} is a tensor map, and no maker was given")
+            env[a.name] = tensor_map(a)
+            (rows, cols), _ = a.parts
+            parts.append(f"{a.name}(b[{a.index}], s[{rows}], s[{cols}])")
         else:
             parts.append(f"m[{a.index}]")
     return ", ".join(parts), env
@@ -201,11 +244,12 @@ def make_arg_reader(
     scalar_dtypes: Sequence[np.dtype] = (),
     shared: Callable[[int], object] | None = None,
     print_exprs: tuple[str, str] = ("None", "0"),
+    tensor_map: Callable[[KernelArg], Callable[[object, int, int], object]] | None = None,
 ) -> ArgReader:
     """A function ``(bindings, scalars, metadata) -> tuple`` of the kernel's argument values, in
     order (:func:`arg_values`), generated once per kernel so a launch does no per-argument
     dispatch."""
-    values, env = arg_values(args, buffer_expr, scalar_dtypes, shared, print_exprs)
+    values, env = arg_values(args, buffer_expr, scalar_dtypes, shared, print_exprs, tensor_map)
     source = f"def read(b, s, m):\n    return ({values}{',' if values else ''})\n"
     exec(compile(source, "<ruda kernel arguments>", "exec"), env)
     return env["read"]  # type: ignore[return-value]  # the function defined above

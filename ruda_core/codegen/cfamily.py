@@ -63,7 +63,7 @@ from ..ir import (
     lower_async_copies,
 )
 from ..ir.bounds import REPORT_PARAM
-from .abi import ArgKind, KernelArg, Signature, build_signature
+from .abi import ArgKind, KernelArg, Signature, build_signature, tensor_map_key
 from .atomics import AtomicLowering
 from .dialect import Dialect, MemSpace, Usage, buffered_align_nbytes, swizzled_arrays
 from .expr import Arg, ExprLowering
@@ -525,6 +525,13 @@ class _KernelWriter(StructuredWriter):
         d, args, text = self.d, ins.args, self.expr.text
         if ins.op in (Op.BULK_FENCE, Op.BULK_COMMIT, Op.BULK_WAIT):
             return d.bulk_group(ins.op, int(cast(Const, args[0]).value) if args else 0)
+        if ins.op is Op.TENSOR_COPY:
+            dst, bar = (
+                f"&{self._array(args[k])[0]}[{text(cast(Operand, args[k + 1]))}]" for k in (0, 9)
+            )
+            tensor_map = self.start().tensor_maps[tensor_map_key(ins)]
+            row, col = (text(cast(Operand, args[k])) for k in (5, 6))
+            return d.tensor_copy(dst, tensor_map, row, col, bar)
         if ins.op not in (Op.BULK_COPY, Op.BULK_STORE):
             bar = f"&{self._array(args[0])[0]}[{text(cast(Operand, args[1]))}]"
             return d.barrier_op(ins.op, bar, text(cast(Operand, args[2])) if len(args) > 2 else "")

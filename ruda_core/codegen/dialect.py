@@ -75,12 +75,14 @@ def buffered_align_nbytes(definition: KernelDefinition) -> int:
 
 
 def swizzled_arrays(definition: KernelDefinition) -> frozenset[SharedArray]:
-    """The shared arrays that ``WGMMA_MMA`` reads: they start 1024-byte aligned."""
+    """The shared arrays that ``WGMMA_MMA`` reads or ``TENSOR_COPY`` writes: they start
+    1024-byte aligned."""
+    operands = {Op.WGMMA_MMA: (1, 3), Op.TENSOR_COPY: (0,)}
     return frozenset(
-        cast(SharedArray, arr)
+        cast(SharedArray, s.args[k])
         for s in walk(definition.body)
-        if isinstance(s, Instr) and s.op is Op.WGMMA_MMA
-        for arr in (s.args[1], s.args[3])
+        if isinstance(s, Instr) and s.op in operands
+        for k in operands[s.op]
     )
 
 
@@ -172,6 +174,9 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     #: ``printf`` (see :mod:`~ruda_core.codegen.printf`): the kernel then takes that buffer as
     #: its last argument (``ArgKind.PRINT``).
     print_records = False
+    #: The C type of a tensor map argument (``ArgKind.TENSOR_MAP``; ``None``: the target has no
+    #: tensor copies).
+    tensor_map_type: str | None = None
     #: The printf length modifier of the elements :mod:`~ruda_core.codegen.printf` passes
     #: (``i32``/``u32``/``f32`` need none; C99 passes ``f32`` promoted to ``double``).
     printf_length: Mapping[Elem, str] = {Elem.I64: "ll", Elem.U64: "ll"}
@@ -619,6 +624,12 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """Statements of ``BULK_COPY``: ``nbytes`` bytes from the global pointer ``src`` to the
         shared pointer ``dst``, completing on the barrier at the shared pointer ``bar``."""
         raise UnsupportedFeature(f"{self.name} has no bulk copies (mbarrier)")
+
+    def tensor_copy(self, dst: str, tensor_map: str, row: str, col: str, bar: str) -> list[str]:
+        """Statements of ``TENSOR_COPY``: the box at ``(row, col)`` of the tensor map argument
+        named ``tensor_map`` to the shared pointer ``dst``, completing on the barrier at the
+        shared pointer ``bar``."""
+        raise UnsupportedFeature(f"{self.name} has no tensor copies (tensor maps)")
 
     def bulk_store(self, dst: str, src: str, nbytes: str) -> list[str]:
         """Statements of ``BULK_STORE``: ``nbytes`` bytes from the shared pointer ``src`` to the

@@ -34,11 +34,12 @@ from ..runtime import (
     LayoutError,
     RudaCount,
     RudaDim,
+    UnsupportedFeature,
 )
 from ..tensor import RudaTensor
 from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
 from .matmul_warpgroup import BK as WARPGROUP_BK
-from .matmul_warpgroup import matmul_warpgroup
+from .matmul_warpgroup import matmul_warpgroup, matmul_warpgroup_tma
 from .operands import Operand, as_buffer, check_float, client_and_operands
 
 __all__ = ["matmul"]
@@ -93,6 +94,9 @@ PIPELINED_SHAPES = (
 #: (two cubes do not share a multiprocessor at either); 64 x 64 in three (48 KiB) fits every
 #: device that has warpgroup matrices, the NumPy device's 64 KiB included.
 WARPGROUP_SHAPES = ((2, 256, 4), (2, 128, 5), (4, 128, 4), (2, 128, 3), (1, 64, 3))
+#: The warpgroup shapes also run with stages filled by tensor copies
+#: (:func:`.matmul_warpgroup_tma`).
+WARPGROUP_TMA_SHAPES = ((2, 256, 4), (2, 128, 5), (4, 128, 4), (1, 64, 3))
 #: The block rows of the group within which a pipelined kernel's cubes walk column by column.
 GROUP_ROWS = 8
 #: The bytes of a cmma kernel's global line (the widest vector access).
@@ -213,6 +217,8 @@ def _tunable_set(
             wg, bn, stages = wshape
             name = f"wgmma-{64 * wg}x{bn}x{WARPGROUP_BK}-{wg}wg-s{stages}"
             tunables.append(Tunable(name, _warpgroup(wshape)))
+            if wshape in WARPGROUP_TMA_SHAPES:
+                tunables.append(Tunable(name.replace("wgmma", "wgmma-tma"), _warpgroup_tma(wshape)))
     kind = "wgmma" if warpgroup else "cmma" if cmma else "fma"
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
@@ -399,6 +405,27 @@ def _warpgroup(shape: tuple[int, int, int]) -> Runner:
             GROUP=GROUP_ROWS,
         )
         matmul_warpgroup.launch_unchecked(client, count, RudaDim(128 * wg), *args, **spec)
+        return out
+
+    return run
+
+
+def _warpgroup_tma(shape: tuple[int, int, int]) -> Runner:
+    """A runner of :func:`.matmul_warpgroup_tma` in the ``WARPGROUP_TMA_SHAPES`` entry
+    ``shape``; it refuses operands whose rows are not whole 16-byte lines."""
+    wg, bn, stages = shape
+
+    def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
+        (m, k), n = a.shape, b.shape[1]
+        if (k * a.elem.nbytes) % LINE_BYTES or (n * b.elem.nbytes) % LINE_BYTES:
+            raise UnsupportedFeature(
+                f"tensor copies read rows of whole {LINE_BYTES}-byte lines; a ({m}, {k}) @ "
+                f"({k}, {n}) product of {a.elem} has rows of {k} and {n} elements"
+            )
+        out, args = _operands(client, a, b)
+        count = RudaCount(math.ceil(n / bn), math.ceil(m / (64 * wg)))
+        spec = dict(WG=wg, BN=bn, STAGES=stages, GROUP=GROUP_ROWS)
+        matmul_warpgroup_tma.launch_unchecked(client, count, RudaDim(128 * wg), *args, **spec)
         return out
 
     return run

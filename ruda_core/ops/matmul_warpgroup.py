@@ -25,6 +25,12 @@ do not start on a line) the elements are copied one by one at once. The epilogue
 accumulator with its rows and columns inside ``out``. The kernel states its cube of ``WG``
 warpgroups (``launch_bounds``).
 
+:func:`matmul_warpgroup_tma` computes the same blocks with the same products, its stages filled
+by tensor copies (``mbarrier.tensor_copy``) instead: unit 0 copies a stage as one box of ``a``
+(``BM x 64``) and ``BN / 64`` boxes of ``b`` (``64 x 64``), completing on the stage's slot's
+barrier, which every unit waits on; the copies put zeros past the matrices' edges, so nothing
+is checked. Its rows must be whole 16-byte lines (``k`` and ``n`` multiples of 8).
+
 Launching, shapes and the choice between kernels are :mod:`.matmul`'s; nothing here checks
 arguments.
 """
@@ -44,6 +50,7 @@ from ..lang import (
     func,
     kernel,
     launch_bounds,
+    mbarrier,
     pipeline,
     sync_units,
     u32,
@@ -52,7 +59,7 @@ from ..lang import (
 )
 from .matmul_kernels import grouped_block
 
-__all__ = ["BK", "Half", "matmul_warpgroup"]
+__all__ = ["BK", "Half", "matmul_warpgroup", "matmul_warpgroup_tma"]
 
 #: The element of ``a`` and ``b``.
 Half = ElemVar("Half", [bf16, f16])
@@ -167,6 +174,78 @@ def matmul_warpgroup(
         st += u32(1)
     wgmma.wait(0)
     pipeline.wait(0)
+    r0 = row0 + w * u32(64)
+    live_rows = m - r0 if r0 < m else u32(0)
+    live_cols = n - col0 if col0 < n else u32(0)
+    wgmma.store(out, r0 * n + col0, acc, n, live_rows, live_cols)
+
+
+@func
+def _copy_stage(
+    a, b, sa, sb, full, slot: u32, t: u32, row0: u32, col0: u32, m: u32, n: u32, k: u32,
+    BM: Comptime[int], BN: Comptime[int],
+):  # fmt: skip
+    """Stage ``t`` (its first ``k``) of the block at ``(row0, col0)`` into ``slot`` by tensor
+    copies completing on barrier ``slot`` of ``full``."""
+    a_at = slot * u32(BM * BK)
+    b_at = slot * u32(BK * BN)
+    mbarrier.arrive_expect_tx(full, slot, u32(2 * BK * (BM + BN)))
+    mbarrier.tensor_copy(sa, a_at, a, m, k, row0, t, BM, BK, full, slot)
+    for j in unroll(range(BN // 64)):
+        at = b_at + u32(j * _BLOCK)
+        mbarrier.tensor_copy(sb, at, b, k, n, t, col0 + u32(64 * j), BK, 64, full, slot)
+
+
+@kernel
+def matmul_warpgroup_tma(
+    a: Array[Half],
+    b: Array[Half],
+    out: Array[f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    WG: Comptime[int],
+    BN: Comptime[int],
+    STAGES: Comptime[int],
+    GROUP: Comptime[int],
+):
+    BM = 64 * WG
+    UNITS = 128 * WG
+    launch_bounds(UNITS)
+    sa = SharedMemory(Half, STAGES * BM * BK)
+    sb = SharedMemory(Half, STAGES * BK * BN)
+    full = mbarrier.Barriers(STAGES)
+    w = UNIT_POS // u32(128)
+    row0, col0 = grouped_block(BM, BN, GROUP)
+    if UNIT_POS == 0:
+        for s in unroll(range(STAGES)):
+            mbarrier.init(full, s, 1)
+    sync_units()
+    acc = wgmma.Accumulator(BN)
+    wgmma.fill(acc, 0.0)
+    stages = (k + u32(BK - 1)) // u32(BK)
+    if UNIT_POS == 0:
+        for p in unroll(range(STAGES - 2)):  # the first STAGES - 2 stages
+            if u32(p) < stages:
+                _copy_stage(a, b, sa, sb, full, u32(p), u32(p * BK), row0, col0, m, n, k, BM, BN)
+    st = u32(0)
+    while st < stages:
+        cur = st % u32(STAGES)
+        mbarrier.wait(full, cur, (st // u32(STAGES)) % u32(2))  # stage st is in
+        wgmma.fence()
+        sync_units()  # every warpgroup is done with stage st - 2
+        nxt = st + u32(STAGES - 2)  # copied into the slot of stage st - 2
+        if UNIT_POS == 0 and nxt < stages:
+            slot = nxt % u32(STAGES)
+            _copy_stage(a, b, sa, sb, full, slot, nxt * u32(BK), row0, col0, m, n, k, BM, BN)
+        a_at = cur * u32(BM * BK) + w * u32(_BLOCK)
+        b_at = cur * u32(BK * BN)
+        for s in unroll(range(BK // 16)):
+            wgmma.mma_async(acc, sa, a_at + u32(16 * s), sb, b_at + u32(1024 * s), _BLOCK)
+        wgmma.commit()
+        wgmma.wait(1)  # stage st - 1 is multiplied; stage st may still be
+        st += u32(1)
+    wgmma.wait(0)
     r0 = row0 + w * u32(64)
     live_rows = m - r0 if r0 < m else u32(0)
     live_cols = n - col0 if col0 < n else u32(0)
