@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from ..ir import ATOMIC_COMBINE, Elem, Op
 from .dialect import BITS_ELEM, MemSpace
-from .expr import ExprLowering, bare
-from .prelude import function
+from .expr import ExprLowering
+from .prelude import bare
 
 __all__ = ["AtomicLowering"]
 
@@ -99,8 +99,8 @@ class AtomicLowering:
             "    old = seen;",
             "}",
         ]
-        params = [f"{d.qualified(space, d.storage_type(elem, space))}* p"]
+        params = [(f"{d.qualified(space, d.storage_type(elem, space))}*", "p")]
         if op is Op.ATOMIC_CAS:
-            params.append(f"{ctype} cmp")
-        params.append(f"{ctype} v")
-        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+            params.append((ctype, "cmp"))
+        params.append((ctype, "v"))
+        return self.expr.prelude.add(name, d.function(ctype, name, params, body))

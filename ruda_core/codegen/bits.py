@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..ir import BIT_COUNTS, INT_BINARY, INT_UNARY, Elem, Op
 from .dialect import Dialect
-from .prelude import Prelude, function
+from .prelude import Prelude, bare
 
 __all__ = ["BIT_OPS", "bit_helper"]
 
@@ -43,11 +43,11 @@ class _Writer:
     def unsigned(self, x: str) -> str:
         """``x`` as the unsigned computation type, its bits above the element's width clear."""
         if self.elem.bits in (32, 64):
-            return f"({self.ut}){x}"
-        return f"(({self.ut}){x} & {self.lit((1 << self.elem.bits) - 1)})"
+            return self.d.convert(self.u, x)
+        return f"({self.d.convert(self.u, x)} & {self.lit((1 << self.elem.bits) - 1)})"
 
-    def add(self, name: str, ret: str, params: list[str], body: list[str]) -> str:
-        return self.prelude.add(name, function(self.d.function_prefix, ret, name, params, body))
+    def add(self, name: str, ret: str, params: list[tuple[str, str]], body: list[str]) -> str:
+        return self.prelude.add(name, self.d.function(ret, name, params, body))
 
     # -- counts ---------------------------------------------------------------------------------
     def popcount_word(self) -> str:
@@ -57,23 +57,23 @@ class _Writer:
             return name
         native = self.d.popcount_native(self.u)
         if native is not None:
-            body = [f"return ({self.d.type_name(Elem.U32)}){native.format(v='v')};"]
-            return self.add(name, self.d.type_name(Elem.U32), [f"{self.ut} v"], body)
+            body = [f"return {self.d.convert(Elem.U32, native.format(v='v'))};"]
+            return self.add(name, self.d.type_name(Elem.U32), [(self.ut, "v")], body)
         top = self.u.bits - 8
         body = [
             f"v = v - ((v >> 1) & {self.lit(_M1)});",
             f"v = (v & {self.lit(_M2)}) + ((v >> 2) & {self.lit(_M2)});",
             f"v = (v + (v >> 4)) & {self.lit(_M4)};",
-            f"return ({self.d.type_name(Elem.U32)})((v * {self.lit(_ONES)}) >> {top});",
+            f"return {self.d.convert(Elem.U32, f'((v * {self.lit(_ONES)}) >> {top})')};",
         ]
-        return self.add(name, self.d.type_name(Elem.U32), [f"{self.ut} v"], body)
+        return self.add(name, self.d.type_name(Elem.U32), [(self.ut, "v")], body)
 
     def count(self, op: Op) -> str:
         name = f"ruda_{op.value}_{self.elem}"
         if name in self.prelude:
             return name
         pop, bits, u32 = self.popcount_word(), self.elem.bits, self.d.type_name(Elem.U32)
-        body = [f"{self.ut} v = {self.unsigned('x')};"]
+        body = [f"{self.d.declare(self.ut, ('v', self.unsigned('x')))};"]
         if op is Op.POPCOUNT:
             body.append(f"return {pop}(v);")
         elif op is Op.LEADING_ZEROS:
@@ -84,47 +84,48 @@ class _Writer:
             trailing = f"{pop}((v & ({self.lit(0)} - v)) - {self.lit(1)})"
             miss = f"{bits}u" if op is Op.TRAILING_ZEROS else "0u"
             hit = trailing if op is Op.TRAILING_ZEROS else f"{trailing} + 1u"
-            body.append(f"return v == {self.lit(0)} ? {miss} : {hit};")
-        return self.add(name, u32, [f"{self.ct} x"], body)
+            body.append(f"return {bare(self.d.select(f'v == {self.lit(0)}', miss, hit))};")
+        return self.add(name, u32, [(self.ct, "x")], body)
 
     # -- same-type results ----------------------------------------------------------------------
     def reverse(self) -> str:
         name = f"ruda_reverse_bits_{self.elem}"
         if name in self.prelude:
             return name
-        body = [f"{self.ut} v = {self.unsigned('x')};"]
+        body = [f"{self.d.declare(self.ut, ('v', self.unsigned('x')))};"]
         for s, mask in list(_SWAPS.items())[: 6 if self.wide else 5]:
             m = self.lit(mask)
             body.append(f"v = ((v >> {s}) & {m}) | ((v & {m}) << {s});")
         if self.elem.bits < 32:
             body.append(f"v = v >> {32 - self.elem.bits};")
-        body.append(f"return ({self.ct})v;")
-        return self.add(name, self.ct, [f"{self.ct} x"], body)
+        body.append(f"return {self.d.convert(self.elem, 'v')};")
+        return self.add(name, self.ct, [(self.ct, "x")], body)
 
     def mul_hi(self) -> str:
         name = f"ruda_mul_hi_{self.elem}"
         if name in self.prelude:
             return name
-        e, ct = self.elem, self.ct
+        d, e, ct = self.d, self.elem, self.ct
         if e.bits <= 32:
-            wide = self.d.type_name(Elem.I64 if e.is_signed else Elem.U64)
-            body = [f"return ({ct})((({wide})a * ({wide})b) >> {e.bits});"]
+            wide = Elem.I64 if e.is_signed else Elem.U64
+            product = f"({d.convert(wide, 'a')} * {d.convert(wide, 'b')})"
+            body = [f"return {d.convert(e, f'({product} >> {e.bits})')};"]
         else:
             ut, low = self.ut, self.lit(_M32)
-            body = [
-                f"{ut} x = ({ut})a, y = ({ut})b;",
-                f"{ut} x0 = x & {low}, x1 = x >> 32, y0 = y & {low}, y1 = y >> 32;",
-                f"{ut} p0 = x0 * y0, p1 = x0 * y1, p2 = x1 * y0, p3 = x1 * y1;",
-                f"{ut} mid = (p0 >> 32) + (p1 & {low}) + (p2 & {low});",
-                f"{ut} hi = p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);",
+            declared = [
+                [("x", d.convert(self.u, "a")), ("y", d.convert(self.u, "b"))],
+                [("x0", f"x & {low}"), ("x1", "x >> 32"), ("y0", f"y & {low}"), ("y1", "y >> 32")],
+                [("p0", "x0 * y0"), ("p1", "x0 * y1"), ("p2", "x1 * y0"), ("p3", "x1 * y1")],
+                [("mid", f"(p0 >> 32) + (p1 & {low}) + (p2 & {low})")],
+                [("hi", "p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32)")],
             ]
-            if (
-                e.is_signed
-            ):  # the unsigned product, less b * 2**64 for a < 0 and a * 2**64 for b < 0
+            body = [f"{d.declare(ut, *inits)};" for inits in declared]
+            if e.is_signed:  # the unsigned product, less b * 2**64 (a < 0) and a * 2**64 (b < 0)
                 zero = self.lit(0)
-                body.append(f"hi = hi - (a < 0 ? y : {zero}) - (b < 0 ? x : {zero});")
-            body.append(f"return ({ct})hi;")
-        return self.add(name, ct, [f"{ct} a", f"{ct} b"], body)
+                less = f"{d.select('a < 0', 'y', zero)} - {d.select('b < 0', 'x', zero)}"
+                body.append(f"hi = hi - {less};")
+            body.append(f"return {d.convert(e, 'hi')};")
+        return self.add(name, ct, [(ct, "a"), (ct, "b")], body)
 
     def saturating(self, op: Op) -> str:
         name = f"ruda_{op.value}_{self.elem}"
@@ -153,7 +154,7 @@ class _Writer:
                 f"{ct} s = ({ct})(({ut})a {sign} ({ut})b);",
                 f"return {overflow} ? (a < 0 ? {lo} : {hi}) : s;",
             ]
-        return self.add(name, ct, [f"{ct} a", f"{ct} b"], body)
+        return self.add(name, ct, [(ct, "a"), (ct, "b")], body)
 
 
 def bit_helper(d: Dialect, prelude: Prelude, op: Op, elem: Elem) -> str:

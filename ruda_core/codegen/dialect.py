@@ -42,6 +42,7 @@ from .names import C99_KEYWORDS, MATH_NAMES
 __all__ = [
     "BITS_ELEM",
     "BUFFERED_SHARED_ALIGN",
+    "OPERATORS",
     "Dialect",
     "MemSpace",
     "Usage",
@@ -63,6 +64,26 @@ class MemSpace(enum.Enum):
 BUFFERED_SHARED_ALIGN = 32
 #: The unsigned integer of each element size: the bit pattern type of atomics and bit casts.
 BITS_ELEM = {1: Elem.U8, 2: Elem.U16, 4: Elem.U32, 8: Elem.U64}
+#: The infix operator of each operation one computes (C's spelling, which WGSL shares).
+OPERATORS = {
+    Op.ADD: "+",
+    Op.SUB: "-",
+    Op.MUL: "*",
+    Op.DIV: "/",
+    Op.FLOOR_DIV: "/",
+    Op.MOD: "%",
+    Op.EQ: "==",
+    Op.NE: "!=",
+    Op.LT: "<",
+    Op.LE: "<=",
+    Op.GT: ">",
+    Op.GE: ">=",
+    Op.AND: "&&",
+    Op.OR: "||",
+    Op.BIT_AND: "&",
+    Op.BIT_OR: "|",
+    Op.BIT_XOR: "^",
+}
 
 
 def buffered_align_nbytes(definition: KernelDefinition) -> int:
@@ -319,6 +340,55 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
             for k, lane in enumerate(lanes)
         ]
 
+    # -- syntax -----------------------------------------------------------------------------
+
+    def convert(self, elem: Elem, expr: str, source: Elem | None = None) -> str:
+        """``expr`` (an atom, a value of ``source`` where the caller names it) converted to the
+        value type of ``elem`` as a C cast converts: an integer wraps to ``elem``'s width."""
+        return f"({self.type_name(elem)}){expr}"
+
+    def select(self, cond: str, a: str, b: str) -> str:
+        """An atom: ``a`` where the ``bool`` ``cond`` holds, else ``b``. Both branches may be
+        evaluated (each must be safe to evaluate)."""
+        return f"({cond} ? {a} : {b})"
+
+    def compare(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        """An atom: the comparison ``op`` (``EQ`` … ``GE``) of two values of ``elem``; a float
+        ``NE`` is true for a NaN."""
+        return f"({a} {OPERATORS[op]} {b})"
+
+    def nonzero(self, elem: Elem, expr: str) -> str:
+        """An atom: whether ``expr``, a value of ``elem``, is not zero (a NaN is not zero)."""
+        return f"({expr} != {self.literal(0, elem)})"
+
+    def shift_amount(self, elem: Elem, expr: str) -> str:
+        """The right operand of a shift of an ``elem`` value by ``expr``, a value of ``elem``
+        already below its width."""
+        return expr
+
+    def declare(self, ctype: str, *inits: tuple[str, str]) -> str:
+        """A declaration (without ``;``) of the mutable variables ``(name, value)`` of the C
+        type ``ctype``, which may open a ``for`` loop."""
+        return f"{ctype} " + ", ".join(f"{name} = {value}" for name, value in inits)
+
+    def function(
+        self, ret: str, name: str, params: Sequence[tuple[str, str]], body: Sequence[str]
+    ) -> str:
+        """The text of a helper function's definition returning ``ret``, with the parameters
+        ``(C type, name)``, which the body may assign. ``body`` lines are indented by their own
+        leading spaces plus one level."""
+        args = ", ".join(f"{ctype} {param}" for ctype, param in params)
+        lines = [f"{self.function_prefix} {ret} {name}({args}) {{"]
+        lines.extend(f"    {line}" for line in body)
+        lines.append("}")
+        return "\n".join(lines)
+
+    def int_native(self, op: Op, elem: Elem) -> str | None:
+        """A template over the operands ``{0}``, ``{1}``, ``{2}`` for an integer operation of
+        ``elem`` the target computes with a builtin or a helper of its own (its exact IR
+        semantics), or ``None`` (the default) for the portable form."""
+        return None
+
     # -- literals and conversions -----------------------------------------------------------
 
     def float_negation(self, elem: Elem, value: str) -> str:
@@ -379,7 +449,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
 
     def float_to_int(self, expr: str, source: Elem, target: Elem) -> str:
         """A float of ``source`` truncated toward zero to the integer ``target``."""
-        return f"({self.type_name(target)}){expr}"
+        return self.convert(target, expr, source)
 
     def bits_to_value(self, elem: Elem, expr: str) -> str:
         """Reinterprets an unsigned integer of ``elem``'s size as a value of ``elem``."""
@@ -387,7 +457,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
             return self.bit_casts[elem][0].format(expr)
         if elem.is_float:
             raise UnsupportedFeature(f"{self.name} has no bit cast to {elem}")
-        return f"({self.type_name(elem)}){expr}"
+        return self.convert(elem, expr)
 
     def value_to_bits(self, elem: Elem, expr: str) -> str:
         """Reinterprets a value of ``elem`` as the unsigned integer of its size."""
@@ -396,7 +466,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         if elem.is_float:
             raise UnsupportedFeature(f"{self.name} has no bit cast from {elem}")
         bits = BITS_ELEM[elem.nbytes]
-        return expr if elem is bits else f"({self.type_name(bits)}){expr}"
+        return expr if elem is bits else self.convert(bits, expr)
 
     def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
         """A call of the C99 math function ``fn`` (``exp``, ``fmin``, ``rint``, ``rsqrt`` …) on

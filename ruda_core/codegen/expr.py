@@ -18,34 +18,14 @@ from collections.abc import Callable, Sequence
 from ..errors import CompilationError
 from ..ir import COMPARE_OPS, FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Const, Elem, Op, Operand
 from .bits import BIT_OPS, bit_helper
-from .dialect import Dialect
-from .prelude import Prelude, function
+from .dialect import OPERATORS, Dialect
+from .prelude import Prelude, bare
 
-__all__ = ["OPERATORS", "Arg", "ExprLowering", "bare"]
+__all__ = ["Arg", "ExprLowering"]
 
 #: An operand, or C text already of the operand element's value type.
 Arg = Operand | str
 
-#: The infix operator of each operation one computes (WGSL spells them as C does).
-OPERATORS = {
-    Op.ADD: "+",
-    Op.SUB: "-",
-    Op.MUL: "*",
-    Op.DIV: "/",
-    Op.FLOOR_DIV: "/",
-    Op.MOD: "%",
-    Op.EQ: "==",
-    Op.NE: "!=",
-    Op.LT: "<",
-    Op.LE: "<=",
-    Op.GT: ">",
-    Op.GE: ">=",
-    Op.AND: "&&",
-    Op.OR: "||",
-    Op.BIT_AND: "&",
-    Op.BIT_OR: "|",
-    Op.BIT_XOR: "^",
-}
 #: C99 spellings that differ from the operation's name.
 _SPELLED: dict[Op, str] = {
     Op.ROUND: "rint",
@@ -59,19 +39,6 @@ _SPELLED: dict[Op, str] = {
 _MATH = {op: op.value for op in (FLOAT_UNARY | FLOAT_BINARY | FLOAT_TESTS) - {Op.RECIP}} | _SPELLED
 #: Composite operations an ``f16`` computes in ``f32`` even where the target has half arithmetic.
 _F16_IN_F32 = frozenset({Op.FLOOR_DIV, Op.MOD})
-
-
-def bare(expr: str) -> str:
-    """``expr`` without one pair of enclosing parentheses, where they enclose all of it (for
-    text that becomes a function argument)."""
-    if not (expr.startswith("(") and expr.endswith(")")):
-        return expr
-    depth = 0
-    for k, ch in enumerate(expr):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0 and k < len(expr) - 1:
-            return expr
-    return expr[1:-1]
 
 
 class ExprLowering:
@@ -117,7 +84,7 @@ class ExprLowering:
             return self.text(args[0])
         if op is Op.SELECT:
             cond, a, b = (self.text(x) for x in args)
-            return f"({cond} ? {a} : {b})"
+            return self.d.select(cond, a, b)
         if elem.is_float:
             return self._float(op, elem, args)
         return self._integer(op, elem, args)
@@ -133,19 +100,18 @@ class ExprLowering:
             return self.text(a)
         if target is Elem.BOOL:
             if source.is_float:
-                compute = d.compute_elem(source)
-                return f"({self.wide(a, source)} != {self.literal(0.0, compute)})"
-            return f"({self.text(a)} != {self.literal(0, source)})"
+                return d.nonzero(d.compute_elem(source), self.wide(a, source))
+            return d.nonzero(source, self.text(a))
         if source.is_float:
             value, compute = self.wide(a, source), d.compute_elem(source)
             if target.is_int:
                 return d.float_to_int(value, compute, target)
             if d.compute_elem(target) is not target:
                 return d.narrow(target, value, compute)
-            return f"({d.type_name(target)}){value}"
+            return d.convert(target, value, compute)
         if d.compute_elem(target) is not target:
             return d.narrow(target, self.text(a), source)
-        return f"({d.type_name(target)}){self.text(a)}"
+        return d.convert(target, self.text(a), source)
 
     # -- floats -----------------------------------------------------------------------------
 
@@ -157,7 +123,7 @@ class ExprLowering:
         else:
             w = [self.wide(a, elem) for a in args]
         if op in COMPARE_OPS:
-            return f"({w[0]} {OPERATORS[op]} {w[1]})"
+            return self.d.compare(op, compute, w[0], w[1])
         if op in FLOAT_TESTS:
             return self.d.math_call(_MATH[op], compute, w)
         value = self._float_value(op, compute, w)
@@ -186,31 +152,38 @@ class ExprLowering:
     # -- integers and bool ------------------------------------------------------------------
 
     def _integer(self, op: Op, elem: Elem, args: Sequence[Arg]) -> str:
-        t = [self.text(a) for a in args]
-        if op in COMPARE_OPS or op in (Op.AND, Op.OR):
+        d, t = self.d, [self.text(a) for a in args]
+        if op in COMPARE_OPS:
+            return d.compare(op, elem, t[0], t[1])
+        if op in (Op.AND, Op.OR):
             return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.NOT:
             return f"(!{t[0]})"
         if not elem.is_int:
             raise CompilationError(f"{op} is not defined on {elem}")
+        native = d.int_native(op, elem)
+        if native is not None:
+            return native.format(*t)
         if op in BIT_OPS:
-            return f"{bit_helper(self.d, self.prelude, op, elem)}({', '.join(t)})"
-        ctype = self.d.type_name(elem)
+            return f"{bit_helper(d, self.prelude, op, elem)}({', '.join(t)})"
         unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
-        utype = self.d.type_name(unsigned)
         wraps = elem.is_signed or elem.bits < 32
+
+        def u(x: str) -> str:
+            return d.convert(unsigned, x)
+
         if op in (Op.ADD, Op.SUB, Op.MUL):
             if not wraps:
                 return f"({t[0]} {OPERATORS[op]} {t[1]})"
-            return f"({ctype})(({utype}){t[0]} {OPERATORS[op]} ({utype}){t[1]})"
+            return d.convert(elem, f"({u(t[0])} {OPERATORS[op]} {u(t[1])})")
         if op is Op.NEG:
             zero = self.literal(0, unsigned)
-            return f"({ctype})({zero} - ({utype}){t[0]})" if wraps else f"({zero} - {t[0]})"
+            return d.convert(elem, f"({zero} - {u(t[0])})") if wraps else f"({zero} - {t[0]})"
         if op is Op.ABS:
             if not elem.is_signed:
                 return t[0]
             negated = self._integer(Op.NEG, elem, t)
-            return f"({t[0]} < {self.literal(0, elem)} ? {negated} : {t[0]})"
+            return d.select(f"{t[0]} < {self.literal(0, elem)}", negated, t[0])
         if op in (Op.FLOOR_DIV, Op.MOD):
             return self._division(op, elem, args, t)
         if op in (Op.MIN, Op.MAX):
@@ -220,16 +193,16 @@ class ExprLowering:
         if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
             return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.BIT_NOT:
-            return f"({ctype})(~{t[0]})" if elem.bits < 32 else f"(~{t[0]})"
+            return d.convert(elem, f"(~{t[0]})") if elem.bits < 32 else f"(~{t[0]})"
         if op in (Op.SHL, Op.SHR):
             amount = args[1]
             if isinstance(amount, Const):
                 shift = str(int(amount.value) % elem.bits)
             else:
-                shift = f"({t[1]} & {elem.bits - 1})"
+                shift = d.shift_amount(elem, f"({t[1]} & {elem.bits - 1})")
             if op is Op.SHR:
                 return f"({t[0]} >> {shift})"
-            return f"({ctype})(({utype}){t[0]} << {shift})" if wraps else f"({t[0]} << {shift})"
+            return d.convert(elem, f"({u(t[0])} << {shift})") if wraps else f"({t[0]} << {shift})"
         raise CompilationError(f"{op} is not defined on {elem}")
 
     def _division(self, op: Op, elem: Elem, args: Sequence[Arg], t: list[str]) -> str:
@@ -240,7 +213,7 @@ class ExprLowering:
         if isinstance(divisor, Const) and divisor.value != 0:
             return f"({t[0]} {OPERATORS[op]} {t[1]})"
         zero = self.literal(0, elem)
-        return f"({t[1]} == {zero} ? {zero} : {t[0]} {OPERATORS[op]} {t[1]})"
+        return self.d.select(f"{t[1]} == {zero}", zero, f"{t[0]} {OPERATORS[op]} {t[1]}")
 
     def _floordiv_helper(self, elem: Elem) -> str:
         name = f"ruda_floordiv_{elem}"
@@ -254,14 +227,14 @@ class ExprLowering:
             f"if (b == {self.literal(-1, elem)}) {{",
             f"    return {self._integer(Op.NEG, elem, ['a'])};",
             "}",
-            f"{ctype} q = a / b;",
+            f"{self.d.declare(ctype, ('q', 'a / b'))};",
             f"if (a % b != {zero} && (a < {zero}) != (b < {zero})) {{",
             f"    q = q - {one};",
             "}",
             "return q;",
         ]
-        params = [f"{ctype} a", f"{ctype} b"]
-        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "a"), (ctype, "b")]
+        return self.prelude.add(name, self.d.function(ctype, name, params, body))
 
     def _mod_helper(self, elem: Elem) -> str:
         name = f"ruda_mod_{elem}"
@@ -272,14 +245,14 @@ class ExprLowering:
             f"if (b == {zero} || b == {self.literal(-1, elem)}) {{",
             f"    return {zero};",
             "}",
-            f"{ctype} r = a % b;",
+            f"{self.d.declare(ctype, ('r', 'a % b'))};",
             f"if (r != {zero} && (r < {zero}) != (b < {zero})) {{",
             "    r = r + b;",
             "}",
             "return r;",
         ]
-        params = [f"{ctype} a", f"{ctype} b"]
-        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "a"), (ctype, "b")]
+        return self.prelude.add(name, self.d.function(ctype, name, params, body))
 
     def _clamp_helper(self, elem: Elem) -> str:
         name = f"ruda_clamp_{elem}"
@@ -290,8 +263,8 @@ class ExprLowering:
             "if (lo > hi) {",  # turns the plain form into its clamp, undefined for lo > hi
             "    return hi;",
             "}",
-            f"{ctype} m = {self.d.int_extremum(Op.MAX, elem, 'x', 'lo')};",
+            f"{self.d.declare(ctype, ('m', self.d.int_extremum(Op.MAX, elem, 'x', 'lo')))};",
             f"return {self.d.int_extremum(Op.MIN, elem, 'm', 'hi')};",
         ]
-        params = [f"{ctype} x", f"{ctype} lo", f"{ctype} hi"]
-        return self.prelude.add(name, function(self.d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "x"), (ctype, "lo"), (ctype, "hi")]
+        return self.prelude.add(name, self.d.function(ctype, name, params, body))

@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from ..errors import UnsupportedFeature
 from ..ir import Elem, Op
 from .expr import ExprLowering
-from .prelude import function
 
 __all__ = ["PlaneLowering"]
 
@@ -97,8 +96,8 @@ class PlaneLowering:
             f"{ctype} other = {read};",
             f"return inside ? other : {lit(False if elem is Elem.BOOL else 0, elem)};",
         ]
-        params = [f"{ctype} v", f"{u32} src"]
-        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "v"), (u32, "src")]
+        return self.expr.prelude.add(name, d.function(ctype, name, params, body))
 
     def _reduce(self, op: Op, elem: Elem) -> str:
         """``ruda_<op>_<elem>(v, lane)``: a butterfly on a whole plane, a tree into lane 0 and a
@@ -128,8 +127,8 @@ class PlaneLowering:
             "}",
             f"return {d.shuffle('idx', elem, 'v', zero)};",
         ]
-        params = [f"{ctype} v", f"{u32} lane"]
-        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "v"), (u32, "lane")]
+        return self.expr.prelude.add(name, d.function(ctype, name, params, body))
 
     def _scan(self, op: Op, elem: Elem) -> str:
         name = f"ruda_{op.value}_{elem}"
@@ -155,8 +154,8 @@ class PlaneLowering:
                 f"{ctype} t = {d.shuffle('up', elem, 's', one)};",
                 f"return lane == {lit(0, Elem.U32)} ? {lit(0, elem)} : t;",
             ]
-        params = [f"{ctype} v", f"{u32} lane"]
-        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "v"), (u32, "lane")]
+        return self.expr.prelude.add(name, d.function(ctype, name, params, body))
 
     def _relative(self, op: Op, elem: Elem) -> str:
         """``ruda_<op>_<elem>(v, delta or mask, lane)``: the shuffle, or ``v`` where its source
@@ -176,5 +175,5 @@ class PlaneLowering:
             f"{ctype} other = {d.shuffle(mode, elem, 'v', arg)};",
             f"return {inside} ? other : v;",
         ]
-        params = [f"{ctype} v", f"{u32} {arg}", f"{u32} lane"]
-        return self.expr.prelude.add(name, function(d.function_prefix, ctype, name, params, body))
+        params = [(ctype, "v"), (u32, arg), (u32, "lane")]
+        return self.expr.prelude.add(name, d.function(ctype, name, params, body))

@@ -3,14 +3,13 @@
 Helpers (Python floor division, compare-and-swap loops, plane reductions …) are emitted once
 each, only when a kernel uses them, in the order they were first requested; a helper requests
 its own dependencies before it registers itself, so every helper is defined before its first use.
-This module formats text only; it knows no operation and no target.
+This module formats text only; it knows no operation and no target (a dialect writes each
+helper's definition: :meth:`~ruda_core.codegen.dialect.Dialect.function`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-__all__ = ["Prelude", "function"]
+__all__ = ["Prelude", "bare"]
 
 
 class Prelude:
@@ -39,10 +38,14 @@ class Prelude:
         return lines
 
 
-def function(prefix: str, ret: str, name: str, params: Sequence[str], body: Sequence[str]) -> str:
-    """The text of a function definition. ``body`` lines are indented by their own leading
-    spaces plus one level."""
-    lines = [f"{prefix} {ret} {name}({', '.join(params)}) {{"]
-    lines.extend(f"    {line}" for line in body)
-    lines.append("}")
-    return "\n".join(lines)
+def bare(expr: str) -> str:
+    """``expr`` without one pair of enclosing parentheses, where they enclose all of it (for
+    text that becomes a function argument or a statement's whole expression)."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for k, ch in enumerate(expr):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(expr) - 1:
+            return expr
+    return expr[1:-1]

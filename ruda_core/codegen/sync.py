@@ -16,7 +16,6 @@ from ..errors import CompilationError
 from ..ir import BuiltinKind, Elem, Op
 from .atomics import AtomicLowering
 from .dialect import MemSpace
-from .prelude import function
 
 __all__ = ["COUNTER", "SyncLowering"]
 
@@ -92,5 +91,5 @@ class SyncLowering:
             f"return {read};",
         ]
         pointer = f"{d.qualified(shared, d.storage_type(Elem.U32, shared))}*"
-        params = [f"{d.type_name(Elem.BOOL)} p", f"{u32} unit", f"{pointer} counter"]
-        return self.expr.prelude.add(name, function(d.function_prefix, u32, name, params, body))
+        params = [(d.type_name(Elem.BOOL), "p"), (u32, "unit"), (pointer, "counter")]
+        return self.expr.prelude.add(name, d.function(u32, name, params, body))
