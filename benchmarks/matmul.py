@@ -7,7 +7,9 @@ cuBLAS's f32 path); ``RUDA_BENCH_N`` changes the size. On ``cpu`` (the NumPy ref
 and OpenCL devices: f16 and f32 at 64^3, 128^3 and 256^3 (``RUDA_BENCH_SIZES=64,128``). The first
 call tunes ruda's candidates (not timed); every result is checked against float64 NumPy before
 it is timed. Times are the best of ``ROUNDS`` runs of ``REPS`` back-to-back products between
-syncs. Needs PyTorch for the comparison column (``-`` without it).
+syncs. Each row also says how long the first call took (tuning and building included, with an
+empty tuning cache) and which candidate the tuner chose. Needs PyTorch for the comparison column
+(``-`` without it).
 Run: ``python benchmarks/matmul.py cuda:0`` or ``python benchmarks/matmul.py cpu``.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -24,6 +27,7 @@ import timing
 import ruda_core as ruda
 from ruda_core.ir import Elem
 from ruda_core.ops import matmul
+from ruda_core.ops.matmul import _TUNER, _candidates
 from ruda_core.tensor import RudaTensor
 
 REPS = 5
@@ -74,7 +78,11 @@ def measure(client, device: str, dtype: np.dtype, n: int, unit: float) -> None:
     a = rng.uniform(-1, 1, (n, n)).astype(np.float32).astype(dtype)
     b = rng.uniform(-1, 1, (n, n)).astype(np.float32).astype(dtype)
     ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
-    check(matmul(client, ta, tb).to_numpy(client), a, b, f"ruda {dtype.name} {n}")
+    start = time.perf_counter()
+    first = matmul(client, ta, tb)
+    client.sync().result()
+    tuned = time.perf_counter() - start
+    check(first.to_numpy(client), a, b, f"ruda {dtype.name} {n}")
     sync = lambda: client.sync().result()  # noqa: E731  # a one-line callback
     flops = 2.0 * n**3
     ruda_s = best_seconds(lambda: matmul(client, ta, tb), sync)
@@ -83,7 +91,11 @@ def measure(client, device: str, dtype: np.dtype, n: int, unit: float) -> None:
     if peer is not None:
         torch_s = best_seconds(*peer)
         torch_col = f"{flops / torch_s / unit:8.2f}"
-    print(f"{dtype.name:>9} {n:>6}^3  ruda {flops / ruda_s / unit:8.2f}  torch {torch_col}")
+    winner = _TUNER.tune(client, _candidates(client, Elem.from_dtype(dtype), False), ta, tb).winner
+    print(
+        f"{dtype.name:>9} {n:>6}^3  ruda {flops / ruda_s / unit:8.2f}  torch {torch_col}"
+        f"  (first call, tuning included: {tuned:.1f} s; winner {winner})"
+    )
 
 
 def main() -> None:

@@ -157,9 +157,12 @@ def _zeros(client: ComputeClient, m: int, n: int) -> RudaTensor:
     return RudaTensor.from_numpy(client, np.zeros((m, n), np.float32))
 
 
-def _key(a: RudaTensor, b: RudaTensor) -> tuple[int, int, int, str]:
+def _key(a: RudaTensor, b: RudaTensor) -> tuple[int, int, int, str, bool]:
+    """The size class, the element and whether rows are whole lines (which some candidates
+    need: a winner on whole lines must not be reused on others)."""
     (m, k), n = a.shape, b.shape[1]
-    return anchor(m), anchor(n), anchor(k), a.elem.value
+    lines = (k * a.elem.nbytes) % LINE_BYTES == 0 and (n * a.elem.nbytes) % LINE_BYTES == 0
+    return anchor(m), anchor(n), anchor(k), a.elem.value, lines
 
 
 def _candidates(client: ComputeClient, elem: Elem, allow_tf32: bool) -> TunableSet:
