@@ -1,5 +1,6 @@
-"""IR -> WGSL: the emitter (:mod:`.emitter`), value operations (:mod:`.values`), what a module
-binds (:mod:`.bindings`) and the launch record (:mod:`.layout`). Pure; imports no driver."""
+"""IR -> WGSL: the emitter (:mod:`.emitter`), the dialect of the shared expression lowering
+(:mod:`.dialect`), what a module binds (:mod:`.bindings`) and the launch record
+(:mod:`.layout`). Pure; imports no driver."""
 
 from .bindings import all_writable, workgroup_nbytes, writable_arrays
 from .emitter import WgslEmitter, WgslTarget

@@ -21,7 +21,7 @@ from ruda_core.ir import (
 )
 from ruda_core.ir.bounds import REPORT_PARAM
 
-from .values import NARROW
+from .dialect import NARROW
 
 __all__ = [
     "all_writable",

@@ -1,8 +1,8 @@
 """The WGSL helper functions of the value operations WGSL lacks or a driver gets wrong, as
 text, by name (:data:`HELPERS`): ``ruda_<op>_f32`` over ``f32`` operands ``a`` (``b``; ``f16``
 is computed in ``f32``), ``ruda_<op>_<type>`` for integers, and the helpers those call.
-:func:`call` registers a helper, after those it calls, in a kernel's
-:class:`~ruda_core.codegen.prelude.Prelude`. Each says in a comment why it is written out.
+:func:`referenced` finds those a module calls (WGSL declares functions in any order). Each
+says in a comment why it is written out.
 Loops in them are short or unrolled: lavapipe stops a unit's loops after 65 535 turns in all.
 Imports no driver.
 """
@@ -10,12 +10,11 @@ Imports no driver.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 
-from ruda_core.codegen.prelude import Prelude
-from ruda_core.ir import BIT_COUNTS, FLOAT_BINARY, INT_BINARY, Op
+from ruda_core.ir import FLOAT_BINARY, Op
 
-__all__ = ["HELPERS", "call"]
+__all__ = ["HELPERS", "referenced"]
 
 
 #: The start of fmod's and remainder's long division: NaN for an infinite dividend or a zero
@@ -231,7 +230,9 @@ _LGAMMA_POSITIVE = """fn ruda_lgamma_pos_f32(a: f32) -> f32 {
     return f32(0.91893853320467274) + (x + f32(0.5)) * log(t) - t + log(s);
 }"""
 
-#: Bodies of integer helpers, keyed by (operation, WGSL type).
+#: Bodies of the integer helpers over ``a`` and ``b``, keyed by (operation, WGSL type): the forms
+#: of the shared lowering (:mod:`ruda_core.codegen.expr`) that NVIDIA's Vulkan computed wrongly,
+#: and saturation without the 64-bit integers an adapter may lack.
 _INT: dict[tuple[Op, str], str] = {}
 for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
     _INT[(Op.FLOOR_DIV, f"i{_bits}")] = f"""    if (b == 0{_s}) {{ return 0{_s}; }}
@@ -259,35 +260,6 @@ for _bits, _s, _u in ((32, "i", "u"), (64, "li", "lu")):
     ):
         _body = f"    let s = a {_sign} b;\n    if (({_overflow}) < 0{_s}) {{ return {_clamped}; }}"
         _INT[(_op, f"i{_bits}")] = _body + "\n    return s;"
-_INT[(Op.MUL_HI, "u32")] = """    return u32((u64(a) * u64(b)) >> 32u);"""
-_INT[(Op.MUL_HI, "i32")] = """    return i32((i64(a) * i64(b)) >> 32u);"""
-_INT[(Op.LEADING_ZEROS, "u64")] = """    let hi = u32(a >> 32u);
-    if (hi != 0u) { return countLeadingZeros(hi); }
-    return 32u + countLeadingZeros(u32(a));"""
-_INT[(Op.TRAILING_ZEROS, "u64")] = """    let lo = u32(a & 0xfffffffflu);
-    if (lo != 0u) { return countTrailingZeros(lo); }
-    return 32u + countTrailingZeros(u32(a >> 32u));"""
-_INT[(Op.FIND_FIRST_SET, "u64")] = """    if (a == 0lu) { return 0u; }
-    let lo = u32(a & 0xfffffffflu);
-    if (lo != 0u) { return countTrailingZeros(lo) + 1u; }
-    return 33u + countTrailingZeros(u32(a >> 32u));"""
-_INT[(Op.REVERSE_BITS, "u64")] = """    let hi = u64(reverseBits(u32(a)));
-    return (hi << 32u) | u64(reverseBits(u32(a >> 32u)));"""
-_INT[(Op.MUL_HI, "u64")] = """    let m = 0xfffffffflu;
-    let p0 = (a & m) * (b & m);
-    let p1 = (a & m) * (b >> 32u);
-    let p2 = (a >> 32u) * (b & m);
-    let mid = (p0 >> 32u) + (p1 & m) + (p2 & m);
-    return (a >> 32u) * (b >> 32u) + (p1 >> 32u) + (p2 >> 32u) + (mid >> 32u);"""
-_INT[(Op.MUL_HI, "i64")] = """    let ua = bitcast<u64>(a);
-    let ub = bitcast<u64>(b);
-    var hi = ruda_mul_hi_u64(ua, ub);
-    if (a < 0li) { hi = hi - ub; }
-    if (b < 0li) { hi = hi - ua; }
-    return bitcast<i64>(hi);"""
-for _op in (Op.LEADING_ZEROS, Op.TRAILING_ZEROS, Op.FIND_FIRST_SET):
-    _INT[(_op, "i64")] = _INT[(_op, "u64")].replace("(a", "(u64(a)")
-_INT[(Op.REVERSE_BITS, "i64")] = "    return bitcast<i64>(ruda_reverse_bits_u64(bitcast<u64>(a)));"
 
 
 #: ``ruda_round_f16(x)``: the ``f32`` ``x`` rounded to the nearest ``f16`` value, ties to even,
@@ -332,21 +304,19 @@ HELPERS = dict(
     _fn(f"ruda_{op.value}_f32", 1 + (op in FLOAT_BINARY or op is Op.POW), "f32", "f32", body)
     for op, body in _FLOAT.items()
 )
-for (_op, _ty), _body in _INT.items():
-    _binary = _op in INT_BINARY or _op in (Op.FLOOR_DIV, Op.MOD)
-    _ret = "u32" if _op in BIT_COUNTS else _ty
-    HELPERS.update([_fn(f"ruda_{_op.value}_{_ty}", 1 + _binary, _ty, _ret, _body)])
+HELPERS.update(_fn(f"ruda_{op.value}_{ty}", 2, ty, ty, body) for (op, ty), body in _INT.items())
 for _text in (_POW_POSITIVE, _LGAMMA_POSITIVE, _ROUND_F16, _ZERO_SAFE_PRODUCT):
     HELPERS[_text[3 : _text.index("(")]] = _text
 _CALLED = re.compile(r"\b(ruda_\w+)\(")
 
 
-def call(prelude: Prelude, name: str, args: Sequence[str]) -> str:
-    """The call of helper ``name`` on ``args``, registered in ``prelude`` after the helpers it
-    calls."""
-    if name not in prelude:
-        for called in _CALLED.findall(HELPERS[name]):
-            if called != name:
-                call(prelude, called, ())
-        prelude.add(name, HELPERS[name])
-    return f"{name}({', '.join(args)})"
+def referenced(texts: Iterable[str]) -> list[str]:
+    """The definitions of the helpers that ``texts`` call, and of those they call."""
+    found: dict[str, str] = {}
+    pending = [name for text in texts for name in _CALLED.findall(text)]
+    while pending:
+        name = pending.pop()
+        if name in HELPERS and name not in found:
+            found[name] = HELPERS[name]
+            pending += _CALLED.findall(HELPERS[name])
+    return sorted(found.values())

@@ -18,9 +18,12 @@ from ruda_core.codegen.prelude import Prelude
 from ruda_core.errors import UnsupportedFeature
 from ruda_core.ir import Elem, Op
 
-from .values import NARROW, TYPES, literal, wrap
+from .dialect import NARROW, WgslDialect, wrap
 
 __all__ = ["plane_value"]
+
+_D = WgslDialect(frozenset(Elem))
+literal = _D.literal
 
 _REDUCE = {
     Op.PLANE_SUM: "subgroupAdd",
@@ -87,7 +90,7 @@ def _shuffled(op: Op, value: str, args: Sequence[str], shuffle: str, zero: str) 
 def _wide(op: Op, elem: Elem, args: Sequence[str], prelude: Prelude) -> str:
     """A plane operation on a 64-bit integer: shuffled as two words, reduced and scanned by
     reading every lane of the plane in turn (``PLANE_DIM`` shuffles)."""
-    ty = TYPES[elem]
+    ty = _D.type_name(elem)
     shuffle = f"ruda_shuffle_{ty}"
     whole = "u64(lo) | (u64(hi) << 32u)"
     prelude.add(

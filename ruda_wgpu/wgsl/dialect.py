@@ -1,0 +1,224 @@
+"""WGSL as a :class:`~ruda_core.codegen.Dialect` of the shared expression lowering
+(:class:`~ruda_core.codegen.expr.ExprLowering`, whose integer and float semantics it reuses).
+
+WGSL is not C: conversions are constructor calls (``f32(x)``), there is no ``?:``
+(``select(false_value, true_value, condition)`` evaluates both, which every use allows), a
+declaration is ``var x: T = v``, a helper's parameters are immutable, a shift amount is a ``u32``,
+and there are no 8- or 16-bit integers: they are held in ``i32``/``u32`` and wrapped to their
+width after each conversion (:func:`wrap`). ``f16`` is computed in ``f32`` and rounded once per
+operation to nearest even, by the bits (``ruda_round_f16``), whatever the driver's conversion
+does. A compiler may assume that no float is a NaN or an infinity, so NaN tests, ``!=`` (naga's
+is ordered) and the truth of a float are written on the bits. Operations WGSL lacks (``log1p``,
+``erf`` …) call the helpers of :mod:`.helpers`, which the emitter adds where called. Pure;
+imports no driver.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+
+from ruda_core.codegen import Dialect, words
+from ruda_core.codegen.prelude import bare
+from ruda_core.ir import Elem, Op
+
+from .names import RESERVED
+
+__all__ = ["NARROW", "WgslDialect", "nan_unless_finite", "wrap"]
+
+#: The WGSL type of each element type ruda holds in WGSL (64-bit integers need the adapter's
+#: ``shader-int64``, ``f16`` its ``shader-f16``). ``f64`` is not one: the driver never offers it
+#: (see :func:`ruda_wgpu.server._features`), so floats are ``f16`` or ``f32``, with 32-bit bits.
+_TYPES = {Elem(t): t for t in words("bool i32 u32 i64 u64 f16 f32")}
+_TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
+#: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width.
+NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
+#: The math functions (C99 names) WGSL has under another name.
+_RENAMED = {"rint": "round", "fabs": "abs"}  # WGSL's round takes ties to even, as rint
+
+
+def _magnitude(test: str) -> str:
+    """A ``test`` (``"> 2139095040u"``: NaN) of the bits of the ``f32`` ``{0}`` without its sign:
+    a compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
+    return "((bitcast<u32>({0}) & 2147483647u) " + test + ")"
+
+
+_NAN = _magnitude("> 2139095040u")
+#: The ``f32`` math functions of one expression over the operands ``{0}``, ``{1}``.
+_FORMS = {
+    "isnan": _NAN,
+    "isinf": _magnitude("== 2139095040u"),
+    "isfinite": _magnitude("< 2139095040u"),
+    "log10": f"(log2({{0}}) * {math.log10(2.0)!r}f)",
+    "copysign": "select(abs({0}), -abs({0}), {1} < 0.0f || ({1} == 0.0f && 1.0f / {1} < 0.0f))",
+    # C's fmin/fmax: a NaN operand gives the other one
+    "fmin": f"select(select(min({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
+    "fmax": f"select(select(max({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
+}
+#: The ``f32`` math functions a helper of :mod:`.helpers` computes (WGSL lacks them, or a
+#: driver's is coarse or wrong at special values).
+_HELPED = words(
+    "pow log1p expm1 acosh atan atan2 fmod remainder asin acos tanh cbrt hypot erf erfc lgamma"
+)
+#: The 32-bit bit counts WGSL has builtins for.
+_COUNTS = {
+    Op.POPCOUNT: "u32(countOneBits({0}))",
+    Op.LEADING_ZEROS: "u32(countLeadingZeros({0}))",
+    Op.TRAILING_ZEROS: "u32(countTrailingZeros({0}))",
+    Op.REVERSE_BITS: "reverseBits({0})",
+}
+_ASSIGNS = re.compile(r"^\s*(\w+) = ", re.M)
+
+
+def wrap(x: str, elem: Elem) -> str:
+    """``x``, a value of ``elem``'s WGSL type, wrapped to ``elem``'s width (a narrow integer
+    held in 32 bits); ``x`` itself for other types."""
+    if elem not in NARROW:
+        return x
+    if elem.is_signed:
+        shift = 32 - elem.bits
+        return f"(({x} << {shift}u) >> {shift}u)"
+    return f"({x} & {(1 << elem.bits) - 1}u)"
+
+
+def _special(x: float, elem: Elem) -> str:
+    """An infinity or NaN of ``f32`` or ``f16``, by its bits (WGSL has no literal for them)."""
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    value = f"bitcast<f32>({bits}u)"
+    return value if elem is Elem.F32 else f"f16({value})"
+
+
+def nan_unless_finite(value: str, x: str) -> str:
+    """``value``, or NaN where the ``f32`` ``x`` is an infinity or a NaN, by its bits: what a
+    compiler that assumes finite values would fold to ``value`` alone."""
+    test = _magnitude(">= 2139095040u").format(x)
+    return f"select({value}, {_special(math.nan, Elem.F32)}, {test})"
+
+
+class WgslDialect(Dialect):
+    """WGSL for an adapter whose shaders hold the element types ``elems``."""
+
+    name = "WGSL"
+    reserved = RESERVED
+    int_suffix = {e: "i" if e.is_signed else "u" for e in NARROW | {Elem.I32, Elem.U32}}
+    int_suffix |= {Elem.I64: "li", Elem.U64: "lu"}
+    overloaded_math = True
+    bit_casts = {
+        Elem.F32: ("bitcast<f32>({})", "bitcast<u32>({})"),
+        Elem.F16: (
+            "f16(unpack2x16float(u32({}) & 0xffffu).x)",
+            "(pack2x16float(vec2<f32>(f32({}), 0.0f)) & 0xffffu)",
+        ),
+    }
+
+    def __init__(self, elems: frozenset[Elem]) -> None:
+        self.types = {e: t for e, t in _TYPES.items() if e in elems}
+
+    # -- syntax -----------------------------------------------------------------------------
+
+    def convert(self, elem: Elem, expr: str, source: Elem | None = None) -> str:
+        ty = self.type_name(elem)
+        if source is Elem.BOOL:
+            return self.select(expr, self.literal(1, elem), self.literal(0, elem))
+        if source is not None and source.is_int and elem.bits == 64 and source.bits < 64:
+            # widened in the source's signedness, then reinterpreted: naga's conversions
+            # between 32-bit and 64-bit integers of different signedness extend wrongly
+            wide = Elem.I64 if source.is_signed else Elem.U64
+            value = f"{self.type_name(wide)}({bare(expr)})"
+            return value if wide is elem else f"bitcast<{ty}>({value})"
+        return wrap(f"{ty}({bare(expr)})", elem)
+
+    def select(self, cond: str, a: str, b: str) -> str:
+        return f"select({b}, {a}, {cond})"
+
+    def compare(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        if elem is Elem.BOOL and op not in (Op.EQ, Op.NE):  # WGSL orders no bools: 0 and 1
+            a, b = (self.select(x, "1u", "0u") for x in (a, b))
+        if op is Op.NE and elem.is_float:  # naga's != is ordered: false for a NaN
+            return f"(!({a} == {b}))"
+        return super().compare(op, elem, a, b)
+
+    def nonzero(self, elem: Elem, expr: str) -> str:
+        return _magnitude("!= 0u").format(expr) if elem.is_float else super().nonzero(elem, expr)
+
+    def shift_amount(self, elem: Elem, expr: str) -> str:
+        return expr if self.type_name(elem) == "u32" else f"u32{expr}"
+
+    def declare(self, ctype: str, *inits: tuple[str, str]) -> str:
+        return "; ".join(f"var {name}: {ctype} = {value}" for name, value in inits)
+
+    def function(
+        self, ret: str, name: str, params: Sequence[tuple[str, str]], body: Sequence[str]
+    ) -> str:
+        assigned = set(_ASSIGNS.findall("\n".join(body)))
+        renamed = {p: f"{p}_" if p in assigned else p for _, p in params}
+        args = ", ".join(f"{renamed[p]}: {ty}" for ty, p in params)
+        copies = [f"    var {p} = {renamed[p]};" for p in renamed if p in assigned]
+        return "\n".join(
+            [f"fn {name}({args}) -> {ret} {{", *copies, *(f"    {x}" for x in body), "}"]
+        )
+
+    def int_native(self, op: Op, elem: Elem) -> str | None:
+        ty = self.type_name(elem)
+        if op in (Op.FLOOR_DIV, Op.MOD) and elem.is_signed:  # see helpers: no % on NVIDIA
+            helper = f"ruda_{op.value}_{'i64' if elem.bits == 64 else 'i32'}({{0}}, {{1}})"
+            return wrap(helper, elem)
+        if op in (Op.SATURATING_ADD, Op.SATURATING_SUB) and elem in NARROW:
+            if op is Op.SATURATING_SUB and not elem.is_signed:
+                return "select({0} - {1}, 0u, {1} > {0})"
+            low = -(1 << (elem.bits - 1)) if elem.is_signed else 0
+            bounds = f"{self.literal(low, elem)}, {self.literal(low + (1 << elem.bits) - 1, elem)}"
+            return f"clamp({{0}} {'+' if op is Op.SATURATING_ADD else '-'} {{1}}, {bounds})"
+        if op in (Op.SATURATING_ADD, Op.SATURATING_SUB):  # no 64-bit products or selects
+            return f"ruda_{op.value}_{ty}({{0}}, {{1}})"
+        if elem.bits == 32 and op in _COUNTS:
+            return _COUNTS[op]
+        if elem.bits == 32 and op is Op.FIND_FIRST_SET:
+            return f"select(0u, u32(countTrailingZeros({{0}})) + 1u, {{0}} != 0{ty[0]})"
+        return None
+
+    def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        return f"{'min' if op is Op.MIN else 'max'}({a}, {b})"
+
+    def popcount_native(self, word: Elem) -> str | None:
+        if word is Elem.U32:
+            return "countOneBits({v})"
+        return "(countOneBits(u32({v} & 0xfffffffflu)) + countOneBits(u32({v} >> 32u)))"
+
+    # -- literals and floats ----------------------------------------------------------------
+
+    def literal(self, value: int | float | bool, elem: Elem) -> str:
+        if elem is Elem.F16:  # its own literals, though computed in f32
+            value = float(value)
+            finite = math.isfinite(value)
+            return self.float_literal(value, elem) if finite else _special(value, elem)
+        return super().literal(value, elem)
+
+    def float_literal(self, value: float, elem: Elem) -> str:
+        if elem is Elem.F16:
+            return f"{float(np.float16(value))!r}h"
+        return f"{value!r}f"
+
+    def float_special(self, value: float, elem: Elem) -> str:
+        return _special(value, elem)
+
+    def compute_elem(self, elem: Elem) -> Elem:
+        return Elem.F32 if elem is Elem.F16 else elem
+
+    def widen(self, elem: Elem, expr: str) -> str:
+        return f"f32({expr})"
+
+    def narrow(self, elem: Elem, expr: str, source: Elem) -> str:
+        x = bare(expr) if source is Elem.F32 else f"f32({bare(expr)})"
+        return f"f16(ruda_round_f16({x}))"
+
+    def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
+        if fn in _FORMS:
+            return _FORMS[fn].format(*args)
+        if fn in _HELPED:
+            return f"ruda_{fn}_f32({', '.join(args)})"
+        return super().math_call(_RENAMED.get(fn, fn), elem, args)
