@@ -14,9 +14,11 @@ the matrices' edges read zeros and only elements inside ``out`` are written, so 
 works.
 
 * :func:`matmul_fma`: a cube of ``(BM/RM) x (BN/RN)`` units, each holding an ``RM x RN``
-  register tile of sums for the rows ``ty + i*BM/RM`` and columns ``tx + j*BN/RN`` of the
-  block (strided, so a plane's shared reads and global writes are contiguous); ``a``'s stages
-  are stored transposed, as f32, and every product is one fused multiply-add in k order.
+  register tile of sums in quads: rows ``g*BM/GA + ty*WA + q`` for each of its ``GA = RM/WA``
+  groups of ``WA`` (4, or ``RM`` when smaller) rows, columns likewise (``WB``, ``GB``), so a
+  step of ``k`` reads each group as one line of shared memory and a plane's reads of a group
+  are contiguous; ``a``'s stages are stored transposed, as f32, and every product is one fused
+  multiply-add in k order. Interior blocks write each quad of a row as one line.
 * :func:`matmul_cmma`: a cube of ``WM x WN`` planes, each holding ``FM x FN`` accumulators of
   ``16 x 16`` (an ``FM*16 x FN*16`` part of the block) for the whole ``k`` loop and
   multiplying ``16 x 16 x TK`` cooperative-matrix fragments of ``In`` (tf32 for f32 input,
@@ -182,6 +184,8 @@ def matmul_fma(
 ):
     UX = BN // RN  # units along n
     UNITS = UX * (BM // RM)
+    WA = 4 if RM % 4 == 0 else RM  # rows of a quad
+    WB = 4 if RN % 4 == 0 else RN  # columns of a quad
     SA = BM + OUT_PAD  # the row stride of a's transposed stage (BK x BM)
     sa = SharedMemory(f32, STAGES * BK * SA)
     sb = SharedMemory(f32, STAGES * BK * BN)
@@ -210,13 +214,11 @@ def matmul_fma(
             t = (st + u32(1)) * u32(BK)
             _fetch(a, ra, row0, t, m, k, BM, BK, VA, UNITS, INTERIOR)
             _fetch(b, rb, t, col0, k, n, BK, BN, VB, UNITS, INTERIOR)
-        at_a = cur * u32(BK * SA) + ty
-        at_b = cur * u32(BK * BN) + tx
+        at_a = cur * u32(BK * SA) + ty * u32(WA)
+        at_b = cur * u32(BK * BN) + tx * u32(WB)
         for kk in unroll(range(BK)):
-            for i in unroll(range(RM)):
-                fa[i] = sa[at_a + u32(kk * SA + i * (BM // RM))]
-            for j in unroll(range(RN)):
-                fb[j] = sb[at_b + u32(kk * BN + j * UX)]
+            _quads(sa, fa, at_a + u32(kk * SA), BM, RM, WA)
+            _quads(sb, fb, at_b + u32(kk * BN), BN, RN, WB)
             for i in unroll(range(RM)):
                 for j in unroll(range(RN)):
                     acc[i * RN + j] = fma(fa[i], fb[j], acc[i * RN + j])
@@ -229,11 +231,29 @@ def matmul_fma(
         sync_units()
         st += u32(1)
     for i in unroll(range(RM)):
-        r = row0 + ty + u32(i * (BM // RM))
-        for j in unroll(range(RN)):
-            c = col0 + tx + u32(j * UX)
-            if INTERIOR or (r < m and c < n):
-                out[r * n + c] = acc[i * RN + j]
+        r = row0 + u32(i // WA * (BM // (RM // WA)) + i % WA) + ty * u32(WA)
+        for h in unroll(range(RN // WB)):
+            c = col0 + u32(h * (BN // (RN // WB))) + tx * u32(WB)
+            at = i * RN + h * WB
+            if INTERIOR and WB == 4:
+                quad = Line(acc[at], acc[at + 1], acc[at + 2], acc[at + 3])
+                out.store_line((r * n + c) // u32(4), quad)
+            elif INTERIOR:
+                out.store_line((r * n + c) // u32(2), Line(acc[at], acc[at + 1]))
+            else:
+                for q in unroll(range(WB)):
+                    if r < m and c + u32(q) < n:
+                        out[r * n + c + u32(q)] = acc[at + q]
+
+
+@func
+def _quads(s, f, at: u32, B: Comptime[int], R: Comptime[int], W: Comptime[int]):
+    """``f[g*W + q] = s[at + g*B/(R/W) + q]``: a unit's ``R`` values of one step of ``k``, its
+    ``R/W`` groups of ``W`` read as lines (``at`` a multiple of ``W``)."""
+    for g in unroll(range(R // W)):
+        line = s.load_line((at + u32(g * (B // (R // W)))) // u32(W), W)
+        for q in unroll(range(W)):
+            f[g * W + q] = line[q]
 
 
 @func
