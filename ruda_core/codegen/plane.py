@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from ..errors import UnsupportedFeature
 from ..ir import Elem, Op
 from .expr import ExprLowering
+from .prelude import bare
 
 __all__ = ["PlaneLowering"]
 
@@ -68,7 +69,8 @@ class PlaneLowering:
         if op is Op.PLANE_BALLOT:
             lane = self.lane()
             low = f"{lane} < {lit(_BALLOT_LANES, Elem.U32)}"
-            bit = f"(({args[0]} && {low}) ? ({lit(1, Elem.U32)} << {lane}) : {lit(0, Elem.U32)})"
+            one = f"({lit(1, Elem.U32)} << {lane})"
+            bit = self.d.select(f"({args[0]} && {low})", one, lit(0, Elem.U32))
             return self.expression(Op.PLANE_SUM, Elem.U32, [bit])
         if op in _REDUCE:
             return f"{self._reduce(op, elem)}({args[0]}, {self.lane()})"
@@ -85,16 +87,17 @@ class PlaneLowering:
         d, lit = self.d, self.expr.literal
         u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
         native = d.plane_native(op, elem)
-        source = f"inside ? src : {lit(0, Elem.U32)}"
+        source = bare(d.select("inside", "src", lit(0, Elem.U32)))
+        zero = lit(False if elem is Elem.BOOL else 0, elem)
         read = (
             native.format(v="v", lane=source)
             if native is not None
             else d.shuffle("idx", elem, "v", source)
         )
         body = [
-            f"{d.type_name(Elem.BOOL)} inside = src < {d.plane_lanes()};",
-            f"{ctype} other = {read};",
-            f"return inside ? other : {lit(False if elem is Elem.BOOL else 0, elem)};",
+            f"{d.declare(d.type_name(Elem.BOOL), ('inside', f'src < {d.plane_lanes()}'))};",
+            f"{d.declare(ctype, ('other', read))};",
+            f"return {bare(d.select('inside', 'other', zero))};",
         ]
         params = [(ctype, "v"), (u32, "src")]
         return self.expr.prelude.add(name, d.function(ctype, name, params, body))
@@ -109,18 +112,19 @@ class PlaneLowering:
         u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
         zero, two = lit(0, Elem.U32), lit(2, Elem.U32)
         combined = self.expr.apply(_REDUCE[op], elem, ["v", "other"])
-        halves = f"for ({u32} m = {d.plane_dim()} / {two}; m > {zero}; m = m / {two}) {{"
+        first = d.declare(u32, ("m", f"{d.plane_dim()} / {two}"))
+        halves = f"for ({first}; m > {zero}; m = m / {two}) {{"
         body = [
-            f"{u32} lanes = {d.plane_lanes()};",
+            f"{d.declare(u32, ('lanes', d.plane_lanes()))};",
             f"if (lanes == {d.plane_dim()}) {{",
             f"    {halves}",
-            f"        {ctype} other = {d.shuffle('xor', elem, 'v', 'm')};",
+            f"        {d.declare(ctype, ('other', d.shuffle('xor', elem, 'v', 'm')))};",
             f"        v = {combined};",
             "    }",
             "    return v;",
             "}",
             halves,
-            f"    {ctype} other = {d.shuffle('down', elem, 'v', 'm')};",
+            f"    {d.declare(ctype, ('other', d.shuffle('down', elem, 'v', 'm')))};",
             "    if (lane + m < lanes) {",
             f"        v = {combined};",
             "    }",
@@ -136,11 +140,11 @@ class PlaneLowering:
             return name
         d, lit = self.d, self.expr.literal
         u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
-        one = lit(1, Elem.U32)
+        one, two = lit(1, Elem.U32), lit(2, Elem.U32)
         if op is Op.PLANE_INCLUSIVE_SUM:
             body = [
-                f"for ({u32} d = {one}; d < {d.plane_dim()}; d = d * {lit(2, Elem.U32)}) {{",
-                f"    {ctype} t = {d.shuffle('up', elem, 'v', 'd')};",
+                f"for ({d.declare(u32, ('d', one))}; d < {d.plane_dim()}; d = d * {two}) {{",
+                f"    {d.declare(ctype, ('t', d.shuffle('up', elem, 'v', 'd')))};",
                 "    if (lane >= d) {",
                 f"        v = {self.expr.apply(Op.ADD, elem, ['v', 't'])};",
                 "    }",
@@ -150,9 +154,9 @@ class PlaneLowering:
         else:
             inclusive = self._scan(Op.PLANE_INCLUSIVE_SUM, elem)
             body = [
-                f"{ctype} s = {inclusive}(v, lane);",
-                f"{ctype} t = {d.shuffle('up', elem, 's', one)};",
-                f"return lane == {lit(0, Elem.U32)} ? {lit(0, elem)} : t;",
+                f"{d.declare(ctype, ('s', f'{inclusive}(v, lane)'))};",
+                f"{d.declare(ctype, ('t', d.shuffle('up', elem, 's', one)))};",
+                f"return {bare(d.select(f'lane == {lit(0, Elem.U32)}', lit(0, elem), 't'))};",
             ]
         params = [(ctype, "v"), (u32, "lane")]
         return self.expr.prelude.add(name, d.function(ctype, name, params, body))
@@ -172,8 +176,8 @@ class PlaneLowering:
             "xor": f"(lane ^ mask) < {d.plane_lanes()}",
         }[mode]
         body = [
-            f"{ctype} other = {d.shuffle(mode, elem, 'v', arg)};",
-            f"return {inside} ? other : v;",
+            f"{d.declare(ctype, ('other', d.shuffle(mode, elem, 'v', arg)))};",
+            f"return {bare(d.select(inside, 'other', 'v'))};",
         ]
         params = [(ctype, "v"), (u32, arg), (u32, "lane")]
         return self.expr.prelude.add(name, d.function(ctype, name, params, body))

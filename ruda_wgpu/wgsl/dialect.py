@@ -28,7 +28,7 @@ from ruda_core.ir import Elem, Op
 
 from .names import RESERVED
 
-__all__ = ["NARROW", "WgslDialect", "nan_unless_finite", "wrap"]
+__all__ = ["LANE", "LANES", "NARROW", "WgslDialect", "nan_unless_finite", "wrap"]
 
 #: The WGSL type of each element type ruda holds in WGSL (64-bit integers need the adapter's
 #: ``shader-int64``, ``f16`` its ``shader-f16``). ``f64`` is not one: the driver never offers it
@@ -71,6 +71,27 @@ _COUNTS = {
     Op.TRAILING_ZEROS: "u32(countTrailingZeros({0}))",
     Op.REVERSE_BITS: "reverseBits({0})",
 }
+#: The subgroup builtins of the plane reductions and scans of 32-bit values.
+_SUBGROUP = {
+    Op.PLANE_SUM: "subgroupAdd",
+    Op.PLANE_PROD: "subgroupMul",
+    Op.PLANE_MIN: "subgroupMin",
+    Op.PLANE_MAX: "subgroupMax",
+    Op.PLANE_INCLUSIVE_SUM: "subgroupInclusiveAdd",
+    Op.PLANE_EXCLUSIVE_SUM: "subgroupExclusiveAdd",
+    Op.PLANE_ALL: "subgroupAll",
+    Op.PLANE_ANY: "subgroupAny",
+}
+#: The source lane of each shuffle mode (:meth:`Dialect.shuffle`) of the unit's lane.
+_SOURCE = {
+    "xor": "{lane} ^ {arg}",
+    "up": "{lane} - {arg}",
+    "down": "{lane} + {arg}",
+    "idx": "{arg}",
+}
+#: Module-scope copies of the unit's lane and of the lanes of its plane, for helper functions
+#: (WGSL's builtins are the entry point's parameters); the emitter sets them where used.
+LANE, LANES = "ruda_lane", "ruda_lanes"
 _ASSIGNS = re.compile(r"^\s*(\w+) = ", re.M)
 
 
@@ -115,8 +136,9 @@ class WgslDialect(Dialect):
         ),
     }
 
-    def __init__(self, elems: frozenset[Elem]) -> None:
+    def __init__(self, elems: frozenset[Elem], plane_width: int = 1) -> None:
         self.types = {e: t for e, t in _TYPES.items() if e in elems}
+        self.plane_width = plane_width
 
     # -- syntax -----------------------------------------------------------------------------
 
@@ -222,3 +244,32 @@ class WgslDialect(Dialect):
         if fn in _HELPED:
             return f"ruda_{fn}_f32({', '.join(args)})"
         return super().math_call(_RENAMED.get(fn, fn), elem, args)
+
+    # -- planes (subgroups, formed from consecutive units as on lavapipe) --------------------
+
+    def plane_dim(self) -> str:
+        return f"{self.plane_width}u"
+
+    def plane_lanes(self) -> str:
+        return LANES
+
+    def plane_native(self, op: Op, elem: Elem) -> str | None:
+        if op is Op.PLANE_ELECT:  # naga has no subgroupElect: the lowest lane that reaches it
+            return "({lane} == countTrailingZeros(subgroupBallot(true).x))"
+        if op is Op.PLANE_BALLOT:
+            return "subgroupBallot({v}).x"
+        if op in (Op.PLANE_ALL, Op.PLANE_ANY):
+            return f"{_SUBGROUP[op]}({{v}})"
+        if elem is Elem.BOOL or elem.bits == 64:  # shuffled as words; reduced from shuffles
+            return None if op in _SUBGROUP else self.shuffle("idx", elem, "{v}", "{lane}")
+        if op in _SUBGROUP:
+            return wrap(f"{_SUBGROUP[op]}({{v}})", elem)
+        return "subgroupShuffle({v}, {lane})"  # subgroupBroadcast wants a constant lane
+
+    def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        source = f"({_SOURCE[mode].format(lane=LANE, arg=arg)}) & {self.plane_width - 1}u"
+        if elem is Elem.BOOL:
+            return f"(subgroupShuffle(select(0u, 1u, {value}), {source}) != 0u)"
+        if elem.bits == 64:
+            return f"ruda_shuffle_{self.type_name(elem)}({value}, {source})"
+        return f"subgroupShuffle({value}, {source})"

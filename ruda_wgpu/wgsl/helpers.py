@@ -294,6 +294,17 @@ _ZERO_SAFE_PRODUCT = """fn ruda_mul_f32(a: f32, b: f32) -> f32 {
 }"""
 
 
+#: A 64-bit value of another lane, as two words (subgroup operations take 32-bit values).
+_SHUFFLE_64 = """fn ruda_shuffle_u64(v: u64, lane: u32) -> u64 {
+    let lo = subgroupShuffle(u32(v & 0xfffffffflu), lane);
+    let hi = subgroupShuffle(u32(v >> 32u), lane);
+    return u64(lo) | (u64(hi) << 32u);
+}"""
+_SHUFFLE_I64 = """fn ruda_shuffle_i64(v: i64, lane: u32) -> i64 {
+    return bitcast<i64>(ruda_shuffle_u64(bitcast<u64>(v), lane));
+}"""
+
+
 def _fn(name: str, arity: int, ty: str, ret: str, body: str) -> tuple[str, str]:
     params = ", ".join(f"{p}: {ty}" for p in "ab"[:arity])
     return name, f"fn {name}({params}) -> {ret} {{\n{body}\n}}"
@@ -305,8 +316,16 @@ HELPERS = dict(
     for op, body in _FLOAT.items()
 )
 HELPERS.update(_fn(f"ruda_{op.value}_{ty}", 2, ty, ty, body) for (op, ty), body in _INT.items())
-for _text in (_POW_POSITIVE, _LGAMMA_POSITIVE, _ROUND_F16, _ZERO_SAFE_PRODUCT):
+for _text in (
+    _POW_POSITIVE,
+    _LGAMMA_POSITIVE,
+    _ROUND_F16,
+    _ZERO_SAFE_PRODUCT,
+    _SHUFFLE_64,
+    _SHUFFLE_I64,
+):
     HELPERS[_text[3 : _text.index("(")]] = _text
+HELPERS |= {"ruda_shuffle_u64": _SHUFFLE_64, "ruda_shuffle_i64": _SHUFFLE_I64}
 _CALLED = re.compile(r"\b(ruda_\w+)\(")
 
 
