@@ -13,7 +13,7 @@ from __future__ import annotations
 from ruda_core.ir import Elem, ExecutionMode, KernelDefinition
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions, Compiler
 
-from .wgsl import WgslEmitter, WgslTarget, writable_arrays
+from .wgsl import WgslDialect, WgslEmitter, writable_arrays
 
 __all__ = ["CORE_ELEMS", "WebGpuCompiler"]
 
@@ -36,10 +36,10 @@ class WebGpuCompiler(Compiler):
         message names the kernel and the capability)."""
         listed = options.get("elems")
         elems = CORE_ELEMS if listed is None else frozenset(Elem(e) for e in listed.split(","))
-        target = WgslTarget(elems, options.plane_dim, int(options.get("loop_limit") or 0))
+        dialect = WgslDialect(elems, options.plane_dim, int(options.get("loop_limit") or 0))
         return CompiledKernel(
             entrypoint="main",
-            source=WgslEmitter(target).emit(definition),
+            source=WgslEmitter(dialect).emit(definition),
             definition=definition,
             mode=mode,
             plane_dim=options.plane_dim,

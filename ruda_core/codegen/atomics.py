@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir import ATOMIC_COMBINE, Elem, Op
+from ..ir import Elem, Op
 from .dialect import BITS_ELEM, MemSpace
 from .expr import ExprLowering
 from .prelude import bare
@@ -47,18 +47,6 @@ class AtomicLowering:
             return native.format(ptr=ptr, cmp=values[0], v=values[-1])
         return f"{self._cas_loop(kind, elem, space)}({', '.join([ptr, *values])})"
 
-    def _combine(self, op: Op, elem: Elem) -> str:
-        if op is Op.ATOMIC_SWAP:
-            return "v"
-        if op is Op.ATOMIC_CAS:
-            return f"({self.expr.apply(Op.EQ, elem, ['cur', 'cmp'])} ? v : cur)"
-        zero, one = self.expr.literal(0, elem), self.expr.literal(1, elem)
-        if op is Op.ATOMIC_INC_WRAP:
-            return f"(cur >= v ? {zero} : cur + {one})"
-        if op is Op.ATOMIC_DEC_WRAP:
-            return f"((cur == {zero} || cur > v) ? v : cur - {one})"
-        return self.expr.apply(ATOMIC_COMBINE[op], elem, ["cur", "v"])
-
     def _cas_loop(self, op: Op, elem: Elem, space: MemSpace) -> str:
         name = f"ruda_{op.value}_{elem}_{space.value}"
         if name in self.expr.prelude:
@@ -69,7 +57,7 @@ class AtomicLowering:
         word, u32 = d.type_name(word_elem), d.type_name(Elem.U32)
         pointer = d.atomic_word_pointer(word_elem, space)
         cas = d.atomic_cas_word(word_elem, space).format(ptr="word", cmp="old", v="want")
-        new_bits = d.value_to_bits(elem, bare(self._combine(op, elem)))
+        new_bits = d.value_to_bits(elem, bare(self.expr.atomic_update(op, elem, "cur", "v", "cmp")))
         if elem.nbytes >= 4:
             body = [f"{pointer} word = ({pointer})p;"]
             current = d.bits_to_value(elem, "old")

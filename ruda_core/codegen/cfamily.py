@@ -71,7 +71,7 @@ from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
 from .printf import print_sites, print_statement, record_statement
-from .structured import DERIVED_POSITIONS, INDENT, StructuredWriter
+from .structured import DERIVED_POSITIONS, INDENT, StructuredWriter, range_advance
 from .sync import SyncLowering
 
 __all__ = ["CFamilyEmitter", "EmittedKernel"]
@@ -359,24 +359,7 @@ class _KernelWriter(StructuredWriter):
             end_name = self.names.claim(f"{var.rstrip('_')}_end")
             init += f", {end_name} = {end}"
             end = end_name
-        step = int(loop.step.value)
-        cond = f"{counter} < {end}" if step > 0 else f"{counter} > {end}"
-        if abs(step) == 1:
-            advance = f"{counter}++" if step > 0 else f"{counter}--"
-        else:  # step only while it stays inside the range, so the counter never wraps
-            unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
-            size = expr.literal(abs(step), unsigned)
-
-            def wide(x: str) -> str:
-                return x if elem is unsigned else f"({d.type_name(unsigned)}){x}"
-
-            if step > 0:
-                distance, moved = f"{wide(end)} - {wide(counter)}", f"{wide(counter)} + {size}"
-            else:
-                distance, moved = f"{wide(counter)} - {wide(end)}", f"{wide(counter)} - {size}"
-            if elem is not unsigned:
-                moved = f"({ctype})({moved})"
-            advance = f"{counter} = {distance} > {size} ? {moved} : {end}"
+        cond, advance = range_advance(d, elem, counter, end, int(loop.step.value))
         self._line(depth, f"for ({init}; {cond}; {advance}) {{")
         self._line(depth + 1, f"{var} = {counter};")
         self._block(loop.body, depth + 1)

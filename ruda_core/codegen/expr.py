@@ -16,7 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import CompilationError
-from ..ir import COMPARE_OPS, FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Const, Elem, Op, Operand
+from ..ir import (
+    ATOMIC_COMBINE,
+    COMPARE_OPS,
+    FLOAT_BINARY,
+    FLOAT_TESTS,
+    FLOAT_UNARY,
+    Const,
+    Elem,
+    Op,
+    Operand,
+)
 from .bits import BIT_OPS, bit_helper
 from .dialect import OPERATORS, Dialect
 from .prelude import Prelude, bare
@@ -112,6 +122,21 @@ class ExprLowering:
         if d.compute_elem(target) is not target:
             return d.narrow(target, self.text(a), source)
         return d.convert(target, self.text(a), source)
+
+    def atomic_update(self, op: Op, elem: Elem, cur: str, v: str, cmp: str) -> str:
+        """The value atomic ``op`` (other than a load or a store) writes over the element
+        ``cur``, of its last operand ``v`` (and the compared one ``cmp`` of ``ATOMIC_CAS``,
+        which compares values); the wrapping counters follow CUDA's ``atomicInc``/``Dec``."""
+        if op is Op.ATOMIC_SWAP:
+            return v
+        if op is Op.ATOMIC_CAS:
+            return self.d.select(self.apply(Op.EQ, elem, [cur, cmp]), v, cur)
+        zero, one = self.literal(0, elem), self.literal(1, elem)
+        if op is Op.ATOMIC_INC_WRAP:
+            return self.d.select(f"{cur} >= {v}", zero, f"{cur} + {one}")
+        if op is Op.ATOMIC_DEC_WRAP:
+            return self.d.select(f"({cur} == {zero} || {cur} > {v})", v, f"{cur} - {one}")
+        return self.apply(ATOMIC_COMBINE[op], elem, [cur, v])
 
     # -- floats -----------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from ..ir import (
     Block,
     Break,
     Continue,
+    Elem,
     If,
     Instr,
     Loop,
@@ -21,9 +22,11 @@ from ..ir import (
     SourceLoc,
     Stmt,
 )
+from .dialect import Dialect
 from .located import Located
+from .prelude import bare
 
-__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter"]
+__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter", "range_advance"]
 
 #: One level of indentation in the emitted source.
 INDENT = "    "
@@ -44,6 +47,28 @@ DERIVED_POSITIONS = [
         " + ABSOLUTE_POS_Y * (RUDA_COUNT_X * RUDA_DIM_X) + ABSOLUTE_POS_X",
     ),
 ]
+
+
+def range_advance(d: Dialect, elem: Elem, counter: str, end: str, step: int) -> tuple[str, str]:
+    """The condition and the advance (a statement without ``;``) of the hidden counter of a
+    ``RangeLoop`` over ``elem`` by ``step`` to ``end`` (names of values read once): a step
+    other than ±1 stops at the end instead of stepping past it, so the counter never wraps."""
+    cond = f"{counter} < {end}" if step > 0 else f"{counter} > {end}"
+    if abs(step) == 1:
+        return cond, f"{counter}++" if step > 0 else f"{counter}--"
+    unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
+    size = d.literal(abs(step), unsigned)
+
+    def wide(x: str) -> str:
+        return x if elem is unsigned else d.convert(unsigned, x)
+
+    if step > 0:
+        distance, moved = f"{wide(end)} - {wide(counter)}", f"{wide(counter)} + {size}"
+    else:
+        distance, moved = f"{wide(counter)} - {wide(end)}", f"{wide(counter)} - {size}"
+    if elem is not unsigned:
+        moved = d.convert(elem, f"({moved})")
+    return cond, f"{counter} = {bare(d.select(f'{distance} > {size}', moved, end))}"
 
 
 class StructuredWriter(Located, ABC):

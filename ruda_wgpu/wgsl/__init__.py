@@ -3,13 +3,14 @@
 (:mod:`.layout`). Pure; imports no driver."""
 
 from .bindings import all_writable, workgroup_nbytes, writable_arrays
-from .emitter import WgslEmitter, WgslTarget
+from .dialect import WgslDialect
+from .emitter import WgslEmitter
 from .layout import RecordLayout
 
 __all__ = [
     "RecordLayout",
+    "WgslDialect",
     "WgslEmitter",
-    "WgslTarget",
     "all_writable",
     "workgroup_nbytes",
     "writable_arrays",

@@ -121,7 +121,10 @@ def nan_unless_finite(value: str, x: str) -> str:
 
 
 class WgslDialect(Dialect):
-    """WGSL for an adapter whose shaders hold the element types ``elems``."""
+    """WGSL for an adapter whose shaders hold the element types ``elems``, with planes of
+    ``plane_width`` units (1: no planes). Where its driver stops a unit's loops after
+    ``loop_limit`` turns without a word (lavapipe's 65 535; 0: none), kernels count their turns
+    and report reaching it."""
 
     name = "WGSL"
     reserved = RESERVED
@@ -136,9 +139,10 @@ class WgslDialect(Dialect):
         ),
     }
 
-    def __init__(self, elems: frozenset[Elem], plane_width: int = 1) -> None:
+    def __init__(self, elems: frozenset[Elem], plane_width: int = 1, loop_limit: int = 0) -> None:
         self.types = {e: t for e, t in _TYPES.items() if e in elems}
         self.plane_width = plane_width
+        self.loop_limit = loop_limit
 
     # -- syntax -----------------------------------------------------------------------------
 

@@ -22,17 +22,16 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from math import copysign
-from typing import TypeVar, cast
+from typing import cast
 
 from ruda_core.codegen.expr import Arg, ExprLowering
 from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.plane import PlaneLowering
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.codegen.printf import print_sites
-from ruda_core.codegen.structured import INDENT, StructuredWriter
+from ruda_core.codegen.structured import INDENT, StructuredWriter, range_advance
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
     ATOMIC_COMBINE,
@@ -72,23 +71,14 @@ from .helpers import referenced
 from .layout import RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 
-__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter", "WgslTarget"]
+__all__ = ["LOOP_LIMIT_MARGIN", "WgslEmitter"]
 
-_T = TypeVar("_T")
 #: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
 _ATOMIC_INT = {op: "atomic" + op.value[7:].capitalize() for op in ATOMIC_COMBINE}
 _ATOMIC_INT[Op.ATOMIC_SWAP] = "atomicExchange"
-#: The new value of the other atomics a compare-exchange loop computes, of the old value
-#: ``{old}`` and the operands ``{v}`` (the last one) and ``{cmp}`` (the first one).
-_ATOMIC_NEW = {
-    Op.ATOMIC_CAS: "select({old}, {v}, {old} == {cmp})",
-    Op.ATOMIC_SWAP: "{v}",
-    Op.ATOMIC_INC_WRAP: "select({old} + 1u, 0u, {old} >= {v})",
-    Op.ATOMIC_DEC_WRAP: "select({old} - 1u, {v}, {old} == 0u || {old} > {v})",
-}
 _SYNC_COUNTER = "ruda_sync_count"
 #: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
-#: its id into (see :attr:`WgslTarget.loop_limit`).
+#: its id into (see :attr:`WgslDialect.loop_limit`).
 TURNS = "ruda_turns"
 #: The print-record buffer of a printing kernel.
 PRINTS = "ruda_prints"
@@ -97,25 +87,13 @@ TURNED = "ruda_turned"
 LOOP_LIMIT_MARGIN = 256
 
 
-@dataclass(frozen=True, slots=True)
-class WgslTarget:
-    """What the adapter offers the generated code: the element types it can hold and the
-    plane width (1: no planes)."""
-
-    elems: frozenset[Elem]
-    plane_dim: int = 1
-    #: the loop turns per unit after which the driver stops a unit's loops without a word
-    #: (lavapipe's 65 535); 0: none. Kernels then count their turns and report reaching it.
-    loop_limit: int = 0
-
-
 class WgslEmitter:
-    """Emits WGSL for one target. Stateless; :meth:`emit` is pure."""
+    """Emits WGSL for one adapter's dialect. Stateless; :meth:`emit` is pure."""
 
-    __slots__ = ("target",)
+    __slots__ = ("dialect",)
 
-    def __init__(self, target: WgslTarget) -> None:
-        self.target = target
+    def __init__(self, dialect: WgslDialect) -> None:
+        self.dialect = dialect
 
     def emit(self, definition: KernelDefinition) -> str:
         """The WGSL module of ``definition`` (verified, lowered by the bounds pass), whose
@@ -127,12 +105,12 @@ class WgslEmitter:
         lowered = lower_async_copies(definition)
         vectors = vector_widths(lowered)
         flat = scalarize_lines(lowered, lambda access: cast(Param, access.args[0]).name in vectors)
-        writer = _Writer(self.target, flat, vectors)
+        writer = _Writer(self.dialect, flat, vectors)
         return writer.guarded(writer.run)
 
 
 #: How many times a short loop body is repeated per turn of its loop, on an adapter whose driver
-#: stops loops after a number of turns (:attr:`WgslTarget.loop_limit`); elsewhere loops stay as
+#: stops loops after a number of turns (:attr:`WgslDialect.loop_limit`); elsewhere loops stay as
 #: written. A body of arithmetic alone (a counter, a step of a recurrence) is repeated
 #: :data:`UNROLL` times; one that reads or writes an array :data:`UNROLL_LONGER` times, since
 #: each access is several lines with its bounds test: 1 024 copies of the cube collectives'
@@ -180,16 +158,15 @@ class _Writer(StructuredWriter):
     """The state of one emission: names, helpers and output lines."""
 
     def __init__(
-        self, target: WgslTarget, definition: KernelDefinition, vectors: dict[str, int]
+        self, dialect: WgslDialect, definition: KernelDefinition, vectors: dict[str, int]
     ) -> None:
-        self.target = target
+        self.d = dialect
         self.defn = definition
         #: the array parameters bound as vectors, with their width (:func:`vector_widths`)
         self.vectors = vectors
         self.names = NameTable(RESERVED)
         self.n: dict[str, str] = {}
         self.prelude = Prelude()
-        self.d = WgslDialect(target.elems, target.plane_dim)
         self.expr = ExprLowering(self.d, self.prelude, self.text)
         self.plane = PlaneLowering(self.expr, lambda: "UNIT_POS_PLANE")
         self.atomic = atomic_arrays(definition)
@@ -245,12 +222,12 @@ class _Writer(StructuredWriter):
         body = [*self.lines, *(INDENT + line for line in self._turns_check())]
         # the print records and the stopped-kernel word: bound after the arrays where used
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
-        extra += [("RUDA_KERNEL_ID", TURNED)] if self.target.loop_limit else []
+        extra += [("RUDA_KERNEL_ID", TURNED)] if self.d.loop_limit else []
         for index, (constant, name) in enumerate(extra, start=len(defn.array_params) + 1):
             module += [f"override {constant}: u32 = 0u;", binding(index, name, "atomic<u32>")]
         if self.sync_counter:
             module.append(f"var<workgroup> {_SYNC_COUNTER}: atomic<u32>;")
-        enables = ["enable f16;"] if Elem.F16 in self.target.elems else []
+        enables = ["enable f16;"] if Elem.F16 in self.d.types else []
         source = "from " + str(defn.source) if defn.source is not None else "(no source location)"
         out = [f"// Kernel {defn.name} {source}", "// Generated by ruda for WGSL.", *enables, ""]
         out += [f"override W{axis}: u32 = 1u;" for axis in "XYZ"]
@@ -292,9 +269,9 @@ class _Writer(StructuredWriter):
         defn, layout = self.defn, self.layout
         lines = [f"{INDENT}let {name} = {formula};" for name, formula in BUILTINS]
         lines.append(f"{INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
-        if self.target.loop_limit:
+        if self.d.loop_limit:
             lines.append(f"{INDENT}var {TURNS} = 0u;")
-        lines.append(f"{INDENT}let PLANE_DIM = {self.target.plane_dim}u;")
+        lines.append(f"{INDENT}let PLANE_DIM = {self.d.plane_width}u;")
         lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
@@ -389,20 +366,20 @@ class _Writer(StructuredWriter):
 
     def _count_turn(self, depth: int) -> None:
         """Count a loop's turn where the driver stops loops after a number of turns."""
-        if self.target.loop_limit:
+        if self.d.loop_limit:
             self._line(depth, f"{TURNS} += 1u;")
 
     def _turns_check(self) -> list[str]:
         """Where the kernel ends: report its id when its loops turned about as often as the
         driver allows (the driver may count a few turns more than the kernel does)."""
-        if not self.target.loop_limit:
+        if not self.d.loop_limit:
             return []
-        near = self.target.loop_limit - LOOP_LIMIT_MARGIN
+        near = self.d.loop_limit - LOOP_LIMIT_MARGIN
         return [f"if ({TURNS} >= {near}u) {{ atomicMax(&{TURNED}[0], RUDA_KERNEL_ID); }}"]
 
     def _range_loop(self, loop: RangeLoop, depth: int) -> None:
-        """Python's ``range``: start and end read once, a hidden counter, and a step other
-        than ±1 that stops at the end instead of stepping past it (so it never wraps)."""
+        """Python's ``range``: start and end read once, a hidden counter
+        (:func:`~ruda_core.codegen.structured.range_advance`)."""
         elem = loop.var.elem
         var = self.n[loop.var.name]
         counter = self.names.claim(f"{var.rstrip('_')}_it")
@@ -410,21 +387,12 @@ class _Writer(StructuredWriter):
         step = int(loop.step.value)
         self._line(depth, "{")
         self._line(depth + 1, f"let {end} = {self.text(loop.end)};")
-        cond = f"{counter} < {end}" if step > 0 else f"{counter} > {end}"
-        if abs(step) == 1:
-            advance = f"{counter}{'++' if step > 0 else '--'}"
-        else:
-            unsigned = Elem.U64 if elem.bits == 64 else Elem.U32
-            size = self.d.literal(abs(step), unsigned)
-            ut = self.ty(unsigned)
-            gap = f"{end} - {counter}" if step > 0 else f"{counter} - {end}"
-            moved = f"{counter} {'+' if step > 0 else '-'} {self.text(Const(abs(step), elem))}"
-            advance = f"{counter} = select({end}, {moved}, {ut}({gap}) > {size})"
-        start = f"var {counter}: {self.ty(elem)} = {self.text(loop.start)}"
+        cond, advance = range_advance(self.d, elem, counter, end, step)
+        start = self.d.declare(self.ty(elem), (counter, self.text(loop.start)))
         # a short straight body, repeated per turn of the loop where the driver stops loops:
         # lavapipe ends a unit's loops after 65 535 turns in all, and a turn costs more than
         # such a body; elsewhere the loop stays as written
-        repeated = bool(self.target.loop_limit) and _unrollable(loop.body)
+        repeated = bool(self.d.loop_limit) and _unrollable(loop.body)
         repeats = 1
         if repeated:
             accesses = any(cast(Instr, i).op in (Op.INDEX, Op.INDEX_ASSIGN) for i in loop.body)
@@ -452,7 +420,7 @@ class _Writer(StructuredWriter):
         if op is Op.STORE_LINE:
             self._line(depth, f"{self.vector(args[0], args[1])} = {self.text(args[2])};")
             return
-        if op in PLANE_OPS and self.target.plane_dim == 1:
+        if op in PLANE_OPS and self.d.plane_width == 1:
             raise UnsupportedFeature(f"{op}: this adapter offers no subgroups")
         if op in _REFUSED:
             raise UnsupportedFeature(f"{op}: {_REFUSED[op]}")
@@ -586,12 +554,7 @@ class _Writer(StructuredWriter):
         # a compare-exchange loop: the new value computed from the old one, bits for f32
         ty = self.ty(elem)
         old = self.names.claim("old")
-        if op in ATOMIC_COMBINE:  # the float ones: the others have a WGSL builtin
-            new = self.expr.apply(ATOMIC_COMBINE[op], elem, [old, values[0]])
-        elif op in _ATOMIC_NEW:
-            new = _ATOMIC_NEW[op].format(old=old, v=values[-1], cmp=values[0])
-        else:
-            raise UnsupportedFeature(f"{op} on {elem}")
+        new = self.expr.atomic_update(op, elem, old, values[-1], values[0])
         bits = elem is Elem.F32
         word = f"bitcast<u32>({new})" if bits else new
         seen = f"bitcast<f32>({old}_bits)" if bits else f"{old}_bits"
