@@ -6,7 +6,9 @@ barriers, atomics, plane (warp / subgroup) primitives and the conversions of nar
 defaults are plain C99 (``<stdint.h>`` types, ``<math.h>`` functions); a default that C99 cannot
 express raises :class:`~ruda_core.errors.UnsupportedFeature`, like CubeCL's default trait
 methods. A dialect is an immutable description of one target with its capabilities; it never
-imports a driver and holds no per-kernel state.
+imports a driver and holds no per-kernel state. The syntax hooks (conversions, ``select``,
+comparisons, declarations, helper definitions) let a target whose syntax is not C's, WGSL,
+reuse the expression and plane lowering with its own emitter.
 
 Templates returned by the atomic, plane and reducing-barrier hooks are ``str.format`` strings
 over the fields ``{ptr}`` (element address), ``{v}`` (value), ``{cmp}`` (compared value) and

@@ -1,13 +1,15 @@
 """The WGSL emitter: one lowered :class:`KernelDefinition` in, one WGSL module out.
 
-WGSL differs from the C family in what the shared :class:`~ruda_core.codegen.CFamilyEmitter`
-takes for granted (declarations are ``var x: f32 = …;``, conversions are constructor calls,
-there is no ``?:``, no pointer arithmetic, atomics are a type rather than an operation, a kernel
-takes no arguments), so it has an emitter of its own; what does not depend on those is
-shared: the IR lowering passes (async copies, then lines to scalars, as the NumPy device runs
-them, but for the line accesses WGSL makes one vector access), the name table and the walk
-over structured statements (:class:`~ruda_core.codegen.structured.StructuredWriter`: blocks,
-``if``/``else``, ``break``, ``continue``, whose syntax WGSL shares with C).
+Values are the shared code generation's: :class:`~ruda_core.codegen.expr.ExprLowering` and
+:class:`~ruda_core.codegen.plane.PlaneLowering` with the WGSL dialect (:mod:`.dialect`), the
+range loops' stepping, the name table and the walk over structured statements
+(:class:`~ruda_core.codegen.structured.StructuredWriter`), after the shared IR lowering passes
+(async copies, then lines to scalars, but for the line accesses WGSL makes one vector access).
+The module around them is this emitter's own, since WGSL's differs from a C translation unit:
+a kernel takes no arguments (its arrays are bindings, its scalars words of a launch record),
+there is no pointer arithmetic, atomics are a type rather than an operation, bytes are packed
+in words, a shader compiler evaluates constant expressions (where an overflow is an error) and
+lavapipe stops a unit's loops after 65 535 turns.
 
 The module is, in order: ``enable`` directives, the launch record ``P`` (binding 0, see
 :mod:`~ruda_wgpu.wgsl.layout`), one ``array<T>`` binding per array parameter (declared
