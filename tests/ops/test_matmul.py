@@ -24,6 +24,8 @@ DEVICES = ["cpu", "opencl:0", "opencl:1", "cuda:0"]
 #: (m, k, n): ragged ones (no multiple of any tile; rows too short or odd for lines; k % 8 but
 #: not n % 8), then ones that are interior for every candidate's block tile but 256-wide ones.
 SHAPES = [(1, 1, 1), (37, 45, 29), (64, 16, 96), (100, 40, 70), (128, 64, 128), (256, 32, 128)]
+#: (m, k, n) deep enough for every pipelined candidate's ring of stages to wrap around twice.
+DEEP = (64, 1024, 64)
 #: |ruda - f64| <= TOL * sum |a||b|: f32 sums of exact products over k <= 100 terms.
 TOL = {"float16": 2e-6 * 100, "bfloat16": 2e-6 * 100, "float32": 2e-6 * 100}
 
@@ -98,6 +100,23 @@ def test_warpgroup_candidates_only_for_half_types_where_the_device_has_them(open
     for elem in (Elem.F16, Elem.BF16, Elem.F32):
         names = [t.name for t in _candidates(client, elem, False).tunables]
         assert any(n.startswith("wgmma") for n in names) == (has and elem is not Elem.F32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pipelined_candidates_wrap_their_rings_of_stages(open_device, device):
+    client = open_device(device)
+    if not client.features().supports(Elem.BF16):
+        pytest.skip(f"{device} has no bfloat16")
+    m, k, n = DEEP
+    a, b = _inputs(Elem.BF16.numpy, m, k, n, seed=5)
+    ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
+    deep = [
+        t for t in _candidates(client, Elem.BF16, False).tunables if t.name[:4] in ("wgmm", "pipe")
+    ]
+    if not deep:
+        pytest.skip(f"{device} has no pipelined candidates")
+    for tunable in deep:  # 16 stages of 64: every ring of at most 5 slots wraps twice
+        _check(tunable.fn(client, ta, tb).to_numpy(client), a, b, 2e-6 * k)
 
 
 def test_the_tuner_records_a_winner_and_reuses_it():
