@@ -737,10 +737,6 @@ def _build_rules() -> dict[Op, Rule]:
         Op.SHAPE: _metadata(2, tensor_only=True),
         Op.STRIDE: _metadata(2, tensor_only=True),
         Op.RANK: _metadata(1, tensor_only=True),
-        Op.SYNC_UNITS: _sync,
-        Op.SYNC_PLANE: _sync,
-        Op.FENCE_UNITS: _sync,
-        Op.FENCE_DEVICE: _sync,
         Op.SYNC_UNITS_COUNT: _same_rule(_BOOL, 1, "bool", Elem.U32),
         Op.SYNC_UNITS_AND: _same_rule(_BOOL, 1, "bool"),
         Op.SYNC_UNITS_OR: _same_rule(_BOOL, 1, "bool"),
@@ -760,7 +756,6 @@ def _build_rules() -> dict[Op, Rule]:
         Op.LINE_LANE: _line_lane,
         Op.LINE_BUILD: _line_build,
         Op.COPY_ASYNC: _copy_async,
-        Op.ASYNC_COMMIT: _sync,
         Op.ASYNC_WAIT: _async_wait,
         Op.CMMA_FILL: _cmma_fill,
         Op.CMMA_LOAD: _cmma_load,
@@ -768,9 +763,7 @@ def _build_rules() -> dict[Op, Rule]:
         Op.CMMA_EXECUTE: _cmma_execute,
         Op.CMMA_CAST: _cmma_cast,
         Op.WGMMA_FILL: _wgmma_fill,
-        Op.WGMMA_FENCE: _sync,
         Op.WGMMA_MMA: _wgmma_mma,
-        Op.WGMMA_COMMIT: _sync,
         Op.WGMMA_WAIT: _wgmma_wait,
         Op.WGMMA_STORE: _wgmma_store,
     }
@@ -796,6 +789,8 @@ def _build_rules() -> dict[Op, Rule]:
     for op in ATOMIC_OPS:
         rules[op] = _atomic
     rules.update(dict.fromkeys(BARRIER_OPS, _barrier) | {Op.BULK_WAIT: _async_wait})
+    no_operands = (Op.SYNC_UNITS, Op.SYNC_PLANE, Op.FENCE_UNITS, Op.FENCE_DEVICE, Op.ASYNC_COMMIT)
+    rules.update(dict.fromkeys((*no_operands, Op.WGMMA_FENCE, Op.WGMMA_COMMIT), _sync))
     for op in PLANE_OPS - rules.keys():  # the reductions and scans
         rules[op] = _same_rule(_NUMERIC, 1, "numbers")
     return rules

@@ -3,7 +3,8 @@ shared memory in the 128-byte swizzle, through two slots whose barriers the copi
 and write each box back unswizzled. Boxes that cross the matrix's right or bottom edge, or lie
 wholly past it, arrive padded with zeros. Every device must match NumPy bit for bit; a matrix
 whose rows are not a multiple of 16 bytes is refused. A device without
-``Feature.ASYNC_BARRIER`` skips these as unsupported."""
+``Feature.ASYNC_BARRIER`` skips these as unsupported, and refuses such a kernel with
+``UnsupportedFeature`` naming the device."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.lang import ArrayArg, f32, i8, u16
-from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim
+from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim, UnsupportedFeature
 from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
 from ruda_core.testing.tma_kernels import tensor_boxes
@@ -76,6 +77,19 @@ def test_rows_that_are_not_whole_16_byte_chunks_are_refused(client):
     with pytest.raises(Exception, match="multiple of 16 bytes"):
         tensor_boxes.launch(
             client, RudaCount(1), RudaDim(32), *args, np.uint32(5), np.uint32(6), np.uint32(1),
+            BOX_ROWS=8, BOX_COLS=32, BOXES=1, SLOTS=1, UNITS=32, T=f32,
+        )  # fmt: skip
+        read_array(client, args[1].handle, np.float32)  # where a deferred launch error shows
+
+
+def test_a_device_without_async_barriers_refuses_tensor_copies(client):
+    if client.features().has(Feature.ASYNC_BARRIER):
+        pytest.skip(f"{client.device} has tensor copies")
+    x = np.zeros(8 * 32, np.float32)
+    args = [_arg(client, x), _arg(client, np.zeros_like(x))]
+    with pytest.raises(UnsupportedFeature, match=str(client.device)):
+        tensor_boxes.launch(
+            client, RudaCount(1), RudaDim(32), *args, np.uint32(8), np.uint32(32), np.uint32(1),
             BOX_ROWS=8, BOX_COLS=32, BOXES=1, SLOTS=1, UNITS=32, T=f32,
         )  # fmt: skip
         read_array(client, args[1].handle, np.float32)  # where a deferred launch error shows
