@@ -9,6 +9,8 @@ stages tensor copies fill refusing rows that are not whole 16-byte lines."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -24,8 +26,6 @@ DEVICES = ["cpu", "opencl:0", "opencl:1", "cuda:0"]
 #: (m, k, n): ragged ones (no multiple of any tile; rows too short or odd for lines; k % 8 but
 #: not n % 8), then ones that are interior for every candidate's block tile but 256-wide ones.
 SHAPES = [(1, 1, 1), (37, 45, 29), (64, 16, 96), (100, 40, 70), (128, 64, 128), (256, 32, 128)]
-#: (m, k, n) deep enough for every pipelined candidate's ring of stages to wrap around twice.
-DEEP = (64, 1024, 64)
 #: |ruda - f64| <= TOL * sum |a||b|: f32 sums of exact products over k <= 100 terms.
 TOL = {"float16": 2e-6 * 100, "bfloat16": 2e-6 * 100, "float32": 2e-6 * 100}
 
@@ -107,15 +107,14 @@ def test_pipelined_candidates_wrap_their_rings_of_stages(open_device, device):
     client = open_device(device)
     if not client.features().supports(Elem.BF16):
         pytest.skip(f"{device} has no bfloat16")
-    m, k, n = DEEP
-    a, b = _inputs(Elem.BF16.numpy, m, k, n, seed=5)
-    ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
-    deep = [
-        t for t in _candidates(client, Elem.BF16, False).tunables if t.name[:4] in ("wgmm", "pipe")
-    ]
+    tunables = _candidates(client, Elem.BF16, False).tunables
+    deep = [(t, int(s[1])) for t in tunables if (s := re.search(r"-s(\d+)", t.name))]
     if not deep:
         pytest.skip(f"{device} has no pipelined candidates")
-    for tunable in deep:  # 16 stages of 64: every ring of at most 5 slots wraps twice
+    k = 64 * (2 * max(slots for _, slots in deep) + 1)  # stages of at most 64: rings wrap twice
+    a, b = _inputs(Elem.BF16.numpy, 64, k, 64, seed=5)
+    ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
+    for tunable, _ in deep:
         _check(tunable.fn(client, ta, tb).to_numpy(client), a, b, 2e-6 * k)
 
 
