@@ -174,7 +174,13 @@ def matmul_warpgroup(
         st += u32(1)
     wgmma.wait(0)
     pipeline.wait(0)
-    r0 = row0 + w * u32(64)
+    _store_block(out, acc, row0 + w * u32(64), col0, m, n)
+
+
+@func
+def _store_block(out, acc, r0: u32, col0: u32, m: u32, n: u32):
+    """The accumulator of rows ``r0 ..`` and columns ``col0 ..`` into ``out`` (``m x n``), its
+    rows and columns inside ``out`` only."""
     live_rows = m - r0 if r0 < m else u32(0)
     live_cols = n - col0 if col0 < n else u32(0)
     wgmma.store(out, r0 * n + col0, acc, n, live_rows, live_cols)
@@ -246,7 +252,4 @@ def matmul_warpgroup_tma(
         wgmma.wait(1)  # stage st - 1 is multiplied; stage st may still be
         st += u32(1)
     wgmma.wait(0)
-    r0 = row0 + w * u32(64)
-    live_rows = m - r0 if r0 < m else u32(0)
-    live_cols = n - col0 if col0 < n else u32(0)
-    wgmma.store(out, r0 * n + col0, acc, n, live_rows, live_cols)
+    _store_block(out, acc, row0 + w * u32(64), col0, m, n)

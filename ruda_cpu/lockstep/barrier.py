@@ -279,6 +279,17 @@ def _check_run(
         )
 
 
+def _issue(
+    st: _Array, dst: Segmented, where: np.ndarray, values: np.ndarray, key: int, what: str
+) -> None:
+    """A copy of ``values`` to the elements ``where`` of ``dst`` is in flight on barrier
+    ``key``: its destination holds the poison pattern until the copy lands."""
+    if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
+        raise BarrierFault(f"{what} into elements another bulk copy has not written yet")
+    st.copies.append(_Copy(dst, where, values, key))
+    dst.data.view(f"u{dst.data.itemsize}")[where] = pattern_bits(dst.data.dtype)
+
+
 def bulk_copy(
     g: Batch,
     b: Barriers,
@@ -299,12 +310,7 @@ def bulk_copy(
     for lane, key, d, s, k in zip(lanes, keys, at, start, count, strict=True):
         _check_run(k, size, d, s, dst.length, src.shape[0], "mbarrier.bulk_copy()")
         where = int(lane) // b.units * dst.length + int(d) + np.arange(int(k))
-        if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
-            raise BarrierFault(
-                "mbarrier.bulk_copy() into elements another bulk copy has not written yet"
-            )
-        st.copies.append(_Copy(dst, where, src[s : s + k].copy(), int(key)))
-        dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
+        _issue(st, dst, where, src[s : s + k].copy(), int(key), "mbarrier.bulk_copy()")
 
 
 #: The alignment of a tensor copy's destination: the 128-byte swizzle's repeat of 8 rows.
@@ -364,12 +370,7 @@ def tensor_copy(
         values = np.empty(br * bc, dtype=src.dtype)
         values[place] = box.reshape(-1)
         where = int(lane) // b.units * dst.length + int(d) + np.arange(br * bc)
-        if any(np.isin(where, c.at).any() for c in st.copies if c.dst is dst):
-            raise BarrierFault(
-                "mbarrier.tensor_copy() into elements another bulk copy has not written yet"
-            )
-        st.copies.append(_Copy(dst, where, values, int(key)))
-        dst.data.view(f"u{size}")[where] = pattern_bits(dst.data.dtype)
+        _issue(st, dst, where, values, int(key), "mbarrier.tensor_copy()")
 
 
 def bulk_fence(g: Batch, b: Barriers, m: Any) -> None:
