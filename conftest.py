@@ -6,11 +6,13 @@ which opens a named device for a test as the conformance suite does, and the tes
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 
 import pytest
 
 from ruda_core.runtime import ComputeClient
+from ruda_core.runtime.cache import CacheKind, cache_root, entry_files
 from ruda_core.testing.selection import DeviceSelection, Unavailable, required_backends
 
 pytest_plugins = ["ruda_core.testing.plugin"]
@@ -18,8 +20,20 @@ pytest_plugins = ["ruda_core.testing.plugin"]
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Compiled kernels and tuning results go to a fresh folder, not the user's cache."""
-    os.environ["RUDA_CACHE_DIR"] = str(tmp_path_factory.mktemp("ruda-cache"))
+    """Compiled kernels and tuning results go to a fresh folder, not the user's cache. The
+    folder starts with the devices' probe verdicts of the cache this session enumerated with:
+    facts about this machine's drivers, which this process has read already. Child processes
+    that inherit the folder (``ruda devices``, conformance runs at other settings) then open
+    their devices without probing every driver again, seconds each (thirty where a driver's
+    own cache is cold); tests of probing give their children folders of their own."""
+    folder = tmp_path_factory.mktemp("ruda-cache")
+    source = cache_root()
+    for path, _ in entry_files(source, CacheKind.PROBES):
+        target = folder / path.relative_to(source)
+        for parent in (target.parent.parent, target.parent):
+            parent.mkdir(mode=0o700, exist_ok=True)  # as ruda makes its own: trusted
+        shutil.copyfile(path, target)
+    os.environ["RUDA_CACHE_DIR"] = str(folder)
 
 
 def _open_device(name: str) -> ComputeClient:

@@ -6,11 +6,33 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
-__all__ = ["run_in_turn", "start"]
+from ruda_core.runtime.cache import CacheKind, cache_root, entry_files, read_origin
+
+__all__ = ["known_verdicts", "run_in_turn", "start"]
+
+
+def known_verdicts(cache: Path, drivers: Collection[str]) -> None:
+    """Copy into the cache folder ``cache`` the probe verdicts that this test session's cache
+    folder holds on the devices of ``drivers`` (read when the session enumerated them): a
+    process using ``cache`` opens those devices without probing them again, seconds per driver.
+    What it finds is what its own probes would have stored."""
+    source = cache_root()
+    if source.resolve() == cache.resolve():
+        return
+    for path, _ in entry_files(source, CacheKind.PROBES):
+        origin = read_origin(path)
+        if origin is None or origin.driver not in drivers:
+            continue
+        target = cache / path.relative_to(source)
+        for folder in (cache, target.parent.parent, target.parent):
+            folder.mkdir(mode=0o700, exist_ok=True)  # as ruda makes its own: trusted
+        shutil.copyfile(path, target)
 
 
 def _command(source: str, folder: Path, name: str, *args: str) -> tuple[list[str], dict[str, str]]:
@@ -25,11 +47,12 @@ def _command(source: str, folder: Path, name: str, *args: str) -> tuple[list[str
 def run_in_turn(source: str, device: str, folder: Path, times: int = 2) -> list[dict]:
     """Run the script ``source`` ``times`` times, each in a new interpreter with ``device`` (one
     device, or several joined by commas) as its argument, ``folder / "cache"`` as
-    ``RUDA_CACHE_DIR`` and only those devices' backends loaded (``RUDA_BACKENDS``: a new cache
-    would otherwise probe every driver of the machine again, seconds each), and return the JSON
+    ``RUDA_CACHE_DIR`` (holding the session's probe verdicts: :func:`known_verdicts`) and only
+    those devices' backends loaded (``RUDA_BACKENDS``), and return the JSON
     object each run printed last. A run that fails fails the test with its stderr."""
     command, env = _command(source, folder, "child.py", device)
     env["RUDA_BACKENDS"] = ",".join(name.partition(":")[0] for name in device.split(","))
+    known_verdicts(folder / "cache", env["RUDA_BACKENDS"].split(","))
     facts = []
     for _ in range(times):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

@@ -104,7 +104,8 @@ def test_clear_by_kind_and_device_removes_only_that(launched, capsys, tmp_path):
     before = _listing(capsys)
     assert main(["cache", "clear", "--kind", "kernels", "--device", "cpu"]) == 0
     cleared = [e for e in before if e["kind"] == "kernels" and e["device"] == "cpu"]
-    assert f"removed {len(cleared)} entries" in capsys.readouterr().out
+    entries = "entry" if len(cleared) == 1 else "entries"
+    assert f"removed {len(cleared)} {entries} (" in capsys.readouterr().out
     assert _listing(capsys) == [e for e in before if e not in cleared]
 
     # a new process compiles the cleared kernel again; other devices still load theirs

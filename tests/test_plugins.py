@@ -17,7 +17,7 @@ from fake_drivers import driver_source, fake_distribution, path_with
 import ruda_core as ruda
 from ruda_core import Status
 from ruda_core.probe import probe_timeout
-from ruda_core.runtime.cache import CacheKind
+from ruda_core.runtime.cache import CacheKind, cache_root
 
 PROBE = """
 import json, ruda_core as ruda
@@ -199,12 +199,12 @@ def nobuild_driver(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def machine_verdicts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache folder holding the verdicts on the machine's own devices, probed once by a child
-    process: copied into a new cache folder, a child enumerating every backend probes only the
-    fake driver (probing each real driver again takes seconds)."""
+    """A cache folder holding the verdicts on the machine's own devices, those this session's
+    cache folder holds (the session enumerated every backend): copied into a new cache folder,
+    a child enumerating every backend probes only the fake driver (probing each real driver
+    again takes seconds)."""
     cache = tmp_path_factory.mktemp("machine-verdicts")
-    done = _run("import ruda_core; ruda_core.enumerate_all_devices()", RUDA_CACHE_DIR=str(cache))
-    assert done.returncode == 0, done.stderr
+    _known_verdicts(cache_root(), cache)
     return cache
 
 
