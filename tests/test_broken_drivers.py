@@ -65,6 +65,19 @@ def drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+CONFORMANCE = Path(__file__).resolve().parents[1] / "ruda_core" / "testing" / "conformance"
+
+
+def _only(*modules: str) -> list[str]:
+    """pytest options that leave every conformance module but ``modules`` uncollected: a run
+    whose ``-k`` selects tests of a few modules need not import the whole suite (seconds)."""
+    return [
+        f"--ignore={path}"
+        for path in sorted(CONFORMANCE.glob("test_*.py"))
+        if path.stem not in modules
+    ]
+
+
 def _conformance(
     drivers: Path, tmp_path: Path, device: str, *pytest_args: str, **env_vars: str
 ) -> dict:
@@ -101,8 +114,9 @@ def _outcomes(run: dict, device: str) -> dict[str, str]:
     return {t: row[device] for t, row in run["matrix"].items() if device in row}
 
 
-#: Per broken driver, its device, the conformance tests it runs (``-k``) and their outcomes:
-#: the tests of the contract it breaks fail, the others pass.
+#: Per broken driver, its device, the conformance tests it runs (``-k``, within the modules
+#: named by the tests listed) and their outcomes: the tests of the contract it breaks fail, the
+#: others pass.
 BREAKAGES = [
     pytest.param(
         "nosync:0",
@@ -156,7 +170,8 @@ BREAKAGES = [
 def test_a_broken_driver_fails_the_tests_of_the_contract_it_breaks(
     drivers, tmp_path, device, select, fail, passing, xfail
 ):
-    run = _conformance(drivers, tmp_path, device, "-k", select)
+    modules = {name.partition("::")[0] for name in [*fail, *passing, *xfail]}
+    run = _conformance(drivers, tmp_path, device, "-k", select, *_only(*modules))
     assert run["returncode"] != 0, run["out"]
     expected = {
         **dict.fromkeys(fail, "fail"),
@@ -168,7 +183,10 @@ def test_a_broken_driver_fails_the_tests_of_the_contract_it_breaks(
 
 
 def test_overrides_without_a_reason_or_a_test_fail_the_guard(drivers, tmp_path):
-    run = _conformance(drivers, tmp_path, "badxfail:0", "-k", "test_overrides or test_round_trip")
+    only = _only("test_overrides", "test_memory")
+    run = _conformance(
+        drivers, tmp_path, "badxfail:0", "-k", "test_overrides or test_round_trip", *only
+    )
     guard = run["matrix"]["test_overrides::test_every_override_has_a_reason_and_matches_a_test"]
     assert guard == {"any": "fail"}, run["out"]
     assert "has no reason" in run["out"] and "matches no conformance test" in run["out"]
@@ -182,7 +200,8 @@ def test_a_required_backend_that_is_missing_fails_instead_of_skipping(drivers, t
     # (naming a device that cannot be opened is refused before any test runs: see
     # test_conformance_run.py)
     require = {"RUDA_REQUIRE": "nosuchbackend"}
-    run = _conformance(drivers, tmp_path, "cpu", "-k", "test_devices", **require)
+    only = _only("test_devices")
+    run = _conformance(drivers, tmp_path, "cpu", "-k", "test_devices", *only, **require)
     assert run["returncode"] != 0
     assert run["matrix"]["test_devices::test_required_backends_are_present"] == {"any": "fail"}
     got = _outcomes(run, "cpu")

@@ -65,6 +65,9 @@ WIDTH_16_MODULES = [
     "test_primitives.py",
     "test_warpgroup.py",
 ]
+#: Left out of the children: sums queued on two streams behind a spinning kernel prove the
+#: streams' order, not a width (the same sums are checked at each width by themselves).
+NOT_WIDTH = "not test_sums_on_two_streams_at_once"
 BLOCK = 256
 #: The child's pytest options: quiet, in one process, on the reference device only.
 CHILD_OPTIONS = ["-q", "-p", "no:xdist", "-p", "no:cacheprovider", "--ruda-device", "cpu"]
@@ -176,7 +179,7 @@ def test_the_conformance_suite_at_another_width(width: int) -> None:
     names = WIDTH_MODULES if width == 1 else WIDTH_16_MODULES
     modules = [str(CONFORMANCE / name) for name in names]
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", *CHILD_OPTIONS, *modules],
+        [sys.executable, "-m", "pytest", *CHILD_OPTIONS, "-k", NOT_WIDTH, *modules],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -33,8 +33,18 @@ MODULES = [
     "test_units_collectives.py",
     "test_primitives.py",
 ]
-#: The child's pytest options: quiet, in one process.
-CHILD_OPTIONS = ["-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
+#: The child's pytest options: quiet, in one process; without the sums queued on two streams
+#: behind a spinning kernel, which prove the streams' order, not planes (the same sums are
+#: checked without subgroups by themselves).
+CHILD_OPTIONS = [
+    "-q",
+    "-p",
+    "no:xdist",
+    "-p",
+    "no:cacheprovider",
+    "-k",
+    "not test_sums_on_two_streams_at_once",
+]
 
 
 def _opencl_devices() -> list[str]:
