@@ -36,7 +36,11 @@ print(json.dumps({
 
 
 def _run(code: str, tmp_path: Path, **env: str) -> dict[str, object]:
+    """What ``code`` printed in a new process with a new cache folder (every OpenCL device
+    probed again) that loads the OpenCL backend alone (the reference device is always kept;
+    probing the machine's other drivers would add seconds and prove nothing here)."""
     base = {k: v for k, v in os.environ.items() if k != "OCL_ICD_VENDORS"}
+    base["RUDA_BACKENDS"] = "opencl"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
