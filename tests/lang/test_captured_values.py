@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fresh_processes import known_verdicts
 
 from ruda_core.runtime import ComputeClient
 
@@ -67,6 +68,7 @@ def _run(folder: Path, device: str, scale: float, change: bool = False) -> dict[
     path = os.pathsep.join(filter(None, (str(folder), os.environ.get("PYTHONPATH"))))
     env = {**os.environ, "RUDA_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": path}
     env["RUDA_BACKENDS"] = device.partition(":")[0]  # a new cache would probe every driver
+    known_verdicts(folder / "cache", [env["RUDA_BACKENDS"]])  # and this one again
     done = subprocess.run(  # -B: a rewritten module is never read from a stale .pyc
         [sys.executable, "-B", str(folder / "child.py"), device, "change" if change else "keep"],
         env=env,
