@@ -272,12 +272,14 @@ class CudaDialect(Dialect):
             raise ValueError(f"CompileOptions arch={arch!r} is not like 'sm_90' or '90'")
         return cls(int(match.group(1)))
 
-    def kernel_head(self, max_units: int | None) -> str:
+    def kernel_head(self, max_units: int | None, min_cubes: int | None = None) -> str:
         """``__launch_bounds__(max_units)`` where the kernel states a bound: NVRTC then keeps
-        the registers per unit low enough for a cube of that many units to launch."""
+        the registers per unit low enough for a cube of that many units to launch (and for
+        ``min_cubes`` of them at once on a multiprocessor, where asked)."""
         if max_units is None:
             return self.kernel_prefix
-        return f"{self.kernel_prefix} __launch_bounds__({max_units})"
+        bounds = f"{max_units}, {min_cubes}" if min_cubes is not None else f"{max_units}"
+        return f"{self.kernel_prefix} __launch_bounds__({bounds})"
 
     def compute_elem(self, elem: Elem) -> Elem:
         return Elem.F32 if elem in _NARROW else elem

@@ -232,7 +232,7 @@ class _KernelWriter(StructuredWriter):
             out += [*preamble, ""]
         out += self.prelude.render()
         args = [f"{INDENT}{a.ctype} {a.name}" for a in signature.args]
-        head = d.kernel_head(defn.max_units)
+        head = d.kernel_head(defn.max_units, defn.min_cubes)
         if args:
             out += [f"{head} {self.entry}(", ",\n".join(args), ") {"]
         else:

@@ -212,9 +212,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
 
     # -- the kernel ---------------------------------------------------------------------------
 
-    def kernel_head(self, max_units: int | None) -> str:
+    def kernel_head(self, max_units: int | None, min_cubes: int | None = None) -> str:
         """The text before a kernel's name in its definition, for a kernel whose cubes have at
-        most ``max_units`` units (``None``: no bound). Default: :attr:`kernel_prefix`; a target
+        most ``max_units`` units (``None``: no bound), ``min_cubes`` of which should fit one
+        multiprocessor at once (``None``: not asked). Default: :attr:`kernel_prefix`; a target
         that can fit its code to the bound (CUDA's ``__launch_bounds__``) writes it here."""
         return self.kernel_prefix
 

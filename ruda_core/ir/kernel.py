@@ -128,17 +128,20 @@ Block = tuple[Stmt, ...]
 class KernelDefinition:
     """One specialised kernel: hashable, comparable, and printable as a stable text form.
 
-    ``locals`` lists every :class:`Local` the body writes (declared once, at the top, by
-    emitters); ``shared`` and ``local_arrays`` list the arrays, ``fragments`` the cooperative
-    matrices (one per plane). ``max_units`` is the most units a cube of any launch may have, as
-    the kernel states it (``launch_bounds``; ``None``: the device's limit alone): a target may
-    fit the kernel's registers to it, and launches of larger cubes are refused. With
-    ``exact_units`` every cube has exactly ``max_units`` units (``cube_units``): launches of
-    other cubes are refused too, and a target may fold what depends on the cube's size (CUDA's
-    warp masks where the cube is whole warps). ``source`` locates the Python function.
-    :meth:`fingerprint` is a content hash suitable for cache keys.
+        ``locals`` lists every :class:`Local` the body writes (declared once, at the top, by
+        emitters); ``shared`` and ``local_arrays`` list the arrays, ``fragments`` the cooperative
+        matrices (one per plane). ``max_units`` is the most units a cube of any launch may have, as
+        the kernel states it (``launch_bounds``; ``None``: the device's limit alone): a target may
+        fit the kernel's registers to it, and launches of larger cubes are refused. With
+        ``exact_units`` every cube has exactly ``max_units`` units (``cube_units``): launches of
+        other cubes are refused too, and a target may fold what depends on the cube's size (CUDA's
+        warp masks where the cube is whole warps). ``min_cubes`` is how many such cubes the kernel
+    asks to fit one multiprocessor at once (``launch_bounds(n, cubes)``): a target may limit the
+    registers per unit for it. ``source`` locates the Python function.
+        :meth:`fingerprint` is a content hash suitable for cache keys.
 
-    :raises CompilationError: for a ``max_units`` below 1, or ``exact_units`` without it.
+        :raises CompilationError: for a ``max_units`` below 1, or ``exact_units`` or ``min_cubes``
+            without it, or a ``min_cubes`` below 1.
     """
 
     name: str
@@ -151,6 +154,7 @@ class KernelDefinition:
     source: SourceLoc | None = field(default=None, compare=False)
     max_units: int | None = None
     exact_units: bool = False
+    min_cubes: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_units is not None and self.max_units < 1:
@@ -161,6 +165,11 @@ class KernelDefinition:
         if self.exact_units and self.max_units is None:
             raise CompilationError(
                 f"kernel {self.name} states an exact cube without its units; give max_units"
+            )
+        if self.min_cubes is not None and (self.max_units is None or self.min_cubes < 1):
+            raise CompilationError(
+                f"kernel {self.name} asks for {self.min_cubes} cubes at once; that needs "
+                "max_units and at least 1 cube"
             )
 
     @property
@@ -235,7 +244,9 @@ class KernelDefinition:
         ]
         lines.append(")")
         if self.max_units is not None:
-            lines.append(f"  max_units {self.max_units}{' exact' if self.exact_units else ''}")
+            exact = " exact" if self.exact_units else ""
+            cubes = f" cubes {self.min_cubes}" if self.min_cubes is not None else ""
+            lines.append(f"  max_units {self.max_units}{exact}{cubes}")
         lines += [f"  shared {s.name}: {s.elem}[{s.size or s.length}]" for s in self.shared]
         lines += [f"  local_array {a.name}: {a.elem}[{a.length}]" for a in self.local_arrays]
         lines += [f"  local {v.name}: {v.type_text}" for v in self.locals]

@@ -30,6 +30,9 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
 * ``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int >= 1,
   stated once, at the top level of the body): CUDA fits the kernel's registers to such cubes
   (``__launch_bounds__``), and a launch of a larger cube is refused on every device.
+  ``launch_bounds(n, cubes)`` also asks that ``cubes`` such cubes fit one multiprocessor at
+  once: CUDA then limits the registers per unit for that (``__launch_bounds__(n, cubes)``; it
+  may spill registers to reach it), other targets ignore it.
 * ``cube_units(n)``: the kernel's cubes have exactly ``n`` units (stated as ``launch_bounds``,
   instead of it): a launch of any other cube is refused on every device, and targets may fold
   what depends on the cube's size (CUDA's warp masks, where ``n`` is whole warps).

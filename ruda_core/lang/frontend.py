@@ -86,6 +86,7 @@ def build_kernel(
         source=SourceLoc(parsed.file, parsed.line(parsed.tree)),
         max_units=builder.max_units,
         exact_units=builder.exact_units,
+        min_cubes=builder.min_cubes,
     )
     defn = _mark_read_only(defn)
     verify(defn)

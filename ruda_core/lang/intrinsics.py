@@ -181,23 +181,17 @@ def _statement(op: Op) -> Handler:
 
 
 def _cube_bound(exact: bool) -> Handler:
-    """``launch_bounds(n)``: the kernel's cubes have at most ``n`` units; ``cube_units(n)``:
-    exactly ``n`` (a compile-time int >= 1 either way), stated once, at the top level of the
-    kernel's body."""
+    """``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (``launch_bounds(n,
+    cubes)``: and ``cubes`` of them should fit one multiprocessor at once); ``cube_units(n)``:
+    exactly ``n`` (compile-time ints >= 1), stated once, at the top level of the kernel's
+    body."""
     name = "cube_units" if exact else "launch_bounds"
     what = "the units of every cube" if exact else "the most units of a cube"
 
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> None:
-        _arity(b, name, args, 1, node)
-        arg = args[0]
-        value = arg.value if isinstance(arg, PyVal) else None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            got = repr(value) if isinstance(arg, PyVal) else f"the runtime value {arg}"
-            b.fail(
-                f"{name}(n) needs a compile-time int n >= 1 ({what}), got {got}; pass a "
-                "literal or a Comptime[int] parameter",
-                node,
-            )
+        _arity(b, name, args, 1 if exact or len(args) < 2 else 2, node)
+        value = _positive(b, f"{name}(n)", "n", args[0], what, node)
+        cubes = [_positive(b, f"{name}(n, cubes)", "cubes", arg, _CUBES, node) for arg in args[1:]]
         if b.frame.parsed.kind != "kernel" or len(b.blocks) > 1 or b.frame.loops:
             b.fail(
                 f"{name}({value}) belongs at the top level of the kernel's body, outside "
@@ -213,8 +207,26 @@ def _cube_bound(exact: bool) -> Handler:
             )
         b.max_units = value
         b.exact_units = exact
+        b.min_cubes = cubes[0] if cubes else None
 
     return handler
+
+
+#: What the second argument of ``launch_bounds`` means.
+_CUBES = "the cubes one multiprocessor should hold at once"
+
+
+def _positive(b: ExprBuilder, call: str, n: str, arg: Value, what: str, node: ast.AST) -> int:
+    """``arg``, the argument ``n`` of ``call``, as a compile-time int >= 1."""
+    value = arg.value if isinstance(arg, PyVal) else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        got = repr(value) if isinstance(arg, PyVal) else f"the runtime value {arg}"
+        b.fail(
+            f"{call} needs a compile-time int {n} >= 1 ({what}), got {got}; pass a literal or "
+            "a Comptime[int] parameter",
+            node,
+        )
+    return value
 
 
 def _predicate(op: Op, result: Elem) -> Handler:

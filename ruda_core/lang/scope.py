@@ -207,6 +207,8 @@ class BuilderState:
         #: no bound; with ``exact_units`` (``cube_units``), the units of every cube
         self.max_units: int | None = None
         self.exact_units = False
+        #: cubes asked to fit one multiprocessor at once (``launch_bounds(n, cubes)``)
+        self.min_cubes: int | None = None
 
     # -- errors -----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""``launch_bounds(n)``: a kernel states the most units its cube will have; ``cube_units(n)``:
+"""``launch_bounds(n)``: a kernel states the most units its cube will have (``launch_bounds(n,
+cubes)``: and how many such cubes one multiprocessor should hold at once); ``cube_units(n)``:
 exactly how many. The definition carries the bound, in its text and so in its fingerprint (the
 compile caches' key); the task made of it holds it for the launch check. Anything but one
 compile-time int >= 1 at the top level of the kernel's body, stated once, is a
@@ -11,6 +12,7 @@ import re
 
 import pytest
 
+from ruda_core.codegen import CFamilyEmitter
 from ruda_core.errors import CompilationError
 from ruda_core.ir import KernelDefinition
 from ruda_core.lang import (
@@ -27,6 +29,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import KernelTask
 from ruda_core.runtime.compiler import UNBOUNDED_UNITS
+from ruda_cuda.dialect import CudaDialect
 
 
 @kernel
@@ -38,6 +41,12 @@ def bounded(out: Array[u32], UNITS: Comptime[int]):
 @kernel
 def exact(out: Array[u32], UNITS: Comptime[int]):
     cube_units(UNITS)
+    out[UNIT_POS] = UNIT_POS
+
+
+@kernel
+def packed(out: Array[u32], CUBES: Comptime[int]):
+    launch_bounds(256, CUBES)
     out[UNIT_POS] = UNIT_POS
 
 
@@ -80,6 +89,19 @@ def test_an_exact_cube_is_a_bound_of_its_own_in_text_and_fingerprint():
     assert "\n  max_units 256 exact\n" in defn.dump()
     assert not bounded.definition(UNITS=256).exact_units
     assert defn.fingerprint() != bounded.definition(UNITS=256).fingerprint()
+
+
+def test_cubes_at_once_are_carried_in_text_fingerprint_and_cuda_bounds():
+    two, four = (packed.definition(CUBES=c) for c in (2, 4))
+    assert (two.max_units, two.min_cubes) == (256, 2) and not two.exact_units
+    assert "\n  max_units 256 cubes 2\n" in two.dump()
+    assert two.fingerprint() != four.fingerprint()
+    assert bounded.definition(UNITS=256).min_cubes is None
+    source = CFamilyEmitter(CudaDialect(90)).emit(two).source
+    assert "__global__ void __launch_bounds__(256, 2) packed(" in source
+    assert "__launch_bounds__(256) bounded(" in (
+        CFamilyEmitter(CudaDialect(90)).emit(bounded.definition(UNITS=256)).source
+    )
 
 
 def test_the_task_holds_the_bound_for_the_launch_check():
@@ -197,6 +219,21 @@ def k_bound_without_argument(out: Array[f32]):
     out[0] = 1.0
 
 
+def k_zero_cubes(out: Array[f32]):
+    launch_bounds(64, 0)  # ERR
+    out[0] = 1.0
+
+
+def k_exact_with_cubes(out: Array[f32]):
+    cube_units(64, 2)  # ERR
+    out[0] = 1.0
+
+
+def k_three_bounds(out: Array[f32]):
+    launch_bounds(64, 2, 3)  # ERR
+    out[0] = 1.0
+
+
 REFUSED = [
     (k_runtime_bound, r"needs a compile-time int n >= 1 .*got the runtime value n", {}),
     (k_float_bound, r"needs a compile-time int n >= 1 .*got 64\.0", {}),
@@ -229,6 +266,9 @@ REFUSED = [
     (k_bound_in_func, r"launch_bounds\(64\) belongs at the top level", {}),
     (k_bound_as_value, r"launch_bounds\(\) gives no value", {}),
     (k_bound_without_argument, r"launch_bounds\(\) takes 1 argument, got 0", {}),
+    (k_zero_cubes, r"launch_bounds\(n, cubes\) needs a compile-time int cubes >= 1 .*got 0", {}),
+    (k_exact_with_cubes, r"cube_units\(\) takes 1 argument, got 2", {}),
+    (k_three_bounds, r"launch_bounds\(\) takes 2 arguments, got 3", {}),
 ]
 
 
