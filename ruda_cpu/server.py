@@ -44,6 +44,7 @@ from ruda_core.runtime import (
     Run,
     ServerError,
     ServerStream,
+    Stamp,
     Storage,
     dynamic_count_error,
     poisoned_input,
@@ -122,20 +123,20 @@ class CpuStream(ServerStream):
 class CpuStamp:
     """The worker's clock when it reached this point of its queue."""
 
-    __slots__ = ("_done", "ns")
+    __slots__ = ("_done", "_ns")
 
     def __init__(self) -> None:
         self._done = threading.Event()
-        self.ns = 0
+        self._ns = 0
 
     def mark(self) -> None:
-        self.ns = time.perf_counter_ns()
+        self._ns = time.perf_counter_ns()
         self._done.set()
 
-    def ns_since(self, base: Any) -> int:
+    def ns(self) -> int:
+        """The worker's clock (``perf_counter_ns``) at the stamp; blocks until it got there."""
         self._done.wait()
-        base._done.wait()
-        return self.ns - int(base.ns)
+        return self._ns
 
 
 class CpuFence:
@@ -370,6 +371,9 @@ class CpuDriver(Driver):
         stamp = CpuStamp()
         cast(CpuStream, stream).enqueue(stamp.mark)
         return stamp
+
+    def elapsed_ns(self, start: Stamp, end: Stamp) -> int:
+        return cast(CpuStamp, end).ns() - cast(CpuStamp, start).ns()
 
     def flush(self, stream: ServerStream) -> None:
         """Nothing to submit: the worker runs commands as they arrive."""

@@ -48,6 +48,7 @@ from ruda_core.runtime import (
     RudaTask,
     Run,
     ServerStream,
+    Stamp,
     wait_until,
 )
 from ruda_core.runtime.console import flush_c_stdout
@@ -125,21 +126,6 @@ class CudaStream(ServerStream):
 
     def prune(self) -> None:
         self.in_flight = [(e, hosts) for e, hosts in self.in_flight if not e.done]
-
-
-class _EventStamp:
-    """A timing-enabled CUDA event."""
-
-    __slots__ = ("event",)
-
-    def __init__(self, event: Any) -> None:
-        self.event = event
-
-    def ns_since(self, base: Any) -> int:
-        wait_until(lambda: bool(self.event.done))  # a signal ends it, unlike the driver's wait
-        guard("waiting for a CUDA event", self.event.synchronize)
-        ms = guard("timing CUDA events", lambda: cupy.cuda.get_elapsed_time(base.event, self.event))
-        return int(ms * 1e6)
 
 
 class _EventFence:
@@ -564,11 +550,19 @@ class CudaDriver(Driver):
         cuda = cast(CudaStream, stream)
         guard("ordering streams", lambda: cuda.stream.wait_event(fence.event))
 
-    def timestamp(self, stream: ServerStream) -> _EventStamp:
+    def timestamp(self, stream: ServerStream) -> _EventFence:
+        """A timing-enabled event."""
         self._activate()
         event = cupy.cuda.Event(block=False, disable_timing=False)
         guard("recording a timing event", lambda: event.record(cast(CudaStream, stream).stream))
-        return _EventStamp(event)
+        return _EventFence(event)
+
+    def elapsed_ns(self, start: Stamp, end: Stamp) -> int:
+        a, b = cast(_EventFence, start), cast(_EventFence, end)
+        a.wait()
+        b.wait()
+        ms = guard("timing CUDA events", lambda: cupy.cuda.get_elapsed_time(a.event, b.event))
+        return int(ms * 1e6)
 
     def flush(self, stream: ServerStream) -> None:
         """Nothing to submit: CUDA starts work as it is enqueued."""

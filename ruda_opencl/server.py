@@ -38,6 +38,7 @@ from ruda_core.runtime import (
     RudaTask,
     Run,
     ServerStream,
+    Stamp,
     TooManyResources,
     wait_until,
 )
@@ -84,19 +85,6 @@ class OpenCLStream(ServerStream):
     def let_go_done(self) -> None:
         """Let go of the host copies whose transfers have completed."""
         self.in_flight = [e for e in self.in_flight if e.command_execution_status != _COMPLETE]
-
-
-class _MarkerStamp:
-    """A marker on a profiling queue: its end time is when the device reached it."""
-
-    __slots__ = ("marker",)
-
-    def __init__(self, marker: Any) -> None:
-        self.marker = marker
-
-    def ns_since(self, base: Any) -> int:
-        guard("waiting for a marker", self.marker.wait)
-        return int(self.marker.profile.end) - int(base.marker.profile.end)
 
 
 class _EventFence:
@@ -454,9 +442,16 @@ class OpenCLDriver(Driver):
         queue = cast(OpenCLStream, stream).queue
         guard("ordering queues", lambda: cl.enqueue_barrier(queue, wait_for=[fence.event]))
 
-    def timestamp(self, stream: ServerStream) -> _MarkerStamp:
+    def timestamp(self, stream: ServerStream) -> _EventFence:
+        """A marker on the (profiling) queue: its end time is when the device reached it."""
         queue = cast(OpenCLStream, stream).queue
-        return _MarkerStamp(guard("recording a timestamp", lambda: cl.enqueue_marker(queue)))
+        return _EventFence(guard("recording a timestamp", lambda: cl.enqueue_marker(queue)))
+
+    def elapsed_ns(self, start: Stamp, end: Stamp) -> int:
+        a, b = cast(_EventFence, start), cast(_EventFence, end)
+        a.wait()
+        b.wait()
+        return int(b.event.profile.end) - int(a.event.profile.end)
 
     def busy(self, stream: ServerStream) -> str | None:
         ocl = cast(OpenCLStream, stream)

@@ -57,6 +57,7 @@ from ruda_core.runtime import (
     Run,
     ServerError,
     ServerStream,
+    Stamp,
 )
 
 from .adapters import all_adapters, describe, open_device, plane_width, translate
@@ -210,12 +211,10 @@ class _Timestamp:
         self._ns: int | None = None
 
     def ns(self) -> int:
+        """The device's timestamp, in nanoseconds; blocks until it is read back."""
         if self._ns is None:
             self._ns = int(np.frombuffer(_mapped(self._readback), np.uint64)[0])
         return self._ns
-
-    def ns_since(self, base: Any) -> int:
-        return self.ns() - int(base.ns())
 
 
 class _MappedFence:
@@ -389,6 +388,9 @@ class WebGpuDriver(Driver):
 
     def timestamp(self, stream: ServerStream) -> _Timestamp:
         return _Timestamp(cast(WebGpuStream, stream))
+
+    def elapsed_ns(self, start: Stamp, end: Stamp) -> int:
+        return cast(_Timestamp, end).ns() - cast(_Timestamp, start).ns()
 
     def wait(self, stream: ServerStream, fence: Any) -> None:
         """Nothing to record: the fence's work is submitted, and the queue runs in order."""

@@ -5,7 +5,7 @@ A backend's driver is one object implementing four small interfaces, each a grou
 with a default wherever one makes sense:
 
 * :class:`QueueDriver`, streams and events: ``new_stream``, ``fence``, ``refence``, ``wait``,
-  ``flush``, ``sync``, ``timestamp``;
+  ``flush``, ``sync``, ``timestamp``, ``elapsed_ns``;
 * :class:`KernelDriver`, kernel loading and launching: ``build``, ``binary``, ``load_binary``,
   ``kernel_launch`` (the one per-kernel launch hook), ``prepare``, ``capture``;
 * :class:`CopyDriver`, copies: ``write``, ``read``, ``prepare_copy``, ``copy_to_peer``,
@@ -116,6 +116,15 @@ class QueueDriver(ABC):
         """Record a device timestamp into ``stream`` (for profiling).
 
         :raises UnsupportedFeature: by default: the device cannot time its work.
+        """
+        raise UnsupportedFeature(f"{type(self).__name__} records no device timestamps")
+
+    def elapsed_ns(self, start: Stamp, end: Stamp) -> int:
+        """Device nanoseconds from ``start`` to ``end``, two stamps :meth:`timestamp` recorded
+        on any streams of this device (negative when ``end`` came first). Blocks until both are
+        complete; called without the lock.
+
+        :raises UnsupportedFeature: by default, as :meth:`timestamp`.
         """
         raise UnsupportedFeature(f"{type(self).__name__} records no device timestamps")
 

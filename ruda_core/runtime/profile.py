@@ -3,7 +3,8 @@
 
 Device-side times come from :class:`Stamp` objects a backend records into its queues (CUDA
 events, OpenCL profiling markers, the NumPy device worker's clock): they measure when the device
-reached a point of the queue, not when the host enqueued it.
+reached a point of the queue, not when the host enqueued it. The backend that recorded two
+stamps says how far apart they are.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ __all__ = ["ProfileDuration", "ProfileTrace", "Stamp", "TimingMethod", "TraceEve
 
 
 class Stamp(Protocol):
-    """A point in a stream's queue whose device time is known once the queue has passed it."""
-
-    def ns_since(self, base: Stamp) -> int:
-        """Nanoseconds from ``base`` (a stamp of the same device) to this stamp. Blocks until
-        both are complete."""
-        ...
+    """A point in a stream's queue whose device time is known once the queue has passed it.
+    Opaque: only the driver that recorded it reads it, in
+    :meth:`~.driver.QueueDriver.elapsed_ns`."""
 
 
 class TimingMethod(enum.Enum):

@@ -3,7 +3,8 @@
 
 Launches and transfers ask :attr:`Profiler.active` (one attribute read) and, while a profile
 runs, bracket their enqueue with :meth:`Profiler.stamp` and :meth:`Profiler.note`. Stamps are
-the driver's (:meth:`~.driver.QueueDriver.timestamp`). Imports no driver.
+the driver's (:meth:`~.driver.QueueDriver.timestamp`), and so are the intervals between them
+(:meth:`~.driver.QueueDriver.elapsed_ns`). Imports no driver.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ class Profiler:
         rec, waits = stopped
         for w in waits:
             w.result()
+        since = self._queue.elapsed_ns
         spans = [
-            (kind, name, stream.slot, start.ns_since(rec.base), end.ns_since(rec.base))
+            (kind, name, stream.slot, since(rec.base, start), since(rec.base, end))
             for kind, name, stream, start, end in rec.ops
         ]
         # another stream may have started before the base stamp's stream reached it
