@@ -143,15 +143,15 @@ class _EventFence:
 
 
 def _event_future(event: Any, value: Callable[[], T]) -> RudaFuture[T]:
-    """A sync or read: its wait (``cudaEventSynchronize``, once the event is done, so it does
-    not block) makes CUDA hand over the printf buffer, and what the kernels before it printed is
-    then written out."""
+    """A sync or read: the fence's wait (``cudaEventSynchronize``) makes CUDA hand over the
+    printf buffer, and what the kernels before the event printed is written out before
+    ``value()``."""
 
-    def wait() -> None:
-        guard("waiting for queued CUDA work", event.synchronize)
+    def printed() -> T:
         flush_c_stdout()
+        return value()
 
-    return RudaFuture.polling(lambda: bool(event.done), wait, value)
+    return RudaFuture.after(_EventFence(event), printed)
 
 
 class _ParamBlock:

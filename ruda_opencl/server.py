@@ -104,19 +104,16 @@ class _EventFence:
 def _event_future(
     event: Any, value: Callable[[], T], printed: Callable[[], None] | None = None
 ) -> RudaFuture[T]:
-    """A sync or read: when it completes, what the kernels before it printed is written out
-    (``printed`` writes their records). ``event.wait`` runs only once the event is complete, so
-    it does not block."""
+    """A sync or read: once the event is done, what the kernels before it printed is written
+    out (``printed`` writes their records) before ``value()``."""
 
-    def wait() -> None:
-        guard("waiting for queued work", event.wait)
+    def after_printing() -> T:
         flush_c_stdout()
         if printed is not None:
             printed()
+        return value()
 
-    return RudaFuture.polling(
-        lambda: bool(event.command_execution_status == _COMPLETE), wait, value
-    )
+    return RudaFuture.after(_EventFence(event), after_printing)
 
 
 def _enqueue_write(stream: OpenCLStream, binding: Binding, host: np.ndarray) -> Any:

@@ -217,21 +217,6 @@ class _Timestamp:
         return self._ns
 
 
-class _MappedFence:
-    """The point after one submission: the mapping of a buffer it copied into."""
-
-    __slots__ = ("_future",)
-
-    def __init__(self, future: RudaFuture[None]) -> None:
-        self._future = future
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def wait(self) -> None:
-        self._future.result()
-
-
 class WebGpuDriver(Driver):
     """The driver of one WebGPU device (see the module docstring)."""
 
@@ -383,8 +368,9 @@ class WebGpuDriver(Driver):
 
     # -- queue ------------------------------------------------------------------------------
 
-    def fence(self, stream: ServerStream) -> _MappedFence:
-        return _MappedFence(cast(WebGpuStream, stream).submit())
+    def fence(self, stream: ServerStream) -> RudaFuture[None]:
+        """The submission's future: the mapping of a buffer it copied into."""
+        return cast(WebGpuStream, stream).submit()
 
     def timestamp(self, stream: ServerStream) -> _Timestamp:
         return _Timestamp(cast(WebGpuStream, stream))

@@ -3,7 +3,9 @@
 Creating a future never waits. ``result(timeout)`` blocks until the work is done and returns
 its value or raises its :class:`~ruda_core.runtime.ServerError`; the outcome is computed
 once and remembered, so every caller sees the same value or error. ``await fut`` waits without
-blocking the event loop.
+blocking the event loop. A future speaks a fence's words too (``done()``, ``wait()``), so a
+driver may hand one out as a :class:`~.memory.Fence`, and :meth:`RudaFuture.after` makes a
+future of a driver's fence.
 
 No wait blocks in a driver call that a signal cannot end: a driver event is waited for by
 polling its status between sleeps (:func:`wait_until`), so Ctrl-C (``KeyboardInterrupt``) reaches
@@ -17,7 +19,10 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Generator
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+if TYPE_CHECKING:
+    from .memory.management import Fence
 
 __all__ = ["Promise", "RudaFuture", "wait_until"]
 
@@ -110,22 +115,25 @@ class RudaFuture(Generic[T]):
                 raise self._error
             return cast(T, self._value)
 
+    def wait(self) -> None:
+        """Block until the work is done and raise its error, as :meth:`result` does, without
+        its value: what a :class:`~.memory.Fence` is asked."""
+        self.result()
+
     @classmethod
-    def polling(
-        cls, done: Callable[[], bool], wait: Callable[[], None], value: Callable[[], T]
-    ) -> RudaFuture[T]:
-        """A future over a driver event that offers only a non-blocking ``done`` query and an
-        untimed blocking ``wait``: ``result`` polls ``done`` (:func:`wait_until`) until it is
-        True or the timeout has passed, then ``wait`` runs, without blocking now (raising the
-        work's error, if any), and ``value()`` is the result."""
+    def after(cls, fence: Fence, value: Callable[[], T]) -> RudaFuture[T]:
+        """A future of ``value()`` once ``fence`` is done: ``result`` polls ``fence.done()``
+        (:func:`wait_until`) until it is True or the timeout has passed, then calls
+        ``fence.wait()``, which no longer blocks (and raises the work's error, if any), and
+        then ``value()``, once."""
 
         def timed_wait(timeout: float | None) -> T:
-            if not wait_until(done, timeout):
+            if not wait_until(fence.done, timeout):
                 raise TimeoutError(f"the device work was not complete within {timeout} s")
-            wait()
+            fence.wait()
             return value()
 
-        return cls(timed_wait, done)
+        return cls(timed_wait, fence.done)
 
     def then(self, fn: Callable[[T], U]) -> RudaFuture[U]:
         """A future of ``fn(result)``; ``fn`` runs once, in the thread that first waits."""

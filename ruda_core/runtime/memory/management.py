@@ -39,7 +39,8 @@ _LIMIT_VARIABLE = "RUDA_MEMORY_LIMIT"
 
 
 class Fence(Protocol):
-    """A point in a stream's queue. ``done()`` never blocks; ``wait()`` blocks until it is."""
+    """A point in a stream's queue. ``done()`` never blocks; ``wait()`` blocks until it is
+    (waking for signals). A :class:`~ruda_core.runtime.RudaFuture` is one."""
 
     def done(self) -> bool: ...
 
