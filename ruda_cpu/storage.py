@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ruda_core.runtime import OutOfMemory, Storage
+from ruda_core.runtime.host_memory import physical_nbytes
 
 __all__ = ["CpuStorage", "host_memory_nbytes"]
 
 
 def host_memory_nbytes() -> int:
-    """Physical memory of this machine, in bytes."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
-        return 16 << 30
+    """Physical memory of this machine, in bytes (16 GiB where the system does not say)."""
+    return physical_nbytes() or 16 << 30
 
 
 class CpuStorage(Storage):

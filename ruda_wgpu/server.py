@@ -59,6 +59,7 @@ from ruda_core.runtime import (
     ServerStream,
     Stamp,
 )
+from ruda_core.runtime.host_memory import physical_nbytes
 
 from .adapters import all_adapters, describe, open_device, plane_width, translate
 from .compiler import CORE_ELEMS, WebGpuCompiler
@@ -226,7 +227,8 @@ class WebGpuDriver(Driver):
         self.device = open_device(adapter)
         self.name = adapter.info["device"]
         self.compiler = WebGpuCompiler()
-        self.storage = WebGpuStorage(self.device, _host_memory_nbytes())
+        # half the host's memory (8 GiB where the system does not say)
+        self.storage = WebGpuStorage(self.device, (physical_nbytes() or 8 << 30) // 2)
         #: the turns after which the driver stops a unit's loops (lavapipe's), else 0
         self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
         #: the word kernels that may have been stopped write their id into; each submission
@@ -456,13 +458,6 @@ def _words(binding: Binding, what: str = "") -> tuple[int, int]:
         )
     end = -(-(binding.offset_bytes + binding.nbytes) // 4) * 4
     return start, end - start
-
-
-def _host_memory_nbytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
-        return 4 << 30
 
 
 def _features(adapter: Any, plane_dim: int) -> Features:

@@ -1,4 +1,7 @@
-"""Freed host memory given back to the operating system.
+"""The host's memory: its size, and freed memory given back to the operating system.
+
+:func:`physical_nbytes` is the machine's physical memory, which devices without a size of their
+own (the NumPy device, WebGPU) are sized from.
 
 A driver that builds and frees many kernels (Intel's CPU OpenCL compiler, say) leaves the C
 allocator holding their freed pages: glibc keeps freed memory below its top in each arena for
@@ -12,9 +15,18 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Callable
 
-__all__ = ["trim"]
+__all__ = ["physical_nbytes", "trim"]
+
+
+def physical_nbytes() -> int | None:
+    """Physical memory of this machine, in bytes; None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # sysconf names differ off Linux
+        return None
 
 
 @functools.cache
