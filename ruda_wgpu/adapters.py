@@ -17,7 +17,7 @@ import wgpu
 from wgpu.backends.wgpu_native import extras
 
 from ruda_core.codegen.names import words
-from ruda_core.errors import CompilationError, LaunchError, OutOfMemory, ServerError
+from ruda_core.errors import LaunchError, OutOfMemory, ServerError
 
 __all__ = [
     "OPTIONAL_FEATURES",
@@ -127,10 +127,8 @@ def plane_width(device: Any) -> int:
 
 def translate(what: str, exc: BaseException, kind: type[ServerError] = LaunchError) -> ServerError:
     """The ruda error for a wgpu exception raised while doing ``what``: ``OutOfMemory`` for
-    wgpu's, ``CompilationError`` for a shader or pipeline wgpu refuses, else ``kind``."""
+    wgpu's, else ``kind``."""
     text = str(exc).strip()
     if isinstance(exc, wgpu.GPUOutOfMemoryError) or "out of memory" in text.lower():
         return OutOfMemory(f"{what} failed: wgpu is out of memory: {text}. Free memory and retry")
-    if kind is CompilationError:
-        return CompilationError(f"{what} failed: {text}")
     return kind(f"{what} failed: {text}")
