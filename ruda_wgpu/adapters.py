@@ -25,6 +25,7 @@ __all__ = [
     "describe",
     "open_device",
     "plane_width",
+    "read_back",
     "translate",
 ]
 
@@ -123,6 +124,15 @@ def plane_width(device: Any) -> int:
         out.destroy()
     width = widths.pop() if len(widths) == 1 else 0
     return width if width in (2, 4, 8, 16, 32, 64) else 1
+
+
+def read_back(buffer: Any) -> memoryview:
+    """A copy of the bytes of a mappable buffer, once the submission that fills it is done
+    (blocks until then)."""
+    buffer.map_sync(wgpu.MapMode.READ)
+    data: memoryview = buffer.read_mapped()
+    buffer.unmap()
+    return data
 
 
 def translate(what: str, exc: BaseException, kind: type[ServerError] = LaunchError) -> ServerError:

@@ -61,7 +61,7 @@ from ruda_core.runtime import (
 )
 from ruda_core.runtime.host_memory import physical_nbytes
 
-from .adapters import all_adapters, describe, open_device, plane_width, translate
+from .adapters import all_adapters, describe, open_device, plane_width, read_back, translate
 from .compiler import CORE_ELEMS, WebGpuCompiler
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
@@ -214,7 +214,7 @@ class _Timestamp:
     def ns(self) -> int:
         """The device's timestamp, in nanoseconds; blocks until it is read back."""
         if self._ns is None:
-            self._ns = int(np.frombuffer(_mapped(self._readback), np.uint64)[0])
+            self._ns = int(np.frombuffer(read_back(self._readback), np.uint64)[0])
         return self._ns
 
 
@@ -336,7 +336,7 @@ class WebGpuDriver(Driver):
                 out = []
                 for staging, b in stagings:
                     skip = b.offset_bytes & 3
-                    out.append(_mapped(staging)[skip : skip + b.nbytes].toreadonly())
+                    out.append(read_back(staging)[skip : skip + b.nbytes].toreadonly())
                 promise.set_result(out)
             except Exception as exc:
                 promise.set_error(translate("reading", exc, IoError))
@@ -404,7 +404,7 @@ class WebGpuDriver(Driver):
 
         def write_out() -> None:  # on the submitter's waiting thread, once the copy is done
             try:
-                table.write_out(np.frombuffer(_mapped(staging), dtype=np.uint32))
+                table.write_out(np.frombuffer(read_back(staging), dtype=np.uint32))
             finally:  # what waits after the records runs even where they cannot be read
                 if then is not None:
                     then()
@@ -434,14 +434,6 @@ def _buffer(device: Any, size: int, usage: int, what: str) -> Any:
         return device.create_buffer(size=size, usage=usage)
     except Exception as exc:  # wgpu raises plain Exceptions
         raise translate(f"allocating {size} bytes for {what}", exc) from exc
-
-
-def _mapped(buffer: Any) -> memoryview:
-    """A copy of the bytes of a mappable buffer whose submission is done."""
-    buffer.map_sync(wgpu.MapMode.READ)
-    data: memoryview = buffer.read_mapped()
-    buffer.unmap()
-    return data
 
 
 def _words(binding: Binding, what: str = "") -> tuple[int, int]:

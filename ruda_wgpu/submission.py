@@ -19,11 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import wgpu
-
 from ruda_core.runtime import Binding, Promise, RudaFuture, ServerError, ServerStream
 
-from .adapters import translate
+from .adapters import read_back, translate
 
 __all__ = ["Submitter"]
 
@@ -97,9 +95,7 @@ class Submitter:
             item = self._wait.get()
             failed: ServerError | None = None
             try:
-                item.mark.map_async(wgpu.MapMode.READ).sync_wait()
-                stopped = self._stopped(bytes(item.mark.read_mapped()))
-                item.mark.unmap()
+                stopped = self._stopped(bytes(read_back(item.mark)))
                 item.mark.destroy()
             except Exception as exc:  # wgpu raises plain Exceptions
                 failed = translate("waiting for queued work", exc)
