@@ -129,6 +129,8 @@ class CudaStream(ServerStream):
 
 
 class _EventFence:
+    """A recorded CUDA event: a fence, and a stamp where timing is enabled."""
+
     __slots__ = ("event",)
 
     def __init__(self, event: Any) -> None:

@@ -88,6 +88,8 @@ class OpenCLStream(ServerStream):
 
 
 class _EventFence:
+    """An OpenCL event: a fence, and a stamp where it is a marker on a profiling queue."""
+
     __slots__ = ("event",)
 
     def __init__(self, event: Any) -> None:
