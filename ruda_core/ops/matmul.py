@@ -44,9 +44,16 @@ from .operands import Operand, as_buffer, check_float, client_and_operands
 
 __all__ = ["matmul"]
 
-#: FMA candidates ``(BM, BN, BK, RM, RN)``: a ``BM x BN`` block of the output per cube of
-#: ``(BM/RM) x (BN/RN)`` units, each summing ``RM x RN`` outputs over ``BK``-deep stages.
-FMA_SHAPES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (32, 32, 8, 2, 2))
+FmaShape = tuple[int, int, int, int, int, int]
+#: FMA candidates ``(BM, BN, BK, RM, RN, CUBES)``: a ``BM x BN`` block of the output per cube
+#: of ``(BM/RM) x (BN/RN)`` units, each summing ``RM x RN`` outputs over ``BK``-deep stages,
+#: built so that ``CUBES`` cubes fit a multiprocessor (:func:`.matmul_fma`).
+FMA_SHAPES = (
+    (128, 128, 8, 8, 8, 2),
+    (128, 128, 16, 8, 8, 2),
+    (64, 64, 8, 4, 4, 1),
+    (32, 32, 8, 2, 2, 1),
+)
 #: cmma candidates ``(FM, FN, WM, WN, BK_BYTES)``: ``WM x WN`` planes per cube, each holding
 #: ``FM x FN`` accumulators of 16 x 16, so a ``WM*FM*16 x WN*FN*16`` block of the output per
 #: cube, over shared stages ``BK_BYTES`` deep in bytes of an input row (64: 32 elements of f16
@@ -189,14 +196,14 @@ class _Limits(NamedTuple):
 def _tunable_set(
     elem: Elem, tf32: bool, cmma: bool, warpgroup: bool, limits: _Limits
 ) -> TunableSet:
-    """The candidates a device with ``limits`` can run (see :func:`_fma_stages`,
+    """The candidates a device with ``limits`` can run (see :func:`_fma_fits`,
     :func:`_cmma_stages` and :func:`_warpgroup_fits`)."""
     tunables: list[Tunable] = []
     for shape in FMA_SHAPES:
-        stages = _fma_stages(shape, limits)
-        if stages:
-            bm, bn, bk, rm, rn = shape
-            tunables.append(Tunable(f"fma-{bm}x{bn}x{bk}-{rm}x{rn}", _fma(shape, stages)))
+        if _fma_fits(shape, limits):
+            bm, bn, bk, rm, rn, cubes = shape
+            name = f"fma-{bm}x{bn}x{bk}-{rm}x{rn}" + (f"-c{cubes}" if cubes > 1 else "")
+            tunables.append(Tunable(name, _fma(shape)))
     for cshape in CMMA_SHAPES if cmma else ():
         stages = _cmma_stages(cshape, elem, limits)
         if stages:
@@ -226,13 +233,11 @@ def _tunable_set(
     return TunableSet(f"ruda.matmul.{elem.value}{'.tf32' if tf32 else ''}.{kind}", _key, tunables)
 
 
-def _fma_stages(shape: tuple[int, int, int, int, int], limits: _Limits) -> int:
-    """The shared stages (2, else 1) of the FMA candidate ``shape`` on a device with
-    ``limits``; 0 when its cube has too many units or even one stage does not fit."""
-    bm, bn, bk, rm, rn = shape
-    if (bm // rm) * (bn // rn) > limits.units:
-        return 0
-    return next((s for s in (2, 1) if _fma_shared(bm, bn, bk, s) <= limits.shared), 0)
+def _fma_fits(shape: FmaShape, limits: _Limits) -> bool:
+    """Whether the cube of the FMA candidate ``shape`` (its units, its two shared stages) fits a
+    device with ``limits``."""
+    bm, bn, bk, rm, rn, _ = shape
+    return (bm // rm) * (bn // rn) <= limits.units and _fma_shared(bm, bn, bk) <= limits.shared
 
 
 def _cmma_stages(shape: CmmaShape, elem: Elem, limits: _Limits) -> int:
@@ -262,10 +267,10 @@ def _warpgroup_fits(shape: tuple[int, int, int], limits: _Limits) -> bool:
     return 128 * wg <= limits.units and shared <= limits.shared
 
 
-def _fma_shared(bm: int, bn: int, bk: int, stages: int) -> int:
-    """The shared bytes of :func:`.matmul_fma`: ``stages`` f32 stages of ``a`` (transposed,
-    padded rows) and ``b``."""
-    return 4 * stages * bk * (bm + OUT_PAD + bn)
+def _fma_shared(bm: int, bn: int, bk: int) -> int:
+    """The shared bytes of :func:`.matmul_fma`: two f32 stages of ``a`` (transposed, padded
+    rows) and ``b``."""
+    return 4 * 2 * bk * (bm + OUT_PAD + bn)
 
 
 def _cmma_shared(shape: CmmaShape, nbytes: int, stages: int) -> int:
@@ -300,12 +305,10 @@ def _operands(
     return out, args
 
 
-def _fma_spec(
-    shape: tuple[int, int, int, int, int], stages: int, m: int, n: int, k: int
-) -> dict[str, object]:
+def _fma_spec(shape: FmaShape, m: int, n: int, k: int) -> dict[str, object]:
     """The compile-time arguments of :func:`.matmul_fma` for the ``FMA_SHAPES`` entry ``shape``
     on an ``(m, k) @ (k, n)`` product."""
-    bm, bn, bk, rm, rn = shape
+    bm, bn, bk, rm, rn, cubes = shape
     interior = m % bm == 0 and n % bn == 0 and k % bk == 0
     return dict(
         BM=bm,
@@ -313,7 +316,7 @@ def _fma_spec(
         BK=bk,
         RM=rm,
         RN=rn,
-        STAGES=stages,
+        CUBES=cubes,
         INTERIOR=interior,
         VA=_line(k, FMA_LINE),
         VB=_line(n, FMA_LINE),
@@ -374,14 +377,14 @@ def _pipelined_spec(
     return {**spec, "GROUP": GROUP_ROWS, "PREFETCH": prefetch and even}
 
 
-def _fma(shape: tuple[int, int, int, int, int], stages: int) -> Runner:
-    bm, bn, _, rm, rn = shape
+def _fma(shape: FmaShape) -> Runner:
+    bm, bn, _, rm, rn, _ = shape
 
     def run(client: ComputeClient, a: RudaTensor, b: RudaTensor) -> RudaTensor:
         out, args = _operands(client, a, b)
         (m, k), n = a.shape, b.shape[1]
         count = RudaCount(math.ceil(n / bn), math.ceil(m / bm))
-        spec = _fma_spec(shape, stages, m, n, k)
+        spec = _fma_spec(shape, m, n, k)
         matmul_fma.launch_unchecked(client, count, RudaDim((bm // rm) * (bn // rn)), *args, **spec)
         return out
 

@@ -18,7 +18,14 @@ works.
   groups of ``WA`` (4, or ``RM`` when smaller) rows, columns likewise (``WB``, ``GB``), so a
   step of ``k`` reads each group as one line of shared memory and a plane's reads of a group
   are contiguous; ``a``'s stages are stored transposed, as f32, and every product is one fused
-  multiply-add in k order. Interior blocks write each quad of a row as one line.
+  multiply-add in k order. Always two shared stages (``BK`` even); a unit reads the next step
+  of ``k`` from shared memory while it multiplies the current one, the first step of the next
+  stage included (right after the stage's barrier), and fetches the next stage 8 steps at a
+  time. Its loop takes two stages a turn, so that each shared read is at ``tx`` or ``ty`` plus
+  a constant, which the CUDA compiler folds into the load (NVRTC 13.0 did not fold a stage
+  index computed at run time: a quarter of the loop's instructions were address arithmetic).
+  ``CUBES`` asks CUDA to fit that many cubes on a multiprocessor (``launch_bounds``). Interior
+  blocks write each quad of a row as one line.
 * :func:`matmul_cmma`: a cube of ``WM x WN`` planes, each holding ``FM x FN`` accumulators of
   ``16 x 16`` (an ``FM*16 x FN*16`` part of the block) for the whole ``k`` loop and
   multiplying ``16 x 16 x TK`` cooperative-matrix fragments of ``In`` (tf32 for f32 input,
@@ -67,6 +74,7 @@ from ..lang import (
     fma,
     func,
     kernel,
+    launch_bounds,
     pipeline,
     sync_plane,
     sync_units,
@@ -179,21 +187,23 @@ def matmul_fma(
     RN: Comptime[int],
     VA: Comptime[int],
     VB: Comptime[int],
-    STAGES: Comptime[int],
+    CUBES: Comptime[int],
     INTERIOR: Comptime[bool],
 ):
     UX = BN // RN  # units along n
     UNITS = UX * (BM // RM)
+    launch_bounds(UNITS, CUBES)
     WA = 4 if RM % 4 == 0 else RM  # rows of a quad
     WB = 4 if RN % 4 == 0 else RN  # columns of a quad
     SA = BM + OUT_PAD  # the row stride of a's transposed stage (BK x BM)
-    sa = SharedMemory(f32, STAGES * BK * SA)
-    sb = SharedMemory(f32, STAGES * BK * BN)
-    ra = LocalArray(In, (BM * BK // VA + UNITS - 1) // UNITS * VA)
-    rb = LocalArray(In, (BK * BN // VB + UNITS - 1) // UNITS * VB)
+    sa = SharedMemory(f32, 2 * BK * SA)
+    sb = SharedMemory(f32, 2 * BK * BN)
+    PK = 8 if BK % 8 == 0 else BK  # the steps of k of one fetch
+    ra = LocalArray(In, (BM * PK // VA + UNITS - 1) // UNITS * VA)
+    rb = LocalArray(In, (PK * BN // VB + UNITS - 1) // UNITS * VB)
     acc = LocalArray(f32, RM * RN)
-    fa = LocalArray(f32, RM)
-    fb = LocalArray(f32, RN)
+    fa = LocalArray(f32, 2 * RM)  # two steps of k: the one multiplied and the next
+    fb = LocalArray(f32, 2 * RN)
     for e in unroll(range(RM * RN)):
         acc[e] = f32(0)
     tx = UNIT_POS % u32(UX)
@@ -201,35 +211,23 @@ def matmul_fma(
     row0 = RUDA_POS_Y * u32(BM)
     col0 = RUDA_POS_X * u32(BN)
     stages = (k + u32(BK - 1)) // u32(BK)
-    _fetch(a, ra, row0, u32(0), m, k, BM, BK, VA, UNITS, INTERIOR)
-    _fetch(b, rb, u32(0), col0, k, n, BK, BN, VB, UNITS, INTERIOR)
-    _stash(ra, sa, u32(0), BM, BK, SA, VA, UNITS, True, f32)
-    _stash(rb, sb, u32(0), BK, BN, BN, VB, UNITS, False, f32)
+    for p in unroll(range(0, BK, PK)):
+        _fetch(a, ra, row0, u32(p), m, k, BM, PK, VA, UNITS, INTERIOR)
+        _fetch(b, rb, u32(p), col0, k, n, PK, BN, VB, UNITS, INTERIOR)
+        _stash(ra, sa, u32(p * SA), BM, PK, SA, VA, UNITS, True, f32)
+        _stash(rb, sb, u32(p * BN), PK, BN, BN, VB, UNITS, False, f32)
     sync_units()
+    _quads(sa, fa, ty, 0, 0, BM, RM, WA)
+    _quads(sb, fb, tx, 0, 0, BN, RN, WB)
     st = u32(0)
-    while st < stages:
-        cur = st % u32(STAGES)
-        more = st + u32(1) < stages
-        if more:
-            t = (st + u32(1)) * u32(BK)
-            _fetch(a, ra, row0, t, m, k, BM, BK, VA, UNITS, INTERIOR)
-            _fetch(b, rb, t, col0, k, n, BK, BN, VB, UNITS, INTERIOR)
-        at_a = cur * u32(BK * SA) + ty * u32(WA)
-        at_b = cur * u32(BK * BN) + tx * u32(WB)
-        for kk in unroll(range(BK)):
-            _quads(sa, fa, at_a + u32(kk * SA), BM, RM, WA)
-            _quads(sb, fb, at_b + u32(kk * BN), BN, RN, WB)
-            for i in unroll(range(RM)):
-                for j in unroll(range(RN)):
-                    acc[i * RN + j] = fma(fa[i], fb[j], acc[i * RN + j])
-        if more:
-            nxt = (cur + u32(1)) % u32(STAGES)
-            if STAGES == 1:
-                sync_units()
-            _stash(ra, sa, nxt * u32(BK * SA), BM, BK, SA, VA, UNITS, True, f32)
-            _stash(rb, sb, nxt * u32(BK * BN), BK, BN, BN, VB, UNITS, False, f32)
-        sync_units()
+    while st < stages:  # two stages a turn: every shared index is then ty or tx plus a constant
+        _fma_stage(a, b, ra, rb, sa, sb, fa, fb, acc, row0, col0, m, n, k, st, stages, tx, ty,
+                   BM, BN, BK, PK, RM, RN, VA, VB, UNITS, INTERIOR, 0)  # fmt: skip
         st += u32(1)
+        if st < stages:
+            _fma_stage(a, b, ra, rb, sa, sb, fa, fb, acc, row0, col0, m, n, k, st, stages, tx, ty,
+                       BM, BN, BK, PK, RM, RN, VA, VB, UNITS, INTERIOR, 1)  # fmt: skip
+            st += u32(1)
     for i in unroll(range(RM)):
         r = row0 + u32(i // WA * (BM // (RM // WA)) + i % WA) + ty * u32(WA)
         for h in unroll(range(RN // WB)):
@@ -247,13 +245,66 @@ def matmul_fma(
 
 
 @func
-def _quads(s, f, at: u32, B: Comptime[int], R: Comptime[int], W: Comptime[int]):
-    """``f[g*W + q] = s[at + g*B/(R/W) + q]``: a unit's ``R`` values of one step of ``k``, its
-    ``R/W`` groups of ``W`` read as lines (``at`` a multiple of ``W``)."""
+def _fma_stage(
+    a, b, ra, rb, sa, sb, fa, fb, acc,
+    row0: u32, col0: u32, m: u32, n: u32, k: u32, st: u32, stages: u32, tx: u32, ty: u32,
+    BM: Comptime[int], BN: Comptime[int], BK: Comptime[int], PK: Comptime[int],
+    RM: Comptime[int], RN: Comptime[int], VA: Comptime[int], VB: Comptime[int],
+    UNITS: Comptime[int], INTERIOR: Comptime[bool], S: Comptime[int],
+):  # fmt: skip
+    """Stage ``st`` of :func:`matmul_fma`, in shared stage ``S`` with its first step of ``k`` in
+    ``fa[:RM]`` and ``fb[:RN]``. Each step of ``k`` is multiplied while the next one is read
+    into the other half of ``fa``, ``fb``; stage ``st + 1`` comes ``PK`` steps at a time, fetched
+    into ``ra``, ``rb`` at the first of them and stored into shared stage ``1 - S`` at the last;
+    after the stage's last step the cube waits and its first step is read."""
+    WA = 4 if RM % 4 == 0 else RM
+    WB = 4 if RN % 4 == 0 else RN
+    SA = BM + OUT_PAD
+    LA = BK * SA // WA  # lines of a stage of a, and of b
+    LB = BK * BN // WB
+    more = st + u32(1) < stages
+    for kk in unroll(range(BK)):
+        F = kk % 2 * RM  # where this step's values are; the next step's go to the other half
+        G = kk % 2 * RN
+        p = kk - kk % PK  # the first step of this fetch
+        if kk == p and more:
+            t = (st + u32(1)) * u32(BK) + u32(p)
+            _fetch(a, ra, row0, t, m, k, BM, PK, VA, UNITS, INTERIOR)
+            _fetch(b, rb, t, col0, k, n, PK, BN, VB, UNITS, INTERIOR)
+        if kk + 1 < BK:
+            _quads(sa, fa, ty, S * LA + (kk + 1) * SA // WA, RM - F, BM, RM, WA)
+            _quads(sb, fb, tx, S * LB + (kk + 1) * BN // WB, RN - G, BN, RN, WB)
+        if kk == p + PK - 1 and more:
+            _stash(ra, sa, u32((1 - S) * BK * SA + p * SA), BM, PK, SA, VA, UNITS, True, f32)
+            _stash(rb, sb, u32((1 - S) * BK * BN + p * BN), PK, BN, BN, VB, UNITS, False, f32)
+            if kk + 1 == BK:
+                sync_units()
+                _quads(sa, fa, ty, (1 - S) * LA, 0, BM, RM, WA)
+                _quads(sb, fb, tx, (1 - S) * LB, 0, BN, RN, WB)
+        for i in unroll(range(RM)):
+            for j in unroll(range(RN)):
+                acc[i * RN + j] = fma(fa[F + i], fb[G + j], acc[i * RN + j])
+
+
+@func
+def _quads(
+    s,
+    f,
+    line0: u32,
+    L: Comptime[int],
+    F: Comptime[int],
+    B: Comptime[int],
+    R: Comptime[int],
+    W: Comptime[int],
+):
+    """``f[F + g*W + q] = s[(line0 + L)*W + g*B/(R/W) + q]``: a unit's ``R`` values of one step
+    of ``k``, its ``R/W`` groups of ``W`` read as lines. The constant part of each line's index
+    (``L`` plus the group's offset) is added to ``line0`` last, so that it can become the load's
+    immediate offset."""
     for g in unroll(range(R // W)):
-        line = s.load_line((at + u32(g * (B // (R // W)))) // u32(W), W)
+        line = s.load_line(line0 + u32(L + g * (B // (R // W)) // W), W)
         for q in unroll(range(W)):
-            f[g * W + q] = line[q]
+            f[F + g * W + q] = line[q]
 
 
 @func

@@ -29,7 +29,6 @@ from ruda_core.ops.matmul import (
     _cmma_spec,
     _cmma_stages,
     _fma_spec,
-    _fma_stages,
     _Limits,
     _pipelined_spec,
     _pipelined_stages,
@@ -95,7 +94,7 @@ KERNELS = {
     "matmul_tf32": (lambda: _matmul(Elem.F32, True, False), 80),
     "matmul_f16": (lambda: _matmul(Elem.F16, False, True), 70),
     "matmul_fma": (
-        lambda: matmul_fma.definition(In=bf16, **_fma_spec(FMA_SHAPES[0], 2, 100, 70, 33)),
+        lambda: matmul_fma.definition(In=bf16, **_fma_spec(FMA_SHAPES[0], 100, 70, 33)),
         70,
     ),
 }
@@ -119,7 +118,7 @@ def _candidate_sources():
     for product, (m, n, k) in PRODUCTS.items():
         for elem in (Elem.F16, Elem.BF16, Elem.F32):
             for shape in FMA_SHAPES:
-                spec = _fma_spec(shape, _fma_stages(shape, limits), m, n, k)
+                spec = _fma_spec(shape, m, n, k)
                 build = partial(matmul_fma.definition, In=elem, **spec)
                 yield pytest.param(build, id=f"fma-{shape}-{elem}-{product}")
             for shape in CMMA_SHAPES:
