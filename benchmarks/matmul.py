@@ -7,9 +7,10 @@ cuBLAS's f32 path); ``RUDA_BENCH_N`` changes the size. On ``cpu`` (the NumPy ref
 and OpenCL devices: f16 and f32 at 64^3, 128^3 and 256^3 (``RUDA_BENCH_SIZES=64,128``). The first
 call tunes ruda's candidates (not timed); every result is checked against float64 NumPy before
 it is timed. Times are the best of ``ROUNDS`` runs of ``REPS`` back-to-back products between
-syncs. Each row also says how long the first call took (tuning and building included, with an
-empty tuning cache) and which candidate the tuner chose. Needs PyTorch for the comparison column
-(``-`` without it).
+syncs, with more than ``REPS`` where a round would last under 0.2 s (the GPU's clock rises
+over the first milliseconds of work after the tuning has left it idle). Each row also says how
+long the first call took (tuning and building included, with an empty tuning cache) and which
+candidate the tuner chose. Needs PyTorch for the comparison column (``-`` without it).
 Run: ``python benchmarks/matmul.py cuda:0`` or ``python benchmarks/matmul.py cpu``.
 """
 
@@ -32,10 +33,11 @@ from ruda_core.tensor import RudaTensor
 
 REPS = 5
 ROUNDS = 3
+MIN_ROUND_S = 0.2  # rounds of at least this long (more than REPS products at small sizes)
 
 
 def best_seconds(run: Callable[[], object], sync: Callable[[], None]) -> float:
-    return timing.best_seconds(run, sync, ROUNDS, REPS)
+    return timing.best_seconds(run, sync, ROUNDS, REPS, MIN_ROUND_S)
 
 
 def check(got: np.ndarray, a: np.ndarray, b: np.ndarray, what: str) -> None:

@@ -8,12 +8,27 @@ from typing import Any
 
 
 def best_seconds(
-    run: Callable[[], object], sync: Callable[[], None], rounds: int = 5, reps: int = 10
+    run: Callable[[], object],
+    sync: Callable[[], None],
+    rounds: int = 5,
+    reps: int = 10,
+    min_round_s: float = 0.0,
 ) -> float:
     """Seconds per ``run()``: one warm-up run, then the best of ``rounds`` rounds of ``reps``
-    runs followed by one ``sync``."""
+    runs followed by one ``sync``. With ``min_round_s``, the warm-up is a round of ``reps`` and
+    ``reps`` grows until a round lasts that long: a GPU left idle by the host (tuning,
+    building) runs its first milliseconds at a lower clock, which short rounds would measure."""
     run()
     sync()
+    while min_round_s:
+        start = time.perf_counter()
+        for _ in range(reps):
+            run()
+        sync()
+        took = time.perf_counter() - start
+        if took >= min_round_s:
+            break
+        reps = max(reps + 1, int(reps * min_round_s / max(took, 1e-9) * 1.1))
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
