@@ -1,5 +1,6 @@
-"""``CudaCompiler``: lowered IR -> CUDA C++ source for NVRTC (see :mod:`ruda_cuda.dialect` for
-the ``arch`` key of ``CompileOptions.extra``). Pure: compiling with NVRTC is the server's job."""
+"""``CudaCompiler``: lowered IR -> CUDA C++ source for NVRTC, for the architecture of the
+:class:`~ruda_cuda.dialect.CudaTarget` in ``CompileOptions.target``. Pure: compiling with NVRTC
+is the server's job."""
 
 from __future__ import annotations
 

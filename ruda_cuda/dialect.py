@@ -1,7 +1,7 @@
 """CUDA C++ (as NVRTC compiles it) as a :class:`Dialect`.
 
-``CompileOptions.extra`` key ``arch`` (``"sm_90"``, ``"compute_90"`` or ``"90"``; default
-``sm_52``, NVRTC's default) selects native atomics: ``f64`` add from sm_60, ``f16`` add from
+The architecture of the :class:`CudaTarget` in ``CompileOptions.target`` (default ``sm_52``,
+NVRTC's default) selects native atomics: ``f64`` add from sm_60, ``f16`` add from
 sm_70, ``bf16`` add and ``__reduce_*_sync`` from sm_80; older targets get compare-and-swap
 loops and shuffle butterflies. ``f16``/``bf16`` are ``__half``/``__nv_bfloat16`` (cuda_fp16.h,
 cuda_bf16.h), computed through ``float`` with one rounding per operation. Planes are warps of
@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ruda_core.codegen import (
     BITS_ELEM,
@@ -54,7 +55,7 @@ from ruda_core.runtime.compiler import CompileOptions
 
 from . import barrier, warpgroup
 
-__all__ = ["CudaDialect", "wmma_configs"]
+__all__ = ["CudaDialect", "CudaTarget", "wmma_configs"]
 
 _TYPES = {
     Elem.BOOL: "bool",
@@ -216,6 +217,33 @@ def _shared_operand_load(frag: Fragment, name: str, pointer: str, stride: str) -
     return [f'asm volatile("{instr}" : {regs} : "r"({address}), "r"((unsigned)({stride})));']
 
 
+@dataclass(frozen=True, slots=True)
+class CudaTarget:
+    """What CUDA code is generated for (``CompileOptions.target``).
+
+    :param arch: the compute capability as major * 10 + minor (``90`` for sm_90); the default is
+        NVRTC's, sm_52.
+    """
+
+    arch: int = 52
+
+    def __post_init__(self) -> None:
+        if self.arch < 10:
+            raise ValueError(f"CudaTarget arch={self.arch} is not a compute capability like 90")
+
+    @classmethod
+    def from_name(cls, name: str) -> CudaTarget:
+        """The target of an architecture named like NVRTC's ``-arch`` (``"sm_90"``,
+        ``"sm_90a"``, ``"compute_80"``) or a bare ``"90"``.
+
+        :raises ValueError: for a name of another form.
+        """
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[a-z]?", name)
+        if match is None:
+            raise ValueError(f"CUDA architecture {name!r} is not like 'sm_90' or '90'")
+        return cls(int(match.group(1)))
+
+
 class CudaDialect(Dialect):
     """CUDA C++ for compute capability ``arch`` (e.g. 90 for sm_90)."""
 
@@ -265,12 +293,11 @@ class CudaDialect(Dialect):
 
     @classmethod
     def from_options(cls, options: CompileOptions) -> CudaDialect:
-        """The dialect for ``options.extra``'s ``arch`` (other keys are ignored)."""
-        arch = options.get("arch", "52") or "52"
-        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[a-z]?", arch)
-        if match is None:
-            raise ValueError(f"CompileOptions arch={arch!r} is not like 'sm_90' or '90'")
-        return cls(int(match.group(1)))
+        """The dialect for the architecture of ``options.target`` (a :class:`CudaTarget`).
+
+        :raises TypeError: when ``options.target`` is not a :class:`CudaTarget`.
+        """
+        return cls(options.target_as(CudaTarget).arch)
 
     def kernel_head(self, max_units: int | None, min_cubes: int | None = None) -> str:
         """``__launch_bounds__(max_units)`` where the kernel states a bound: NVRTC then keeps

@@ -54,7 +54,7 @@ from ruda_core.runtime import (
 from ruda_core.runtime.console import flush_c_stdout
 
 from .compiler import CudaCompiler
-from .dialect import CudaDialect, wmma_configs
+from .dialect import CudaDialect, CudaTarget, wmma_configs
 from .driver import (
     activate,
     build_cubin,
@@ -634,6 +634,9 @@ class CudaServer(ComputeServer):
             driver,
             properties,
             Features(frozenset(features), frozenset(Elem), matrices),
-            CompileOptions(plane_dim=int(props["warpSize"]), extra=(("arch", arch),)),
+            CompileOptions(
+                plane_dim=int(props["warpSize"]),
+                target=CudaTarget(props["major"] * 10 + props["minor"]),
+            ),
             fingerprint=driver_fingerprint(),
         )

@@ -1,6 +1,6 @@
 """``OpenCLCapabilities``: what one OpenCL device gives ruda, read once when its server starts:
-the dialect's capability keys (``CompileOptions.extra``), the plane width, the program build
-options, and the features and element types they imply. Imports PyOpenCL.
+the :class:`~ruda_opencl.target.OpenCLTarget` its code is generated for, the plane width, the
+program build options, and the features and element types they imply. Imports PyOpenCL.
 
 ``PLANE_DIM`` is a compile-time constant and ``properties().plane_dim`` one number per device,
 but OpenCL lets the compiler choose each kernel's subgroup size. Subgroups are therefore enabled
@@ -19,7 +19,7 @@ collectives (``units_sum`` …) run there too. ``RUDA_OPENCL_SUBGROUPS=0``
 (read when a server is made; see :func:`subgroups_from_env`) drops them on every device, so a
 device with subgroups runs as one without. Subgroups found through the OpenCL C 3.0 feature
 ``__opencl_c_subgroups`` and work-group collectives need ``-cl-std=CL3.0`` (OpenCL C 1.2 is the
-default; see :data:`~ruda_opencl.dialect.OPENCL_C_3`).
+default; see :data:`~ruda_opencl.target.OPENCL_C_3`).
 
 PoCL turns a kernel into loops over a cube's units by its "work-group method". Its default
 (PoCL 5: ``loopvec``) stops the process with an assertion in its parallel-region formation on
@@ -48,7 +48,7 @@ import pyopencl as cl
 from ruda_core.ir import Elem
 from ruda_core.runtime import CompileOptions, Feature, Features
 
-from .dialect import CAPABILITIES, OPENCL_C_3, SUBGROUPS, OpenCLDialect
+from .target import OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
 
 __all__ = [
     "PREFERRED_PLANE_DIM",
@@ -68,7 +68,7 @@ _WARP_SIZE_NV = 0x4003  # CL_DEVICE_WARP_SIZE_NV: cl_uint
 #: The variables a PoCL device's server sets (unless set) before it builds anything.
 POCL_ENVIRONMENT = (("POCL_WORK_GROUP_METHOD", "cbs"),)
 #: Capabilities that mean nothing without a fixed plane width: every subgroup one.
-_PLANE_KEYS = frozenset(k for k in CAPABILITIES if "subgroup" in k)
+_PLANE_KEYS = frozenset(c for c in Capability if "subgroup" in c)
 #: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
 #: of one lane, as a device without subgroups; ``1`` or unset uses them where it can.
 SUBGROUPS_VARIABLE = "RUDA_OPENCL_SUBGROUPS"
@@ -105,14 +105,14 @@ def choose_plane_dim(sizes: Iterable[int]) -> int:
 class OpenCLCapabilities:
     """The capabilities of one device.
 
-    :param extra: the dialect capability pairs (:data:`~ruda_opencl.dialect.CAPABILITIES`).
+    :param target: the capabilities its code is generated with.
     :param plane_dim: the fixed subgroup width every kernel runs with; 1 without planes.
     :param build_options: the options every program is built with.
     :param environment: variables the device's driver reads when it builds kernels, with the
         values its server sets for the process where the user has not set them.
     """
 
-    extra: tuple[tuple[str, str], ...]
+    target: OpenCLTarget
     plane_dim: int
     build_options: tuple[str, ...]
     environment: tuple[tuple[str, str], ...] = ()
@@ -122,32 +122,32 @@ class OpenCLCapabilities:
         """Read ``device`` (a ``pyopencl.Device``); without ``subgroups`` it is read as a device
         that has none (planes of one lane)."""
         features = [f.name for f in _features(device)]
-        extra = dict(OpenCLDialect.extra_for(device.extensions, features))
+        target = OpenCLTarget.offered(device.extensions, features)
         pocl = "Portable Computing Language" in device.platform.name
         # PoCL 5 under cbs aborts the process building any plane kernel: no planes there
-        plane_dim = _plane_dim(device, extra.keys()) if subgroups and not pocl else 1
+        plane_dim = _plane_dim(device, target.capabilities) if subgroups and not pocl else 1
         if plane_dim == 1:
-            extra = {k: v for k, v in extra.items() if k not in _PLANE_KEYS}
+            target = target.without(_PLANE_KEYS)
             if not pocl:
-                extra["one_lane_planes"] = "1"
+                target = OpenCLTarget((*target.capabilities, Capability.ONE_LANE_PLANES))
         options = []
         if device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
-        if any(key in extra for key in OPENCL_C_3):
+        if any(key in target for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
         environment = POCL_ENVIRONMENT if pocl else ()
-        return cls(tuple(sorted(extra.items())), plane_dim, tuple(options), environment)
+        return cls(target, plane_dim, tuple(options), environment)
 
     @property
     def compile_options(self) -> CompileOptions:
         """The options the compiler generates this device's code with."""
-        return CompileOptions(plane_dim=self.plane_dim, extra=self.extra)
+        return CompileOptions(plane_dim=self.plane_dim, target=self.target)
 
     def features(self) -> Features:
         """The features and element types the capabilities give: every plane operation, on
         planes of one lane or of the subgroups' width (partial ones too, shuffles of any lane
         with ``cl_khr_subgroup_shuffle``); none on PoCL."""
-        caps = dict(self.extra)
+        caps = self.target
         features = {
             Feature.ATOMIC_FLOAT,
             Feature.DYNAMIC_COUNT,
@@ -157,18 +157,18 @@ class OpenCLCapabilities:
         }
         # mem_fence is core OpenCL C 1.2; an OpenCL C 3.0 program fences the device with
         # atomic_work_item_fence of device scope, an optional feature there
-        if not any(key in caps for key in OPENCL_C_3) or "atomic_scope_device" in caps:
+        if not any(key in caps for key in OPENCL_C_3) or Capability.ATOMIC_SCOPE_DEVICE in caps:
             features.add(Feature.MEMORY_FENCE)
         if self.plane_dim == 1:  # one lane: no subgroup built-in, and no plane is partial
-            if "one_lane_planes" in caps:
+            if Capability.ONE_LANE_PLANES in caps:
                 features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
         else:
             features |= {Feature.PLANE, Feature.PARTIAL_PLANE}
-            if "subgroup_shuffle" in caps:
+            if Capability.SUBGROUP_SHUFFLE in caps:
                 features.add(Feature.PLANE_SHUFFLE)
-        if "int64_atomics" in caps:
+        if Capability.INT64_ATOMICS in caps:
             features.add(Feature.ATOMIC_INT64)
-        optional = {Elem.F64: "fp64", Elem.BF16: "bf16"}
+        optional = {Elem.F64: Capability.FP64, Elem.BF16: Capability.BF16}
         elems = {e for e in Elem if e not in optional or optional[e] in caps}
         return Features(frozenset(features), frozenset(elems))
 
@@ -181,15 +181,18 @@ def _features(device: Any) -> list[Any]:
         return []
 
 
-def _plane_dim(device: Any, caps: Iterable[str]) -> int:
+def _plane_dim(device: Any, caps: Iterable[Capability]) -> int:
     """The width subgroups can be fixed to on ``device`` where they give every plane operation
     (a product needs the non-uniform arithmetic or shuffles), or 1."""
     have = set(caps)
-    if not have & set(SUBGROUPS) or not have & {"subgroup_arith", "subgroup_shuffle"}:
+    if not have & set(SUBGROUPS) or not have & {
+        Capability.SUBGROUP_ARITH,
+        Capability.SUBGROUP_SHUFFLE,
+    }:
         return 1
-    if "intel_reqd_subgroup_size" in have:
+    if Capability.INTEL_REQD_SUBGROUP_SIZE in have:
         return choose_plane_dim(_intel_subgroup_sizes(device))
-    if "subgroups" in have:
+    if Capability.SUBGROUPS in have:
         try:  # NVIDIA reports its warp width through cl_nv_device_attribute_query
             return int(device.get_info(_WARP_SIZE_NV))
         except cl.Error:

@@ -1,5 +1,6 @@
-"""``OpenCLCompiler``: lowered IR -> OpenCL C source (see :mod:`ruda_opencl.dialect` for the
-``CompileOptions.extra`` capability keys). Pure: building the program is the server's job."""
+"""``OpenCLCompiler``: lowered IR -> OpenCL C source with the capabilities of the
+:class:`~ruda_opencl.target.OpenCLTarget` in ``CompileOptions.target``. Pure: building the
+program is the server's job."""
 
 from __future__ import annotations
 

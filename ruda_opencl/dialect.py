@@ -1,10 +1,11 @@
 """OpenCL C 1.2 (plus the extensions and OpenCL C 3.0 features a device reports) as a
 :class:`Dialect`.
 
-Capabilities come from ``CompileOptions.extra`` (value ``"1"``/``"true"`` to enable; see
-:data:`CAPABILITIES`). Without ``fp16``, ``f16`` is storage-only: buffers hold ``half`` read and
-written with ``vload_half``/``vstore_half_rte``, shared and local arrays hold the bits as
-``ushort``, values are ``float`` rounded to half after every operation (exact for + - * /).
+Capabilities come from the :class:`~ruda_opencl.target.OpenCLTarget` in
+``CompileOptions.target`` (see :data:`~ruda_opencl.target.CAPABILITIES`). Without ``fp16``,
+``f16`` is storage-only: buffers hold ``half`` read and written with
+``vload_half``/``vstore_half_rte``, shared and local arrays hold the bits as ``ushort``, values
+are ``float`` rounded to half after every operation (exact for + - * /).
 ``bf16`` (with ``bf16``) is stored as its bits in ``ushort`` and computed as ``float`` rounded to
 bf16 (nearest even) after every operation, through Intel's conversion builtins; ``f64`` and
 32/64-bit integers are first truncated to ``float`` with a sticky bit (round to odd), so they
@@ -54,36 +55,10 @@ from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
 from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompileOptions
 
-__all__ = ["CAPABILITIES", "OPENCL_C_3", "SUBGROUPS", "OpenCLDialect"]
+from .target import CAPABILITIES, OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
 
-#: ``CompileOptions.extra`` keys and the OpenCL extensions (or OpenCL C 3.0 features) each
-#: stands for: all the names joined by " and ", any of those joined by " or ".
-CAPABILITIES = {
-    "fp16": "cl_khr_fp16",
-    "fp64": "cl_khr_fp64",
-    "int64_atomics": "cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics",
-    "subgroups": "cl_khr_subgroups",
-    "opencl_c_subgroups": "__opencl_c_subgroups",  # OpenCL C 3.0: build with -cl-std=CL3.0
-    "intel_subgroups": "cl_intel_subgroups",
-    "intel_reqd_subgroup_size": "cl_intel_required_subgroup_size",
-    "subgroup_shuffle": "cl_khr_subgroup_shuffle",
-    "subgroup_arith": "cl_khr_subgroup_non_uniform_arithmetic",
-    "subgroup_ballot": "cl_khr_subgroup_ballot",
-    "subgroup_vote": "cl_khr_subgroup_non_uniform_vote",
-    "subgroup_shuffle_relative": "cl_khr_subgroup_shuffle_relative",
-    "bf16": "cl_intel_bfloat16 or cl_intel_bfloat16_conversions",
-    # OpenCL C 3.0 features:
-    "work_group_collectives": "__opencl_c_work_group_collective_functions",
-    "atomic_scope_device": "__opencl_c_atomic_order_acq_rel and __opencl_c_atomic_scope_device",
-    # set by the driver, not an extension: plane operations as planes of one lane where there are
-    # no subgroups (not on PoCL, whose compiler aborted the process on such kernels)
-    "one_lane_planes": "planes of one lane (every driver but PoCL)",
-}
-#: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
-SUBGROUPS = ("subgroups", "opencl_c_subgroups", "intel_subgroups")
-#: The capabilities whose functions exist only in OpenCL C 3.0: a device with any of them builds
-#: every program with ``-cl-std=CL3.0`` (and its fences then follow OpenCL 2.0's scopes).
-OPENCL_C_3 = ("opencl_c_subgroups", "work_group_collectives")
+__all__ = ["OpenCLDialect"]
+
 _TYPES = {
     Elem.BOOL: "bool",
     Elem.I8: "char",
@@ -238,44 +213,30 @@ class OpenCLDialect(Dialect):
         "get_",
     )
 
-    def __init__(self, capabilities: frozenset[str] = frozenset(), plane_dim: int = 32) -> None:
+    def __init__(self, capabilities: Iterable[Capability] = (), plane_dim: int = 32) -> None:
         """:raises ValueError: for an unknown capability or a plane width below 1."""
-        unknown = capabilities - CAPABILITIES.keys()
-        if unknown:
-            raise ValueError(
-                f"unknown OpenCL capabilities {sorted(unknown)}; use {list(CAPABILITIES)}"
-            )
         if plane_dim < 1:
             raise ValueError(f"a plane width is >= 1, not {plane_dim}")
-        self.capabilities = capabilities
+        self.capabilities = frozenset(OpenCLTarget(tuple(capabilities)).capabilities)
         self.plane_width = plane_dim
-        if self._planes and "intel_reqd_subgroup_size" in capabilities:
+        if self._planes and Capability.INTEL_REQD_SUBGROUP_SIZE in self.capabilities:
             required = f"__attribute__((intel_reqd_sub_group_size({plane_dim})))"
             self.kernel_prefix = f"__kernel {required} void"
 
     @classmethod
     def from_options(cls, options: CompileOptions) -> OpenCLDialect:
-        """The dialect for ``options.extra`` (unknown keys are ignored) and ``plane_dim``."""
-        on = {k for k, v in options.extra if k in CAPABILITIES and v.lower() in ("1", "true")}
-        return cls(frozenset(on), options.plane_dim)
+        """The dialect for the capabilities of ``options.target`` (an
+        :class:`~ruda_opencl.target.OpenCLTarget`) and ``options.plane_dim``.
 
-    @staticmethod
-    def extra_for(extensions: str, features: Iterable[str] = ()) -> tuple[tuple[str, str], ...]:
-        """The ``CompileOptions.extra`` pairs for a device whose ``CL_DEVICE_EXTENSIONS`` string
-        is ``extensions`` and whose OpenCL C 3.0 features (``CL_DEVICE_OPENCL_C_FEATURES``
-        names) are ``features``."""
-        names = set(extensions.split()) | set(features)
+        :raises TypeError: when ``options.target`` is not an ``OpenCLTarget``.
+        """
+        return cls(options.target_as(OpenCLTarget).capabilities, options.plane_dim)
 
-        def offered(spec: str) -> bool:
-            return any(set(alt.split(" and ")) <= names for alt in spec.split(" or "))
-
-        return tuple(sorted((key, "1") for key, spec in CAPABILITIES.items() if offered(spec)))
-
-    def _require(self, capability: str, what: str) -> None:
+    def _require(self, capability: Capability, what: str) -> None:
         if capability not in self.capabilities:
             raise UnsupportedFeature(
                 f"{what} needs {CAPABILITIES[capability]}, which the OpenCL device lacks "
-                f"(CompileOptions.extra {capability}=1)"
+                f"(OpenCLTarget capability {capability})"
             )
 
     @property
@@ -288,7 +249,7 @@ class OpenCLDialect(Dialect):
 
     @property
     def _half_storage_only(self) -> bool:
-        return "fp16" not in self.capabilities
+        return Capability.FP16 not in self.capabilities
 
     def popcount_native(self, word: Elem) -> str | None:
         return "popcount({v})"
@@ -302,11 +263,11 @@ class OpenCLDialect(Dialect):
 
     def type_name(self, elem: Elem) -> str:
         if elem is Elem.F64:
-            self._require("fp64", "f64")
+            self._require(Capability.FP64, "f64")
         if elem is Elem.F16 and self._half_storage_only:
             return "float"
         if elem is Elem.BF16:
-            self._require("bf16", "bf16")
+            self._require(Capability.BF16, "bf16")
             return "float"
         return _TYPES[elem]
 
@@ -314,7 +275,7 @@ class OpenCLDialect(Dialect):
         if elem is Elem.BOOL:
             return "uchar"
         if elem is Elem.BF16:
-            self._require("bf16", "bf16")
+            self._require(Capability.BF16, "bf16")
             return "ushort"
         if elem is Elem.F16 and self._half_storage_only:
             return "half" if space is MemSpace.GLOBAL else "ushort"
@@ -500,7 +461,7 @@ class OpenCLDialect(Dialect):
         return "get_sub_group_size()" if self._planes else "1u"
 
     def units_reduce(self, op: Op) -> str | None:
-        if "work_group_collectives" not in self.capabilities:
+        if Capability.WORK_GROUP_COLLECTIVES not in self.capabilities:
             return None
         return _UNITS_REDUCE[op][0] + "({v})"
 
@@ -513,14 +474,14 @@ class OpenCLDialect(Dialect):
     def fence_device(self) -> str:
         if not self._opencl_c_3:
             return f"read_mem_fence({_FENCE_FLAGS}); write_mem_fence({_FENCE_FLAGS});"
-        self._require("atomic_scope_device", "fence_device() in an OpenCL C 3.0 program")
+        self._require(Capability.ATOMIC_SCOPE_DEVICE, "fence_device() in an OpenCL C 3.0 program")
         return f"atomic_work_item_fence({_FENCE_FLAGS}, memory_order_acq_rel, memory_scope_device);"
 
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
         if (
             elem.is_int
             and elem.bits >= 32
-            and (elem.bits == 32 or "int64_atomics" in self.capabilities)
+            and (elem.bits == 32 or Capability.INT64_ATOMICS in self.capabilities)
         ):
             prefix = "atomic_" if elem.bits == 32 else "atom_"
             if op is Op.ATOMIC_CAS:
@@ -534,7 +495,7 @@ class OpenCLDialect(Dialect):
 
     def atomic_cas_word(self, bits: Elem, space: MemSpace) -> str:
         if bits is Elem.U64:
-            self._require("int64_atomics", "a 64-bit atomic")
+            self._require(Capability.INT64_ATOMICS, "a 64-bit atomic")
             return "atom_cmpxchg({ptr}, {cmp}, {v})"
         return "atomic_cmpxchg({ptr}, {cmp}, {v})"
 
@@ -551,20 +512,26 @@ class OpenCLDialect(Dialect):
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         if not self._planes:
-            self._require("one_lane_planes", "a plane operation")
+            self._require(Capability.ONE_LANE_PLANES, "a plane operation")
             return self._one_lane(op, elem)
         if op is Op.PLANE_BALLOT:  # the .x word holds lanes 0 to 31
             return (
-                "sub_group_ballot((int){v}).x" if "subgroup_ballot" in self.capabilities else None
+                "sub_group_ballot((int){v}).x"
+                if Capability.SUBGROUP_BALLOT in self.capabilities
+                else None
             )
         if op is Op.PLANE_ELECT:
-            return "(sub_group_elect() != 0)" if "subgroup_vote" in self.capabilities else None
+            return (
+                "(sub_group_elect() != 0)"
+                if Capability.SUBGROUP_VOTE in self.capabilities
+                else None
+            )
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:
             return self.shuffle("idx", elem, "{v}", "{lane}")
         if op is Op.PLANE_PROD:
-            if "subgroup_arith" not in self.capabilities:
+            if Capability.SUBGROUP_ARITH not in self.capabilities:
                 return None  # a butterfly over shuffles
             return self._widened(op, elem, "sub_group_non_uniform_reduce_mul({v})")
         return self._widened(op, elem, _SUBGROUP[op])
@@ -583,10 +550,10 @@ class OpenCLDialect(Dialect):
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         if not self._planes:  # the only lane: callers keep or discard its value as for others
-            self._require("one_lane_planes", "a plane shuffle")
+            self._require(Capability.ONE_LANE_PLANES, "a plane shuffle")
             return value
-        self._require("subgroup_shuffle", "a plane shuffle")
-        if mode in ("up", "down") and "subgroup_shuffle_relative" in self.capabilities:
+        self._require(Capability.SUBGROUP_SHUFFLE, "a plane shuffle")
+        if mode in ("up", "down") and Capability.SUBGROUP_SHUFFLE_RELATIVE in self.capabilities:
             call = f"sub_group_shuffle_{mode}({{v}}, {arg})"
         elif mode in ("up", "down"):  # any lane of the plane: callers discard outside ones
             sign = "-" if mode == "up" else "+"
@@ -601,19 +568,19 @@ class OpenCLDialect(Dialect):
         lines = ["#pragma OPENCL FP_CONTRACT OFF"]
         extensions: list[str] = []
         if Elem.BF16 in usage.elems:
-            self._require("bf16", "bf16")
+            self._require(Capability.BF16, "bf16")
         if Elem.F64 in usage.elems:
-            self._require("fp64", "f64")
+            self._require(Capability.FP64, "f64")
             extensions.append("cl_khr_fp64")
         if Elem.F16 in usage.elems and not self._half_storage_only:
             extensions.append("cl_khr_fp16")
         if any(op in ATOMIC_OPS and elem.nbytes == 8 for op, elem in usage.ops):
-            self._require("int64_atomics", "a 64-bit atomic")
+            self._require(Capability.INT64_ATOMICS, "a 64-bit atomic")
             extensions += ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
-        if usage.uses(PLANE_OPS) and "subgroups" in self.capabilities:
+        if usage.uses(PLANE_OPS) and Capability.SUBGROUPS in self.capabilities:
             extensions.append("cl_khr_subgroups")  # the other subgroup sources need no pragma
         lines += [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in extensions]
-        if "work_group_collectives" in self.capabilities:
+        if Capability.WORK_GROUP_COLLECTIVES in self.capabilities:
             for op, (_, text) in _UNITS_REDUCE.items():
                 if usage.uses({op}):
                     lines += ["", text]

@@ -62,7 +62,7 @@ from ruda_core.runtime import (
 from ruda_core.runtime.host_memory import physical_nbytes
 
 from .adapters import all_adapters, describe, open_device, plane_width, read_back, translate
-from .compiler import CORE_ELEMS, WebGpuCompiler
+from .compiler import CORE_ELEMS, WebGpuCompiler, WgslTarget
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
@@ -502,14 +502,13 @@ class WebGpuServer(ComputeServer):
             alignment_nbytes=WebGpuStorage.alignment_nbytes,
             extra=(("backend", info["backend_type"]), ("wgpu", wgpu.__version__)),
         )
-        elems = ",".join(sorted(e.value for e in features.elems))
-        options = (("elems", elems), ("loop_limit", str(driver.loop_limit)))
+        target = WgslTarget(tuple(features.elems), driver.loop_limit)
         super().__init__(
             device.to_id(),
             driver.storage,
             driver,
             properties,
             features,
-            CompileOptions(plane_dim=plane_dim, extra=options),
+            CompileOptions(plane_dim=plane_dim, target=target),
             fingerprint=describe(adapter),
         )

@@ -8,9 +8,9 @@ in, source text comes out, with no driver call. Building that source into someth
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..ir import (
     BARRIER_OPS,
@@ -39,6 +39,9 @@ __all__ = [
 ]
 
 
+#: A backend's compile target type (see :attr:`CompileOptions.target`).
+_Target = TypeVar("_Target")
+
 #: A task's :attr:`~RudaTask.max_units` where it states no bound: more units than any cube has.
 UNBOUNDED_UNITS = 1 << 62
 
@@ -47,15 +50,30 @@ UNBOUNDED_UNITS = 1 << 62
 class CompileOptions:
     """Backend options that change the generated code. Part of every cache key.
 
-    ``plane_dim`` is the plane width the code is generated for; ``extra`` holds backend-specific
-    settings as sorted ``(name, value)`` pairs (for example the target architecture).
+    :param plane_dim: the plane width the code is generated for.
+    :param target: what else the backend's code generator needs, as the backend's own frozen
+        dataclass (its architecture, its capabilities …), read back with :meth:`target_as`;
+        None gives the backend's defaults. It is hashable and picklable, and its ``repr`` is a
+        cache key, so it holds no set whose order varies between processes (sorted tuples).
     """
 
     plane_dim: int = 32
-    extra: tuple[tuple[str, str], ...] = ()
+    target: Hashable | None = None
 
-    def get(self, name: str, default: str | None = None) -> str | None:
-        return dict(self.extra).get(name, default)
+    def target_as(self, kind: type[_Target]) -> _Target:
+        """:attr:`target` as the backend's ``kind``; ``kind()`` (its defaults) where it is None.
+
+        :raises TypeError: when :attr:`target` is something else (another backend's).
+        """
+        target = self.target
+        if target is None:
+            return kind()
+        if not isinstance(target, kind):
+            raise TypeError(
+                f"CompileOptions.target is a {type(target).__qualname__}, not the "
+                f"{kind.__qualname__} this compiler reads"
+            )
+        return target
 
 
 @dataclass(frozen=True, slots=True)

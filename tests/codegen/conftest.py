@@ -128,13 +128,14 @@ def _server_with_options(
 def _old_arch_client(cuda: ComputeClient) -> ComputeClient:
     """A second server on the GPU of ``cuda`` that generates code for :data:`OLD_ARCH`; NVRTC
     still builds it for the GPU's own architecture, so the fallbacks run there."""
+    from ruda_cuda.dialect import CudaTarget
     from ruda_cuda.server import CudaServer
     from ruda_cuda.storage import CudaStorage
 
     base = CudaServer(cuda.device)
     storage = CudaStorage(base.properties().memory_nbytes, cuda.device.index)
     server = _server_with_options(
-        base, storage, lambda options: replace(options, extra=(("arch", OLD_ARCH),))
+        base, storage, lambda options: replace(options, target=CudaTarget.from_name(OLD_ARCH))
     )
     return ComputeClient((cuda.device, OLD_ARCH), server, None, cuda.runtime)
 
@@ -143,10 +144,10 @@ def _bare_subgroups_client(opencl: ComputeClient) -> ComputeClient:
     """A second server on the device of ``opencl`` that generates code without the capabilities
     of :data:`BARE_DROPS` (the driver still offers them)."""
     from ruda_opencl.server import OpenCLServer
+    from ruda_opencl.target import OpenCLTarget
 
     def drop(options: CompileOptions) -> CompileOptions:
-        extra = tuple((k, v) for k, v in options.extra if k not in BARE_DROPS)
-        return replace(options, extra=extra)
+        return replace(options, target=options.target_as(OpenCLTarget).without(BARE_DROPS))
 
     base = OpenCLServer(opencl.device)
     storage = base.driver.storage  # type: ignore[attr-defined]  # an OpenCLDriver's

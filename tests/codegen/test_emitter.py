@@ -15,9 +15,10 @@ from ruda_core.runtime import CompilationError, ExecutionMode, UnsupportedFeatur
 from ruda_core.runtime.compiler import CompiledKernel, CompileOptions
 from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_cuda.compiler import CudaCompiler
-from ruda_cuda.dialect import CudaDialect
+from ruda_cuda.dialect import CudaDialect, CudaTarget
 from ruda_opencl.compiler import OpenCLCompiler
 from ruda_opencl.dialect import OpenCLDialect
+from ruda_opencl.target import Capability, OpenCLTarget
 
 from .kernels import (
     FILE,
@@ -211,7 +212,7 @@ def test_f16_floor_div_and_mod_are_computed_in_float_even_with_half_arithmetic()
 def test_compilers_return_compiled_kernels() -> None:
     defn = tensor_validate()
     compiled = OpenCLCompiler().compile(
-        defn, CompileOptions(extra=(("fp64", "1"),)), ExecutionMode.VALIDATE
+        defn, CompileOptions(target=OpenCLTarget((Capability.FP64,))), ExecutionMode.VALIDATE
     )
     assert isinstance(compiled, CompiledKernel)
     assert (compiled.entrypoint, compiled.mode, compiled.plane_dim) == (
@@ -224,7 +225,7 @@ def test_compilers_return_compiled_kernels() -> None:
     assert compiled.source.startswith("// Kernel tensor_validate from /src/kernels.py:70")
     blocks = KERNELS["block_sum"]()
     cuda = CudaCompiler().compile(
-        blocks, CompileOptions(extra=(("arch", "sm_90"),)), ExecutionMode.UNCHECKED
+        blocks, CompileOptions(target=CudaTarget(90)), ExecutionMode.UNCHECKED
     )
     assert cuda.shared_bytes == 256 * 4
     assert cuda.args == CFamilyEmitter(CudaDialect(90)).arguments(blocks)
@@ -233,26 +234,32 @@ def test_compilers_return_compiled_kernels() -> None:
 
 
 def test_options_parsing() -> None:
-    assert CudaDialect.from_options(CompileOptions(extra=(("arch", "sm_90a"),))).arch == 90
-    assert CudaDialect.from_options(CompileOptions(extra=(("arch", "compute_80"),))).arch == 80
+    assert (
+        CudaDialect.from_options(CompileOptions(target=CudaTarget.from_name("sm_90a"))).arch == 90
+    )
+    assert CudaTarget.from_name("compute_80").arch == 80
     assert CudaDialect.from_options(CompileOptions()).arch == 52
-    with pytest.raises(ValueError, match="arch"):
-        CudaDialect.from_options(CompileOptions(extra=(("arch", "hopper"),)))
-    opts = CompileOptions(plane_dim=16, extra=(("fp64", "1"), ("fp16", "0"), ("other", "1")))
+    with pytest.raises(ValueError, match="CUDA architecture 'hopper'"):
+        CudaTarget.from_name("hopper")
+    with pytest.raises(TypeError, match="OpenCLTarget, not the CudaTarget"):
+        CudaDialect.from_options(CompileOptions(target=OpenCLTarget()))
+    opts = CompileOptions(plane_dim=16, target=OpenCLTarget((Capability.FP64,)))
     dialect = OpenCLDialect.from_options(opts)
     assert dialect.capabilities == {"fp64"} and dialect.plane_dim() == "1u"  # no subgroups
-    with_subgroups = CompileOptions(plane_dim=16, extra=(("intel_subgroups", "1"),))
+    with_subgroups = CompileOptions(16, OpenCLTarget((Capability.INTEL_SUBGROUPS,)))
     assert OpenCLDialect.from_options(with_subgroups).plane_dim() == "16u"
     with pytest.raises(ValueError, match="unknown OpenCL capabilities"):
         OpenCLDialect(frozenset({"fp128"}))
     extensions = (
         "cl_khr_fp64 cl_khr_int64_base_atomics cl_khr_int64_extended_atomics cl_khr_subgroups"
     )
-    assert OpenCLDialect.extra_for(extensions) == (
-        ("fp64", "1"),
-        ("int64_atomics", "1"),
-        ("subgroups", "1"),
+    assert OpenCLTarget.offered(extensions).capabilities == (
+        Capability.FP64,
+        Capability.INT64_ATOMICS,
+        Capability.SUBGROUPS,
     )
+    unordered = OpenCLTarget((Capability.SUBGROUPS, Capability.FP64, Capability.FP64))
+    assert unordered == OpenCLTarget((Capability.FP64, Capability.SUBGROUPS))  # a stable key
 
 
 def test_literals_are_exact() -> None:

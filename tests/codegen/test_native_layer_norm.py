@@ -16,6 +16,7 @@ from ruda_core.ir import Elem, ExecutionMode
 from ruda_core.runtime import CompileOptions, UnsupportedFeature
 from ruda_cpu.compiler import CpuCompiler
 from ruda_cuda.compiler import CudaCompiler
+from ruda_cuda.dialect import CudaTarget
 from ruda_cuda.ops.layer_norm import backward_plan as native_backward_plan
 from ruda_cuda.ops.layer_norm import forward_plan as native_forward_plan
 from ruda_cuda.ops.layer_norm_plan import (
@@ -39,7 +40,7 @@ from .test_compile import _nvrtc_compile
 
 #: The benchmark's widths and widths that are not a multiple of any vector.
 WIDTHS = [1, 7, 33, 1000, 1024, 4096, 4097, 16384, 16385]
-SM90 = CompileOptions(plane_dim=32, extra=(("arch", "sm_90"),))
+SM90 = CompileOptions(plane_dim=32, target=CudaTarget(90))
 #: build_cubin's options besides the architecture and include folders
 BUILD_OPTIONS = ("--std=c++17", "--fmad=false")
 

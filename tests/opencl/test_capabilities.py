@@ -49,6 +49,7 @@ from ruda_opencl.capabilities import (
 )
 from ruda_opencl.dialect import OpenCLDialect
 from ruda_opencl.driver import all_devices
+from ruda_opencl.target import Capability, OpenCLTarget
 
 #: Intel's OpenCL 3.0 CPU driver, less what does not concern planes.
 INTEL_EXTENSIONS = (
@@ -78,11 +79,11 @@ class FakeDevice:
 
 
 def test_subgroups_of_the_opencl_c_3_feature_need_no_pragma_and_get_a_required_width() -> None:
-    extra = OpenCLDialect.extra_for(INTEL_EXTENSIONS, ["__opencl_c_subgroups", "__opencl_c_fp64"])
-    keys = {k for k, _ in extra}
+    target = OpenCLTarget.offered(INTEL_EXTENSIONS, ["__opencl_c_subgroups", "__opencl_c_fp64"])
+    keys = set(target.capabilities)
     assert {"opencl_c_subgroups", "intel_subgroups", "intel_reqd_subgroup_size"} <= keys
     assert "subgroups" not in keys  # cl_khr_subgroups is not reported
-    dialect = OpenCLDialect.from_options(CompileOptions(16, extra))
+    dialect = OpenCLDialect.from_options(CompileOptions(16, target))
     source = CFamilyEmitter(dialect).emit(plane_ops()).source
     assert "__kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_ops(" in source
     assert "const uint PLANE_DIM = 16u;" in source
@@ -90,8 +91,10 @@ def test_subgroups_of_the_opencl_c_3_feature_need_no_pragma_and_get_a_required_w
 
 
 def test_cl_khr_subgroups_keeps_its_pragma_and_requires_no_width() -> None:
-    extra = OpenCLDialect.extra_for("cl_khr_subgroups cl_khr_subgroup_shuffle cl_khr_fp64")
-    source = CFamilyEmitter(OpenCLDialect.from_options(CompileOptions(32, extra))).emit(plane_ops())
+    target = OpenCLTarget.offered("cl_khr_subgroups cl_khr_subgroup_shuffle cl_khr_fp64")
+    source = CFamilyEmitter(OpenCLDialect.from_options(CompileOptions(32, target))).emit(
+        plane_ops()
+    )
     assert "#pragma OPENCL EXTENSION cl_khr_subgroups : enable" in source.source
     assert "__kernel void plane_ops(" in source.source
 
@@ -108,7 +111,7 @@ def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> Non
     device = FakeDevice("cl_khr_subgroups cl_khr_subgroup_shuffle", ("__opencl_c_subgroups",))
     caps = OpenCLCapabilities.of(device)
     assert caps.plane_dim == 1 and caps.build_options == ()
-    assert caps.extra == (("one_lane_planes", "1"),)  # every subgroup capability is dropped
+    assert caps.target == OpenCLTarget((Capability.ONE_LANE_PLANES,))  # subgroups dropped
     planes = {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     assert planes <= caps.features().features
     dialect = OpenCLDialect.from_options(caps.compile_options)
@@ -119,7 +122,7 @@ def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> Non
 
 def test_subgroups_without_arithmetic_or_shuffles_are_dropped() -> None:
     caps = OpenCLCapabilities.of(FakeDevice("cl_khr_subgroups", warp=32))  # no plane_prod there
-    assert caps.plane_dim == 1 and caps.extra == (("one_lane_planes", "1"),)
+    assert caps.plane_dim == 1 and caps.target == OpenCLTarget((Capability.ONE_LANE_PLANES,))
     assert caps.features().has(Feature.PLANE)
 
 
@@ -145,7 +148,7 @@ def test_pocl_refuses_plane_operations_with_or_without_subgroups(extensions: str
     device = FakeDevice(extensions, warp=32)
     device.platform = SimpleNamespace(name="Portable Computing Language")
     caps = OpenCLCapabilities.of(device)
-    assert caps.plane_dim == 1 and caps.extra == ()
+    assert caps.plane_dim == 1 and caps.target == OpenCLTarget()
     assert not caps.features().has(Feature.PLANE)
     dialect = OpenCLDialect.from_options(caps.compile_options)
     with pytest.raises(UnsupportedFeature, match="a plane operation needs planes of one lane"):

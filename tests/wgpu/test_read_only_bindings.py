@@ -12,10 +12,10 @@ pytest.importorskip("wgpu")
 from webgpu_kernels import add
 
 import ruda_core as ruda
-from ruda_core.ir import lower_bounds
+from ruda_core.ir import Elem, lower_bounds
 from ruda_core.lang import ABSOLUTE_POS, Array, atomic_add, f32, kernel, u8, u32
 from ruda_core.runtime import CompileOptions, ExecutionMode
-from ruda_wgpu.compiler import WebGpuCompiler
+from ruda_wgpu.compiler import WebGpuCompiler, WgslTarget
 
 #: f32 elements of an array over the pool's largest shared slice: it gets a page of its own.
 OWN_PAGE = 300_000
@@ -34,7 +34,8 @@ def tally(x: Array[f32], flags: Array[u8], count: Array[u32], out: Array[f32]):
 def _source(kern) -> str:
     mode = ExecutionMode.CHECKED
     definition = lower_bounds(kern.definition(), mode)
-    options = CompileOptions(plane_dim=8, extra=(("elems", "f32,i32,u32,bool,u8"),))
+    elems = (Elem.F32, Elem.I32, Elem.U32, Elem.BOOL, Elem.U8)
+    options = CompileOptions(plane_dim=8, target=WgslTarget(elems))
     return WebGpuCompiler().compile(definition, options, mode).source
 
 

@@ -23,7 +23,7 @@ from ruda_core.lang import (
     u32,
 )
 from ruda_core.runtime import CompileOptions, ExecutionMode
-from ruda_wgpu.compiler import WebGpuCompiler
+from ruda_wgpu.compiler import WebGpuCompiler, WgslTarget
 from ruda_wgpu.wgsl.dialect import WgslDialect
 
 ALL = "bool,i8,i16,i32,i64,u8,u16,u32,u64,f16,f32"
@@ -69,7 +69,8 @@ def lines_and_atomics(a: Array[u32], b: Array[u32], total: Array[u32]):
 
 def _source(kern, elems: str = ALL, mode: ExecutionMode = ExecutionMode.CHECKED, **bound) -> str:
     definition = lower_bounds(kern.definition(**bound), mode)
-    options = CompileOptions(plane_dim=8, extra=(("elems", elems),))
+    target = WgslTarget(tuple(Elem(e) for e in elems.split(",")))
+    options = CompileOptions(plane_dim=8, target=target)
     return WebGpuCompiler().compile(definition, options, mode).source
 
 
