@@ -52,6 +52,18 @@ class Const:
     def __str__(self) -> str:
         return f"{self.value!r}:{self.elem}"
 
+    def cast(self, elem: Elem) -> Const:
+        """This constant converted to ``elem`` by the rules of ``CAST``: to ``bool`` it is
+        ``value != 0``, to a float its nearest value, to an integer truncated toward zero and
+        wrapped to the type's width (what a target that evaluates casts of literals itself,
+        WGSL's, needs: its shader compiler refuses an overflowing conversion)."""
+        if elem is Elem.BOOL:
+            return Const(self.value != 0, elem)
+        if elem.is_float:
+            return Const(float(self.value), elem)
+        n = int(self.value) & ((1 << elem.bits) - 1)  # int() truncates a float toward zero
+        return Const(n - (1 << elem.bits) if elem.is_signed and n >> (elem.bits - 1) else n, elem)
+
 
 #: The lane counts a line may have.
 LINE_WIDTHS = (2, 4, 8)

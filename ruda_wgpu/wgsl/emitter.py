@@ -145,17 +145,6 @@ def _unrollable(body: Block) -> bool:
     return cheap and 0 < len(body) <= _UNROLLED_INSTRUCTIONS
 
 
-def _converted(value: int | float | bool, target: Elem) -> int | float | bool:
-    """A constant converted with the IR's ``CAST`` rules (floats to integers truncate)."""
-    if target is Elem.BOOL:
-        return value != 0
-    if target.is_float:
-        return float(value)
-    n = int(value)  # truncates a float toward zero
-    n &= (1 << target.bits) - 1
-    return n - (1 << target.bits) if target.is_signed and n >> (target.bits - 1) else n
-
-
 class _Writer(StructuredWriter):
     """The state of one emission: names, helpers and output lines."""
 
@@ -471,7 +460,7 @@ class _Writer(StructuredWriter):
         operands: list[Arg] = [first or cast(Operand, args[0]), *cast(list[Operand], args[1:])]
         source = cast(Operand, args[0]).elem
         if op is Op.CAST and isinstance(args[0], Const):  # naga folds few conversions
-            return self.d.literal(_converted(args[0].value, out.elem), out.elem)
+            return self.d.literal(args[0].cast(out.elem).value, out.elem)
         if op is Op.CAST:
             return self.expr.cast(operands[0], source, out.elem)
         if op is Op.BITCAST:

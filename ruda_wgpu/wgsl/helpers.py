@@ -325,7 +325,6 @@ for _text in (
     _SHUFFLE_I64,
 ):
     HELPERS[_text[3 : _text.index("(")]] = _text
-HELPERS |= {"ruda_shuffle_u64": _SHUFFLE_64, "ruda_shuffle_i64": _SHUFFLE_I64}
 _CALLED = re.compile(r"\b(ruda_\w+)\(")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ruda_core.errors import UnsupportedFeature
-from ruda_core.ir import Elem, lower_bounds
+from ruda_core.ir import Const, Elem, Op, lower_bounds
 from ruda_core.lang import (
     ABSOLUTE_POS,
     UNIT_POS,
@@ -23,7 +23,9 @@ from ruda_core.lang import (
     u32,
 )
 from ruda_core.runtime import CompileOptions, ExecutionMode
+from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_wgpu.compiler import WebGpuCompiler, WgslTarget
+from ruda_wgpu.wgsl import WgslEmitter
 from ruda_wgpu.wgsl.dialect import WgslDialect
 
 ALL = "bool,i8,i16,i32,i64,u8,u16,u32,u64,f16,f32"
@@ -144,3 +146,20 @@ def test_lines_of_8_lines_of_two_widths_and_atomic_arrays_stay_scalar_accesses()
     assert "a: array<u32>;" in source  # lines of 2 and of 4
     assert "b: array<vec2<u32>>;" in source
     assert "total: array<atomic<u32>>;" in source
+
+
+def test_a_cast_of_a_constant_is_the_literal_of_its_value_cast_as_the_ir_casts() -> None:
+    k = KernelBuilder("casts")
+    small, flags = k.array("small", Elem.I32), k.array("flags", Elem.BOOL)
+    for j, (value, source, target) in enumerate(
+        [(-1.7, Elem.F32, Elem.I32), (300, Elem.I32, Elem.U8), (200, Elem.I32, Elem.I8)]
+    ):
+        narrow = k.let(Op.CAST, target, const(value, source))
+        k.do(Op.INDEX_ASSIGN, None, small, const(j, Elem.U32), k.let(Op.CAST, Elem.I32, narrow))
+    truth = k.let(Op.CAST, Elem.BOOL, const(3, Elem.I32))
+    k.do(Op.INDEX_ASSIGN, None, flags, const(0, Elem.U32), truth)
+    definition = lower_bounds(k.build(), ExecutionMode.UNCHECKED)
+    source = WgslEmitter(WgslDialect(frozenset(Elem))).emit(definition)
+    for literal in ("= -1i;", "= 44u;", "= -56i;", "= true;"):
+        assert literal in source, literal
+    assert Const(-1.7, Elem.F32).cast(Elem.U8) == Const(255, Elem.U8)
