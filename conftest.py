@@ -2,7 +2,7 @@
 device, see ``testpaths``), an isolated cache folder for every test session, ``open_device``,
 which opens a named device for a test as the conformance suite does, the tests marked
 ``slow`` first, so that parallel workers start them early instead of finishing on them alone,
-and what collection made frozen out of the cyclic collector's walks."""
+work stealing between them, and what collection made frozen out of the cyclic collector's walks."""
 
 from __future__ import annotations
 
@@ -52,6 +52,16 @@ def open_device() -> Callable[[str], ComputeClient]:
     """``open_device("cuda:0")`` is that device's client; a device this machine cannot open
     skips the test, saying why, or fails it when ``RUDA_REQUIRE`` names the backend."""
     return _open_device
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``-n`` runs hand tests out by work stealing unless ``--dist`` is given: the default
+    ``load`` queues tests on a worker ahead of time, so the run can end with one worker idle
+    while the other still has a queue behind a long test."""
+    args = config.invocation_params.args
+    given = any(str(arg) == "--dist" or str(arg).startswith("--dist=") for arg in args)
+    if getattr(config.option, "dist", "no") == "load" and not given:
+        config.option.dist = "worksteal"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
