@@ -58,7 +58,7 @@ def _tested(device: str, dtype: str, tunables: list[Tunable]) -> list[Tunable]:
     return [t for t in tunables if not t.name.startswith("fma")] + fma[-1:]
 
 
-@pytest.mark.slow  # builds every candidate: 8-40 s a device on the 2-core box
+@pytest.mark.slow  # builds every candidate: 8-70 s a device on the 2-core box
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_every_candidate_matches_numpy(open_device, device, dtype):

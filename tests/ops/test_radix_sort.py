@@ -146,7 +146,7 @@ def _alike(n: int) -> list[np.ndarray]:
     ]
 
 
-@pytest.mark.slow  # builds every candidate: 5-25 s a device on the 2-core box
+@pytest.mark.slow  # builds every candidate: 5-50 s a device on the 2-core box
 def test_every_candidate_sorts_as_numpy(radix):
     """In passes everywhere; chained where a kernel may wait on another cube, else refused.
     The first candidate of each way (in passes, chained) sorts every case; the others, which
