@@ -230,11 +230,11 @@ def matmul_fma(
     st = u32(0)
     while st < stages:  # two stages a turn: every shared index is then ty or tx plus a constant
         _fma_stage(a, b, ra, rb, sa, sb, fa, fb, acc, row0, col0, m, n, k, st, stages, tx, ty,
-                   BM, BN, BK, PK, RM, RN, VA, VB, UNITS, INTERIOR, 0)  # fmt: skip
+                   BM, BN, BK, PK, RM, RN, WA, WB, SA, VA, VB, UNITS, INTERIOR, 0)  # fmt: skip
         st += u32(1)
         if st < stages:
             _fma_stage(a, b, ra, rb, sa, sb, fa, fb, acc, row0, col0, m, n, k, st, stages, tx, ty,
-                       BM, BN, BK, PK, RM, RN, VA, VB, UNITS, INTERIOR, 1)  # fmt: skip
+                       BM, BN, BK, PK, RM, RN, WA, WB, SA, VA, VB, UNITS, INTERIOR, 1)  # fmt: skip
             st += u32(1)
     for i in unroll(range(RM)):
         r = row0 + u32(i // WA * (BM // (RM // WA)) + i % WA) + ty * u32(WA)
@@ -255,17 +255,16 @@ def _fma_stage(
     a, b, ra, rb, sa, sb, fa, fb, acc,
     row0: u32, col0: u32, m: u32, n: u32, k: u32, st: u32, stages: u32, tx: u32, ty: u32,
     BM: Comptime[int], BN: Comptime[int], BK: Comptime[int], PK: Comptime[int],
-    RM: Comptime[int], RN: Comptime[int], VA: Comptime[int], VB: Comptime[int],
-    UNITS: Comptime[int], INTERIOR: Comptime[bool], S: Comptime[int],
+    RM: Comptime[int], RN: Comptime[int], WA: Comptime[int], WB: Comptime[int],
+    SA: Comptime[int], VA: Comptime[int], VB: Comptime[int], UNITS: Comptime[int],
+    INTERIOR: Comptime[bool], S: Comptime[int],
 ):  # fmt: skip
     """Stage ``st`` of :func:`matmul_fma`, in shared stage ``S`` with its first step of ``k`` in
     ``fa[:RM]`` and ``fb[:RN]``. Each step of ``k`` is multiplied while the next one is read
     into the other half of ``fa``, ``fb``; stage ``st + 1`` comes ``PK`` steps at a time, fetched
     into ``ra``, ``rb`` at the first of them and stored into shared stage ``1 - S`` at the last;
-    after the stage's last step the cube waits and its first step is read."""
-    WA = 4 if RM % 4 == 0 else RM
-    WB = 4 if RN % 4 == 0 else RN
-    SA = BM + OUT_PAD
+    after the stage's last step the cube waits and its first step is read. ``WA``, ``WB`` and
+    ``SA`` are the kernel's quads and row stride of ``a``'s stages."""
     LA = BK * SA // WA  # lines of a stage of a, and of b
     LB = BK * BN // WB
     more = st + u32(1) < stages
