@@ -3,6 +3,8 @@ and what it refuses, naming the kernel and the capability."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ruda_core.errors import UnsupportedFeature
@@ -27,6 +29,7 @@ from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_wgpu.compiler import WebGpuCompiler, WgslTarget
 from ruda_wgpu.wgsl import WgslEmitter
 from ruda_wgpu.wgsl.dialect import WgslDialect
+from ruda_wgpu.wgsl.helpers import HELPERS, referenced
 
 ALL = "bool,i8,i16,i32,i64,u8,u16,u32,u64,f16,f32"
 
@@ -163,3 +166,20 @@ def test_a_cast_of_a_constant_is_the_literal_of_its_value_cast_as_the_ir_casts()
     for literal in ("= -1i;", "= 44u;", "= -56i;", "= true;"):
         assert literal in source, literal
     assert Const(-1.7, Elem.F32).cast(Elem.U8) == Const(255, Elem.U8)
+
+
+def test_every_helper_the_dialect_calls_is_defined_with_the_helpers_it_calls() -> None:
+    """The helpers are WGSL text read by name: a name the dialect writes that the text lacks
+    would only fail when a kernel using it is built on a device."""
+    d = WgslDialect(frozenset(Elem), plane_width=32)
+    calls = [d.math_call(op.value, Elem.F32, ["a", "b"]) for op in Op]
+    calls += [d.narrow(Elem.F16, "x", Elem.F32)]
+    calls += [d.int_native(op, e) or "" for op in Op for e in Elem if e.is_int]
+    called = {n for text in calls for n in re.findall(r"\b(ruda_\w+)\(", text)}
+    assert {"ruda_fmod_f32", "ruda_round_f16", "ruda_saturating_add_u64"} <= called
+    assert called <= set(HELPERS)
+    for name, text in HELPERS.items():
+        assert text.startswith(f"fn {name}(") and text.endswith("\n}")
+        assert {n for n in re.findall(r"\b(ruda_\w+)\(", text)} <= set(HELPERS)
+    fmod = referenced(["ruda_fmod_f32(a, b)"])
+    assert len(fmod) == 1 and fmod[0].count("r = r - s;") == 8  # the steps written out

@@ -1,0 +1,405 @@
+// The WGSL helper functions of ruda's value operations that WGSL lacks or a driver gets
+// wrong. ruda's WGSL emitter copies into a module the functions it calls, and those they
+// call (a function runs from its `fn` line to the next line that is a lone `}`; text between
+// functions is not copied). `ruda_<op>_f32` computes an operation over f32 operands `a` (`b`)
+// (f16 is computed in f32); `ruda_<op>_<type>` over integers. Each says why it is written out.
+//
+// Loops in them are short or written out: lavapipe stops a unit's loops after 65 535 turns in
+// all, without an error. A block between `// repeat N` and `// end repeat` is written out N
+// times when the module is made (as written here, one copy, it is valid WGSL too).
+
+// --- f32 math: C's and IEEE's special values, and accuracy drivers' builtins lack ---------
+
+fn ruda_pow_f32(a: f32, b: f32) -> f32 {
+    // C's pow, special values included (WGSL's is undefined for a <= 0)
+    let inf = bitcast<f32>(0x7f800000u);
+    let whole = b == trunc(b);
+    let odd = whole && abs(b) < f32(16777216.0) && trunc(b * f32(0.5)) != b * f32(0.5);
+    let negative = bitcast<u32>(a) >= 0x80000000u;
+    if (b == f32(0.0) || a == f32(1.0)) { return f32(1.0); }
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
+    if (a == f32(0.0)) {
+        if (b < f32(0.0)) { return select(inf, select(inf, -inf, negative), odd); }
+        return select(f32(0.0), a, odd);
+    }
+    if (abs(b) == inf) {
+        if (a == f32(-1.0)) { return f32(1.0); }
+        return select(f32(0.0), inf, (abs(a) < f32(1.0)) == (b < f32(0.0)));
+    }
+    if (abs(a) == inf) {
+        let m = select(inf, f32(0.0), b < f32(0.0));
+        return select(m, -m, negative && odd);
+    }
+    if (a < f32(0.0)) {
+        if (!whole) { return sqrt(a); }  // NaN
+        let m = ruda_pow_positive_f32(-a, b);
+        return select(m, -m, odd);
+    }
+    return ruda_pow_positive_f32(a, b);
+}
+
+fn ruda_pow_positive_f32(a: f32, b: f32) -> f32 {
+    // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
+    // whose error grows with b * log2(a)
+    if (abs(b) >= f32(1048576.0)) { return pow(a, b); }
+    let n = trunc(b);
+    var k = u32(abs(n));
+    var base = a;
+    var whole = f32(1.0);
+    // 20 squarings, written out: no loop (lavapipe ends a unit's loops after 65 535 turns)
+    // repeat 20
+    if ((k & 1u) == 1u) { whole = whole * base; }
+    base = base * base;
+    k = k >> 1u;
+    // end repeat
+    let rest = pow(a, b - n);
+    let r = select(whole * rest, rest / whole, n < f32(0.0));
+    if (whole > f32(3.0e38) || r == f32(0.0) || abs(r) > f32(3.0e38)) { return pow(a, b); }
+    return r;
+}
+
+fn ruda_log1p_f32(a: f32) -> f32 {
+    let u = f32(1.0) + a;
+    if (u == f32(1.0) || bitcast<u32>(a) == 0x7f800000u) { return a; }
+    return log(u) * (a / (u - f32(1.0)));
+}
+
+fn ruda_expm1_f32(a: f32) -> f32 {
+    let u = exp(a);
+    if (u == f32(1.0)) { return a; }
+    let m = u - f32(1.0);
+    if (m == f32(-1.0)) { return f32(-1.0); }
+    if (abs(a) > f32(0.5)) { return m; }
+    return m * (a / log(u));
+}
+
+fn ruda_acosh_f32(a: f32) -> f32 {
+    // log1p(t + sqrt(t * (a + 1))) with t = a - 1: exact near 1, where
+    // log(a + sqrt(a * a - 1)) loses the digits
+    if (a > f32(1.0e18)) { return log(a) + f32(0.6931471805599453); }
+    let t = a - f32(1.0);
+    if (t < f32(0.0)) { return sqrt(t); }  // NaN
+    let v = t + sqrt(t * (a + f32(1.0)));
+    let u = f32(1.0) + v;
+    if (u == f32(1.0)) { return v; }
+    return log(u) * (v / (u - f32(1.0)));
+}
+
+fn ruda_atan_f32(a: f32) -> f32 {
+    // Cephes' atanf (within 2 ulp): drivers' atan is coarse and drops NaNs
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    let x = abs(a);
+    var base = f32(0.0);
+    var z = x;
+    if (x > f32(2.414213562373095)) {
+        base = f32(1.5707963267948966);
+        z = f32(-1.0) / x;
+    } else if (x > f32(0.41421356237309503)) {
+        base = f32(0.7853981633974483);
+        z = (x - f32(1.0)) / (x + f32(1.0));
+    }
+    let zz = z * z;
+    let p = (((f32(0.0805374449538) * zz - f32(0.138776856032)) * zz + f32(0.199777106478)) * zz
+        - f32(0.333329491539)) * zz * z + z;
+    return select(base + p, -(base + p), a < f32(0.0));
+}
+
+fn ruda_atan2_f32(a: f32, b: f32) -> f32 {
+    // C's atan2 with its signed zeros and infinities, through ruda_atan
+    let pi = f32(3.141592653589793);
+    let neg_y = bitcast<u32>(a) >= 0x80000000u;
+    let neg_x = bitcast<u32>(b) >= 0x80000000u;
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }
+    if ((bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) { return b; }
+    let inf_y = (bitcast<u32>(a) & 0x7fffffffu) == 0x7f800000u;
+    let inf_x = (bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u;
+    var r = f32(0.0);
+    if (a == f32(0.0)) {
+        r = select(f32(0.0), pi, neg_x);
+    } else if (inf_x && inf_y) {
+        r = select(pi * f32(0.25), pi * f32(0.75), neg_x);
+    } else if (inf_x) {
+        r = select(f32(0.0), pi, neg_x);
+    } else if (inf_y || b == f32(0.0)) {
+        r = pi * f32(0.5);
+    } else {
+        r = ruda_atan_f32(abs(a) / abs(b));
+        r = select(r, pi - r, neg_x);
+    }
+    return select(r, -r, neg_y);
+}
+
+fn ruda_asin_f32(a: f32) -> f32 {
+    // through atan: drivers' asin is coarse
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(f32(-1.0) - abs(a)); }
+    if (abs(a) == f32(1.0)) { return a * f32(1.5707963267948966); }
+    return ruda_atan_f32(a / sqrt((f32(1.0) - a) * (f32(1.0) + a)));
+}
+
+fn ruda_acos_f32(a: f32) -> f32 {
+    // through atan: drivers' acos is coarse
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(f32(-1.0) - abs(a)); }
+    return f32(2.0) * ruda_atan_f32(sqrt((f32(1.0) - a) / (f32(1.0) + a)));
+}
+
+fn ruda_tanh_f32(a: f32) -> f32 {
+    if (abs(a) > f32(20.0)) { return sign(a); }
+    return tanh(a);
+}
+
+fn ruda_cbrt_f32(a: f32) -> f32 {
+    if (a == f32(0.0) || a != a || abs(a) > f32(3.0e38)) { return a; }
+    var y = sign(a) * pow(abs(a), f32(1.0) / f32(3.0));
+    y = y - (y * y * y - a) / (f32(3.0) * y * y);
+    return y;
+}
+
+fn ruda_hypot_f32(a: f32, b: f32) -> f32 {
+    let x = abs(a);
+    let y = abs(b);
+    if (bitcast<u32>(x) == 0x7f800000u || bitcast<u32>(y) == 0x7f800000u) {
+        return bitcast<f32>(0x7f800000u);  // inf, even with a NaN
+    }
+    if (bitcast<u32>(x) > 0x7f800000u || bitcast<u32>(y) > 0x7f800000u) {
+        return bitcast<f32>(0x7fc00000u);  // NaN
+    }
+    let m = max(x, y);
+    if (m == f32(0.0)) { return m; }
+    let n = min(x, y) / m;
+    return m * sqrt(f32(1.0) + n * n);
+}
+
+// fmod and remainder: exact long division. NaN for an infinite dividend or a zero or NaN
+// divisor, the dividend for an infinite divisor, else a loop reducing r = |a|: the divisor
+// scaled to the remainder's exponent is taken off while it fits. A NaN divisor is found from
+// its bits: a compiler that assumes no NaN may fold y != y to false, and the loop would then
+// never end.
+
+fn ruda_fmod_f32(a: f32, b: f32) -> f32 {
+    // exact, as C's fmod: the divisor scaled to the remainder's exponent is taken
+    // off while it fits (each difference is exact)
+    let y = abs(b);
+    let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == f32(0.0) || nan_b) {
+        return bitcast<f32>(0x7fc00000u);  // NaN
+    }
+    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
+    var r = abs(a);
+    let ey = frexp(y).exp;
+    var s = y;
+    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
+        // repeat 8
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * f32(0.5); }
+        if (s == f32(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
+        r = r - s;
+        // end repeat
+    }
+    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);
+}
+
+fn ruda_remainder_f32(a: f32, b: f32) -> f32 {
+    // exact, as IEEE's: fmod's long division, then the nearest multiple (an
+    // even one on a tie)
+    var odd = false;
+    let y = abs(b);
+    let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == f32(0.0) || nan_b) {
+        return bitcast<f32>(0x7fc00000u);  // NaN
+    }
+    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
+    var r = abs(a);
+    let ey = frexp(y).exp;
+    var s = y;
+    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
+        // repeat 8
+        if (r < y) { break; }
+        s = ldexp(y, frexp(r).exp - ey);
+        if (s > r) { s = s * f32(0.5); }
+        if (s == f32(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
+        odd = odd || s == y;
+        r = r - s;
+        // end repeat
+    }
+    if (r > y * f32(0.5) || (r == y * f32(0.5) && odd)) { r = r - y; }
+    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);
+}
+
+// erf and erfc from erfc of |a| (Numerical Recipes' erfcc, within 1.2e-7); lgamma by Lanczos.
+
+fn ruda_erf_f32(a: f32) -> f32 {
+    let x = abs(a);
+    let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
+    let r = t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
+        + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
+        + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
+        + t * f32(0.17087277))))))))));
+    return select(f32(1.0) - r, r - f32(1.0), a < f32(0.0));
+}
+
+fn ruda_erfc_f32(a: f32) -> f32 {
+    let x = abs(a);
+    let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
+    let r = t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
+        + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
+        + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
+        + t * f32(0.17087277))))))))));
+    return select(r, f32(2.0) - r, a < f32(0.0));
+}
+
+fn ruda_lgamma_f32(a: f32) -> f32 {
+    var x = a;
+    var shift = f32(0.0);
+    if (x <= f32(0.0) && x == floor(x)) { return bitcast<f32>(0x7f800000u); }  // a pole: inf
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return abs(x); }  // inf, NaN
+    if (x < f32(0.5)) {
+        // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
+        let s = abs(sin(f32(3.14159265358979) * x));
+        return log(f32(3.14159265358979) / s) - ruda_lgamma_pos_f32(f32(1.0) - x);
+    }
+    return ruda_lgamma_pos_f32(x);
+}
+
+fn ruda_lgamma_pos_f32(a: f32) -> f32 {
+    // Lanczos (g = 7, 9 terms) for a >= 0.5
+    let x = a - f32(1.0);
+    var s = f32(0.99999999999980993);
+    s += f32(676.5203681218851) / (x + f32(1.0));
+    s += f32(-1259.1392167224028) / (x + f32(2.0));
+    s += f32(771.32342877765313) / (x + f32(3.0));
+    s += f32(-176.61502916214059) / (x + f32(4.0));
+    s += f32(12.507343278686905) / (x + f32(5.0));
+    s += f32(-0.13857109526572012) / (x + f32(6.0));
+    s += f32(9.9843695780195716e-6) / (x + f32(7.0));
+    s += f32(1.5056327351493116e-7) / (x + f32(8.0));
+    let t = x + f32(7.5);
+    return f32(0.91893853320467274) + (x + f32(0.5)) * log(t) - t + log(s);
+}
+
+// Integer operations: the forms of ruda's shared lowering that NVIDIA's Vulkan computed
+// wrongly (floor division and modulo without % and without comparisons of booleans), and
+// saturation without 64-bit integers. Unsigned saturation finds the carry (borrow) out of
+// the top bit from the operands' and the result's top bits, with no comparison or select of
+// 64-bit values, which gave NVIDIA's Vulkan wrong sums for 424 of 425 u64 pairs as
+// select(s, max, s < a).
+
+fn ruda_floor_div_i32(a: i32, b: i32) -> i32 {
+    if (b == 0i) { return 0i; }
+    if (b == -1i) { return -a; }
+    let q = a / b;  // the floor below an inexact quotient of opposite signs; no % and no
+    // comparison of booleans, which NVIDIA's Vulkan gave wrong answers for
+    return select(q, q - 1i, q * b != a && (a ^ b) < 0i);
+}
+
+fn ruda_floor_div_i64(a: i64, b: i64) -> i64 {
+    if (b == 0li) { return 0li; }
+    if (b == -1li) { return -a; }
+    let q = a / b;  // the floor below an inexact quotient of opposite signs; no % and no
+    // comparison of booleans, which NVIDIA's Vulkan gave wrong answers for
+    return select(q, q - 1li, q * b != a && (a ^ b) < 0li);
+}
+
+fn ruda_mod_i32(a: i32, b: i32) -> i32 {
+    if (b == 0i || b == -1i) { return 0i; }
+    let r = a - a / b * b;  // as floor division: no %
+    return select(r, r + b, r != 0i && (r ^ b) < 0i);
+}
+
+fn ruda_mod_i64(a: i64, b: i64) -> i64 {
+    if (b == 0li || b == -1li) { return 0li; }
+    let r = a - a / b * b;  // as floor division: no %
+    return select(r, r + b, r != 0li && (r ^ b) < 0li);
+}
+
+fn ruda_saturating_add_u32(a: u32, b: u32) -> u32 {
+    let s = a + b;
+    let carry = ((a & b) | ((a | b) & ~s)) >> 31u;
+    return s | (0u - carry);
+}
+
+fn ruda_saturating_add_u64(a: u64, b: u64) -> u64 {
+    let s = a + b;
+    let carry = ((a & b) | ((a | b) & ~s)) >> 63u;
+    return s | (0lu - carry);
+}
+
+fn ruda_saturating_sub_u32(a: u32, b: u32) -> u32 {
+    let d = a - b;
+    let borrow = ((~a & b) | (~(a ^ b) & d)) >> 31u;
+    return d & (borrow - 1u);
+}
+
+fn ruda_saturating_sub_u64(a: u64, b: u64) -> u64 {
+    let d = a - b;
+    let borrow = ((~a & b) | (~(a ^ b) & d)) >> 63u;
+    return d & (borrow - 1lu);
+}
+
+fn ruda_saturating_add_i32(a: i32, b: i32) -> i32 {
+    let s = a + b;
+    if (((a ^ s) & (b ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
+    return s;
+}
+
+fn ruda_saturating_add_i64(a: i64, b: i64) -> i64 {
+    let s = a + b;
+    if (((a ^ s) & (b ^ s)) < 0li) { return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li); }
+    return s;
+}
+
+fn ruda_saturating_sub_i32(a: i32, b: i32) -> i32 {
+    let s = a - b;
+    if (((a ^ b) & (a ^ s)) < 0i) { return select(2147483647i, -2147483647i - 1i, a < 0i); }
+    return s;
+}
+
+fn ruda_saturating_sub_i64(a: i64, b: i64) -> i64 {
+    let s = a - b;
+    if (((a ^ b) & (a ^ s)) < 0li) { return select(9223372036854775807li, -9223372036854775807li - 1li, a < 0li); }
+    return s;
+}
+
+// ruda_round_f16(x): the f32 x rounded to the nearest f16 value, ties to even, by its bits.
+// WGSL lets a conversion to f16 round either way, and NVIDIA's Vulkan compiler computes f16(y),
+// and even unpack2x16float(pack2x16float(y)), as y where the next operation reads it in f32:
+// the value left here is exact in f16, so no conversion after it can change it.
+
+fn ruda_round_f16(x: f32) -> f32 {
+    let b = bitcast<u32>(x);
+    let sign = b & 0x80000000u;
+    let a = b ^ sign;
+    // a normal f16 keeps 10 bits of mantissa, the 13 others rounded; a subnormal one is a
+    // whole number of 2**-24 (WGSL's round() takes ties to even); from 65520 it is infinite
+    let normal = bitcast<f32>((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u);
+    let small = round(bitcast<f32>(a) * 16777216.0f) * 5.9604644775390625e-8f;
+    var r = select(normal, small, a < 0x38800000u);
+    r = select(r, bitcast<f32>(0x7f800000u), a >= 0x477ff000u);
+    return select(bitcast<f32>(sign | bitcast<u32>(r)), x, a >= 0x7f800000u);  // inf, NaN
+}
+
+// ruda_mul_f32(a, b): a * b with IEEE's answer where a factor is a zero, found by its bits (a
+// zero of the factors' signs' product, or NaN where the other factor is an infinity or a NaN),
+// for products a compiler may see a constant zero in.
+
+fn ruda_mul_f32(a: f32, b: f32) -> f32 {
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    let zero = min(x & 0x7fffffffu, y & 0x7fffffffu) == 0u;
+    let special = max(x & 0x7fffffffu, y & 0x7fffffffu) >= 0x7f800000u;
+    let signed_zero = bitcast<f32>((x ^ y) & 0x80000000u);
+    return select(a * b, select(signed_zero, bitcast<f32>(0x7fc00000u), special), zero);
+}
+
+// A 64-bit value of another lane, as two words (subgroup operations take 32-bit values).
+
+fn ruda_shuffle_u64(v: u64, lane: u32) -> u64 {
+    let lo = subgroupShuffle(u32(v & 0xfffffffflu), lane);
+    let hi = subgroupShuffle(u32(v >> 32u), lane);
+    return u64(lo) | (u64(hi) << 32u);
+}
+
+fn ruda_shuffle_i64(v: i64, lane: u32) -> i64 {
+    return bitcast<i64>(ruda_shuffle_u64(bitcast<u64>(v), lane));
+}
