@@ -75,7 +75,10 @@ class KernelPipelines:
         self.prints = PrintTable()
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._generation = storage.generation
-        self._max_arrays = int(device.limits["max-storage-buffers-per-shader-stage"]) - 1
+        limits = device.limits
+        #: storage buffers one dispatch binds (the launch record is a uniform buffer)
+        buffers = int(limits["max-storage-buffers-per-shader-stage"])
+        self._max_storage = min(buffers, int(limits["max-bindings-per-bind-group"]) - 1)
         self._max_workgroup = int(device.limits["max-compute-workgroup-storage-size"])
         self.plane_dim = plane_dim
 
@@ -106,11 +109,15 @@ class KernelPipelines:
         """
         definition = compiled.definition
         narrays = len(definition.array_params)
-        if narrays > self._max_arrays:
+        sites = print_sites(definition)
+        extra = ["the print records"] if sites else []
+        extra += ["the stopped-kernel word"] if self._turned is not None else []
+        if narrays + len(extra) > self._max_storage:
+            also = f", and {' and '.join(extra)}," if extra else ""
             raise TooManyResources(
-                f"kernel {definition.name} has {narrays} array parameters; {self._max_arrays} "
-                "fit one WebGPU dispatch (max-storage-buffers-per-shader-stage, one for the "
-                "launch record). Pass fewer arrays, e.g. several in one"
+                f"kernel {definition.name} binds {narrays} arrays{also} where one WebGPU "
+                f"dispatch on this device binds {self._max_storage} storage buffers "
+                "(max-storage-buffers-per-shader-stage). Pass fewer arrays, e.g. several in one"
             )
         record = RecordLayout.of(definition).nwords * 4
         if record > RECORD_WINDOW_NBYTES:
@@ -121,7 +128,6 @@ class KernelPipelines:
             )
         module = self._module(compiled, compiled.source)
         self.names.append(definition.name)
-        sites = print_sites(definition)
         base = self.prints.register([record_format(i) for i in sites]) if sites else None
         written = compiled.written
         layout = self._layout(narrays, written, base is not None)
