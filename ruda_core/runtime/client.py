@@ -494,6 +494,7 @@ class ComputeClient:
         if type(count) is not RudaCount or type(dim) is not RudaDim:
             count, dim = launch_geometry(count, dim)
         self.admit(task, count, dim, scalars)
+        task.check_arity(bindings, scalars, metadata)
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self.pinned  # execution_stream(), inlined
         if stream is None:
@@ -559,6 +560,7 @@ class ComputeClient:
         ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
         count, dim = launch_geometry(count, dim)
         self._check_limits(task, count, dim, scalars)
+        task.check_arity(bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
         stream = self.pinned
@@ -586,6 +588,7 @@ class ComputeClient:
         """
         count, dim = launch_geometry(count, dim)
         self._check_limits(task, count, dim, scalars)
+        task.check_arity(bindings, scalars, metadata)
         args = LaunchArgs(count, dim, bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED
         return PreparedLaunch(self, self._server.prepare(task, args, mode))

@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
+from ..errors import LaunchConfigError
 from ..ir import (
     BARRIER_OPS,
     MATRIX_OPS,
@@ -163,6 +164,23 @@ class RudaTask(ABC):
     #: The fewest units a cube of its launches may have: :attr:`max_units` where the kernel
     #: states its exact cube (``cube_units``), else 1; a launch of a smaller cube is refused.
     min_units: int = 1
+    #: The bindings, scalars and metadata values each launch passes (a kernel's arrays, its
+    #: scalar parameters, and the slots of its metadata layout), checked by
+    #: ``ComputeClient.launch``, ``launch_unchecked`` and ``prepare`` before anything runs;
+    #: None where the task does not say.
+    arity: tuple[int, int, int] | None = None
+
+    def check_arity(
+        self, bindings: Sequence[object], scalars: Sequence[object], metadata: Sequence[int]
+    ) -> None:
+        """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
+        values the task takes (:attr:`arity`; nothing to check where it is None)."""
+        arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
+        if arity is not None and got != arity:
+            raise LaunchConfigError(
+                f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
+                f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
+            )
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         """The shared memory per cube that a launch with ``scalars`` needs beyond
@@ -213,6 +231,7 @@ class KernelTask(RudaTask):
     __slots__ = (
         "_dynamic",
         "_writes",
+        "arity",
         "definition",
         "dynamic_shared",
         "key",
@@ -248,6 +267,8 @@ class KernelTask(RudaTask):
         self._dynamic = definition.dynamic_shared  # read by every launch: computed once
         self.dynamic_shared = bool(self._dynamic)
         self._writes = tuple(not p.read_only for p in definition.array_params)
+        arrays, scalars = definition.array_params, definition.scalar_params
+        self.arity = (len(arrays), len(scalars), len(definition.metadata_layout()))
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )

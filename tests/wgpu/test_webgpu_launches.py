@@ -136,7 +136,9 @@ def test_more_arrays_than_a_dispatch_binds_are_refused_naming_the_limit(client):
     k.do(Op.INDEX_ASSIGN, None, arrays[0], const(0, Elem.U32), const(1, Elem.U32))
     handles = [client.empty(4) for _ in arrays]
     with pytest.raises(TooManyResources, match="max-storage-buffers-per-shader-stage"):
-        client.launch(KernelTask(k.build()), 1, 1, [h.binding() for h in handles])
+        client.launch(
+            KernelTask(k.build()), 1, 1, [h.binding() for h in handles], (), [1] * len(handles)
+        )
         client.sync().result()
 
 

@@ -1,0 +1,44 @@
+"""A launch through the runtime API that passes more or fewer bindings, scalars or metadata
+values than its kernel takes is refused before anything runs, naming what it takes, on every
+device (the drivers pack what they are given, so a short list would otherwise fail inside one
+of them, or run with values missing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ruda_core.ir import Elem, Op
+from ruda_core.runtime import KernelTask, LaunchConfigError
+from ruda_core.testing.irbuild import KernelBuilder, const
+from ruda_core.testing.runner import read_array
+
+
+def _store_seven() -> KernelTask:
+    k = KernelBuilder("store_seven")
+    out = k.array("out", Elem.U32)
+    k.array("unused", Elem.U32, read_only=True)
+    k.scalar("n", Elem.U32)
+    k.do(Op.INDEX_ASSIGN, None, out, const(0, Elem.U32), const(7, Elem.U32))
+    return KernelTask(k.build())
+
+
+@pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
+@pytest.mark.parametrize(
+    "drop", ["a binding", "the scalar", "a metadata value"], ids=["bindings", "scalars", "metadata"]
+)
+def test_a_launch_of_other_arity_is_refused_before_it_runs(client, call, drop):
+    task = _store_seven()
+    out, unused = client.create_from_slice(np.zeros(1, np.uint32)), client.empty(4)
+    bindings, scalars, metadata = [out.binding(), unused.binding()], [np.uint32(1)], [1, 1]
+    if drop == "a binding":
+        bindings.pop()
+    elif drop == "the scalar":
+        scalars.pop()
+    else:
+        metadata.pop()
+    with pytest.raises(LaunchConfigError, match=r"store_seven takes 2 bindings, 1 scalars and 2"):
+        getattr(client, call)(task, 1, 1, bindings, scalars, metadata)
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), [0])  # nothing ran
+    client.launch(task, 1, 1, [out.binding(), unused.binding()], [np.uint32(1)], [1, 1])
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), [7])
