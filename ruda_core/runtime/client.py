@@ -748,6 +748,8 @@ def _byte_view(data: Any) -> memoryview:
             f"{type(data).__name__} has no buffer interface; pass bytes, a bytearray, a "
             "memoryview or a NumPy array"
         ) from None
+    if view.format == "O":
+        raise TypeError("an array of Python objects holds references, not values a device reads")
     if not view.c_contiguous:
         raise ValueError("the data is not C-contiguous; copy it with np.ascontiguousarray first")
     if view.nbytes == 0:

@@ -62,3 +62,11 @@ def test_read_one_timeout(private_client):
         private_client.read_one(handle, timeout=0.001)
     got = np.frombuffer(private_client.read_one(handle, timeout=TIMEOUT_S), np.uint32)
     np.testing.assert_array_equal(got, spin.expected())
+
+
+@pytest.mark.parametrize("data", [np.array([object()] * 4), np.array([[1, 2]], dtype=object)])
+def test_arrays_of_python_objects_are_refused_not_copied_as_pointers(private_client, data):
+    with pytest.raises(TypeError, match="Python objects"):
+        private_client.create_from_slice(data)
+    with pytest.raises(TypeError, match="Python objects"):
+        private_client.write(private_client.empty(data.nbytes), data)
