@@ -170,61 +170,87 @@ fn ruda_hypot_f32(a: f32, b: f32) -> f32 {
     return m * sqrt(f32(1.0) + n * n);
 }
 
-// fmod and remainder: exact long division. NaN for an infinite dividend or a zero or NaN
-// divisor, the dividend for an infinite divisor, else a loop reducing r = |a|: the divisor
-// scaled to the remainder's exponent is taken off while it fits. A NaN divisor is found from
-// its bits: a compiler that assumes no NaN may fold y != y to false, and the loop would then
-// never end.
+// fmod and remainder: exact long division on the bits (musl's fmodf), one bit of the quotient
+// a step, on the significands as integers: a driver that flushes subnormal floats cannot
+// change it, and it ends after at most 277 steps. (A float loop taking off the divisor scaled
+// to the remainder's exponent spun where a driver flushed a subnormal divisor in some
+// operations and not in others, and lavapipe, which counts loop turns for lanes together,
+// then cut short the loops of the other lanes.) NaN for an infinite or NaN dividend or a zero
+// or NaN divisor, the dividend for an infinite divisor; all found from the bits, which a
+// compiler that assumes no NaN cannot fold away.
 
 fn ruda_fmod_f32(a: f32, b: f32) -> f32 {
-    // exact, as C's fmod: the divisor scaled to the remainder's exponent is taken
-    // off while it fits (each difference is exact)
-    let y = abs(b);
-    let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == f32(0.0) || nan_b) {
-        return bitcast<f32>(0x7fc00000u);  // NaN
-    }
-    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
-    var r = abs(a);
-    let ey = frexp(y).exp;
-    var s = y;
-    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
-        // repeat 8
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * f32(0.5); }
-        if (s == f32(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
-        r = r - s;
-        // end repeat
-    }
-    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);
+    // exact, as C's fmod
+    let x = bitcast<u32>(a) & 0x7fffffffu;
+    let y = bitcast<u32>(b) & 0x7fffffffu;
+    if (x >= 0x7f800000u || y == 0u || y > 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+    if (y == 0x7f800000u) { return a; }
+    return bitcast<f32>(ruda_division_f32(x, y, false) | (bitcast<u32>(a) & 0x80000000u));
 }
 
 fn ruda_remainder_f32(a: f32, b: f32) -> f32 {
-    // exact, as IEEE's: fmod's long division, then the nearest multiple (an
-    // even one on a tie)
+    // exact, as IEEE's: |a| less the nearest multiple of |b|, an even one on a tie
+    let x = bitcast<u32>(a) & 0x7fffffffu;
+    let y = bitcast<u32>(b) & 0x7fffffffu;
+    if (x >= 0x7f800000u || y == 0u || y > 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+    if (y == 0x7f800000u) { return a; }
+    return bitcast<f32>(ruda_division_f32(x, y, true) ^ (bitcast<u32>(a) & 0x80000000u));
+}
+
+fn ruda_division_f32(x: u32, y: u32, nearest: bool) -> u32 {
+    // the bits of the f32 of bits x mod the f32 of bits y (both finite and positive, y not 0);
+    // with nearest, of x less the nearest multiple of y, an even one on a tie, its sign bit
+    // set where that is negative
+    if (x == 0u) { return 0u; }
+    let xs = ruda_unpack_f32(x);
+    let ys = ruda_unpack_f32(y);
+    var m = xs.x;
+    var e = xs.y;
+    let n = ys.x;
     var odd = false;
-    let y = abs(b);
-    let nan_b = (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;  // not y != y
-    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u || y == f32(0.0) || nan_b) {
-        return bitcast<f32>(0x7fc00000u);  // NaN
+    if (e > ys.y || (e == ys.y && m >= n)) {
+        loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
+            // repeat 8
+            if (e == ys.y) { break; }
+            if (m >= n) { m = m - n; }
+            m = m << 1u;
+            e = e - 1;
+            // end repeat
+        }
+        odd = m >= n;
+        if (odd) { m = m - n; }
     }
-    if ((bitcast<u32>(b) & 0x7fffffffu) == 0x7f800000u) { return a; }
-    var r = abs(a);
-    let ey = frexp(y).exp;
-    var s = y;
-    loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
-        // repeat 8
-        if (r < y) { break; }
-        s = ldexp(y, frexp(r).exp - ey);
-        if (s > r) { s = s * f32(0.5); }
-        if (s == f32(0.0)) { break; }  // a subnormal divisor flushed to zero: end, not spin
-        odd = odd || s == y;
-        r = r - s;
-        // end repeat
+    // the remainder is m * 2**(e - 150); twice it against y at y's exponent: 2r's significand
+    // is m << (e - ey + 1), and where that shift is negative 2r < y
+    let d = e - ys.y + 1;
+    if (nearest && d >= 0) {
+        let twice = m << u32(d);
+        if (twice > n || (twice == n && odd)) {  // y - r, at r's exponent
+            return ruda_pack_f32(u32((n << u32(1 - d)) - m), e) | 0x80000000u;
+        }
     }
-    if (r > y * f32(0.5) || (r == y * f32(0.5) && odd)) { r = r - y; }
-    return select(r, -r, bitcast<u32>(a) >= 0x80000000u);
+    return ruda_pack_f32(u32(m), e);
+}
+
+fn ruda_unpack_f32(bits: u32) -> vec2<i32> {
+    // the significand of the positive finite f32 of bits bits with its leading bit moved to
+    // bit 23 (a subnormal's too), and the exponent field that goes with it: the value is
+    // significand * 2**(exponent - 150)
+    let e = i32(bits >> 23u);
+    if (e != 0) { return vec2<i32>(i32((bits & 0x7fffffu) | 0x800000u), e); }
+    let s = countLeadingZeros(bits) - 8u;
+    return vec2<i32>(i32(bits << s), 1 - i32(s));
+}
+
+fn ruda_pack_f32(m: u32, e: i32) -> u32 {
+    // the bits of m * 2**(e - 150), for m < 2**25 and a value an f32 holds exactly
+    if (m == 0u) { return 0u; }
+    let lead = 31 - i32(countLeadingZeros(m));
+    var n = m;
+    if (lead > 23) { n = m >> u32(lead - 23); } else { n = m << u32(23 - lead); }
+    let f = e + lead - 23;
+    if (f > 0) { return (u32(f) << 23u) | (n & 0x7fffffu); }
+    return n >> u32(1 - f);
 }
 
 // erf and erfc from erfc of |a| (Numerical Recipes' erfcc, within 1.2e-7); lgamma by Lanczos.

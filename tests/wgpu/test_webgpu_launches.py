@@ -25,6 +25,7 @@ from ruda_core.lang import (
     f16,
     f32,
     find_first_set,
+    fmod,
     i8,
     i16,
     i32,
@@ -32,6 +33,7 @@ from ruda_core.lang import (
     kernel,
     leading_zeros,
     popcount,
+    remainder,
     sync_units,
     trailing_zeros,
     u8,
@@ -211,3 +213,37 @@ def test_scalars_narrower_than_a_word_reach_the_kernel_from_their_record_word(cl
     narrow_scalars.launch(client, 1, 1, out, *args, np.int32(-(2**31)), True)
     want = [-100, 200, -30000, 60000, -2.5, -(2**31), 1]
     np.testing.assert_array_equal(out.numpy(), np.array(want, np.float32))
+
+
+@kernel
+def divisions(a: Array[f32], b: Array[f32], mods: Array[f32], rems: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        mods[i] = fmod(a[i], b[i])
+        rems[i] = remainder(a[i], b[i])
+
+
+def test_fmod_and_remainder_are_exact_beside_subnormal_divisors(client):
+    """Bit for bit as the NumPy device, subnormals included: a float loop spun on a divisor the
+    driver flushed in some operations only, and lavapipe, counting loop turns for its lanes
+    together, then cut short the division of the normal operands beside it."""
+    edges = [0.0, -0.0, 1.0, -3.0, 0.5, 7.5, 1e10, -1e-10, 3.4e38, np.inf, np.nan]
+    edges += [1e-45, -1e-45, 3e-39, 1.1754942e-38, 1.1754944e-38]  # subnormal, then normal
+    values = np.array(edges, np.float32)
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32)
+    a = np.concatenate([np.repeat(values, len(values)), bits[:2048].view(np.float32)])
+    b = np.concatenate([np.tile(values, len(values)), bits[2048:].view(np.float32)])
+    results = []
+    for device in (ruda.client("cpu"), client):
+        mods, rems = (ruda.asarray(np.zeros_like(a), device) for _ in range(2))
+        n = len(a)
+        divisions.launch(
+            device, -(-n // 64), 64, *(ruda.asarray(x, device) for x in (a, b)), mods, rems
+        )
+        results.append([mods.numpy().view(np.uint32), rems.numpy().view(np.uint32)])
+    (want_mod, want_rem), (got_mod, got_rem) = results
+    nan = lambda x: (x & 0x7FFFFFFF) > 0x7F800000  # noqa: E731  # NaN's sign is unspecified
+    for want, got in ((want_mod, got_mod), (want_rem, got_rem)):
+        np.testing.assert_array_equal(nan(got), nan(want))
+        np.testing.assert_array_equal(got[~nan(got)], want[~nan(want)])
