@@ -170,14 +170,15 @@ fn ruda_hypot_f32(a: f32, b: f32) -> f32 {
     return m * sqrt(f32(1.0) + n * n);
 }
 
-// fmod and remainder: exact long division on the bits (musl's fmodf), one bit of the quotient
-// a step, on the significands as integers: a driver that flushes subnormal floats cannot
-// change it, and it ends after at most 277 steps. (A float loop taking off the divisor scaled
-// to the remainder's exponent spun where a driver flushed a subnormal divisor in some
-// operations and not in others, and lavapipe, which counts loop turns for lanes together,
-// then cut short the loops of the other lanes.) NaN for an infinite or NaN dividend or a zero
-// or NaN divisor, the dividend for an infinite divisor; all found from the bits, which a
-// compiler that assumes no NaN cannot fold away.
+// fmod and remainder: exact long division of the significands as integers, eight bits of the
+// quotient a step, with no loop and no float arithmetic: a driver that flushes subnormal
+// floats cannot change it, and lavapipe, which ends a unit's loops after 65 535 turns in all
+// (counting the turns of lanes together), cannot cut it short. (A float loop taking off the
+// divisor scaled to the remainder's exponent spun where a driver flushed a subnormal divisor
+// in some operations and not in others, and lavapipe then cut short the loops of the other
+// lanes.) NaN for an infinite or NaN dividend or a zero or NaN divisor, the dividend for an
+// infinite divisor; all found from the bits, which a compiler that assumes no NaN cannot fold
+// away.
 
 fn ruda_fmod_f32(a: f32, b: f32) -> f32 {
     // exact, as C's fmod
@@ -204,21 +205,20 @@ fn ruda_division_f32(x: u32, y: u32, nearest: bool) -> u32 {
     if (x == 0u) { return 0u; }
     let xs = ruda_unpack_f32(x);
     let ys = ruda_unpack_f32(y);
-    var m = xs.x;
+    var m = u32(xs.x);
     var e = xs.y;
-    let n = ys.x;
+    let n = u32(ys.x);
     var odd = false;
-    if (e > ys.y || (e == ys.y && m >= n)) {
-        loop {  // eight steps a turn: lavapipe ends a unit's loops after 65 535 turns in all
-            // repeat 8
-            if (e == ys.y) { break; }
-            if (m >= n) { m = m - n; }
-            m = m << 1u;
-            e = e - 1;
-            // end repeat
-        }
-        odd = m >= n;
-        if (odd) { m = m - n; }
+    if (e >= ys.y) {
+        // eight bits of the quotient a step while more are left (at most 276: 35 steps), then
+        // the last ones, whose lowest tells whether the quotient is odd
+        // repeat 35
+        if (e - ys.y > 8) { m = (m << 8u) % n; e = e - 8; }
+        // end repeat
+        let t = m << u32(e - ys.y);
+        odd = ((t / n) & 1u) == 1u;
+        m = t % n;
+        e = ys.y;
     }
     // the remainder is m * 2**(e - 150); twice it against y at y's exponent: 2r's significand
     // is m << (e - ey + 1), and where that shift is negative 2r < y
@@ -226,10 +226,10 @@ fn ruda_division_f32(x: u32, y: u32, nearest: bool) -> u32 {
     if (nearest && d >= 0) {
         let twice = m << u32(d);
         if (twice > n || (twice == n && odd)) {  // y - r, at r's exponent
-            return ruda_pack_f32(u32((n << u32(1 - d)) - m), e) | 0x80000000u;
+            return ruda_pack_f32((n << u32(1 - d)) - m, e) | 0x80000000u;
         }
     }
-    return ruda_pack_f32(u32(m), e);
+    return ruda_pack_f32(m, e);
 }
 
 fn ruda_unpack_f32(bits: u32) -> vec2<i32> {
