@@ -1,5 +1,5 @@
 """Project-wide pytest setup: the conformance suite's plugin (its modules run on every local
-device, see ``testpaths``), an isolated cache folder for every test session, ``open_device``,
+device, see ``testpaths``), an isolated cache folder for every test run, ``open_device``,
 which opens a named device for a test as the conformance suite does, the tests marked
 ``slow`` first, so that parallel workers start them early instead of finishing on them alone,
 work stealing between them, and what collection made frozen out of the cyclic collector's walks."""
@@ -9,7 +9,9 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,15 +22,16 @@ from ruda_core.testing.selection import DeviceSelection, Unavailable, required_b
 pytest_plugins = ["ruda_core.testing.plugin"]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Compiled kernels and tuning results go to a fresh folder, not the user's cache. The
-    folder starts with the devices' probe verdicts of the cache this session enumerated with:
-    facts about this machine's drivers, which this process has read already. Child processes
-    that inherit the folder (``ruda devices``, conformance runs at other settings) then open
-    their devices without probing every driver again, seconds each (thirty where a driver's
-    own cache is cold); tests of probing give their children folders of their own."""
-    folder = tmp_path_factory.mktemp("ruda-cache")
+def _isolate_cache(config: pytest.Config) -> None:
+    """Compiled kernels and tuning results go to a fresh folder, not the user's cache, one for
+    the whole run: the parallel workers inherit it, so a kernel built by one is loaded by the
+    others, not built again. The folder starts with the devices' probe verdicts of the cache
+    this run enumerated with: facts about this machine's drivers, which this process has read
+    already. Child processes that inherit the folder (``ruda devices``, conformance runs at
+    other settings) then open their devices without probing every driver again, seconds each
+    (thirty where a driver's own cache is cold); tests of probing give their children folders
+    of their own."""
+    folder = Path(tempfile.mkdtemp(prefix="ruda-cache-"))  # made 0700, as ruda makes its own
     source = cache_root()
     for path, _ in entry_files(source, CacheKind.PROBES):
         target = folder / path.relative_to(source)
@@ -36,6 +39,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
             parent.mkdir(mode=0o700, exist_ok=True)  # as ruda makes its own: trusted
         shutil.copyfile(path, target)
     os.environ["RUDA_CACHE_DIR"] = str(folder)
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def _open_device(name: str) -> ComputeClient:
@@ -55,9 +59,12 @@ def open_device() -> Callable[[str], ComputeClient]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """``-n`` runs hand tests out by work stealing unless ``--dist`` is given: the default
+    """The run's cache folder, made where the run starts (a worker of ``-n`` inherits it).
+    ``-n`` runs hand tests out by work stealing unless ``--dist`` is given: the default
     ``load`` queues tests on a worker ahead of time, so the run can end with one worker idle
     while the other still has a queue behind a long test."""
+    if not hasattr(config, "workerinput"):
+        _isolate_cache(config)
     args = config.invocation_params.args
     given = any(str(arg) == "--dist" or str(arg).startswith("--dist=") for arg in args)
     if getattr(config.option, "dist", "no") == "load" and not given:
