@@ -86,7 +86,10 @@ def build_program(
 ) -> Any:
     """Build OpenCL C for ``device`` (a ``pyopencl.Device``) with ``options``. ``name`` is the
     kernel's name and ``where`` its Python file and line, for the error. A driver's
-    informational build log is not an error and is not shown.
+    informational build log is not an error and is not shown. PyOpenCL's own cache of built
+    programs is not used: ruda keeps the binary in its cache (``RUDA_CACHE_DIR``, which
+    ``ruda cache`` lists and clears), and PyOpenCL's would hold a second copy outside it, with
+    no bound.
 
     :raises CompilationError: with the first line of the build log explained (a known cause
         with its remedy), the log and the numbered generated source.
@@ -95,7 +98,7 @@ def build_program(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cl.CompilerWarning)
-            program.build(options=list(options))
+            program.build(options=list(options), cache_dir=False)
     except cl.Error as exc:
         numbered = "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
         raise CompilationError(
