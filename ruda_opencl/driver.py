@@ -98,7 +98,8 @@ def build_program(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cl.CompilerWarning)
-            program.build(options=list(options), cache_dir=False)
+            # False turns PyOpenCL's cache off, which its annotation (str | None) leaves out
+            program.build(options=list(options), cache_dir=False)  # type: ignore[arg-type]
     except cl.Error as exc:
         numbered = "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
         raise CompilationError(
