@@ -27,6 +27,7 @@ from ruda_core.runtime.print_records import PrintTable
 from .adapters import translate
 from .storage import WebGpuStorage
 from .wgsl import RecordLayout, all_writable, workgroup_nbytes
+from .wgsl.emitter import GROUPS
 from .wgsl.layout import RECORD_WORDS
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
@@ -49,6 +50,8 @@ class BuiltKernel:
     #: the positions of the arrays its module binds writable, and of those it binds read-only
     written: tuple[int, ...]
     read_only: tuple[int, ...]
+    #: whether its module counts loop turns per subgroup in workgroup memory (``GROUPS``)
+    grouped: bool
     #: the variant binding every array writable, once a launch has needed it
     writable: BuiltKernel | None = None
     pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = field(default_factory=dict)
@@ -79,8 +82,13 @@ class KernelPipelines:
         #: storage buffers one dispatch binds (the launch record is a uniform buffer)
         buffers = int(limits["max-storage-buffers-per-shader-stage"])
         self._max_storage = min(buffers, int(limits["max-bindings-per-bind-group"]) - 1)
-        self._max_workgroup = int(device.limits["max-compute-workgroup-storage-size"])
         self.plane_dim = plane_dim
+        #: the workgroup memory a kernel may use: the device's, less 4 bytes a subgroup of the
+        #: largest cube where kernels count each subgroup's loop turns in workgroup memory
+        self.max_workgroup = int(limits["max-compute-workgroup-storage-size"])
+        if turned is not None and plane_dim > 1:
+            groups = -(-int(limits["max-compute-invocations-per-workgroup"]) // plane_dim)
+            self.max_workgroup -= 4 * groups
 
     def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of kernels with ``narrays`` arrays, those
@@ -132,7 +140,10 @@ class KernelPipelines:
         written = compiled.written
         layout = self._layout(narrays, written, base is not None)
         read_only = tuple(k for k in range(narrays) if k not in written)
-        return BuiltKernel(compiled, module, layout, len(self.names), base, written, read_only)
+        grouped = f"override {GROUPS}" in compiled.source
+        return BuiltKernel(
+            compiled, module, layout, len(self.names), base, written, read_only, grouped
+        )
 
     def _module(self, compiled: CompiledKernel, source: str) -> Any:
         """The shader module of ``source``, generated for ``compiled``.
@@ -165,7 +176,9 @@ class KernelPipelines:
             module = self._module(compiled, all_writable(compiled.source))
             every = tuple(range(len(bindings)))
             layout = self._layout(len(bindings), every, base is not None)
-            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every, ())
+            built.writable = BuiltKernel(
+                compiled, module, layout, built.kernel_id, base, every, (), built.grouped
+            )
         return built.writable
 
     def pipeline(
@@ -185,10 +198,10 @@ class KernelPipelines:
             return found
         static, elements = workgroup_nbytes(built.compiled.definition)
         needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
-        if needed > self._max_workgroup:
+        if needed > self.max_workgroup:
             raise TooManyResources(
                 f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, over "
-                f"the device's {self._max_workgroup} (max-compute-workgroup-storage-size): "
+                f"the {self.max_workgroup} it leaves kernels (max-compute-workgroup-storage-size): "
                 "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
                 "word. Use shorter shared arrays, or u32 elements that pack several values"
             )
@@ -207,6 +220,8 @@ class KernelPipelines:
             constants["RUDA_KERNEL_ID"] = built.kernel_id
         if built.print_base is not None:
             constants["RUDA_PRINT_BASE"] = built.print_base
+        if built.grouped:
+            constants[GROUPS] = -(-dim.num_units // self.plane_dim)
         try:
             made = self._device.create_compute_pipeline(
                 layout=built.layout[1],

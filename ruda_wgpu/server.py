@@ -79,7 +79,8 @@ ARENA_NBYTES = 1 << 20
 MAX_DISPATCH = 65535
 #: Bytes of a stream's print-record buffer (a count and a capacity word, then records).
 PRINT_NBYTES = 16 << 20
-#: Mesa's llvmpipe (lavapipe) stops a unit's loops after this many turns in all.
+#: Mesa's llvmpipe (lavapipe) stops a subgroup's loops after this many turns in all (the turns
+#: any of its lanes takes; without subgroups, a unit's).
 LAVAPIPE_LOOP_LIMIT = 65535
 #: The compute units reported for a GPU adapter (a CPU one, lavapipe, reports its cores):
 #: WebGPU does not tell, and launches sized from the count (grid-stride loops over
@@ -249,11 +250,11 @@ class WebGpuDriver(Driver):
             return None
         name = self.pipelines.names[kernel_id - 1]
         return LaunchError(
-            f"kernel {name} may have been cut short on {self.name}: a unit's loops turned "
-            f"at least {self.loop_limit - LOOP_LIMIT_MARGIN} times, and lavapipe stops a "
-            f"unit's loops after {self.loop_limit} turns in all without an error, so its "
-            "results may be wrong. Give each unit less to loop over (more units), or run it "
-            "on another device"
+            f"kernel {name} may have been cut short on {self.name}: the loops of a plane "
+            f"turned at least {self.loop_limit - LOOP_LIMIT_MARGIN} times, and lavapipe stops "
+            f"a plane's loops after {self.loop_limit} turns in all (a turn of any of its "
+            "units counts) without an error, so its results may be wrong. Give each unit less "
+            "to loop over (more units), or run it on another device"
         )
 
     def new_stream(self, slot: int) -> WebGpuStream:
@@ -496,7 +497,7 @@ class WebGpuServer(ComputeServer):
                 int(limits["max-compute-workgroup-size-z"]),
             ),
             max_ruda_count=MAX_RUDA_COUNT,
-            max_shared_memory_nbytes=int(limits["max-compute-workgroup-storage-size"]),
+            max_shared_memory_nbytes=driver.pipelines.max_workgroup,
             plane_dim=plane_dim,
             compute_units=(os.cpu_count() or 1) if info["adapter_type"] == "CPU" else GPU_UNITS,
             alignment_nbytes=WebGpuStorage.alignment_nbytes,
