@@ -85,7 +85,8 @@ class KernelPipelines:
         self.plane_dim = plane_dim
         #: the workgroup memory a kernel may use: the device's, less 4 bytes a subgroup of the
         #: largest cube where kernels count each subgroup's loop turns in workgroup memory
-        self.max_workgroup = int(limits["max-compute-workgroup-storage-size"])
+        self._workgroup = int(limits["max-compute-workgroup-storage-size"])
+        self.max_workgroup = self._workgroup
         if turned is not None and plane_dim > 1:
             groups = -(-int(limits["max-compute-invocations-per-workgroup"]) // plane_dim)
             self.max_workgroup -= 4 * groups
@@ -206,6 +207,14 @@ class KernelPipelines:
                 "word. Use shorter shared arrays, or u32 elements that pack several values"
             )
         plane = self.plane_dim
+        groups = dim.y * dim.z * -(-dim.x // plane)  # lavapipe's subgroups: runs of a row
+        if built.grouped and needed + 4 * groups > self._workgroup:
+            raise TooManyResources(
+                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, and "
+                f"on {dim} {4 * groups} more to count the loop turns of its {groups} planes "
+                f"(lavapipe forms planes within each row): over the device's {self._workgroup}. "
+                f"Use rows of a multiple of {plane} units, or one row"
+            )
         if planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5
                 f"kernel {built.name} uses plane operations on {dim}, a cube of several rows "
@@ -221,7 +230,7 @@ class KernelPipelines:
         if built.print_base is not None:
             constants["RUDA_PRINT_BASE"] = built.print_base
         if built.grouped:
-            constants[GROUPS] = -(-dim.num_units // self.plane_dim)
+            constants[GROUPS] = groups
         try:
             made = self._device.create_compute_pipeline(
                 layout=built.layout[1],

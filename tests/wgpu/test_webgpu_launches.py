@@ -170,7 +170,7 @@ def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
 
 @kernel
 def two_loops(first: Array[u32], second: Array[u32], out: Array[u32]):
-    i = ABSOLUTE_POS
+    i = UNIT_POS
     n = u32(0)
     k = u32(0)
     while k < first[i]:
@@ -183,19 +183,23 @@ def two_loops(first: Array[u32], second: Array[u32], out: Array[u32]):
     out[i] = n
 
 
-@pytest.mark.parametrize("other", [1, 8], ids=["same plane", "next plane"])
-def test_loops_of_two_units_of_a_plane_that_lavapipe_stops_together_are_reported(client, other):
-    """lavapipe counts the turns of a plane's units together: one unit's loop of 40 000 turns,
-    then another's, stops the second after 25 534 without a word. In one plane that must
-    raise; in the next plane both run whole."""
-    plane = client.properties().plane_dim
-    if "llvmpipe" not in client.properties().name or plane != 8:
+@pytest.mark.parametrize(
+    ("dim", "other", "same"),
+    [((16, 1), 1, True), ((16, 1), 8, False), ((5, 3), 1, True), ((5, 3), 5, False)],
+)
+def test_loops_of_two_units_of_a_plane_that_lavapipe_stops_together_are_reported(
+    client, dim, other, same
+):
+    """lavapipe counts the turns of a plane's units together (its planes are runs of 8 units of
+    a row): one unit's loop of 40 000 turns, then another's, stops the second after 25 534
+    without a word. In one plane that must raise; in two planes both run whole."""
+    if "llvmpipe" not in client.properties().name or client.properties().plane_dim != 8:
         pytest.skip(f"{client.device} is not lavapipe with planes of 8, which stops loops")
     first, second = np.zeros(16, np.uint32), np.zeros(16, np.uint32)
     first[0], second[other] = 40_000, 40_000
     out = ruda.asarray(np.zeros(16, np.uint32), client)
-    two_loops.launch(client, 1, 16, ruda.asarray(first, client), ruda.asarray(second, client), out)
-    if other < plane:
+    two_loops.launch(client, 1, dim, ruda.asarray(first, client), ruda.asarray(second, client), out)
+    if same:
         with pytest.raises(LaunchError, match="kernel two_loops may have been cut short"):
             client.sync().result()
     else:
