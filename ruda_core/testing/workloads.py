@@ -83,13 +83,15 @@ class Spin:
         return time.perf_counter() - start
 
     def _calibrate(self, target_s: float) -> None:
+        """Find the iterations of ``target_s`` from what ``n`` more of them add to a launch's
+        time (a read's round trip, long on a loaded host or device, is in both and cancels)."""
         self._timed(1)  # compile and build outside the measurement
         n = 256
-        elapsed = self._timed(n)
-        while elapsed < target_s / 8 and n < 1 << 30:
+        added = self._timed(2 * n) - self._timed(n)
+        while added < target_s / 8 and n < 1 << 28:
             n *= 8
-            elapsed = self._timed(n)
-        self.iterations = int(min(max(n * target_s / max(elapsed, 1e-6), 1), _MASK))
+            added = self._timed(2 * n) - self._timed(n)
+        self.iterations = int(min(max(n * target_s / max(added, 1e-6), 1), _MASK))
         # the shorter of two: another process's kernels may share the device and slow one
         self.seconds = min(self._timed(self.iterations), self._timed(self.iterations))
 
