@@ -177,6 +177,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
     offset_type: str | None = None
     #: Type of integers that hold addresses.
     uintptr = "uintptr_t"
+    #: Where set, the plane width the loops of the plane helpers (butterflies and scans, a
+    #: step for each power of two below it) are written out for, a step after another: for a
+    #: target whose driver stops loops after a number of turns (0: they stay loops).
+    unrolled_plane_width = 0
     #: Suffixes of integer literals.
     int_suffix = {Elem.U32: "u", Elem.I64: "LL", Elem.U64: "ULL"}
     #: Names user identifiers must not take (keywords, types, functions the emitter calls).

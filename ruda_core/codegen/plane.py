@@ -114,21 +114,19 @@ class PlaneLowering:
         combined = self.expr.apply(_REDUCE[op], elem, ["v", "other"])
         first = d.declare(u32, ("m", f"{d.plane_dim()} / {two}"))
         halves = f"for ({first}; m > {zero}; m = m / {two}) {{"
+        width = d.unrolled_plane_width
+        halvings = [width >> k for k in range(1, width.bit_length())]
+        butterfly = [f"{d.declare(ctype, ('other', d.shuffle('xor', elem, 'v', 'm')))};"]
+        butterfly.append(f"v = {combined};")
+        tree = [f"{d.declare(ctype, ('other', d.shuffle('down', elem, 'v', 'm')))};"]
+        tree += ["if (lane + m < lanes) {", f"    v = {combined};", "}"]
         body = [
             f"{d.declare(u32, ('lanes', d.plane_lanes()))};",
             f"if (lanes == {d.plane_dim()}) {{",
-            f"    {halves}",
-            f"        {d.declare(ctype, ('other', d.shuffle('xor', elem, 'v', 'm')))};",
-            f"        v = {combined};",
-            "    }",
+            *(f"    {x}" for x in self._steps(halves, "m", halvings, butterfly)),
             "    return v;",
             "}",
-            halves,
-            f"    {d.declare(ctype, ('other', d.shuffle('down', elem, 'v', 'm')))};",
-            "    if (lane + m < lanes) {",
-            f"        v = {combined};",
-            "    }",
-            "}",
+            *self._steps(halves, "m", halvings, tree),
             f"return {d.shuffle('idx', elem, 'v', zero)};",
         ]
         params = [(ctype, "v"), (u32, "lane")]
@@ -142,15 +140,11 @@ class PlaneLowering:
         u32, ctype = d.type_name(Elem.U32), d.type_name(elem)
         one, two = lit(1, Elem.U32), lit(2, Elem.U32)
         if op is Op.PLANE_INCLUSIVE_SUM:
-            body = [
-                f"for ({d.declare(u32, ('d', one))}; d < {d.plane_dim()}; d = d * {two}) {{",
-                f"    {d.declare(ctype, ('t', d.shuffle('up', elem, 'v', 'd')))};",
-                "    if (lane >= d) {",
-                f"        v = {self.expr.apply(Op.ADD, elem, ['v', 't'])};",
-                "    }",
-                "}",
-                "return v;",
-            ]
+            head = f"for ({d.declare(u32, ('d', one))}; d < {d.plane_dim()}; d = d * {two}) {{"
+            step = [f"{d.declare(ctype, ('t', d.shuffle('up', elem, 'v', 'd')))};"]
+            step += ["if (lane >= d) {", f"    v = {self.expr.apply(Op.ADD, elem, ['v', 't'])};"]
+            doublings = [1 << k for k in range(d.unrolled_plane_width.bit_length() - 1)]
+            body = [*self._steps(head, "d", doublings, [*step, "}"]), "return v;"]
         else:
             inclusive = self._scan(Op.PLANE_INCLUSIVE_SUM, elem)
             body = [
@@ -160,6 +154,19 @@ class PlaneLowering:
             ]
         params = [(ctype, "v"), (u32, "lane")]
         return self.expr.prelude.add(name, d.function(ctype, name, params, body))
+
+    def _steps(self, head: str, var: str, values: list[int], lines: list[str]) -> list[str]:
+        """``lines`` (which read the ``u32`` ``var``) in the loop ``head``, or, where the
+        dialect writes plane loops out (:attr:`~.dialect.Dialect.unrolled_plane_width`), once
+        for each of ``values`` in a block of its own."""
+        if not self.d.unrolled_plane_width:
+            return [head, *(f"    {x}" for x in lines), "}"]
+        out: list[str] = []
+        for value in values:
+            u32 = Elem.U32
+            declared = self.d.declare(self.d.type_name(u32), (var, self.expr.literal(value, u32)))
+            out += ["{", f"    {declared};", *(f"    {x}" for x in lines), "}"]
+        return out
 
     def _relative(self, op: Op, elem: Elem) -> str:
         """``ruda_<op>_<elem>(v, delta or mask, lane)``: the shuffle, or ``v`` where its source

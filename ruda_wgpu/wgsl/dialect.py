@@ -143,6 +143,8 @@ class WgslDialect(Dialect):
         self.types = {e: t for e, t in _TYPES.items() if e in elems}
         self.plane_width = plane_width
         self.loop_limit = loop_limit
+        # the plane helpers' loops count against the limit too, uncounted by the kernel
+        self.unrolled_plane_width = plane_width if loop_limit else 0
 
     # -- syntax -----------------------------------------------------------------------------
 

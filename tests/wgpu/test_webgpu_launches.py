@@ -32,6 +32,7 @@ from ruda_core.lang import (
     i64,
     kernel,
     leading_zeros,
+    plane_sum,
     popcount,
     remainder,
     sync_units,
@@ -204,6 +205,26 @@ def test_loops_of_two_units_of_a_plane_that_lavapipe_stops_together_are_reported
             client.sync().result()
     else:
         np.testing.assert_array_equal(out.numpy()[[0, other]], [40_000, 120_000])
+
+
+@kernel
+def plane_sums(out: Array[u64], turns: u32):
+    n = u64(0)
+    k = u32(0)
+    while k < turns:
+        n += plane_sum(u64(1))  # a butterfly of shuffles: WGSL's subgroupAdd takes 32 bits
+        k += u32(1)
+    out[UNIT_POS] = n
+
+
+def test_a_plane_sum_of_64_bits_in_a_long_loop_runs_whole(client):
+    """Its butterfly's steps are written out where the driver stops loops: lavapipe counted
+    the butterfly's loop turns too, and 15 000 sums stopped after 10 923 without a report."""
+    if Elem.U64 not in client.features().elems or client.properties().plane_dim != 8:
+        pytest.skip(f"{client.device} has no 64-bit integers or no planes of 8")
+    out = ruda.asarray(np.zeros(8, np.uint64), client)
+    plane_sums.launch(client, 1, 8, out, 15_000)
+    np.testing.assert_array_equal(out.numpy(), np.full(8, 8 * 15_000, np.uint64))
 
 
 @kernel
