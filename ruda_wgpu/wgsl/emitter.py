@@ -388,6 +388,12 @@ class _Writer(StructuredWriter):
         first = f"{_GROUP_LANE} == countTrailingZeros(subgroupBallot(true).x)"
         self._line(depth, f"{TURNS} += u32({first});")
 
+    def _counted_loop(self, depth: int, body: str) -> None:
+        """``loop { body }`` (lines at ``depth``), its turns counted as the kernel's loops'."""
+        self._loop_head(depth)
+        self._lines(depth + 1, body)
+        self._line(depth, "}")
+
     def _turns_check(self) -> list[str]:
         """Where the kernel ends: report its id when its loops turned about as often as the
         driver allows (the driver may count a few turns more than the kernel does)."""
@@ -583,19 +589,18 @@ class _Writer(StructuredWriter):
         bits = elem is Elem.F32
         word = f"bitcast<u32>({new})" if bits else new
         seen = f"bitcast<f32>({old}_bits)" if bits else f"{old}_bits"
-        result = f"\n    {target}{seen};" if out is not None else ""
-        self._lines(
-            depth,
-            f"""{{
-    var {old}_bits = atomicLoad(&{ref});
-    loop {{
-        let {old}: {ty} = {seen};
-        let r = atomicCompareExchangeWeak(&{ref}, {old}_bits, {word});
-        if (r.exchanged) {{ break; }}
-        {old}_bits = r.old_value;
-    }}{result}
-}}""",
+        self._line(depth, "{")
+        self._line(depth + 1, f"var {old}_bits = atomicLoad(&{ref});")
+        self._counted_loop(  # a turn of lavapipe's loop limit, as the kernel's loops
+            depth + 1,
+            f"""let {old}: {ty} = {seen};
+let r = atomicCompareExchangeWeak(&{ref}, {old}_bits, {word});
+if (r.exchanged) {{ break; }}
+{old}_bits = r.old_value;""",
         )
+        if out is not None:
+            self._line(depth + 1, f"{target}{seen};")
+        self._line(depth, "}")
 
     def _sync_reduce(self, ins: Instr, depth: int) -> None:
         """A barrier that counts the true operands over the cube in a workgroup counter."""

@@ -22,6 +22,7 @@ from ruda_core.lang import (
     Comptime,
     Numeric,
     SharedMemory,
+    atomic_add,
     f16,
     f32,
     find_first_set,
@@ -205,6 +206,27 @@ def test_loops_of_two_units_of_a_plane_that_lavapipe_stops_together_are_reported
             client.sync().result()
     else:
         np.testing.assert_array_equal(out.numpy()[[0, other]], [40_000, 120_000])
+
+
+@kernel
+def float_adds(out: Array[f32], turns: u32):
+    k = u32(0)
+    while k < turns:
+        atomic_add(out, UNIT_POS, f32(1.0))  # a compare-exchange loop in WGSL
+        k += u32(1)
+
+
+def test_the_compare_exchange_loops_of_float_atomics_count_as_loop_turns(client):
+    """lavapipe counts a float atomic's compare-exchange turns against its loop limit: 40 000
+    adds a unit stopped at 32 768 without a report."""
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    out = ruda.asarray(np.zeros(8, np.float32), client)
+    float_adds.launch(client, 1, 8, out, 30_000)
+    np.testing.assert_array_equal(out.numpy(), np.full(8, 30_000, np.float32))
+    float_adds.launch(client, 1, 8, out, 40_000)
+    with pytest.raises(LaunchError, match="kernel float_adds may have been cut short"):
+        client.sync().result()
 
 
 @kernel
