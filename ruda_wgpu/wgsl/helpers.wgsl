@@ -253,7 +253,8 @@ fn ruda_pack_f32(m: u32, e: i32) -> u32 {
     return n >> u32(1 - f);
 }
 
-// erf and erfc from erfc of |a| (Numerical Recipes' erfcc, within 1.2e-7); lgamma by Lanczos.
+// erf and erfc from erfc of |a| (Numerical Recipes' erfcc, within 1.2e-7); lgamma as Cephes'
+// lgamf.
 
 fn ruda_erf_f32(a: f32) -> f32 {
     let x = abs(a);
@@ -276,32 +277,80 @@ fn ruda_erfc_f32(a: f32) -> f32 {
 }
 
 fn ruda_lgamma_f32(a: f32) -> f32 {
-    var x = a;
-    var shift = f32(0.0);
-    if (x <= f32(0.0) && x == floor(x)) { return bitcast<f32>(0x7f800000u); }  // a pole: inf
-    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return abs(x); }  // inf, NaN
-    if (x < f32(0.5)) {
-        // reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-        let s = abs(sin(f32(3.14159265358979) * x));
-        return log(f32(3.14159265358979) / s) - ruda_lgamma_pos_f32(f32(1.0) - x);
-    }
-    return ruda_lgamma_pos_f32(x);
+    // Cephes' lgamf
+    if (a <= f32(0.0) && a == floor(a)) { return bitcast<f32>(0x7f800000u); }  // a pole: inf
+    if ((bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u) { return abs(a); }  // inf, NaN
+    if (a >= f32(0.0)) { return ruda_lgamma_pos_f32(a); }
+    // reflection, lgamma(-q) = log(pi / (q |sin(pi q)|)) - lgamma(q), with sin taken of the
+    // distance of q to the nearest integer: drivers' sin of a large argument is coarse
+    let q = -a;
+    let z = min(q - floor(q), ceil(q) - q);
+    let s = q * sin(f32(3.14159265358979) * z);
+    return -log(f32(0.318309886183790671538) * s) - ruda_lgamma_pos_f32(q);
 }
 
 fn ruda_lgamma_pos_f32(a: f32) -> f32 {
-    // Lanczos (g = 7, 9 terms) for a >= 0.5
-    let x = a - f32(1.0);
-    var s = f32(0.99999999999980993);
-    s += f32(676.5203681218851) / (x + f32(1.0));
-    s += f32(-1259.1392167224028) / (x + f32(2.0));
-    s += f32(771.32342877765313) / (x + f32(3.0));
-    s += f32(-176.61502916214059) / (x + f32(4.0));
-    s += f32(12.507343278686905) / (x + f32(5.0));
-    s += f32(-0.13857109526572012) / (x + f32(6.0));
-    s += f32(9.9843695780195716e-6) / (x + f32(7.0));
-    s += f32(1.5056327351493116e-7) / (x + f32(8.0));
-    let t = x + f32(7.5);
-    return f32(0.91893853320467274) + (x + f32(0.5)) * log(t) - t + log(s);
+    // lgamma of a > 0: Stirling's series from 6.5; below, lgamma(1 + x) or lgamma(2 + x) as x
+    // times a polynomial in x (exact in relative terms at lgamma's zeros 1 and 2), the argument
+    // moved there by the recurrence lgamma(a + 1) = lgamma(a) + log(a)
+    if (a >= f32(6.5)) {
+        var q = f32(0.91893853320467274) - a + (a - f32(0.5)) * log(a);
+        if (a <= f32(1.0e4)) {
+            let z = f32(1.0) / a;
+            let p = z * z;
+            q += ((f32(6.789774945028216e-4) * p - f32(2.769887652139868e-3)) * p
+                + f32(8.333316229807355e-2)) * z;
+        }
+        return q;
+    }
+    if (a >= f32(0.75) && a < f32(1.25)) {
+        let x = a - f32(1.0);
+        return x * ruda_lgamma_one_f32(x);
+    }
+    // a moved into [1.5, 2.5]: the product z of the factors taken off or put on
+    var x = a;
+    var z = f32(1.0);
+    var sign = f32(1.0);
+    if (a >= f32(1.5)) {
+        // repeat 4
+        if (x > f32(2.5)) { x = x - f32(1.0); z = z * x; }
+        // end repeat
+    } else if (a >= f32(1.25)) {
+        z = a;
+        x = a + f32(1.0);
+        sign = f32(-1.0);
+    } else {
+        // repeat 2
+        if (x < f32(1.5)) { z = z * x; x = x + f32(1.0); }
+        // end repeat
+        sign = f32(-1.0);
+    }
+    let t = x - f32(2.0);
+    return t * ruda_lgamma_two_f32(t) + sign * log(z);
+}
+
+fn ruda_lgamma_one_f32(x: f32) -> f32 {
+    // lgamma(1 + x) / x for |x| < 0.25 (Cephes)
+    var p = f32(1.369488127325832e-1);
+    p = p * x - f32(1.590086327657347e-1);
+    p = p * x + f32(1.692415923504637e-1);
+    p = p * x - f32(2.067882815621965e-1);
+    p = p * x + f32(2.705806208275915e-1);
+    p = p * x - f32(4.006931650563372e-1);
+    p = p * x + f32(8.224670749082976e-1);
+    return p * x - f32(5.772156501719101e-1);
+}
+
+fn ruda_lgamma_two_f32(x: f32) -> f32 {
+    // lgamma(2 + x) / x for |x| < 0.5 (Cephes)
+    var p = f32(6.055172732649237e-4);
+    p = p * x - f32(1.311620815545743e-3);
+    p = p * x + f32(2.863437556468661e-3);
+    p = p * x - f32(7.366775108654962e-3);
+    p = p * x + f32(2.058355474821512e-2);
+    p = p * x - f32(6.735323259371034e-2);
+    p = p * x + f32(3.224669577325661e-1);
+    return p * x + f32(4.227843421859038e-1);
 }
 
 // Integer operations: the forms of ruda's shared lowering that NVIDIA's Vulkan computed
