@@ -257,23 +257,22 @@ fn ruda_pack_f32(m: u32, e: i32) -> u32 {
 // lgamf.
 
 fn ruda_erf_f32(a: f32) -> f32 {
-    let x = abs(a);
-    let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
-    let r = t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
-        + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
-        + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
-        + t * f32(0.17087277))))))))));
+    let r = ruda_erfc_magnitude_f32(abs(a));
     return select(f32(1.0) - r, r - f32(1.0), a < f32(0.0));
 }
 
 fn ruda_erfc_f32(a: f32) -> f32 {
-    let x = abs(a);
+    let r = ruda_erfc_magnitude_f32(abs(a));
+    return select(r, f32(2.0) - r, a < f32(0.0));
+}
+
+fn ruda_erfc_magnitude_f32(x: f32) -> f32 {
+    // erfc(x) for x >= 0
     let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
-    let r = t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
+    return t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
         + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
         + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
         + t * f32(0.17087277))))))))));
-    return select(r, f32(2.0) - r, a < f32(0.0));
 }
 
 fn ruda_lgamma_f32(a: f32) -> f32 {
@@ -305,7 +304,10 @@ fn ruda_lgamma_pos_f32(a: f32) -> f32 {
     }
     if (a >= f32(0.75) && a < f32(1.25)) {
         let x = a - f32(1.0);
-        return x * ruda_lgamma_one_f32(x);
+        return x * ruda_polynomial_f32(x, array<f32, 8>(  // lgamma(1 + x) / x, |x| < 0.25
+            1.369488127325832e-1f, -1.590086327657347e-1f, 1.692415923504637e-1f,
+            -2.067882815621965e-1f, 2.705806208275915e-1f, -4.006931650563372e-1f,
+            8.224670749082976e-1f, -5.772156501719101e-1f));
     }
     // a moved into [1.5, 2.5]: the product z of the factors taken off or put on
     var x = a;
@@ -326,31 +328,23 @@ fn ruda_lgamma_pos_f32(a: f32) -> f32 {
         sign = f32(-1.0);
     }
     let t = x - f32(2.0);
-    return t * ruda_lgamma_two_f32(t) + sign * log(z);
+    let b = array<f32, 8>(  // lgamma(2 + t) / t, |t| < 0.5 (Cephes)
+        6.055172732649237e-4f, -1.311620815545743e-3f, 2.863437556468661e-3f,
+        -7.366775108654962e-3f, 2.058355474821512e-2f, -6.735323259371034e-2f,
+        3.224669577325661e-1f, 4.227843421859038e-1f);
+    return t * ruda_polynomial_f32(t, b) + sign * log(z);
 }
 
-fn ruda_lgamma_one_f32(x: f32) -> f32 {
-    // lgamma(1 + x) / x for |x| < 0.25 (Cephes)
-    var p = f32(1.369488127325832e-1);
-    p = p * x - f32(1.590086327657347e-1);
-    p = p * x + f32(1.692415923504637e-1);
-    p = p * x - f32(2.067882815621965e-1);
-    p = p * x + f32(2.705806208275915e-1);
-    p = p * x - f32(4.006931650563372e-1);
-    p = p * x + f32(8.224670749082976e-1);
-    return p * x - f32(5.772156501719101e-1);
-}
-
-fn ruda_lgamma_two_f32(x: f32) -> f32 {
-    // lgamma(2 + x) / x for |x| < 0.5 (Cephes)
-    var p = f32(6.055172732649237e-4);
-    p = p * x - f32(1.311620815545743e-3);
-    p = p * x + f32(2.863437556468661e-3);
-    p = p * x - f32(7.366775108654962e-3);
-    p = p * x + f32(2.058355474821512e-2);
-    p = p * x - f32(6.735323259371034e-2);
-    p = p * x + f32(3.224669577325661e-1);
-    return p * x + f32(4.227843421859038e-1);
+fn ruda_polynomial_f32(x: f32, c: array<f32, 8>) -> f32 {
+    // c[0] x^7 + c[1] x^6 + ... + c[7], by Horner's rule
+    var p = c[0];
+    p = p * x + c[1];
+    p = p * x + c[2];
+    p = p * x + c[3];
+    p = p * x + c[4];
+    p = p * x + c[5];
+    p = p * x + c[6];
+    return p * x + c[7];
 }
 
 // Integer operations: the forms of ruda's shared lowering that NVIDIA's Vulkan computed
