@@ -2,11 +2,13 @@
 device, see ``testpaths``), an isolated cache folder for every test run, ``open_device``,
 which opens a named device for a test as the conformance suite does, the tests marked
 ``slow`` first, so that parallel workers start them early instead of finishing on them alone,
-work stealing between them, and what collection made frozen out of the cyclic collector's walks."""
+work stealing between them, the operations' tuners timing each candidate once, and what
+collection made frozen out of the cyclic collector's walks."""
 
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import shutil
 import tempfile
@@ -58,13 +60,22 @@ def open_device() -> Callable[[str], ComputeClient]:
     return _open_device
 
 
+#: The operations whose module-level ``_TUNER`` picks among candidates.
+TUNED_OPS = ("bincount", "matmul", "reduce", "scan", "sorting")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The run's cache folder, made where the run starts (a worker of ``-n`` inherits it).
-    ``-n`` runs hand tests out by work stealing unless ``--dist`` is given: the default
-    ``load`` queues tests on a worker ahead of time, so the run can end with one worker idle
-    while the other still has a queue behind a long test."""
+    The operations' tuners time each candidate once, not five times: the tests check what the
+    candidates compute and when tuning happens, not how closely it times them; each tuning
+    still warms every candidate up and times it (``tests/test_cache_command.py`` tunes with one
+    sample too). ``-n`` runs hand tests out by work stealing unless ``--dist`` is given: the
+    default ``load`` queues tests on a worker ahead of time, so the run can end with one worker
+    idle while the other still has a queue behind a long test."""
     if not hasattr(config, "workerinput"):
         _isolate_cache(config)
+    for op in TUNED_OPS:
+        importlib.import_module(f"ruda_core.ops.{op}")._TUNER.samples = 1
     args = config.invocation_params.args
     given = any(str(arg) == "--dist" or str(arg).startswith("--dist=") for arg in args)
     if getattr(config.option, "dist", "no") == "load" and not given:
