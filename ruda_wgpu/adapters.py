@@ -3,7 +3,7 @@ Imports wgpu.
 
 An adapter is usable when wgpu-native reaches it through a native API (Vulkan, Metal, D3D12);
 OpenGL adapters are left out (their compute is a subset). ``translate`` is the one place a wgpu
-exception becomes a ruda error.
+exception becomes a ruda error; :class:`WgpuErrors` applies it to the calls of a ``with`` block.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from types import TracebackType
 from typing import Any
 
 import wgpu
@@ -21,6 +22,7 @@ from ruda_core.errors import LaunchError, OutOfMemory, ServerError
 
 __all__ = [
     "OPTIONAL_FEATURES",
+    "WgpuErrors",
     "all_adapters",
     "describe",
     "open_device",
@@ -88,10 +90,8 @@ def open_device(adapter: Any) -> Any:
     """A device on ``adapter`` with the optional features it offers and its own limits."""
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
     limits = {name: adapter.limits[name] for name in _LIMITS}
-    try:
+    with WgpuErrors(f"opening a device on {adapter.info['device']}"):
         return adapter.request_device_sync(required_features=features, required_limits=limits)
-    except Exception as exc:  # wgpu raises plain Exceptions for a refused device
-        raise translate(f"opening a device on {adapter.info['device']}", exc) from exc
 
 
 def plane_width(device: Any) -> int:
@@ -102,7 +102,7 @@ def plane_width(device: Any) -> int:
         return 1
     usage = wgpu.BufferUsage
     out = device.create_buffer(size=256, usage=usage.STORAGE | usage.COPY_SRC)
-    try:
+    with WgpuErrors("measuring the subgroup width"):
         pipeline = device.create_compute_pipeline(
             layout="auto", compute={"module": device.create_shader_module(code=_PLANE_PROBE)}
         )
@@ -118,10 +118,7 @@ def plane_width(device: Any) -> int:
         compute.end()
         device.queue.submit([encoder.finish()])
         widths = set(device.queue.read_buffer(out).cast("I"))
-    except Exception as exc:  # wgpu raises plain Exceptions
-        raise translate("measuring the subgroup width", exc) from exc
-    finally:
-        out.destroy()
+    out.destroy()
     width = widths.pop() if len(widths) == 1 else 0
     return width if width in (2, 4, 8, 16, 32, 64) else 1
 
@@ -142,3 +139,23 @@ def translate(what: str, exc: BaseException, kind: type[ServerError] = LaunchErr
     if isinstance(exc, wgpu.GPUOutOfMemoryError) or "out of memory" in text.lower():
         return OutOfMemory(f"{what} failed: wgpu is out of memory: {text}. Free memory and retry")
     return kind(f"{what} failed: {text}")
+
+
+class WgpuErrors:
+    """A context manager that raises what a wgpu call in its block raises (wgpu raises plain
+    ``Exception``s) as the ruda error :func:`translate` gives for doing ``what``. Reusable."""
+
+    __slots__ = ("kind", "what")
+
+    def __init__(self, what: str, kind: type[ServerError] = LaunchError) -> None:
+        self.what = what
+        self.kind = kind
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, Exception):
+            raise translate(self.what, exc, self.kind) from exc

@@ -24,7 +24,7 @@ from ruda_core.errors import CompilationError, LaunchConfigError, TooManyResourc
 from ruda_core.runtime import Binding, CompiledKernel, RudaDim
 from ruda_core.runtime.print_records import PrintTable
 
-from .adapters import translate
+from .adapters import WgpuErrors
 from .storage import WebGpuStorage
 from .wgsl import RecordLayout, all_writable, workgroup_nbytes
 from .wgsl.emitter import GROUPS
@@ -231,13 +231,11 @@ class KernelPipelines:
             constants["RUDA_PRINT_BASE"] = built.print_base
         if built.grouped:
             constants[GROUPS] = groups
-        try:
+        with WgpuErrors(f"making the pipeline of kernel {built.name} for {dim}"):
             made = self._device.create_compute_pipeline(
                 layout=built.layout[1],
                 compute={"module": built.module, "entry_point": "main", "constants": constants},
             )
-        except Exception as exc:
-            raise translate(f"making the pipeline of kernel {built.name} for {dim}", exc) from exc
         built.pipelines[key] = made
         return made
 
@@ -264,9 +262,7 @@ class KernelPipelines:
             {"binding": k, "resource": {"buffer": buffer, "offset": 0, "size": size}}
             for k, (buffer, size) in enumerate(windows)
         ]
-        try:
+        with WgpuErrors(f"binding the arrays of kernel {built.name}"):
             made = self._device.create_bind_group(layout=layout, entries=entries)
-        except Exception as exc:
-            raise translate(f"binding the arrays of kernel {built.name}", exc) from exc
         self._groups[key] = made
         return made

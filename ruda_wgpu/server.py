@@ -61,7 +61,15 @@ from ruda_core.runtime import (
 )
 from ruda_core.runtime.host_memory import physical_nbytes
 
-from .adapters import all_adapters, describe, open_device, plane_width, read_back, translate
+from .adapters import (
+    WgpuErrors,
+    all_adapters,
+    describe,
+    open_device,
+    plane_width,
+    read_back,
+    translate,
+)
 from .compiler import CORE_ELEMS, WebGpuCompiler, WgslTarget
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
@@ -151,12 +159,10 @@ class WebGpuStream(ServerStream):
         """A new mappable buffer that the encoder copies ``size`` bytes of ``source`` from
         byte ``start`` into; what wgpu raises, as a ``kind`` error about ``what``."""
         encoder = self.recording()
-        try:
+        with WgpuErrors(what, kind):
             staging = self.device.create_buffer(size=max(size, 4), usage=_U.MAP_READ | _U.COPY_DST)
             if size:
                 encoder.copy_buffer_to_buffer(source, start, staging, 0, size)
-        except Exception as exc:  # wgpu raises plain Exceptions
-            raise translate(what, exc, kind) from exc
         return staging
 
     def submit(self, then: Callable[[], None] | None = None) -> RudaFuture[None]:
@@ -203,11 +209,9 @@ class _Timestamp:
         queries = stream.device.create_query_set(type="timestamp", count=1)
         usage = _U.QUERY_RESOLVE | _U.COPY_SRC
         resolved = _buffer(stream.device, 256, usage, "a timestamp")
-        try:
+        with WgpuErrors("recording a timestamp"):
             extras.write_timestamp(stream.recording(), queries, 0)
             stream.recording().resolve_query_set(queries, 0, 1, resolved, 0)
-        except Exception as exc:  # wgpu raises plain Exceptions
-            raise translate("recording a timestamp", exc) from exc
         self._readback = stream.staged("recording a timestamp", resolved, 0, 8)
         self._held = (queries, resolved)  # until the stamp is read
         self._ns: int | None = None
@@ -277,6 +281,7 @@ class WebGpuDriver(Driver):
         dynamic = [k for _, k in definition.dynamic_shared]
         planes = task.uses_planes  # not the task: its kernel is let go when it dies
         writes = [k for k in range(len(elem_nbytes)) if task.writes(k)]
+        errors = WgpuErrors(f"launching kernel {built.name}")
 
         def run(
             stream: ServerStream,
@@ -302,12 +307,10 @@ class WebGpuDriver(Driver):
                 packer.pack_into(s.arena, at, first, cx, cy, cz, *offsets, *metadata, *scalars)
                 s.arena_used = at + stride
                 compute = s.pass_()
-                try:
+                with errors:
                     compute.set_pipeline(pipeline)
                     compute.set_bind_group(0, group, [at])
                     compute.dispatch_workgroups(*grid)
-                except Exception as exc:  # wgpu raises plain Exceptions
-                    raise translate(f"launching kernel {built.name}", exc) from exc
 
         return run
 
@@ -350,7 +353,7 @@ class WebGpuDriver(Driver):
         src_start, size = _words(source, "copying")
         dst_start, _ = _words(destination, "copying")
         # WebGPU copies not within one buffer: a copy inside a page goes through a buffer
-        via = None
+        via, errors = None, WgpuErrors(f"copying {size} bytes", IoError)
         if src is dst and size:
             via = _buffer(self.device, size, _U.COPY_SRC | _U.COPY_DST, "a copy within a page")
 
@@ -358,14 +361,12 @@ class WebGpuDriver(Driver):
             s = cast(WebGpuStream, stream)
             encoder = s.recording()
             s.written.append(destination)
-            try:
+            with errors:
                 if via is None:
                     encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)
                 else:
                     encoder.copy_buffer_to_buffer(src, src_start, via, 0, size)
                     encoder.copy_buffer_to_buffer(via, 0, dst, dst_start, size)
-            except Exception as exc:
-                raise translate(f"copying {size} bytes", exc, IoError) from exc
 
         return run
 
@@ -431,10 +432,8 @@ def dispatches(cx: int, cy: int, cz: int) -> list[tuple[int, tuple[int, int, int
 def _buffer(device: Any, size: int, usage: int, what: str) -> Any:
     """A new buffer of ``size`` bytes for ``what``; what wgpu raises (out of memory, a lost
     device) as the ruda error :func:`~ruda_wgpu.adapters.translate` gives."""
-    try:
+    with WgpuErrors(f"allocating {size} bytes for {what}"):
         return device.create_buffer(size=size, usage=usage)
-    except Exception as exc:  # wgpu raises plain Exceptions
-        raise translate(f"allocating {size} bytes for {what}", exc) from exc
 
 
 def _words(binding: Binding, what: str = "") -> tuple[int, int]:

@@ -8,7 +8,7 @@ import wgpu
 
 from ruda_core.runtime import OutOfMemory, Storage
 
-from .adapters import translate
+from .adapters import WgpuErrors
 
 __all__ = ["PAGE_USAGE", "WebGpuStorage"]
 
@@ -37,10 +37,8 @@ class WebGpuStorage(Storage):
         self.generation = 0
 
     def alloc(self, nbytes: int) -> object:
-        try:
+        with WgpuErrors(f"allocating a {nbytes}-byte buffer", OutOfMemory):
             return self._device.create_buffer(size=max(nbytes, 4), usage=PAGE_USAGE)
-        except Exception as exc:  # wgpu raises plain Exceptions
-            raise translate(f"allocating a {nbytes}-byte buffer", exc, OutOfMemory) from exc
 
     def dealloc(self, resource: object) -> None:
         self.generation += 1

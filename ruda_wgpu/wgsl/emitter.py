@@ -40,7 +40,6 @@ from ruda_core.ir import (
     ATOMIC_OPS,
     MATRIX_OPS,
     PLANE_OPS,
-    SYNC_REDUCE_OPS,
     Block,
     Builtin,
     Const,
@@ -78,7 +77,13 @@ __all__ = ["GROUPS", "LOOP_LIMIT_MARGIN", "WgslEmitter"]
 #: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
 _ATOMIC_INT = {op: "atomic" + op.value[7:].capitalize() for op in ATOMIC_COMBINE}
 _ATOMIC_INT[Op.ATOMIC_SWAP] = "atomicExchange"
-_SYNC_COUNTER = "ruda_sync_count"
+#: The cube's reducing barriers, over the ``bool`` ``{0}``: WGSL has none (see the helper).
+_UNITS_COUNT = "ruda_units_count({0}, UNIT_POS)"
+_UNITS_REDUCE = {
+    Op.SYNC_UNITS_COUNT: _UNITS_COUNT,
+    Op.SYNC_UNITS_AND: f"({_UNITS_COUNT} == RUDA_DIM)",
+    Op.SYNC_UNITS_OR: f"({_UNITS_COUNT} != 0u)",
+}
 #: The unit's count of loop turns, and the buffer a kernel that may have been stopped writes
 #: its id into (see :attr:`WgslDialect.loop_limit`).
 TURNS = "ruda_turns"
@@ -176,7 +181,6 @@ class _Writer(StructuredWriter):
         self.constant = constant_locals(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
-        self.sync_counter = False
         #: whether loop turns are counted per subgroup (:data:`GROUP_TURNS`), and whether any is
         self.grouped = bool(dialect.loop_limit) and dialect.plane_width > 1
         self.counted = False
@@ -230,8 +234,6 @@ class _Writer(StructuredWriter):
         extra += [("RUDA_KERNEL_ID", TURNED)] if self.d.loop_limit else []
         for index, (constant, name) in enumerate(extra, start=len(defn.array_params) + 1):
             module += [f"override {constant}: u32 = 0u;", binding(index, name, "atomic<u32>")]
-        if self.sync_counter:
-            module.append(f"var<workgroup> {_SYNC_COUNTER}: atomic<u32>;")
         if self.grouped and self.counted:
             module.append(f"override {GROUPS}: u32 = 1u;")
             module.append(f"var<workgroup> {GROUP_TURNS}: array<atomic<u32>, {GROUPS}>;")
@@ -494,6 +496,8 @@ class _Writer(StructuredWriter):
             return record_word(self.layout.metadata + at)
         if op is Op.RANK:
             return self.d.literal(cast(Param, args[0]).rank, Elem.U32)
+        if op in _UNITS_REDUCE:
+            return _UNITS_REDUCE[op].format(self.text(args[0]))
         if op in PLANE_OPS:
             elem = cast(Operand, args[0]).elem if args else Elem.BOOL
             return self.plane.expression(op, elem, [self.text(a) for a in args])
@@ -602,26 +606,6 @@ if (r.exchanged) {{ break; }}
             self._line(depth + 1, f"{target}{seen};")
         self._line(depth, "}")
 
-    def _sync_reduce(self, ins: Instr, depth: int) -> None:
-        """A barrier that counts the true operands over the cube in a workgroup counter."""
-        self.sync_counter = True
-        counter = f"&{_SYNC_COUNTER}"
-        for stmt in (
-            "workgroupBarrier();",
-            f"if (UNIT_POS == 0u) {{ atomicStore({counter}, 0u); }}",
-            "workgroupBarrier();",
-            f"if ({self.text(ins.args[0])}) {{ atomicAdd({counter}, 1u); }}",
-            "workgroupBarrier();",
-        ):
-            self._line(depth, stmt)
-        count = f"atomicLoad({counter})"
-        value = {
-            Op.SYNC_UNITS_COUNT: count,
-            Op.SYNC_UNITS_AND: f"({count} == RUDA_DIM)",
-            Op.SYNC_UNITS_OR: f"({count} != 0u)",
-        }[ins.op]
-        self._line(depth, f"{self.n[cast(Local, ins.out).name]} = {value};")
-
     def _record(self, ins: Instr, depth: int) -> None:
         """PRINT: one record appended to the stream's print buffer (word 0 counts the words
         asked for, word 1 is the capacity; a record that does not fit is dropped), formatted
@@ -694,4 +678,3 @@ _FIXED = {
 #: Operations written as statements of their own.
 _STATEMENTS = {Op.PRINT: _Writer._record, Op.REPORT_OOB: _Writer._report}
 _STATEMENTS |= dict.fromkeys(ATOMIC_OPS, _Writer._atomic)
-_STATEMENTS |= dict.fromkeys(SYNC_REDUCE_OPS, _Writer._sync_reduce)

@@ -1,8 +1,9 @@
-"""The WGSL helper functions of the value operations WGSL lacks or a driver gets wrong, read
-from ``helpers.wgsl`` (which says why each is written out): :data:`HELPERS` by name, and
-:func:`referenced`, those a module calls (WGSL declares functions in any order). A block of
-lines between ``// repeat N`` and ``// end repeat`` is written out ``N`` times: lavapipe stops
-a unit's loops after 65 535 turns in all, so the helpers' loops take several steps a turn.
+"""The WGSL helper functions of the operations WGSL lacks or a driver gets wrong, read from
+``helpers.wgsl`` (which says why each is written out), each with the module variable it uses
+where it uses one: :data:`HELPERS` by name, and :func:`referenced`, those a module calls (WGSL
+declares functions and variables in any order). A block of lines between ``// repeat N`` and
+``// end repeat`` is written out ``N`` times: lavapipe stops a unit's loops after 65 535 turns
+in all, so the helpers' loops take several steps a turn.
 Imports no driver.
 """
 
@@ -14,7 +15,7 @@ from importlib.resources import files
 
 __all__ = ["HELPERS", "referenced"]
 
-_FUNCTION = re.compile(r"^fn (ruda_\w+)\(.*?^}$", re.M | re.S)
+_FUNCTION = re.compile(r"^(?:var<.*;\n)?fn (ruda_\w+)\(.*?^}$", re.M | re.S)
 _REPEAT = re.compile(r"^ *// repeat (\d+)\n(.*?)^ *// end repeat\n", re.M | re.S)
 _CALLED = re.compile(r"\b(ruda_\w+)\(")
 

@@ -1,7 +1,8 @@
 // The WGSL helper functions of ruda's value operations that WGSL lacks or a driver gets
 // wrong. ruda's WGSL emitter copies into a module the functions it calls, and those they
-// call (a function runs from its `fn` line to the next line that is a lone `}`; text between
-// functions is not copied). `ruda_<op>_f32` computes an operation over f32 operands `a` (`b`)
+// call (a function runs from its `fn` line to the next line that is a lone `}`, with the
+// module-scope `var` declared on the line before it, if any; other text between functions is
+// not copied). `ruda_<op>_f32` computes an operation over f32 operands `a` (`b`)
 // (f16 is computed in f32); `ruda_<op>_<type>` over integers. Each says why it is written out.
 //
 // Loops in them are short or written out: lavapipe stops a unit's loops after 65 535 turns in
@@ -471,4 +472,19 @@ fn ruda_shuffle_u64(v: u64, lane: u32) -> u64 {
 
 fn ruda_shuffle_i64(v: i64, lane: u32) -> i64 {
     return bitcast<i64>(ruda_shuffle_u64(bitcast<u64>(v), lane));
+}
+
+// --- the cube's reducing barriers: WGSL has none ------------------------------------------
+// The count of the cube's units whose p is true, through a workgroup counter (declared with
+// the function): a barrier (every earlier read of the counter is done), unit 0 clears it, a
+// barrier, each unit whose p is true adds one, a barrier, every unit reads it.
+
+var<workgroup> ruda_units_counter: atomic<u32>;
+fn ruda_units_count(p: bool, unit: u32) -> u32 {
+    workgroupBarrier();
+    if (unit == 0u) { atomicStore(&ruda_units_counter, 0u); }
+    workgroupBarrier();
+    if (p) { atomicAdd(&ruda_units_counter, 1u); }
+    workgroupBarrier();
+    return atomicLoad(&ruda_units_counter);
 }
