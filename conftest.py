@@ -83,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "worksteal"
 
 
+@pytest.hookimpl(optionalhook=True)  # a child run may leave xdist out
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker more than the cores this process may run on (unless
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many). Many tests spend part of their time
