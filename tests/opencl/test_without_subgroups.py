@@ -35,7 +35,9 @@ MODULES = [
 ]
 #: The child's pytest options: quiet, in one process; without the sums queued on two streams
 #: behind a spinning kernel, which prove the streams' order, not planes (the same sums are
-#: checked without subgroups by themselves).
+#: checked without subgroups by themselves); the primitives on f32 and i64 alone (and those
+#: that take no element type): planes of one lane are what this run changes, and the other
+#: element types are checked with subgroups by the run around it (this cuts 28 s to 13 s).
 CHILD_OPTIONS = [
     "-q",
     "-p",
@@ -43,7 +45,8 @@ CHILD_OPTIONS = [
     "-p",
     "no:cacheprovider",
     "-k",
-    "not test_sums_on_two_streams_at_once",
+    "not test_sums_on_two_streams_at_once"
+    " and not (test_primitives and (i32 or u32 or u64 or f64))",
 ]
 
 
