@@ -128,13 +128,18 @@ class KnownFailure:
         :class:`~ruda_core.runtime.DeviceProperties` (``name`` is the device's or adapter's
         name, ``vendor`` the platform or driver); called when a matching test is set up, once
         the device is open. None: every device of the backend.
-    :raises PluginError: for ``applies`` that is not callable, or a ``devices`` that does not
-        go with it.
+    :param cases: the parts known to fail, for a test that checks several parts and names
+        each one that fails (the float operations' table names its operations: ``"sin"``):
+        the test then fails where another part fails, and is an expected failure where only
+        these do. Empty: the whole test is an expected failure.
+    :raises PluginError: for ``applies`` that is not callable, a ``devices`` that does not go
+        with it, or ``cases`` that is not a frozenset of names.
     """
 
     reason: str
     devices: str = ""
     applies: Callable[[DeviceProperties], bool] | None = None
+    cases: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.reason, str) or not isinstance(self.devices, str):
@@ -146,6 +151,13 @@ class KnownFailure:
             raise PluginError(
                 f"KnownFailure({self.reason!r}): applies={self.applies!r} is not callable; pass "
                 "a function of the device's DeviceProperties, or None for every device"
+            )
+        if not isinstance(self.cases, frozenset) or not all(
+            isinstance(case, str) and case for case in self.cases
+        ):
+            raise PluginError(
+                f"KnownFailure({self.reason!r}): cases={self.cases!r} is not a frozenset of "
+                "the names of the test's parts"
             )
         if (self.applies is None) != (not self.devices.strip()):
             raise PluginError(

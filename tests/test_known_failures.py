@@ -1,6 +1,7 @@
 """Known conformance failures a driver declares (``ruda_conformance_xfails``): one scoped to some
 devices (``KnownFailure`` with ``applies``) applies to a device whose properties it accepts and
-to no other, a plain reason to every device of its backend, and a malformed declaration is
+to no other, a plain reason to every device of its backend, one naming the failing parts of a
+test (``cases``) fails the test where another part fails, and a malformed declaration is
 refused where it is made."""
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ import pytest
 from ruda_core.errors import PluginError
 from ruda_core.plugins import KnownFailure
 from ruda_core.runtime import DeviceProperties
-from ruda_core.testing.overrides import Overrides
+from ruda_core.testing.overrides import KnownCases, Overrides
 from ruda_wgpu.plugin import XFAILS, on_lavapipe
 
 F32_OPS = "test_ops_float::test_float_ops_match_the_reference[f32]"
 F16_OPS = "test_ops_float::test_float_ops_match_the_reference[f16]"
+
+
+def _reason(overrides: Overrides, backend: str, name: str, device: DeviceProperties) -> str:
+    """The reason of the known failure that applies, or "" where none does."""
+    known = overrides.known_failure(backend, name, device)
+    return "" if known is None else known.reason
 
 
 def _adapter(name: str, vendor: str) -> DeviceProperties:
@@ -40,7 +47,7 @@ NVIDIA = _adapter("NVIDIA H200", "Vulkan NVIDIA 570.124.06")
 def test_a_device_scoped_known_failure_applies_to_its_device_and_not_to_another():
     scoped = KnownFailure("cos(1e10) is 1.0", devices="lavapipe", applies=on_lavapipe)
     overrides = Overrides({"webgpu": {F32_OPS: scoped}})
-    assert overrides.known_failure("webgpu", F32_OPS, LAVAPIPE) == (
+    assert _reason(overrides, "webgpu", F32_OPS, LAVAPIPE) == (
         "webgpu declares a known failure on lavapipe: cos(1e10) is 1.0"
     )
     assert overrides.known_failure("webgpu", F32_OPS, NVIDIA) is None
@@ -51,16 +58,16 @@ def test_a_device_scoped_known_failure_applies_to_its_device_and_not_to_another(
 def test_a_plain_reason_applies_to_every_device_of_its_backend():
     overrides = Overrides({"webgpu": {"test_ops_float::*": KnownFailure("no exact cos")}})
     for device in (LAVAPIPE, NVIDIA):
-        assert overrides.known_failure("webgpu", F16_OPS, device) == (
+        assert _reason(overrides, "webgpu", F16_OPS, device) == (
             "webgpu declares a known failure: no exact cos"
         )
 
 
 def test_the_webgpu_drivers_known_failures_name_the_adapters_they_are_seen_on():
     overrides = Overrides({"webgpu": XFAILS})
-    assert "cos(1e10)" in (overrides.known_failure("webgpu", F32_OPS, LAVAPIPE) or "")
-    assert "floor_div" in (overrides.known_failure("webgpu", F32_OPS, NVIDIA) or "")
-    assert "mod(1e4" in (overrides.known_failure("webgpu", F16_OPS, NVIDIA) or "")
+    assert "cos(1e10)" in _reason(overrides, "webgpu", F32_OPS, LAVAPIPE)
+    assert "floor_div" in _reason(overrides, "webgpu", F32_OPS, NVIDIA)
+    assert "mod(1e4" in _reason(overrides, "webgpu", F16_OPS, NVIDIA)
     assert overrides.known_failure("webgpu", F16_OPS, LAVAPIPE) is None
     other = _adapter("AMD Radeon RX 7900 XTX (RADV NAVI31)", "Vulkan radv Mesa 24.2")
     assert all(not failure.applies_to(other) for failure in XFAILS.values())
@@ -74,6 +81,36 @@ def test_a_predicate_that_fails_names_the_backend_and_the_pattern():
     overrides = Overrides({"webgpu": {F32_OPS: KnownFailure("x", devices="some", applies=broken)}})
     with pytest.raises(PluginError, match=r"webgpu: the known failure .*float_ops.*KeyError"):
         overrides.known_failure("webgpu", F32_OPS, NVIDIA)
+
+
+def test_the_float_tables_failures_are_declared_by_operation():
+    overrides = Overrides({"webgpu": XFAILS})
+    for name, device in ((F32_OPS, LAVAPIPE), (F32_OPS, NVIDIA), (F16_OPS, NVIDIA)):
+        known = overrides.known_failure("webgpu", name, device)
+        assert (
+            known is not None
+            and known.cases
+            and known.cases <= {"sin", "cos", "tan", "floor_div", "mod"}
+        )
+
+
+def test_a_part_not_declared_fails_the_test_and_declared_parts_alone_are_expected():
+    known = KnownCases("webgpu declares a known failure: coarse cos", frozenset({"cos", "sin"}))
+    with pytest.raises(pytest.fail.Exception, match="exp is off"):
+        known.settle({"cos": "cos is off", "exp": "exp is off"})
+    with pytest.raises(pytest.xfail.Exception, match=r"coarse cos \(cos failed\)"):
+        known.settle({"cos": "cos is off"})
+    with pytest.raises(pytest.fail.Exception, match="cos, sin passed, but declared"):
+        known.settle({})
+    with pytest.raises(pytest.fail.Exception, match="exp is off"):
+        KnownCases().settle({"exp": "exp is off"})
+    KnownCases().settle({})  # nothing declared, nothing failed
+
+
+@pytest.mark.parametrize("cases", [{"sin"}, frozenset({""}), frozenset({1})], ids=str)
+def test_cases_that_are_not_a_frozenset_of_names_are_refused(cases):
+    with pytest.raises(PluginError, match="cases="):
+        KnownFailure("a reason", cases=cases)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,9 @@ or the name without its ``[params]``; ``*`` and ``?`` are its only wildcards. Ov
 only to tests of :mod:`ruda_core.testing.conformance` on a device of the declaring backend, and
 an override scoped to some devices (:class:`~ruda_core.plugins.KnownFailure` with ``applies``)
 only on a device whose properties it accepts; the device is open by then (the plugin applies
-overrides when a test is set up).
+overrides when a test is set up). An override naming the parts of a test that fail
+(:attr:`~ruda_core.plugins.KnownFailure.cases`) is settled by the test itself
+(:meth:`KnownCases.settle`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -31,6 +33,7 @@ from .selection import backend_of
 __all__ = [
     "CONFORMANCE_PACKAGE",
     "DEVICE_PARAM",
+    "KnownCases",
     "Overrides",
     "conformance_functions",
     "conformance_name",
@@ -117,8 +120,8 @@ class Overrides:
         except PluginError as exc:
             return cls({}, str(exc))
 
-    def reason_for(self, item: pytest.Item, properties: DeviceProperties) -> str | None:
-        """The xfail reason of ``item`` run on its device, whose properties are
+    def known_for(self, item: pytest.Item, properties: DeviceProperties) -> KnownCases | None:
+        """The known failure of ``item`` run on its device, whose properties are
         ``properties`` (see :meth:`known_failure`); None for a test that does not run per
         device or is not a conformance test."""
         device = device_of(item)
@@ -126,10 +129,12 @@ class Overrides:
             return None
         return self.known_failure(backend_of(device), conformance_name(item), properties)
 
-    def known_failure(self, backend: str, name: str, properties: DeviceProperties) -> str | None:
-        """The reason of the first valid override of ``backend`` that matches the conformance
-        ``name`` and applies to a device with ``properties``, else None. Overrides with an
-        empty reason are never applied (the guard test reports them).
+    def known_failure(
+        self, backend: str, name: str, properties: DeviceProperties
+    ) -> KnownCases | None:
+        """The first valid override of ``backend`` that matches the conformance ``name`` and
+        applies to a device with ``properties``, with its reason in words, else None.
+        Overrides with an empty reason are never applied (the guard test reports them).
 
         :raises PluginError: when an override's ``applies`` raises, naming the backend and the
             pattern.
@@ -148,9 +153,8 @@ class Overrides:
                 ) from exc
             if not applies:
                 continue
-            if failure.devices:
-                return f"{backend} declares a known failure on {failure.devices}: {reason}"
-            return f"{backend} declares a known failure: {reason}"
+            where = f" on {failure.devices}" if failure.devices else ""
+            return KnownCases(f"{backend} declares a known failure{where}: {reason}", failure.cases)
         return None
 
     def problems(self) -> list[str]:
@@ -168,3 +172,29 @@ class Overrides:
                         "look like 'test_memory::test_round_trip[0B]')"
                     )
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class KnownCases:
+    """A known failure of a test on the device it runs on: why, and the parts of the test it
+    names (none: the whole test, an expected failure)."""
+
+    reason: str = ""
+    cases: frozenset[str] = field(default_factory=frozenset)
+
+    def settle(self, failures: Mapping[str, str]) -> None:
+        """End a test that checked several parts and found ``failures`` (the failing parts'
+        names, each with its message): it fails where a part not known to fail failed, is an
+        expected failure where only known parts failed, and fails as a stale declaration where
+        parts are declared and none failed (as a strict xfail that passes would)."""
+        unexpected = [message for case, message in failures.items() if case not in self.cases]
+        if unexpected:
+            pytest.fail("\n".join(unexpected), pytrace=False)
+        if failures:
+            pytest.xfail(f"{self.reason} ({', '.join(sorted(failures))} failed)")
+        if self.cases:
+            pytest.fail(
+                f"{', '.join(sorted(self.cases))} passed, but declared expected failures: "
+                f"{self.reason}",
+                pytrace=False,
+            )

@@ -9,7 +9,8 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
 * the fixtures ``ruda_device`` (the device string, e.g. ``"opencl:0"``; every test using it or
   ``client`` runs once per selected device, with the device as its id), ``client`` (that
   device's ``ComputeClient``) and ``reference`` (the NumPy reference device's client), all
-  session-scoped, so they work with Hypothesis' ``@given``;
+  session-scoped, so they work with Hypothesis' ``@given``, and ``known_cases``, the parts of
+  the test its device is known to fail (:class:`~.overrides.KnownCases`);
 * the markers of :mod:`.markers` (``requires``, ``requires_elem``), checked before a test's
   fixtures are set up;
 * the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, applied
@@ -34,7 +35,7 @@ import ruda_core
 from ..plugins import REFERENCE_BACKEND
 from ..runtime import ComputeClient
 from .markers import MARK_ELEMS, MARK_FEATURES, missing
-from .overrides import DEVICE_PARAM, Overrides
+from .overrides import DEVICE_PARAM, KnownCases, Overrides
 from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "HYPOTHESIS_PROFILE",
     "HYPOTHESIS_PROFILE_NEW",
     "client",
+    "known_cases",
     "reference",
     "ruda_device",
 ]
@@ -57,6 +59,7 @@ settings.register_profile(HYPOTHESIS_PROFILE_NEW, derandomize=False, deadline=No
 
 _SELECTION = pytest.StashKey[DeviceSelection]()
 _OVERRIDES = pytest.StashKey[Overrides]()
+_KNOWN_CASES = pytest.StashKey[KnownCases]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -143,17 +146,20 @@ def _check_available(selection: DeviceSelection, name: str) -> ComputeClient:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or fail, for a required backend) a device test whose device cannot be opened, mark
-    as a strict xfail one whose driver declares it a known failure of that device, and skip as
-    *unsupported* one whose device lacks a marked capability, before any fixture. The xfail
+    as a strict xfail one whose driver declares it a known failure of that device (or, where
+    the declaration names the failing parts, hand it to the test's ``known_cases``), and skip
+    as *unsupported* one whose device lacks a marked capability, before any fixture. The xfail
     mark counts as one made at collection: this hook runs before pytest's own of the same
     order (it is registered later), and pytest reads the marks again when the test is called."""
     callspec = getattr(item, "callspec", None)
     if callspec is None or DEVICE_PARAM not in callspec.params:
         return
     client = _check_available(_selection(item.config), callspec.params[DEVICE_PARAM])
-    known = _overrides(item.config).reason_for(item, client.properties())
-    if known is not None:
-        item.add_marker(pytest.mark.xfail(reason=known, strict=True))
+    known = _overrides(item.config).known_for(item, client.properties())
+    if known is not None and known.cases:
+        item.stash[_KNOWN_CASES] = known
+    elif known is not None:
+        item.add_marker(pytest.mark.xfail(reason=known.reason, strict=True))
     features = [f for m in item.iter_markers(MARK_FEATURES) for f in m.args]
     elems = [e for m in item.iter_markers(MARK_ELEMS) for e in m.args]
     reason = missing(client, features, elems)
@@ -178,6 +184,15 @@ def client(request: pytest.FixtureRequest, ruda_device: str) -> ComputeClient:
 def reference() -> ComputeClient:
     """The client of the NumPy reference device, the oracle results are compared with."""
     return ruda_core.client(REFERENCE_BACKEND)
+
+
+@pytest.fixture
+def known_cases(request: pytest.FixtureRequest) -> KnownCases:
+    """The parts of the test that its device's driver declares known failures, with why;
+    none where it declares none. A test that checks several parts settles with it
+    (:meth:`~.overrides.KnownCases.settle`)."""
+    node: pytest.Item = request.node
+    return node.stash.get(_KNOWN_CASES, KnownCases())
 
 
 @pytest.fixture
