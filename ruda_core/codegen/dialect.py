@@ -309,6 +309,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """A statement (without ``;``) writing ``value`` (of ``elem``) to ``base[index]``."""
         return f"{base}[{index}] = {value}"
 
+    def record_word(self, buffer: str, index: str, value: str | None = None) -> str:
+        """Word ``index`` of a print-record buffer (:mod:`~ruda_core.codegen.printf`): an
+        expression reading it, or, given ``value``, a statement (without ``;``) writing it."""
+        return f"{buffer}[{index}]" if value is None else f"{buffer}[{index}] = {value}"
+
     def load_line(
         self,
         elem: Elem,

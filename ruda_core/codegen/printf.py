@@ -83,18 +83,19 @@ def record_statement(
     site: int,
     where: tuple[str, str, str, str],
 ) -> list[str]:
-    """The C statements that append the record of a verified ``PRINT`` at index ``site`` of
-    :func:`print_sites`. ``where`` holds the C names of the print buffer and of the base of the
-    kernel's site numbers, and the linear cube's and linear unit's expressions."""
+    """The statements that append the record of a verified ``PRINT`` at index ``site`` of
+    :func:`print_sites`, in the dialect's syntax (its conversions, selects, declarations and
+    :meth:`~Dialect.record_word`). ``where`` holds the names of the print buffer and of the
+    base of the kernel's site numbers, and the linear cube's and linear unit's expressions."""
     buffer, base, cube, unit = where
-    u32, u64 = d.type_name(Elem.U32), d.type_name(Elem.U64)
+    u32, u64 = Elem.U32, Elem.U64
     values: list[Operand] = list(ins.args)  # type: ignore[arg-type]  # verified scalars
-    words = [f"{base} + {d.literal(site, Elem.U32)}", f"({u32})({cube})", f"({u32})({unit})"]
+    words = [f"{base} + {d.literal(site, u32)}", d.convert(u32, f"({cube})")]
+    words.append(d.convert(u32, f"({unit})"))
     for value in values:
         passed = _passed(value.elem)
         if value.elem is Elem.BOOL:
-            one, zero = d.literal(1, Elem.U32), d.literal(0, Elem.U32)
-            words.append(f"({expr.text(value)} ? {one} : {zero})")
+            words.append(d.select(expr.text(value), d.literal(1, u32), d.literal(0, u32)))
             continue
         text = _argument(d, expr, value, passed)
         if passed.is_float:
@@ -103,20 +104,23 @@ def record_statement(
                 raise UnsupportedFeature(f"{d.name} cannot record the bits of a {passed} value")
             text = casts[1].format(text)
         if value_words(passed) == 2:
-            words += [f"({u32})(({u64})({text}))", f"({u32})((({u64})({text})) >> 32)"]
+            wide = f"({d.convert(u64, f'({text})')})"
+            words += [d.convert(u32, wide), d.convert(u32, f"({wide} >> {d.literal(32, u32)})")]
         else:
-            words.append(f"({u32})({text})")
-    add = d.atomic_native(Op.ATOMIC_ADD, Elem.U32, MemSpace.GLOBAL)
+            words.append(d.convert(u32, f"({text})"))
+    add = d.atomic_native(Op.ATOMIC_ADD, u32, MemSpace.GLOBAL)
     if add is None:
         raise UnsupportedFeature(f"{d.name} has no 32-bit atomic add to record prints with")
-    n = d.literal(len(words), Elem.U32)
+    n = d.literal(len(words), u32)
     at = f"{buffer}_at"
+    taken = add.format(ptr=f"&{buffer}[0]", v=n)
     lines = [
         "{",
-        f"    const {u32} {at} = {add.format(ptr=f'&{buffer}[0]', v=n)};",
-        f"    if ({at} + {n} <= {buffer}[1]) {{",
+        f"    {d.declare(d.type_name(u32), (at, taken))};",
+        f"    if ({at} + {n} <= {d.record_word(buffer, d.literal(1, u32))}) {{",
     ]
-    lines += [f"        {buffer}[2 + {at} + {k}] = {w};" for k, w in enumerate(words)]
+    for k, word in enumerate(words):
+        lines.append(f"        {d.record_word(buffer, f'{at} + {d.literal(2 + k, u32)}', word)};")
     return [*lines, "    }", "}"]
 
 
@@ -135,10 +139,10 @@ def _argument(d: Dialect, expr: ExprLowering, value: Operand, passed: Elem) -> s
         return f'({expr.text(value)} ? "True" : "False")'
     if not elem.is_float:
         text = expr.text(value)
-        return text if elem is passed else f"({d.type_name(passed)}){text}"
+        return text if elem is passed else d.convert(passed, text)
     text = expr.wide(value, elem)
     if d.compute_elem(elem) is not passed:
-        text = f"({d.type_name(passed)}){text}"
+        text = d.convert(passed, text)
     casts = d.bit_casts.get(passed)
     if casts is None:
         isnan = d.math_call("isnan", passed, [text])
@@ -148,4 +152,4 @@ def _argument(d: Dialect, expr: ExprLowering, value: Operand, passed: Elem) -> s
     from_bits, to_bits = casts
     magnitude = f"({to_bits.format(text)} & {d.literal((1 << (passed.bits - 1)) - 1, bits_elem)})"
     infinity = d.literal(0x7FF0000000000000 if passed.bits == 64 else 0x7F800000, bits_elem)
-    return f"({magnitude} > {infinity} ? {from_bits.format(magnitude)} : {text})"
+    return d.select(f"{magnitude} > {infinity}", from_bits.format(magnitude), text)

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ruda_core.codegen import Dialect, words
+from ruda_core.codegen.dialect import MemSpace
 from ruda_core.codegen.prelude import bare
-from ruda_core.ir import Elem, Op
+from ruda_core.ir import ATOMIC_COMBINE, Elem, Op
 
 from .names import RESERVED
 
@@ -82,6 +83,9 @@ _SUBGROUP = {
     Op.PLANE_ALL: "subgroupAll",
     Op.PLANE_ANY: "subgroupAny",
 }
+#: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
+_ATOMICS = {op: "atomic" + op.value[7:].capitalize() for op in ATOMIC_COMBINE}
+_ATOMICS[Op.ATOMIC_SWAP] = "atomicExchange"
 #: The source lane of each shuffle mode (:meth:`Dialect.shuffle`) of the unit's lane.
 _SOURCE = {
     "xor": "{lane} ^ {arg}",
@@ -216,6 +220,18 @@ class WgslDialect(Dialect):
         if word is Elem.U32:
             return "countOneBits({v})"
         return "(countOneBits(u32({v} & 0xfffffffflu)) + countOneBits(u32({v} >> 32u)))"
+
+    def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
+        if elem in (Elem.I32, Elem.U32) and op in _ATOMICS:
+            return f"{_ATOMICS[op]}({{ptr}}, {{v}})"
+        return None
+
+    def record_word(self, buffer: str, index: str, value: str | None = None) -> str:
+        """The print-record buffer holds ``atomic<u32>`` words (a record's place is taken by
+        an atomic add)."""
+        if value is None:
+            return f"atomicLoad(&{buffer}[{index}])"
+        return f"atomicStore(&{buffer}[{index}], {value})"
 
     # -- literals and floats ----------------------------------------------------------------
 

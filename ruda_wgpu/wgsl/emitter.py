@@ -28,15 +28,15 @@ from functools import cached_property
 from math import copysign
 from typing import cast
 
+from ruda_core.codegen.dialect import MemSpace
 from ruda_core.codegen.expr import Arg, ExprLowering
 from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.plane import PlaneLowering
 from ruda_core.codegen.prelude import Prelude
-from ruda_core.codegen.printf import print_sites
+from ruda_core.codegen.printf import print_sites, record_statement
 from ruda_core.codegen.structured import INDENT, StructuredWriter, range_advance
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
-    ATOMIC_COMBINE,
     ATOMIC_OPS,
     MATRIX_OPS,
     PLANE_OPS,
@@ -74,9 +74,6 @@ from .names import BUILTINS, RESERVED
 
 __all__ = ["GROUPS", "LOOP_LIMIT_MARGIN", "WgslEmitter"]
 
-#: The atomic operations on ``i32`` and ``u32`` that are one WGSL builtin.
-_ATOMIC_INT = {op: "atomic" + op.value[7:].capitalize() for op in ATOMIC_COMBINE}
-_ATOMIC_INT[Op.ATOMIC_SWAP] = "atomicExchange"
 #: The cube's reducing barriers, over the ``bool`` ``{0}``: WGSL has none (see the helper).
 _UNITS_COUNT = "ruda_units_count({0}, UNIT_POS)"
 _UNITS_REDUCE = {
@@ -583,8 +580,9 @@ class _Writer(StructuredWriter):
         if op is Op.ATOMIC_STORE:
             self._store(args[0], args[1], values[0], depth)
             return
-        if elem is not Elem.F32 and op in _ATOMIC_INT:
-            self._line(depth, f"{target}{_ATOMIC_INT[op]}(&{ref}, {values[0]});")
+        native = self.d.atomic_native(op, elem, MemSpace.GLOBAL)
+        if native is not None:
+            self._line(depth, f"{target}{native.format(ptr=f'&{ref}', v=values[0])};")
             return
         # a compare-exchange loop: the new value computed from the old one, bits for f32
         ty = self.ty(elem)
@@ -607,40 +605,12 @@ if (r.exchanged) {{ break; }}
         self._line(depth, "}")
 
     def _record(self, ins: Instr, depth: int) -> None:
-        """PRINT: one record appended to the stream's print buffer (word 0 counts the words
-        asked for, word 1 is the capacity; a record that does not fit is dropped), formatted
-        on the host as the C targets' records are (:mod:`ruda_core.codegen.printf`)."""
+        """PRINT: one record appended to the stream's print buffer, as the C targets append
+        theirs (:func:`~ruda_core.codegen.printf.record_statement`)."""
         site = next(k for k, p in enumerate(self.sites) if p is ins)
-        words = [f"RUDA_PRINT_BASE + {site}u", "RUDA_POS", "UNIT_POS"]
-        for value in ins.args:
-            words += self._print_words(cast(Operand, value))
-        n = len(words)
-        at = self.names.claim("printed_at")
-        self._line(depth, "{")
-        self._line(depth + 1, f"let {at} = atomicAdd(&{PRINTS}[0], {n}u);")
-        self._line(depth + 1, f"if ({at} + {n}u <= atomicLoad(&{PRINTS}[1])) {{")
-        for k, word in enumerate(words):
-            self._line(depth + 2, f"atomicStore(&{PRINTS}[2u + {at} + {k}u], {word});")
-        self._line(depth + 1, "}")
-        self._line(depth, "}")
-
-    def _print_words(self, value: Operand) -> list[str]:
-        """The record words of one printed value, as ``printf`` is passed it: ``bool`` as 0
-        or 1, integers as 32 or 64 bits, ``f16`` and ``f32`` as ``f32`` bits (a NaN's sign
-        cleared)."""
-        x, elem = self.text(value), value.elem
-        if elem is Elem.BOOL:
-            return [f"select(0u, 1u, {x})"]
-        if elem in (Elem.I64, Elem.U64):
-            bits = x if elem is Elem.U64 else f"bitcast<u64>({x})"
-            return [f"u32({bits} & 4294967295lu)", f"u32({bits} >> 32u)"]
-        if elem.is_int:
-            return [f"bitcast<u32>({x})" if elem.is_signed else f"u32({x})"]
-        if elem not in (Elem.F16, Elem.F32):
-            raise UnsupportedFeature(f"print() of {elem}")
-        bits = f"bitcast<u32>(f32({x}))"
-        magnitude = f"({bits} & 2147483647u)"
-        return [f"select({bits}, {magnitude}, {magnitude} > 2139095040u)"]
+        where = (PRINTS, "RUDA_PRINT_BASE", "RUDA_POS", "UNIT_POS")
+        for line in record_statement(self.d, self.expr, ins, site, where):
+            self._line(depth, line)
 
     def _halves(self, a: object) -> tuple[str, str]:
         """The low and high words of a ``u64`` operand."""
