@@ -31,11 +31,11 @@ def on_nvidia(properties: DeviceProperties) -> bool:
 #: unsupported.
 XFAILS = {
     "test_ops_float::test_float_ops_match_the_reference[f32]": KnownFailure(
-        "lavapipe's sin, cos and tan reduce large arguments coarsely: cos(1e10) is 1.0 where "
-        "it is 0.873; NVIDIA's f32 division is not correctly rounded (Vulkan allows 2.5 ulp), "
-        "so floor_div(1e10, 3) is one ulp above the reference's, and mod's a - floor(a / b) * b "
-        "follows it (mod(1e10, 3) is -512 where the reference's is 0) or is fused into a "
-        "multiply-add (WGSL cannot forbid it)",
+        "lavapipe's and NVIDIA's sin, cos and tan reduce large arguments coarsely: cos(1e10) "
+        "is 1.0 on lavapipe where it is 0.873; NVIDIA's f32 division is not correctly rounded "
+        "(Vulkan allows 2.5 ulp), so floor_div(1e10, 3) is one ulp above the reference's, and "
+        "mod's a - floor(a / b) * b follows it (mod(1e10, 3) is -512 where the reference's is "
+        "0) or is fused into a multiply-add (WGSL cannot forbid it)",
         devices="lavapipe (adapter llvmpipe) and NVIDIA's Vulkan driver",
         applies=lambda p: on_lavapipe(p) or on_nvidia(p),
         cases=frozenset({"sin", "cos", "tan", "floor_div", "mod"}),
