@@ -73,7 +73,9 @@ class Spin:
         self.seconds = 0.0
         self._calibrate(target_s)
 
-    def _timed(self, iterations: int) -> float:
+    def timed(self, iterations: int | None = None) -> float:
+        """Seconds from a launch of ``iterations`` (default: the calibrated ones) until a read
+        of its output is back: the kernel's time as the device runs it now, and a round trip."""
         handle = self.client.empty(4 * self.units)
         start = time.perf_counter()
         self.launch(handle, seed=1, iterations=iterations)
@@ -88,16 +90,16 @@ class Spin:
         Where a launch of them then takes under half of ``target_s`` (a round trip that was
         long in one measurement only, a device whose clock rose meanwhile), they are scaled up
         by what it took and timed again, up to three times."""
-        self._timed(1)  # compile and build outside the measurement
+        self.timed(1)  # compile and build outside the measurement
         n = 256
-        added = self._timed(2 * n) - self._timed(n)
+        added = self.timed(2 * n) - self.timed(n)
         while added < target_s / 8 and n < 1 << 28:
             n *= 8
-            added = self._timed(2 * n) - self._timed(n)
+            added = self.timed(2 * n) - self.timed(n)
         self.iterations = int(min(max(n * target_s / max(added, 1e-6), 1), _MASK))
         for _ in range(3):
             # the shorter of two: another process's kernels may share the device and slow one
-            self.seconds = min(self._timed(self.iterations), self._timed(self.iterations))
+            self.seconds = min(self.timed(self.iterations), self.timed(self.iterations))
             if self.seconds >= target_s / 2 or self.iterations == _MASK:
                 break
             scaled = self.iterations * target_s / max(self.seconds, 1e-6)

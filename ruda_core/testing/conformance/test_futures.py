@@ -25,13 +25,19 @@ def test_resolved_sync_is_a_completion_fence(client, spin):
 
 
 def test_sync_waits_for_the_work_enqueued_before_it(client, spin):
+    """Timed against the kernel as calibrated, or as it runs now where that is shorter (what
+    its iterations add to a launch of one: the round trip cancels): a device other processes
+    share may have run the calibration slower."""
     handle = client.empty(4 * spin.units)
     start = time.perf_counter()
     spin.launch(handle)
     client.sync().result(timeout=TIMEOUT_S)
     waited = time.perf_counter() - start
-    assert waited >= spin.seconds / 3, (
-        f"sync() resolved after {waited:.3f} s; the queued kernel takes about {spin.seconds:.3f} s"
+    if waited >= spin.seconds / 3:
+        return
+    takes = min(spin.seconds, spin.timed() - spin.timed(1))
+    assert waited >= takes / 3, (
+        f"sync() resolved after {waited:.3f} s; the queued kernel takes about {takes:.3f} s"
     )
 
 
