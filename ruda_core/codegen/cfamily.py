@@ -71,6 +71,7 @@ from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
 from .printf import print_sites, print_statement, record_statement
+from .reports import report_statement
 from .structured import DERIVED_POSITIONS, INDENT, StructuredWriter, range_advance
 from .sync import SyncLowering
 
@@ -157,7 +158,7 @@ def usage_of(definition: KernelDefinition) -> Usage:
                 key = stmt.args[0].elem if stmt.args else Elem.U32
                 ops.add((stmt.op, key))
                 if stmt.op is Op.REPORT_OOB:
-                    ops.add((Op.ATOMIC_CAS, Elem.U32))
+                    ops.add((Op.ATOMIC_SWAP, Elem.U32))
             elif isinstance(stmt, If):
                 walk(stmt.then)
                 walk(stmt.orelse)
@@ -589,16 +590,5 @@ class _KernelWriter(StructuredWriter):
         report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
         if report is None:
             raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
-        expr, u32 = self.expr, self.d.type_name(Elem.U32)
-        base = self.c[report.name]
-        zero, one = expr.literal(0, Elem.U32), expr.literal(1, Elem.U32)
-        flag = self.atomics.expression(
-            Op.ATOMIC_CAS, Elem.U32, MemSpace.GLOBAL, f"&{base}[0]", [zero, one]
-        )
-        buffer_no, index, length = (expr.text(a) for a in ins.args)  # type: ignore[arg-type]
-        self._line(depth, f"if ({flag} == {zero}) {{")
-        words = [buffer_no, f"({u32}){index}", f"({u32})({index} >> 32)"]
-        words += [f"({u32}){length}", f"({u32})({length} >> 32)"]
-        for k, word in enumerate(words, start=1):
-            self._line(depth + 1, f"{base}[{k}] = {word};")
-        self._line(depth, "}")
+        for line in report_statement(self.d, self.expr, ins, self.c[report.name]):
+            self._line(depth, line)

@@ -310,8 +310,10 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         return f"{base}[{index}] = {value}"
 
     def record_word(self, buffer: str, index: str, value: str | None = None) -> str:
-        """Word ``index`` of a print-record buffer (:mod:`~ruda_core.codegen.printf`): an
-        expression reading it, or, given ``value``, a statement (without ``;``) writing it."""
+        """Word ``index`` of a buffer of ``u32`` words the host reads back (print records,
+        :mod:`~ruda_core.codegen.printf`; bounds reports, :mod:`~ruda_core.codegen.reports`):
+        an expression reading it, or, given ``value``, a statement (without ``;``) writing
+        it."""
         return f"{buffer}[{index}]" if value is None else f"{buffer}[{index}] = {value}"
 
     def load_line(

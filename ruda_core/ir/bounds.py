@@ -36,8 +36,9 @@ the line's last element, ``i * w + w - 1``, and the array's length.
 
 **REPORT_OOB for backends.** The report parameter is a buffer of 6 ``u32``
 ``[flag, buffer_no, index_lo, index_hi, length_lo, length_hi]``, zeroed by the server before the
-launch. The first report (an atomic compare-and-swap of ``flag`` from 0 to 1 that succeeds) writes
-the other five words; every later report does nothing. Being an ARRAY parameter, the report
+launch. The first report (the atomic exchange of ``flag`` for 1 that finds 0 there) writes the other
+five words; every later report does nothing (:mod:`ruda_core.codegen.reports` writes it for a
+dialect). Being an ARRAY parameter, the report
 buffer is the last binding and its length (6) is the last of the metadata's length slots, before
 any tensor shapes and strides (see :meth:`KernelDefinition.metadata_layout`). The server turns a
 set flag into a ``ValidationError`` naming the kernel, ``report_names(defn)[buffer_no]``, the

@@ -227,8 +227,8 @@ class WgslDialect(Dialect):
         return None
 
     def record_word(self, buffer: str, index: str, value: str | None = None) -> str:
-        """The print-record buffer holds ``atomic<u32>`` words (a record's place is taken by
-        an atomic add)."""
+        """The print-record and bounds-report buffers hold ``atomic<u32>`` words (a record's
+        place is taken by an atomic add, a report's by an atomic exchange)."""
         if value is None:
             return f"atomicLoad(&{buffer}[{index}])"
         return f"atomicStore(&{buffer}[{index}], {value})"

@@ -34,6 +34,7 @@ from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.plane import PlaneLowering
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.codegen.printf import print_sites, record_statement
+from ruda_core.codegen.reports import report_statement
 from ruda_core.codegen.structured import INDENT, StructuredWriter, range_advance
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
@@ -612,27 +613,15 @@ if (r.exchanged) {{ break; }}
         for line in record_statement(self.d, self.expr, ins, site, where):
             self._line(depth, line)
 
-    def _halves(self, a: object) -> tuple[str, str]:
-        """The low and high words of a ``u64`` operand."""
-        if isinstance(a, Const):
-            n = int(a.value)
-            return self.d.literal(n & 0xFFFFFFFF, Elem.U32), self.d.literal(n >> 32, Elem.U32)
-        x = self.text(a)
-        return f"u32({x})", f"u32({x} >> 32u)"
-
     def _report(self, ins: Instr, depth: int) -> None:
-        """REPORT_OOB: the first report wins the flag (exchanges its 0 for 1) and writes the
-        other five words."""
+        """REPORT_OOB, as the C targets write it (:mod:`ruda_core.codegen.reports`), into the
+        report array at its offset."""
         report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
         if report is None:
             raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
-        base, at = self.n[report.name], self._offset(report)
-        buffer_no = self.text(ins.args[0])
-        index, length = (self._halves(a) for a in ins.args[1:])
-        self._line(depth, f"if (atomicExchange(&{base}[{at}], 1u) == 0u) {{")
-        for k, word in enumerate([buffer_no, *index, *length], start=1):
-            self._line(depth + 1, f"atomicStore(&{base}[{at} + {k}u], {word});")
-        self._line(depth, "}")
+        at = self._offset(report)
+        for line in report_statement(self.d, self.expr, ins, self.n[report.name], at):
+            self._line(depth, line)
 
 
 #: Operations WGSL cannot express, with why.

@@ -54,12 +54,12 @@ extern "C" __global__ void tensor_validate(
         _t6 = 0.0;
         _b2 = (unsigned long long)_t5;
         _b3 = (unsigned long long)_b0;
-        if (atomicCAS(&_ruda_report[0], 0u, 1u) == 0u) {
-            _ruda_report[1] = 0u;
-            _ruda_report[2] = (unsigned int)_b2;
-            _ruda_report[3] = (unsigned int)(_b2 >> 32);
-            _ruda_report[4] = (unsigned int)_b3;
-            _ruda_report[5] = (unsigned int)(_b3 >> 32);
+        if (atomicExch(&_ruda_report[0u], 1u) == 0u) {
+            _ruda_report[1u] = 0u;
+            _ruda_report[2u] = (unsigned int)_b2;
+            _ruda_report[3u] = (unsigned int)(_b2 >> 32u);
+            _ruda_report[4u] = (unsigned int)_b3;
+            _ruda_report[5u] = (unsigned int)(_b3 >> 32u);
         }
     }
     scratch[0u] = _t6;
@@ -73,12 +73,12 @@ extern "C" __global__ void tensor_validate(
     } else {
         _b6 = (unsigned long long)_t10;
         _b7 = (unsigned long long)_b4;
-        if (atomicCAS(&_ruda_report[0], 0u, 1u) == 0u) {
-            _ruda_report[1] = 1u;
-            _ruda_report[2] = (unsigned int)_b6;
-            _ruda_report[3] = (unsigned int)(_b6 >> 32);
-            _ruda_report[4] = (unsigned int)_b7;
-            _ruda_report[5] = (unsigned int)(_b7 >> 32);
+        if (atomicExch(&_ruda_report[0u], 1u) == 0u) {
+            _ruda_report[1u] = 1u;
+            _ruda_report[2u] = (unsigned int)_b6;
+            _ruda_report[3u] = (unsigned int)(_b6 >> 32u);
+            _ruda_report[4u] = (unsigned int)_b7;
+            _ruda_report[5u] = (unsigned int)(_b7 >> 32u);
         }
     }
 }

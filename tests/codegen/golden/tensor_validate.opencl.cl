@@ -63,12 +63,12 @@ __kernel void tensor_validate(
         _t6 = 0.0;
         _b2 = (ulong)_t5;
         _b3 = (ulong)_b0;
-        if (atomic_cmpxchg(&_ruda_report[0], 0u, 1u) == 0u) {
-            _ruda_report[1] = 0u;
-            _ruda_report[2] = (uint)_b2;
-            _ruda_report[3] = (uint)(_b2 >> 32);
-            _ruda_report[4] = (uint)_b3;
-            _ruda_report[5] = (uint)(_b3 >> 32);
+        if (atomic_xchg(&_ruda_report[0u], 1u) == 0u) {
+            _ruda_report[1u] = 0u;
+            _ruda_report[2u] = (uint)_b2;
+            _ruda_report[3u] = (uint)(_b2 >> 32u);
+            _ruda_report[4u] = (uint)_b3;
+            _ruda_report[5u] = (uint)(_b3 >> 32u);
         }
     }
     scratch[0u] = _t6;
@@ -82,12 +82,12 @@ __kernel void tensor_validate(
     } else {
         _b6 = (ulong)_t10;
         _b7 = (ulong)_b4;
-        if (atomic_cmpxchg(&_ruda_report[0], 0u, 1u) == 0u) {
-            _ruda_report[1] = 1u;
-            _ruda_report[2] = (uint)_b6;
-            _ruda_report[3] = (uint)(_b6 >> 32);
-            _ruda_report[4] = (uint)_b7;
-            _ruda_report[5] = (uint)(_b7 >> 32);
+        if (atomic_xchg(&_ruda_report[0u], 1u) == 0u) {
+            _ruda_report[1u] = 1u;
+            _ruda_report[2u] = (uint)_b6;
+            _ruda_report[3u] = (uint)(_b6 >> 32u);
+            _ruda_report[4u] = (uint)_b7;
+            _ruda_report[5u] = (uint)(_b7 >> 32u);
         }
     }
 }
