@@ -45,8 +45,7 @@ CHILD_OPTIONS = [
     "-p",
     "no:cacheprovider",
     "-k",
-    "not test_sums_on_two_streams_at_once"
-    " and not (test_primitives and (i32 or u32 or u64 or f64))",
+    "not test_sums_on_two_streams_at_once and not (test_primitives and (i32 or u32 or u64 or f64))",
 ]
 
 
