@@ -32,21 +32,16 @@ def on_nvidia(properties: DeviceProperties) -> bool:
 XFAILS = {
     "test_ops_float::test_float_ops_match_the_reference[f32]": KnownFailure(
         "lavapipe's and NVIDIA's sin, cos and tan reduce large arguments coarsely: cos(1e10) "
-        "is 1.0 on lavapipe where it is 0.873; NVIDIA's f32 division is not correctly rounded "
-        "(Vulkan allows 2.5 ulp), so floor_div(1e10, 3) is one ulp above the reference's, and "
-        "mod's a - floor(a / b) * b follows it (mod(1e10, 3) is -512 where the reference's is "
-        "0) or is fused into a multiply-add (WGSL cannot forbid it)",
+        "is 1.0 on lavapipe where it is 0.873",
         devices="lavapipe (adapter llvmpipe) and NVIDIA's Vulkan driver",
         applies=lambda p: on_lavapipe(p) or on_nvidia(p),
-        cases=frozenset({"sin", "cos", "tan", "floor_div", "mod"}),
+        cases=frozenset({"sin", "cos", "tan"}),
     ),
     "test_ops_float::test_float_ops_match_the_reference[f16]": KnownFailure(
-        "the driver fuses mod's a - floor(a / b) * b into a multiply-add (WGSL cannot forbid "
-        "it): mod(1e4, 0.001) in f16 is 5.5e-05 where the reference rounds to 0; its tan "
-        "reduces large arguments coarsely (tan(765) in f16 is -45.16, not -45.06)",
+        "NVIDIA's tan reduces large arguments coarsely: tan(765) in f16 is -45.16, not -45.06",
         devices="NVIDIA's Vulkan driver",
         applies=on_nvidia,
-        cases=frozenset({"mod", "tan"}),
+        cases=frozenset({"tan"}),
     ),
 }
 

@@ -495,6 +495,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """``a * b`` rounded on its own (never fused into a neighbouring add)."""
         return f"({a} * {b})"
 
+    def quotient(self, elem: Elem, a: str, b: str) -> str:
+        """``a / b`` of floats, correctly rounded, as float floor division and modulo take it
+        (``a / b`` where the target's division is)."""
+        return f"{a} / {b}"
+
     def popcount_native(self, word: Elem) -> str | None:
         """A template for the set bits of ``{v}``, an unsigned ``word`` (U32 or U64), as a
         native instruction; ``None`` (the default) counts them with portable bit sums."""

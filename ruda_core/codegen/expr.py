@@ -159,9 +159,9 @@ class ExprLowering:
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
             return f"({w[0]} {OPERATORS[op]} {w[1]})"
         if op is Op.FLOOR_DIV:
-            return d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
+            return d.math_call("floor", elem, [d.quotient(elem, w[0], w[1])])
         if op is Op.MOD:
-            floor = d.math_call("floor", elem, [f"{w[0]} / {w[1]}"])
+            floor = d.math_call("floor", elem, [d.quotient(elem, w[0], w[1])])
             return f"({w[0]} - {d.mul_exact(floor, w[1], elem)})"
         if op is Op.NEG:
             return d.float_negation(elem, w[0])

@@ -221,6 +221,15 @@ class WgslDialect(Dialect):
             return "countOneBits({v})"
         return "(countOneBits(u32({v} & 0xfffffffflu)) + countOneBits(u32({v} >> 32u)))"
 
+    def quotient(self, elem: Elem, a: str, b: str) -> str:
+        """WGSL allows a division within 2.5 ulp (NVIDIA's is not correctly rounded)."""
+        return f"ruda_div_f32({bare(a)}, {bare(b)})"
+
+    def mul_exact(self, a: str, b: str, elem: Elem) -> str:
+        """WGSL lets a driver fuse a product into an add (NVIDIA's does): the helper's select
+        stands between them."""
+        return f"ruda_mul_f32({bare(a)}, {bare(b)})"
+
     def atomic_native(self, op: Op, elem: Elem, space: MemSpace) -> str | None:
         if elem in (Elem.I32, Elem.U32) and op in _ATOMICS:
             return f"{_ATOMICS[op]}({{ptr}}, {{v}})"

@@ -454,9 +454,43 @@ fn ruda_round_f16(x: f32) -> f32 {
     return select(bitcast<f32>(sign | bitcast<u32>(r)), x, a >= 0x7f800000u);  // inf, NaN
 }
 
+// ruda_div_f32(a, b): a / b rounded to nearest even, the quotient float floor division and
+// modulo take, by the long division of the significands: WGSL allows a division within 2.5
+// ulp, and NVIDIA's is not correctly rounded (floor(1e10 / 3.0) came out one ulp high); its
+// fma need not be fused either, so a residual cannot correct it. Where an operand is a zero,
+// an infinity or a NaN, or the quotient is not a normal f32, the driver's division answers.
+
+fn ruda_div_f32(a: f32, b: f32) -> f32 {
+    let q = a / b;
+    let x = bitcast<u32>(a) & 0x7fffffffu;
+    let y = bitcast<u32>(b) & 0x7fffffffu;
+    let z = bitcast<u32>(q) & 0x7fffffffu;
+    if (x == 0u || y == 0u || max(x, y) >= 0x7f800000u || z < 0x01000000u || z >= 0x7f000000u) {
+        return q;
+    }
+    let xs = ruda_unpack_f32(x);
+    let ys = ruda_unpack_f32(y);
+    var r = u32(xs.x);
+    let d = u32(ys.x);
+    var e = xs.y - ys.y + 127;  // the quotient's exponent field
+    if (r < d) { r = r << 1u; e = e - 1; }  // r / d in [1, 2)
+    // 25 bits of r / d: 24 of the significand, then the rounding bit; what r keeps is beyond
+    var s = 0u;
+    // repeat 25
+    s = s << 1u; if (r >= d) { r = r - d; s = s | 1u; } r = r << 1u;
+    // end repeat
+    var m = s >> 1u;
+    if ((s & 1u) == 1u && (r != 0u || (m & 1u) == 1u)) { m = m + 1u; }
+    if (m == 0x1000000u) { m = m >> 1u; e = e + 1; }
+    if (e <= 0 || e >= 255) { return q; }
+    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
+    return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
+}
+
 // ruda_mul_f32(a, b): a * b with IEEE's answer where a factor is a zero, found by its bits (a
 // zero of the factors' signs' product, or NaN where the other factor is an infinity or a NaN),
-// for products a compiler may see a constant zero in.
+// for products a compiler may see a constant zero in, and for those that must be rounded on
+// their own (the select stands between the product and an add a driver would fuse it into).
 
 fn ruda_mul_f32(a: f32, b: f32) -> f32 {
     let x = bitcast<u32>(a);

@@ -323,6 +323,38 @@ def test_fmod_and_remainder_are_exact_beside_subnormal_divisors(client):
 
 
 @kernel
+def floor_divisions(a: Array[f32], b: Array[f32], quotients: Array[f32], mods: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        quotients[i] = a[i] // b[i]
+        mods[i] = a[i] % b[i]
+
+
+def test_float_floor_division_and_modulo_are_the_references_on_near_whole_quotients(client):
+    """``a // b`` and ``a % b`` of floats are ``floor(a / b)`` and ``a - floor(a / b) * b``
+    with each step rounded, as on the NumPy device: the quotient by the significands' long
+    division (WGSL allows 2.5 ulp, and NVIDIA's division gave floor(1e10 / 3) one high), the
+    product kept apart from the difference (NVIDIA's driver fused them). Quotients one ulp
+    either side of a whole number are where a coarse division shows."""
+    rng = np.random.default_rng(11)
+    n = 1 << 14
+    b = (rng.uniform(1, 2, n) * 2.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    whole = rng.integers(1, 1 << 24, n).astype(np.float32)
+    a = (whole * b).astype(np.float32)
+    a[::3] = np.nextafter(a[::3], np.float32(np.inf))
+    a[1::3] *= rng.choice(np.array([-1, 1], np.float32), len(a[1::3]))
+    a[:4], b[:4] = np.float32([1e10, 1.0, 0.5, -7.25]), np.float32([3.0, 0.001, 0.001, 0.001])
+    results = []
+    for device in (ruda.client("cpu"), client):
+        quotients, mods = (ruda.asarray(np.zeros_like(a), device) for _ in range(2))
+        inputs = (ruda.asarray(x, device) for x in (a, b))
+        floor_divisions.launch(device, -(-n // 64), 64, *inputs, quotients, mods)
+        results.append((quotients.numpy(), mods.numpy()))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+
+
+@kernel
 def log_gammas(a: Array[f32], out: Array[f32]):
     i = ABSOLUTE_POS
     if i < a.len():
