@@ -62,7 +62,6 @@ from ..ir import (
     line_alignment,
     lower_async_copies,
 )
-from ..ir.bounds import REPORT_PARAM
 from .abi import ArgKind, KernelArg, Signature, build_signature, tensor_map_key
 from .atomics import AtomicLowering
 from .dialect import Dialect, MemSpace, Usage, buffered_align_nbytes, swizzled_arrays
@@ -71,7 +70,7 @@ from .names import NameTable
 from .plane import PlaneLowering
 from .prelude import Prelude
 from .printf import print_sites, print_statement, record_statement
-from .reports import report_statement
+from .reports import report_param, report_statement
 from .structured import DERIVED_POSITIONS, INDENT, StructuredWriter, range_advance
 from .sync import SyncLowering
 
@@ -587,8 +586,6 @@ class _KernelWriter(StructuredWriter):
 
     def _report(self, ins: Instr, depth: int) -> None:
         """REPORT_OOB: the first report wins the flag and writes the other five words."""
-        report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
-        if report is None:
-            raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
-        for line in report_statement(self.d, self.expr, ins, self.c[report.name]):
+        buffer = self.c[report_param(self.defn).name]
+        for line in report_statement(self.d, self.expr, ins, buffer):
             self._line(depth, line)

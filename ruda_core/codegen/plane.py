@@ -162,8 +162,8 @@ class PlaneLowering:
         if not self.d.unrolled_plane_width:
             return [head, *(f"    {x}" for x in lines), "}"]
         out: list[str] = []
+        u32 = Elem.U32
         for value in values:
-            u32 = Elem.U32
             declared = self.d.declare(self.d.type_name(u32), (var, self.expr.literal(value, u32)))
             out += ["{", f"    {declared};", *(f"    {x}" for x in lines), "}"]
         return out

@@ -27,7 +27,14 @@ from ..ir.printing import value_words
 from .dialect import Dialect, MemSpace
 from .expr import ExprLowering
 
-__all__ = ["c_string", "print_sites", "print_statement", "record_format", "record_statement"]
+__all__ = [
+    "c_string",
+    "print_sites",
+    "print_statement",
+    "record_format",
+    "record_statement",
+    "word_halves",
+]
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "?": "\\?", "\n": "\\n", "\t": "\\t"}
 
@@ -104,8 +111,7 @@ def record_statement(
                 raise UnsupportedFeature(f"{d.name} cannot record the bits of a {passed} value")
             text = casts[1].format(text)
         if value_words(passed) == 2:
-            wide = f"({d.convert(u64, f'({text})')})"
-            words += [d.convert(u32, wide), d.convert(u32, f"({wide} >> {d.literal(32, u32)})")]
+            words += word_halves(d, f"({d.convert(u64, f'({text})')})")
         else:
             words.append(d.convert(u32, f"({text})"))
     add = d.atomic_native(Op.ATOMIC_ADD, u32, MemSpace.GLOBAL)
@@ -122,6 +128,12 @@ def record_statement(
     for k, word in enumerate(words):
         lines.append(f"        {d.record_word(buffer, f'{at} + {d.literal(2 + k, u32)}', word)};")
     return [*lines, "    }", "}"]
+
+
+def word_halves(d: Dialect, x: str) -> tuple[str, str]:
+    """The low and high ``u32`` words of ``x``, an atom of a 64-bit unsigned value."""
+    u32 = Elem.U32
+    return d.convert(u32, x), d.convert(u32, f"({x} >> {d.literal(32, u32)})")
 
 
 def _passed(elem: Elem) -> Elem:

@@ -7,12 +7,25 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..errors import UnsupportedFeature
-from ..ir import Const, Elem, Instr, Op, Operand
+from ..errors import CompilationError, UnsupportedFeature
+from ..ir import Const, Elem, Instr, KernelDefinition, Op, Operand, Param
+from ..ir.bounds import REPORT_PARAM
 from .dialect import Dialect, MemSpace
 from .expr import ExprLowering
+from .printf import word_halves
 
-__all__ = ["report_statement"]
+__all__ = ["report_param", "report_statement"]
+
+
+def report_param(definition: KernelDefinition) -> Param:
+    """The report buffer parameter the bounds pass appended in ``VALIDATE`` mode.
+
+    :raises CompilationError: the definition has none (a ``REPORT_OOB`` outside that mode).
+    """
+    report = next((p for p in definition.array_params if p.name == REPORT_PARAM), None)
+    if report is None:
+        raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
+    return report
 
 
 def report_statement(
@@ -44,5 +57,4 @@ def _halves(d: Dialect, expr: ExprLowering, value: Operand) -> tuple[str, str]:
     if isinstance(value, Const):
         n = int(value.value)
         return d.literal(n & 0xFFFFFFFF, u32), d.literal(n >> 32, u32)
-    x = expr.text(value)
-    return d.convert(u32, x), d.convert(u32, f"({x} >> {d.literal(32, u32)})")
+    return word_halves(d, expr.text(value))

@@ -34,7 +34,7 @@ from ruda_core.codegen.names import NameTable
 from ruda_core.codegen.plane import PlaneLowering
 from ruda_core.codegen.prelude import Prelude
 from ruda_core.codegen.printf import print_sites, record_statement
-from ruda_core.codegen.reports import report_statement
+from ruda_core.codegen.reports import report_param, report_statement
 from ruda_core.codegen.structured import INDENT, StructuredWriter, range_advance
 from ruda_core.errors import CompilationError, UnsupportedFeature
 from ruda_core.ir import (
@@ -58,7 +58,6 @@ from ruda_core.ir import (
     lower_async_copies,
     scalarize_lines,
 )
-from ruda_core.ir.bounds import REPORT_PARAM
 
 from .bindings import (
     atomic_arrays,
@@ -616,9 +615,7 @@ if (r.exchanged) {{ break; }}
     def _report(self, ins: Instr, depth: int) -> None:
         """REPORT_OOB, as the C targets write it (:mod:`ruda_core.codegen.reports`), into the
         report array at its offset."""
-        report = next((p for p in self.defn.array_params if p.name == REPORT_PARAM), None)
-        if report is None:
-            raise CompilationError(f"report_oob without the '{REPORT_PARAM}' parameter")
+        report = report_param(self.defn)
         at = self._offset(report)
         for line in report_statement(self.d, self.expr, ins, self.n[report.name], at):
             self._line(depth, line)
