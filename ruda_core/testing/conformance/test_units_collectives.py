@@ -54,14 +54,23 @@ ELEMS = [Elem.I32, Elem.U32, Elem.I64, Elem.F32, Elem.F64]
 RESULTS = ["sum", "min", "max", "inclusive", "exclusive"]
 
 
+#: The collectives come in two kernels: Intel's CPU OpenCL compiler corrupts its heap now and
+#: then building all five in one (``docs/conformance-results.md``), and aborts the process.
 @kernel
-def conformance_units_collectives(x: Array[Numeric], out: Array[Numeric]):
+def conformance_units_reductions(x: Array[Numeric], out: Array[Numeric]):
     i = RUDA_POS * RUDA_DIM + UNIT_POS
     n = x.len()
     v = x[i]
     out[i] = units_sum(v)
     out[n + i] = units_min(v)
     out[u32(2) * n + i] = units_max(v)
+
+
+@kernel
+def conformance_units_scans(x: Array[Numeric], out: Array[Numeric]):
+    i = RUDA_POS * RUDA_DIM + UNIT_POS
+    n = x.len()
+    v = x[i]
     out[u32(3) * n + i] = units_inclusive_sum(v)
     out[u32(4) * n + i] = units_exclusive_sum(v)
 
@@ -113,13 +122,12 @@ def test_units_collectives_match_numpy(client, elem, shape):
     n = CUBES * units
     x = _values(elem, n, np.random.default_rng(units))
     out = client.empty(len(RESULTS) * x.nbytes)
-    _launch(
-        conformance_units_collectives,
-        client,
-        RudaDim(*shape),
+    args = (
         ArrayArg(client.create_from_slice(x), n, elem=elem),
         ArrayArg(out, len(RESULTS) * n, elem=elem),
     )
+    for collectives in (conformance_units_reductions, conformance_units_scans):
+        _launch(collectives, client, RudaDim(*shape), *args)
     got = read_array(client, out, elem.numpy).reshape(len(RESULTS), CUBES, units)
     cubes = x.reshape(CUBES, units)
     with np.errstate(over="ignore"):
