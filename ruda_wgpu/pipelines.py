@@ -128,7 +128,7 @@ class KernelPipelines:
                 f"dispatch on this device binds {self._max_storage} storage buffers "
                 "(max-storage-buffers-per-shader-stage). Pass fewer arrays, e.g. several in one"
             )
-        record = RecordLayout.of(definition).nwords * 4
+        record = RecordLayout.of(definition).packer.size
         if record > RECORD_WINDOW_NBYTES:
             raise TooManyResources(
                 f"kernel {definition.name} takes {record} bytes of arguments, array lengths and "
@@ -190,8 +190,9 @@ class KernelPipelines:
 
         :raises LaunchConfigError: ``planes`` (the kernel uses plane operations) on a cube of
             several rows that are not whole planes: drivers form subgroups within rows.
-        :raises TooManyResources: its workgroup memory passes the device's: wgpu does not
-            refuse such a pipeline, and a driver may then run it wrongly or not at all.
+        :raises TooManyResources: its workgroup memory (with the counters of its planes' loop
+            turns, see :data:`~ruda_wgpu.wgsl.emitter.GROUPS`) passes the device's: wgpu does
+            not refuse such a pipeline, and a driver may then run it wrongly or not at all.
         """
         key = (dim, shared)
         found = built.pipelines.get(key)
@@ -199,21 +200,16 @@ class KernelPipelines:
             return found
         static, elements = workgroup_nbytes(built.compiled.definition)
         needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
-        if needed > self.max_workgroup:
-            raise TooManyResources(
-                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, over "
-                f"the {self.max_workgroup} it leaves kernels (max-compute-workgroup-storage-size): "
-                "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
-                "word. Use shorter shared arrays, or u32 elements that pack several values"
-            )
         plane = self.plane_dim
         groups = dim.y * dim.z * -(-dim.x // plane)  # lavapipe's subgroups: runs of a row
-        if built.grouped and needed + 4 * groups > self._workgroup:
+        counters = 4 * groups if built.grouped else 0
+        if needed + counters > self._workgroup:
+            also = f" (and {counters} to count its planes' loop turns on {dim})" if counters else ""
             raise TooManyResources(
-                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, and "
-                f"on {dim} {4 * groups} more to count the loop turns of its {groups} planes "
-                f"(lavapipe forms planes within each row): over the device's {self._workgroup}. "
-                f"Use rows of a multiple of {plane} units, or one row"
+                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU{also}, "
+                f"over the device's {self._workgroup} (max-compute-workgroup-storage-size): "
+                "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
+                "word. Use shorter shared arrays, or u32 elements that pack several values"
             )
         if planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5

@@ -274,7 +274,7 @@ class WebGpuDriver(Driver):
         (:func:`dispatches`) in the stream's open compute pass."""
         built, pipelines = kernel.built, self.pipelines
         definition = built.compiled.definition
-        packer = RecordLayout.of(definition).packer()
+        packer = RecordLayout.of(definition).packer
         stride = -(-packer.size // self.record_align) * self.record_align
         elem_nbytes = [p.elem.nbytes for p in definition.array_params]
         #: the positions among the scalars of the dynamic shared arrays' lengths

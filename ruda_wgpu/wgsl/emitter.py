@@ -25,7 +25,6 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 from __future__ import annotations
 
 from functools import cached_property
-from math import copysign
 from typing import cast
 
 from ruda_core.codegen.dialect import MemSpace
@@ -69,7 +68,7 @@ from .bindings import (
 from .dialect import LANE, LANES, WgslDialect, nan_unless_finite
 from .folds import constant_locals
 from .helpers import referenced
-from .layout import RECORD_WORDS, RecordLayout, record_word
+from .layout import HEADER_WORDS, RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 
 __all__ = ["GROUPS", "LOOP_LIMIT_MARGIN", "WgslEmitter"]
@@ -286,7 +285,7 @@ class _Writer(StructuredWriter):
         lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
-            offset = record_word(layout.offsets + k)
+            offset = record_word(HEADER_WORDS + k)
             lines.append(f"{INDENT}let {self._offset(p)} = {offset}{per};")
         for p, word in zip(defn.scalar_params, layout.scalars, strict=True):
             lines.append(f"{INDENT}let {self.n[p.name]} = {self._scalar(p.elem, word)};")
@@ -520,20 +519,14 @@ class _Writer(StructuredWriter):
         that keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain form).
         A compiler may assume finite values and fold ``x - x`` or ``0 * x`` to a zero."""
         w = [self.expr.wide(a, elem) for a in operands]
-        zeros = [k for k, a in enumerate(args) if isinstance(a, Const) and a.value == 0]
-        value: str | None = None
-        if op is Op.SUB:
-            value = nan_unless_finite("0.0f", w[0]) if args[0] == args[1] else None
-        elif zeros:  # a zero of the other factor's sign, flipped for -0.0
-            k = zeros[0]
-            flip = " ^ 2147483648u" if copysign(1.0, float(cast(Const, args[k]).value)) < 0 else ""
-            sign = f"(bitcast<u32>({w[1 - k]}) & 2147483648u){flip}"
-            value = nan_unless_finite(f"bitcast<f32>({sign})", w[1 - k])
-        elif any(isinstance(a, Local) and a.name in self.constant for a in args):
+        known = [a.value == 0 if isinstance(a, Const) else a in self.constant for a in args]
+        if op is Op.SUB and args[0] == args[1]:
+            value = nan_unless_finite("0.0f", w[0])
+        elif op is Op.MUL and any(known):
             value = f"ruda_mul_f32({w[0]}, {w[1]})"
-        if value is None or elem is Elem.F32:
-            return value
-        return self.d.narrow(elem, value, Elem.F32)
+        else:
+            return None
+        return value if elem is Elem.F32 else self.d.narrow(elem, value, Elem.F32)
 
     def _is_atomic(self, arr: object) -> bool:
         return cast(Param | SharedArray | LocalArray, arr).name in self.atomic

@@ -12,27 +12,20 @@ from ruda_core.ir import Const, Instr, KernelDefinition, Local, walk
 __all__ = ["constant_locals"]
 
 
-def constant_locals(definition: KernelDefinition) -> frozenset[str]:
-    """The names of the locals at least one assignment of which reads nothing but constants
-    and such locals (a superset of those a compiler can evaluate: a local assigned both a
-    constant and a loaded value counts)."""
+def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
+    """The locals at least one assignment of which reads nothing but constants and such locals
+    (a superset of those a compiler can evaluate: a local assigned both a constant and a
+    loaded value counts)."""
     assigns = [
-        (s.out.name, s.args)
+        (s.out, s.args)
         for s in walk(definition.body)
-        if isinstance(s, Instr) and isinstance(s.out, Local)
+        if isinstance(s, Instr) and isinstance(s.out, Local) and s.args
     ]
-    known: set[str] = set()
-    grown = True
-    while grown:
-        grown = False
-        for name, args in assigns:
-            if (
-                name not in known
-                and args
-                and all(
-                    isinstance(a, Const) or (isinstance(a, Local) and a.name in known) for a in args
-                )
-            ):
-                known.add(name)
-                grown = True
-    return frozenset(known)
+    known: frozenset[Local] = frozenset()
+    while True:
+        found = {
+            out for out, args in assigns if all(a in known or isinstance(a, Const) for a in args)
+        }
+        if found <= known:
+            return known
+        known |= found

@@ -53,13 +53,13 @@ del _SCALAR_FORMAT[Elem.BF16]
 
 @dataclass(frozen=True, slots=True)
 class RecordLayout:
-    """Where each value of a kernel's launch record lies (in words), and its packer."""
+    """Where each value of a kernel's launch record lies (in words), and its packer. The array
+    offsets start at word :data:`HEADER_WORDS`."""
 
-    offsets: int  #: the word of the first array binding's element offset
     metadata: int  #: the word of the first metadata value
     scalars: tuple[int, ...]  #: the first word of each scalar parameter
-    nwords: int  #: the record's length
-    format: str  #: the ``struct`` format of the whole record, little-endian
+    #: packs ``(x0, cx, cy, cz, *offsets, *metadata, *scalars)`` into the whole record
+    packer: struct.Struct
 
     @classmethod
     def of(cls, definition: KernelDefinition) -> RecordLayout:
@@ -67,8 +67,7 @@ class RecordLayout:
 
         :raises UnsupportedFeature: a scalar parameter of a type WGSL lacks (``bf16``).
         """
-        arrays = len(definition.array_params)
-        metadata = HEADER_WORDS + arrays
+        metadata = HEADER_WORDS + len(definition.array_params)
         word = metadata + len(definition.metadata_layout())
         fmt = f"<{word}I"
         scalars = []
@@ -79,8 +78,4 @@ class RecordLayout:
             padding = f"{4 - p.elem.nbytes}x" if p.elem.nbytes < 4 else ""  # to a whole word
             fmt += _SCALAR_FORMAT[p.elem] + padding
             word += 2 if p.elem.bits == 64 else 1
-        return cls(HEADER_WORDS, metadata, tuple(scalars), word, fmt)
-
-    def packer(self) -> struct.Struct:
-        """A ``struct.Struct`` that packs ``(x0, cx, cy, cz, *offsets, *metadata, *scalars)``."""
-        return struct.Struct(self.format)
+        return cls(metadata, tuple(scalars), struct.Struct(fmt))

@@ -92,6 +92,6 @@ def test_shared_bytes_wgsl_holds_in_words_are_refused_past_the_device_s_workgrou
     swap_bytes.launch(client, 1, 64, x, out, N=limit // 4)  # a word each: the whole memory
     np.testing.assert_array_equal(out.numpy(), np.arange(64, dtype=np.uint8) ^ 1)
     # ruda counts a byte each, which fits; wgpu would build the pipeline without a word
-    with pytest.raises(TooManyResources, match=rf"workgroup memory on WebGPU, over .* {limit}"):
+    with pytest.raises(TooManyResources, match=r"workgroup memory on WebGPU.* over the device's"):
         swap_bytes.launch(client, 1, 64, x, out, N=limit)
         client.sync().result()
