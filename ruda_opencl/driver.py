@@ -3,7 +3,8 @@ translation and the driver-stack fingerprint. Imports PyOpenCL; the rest of ruda
 it only through this module, the server, the storage and the capability reader.
 
 Discovery lists every device of every platform, in a stable order; before the first platform
-query the ICD loader is shown pip-installed runtimes too (:mod:`ruda_opencl.icd`). ``type_id``
+query the ICD loader is shown pip-installed runtimes too (:mod:`ruda_opencl.icd`), and Intel's
+CPU compiler is set to avoid its crash (:mod:`ruda_opencl.intel_cpu`). ``type_id``
 follows ``Runtime.enumerate_devices``: 0 lists every type; 1 GPU, 2 CPU, 3 accelerator, 4
 anything else.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -24,7 +26,8 @@ import pyopencl as cl
 
 from ruda_core.runtime import CompilationError, LaunchError, OutOfMemory, ServerError
 
-from .icd import expose_pip_runtimes
+from .icd import expose_pip_runtimes, sources
+from .intel_cpu import avoid_compiler_crash
 
 __all__ = [
     "TYPE_IDS",
@@ -141,6 +144,8 @@ def all_devices() -> tuple[Any, ...]:
     """Every OpenCL device of every platform, platform by platform. A platform whose query
     fails (a broken ICD) contributes no device."""
     expose_pip_runtimes()
+    loaded = os.environ.get("OCL_ICD_FILENAMES", "").split(":")  # opened beside the folder's
+    avoid_compiler_crash([*(source.library for source in sources()), *filter(None, loaded)])
     try:
         platforms = cl.get_platforms()
     except cl.LogicError:  # no ICD installed: the loader reports no platform
