@@ -12,6 +12,9 @@ submission and bound at the launch's dynamic offset. Completion is observed thro
 mapping of a small buffer the submission copied into (wgpu-native's work-done callback is
 unusable from wgpu-py 0.32): a waiter thread waits for each mapping in turn and completes the
 futures. Shaders and pipelines are built by :class:`~ruda_wgpu.pipelines.KernelPipelines`.
+WebGPU copies and writes whole 4-byte words: a range that does not start and end on words is
+copied by a compute dispatch (:class:`~ruda_wgpu.byte_copies.ByteCopies`), so that no byte
+beside it changes.
 
 wgpu-py raises a wgpu error from the call that made it (wgpu-native reports it during the
 call), and ``translate`` makes it a ruda error there. A command that a compute pass or an
@@ -70,6 +73,7 @@ from .adapters import (
     read_back,
     translate,
 )
+from .byte_copies import ByteCopies
 from .compiler import CORE_ELEMS, WebGpuCompiler, WgslTarget
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
@@ -101,11 +105,15 @@ class WebGpuStream(ServerStream):
     """A command encoder being recorded (with its open compute pass) and the launch records it
     binds; its flush hands them to the device's :class:`~ruda_wgpu.submission.Submitter`."""
 
-    def __init__(self, slot: int, device: Any, submitter: Submitter, marker: Any) -> None:
+    def __init__(
+        self, slot: int, device: Any, submitter: Submitter, marker: Any, align: int
+    ) -> None:
         super().__init__(slot)
         self.device = device
         self.submitter = submitter
         self.marker = marker
+        #: a record's offset is a multiple of this (the device's uniform offset alignment)
+        self.align = align
         self.encoder: Any = None
         self.compute: Any = None
         self.arena = bytearray(ARENA_NBYTES)
@@ -126,6 +134,17 @@ class WebGpuStream(ServerStream):
         self.prints: Any = None
         #: whether a printing kernel was launched since the last sync or read
         self.printed = False
+
+    def record(self, packer: struct.Struct, *values: Any) -> int:
+        """The offset in :attr:`records` of a new launch record of ``values`` packed by
+        ``packer`` (the arena is submitted first where it is full)."""
+        stride = -(-packer.size // self.align) * self.align
+        if self.arena_used + stride > ARENA_NBYTES:
+            self.submit()
+        at = self.arena_used
+        packer.pack_into(self.arena, at, *values)
+        self.arena_used = at + stride
+        return at
 
     def print_buffer(self) -> Any:
         """The print-record buffer (made, with a count of 0 and its capacity, at the first
@@ -243,6 +262,7 @@ class WebGpuDriver(Driver):
         turned = self._marker if self.loop_limit else None
         self.plane_dim = plane_width(self.device)
         self.pipelines = KernelPipelines(self.device, self.storage, self.plane_dim, turned)
+        self.byte_copies = ByteCopies(self.device)
         self._submitter = Submitter(self.device.queue, f"ruda webgpu {self.name}", self._stopped)
         #: the record stride: a dynamic uniform offset must be a multiple of this
         self.record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
@@ -262,7 +282,7 @@ class WebGpuDriver(Driver):
         )
 
     def new_stream(self, slot: int) -> WebGpuStream:
-        return WebGpuStream(slot, self.device, self._submitter, self._marker)
+        return WebGpuStream(slot, self.device, self._submitter, self._marker, self.record_align)
 
     # -- kernels ----------------------------------------------------------------------------
 
@@ -275,7 +295,6 @@ class WebGpuDriver(Driver):
         built, pipelines = kernel.built, self.pipelines
         definition = built.compiled.definition
         packer = RecordLayout.of(definition).packer
-        stride = -(-packer.size // self.record_align) * self.record_align
         elem_nbytes = [p.elem.nbytes for p in definition.array_params]
         #: the positions among the scalars of the dynamic shared arrays' lengths
         dynamic = [k for _, k in definition.dynamic_shared]
@@ -301,11 +320,7 @@ class WebGpuDriver(Driver):
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             for first, grid in dispatches(cx, cy, cz):
-                if s.arena_used + stride > ARENA_NBYTES:
-                    s.submit()
-                at = s.arena_used
-                packer.pack_into(s.arena, at, first, cx, cy, cz, *offsets, *metadata, *scalars)
-                s.arena_used = at + stride
+                at = s.record(packer, first, cx, cy, cz, *offsets, *metadata, *scalars)
                 compute = s.pass_()
                 with errors:
                     compute.set_pipeline(pipeline)
@@ -319,16 +334,23 @@ class WebGpuDriver(Driver):
     def write(self, stream: ServerStream, binding: Binding, data: memoryview) -> None:
         """A copy of ``data`` the submitter writes into the binding just before the stream's
         next submission (what is recorded before it is handed over first, so the write comes
-        after it). Sizes are rounded up to whole words (WebGPU writes words): a binding whose
-        size is not a multiple of 4 has its last word's extra bytes zeroed."""
+        after it); where the binding does not start and end on words (WebGPU writes words), a
+        copy into a buffer of its own that a byte copy recorded in the stream copies from."""
         s = cast(WebGpuStream, stream)
-        if binding.nbytes == 0:
+        n = binding.nbytes
+        if n == 0:
             return
-        start, size = _words(binding, "writing")
+        s.uploaded.append(binding)
+        if (binding.offset_bytes | n) & 3:
+            usage = _U.STORAGE | _U.COPY_DST
+            staged = _buffer(self.device, -(-n // 4) * 4, usage, "a write off 4-byte words")
+            s.writes.append((staged, 0, bytes(data) + bytes(-n % 4)))
+            with WgpuErrors(f"writing {n} bytes", IoError):
+                self.byte_copies.record(s, staged, 0, binding.resource, binding.offset_bytes, n)
+            return
         if s.encoder is not None:
             s.submit()
-        s.writes.append((binding.resource, start, bytes(data) + bytes(size - binding.nbytes)))
-        s.uploaded.append(binding)
+        s.writes.append((binding.resource, binding.offset_bytes, bytes(data)))
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
@@ -349,24 +371,33 @@ class WebGpuDriver(Driver):
         return promise.future
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:
-        src, dst = source.resource, destination.resource
-        src_start, size = _words(source, "copying")
-        dst_start, _ = _words(destination, "copying")
-        # WebGPU copies not within one buffer: a copy inside a page goes through a buffer
-        via, errors = None, WgpuErrors(f"copying {size} bytes", IoError)
-        if src is dst and size:
-            via = _buffer(self.device, size, _U.COPY_SRC | _U.COPY_DST, "a copy within a page")
+        """A buffer copy where both bindings start and end on words, else a byte copy
+        (:class:`~ruda_wgpu.byte_copies.ByteCopies`). WebGPU copies not within one buffer:
+        a copy inside a page copies the source's words into a buffer first."""
+        src, dst, n = source.resource, destination.resource, source.nbytes
+        src_start, size = _words(source)
+        at = destination.offset_bytes
+        bytewise = bool((source.offset_bytes | at | n) & 3)
+        via, errors = None, WgpuErrors(f"copying {n} bytes", IoError)
+        if src is dst and n:
+            usage = _U.COPY_SRC | _U.COPY_DST | _U.STORAGE
+            via = _buffer(self.device, size, usage, "a copy within a page")
 
         def run(stream: ServerStream) -> None:
             s = cast(WebGpuStream, stream)
-            encoder = s.recording()
             s.written.append(destination)
+            if n == 0:
+                return
             with errors:
-                if via is None:
-                    encoder.copy_buffer_to_buffer(src, src_start, dst, dst_start, size)
+                start, origin = src_start, src
+                if via is not None:
+                    s.recording().copy_buffer_to_buffer(src, src_start, via, 0, size)
+                    start, origin = 0, via
+                if bytewise:
+                    first = start + (source.offset_bytes & 3)
+                    self.byte_copies.record(s, origin, first, dst, at, n)
                 else:
-                    encoder.copy_buffer_to_buffer(src, src_start, via, 0, size)
-                    encoder.copy_buffer_to_buffer(via, 0, dst, dst_start, size)
+                    s.recording().copy_buffer_to_buffer(origin, start, dst, at, n)
 
         return run
 
@@ -436,18 +467,10 @@ def _buffer(device: Any, size: int, usage: int, what: str) -> Any:
         return device.create_buffer(size=size, usage=usage)
 
 
-def _words(binding: Binding, what: str = "") -> tuple[int, int]:
-    """The start and size of the whole 4-byte words that hold ``binding``.
-
-    :raises IoError: where ``what`` (``"writing"``, ``"copying"``) is given and the binding
-        does not start on a word: WebGPU copies and writes whole words.
-    """
+def _words(binding: Binding) -> tuple[int, int]:
+    """The start and size of the whole 4-byte words that hold ``binding`` (WebGPU copies
+    words)."""
     start = binding.offset_bytes & ~3
-    if what and start != binding.offset_bytes:
-        raise IoError(
-            f"{what} {binding.nbytes} bytes at byte {binding.offset_bytes}: WebGPU copies and "
-            "writes whole 4-byte words, so each must start on one"
-        )
     end = -(-(binding.offset_bytes + binding.nbytes) // 4) * 4
     return start, end - start
 

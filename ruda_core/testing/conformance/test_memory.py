@@ -1,4 +1,5 @@
-"""Memory and transfers: round trips of every size, empty + write + read, the pool's accounting,
+"""Memory and transfers: round trips of every size, empty + write + read, writes and copies of
+views at any byte offset and size, the pool's accounting,
 ``memory_cleanup``, reserved memory bounded while a stream lags, the pool's memory limit,
 stream-ordered reuse of dropped handles, and references to dropped memory (a
 ``Binding``, a dynamic ``RudaCount``, a prepared launch) refused however the memory was reused."""
@@ -74,6 +75,33 @@ def test_round_trip(client, nbytes):
 @given(data=st.binary(max_size=3000))
 def test_round_trip_of_any_bytes(client, data):
     assert bytes(client.read_one(client.create_from_slice(data))) == data
+
+
+@settings(max_examples=25)
+@given(
+    start=st.integers(0, 24),
+    nbytes=st.integers(0, 40),
+    there=st.integers(0, 7),
+    data=st.binary(min_size=40, max_size=40),
+)
+def test_writes_and_copies_of_views_change_only_their_bytes(client, start, nbytes, there, data):
+    """A write into a view and copies from it, at any byte offset and of any size (some
+    devices copy by 4-byte words, which must not spill over the view's edges)."""
+    expected = np.arange(128, dtype=np.uint8)
+    handle = client.create_from_slice(expected)
+    view = handle.offset(start, start + nbytes)
+    values = np.frombuffer(data[:nbytes], np.uint8)
+    client.write(view, values)
+    expected[start : start + nbytes] = values
+    at = 64 + there  # the same memory, past the view, in any byte of a word
+    client.copy(view, handle.offset(at, at + nbytes))
+    expected[at : at + nbytes] = values
+    other = client.create_from_slice(np.full(64, 255, np.uint8))
+    client.copy(view, other.offset(there, there + nbytes))
+    beside = np.full(64, 255, np.uint8)
+    beside[there : there + nbytes] = values
+    np.testing.assert_array_equal(read_array(client, handle, np.uint8), expected)
+    np.testing.assert_array_equal(read_array(client, other, np.uint8), beside)
 
 
 def test_read_is_a_bytes_like_buffer(client):

@@ -1,0 +1,85 @@
+"""``ByteCopies``: writes and copies of byte ranges that do not start and end on 4-byte words.
+
+WebGPU's buffer copies and queue writes move whole words, at offsets that are multiples of 4,
+and a word past a range's end may hold another view's bytes. Such a range is copied instead by
+a compute dispatch: each unit builds one word of the destination from the source's bytes,
+keeping the word's own bytes outside the range. A write stages its bytes in a buffer of their
+own first; a copy within one buffer reads a copy of the source's words (see the server). The
+dispatch is recorded in the stream's compute pass, so it is ordered with the stream's other
+work. Imports wgpu.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any
+
+from .adapters import WgpuErrors
+
+if TYPE_CHECKING:
+    from .server import WebGpuStream
+
+__all__ = ["ByteCopies"]
+
+#: Units per workgroup of the dispatch, each one word of the destination.
+_UNITS = 64
+#: A dispatch's workgroups along one axis (WebGPU's limit); more go along y.
+_MAX_GROUPS = 65535
+#: The dispatch's record: the source's first byte, the destination's, the bytes, and the
+#: workgroups along x.
+_RECORD = struct.Struct("<4I")
+_SHADER = f"""
+@group(0) @binding(0) var<uniform> r: vec4<u32>;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+@compute @workgroup_size({_UNITS})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
+    let w = r.y / 4u + (wid.x + wid.y * r.w) * {_UNITS}u + lid;
+    let end = r.y + r.z;
+    if (w >= (end + 3u) / 4u) {{ return; }}
+    var word = dst[w];
+    for (var b = 0u; b < 4u; b += 1u) {{
+        let p = w * 4u + b;
+        if (p >= r.y && p < end) {{
+            let q = r.x + (p - r.y);
+            let byte = (src[q / 4u] >> (q % 4u * 8u)) & 255u;
+            word = (word & ~(255u << (b * 8u))) | (byte << (b * 8u));
+        }}
+    }}
+    dst[w] = word;
+}}
+"""
+
+
+class ByteCopies:
+    """The byte-copy pipeline of one device."""
+
+    def __init__(self, device: Any) -> None:
+        self._device = device
+        with WgpuErrors("building the byte-copy shader"):
+            module = device.create_shader_module(code=_SHADER)
+            self._pipeline = device.create_compute_pipeline(
+                layout="auto", compute={"module": module, "entry_point": "main"}
+            )
+        self._layout = self._pipeline.get_bind_group_layout(0)
+
+    def record(
+        self, stream: WebGpuStream, source: Any, start: int, destination: Any, at: int, n: int
+    ) -> None:
+        """Record the copy of ``n`` bytes from byte ``start`` of buffer ``source`` to byte
+        ``at`` of buffer ``destination`` (another buffer) in ``stream``'s compute pass."""
+        groups = -(-(-(-(at + n) // 4) - at // 4) // _UNITS)
+        grid = (min(groups, _MAX_GROUPS), -(-groups // _MAX_GROUPS), 1)
+        offset = stream.record(_RECORD, start, at, n, grid[0])
+        windows = [(stream.records, offset, _RECORD.size), (source, 0, source.size)]
+        windows.append((destination, 0, destination.size))
+        entries = [
+            {"binding": k, "resource": {"buffer": buffer, "offset": first, "size": size}}
+            for k, (buffer, first, size) in enumerate(windows)
+        ]
+        group = self._device.create_bind_group(layout=self._layout, entries=entries)
+        compute = stream.pass_()
+        compute.set_pipeline(self._pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(*grid)
