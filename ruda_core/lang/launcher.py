@@ -9,9 +9,11 @@ and makes one client call with the launch ABI of :mod:`ruda_core.ir.kernel`:
   :class:`TensorArg`, whose element count is its length);
 * a ``Tensor`` parameter takes a :class:`TensorArg` or a ``RudaTensor``; its metadata length is
   one more than its largest addressed offset;
-* an array or tensor that the kernel reads or writes in lines must start at a multiple of
-  the line's size in bytes, at most 16 (:func:`~ruda_core.ir.line_alignment`): a pool
-  allocation always does, a ``Handle.offset`` view or a borrowed buffer may not;
+* an array or tensor must start at a multiple of its element's size in bytes, or of its
+  line's size, at most 16, where the kernel reads or writes it in lines
+  (:func:`~ruda_core.ir.line_alignment`): GPUs load elements at such multiples only (CUDA
+  faults, WebGPU reads the element below). A pool allocation always does, a ``Handle.offset``
+  view or a borrowed buffer may not;
 * a scalar parameter takes a Python or NumPy number, converted to the parameter's NumPy type (an
   integer must fit; a float must not overflow; bool takes only bools).
 
@@ -92,7 +94,14 @@ class Launcher:
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.task = KernelTask(definition)
-        self.alignment = line_alignment(definition)
+        lined = line_alignment(definition)
+        needed = {
+            p: max(lined.get(p, 1), p.elem.nbytes)
+            for p in definition.params
+            if p.kind in (ParamKind.ARRAY, ParamKind.TENSOR)
+        }
+        #: the byte multiple each array or tensor parameter must start at, where over 1
+        self.alignment = {p: n for p, n in needed.items() if n > 1}
         self._binders = tuple(
             _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
         )
@@ -246,8 +255,9 @@ def _aligned(where: str, binding: Binding, alignment: int) -> Binding:
     if alignment > 1 and binding.offset_bytes % alignment:
         raise LaunchConfigError(
             f"{where} starts {binding.offset_bytes} B into its memory; the kernel accesses it in "
-            f"lines, which need a start at a multiple of {alignment} B. Pass a handle, a "
-            f"Handle.offset view or another library's array that starts at such a multiple"
+            f"elements or lines of {alignment} B, which need a start at a multiple of "
+            f"{alignment} B. Pass a handle, a Handle.offset view or another library's array "
+            "that starts at such a multiple"
         )
     return binding
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import pickle
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -28,12 +29,17 @@ from ruda_core.tensor import RudaTensor
 COUNT, DIM = RudaCount(2), RudaDim(4)
 
 
+class FakeBinding(NamedTuple):
+    owner: int
+    offset_bytes: int = 0  # where an array starts: the launcher checks its alignment
+
+
 class FakeHandle:
     def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
 
-    def binding(self) -> tuple[str, int]:
-        return ("binding", id(self))
+    def binding(self) -> FakeBinding:
+        return FakeBinding(id(self))
 
 
 class RecordingClient:

@@ -23,6 +23,7 @@ from ruda_core.runtime import (
     Feature,
     InvalidHandle,
     KernelTask,
+    LaunchConfigError,
     OutOfMemory,
     RudaCount,
     RudaDim,
@@ -160,6 +161,25 @@ def test_offset_handles_view_the_same_memory(client):
     expected = np.arange(64, dtype=np.uint32)
     expected[4:12] = 7
     np.testing.assert_array_equal(read_array(client, handle, np.uint32), expected)
+
+
+def test_an_array_off_a_multiple_of_its_element_size_is_refused_before_anything_runs(client):
+    handle = client.create_from_slice(np.arange(64, dtype=np.uint32))
+    out = client.create_from_slice(np.zeros(8, np.uint32))
+    for start in (1, 2, 3):  # GPUs load a u32 at multiples of 4 B only
+        with pytest.raises(LaunchConfigError, match="multiple of 4 B"):
+            conformance_copy.launch(
+                client,
+                RudaCount(1),
+                RudaDim(8),
+                ArrayArg(handle.offset(start), 8),
+                ArrayArg(out, 8),
+            )
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.zeros(8))
+    conformance_copy.launch(
+        client, RudaCount(1), RudaDim(8), ArrayArg(handle.offset(4), 8), ArrayArg(out, 8)
+    )
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.arange(1, 9))
 
 
 def test_kernel_output_round_trip(client):
