@@ -33,9 +33,22 @@ __all__ = [
 
 _NATIVE = ("Vulkan", "Metal", "D3D12")
 #: The adapter features ruda asks for when the adapter offers them.
-OPTIONAL_FEATURES = words(
-    "shader-f16 shader-int64 subgroup subgroup-barrier timestamp-query"
-    " timestamp-query-inside-encoders"
+OPTIONAL_FEATURES = (
+    "shader-f16",
+    "shader-int64",
+    "subgroup",
+    "subgroup-barrier",
+    "timestamp-query",
+    "timestamp-query-inside-encoders",
+)
+#: The adapter limits ruda raises from WebGPU's defaults to the adapter's own.
+_LIMITS = words(
+    """
+    max-storage-buffer-binding-size max-buffer-size max-storage-buffers-per-shader-stage
+    max-compute-workgroup-storage-size max-compute-invocations-per-workgroup
+    max-compute-workgroup-size-x max-compute-workgroup-size-y max-compute-workgroup-size-z
+    max-bindings-per-bind-group
+    """
 )
 _PLANE_PROBE = """
 @group(0) @binding(0) var<storage, read_write> o: array<u32>;
@@ -74,14 +87,11 @@ def describe(adapter: Any) -> str:
 
 
 def open_device(adapter: Any) -> Any:
-    """A device on ``adapter`` with the optional features it offers and every limit at the
-    adapter's own (WebGPU's defaults are lower: 128 MiB a binding, 16 KiB of workgroup
-    memory, 256 invocations a workgroup)."""
-    features = sorted(OPTIONAL_FEATURES & set(adapter.features))
+    """A device on ``adapter`` with the optional features it offers and its own limits."""
+    features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    limits = {name: adapter.limits[name] for name in _LIMITS}
     with WgpuErrors(f"opening a device on {adapter.info['device']}"):
-        return adapter.request_device_sync(
-            required_features=features, required_limits=dict(adapter.limits)
-        )
+        return adapter.request_device_sync(required_features=features, required_limits=limits)
 
 
 def plane_width(device: Any) -> int:
