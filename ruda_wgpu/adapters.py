@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "OPTIONAL_FEATURES",
     "WgpuErrors",
     "all_adapters",
+    "bind_group",
     "describe",
     "open_device",
     "plane_width",
@@ -106,10 +108,7 @@ def plane_width(device: Any) -> int:
         pipeline = device.create_compute_pipeline(
             layout="auto", compute={"module": device.create_shader_module(code=_PLANE_PROBE)}
         )
-        group = device.create_bind_group(
-            layout=pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": out, "offset": 0, "size": 256}}],
-        )
+        group = bind_group(device, pipeline.get_bind_group_layout(0), [(out, 0, 256)])
         encoder = device.create_command_encoder()
         compute = encoder.begin_compute_pass()
         compute.set_pipeline(pipeline)
@@ -121,6 +120,16 @@ def plane_width(device: Any) -> int:
     out.destroy()
     width = widths.pop() if len(widths) == 1 else 0
     return width if width in (2, 4, 8, 16, 32, 64) else 1
+
+
+def bind_group(device: Any, layout: Any, windows: Sequence[tuple[Any, int, int]]) -> Any:
+    """A bind group of ``layout`` binding each ``(buffer, offset, size)`` window in turn, from
+    binding 0."""
+    entries = [
+        {"binding": k, "resource": {"buffer": buffer, "offset": offset, "size": size}}
+        for k, (buffer, offset, size) in enumerate(windows)
+    ]
+    return device.create_bind_group(layout=layout, entries=entries)
 
 
 def read_back(buffer: Any) -> memoryview:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from .adapters import WgpuErrors
+from .adapters import WgpuErrors, bind_group
 
 if TYPE_CHECKING:
     from .server import WebGpuStream
@@ -74,11 +74,7 @@ class ByteCopies:
         offset = stream.record(_RECORD, start, at, n, grid[0])
         windows = [(stream.records, offset, _RECORD.size), (source, 0, source.size)]
         windows.append((destination, 0, destination.size))
-        entries = [
-            {"binding": k, "resource": {"buffer": buffer, "offset": first, "size": size}}
-            for k, (buffer, first, size) in enumerate(windows)
-        ]
-        group = self._device.create_bind_group(layout=self._layout, entries=entries)
+        group = bind_group(self._device, self._layout, windows)
         compute = stream.pass_()
         compute.set_pipeline(self._pipeline)
         compute.set_bind_group(0, group)

@@ -24,7 +24,7 @@ from ruda_core.errors import CompilationError, LaunchConfigError, TooManyResourc
 from ruda_core.runtime import Binding, CompiledKernel, RudaDim
 from ruda_core.runtime.print_records import PrintTable
 
-from .adapters import WgpuErrors
+from .adapters import WgpuErrors, bind_group
 from .storage import WebGpuStorage
 from .wgsl import RecordLayout, all_writable, workgroup_nbytes
 from .wgsl.emitter import GROUPS
@@ -253,12 +253,8 @@ class KernelPipelines:
             pages.append(prints)
         if self._turned is not None:
             pages.append(self._turned)
-        windows = [(records, RECORD_WINDOW_NBYTES), *((page, page.size) for page in pages)]
-        entries = [
-            {"binding": k, "resource": {"buffer": buffer, "offset": 0, "size": size}}
-            for k, (buffer, size) in enumerate(windows)
-        ]
+        windows = [(records, 0, RECORD_WINDOW_NBYTES), *((page, 0, page.size) for page in pages)]
         with WgpuErrors(f"binding the arrays of kernel {built.name}"):
-            made = self._device.create_bind_group(layout=layout, entries=entries)
+            made = bind_group(self._device, layout, windows)
         self._groups[key] = made
         return made
