@@ -335,13 +335,14 @@ class WebGpuDriver(Driver):
         """A copy of ``data`` the submitter writes into the binding just before the stream's
         next submission (what is recorded before it is handed over first, so the write comes
         after it); where the binding does not start and end on words (WebGPU writes words), a
-        copy into a buffer of its own that a byte copy recorded in the stream copies from."""
+        copy into a buffer of its own that a byte copy recorded in the stream copies from. The
+        last word is written whole where the bytes past the binding are spare."""
         s = cast(WebGpuStream, stream)
         n = binding.nbytes
         if n == 0:
             return
         s.uploaded.append(binding)
-        if (binding.offset_bytes | n) & 3:
+        if binding.offset_bytes & 3 or -n % 4 > binding.spare_nbytes:
             usage = _U.STORAGE | _U.COPY_DST
             staged = _buffer(self.device, -(-n // 4) * 4, usage, "a write off 4-byte words")
             s.writes.append((staged, 0, bytes(data) + bytes(-n % 4)))
@@ -350,7 +351,7 @@ class WebGpuDriver(Driver):
             return
         if s.encoder is not None:
             s.submit()
-        s.writes.append((binding.resource, binding.offset_bytes, bytes(data)))
+        s.writes.append((binding.resource, binding.offset_bytes, bytes(data) + bytes(-n % 4)))
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
@@ -371,13 +372,14 @@ class WebGpuDriver(Driver):
         return promise.future
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:
-        """A buffer copy where both bindings start and end on words, else a byte copy
+        """A buffer copy of whole words where both bindings start on words and the
+        destination's last word is its own or spare, else a byte copy
         (:class:`~ruda_wgpu.byte_copies.ByteCopies`). WebGPU copies not within one buffer:
         a copy inside a page copies the source's words into a buffer first."""
         src, dst, n = source.resource, destination.resource, source.nbytes
         src_start, size = _words(source)
         at = destination.offset_bytes
-        bytewise = bool((source.offset_bytes | at | n) & 3)
+        bytewise = bool((source.offset_bytes | at) & 3) or -n % 4 > destination.spare_nbytes
         via, errors = None, WgpuErrors(f"copying {n} bytes", IoError)
         if src is dst and n:
             usage = _U.COPY_SRC | _U.COPY_DST | _U.STORAGE
@@ -397,7 +399,7 @@ class WebGpuDriver(Driver):
                     first = start + (source.offset_bytes & 3)
                     self.byte_copies.record(s, origin, first, dst, at, n)
                 else:
-                    s.recording().copy_buffer_to_buffer(origin, start, dst, at, n)
+                    s.recording().copy_buffer_to_buffer(origin, start, dst, at, size)
 
         return run
 

@@ -56,6 +56,15 @@ def test_accounting_counts_requested_and_padding(client):
     assert after.bytes_in_use == before.bytes_in_use
 
 
+def test_only_the_padding_after_an_allocation_is_spare(client):
+    align = client.properties().alignment_nbytes
+    handle = client.empty(5)
+    assert handle.binding().spare_nbytes == align - 5  # the rest of its rounded slice
+    assert handle.offset(2).binding().spare_nbytes == align - 5  # a view to its end
+    assert handle.offset(0, 4).binding().spare_nbytes == 0  # byte 4 is the handle's own
+    assert client.empty(align).binding().spare_nbytes == 0
+
+
 def test_dropped_handle_is_reused(client):
     _settled_usage(client)
     first = client.empty(4096)

@@ -97,7 +97,7 @@ class Binding:
 
     Only bindings cross into ``ComputeServer.launch``. Valid while the handle it came from is
     alive; using one after that is refused with ``InvalidHandle``. A backend reads ``resource``,
-    ``offset_bytes`` and ``nbytes``; ``slice`` is the pool's.
+    ``offset_bytes``, ``nbytes`` and ``spare_nbytes``; ``slice`` is the pool's.
     """
 
     slice: Slice
@@ -107,6 +107,17 @@ class Binding:
     #: the backend's object for the page (what its ``Storage.alloc`` returned); ``offset_bytes``
     #: is relative to it. A field, not a property: argument packers read it on every launch.
     resource: object
+
+    @property
+    def spare_nbytes(self) -> int:
+        """The bytes after this binding that no handle views and nothing reads, which a
+        backend that writes whole words may overwrite: where the binding ends where the
+        memory asked for ends, the rest of the pool's rounded slice; else 0 (and always 0 in
+        another library's memory)."""
+        s, end = self.slice, self.offset_bytes + self.nbytes
+        if s.page.foreign is not None or end != s.offset_bytes + s.requested:
+            return 0
+        return s.offset_bytes + s.nbytes - end
 
     def __repr__(self) -> str:
         return f"Binding({self.nbytes} B at +{self.offset_bytes} on {device_name(self.server_id)})"
