@@ -105,15 +105,13 @@ class WebGpuStream(ServerStream):
     """A command encoder being recorded (with its open compute pass) and the launch records it
     binds; its flush hands them to the device's :class:`~ruda_wgpu.submission.Submitter`."""
 
-    def __init__(
-        self, slot: int, device: Any, submitter: Submitter, marker: Any, align: int
-    ) -> None:
+    def __init__(self, slot: int, device: Any, submitter: Submitter, marker: Any) -> None:
         super().__init__(slot)
         self.device = device
         self.submitter = submitter
         self.marker = marker
-        #: a record's offset is a multiple of this (the device's uniform offset alignment)
-        self.align = align
+        #: a record's offset is a multiple of this: a uniform binding's offset must be
+        self.align = int(device.limits["min-uniform-buffer-offset-alignment"])
         self.encoder: Any = None
         self.compute: Any = None
         self.arena = bytearray(ARENA_NBYTES)
@@ -264,8 +262,6 @@ class WebGpuDriver(Driver):
         self.pipelines = KernelPipelines(self.device, self.storage, self.plane_dim, turned)
         self.byte_copies = ByteCopies(self.device)
         self._submitter = Submitter(self.device.queue, f"ruda webgpu {self.name}", self._stopped)
-        #: the record stride: a dynamic uniform offset must be a multiple of this
-        self.record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
 
     def _stopped(self, word: bytes) -> ServerError | None:
         """The error a submission's copy of the stopped-kernel word reports, if any."""
@@ -282,7 +278,7 @@ class WebGpuDriver(Driver):
         )
 
     def new_stream(self, slot: int) -> WebGpuStream:
-        return WebGpuStream(slot, self.device, self._submitter, self._marker, self.record_align)
+        return WebGpuStream(slot, self.device, self._submitter, self._marker)
 
     # -- kernels ----------------------------------------------------------------------------
 
