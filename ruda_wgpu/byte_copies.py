@@ -25,9 +25,6 @@ __all__ = ["ByteCopies"]
 _UNITS = 64
 #: A dispatch's workgroups along one axis (WebGPU's limit); more go along y.
 _MAX_GROUPS = 65535
-#: The dispatch's record: the source's first byte, the destination's, the bytes, and the
-#: workgroups along x.
-_RECORD = struct.Struct("<4I")
 _SHADER = f"""
 @group(0) @binding(0) var<uniform> r: vec4<u32>;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -53,10 +50,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
 
 class ByteCopies:
-    """The byte-copy pipeline of one device."""
+    """The byte-copy pipeline of one device.
 
-    def __init__(self, device: Any) -> None:
+    :param stride: the bytes a :data:`RECORD` takes in a stream's record arena.
+    """
+
+    #: A dispatch's record: the source's first byte, the destination's, the bytes, and the
+    #: workgroups along x.
+    RECORD = struct.Struct("<4I")
+
+    def __init__(self, device: Any, stride: int) -> None:
         self._device = device
+        self._stride = stride
         with WgpuErrors("building the byte-copy shader"):
             module = device.create_shader_module(code=_SHADER)
             self._pipeline = device.create_compute_pipeline(
@@ -69,10 +74,11 @@ class ByteCopies:
     ) -> None:
         """Record the copy of ``n`` bytes from byte ``start`` of buffer ``source`` to byte
         ``at`` of buffer ``destination`` (another buffer) in ``stream``'s compute pass."""
-        groups = -(-(-(-(at + n) // 4) - at // 4) // _UNITS)
+        words = -(-(at + n) // 4) - at // 4  # of the destination, each a unit's
+        groups = -(-words // _UNITS)
         grid = (min(groups, _MAX_GROUPS), -(-groups // _MAX_GROUPS), 1)
-        offset = stream.record(_RECORD, start, at, n, grid[0])
-        windows = [(stream.records, offset, _RECORD.size), (source, 0, source.size)]
+        offset = stream.record(self._stride, self.RECORD, start, at, n, grid[0])
+        windows = [(stream.records, offset, self.RECORD.size), (source, 0, source.size)]
         windows.append((destination, 0, destination.size))
         group = bind_group(self._device, self._layout, windows)
         compute = stream.pass_()

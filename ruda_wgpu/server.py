@@ -110,8 +110,6 @@ class WebGpuStream(ServerStream):
         self.device = device
         self.submitter = submitter
         self.marker = marker
-        #: a record's offset is a multiple of this: a uniform binding's offset must be
-        self.align = int(device.limits["min-uniform-buffer-offset-alignment"])
         self.encoder: Any = None
         self.compute: Any = None
         self.arena = bytearray(ARENA_NBYTES)
@@ -133,10 +131,10 @@ class WebGpuStream(ServerStream):
         #: whether a printing kernel was launched since the last sync or read
         self.printed = False
 
-    def record(self, packer: struct.Struct, *values: Any) -> int:
+    def record(self, stride: int, packer: struct.Struct, *values: Any) -> int:
         """The offset in :attr:`records` of a new launch record of ``values`` packed by
-        ``packer`` (the arena is submitted first where it is full)."""
-        stride = -(-packer.size // self.align) * self.align
+        ``packer``, taking ``stride`` bytes (:meth:`WebGpuDriver.record_stride`); the arena is
+        submitted first where it is full."""
         if self.arena_used + stride > ARENA_NBYTES:
             self.submit()
         at = self.arena_used
@@ -260,8 +258,14 @@ class WebGpuDriver(Driver):
         turned = self._marker if self.loop_limit else None
         self.plane_dim = plane_width(self.device)
         self.pipelines = KernelPipelines(self.device, self.storage, self.plane_dim, turned)
-        self.byte_copies = ByteCopies(self.device)
+        #: a record's offset is a multiple of this: a uniform binding's offset must be
+        self._record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
+        self.byte_copies = ByteCopies(self.device, self.record_stride(ByteCopies.RECORD))
         self._submitter = Submitter(self.device.queue, f"ruda webgpu {self.name}", self._stopped)
+
+    def record_stride(self, packer: struct.Struct) -> int:
+        """The bytes of a stream's record arena that a record ``packer`` packs takes."""
+        return -(-packer.size // self._record_align) * self._record_align
 
     def _stopped(self, word: bytes) -> ServerError | None:
         """The error a submission's copy of the stopped-kernel word reports, if any."""
@@ -291,6 +295,7 @@ class WebGpuDriver(Driver):
         built, pipelines = kernel.built, self.pipelines
         definition = built.compiled.definition
         packer = RecordLayout.of(definition).packer
+        stride = self.record_stride(packer)
         elem_nbytes = [p.elem.nbytes for p in definition.array_params]
         #: the positions among the scalars of the dynamic shared arrays' lengths
         dynamic = [k for _, k in definition.dynamic_shared]
@@ -316,7 +321,7 @@ class WebGpuDriver(Driver):
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             for first, grid in dispatches(cx, cy, cz):
-                at = s.record(packer, first, cx, cy, cz, *offsets, *metadata, *scalars)
+                at = s.record(stride, packer, first, cx, cy, cz, *offsets, *metadata, *scalars)
                 compute = s.pass_()
                 with errors:
                     compute.set_pipeline(pipeline)
@@ -338,16 +343,17 @@ class WebGpuDriver(Driver):
         if n == 0:
             return
         s.uploaded.append(binding)
+        words = bytes(data) + bytes(-n % 4)
         if binding.offset_bytes & 3 or -n % 4 > binding.spare_nbytes:
             usage = _U.STORAGE | _U.COPY_DST
-            staged = _buffer(self.device, -(-n // 4) * 4, usage, "a write off 4-byte words")
-            s.writes.append((staged, 0, bytes(data) + bytes(-n % 4)))
+            staged = _buffer(self.device, len(words), usage, "a write off 4-byte words")
+            s.writes.append((staged, 0, words))
             with WgpuErrors(f"writing {n} bytes", IoError):
                 self.byte_copies.record(s, staged, 0, binding.resource, binding.offset_bytes, n)
             return
         if s.encoder is not None:
             s.submit()
-        s.writes.append((binding.resource, binding.offset_bytes, bytes(data) + bytes(-n % 4)))
+        s.writes.append((binding.resource, binding.offset_bytes, words))
 
     def read(self, stream: ServerStream, bindings: Sequence[Binding]) -> RudaFuture[list[Bytes]]:
         s = cast(WebGpuStream, stream)
