@@ -27,7 +27,6 @@ from ruda_core.runtime.print_records import PrintTable
 from .adapters import WgpuErrors, bind_group
 from .storage import WebGpuStorage
 from .wgsl import RecordLayout, all_writable, workgroup_nbytes
-from .wgsl.emitter import GROUPS
 from .wgsl.layout import RECORD_WORDS
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
@@ -50,8 +49,6 @@ class BuiltKernel:
     #: the positions of the arrays its module binds writable, and of those it binds read-only
     written: tuple[int, ...]
     read_only: tuple[int, ...]
-    #: whether its module counts loop turns per subgroup in workgroup memory (``GROUPS``)
-    grouped: bool
     #: the variant binding every array writable, once a launch has needed it
     writable: BuiltKernel | None = None
     pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = field(default_factory=dict)
@@ -83,13 +80,7 @@ class KernelPipelines:
         buffers = int(limits["max-storage-buffers-per-shader-stage"])
         self._max_storage = min(buffers, int(limits["max-bindings-per-bind-group"]) - 1)
         self.plane_dim = plane_dim
-        #: the workgroup memory a kernel may use: the device's, less 4 bytes a subgroup of the
-        #: largest cube where kernels count each subgroup's loop turns in workgroup memory
         self._workgroup = int(limits["max-compute-workgroup-storage-size"])
-        self.max_workgroup = self._workgroup
-        if turned is not None and plane_dim > 1:
-            groups = -(-int(limits["max-compute-invocations-per-workgroup"]) // plane_dim)
-            self.max_workgroup -= 4 * groups
 
     def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of kernels with ``narrays`` arrays, those
@@ -141,10 +132,7 @@ class KernelPipelines:
         written = compiled.written
         layout = self._layout(narrays, written, base is not None)
         read_only = tuple(k for k in range(narrays) if k not in written)
-        grouped = f"override {GROUPS}" in compiled.source
-        return BuiltKernel(
-            compiled, module, layout, len(self.names), base, written, read_only, grouped
-        )
+        return BuiltKernel(compiled, module, layout, len(self.names), base, written, read_only)
 
     def _module(self, compiled: CompiledKernel, source: str) -> Any:
         """The shader module of ``source``, generated for ``compiled``.
@@ -177,9 +165,7 @@ class KernelPipelines:
             module = self._module(compiled, all_writable(compiled.source))
             every = tuple(range(len(bindings)))
             layout = self._layout(len(bindings), every, base is not None)
-            built.writable = BuiltKernel(
-                compiled, module, layout, built.kernel_id, base, every, (), built.grouped
-            )
+            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every, ())
         return built.writable
 
     def pipeline(
@@ -190,9 +176,8 @@ class KernelPipelines:
 
         :raises LaunchConfigError: ``planes`` (the kernel uses plane operations) on a cube of
             several rows that are not whole planes: drivers form subgroups within rows.
-        :raises TooManyResources: its workgroup memory (with the counters of its planes' loop
-            turns, see :data:`~ruda_wgpu.wgsl.emitter.GROUPS`) passes the device's: wgpu does
-            not refuse such a pipeline, and a driver may then run it wrongly or not at all.
+        :raises TooManyResources: its workgroup memory passes the device's: wgpu does not
+            refuse such a pipeline, and a driver may then run it wrongly or not at all.
         """
         key = (dim, shared)
         found = built.pipelines.get(key)
@@ -201,12 +186,9 @@ class KernelPipelines:
         static, elements = workgroup_nbytes(built.compiled.definition)
         needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
         plane = self.plane_dim
-        groups = dim.y * dim.z * -(-dim.x // plane)  # lavapipe's subgroups: runs of a row
-        counters = 4 * groups if built.grouped else 0
-        if needed + counters > self._workgroup:
-            also = f" (and {counters} to count its planes' loop turns on {dim})" if counters else ""
+        if needed > self._workgroup:
             raise TooManyResources(
-                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU{also}, "
+                f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, "
                 f"over the device's {self._workgroup} (max-compute-workgroup-storage-size): "
                 "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
                 "word. Use shorter shared arrays, or u32 elements that pack several values"
@@ -225,8 +207,6 @@ class KernelPipelines:
             constants["RUDA_KERNEL_ID"] = built.kernel_id
         if built.print_base is not None:
             constants["RUDA_PRINT_BASE"] = built.print_base
-        if built.grouped:
-            constants[GROUPS] = groups
         with WgpuErrors(f"making the pipeline of kernel {built.name} for {dim}"):
             made = self._device.create_compute_pipeline(
                 layout=built.layout[1],

@@ -80,7 +80,6 @@ from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
 from .submission import Submitter
 from .wgsl import RecordLayout
-from .wgsl.emitter import LOOP_LIMIT_MARGIN
 
 __all__ = ["WebGpuDriver", "WebGpuServer"]
 
@@ -274,11 +273,10 @@ class WebGpuDriver(Driver):
             return None
         name = self.pipelines.names[kernel_id - 1]
         return LaunchError(
-            f"kernel {name} may have been cut short on {self.name}: the loops of a plane "
-            f"turned at least {self.loop_limit - LOOP_LIMIT_MARGIN} times, and lavapipe stops "
-            f"a plane's loops after {self.loop_limit} turns in all (a turn of any of its "
-            "units counts) without an error, so its results may be wrong. Give each unit less "
-            "to loop over (more units), or run it on another device"
+            f"kernel {name} may have been cut short on {self.name}: lavapipe stops a plane's "
+            f"loops after {self.loop_limit} turns in all (a turn of any of its units counts) "
+            "without an error, and a plane of this kernel reached that, so its results may be "
+            "wrong. Give each unit less to loop over (more units), or run it on another device"
         )
 
     def new_stream(self, slot: int) -> WebGpuStream:
@@ -523,7 +521,7 @@ class WebGpuServer(ComputeServer):
                 int(limits["max-compute-workgroup-size-z"]),
             ),
             max_ruda_count=MAX_RUDA_COUNT,
-            max_shared_memory_nbytes=driver.pipelines.max_workgroup,
+            max_shared_memory_nbytes=int(limits["max-compute-workgroup-storage-size"]),
             plane_dim=plane_dim,
             compute_units=(os.cpu_count() or 1) if info["adapter_type"] == "CPU" else GPU_UNITS,
             alignment_nbytes=WebGpuStorage.alignment_nbytes,

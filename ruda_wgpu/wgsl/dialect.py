@@ -127,8 +127,8 @@ def nan_unless_finite(value: str, x: str) -> str:
 class WgslDialect(Dialect):
     """WGSL for an adapter whose shaders hold the element types ``elems``, with planes of
     ``plane_width`` units (1: no planes). Where its driver stops a unit's loops after
-    ``loop_limit`` turns without a word (lavapipe's 65 535; 0: none), kernels count their turns
-    and report reaching it."""
+    ``loop_limit`` turns without a word (lavapipe's 65 535; 0: none), kernels check where they
+    end whether it stopped them (the helper ``ruda_check_loops``) and report it."""
 
     name = "WGSL"
     reserved = RESERVED

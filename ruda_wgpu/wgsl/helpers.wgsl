@@ -527,3 +527,20 @@ fn ruda_units_count(p: bool, unit: u32) -> u32 {
     workgroupBarrier();
     return atomicLoad(&ruda_units_counter);
 }
+
+// --- loops lavapipe stops -----------------------------------------------------------------
+// lavapipe stops a subgroup's loops, without an error, once they have turned 65 535 times in
+// all (a turn of any of its lanes counts); from then on every loop ends after its first turn.
+// Called where a kernel ends, a loop of two turns, whose count the compiler cannot know (it
+// reads memory), then ends after one, and the kernel writes its id into the stopped-kernel
+// word, which the driver reports.
+
+fn ruda_check_loops() {
+    let turns = select(2u, 3u, atomicLoad(&ruda_turned[0]) == 0xffffffffu);
+    var turned = 0u;
+    loop {
+        turned += 1u;
+        if (turned >= turns) { break; }
+    }
+    if (turned < 2u) { atomicMax(&ruda_turned[0], RUDA_KERNEL_ID); }
+}

@@ -177,6 +177,32 @@ def two_loops(first: Array[u32], second: Array[u32], out: Array[u32]):
     out[i] = n
 
 
+@kernel
+def nested_loops(n: Array[u32], out: Array[u32]):
+    total = u32(0)
+    i = u32(0)
+    while i < n[0]:
+        j = u32(0)
+        while j < n[0]:
+            total += u32(1)
+            j += u32(1)
+        i += u32(1)
+    out[0] = total
+
+
+def test_a_nest_of_loops_that_lavapipe_stops_is_reported_and_one_within_its_limit_is_not(client):
+    """200 x 200 turns run whole; 300 x 300 pass lavapipe's 65 535 in all, which a flag set where
+    the inner loop exits did not show (the compiler folded it)."""
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    out = ruda.asarray(np.zeros(1, np.uint32), client)
+    nested_loops.launch(client, 1, 1, ruda.asarray(np.array([200], np.uint32), client), out)
+    assert out.numpy()[0] == 40_000
+    nested_loops.launch(client, 1, 1, ruda.asarray(np.array([300], np.uint32), client), out)
+    with pytest.raises(LaunchError, match="kernel nested_loops may have been cut short"):
+        client.sync().result()
+
+
 @pytest.mark.parametrize(
     ("dim", "other", "same"),
     [((16, 1), 1, True), ((16, 1), 8, False), ((5, 3), 1, True), ((5, 3), 5, False)],
