@@ -12,6 +12,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Sequence
+from importlib.resources import files
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "bind_group",
     "describe",
     "open_device",
+    "own_pipeline",
     "plane_width",
     "read_back",
     "translate",
@@ -52,14 +54,6 @@ _LIMITS = words(
     max-bindings-per-bind-group
     """
 )
-_PLANE_PROBE = """
-@group(0) @binding(0) var<storage, read_write> o: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32,
-        @builtin(subgroup_invocation_id) lane: u32) {
-    o[i] = select(0u, n, lane == i % n);
-}
-"""
 
 
 @functools.cache
@@ -105,9 +99,7 @@ def plane_width(device: Any) -> int:
     usage = wgpu.BufferUsage
     out = device.create_buffer(size=256, usage=usage.STORAGE | usage.COPY_SRC)
     with WgpuErrors("measuring the subgroup width"):
-        pipeline = device.create_compute_pipeline(
-            layout="auto", compute={"module": device.create_shader_module(code=_PLANE_PROBE)}
-        )
+        pipeline = own_pipeline(device, "plane_probe")
         group = bind_group(device, pipeline.get_bind_group_layout(0), [(out, 0, 256)])
         encoder = device.create_command_encoder()
         compute = encoder.begin_compute_pass()
@@ -120,6 +112,14 @@ def plane_width(device: Any) -> int:
     out.destroy()
     width = widths.pop() if len(widths) == 1 else 0
     return width if width in (2, 4, 8, 16, 32, 64) else 1
+
+
+def own_pipeline(device: Any, name: str, **constants: int) -> Any:
+    """The compute pipeline, its layout derived, of the driver's shader ``name.wgsl`` (entry
+    point ``main``) with its override ``constants``."""
+    code = files(__package__).joinpath(f"{name}.wgsl").read_text(encoding="utf-8")
+    compute = {"module": device.create_shader_module(code=code), "constants": constants}
+    return device.create_compute_pipeline(layout="auto", compute=compute | {"entry_point": "main"})
 
 
 def bind_group(device: Any, layout: Any, windows: Sequence[tuple[Any, int, int]]) -> Any:

@@ -2,11 +2,11 @@
 
 WebGPU's buffer copies and queue writes move whole words, at offsets that are multiples of 4,
 and a word past a range's end may hold another view's bytes. Such a range is copied instead by
-a compute dispatch: each unit builds one word of the destination from the source's bytes,
-keeping the word's own bytes outside the range. A write stages its bytes in a buffer of their
-own first; a copy within one buffer reads a copy of the source's words (see the server). The
-dispatch is recorded in the stream's compute pass, so it is ordered with the stream's other
-work. Imports wgpu.
+a compute dispatch (``byte_copy.wgsl``): each unit builds one word of the destination from the
+source's bytes, keeping the word's own bytes outside the range. A write stages its bytes in a
+buffer of their own first; a copy within one buffer reads a copy of the source's words (see the
+server). The dispatch is recorded in the stream's compute pass, so it is ordered with the
+stream's other work. Imports wgpu.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from .adapters import WgpuErrors, bind_group
+from .adapters import WgpuErrors, bind_group, own_pipeline
 
 if TYPE_CHECKING:
     from .server import WebGpuStream
@@ -25,28 +25,6 @@ __all__ = ["ByteCopies"]
 _UNITS = 64
 #: A dispatch's workgroups along one axis (WebGPU's limit); more go along y.
 _MAX_GROUPS = 65535
-_SHADER = f"""
-@group(0) @binding(0) var<uniform> r: vec4<u32>;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-
-@compute @workgroup_size({_UNITS})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-    let w = r.y / 4u + (wid.x + wid.y * r.w) * {_UNITS}u + lid;
-    let end = r.y + r.z;
-    if (w >= (end + 3u) / 4u) {{ return; }}
-    var word = dst[w];
-    for (var b = 0u; b < 4u; b += 1u) {{
-        let p = w * 4u + b;
-        if (p >= r.y && p < end) {{
-            let q = r.x + (p - r.y);
-            let byte = (src[q / 4u] >> (q % 4u * 8u)) & 255u;
-            word = (word & ~(255u << (b * 8u))) | (byte << (b * 8u));
-        }}
-    }}
-    dst[w] = word;
-}}
-"""
 
 
 class ByteCopies:
@@ -63,10 +41,7 @@ class ByteCopies:
         self._device = device
         self._stride = stride
         with WgpuErrors("building the byte-copy shader"):
-            module = device.create_shader_module(code=_SHADER)
-            self._pipeline = device.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": "main"}
-            )
+            self._pipeline = own_pipeline(device, "byte_copy", UNITS=_UNITS)
         self._layout = self._pipeline.get_bind_group_layout(0)
 
     def record(
