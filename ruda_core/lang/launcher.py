@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchConfigError
-from ..ir import Elem, ExecutionMode, KernelDefinition, Param, ParamKind, line_alignment
+from ..ir import Elem, ExecutionMode, KernelDefinition, Param, ParamKind
 from ..runtime.client import ClientLaunch
 from ..runtime.compiler import KernelTask
 from ..runtime.dims import BoundsCheckMode, CountLike, DimLike
@@ -94,14 +94,9 @@ class Launcher:
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.task = KernelTask(definition)
-        lined = line_alignment(definition)
-        needed = {
-            p: max(lined.get(p, 1), p.elem.nbytes)
-            for p in definition.params
-            if p.kind in (ParamKind.ARRAY, ParamKind.TENSOR)
-        }
         #: the byte multiple each array or tensor parameter must start at, where over 1
-        self.alignment = {p: n for p, n in needed.items() if n > 1}
+        needed = zip(definition.array_params, self.task.alignment, strict=True)
+        self.alignment = {p: n for p, n in needed if n > 1}
         self._binders = tuple(
             _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
         )

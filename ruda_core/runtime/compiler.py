@@ -22,13 +22,15 @@ from ..ir import (
     Instr,
     KernelDefinition,
     MatrixConfig,
+    line_alignment,
     walk,
 )
 from ..ir.bounds import lower_bounds, report_names
 from ..ir.kernel import dynamic_shared_bytes
 
-if TYPE_CHECKING:  # a type only: the runtime does not import codegen
+if TYPE_CHECKING:  # types only: the runtime does not import codegen
     from ..codegen.abi import KernelArg
+    from .memory import Binding
 
 __all__ = [
     "UNBOUNDED_UNITS",
@@ -169,18 +171,33 @@ class RudaTask(ABC):
     #: ``ComputeClient.launch``, ``launch_unchecked`` and ``prepare`` before anything runs;
     #: None where the task does not say.
     arity: tuple[int, int, int] | None = None
+    #: The byte multiple each binding must start at (its element's size, or its line's where
+    #: the kernel reads or writes it in lines: GPUs load elements at such multiples only),
+    #: checked with :attr:`arity`; None where the task does not say.
+    alignment: tuple[int, ...] | None = None
 
     def check_arity(
-        self, bindings: Sequence[object], scalars: Sequence[object], metadata: Sequence[int]
+        self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
         """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
-        values the task takes (:attr:`arity`; nothing to check where it is None)."""
+        values the task takes (:attr:`arity`), each binding starting at a multiple of its
+        :attr:`alignment` (nothing to check where these are None)."""
         arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
         if arity is not None and got != arity:
             raise LaunchConfigError(
                 f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
                 f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
             )
+        alignment = self.alignment
+        if alignment is None or len(alignment) != len(bindings):
+            return
+        for k, n in enumerate(alignment):
+            if bindings[k].offset_bytes % n:
+                raise LaunchConfigError(
+                    f"binding {k} of kernel {self.name} starts {bindings[k].offset_bytes} B into "
+                    f"its memory; the kernel accesses it in elements or lines of {n} B, which "
+                    f"need a start at a multiple of {n} B"
+                )
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         """The shared memory per cube that a launch with ``scalars`` needs beyond
@@ -231,6 +248,7 @@ class KernelTask(RudaTask):
     __slots__ = (
         "_dynamic",
         "_writes",
+        "alignment",
         "arity",
         "definition",
         "dynamic_shared",
@@ -247,6 +265,7 @@ class KernelTask(RudaTask):
 
     key: str
     name: str
+    alignment: tuple[int, ...]
     shared_bytes: int
     uses_planes: bool
     uses_warpgroups: bool
@@ -269,6 +288,8 @@ class KernelTask(RudaTask):
         self._writes = tuple(not p.read_only for p in definition.array_params)
         arrays, scalars = definition.array_params, definition.scalar_params
         self.arity = (len(arrays), len(scalars), len(definition.metadata_layout()))
+        lined = line_alignment(definition)
+        self.alignment = tuple(max(p.elem.nbytes, lined.get(p, 1)) for p in arrays)
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )

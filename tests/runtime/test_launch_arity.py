@@ -42,3 +42,23 @@ def test_a_launch_of_other_arity_is_refused_before_it_runs(client, call, drop):
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [0])  # nothing ran
     client.launch(task, 1, 1, [out.binding(), unused.binding()], [np.uint32(1)], [1, 1])
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [7])
+
+
+@pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
+@pytest.mark.parametrize("start", [1, 2, 3])
+def test_a_binding_off_a_multiple_of_its_element_size_is_refused_before_it_runs(
+    client, call, start
+):
+    """A ``u32`` array bound at byte 1, 2 or 3 of its memory: CUDA would fault on the load and
+    WebGPU read the element below, so every device refuses it at the call."""
+    task = _store_seven()
+    memory = client.create_from_slice(np.zeros(2, np.uint32))
+    unused = client.empty(4)
+    view = memory.offset(start, start + 4).binding()
+    refused = r"binding 0 of kernel store_seven starts \d+ B into its memory.* multiple of 4 B"
+    with pytest.raises(LaunchConfigError, match=refused):
+        getattr(client, call)(task, 1, 1, [view, unused.binding()], [np.uint32(1)], [1, 1])
+    np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 0])  # nothing ran
+    at_four = memory.offset(4, 8).binding()
+    client.launch(task, 1, 1, [at_four, unused.binding()], [np.uint32(1)], [1, 1])
+    np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 7])
