@@ -486,7 +486,9 @@ class ComputeClient:
         ``RudaCount`` and a ``RudaDim``, or an ``int`` or a tuple of 1 to 3 ints each (here, in
         ``launcher``'s ``run``, ``launch_unchecked`` and ``prepare``).
 
-        :raises LaunchConfigError: at once, for a count or dim of another kind or out of range.
+        :raises LaunchConfigError: at once, for a count or dim of another kind or out of range,
+            or for bindings, scalars or metadata values the task does not take
+            (:meth:`~.compiler.RudaTask.check_arity`: their numbers, each binding's alignment).
         :raises TooManyResources: at once, when the launch exceeds a device limit.
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.
