@@ -118,8 +118,9 @@ def own_pipeline(device: Any, name: str, **constants: int) -> Any:
     """The compute pipeline, its layout derived, of the driver's shader ``name.wgsl`` (entry
     point ``main``) with its override ``constants``."""
     code = files(__package__).joinpath(f"{name}.wgsl").read_text(encoding="utf-8")
-    compute = {"module": device.create_shader_module(code=code), "constants": constants}
-    return device.create_compute_pipeline(layout="auto", compute=compute | {"entry_point": "main"})
+    module = device.create_shader_module(code=code)
+    compute = {"module": module, "entry_point": "main", "constants": constants}
+    return device.create_compute_pipeline(layout="auto", compute=compute)
 
 
 def bind_group(device: Any, layout: Any, windows: Sequence[tuple[Any, int, int]]) -> Any:
