@@ -94,8 +94,8 @@ class Launcher:
     def __init__(self, definition: KernelDefinition) -> None:
         self.definition = definition
         self.task = KernelTask(definition)
-        #: the byte multiple each array or tensor parameter must start at, where over 1
         needed = zip(definition.array_params, self.task.alignment, strict=True)
+        #: the byte multiple each array or tensor parameter must start at, where over 1
         self.alignment = {p: n for p, n in needed if n > 1}
         self._binders = tuple(
             _binder(definition.name, p, self.alignment.get(p, 1)) for p in definition.params
