@@ -48,14 +48,18 @@ from ruda_core.ir import (
     KernelDefinition,
     Local,
     LocalArray,
+    Loop,
     Op,
     Operand,
     Param,
     RangeLoop,
+    Return,
     SharedArray,
     SourceLoc,
+    Stmt,
     lower_async_copies,
     scalarize_lines,
+    walk,
 )
 
 from .bindings import (
@@ -84,6 +88,10 @@ _UNITS_REDUCE = {
 #: the driver may have stopped writes its id into (see :attr:`WgslDialect.loop_limit` and the
 #: helper ``ruda_check_loops``).
 PRINTS, TURNED = "ruda_prints", "ruda_turned"
+#: Where the driver stops loops: set by a ``return`` inside a loop, which leaves its loops
+#: first, so that the check where the kernel ends runs outside them (a loop inside a loop costs
+#: lavapipe a turn of each turn of the outer one, taken or not).
+RETURNING = "ruda_returning"
 
 
 class WgslEmitter:
@@ -162,6 +170,8 @@ class _Writer(StructuredWriter):
         self.constant = constant_locals(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
+        #: the loops the statement being written is inside, counted where the driver stops loops
+        self.loops = 0
         #: the kernel's print sites, in program order (a record names its site's index)
         self.sites = print_sites(definition)
 
@@ -206,6 +216,8 @@ class _Writer(StructuredWriter):
         prologue = self._prologue()
         self.lines = []
         self._block(defn.body, 1)
+        if any(f"{RETURNING} = true;" in line for line in self.lines):
+            prologue.append(f"{INDENT}var {RETURNING} = false;")
         body = [*self.lines, *(INDENT + line for line in self._turns_check())]
         # the print records and the stopped-kernel word: bound after the arrays where used
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
@@ -341,7 +353,23 @@ class _Writer(StructuredWriter):
     def _loop_head(self, depth: int) -> None:
         self._line(depth, "loop {")
 
+    def _stmt(self, stmt: Stmt, depth: int) -> None:
+        """A statement; where the driver stops loops, a loop a ``return`` leaves is followed by
+        the rest of that return (:data:`RETURNING`)."""
+        if not (self.d.loop_limit and isinstance(stmt, Loop | RangeLoop)):
+            super()._stmt(stmt, depth)
+            return
+        self.loops += 1
+        super()._stmt(stmt, depth)
+        self.loops -= 1
+        if any(isinstance(s, Return) for s in walk(stmt.body)):
+            rest = "break;" if self.loops else " ".join([*self._turns_check(), "return;"])
+            self._line(depth, f"if ({RETURNING}) {{ {rest} }}")
+
     def _return(self, depth: int) -> None:
+        if self.loops:  # leaves its loops first (see RETURNING)
+            self._lines(depth, f"{RETURNING} = true;\nbreak;")
+            return
         for line in self._turns_check():
             self._line(depth, line)
         self._line(depth, "return;")

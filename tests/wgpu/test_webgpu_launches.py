@@ -203,6 +203,64 @@ def test_a_nest_of_loops_that_lavapipe_stops_is_reported_and_one_within_its_limi
         client.sync().result()
 
 
+@kernel
+def early_return(n: Array[u32], out: Array[u32]):
+    i = UNIT_POS
+    total = u32(0)
+    k = u32(0)
+    while k < n[i]:
+        total += u32(1)
+        if total == u32(50_000) and i == u32(0):
+            out[i] = total
+            return
+        k += u32(1)
+    out[i] = total
+
+
+def test_a_return_inside_a_long_loop_costs_lavapipe_no_turns_where_no_unit_takes_it(client):
+    """Unit 0 returns inside the loop after 50 000 turns, unit 1 (of the same plane) loops on:
+    60 000 turns in all run whole (the check of a return made inside the loop would have cost
+    a turn of each, and stopped both at 32 768); 100 000 are reported."""
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    out = ruda.asarray(np.zeros(8, np.uint32), client)
+    n = ruda.asarray(np.array([100_000, 60_000, 0, 0, 0, 0, 0, 0], np.uint32), client)
+    early_return.launch(client, 1, 8, n, out)
+    np.testing.assert_array_equal(out.numpy()[:2], [50_000, 60_000])
+    n = ruda.asarray(np.array([100_000, 100_000, 0, 0, 0, 0, 0, 0], np.uint32), client)
+    early_return.launch(client, 1, 8, n, out)
+    with pytest.raises(LaunchError, match="kernel early_return may have been cut short"):
+        client.sync().result()
+
+
+@kernel
+def return_after_a_spin(n: Array[u32], out: Array[u32]):
+    k = u32(0)
+    while k < n[0]:
+        k += u32(1)
+    j = u32(0)
+    while j < u32(10):
+        if j == u32(0):
+            out[UNIT_POS] = k
+            return
+        j += u32(1)
+    out[UNIT_POS] = u32(0)
+
+
+def test_units_that_return_inside_a_loop_after_their_loops_were_stopped_are_reported(client):
+    """Every unit returns from inside the second loop, after lavapipe stopped the first one:
+    the check runs where the return leaves its loops."""
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    out = ruda.asarray(np.zeros(8, np.uint32), client)
+    return_after_a_spin.launch(client, 1, 8, ruda.asarray(np.array([1000], np.uint32), client), out)
+    np.testing.assert_array_equal(out.numpy(), np.full(8, 1000, np.uint32))
+    many = ruda.asarray(np.array([100_000], np.uint32), client)
+    return_after_a_spin.launch(client, 1, 8, many, out)
+    with pytest.raises(LaunchError, match="kernel return_after_a_spin may have been cut short"):
+        client.sync().result()
+
+
 @pytest.mark.parametrize(
     ("dim", "other", "same"),
     [((16, 1), 1, True), ((16, 1), 8, False), ((5, 3), 1, True), ((5, 3), 5, False)],
