@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("wgpu")
 
@@ -259,6 +261,59 @@ def test_units_that_return_inside_a_loop_after_their_loops_were_stopped_are_repo
     return_after_a_spin.launch(client, 1, 8, many, out)
     with pytest.raises(LaunchError, match="kernel return_after_a_spin may have been cut short"):
         client.sync().result()
+
+
+@kernel
+def loops_and_returns(spec: Array[u32], out: Array[u32]):
+    i = UNIT_POS
+    total = u32(0)
+    a = u32(0)
+    while a < spec[4 * i]:
+        total += u32(1)
+        a += u32(1)
+    b = u32(0)
+    while b < spec[4 * i + 1]:
+        total += u32(3)
+        if b == spec[4 * i + 2]:
+            out[i] = total
+            return
+        b += u32(1)
+    out[i] = total + spec[4 * i + 3]
+
+
+def _loops_and_returns(spec: np.ndarray) -> list[int]:
+    """What ``loops_and_returns`` writes, unit by unit."""
+    out = []
+    for first, second, at, extra in spec.reshape(-1, 4).tolist():
+        turns = min(second, at + 1) if at < second else second
+        out.append(first + 3 * turns + (0 if at < second else extra))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    units=st.lists(
+        st.tuples(st.integers(0, 45_000), st.integers(0, 45_000), st.integers(0, 50_000)),
+        min_size=16,
+        max_size=16,
+    )
+)
+def test_lavapipe_returns_right_results_or_reports_the_kernel_whatever_its_loops(client, units):
+    """Two planes of units looping and returning at drawn turns: a launch either writes what
+    the model does or raises at the sync, never wrong results; where no unit's loops take
+    30 000 turns in all (a plane's loops then take fewer than 65 535), it runs whole."""
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    spec = np.array([(f, s, at, 7) for f, s, at in units], np.uint32).ravel()
+    out = ruda.asarray(np.zeros(16, np.uint32), client)
+    loops_and_returns.launch(client, 1, 16, ruda.asarray(spec, client), out)
+    try:
+        client.sync().result()
+    except LaunchError as error:
+        assert "loops_and_returns may have been cut short" in str(error)
+        assert max(f + min(s, at + 1) for f, s, at in units) >= 30_000
+        return
+    np.testing.assert_array_equal(out.numpy(), _loops_and_returns(spec))
 
 
 @pytest.mark.parametrize(
