@@ -151,17 +151,26 @@ def test_more_arrays_than_a_dispatch_binds_are_refused_naming_the_limit(client):
         client.sync().result()
 
 
-def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
+def _skip_unless_lavapipe(client) -> None:
     if "llvmpipe" not in client.properties().name:
         pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+
+
+def _reported_cut_short(client, kernel_name: str) -> None:
+    """The next sync raises that ``kernel_name`` may have been cut short."""
+    with pytest.raises(LaunchError, match=f"kernel {kernel_name} may have been cut short"):
+        client.sync().result()
+
+
+def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
+    _skip_unless_lavapipe(client)
     out, none = (ruda.asarray(np.zeros(1, np.uint32), client) for _ in range(2))
     two_loops.launch(client, 1, 1, ruda.asarray(np.array([1000], np.uint32), client), none, out)
     client.sync().result()
     assert out.numpy()[0] == 1000
     many = ruda.asarray(np.array([100_000], np.uint32), client)
     two_loops.launch(client, 1, 1, many, none, out)
-    with pytest.raises(LaunchError, match="kernel two_loops may have been cut short"):
-        client.sync().result()
+    _reported_cut_short(client, "two_loops")
 
 
 @kernel
@@ -195,44 +204,12 @@ def nested_loops(n: Array[u32], out: Array[u32]):
 def test_a_nest_of_loops_that_lavapipe_stops_is_reported_and_one_within_its_limit_is_not(client):
     """200 x 200 turns run whole; 300 x 300 pass lavapipe's 65 535 in all, which a flag set where
     the inner loop exits did not show (the compiler folded it)."""
-    if "llvmpipe" not in client.properties().name:
-        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    _skip_unless_lavapipe(client)
     out = ruda.asarray(np.zeros(1, np.uint32), client)
     nested_loops.launch(client, 1, 1, ruda.asarray(np.array([200], np.uint32), client), out)
     assert out.numpy()[0] == 40_000
     nested_loops.launch(client, 1, 1, ruda.asarray(np.array([300], np.uint32), client), out)
-    with pytest.raises(LaunchError, match="kernel nested_loops may have been cut short"):
-        client.sync().result()
-
-
-@kernel
-def early_return(n: Array[u32], out: Array[u32]):
-    i = UNIT_POS
-    total = u32(0)
-    k = u32(0)
-    while k < n[i]:
-        total += u32(1)
-        if total == u32(50_000) and i == u32(0):
-            out[i] = total
-            return
-        k += u32(1)
-    out[i] = total
-
-
-def test_a_return_inside_a_long_loop_costs_lavapipe_no_turns_where_no_unit_takes_it(client):
-    """Unit 0 returns inside the loop after 50 000 turns, unit 1 (of the same plane) loops on:
-    60 000 turns in all run whole (the check of a return made inside the loop would have cost
-    a turn of each, and stopped both at 32 768); 100 000 are reported."""
-    if "llvmpipe" not in client.properties().name:
-        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
-    out = ruda.asarray(np.zeros(8, np.uint32), client)
-    n = ruda.asarray(np.array([100_000, 60_000, 0, 0, 0, 0, 0, 0], np.uint32), client)
-    early_return.launch(client, 1, 8, n, out)
-    np.testing.assert_array_equal(out.numpy()[:2], [50_000, 60_000])
-    n = ruda.asarray(np.array([100_000, 100_000, 0, 0, 0, 0, 0, 0], np.uint32), client)
-    early_return.launch(client, 1, 8, n, out)
-    with pytest.raises(LaunchError, match="kernel early_return may have been cut short"):
-        client.sync().result()
+    _reported_cut_short(client, "nested_loops")
 
 
 @kernel
@@ -252,15 +229,13 @@ def return_after_a_spin(n: Array[u32], out: Array[u32]):
 def test_units_that_return_inside_a_loop_after_their_loops_were_stopped_are_reported(client):
     """Every unit returns from inside the second loop, after lavapipe stopped the first one:
     the check runs where the return leaves its loops."""
-    if "llvmpipe" not in client.properties().name:
-        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    _skip_unless_lavapipe(client)
     out = ruda.asarray(np.zeros(8, np.uint32), client)
     return_after_a_spin.launch(client, 1, 8, ruda.asarray(np.array([1000], np.uint32), client), out)
     np.testing.assert_array_equal(out.numpy(), np.full(8, 1000, np.uint32))
     many = ruda.asarray(np.array([100_000], np.uint32), client)
     return_after_a_spin.launch(client, 1, 8, many, out)
-    with pytest.raises(LaunchError, match="kernel return_after_a_spin may have been cut short"):
-        client.sync().result()
+    _reported_cut_short(client, "return_after_a_spin")
 
 
 @kernel
@@ -290,6 +265,22 @@ def _loops_and_returns(spec: np.ndarray) -> list[int]:
     return out
 
 
+def test_a_return_inside_a_long_loop_costs_lavapipe_no_turns_where_no_unit_takes_it(client):
+    """Unit 0 returns inside its loop after 50 000 turns, unit 1 (of the same plane) loops on:
+    60 000 turns in all run whole (the check of a return made inside the loop would have cost
+    a turn of each, and stopped both at 32 768); 100 000 are reported."""
+    _skip_unless_lavapipe(client)
+    out = ruda.asarray(np.zeros(16, np.uint32), client)
+    for second, whole in ((60_000, True), (100_000, False)):
+        spec = np.zeros((16, 4), np.uint32)
+        spec[0], spec[1] = (0, 100_000, 49_999, 7), (0, second, 100_000, 7)
+        loops_and_returns.launch(client, 1, 16, ruda.asarray(spec.ravel(), client), out)
+        if whole:
+            np.testing.assert_array_equal(out.numpy()[:2], [150_000, 3 * second + 7])
+        else:
+            _reported_cut_short(client, "loops_and_returns")
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     units=st.lists(
@@ -302,8 +293,7 @@ def test_lavapipe_returns_right_results_or_reports_the_kernel_whatever_its_loops
     """Two planes of units looping and returning at drawn turns: a launch either writes what
     the model does or raises at the sync, never wrong results; where no unit's loops take
     30 000 turns in all (a plane's loops then take fewer than 65 535), it runs whole."""
-    if "llvmpipe" not in client.properties().name:
-        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    _skip_unless_lavapipe(client)
     spec = np.array([(f, s, at, 7) for f, s, at in units], np.uint32).ravel()
     out = ruda.asarray(np.zeros(16, np.uint32), client)
     loops_and_returns.launch(client, 1, 16, ruda.asarray(spec, client), out)
@@ -333,8 +323,7 @@ def test_loops_of_two_units_of_a_plane_that_lavapipe_stops_together_are_reported
     out = ruda.asarray(np.zeros(16, np.uint32), client)
     two_loops.launch(client, 1, dim, ruda.asarray(first, client), ruda.asarray(second, client), out)
     if same:
-        with pytest.raises(LaunchError, match="kernel two_loops may have been cut short"):
-            client.sync().result()
+        _reported_cut_short(client, "two_loops")
     else:
         np.testing.assert_array_equal(out.numpy()[[0, other]], [40_000, 120_000])
 
@@ -350,14 +339,12 @@ def float_adds(out: Array[f32], turns: u32):
 def test_the_compare_exchange_loops_of_float_atomics_count_as_loop_turns(client):
     """lavapipe counts a float atomic's compare-exchange turns against its loop limit: 40 000
     adds a unit stopped at 32 768 without a report."""
-    if "llvmpipe" not in client.properties().name:
-        pytest.skip(f"{client.device} is not lavapipe, which stops loops")
+    _skip_unless_lavapipe(client)
     out = ruda.asarray(np.zeros(8, np.float32), client)
     float_adds.launch(client, 1, 8, out, 30_000)
     np.testing.assert_array_equal(out.numpy(), np.full(8, 30_000, np.float32))
     float_adds.launch(client, 1, 8, out, 40_000)
-    with pytest.raises(LaunchError, match="kernel float_adds may have been cut short"):
-        client.sync().result()
+    _reported_cut_short(client, "float_adds")
 
 
 @kernel
