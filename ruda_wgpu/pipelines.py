@@ -185,7 +185,6 @@ class KernelPipelines:
             return found
         static, elements = workgroup_nbytes(built.compiled.definition)
         needed = static + sum(max(n, 1) * e for n, e in zip(shared, elements, strict=True))
-        plane = self.plane_dim
         if needed > self._workgroup:
             raise TooManyResources(
                 f"kernel {built.name} needs {needed} bytes of workgroup memory on WebGPU, "
@@ -193,6 +192,7 @@ class KernelPipelines:
                 "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
                 "word. Use shorter shared arrays, or u32 elements that pack several values"
             )
+        plane = self.plane_dim
         if planes and dim.y * dim.z > 1 and dim.x % plane:
             raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5
                 f"kernel {built.name} uses plane operations on {dim}, a cube of several rows "

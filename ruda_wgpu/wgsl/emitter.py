@@ -170,8 +170,10 @@ class _Writer(StructuredWriter):
         self.constant = constant_locals(definition)
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
-        #: the loops the statement being written is inside, counted where the driver stops loops
+        #: the loops the statement being written is inside, counted where the driver stops loops,
+        #: and whether a return has left loops (through :data:`RETURNING`)
         self.loops = 0
+        self.left_loops = False
         #: the kernel's print sites, in program order (a record names its site's index)
         self.sites = print_sites(definition)
 
@@ -216,7 +218,7 @@ class _Writer(StructuredWriter):
         prologue = self._prologue()
         self.lines = []
         self._block(defn.body, 1)
-        if any(f"{RETURNING} = true;" in line for line in self.lines):
+        if self.left_loops:
             prologue.append(f"{INDENT}var {RETURNING} = false;")
         body = [*self.lines, *(INDENT + line for line in self._turns_check())]
         # the print records and the stopped-kernel word: bound after the arrays where used
@@ -369,6 +371,7 @@ class _Writer(StructuredWriter):
     def _return(self, depth: int) -> None:
         if self.loops:  # leaves its loops first (see RETURNING)
             self._lines(depth, f"{RETURNING} = true;\nbreak;")
+            self.left_loops = True
             return
         for line in self._turns_check():
             self._line(depth, line)
