@@ -612,6 +612,7 @@ class CudaServer(ComputeServer):
             Feature.PLANE,
             Feature.PLANE_SHUFFLE,
             Feature.PARTIAL_PLANE,
+            Feature.PLANES_ACROSS_ROWS,
             Feature.ATOMIC_INT64,
             Feature.ATOMIC_FLOAT,
             Feature.DYNAMIC_COUNT,

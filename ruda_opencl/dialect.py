@@ -13,18 +13,19 @@ are rounded once. ``bool`` cannot be a kernel argument or buffer element in Open
 buffers, arrays and scalar arguments are ``uchar`` (0 or 1, NumPy's bool layout) converted on
 access. Each buffer pointer is followed by its ``ulong`` byte offset.
 
-Planes are subgroups of the fixed width ``CompileOptions.plane_dim`` where any subgroup
-capability is on (the server enables one only when it can fix the width); ``PLANE_DIM`` is that
-constant, and with ``intel_reqd_subgroup_size`` every kernel requires it from the compiler.
-``UNIT_POS_PLANE`` is ``UNIT_POS % PLANE_DIM`` (a driver may form subgroups within each row of a
-cube, so ``get_sub_group_local_id`` differs from it where rows are not whole planes; the server
-refuses plane operations on such cubes). The last subgroup of a work-group whose size is not a
-multiple of the width is smaller (``get_sub_group_size()``); the ``sub_group_*`` built-ins act
-over its work-items, which are the lanes of the plane that exist. Without subgroups a plane is
-one lane: ``PLANE_DIM`` is 1 and every plane operation is the unit's own value or what the
-contract gives a plane of one lane (a sum, scan or reduction is the value, an exclusive sum 0,
-a ballot bit 0 set where the predicate holds, an election true, a read of another lane 0 or the
-unit's own value), with no subgroup built-in; ``sync_plane()`` is nothing.
+Planes are subgroups of the fixed width ``CompileOptions.plane_dim`` where any subgroup capability
+is on (the server enables one only when it can fix the width); ``PLANE_DIM`` is that constant, and
+with ``intel_reqd_subgroup_size`` every kernel requires it from the compiler. ``UNIT_POS_PLANE`` is
+``UNIT_POS % PLANE_DIM`` (a driver may form subgroups within each row of a cube, so
+``get_sub_group_local_id`` differs from it where rows are not whole planes: the device lacks
+``Feature.PLANES_ACROSS_ROWS``, and the client refuses plane operations on such cubes). The last
+subgroup of a work-group whose size is not a multiple of the width is smaller
+(``get_sub_group_size()``); the ``sub_group_*`` built-ins act over its work-items, which are the
+lanes of the plane that exist. Without subgroups a plane is one lane: ``PLANE_DIM`` is 1 and every
+plane operation is the unit's own value or what the contract gives a plane of one lane (a sum, scan
+or reduction is the value, an exclusive sum 0, a ballot bit 0 set where the predicate holds, an
+election true, a read of another lane 0 or the unit's own value), with no subgroup built-in;
+``sync_plane()`` is nothing.
 ``plane_ballot``/``plane_elect`` are native with
 ``cl_khr_subgroup_ballot``/``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits /
 lane 0; the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else

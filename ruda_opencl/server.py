@@ -30,7 +30,6 @@ from ruda_core.runtime import (
     IoError,
     KernelLaunch,
     LaunchArgs,
-    LaunchConfigError,
     LoadedKernel,
     RudaCount,
     RudaDim,
@@ -250,7 +249,6 @@ class OpenCLDriver(Driver):
         self._device = device
         self._context = cl.Context([device])
         self.compiler = OpenCLCompiler()
-        self._plane_dim = capabilities.plane_dim
         self._build_options = list(capabilities.build_options)
         #: the pages of its server's pools
         self.storage = OpenCLStorage(self._context, device)
@@ -295,7 +293,7 @@ class OpenCLDriver(Driver):
         source = (
             "def run(stream, count, dim, b, s, m):\n"
             "    if dim is not launcher.dim or count is not launcher.count:\n"
-            "        check_units(launcher, uses_planes, dim)\n"
+            "        check_units(launcher, dim)\n"
             "        launcher.shape(count, dim)\n"
             f"    values = ({values}{',' if values else ''})\n"
             "    try:\n"
@@ -314,7 +312,6 @@ class OpenCLDriver(Driver):
         env = {
             **env,
             "launcher": launcher,
-            "uses_planes": task.uses_planes,  # not the task: its kernel is let go when it dies
             "check_units": self._check_units,
             "kernel": launcher.kernel,
             "floats": launcher.floats,
@@ -335,7 +332,7 @@ class OpenCLDriver(Driver):
     ) -> Run:
         count, dim, bindings, scalars, metadata = args
         launcher: _Launcher = kernel.built
-        self._check_units(launcher, task.uses_planes, dim)
+        self._check_units(launcher, dim)
         own = launcher.bound_copy(launcher.read_args(bindings, scalars, metadata))
         print_arg = launcher.print_arg
         gsize, lsize = _sizes(count, dim)
@@ -353,20 +350,11 @@ class OpenCLDriver(Driver):
 
         return run
 
-    def _check_units(self, launcher: _Launcher, uses_planes: bool, dim: RudaDim) -> None:
+    def _check_units(self, launcher: _Launcher, dim: RudaDim) -> None:
         if dim.x * dim.y * dim.z > launcher.max_units:
             raise TooManyResources(
                 f"{dim} is {dim.num_units} units; kernel {launcher.name} can run at most "
                 f"{launcher.max_units} per cube on {self._device.name}. Shrink RudaDim"
-            )
-        plane = self._plane_dim
-        if uses_planes and dim.y * dim.z > 1 and dim.x % plane:
-            raise LaunchConfigError(  # e.g. Intel's CPU driver: a row of 8 is a subgroup of 8
-                f"kernel {launcher.name} uses plane operations on {dim}, a cube of several rows "
-                f"of {dim.x} units: OpenCL drivers may form subgroups within each row, so each "
-                f"row must be whole planes. Make RudaDim.x a multiple of "
-                f"{self._device.name.strip()}'s plane width {plane}, or launch one row of "
-                f"RudaDim({dim.num_units}) units (its last plane may be partial)"
             )
 
     def prepare_copy(self, source: Binding, destination: Binding) -> Run:

@@ -20,7 +20,7 @@ from typing import Any
 import wgpu
 
 from ruda_core.codegen.printf import print_sites, record_format
-from ruda_core.errors import CompilationError, LaunchConfigError, TooManyResources
+from ruda_core.errors import CompilationError, TooManyResources
 from ruda_core.runtime import Binding, CompiledKernel, RudaDim
 from ruda_core.runtime.print_records import PrintTable
 
@@ -61,9 +61,8 @@ class BuiltKernel:
 class KernelPipelines:
     """The shader modules, pipelines and bind groups of one device."""
 
-    def __init__(self, device: Any, storage: WebGpuStorage, plane_dim: int, turned: Any) -> None:
-        """:param plane_dim: the measured plane width.
-        :param turned: the buffer kernels that may have been stopped write their id into,
+    def __init__(self, device: Any, storage: WebGpuStorage, turned: Any) -> None:
+        """:param turned: the buffer kernels that may have been stopped write their id into,
             bound after the arrays of every kernel; None where the driver stops no loops."""
         self._device = device
         self._storage = storage
@@ -79,7 +78,6 @@ class KernelPipelines:
         #: storage buffers one dispatch binds (the launch record is a uniform buffer)
         buffers = int(limits["max-storage-buffers-per-shader-stage"])
         self._max_storage = min(buffers, int(limits["max-bindings-per-bind-group"]) - 1)
-        self.plane_dim = plane_dim
         self._workgroup = int(limits["max-compute-workgroup-storage-size"])
 
     def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
@@ -168,14 +166,10 @@ class KernelPipelines:
             built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every, ())
         return built.writable
 
-    def pipeline(
-        self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...], planes: bool
-    ) -> Any:
+    def pipeline(self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...]) -> Any:
         """The pipeline of ``built`` for cubes of ``dim`` and dynamic shared lengths
         ``shared``, made at its first use.
 
-        :raises LaunchConfigError: ``planes`` (the kernel uses plane operations) on a cube of
-            several rows that are not whole planes: drivers form subgroups within rows.
         :raises TooManyResources: its workgroup memory passes the device's: wgpu does not
             refuse such a pipeline, and a driver may then run it wrongly or not at all.
         """
@@ -191,15 +185,6 @@ class KernelPipelines:
                 f"over the device's {self._workgroup} (max-compute-workgroup-storage-size): "
                 "WGSL holds each shared element of bool or an 8- or 16-bit integer in a 4-byte "
                 "word. Use shorter shared arrays, or u32 elements that pack several values"
-            )
-        plane = self.plane_dim
-        if planes and dim.y * dim.z > 1 and dim.x % plane:
-            raise LaunchConfigError(  # lavapipe: a row of 5 is a subgroup of 5
-                f"kernel {built.name} uses plane operations on {dim}, a cube of several rows "
-                f"of {dim.x} units: Vulkan drivers may form subgroups within each row, so each "
-                f"row must be whole planes. Make RudaDim.x a multiple of the plane width "
-                f"{plane}, or launch one row of RudaDim({dim.num_units}) units (its last plane "
-                "may be partial)"
             )
         constants: dict[str, int] = {"WX": dim.x, "WY": dim.y, "WZ": dim.z}
         constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})

@@ -255,8 +255,7 @@ class WebGpuDriver(Driver):
         usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
         self._marker = _buffer(self.device, 4, usage, "the stopped-kernel word")
         turned = self._marker if self.loop_limit else None
-        self.plane_dim = plane_width(self.device)
-        self.pipelines = KernelPipelines(self.device, self.storage, self.plane_dim, turned)
+        self.pipelines = KernelPipelines(self.device, self.storage, turned)
         #: a record's offset is a multiple of this: a uniform binding's offset must be
         self._record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
         self.byte_copies = ByteCopies(self.device, self.record_stride(ByteCopies.RECORD))
@@ -297,7 +296,6 @@ class WebGpuDriver(Driver):
         elem_nbytes = [p.elem.nbytes for p in definition.array_params]
         #: the positions among the scalars of the dynamic shared arrays' lengths
         dynamic = [k for _, k in definition.dynamic_shared]
-        planes = task.uses_planes  # not the task: its kernel is let go when it dies
         writes = [k for k in range(len(elem_nbytes)) if task.writes(k)]
         errors = WgpuErrors(f"launching kernel {built.name}")
 
@@ -312,7 +310,7 @@ class WebGpuDriver(Driver):
             s = cast(WebGpuStream, stream)
             shared = tuple(int(scalars[k]) for k in dynamic)
             bound = pipelines.variant(built, bindings)
-            pipeline = pipelines.pipeline(bound, dim, shared, planes)
+            pipeline = pipelines.pipeline(bound, dim, shared)
             prints = None if built.print_base is None else s.print_buffer()
             group = pipelines.group(bound, s.records, bindings, prints)
             s.written.extend(bindings[k] for k in writes)
@@ -506,7 +504,7 @@ class WebGpuServer(ComputeServer):
     def __init__(self, device: WebGpuDevice) -> None:
         adapter = all_adapters()[device.index]
         driver = WebGpuDriver(adapter)
-        plane_dim = driver.plane_dim
+        plane_dim = plane_width(driver.device)
         features = _features(adapter, plane_dim)
         limits = driver.device.limits
         info = adapter.info

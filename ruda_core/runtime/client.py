@@ -21,13 +21,11 @@ import numpy as np
 
 from ..errors import (
     InvalidHandle,
-    LaunchConfigError,
     LayoutError,
     RudaPanic,
     ServerError,
-    TooManyResources,
 )
-from ..ir import WARPGROUP_UNITS, ExecutionMode
+from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .cache import EntryOrigin
 from .capture import Graph
@@ -46,6 +44,7 @@ from .dims import (
 from .driver import Bytes
 from .future import RudaFuture
 from .layout import Strided, contiguous_strides
+from .limits import LaunchLimits
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
@@ -123,7 +122,7 @@ class ComputeClient:
         runtime define.
     """
 
-    __slots__ = ("_device", "_launch_limits", "_runtime", "_server", "pinned")
+    __slots__ = ("_device", "_limits", "_runtime", "_server", "pinned")
 
     _registry: ClassVar[dict[Hashable, ComputeClient]] = {}
     #: reentrant: a driver's server factory may open another device's client (its reference)
@@ -147,13 +146,7 @@ class ComputeClient:
         server.name_device(str(device))
         if self._runtime is not None:
             server.cache_origin = EntryOrigin(self._runtime.name(self), str(device))
-        props = server.properties()
-        self._launch_limits = (
-            props.max_units_per_ruda,
-            props.max_ruda_dim,
-            props.max_ruda_count,
-            props.max_shared_memory_nbytes,
-        )
+        self._limits = LaunchLimits(str(device), server.properties(), server.features())
 
     # -- registration --------------------------------------------------------------------------
     @classmethod
@@ -521,33 +514,17 @@ class ComputeClient:
     ) -> bool:
         """Check a launch's geometry and shared memory against the device's limits, its cube
         against the task's bounds (:attr:`~.compiler.RudaTask.max_units` and ``min_units``),
-        and a warpgroup kernel's cube against whole warpgroups; True when they fit whatever the
-        scalars (no dynamic shared memory to size, no warpgroups).
+        a warpgroup kernel's cube against whole warpgroups, and a plane kernel's cube of
+        several rows against rows of whole planes (unless the device has
+        ``Feature.PLANES_ACROSS_ROWS``); True when they fit whatever the scalars (no dynamic
+        shared memory to size, no warpgroups).
 
         :raises TooManyResources: for a launch over a limit.
-        :raises LaunchConfigError: for a cube outside the task's bounds, or a warpgroup kernel's
-            cube that is not whole warpgroups.
+        :raises LaunchConfigError: for a cube outside the task's bounds, a warpgroup kernel's
+            cube that is not whole warpgroups, or a plane kernel's cube of several rows that are
+            not whole planes where the device may form planes within rows.
         """
-        max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._launch_limits
-        x, y, z = dim.x, dim.y, dim.z
-        units = x * y * z
-        if (  # _check_limits() only when a limit is passed: this runs on every launch()
-            units > max_units
-            or units > task.max_units
-            or units < task.min_units
-            or x > dx
-            or y > dy
-            or z > dz
-            or count.x > cx
-            or count.y > cy
-            or count.z > cz
-            or task.shared_bytes > max_shared
-            or task.dynamic_shared
-            or task.uses_warpgroups
-        ):
-            self._check_limits(task, count, dim, scalars)  # raises unless only sizes to check
-            return False
-        return True
+        return self._limits.admit(task, count, dim, scalars)
 
     def launch_unchecked(
         self,
@@ -561,7 +538,7 @@ class ComputeClient:
         """Unsafe: enqueue ``task`` with the checks ``BoundsCheckMode.current()`` selects. With
         ``auto`` the caller guarantees every access is in bounds and every loop terminates."""
         count, dim = launch_geometry(count, dim)
-        self._check_limits(task, count, dim, scalars)
+        self._limits.check(task, count, dim, scalars)
         task.check_arity(bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode
         args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
@@ -589,7 +566,7 @@ class ComputeClient:
         :raises CompilationError: at once, when the kernel does not build.
         """
         count, dim = launch_geometry(count, dim)
-        self._check_limits(task, count, dim, scalars)
+        self._limits.check(task, count, dim, scalars)
         task.check_arity(bindings, scalars, metadata)
         args = LaunchArgs(count, dim, bindings, scalars, metadata)
         mode = BoundsCheckMode.current().execution_mode if unchecked else _CHECKED
@@ -651,61 +628,6 @@ class ComputeClient:
             label, submitted - start, done - start, 0, TimingMethod.SYSTEM, trace
         )
         return result, duration
-
-    def _check_limits(
-        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
-    ) -> None:
-        max_units, max_dim, max_count, max_shared = self._launch_limits
-        shared = task.shared_bytes + task.dynamic_shared_bytes(scalars)
-        if (
-            dim.x * dim.y * dim.z > max_units
-            or dim.x > max_dim[0]
-            or dim.y > max_dim[1]
-            or dim.z > max_dim[2]
-            or count.x > max_count[0]
-            or count.y > max_count[1]
-            or count.z > max_count[2]
-            or shared > max_shared
-        ):
-            raise TooManyResources(self._describe_limits(task, count, dim, shared))
-        if task.min_units > 1 and dim.num_units != task.min_units:
-            units = task.min_units
-            raise LaunchConfigError(
-                f"kernel {task.name} states cube_units({units}): it is built for cubes of "
-                f"exactly {units} units, and {dim} is {dim.num_units} units. Use a RudaDim of "
-                f"{units} units"
-            )
-        if dim.num_units > task.max_units:
-            bound = task.max_units
-            raise LaunchConfigError(
-                f"kernel {task.name} states launch_bounds({bound}): it is built for cubes of at "
-                f"most {bound} units, and {dim} is {dim.num_units} units. Use a RudaDim of at "
-                f"most {bound} units (more cubes cover the rest), or raise its launch_bounds"
-            )
-        if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
-            raise LaunchConfigError(
-                f"kernel {task.name} uses warpgroup matrices, which need cubes of whole "
-                f"warpgroups of {WARPGROUP_UNITS} units; {dim} is {dim.num_units} units. "
-                f"Use a RudaDim whose units are a multiple of {WARPGROUP_UNITS}"
-            )
-
-    def _describe_limits(self, task: RudaTask, count: RudaCount, dim: RudaDim, shared: int) -> str:
-        props = self._server.properties()
-        dev = self._device
-        if dim.num_units > props.max_units_per_ruda:
-            return (
-                f"{dim} is {dim.num_units} units; {dev} allows {props.max_units_per_ruda} per "
-                "cube. Shrink RudaDim or raise RudaCount"
-            )
-        if any(d > m for d, m in zip((dim.x, dim.y, dim.z), props.max_ruda_dim, strict=True)):
-            return f"{dim} exceeds {dev}'s per-axis limit {props.max_ruda_dim}"
-        if shared > props.max_shared_memory_nbytes:
-            sized = " (with the sizes given at this launch)" if task.dynamic_shared else ""
-            return (
-                f"kernel {task.name} needs {shared} bytes of shared memory{sized}; {dev} "
-                f"allows {props.max_shared_memory_nbytes} per cube. Use a smaller SharedMemory"
-            )
-        return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"
 
     def __repr__(self) -> str:
         pinned = f", stream={self.pinned.value}" if self.pinned is not None else ""

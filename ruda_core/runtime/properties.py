@@ -26,6 +26,11 @@ class Feature(enum.Enum):
     PLANE_SHUFFLE = "plane_shuffle"  #: plane_shuffle / plane_broadcast with per-unit lanes
     #: plane operations on a cube whose unit count is not a multiple of the plane width
     PARTIAL_PLANE = "partial_plane"
+    #: a plane of a cube of several rows is units consecutive in ``UNIT_POS`` order, across
+    #: rows (CUDA's warps); without it a driver may form planes within each row (OpenCL and
+    #: Vulkan may), and a kernel that uses plane operations is refused a cube of several rows
+    #: that are not whole planes
+    PLANES_ACROSS_ROWS = "planes_across_rows"
     ATOMIC_INT64 = "atomic_int64"  #: 64-bit integer atomics
     ATOMIC_FLOAT = "atomic_float"  #: float atomics (native or emulated)
     DYNAMIC_COUNT = "dynamic_count"  #: RudaCount.dynamic

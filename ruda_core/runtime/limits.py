@@ -1,0 +1,138 @@
+"""``LaunchLimits``: the checks a client makes of a launch before anything is enqueued, against
+one device's limits and the task's own bounds. Imports no driver."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import LaunchConfigError, TooManyResources
+from ..ir import WARPGROUP_UNITS
+from .compiler import RudaTask
+from .dims import RudaCount, RudaDim
+from .properties import DeviceProperties, Feature, Features
+
+__all__ = ["LaunchLimits"]
+
+
+class LaunchLimits:
+    """The launch limits of the device named ``device`` (as users name it: ``opencl:0``)."""
+
+    __slots__ = ("_device", "_props", "_row_planes", "_sizes")
+
+    def __init__(self, device: str, props: DeviceProperties, features: Features) -> None:
+        self._device = device
+        self._props = props
+        self._sizes = (
+            props.max_units_per_ruda,
+            props.max_ruda_dim,
+            props.max_ruda_count,
+            props.max_shared_memory_nbytes,
+        )
+        #: the width a row of a cube of several rows must be a multiple of for plane operations
+        #: (1: any width, where planes run on across rows)
+        across = features.has(Feature.PLANES_ACROSS_ROWS)
+        self._row_planes = 1 if across else props.plane_dim
+
+    def admit(
+        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
+    ) -> bool:
+        """:meth:`check` the launch; True when it fits whatever the scalars (no dynamic shared
+        memory to size, no warpgroups). Fast where nothing is near a limit: it runs on every
+        new geometry of a launch site."""
+        max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._sizes
+        x, y, z = dim.x, dim.y, dim.z
+        units = x * y * z
+        if (  # check() only when a limit is passed
+            units > max_units
+            or units > task.max_units
+            or units < task.min_units
+            or x > dx
+            or y > dy
+            or z > dz
+            or count.x > cx
+            or count.y > cy
+            or count.z > cz
+            or task.shared_bytes > max_shared
+            or task.dynamic_shared
+            or task.uses_warpgroups
+            or (x % self._row_planes and y * z > 1 and task.uses_planes)
+        ):
+            self.check(task, count, dim, scalars)  # raises unless only sizes to check
+            return False
+        return True
+
+    def check(
+        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
+    ) -> None:
+        """Check a launch's geometry and shared memory against the device's limits, its cube
+        against the task's bounds (:attr:`~.compiler.RudaTask.max_units` and ``min_units``),
+        a warpgroup kernel's cube against whole warpgroups, and a plane kernel's cube of
+        several rows against rows of whole planes (unless the device has
+        ``Feature.PLANES_ACROSS_ROWS``).
+
+        :raises TooManyResources: for a launch over a limit.
+        :raises LaunchConfigError: for a cube outside the task's bounds, a warpgroup kernel's
+            cube that is not whole warpgroups, or a plane kernel's cube of several rows that are
+            not whole planes where the device may form planes within rows.
+        """
+        max_units, max_dim, max_count, max_shared = self._sizes
+        shared = task.shared_bytes + task.dynamic_shared_bytes(scalars)
+        if (
+            dim.x * dim.y * dim.z > max_units
+            or dim.x > max_dim[0]
+            or dim.y > max_dim[1]
+            or dim.z > max_dim[2]
+            or count.x > max_count[0]
+            or count.y > max_count[1]
+            or count.z > max_count[2]
+            or shared > max_shared
+        ):
+            raise TooManyResources(self._describe(task, count, dim, shared))
+        if task.min_units > 1 and dim.num_units != task.min_units:
+            units = task.min_units
+            raise LaunchConfigError(
+                f"kernel {task.name} states cube_units({units}): it is built for cubes of "
+                f"exactly {units} units, and {dim} is {dim.num_units} units. Use a RudaDim of "
+                f"{units} units"
+            )
+        if dim.num_units > task.max_units:
+            bound = task.max_units
+            raise LaunchConfigError(
+                f"kernel {task.name} states launch_bounds({bound}): it is built for cubes of at "
+                f"most {bound} units, and {dim} is {dim.num_units} units. Use a RudaDim of at "
+                f"most {bound} units (more cubes cover the rest), or raise its launch_bounds"
+            )
+        plane = self._row_planes
+        if dim.x % plane and dim.y * dim.z > 1 and task.uses_planes:
+            raise LaunchConfigError(
+                f"kernel {task.name} uses plane operations on {dim}, a cube of several rows of "
+                f"{dim.x} units: {self._device} may form planes within each row, so each row "
+                f"must be whole planes. Make RudaDim.x a multiple of the plane width {plane}, "
+                f"or launch one row of RudaDim({dim.num_units}) units (its last plane may be "
+                "partial)"
+            )
+        if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
+            raise LaunchConfigError(
+                f"kernel {task.name} uses warpgroup matrices, which need cubes of whole "
+                f"warpgroups of {WARPGROUP_UNITS} units; {dim} is {dim.num_units} units. "
+                f"Use a RudaDim whose units are a multiple of {WARPGROUP_UNITS}"
+            )
+
+    def _describe(self, task: RudaTask, count: RudaCount, dim: RudaDim, shared: int) -> str:
+        props, dev = self._props, self._device
+        if dim.num_units > props.max_units_per_ruda:
+            return (
+                f"{dim} is {dim.num_units} units; {dev} allows {props.max_units_per_ruda} per "
+                "cube. Shrink RudaDim or raise RudaCount"
+            )
+        if any(d > m for d, m in zip((dim.x, dim.y, dim.z), props.max_ruda_dim, strict=True)):
+            return f"{dim} exceeds {dev}'s per-axis limit {props.max_ruda_dim}"
+        if shared > props.max_shared_memory_nbytes:
+            sized = " (with the sizes given at this launch)" if task.dynamic_shared else ""
+            return (
+                f"kernel {task.name} needs {shared} bytes of shared memory{sized}; {dev} "
+                f"allows {props.max_shared_memory_nbytes} per cube. Use a smaller SharedMemory"
+            )
+        return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"
