@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ruda_core.runtime import (
-    ComputeClient,
     DeviceId,
     IndexedDevice,
     IndexedRuntime,
@@ -39,10 +38,6 @@ class CpuRuntime(IndexedRuntime):
     @classmethod
     def new_server(cls, device: Any) -> CpuServer:
         return CpuServer(device.to_id())
-
-    @classmethod
-    def name(cls, client: ComputeClient) -> str:
-        return "cpu"
 
     @classmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:

@@ -44,10 +44,6 @@ class CudaRuntime(IndexedRuntime):
     device = CudaDevice
 
     @classmethod
-    def name(cls, client: ComputeClient) -> str:
-        return "cuda"
-
-    @classmethod
     def has_native_layer_norm(cls) -> bool:
         """True: LayerNorm and its gradients run ruda_cuda's CUDA C++ kernels
         (:mod:`ruda_cuda.ops.layer_norm`, which the plugin also registers with

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from ruda_core.runtime import (
-    ComputeClient,
     DeviceId,
     IndexedDevice,
     IndexedRuntime,
@@ -42,10 +41,6 @@ class OpenCLRuntime(IndexedRuntime):
     #: imports PyOpenCL when first read
     server = LazyType("ruda_opencl.server:OpenCLServer", "pip install 'ruda[opencl]'")
     device = OpenCLDevice
-
-    @classmethod
-    def name(cls, client: ComputeClient) -> str:
-        return "opencl"
 
     @classmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from ruda_core.runtime import (
-    ComputeClient,
     DeviceId,
     IndexedDevice,
     IndexedRuntime,
@@ -42,10 +41,6 @@ class WebGpuRuntime(IndexedRuntime):
     #: imports wgpu when first read
     server = LazyType("ruda_wgpu.server:WebGpuServer", INSTALL_HINT)
     device = WebGpuDevice
-
-    @classmethod
-    def name(cls, client: ComputeClient) -> str:
-        return "webgpu"
 
     @classmethod
     def max_ruda_count(cls) -> tuple[int, int, int]:

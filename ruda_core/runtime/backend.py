@@ -182,13 +182,19 @@ class Runtime(ABC):
 
 class IndexedRuntime(Runtime):
     """A :class:`Runtime` whose devices are :class:`IndexedDevice` values and whose server is
-    made from one device: it supplies the ``client``, ``can_read_tensor`` and
-    ``autotune_driver_fingerprint`` (the server's) that every in-tree driver shares. A subclass
-    still defines ``name``, ``max_ruda_count``, ``target_properties`` and
-    ``enumerate_devices``, and sets ``server`` (or overrides :meth:`new_server`).
+    made from one device: it supplies the ``client``, ``name`` (the device class's
+    ``backend``), ``can_read_tensor`` and ``autotune_driver_fingerprint`` (the server's) that
+    every in-tree driver shares. A subclass still defines ``max_ruda_count``,
+    ``target_properties`` and ``enumerate_devices``, and sets ``server`` (or overrides
+    :meth:`new_server`).
     """
 
     device: ClassVar[type[IndexedDevice]]
+
+    @classmethod
+    def name(cls, client: ComputeClient) -> str:
+        """The backend's name, as in its devices' names (``opencl`` of ``opencl:0``)."""
+        return cls.device.backend
 
     @classmethod
     def client(cls, device: Any = None) -> ComputeClient:
