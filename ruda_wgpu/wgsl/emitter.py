@@ -163,7 +163,7 @@ class _Writer(StructuredWriter):
         self.names = NameTable(RESERVED)
         self.n: dict[str, str] = {}
         self.prelude = Prelude()
-        self.expr = ExprLowering(self.d, self.prelude, self.text)
+        self.expr = ExprLowering(self.d, self.prelude, self._name_of)
         self.plane = PlaneLowering(self.expr, lambda: "UNIT_POS_PLANE")
         self.atomic = atomic_arrays(definition)
         #: locals a shader compiler may evaluate while it compiles (:mod:`.folds`)
@@ -300,13 +300,13 @@ class _Writer(StructuredWriter):
 
     # -- operands ---------------------------------------------------------------------------
 
-    def text(self, a: object) -> str:
-        if isinstance(a, Const):
-            literal = self.d.literal(a.value, a.elem)
-            return f"({literal})" if literal.startswith("-") else literal
+    def _name_of(self, a: Operand) -> str:
         if isinstance(a, Builtin):
             return a.kind.value
-        return self.n[a.name]  # type: ignore[attr-defined]  # a Local or a scalar Param
+        return self.n[a.name]  # type: ignore[union-attr]  # a Local or a scalar Param
+
+    def text(self, a: object) -> str:
+        return self.expr.text(cast(Operand, a))
 
     def index(self, index: object) -> str:
         """An index as a ``u32``."""
