@@ -524,7 +524,28 @@ class ComputeClient:
             cube that is not whole warpgroups, or a plane kernel's cube of several rows that are
             not whole planes where the device may form planes within rows.
         """
-        return self._limits.admit(task, count, dim, scalars)
+        limits = self._limits
+        max_units, (dx, dy, dz), (cx, cy, cz), max_shared, row_planes = limits.sizes
+        x, y, z = dim.x, dim.y, dim.z
+        units = x * y * z
+        if (  # check() only when a limit is passed: this runs on every new geometry
+            units > max_units
+            or units > task.max_units
+            or units < task.min_units
+            or x > dx
+            or y > dy
+            or z > dz
+            or count.x > cx
+            or count.y > cy
+            or count.z > cz
+            or task.shared_bytes > max_shared
+            or task.dynamic_shared
+            or task.uses_warpgroups
+            or (y * z > 1 and x % row_planes and task.uses_planes)
+        ):
+            limits.check(task, count, dim, scalars)  # raises unless only sizes to check
+            return False
+        return True
 
     def launch_unchecked(
         self,

@@ -19,49 +19,23 @@ __all__ = ["LaunchLimits"]
 class LaunchLimits:
     """The launch limits of the device named ``device`` (as users name it: ``opencl:0``)."""
 
-    __slots__ = ("_device", "_props", "_row_planes", "_sizes")
+    __slots__ = ("_device", "_props", "sizes")
 
     def __init__(self, device: str, props: DeviceProperties, features: Features) -> None:
         self._device = device
         self._props = props
-        self._sizes = (
+        across = features.has(Feature.PLANES_ACROSS_ROWS)
+        #: the most units per cube, per axis of a cube, and cubes per axis, the shared memory
+        #: per cube, and the width a row of a cube of several rows must be a multiple of for
+        #: plane operations (1: any width, where planes run on across rows): what
+        #: ``ComputeClient.admit`` compares a launch with before it calls :meth:`check`
+        self.sizes = (
             props.max_units_per_ruda,
             props.max_ruda_dim,
             props.max_ruda_count,
             props.max_shared_memory_nbytes,
+            1 if across else props.plane_dim,
         )
-        #: the width a row of a cube of several rows must be a multiple of for plane operations
-        #: (1: any width, where planes run on across rows)
-        across = features.has(Feature.PLANES_ACROSS_ROWS)
-        self._row_planes = 1 if across else props.plane_dim
-
-    def admit(
-        self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
-    ) -> bool:
-        """:meth:`check` the launch; True when it fits whatever the scalars (no dynamic shared
-        memory to size, no warpgroups). Fast where nothing is near a limit: it runs on every
-        new geometry of a launch site."""
-        max_units, (dx, dy, dz), (cx, cy, cz), max_shared = self._sizes
-        x, y, z = dim.x, dim.y, dim.z
-        units = x * y * z
-        if (  # check() only when a limit is passed
-            units > max_units
-            or units > task.max_units
-            or units < task.min_units
-            or x > dx
-            or y > dy
-            or z > dz
-            or count.x > cx
-            or count.y > cy
-            or count.z > cz
-            or task.shared_bytes > max_shared
-            or task.dynamic_shared
-            or task.uses_warpgroups
-            or (x % self._row_planes and y * z > 1 and task.uses_planes)
-        ):
-            self.check(task, count, dim, scalars)  # raises unless only sizes to check
-            return False
-        return True
 
     def check(
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
@@ -77,7 +51,7 @@ class LaunchLimits:
             cube that is not whole warpgroups, or a plane kernel's cube of several rows that are
             not whole planes where the device may form planes within rows.
         """
-        max_units, max_dim, max_count, max_shared = self._sizes
+        max_units, max_dim, max_count, max_shared, plane = self.sizes
         shared = task.shared_bytes + task.dynamic_shared_bytes(scalars)
         if (
             dim.x * dim.y * dim.z > max_units
@@ -104,8 +78,7 @@ class LaunchLimits:
                 f"most {bound} units, and {dim} is {dim.num_units} units. Use a RudaDim of at "
                 f"most {bound} units (more cubes cover the rest), or raise its launch_bounds"
             )
-        plane = self._row_planes
-        if dim.x % plane and dim.y * dim.z > 1 and task.uses_planes:
+        if dim.y * dim.z > 1 and dim.x % plane and task.uses_planes:
             raise LaunchConfigError(
                 f"kernel {task.name} uses plane operations on {dim}, a cube of several rows of "
                 f"{dim.x} units: {self._device} may form planes within each row, so each row "
