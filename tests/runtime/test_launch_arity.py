@@ -1,7 +1,8 @@
 """A launch through the runtime API that passes more or fewer bindings, scalars or metadata
 values than its kernel takes is refused before anything runs, naming what it takes, on every
 device (the drivers pack what they are given, so a short list would otherwise fail inside one
-of them, or run with values missing)."""
+of them, or run with values missing); so is a binding off its alignment, and a plane kernel's
+cube of rows that are not whole planes where the device may form planes within rows."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import Elem, Op
-from ruda_core.runtime import KernelTask, LaunchConfigError
-from ruda_core.testing.irbuild import KernelBuilder, const
+from ruda_core.runtime import Feature, KernelTask, LaunchConfigError
+from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.runner import read_array
 
 
@@ -62,3 +63,41 @@ def test_a_binding_off_a_multiple_of_its_element_size_is_refused_before_it_runs(
     at_four = memory.offset(4, 8).binding()
     client.launch(task, 1, 1, [at_four, unused.binding()], [np.uint32(1)], [1, 1])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 7])
+
+
+def _plane_sums() -> KernelTask:
+    """``out[UNIT_POS] = plane_sum(UNIT_POS)``."""
+    k = KernelBuilder("plane_sums")
+    out = k.array("out", Elem.U32)
+    unit = builtin("UNIT_POS")
+    k.store(out, unit, k.let(Op.PLANE_SUM, Elem.U32, unit))
+    return KernelTask(k.build())
+
+
+@pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
+def test_a_plane_kernel_on_rows_of_part_planes_runs_as_one_row_or_is_refused_before_it_runs(
+    client, call
+):
+    """A cube of three rows whose width is not whole planes: planes run on across the rows
+    where the device has ``PLANES_ACROSS_ROWS``, so the sums are those of one row of as many
+    units; elsewhere every raw entry point refuses the launch before anything runs."""
+    plane = client.properties().plane_dim
+    width = plane // 2 + 1
+    if not client.features().has(Feature.PLANE) or width % plane == 0:
+        pytest.skip(f"{client.device} has no planes of more than two lanes")
+    task, units = _plane_sums(), 3 * width
+    rows = client.create_from_slice(np.zeros(units, np.uint32))
+    run = getattr(client, call)
+    if not client.features().has(Feature.PLANES_ACROSS_ROWS):
+        with pytest.raises(LaunchConfigError, match=rf"launch one row of RudaDim\({units}\)"):
+            run(task, 1, (width, 3), [rows.binding()], [], [units])
+        np.testing.assert_array_equal(read_array(client, rows, np.uint32), 0)  # nothing ran
+        return
+    launched = run(task, 1, (width, 3), [rows.binding()], [], [units])
+    if call == "prepare":
+        launched.launch()
+    row = client.create_from_slice(np.zeros(units, np.uint32))
+    client.launch(task, 1, units, [row.binding()], [], [units])
+    np.testing.assert_array_equal(
+        read_array(client, rows, np.uint32), read_array(client, row, np.uint32)
+    )
