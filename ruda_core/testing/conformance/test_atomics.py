@@ -91,13 +91,13 @@ def conformance_reductions(x: Array[Int], acc: Array[Int], olds: Array[Int]):
 
 
 @kernel
-def conformance_store_load(a: Array[u32], out: Array[u32]):
+def conformance_store_load(a: Array[Numeric], out: Array[Numeric]):
     i = ABSOLUTE_POS
     if i < out.len():
-        atomic_store(a, i, i * u32(3))
+        atomic_store(a, i, Numeric(i * u32(3)))
         out[i] = atomic_load(a, i)
-        if atomic_compare_and_swap(a, i, u32(12345678), u32(1)) == u32(12345678):
-            out[i] = u32(0)  # the comparison fails: never written back
+        if atomic_compare_and_swap(a, i, Numeric(12345678), Numeric(1)) == Numeric(12345678):
+            out[i] = Numeric(0)  # the comparison fails: never written back
 
 
 def _cubes(n: int) -> RudaCount:
@@ -133,13 +133,18 @@ def test_shared_memory_histogram(client):
     np.testing.assert_array_equal(read_array(client, hist, np.uint32), np.bincount(x % bins))
 
 
-@pytest.mark.parametrize("elem", [Elem.U32, Elem.I32, Elem.U64, Elem.I64, Elem.F32], ids=str)
-def test_fetch_add_returns_unique_old_values(client, elem):
+def _need_atomics(client, elem: Elem) -> None:
+    """Skip unless the device has ``elem`` and its atomics (64-bit or float ones)."""
     need(client, elem)
     if elem.bits == 64 and elem.is_int:
         need(client, Feature.ATOMIC_INT64)
     if elem.is_float:
         need(client, Feature.ATOMIC_FLOAT)
+
+
+@pytest.mark.parametrize("elem", [Elem.U32, Elem.I32, Elem.U64, Elem.I64, Elem.F32], ids=str)
+def test_fetch_add_returns_unique_old_values(client, elem):
+    _need_atomics(client, elem)
     n = 4096
     counter = client.create_from_slice(np.zeros(1, dtype=elem.numpy))
     tickets = client.empty(n * elem.nbytes)
@@ -193,15 +198,18 @@ def test_min_max_and_or_xor_sub_swap(client, elem):
     np.testing.assert_array_equal(swapped, np.sort(np.concatenate([x, init[6:7]])))
 
 
-def test_atomic_store_load_and_failed_compare(client):
+@pytest.mark.parametrize("elem", [Elem.U32, Elem.I32, Elem.U64, Elem.I64, Elem.F32], ids=str)
+def test_atomic_store_load_and_failed_compare(client, elem):
+    _need_atomics(client, elem)
     n = 256
-    a = client.create_from_slice(np.zeros(n, dtype=np.uint32))
-    out = client.empty(4 * n)
+    a = client.create_from_slice(np.zeros(n, dtype=elem.numpy))
+    out = client.empty(elem.nbytes * n)
     conformance_store_load.launch(
-        client, _cubes(n), RudaDim(BLOCK), ArrayArg(a, n), ArrayArg(out, n)
+        client, _cubes(n), RudaDim(BLOCK), ArrayArg(a, n, elem=elem), ArrayArg(out, n, elem=elem)
     )
-    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.arange(n) * 3)
-    np.testing.assert_array_equal(read_array(client, a, np.uint32), np.arange(n) * 3)
+    want = (np.arange(n) * 3).astype(elem.numpy)
+    np.testing.assert_array_equal(read_array(client, out, elem.numpy), want)
+    np.testing.assert_array_equal(read_array(client, a, elem.numpy), want)
 
 
 @requires(Feature.ATOMIC_FLOAT)
