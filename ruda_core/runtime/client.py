@@ -528,7 +528,7 @@ class ComputeClient:
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared, row_planes = limits.sizes
         x, y, z = dim.x, dim.y, dim.z
         units = x * y * z
-        if (  # check() only when a limit is passed: this runs on every new geometry
+        if (  # check() only when a limit is passed: this runs on every raw launch()
             units > max_units
             or units > task.max_units
             or units < task.min_units
