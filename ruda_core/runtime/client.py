@@ -512,17 +512,12 @@ class ComputeClient:
     def admit(
         self, task: RudaTask, count: RudaCount, dim: RudaDim, scalars: Sequence[np.generic]
     ) -> bool:
-        """Check a launch's geometry and shared memory against the device's limits, its cube
-        against the task's bounds (:attr:`~.compiler.RudaTask.max_units` and ``min_units``),
-        a warpgroup kernel's cube against whole warpgroups, and a plane kernel's cube of
-        several rows against rows of whole planes (unless the device has
-        ``Feature.PLANES_ACROSS_ROWS``); True when they fit whatever the scalars (no dynamic
-        shared memory to size, no warpgroups).
+        """Make the checks of :meth:`~.limits.LaunchLimits.check`, comparing in place and
+        calling it only where a launch is near a limit; True when the launch fits whatever the
+        scalars (no dynamic shared memory to size, no warpgroups).
 
         :raises TooManyResources: for a launch over a limit.
-        :raises LaunchConfigError: for a cube outside the task's bounds, a warpgroup kernel's
-            cube that is not whole warpgroups, or a plane kernel's cube of several rows that are
-            not whole planes where the device may form planes within rows.
+        :raises LaunchConfigError: for a cube the task or the device's planes do not allow.
         """
         limits = self._limits
         max_units, (dx, dy, dz), (cx, cy, cz), max_shared, row_planes = limits.sizes

@@ -169,9 +169,7 @@ def test_compare_and_swap_loop(client):
 
 @pytest.mark.parametrize("elem", [Elem.I32, Elem.U32, Elem.I64, Elem.U64], ids=str)
 def test_min_max_and_or_xor_sub_swap(client, elem):
-    need(client, elem)
-    if elem.bits == 64:
-        need(client, Feature.ATOMIC_INT64)
+    _need_atomics(client, elem)
     n = 3000
     info = np.iinfo(elem.numpy)
     x = np.random.default_rng(3).integers(int(info.min), int(info.max), n, elem.numpy, True)
