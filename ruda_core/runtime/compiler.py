@@ -175,28 +175,42 @@ class RudaTask(ABC):
     #: the kernel reads or writes it in lines: GPUs load elements at such multiples only),
     #: checked with :attr:`arity`; None where the task does not say.
     alignment: tuple[int, ...] | None = None
+    #: The bytes of an element of each binding, where the first metadata values are the
+    #: bindings' lengths in elements (a kernel's: its checked accesses stop at those lengths),
+    #: so that a length past its binding's bytes is refused; checked with :attr:`alignment`
+    #: (where that is given); None where the task does not say.
+    element_nbytes: tuple[int, ...] | None = None
 
     def check_arity(
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
         """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
         values the task takes (:attr:`arity`), each binding starting at a multiple of its
-        :attr:`alignment` (nothing to check where these are None)."""
+        :attr:`alignment` and holding the length its metadata value gives it
+        (:attr:`element_nbytes`); nothing to check where these are None."""
         arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
         if arity is not None and got != arity:
             raise LaunchConfigError(
                 f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
                 f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
             )
-        alignment = self.alignment
-        if alignment is None or len(alignment) != len(bindings):
+        alignment, sizes = self.alignment, self.element_nbytes
+        if alignment is None or len(alignment) != len(bindings) or len(metadata) < len(bindings):
             return
         for k, n in enumerate(alignment):
-            if bindings[k].offset_bytes % n:
+            binding = bindings[k]
+            if binding.offset_bytes % n:
                 raise LaunchConfigError(
-                    f"binding {k} of kernel {self.name} starts {bindings[k].offset_bytes} B into "
-                    f"its memory; the kernel accesses it in elements or lines of {n} B, which "
-                    f"need a start at a multiple of {n} B"
+                    f"binding {k} of kernel {self.name} starts {binding.offset_bytes} B into its "
+                    f"memory; the kernel accesses it in elements or lines of {n} B, which need a "
+                    f"start at a multiple of {n} B"
+                )
+            if sizes is not None and metadata[k] * sizes[k] > binding.nbytes:
+                raise LaunchConfigError(
+                    f"binding {k} of kernel {self.name} holds {binding.nbytes} B, but the "
+                    f"launch's metadata gives it a length of {metadata[k]} elements of "
+                    f"{sizes[k]} B: a checked access within that length could pass the "
+                    "binding's end. Pass the length the binding holds"
                 )
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
@@ -252,6 +266,7 @@ class KernelTask(RudaTask):
         "arity",
         "definition",
         "dynamic_shared",
+        "element_nbytes",
         "key",
         "matrix_configs",
         "max_units",
@@ -266,6 +281,7 @@ class KernelTask(RudaTask):
     key: str
     name: str
     alignment: tuple[int, ...]
+    element_nbytes: tuple[int, ...]
     shared_bytes: int
     uses_planes: bool
     uses_warpgroups: bool
@@ -290,6 +306,7 @@ class KernelTask(RudaTask):
         self.arity = (len(arrays), len(scalars), len(definition.metadata_layout()))
         lined = line_alignment(definition)
         self.alignment = tuple(max(p.elem.nbytes, lined.get(p, 1)) for p in arrays)
+        self.element_nbytes = tuple(p.elem.nbytes for p in arrays)
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )

@@ -1,8 +1,9 @@
 """A launch through the runtime API that passes more or fewer bindings, scalars or metadata
 values than its kernel takes is refused before anything runs, naming what it takes, on every
 device (the drivers pack what they are given, so a short list would otherwise fail inside one
-of them, or run with values missing); so is a binding off its alignment, and a plane kernel's
-cube of rows that are not whole planes where the device may form planes within rows."""
+of them, or run with values missing); so is a binding off its alignment or shorter than the
+length its metadata gives, and a plane kernel's cube of rows that are not whole planes where the
+device may form planes within rows."""
 
 from __future__ import annotations
 
@@ -63,6 +64,32 @@ def test_a_binding_off_a_multiple_of_its_element_size_is_refused_before_it_runs(
     at_four = memory.offset(4, 8).binding()
     client.launch(task, 1, 1, [at_four, unused.binding()], [np.uint32(1)], [1, 1])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 7])
+
+
+def _store_sevens() -> KernelTask:
+    """``if UNIT_POS < out.len(): out[UNIT_POS] = 7``."""
+    k = KernelBuilder("store_sevens")
+    out = k.array("out", Elem.U32)
+    unit = builtin("UNIT_POS")
+    with k.if_(k.let(Op.LT, Elem.BOOL, unit, k.let(Op.LEN, Elem.U32, out))):
+        k.store(out, unit, const(7, Elem.U32))
+    return KernelTask(k.build())
+
+
+@pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
+def test_a_length_past_its_binding_is_refused_before_it_runs(client, call):
+    """Accesses stop at the length the metadata gives (the kernel's own test, and a checked
+    launch's): a length past the binding's bytes would let four units write into the memory
+    beyond a two-element view."""
+    task = _store_sevens()
+    memory = client.create_from_slice(np.zeros(4, np.uint32))
+    view = memory.offset(0, 8).binding()
+    refused = r"binding 0 of kernel store_sevens holds 8 B, .* a length of 4 elements of 4 B"
+    with pytest.raises(LaunchConfigError, match=refused):
+        getattr(client, call)(task, 1, 4, [view], [], [4])
+    np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 0, 0, 0])
+    client.launch(task, 1, 4, [view], [], [2])
+    np.testing.assert_array_equal(read_array(client, memory, np.uint32), [7, 7, 0, 0])
 
 
 def _plane_sums() -> KernelTask:
