@@ -205,7 +205,8 @@ class RudaTask(ABC):
                     f"memory; the kernel accesses it in elements or lines of {n} B, which need a "
                     f"start at a multiple of {n} B"
                 )
-            if sizes is not None and metadata[k] * sizes[k] > binding.nbytes:
+            # a division, not a product: a NumPy integer length would wrap in a product
+            if sizes is not None and metadata[k] > binding.nbytes // sizes[k]:
                 raise LaunchConfigError(
                     f"binding {k} of kernel {self.name} holds {binding.nbytes} B, but the "
                     f"launch's metadata gives it a length of {metadata[k]} elements of "

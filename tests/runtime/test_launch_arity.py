@@ -77,16 +77,17 @@ def _store_sevens() -> KernelTask:
 
 
 @pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
-def test_a_length_past_its_binding_is_refused_before_it_runs(client, call):
+@pytest.mark.parametrize("length", [4, np.uint32(1 << 30)], ids=["4", "uint32-2**30"])
+def test_a_length_past_its_binding_is_refused_before_it_runs(client, call, length):
     """Accesses stop at the length the metadata gives (the kernel's own test, and a checked
     launch's): a length past the binding's bytes would let four units write into the memory
-    beyond a two-element view."""
+    beyond a two-element view. A NumPy length whose bytes wrap to 0 in 32 bits is no less."""
     task = _store_sevens()
     memory = client.create_from_slice(np.zeros(4, np.uint32))
     view = memory.offset(0, 8).binding()
-    refused = r"binding 0 of kernel store_sevens holds 8 B, .* a length of 4 elements of 4 B"
+    refused = rf"binding 0 of kernel store_sevens holds 8 B, .* length of {length} elements of 4 B"
     with pytest.raises(LaunchConfigError, match=refused):
-        getattr(client, call)(task, 1, 4, [view], [], [4])
+        getattr(client, call)(task, 1, 4, [view], [], [length])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 0, 0, 0])
     client.launch(task, 1, 4, [view], [], [2])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [7, 7, 0, 0])
