@@ -481,8 +481,8 @@ class ComputeClient:
 
         :raises LaunchConfigError: at once, for a count or dim of another kind or out of range,
             or for bindings, scalars or metadata values the task does not take
-            (:meth:`~.compiler.RudaTask.check_arity`: their numbers, each binding's alignment
-            and length).
+            (:meth:`~.compiler.RudaTask.check_arity`: their numbers, each scalar's type, each
+            binding's alignment and length).
         :raises TooManyResources: at once, when the launch exceeds a device limit.
         :raises InvalidHandle: at once, for a freed binding or one of another device.
         Compilation and execution errors surface at the next flush, sync or read.

@@ -180,20 +180,35 @@ class RudaTask(ABC):
     #: so that a length past its binding's bytes is refused; checked with :attr:`alignment`
     #: (where that is given); None where the task does not say.
     element_nbytes: tuple[int, ...] | None = None
+    #: The NumPy scalar type of each scalar a launch passes (the launch ABI's: a driver packs
+    #: what it is given, converting or refusing another type in its own way), checked with
+    #: :attr:`arity`; None where the task does not say.
+    scalar_types: tuple[type, ...] | None = None
 
     def check_arity(
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
         """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
-        values the task takes (:attr:`arity`), each binding starting at a multiple of its
-        :attr:`alignment` and holding the length its metadata value gives it
-        (:attr:`element_nbytes`); nothing to check where these are None."""
+        values the task takes (:attr:`arity`), each scalar of its :attr:`scalar_types`, each
+        binding starting at a multiple of its :attr:`alignment` and holding the length its
+        metadata value gives it (:attr:`element_nbytes`); nothing to check where these are
+        None."""
         arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
         if arity is not None and got != arity:
             raise LaunchConfigError(
                 f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
                 f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
             )
+        types = self.scalar_types
+        if types is not None and len(types) == len(scalars):
+            for k, kind in enumerate(types):
+                if type(scalars[k]) is not kind:
+                    name = f"{kind.__module__}.{kind.__name__}"
+                    raise LaunchConfigError(
+                        f"scalar {k} of kernel {self.name} is a {name}; the launch passes "
+                        f"{scalars[k]!r}. Pass {name}(value): a launch through the runtime API "
+                        "passes its scalars as they are"
+                    )
         alignment, sizes = self.alignment, self.element_nbytes
         if alignment is None or len(alignment) != len(bindings) or len(metadata) < len(bindings):
             return
@@ -273,6 +288,7 @@ class KernelTask(RudaTask):
         "max_units",
         "min_units",
         "name",
+        "scalar_types",
         "shared_bytes",
         "uses_barriers",
         "uses_planes",
@@ -283,6 +299,7 @@ class KernelTask(RudaTask):
     name: str
     alignment: tuple[int, ...]
     element_nbytes: tuple[int, ...]
+    scalar_types: tuple[type, ...]
     shared_bytes: int
     uses_planes: bool
     uses_warpgroups: bool
@@ -308,6 +325,7 @@ class KernelTask(RudaTask):
         lined = line_alignment(definition)
         self.alignment = tuple(max(p.elem.nbytes, lined.get(p, 1)) for p in arrays)
         self.element_nbytes = tuple(p.elem.nbytes for p in arrays)
+        self.scalar_types = tuple(p.elem.numpy.type for p in scalars)
         self.uses_planes = any(
             isinstance(s, Instr) and s.op in PLANE_OPS | MATRIX_OPS for s in walk(definition.body)
         )

@@ -1,9 +1,9 @@
 """A launch through the runtime API that passes more or fewer bindings, scalars or metadata
 values than its kernel takes is refused before anything runs, naming what it takes, on every
 device (the drivers pack what they are given, so a short list would otherwise fail inside one
-of them, or run with values missing); so is a binding off its alignment or shorter than the
-length its metadata gives, and a plane kernel's cube of rows that are not whole planes where the
-device may form planes within rows."""
+of them, or run with values missing); so is a scalar of another type than its parameter's, a
+binding off its alignment or shorter than the length its metadata gives, and a plane kernel's
+cube of rows that are not whole planes where the device may form planes within rows."""
 
 from __future__ import annotations
 
@@ -43,6 +43,25 @@ def test_a_launch_of_other_arity_is_refused_before_it_runs(client, call, drop):
         getattr(client, call)(task, 1, 1, bindings, scalars, metadata)
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [0])  # nothing ran
     client.launch(task, 1, 1, [out.binding(), unused.binding()], [np.uint32(1)], [1, 1])
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), [7])
+
+
+@pytest.mark.parametrize("call", ["launch", "launch_unchecked", "prepare"])
+@pytest.mark.parametrize(
+    "value", [5, np.int32(5), np.float32(1.5), True], ids=["int", "int32", "float32", "bool"]
+)
+def test_a_scalar_of_another_type_is_refused_before_it_runs(client, call, value):
+    """The launch ABI's scalars are NumPy scalars of their parameters' types: a device would
+    otherwise convert another type in its own way (the NumPy device truncated 1.5 to 1) or
+    refuse it from inside its driver."""
+    task = _store_seven()
+    out, unused = client.create_from_slice(np.zeros(1, np.uint32)), client.empty(4)
+    bindings = [out.binding(), unused.binding()]
+    refused = rf"scalar 0 of kernel store_seven is a numpy\.uint32; the launch passes .*{value}"
+    with pytest.raises(LaunchConfigError, match=refused):
+        getattr(client, call)(task, 1, 1, bindings, [value], [1, 1])
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), [0])  # nothing ran
+    client.launch(task, 1, 1, bindings, [np.uint32(5)], [1, 1])
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [7])
 
 
