@@ -392,6 +392,14 @@ class OpenCLDialect(Dialect):
         # live across a barrier (an XOR of the sign bit is folded back into a negation)
         return f"copysign({value}, -{value})"
 
+    def bit_not(self, elem: Elem, value: str) -> str:
+        # ~(value | z), z the launch's global offset: always 0 (ruda enqueues without one), but
+        # unknown to the compiler. Intel's CPU compiler (2026.2), where a work-group's items run
+        # one at a time (a size not a multiple of its 16 lanes), drops the complement of a min
+        # or a max (~max(a, b) gives max(a, b), in every written form) and gets
+        # max(x >> 1, ~x) wrong; a complement it cannot see through keeps both right
+        return f"(~({value} | ({_TYPES[elem]})get_global_offset(0)))"
+
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         # select(), not a conditional expression: Intel's CPU compiler (2026.2) folds both
         # min(x, ~x) and max(x, ~x), written either way or with the built-ins, to x

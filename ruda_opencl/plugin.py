@@ -2,36 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ruda_core import __version__
-from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, KnownFailure, NoDevice, hookimpl
-from ruda_core.runtime import DeviceProperties
+from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
 
 from .runtime import OpenCLDevice, OpenCLRuntime
-
-
-def on_intel_cpu(properties: DeviceProperties) -> bool:
-    """Whether the device is Intel's CPU OpenCL runtime (its platform, the device's
-    ``vendor``, is ``Intel(R) OpenCL``; Intel's GPU platform is named otherwise)."""
-    return properties.vendor == "Intel(R) OpenCL"
-
-
-_SHIFT_AND_COMPLEMENT = KnownFailure(
-    "Intel's CPU OpenCL compiler (2026.2) gets min(x >> 1, ~x) and max(x >> 1, ~x) wrong on "
-    "32- and 64-bit integers, whether written with min()/max(), select() or a conditional "
-    "expression; -cl-opt-disable gets them right",
-    devices="Intel's CPU OpenCL runtime",
-    applies=on_intel_cpu,
-)
-#: Known failures, by conformance name: what a driver this backend is proven on gets wrong
-#: where the reference is exact.
-XFAILS = {
-    f"test_ops_int::test_min_and_max_of_a_shifted_value_and_its_complement[{elem}]": (
-        _SHIFT_AND_COMPLEMENT
-    )
-    for elem in ("i32", "i64", "u32", "u64")
-}
 
 
 def _probe() -> list[OpenCLDevice]:
@@ -52,13 +26,6 @@ def _identify(device: object) -> str:
 
     assert isinstance(device, OpenCLDevice)
     return driver_fingerprint(all_devices()[device.index])
-
-
-@hookimpl
-def ruda_conformance_xfails() -> Mapping[str, KnownFailure]:
-    """The conformance tests some of this backend's devices are known to fail, each with why
-    and on which devices (see :data:`XFAILS`)."""
-    return XFAILS
 
 
 @hookimpl

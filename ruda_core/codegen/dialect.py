@@ -409,6 +409,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         """``-value`` of the float type ``elem`` (the sign bit flipped, NaN included)."""
         return f"(-{value})"
 
+    def bit_not(self, elem: Elem, value: str) -> str:
+        """The complement ``~value`` of an integer of ``elem`` (the caller converts a narrower
+        type's result back to it)."""
+        return f"(~{value})"
+
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         """The integer ``min(a, b)`` (``op`` is ``Op.MIN``) or ``max(a, b)`` (``Op.MAX``) of
         ``elem``, both operands evaluated once each: a conditional expression."""

@@ -218,7 +218,8 @@ class ExprLowering:
         if op in (Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR):
             return f"({t[0]} {OPERATORS[op]} {t[1]})"
         if op is Op.BIT_NOT:
-            return d.convert(elem, f"(~{t[0]})") if elem.bits < 32 else f"(~{t[0]})"
+            value = d.bit_not(elem, t[0])
+            return d.convert(elem, value) if elem.bits < 32 else value
         if op in (Op.SHL, Op.SHR):
             amount = args[1]
             if isinstance(amount, Const):

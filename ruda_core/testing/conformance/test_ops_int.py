@@ -129,39 +129,47 @@ def test_bit_counts_match_the_reference(client, reference, elem):
         assert_matches(got[slot], want[slot], Elem.U32, what=str(op), inputs=inputs[:1])
 
 
-def _extremes_of_a_shift_and_a_complement(elem: Elem):
-    """``out[2i], out[2i+1] = min(x >> 1, ~x), max(x >> 1, ~x)`` for unit ``i`` (one unit per
-    value, none past the end)."""
-    k = KernelBuilder(f"conformance_extremes_of_a_shift_and_a_complement_{elem}")
-    x, out = k.array("x", elem, read_only=True), k.array("out", elem)
+def _complements_of_extremes(elem: Elem):
+    """``out[4i..4i+3] = min(x >> 1, ~x), max(x >> 1, ~x), ~min(x, y), ~max(x, y)`` for unit
+    ``i`` (one unit per value, none past the end)."""
+    k = KernelBuilder(f"conformance_complements_of_extremes_{elem}")
+    x, y = (k.array(name, elem, read_only=True) for name in "xy")
+    out = k.array("out", elem)
     i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
-    v = k.let(Op.INDEX, elem, x, i)
+    v, w = k.let(Op.INDEX, elem, x, i), k.let(Op.INDEX, elem, y, i)
     shifted = k.let(Op.SHR, elem, v, const(1, elem))
     n = k.let(Op.BIT_NOT, elem, v)
-    first = k.let(Op.MUL, Elem.U32, i, const(2, Elem.U32))
-    for slot, op in enumerate((Op.MIN, Op.MAX)):
+    results = [k.let(Op.MIN, elem, shifted, n), k.let(Op.MAX, elem, shifted, n)]
+    for op in (Op.MIN, Op.MAX):
+        results.append(k.let(Op.BIT_NOT, elem, k.let(op, elem, v, w)))
+    first = k.let(Op.MUL, Elem.U32, i, const(len(results), Elem.U32))
+    for slot, value in enumerate(results):
         at = k.let(Op.ADD, Elem.U32, first, const(slot, Elem.U32))
-        k.do(Op.INDEX_ASSIGN, None, out, at, k.let(op, elem, shifted, n))
+        k.do(Op.INDEX_ASSIGN, None, out, at, value)
     return k.build()
 
 
 @pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
-def test_min_and_max_of_a_shifted_value_and_its_complement(client, reference, elem):
-    """``min(x >> 1, ~x)`` and ``max(x >> 1, ~x)``: Intel's CPU OpenCL compiler (2026.2) gets
-    both wrong on 32- and 64-bit integers, however min and max are written (a known failure
-    its driver declares); the differential fuzzer found it."""
+def test_complements_of_min_and_max(client, reference, elem):
+    """``min(x >> 1, ~x)``, ``max(x >> 1, ~x)``, ``~min(x, y)`` and ``~max(x, y)``, on cubes of
+    8 units: Intel's CPU OpenCL compiler (2026.2), where a work-group's items run one at a
+    time, gets each wrong on 32- and 64-bit integers however min, max and the complement are
+    written, unless it cannot see through the complement (the OpenCL dialect's form)."""
     need(client, elem, reference=reference)
     info = np.iinfo(elem.numpy)
     x = np.array([0, 1, 5, 100, info.max, info.min, info.max // 3, info.min + 7], elem.numpy)
-    defn = _extremes_of_a_shift_and_a_complement(elem)
+    y = np.array([3, 0, info.max, 99, info.min, info.max // 5, 1, info.min + 9], elem.numpy)
+    defn = _complements_of_extremes(elem)
     got, want = (
-        run_definition(c, defn, [x, np.zeros(2 * x.size, elem.numpy)], dim=x.size)[1]
+        run_definition(c, defn, [x, y, np.zeros(4 * x.size, elem.numpy)], dim=x.size)[2]
         for c in (client, reference)
     )
-    shifted, complement = x >> 1, ~x
-    expected = [np.minimum(shifted, complement), np.maximum(shifted, complement)]
+    shifted = x >> 1
+    expected = [np.minimum(shifted, ~x), np.maximum(shifted, ~x)]
+    expected += [~np.minimum(x, y), ~np.maximum(x, y)]
     np.testing.assert_array_equal(want, np.stack(expected, axis=1).ravel())
-    assert_matches(got, want, elem, what="min, max of x >> 1 and ~x", inputs=[np.repeat(x, 2)])
+    inputs = [np.repeat(x, len(expected)), np.repeat(y, len(expected))]
+    assert_matches(got, want, elem, what="min/max of x >> 1 and ~x, ~min/~max", inputs=inputs)
 
 
 def _extremes_of_complements(elem: Elem):
