@@ -393,12 +393,14 @@ class OpenCLDialect(Dialect):
         return f"copysign({value}, -{value})"
 
     def bit_not(self, elem: Elem, value: str) -> str:
-        # ~(value | z), z the launch's global offset: always 0 (ruda enqueues without one), but
-        # unknown to the compiler. Intel's CPU compiler (2026.2), where a work-group's items run
-        # one at a time (a size not a multiple of its 16 lanes), drops the complement of a min
-        # or a max (~max(a, b) gives max(a, b), in every written form) and gets
-        # max(x >> 1, ~x) wrong; a complement it cannot see through keeps both right
-        return f"(~({value} | ({_TYPES[elem]})get_global_offset(0)))"
+        # ~value rotated by z, the launch's global offset: always 0 (ruda enqueues without
+        # one), but unknown to the compiler. Intel's CPU compiler (2026.2), where a
+        # work-group's items run one at a time (a size not a multiple of its 16 lanes), drops
+        # the complement of a min or a max (~max(a, b) gives max(a, b), in every written form)
+        # and gets max(x >> 1, ~x) wrong; a complement it cannot see through keeps both right
+        # (an OR with z instead of the rotation is still wrong before a barrier)
+        t = _TYPES[elem]
+        return f"rotate(({t})~{value}, ({t})get_global_offset(0))"
 
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
         # select(), not a conditional expression: Intel's CPU compiler (2026.2) folds both
