@@ -90,7 +90,7 @@ __kernel void integer_ops(
     out[i] = _t6;
     _t7 = small[i];
     _t8 = (uchar)((uint)_t7 * (uint)_t7);
-    _t9 = (uchar)(~_t7);
+    _t9 = (uchar)rotate((uchar)~_t7, (uchar)get_global_offset(0));
     _t10 = (_t9 == 0 ? 0 : _t8 % _t9);
     small[i] = _t10;
 }
