@@ -129,24 +129,31 @@ def test_bit_counts_match_the_reference(client, reference, elem):
         assert_matches(got[slot], want[slot], Elem.U32, what=str(op), inputs=inputs[:1])
 
 
-def _complements_of_extremes(elem: Elem):
-    """``out[4i..4i+3] = min(x >> 1, ~x), max(x >> 1, ~x), ~min(x, y), ~max(x, y)`` for unit
-    ``i`` (one unit per value, none past the end)."""
-    k = KernelBuilder(f"conformance_complements_of_extremes_{elem}")
-    x, y = (k.array(name, elem, read_only=True) for name in "xy")
+def _values_per_unit(client, reference, elem: Elem, name: str, make, expected) -> None:
+    """Check a kernel of one unit per value of ``x`` and ``y`` (8 units, one cube) storing the
+    values ``make(k, x[i], y[i])`` builds at ``out[n*i .. n*i+n-1]``: the reference must give
+    ``expected(x, y)`` (a list of ``n`` arrays) and the device what the reference gives."""
+    need(client, elem, reference=reference)
+    info = np.iinfo(elem.numpy)
+    x = np.array([0, 1, 5, 100, info.max, info.min, info.max // 3, info.min + 7], elem.numpy)
+    y = np.array([3, 0, info.max, 99, info.min, info.max // 5, 1, info.min + 9], elem.numpy)
+    k = KernelBuilder(f"conformance_{name}_{elem}")
+    arrays = [k.array(a, elem, read_only=True) for a in "xy"]
     out = k.array("out", elem)
     i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
-    v, w = k.let(Op.INDEX, elem, x, i), k.let(Op.INDEX, elem, y, i)
-    shifted = k.let(Op.SHR, elem, v, const(1, elem))
-    n = k.let(Op.BIT_NOT, elem, v)
-    results = [k.let(Op.MIN, elem, shifted, n), k.let(Op.MAX, elem, shifted, n)]
-    for op in (Op.MIN, Op.MAX):
-        results.append(k.let(Op.BIT_NOT, elem, k.let(op, elem, v, w)))
+    results = make(k, *(k.let(Op.INDEX, elem, a, i) for a in arrays))
     first = k.let(Op.MUL, Elem.U32, i, const(len(results), Elem.U32))
     for slot, value in enumerate(results):
         at = k.let(Op.ADD, Elem.U32, first, const(slot, Elem.U32))
         k.do(Op.INDEX_ASSIGN, None, out, at, value)
-    return k.build()
+    defn, n = k.build(), len(results)
+    got, want = (
+        run_definition(c, defn, [x, y, np.zeros(n * x.size, elem.numpy)], dim=x.size)[2]
+        for c in (client, reference)
+    )
+    np.testing.assert_array_equal(want, np.stack(expected(x, y), axis=1).ravel())
+    inputs = [np.repeat(x, n), np.repeat(y, n)]
+    assert_matches(got, want, elem, what=name.replace("_", " "), inputs=inputs)
 
 
 @pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
@@ -155,58 +162,38 @@ def test_complements_of_min_and_max(client, reference, elem):
     8 units: Intel's CPU OpenCL compiler (2026.2), where a work-group's items run one at a
     time, gets each wrong on 32- and 64-bit integers however min, max and the complement are
     written, unless it cannot see through the complement (the OpenCL dialect's form)."""
-    need(client, elem, reference=reference)
-    info = np.iinfo(elem.numpy)
-    x = np.array([0, 1, 5, 100, info.max, info.min, info.max // 3, info.min + 7], elem.numpy)
-    y = np.array([3, 0, info.max, 99, info.min, info.max // 5, 1, info.min + 9], elem.numpy)
-    defn = _complements_of_extremes(elem)
-    got, want = (
-        run_definition(c, defn, [x, y, np.zeros(4 * x.size, elem.numpy)], dim=x.size)[2]
-        for c in (client, reference)
-    )
-    shifted = x >> 1
-    expected = [np.minimum(shifted, ~x), np.maximum(shifted, ~x)]
-    expected += [~np.minimum(x, y), ~np.maximum(x, y)]
-    np.testing.assert_array_equal(want, np.stack(expected, axis=1).ravel())
-    inputs = [np.repeat(x, len(expected)), np.repeat(y, len(expected))]
-    assert_matches(got, want, elem, what="min/max of x >> 1 and ~x, ~min/~max", inputs=inputs)
 
+    def make(k, v, w):
+        shifted = k.let(Op.SHR, elem, v, const(1, elem))
+        n = k.let(Op.BIT_NOT, elem, v)
+        results = [k.let(Op.MIN, elem, shifted, n), k.let(Op.MAX, elem, shifted, n)]
+        ops = (Op.MIN, Op.MAX)
+        return results + [k.let(Op.BIT_NOT, elem, k.let(op, elem, v, w)) for op in ops]
 
-def _extremes_of_complements(elem: Elem):
-    """``out[5i..5i+4] = min(~x, x), max(~x, x), clamp(~x, x, ~x), min(x, 1), max(1, x)`` for
-    unit ``i`` (one unit per value, none past the end): complements, and literal operands."""
-    k = KernelBuilder(f"conformance_extremes_of_complements_{elem}")
-    x, out = k.array("x", elem, read_only=True), k.array("out", elem)
-    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
-    v = k.let(Op.INDEX, elem, x, i)
-    n = k.let(Op.BIT_NOT, elem, v)
-    results = [k.let(Op.MIN, elem, n, v), k.let(Op.MAX, elem, n, v)]
-    results.append(k.let(Op.CLAMP, elem, n, v, n))
-    results.append(k.let(Op.MIN, elem, v, const(1, elem)))
-    results.append(k.let(Op.MAX, elem, const(1, elem), v))
-    first = k.let(Op.MUL, Elem.U32, i, const(len(results), Elem.U32))
-    for slot, value in enumerate(results):
-        at = k.let(Op.ADD, Elem.U32, first, const(slot, Elem.U32))
-        k.do(Op.INDEX_ASSIGN, None, out, at, value)
-    return k.build()
+    def expected(x, y):
+        extremes = [np.minimum(x >> 1, ~x), np.maximum(x >> 1, ~x)]
+        return [*extremes, ~np.minimum(x, y), ~np.maximum(x, y)]
+
+    _values_per_unit(client, reference, elem, "complements_of_extremes", make, expected)
 
 
 @pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
 def test_min_and_max_of_a_value_and_its_complement(client, reference, elem):
     """Intel's CPU OpenCL compiler once folded ``min(x, ~x)`` and ``max(x, ~x)`` to ``x``; the
-    literal operands check that the OpenCL form of min and max names one overload per type."""
-    need(client, elem, reference=reference)
-    info = np.iinfo(elem.numpy)
-    x = np.array([0, 1, 5, 100, info.max, info.min, info.max // 3, info.min + 7], elem.numpy)
-    defn = _extremes_of_complements(elem)
-    got, want = (
-        run_definition(c, defn, [x, np.zeros(5 * x.size, elem.numpy)], dim=x.size)[1]
-        for c in (client, reference)
-    )
-    complement = ~x  # clamp(~x, x, ~x) is ~x: hi where lo > hi, else min(max(~x, x), ~x)
-    lo, hi = np.minimum(complement, x), np.maximum(complement, x)
-    one = np.ones_like(x)
-    expected = [lo, hi, complement, np.minimum(x, one), np.maximum(one, x)]
-    np.testing.assert_array_equal(want, np.stack(expected, axis=1).ravel())
-    what = "min/max/clamp of ~x and x, and of x and 1"
-    assert_matches(got, want, elem, what=what, inputs=[np.repeat(x, len(expected))])
+    literal operands check that the OpenCL form of min and max names one overload per type:
+    ``min(~x, x), max(~x, x), clamp(~x, x, ~x), min(x, 1), max(1, x)``."""
+
+    def make(k, v, _):
+        n = k.let(Op.BIT_NOT, elem, v)
+        results = [k.let(Op.MIN, elem, n, v), k.let(Op.MAX, elem, n, v)]
+        results.append(k.let(Op.CLAMP, elem, n, v, n))
+        results.append(k.let(Op.MIN, elem, v, const(1, elem)))
+        return [*results, k.let(Op.MAX, elem, const(1, elem), v)]
+
+    def expected(x, _):
+        complement = ~x  # clamp(~x, x, ~x) is ~x: hi where lo > hi, else min(max(~x, x), ~x)
+        lo, hi = np.minimum(complement, x), np.maximum(complement, x)
+        one = np.ones_like(x)
+        return [lo, hi, complement, np.minimum(x, one), np.maximum(one, x)]
+
+    _values_per_unit(client, reference, elem, "extremes_of_complements", make, expected)
