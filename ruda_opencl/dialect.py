@@ -26,9 +26,9 @@ plane operation is the unit's own value or what the contract gives a plane of on
 or reduction is the value, an exclusive sum 0, a ballot bit 0 set where the predicate holds, an
 election true, a read of another lane 0 or the unit's own value), with no subgroup built-in;
 ``sync_plane()`` is nothing.
-``plane_ballot``/``plane_elect`` are native with
-``cl_khr_subgroup_ballot``/``cl_khr_subgroup_non_uniform_vote``, else a subgroup sum of bits /
-lane 0; the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
+``plane_ballot`` is native with ``cl_khr_subgroup_ballot``, else a subgroup sum of bits;
+``plane_elect`` is lane 0 (every lane reaches it: Intel's CPU compiler aborts the process on
+``sub_group_elect`` in a work-group it runs one work-item at a time); the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
 ``sub_group_shuffle`` at a computed lane) and ``sub_group_shuffle_xor``.
 
 Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_all``/
@@ -531,12 +531,9 @@ class OpenCLDialect(Dialect):
                 if Capability.SUBGROUP_BALLOT in self.capabilities
                 else None
             )
-        if op is Op.PLANE_ELECT:
-            return (
-                "(sub_group_elect() != 0)"
-                if Capability.SUBGROUP_VOTE in self.capabilities
-                else None
-            )
+        if op is Op.PLANE_ELECT:  # lane 0, by the uniform rule: Intel's CPU compiler (2026.2)
+            # aborts the process on sub_group_elect where it runs work-items one at a time
+            return None
         if op in (Op.PLANE_ALL, Op.PLANE_ANY):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:

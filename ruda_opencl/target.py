@@ -25,7 +25,6 @@ class Capability(StrEnum):
     SUBGROUP_SHUFFLE = "subgroup_shuffle"
     SUBGROUP_ARITH = "subgroup_arith"
     SUBGROUP_BALLOT = "subgroup_ballot"
-    SUBGROUP_VOTE = "subgroup_vote"
     SUBGROUP_SHUFFLE_RELATIVE = "subgroup_shuffle_relative"
     BF16 = "bf16"
     WORK_GROUP_COLLECTIVES = "work_group_collectives"
@@ -47,7 +46,6 @@ CAPABILITIES = {
     Capability.SUBGROUP_SHUFFLE: "cl_khr_subgroup_shuffle",
     Capability.SUBGROUP_ARITH: "cl_khr_subgroup_non_uniform_arithmetic",
     Capability.SUBGROUP_BALLOT: "cl_khr_subgroup_ballot",
-    Capability.SUBGROUP_VOTE: "cl_khr_subgroup_non_uniform_vote",
     Capability.SUBGROUP_SHUFFLE_RELATIVE: "cl_khr_subgroup_shuffle_relative",
     Capability.BF16: "cl_intel_bfloat16 or cl_intel_bfloat16_conversions",
     # OpenCL C 3.0 features:

@@ -34,11 +34,11 @@ from ruda_core.testing.selection import DeviceSelection, backend_of
 #: atomic adds and no ``__reduce_*_sync``.
 OLD_ARCH = "sm_52"
 #: The subgroup capabilities an OpenCL device's ``-bare`` variant generates code without: it
-#: keeps subgroups of a fixed width and ``sub_group_shuffle``/``_xor``, so products, ballots,
-#: elections and the relative shuffles are built from shuffles by the shared lowering, as on
+#: keeps subgroups of a fixed width and ``sub_group_shuffle``/``_xor``, so products, ballots
+#: and the relative shuffles are built from shuffles by the shared lowering, as on
 #: CUDA, and run on real subgroups.
 BARE_DROPS = frozenset(
-    {"subgroup_arith", "subgroup_ballot", "subgroup_vote", "subgroup_shuffle_relative"}
+    {"subgroup_arith", "subgroup_ballot", "subgroup_shuffle_relative"}
 )
 _SELECTION = pytest.StashKey[DeviceSelection]()
 

@@ -48,7 +48,6 @@ TARGETS: dict[str, tuple[Dialect, str]] = {
                     "subgroup_ballot",
                     "subgroup_shuffle",
                     "subgroup_shuffle_relative",
-                    "subgroup_vote",
                     "work_group_collectives",
                     "atomic_scope_device",
                 }

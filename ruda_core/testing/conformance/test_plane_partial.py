@@ -88,6 +88,11 @@ def conformance_partial_votes(x: Array[u32], out: Array[u32]):
 
 
 @kernel
+def conformance_partial_election(out: Array[u32]):
+    out[RUDA_POS * RUDA_DIM + UNIT_POS] = u32(plane_elect())
+
+
+@kernel
 def conformance_partial_sync_plane(x: Array[u32], out: Array[u32]):
     cache = SharedMemory(u32, MOST_UNITS)
     lanes = plane_sum(u32(1))
@@ -221,6 +226,21 @@ def test_ballot_votes_and_election_over_the_lanes_that_exist(client, reference):
         got = run(client).reshape(5, n)
         what = f"(RudaDim({units}), plane {plane})"
         _check(client, reference, list(got), _votes(model, x), run, what)
+
+
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
+def test_an_election_alone_in_its_kernel(client, reference):
+    """The only plane operation of its kernel (a compiler may then run a cube one unit at a
+    time: Intel's CPU compiler aborted the process on its own election there)."""
+    plane = client.properties().plane_dim
+    for units in _sizes(client):
+        model = PlaneModel(CUBES, units, plane)
+
+        def run(c, n=CUBES * units, units=units):
+            return _run(c, conformance_partial_election, [], n, np.uint32, units=units)
+
+        want = {"plane_elect": model.elect().astype(np.uint32)}
+        _check(client, reference, [run(client)], want, run, f"(RudaDim({units}), plane {plane})")
 
 
 @requires(Feature.PLANE, Feature.PARTIAL_PLANE)

@@ -67,7 +67,7 @@ __kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_lanes(
     v = x[i];
     positive = (v > 0.0f);
     ballot = sub_group_ballot((int)positive).x;
-    leader = (sub_group_elect() != 0);
+    leader = (UNIT_POS_PLANE == 0u);
     _t1 = (leader ? ballot : 0u);
     votes[i] = _t1;
     up = ruda_plane_shuffle_up_f32(v, 1u, UNIT_POS_PLANE);
