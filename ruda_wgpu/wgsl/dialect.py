@@ -39,7 +39,7 @@ _TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
 #: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width.
 NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
 #: The math functions (C99 names) WGSL has under another name.
-_RENAMED = {"rint": "round", "fabs": "abs"}  # WGSL's round takes ties to even, as rint
+_RENAMED = {"rint": "round"}  # WGSL's round takes ties to even, as rint
 
 
 def _magnitude(test: str) -> str:
@@ -55,7 +55,10 @@ _FORMS = {
     "isinf": _magnitude("== 2139095040u"),
     "isfinite": _magnitude("< 2139095040u"),
     "log10": f"(log2({{0}}) * {math.log10(2.0)!r}f)",
-    "copysign": "select(abs({0}), -abs({0}), {1} < 0.0f || ({1} == 0.0f && 1.0f / {1} < 0.0f))",
+    # on the bits: a compiler may ignore the sign of a zero it knows (abs(-0.0) gave -0.0)
+    "fabs": "bitcast<f32>(bitcast<u32>({0}) & 2147483647u)",
+    "copysign": "bitcast<f32>((bitcast<u32>({0}) & 2147483647u) | "
+    "(bitcast<u32>({1}) & 2147483648u))",
     # C's fmin/fmax: a NaN operand gives the other one
     "fmin": f"select(select(min({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
     "fmax": f"select(select(max({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",

@@ -481,7 +481,7 @@ class _Writer(StructuredWriter):
         if op is Op.BITCAST:
             return self.expr.bitcast(operands[0], source, out.elem)
         elem = cast(Operand, args[1] if op is Op.SELECT else args[0]).elem
-        if elem in (Elem.F16, Elem.F32) and op in (Op.MUL, Op.SUB):
+        if elem in (Elem.F16, Elem.F32) and op in (Op.ADD, Op.SUB, Op.MUL):
             special = self._folded_float(op, elem, args, operands)
             if special is not None:
                 return special
@@ -490,15 +490,16 @@ class _Writer(StructuredWriter):
     def _folded_float(
         self, op: Op, elem: Elem, args: tuple[object, ...], operands: list[Arg]
     ) -> str | None:
-        """``x - x`` and products with a factor a compiler may know to be a zero, in forms
-        that keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain form).
-        A compiler may assume finite values and fold ``x - x`` or ``0 * x`` to a zero."""
+        """``x - x``, and sums, differences and products with an operand a compiler may know
+        to be a zero, in forms that keep IEEE's zero or NaN whatever the compiler folds
+        (``None``: the plain form). A compiler may assume finite values and no signed zeros,
+        and fold ``x - x`` or ``0 * x`` to a zero, ``x + 0`` to ``x`` or ``0 - x`` to ``-x``."""
         w = [self.expr.wide(a, elem) for a in operands]
         known = [a.value == 0 if isinstance(a, Const) else a in self.constant for a in args]
         if op is Op.SUB and args[0] == args[1]:
             value = nan_unless_finite("0.0f", w[0])
-        elif op is Op.MUL and any(known):
-            value = f"ruda_mul_f32({w[0]}, {w[1]})"
+        elif any(known):
+            value = f"ruda_{op.value}_f32({w[0]}, {w[1]})"
         else:
             return None
         return value if elem is Elem.F32 else self.d.narrow(elem, value, Elem.F32)

@@ -487,6 +487,23 @@ fn ruda_div_f32(a: f32, b: f32) -> f32 {
     return bitcast<f32>(sign | (u32(e) << 23u) | (m & 0x7fffffu));
 }
 
+// ruda_add_f32(a, b), ruda_sub_f32(a, b): a + b and a - b with IEEE's answer where both are
+// zeros, found by their bits (-0.0 only for -0.0 + -0.0 and -0.0 - 0.0), for those a compiler
+// may see a constant zero in: one that ignores the sign of zeros folds x + 0.0 to x and
+// 0.0 - x to -x, which are -0.0 for x = -0.0 and 0.0 (lavapipe does).
+
+fn ruda_add_f32(a: f32, b: f32) -> f32 {
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    return select(a + b, bitcast<f32>(x & y), ((x | y) & 0x7fffffffu) == 0u);
+}
+
+fn ruda_sub_f32(a: f32, b: f32) -> f32 {
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    return select(a - b, bitcast<f32>(x & ~y), ((x | y) & 0x7fffffffu) == 0u);
+}
+
 // ruda_mul_f32(a, b): a * b with IEEE's answer where a factor is a zero, found by its bits (a
 // zero of the factors' signs' product, or NaN where the other factor is an infinity or a NaN),
 // for products a compiler may see a constant zero in, and for those that must be rounded on

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
-from ruda_core.lang import ABSOLUTE_POS, Array, Float, floor, kernel, trunc
+from ruda_core.lang import ABSOLUTE_POS, Array, Float, copysign, floor, kernel, trunc
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition, run_kernel
@@ -148,6 +148,38 @@ def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, el
         want = np.stack(columns, axis=-1).ravel()
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+
+
+@kernel
+def zero_sums(x: Array[Float], out: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        zero = floor(Float(0.25))  # zeros a compiler evaluates while it compiles
+        negative_zero = trunc(Float(-0.5))
+        out[7 * i] = v + Float(0.0)
+        out[7 * i + 1] = Float(0.0) - v
+        out[7 * i + 2] = v + zero
+        out[7 * i + 3] = zero - v
+        out[7 * i + 4] = v - negative_zero
+        out[7 * i + 5] = abs(Float(-0.0))
+        out[7 * i + 6] = copysign(v, zero)
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_the_signs_of_zeros_are_kept_where_a_compiler_knows_a_zero(client, elem):
+    """``x + 0.0``, ``0.0 - x`` and ``x - (-0.0)`` are ``0.0`` for a zero ``x`` of either sign
+    (``-0.0 + 0.0`` is ``0.0``), ``abs(-0.0)`` is ``0.0`` and ``copysign(x, 0.0)`` is ``|x|``,
+    also where the zero is computed from constants and a shader compiler may ignore the signs
+    of zeros (fold ``x + 0.0`` to ``x``)."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, 1e4], dtype=elem.numpy)
+    got = run_kernel(client, zero_sums, [x], (7 * x.size, elem.numpy), dim=x.size)
+    zero, negative_zero = x.dtype.type(0.0), x.dtype.type(-0.0)
+    columns = [x + zero, zero - x, x + zero, zero - x, x - negative_zero, np.zeros_like(x), abs(x)]
+    want = np.stack(columns, axis=-1).ravel()
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
 
 
 @requires_elem(Elem.F64)
