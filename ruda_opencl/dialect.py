@@ -28,8 +28,9 @@ election true, a read of another lane 0 or the unit's own value), with no subgro
 ``sync_plane()`` is nothing.
 ``plane_ballot`` is native with ``cl_khr_subgroup_ballot``, else a subgroup sum of bits;
 ``plane_elect`` is lane 0 (every lane reaches it: Intel's CPU compiler aborts the process on
-``sub_group_elect`` in a work-group it runs one work-item at a time); the relative shuffles use ``cl_khr_subgroup_shuffle_relative`` (else
-``sub_group_shuffle`` at a computed lane) and ``sub_group_shuffle_xor``.
+``sub_group_elect`` in a work-group it runs one work-item at a time); the relative shuffles
+use ``cl_khr_subgroup_shuffle_relative`` (else ``sub_group_shuffle`` at a computed lane) and
+``sub_group_shuffle_xor``.
 
 Reducing barriers are ``barrier`` then ``work_group_reduce_add``/``work_group_all``/
 ``work_group_any`` with ``__opencl_c_work_group_collective_functions``, else the emitter's shared
