@@ -539,9 +539,12 @@ class OpenCLDialect(Dialect):
             return f"(sub_group_{'all' if op is Op.PLANE_ALL else 'any'}((int){{v}}) != 0)"
         if op is Op.PLANE_SHUFFLE:
             return self.shuffle("idx", elem, "{v}", "{lane}")
-        if op is Op.PLANE_PROD:
-            if Capability.SUBGROUP_ARITH not in self.capabilities:
-                return None  # a butterfly over shuffles
+        if op is Op.PLANE_PROD:  # a butterfly over shuffles where there are shuffles: Intel's
+            # CPU compiler (2026.2) gives sub_group_non_uniform_reduce_mul the lane's own value
+            # where it runs work-items one at a time
+            caps = self.capabilities
+            if Capability.SUBGROUP_SHUFFLE in caps or Capability.SUBGROUP_ARITH not in caps:
+                return None
             return self._widened(op, elem, "sub_group_non_uniform_reduce_mul({v})")
         return self._widened(op, elem, _SUBGROUP[op])
 

@@ -16,6 +16,7 @@ from ruda_core.lang import (
     UNIT_POS,
     UNIT_POS_PLANE,
     Array,
+    Comptime,
     Numeric,
     SharedMemory,
     kernel,
@@ -40,9 +41,18 @@ from ruda_core.lang import (
 from ruda_core.runtime import ComputeClient, Feature, LaunchConfigError
 from ruda_core.testing.markers import need, requires
 from ruda_core.testing.plane_model import PlaneModel
-from ruda_core.testing.runner import run_kernel
+from ruda_core.testing.runner import run_definition, run_kernel
 
 CUBES = 2
+#: The plane reductions and scans.
+REDUCTIONS = [
+    "plane_sum",
+    "plane_prod",
+    "plane_min",
+    "plane_max",
+    "plane_inclusive_sum",
+    "plane_exclusive_sum",
+]
 #: Unit counts of a cube; those that are whole planes of the device's width are left out.
 SIZES = (1, 3, 17, 31, 33, 47, 100)
 #: The most units a test cube has (the shared memory of the plane-barrier kernel).
@@ -85,6 +95,23 @@ def conformance_partial_votes(x: Array[u32], out: Array[u32]):
     out[u32(2) * n + i] = u32(plane_all(v > u32(0))) + u32(2) * u32(plane_any(v > u32(900)))
     out[u32(3) * n + i] = u32(plane_elect())
     out[u32(4) * n + i] = plane_sum(u32(1))  # the number of lanes that exist
+
+
+@kernel
+def conformance_partial_reduction_alone(x: Array[u32], out: Array[u32], OP: Comptime[str]):
+    i = RUDA_POS * RUDA_DIM + UNIT_POS  # ABSOLUTE_POS where the cube is one row
+    if OP == "plane_sum":
+        out[i] = plane_sum(x[i])
+    elif OP == "plane_prod":
+        out[i] = plane_prod(x[i])
+    elif OP == "plane_min":
+        out[i] = plane_min(x[i])
+    elif OP == "plane_max":
+        out[i] = plane_max(x[i])
+    elif OP == "plane_inclusive_sum":
+        out[i] = plane_inclusive_sum(x[i])
+    else:
+        out[i] = plane_exclusive_sum(x[i])
 
 
 @kernel
@@ -226,6 +253,28 @@ def test_ballot_votes_and_election_over_the_lanes_that_exist(client, reference):
         got = run(client).reshape(5, n)
         what = f"(RudaDim({units}), plane {plane})"
         _check(client, reference, list(got), _votes(model, x), run, what)
+
+
+@requires(Feature.PLANE, Feature.PARTIAL_PLANE)
+@pytest.mark.parametrize("op", REDUCTIONS)
+def test_a_reduction_alone_in_its_kernel(client, reference, op):
+    """Each reduction and scan as the only plane operation of its kernel (a compiler may then
+    run a cube one unit at a time: Intel's CPU compiler gave a product the lane's own value
+    there)."""
+    plane = client.properties().plane_dim
+    defn = conformance_partial_reduction_alone.definition(OP=op)
+    for units in _sizes(client):
+        n = CUBES * units
+        x = np.random.default_rng(units).integers(1, 4, n).astype(np.uint32)
+        model = PlaneModel(CUBES, units, plane)
+
+        def run(c, x=x, n=n, units=units):
+            arrays = [x, np.zeros(n, np.uint32)]
+            return run_definition(c, defn, arrays, count=CUBES, dim=units)[1]
+
+        with np.errstate(over="ignore"):
+            want = {op: getattr(model, op.removeprefix("plane_"))(x)}
+        _check(client, reference, [run(client)], want, run, f"(RudaDim({units}), plane {plane})")
 
 
 @requires(Feature.PLANE, Feature.PARTIAL_PLANE)

@@ -3,6 +3,24 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+static inline float ruda_plane_prod_f32(float v, uint lane) {
+    uint lanes = get_sub_group_size();
+    if (lanes == 16u) {
+        for (uint m = 16u / 2u; m > 0u; m = m / 2u) {
+            float other = sub_group_shuffle_xor(v, m);
+            v = (v * other);
+        }
+        return v;
+    }
+    for (uint m = 16u / 2u; m > 0u; m = m / 2u) {
+        float other = sub_group_shuffle_down(v, m);
+        if (lane + m < lanes) {
+            v = (v * other);
+        }
+    }
+    return sub_group_shuffle(v, 0u);
+}
+
 static inline float ruda_plane_broadcast_f32(float v, uint src) {
     bool inside = src < get_sub_group_size();
     float other = sub_group_broadcast(v, inside ? src : 0u);
@@ -64,7 +82,7 @@ __kernel __attribute__((intel_reqd_sub_group_size(16))) void plane_ops(
     i = ABSOLUTE_POS;
     v = x[i];
     s = sub_group_reduce_add(v);
-    p = sub_group_non_uniform_reduce_mul(v);
+    p = ruda_plane_prod_f32(v, UNIT_POS_PLANE);
     _t1 = (s + p);
     _t2 = sub_group_reduce_max(_t1);
     _t3 = ruda_plane_broadcast_f32(_t2, 0u);
