@@ -12,9 +12,10 @@ value (never a crash). Shifts use the shift amount modulo the operand's bit widt
 arithmetic for signed and logical for unsigned integers. A ``CAST`` from float to integer
 truncates toward zero (out-of-range values are unspecified); to ``bool`` it is ``x != 0``; from
 ``bool`` it is 0 or 1. ``MIN``/``MAX`` of floats with one NaN return the other operand (C
-``fmin``/``fmax``). ``ROUND`` rounds half to even. An ``f16`` or ``bf16`` operation is computed
-in ``f32`` and rounded to its type once, to nearest even, the composite ``FLOOR_DIV``, ``MOD``
-and ``RSQRT`` included.
+``fmin``/``fmax``); of ``-0.0`` and ``+0.0`` they return either zero (devices differ), and so
+does ``CLAMP`` where it compares two zeros. ``ROUND`` rounds half to even. An ``f16`` or
+``bf16`` operation is computed in ``f32`` and rounded to its type once, to nearest even, the
+composite ``FLOOR_DIV``, ``MOD`` and ``RSQRT`` included.
 
 Atomics act on one element of a global or shared array and return the element's value from
 before the operation (``out`` may be ``None`` when it is unused). The order in which concurrent

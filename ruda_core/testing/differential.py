@@ -10,10 +10,13 @@ Hypothesis shrinks a failing program to a minimal kernel.
 Every generated kernel is defined on every device, bit for bit, by construction:
 
 * expressions over the device's numeric types and ``bool``: ``+ - *``, ``min max abs neg clamp
-  select``, comparisons, casts, bitwise operations and shifts (any amount: the IR takes it modulo
-  the width), integer ``// %`` with an odd divisor (never zero), ``floor ceil round trunc
-  isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that is never NaN: the sign of a
-  NaN an operation makes is unspecified) on floats; float constants are values of their type;
+  select`` (a float ``min``/``max`` of equal operands gives the first, since the sign of the
+  zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that gives a
+  zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
+  takes it modulo the width), integer ``// %`` with an odd divisor (never zero), ``floor ceil
+  round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that is never NaN:
+  the sign of a NaN an operation makes is unspecified) on floats; float constants are values of
+  their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -30,7 +33,12 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 * shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
   that counts or reduces a ``bool`` over the cube), then read at another unit's slot; global
   integer atomics whose final values do not depend on their order (the old values they return
-  are discarded), wrapping ``u32`` counters among them, each element with one constant limit.
+  are discarded), wrapping ``u32`` counters among them, each element with one constant limit;
+* where the device has planes (:class:`Planes`, which the reference must run at the device's
+  width), plane operations in uniform control flow: integer reductions and scans (a float sum's
+  order is unspecified), ``all``/``any``/``ballot`` of a ``bool``, ``elect``, and broadcasts and
+  shuffles of any type from lanes in, past and outside the plane; partial planes where the
+  device runs them.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from .tolerance import mismatches
 __all__ = [
     "ENV_EXAMPLES",
     "ENV_SHRINK_S",
+    "Planes",
     "Program",
     "ShrinkBudget",
     "atomic_elems",
@@ -96,6 +105,23 @@ _REDUCING_BARRIERS = {
     Op.SYNC_UNITS_AND: Elem.BOOL,
     Op.SYNC_UNITS_OR: Elem.BOOL,
 }
+#: The plane reductions and scans of integers.
+_PLANE_REDUCTIONS = [
+    Op.PLANE_SUM,
+    Op.PLANE_PROD,
+    Op.PLANE_MIN,
+    Op.PLANE_MAX,
+    Op.PLANE_INCLUSIVE_SUM,
+    Op.PLANE_EXCLUSIVE_SUM,
+]
+#: The plane operations that move a value of any type between lanes.
+_PLANE_MOVES = [
+    Op.PLANE_BROADCAST,
+    Op.PLANE_SHUFFLE,
+    Op.PLANE_SHUFFLE_UP,
+    Op.PLANE_SHUFFLE_DOWN,
+    Op.PLANE_SHUFFLE_XOR,
+]
 _GEOMETRIES = [
     ((1, 1, 1), (1, 1, 1)),
     ((3, 1, 1), (8, 1, 1)),
@@ -132,6 +158,29 @@ def fuzz_elems(client: ComputeClient, reference: ComputeClient) -> list[Elem]:
     """Numeric element types both devices support."""
     ok = [e for e in Elem if e.is_numeric]
     return [e for e in ok if client.features().supports(e) and reference.features().supports(e)]
+
+
+@dataclass(frozen=True)
+class Planes:
+    """The plane operations a device runs: its plane ``width``, whether it has shuffles and
+    broadcasts (``Feature.PLANE_SHUFFLE``), planes cut short by the cube's end
+    (``Feature.PARTIAL_PLANE``) and planes across the rows of a cube
+    (``Feature.PLANES_ACROSS_ROWS``)."""
+
+    width: int
+    shuffles: bool
+    partial: bool
+    across_rows: bool
+
+    @staticmethod
+    def of(client: ComputeClient) -> Planes | None:
+        """The plane operations of ``client``'s device; None where it has no planes."""
+        features = client.features()
+        if not features.has(Feature.PLANE):
+            return None
+        width = client.properties().plane_dim
+        flags = (Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE, Feature.PLANES_ACROSS_ROWS)
+        return Planes(width, *(features.has(f) for f in flags))
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,6 +254,8 @@ class _Gen:
             if op is Op.COPYSIGN:  # the sign of a NaN an operation makes is unspecified
                 nan = k.let(Op.ISNAN, Elem.BOOL, b)
                 b = k.let(Op.SELECT, elem, nan, const(0.0, elem), b)
+            if op in (Op.MIN, Op.MAX) and elem.is_float:
+                return self.extremum(op, elem, a, b)
             return k.let(op, elem, a, b)
         if kind == "select":
             cond = self.bool_expr(depth - 1)
@@ -213,8 +264,19 @@ class _Gen:
             )
         if kind == "clamp":
             args = [self.expr(elem, depth - 1) for _ in range(3)]
-            return k.let(Op.CLAMP, elem, *args)
+            clamped = k.let(Op.CLAMP, elem, *args)
+            if not elem.is_float:
+                return clamped
+            zero = k.let(Op.EQ, Elem.BOOL, clamped, const(0.0, elem))
+            return k.let(Op.SELECT, elem, zero, const(0.0, elem), clamped)
         return self.cast_to(elem, depth - 1)
+
+    def extremum(self, op: Op, elem: Elem, a: Operand, b: Operand, width: int = 1) -> Local:
+        """The float ``min``/``max`` of ``a`` and ``b``, ``a`` where they are equal: one zero of
+        each sign gives either on a device."""
+        k = self.k
+        equal = k.let(Op.EQ, Elem.BOOL, a, b, width=width)
+        return k.let(Op.SELECT, elem, equal, a, k.let(op, elem, a, b, width=width), width=width)
 
     def cast_to(self, elem: Elem, depth: int) -> Operand:
         k = self.k
@@ -359,7 +421,11 @@ class _Gen:
         lanes = [self.expr(elem, 1) for _ in range(width)]
         built = k.let(Op.LINE_BUILD, elem, *lanes, width=width)
         ops = [Op.ADD, Op.SUB, Op.MIN, Op.MAX] + [Op.BIT_XOR] * elem.is_int
-        value = k.let(draw(st.sampled_from(ops)), elem, loaded, built, width=width)
+        op = draw(st.sampled_from(ops))
+        if op in (Op.MIN, Op.MAX) and elem.is_float:
+            value = self.extremum(op, elem, loaded, built, width)
+        else:
+            value = k.let(op, elem, loaded, built, width=width)
         if draw(st.booleans()):
             test = k.let(
                 draw(st.sampled_from([Op.LT, Op.EQ])), Elem.BOOL, loaded, built, width=width
@@ -369,7 +435,9 @@ class _Gen:
         k.assign(draw(st.sampled_from(self.pool[elem])), k.let(Op.LINE_LANE, elem, value, lane))
 
     # -- the kernel ---------------------------------------------------------------------------
-    def build(self, shared: bool, units_per_cube: int) -> KernelDefinition:
+    def build(
+        self, shared: bool, units_per_cube: int, planes: Planes | None = None
+    ) -> KernelDefinition:
         k = self.k
         i = k.local("i", Elem.U32)
         k.assign(i, builtin("ABSOLUTE_POS"))
@@ -386,6 +454,8 @@ class _Gen:
         self.block(2)
         if shared:
             self.shared_phase(units_per_cube)
+        if planes is not None:
+            self.plane_phase(planes)
         self.may_return = True
         self.block(2)
         for elem in self.elems:
@@ -422,6 +492,32 @@ class _Gen:
         var = self.draw(st.sampled_from(self.pool[elem]))
         k.assign(var, k.load(smem, at))
 
+    def plane_phase(self, planes: Planes) -> None:
+        """One or two plane operations, reached by every unit, into locals."""
+        k, draw = self.k, self.draw
+        for _ in range(draw(st.integers(1, 2))):
+            kinds = ["move"] * 2 * planes.shuffles + ["reduce", "reduce", "bool", "elect"]
+            kind = draw(st.sampled_from(kinds))
+            if kind == "elect":
+                result = k.let(Op.PLANE_ELECT, Elem.BOOL)
+            elif kind == "bool":
+                op = draw(st.sampled_from([Op.PLANE_ALL, Op.PLANE_ANY, Op.PLANE_BALLOT]))
+                out = Elem.U32 if op is Op.PLANE_BALLOT else Elem.BOOL
+                result = k.let(op, out, self.bool_expr(2))
+            elif kind == "reduce" and any(e.is_int for e in self.elems):
+                elem = draw(st.sampled_from([e for e in self.elems if e.is_int]))
+                result = k.let(draw(st.sampled_from(_PLANE_REDUCTIONS)), elem, self.expr(elem, 2))
+            else:
+                elem = draw(st.sampled_from([*self.elems, Elem.BOOL]))
+                op = draw(st.sampled_from(_PLANE_MOVES))
+                if op is Op.PLANE_SHUFFLE:  # per unit: lanes in and past the plane
+                    lanes = const(2 * planes.width - 1, Elem.U32)
+                    lane: Operand = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), lanes)
+                else:  # uniform: a lane, delta or mask up to the plane's width and beyond
+                    lane = const(draw(st.integers(0, planes.width + 1)), Elem.U32)
+                result = k.let(op, elem, self.expr(elem, 2), lane)
+            k.assign(draw(st.sampled_from(self.pool[result.elem])), result)
+
 
 def _atomics_of(elem: Elem) -> list[Op]:
     """The atomics of an accumulator of ``elem``, two elements each, in slot order."""
@@ -448,11 +544,14 @@ def programs(
     atomic_elems: Sequence[Elem] = (),
     max_units: int = 1024,
     whole_lines: bool = False,
+    planes: Planes | None = None,
 ) -> Program:
     """Random :class:`Program` over ``elems`` (numeric element types; u32 is always used),
     with global atomics on ``atomic_elems`` (32/64-bit integers) and cubes of at most
     ``max_units`` units. With ``whole_lines``, every line load reads one of its input's whole
-    lines (the sanitizer reports a line past the end, which the bounds checks read as zeros)."""
+    lines (the sanitizer reports a line past the end, which the bounds checks read as zeros).
+    With ``planes``, some programs have plane operations of those widths; their results are
+    the reference's only where it runs at that plane width."""
     drawn = draw(st.lists(st.sampled_from(list(elems)), max_size=2, unique=True))
     atomics = (
         draw(st.lists(st.sampled_from(list(atomic_elems)), max_size=1)) if atomic_elems else []
@@ -462,7 +561,13 @@ def programs(
     units_per_cube = int(np.prod(dim))
     total = int(np.prod(count)) * units_per_cube
     gen = _Gen(draw, chosen, atomics, total if whole_lines else None)
-    defn = gen.build(draw(st.booleans()), units_per_cube)
+    shared = draw(st.booleans())
+    if planes is not None and (
+        (units_per_cube % planes.width and not planes.partial)
+        or (units_per_cube > dim[0] and dim[0] % planes.width and not planes.across_rows)
+    ):
+        planes = None  # a partial plane, or planes within rows that are not whole planes
+    defn = gen.build(shared, units_per_cube, planes if planes and draw(st.booleans()) else None)
     arrays: list[np.ndarray] = []
     outputs = []
     for k, p in enumerate(defn.array_params):

@@ -8,7 +8,8 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
   backend that is missing or unusable fails instead of skipping), see :mod:`.selection`;
 * the fixtures ``ruda_device`` (the device string, e.g. ``"opencl:0"``; every test using it or
   ``client`` runs once per selected device, with the device as its id), ``client`` (that
-  device's ``ComputeClient``) and ``reference`` (the NumPy reference device's client), all
+  device's ``ComputeClient``), ``reference`` (the NumPy reference device's client) and
+  ``plane_reference`` (the reference device at the plane width of the device under test), all
   session-scoped, so they work with Hypothesis' ``@given``, and ``known_cases``, the parts of
   the test its device is known to fail (:class:`~.overrides.KnownCases`);
 * the markers of :mod:`.markers` (``requires``, ``requires_elem``), checked before a test's
@@ -33,7 +34,7 @@ from hypothesis import settings
 import ruda_core
 
 from ..plugins import REFERENCE_BACKEND
-from ..runtime import ComputeClient
+from ..runtime import ComputeClient, IndexedRuntime
 from .markers import MARK_ELEMS, MARK_FEATURES, missing
 from .overrides import DEVICE_PARAM, KnownCases, Overrides
 from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
@@ -184,6 +185,24 @@ def client(request: pytest.FixtureRequest, ruda_device: str) -> ComputeClient:
 def reference() -> ComputeClient:
     """The client of the NumPy reference device, the oracle results are compared with."""
     return ruda_core.client(REFERENCE_BACKEND)
+
+
+@pytest.fixture(scope="session")
+def plane_reference(client: ComputeClient, reference: ComputeClient) -> ComputeClient:
+    """The reference device at the plane width of the device under test, so that kernels with
+    plane operations give the same lanes on both: ``reference`` where the widths are equal,
+    else a reference server of its own made at that width (``RUDA_CPU_PLANE_DIM``), or
+    ``reference`` where the reference device does not take that width."""
+    width, runtime = client.properties().plane_dim, reference.runtime
+    if width == reference.properties().plane_dim or not issubclass(runtime, IndexedRuntime):
+        return reference
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUDA_CPU_PLANE_DIM", str(width))
+        try:
+            server = runtime.new_server(reference.device)
+        except ValueError:  # a width the reference device does not take
+            return reference
+    return ComputeClient(reference.device, server, runtime=runtime)
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@ the reference device's results exactly. ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the 
 kernels per device (default 20), the same kernels on every run (the plugin's derandomised
 Hypothesis profile; ``RUDA_FUZZ_NEW=1`` draws new ones); a failure shrinks (for at most
 ``RUDA_DIFFERENTIAL_SHRINK_S`` seconds, default 60) to a minimal kernel and prints its IR and
-the device's generated source. Some line loads read past the end of their input on purpose,
+the device's generated source. Where the device has planes, programs may have plane
+operations, compared with the reference device at the device's plane width
+(``plane_reference``). Some line loads read past the end of their input on purpose,
 which the reference device's sanitizer reports, so the module runs unsanitized;
 ``tests/cpu/test_fuzz_sanitized.py`` runs the programs, with whole lines, under it."""
 
@@ -14,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ruda_core.testing.differential import (
+    Planes,
     ShrinkBudget,
     atomic_elems,
     example_count,
@@ -31,9 +34,13 @@ _BUDGETS: dict[str, ShrinkBudget] = {}
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_random_kernels_match_the_reference(client, reference, data):
-    elems = fuzz_elems(client, reference)
+def test_random_kernels_match_the_reference(client, plane_reference, data):
+    elems = fuzz_elems(client, plane_reference)
     max_units = client.properties().max_units_per_ruda
-    program = data.draw(programs(elems, atomic_elems(client, elems), max_units), label="program")
+    same_width = plane_reference.properties().plane_dim == client.properties().plane_dim
+    planes = Planes.of(client) if same_width else None
+    program = data.draw(
+        programs(elems, atomic_elems(client, elems), max_units, planes=planes), label="program"
+    )
     budget = _BUDGETS.setdefault(str(client.device), ShrinkBudget())
-    budget.check(client, reference, program)
+    budget.check(client, plane_reference, program)
