@@ -70,7 +70,7 @@ from .bindings import (
     writable_arrays,
 )
 from .dialect import LANE, LANES, WgslDialect, nan_unless_finite
-from .folds import constant_locals
+from .folds import constant_locals, value_keys
 from .helpers import referenced
 from .layout import HEADER_WORDS, RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
@@ -168,6 +168,11 @@ class _Writer(StructuredWriter):
         self.atomic = atomic_arrays(definition)
         #: locals a shader compiler may evaluate while it compiles (:mod:`.folds`)
         self.constant = constant_locals(definition)
+        #: keys of locals a compiler may find equal (:func:`.folds.value_keys`)
+        self.values = value_keys(definition)
+        #: the locals assigned in each loop being written whose turns are not counted by
+        #: constants: a compiler knows none of them inside it (not even one it knows on entry)
+        self.varying: list[frozenset[Local]] = []
         self.lines: list[str] = []
         self.loc: SourceLoc | None = None
         #: the loops the statement being written is inside, counted where the driver stops loops,
@@ -358,13 +363,18 @@ class _Writer(StructuredWriter):
     def _stmt(self, stmt: Stmt, depth: int) -> None:
         """A statement; where the driver stops loops, a loop a ``return`` leaves is followed by
         the rest of that return (:data:`RETURNING`)."""
-        if not (self.d.loop_limit and isinstance(stmt, Loop | RangeLoop)):
+        if not isinstance(stmt, Loop | RangeLoop):
             super()._stmt(stmt, depth)
             return
-        self.loops += 1
+        bounds = (stmt.start, stmt.end) if isinstance(stmt, RangeLoop) else ()
+        runtime = not bounds or not all(isinstance(x, Const) for x in bounds)
+        assigned = {s.out for s in walk(stmt.body) if isinstance(s, Instr)} if runtime else ()
+        self.varying.append(frozenset(x for x in assigned if isinstance(x, Local)))
+        self.loops += bool(self.d.loop_limit)
         super()._stmt(stmt, depth)
-        self.loops -= 1
-        if any(isinstance(s, Return) for s in walk(stmt.body)):
+        self.loops -= bool(self.d.loop_limit)
+        self.varying.pop()
+        if self.d.loop_limit and any(isinstance(s, Return) for s in walk(stmt.body)):
             rest = "break;" if self.loops else " ".join([*self._turns_check(), "return;"])
             self._line(depth, f"if ({RETURNING}) {{ {rest} }}")
 
@@ -490,13 +500,22 @@ class _Writer(StructuredWriter):
     def _folded_float(
         self, op: Op, elem: Elem, args: tuple[object, ...], operands: list[Arg]
     ) -> str | None:
-        """``x - x``, and sums, differences and products with an operand a compiler may know
-        to be a zero, in forms that keep IEEE's zero or NaN whatever the compiler folds
-        (``None``: the plain form). A compiler may assume finite values and no signed zeros,
-        and fold ``x - x`` or ``0 * x`` to a zero, ``x + 0`` to ``x`` or ``0 - x`` to ``-x``."""
+        """``x - x`` and ``x + (-x)`` (of values a compiler may find equal), and sums,
+        differences and products with an operand a compiler may know to be a zero, in forms that
+        keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain form). A compiler
+        may assume finite values and no signed zeros, and fold ``x - x``, ``x + (-x)`` or
+        ``0 * x`` to a zero, ``x + 0`` to ``x`` or ``0 - x`` to ``-x``."""
         w = [self.expr.wide(a, elem) for a in operands]
-        known = [a.value == 0 if isinstance(a, Const) else a in self.constant for a in args]
-        if op is Op.SUB and args[0] == args[1]:
+        varying = frozenset().union(*self.varying)
+        known = [
+            a.value == 0 if isinstance(a, Const) else a in self.constant and a not in varying
+            for a in args
+        ]
+        a, b = (self.values.get(x, x) if isinstance(x, Local) else x for x in args[:2])
+        negated = (Op.NEG, elem, 1)
+        if (op is Op.SUB and a == b) or (
+            op is Op.ADD and (b == (*negated, a) or a == (*negated, b))
+        ):
             value = nan_unless_finite("0.0f", w[0])
         elif any(known):
             value = f"ruda_{op.value}_f32({w[0]}, {w[1]})"
