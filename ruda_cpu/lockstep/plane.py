@@ -156,7 +156,8 @@ def _read_lanes(g: Batch, v: Any, src: np.ndarray, inside: np.ndarray, outside: 
     grid = plane_grid(g, v, None, 0).reshape(-1)
     where = np.arange(g.n, dtype=np.intp) if pos is None else pos
     index = where - where % pd + np.where(inside, src, 0).astype(np.intp)
-    return np.where(inside, grid[index], outside)
+    read = grid[index]  # the result keeps v's type (np.where makes bools and 0 integers)
+    return np.where(inside, read, outside).astype(read.dtype, copy=False)
 
 
 def _own_lane(g: Batch) -> np.ndarray:

@@ -19,7 +19,9 @@ from ruda_core.lang import (
     SharedMemory,
     kernel,
     plane_ballot,
+    plane_broadcast,
     plane_elect,
+    plane_shuffle,
     plane_shuffle_down,
     plane_shuffle_up,
     plane_shuffle_xor,
@@ -74,6 +76,20 @@ def conformance_uniform_shuffles(x: Array[u32], out: Array[u32], delta: u32):
     out[n + i] = plane_shuffle_down(v, delta)
     out[u32(2) * n + i] = plane_shuffle_xor(v, delta)
     out[u32(3) * n + i] = u32(plane_shuffle_down(v % u32(2) == u32(1), delta))
+
+
+@kernel
+def conformance_bool_moves(x: Array[u32], src: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    n = x.len()
+    odd = x[i] % u32(2) == u32(1)
+    out[i] = u32(1) if plane_shuffle(odd, src[i]) else u32(0)
+    out[n + i] = u32(1) if plane_broadcast(odd, u32(1)) else u32(0)
+    out[u32(2) * n + i] = u32(1) if plane_shuffle_up(odd, u32(1)) else u32(0)
+    out[u32(3) * n + i] = u32(1) if plane_shuffle_down(odd, u32(1)) else u32(0)
+    out[u32(4) * n + i] = u32(0)
+    if plane_shuffle_xor(odd, u32(1)):
+        out[u32(4) * n + i] = u32(1)
 
 
 @kernel
@@ -174,6 +190,29 @@ def test_relative_shuffles_with_one_delta(client, reference, which):
         zip(("up", "down", "xor", "down of bool"), [*want, odd], strict=True)
     ):
         np.testing.assert_array_equal(got[k], expected, f"{name} by {delta} (plane_dim {plane})")
+    _same_as_reference(client, reference, got.reshape(-1), run)
+
+
+@requires(Feature.PLANE, Feature.PLANE_SHUFFLE)
+def test_bools_moved_between_lanes_decide_selects_and_branches(client, reference):
+    """A ``bool`` read from another lane by each plane move, as the condition of a select and
+    of an ``if`` (the reference device once gave such a ``bool`` the layout of an integer)."""
+    units = _units(client)
+    plane = client.properties().plane_dim
+    n = CUBES * units
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 1000, n).astype(np.uint32)
+    src = rng.integers(0, 2 * plane, n).astype(np.uint32)
+
+    def run(c):
+        return _run(c, conformance_bool_moves, [x, src], 5 * n, np.uint32, units=units)
+
+    got = run(client).reshape(5, n)
+    model, odd, ones = PlaneModel(CUBES, units, plane), x % 2 == 1, np.ones(n, np.uint32)
+    want = [model.shuffle(odd, src), model.broadcast(odd, 1), *_shuffled(model, odd, ones)]
+    names = ("shuffle", "broadcast", "up", "down", "xor")
+    for row, name, expected in zip(got, names, want, strict=True):
+        np.testing.assert_array_equal(row, expected.astype(np.uint32), f"{name} of bool")
     _same_as_reference(client, reference, got.reshape(-1), run)
 
 
