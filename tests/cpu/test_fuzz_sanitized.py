@@ -5,7 +5,7 @@ no races, no reads of unwritten shared memory, barriers in uniform control flow;
 loads read whole lines of their input (elsewhere they may read past the end, as zeros, which
 the sanitizer reports). The sanitizer checks that promise on each program, at the default
 plane width and at another one (the lockstep batches split the cube differently), and the
-outputs must not depend on the width.
+outputs must not depend on the width; and on programs with plane operations, at planes of 16.
 ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of programs, as for the conformance module.
 """
 
@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 import ruda_cpu
 from ruda_core.runtime import ComputeClient
-from ruda_core.testing.differential import atomic_elems, example_count, fuzz_elems, programs
+from ruda_core.testing.differential import (
+    Planes,
+    atomic_elems,
+    example_count,
+    fuzz_elems,
+    programs,
+)
 from ruda_core.testing.runner import run_definition
 from ruda_core.testing.tolerance import mismatches
 
@@ -55,3 +61,26 @@ def test_fuzzer_programs_run_clean_under_the_sanitizer_at_two_widths(
     for k in program.outputs:
         bad = mismatches(results[1][k], results[0][k], params[k].elem)
         assert not bad.any(), f"{params[k].name} differs between planes of {WIDTHS}"
+
+
+@settings(
+    max_examples=example_count(),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_fuzzer_programs_with_plane_operations_run_clean_under_the_sanitizer(
+    width_clients: dict[int, ComputeClient], data: st.DataObject
+) -> None:
+    client = width_clients[WIDTHS[1]]
+    elems = fuzz_elems(client, client)
+    planes = Planes.of(client)
+    assert planes is not None and planes.width == WIDTHS[1]
+    program = data.draw(
+        programs(elems, atomic_elems(client, elems), 1024, whole_lines=True, planes=planes),
+        label="program",
+    )
+    with ruda_cpu.sanitizing():  # a finding raises SanitizerError at the read-back
+        run_definition(
+            client, program.definition, program.inputs, count=program.count, dim=program.dim
+        )
