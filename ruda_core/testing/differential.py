@@ -13,10 +13,11 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   select`` (a float ``min``/``max`` of equal operands gives the first, since the sign of the
   zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that gives a
   zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
-  takes it modulo the width), integer ``// %`` with an odd divisor (never zero), ``floor ceil
-  round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that is never NaN:
-  the sign of a NaN an operation makes is unspecified) on floats; float constants are values of
-  their type;
+  takes it modulo the width), integer ``// %`` with an odd divisor (never zero), ``mul_hi``,
+  saturating ``+ -``, ``reverse_bits`` and the bit counts (``popcount``, leading and trailing
+  zeros, ``find_first_set``, as ``u32``), ``floor ceil round trunc isnan isinf``, ``fmod
+  remainder`` and ``copysign`` (of a sign that is never NaN: the sign of a NaN an operation
+  makes is unspecified) on floats; float constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -54,6 +55,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from ..ir import (
+    BIT_COUNTS,
     LINE_WIDTHS,
     Elem,
     KernelDefinition,
@@ -234,15 +236,25 @@ class _Gen:
             return self.leaf(elem)
         if elem is Elem.BOOL:
             return self.bool_expr(depth)
-        kind = self.draw(st.sampled_from(["unary", "binary", "binary", "select", "clamp", "cast"]))
+        kinds = ["unary", "binary", "binary", "select", "clamp", "cast"]
+        kind = self.draw(st.sampled_from(kinds + ["count"] * (elem is Elem.U32)))
         if kind == "unary":
             ops = [Op.NEG, Op.ABS]
-            ops += [Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC] if elem.is_float else [Op.BIT_NOT]
+            ops += (
+                [Op.FLOOR, Op.CEIL, Op.ROUND, Op.TRUNC]
+                if elem.is_float
+                else [Op.BIT_NOT, Op.REVERSE_BITS]
+            )
             return k.let(self.draw(st.sampled_from(ops)), elem, self.expr(elem, depth - 1))
+        if kind == "count":  # of the bits of any integer type
+            source = self.draw(st.sampled_from([e for e in self.elems if e.is_int]))
+            op = self.draw(st.sampled_from(sorted(BIT_COUNTS, key=lambda op: op.value)))
+            return k.let(op, elem, self.expr(source, depth - 1))
         if kind == "binary":
             ops = [Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX]
             if elem.is_int:
                 ops += [Op.FLOOR_DIV, Op.MOD, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR]
+                ops += [Op.MUL_HI, Op.SATURATING_ADD, Op.SATURATING_SUB]
             else:
                 ops += [Op.COPYSIGN, Op.FMOD, Op.REMAINDER]  # exactly defined, like + - *
             op = self.draw(st.sampled_from(ops))
