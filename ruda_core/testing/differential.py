@@ -32,7 +32,9 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   line built from scalars (``+ - min max``, ``^`` of integers, a comparison picking per lane
   with a scalar broadcast), then one lane kept;
 * shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
-  that counts or reduces a ``bool`` over the cube), then read at another unit's slot; global
+  that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
+  global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
+  the order does not matter) and a barrier, then a read of another unit's slot; global
   integer atomics whose final values do not depend on their order (the old values they return
   are discarded), wrapping ``u32`` counters among them, each element with one constant limit;
 * where the device has planes (:class:`Planes`, which the reference must run at the device's
@@ -494,6 +496,12 @@ class _Gen:
             result = _REDUCING_BARRIERS[barrier]
             reduced = k.let(barrier, result, self.bool_expr(2))
             k.assign(self.draw(st.sampled_from(self.pool[result])), reduced)
+        if (elem in (Elem.I32, Elem.U32) or elem in self.accs) and self.draw(st.booleans()):
+            # every unit updates a slot by one operation (so the order does not matter)
+            op = self.draw(st.sampled_from(_ATOMICS))
+            slot = k.let(Op.MOD, Elem.U32, self.expr(Elem.U32, 1), const(units, Elem.U32))
+            k.do(op, None, smem, slot, self.expr(elem, 2))
+            k.sync_units()
         shift = self.draw(st.integers(0, max(units - 1, 0)))
         at = k.let(
             Op.MOD,
