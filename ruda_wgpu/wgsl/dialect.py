@@ -38,6 +38,8 @@ _TYPES = {Elem(t): t for t in words("bool i32 u32 i64 u64 f16 f32")}
 _TYPES |= {Elem.I8: "i32", Elem.I16: "i32", Elem.U8: "u32", Elem.U16: "u32"}
 #: Integers WGSL lacks, held in ``i32``/``u32`` and wrapped to their width.
 NARROW = frozenset({Elem.I8, Elem.I16, Elem.U8, Elem.U16})
+#: The high word of a 64-bit integer, all ones.
+_HIGH_WORD = 0xFFFFFFFF00000000
 #: The math functions (C99 names) WGSL has under another name.
 _RENAMED = {"rint": "round"}  # WGSL's round takes ties to even, as rint
 
@@ -161,9 +163,13 @@ class WgslDialect(Dialect):
             return self.select(expr, self.literal(1, elem), self.literal(0, elem))
         if source is not None and source.is_int and elem.bits == 64 and source.bits < 64:
             # widened in the source's signedness, then reinterpreted: naga's conversions
-            # between 32-bit and 64-bit integers of different signedness extend wrongly
+            # between 32-bit and 64-bit integers of different signedness extend wrongly; and a
+            # signed value is extended by its bits: lavapipe's i64(x) of a negative i32 holds
+            # the right bits but compares as not negative (abs(i64(x)) stayed negative)
+            x = bare(expr)
             wide = Elem.I64 if source.is_signed else Elem.U64
-            value = f"{self.type_name(wide)}({bare(expr)})"
+            value = f"u64(bitcast<u32>({x})) | select(0lu, {_HIGH_WORD}lu, {x} < 0i)"
+            value = f"bitcast<i64>({value})" if source.is_signed else f"u64({x})"
             return value if wide is elem else f"bitcast<{ty}>({value})"
         return wrap(f"{ty}({bare(expr)})", elem)
 

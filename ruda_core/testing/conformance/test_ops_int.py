@@ -177,6 +177,29 @@ def test_complements_of_min_and_max(client, reference, elem):
     _values_per_unit(client, reference, elem, "complements_of_extremes", make, expected)
 
 
+@pytest.mark.parametrize("elem", [Elem.I8, Elem.I16, Elem.I32], ids=str)
+def test_a_narrower_signed_value_widened_to_64_bits_keeps_its_sign(client, reference, elem):
+    """``abs(i64(x))``, ``i64(x) < 0`` and the high word ``i64(x) >> 32`` of a signed ``x``
+    narrower than 64 bits (lavapipe's ``i64(x)`` of a negative 32-bit value held the right bits
+    but compared as not negative), each cast back to ``x``'s type."""
+    need(client, Elem.I64, reference=reference)
+
+    def make(k, v, _):
+        wide = k.let(Op.CAST, Elem.I64, v)
+        negative = k.let(Op.LT, Elem.BOOL, wide, const(0, Elem.I64))
+        return [
+            k.let(Op.CAST, elem, k.let(Op.ABS, Elem.I64, wide)),
+            k.let(Op.SELECT, elem, negative, const(1, elem), const(0, elem)),
+            k.let(Op.CAST, elem, k.let(Op.SHR, Elem.I64, wide, const(32, Elem.I64))),
+        ]
+
+    def expected(x, _):
+        w = x.astype(np.int64)
+        return [np.abs(w).astype(elem.numpy), (w < 0).astype(elem.numpy), (w >> 32).astype(x.dtype)]
+
+    _values_per_unit(client, reference, elem, "widened_signs", make, expected)
+
+
 @pytest.mark.parametrize("elem", INT_ELEMS, ids=str)
 def test_min_and_max_of_a_value_and_its_complement(client, reference, elem):
     """Intel's CPU OpenCL compiler once folded ``min(x, ~x)`` and ``max(x, ~x)`` to ``x``; the
