@@ -15,9 +15,10 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
   takes it modulo the width), integer ``// %`` with an odd divisor (never zero), ``mul_hi``,
   saturating ``+ -``, ``reverse_bits`` and the bit counts (``popcount``, leading and trailing
-  zeros, ``find_first_set``, as ``u32``), ``floor ceil round trunc isnan isinf``, ``fmod
-  remainder`` and ``copysign`` (of a sign that is never NaN: the sign of a NaN an operation
-  makes is unspecified) on floats; float constants are values of their type;
+  zeros, ``find_first_set``, as ``u32``), the bits of a float (a NaN counts as ``0.0``),
+  ``floor ceil round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that
+  is never NaN: the sign of a NaN an operation makes is unspecified) on floats; float
+  constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -296,6 +297,10 @@ class _Gen:
         k = self.k
         source = self.draw(st.sampled_from([*self.elems, Elem.BOOL]))
         x = self.expr(source, depth)
+        if source.is_float and source.bits == elem.bits and self.draw(st.booleans()):
+            # the bits, signed zeros included; a NaN an operation makes has unspecified bits
+            nan = k.let(Op.ISNAN, Elem.BOOL, x)
+            return k.let(Op.BITCAST, elem, k.let(Op.SELECT, source, nan, const(0.0, source), x))
         if source.is_float and elem.is_int:
             lo, hi = (0.0, 100.0) if not elem.is_signed else (-100.0, 100.0)
             x = k.let(Op.CLAMP, source, x, const(lo, source), const(hi, source))
