@@ -44,6 +44,7 @@ from ruda_core.ir import (
     Builtin,
     Const,
     Elem,
+    If,
     Instr,
     KernelDefinition,
     Local,
@@ -70,7 +71,7 @@ from .bindings import (
     writable_arrays,
 )
 from .dialect import LANE, LANES, WgslDialect, nan_unless_finite
-from .folds import constant_locals, value_keys
+from .folds import ValueNumbers, constant_locals
 from .helpers import referenced
 from .layout import HEADER_WORDS, RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
@@ -168,8 +169,8 @@ class _Writer(StructuredWriter):
         self.atomic = atomic_arrays(definition)
         #: locals a shader compiler may evaluate while it compiles (:mod:`.folds`)
         self.constant = constant_locals(definition)
-        #: keys of locals a compiler may find equal (:func:`.folds.value_keys`)
-        self.values = value_keys(definition)
+        #: the value of each local where the writer is (:class:`.folds.ValueNumbers`)
+        self.values = ValueNumbers()
         #: the locals assigned in each loop being written whose turns are not counted by
         #: constants: a compiler knows none of them inside it (not even one it knows on entry)
         self.varying: list[frozenset[Local]] = []
@@ -363,20 +364,43 @@ class _Writer(StructuredWriter):
     def _stmt(self, stmt: Stmt, depth: int) -> None:
         """A statement; where the driver stops loops, a loop a ``return`` leaves is followed by
         the rest of that return (:data:`RETURNING`)."""
+        if isinstance(stmt, If):
+            self._if(stmt, depth)
+            return
         if not isinstance(stmt, Loop | RangeLoop):
             super()._stmt(stmt, depth)
+            if isinstance(stmt, Instr):
+                self.values.assigned(stmt)
             return
         bounds = (stmt.start, stmt.end) if isinstance(stmt, RangeLoop) else ()
         runtime = not bounds or not all(isinstance(x, Const) for x in bounds)
         assigned = {s.out for s in walk(stmt.body) if isinstance(s, Instr)} if runtime else ()
         self.varying.append(frozenset(x for x in assigned if isinstance(x, Local)))
+        counter = (stmt.var,) if isinstance(stmt, RangeLoop) else ()
+        self.values.forget(stmt.body, *counter)
         self.loops += bool(self.d.loop_limit)
         super()._stmt(stmt, depth)
         self.loops -= bool(self.d.loop_limit)
+        self.values.forget(stmt.body, *counter)
         self.varying.pop()
         if self.d.loop_limit and any(isinstance(s, Return) for s in walk(stmt.body)):
             rest = "break;" if self.loops else " ".join([*self._turns_check(), "return;"])
             self._line(depth, f"if ({RETURNING}) {{ {rest} }}")
+
+    def _if(self, stmt: If, depth: int) -> None:
+        """An ``if``, each branch from the values before it; after it, the values both leave."""
+        if stmt.loc is not None:
+            self._locate(stmt.loc, depth)
+        before = dict(self.values.keys)
+        self._line(depth, f"if ({self._condition(stmt.cond)}) {{")
+        self._block(stmt.then, depth + 1)
+        then, self.values.keys = self.values.keys, before
+        if stmt.orelse:
+            self._line(depth, "} else {")
+            self._block(stmt.orelse, depth + 1)
+        self._line(depth, "}")
+        keys = self.values.keys
+        self.values.keys = {a: key for a, key in keys.items() if a in then and then[a] == key}
 
     def _return(self, depth: int) -> None:
         if self.loops:  # leaves its loops first (see RETURNING)
@@ -511,7 +535,7 @@ class _Writer(StructuredWriter):
             a.value == 0 if isinstance(a, Const) else a in self.constant and a not in varying
             for a in args
         ]
-        a, b = (self.values.get(x, x) if isinstance(x, Local) else x for x in args[:2])
+        a, b = (self.values.of(x) for x in args[:2])
         negated = (Op.NEG, elem, 1)
         if (op is Op.SUB and a == b) or (
             op is Op.ADD and (b == (*negated, a) or a == (*negated, b))

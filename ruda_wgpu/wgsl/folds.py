@@ -9,12 +9,24 @@ imports no driver.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable
 
-from ruda_core.ir import LANE_WISE_OPS, Const, Instr, KernelDefinition, Local, Op, Param, walk
+from ruda_core.ir import (
+    LANE_WISE_OPS,
+    Block,
+    Const,
+    Instr,
+    KernelDefinition,
+    Local,
+    Op,
+    Param,
+    walk,
+)
 
-__all__ = ["constant_locals", "value_keys"]
+__all__ = ["ValueNumbers", "constant_locals"]
+
+#: Reads of an array's length, shape, strides and rank: the same wherever they are read.
+_METADATA = frozenset({Op.LEN, Op.SHAPE, Op.STRIDE, Op.RANK})
 
 
 def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
@@ -36,17 +48,41 @@ def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
         known |= found
 
 
-def value_keys(definition: KernelDefinition) -> dict[Local, Hashable]:
-    """A key for each local assigned once, by a lane-wise operation or a load of an array the
-    kernel never writes: the operation and its operands' keys (an operand without one is its own
-    key). Locals of one key hold one value where both are read, as a compiler that numbers
-    values finds."""
-    instrs = [s for s in walk(definition.body) if isinstance(s, Instr)]
-    writes = Counter(s.out for s in instrs)
-    keys: dict[Local, Hashable] = {}
-    for s in instrs:
-        loads = s.op is Op.INDEX and isinstance(s.args[0], Param) and s.args[0].read_only
-        if isinstance(s.out, Local) and writes[s.out] == 1 and (s.op in LANE_WISE_OPS or loads):
-            args = [keys.get(a, a) if isinstance(a, Local) else a for a in s.args]
-            keys[s.out] = args[0] if s.op is Op.ASSIGN else (s.op, s.out.elem, s.out.width, *args)
-    return keys
+class ValueNumbers:
+    """The value of each local where the statement being written is, as a key: a pure
+    operation's result is the operation and its operands' keys, any other result a new token,
+    a local read before it has a key a token standing for its value there. Two operands of one
+    key hold one value, as a compiler that numbers values finds. The writer calls
+    :meth:`assigned` after each instruction and :meth:`forget` where control flow joins: the
+    locals a branch or a loop assigns, and a loop's variable."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self) -> None:
+        self.keys: dict[Local, Hashable] = {}
+
+    def of(self, a: object) -> Hashable:
+        """The key of operand ``a`` here (a constant, builtin or parameter is its own)."""
+        return self.keys.setdefault(a, object()) if isinstance(a, Local) else a
+
+    def assigned(self, ins: Instr) -> None:
+        """Record the key of the result of ``ins``, just written."""
+        out = ins.out
+        if not isinstance(out, Local):
+            return
+        loads = ins.op is Op.INDEX and isinstance(ins.args[0], Param) and ins.args[0].read_only
+        if ins.op is Op.ASSIGN:
+            key = self.of(ins.args[0])
+        elif ins.op in LANE_WISE_OPS or ins.op in _METADATA or loads:
+            key = (ins.op, out.elem, out.width, *map(self.of, ins.args))
+        else:
+            key = object()
+        self.keys[out] = key
+
+    def forget(self, body: Block, *others: Local) -> None:
+        """Drop the keys of the locals ``body`` assigns and of ``others``."""
+        for s in walk(body):
+            if isinstance(s, Instr) and isinstance(s.out, Local):
+                self.keys.pop(s.out, None)
+        for local in others:
+            self.keys.pop(local, None)

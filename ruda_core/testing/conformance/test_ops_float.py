@@ -126,13 +126,16 @@ def zero_products(x: Array[Float], out: Array[Float]):
         v = x[i]
         zero = floor(Float(0.25))  # zeros a compiler evaluates while it compiles
         negative_zero = trunc(Float(-0.5))
-        out[7 * i] = v - v
-        out[7 * i + 1] = Float(0.0) * v
-        out[7 * i + 2] = v * Float(-0.0)
-        out[7 * i + 3] = v * zero
-        out[7 * i + 4] = negative_zero * v
-        out[7 * i + 5] = floor(v) - floor(v)  # equal values of two computations
-        out[7 * i + 6] = v + -v
+        out[8 * i] = v - v
+        out[8 * i + 1] = Float(0.0) * v
+        out[8 * i + 2] = v * Float(-0.0)
+        out[8 * i + 3] = v * zero
+        out[8 * i + 4] = negative_zero * v
+        out[8 * i + 5] = floor(v) - floor(v)  # equal values of two computations
+        out[8 * i + 6] = v + -v
+        before = floor(v)
+        v = v + Float(1.0)
+        out[8 * i + 7] = before - floor(v)  # one computation of two values: not an identity
 
 
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
@@ -140,14 +143,15 @@ def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, el
     """``x - x``, ``floor(x) - floor(x)``, ``x + -x``, ``0.0 * x`` and ``x * -0.0``, and ``x``
     times a zero computed from constants (``floor(0.25)``, ``trunc(-0.5)``), are signed zeros for
     a finite ``x`` and NaN for an infinity or a NaN, also where a shader compiler may assume
-    finite values and fold them to a zero."""
+    finite values and fold them to a zero; ``floor(x) - floor(x + 1)``, one computation of two
+    values, is not folded with them."""
     need(client, elem)
     x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan, 1e4], dtype=elem.numpy)
-    got = run_kernel(client, zero_products, [x], (7 * x.size, elem.numpy), dim=x.size)
+    got = run_kernel(client, zero_products, [x], (8 * x.size, elem.numpy), dim=x.size)
     zero, negative_zero = x.dtype.type(0.0), x.dtype.type(-0.0)
     with np.errstate(invalid="ignore"):
         columns = [x - x, zero * x, x * negative_zero, x * zero, negative_zero * x]
-        columns += [np.floor(x) - np.floor(x), x + -x]
+        columns += [np.floor(x) - np.floor(x), x + -x, np.floor(x) - np.floor(x + 1)]
         want = np.stack(columns, axis=-1).ravel()
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
