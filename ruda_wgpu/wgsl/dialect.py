@@ -167,9 +167,11 @@ class WgslDialect(Dialect):
             # signed value is extended by its bits: lavapipe's i64(x) of a negative i32 holds
             # the right bits but compares as not negative (abs(i64(x)) stayed negative)
             x = bare(expr)
-            wide = Elem.I64 if source.is_signed else Elem.U64
-            value = f"u64(bitcast<u32>({x})) | select(0lu, {_HIGH_WORD}lu, {x} < 0i)"
-            value = f"bitcast<i64>({value})" if source.is_signed else f"u64({x})"
+            if source.is_signed:
+                high = f"select(0lu, {_HIGH_WORD}lu, {x} < 0i)"
+                value, wide = f"bitcast<i64>(u64(bitcast<u32>({x})) | {high})", Elem.I64
+            else:
+                value, wide = f"u64({x})", Elem.U64
             return value if wide is elem else f"bitcast<{ty}>({value})"
         return wrap(f"{ty}({bare(expr)})", elem)
 

@@ -374,14 +374,15 @@ class _Writer(StructuredWriter):
             return
         bounds = (stmt.start, stmt.end) if isinstance(stmt, RangeLoop) else ()
         runtime = not bounds or not all(isinstance(x, Const) for x in bounds)
-        assigned = {s.out for s in walk(stmt.body) if isinstance(s, Instr)} if runtime else ()
-        self.varying.append(frozenset(x for x in assigned if isinstance(x, Local)))
-        counter = (stmt.var,) if isinstance(stmt, RangeLoop) else ()
-        self.values.forget(stmt.body, *counter)
+        assigned = {s.out for s in walk(stmt.body) if isinstance(s, Instr)}
+        changed = frozenset(x for x in assigned if isinstance(x, Local))
+        self.varying.append(changed if runtime else frozenset())
+        counter = [stmt.var] if isinstance(stmt, RangeLoop) else []
+        self.values.forget([*changed, *counter])
         self.loops += bool(self.d.loop_limit)
         super()._stmt(stmt, depth)
         self.loops -= bool(self.d.loop_limit)
-        self.values.forget(stmt.body, *counter)
+        self.values.forget([*changed, *counter])
         self.varying.pop()
         if self.d.loop_limit and any(isinstance(s, Return) for s in walk(stmt.body)):
             rest = "break;" if self.loops else " ".join([*self._turns_check(), "return;"])
@@ -391,16 +392,15 @@ class _Writer(StructuredWriter):
         """An ``if``, each branch from the values before it; after it, the values both leave."""
         if stmt.loc is not None:
             self._locate(stmt.loc, depth)
-        before = dict(self.values.keys)
+        before = self.values.fork()
         self._line(depth, f"if ({self._condition(stmt.cond)}) {{")
         self._block(stmt.then, depth + 1)
-        then, self.values.keys = self.values.keys, before
+        left = self.values.switch(before)
         if stmt.orelse:
             self._line(depth, "} else {")
             self._block(stmt.orelse, depth + 1)
         self._line(depth, "}")
-        keys = self.values.keys
-        self.values.keys = {a: key for a, key in keys.items() if a in then and then[a] == key}
+        self.values.join(left)
 
     def _return(self, depth: int) -> None:
         if self.loops:  # leaves its loops first (see RETURNING)

@@ -9,11 +9,10 @@ imports no driver.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from ruda_core.ir import (
     LANE_WISE_OPS,
-    Block,
     Const,
     Instr,
     KernelDefinition,
@@ -53,17 +52,18 @@ class ValueNumbers:
     operation's result is the operation and its operands' keys, any other result a new token,
     a local read before it has a key a token standing for its value there. Two operands of one
     key hold one value, as a compiler that numbers values finds. The writer calls
-    :meth:`assigned` after each instruction and :meth:`forget` where control flow joins: the
-    locals a branch or a loop assigns, and a loop's variable."""
+    :meth:`assigned` after each instruction, :meth:`fork`, :meth:`switch` and :meth:`join` around
+    the branches of an ``if``, and :meth:`forget` around a loop: the locals it assigns, and its
+    variable."""
 
-    __slots__ = ("keys",)
+    __slots__ = ("_keys",)
 
     def __init__(self) -> None:
-        self.keys: dict[Local, Hashable] = {}
+        self._keys: dict[Local, Hashable] = {}
 
     def of(self, a: object) -> Hashable:
         """The key of operand ``a`` here (a constant, builtin or parameter is its own)."""
-        return self.keys.setdefault(a, object()) if isinstance(a, Local) else a
+        return self._keys.setdefault(a, object()) if isinstance(a, Local) else a
 
     def assigned(self, ins: Instr) -> None:
         """Record the key of the result of ``ins``, just written."""
@@ -77,12 +77,22 @@ class ValueNumbers:
             key = (ins.op, out.elem, out.width, *map(self.of, ins.args))
         else:
             key = object()
-        self.keys[out] = key
+        self._keys[out] = key
 
-    def forget(self, body: Block, *others: Local) -> None:
-        """Drop the keys of the locals ``body`` assigns and of ``others``."""
-        for s in walk(body):
-            if isinstance(s, Instr) and isinstance(s.out, Local):
-                self.keys.pop(s.out, None)
-        for local in others:
-            self.keys.pop(local, None)
+    def fork(self) -> dict[Local, Hashable]:
+        """The keys here, for each branch of an ``if`` to start from."""
+        return dict(self._keys)
+
+    def switch(self, start: dict[Local, Hashable]) -> dict[Local, Hashable]:
+        """Start the next branch from ``start``; the keys the last branch left."""
+        left, self._keys = self._keys, dict(start)
+        return left
+
+    def join(self, left: dict[Local, Hashable]) -> None:
+        """After the branches: the keys both left (``left``, and those here)."""
+        self._keys = {a: key for a, key in self._keys.items() if a in left and left[a] == key}
+
+    def forget(self, locals_: Iterable[Local]) -> None:
+        """Drop the keys of ``locals_`` (those a branch or a loop assigns, a loop's variable)."""
+        for local in locals_:
+            self._keys.pop(local, None)
