@@ -27,11 +27,14 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   take the low 11 bits, exact even in f16 (rounded once in bf16);
 * control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
   conditional ``break``/``continue``, early ``return`` only after the last barrier;
+* reads of an input, and reads and writes of a unit's private array (a local array whose
+  elements are all written first), at an index of any integer type that may be negative or past
+  the end: the bounds checks read a zero there and drop a write; with ``in_bounds``, every
+  index is in bounds, as a run under the sanitizer needs (it reports an access past the end);
 * lines of 2, 4 or 8 lanes: a line loaded from an input (at a line index that may be past the
-  end, so a whole line reads as zeros under the bounds checks; with ``whole_lines``, always one
-  of the input's whole lines, as a run under the sanitizer needs), combined lane by lane with a
-  line built from scalars (``+ - min max``, ``^`` of integers, a comparison picking per lane
-  with a scalar broadcast), then one lane kept;
+  end, so a whole line reads as zeros; with ``in_bounds``, always one of the input's whole
+  lines), combined lane by lane with a line built from scalars (``+ - min max``, ``^`` of
+  integers, a comparison picking per lane with a scalar broadcast), then one lane kept;
 * shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
   that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
   global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
@@ -63,6 +66,7 @@ from ..ir import (
     Elem,
     KernelDefinition,
     Local,
+    LocalArray,
     Op,
     Operand,
     Param,
@@ -93,6 +97,7 @@ ENV_EXAMPLES = "RUDA_DIFFERENTIAL_EXAMPLES"
 #: Seconds Hypothesis may spend shrinking a failure (see :class:`ShrinkBudget`).
 ENV_SHRINK_S = "RUDA_DIFFERENTIAL_SHRINK_S"
 _VARS = 3  # locals per element type
+_PRIVATE = 5  # elements of a private array
 _ATOMICS = [
     Op.ATOMIC_ADD,
     Op.ATOMIC_SUB,
@@ -217,13 +222,15 @@ class _Gen:
     ) -> None:
         self.draw = draw
         self.elems = elems
-        #: the inputs' length when line loads must stay within their whole lines, else None
+        #: the inputs' length when accesses must stay in bounds, else None
         self.elements = elements
         self.line_widths = [w for w in LINE_WIDTHS if elements is None or elements >= w]
         self.k = KernelBuilder("fuzz")
         self.inputs = {e: self.k.array(f"in_{e}", e, read_only=True) for e in elems}
         self.outs = {e: self.k.array(f"out_{e}", e) for e in elems}
         self.accs = {e: self.k.array(f"acc_{e}", e) for e in atomics}
+        #: a unit's private array of some element types (made with the kernel's locals)
+        self.private: dict[Elem, LocalArray] = {}
         #: assignable locals per element; loop variables are readable only (``readable``)
         self.pool: dict[Elem, list[Local]] = {e: [] for e in [*elems, Elem.BOOL]}
         self.loop_vars: list[Local] = []
@@ -370,7 +377,7 @@ class _Gen:
 
     def statement(self, depth: int) -> None:
         k = self.k
-        kinds = ["assign", "assign", "assign", "line" if self.line_widths else "assign"]
+        kinds = ["assign", "assign", "assign", "array", "line" if self.line_widths else "assign"]
         if depth > 0:
             kinds += ["if", "for", "loop"]
         if self.loops:
@@ -384,6 +391,8 @@ class _Gen:
             elem = self.draw(st.sampled_from([*self.elems, Elem.BOOL]))
             var = self.draw(st.sampled_from(self.pool[elem]))
             k.assign(var, self.expr(elem, 3))
+        elif kind == "array":
+            self.array_statement()
         elif kind == "line":
             self.line_statement()
         elif kind == "if":
@@ -428,6 +437,39 @@ class _Gen:
             value = const(_WRAPS[op], elem) if op in _WRAPS else self.expr(elem, 2)
             k.do(op, None, self.accs[elem], index, value)
 
+    def array_statement(self) -> None:
+        """A read of an input or of a private array into a local, or a write of a private
+        array, at an index that may be out of bounds (:meth:`index`)."""
+        k, draw = self.k, self.draw
+        elem = draw(st.sampled_from(self.elems))
+        arrays: list[Param | LocalArray] = [self.inputs[elem]]
+        arrays += [self.private[elem]] if elem in self.private else []
+        arr = draw(st.sampled_from(arrays))
+        index = self.index(arr)
+        if isinstance(arr, LocalArray) and draw(st.booleans()):
+            k.store(arr, index, self.expr(elem, 2))
+        else:
+            k.assign(draw(st.sampled_from(self.pool[elem])), k.load(arr, index))
+
+    def index(self, arr: Param | LocalArray) -> Operand:
+        """An index into ``arr``: a few elements past this unit's position (or past the start
+        of a private array), maybe cast to another integer type, or any value of any integer
+        type; in bounds where accesses must be."""
+        k = self.k
+        small = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(7, Elem.U32))
+        if isinstance(arr, LocalArray):
+            length: Operand = const(arr.length, Elem.U32)
+            near: Operand = small
+        else:
+            length = k.let(Op.LEN, Elem.U32, arr)
+            near = k.let(Op.ADD, Elem.U32, builtin("ABSOLUTE_POS"), small)
+        if self.elements is not None:
+            return k.let(Op.MOD, Elem.U32, near, length)
+        source = self.draw(st.sampled_from([e for e in self.elems if e.is_int]))
+        if self.draw(st.booleans()):
+            return self.expr(source, 1)
+        return near if source is Elem.U32 else k.let(Op.CAST, source, near)
+
     def line_statement(self) -> None:
         """A lane of a lane-wise combination of a loaded and a built line, into a local."""
         k, draw = self.k, self.draw
@@ -470,6 +512,11 @@ class _Gen:
                     continue
                 at = k.let(Op.MOD, Elem.U32, k.let(Op.ADD, Elem.U32, i, const(j * 7, Elem.U32)), n)
                 k.assign(var, k.load(self.inputs[elem], at))
+        for elem in self.draw(st.lists(st.sampled_from(self.elems), max_size=2, unique=True)):
+            private = k.local_array(f"p_{elem}", elem, _PRIVATE)
+            for j in range(_PRIVATE):
+                k.store(private, const(j, Elem.U32), self.expr(elem, 1))
+            self.private[elem] = private
         self.block(2)
         if shared:
             self.shared_phase(units_per_cube)
@@ -568,13 +615,14 @@ def programs(
     elems: Sequence[Elem],
     atomic_elems: Sequence[Elem] = (),
     max_units: int = 1024,
-    whole_lines: bool = False,
+    in_bounds: bool = False,
     planes: Planes | None = None,
 ) -> Program:
     """Random :class:`Program` over ``elems`` (numeric element types; u32 is always used),
     with global atomics on ``atomic_elems`` (32/64-bit integers) and cubes of at most
-    ``max_units`` units. With ``whole_lines``, every line load reads one of its input's whole
-    lines (the sanitizer reports a line past the end, which the bounds checks read as zeros).
+    ``max_units`` units. With ``in_bounds``, every access is in bounds and every line load
+    reads one of its input's whole lines (the sanitizer reports an access past the end, which
+    the bounds checks read as zeros or drop).
     With ``planes``, some programs have plane operations of those widths; their results are
     the reference's only where it runs at that plane width."""
     drawn = draw(st.lists(st.sampled_from(list(elems)), max_size=2, unique=True))
@@ -585,7 +633,7 @@ def programs(
     count, dim = draw(st.sampled_from([g for g in _GEOMETRIES if np.prod(g[1]) <= max_units]))
     units_per_cube = int(np.prod(dim))
     total = int(np.prod(count)) * units_per_cube
-    gen = _Gen(draw, chosen, atomics, total if whole_lines else None)
+    gen = _Gen(draw, chosen, atomics, total if in_bounds else None)
     shared = draw(st.booleans())
     if planes is not None and (
         (units_per_cube % planes.width and not planes.partial)

@@ -1,11 +1,12 @@
 """The differential fuzzer's programs under the sanitizer, at planes of 32 and of 16 lanes.
 
-The generator (:mod:`ruda_core.testing.differential`) promises programs defined on every device:
-no races, no reads of unwritten shared memory, barriers in uniform control flow; here its line
-loads read whole lines of their input (elsewhere they may read past the end, as zeros, which
-the sanitizer reports). The sanitizer checks that promise on each program, at the default
-plane width and at another one (the lockstep batches split the cube differently), and the
-outputs must not depend on the width; and on programs with plane operations, at planes of 16.
+The generator (:mod:`ruda_core.testing.differential`) promises programs defined on every device: no
+races, no reads of unwritten shared or private memory, barriers in uniform control flow; here its
+accesses stay in bounds and its line loads read whole lines of their input (elsewhere they may read
+or write past the end, as the bounds checks allow, which the sanitizer reports). The sanitizer
+checks that promise on each program, at the default plane width and at another one (the lockstep
+batches split the cube differently), and the outputs must not depend on the width; and on programs
+with plane operations, at planes of 16.
 ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of programs, as for the conformance module.
 """
 
@@ -43,7 +44,7 @@ def test_fuzzer_programs_run_clean_under_the_sanitizer_at_two_widths(
     elems = fuzz_elems(first, first)
     max_units = first.properties().max_units_per_ruda
     program = data.draw(
-        programs(elems, atomic_elems(first, elems), max_units, whole_lines=True), label="program"
+        programs(elems, atomic_elems(first, elems), max_units, in_bounds=True), label="program"
     )
     params = list(program.definition.array_params)
     results = []
@@ -77,7 +78,7 @@ def test_fuzzer_programs_with_plane_operations_run_clean_under_the_sanitizer(
     planes = Planes.of(client)
     assert planes is not None and planes.width == WIDTHS[1]
     program = data.draw(
-        programs(elems, atomic_elems(client, elems), 1024, whole_lines=True, planes=planes),
+        programs(elems, atomic_elems(client, elems), 1024, in_bounds=True, planes=planes),
         label="program",
     )
     with ruda_cpu.sanitizing():  # a finding raises SanitizerError at the read-back

@@ -5,9 +5,9 @@ Hypothesis profile; ``RUDA_FUZZ_NEW=1`` draws new ones); a failure shrinks (for 
 ``RUDA_DIFFERENTIAL_SHRINK_S`` seconds, default 60) to a minimal kernel and prints its IR and
 the device's generated source. Where the device has planes, programs may have plane
 operations, compared with the reference device at the device's plane width
-(``plane_reference``). Some line loads read past the end of their input on purpose,
-which the reference device's sanitizer reports, so the module runs unsanitized;
-``tests/cpu/test_fuzz_sanitized.py`` runs the programs, with whole lines, under it."""
+(``plane_reference``). Some accesses are past the end of their array on purpose, which the
+reference device's sanitizer reports, so the module runs unsanitized;
+``tests/cpu/test_fuzz_sanitized.py`` runs the programs, in bounds, under it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ruda_core.testing.differential import (
 _BUDGETS: dict[str, ShrinkBudget] = {}
 
 
-@pytest.mark.usefixtures("unsanitized")  # line loads past the end on purpose (see the module)
+@pytest.mark.usefixtures("unsanitized")  # accesses past the end on purpose (see the module)
 @settings(
     max_examples=example_count(),
     deadline=None,
