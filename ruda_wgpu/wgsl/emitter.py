@@ -315,7 +315,9 @@ class _Writer(StructuredWriter):
         return self.expr.text(cast(Operand, a))
 
     def index(self, index: object) -> str:
-        """An index as a ``u32``."""
+        """An index as a ``u32`` (a constant one as a literal: naga converts few literals)."""
+        if isinstance(index, Const):
+            return self.d.literal(index.cast(Elem.U32).value, Elem.U32)
         i = self.text(index)
         return i if cast(Operand, index).elem is Elem.U32 else f"u32({i})"
 

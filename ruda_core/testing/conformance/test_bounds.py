@@ -16,11 +16,16 @@ from ruda_core.lang import (
     UNIT_POS,
     Array,
     ArrayArg,
+    LocalArray,
     SharedMemory,
+    i8,
     i32,
+    i64,
     kernel,
     sync_units,
+    u16,
     u32,
+    u64,
 )
 from ruda_core.runtime import (
     BoundsCheckMode,
@@ -62,6 +67,23 @@ def conformance_shared_overrun(out: Array[u32]):
     sync_units()
     out[UNIT_POS] = a[UNIT_POS]  # units 4..7 read past the end of a: 0
     out[UNIT_POS + u32(8)] = b[UNIT_POS]
+
+
+@kernel
+def conformance_constant_indices(x: Array[u32], out: Array[u32]):
+    own = LocalArray(u32, 3)
+    own[u64(0)] = x[u64(2)]
+    own[i8(1)] = x[i64(3)]
+    own[u16(2)] = x[i8(1)]
+    own[i64(3)] = u32(9)  # past the end: dropped
+    out[u64(0)] = own[u64(0)]
+    out[i64(1)] = own[i8(1)]
+    out[u16(2)] = own[u16(2)]
+    out[3] = own[u64(3)]  # past the end: 0
+    out[4] = x[i64(-1)]  # negative: 0
+    out[5] = x[u64(2**32 + 1)]  # past the end, though its low 32 bits are not
+    out[u64(2**32 + 6)] = u32(9)  # past the end: dropped
+    out[i8(-1)] = u32(9)  # negative: dropped
 
 
 @pytest.fixture
@@ -125,6 +147,16 @@ def test_checked_out_of_bounds_writes_are_dropped(client, shift):
     n, length = 100, 60
     got = read_array(client, _write(client, n, length, shift), np.uint32)
     np.testing.assert_array_equal(got, _expected_write(n, length, shift))
+
+
+def test_constant_indices_of_every_integer_type_are_checked_in_all_their_bits(client):
+    x = client.create_from_slice(np.arange(10, 18, dtype=np.uint32))
+    out = client.create_from_slice(np.full(8, SENTINEL, dtype=np.uint32))
+    conformance_constant_indices.launch(
+        client, RudaCount(1), RudaDim(1), ArrayArg(x, 8), ArrayArg(out, 8)
+    )
+    got = read_array(client, out, np.uint32)
+    np.testing.assert_array_equal(got, [12, 13, 11, 0, 0, 0, SENTINEL, SENTINEL])
 
 
 def test_checked_shared_memory_accesses_stay_in_their_array(client):
