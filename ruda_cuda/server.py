@@ -225,8 +225,9 @@ class _Launcher:
         self.params = self.new_block()
         #: the argument values as source (:func:`arg_values`), for the generated launch
         pointer = "{b}.resource + {b}.offset_bytes"
-        self.values_source = arg_values(args, pointer, tensor_map=tensor_map_maker)
-        self.read_args = make_arg_reader(args, pointer, tensor_map=tensor_map_maker)
+        own = [p.elem.numpy for p in compiled.definition.scalar_params]  # bf16 passes its bits
+        self.values_source = arg_values(args, pointer, own, tensor_map=tensor_map_maker)
+        self.read_args = make_arg_reader(args, pointer, own, tensor_map=tensor_map_maker)
         #: the server's launch function of this kernel, made at the first launch
         self.run: KernelLaunch | None = None
 

@@ -193,11 +193,12 @@ def arg_values(
     ``buffer_expr`` is the backend's expression for a BUFFER argument, with ``{b}`` standing for
     the binding (e.g. ``"{b}.resource + {b}.offset_bytes"`` for a raw pointer).
     OFFSET arguments are the binding's ``offset_bytes``. When ``scalar_dtypes`` (the scalar
-    parameters' own dtypes) is given, a SCALAR whose argument dtype differs (bool passed as
-    ``uchar``, f16 passed as ``float``) is converted to the argument's dtype. ``shared`` makes
-    the value of a SHARED argument from its size in bytes (at least 1): the sum of its
-    ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel
-    carves them. ``print_exprs`` are the backend's expressions for the PRINT and PRINT_BASE
+    parameters' own dtypes) is given, a SCALAR whose argument dtype differs is converted to the
+    argument's dtype (bool passed as ``uchar``, f16 passed as ``float``), or reinterpreted where
+    the argument holds a float's bits in an integer of its size (bf16 passed as ``ushort``).
+    ``shared`` makes the value of a SHARED argument from its size in bytes (at least 1): the sum
+    of its ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the
+    kernel carves them. ``print_exprs`` are the backend's expressions for the PRINT and PRINT_BASE
     arguments. ``tensor_map`` makes, for a TENSOR_MAP argument, the function of (binding, rows,
     cols) that gives its value.
     """
@@ -209,11 +210,15 @@ def arg_values(
         elif a.kind is ArgKind.OFFSET:
             parts.append(f"b[{a.index}].offset_bytes")
         elif a.kind is ArgKind.SCALAR:
-            if scalar_dtypes and scalar_dtypes[a.index] != a.dtype:
+            own = scalar_dtypes[a.index] if scalar_dtypes else a.dtype
+            if own == a.dtype:
+                parts.append(f"s[{a.index}]")
+            elif own.itemsize == a.dtype.itemsize and own.kind != "b":  # a float's bits
+                env[f"S{a.index}"], env[f"T{a.index}"] = own.type, a.dtype.type
+                parts.append(f"S{a.index}(s[{a.index}]).view(T{a.index})")
+            else:
                 env[f"T{a.index}"] = a.dtype.type
                 parts.append(f"T{a.index}(s[{a.index}])")
-            else:
-                parts.append(f"s[{a.index}]")
         elif a.kind is ArgKind.SHARED:
             if shared is None:
                 raise ValueError(f"argument {a.name} is shared memory, and no maker was given")

@@ -302,7 +302,9 @@ class _Writer(StructuredWriter):
             return f"{low} != 0u"
         if elem.bits <= 32:
             return self.expr.bitcast(low, Elem.U32, elem)
-        return f"{ty}({low}) | ({ty}({high}) << 32u)"  # i64, u64: WGSL holds no f64
+        # i64, u64 (WGSL holds no f64), built unsigned: naga extends a u32 into an i64 by its sign
+        bits = f"u64({low}) | (u64({high}) << 32u)"
+        return bits if elem is Elem.U64 else f"bitcast<{ty}>({bits})"
 
     # -- operands ---------------------------------------------------------------------------
 

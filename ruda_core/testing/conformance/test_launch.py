@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ruda_core
+from ruda_core.ir import Elem
 from ruda_core.lang import (
     ABSOLUTE_POS,
     UNIT_POS,
@@ -32,7 +33,9 @@ from ruda_core.runtime import (
     RudaDim,
     TooManyResources,
 )
-from ruda_core.testing.runner import TIMEOUT_S, read_array
+from ruda_core.testing.irbuild import KernelBuilder, const
+from ruda_core.testing.markers import need
+from ruda_core.testing.runner import TIMEOUT_S, read_array, run_definition
 
 N = 64
 SENTINEL = 0x5EEDF00D
@@ -117,6 +120,30 @@ def test_each_launch_passes_its_own_scalars_even_when_they_compare_equal(client)
         np.testing.assert_array_equal(got, want)  # NaN matches NaN
         if not np.isnan(a):  # the sign of a NaN product is not specified
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def _edge_values(elem: Elem) -> list[bool | int | float]:
+    if elem is Elem.BOOL:
+        return [True, False]
+    if elem.is_float:
+        top = float(np.finfo(elem.numpy).max)
+        return [0.25, -1.0, -0.0, float("inf"), -float("inf"), 1.5, top, -top]
+    info = np.iinfo(elem.numpy)
+    return [0, 1, int(info.max), int(info.min), *([-1, -2] if elem.is_signed else [7])]
+
+
+@pytest.mark.parametrize("elem", list(Elem), ids=str)
+def test_a_scalar_of_every_type_reaches_the_kernel_bit_for_bit(client, elem):
+    need(client, elem)
+    values = _edge_values(elem)
+    k = KernelBuilder(f"conformance_scalars_{elem}")
+    out = k.array("out", elem)
+    for j, p in enumerate([k.scalar(f"s{j}", elem) for j in range(len(values))]):
+        k.store(out, const(j, Elem.U32), p)
+    want = np.array(values, elem.numpy)
+    (got,) = run_definition(client, k.build(), [np.zeros(len(values), elem.numpy)], values)
+    bits = np.dtype(f"u{elem.nbytes}")
+    np.testing.assert_array_equal(got.view(bits), want.view(bits), f"{elem} scalars")
 
 
 def test_too_many_units_per_cube(client):
