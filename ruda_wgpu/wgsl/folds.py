@@ -9,6 +9,7 @@ imports no driver.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable
 
 from ruda_core.ir import (
@@ -62,8 +63,13 @@ class ValueNumbers:
         self._keys: dict[Local, Hashable] = {}
 
     def of(self, a: object) -> Hashable:
-        """The key of operand ``a`` here (a constant, builtin or parameter is its own)."""
-        return self._keys.setdefault(a, object()) if isinstance(a, Local) else a
+        """The key of operand ``a`` here (a builtin or parameter is its own, a constant too, with
+        the sign of a float zero: ``Const(-0.0)`` equals ``Const(0.0)``)."""
+        if isinstance(a, Local):
+            return self._keys.setdefault(a, object())
+        if isinstance(a, Const) and isinstance(a.value, float):
+            return a, math.copysign(1.0, a.value)
+        return a
 
     def assigned(self, ins: Instr) -> None:
         """Record the key of the result of ``ins``, just written."""
@@ -71,13 +77,23 @@ class ValueNumbers:
         if not isinstance(out, Local):
             return
         loads = ins.op is Op.INDEX and isinstance(ins.args[0], Param) and ins.args[0].read_only
+        chosen = self._chosen(ins) if ins.op is Op.SELECT else None
         if ins.op is Op.ASSIGN:
             key = self.of(ins.args[0])
+        elif chosen is not None:
+            key = chosen
         elif ins.op in LANE_WISE_OPS or ins.op in _METADATA or loads:
             key = (ins.op, out.elem, out.width, *map(self.of, ins.args))
         else:
             key = object()
         self._keys[out] = key
+
+    def _chosen(self, select: Instr) -> Hashable | None:
+        """The key a ``select`` takes whatever its condition, or by a condition known here."""
+        cond, a, b = map(self.of, select.args)
+        if a == b:
+            return a
+        return (a if cond.value else b) if isinstance(cond, Const) else None
 
     def fork(self) -> dict[Local, Hashable]:
         """The keys here, for each branch of an ``if`` to start from."""

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
-from ruda_core.lang import ABSOLUTE_POS, Array, Float, copysign, floor, kernel, trunc
+from ruda_core.lang import ABSOLUTE_POS, Array, Float, copysign, floor, kernel, select, trunc
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition, run_kernel
@@ -126,32 +126,33 @@ def zero_products(x: Array[Float], out: Array[Float]):
         v = x[i]
         zero = floor(Float(0.25))  # zeros a compiler evaluates while it compiles
         negative_zero = trunc(Float(-0.5))
-        out[8 * i] = v - v
-        out[8 * i + 1] = Float(0.0) * v
-        out[8 * i + 2] = v * Float(-0.0)
-        out[8 * i + 3] = v * zero
-        out[8 * i + 4] = negative_zero * v
-        out[8 * i + 5] = floor(v) - floor(v)  # equal values of two computations
-        out[8 * i + 6] = v + -v
+        out[9 * i] = v - v
+        out[9 * i + 1] = Float(0.0) * v
+        out[9 * i + 2] = v * Float(-0.0)
+        out[9 * i + 3] = v * zero
+        out[9 * i + 4] = negative_zero * v
+        out[9 * i + 5] = floor(v) - floor(v)  # equal values of two computations
+        out[9 * i + 6] = v + -v
+        out[9 * i + 7] = select(False, zero, v) - v  # v, chosen by a condition a compiler knows
         before = floor(v)
         v = v + Float(1.0)
-        out[8 * i + 7] = before - floor(v)  # one computation of two values: not an identity
+        out[9 * i + 8] = before - floor(v)  # one computation of two values: not an identity
 
 
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
 def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, elem):
-    """``x - x``, ``floor(x) - floor(x)``, ``x + -x``, ``0.0 * x`` and ``x * -0.0``, and ``x``
-    times a zero computed from constants (``floor(0.25)``, ``trunc(-0.5)``), are signed zeros for
-    a finite ``x`` and NaN for an infinity or a NaN, also where a shader compiler may assume
-    finite values and fold them to a zero; ``floor(x) - floor(x + 1)``, one computation of two
-    values, is not folded with them."""
+    """``x - x``, ``floor(x) - floor(x)``, ``x + -x``, ``select(False, 0.0, x) - x``,
+    ``0.0 * x`` and ``x * -0.0``, and ``x`` times a zero computed from constants
+    (``floor(0.25)``, ``trunc(-0.5)``), are signed zeros for a finite ``x`` and NaN for an
+    infinity or a NaN, also where a shader compiler may assume finite values and fold them to a
+    zero; ``floor(x) - floor(x + 1)``, one computation of two values, is not folded with them."""
     need(client, elem)
     x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan, 1e4], dtype=elem.numpy)
-    got = run_kernel(client, zero_products, [x], (8 * x.size, elem.numpy), dim=x.size)
+    got = run_kernel(client, zero_products, [x], (9 * x.size, elem.numpy), dim=x.size)
     zero, negative_zero = x.dtype.type(0.0), x.dtype.type(-0.0)
     with np.errstate(invalid="ignore"):
         columns = [x - x, zero * x, x * negative_zero, x * zero, negative_zero * x]
-        columns += [np.floor(x) - np.floor(x), x + -x, np.floor(x) - np.floor(x + 1)]
+        columns += [np.floor(x) - np.floor(x), x + -x, x - x, np.floor(x) - np.floor(x + 1)]
         want = np.stack(columns, axis=-1).ravel()
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
@@ -164,26 +165,30 @@ def zero_sums(x: Array[Float], out: Array[Float]):
         v = x[i]
         zero = floor(Float(0.25))  # zeros a compiler evaluates while it compiles
         negative_zero = trunc(Float(-0.5))
-        out[7 * i] = v + Float(0.0)
-        out[7 * i + 1] = Float(0.0) - v
-        out[7 * i + 2] = v + zero
-        out[7 * i + 3] = zero - v
-        out[7 * i + 4] = v - negative_zero
-        out[7 * i + 5] = abs(Float(-0.0))
-        out[7 * i + 6] = copysign(v, zero)
+        out[9 * i] = v + Float(0.0)
+        out[9 * i + 1] = Float(0.0) - v
+        out[9 * i + 2] = v + zero
+        out[9 * i + 3] = zero - v
+        out[9 * i + 4] = v - negative_zero
+        out[9 * i + 5] = abs(Float(-0.0))
+        out[9 * i + 6] = copysign(v, zero)
+        minus, plus = Float(-0.0), Float(0.0)  # two zeros, not one value
+        out[9 * i + 7] = minus - plus
+        out[9 * i + 8] = minus + -plus
 
 
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
 def test_the_signs_of_zeros_are_kept_where_a_compiler_knows_a_zero(client, elem):
     """``x + 0.0``, ``0.0 - x`` and ``x - (-0.0)`` are ``0.0`` for a zero ``x`` of either sign
-    (``-0.0 + 0.0`` is ``0.0``), ``abs(-0.0)`` is ``0.0`` and ``copysign(x, 0.0)`` is ``|x|``,
-    also where the zero is computed from constants and a shader compiler may ignore the signs
-    of zeros (fold ``x + 0.0`` to ``x``)."""
+    (``-0.0 + 0.0`` is ``0.0``), ``abs(-0.0)`` is ``0.0``, ``copysign(x, 0.0)`` is ``|x|``, and
+    ``-0.0 - 0.0`` and ``-0.0 + -0.0`` are ``-0.0``, also where the zero is computed from
+    constants and a shader compiler may ignore the signs of zeros (fold ``x + 0.0`` to ``x``)."""
     need(client, elem)
     x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, 1e4], dtype=elem.numpy)
-    got = run_kernel(client, zero_sums, [x], (7 * x.size, elem.numpy), dim=x.size)
+    got = run_kernel(client, zero_sums, [x], (9 * x.size, elem.numpy), dim=x.size)
     zero, negative_zero = x.dtype.type(0.0), x.dtype.type(-0.0)
     columns = [x + zero, zero - x, x + zero, zero - x, x - negative_zero, np.zeros_like(x), abs(x)]
+    columns += [np.full_like(x, negative_zero)] * 2
     want = np.stack(columns, axis=-1).ravel()
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
