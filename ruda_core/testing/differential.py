@@ -2,14 +2,17 @@
 the NumPy reference device, whose results must agree exactly.
 
 :func:`programs` is a Hypothesis strategy of :class:`Program` (a verified kernel, a launch
-geometry and its inputs); :func:`check_program` runs one on both devices and raises an
-``AssertionError`` naming the first differing output, with the kernel's IR dump and the
-device's generated source (the server also writes it to ``RUDA_DUMP_SOURCE`` when that is set).
-Hypothesis shrinks a failing program to a minimal kernel.
+geometry, its inputs and scalars); :func:`check_program` runs one on both devices (on the
+device unchecked where every access stays in bounds) and raises an ``AssertionError`` naming
+the first differing output, with the kernel's IR dump and the device's generated source (the
+server also writes it to ``RUDA_DUMP_SOURCE`` when that is set). Hypothesis shrinks a failing
+program to a minimal kernel.
 
 Every generated kernel is defined on every device, bit for bit, by construction:
 
-* expressions over the device's numeric types and ``bool``: ``+ - *``, ``min max abs neg clamp
+* expressions over the device's numeric types and ``bool``, of locals, constants, positions and
+  scalar parameters (launched with values like the constants: signed zeros, infinities, NaN,
+  the integer types' extremes): ``+ - *``, ``min max abs neg clamp
   select`` (a float ``min``/``max`` of equal operands gives the first, since the sign of the
   zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that gives a
   zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
@@ -73,7 +76,7 @@ from ..ir import (
     SharedArray,
     lower_bounds,
 )
-from ..runtime import ComputeClient, ExecutionMode, Feature
+from ..runtime import BoundsCheckMode, ComputeClient, ExecutionMode, Feature
 from .irbuild import KernelBuilder, builtin, const
 from .runner import run_definition
 from .tolerance import mismatches
@@ -195,7 +198,8 @@ class Planes:
 
 @dataclass(frozen=True, eq=False)
 class Program:
-    """A generated kernel with its launch. ``inputs`` holds one array per array parameter."""
+    """A generated kernel with its launch. ``inputs`` holds one array per array parameter,
+    ``scalars`` one value per scalar parameter."""
 
     definition: KernelDefinition
     count: tuple[int, int, int]
@@ -203,14 +207,37 @@ class Program:
     inputs: tuple[np.ndarray, ...]
     #: Array parameters compared after the launch (the outputs and atomic accumulators).
     outputs: tuple[int, ...] = field(default=())
+    scalars: tuple[bool | int | float, ...] = field(default=())
+    #: Whether every access stays in bounds (so the program may run unchecked).
+    in_bounds: bool = False
+
+    def run(self, client: ComputeClient, unchecked: bool = False) -> list[np.ndarray]:
+        """Every array after a launch on ``client``: Checked, or ``launch_unchecked`` (see
+        :func:`~ruda_core.testing.runner.run_definition`)."""
+        return run_definition(
+            client,
+            self.definition,
+            self.inputs,
+            self.scalars,
+            count=self.count,
+            dim=self.dim,
+            unchecked=unchecked,
+        )
 
     def __repr__(self) -> str:
-        return (
-            f"Program(count={self.count}, dim={self.dim})\n{self.definition.dump()}\n"
-            + "\n".join(
-                f"  input {p.name} = {a.tolist()!r}"
-                for p, a in zip(self.definition.array_params, self.inputs, strict=True)
-            )
+        defn = self.definition
+        return "\n".join(
+            [
+                f"Program(count={self.count}, dim={self.dim})\n{defn.dump()}",
+                *(
+                    f"  input {p.name} = {a.tolist()!r}"
+                    for p, a in zip(defn.array_params, self.inputs, strict=True)
+                ),
+                *(
+                    f"  scalar {p.name} = {v!r}"
+                    for p, v in zip(defn.scalar_params, self.scalars, strict=True)
+                ),
+            ]
         )
 
 
@@ -231,6 +258,10 @@ class _Gen:
         self.accs = {e: self.k.array(f"acc_{e}", e) for e in atomics}
         #: a unit's private array of some element types (made with the kernel's locals)
         self.private: dict[Elem, LocalArray] = {}
+        #: scalar parameters of some element types, with the values they are launched with
+        scalar_elems = draw(st.lists(st.sampled_from([*elems, Elem.BOOL]), max_size=2, unique=True))
+        self.scalars = {e: self.k.scalar(f"s_{e}", e) for e in scalar_elems}
+        self.scalar_values = tuple(self.value(e) for e in scalar_elems)
         #: assignable locals per element; loop variables are readable only (``readable``)
         self.pool: dict[Elem, list[Local]] = {e: [] for e in [*elems, Elem.BOOL]}
         self.loop_vars: list[Local] = []
@@ -336,8 +367,10 @@ class _Gen:
         op = self.draw(st.sampled_from([Op.ISNAN, Op.ISINF, Op.ISFINITE]))
         return k.let(op, Elem.BOOL, self.expr(elem, depth - 1))
 
-    def readable(self, elem: Elem) -> list[Local]:
-        return self.pool[elem] + (self.loop_vars if elem is Elem.U32 else [])
+    def readable(self, elem: Elem) -> list[Operand]:
+        """The locals, loop variables and scalar parameters an expression may read."""
+        scalar = [self.scalars[elem]] if elem in self.scalars else []
+        return [*self.pool[elem], *(self.loop_vars if elem is Elem.U32 else []), *scalar]
 
     def leaf(self, elem: Elem) -> Operand:
         choices = ["const", "builtin"] + ["var"] * 3 * bool(self.readable(elem))
@@ -355,17 +388,21 @@ class _Gen:
         return self.constant(elem)
 
     def constant(self, elem: Elem) -> Operand:
+        return const(self.value(elem), elem)
+
+    def value(self, elem: Elem) -> bool | int | float:
+        """A value of ``elem``: a float multiple of 1/4 (or a signed zero, an infinity, NaN),
+        an integer at an edge of its type or anywhere in it."""
         if elem is Elem.BOOL:
-            return const(self.draw(st.booleans()), elem)
+            return self.draw(st.booleans())
         if elem.is_float:
-            return const(float(self.draw(st.sampled_from(_FLOAT_LEAVES))), elem)
+            return float(self.draw(st.sampled_from(_FLOAT_LEAVES)))
         info = np.iinfo(elem.numpy)
         edges = [0, 1, 2, 3, 7, 31, 64, int(info.max), int(info.min)]
         edges += [-1, -2, -100] if elem.is_signed else []
-        value = self.draw(
+        return self.draw(
             st.one_of(st.sampled_from(edges), st.integers(int(info.min), int(info.max)))
         )
-        return const(value, elem)
 
     # -- statements ---------------------------------------------------------------------------
     def block(self, depth: int) -> None:
@@ -660,7 +697,7 @@ def programs(
             init = [start.get(op, 0) for op in _atomics_of(p.elem) for _ in range(2)]
             arrays.append(np.array(init, dtype=p.elem.numpy))
             outputs.append(k)
-    return Program(defn, count, dim, tuple(arrays), tuple(outputs))
+    return Program(defn, count, dim, tuple(arrays), tuple(outputs), gen.scalar_values, in_bounds)
 
 
 def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
@@ -669,10 +706,11 @@ def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
     return [e for e in elems if e.is_int and (e.bits == 32 or (e.bits == 64 and wide))]
 
 
-def generated_source(client: ComputeClient, definition: KernelDefinition) -> str:
-    """The source ``client``'s compiler generates for a Checked launch of ``definition``."""
+def generated_source(
+    client: ComputeClient, definition: KernelDefinition, mode: ExecutionMode = ExecutionMode.CHECKED
+) -> str:
+    """The source ``client``'s compiler generates for a launch of ``definition`` in ``mode``."""
     server = client.server
-    mode = ExecutionMode.CHECKED
     lowered = lower_bounds(definition, mode)
     return server.compiler.compile(lowered, server.compile_options(), mode).source
 
@@ -716,14 +754,16 @@ class ShrinkBudget:
 
 
 def check_program(client: ComputeClient, reference: ComputeClient, program: Program) -> None:
-    """Run ``program`` on ``client`` and ``reference`` and require equal outputs.
+    """Run ``program`` on ``client`` and ``reference`` and require equal outputs. A program in
+    bounds runs on ``client`` through ``launch_unchecked`` (which ``BoundsCheckMode`` decides),
+    Checked elsewhere and on ``reference``.
 
     :raises AssertionError: naming the first differing output, with the IR dump and the
         device's generated source.
     """
     defn = program.definition
-    want = run_definition(reference, defn, program.inputs, count=program.count, dim=program.dim)
-    got = run_definition(client, defn, program.inputs, count=program.count, dim=program.dim)
+    want, got = program.run(reference), program.run(client, unchecked=program.in_bounds)
+    mode = BoundsCheckMode.current().execution_mode if program.in_bounds else ExecutionMode.CHECKED
     params: list[Param] = list(defn.array_params)
     for k in program.outputs:
         bad = np.nonzero(mismatches(got[k], want[k], params[k].elem))[0]
@@ -735,5 +775,6 @@ def check_program(client: ComputeClient, reference: ComputeClient, program: Prog
                 f"{len(got[k])} values, first at [{first}]: got {got[k][first]!r}, want "
                 f"{want[k][first]!r} (unit {unit})\n"
                 f"--- IR ---\n{defn.dump()}\n"
-                f"--- source generated for {client.device} ---\n{generated_source(client, defn)}"
+                f"--- source generated for {client.device} ({mode.value}) ---\n"
+                + generated_source(client, defn, mode)
             )

@@ -24,7 +24,6 @@ from ruda_core.testing.differential import (
     fuzz_elems,
     programs,
 )
-from ruda_core.testing.runner import run_definition
 from ruda_core.testing.tolerance import mismatches
 
 #: The plane widths the programs run at: the default and one that splits a 32-unit cube.
@@ -50,15 +49,7 @@ def test_fuzzer_programs_run_clean_under_the_sanitizer_at_two_widths(
     results = []
     with ruda_cpu.sanitizing():  # a finding raises SanitizerError at the read-back
         for width in WIDTHS:
-            results.append(
-                run_definition(
-                    width_clients[width],
-                    program.definition,
-                    program.inputs,
-                    count=program.count,
-                    dim=program.dim,
-                )
-            )
+            results.append(program.run(width_clients[width]))
     for k in program.outputs:
         bad = mismatches(results[1][k], results[0][k], params[k].elem)
         assert not bad.any(), f"{params[k].name} differs between planes of {WIDTHS}"
@@ -82,6 +73,4 @@ def test_fuzzer_programs_with_plane_operations_run_clean_under_the_sanitizer(
         label="program",
     )
     with ruda_cpu.sanitizing():  # a finding raises SanitizerError at the read-back
-        run_definition(
-            client, program.definition, program.inputs, count=program.count, dim=program.dim
-        )
+        program.run(client)

@@ -7,7 +7,9 @@ the device's generated source. Where the device has planes, programs may have pl
 operations, compared with the reference device at the device's plane width
 (``plane_reference``). Some accesses are past the end of their array on purpose, which the
 reference device's sanitizer reports, so the module runs unsanitized;
-``tests/cpu/test_fuzz_sanitized.py`` runs the programs, in bounds, under it."""
+``tests/cpu/test_fuzz_sanitized.py`` runs the programs, in bounds, under it. Half the programs
+stay in bounds, and run on the device through ``launch_unchecked``, whose bounds checks
+``BoundsCheckMode`` decides (none by default)."""
 
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ def test_random_kernels_match_the_reference(client, plane_reference, data):
     max_units = client.properties().max_units_per_ruda
     same_width = plane_reference.properties().plane_dim == client.properties().plane_dim
     planes = Planes.of(client) if same_width else None
+    in_bounds = data.draw(st.booleans(), label="in_bounds")  # then run unchecked
     program = data.draw(
-        programs(elems, atomic_elems(client, elems), max_units, planes=planes), label="program"
+        programs(elems, atomic_elems(client, elems), max_units, in_bounds, planes), label="program"
     )
     budget = _BUDGETS.setdefault(str(client.device), ShrinkBudget())
     budget.check(client, plane_reference, program)
