@@ -42,8 +42,10 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
   global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
   the order does not matter) and a barrier, then a read of another unit's slot; global
-  integer atomics whose final values do not depend on their order (the old values they return
-  are discarded), wrapping ``u32`` counters among them, each element with one constant limit;
+  atomics whose final values do not depend on their order (the old values they return are
+  discarded): integer ones, wrapping ``u32`` counters among them (each element with one
+  constant limit), and ``f32`` sums of values whose sums are exact (within ±64, or infinite or
+  NaN) where the device has float atomics;
 * where the device has planes (:class:`Planes`, which the reference must run at the device's
   width), plane operations in uniform control flow: integer reductions and scans (a float sum's
   order is unspecified), ``all``/``any``/``ballot`` of a ``bool``, ``elect``, and broadcasts and
@@ -113,6 +115,8 @@ _ATOMICS = [
 #: Wrapping counters of u32 accumulators and the one limit of each: with a single limit per
 #: element, a counter's final value depends only on how many updates it received.
 _WRAPS = {Op.ATOMIC_INC_WRAP: 5, Op.ATOMIC_DEC_WRAP: 9}
+#: The atomics of floats.
+_FLOAT_ATOMICS = [Op.ATOMIC_ADD]
 _REDUCING_BARRIERS = {
     Op.SYNC_UNITS_COUNT: Elem.U32,
     Op.SYNC_UNITS_AND: Elem.BOOL,
@@ -471,7 +475,7 @@ class _Gen:
             low = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(1, Elem.U32))
             index = k.let(Op.BIT_OR, Elem.U32, low, const(2 * slot, Elem.U32))
             op = ops[slot]
-            value = const(_WRAPS[op], elem) if op in _WRAPS else self.expr(elem, 2)
+            value = const(_WRAPS[op], elem) if op in _WRAPS else self.addend(elem)
             k.do(op, None, self.accs[elem], index, value)
 
     def array_statement(self) -> None:
@@ -506,6 +510,16 @@ class _Gen:
         if self.draw(st.booleans()):
             return self.expr(source, 1)
         return near if source is Elem.U32 else k.let(Op.CAST, source, near)
+
+    def addend(self, elem: Elem) -> Operand:
+        """A value an atomic updates with: any integer; a float within ±64 (sums of multiples
+        of 1/4 as small are exact, so their order does not matter), or infinite, or NaN."""
+        x = self.expr(elem, 2)
+        if elem.is_int:
+            return x
+        k = self.k
+        bounded = k.let(Op.CLAMP, elem, x, const(-64.0, elem), const(64.0, elem))
+        return k.let(Op.SELECT, elem, k.let(Op.ISFINITE, Elem.BOOL, x), bounded, x)
 
     def line_statement(self) -> None:
         """A lane of a lane-wise combination of a loaded and a built line, into a local."""
@@ -587,9 +601,9 @@ class _Gen:
             k.assign(self.draw(st.sampled_from(self.pool[result])), reduced)
         if (elem in (Elem.I32, Elem.U32) or elem in self.accs) and self.draw(st.booleans()):
             # every unit updates a slot by one operation (so the order does not matter)
-            op = self.draw(st.sampled_from(_ATOMICS))
+            op = self.draw(st.sampled_from(_ATOMICS if elem.is_int else _FLOAT_ATOMICS))
             slot = k.let(Op.MOD, Elem.U32, self.expr(Elem.U32, 1), const(units, Elem.U32))
-            k.do(op, None, smem, slot, self.expr(elem, 2))
+            k.do(op, None, smem, slot, self.addend(elem))
             k.sync_units()
         shift = self.draw(st.integers(0, max(units - 1, 0)))
         at = k.let(
@@ -630,7 +644,19 @@ class _Gen:
 
 def _atomics_of(elem: Elem) -> list[Op]:
     """The atomics of an accumulator of ``elem``, two elements each, in slot order."""
+    if elem.is_float:
+        return _FLOAT_ATOMICS
     return [*_ATOMICS, *_WRAPS] if elem is Elem.U32 else _ATOMICS
+
+
+def _accumulators(elem: Elem) -> np.ndarray:
+    """The initial elements of an accumulator of ``elem``: each atomic's identity."""
+    if elem.is_float:
+        return np.zeros(2 * len(_FLOAT_ATOMICS), elem.numpy)
+    info = np.iinfo(elem.numpy)
+    ones = -1 if elem.is_signed else int(info.max)
+    start = {Op.ATOMIC_MIN: int(info.max), Op.ATOMIC_MAX: int(info.min), Op.ATOMIC_AND: ones}
+    return np.array([start.get(op, 0) for op in _atomics_of(elem) for _ in range(2)], elem.numpy)
 
 
 def _input(draw: st.DrawFn, elem: Elem, n: int) -> np.ndarray:
@@ -656,7 +682,7 @@ def programs(
     planes: Planes | None = None,
 ) -> Program:
     """Random :class:`Program` over ``elems`` (numeric element types; u32 is always used),
-    with global atomics on ``atomic_elems`` (32/64-bit integers) and cubes of at most
+    with global atomics on ``atomic_elems`` (32/64-bit integers, f32) and cubes of at most
     ``max_units`` units. With ``in_bounds``, every access is in bounds and every line load
     reads one of its input's whole lines (the sanitizer reports an access past the end, which
     the bounds checks read as zeros or drop).
@@ -687,23 +713,23 @@ def programs(
             arrays.append(np.full(total * _VARS, 7, dtype=p.elem.numpy))
             outputs.append(k)
         else:
-            info = np.iinfo(p.elem.numpy)
-            ones = -1 if p.elem.is_signed else int(info.max)
-            start = {
-                Op.ATOMIC_MIN: int(info.max),
-                Op.ATOMIC_MAX: int(info.min),
-                Op.ATOMIC_AND: ones,
-            }
-            init = [start.get(op, 0) for op in _atomics_of(p.elem) for _ in range(2)]
-            arrays.append(np.array(init, dtype=p.elem.numpy))
+            arrays.append(_accumulators(p.elem))
             outputs.append(k)
     return Program(defn, count, dim, tuple(arrays), tuple(outputs), gen.scalar_values, in_bounds)
 
 
 def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
-    """The integer types the fuzzer may use atomics on for ``client``."""
-    wide = client.features().has(Feature.ATOMIC_INT64)
-    return [e for e in elems if e.is_int and (e.bits == 32 or (e.bits == 64 and wide))]
+    """The types the fuzzer may use atomics on for ``client``: 32-bit integers, 64-bit ones
+    and ``f32`` where it has their atomics."""
+    features = client.features()
+    wide, floats = features.has(Feature.ATOMIC_INT64), features.has(Feature.ATOMIC_FLOAT)
+    return [
+        e
+        for e in elems
+        if e in (Elem.I32, Elem.U32)
+        or (e.bits == 64 and e.is_int and wide)
+        or (e is Elem.F32 and floats)
+    ]
 
 
 def generated_source(
