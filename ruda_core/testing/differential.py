@@ -38,7 +38,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   end, so a whole line reads as zeros; with ``in_bounds``, always one of the input's whole
   lines), combined lane by lane with a line built from scalars (``+ - min max``, ``^`` of
   integers, a comparison picking per lane with a scalar broadcast), then one lane kept;
-* shared memory written at each unit's own slot, a barrier in uniform control flow (plain, or one
+* shared memory (of the cube's length, or sized at launch by a scalar to that or a little
+  more) written at each unit's own slot, a barrier in uniform control flow (plain, or one
   that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
   global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
   the order does not matter) and a barrier, then a read of another unit's slot; global
@@ -265,7 +266,7 @@ class _Gen:
         #: scalar parameters of some element types, with the values they are launched with
         scalar_elems = draw(st.lists(st.sampled_from([*elems, Elem.BOOL]), max_size=2, unique=True))
         self.scalars = {e: self.k.scalar(f"s_{e}", e) for e in scalar_elems}
-        self.scalar_values = tuple(self.value(e) for e in scalar_elems)
+        self.scalar_values = [self.value(e) for e in scalar_elems]
         #: assignable locals per element; loop variables are readable only (``readable``)
         self.pool: dict[Elem, list[Local]] = {e: [] for e in [*elems, Elem.BOOL]}
         self.loop_vars: list[Local] = []
@@ -589,7 +590,11 @@ class _Gen:
     def shared_phase(self, units: int) -> None:
         k = self.k
         elem = self.draw(st.sampled_from(self.elems))
-        smem: SharedArray = k.shared("tile", elem, units)
+        length: int | Param = units
+        if self.draw(st.booleans()):  # sized at launch, maybe longer than the cube
+            length = k.scalar("tile_length", Elem.U32)
+            self.scalar_values.append(units + self.draw(st.integers(0, 3)))
+        smem: SharedArray = k.shared("tile", elem, length)
         unit = builtin("UNIT_POS")
         k.store(smem, unit, self.expr(elem, 2))
         barrier = self.draw(st.sampled_from([Op.SYNC_UNITS, *_REDUCING_BARRIERS]))
@@ -715,7 +720,8 @@ def programs(
         else:
             arrays.append(_accumulators(p.elem))
             outputs.append(k)
-    return Program(defn, count, dim, tuple(arrays), tuple(outputs), gen.scalar_values, in_bounds)
+    scalars = tuple(gen.scalar_values)
+    return Program(defn, count, dim, tuple(arrays), tuple(outputs), scalars, in_bounds)
 
 
 def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
