@@ -37,7 +37,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 * lines of 2, 4 or 8 lanes: a line loaded from an input (at a line index that may be past the
   end, so a whole line reads as zeros; with ``in_bounds``, always one of the input's whole
   lines), combined lane by lane with a line built from scalars (``+ - min max``, ``^`` of
-  integers, a comparison picking per lane with a scalar broadcast), then one lane kept;
+  integers, a comparison picking per lane with a scalar broadcast), then one lane kept; and a
+  line of some of a unit's results, stored whole at the unit's position;
 * shared memory (of the cube's length, or sized at launch by a scalar to that or a little
   more) written at each unit's own slot, a barrier in uniform control flow (plain, or one
   that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
@@ -273,6 +274,8 @@ class _Gen:
         self.loops = 0
         self.may_return = False
         self.budget = draw(st.integers(1, 10))
+        #: the width of the line of results each unit stores last, 0 for none
+        self.stored_line = 0
         self.counter = 0
 
     # -- expressions --------------------------------------------------------------------------
@@ -585,6 +588,12 @@ class _Gen:
                     const(j, Elem.U32),
                 )
                 k.store(self.outs[elem], at, var)
+        if self.draw(st.booleans()) and self.line_widths:  # results stored as one line
+            elem = self.draw(st.sampled_from(self.elems))
+            self.stored_line = self.draw(st.sampled_from(self.line_widths))
+            lanes = [self.draw(st.sampled_from(self.pool[elem])) for _ in range(self.stored_line)]
+            line = k.let(Op.LINE_BUILD, elem, *lanes, width=self.stored_line)
+            k.do(Op.STORE_LINE, None, k.array(f"lines_{elem}", elem), i, line)
         return k.build()
 
     def shared_phase(self, units: int) -> None:
@@ -714,8 +723,9 @@ def programs(
     for k, p in enumerate(defn.array_params):
         if p.name.startswith("in_"):
             arrays.append(_input(draw, p.elem, total))
-        elif p.name.startswith("out_"):
-            arrays.append(np.full(total * _VARS, 7, dtype=p.elem.numpy))
+        elif p.name.startswith(("out_", "lines_")):
+            per_unit = _VARS if p.name.startswith("out_") else gen.stored_line
+            arrays.append(np.full(total * per_unit, 7, dtype=p.elem.numpy))
             outputs.append(k)
         else:
             arrays.append(_accumulators(p.elem))
