@@ -11,7 +11,8 @@ with the NumPy reference device: integers exactly, floats within :mod:`.toleranc
 * :mod:`.markers`: ``requires(Feature...)``, ``requires_elem(Elem...)``, ``need(...)``;
 * :mod:`.tolerance`: the per-element tolerance table and ``assert_matches``;
 * :mod:`.irbuild`, :mod:`.runner`: kernels written as IR and running them on a client;
-* :mod:`.differential`: random well-typed kernels compared with the reference (Hypothesis);
+* :mod:`.random_kernels`, :mod:`.differential`: random well-typed kernels (Hypothesis), and
+  their comparison with the reference;
 * :mod:`.report`: the result matrix behind ``ruda conformance``.
 
 Importing this package imports pytest and Hypothesis; ``import ruda_core`` never imports it.

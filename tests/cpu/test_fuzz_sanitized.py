@@ -1,7 +1,7 @@
 """The differential fuzzer's programs under the sanitizer, at planes of 32 and of 16 lanes.
 
-The generator (:mod:`ruda_core.testing.differential`) promises programs defined on every device: no
-races, no reads of unwritten shared or private memory, barriers in uniform control flow; here its
+The generator (:mod:`ruda_core.testing.random_kernels`) promises programs defined on every device:
+no races, no reads of unwritten shared or private memory, barriers in uniform control flow; here its
 accesses stay in bounds and its line loads read whole lines of their input (elsewhere they may read
 or write past the end, as the bounds checks allow, which the sanitizer reports). The sanitizer
 checks that promise on each program, at the default plane width and at another one (the lockstep
@@ -17,13 +17,8 @@ from hypothesis import strategies as st
 
 import ruda_cpu
 from ruda_core.runtime import ComputeClient
-from ruda_core.testing.differential import (
-    Planes,
-    atomic_elems,
-    example_count,
-    fuzz_elems,
-    programs,
-)
+from ruda_core.testing.differential import example_count
+from ruda_core.testing.random_kernels import Planes, atomic_elems, fuzz_elems, programs
 from ruda_core.testing.tolerance import mismatches
 
 #: The plane widths the programs run at: the default and one that splits a 32-unit cube.

@@ -1,4 +1,4 @@
-"""Differential fuzzing: random well-typed kernels (``ruda_core.testing.differential``) must give
+"""Differential fuzzing: random well-typed kernels (``ruda_core.testing.random_kernels``) must give
 the reference device's results exactly. ``RUDA_DIFFERENTIAL_EXAMPLES`` sets the number of
 kernels per device (default 20), the same kernels on every run (the plugin's derandomised
 Hypothesis profile; ``RUDA_FUZZ_NEW=1`` draws new ones); a failure shrinks (for at most
@@ -17,14 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ruda_core.testing.differential import (
-    Planes,
-    ShrinkBudget,
-    atomic_elems,
-    example_count,
-    fuzz_elems,
-    programs,
-)
+from ruda_core.testing.differential import ShrinkBudget, example_count
+from ruda_core.testing.random_kernels import Planes, atomic_elems, fuzz_elems, programs
 
 _BUDGETS: dict[str, ShrinkBudget] = {}
 
