@@ -27,7 +27,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   take the low 11 bits, exact even in f16 (rounded once in bf16);
 * control flow: divergent ``if``/``else``, ``for`` and ``loop`` of at most 3 iterations with
   conditional ``break``/``continue``, early ``return`` only after the last barrier;
-* reads of an input, and reads and writes of a unit's private array (a local array whose
+* reads of an input and of a tensor of a drawn shape (whose shape and strides are among the
+  ``u32`` leaves), and reads and writes of a unit's private array (a local array whose
   elements are all written first), at an index of any integer type that may be negative or past
   the end: the bounds checks read a zero there and drop a write; with ``in_bounds``, every
   index is in bounds, as a run under the sanitizer needs (it reports an access past the end);
@@ -237,6 +238,14 @@ class _Gen:
         self.line_widths = [w for w in LINE_WIDTHS if elements is None or elements >= w]
         self.k = KernelBuilder("fuzz")
         self.inputs = {e: self.k.array(f"in_{e}", e, read_only=True) for e in elems}
+        #: maybe an input tensor of one of the types, of a drawn shape: read like the inputs,
+        #: its shape and strides among the u32 leaves
+        self.tensor: Param | None = None
+        self.tensor_shape: tuple[int, ...] = ()
+        if draw(st.booleans()):
+            self.tensor_shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+            elem = draw(st.sampled_from(elems))
+            self.tensor = self.k.tensor(f"t_{elem}", elem, len(self.tensor_shape), read_only=True)
         self.outs = {e: self.k.array(f"out_{e}", e) for e in elems}
         self.accs = {e: self.k.array(f"acc_{e}", e) for e in atomics}
         #: a unit's private array of some element types (made with the kernel's locals)
@@ -362,6 +371,10 @@ class _Gen:
         kind = self.draw(st.sampled_from(choices))
         if kind == "var":
             return self.draw(st.sampled_from(self.readable(elem)))
+        if kind == "builtin" and elem is Elem.U32 and self.tensor and self.draw(st.booleans()):
+            axis = const(self.draw(st.integers(0, self.tensor.rank - 1)), Elem.U32)
+            op = self.draw(st.sampled_from([Op.SHAPE, Op.STRIDE]))
+            return self.k.let(op, Elem.U32, self.tensor, axis)
         if kind == "builtin" and elem is not Elem.BOOL:
             name = self.draw(st.sampled_from(["UNIT_POS", "RUDA_POS", "ABSOLUTE_POS"]))
             value: Operand = builtin(name)
@@ -466,6 +479,7 @@ class _Gen:
         elem = draw(st.sampled_from(self.elems))
         arrays: list[Param | LocalArray] = [self.inputs[elem]]
         arrays += [self.private[elem]] if elem in self.private else []
+        arrays += [self.tensor] if self.tensor and self.tensor.elem is elem else []
         arr = draw(st.sampled_from(arrays))
         index = self.index(arr)
         if isinstance(arr, LocalArray) and draw(st.booleans()):
@@ -474,16 +488,18 @@ class _Gen:
             k.assign(draw(st.sampled_from(self.pool[elem])), k.load(arr, index))
 
     def index(self, arr: Param | LocalArray) -> Operand:
-        """An index into ``arr``: a few elements past this unit's position (or past the start
-        of a private array), maybe cast to another integer type, or any value of any integer
-        type; in bounds where accesses must be."""
+        """An index into ``arr``: a few elements past this unit's position in an input (past
+        the start of a private array or the tensor), maybe cast to another integer type, or
+        any value of any integer type; in bounds where accesses must be."""
         k = self.k
         small = k.let(Op.BIT_AND, Elem.U32, self.expr(Elem.U32, 1), const(7, Elem.U32))
-        if isinstance(arr, LocalArray):
-            length: Operand = const(arr.length, Elem.U32)
-            near: Operand = small
-        else:
-            length = k.let(Op.LEN, Elem.U32, arr)
+        length: Operand = (
+            const(arr.length, Elem.U32)
+            if isinstance(arr, LocalArray)
+            else k.let(Op.LEN, Elem.U32, arr)
+        )
+        near: Operand = small
+        if arr is self.inputs[arr.elem]:
             near = k.let(Op.ADD, Elem.U32, builtin("ABSOLUTE_POS"), small)
         if self.elements is not None:
             return k.let(Op.MOD, Elem.U32, near, length)
@@ -700,6 +716,9 @@ def programs(
     for k, p in enumerate(defn.array_params):
         if p.name.startswith("in_"):
             arrays.append(_input(draw, p.elem, total))
+        elif p.name.startswith("t_"):
+            shape = gen.tensor_shape
+            arrays.append(_input(draw, p.elem, int(np.prod(shape))).reshape(shape))
         elif p.name.startswith(("out_", "lines_")):
             per_unit = RESULTS_PER_UNIT if p.name.startswith("out_") else gen.stored_line
             arrays.append(np.full(total * per_unit, 7, dtype=p.elem.numpy))
