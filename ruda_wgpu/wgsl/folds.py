@@ -63,8 +63,8 @@ class ValueNumbers:
         self._keys: dict[Local, Hashable] = {}
 
     def of(self, a: object) -> Hashable:
-        """The key of operand ``a`` here (a builtin or parameter is its own, a constant too, with
-        the sign of a float zero: ``Const(-0.0)`` equals ``Const(0.0)``)."""
+        """The key of operand ``a`` here: a builtin, parameter or constant is its own, but a
+        float constant's key holds its sign too, since ``Const(-0.0) == Const(0.0)``."""
         if isinstance(a, Local):
             return self._keys.setdefault(a, object())
         if isinstance(a, Const) and isinstance(a.value, float):

@@ -1,7 +1,8 @@
-"""Launch arguments and limits: parameters in any order reach the kernel; a launch over a device
-limit (units per cube, cube count, shared memory) is ``TooManyResources`` and a malformed one
-(wrong element type, too short a handle, another device's handle, a dropped binding) a clear
-error, all raised by ``launch`` itself before anything runs."""
+"""Launch arguments and limits: parameters in any order, and scalars of every type at their edges,
+reach the kernel bit for bit; a launch over a device limit (units per cube, cube count, shared
+memory) is ``TooManyResources`` and a malformed one (wrong element type, too short a handle,
+another device's handle, a dropped binding) a clear error, all raised by ``launch`` itself before
+anything runs."""
 
 from __future__ import annotations
 
