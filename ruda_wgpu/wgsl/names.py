@@ -34,7 +34,8 @@ _WGSL = words(
     frexp ldexp lid wid nw PLANE_DIM UNIT_POS_PLANE
     """
 )
-RESERVED = C99_KEYWORDS | CXX_KEYWORDS | MATH_NAMES | _WGSL
+#: ``_`` alone (Python's name for an unused loop variable) is no WGSL identifier
+RESERVED = C99_KEYWORDS | CXX_KEYWORDS | MATH_NAMES | _WGSL | {"_"}
 #: The position builtins in declaration order (each after those its formula names).
 BUILTINS = [
     ("UNIT_POS_X", "lid.x"),

@@ -97,6 +97,17 @@ def conformance_signed_loop(out: Array[i32]):
         out[i] = total
 
 
+@kernel
+def conformance_unnamed_loop_variables(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        acc = u32(0)
+        for _ in range(i % u32(5)):  # Python's name for a variable no one reads
+            for _ in range(u32(3)):
+                acc += u32(1)
+        out[i] = acc
+
+
 def _launch(client, kern, n=N, dtype=np.uint32):
     out = client.create_from_slice(np.full(n, SENTINEL, dtype=np.uint32).view(dtype))
     kern.launch(client, RudaCount(-(-n // 128)), RudaDim(128), ArrayArg(out, n))
@@ -123,6 +134,11 @@ def test_nested_loops_with_break_and_continue(client):
                 acc += a * b + 1
         expected.append(acc)
     np.testing.assert_array_equal(_launch(client, conformance_nested_loops), expected)
+
+
+def test_loops_over_variables_named_underscore(client):
+    expected = np.arange(N) % 5 * 3
+    np.testing.assert_array_equal(_launch(client, conformance_unnamed_loop_variables), expected)
 
 
 def test_early_return_leaves_outputs_untouched(client):
