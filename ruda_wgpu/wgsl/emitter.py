@@ -536,7 +536,9 @@ class _Writer(StructuredWriter):
         w = [self.expr.wide(a, elem) for a in operands]
         varying = frozenset().union(*self.varying)
         known = [
-            a.value == 0 if isinstance(a, Const) else a in self.constant and a not in varying
+            a.value == 0
+            if isinstance(a, Const)
+            else (a in self.constant and a not in varying) or self.values.constant(a)
             for a in args
         ]
         a, b = (self.values.of(x) for x in args[:2])

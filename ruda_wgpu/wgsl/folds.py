@@ -71,6 +71,11 @@ class ValueNumbers:
             return a, math.copysign(1.0, a.value)
         return a
 
+    def constant(self, a: object) -> bool:
+        """Whether operand ``a`` holds here a value computed from constants alone, which a
+        compiler may evaluate (inside a loop too, where it is computed in the same turn)."""
+        return _from_constants(self.of(a))
+
     def assigned(self, ins: Instr) -> None:
         """Record the key of the result of ``ins``, just written."""
         out = ins.out
@@ -112,3 +117,14 @@ class ValueNumbers:
         """Drop the keys of ``locals_`` (those a branch or a loop assigns, a loop's variable)."""
         for local in locals_:
             self._keys.pop(local, None)
+
+
+def _from_constants(key: Hashable) -> bool:
+    """Whether a :class:`ValueNumbers` key stands for a value computed from constants alone."""
+    if isinstance(key, Const):
+        return True
+    if not isinstance(key, tuple) or not key:
+        return False
+    if isinstance(key[0], Const):  # a float constant, with its sign
+        return True
+    return isinstance(key[0], Op) and all(_from_constants(k) for k in key[3:])

@@ -11,7 +11,17 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
-from ruda_core.lang import ABSOLUTE_POS, Array, Float, copysign, floor, kernel, select, trunc
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    Array,
+    Float,
+    copysign,
+    floor,
+    kernel,
+    select,
+    trunc,
+    u32,
+)
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
 from ruda_core.testing.runner import run_definition, run_kernel
@@ -154,6 +164,33 @@ def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, el
         columns = [x - x, zero * x, x * negative_zero, x * zero, negative_zero * x]
         columns += [np.floor(x) - np.floor(x), x + -x, x - x, np.floor(x) - np.floor(x + 1)]
         want = np.stack(columns, axis=-1).ravel()
+    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+
+
+@kernel
+def zero_products_in_a_loop(x: Array[Float], out: Array[Float], turns: u32):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        for _ in range(turns):  # turns a compiler does not know
+            zero = select(False, Float(-7.0), Float(0.0))  # a zero it knows in each turn
+            out[2 * i] = zero * floor(v)
+            out[2 * i + 1] = floor(Float(0.25)) * v
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_products_with_a_zero_computed_in_each_turn_of_a_loop_are_not_folded(client, elem):
+    """``0.0 * x``, where the zero is computed from constants in the loop's turn, is NaN for an
+    infinite ``x`` also inside a loop whose turns a shader compiler does not know."""
+    need(client, elem)
+    x = np.array([1.5, -0.0, math.inf, -math.inf, math.nan], dtype=elem.numpy)
+    got = run_kernel(
+        client, zero_products_in_a_loop, [x], (2 * x.size, elem.numpy), [2], dim=x.size
+    )
+    zero = x.dtype.type(0.0)
+    with np.errstate(invalid="ignore"):
+        want = np.stack([zero * np.floor(x), zero * x], axis=-1).ravel()
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
 
