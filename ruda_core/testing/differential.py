@@ -91,16 +91,33 @@ class ShrinkBudget:
 
 
 def check_program(client: ComputeClient, reference: ComputeClient, program: Program) -> None:
-    """Run ``program`` on ``client`` and ``reference`` and require equal outputs. A program in
-    bounds runs on ``client`` through ``launch_unchecked`` (which ``BoundsCheckMode`` decides),
+    """Run ``program`` on ``client`` and ``reference`` and require equal outputs, after each
+    of its launches (a second one with other scalars where it has one). A program in bounds
+    runs on ``client`` through ``launch_unchecked`` (which ``BoundsCheckMode`` decides),
     Checked elsewhere and on ``reference``.
 
     :raises AssertionError: naming the first differing output, with the IR dump and the
         device's generated source.
     """
-    defn = program.definition
-    want, got = program.run(reference), program.run(client, unchecked=program.in_bounds)
     mode = BoundsCheckMode.current().execution_mode if program.in_bounds else ExecutionMode.CHECKED
+    launches = [program.scalars, *([program.relaunch] if program.relaunch is not None else [])]
+    for n, scalars in enumerate(launches, start=1):
+        want = program.run(reference, scalars=scalars)
+        got = program.run(client, program.in_bounds, scalars)
+        _compare(client, program, got, want, f"launch {n} of {len(launches)}", mode)
+
+
+def _compare(
+    client: ComputeClient,
+    program: Program,
+    got: list[np.ndarray],
+    want: list[np.ndarray],
+    launch: str,
+    mode: ExecutionMode,
+) -> None:
+    """Require the outputs ``got`` after ``launch`` on ``client`` equal to ``want``, the
+    reference's."""
+    defn = program.definition
     params: list[Param] = list(defn.array_params)
     for k in program.outputs:
         bad = np.nonzero(mismatches(got[k], want[k], params[k].elem))[0]
@@ -108,9 +125,9 @@ def check_program(client: ComputeClient, reference: ComputeClient, program: Prog
             first = int(bad[0])
             unit = first // RESULTS_PER_UNIT if params[k].name.startswith("out_") else "?"
             raise AssertionError(
-                f"{client.device} differs from the reference in {params[k].name}: {len(bad)} of "
-                f"{len(got[k])} values, first at [{first}]: got {got[k][first]!r}, want "
-                f"{want[k][first]!r} (unit {unit})\n"
+                f"{client.device} differs from the reference in {params[k].name} after "
+                f"{launch}: {len(bad)} of {len(got[k])} values, first at [{first}]: got "
+                f"{got[k][first]!r}, want {want[k][first]!r} (unit {unit})\n"
                 f"--- IR ---\n{defn.dump()}\n"
                 f"--- source generated for {client.device} ({mode.value}) ---\n"
                 + generated_source(client, defn, mode)

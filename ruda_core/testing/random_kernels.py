@@ -9,7 +9,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
 
 * expressions over the device's numeric types and ``bool``, of locals, constants, positions and
   scalar parameters (launched with values like the constants: signed zeros, infinities, NaN,
-  the integer types' extremes): ``+ - *``, ``min max abs neg clamp
+  the integer types' extremes; some programs launch their kernel a second time with other
+  values): ``+ - *``, ``min max abs neg clamp
   select`` (a float ``min``/``max`` of equal operands gives the first, since the sign of the
   zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that gives a
   zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
@@ -183,7 +184,8 @@ class Planes:
 @dataclass(frozen=True, eq=False)
 class Program:
     """A generated kernel with its launch. ``inputs`` holds one array per array parameter,
-    ``scalars`` one value per scalar parameter."""
+    ``scalars`` one value per scalar parameter, and ``relaunch`` those of a second launch of
+    the same kernel (None: launched once)."""
 
     definition: KernelDefinition
     count: tuple[int, int, int]
@@ -194,15 +196,21 @@ class Program:
     scalars: tuple[bool | int | float, ...] = field(default=())
     #: Whether every access stays in bounds (so the program may run unchecked).
     in_bounds: bool = False
+    relaunch: tuple[bool | int | float, ...] | None = None
 
-    def run(self, client: ComputeClient, unchecked: bool = False) -> list[np.ndarray]:
-        """Every array after a launch on ``client``: Checked, or ``launch_unchecked`` (see
-        :func:`~ruda_core.testing.runner.run_definition`)."""
+    def run(
+        self,
+        client: ComputeClient,
+        unchecked: bool = False,
+        scalars: Sequence[bool | int | float] | None = None,
+    ) -> list[np.ndarray]:
+        """Every array after a launch on ``client`` with ``scalars`` (else :attr:`scalars`):
+        Checked, or ``launch_unchecked`` (see :func:`~ruda_core.testing.runner.run_definition`)."""
         return run_definition(
             client,
             self.definition,
             self.inputs,
-            self.scalars,
+            self.scalars if scalars is None else scalars,
             count=self.count,
             dim=self.dim,
             unchecked=unchecked,
@@ -220,6 +228,10 @@ class Program:
                 *(
                     f"  scalar {p.name} = {v!r}"
                     for p, v in zip(defn.scalar_params, self.scalars, strict=True)
+                ),
+                *(
+                    f"  relaunched with {p.name} = {v!r}"
+                    for p, v in zip(defn.scalar_params, self.relaunch or (), strict=False)
                 ),
             ]
         )
@@ -254,6 +266,8 @@ class _Gen:
         scalar_elems = draw(st.lists(st.sampled_from([*elems, Elem.BOOL]), max_size=2, unique=True))
         self.scalars = {e: self.k.scalar(f"s_{e}", e) for e in scalar_elems}
         self.scalar_values = [self.value(e) for e in scalar_elems]
+        #: those of a second launch
+        self.relaunch_values = [self.value(e) for e in scalar_elems]
         #: assignable locals per element; loop variables are readable only (``readable``)
         self.pool: dict[Elem, list[Local]] = {e: [] for e in [*elems, Elem.BOOL]}
         self.loop_vars: list[Local] = []
@@ -596,6 +610,7 @@ class _Gen:
         if self.draw(st.booleans()):  # sized at launch, maybe longer than the cube
             length = k.scalar("tile_length", Elem.U32)
             self.scalar_values.append(units + self.draw(st.integers(0, 3)))
+            self.relaunch_values.append(units + self.draw(st.integers(0, 3)))
         smem: SharedArray = k.shared("tile", elem, length)
         unit = builtin("UNIT_POS")
         k.store(smem, unit, self.expr(elem, 2))
@@ -727,7 +742,9 @@ def programs(
             arrays.append(_accumulators(p.elem))
             outputs.append(k)
     scalars = tuple(gen.scalar_values)
-    return Program(defn, count, dim, tuple(arrays), tuple(outputs), scalars, in_bounds)
+    again = draw(st.booleans())
+    relaunch = tuple(gen.relaunch_values) if scalars and again else None
+    return Program(defn, count, dim, tuple(arrays), tuple(outputs), scalars, in_bounds, relaunch)
 
 
 def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
