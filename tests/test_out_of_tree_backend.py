@@ -40,12 +40,15 @@ def hostmem_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
             text=True,
         ).strip()
     )
-    parent = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    # and the folders of PYTHONPATH (dropped below) that hold ruda's dependencies, not ruda
-    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry and Path(entry).is_dir() and not (Path(entry) / "ruda_core").exists():
-            parent.add(entry)
-    (site / "_ruda_parent_environment.pth").write_text("\n".join(sorted(parent)) + "\n")
+    # the folders of PYTHONPATH (dropped below) that hold ruda's dependencies, not ruda, first:
+    # here they come before the site folders, so their versions are the ones imported
+    parent = [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry and Path(entry).is_dir() and not (Path(entry) / "ruda_core").exists()
+    ]
+    parent += [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    (site / "_ruda_parent_environment.pth").write_text("\n".join(dict.fromkeys(parent)) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RUDA_BACKENDS")}
     env["PIP_NO_INDEX"] = "1"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
