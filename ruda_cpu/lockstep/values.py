@@ -740,7 +740,8 @@ def fma(a: Value, b: Value, c: Value) -> Value:
     """``a * b + c`` rounded (nearly) once. f16 and f32 are computed in f64, where the product
     is exact, then rounded to the element type (a double rounding, off by at most one ulp in
     rare ties). f64 uses error-free transformations (Dekker's product, Knuth's sum): the result
-    is within one ulp of the fused value, and ``a * b + c`` where an intermediate overflows."""
+    is within one ulp of the fused value, ``a * b + c`` where an intermediate overflows, and
+    the sum of the zeros' signs where the product and ``c`` are zeros."""
     dtype = np.result_type(a)
     if dtype.itemsize < 8:
         wide = np.float64(1)
@@ -753,11 +754,8 @@ def fma(a: Value, b: Value, c: Value) -> Value:
     v = s - p
     t = (p - (s - v)) + (c - v)  # s + t == p + c exactly
     r = s + (t + e)
-    return (
-        np.where(np.isfinite(r), r, s)
-        if isinstance(r, np.ndarray)
-        else (r if np.isfinite(r) else s)
-    )
+    plain = ~np.isfinite(r) | ((p == 0) & (c == 0))  # s, rounded once, is the answer
+    return np.where(plain, s, r) if isinstance(r, np.ndarray) else (s if plain else r)
 
 
 def _split(x: Value) -> tuple[Value, Value]:

@@ -519,7 +519,7 @@ class _Writer(StructuredWriter):
         if op is Op.BITCAST:
             return self.expr.bitcast(operands[0], source, out.elem)
         elem = cast(Operand, args[1] if op is Op.SELECT else args[0]).elem
-        if elem in (Elem.F16, Elem.F32) and op in (Op.ADD, Op.SUB, Op.MUL):
+        if elem in (Elem.F16, Elem.F32) and op in (Op.ADD, Op.SUB, Op.MUL, Op.FMA):
             special = self._folded_float(op, elem, args, operands)
             if special is not None:
                 return special
@@ -529,10 +529,12 @@ class _Writer(StructuredWriter):
         self, op: Op, elem: Elem, args: tuple[object, ...], operands: list[Arg]
     ) -> str | None:
         """``x - x`` and ``x + (-x)`` (of values a compiler may find equal), and sums,
-        differences and products with an operand a compiler may know to be a zero, in forms that
-        keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain form). A compiler
-        may assume finite values and no signed zeros, and fold ``x - x``, ``x + (-x)`` or
-        ``0 * x`` to a zero, ``x + 0`` to ``x`` or ``0 - x`` to ``-x``."""
+        differences, products and ``fma`` with an operand a compiler may know to be a zero, in
+        forms that keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain
+        form); such an ``fma`` is a product, then a sum, which are exact where it is a zero. A
+        compiler may assume finite values and no signed zeros, and fold ``x - x``, ``x + (-x)``
+        or ``0 * x`` to a zero, ``x + 0`` to ``x``, ``0 - x`` to ``-x`` or ``fma(x, 0, c)`` to
+        ``c`` (NVIDIA's Vulkan compiler does)."""
         w = [self.expr.wide(a, elem) for a in operands]
         varying = frozenset().union(*self.varying)
         known = [
@@ -547,6 +549,8 @@ class _Writer(StructuredWriter):
             op is Op.ADD and (b == (*negated, a) or a == (*negated, b))
         ):
             value = nan_unless_finite("0.0f", w[0])
+        elif op is Op.FMA and any(known):
+            value = f"ruda_add_f32(ruda_mul_f32({w[0]}, {w[1]}), {w[2]})"
         elif any(known):
             value = f"ruda_{op.value}_f32({w[0]}, {w[1]})"
         else:

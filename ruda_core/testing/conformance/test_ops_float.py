@@ -17,6 +17,7 @@ from ruda_core.lang import (
     Float,
     copysign,
     floor,
+    fma,
     kernel,
     select,
     trunc,
@@ -191,6 +192,34 @@ def test_products_with_a_zero_computed_in_each_turn_of_a_loop_are_not_folded(cli
     zero = x.dtype.type(0.0)
     with np.errstate(invalid="ignore"):
         want = np.stack([zero * np.floor(x), zero * x], axis=-1).ravel()
+    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+
+
+@kernel
+def zero_fmas(x: Array[Float], out: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        zero = floor(Float(0.25))  # a zero a compiler evaluates while it compiles
+        out[4 * i] = fma(v, zero, Float(0.0))
+        out[4 * i + 1] = fma(Float(0.0), v, Float(-0.0))
+        out[4 * i + 2] = fma(v, select(False, Float(-7.0), Float(0.0)), Float(1.5))
+        out[4 * i + 3] = fma(v, Float(1.0), Float(0.0))
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_fmas_with_a_zero_a_compiler_knows_are_not_folded(client, elem):
+    """``fma(x, 0.0, c)`` is ``0.0 * x + c``: NaN for an infinite ``x`` or a NaN, the sum of
+    zeros' sign for a zero ``c``, also where a shader compiler knows the zero and may fold it
+    to ``c``; ``fma(x, 1.0, 0.0)`` is ``x + 0.0``, ``0.0`` for ``x = -0.0``."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan], dtype=elem.numpy)
+    got = run_kernel(client, zero_fmas, [x], (4 * x.size, elem.numpy), dim=x.size)
+    zero, negative_zero = x.dtype.type(0.0), x.dtype.type(-0.0)
+    with np.errstate(invalid="ignore"):
+        columns = [x * zero + zero, zero * x + negative_zero, x * zero + x.dtype.type(1.5)]
+        want = np.stack([*columns, x + zero], axis=-1).ravel()
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
 
