@@ -18,8 +18,9 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   saturating ``+ -``, ``reverse_bits`` and the bit counts (``popcount``, leading and trailing
   zeros, ``find_first_set``, as ``u32``), the bits of a float (a NaN counts as ``0.0``),
   ``floor ceil round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that
-  is never NaN: the sign of a NaN an operation makes is unspecified) on floats; float
-  constants are values of their type;
+  is never NaN: the sign of a NaN an operation makes is unspecified) on floats, and ``fma``
+  with an exact product (a power of two or a zero times a value that cannot overflow by it),
+  where fused and unfused agree; float constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -134,6 +135,8 @@ _GEOMETRIES = [
     ((2, 2, 1), (4, 4, 1)),
     ((1, 2, 3), (2, 2, 4)),
 ]
+#: The factors of an ``fma``'s exact products.
+_FMA_SCALES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 4.0]
 _FLOAT_LEAVES = [
     0.0,
     -0.0,
@@ -286,7 +289,8 @@ class _Gen:
         if elem is Elem.BOOL:
             return self.bool_expr(depth)
         kinds = ["unary", "binary", "binary", "select", "clamp", "cast"]
-        kind = self.draw(st.sampled_from(kinds + ["count"] * (elem is Elem.U32)))
+        kinds += ["count"] * (elem is Elem.U32) + ["fma"] * elem.is_float
+        kind = self.draw(st.sampled_from(kinds))
         if kind == "unary":
             ops = [Op.NEG, Op.ABS]
             ops += (
@@ -318,6 +322,8 @@ class _Gen:
             if op in (Op.MIN, Op.MAX) and elem.is_float:
                 return self.extremum(op, elem, a, b)
             return k.let(op, elem, a, b)
+        if kind == "fma":
+            return self.fma(elem, depth - 1)
         if kind == "select":
             cond = self.bool_expr(depth - 1)
             return k.let(
@@ -331,6 +337,18 @@ class _Gen:
             zero = k.let(Op.EQ, Elem.BOOL, clamped, const(0.0, elem))
             return k.let(Op.SELECT, elem, zero, const(0.0, elem), clamped)
         return self.cast_to(elem, depth - 1)
+
+    def fma(self, elem: Elem, depth: int) -> Local:
+        """``fma(a, b, c)`` whose product is exact, so fused and unfused agree: ``b`` is one of
+        two powers of two (or zeros), picked at run time; ``a`` stays within ±1024 where ``b``
+        may scale it, so the product cannot overflow."""
+        k = self.k
+        scales = self.draw(st.lists(st.sampled_from(_FMA_SCALES), min_size=2, max_size=2))
+        a, c = self.expr(elem, depth), self.expr(elem, depth)
+        if max(map(abs, scales)) > 1:
+            a = k.let(Op.CLAMP, elem, a, const(-1024.0, elem), const(1024.0, elem))
+        b = k.let(Op.SELECT, elem, self.bool_expr(depth), *(const(s, elem) for s in scales))
+        return k.let(Op.FMA, elem, a, b, c)
 
     def extremum(self, op: Op, elem: Elem, a: Operand, b: Operand, width: int = 1) -> Local:
         """The float ``min``/``max`` of ``a`` and ``b``, ``a`` where they are equal: one zero of
