@@ -42,8 +42,9 @@ and the other two fences of the device, ``membar.gl``) and a device-scope
 is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
 
 Two forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
-are ``select()`` of values cast to the element's type, and float negation is
-``copysign(x, -x)`` (``docs/conformance-results.md``). Pure: imports no driver.
+are ``select()`` of values cast to the element's type, and float negation is an XOR of the
+sign bit the compiler cannot see through (``docs/conformance-results.md``). Pure: imports no
+driver.
 """
 
 from __future__ import annotations
@@ -387,11 +388,14 @@ class OpenCLDialect(Dialect):
         return [f"vstore{suffix}{rounding}({line}, {index}, {self._line_base(elem, base, space)});"]
 
     def float_negation(self, elem: Elem, value: str) -> str:
-        # value's magnitude with the sign of -value (the same bits, NaN included), so that no
-        # negation is live after it: Intel's CPU compiler (2026.2) gives every sub-group of a
-        # work-group of more than 16 items the last sub-group's values of a negation that is
-        # live across a barrier (an XOR of the sign bit is folded back into a negation)
-        return f"copysign({value}, -{value})"
+        # the sign bit flipped by an XOR with a mask rotated by z, the launch's global offset
+        # (always 0, unknown to the compiler), so that no negation is live after it: Intel's
+        # CPU compiler (2026.2) gets a negation that is live across a barrier wrong (every
+        # sub-group of a work-group of more than 16 items gets the last one's values), and
+        # folds both a plain XOR of the sign bit and copysign(x, -x) back into a negation
+        t, bits = _TYPES[elem], "u" + _SELECT_MASK[elem.bits // 8]
+        sign = f"rotate(({bits}){hex(1 << elem.bits - 1)}UL, ({bits})get_global_offset(0))"
+        return f"as_{t}(({bits})(as_{bits}({value}) ^ {sign}))"
 
     def bit_not(self, elem: Elem, value: str) -> str:
         # ~value rotated by z, the launch's global offset: always 0 (ruda enqueues without

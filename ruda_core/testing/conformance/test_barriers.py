@@ -190,3 +190,37 @@ def test_a_negation_computed_before_a_barrier_is_the_units_own_after_it(client, 
     expected = np.stack([-x, -(x + np.roll(x, -1))], axis=1).ravel()
     assert want.tobytes() == expected.astype(elem.numpy).tobytes()
     assert got.tobytes() == want.tobytes(), np.nonzero(got != want)[0][:16]
+
+
+def _negation_shared_across_a_barrier(elem: Elem):
+    """``tile[u] = -x[i]`` before a barrier, ``out[i] = max(tile[u], -x[i])`` after it: the
+    second negation is the first one's value, which a compiler may keep live across it."""
+    k = KernelBuilder(f"conformance_negation_shared_across_a_barrier_{elem}")
+    x, out = k.array("x", elem, read_only=True), k.array("out", elem)
+    tile = k.shared("tile", elem, 16)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    v = k.let(Op.INDEX, elem, x, i)
+    k.store(tile, builtin("UNIT_POS"), k.let(Op.NEG, elem, v))
+    k.sync_units()
+    mine = k.load(tile, builtin("UNIT_POS"))
+    k.store(out, i, k.let(Op.MAX, elem, mine, k.let(Op.NEG, elem, v)))
+    return k.build()
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.BF16, Elem.F32, Elem.F64], ids=str)
+def test_a_negation_stored_before_a_barrier_and_computed_again_after_it_is_kept(
+    client, reference, elem
+):
+    """Intel's CPU OpenCL compiler took ``max(-v, -v)`` for ``v``, where one ``-v`` went through
+    shared memory across a barrier and the other was computed after it, in cubes of 4 x 4."""
+    need(client, elem, reference=reference)
+    x = np.zeros(64, elem.numpy)
+    x[[5, 24, 41]] = [3.0, 0.25, -7.5]
+    x[27] = -0.0
+    defn = _negation_shared_across_a_barrier(elem)
+    got, want = (
+        run_definition(c, defn, [x, np.zeros_like(x)], count=(2, 2, 1), dim=(4, 4, 1))[1]
+        for c in (client, reference)
+    )
+    assert want.tobytes() == (-x).tobytes()
+    assert got.tobytes() == want.tobytes(), (np.nonzero(got != want)[0], got[got != want])
