@@ -14,6 +14,8 @@ from collections.abc import Hashable, Iterable
 
 from ruda_core.ir import (
     LANE_WISE_OPS,
+    Builtin,
+    BuiltinKind,
     Const,
     Instr,
     KernelDefinition,
@@ -27,12 +29,24 @@ __all__ = ["ValueNumbers", "constant_locals"]
 
 #: Reads of an array's length, shape, strides and rank: the same wherever they are read.
 _METADATA = frozenset({Op.LEN, Op.SHAPE, Op.STRIDE, Op.RANK})
+#: The builtins a compiler may know while it builds a launch's pipeline: the cube's extents
+#: (overrides), the plane width, and a unit's positions, which are 0 in a cube of one unit.
+_KNOWN_BUILTINS = frozenset(
+    BuiltinKind[f"{name}{axis}"]
+    for name in ("UNIT_POS", "RUDA_DIM")
+    for axis in ("", "_X", "_Y", "_Z")
+) | {BuiltinKind.PLANE_DIM, BuiltinKind.UNIT_POS_PLANE}
+
+
+def _known(a: object) -> bool:
+    """Whether operand ``a`` is a constant or a builtin a compiler may know."""
+    return isinstance(a, Const) or (isinstance(a, Builtin) and a.kind in _KNOWN_BUILTINS)
 
 
 def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
-    """The locals at least one assignment of which reads nothing but constants and such locals
-    (a superset of those a compiler can evaluate: a local assigned both a constant and a
-    loaded value counts)."""
+    """The locals at least one assignment of which reads nothing but constants, builtins a
+    compiler may know and such locals (a superset of those a compiler can evaluate: a local
+    assigned both a constant and a loaded value counts)."""
     assigns = [
         (s.out, s.args)
         for s in walk(definition.body)
@@ -41,7 +55,7 @@ def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
     known: frozenset[Local] = frozenset()
     while True:
         found = {
-            out for out, args in assigns if all(a in known or isinstance(a, Const) for a in args)
+            out for out, args in assigns if all(a in known or _known(a) for a in args)
         }
         if found <= known:
             return known
@@ -72,8 +86,9 @@ class ValueNumbers:
         return a
 
     def constant(self, a: object) -> bool:
-        """Whether operand ``a`` holds here a value computed from constants alone, which a
-        compiler may evaluate (inside a loop too, where it is computed in the same turn)."""
+        """Whether operand ``a`` holds here a value computed from constants and builtins a
+        compiler may know alone, which it may evaluate (inside a loop too, where it is computed
+        in the same turn)."""
         return _from_constants(self.of(a))
 
     def assigned(self, ins: Instr) -> None:
@@ -120,8 +135,9 @@ class ValueNumbers:
 
 
 def _from_constants(key: Hashable) -> bool:
-    """Whether a :class:`ValueNumbers` key stands for a value computed from constants alone."""
-    if isinstance(key, Const):
+    """Whether a :class:`ValueNumbers` key stands for a value computed from constants and
+    builtins a compiler may know alone."""
+    if _known(key):
         return True
     if not isinstance(key, tuple) or not key:
         return False

@@ -13,6 +13,8 @@ import pytest
 from ruda_core.ir import FLOAT_BINARY, FLOAT_TESTS, FLOAT_UNARY, Elem, Op
 from ruda_core.lang import (
     ABSOLUTE_POS,
+    RUDA_DIM,
+    UNIT_POS,
     Array,
     Float,
     copysign,
@@ -192,6 +194,32 @@ def test_products_with_a_zero_computed_in_each_turn_of_a_loop_are_not_folded(cli
     zero = x.dtype.type(0.0)
     with np.errstate(invalid="ignore"):
         want = np.stack([zero * np.floor(x), zero * x], axis=-1).ravel()
+    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+
+
+@kernel
+def position_sums(out: Array[Float], s: Float):
+    zero = Float(UNIT_POS)  # 0 in a cube of one unit, where a compiler may know it
+    one = Float(RUDA_DIM)  # the cube's size, which a compiler may know
+    out[0] = zero + s
+    out[1] = zero - s
+    out[2] = zero * s
+    out[3] = one * s + Float(0.0)
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_arithmetic_with_positions_a_compiler_knows_keeps_zeros_and_nan(client, elem):
+    """In a cube of one unit, ``f(UNIT_POS)`` is a zero and ``f(RUDA_DIM)`` a one that a shader
+    compiler may know while it builds the kernel for the launch: with a scalar ``s``,
+    ``0.0 + -0.0`` and ``0.0 - 0.0`` are ``0.0``, ``0.0 * inf`` is NaN, and ``1.0 * -0.0 + 0.0``
+    is ``0.0``."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan], dtype=elem.numpy)
+    got = np.stack([run_kernel(client, position_sums, [], (4, elem.numpy), [s]) for s in x])
+    zero = x.dtype.type(0.0)
+    with np.errstate(invalid="ignore"):
+        want = np.stack([zero + x, zero - x, zero * x, x + zero], axis=-1)
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
 
