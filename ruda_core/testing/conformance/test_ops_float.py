@@ -51,6 +51,12 @@ VALUE_OPS = [
 BOOL_OPS = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, *sorted(FLOAT_TESTS, key=lambda op: op.value)]
 
 
+def _assert_same_values(got: np.ndarray, want: np.ndarray) -> None:
+    """``got`` is ``want``: NaN where it has NaN, zeros of its signs."""
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+
+
 def _run_table(client, elem, inputs, value_ops=VALUE_OPS, bool_ops=BOOL_OPS):
     defn = ops_kernel(f"conformance_float_ops_{elem}_{len(value_ops)}", elem, value_ops, bool_ops)
     n = len(inputs[0])
@@ -167,8 +173,7 @@ def test_identities_that_fail_for_an_infinity_or_a_nan_are_not_folded(client, el
         columns = [x - x, zero * x, x * negative_zero, x * zero, negative_zero * x]
         columns += [np.floor(x) - np.floor(x), x + -x, x - x, np.floor(x) - np.floor(x + 1)]
         want = np.stack(columns, axis=-1).ravel()
-    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
-    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+    _assert_same_values(got, want)
 
 
 @kernel
@@ -194,8 +199,7 @@ def test_products_with_a_zero_computed_in_each_turn_of_a_loop_are_not_folded(cli
     zero = x.dtype.type(0.0)
     with np.errstate(invalid="ignore"):
         want = np.stack([zero * np.floor(x), zero * x], axis=-1).ravel()
-    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
-    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+    _assert_same_values(got, want)
 
 
 @kernel
@@ -220,8 +224,7 @@ def test_arithmetic_with_positions_a_compiler_knows_keeps_zeros_and_nan(client, 
     zero = x.dtype.type(0.0)
     with np.errstate(invalid="ignore"):
         want = np.stack([zero + x, zero - x, zero * x, x + zero], axis=-1)
-    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
-    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+    _assert_same_values(got, want)
 
 
 @kernel
@@ -248,8 +251,7 @@ def test_fmas_with_a_zero_a_compiler_knows_are_not_folded(client, elem):
     with np.errstate(invalid="ignore"):
         columns = [x * zero + zero, zero * x + negative_zero, x * zero + x.dtype.type(1.5)]
         want = np.stack([*columns, x + zero], axis=-1).ravel()
-    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
-    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (got, want)
+    _assert_same_values(got, want)
 
 
 @kernel
