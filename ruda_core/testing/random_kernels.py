@@ -7,20 +7,20 @@ geometry, its inputs and scalars); :func:`fuzz_elems`, :func:`atomic_elems` and
 
 Every generated kernel is defined on every device, bit for bit, by construction:
 
-* expressions over the device's numeric types and ``bool``, of locals, constants, positions and
-  scalar parameters (launched with values like the constants: signed zeros, infinities, NaN,
-  the integer types' extremes; some programs launch their kernel a second time with other
-  values): ``+ - *``, ``min max abs neg clamp
-  select`` (a float ``min``/``max`` of equal operands gives the first, since the sign of the
-  zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that gives a
-  zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount: the IR
-  takes it modulo the width), integer ``// %`` with an odd divisor (never zero), ``mul_hi``,
-  saturating ``+ -``, ``reverse_bits`` and the bit counts (``popcount``, leading and trailing
-  zeros, ``find_first_set``, as ``u32``), the bits of a float (a NaN counts as ``0.0``),
-  ``floor ceil round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a sign that
-  is never NaN: the sign of a NaN an operation makes is unspecified) on floats, and ``fma``
-  with an exact product (a power of two or a zero times a value that cannot overflow by it),
-  where fused and unfused agree; float constants are values of their type;
+* expressions over the device's numeric types and ``bool``, of locals, constants, the launch's
+  positions, cube sizes and cube counts (each axis, and linear), and scalar parameters (launched
+  with values like the constants: signed zeros, infinities, NaN, the integer types' extremes;
+  some programs launch their kernel a second time with other values): ``+ - *``, ``min max abs
+  neg clamp select`` (a float ``min``/``max`` of equal operands gives the first, since the sign
+  of the zero it returns for ``-0.0`` and ``0.0`` is unspecified, and a float ``clamp`` that
+  gives a zero gives ``0.0``), comparisons, casts, bitwise operations and shifts (any amount:
+  the IR takes it modulo the width), integer ``// %`` with a divisor that is never zero,
+  ``mul_hi``, saturating ``+ -``, ``reverse_bits`` and the bit counts (``popcount``, leading and
+  trailing zeros, ``find_first_set``, as ``u32``), the bits of a float (a NaN counts as
+  ``0.0``), ``floor ceil round trunc isnan isinf``, ``fmod remainder`` and ``copysign`` (of a
+  sign that is never NaN: the sign of a NaN an operation makes is unspecified) on floats, and
+  ``fma`` with an exact product (a power of two or a zero times a value that cannot overflow by
+  it), where fused and unfused agree; float constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
   ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
@@ -134,6 +134,13 @@ _GEOMETRIES = [
     ((1, 1, 1), (64, 1, 1)),
     ((2, 2, 1), (4, 4, 1)),
     ((1, 2, 3), (2, 2, 4)),
+]
+#: The position builtins among the leaves (the plane's are left out: the reference may run
+#: at another plane width).
+_POSITIONS = [
+    f"{name}{axis}"
+    for name in ("UNIT_POS", "RUDA_POS", "ABSOLUTE_POS", "RUDA_DIM", "RUDA_COUNT")
+    for axis in ("", "_X", "_Y", "_Z")
 ]
 #: The factors of an ``fma``'s exact products.
 _FMA_SCALES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 4.0]
@@ -313,7 +320,8 @@ class _Gen:
             op = self.draw(st.sampled_from(ops))
             a, b = self.expr(elem, depth - 1), self.expr(elem, depth - 1)
             if op in (Op.FLOOR_DIV, Op.MOD):
-                b = k.let(Op.BIT_OR, elem, b, const(1, elem))  # odd: never zero
+                zero = k.let(Op.EQ, Elem.BOOL, b, const(0, elem))
+                b = k.let(Op.SELECT, elem, zero, const(1, elem), b)  # never zero
             if op is Op.MUL and elem.is_float:
                 b = k.let(Op.FLOOR, elem, b)  # keeps floats multiples of 1/4
             if op is Op.COPYSIGN:  # the sign of a NaN an operation makes is unspecified
@@ -408,7 +416,7 @@ class _Gen:
             op = self.draw(st.sampled_from([Op.SHAPE, Op.STRIDE]))
             return self.k.let(op, Elem.U32, self.tensor, axis)
         if kind == "builtin" and elem is not Elem.BOOL:
-            name = self.draw(st.sampled_from(["UNIT_POS", "RUDA_POS", "ABSOLUTE_POS"]))
+            name = self.draw(st.sampled_from(_POSITIONS))
             value: Operand = builtin(name)
             if elem is not Elem.U32:
                 value = self.k.let(
