@@ -127,14 +127,6 @@ _PLANE_MOVES = [
     Op.PLANE_SHUFFLE_DOWN,
     Op.PLANE_SHUFFLE_XOR,
 ]
-_GEOMETRIES = [
-    ((1, 1, 1), (1, 1, 1)),
-    ((3, 1, 1), (8, 1, 1)),
-    ((2, 1, 1), (32, 1, 1)),
-    ((1, 1, 1), (64, 1, 1)),
-    ((2, 2, 1), (4, 4, 1)),
-    ((1, 2, 3), (2, 2, 4)),
-]
 #: The position builtins among the leaves (the plane's are left out: the reference may run
 #: at another plane width).
 _POSITIONS = [
@@ -741,7 +733,7 @@ def programs(
         draw(st.lists(st.sampled_from(list(atomic_elems)), max_size=1)) if atomic_elems else []
     )
     chosen = sorted({Elem.U32, *drawn, *atomics}, key=lambda e: e.value)  # u32 indexes all
-    count, dim = draw(st.sampled_from([g for g in _GEOMETRIES if np.prod(g[1]) <= max_units]))
+    count, dim = _geometry(draw, max_units)
     units_per_cube = int(np.prod(dim))
     total = int(np.prod(count)) * units_per_cube
     gen = _Gen(draw, chosen, atomics, total if in_bounds else None)
@@ -771,6 +763,22 @@ def programs(
     again = draw(st.booleans())
     relaunch = tuple(gen.relaunch_values) if scalars and again else None
     return Program(defn, count, dim, tuple(arrays), tuple(outputs), scalars, in_bounds, relaunch)
+
+
+def _geometry(
+    draw: st.DrawFn, max_units: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """A launch's cube count and cube size, drawn axis by axis: cubes of up to 64 units (odd
+    sizes and one unit too), 128 units in all."""
+    dim: list[int] = []
+    for extents in ([1, 2, 3, 5, 8, 16, 32, 64], [1, 2, 3, 4, 8], [1, 2, 4]):
+        room = min(max_units, 64) // int(np.prod(dim))
+        dim.append(draw(st.sampled_from([e for e in extents if e <= room])))
+    count: list[int] = []
+    for _ in range(3):
+        room = 128 // int(np.prod(dim)) // int(np.prod(count))
+        count.append(draw(st.integers(1, max(1, min(3, room)))))
+    return (count[0], count[1], count[2]), (dim[0], dim[1], dim[2])
 
 
 def atomic_elems(client: ComputeClient, elems: Sequence[Elem]) -> list[Elem]:
