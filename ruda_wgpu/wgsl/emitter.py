@@ -272,9 +272,13 @@ class _Writer(StructuredWriter):
 
     def _prologue(self) -> list[str]:
         defn, layout = self.defn, self.layout
-        lines = [f"{INDENT}let {name} = {formula};" for name, formula in BUILTINS]
+        # the cube's extents and the plane width in a variable: naga evaluates an expression of
+        # constants and overrides alone while it builds the pipeline, and refuses a shift that
+        # overflows there (RUDA_DIM << 31, valid WGSL at run time)
+        lines = [f"{INDENT}var SIZES = vec4<u32>(WX, WY, WZ, {self.d.plane_width}u);"]
+        lines += [f"{INDENT}let {name} = {formula};" for name, formula in BUILTINS]
         lines.append(f"{INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
-        lines.append(f"{INDENT}let PLANE_DIM = {self.d.plane_width}u;")
+        lines.append(f"{INDENT}let PLANE_DIM = SIZES.w;")
         lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""

@@ -31,7 +31,7 @@ _WGSL = words(
     atomicCompareExchangeWeak workgroupBarrier storageBarrier P WX WY WZ subgroupAdd subgroupMul
     subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle subgroupBallot
     subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float unpack2x16float
-    frexp ldexp lid wid nw PLANE_DIM UNIT_POS_PLANE
+    frexp ldexp lid wid nw SIZES PLANE_DIM UNIT_POS_PLANE
     """
 )
 #: ``_`` alone (Python's name for an unused loop variable) is no WGSL identifier
@@ -47,9 +47,9 @@ BUILTINS = [
     ("RUDA_POS_X", f"wid.x + {record_word(0)} + select(0u, wid.z * nw.x, FOLDED)"),
     ("RUDA_POS_Y", "wid.y"),
     ("RUDA_POS_Z", "select(wid.z, 0u, FOLDED)"),
-    ("RUDA_DIM_X", "WX"),
-    ("RUDA_DIM_Y", "WY"),
-    ("RUDA_DIM_Z", "WZ"),
+    ("RUDA_DIM_X", "SIZES.x"),
+    ("RUDA_DIM_Y", "SIZES.y"),
+    ("RUDA_DIM_Z", "SIZES.z"),
     ("RUDA_COUNT_X", record_word(1)),
     ("RUDA_COUNT_Y", record_word(2)),
     ("RUDA_COUNT_Z", record_word(3)),

@@ -197,3 +197,23 @@ def test_dynamic_count_is_read_from_device_memory(client, count):
     else:
         np.testing.assert_array_equal(got, [cubes * 4, *count])
     client.sync().result(timeout=TIMEOUT_S)
+
+
+@kernel
+def conformance_shifted_sizes(out: Array[u32]):
+    if ABSOLUTE_POS == u32(0):
+        out[0] = RUDA_DIM << u32(31)
+        out[1] = RUDA_DIM_X << u32(30)
+        out[2] = PLANE_DIM << u32(29)
+        out[3] = (RUDA_DIM * u32(0x9E3779B9)) >> u32(7)
+
+
+def test_sizes_shifted_past_their_width_wrap(client):
+    """The cube's size and the plane width are values like any other: a shift that moves bits
+    out of them wraps, also where a shader compiler knows them while it builds the kernel."""
+    plane = client.properties().plane_dim
+    out = client.create_from_slice(np.zeros(4, dtype=np.uint32))
+    conformance_shifted_sizes.launch(client, RudaCount(1), RudaDim(16, 3), ArrayArg(out, 4))
+    words = [48 << 31, 16 << 30, plane << 29, (48 * 0x9E3779B9) % 2**32 >> 7]
+    want = np.array([w % 2**32 for w in words], dtype=np.uint32)
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), want)
