@@ -1,10 +1,10 @@
 """What a shader compiler may know of a kernel's values while it compiles: the locals some
-assignment computes from constants alone, and the locals it finds equal. WGSL lets a compiler
-assume that no value is an infinity or a NaN, so it may fold ``x * c`` to a zero once it has
-evaluated ``c`` to one (NVIDIA's Vulkan compiler does, for ``c = floor(0.0)``), and ``a - b`` to a
-zero once it has found ``a`` and ``b`` equal (lavapipe does, for two ``floor(x)`` of an infinite
-``x``); the emitter writes such operations in a form that keeps IEEE's answer. Reads the IR only;
-imports no driver.
+assignment computes from constants and the builtins a launch's pipeline fixes alone, and the
+locals it finds equal. WGSL lets a compiler assume that no value is an infinity or a NaN, so it
+may fold ``x * c`` to a zero once it has evaluated ``c`` to one (NVIDIA's Vulkan compiler does,
+for ``c = floor(0.0)``), and ``a - b`` to a zero once it has found ``a`` and ``b`` equal
+(lavapipe does, for two ``floor(x)`` of an infinite ``x``); the emitter writes such operations
+in a form that keeps IEEE's answer. Reads the IR only; imports no driver.
 """
 
 from __future__ import annotations
