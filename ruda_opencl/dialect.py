@@ -53,7 +53,15 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ruda_core.codegen import C99_KEYWORDS, MATH_NAMES, Dialect, MemSpace, Usage, words
+from ruda_core.codegen import (
+    BITS_ELEM,
+    C99_KEYWORDS,
+    MATH_NAMES,
+    Dialect,
+    MemSpace,
+    Usage,
+    words,
+)
 from ruda_core.ir import ATOMIC_OPS, PLANE_OPS, Elem, Op
 from ruda_core.runtime import UnsupportedFeature
 from ruda_core.runtime.compiler import CompileOptions
@@ -393,9 +401,9 @@ class OpenCLDialect(Dialect):
         # CPU compiler (2026.2) gets a negation that is live across a barrier wrong (every
         # sub-group of a work-group of more than 16 items gets the last one's values), and
         # folds both a plain XOR of the sign bit and copysign(x, -x) back into a negation
-        t, bits = _TYPES[elem], "u" + _SELECT_MASK[elem.bits // 8]
+        bits = _TYPES[BITS_ELEM[elem.nbytes]]
         sign = f"rotate(({bits}){hex(1 << elem.bits - 1)}UL, ({bits})get_global_offset(0))"
-        return f"as_{t}(({bits})(as_{bits}({value}) ^ {sign}))"
+        return self.bits_to_value(elem, f"({bits})({self.value_to_bits(elem, value)} ^ {sign})")
 
     def bit_not(self, elem: Elem, value: str) -> str:
         # ~value rotated by z, the launch's global offset: always 0 (ruda enqueues without
