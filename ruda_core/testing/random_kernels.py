@@ -64,6 +64,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..ir import (
+    ATOMIC_COMBINE,
     BIT_COUNTS,
     LINE_WIDTHS,
     Elem,
@@ -91,15 +92,8 @@ __all__ = [
 #: The results of each type a unit stores (its locals of that type).
 RESULTS_PER_UNIT = 3
 _PRIVATE = 5  # elements of a private array
-_ATOMICS = [
-    Op.ATOMIC_ADD,
-    Op.ATOMIC_SUB,
-    Op.ATOMIC_MIN,
-    Op.ATOMIC_MAX,
-    Op.ATOMIC_AND,
-    Op.ATOMIC_OR,
-    Op.ATOMIC_XOR,
-]
+#: The atomics that combine the old value with another by an operation (add … xor).
+_ATOMICS = list(ATOMIC_COMBINE)
 #: Wrapping counters of u32 accumulators and the one limit of each: with a single limit per
 #: element, a counter's final value depends only on how many updates it received.
 _WRAPS = {Op.ATOMIC_INC_WRAP: 5, Op.ATOMIC_DEC_WRAP: 9}
