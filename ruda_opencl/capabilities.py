@@ -30,6 +30,9 @@ sets for the process unless the variable is set already. Under ``cbs`` PoCL 5 ab
 building kernels with plane operations, of its subgroups (16 lanes on an AVX-512 CPU) and of one
 lane alike: a PoCL device has no planes, its subgroups are dropped, plane operations are refused
 when a kernel is generated, and the operations built on them take their shared-memory forms.
+
+Intel's CPU runtime gets ``Capability.SHARED_ARGUMENT``: its kernels declare no static shared
+array, every one is carved out of the shared-memory argument (see :mod:`ruda_opencl.intel_cpu`).
 """
 
 from __future__ import annotations
@@ -136,6 +139,8 @@ class OpenCLCapabilities:
         if any(key in target for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
         environment = POCL_ENVIRONMENT if pocl else ()
+        if device.type & cl.device_type.CPU and device.platform.vendor.startswith("Intel"):
+            target = OpenCLTarget((*target.capabilities, Capability.SHARED_ARGUMENT))
         return cls(target, plane_dim, tuple(options), environment)
 
     @property

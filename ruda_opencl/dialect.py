@@ -230,6 +230,8 @@ class OpenCLDialect(Dialect):
             raise ValueError(f"a plane width is >= 1, not {plane_dim}")
         self.capabilities = frozenset(OpenCLTarget(tuple(capabilities)).capabilities)
         self.plane_width = plane_dim
+        if Capability.SHARED_ARGUMENT in self.capabilities:
+            self.max_static_shared_nbytes = 0
         if self._planes and Capability.INTEL_REQD_SUBGROUP_SIZE in self.capabilities:
             required = f"__attribute__((intel_reqd_sub_group_size({plane_dim})))"
             self.kernel_prefix = f"__kernel {required} void"

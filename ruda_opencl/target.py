@@ -30,6 +30,7 @@ class Capability(StrEnum):
     WORK_GROUP_COLLECTIVES = "work_group_collectives"
     ATOMIC_SCOPE_DEVICE = "atomic_scope_device"
     ONE_LANE_PLANES = "one_lane_planes"
+    SHARED_ARGUMENT = "shared_argument"
 
 
 #: The OpenCL extensions (or OpenCL C 3.0 features) each capability stands for: all the names
@@ -56,6 +57,9 @@ CAPABILITIES = {
     # set by the driver, not an extension: plane operations as planes of one lane where there are
     # no subgroups (not on PoCL, whose compiler aborted the process on such kernels)
     Capability.ONE_LANE_PLANES: "planes of one lane (every driver but PoCL)",
+    # set by the driver: every shared array carved out of the kernel's shared-memory argument,
+    # none declared static (Intel's CPU runtime, see ruda_opencl.intel_cpu)
+    Capability.SHARED_ARGUMENT: "shared arrays in the shared-memory argument (Intel's CPU runtime)",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = (Capability.SUBGROUPS, Capability.OPENCL_C_SUBGROUPS, Capability.INTEL_SUBGROUPS)

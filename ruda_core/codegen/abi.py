@@ -46,7 +46,9 @@ class ArgKind(enum.Enum):
     OFFSET = "offset"  #: the byte offset of ``bindings[index]`` within its pointer
     SCALAR = "scalar"  #: ``scalars[index]`` converted to ``dtype``
     METADATA = "metadata"  #: ``metadata[index]`` as ``u32``
-    SHARED = "shared"  #: the shared bytes of the dynamic shared arrays listed in ``parts``
+    #: the shared bytes of the static shared arrays placed in it (``index`` bytes) and of the
+    #: dynamic shared arrays listed in ``parts``
+    SHARED = "shared"
     PRINT = "print"  #: the stream's print-record buffer (``Dialect.print_records``)
     PRINT_BASE = "print_base"  #: ``u32``: what the kernel's print sites are numbered from
     #: the tensor map of ``bindings[index]`` as the matrix ``parts`` describe
@@ -62,8 +64,9 @@ class KernelArg:
     :param ctype: the C type as declared.
     :param dtype: for BUFFER the element layout the kernel reads (``uint16`` bits for bf16); for
         the others the exact scalar type to pack.
-    :param index: position in the launch's bindings, scalars or metadata (by ``kind``; 0 for
-        SHARED).
+    :param index: position in the launch's bindings, scalars or metadata (by ``kind``); for
+        SHARED, the bytes its static shared arrays take before the dynamic ones
+        (:meth:`~ruda_core.codegen.Dialect.buffered_shared_nbytes`).
     :param parts: for SHARED, the ``(scalar index, element bytes)`` of each dynamic shared array
         carved out of it, in order: each takes its size scalar times its element bytes, rounded
         up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN`; for TENSOR_MAP, ``((rows, cols),
@@ -142,12 +145,14 @@ def build_signature(
         metadata[(what, p.name, axis)] = meta
         args.append(KernelArg(meta, ArgKind.METADATA, u32, np.dtype(np.uint32), k))
     dynamic = definition.dynamic_shared
-    if dynamic and dialect.dynamic_shared == "argument":
+    buffered = dialect.buffered_shared_nbytes(definition)
+    if (dynamic or buffered) and dialect.dynamic_shared == "argument":
         element = dialect.shared_argument_ctype or dialect.storage_type(Elem.U8, MemSpace.SHARED)
         pointer = f"{dialect.qualified(MemSpace.SHARED, element)}*"
         parts = tuple((k, s.elem.nbytes) for s, k in dynamic)
         buffer = claim("dynamic_shared")
-        args.append(KernelArg(buffer, ArgKind.SHARED, pointer, np.dtype(np.uint8), 0, parts))
+        uint8 = np.dtype(np.uint8)
+        args.append(KernelArg(buffer, ArgKind.SHARED, pointer, uint8, buffered, parts))
     if dialect.print_records and print_sites(definition):
         pointer = f"{dialect.qualified(MemSpace.GLOBAL, u32)}*"
         records, base = claim("print_records"), claim("print_base")
@@ -196,11 +201,11 @@ def arg_values(
     parameters' own dtypes) is given, a SCALAR whose argument dtype differs is converted to the
     argument's dtype (bool passed as ``uchar``, f16 passed as ``float``), or reinterpreted where
     the argument holds a float's bits in an integer of its size (bf16 passed as ``ushort``).
-    ``shared`` makes the value of a SHARED argument from its size in bytes (at least 1): the sum
-    of its ``parts``, each rounded up to :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the
-    kernel carves them. ``print_exprs`` are the backend's expressions for the PRINT and PRINT_BASE
-    arguments. ``tensor_map`` makes, for a TENSOR_MAP argument, the function of (binding, rows,
-    cols) that gives its value.
+    ``shared`` makes the value of a SHARED argument from its size in bytes (at least 1): its
+    static bytes (``index``) and its ``parts``, each rounded up to
+    :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel carves them. ``print_exprs`` are
+    the backend's expressions for the PRINT and PRINT_BASE arguments. ``tensor_map`` makes, for
+    a TENSOR_MAP argument, the function of (binding, rows, cols) that gives its value.
     """
     env: dict[str, object] = {}
     parts = []
@@ -224,10 +229,9 @@ def arg_values(
                 raise ValueError(f"argument {a.name} is shared memory, and no maker was given")
             env["L"] = shared
             align = DYNAMIC_SHARED_ALIGN
-            nbytes = " + ".join(
-                f"(int(s[{k}]) * {size} + {align - 1}) // {align} * {align}" for k, size in a.parts
-            )
-            parts.append(f"L(max({nbytes or 0}, 1))")
+            sized = [f"(int(s[{k}]) * {n} + {align - 1}) // {align} * {align}" for k, n in a.parts]
+            nbytes = " + ".join([str(a.index), *sized])
+            parts.append(f"L(max({nbytes}, 1))")
         elif a.kind is ArgKind.PRINT:
             parts.append(print_exprs[0])
         elif a.kind is ArgKind.PRINT_BASE:

@@ -282,10 +282,11 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         return lines
 
     #: The most static shared memory a kernel of the target may declare, in bytes (``None``:
-    #: only the device's limit). Past it, a target with ``dynamic_shared == "extern"`` gets its
-    #: static shared arrays in the dynamic buffer (:meth:`buffered_shared_nbytes`), so that a
-    #: cube may use all the shared memory its device allows (CUDA: 48 KiB static, up to 227 KiB
-    #: dynamic where the function opts in).
+    #: only the device's limit). Past it, a target with dynamic shared memory gets its static
+    #: shared arrays in the dynamic buffer (:meth:`buffered_shared_nbytes`): so that a cube may
+    #: use all the shared memory its device allows (CUDA: 48 KiB static, up to 227 KiB dynamic
+    #: where the function opts in), or, at 0, so that a compiler that mis-builds static arrays
+    #: never sees one.
     max_static_shared_nbytes: int | None = None
 
     def buffered_shared_nbytes(self, definition: KernelDefinition) -> int:
@@ -296,7 +297,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         limit = self.max_static_shared_nbytes
         static = [s for s in definition.shared if s.size is None]
         total = sum(s.length * s.elem.nbytes for s in static)
-        if limit is None or self.dynamic_shared != "extern" or total <= limit:
+        if limit is None or self.dynamic_shared is None or total <= limit:
             return 0
         align = buffered_align_nbytes(definition)
         return sum(-(-s.length * s.elem.nbytes // align) * align for s in static)

@@ -12,10 +12,11 @@ import pytest
 
 pytest.importorskip("pyopencl")
 
-from codegen.kernels import plane_ops
+from codegen.kernels import dynamic_shared, plane_ops
 
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter
+from ruda_core.codegen.abi import ArgKind, arg_values
 from ruda_core.ir import Elem
 from ruda_core.lang import (
     PLANE_DIM,
@@ -63,7 +64,8 @@ class FakeDevice:
     subgroup sizes (whose width query would go to the ICD loader)."""
 
     single_fp_config = 0
-    platform = SimpleNamespace(name="NVIDIA CUDA")
+    type = 4  # CL_DEVICE_TYPE_GPU
+    platform = SimpleNamespace(name="NVIDIA CUDA", vendor="NVIDIA Corporation")
 
     def __init__(self, extensions: str, features: tuple[str, ...] = (), warp: int = 0) -> None:
         self.extensions = extensions
@@ -184,6 +186,36 @@ def test_intel_device_capabilities() -> None:
     features = caps.features()
     assert {Feature.PLANE, Feature.PLANE_SHUFFLE} <= features.features
     assert features.supports(Elem.BF16) == ("cl_intel_bfloat16" in device.extensions)
+
+
+def test_shared_arrays_of_the_shared_argument_dialect_are_all_carved_out_of_it() -> None:
+    """With ``SHARED_ARGUMENT`` (Intel's CPU runtime) no ``__local`` array is declared: the
+    static one comes first in the argument, then the ones sized at launch, and the launch
+    sizes the argument for all of them."""
+    floats = [Capability.FP64, Capability.FP16]
+    emitted = CFamilyEmitter(OpenCLDialect([Capability.SHARED_ARGUMENT, *floats])).emit(
+        dynamic_shared()
+    )
+    assert "__local uint fixed[" not in emitted.source
+    assert "__local uint* fixed = (__local uint*)(((__local uchar*)dynamic_shared_) + 0u);" in (
+        emitted.source
+    )
+    (shared,) = [a for a in emitted.args if a.kind is ArgKind.SHARED]
+    assert shared.index == 32  # 4 u32 rounded up to BUFFERED_SHARED_ALIGN
+    values, env = arg_values([shared], "{b}", shared=lambda nbytes: nbytes)
+    n, m = 3, 5  # 24 bytes of f64 then 10 of f16, each rounded up to 16
+    assert eval(values, env, {"s": [n, m]}) == 32 + 32 + 16
+    plain = CFamilyEmitter(OpenCLDialect(floats)).emit(dynamic_shared())
+    assert "__local uint fixed[4];" in plain.source
+
+
+def test_intel_cpu_runtime_gets_the_shared_argument() -> None:
+    _, device = _intel()
+    import pyopencl as cl
+
+    if not device.type & cl.device_type.CPU:
+        pytest.skip(f"{device.name} is not Intel's CPU runtime")
+    assert Capability.SHARED_ARGUMENT in OpenCLCapabilities.of(device).target
 
 
 @kernel
