@@ -3,8 +3,9 @@
 A driver can list a device whose compiler cannot build for this machine (PoCL on a CPU newer
 than its LLVM, say); listing it as available would only move the failure to the user's first
 sync. :func:`verdict` opens the device, launches the kernels of :mod:`ruda_core.probe_kernel`
-(the wide one where the device has u64), reads the results back and checks them; any failure
-becomes the device's one-line reason.
+(the wide one where the device has u64; the one of places, whose barriers cut a loop into
+regions, that a compiler can build and still get wrong), reads the results back and checks
+them; any failure becomes the device's one-line reason.
 
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
@@ -52,7 +53,7 @@ __all__ = [
 
 #: How long a device's probe may take (``RUDA_PROBE_TIMEOUT_S`` sets another limit): in its
 #: child process, from the start to the verdict; in the calling process, per kernel read back.
-#: A working driver builds and runs the two tiny kernels in a few seconds; PoCL 3 on a CPU its
+#: A working driver builds and runs the three tiny kernels in a few seconds; PoCL 3 on a CPU its
 #: LLVM does not know spends one to two minutes on the wide one before it crashes.
 PROBE_TIMEOUT_S = 30.0
 _TIMEOUT_VARIABLE = "RUDA_PROBE_TIMEOUT_S"
@@ -60,8 +61,13 @@ _TIMEOUT_VARIABLE = "RUDA_PROBE_TIMEOUT_S"
 #: asks for the reference device, say) is probed there, in the child, not in a grandchild
 _CHILD_VARIABLE = "RUDA_PROBE_CHILD"
 _LENGTH = 64
+#: the cube of the kernel of places (which PoCL 3.0 and Intel's CPU runtime got wrong at 4
+#: units) and the values it places: three whole blocks and a partial one
+_PLACING_UNITS = 4
+_PLACES = 7 * _PLACING_UNITS - 1
 #: the probe's steps, as reasons name them
 _FIRST, _WIDE = "the probe kernel", "the probe kernel on lines of eight u64"
+_PLACING = "the probe kernel placing values through shared memory"
 #: what the child process runs: the entry point that finds the device and calls :func:`run`
 _CHILD_ENTRY = "from ruda_core.plugins import probe_child; probe_child({argv!r})"
 
@@ -90,7 +96,7 @@ def run(
     begins (the child reports it, for a verdict on a crash)."""
     from .ir import Elem
     from .lang import ArrayArg
-    from .probe_kernel import ruda_probe, ruda_probe_wide
+    from .probe_kernel import ruda_probe, ruda_probe_places, ruda_probe_wide
     from .runtime import RudaCount, RudaDim
 
     step = _FIRST
@@ -116,6 +122,16 @@ def run(
                 client, wide_count, wide_dim, ArrayArg(x, _LENGTH), ArrayArg(out, _LENGTH)
             )
             wide = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint64)
+        places = None
+        if np.array_equal(got, _expected()) and (wide is None or np.array_equal(wide, _expected())):
+            step = _PLACING
+            begin(step)
+            units = min(_PLACING_UNITS, dim)
+            out = client.create_from_slice(np.zeros(_PLACES, np.uint32))
+            ruda_probe_places.launch(
+                client, RudaCount(2), RudaDim(units), ArrayArg(out, _PLACES), UNITS=units
+            )
+            places = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
     except TimeoutError:
         return Verdict(False, f"{step} did not finish within {limit:g} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
@@ -124,10 +140,11 @@ def run(
     for written, expected, what in (
         (got, _expected(), _FIRST),
         (wide, _expected().astype(np.uint64), _WIDE),
+        (places, np.arange(_PLACES, dtype=np.uint32), _PLACING),
     ):
         if written is not None and not np.array_equal(written, expected):
             wrong = int(np.count_nonzero(written != expected))
-            return Verdict(False, f"{what} ran but wrote {wrong} of {_LENGTH} values wrong")
+            return Verdict(False, f"{what} ran but wrote {wrong} of {expected.size} values wrong")
     return Verdict(True)
 
 

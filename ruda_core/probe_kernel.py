@@ -5,9 +5,24 @@
 
 from __future__ import annotations
 
-from .lang import ABSOLUTE_POS, Array, f32, kernel, u32, u64
+from .lang import (
+    ABSOLUTE_POS,
+    RUDA_COUNT,
+    RUDA_POS,
+    UNIT_POS,
+    Array,
+    Comptime,
+    LocalArray,
+    SharedMemory,
+    f32,
+    kernel,
+    sync_units,
+    u32,
+    u64,
+    unroll,
+)
 
-__all__ = ["ruda_probe", "ruda_probe_wide"]
+__all__ = ["ruda_probe", "ruda_probe_places", "ruda_probe_wide"]
 
 
 @kernel
@@ -26,3 +41,45 @@ def ruda_probe_wide(x: Array[u64], out: Array[u64]) -> None:
     i = ABSOLUTE_POS
     if i < x.len() // 8:
         out.store_line(i, x.load_line(i, 8) * u64(3) + u64(1))
+
+
+@kernel
+def ruda_probe_places(out: Array[u32], UNITS: Comptime[int]):
+    """``out[i] = i``, by blocks of two values a unit: each unit ranks its values in the block
+    on its counter, one unit turns the counters into places, each unit puts its values at
+    their places in shared memory, and the block is copied out from there, cube by cube over
+    the blocks: a loop whose barriers cut it into regions, with values held across them (a
+    sort's scatter). PoCL 3.0 builds it wrong wherever a block is partial, and Intel's CPU
+    runtime did in cubes of 3, 4 and 8 units with its shared arrays declared static."""
+    counts = SharedMemory(u32, UNITS)
+    placed = SharedMemory(u32, UNITS * 2)
+    rank = LocalArray(u32, 2)
+    n = out.len()
+    block = RUDA_POS
+    while block * u32(UNITS * 2) < n:
+        start = block * u32(UNITS * 2)
+        mine = start + UNIT_POS * u32(2)
+        counts[UNIT_POS] = u32(0)
+        for j in unroll(range(2)):
+            seen = counts[UNIT_POS]
+            if mine + u32(j) < n:
+                counts[UNIT_POS] = seen + u32(1)
+            rank[j] = seen
+        sync_units()
+        if UNIT_POS == u32(0):
+            total = u32(0)
+            for p in range(u32(UNITS)):
+                count = counts[p]
+                counts[p] = total
+                total += count
+        sync_units()
+        for j in unroll(range(2)):
+            if mine + u32(j) < n:
+                placed[counts[UNIT_POS] + rank[j]] = mine + u32(j)
+        sync_units()
+        for j in range(2):
+            at = u32(j * UNITS) + UNIT_POS
+            if start + at < n:
+                out[start + at] = placed[at]
+        sync_units()
+        block += RUDA_COUNT

@@ -1,8 +1,10 @@
 """Barriers of the cube that count or reduce a predicate (``sync_units_count/and/or``), and the
 memory fences, against the NumPy reference device: the counts of every cube shape, the
 barrier's ordering of shared memory, repeated use in a loop, and the last-cube pattern of a
-grid reduction (``fence_device`` before a wrapping ticket), and values computed before a
-barrier staying each unit's own after it."""
+grid reduction (``fence_device`` before a wrapping ticket), values computed before a
+barrier staying each unit's own after it, and a loop over blocks whose barriers cut it into
+regions, each unit's values placed through shared arrays of the cube's size (the probe's
+kernel of places, a sort's scatter)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from ruda_core.lang import (
     sync_units_or,
     u32,
 )
+from ruda_core.probe_kernel import ruda_probe_places
 from ruda_core.runtime import Feature, RudaCount, RudaDim
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.markers import need, requires
@@ -224,3 +227,27 @@ def test_a_negation_stored_before_a_barrier_and_computed_again_after_it_is_kept(
     )
     assert want.tobytes() == (-x).tobytes()
     assert got.tobytes() == want.tobytes(), (np.nonzero(got != want)[0], got[got != want])
+
+
+@pytest.mark.parametrize("units", [1, 3, 4, 8, 16, 32, 64])
+def test_values_placed_through_shared_memory_block_by_block_keep_their_places(
+    client, reference, units
+):
+    """The probe's kernel of places (``ruda_probe_places``, whose docstring says which
+    compilers got it wrong) at every cube size, not only the probe's."""
+    if units > client.properties().max_units_per_ruda:
+        pytest.skip(f"{client.device} has fewer than {units} units per cube")
+    n = 7 * units - 1  # three whole blocks of two values a unit, then a partial one
+    got, want = (
+        _launch_places(c, units, n, cubes) for c, cubes in ((client, 2), (reference, 1))
+    )
+    np.testing.assert_array_equal(want, np.arange(n))
+    np.testing.assert_array_equal(got, want)
+
+
+def _launch_places(client, units: int, n: int, cubes: int) -> np.ndarray:
+    out = client.create_from_slice(np.zeros(n, np.uint32))
+    ruda_probe_places.launch(
+        client, RudaCount(cubes), RudaDim(units), ArrayArg(out, n), UNITS=units
+    )
+    return read_array(client, out, np.uint32)
