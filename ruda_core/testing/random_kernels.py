@@ -39,9 +39,10 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   lines), combined lane by lane with a line built from scalars (``+ - min max``, ``^`` of
   integers, a comparison picking per lane with a scalar broadcast), then one lane kept; and a
   line of some of a unit's results, stored whole at the unit's position;
-* shared memory (of the cube's length, or sized at launch by a scalar to that or a little
-  more) written at each unit's own slot, a barrier in uniform control flow (plain, or one
-  that counts or reduces a ``bool`` over the cube), for 32-bit integers (and the types of the
+* in a loop of one to three turns, each ending in a barrier: shared memory (of the cube's
+  length, or sized at launch by a scalar to that or a little more) written at each unit's own
+  slot, a barrier in uniform control flow (plain, or one that counts or reduces a ``bool``
+  over the cube), for 32-bit integers (and the types of the
   global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
   the order does not matter) and a barrier, then a read of another unit's slot; global
   atomics whose final values do not depend on their order (the old values they return are
@@ -592,8 +593,12 @@ class _Gen:
                 k.store(private, const(j, Elem.U32), self.expr(elem, 1))
             self.private[elem] = private
         self.block(2)
-        if shared:
-            self.shared_phase(units_per_cube)
+        if shared:  # 1 to 3 turns of a loop that its barriers cut into regions
+            self.counter += 1
+            turn, turns = k.local(f"turn{self.counter}", Elem.U32), self.draw(st.integers(1, 3))
+            with k.range_(turn, const(0, Elem.U32), const(turns, Elem.U32)):
+                self.shared_phase(units_per_cube)
+                k.sync_units()  # the next turn's stores after this turn's loads
         if planes is not None:
             self.plane_phase(planes)
         self.may_return = True
