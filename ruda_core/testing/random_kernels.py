@@ -39,12 +39,13 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   lines), combined lane by lane with a line built from scalars (``+ - min max``, ``^`` of
   integers, a comparison picking per lane with a scalar broadcast), then one lane kept; and a
   line of some of a unit's results, stored whole at the unit's position;
-* in a loop of one to three turns, each ending in a barrier: shared memory (of the cube's
-  length, or sized at launch by a scalar to that or a little more) written at each unit's own
-  slot, a barrier in uniform control flow (plain, or one that counts or reduces a ``bool``
-  over the cube), for 32-bit integers (and the types of the
-  global atomics) maybe an atomic update of any slot by every unit (one operation for all, so
-  the order does not matter) and a barrier, then a read of another unit's slot; global
+* in a loop of one to three turns (a scalar), each ending in a barrier: shared memory (of the
+  cube's length, or sized at launch by a scalar to that or a little more) written at each
+  unit's own slot, a barrier in uniform control flow (plain, or one that counts or reduces a
+  ``bool`` over the cube), for 32-bit integers (and the types of the global atomics) maybe an
+  atomic update of any slot by every unit (one operation for all, so the order does not
+  matter) and a barrier, for integers maybe one unit turning each slot into the sum of those
+  before it and a barrier, then a read of another unit's slot; global
   atomics whose final values do not depend on their order (the old values they return are
   discarded): integer ones, wrapping ``u32`` counters among them (each element with one
   constant limit), and ``f32`` sums of values whose sums are exact (within ±64, or infinite or
@@ -106,22 +107,11 @@ _REDUCING_BARRIERS = {
     Op.SYNC_UNITS_OR: Elem.BOOL,
 }
 #: The plane reductions and scans of integers.
-_PLANE_REDUCTIONS = [
-    Op.PLANE_SUM,
-    Op.PLANE_PROD,
-    Op.PLANE_MIN,
-    Op.PLANE_MAX,
-    Op.PLANE_INCLUSIVE_SUM,
-    Op.PLANE_EXCLUSIVE_SUM,
-]
+_PLANE_REDUCTIONS = [Op.PLANE_SUM, Op.PLANE_PROD, Op.PLANE_MIN, Op.PLANE_MAX]
+_PLANE_REDUCTIONS += [Op.PLANE_INCLUSIVE_SUM, Op.PLANE_EXCLUSIVE_SUM]
 #: The plane operations that move a value of any type between lanes.
-_PLANE_MOVES = [
-    Op.PLANE_BROADCAST,
-    Op.PLANE_SHUFFLE,
-    Op.PLANE_SHUFFLE_UP,
-    Op.PLANE_SHUFFLE_DOWN,
-    Op.PLANE_SHUFFLE_XOR,
-]
+_PLANE_MOVES = [Op.PLANE_BROADCAST, Op.PLANE_SHUFFLE, Op.PLANE_SHUFFLE_UP, Op.PLANE_SHUFFLE_DOWN]
+_PLANE_MOVES += [Op.PLANE_SHUFFLE_XOR]
 #: The position builtins among the leaves (the plane's are left out: the reference may run
 #: at another plane width).
 _POSITIONS = [
@@ -593,10 +583,11 @@ class _Gen:
                 k.store(private, const(j, Elem.U32), self.expr(elem, 1))
             self.private[elem] = private
         self.block(2)
-        if shared:  # 1 to 3 turns of a loop that its barriers cut into regions
-            self.counter += 1
-            turn, turns = k.local(f"turn{self.counter}", Elem.U32), self.draw(st.integers(1, 3))
-            with k.range_(turn, const(0, Elem.U32), const(turns, Elem.U32)):
+        if shared:  # 1 to 3 turns, a scalar, of a loop that its barriers cut into regions
+            turn, turns = k.local("turn", Elem.U32), k.scalar("turns", Elem.U32)
+            self.scalar_values.append(self.draw(st.integers(1, 3)))
+            self.relaunch_values.append(self.draw(st.integers(1, 3)))
+            with k.range_(turn, const(0, Elem.U32), turns):
                 self.shared_phase(units_per_cube)
                 k.sync_units()  # the next turn's stores after this turn's loads
         if planes is not None:
@@ -643,6 +634,15 @@ class _Gen:
             op = self.draw(st.sampled_from(_ATOMICS if elem.is_int else _FLOAT_ATOMICS))
             slot = k.let(Op.MOD, Elem.U32, self.expr(Elem.U32, 1), const(units, Elem.U32))
             k.do(op, None, smem, slot, self.addend(elem))
+            k.sync_units()
+        if elem.is_int and self.draw(st.booleans()):  # one unit: each slot the sum before it
+            self.counter += 1
+            total, p = k.local(f"sum{self.counter}", elem), k.local(f"p{self.counter}", Elem.U32)
+            first = k.let(Op.EQ, Elem.BOOL, unit, const(0, Elem.U32))
+            with k.if_(first), k.range_(p, const(0, Elem.U32), const(units, Elem.U32)):
+                value = k.load(smem, p)
+                k.store(smem, p, total)
+                k.assign(total, k.let(Op.ADD, elem, total, value))
             k.sync_units()
         shift = self.draw(st.integers(0, max(units - 1, 0)))
         at = k.let(
