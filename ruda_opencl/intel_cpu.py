@@ -9,11 +9,11 @@ into a map that it then grows. With that recomputation off (its instruction thre
 such value is saved, as one over the threshold always is, and the pass never reaches that code.
 
 With the recomputation off (or at any threshold up to 8 at least), the compiler mis-builds a
-loop whose barriers cut it into regions in a cube of fewer units than its vectors hold (3, 4
-and 8 of 16 on an AVX-512 CPU) where the kernel declares a ``__local`` array that small: the
-values one unit placed in it were not those another unit read (garbage, or zeros), with no
-error. The same arrays carved out of a ``__local`` pointer argument are read right, so on this
-runtime every shared array is (``Capability.SHARED_ARGUMENT``, see
+loop whose barriers cut it into regions in a cube of fewer units than its vectors hold (1, 3, 4
+and 8 units seen, of 16 lanes on an AVX-512 CPU) where the kernel declares a ``__local`` array
+that small: the values one unit placed in it were not those another unit read (garbage, or
+zeros), with no error. The same arrays carved out of a ``__local`` pointer argument are read
+right, so on this runtime every shared array is (``Capability.SHARED_ARGUMENT``, see
 :mod:`ruda_opencl.capabilities`).
 
 The setting travels in ``CL_CONFIG_LLVM_OPTIONS``, which the runtime reads when it first
