@@ -2,11 +2,9 @@
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """``ops.sort`` and ``ops.argsort`` on the NumPy device run NumPy's sort: in the stream's order
 (they see what launches queued before them wrote, and launches queued after them see their
-result), as fast as ``numpy.sort`` give or take a little, and with the portable ops' results."""
+result), with no kernel of the portable sort, and with the portable ops' results."""
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -45,21 +43,12 @@ def test_argsort_result_is_a_device_tensor_later_launches_update(cpu: ComputeCli
     np.testing.assert_array_equal(indices.numpy(), np.argsort(x, kind="stable") + 1)
 
 
-def test_sort_of_eight_million_keys_is_within_twice_numpys_time(cpu: ComputeClient) -> None:
-    x = np.random.default_rng(0).integers(0, 1 << 32, 1 << 23, dtype=np.uint32)
+def test_a_sort_of_a_million_keys_is_numpys_and_launches_no_kernel(cpu: ComputeClient) -> None:
+    """Not the portable radix sort's kernels run by the interpreter: the profile of the sort
+    holds no kernel at all (its speed is ``benchmarks/primitives.py``'s to show)."""
+    x = np.random.default_rng(0).integers(0, 1 << 32, 1 << 20, dtype=np.uint32)
     t = ruda.asarray(x, cpu)
     cpu.sync().result()
-
-    def best(fn) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    got = ops.sort(t).numpy()
-    np.testing.assert_array_equal(got, np.sort(x))
-    device = best(lambda: (ops.sort(t), cpu.sync().result()))
-    host = best(lambda: np.sort(x))
-    assert device < 2 * host + 0.005, f"ops.sort {device * 1e3:.1f} ms, np.sort {host * 1e3:.1f} ms"
+    out, duration = cpu.profile(lambda: ops.sort(t))
+    assert [e.name for e in duration.trace.events if e.kind == "kernel"] == []
+    np.testing.assert_array_equal(out.numpy(), np.sort(x))
