@@ -203,7 +203,8 @@ def arg_values(
     the argument holds a float's bits in an integer of its size (bf16 passed as ``ushort``).
     ``shared`` makes the value of a SHARED argument from its size in bytes (at least 1): its
     static bytes (``index``) and its ``parts``, each rounded up to
-    :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel carves them. ``print_exprs`` are
+    :data:`~ruda_core.ir.DYNAMIC_SHARED_ALIGN` as the kernel carves them (once, where it has
+    static bytes alone). ``print_exprs`` are
     the backend's expressions for the PRINT and PRINT_BASE arguments. ``tensor_map`` makes, for
     a TENSOR_MAP argument, the function of (binding, rows, cols) that gives its value.
     """
@@ -227,6 +228,11 @@ def arg_values(
         elif a.kind is ArgKind.SHARED:
             if shared is None:
                 raise ValueError(f"argument {a.name} is shared memory, and no maker was given")
+            if not a.parts:  # static arrays alone: one value, made once (a launch of the same
+                # values as the last sets no argument again)
+                env[a.name] = shared(max(a.index, 1))
+                parts.append(a.name)
+                continue
             env["L"] = shared
             align = DYNAMIC_SHARED_ALIGN
             sized = [f"(int(s[{k}]) * {n} + {align - 1}) // {align} * {align}" for k, n in a.parts]
