@@ -96,8 +96,8 @@ def check_program(client: ComputeClient, reference: ComputeClient, program: Prog
     runs on ``client`` through ``launch_unchecked`` (which ``BoundsCheckMode`` decides),
     Checked elsewhere and on ``reference``.
 
-    :raises AssertionError: naming the first differing output, with the IR dump and the
-        device's generated source.
+    :raises AssertionError: naming the first differing output, with the program (its launch,
+        IR dump, inputs and scalars) and the device's generated source.
     """
     mode = BoundsCheckMode.current().execution_mode if program.in_bounds else ExecutionMode.CHECKED
     launches = [program.scalars, *([program.relaunch] if program.relaunch is not None else [])]
@@ -128,7 +128,7 @@ def _compare(
                 f"{client.device} differs from the reference in {params[k].name} after "
                 f"{launch}: {len(bad)} of {len(got[k])} values, first at [{first}]: got "
                 f"{got[k][first]!r}, want {want[k][first]!r} (unit {unit})\n"
-                f"--- IR ---\n{defn.dump()}\n"
+                f"--- program (launch, IR, inputs, scalars) ---\n{program!r}\n"
                 f"--- source generated for {client.device} ({mode.value}) ---\n"
                 + generated_source(client, defn, mode)
             )
