@@ -63,7 +63,7 @@ class KernelPipelines:
 
     def __init__(self, device: Any, storage: WebGpuStorage, turned: Any) -> None:
         """:param turned: the buffer kernels that may have been stopped write their id into,
-            bound after the arrays of every kernel; None where the driver stops no loops."""
+        bound after the arrays of every kernel; None where the driver stops no loops."""
         self._device = device
         self._storage = storage
         self._turned = turned

@@ -764,9 +764,7 @@ def programs(
     return Program(defn, count, dim, tuple(arrays), tuple(outputs), scalars, in_bounds, relaunch)
 
 
-def _geometry(
-    draw: st.DrawFn, max_units: int
-) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def _geometry(draw: st.DrawFn, max_units: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """A launch's cube count and cube size, drawn axis by axis: cubes of up to 64 units (odd
     sizes and one unit too), 128 units in all."""
     dim: list[int] = []

@@ -54,9 +54,7 @@ def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
     ]
     known: frozenset[Local] = frozenset()
     while True:
-        found = {
-            out for out, args in assigns if all(a in known or _known(a) for a in args)
-        }
+        found = {out for out, args in assigns if all(a in known or _known(a) for a in args)}
         if found <= known:
             return known
         known |= found

@@ -37,9 +37,7 @@ OLD_ARCH = "sm_52"
 #: keeps subgroups of a fixed width and ``sub_group_shuffle``/``_xor``, so products, ballots
 #: and the relative shuffles are built from shuffles by the shared lowering, as on
 #: CUDA, and run on real subgroups.
-BARE_DROPS = frozenset(
-    {"subgroup_arith", "subgroup_ballot", "subgroup_shuffle_relative"}
-)
+BARE_DROPS = frozenset({"subgroup_arith", "subgroup_ballot", "subgroup_shuffle_relative"})
 _SELECTION = pytest.StashKey[DeviceSelection]()
 
 

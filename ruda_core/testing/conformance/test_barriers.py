@@ -238,9 +238,7 @@ def test_values_placed_through_shared_memory_block_by_block_keep_their_places(
     if units > client.properties().max_units_per_ruda:
         pytest.skip(f"{client.device} has fewer than {units} units per cube")
     n = 7 * units - 1  # three whole blocks of two values a unit, then a partial one
-    got, want = (
-        _launch_places(c, units, n, cubes) for c, cubes in ((client, 2), (reference, 1))
-    )
+    got, want = (_launch_places(c, units, n, cubes) for c, cubes in ((client, 2), (reference, 1)))
     np.testing.assert_array_equal(want, np.arange(n))
     np.testing.assert_array_equal(got, want)
 
