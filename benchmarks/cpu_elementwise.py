@@ -12,10 +12,8 @@ Run: ``python benchmarks/cpu_elementwise.py`` (best of several runs each).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
+from timing import fastest
 
 from ruda_core.ir import KernelDefinition
 from ruda_core.ir.bounds import lower_bounds
@@ -45,15 +43,6 @@ def checked(definition: KernelDefinition) -> CpuKernel:
     return build(CpuCompiler().compile(lowered, CompileOptions(), mode))
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     n = 1 << 24
     rng = np.random.default_rng(0)
@@ -61,10 +50,10 @@ def main() -> None:
     c = np.empty_like(a)
     k_add = checked(add.definition())
     cubes = -(-n // 256)
-    t_kernel = best(lambda: k_add((cubes, 1, 1), (256, 1, 1), [a, b, c], [], [n, n, n]), 7)
+    t_kernel = fastest(lambda: k_add((cubes, 1, 1), (256, 1, 1), [a, b, c], [], [n, n, n]), 7)
     if not np.array_equal(c, a + b):
         raise SystemExit("add: wrong result")
-    t_numpy = best(lambda: np.add(a, b, out=c), 7)
+    t_numpy = fastest(lambda: np.add(a, b, out=c), 7)
     print(
         f"add 16M f32: kernel {t_kernel * 1e3:.1f} ms, np.add {t_numpy * 1e3:.1f} ms, "
         f"ratio {t_kernel / t_numpy:.2f}x"
@@ -74,7 +63,7 @@ def main() -> None:
     cubes = 1 << 14
     x = rng.random(cubes * 256, dtype=np.float32)
     out = np.empty(cubes, np.float32)
-    t_sum = best(lambda: k_sum((cubes, 1, 1), (256, 1, 1), [x, out], [], [x.size, cubes]), 5)
+    t_sum = fastest(lambda: k_sum((cubes, 1, 1), (256, 1, 1), [x, out], [], [x.size, cubes]), 5)
     if not np.allclose(out, x.reshape(cubes, 256).sum(axis=1), rtol=1e-5):
         raise SystemExit("block_sum: wrong result")
     print(
@@ -85,7 +74,7 @@ def main() -> None:
     small = [np.ones(32, np.float32) for _ in range(3)]
     k_add((1, 1, 1), (32, 1, 1), small, [], [32, 32, 32])
     t_small = (
-        best(
+        fastest(
             lambda: [k_add((1, 1, 1), (32, 1, 1), small, [], [32, 32, 32]) for _ in range(1000)], 5
         )
         / 1000

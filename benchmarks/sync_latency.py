@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 from bandwidth import add_lines
+from timing import fastest
 
 import ruda_core as ruda
 from ruda_core.lang import ArrayArg
@@ -34,16 +35,6 @@ from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 
 N = int(os.environ.get("RUDA_BENCH_N", 256 * 1024 * 1024))
 SMALL = 1024 * 1024
-
-
-def best(fn: Callable[[], object], rounds: int = 7) -> float:
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def rounds(client: ComputeClient, n: int) -> dict[str, float]:
@@ -65,7 +56,8 @@ def rounds(client: ComputeClient, n: int) -> dict[str, float]:
                     client.flush()
             client.sync().result()
 
-        return best(run)
+        run()  # warm-up
+        return fastest(run, 7)
 
     if n == SMALL:
         return {"1 launch over 1 M, sync": round_of(1)}

@@ -39,6 +39,16 @@ def best_seconds(
     return best
 
 
+def fastest(fn: Callable[[], object], repeat: int) -> float:
+    """Seconds of the fastest of ``repeat`` calls of ``fn``, each timed alone."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def queued_seconds(
     torch: Any, stream: Any, run: Callable[[], object], rounds: int = 5, reps: int = 20
 ) -> float:
