@@ -14,7 +14,7 @@ lines of 4 (``launch_unchecked``):
 Times are the best of 7 rounds after one warm-up round. Where two devices are named, the last
 lines give the second device's times as multiples of the first's. Name the CUDA device first:
 on an H100, WebGPU's rounds of 10 measured first in the process took 19.7 ms where they took
-12.0 ms after CUDA's (``docs/benchmarks.md``).
+11.9 ms after CUDA's (``docs/benchmarks.md``).
 Run: ``python benchmarks/sync_latency.py cuda:0 webgpu:0``.
 """
 
