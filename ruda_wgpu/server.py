@@ -313,11 +313,12 @@ class WebGpuDriver(Driver):
             pipeline = pipelines.pipeline(bound, dim, shared)
             prints = None if built.print_base is None else s.print_buffer()
             group = pipelines.group(bound, s.records, bindings, prints)
-            s.written.extend(bindings[k] for k in writes)
             offsets = [b.offset_bytes // n for b, n in zip(bindings, elem_nbytes, strict=True)]
             cx, cy, cz = count.x, count.y, count.z
             for first, grid in dispatches(cx, cy, cz):
                 at = s.record(stride, packer, first, cx, cy, cz, *offsets, *metadata, *scalars)
+                # after the record, which may submit the full arena: the dispatch's submission
+                s.written.extend(bindings[k] for k in writes)
                 compute = s.pass_()
                 with errors:
                     compute.set_pipeline(pipeline)

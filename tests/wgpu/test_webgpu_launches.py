@@ -1,6 +1,7 @@
 """What the WebGPU driver does that the conformance suite does not reach: launches past
-WebGPU's 65 535 workgroups per axis, copies inside one page, byte buffers whose neighbouring
-bytes are written at once, and the refusal of more arrays than a dispatch binds."""
+WebGPU's 65 535 workgroups per axis, more launches between flushes than a stream's record arena
+holds, copies inside one page, byte buffers whose neighbouring bytes are written at once, and
+the refusal of more arrays than a dispatch binds."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ from ruda_core.lang import (
 from ruda_core.runtime import KernelTask, LaunchError, RudaCount, RudaDim, TooManyResources
 from ruda_core.testing.irbuild import KernelBuilder, const
 from ruda_wgpu.adapters import all_adapters
-from ruda_wgpu.server import MAX_DISPATCH, dispatches
+from ruda_wgpu.server import ARENA_NBYTES, MAX_DISPATCH, dispatches
 
 
 @kernel
@@ -101,6 +102,22 @@ def test_a_fold_dispatches_every_cube_once_within_the_axis_limit(cx):
     assert first == 0 and gy == 3
     assert max(gx, gz) <= MAX_DISPATCH
     assert gx * gz >= cx > gx * (gz - 1)  # spare cubes in the last row only
+
+
+@kernel
+def put(out: Array[u32], at: u32, value: u32):
+    out[at] = value
+
+
+def test_launches_past_a_full_record_arena_each_read_their_own_arguments(client):
+    """More launches between two syncs than a stream's record arena holds (a record takes at
+    least 32 bytes, lavapipe's alignment of a uniform offset): the full arena is submitted and
+    each launch still reads its own scalars."""
+    n = ARENA_NBYTES // 32 + 100
+    out = ruda.asarray(np.zeros(n, np.uint32), client)
+    for k in range(n):
+        put.launch(client, 1, 1, out, np.uint32(k), np.uint32(3 * k + 1))
+    np.testing.assert_array_equal(out.numpy(), 3 * np.arange(n, dtype=np.uint32) + 1)
 
 
 def test_every_unit_writes_its_own_byte_of_shared_words(client):

@@ -26,6 +26,7 @@ from ruda_core.lang import (
     u32,
 )
 from ruda_core.runtime import LaunchError, TooManyResources
+from ruda_wgpu.server import ARENA_NBYTES
 
 
 def _refused_dispatch(client) -> None:
@@ -73,6 +74,38 @@ def test_a_read_submitted_with_refused_work_raises_instead_of_returning(client):
         c.numpy()
     assert isinstance(raised.value.__cause__, LaunchError)
     np.testing.assert_array_equal(c.numpy(), np.arange(n, dtype=np.float32))
+
+
+@kernel
+def put(out: Array[u32], at: u32, value: u32):
+    out[at] = value
+
+
+def test_a_launch_whose_record_submits_the_full_arena_is_poisoned_with_its_own_submission(
+    client,
+):
+    """A launch whose record does not fit the stream's record arena submits the arena first;
+    what that launch writes belongs to the next submission, which wgpu then refuses: reading it
+    raises rather than giving the zeros it held."""
+    n = 1000
+    a = ruda.asarray(np.ones(n, np.float32), client)
+    c = ruda.asarray(np.zeros(n, np.float32), client)
+    marks = ruda.asarray(np.zeros(1, np.uint32), client)
+    client.sync().result()
+    server = client.server
+    stream = server.streams.get(client.execution_stream().value)
+    used = stream.arena_used
+    put.launch(client, 1, 1, marks, np.uint32(0), np.uint32(1))
+    stride = stream.arena_used - used  # no longer than a record of add's
+    while stream.arena_used + stride <= ARENA_NBYTES:
+        put.launch(client, 1, 1, marks, np.uint32(0), np.uint32(1))
+    add.launch(client, -(-n // 64), 64, a, a, c)  # submits the full arena first
+    assert stream.arena_used < ARENA_NBYTES // 2  # the full arena went first
+    _refused_dispatch(client)
+    with pytest.raises(LaunchError):
+        client.sync().result()
+    with pytest.raises(RudaPanic):
+        c.numpy()
 
 
 @kernel
