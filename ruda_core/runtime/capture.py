@@ -196,11 +196,12 @@ class Captures:
                     used = (*bindings, count.binding) if count.binding is not None else bindings
                     args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
                     captured = CapturedLaunch(task, args, mode)
-                for b in used:
+                for k, b in enumerate(used):
                     ref = b.slice.owner
                     owner = ref() if ref is not None else None
                     if b.server_id != streams.server_id or b.slice.freed or owner is None:
-                        raise streams.bad_binding(b)
+                        launch = isinstance(captured, CapturedLaunch) and k < len(args.bindings)
+                        raise streams.bad_binding(b, task.describe_binding(k) if launch else None)
                     owners.append(owner)
                 frozen.append(captured)
             recording.keep += owners

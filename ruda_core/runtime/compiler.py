@@ -185,6 +185,11 @@ class RudaTask(ABC):
     #: :attr:`arity`; None where the task does not say.
     scalar_types: tuple[type, ...] | None = None
 
+    def describe_binding(self, k: int) -> str:
+        """How errors name the ``k``-th binding of a launch (``"binding 2 of kernel scale"``;
+        a kernel's own arrays by their parameters: ``"argument 'out' of kernel scale"``)."""
+        return f"binding {k} of kernel {self.name}"
+
     def check_arity(
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
@@ -216,14 +221,14 @@ class RudaTask(ABC):
             binding = bindings[k]
             if binding.offset_bytes % n:
                 raise LaunchConfigError(
-                    f"binding {k} of kernel {self.name} starts {binding.offset_bytes} B into its "
+                    f"{self.describe_binding(k)} starts {binding.offset_bytes} B into its "
                     f"memory; the kernel accesses it in elements or lines of {n} B, which need a "
                     f"start at a multiple of {n} B"
                 )
             # a division, not a product: a NumPy integer length would wrap in a product
             if sizes is not None and metadata[k] > binding.nbytes // sizes[k]:
                 raise LaunchConfigError(
-                    f"binding {k} of kernel {self.name} holds {binding.nbytes} B, but the "
+                    f"{self.describe_binding(k)} holds {binding.nbytes} B, but the "
                     f"launch's metadata gives it a length of {metadata[k]} elements of "
                     f"{sizes[k]} B: a checked access within that length could pass the "
                     "binding's end. Pass the length the binding holds"
@@ -339,6 +344,12 @@ class KernelTask(RudaTask):
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         return dynamic_shared_bytes(self._dynamic, scalars) if self._dynamic else 0
+
+    def describe_binding(self, k: int) -> str:
+        arrays = self.definition.array_params
+        if k < len(arrays):
+            return f"argument {arrays[k].name!r} of kernel {self.name}"
+        return super().describe_binding(k)
 
     def writes(self, binding_index: int) -> bool:
         writes = self._writes

@@ -284,7 +284,7 @@ class KernelLauncher:
                         or s.freed
                         or b.server_id != server_id
                     ):  # anything else: the full checks, which raise, order or find poison
-                        poisoned = use(stream, bindings)
+                        poisoned = use(stream, bindings, task)
                         break
                 if kept is not None:  # StreamTable.keep(), inlined; ordered before the launch
                     if producer is not None and producer not in stream.ordered_producers:
@@ -398,7 +398,7 @@ class Launches:
         streams = self.streams
         with streams.lock:
             stream = streams.get(stream_value)
-            streams.use(stream, bindings)
+            streams.use(stream, bindings, task)
             if dynamic is not None:
                 streams.use(stream, (dynamic,))
             try:
@@ -474,7 +474,7 @@ class Launches:
         streams = self.streams
         with streams.lock:
             stream = streams.get(stream_value)
-            streams.use(stream, bindings)  # refused before anything is poisoned
+            streams.use(stream, bindings, task)  # refused before anything is poisoned
             streams.use(stream, (binding,))
             read = self.driver.read(stream, [binding])
         words = np.frombuffer(read.result()[0], dtype=np.uint32)
@@ -514,9 +514,13 @@ class Launches:
         """Freeze ``args``, build the kernel and let the driver precompute the launch (lock
         held).
 
+        :raises InvalidHandle: for a binding of a dropped handle or of another server.
         :raises CompilationError: when the kernel does not build.
         """
         count, dim, bindings, scalars, metadata = args
+        self.streams.check(bindings, task)
+        if count.binding is not None:
+            self.streams.check((count.binding,))
         args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
         kernel = self.kernels.get(task, mode)
         fast = None
@@ -543,7 +547,7 @@ class Launches:
                 return
             with streams.lock:
                 stream = streams.get(stream_value)
-                poisoned = streams.use(stream, frozen)
+                poisoned = streams.use(stream, frozen, task)
                 if fast is not None and not profiler.active and not poisoned:
                     fast(stream)
                     return

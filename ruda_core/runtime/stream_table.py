@@ -148,13 +148,15 @@ class StreamTable:
         memory = self.memory
         return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
 
-    def use(self, stream: ServerStream, bindings: Sequence[Binding]) -> bool:
+    def use(
+        self, stream: ServerStream, bindings: Sequence[Binding], task: RudaTask | None = None
+    ) -> bool:
         """Accept ``bindings`` for work on ``stream`` (lock held): refuse foreign or freed ones,
         order their use after the stream that used each last, and return whether any is
         poisoned. Handles dropped since the last memory operation are fenced first, before this
         work, so their memory is free as soon as the work queued before the drop is done.
 
-        :raises InvalidHandle: for a binding of a dropped handle or of another server.
+        :raises InvalidHandle: as :meth:`check`.
         """
         memory = self.memory
         if memory.dropped:
@@ -164,7 +166,7 @@ class StreamTable:
         for b in bindings:
             s = b.slice
             if b.server_id != server_id or s.freed:
-                raise self.bad_binding(b)
+                self.check(bindings, task)  # raises, naming the first such binding
             if s.stream is not stream:
                 if s.stream is not None:
                     self.queue.wait(stream, self.queue.fence(s.stream))
@@ -173,14 +175,27 @@ class StreamTable:
                 poisoned = True
         return poisoned
 
-    def bad_binding(self, binding: Binding) -> InvalidHandle:
-        """The error for a binding of a dropped handle or of another server."""
+    def check(self, bindings: Sequence[Binding], task: RudaTask | None = None) -> None:
+        """Refuse a binding of a dropped handle or of another server, named as ``task`` names
+        it (:meth:`RudaTask.describe_binding`) where the bindings are a launch's.
+
+        :raises InvalidHandle: for the first such binding.
+        """
+        server_id = self.server_id
+        for k, b in enumerate(bindings):
+            if b.server_id != server_id or b.slice.freed:
+                raise self.bad_binding(b, None if task is None else task.describe_binding(k))
+
+    def bad_binding(self, binding: Binding, named: str | None = None) -> InvalidHandle:
+        """The error for a binding of a dropped handle or of another server (``named``: what
+        the binding is, e.g. ``"argument 'x' of kernel scale"``)."""
+        what = f"{named}: {binding!r}" if named is not None else repr(binding)
         if binding.slice.freed:
             return InvalidHandle(
-                f"{binding!r} belongs to a handle that was dropped; keep the Handle alive"
+                f"{what} belongs to a handle that was dropped; keep the Handle alive"
             )
         return InvalidHandle(
-            f"{binding!r} belongs to another device than {self.device}; copy it to "
+            f"{what} belongs to another device than {self.device}; copy it to "
             f'{self.device} first (ruda_core.asarray(tensor, "{self.device}") or '
             "ComputeClient.to_client)"
         )

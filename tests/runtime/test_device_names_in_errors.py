@@ -36,6 +36,7 @@ def test_memory_of_another_device_is_refused_naming_both_devices(open_device, ho
     t = ruda.asarray(np.ones(8, np.float32), home)
     for misuse in (
         lambda: double.launch(client, RudaCount(1), RudaDim(8), t, t),
+        lambda: double.prepare(client, RudaCount(1), RudaDim(8), t, t),
         lambda: client.read_one(t.handle),
         lambda: client.copy(t.handle, client.empty(32)),
         lambda: client.write(t.handle, bytes(32)),

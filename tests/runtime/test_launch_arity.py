@@ -76,7 +76,7 @@ def test_a_binding_off_a_multiple_of_its_element_size_is_refused_before_it_runs(
     memory = client.create_from_slice(np.zeros(2, np.uint32))
     unused = client.empty(4)
     view = memory.offset(start, start + 4).binding()
-    refused = r"binding 0 of kernel store_seven starts \d+ B into its memory.* multiple of 4 B"
+    refused = r"argument 'out' of kernel store_seven starts \d+ B into its memory.* multiple of 4 B"
     with pytest.raises(LaunchConfigError, match=refused):
         getattr(client, call)(task, 1, 1, [view, unused.binding()], [np.uint32(1)], [1, 1])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 0])  # nothing ran
@@ -104,7 +104,7 @@ def test_a_length_past_its_binding_is_refused_before_it_runs(client, call, lengt
     task = _store_sevens()
     memory = client.create_from_slice(np.zeros(4, np.uint32))
     view = memory.offset(0, 8).binding()
-    refused = rf"binding 0 of kernel store_sevens holds 8 B, .* length of {length} elements of 4 B"
+    refused = rf"argument .out. of kernel store_sevens holds 8 B, .* of {length} elements of 4 B"
     with pytest.raises(LaunchConfigError, match=refused):
         getattr(client, call)(task, 1, 4, [view], [], [length])
     np.testing.assert_array_equal(read_array(client, memory, np.uint32), [0, 0, 0, 0])

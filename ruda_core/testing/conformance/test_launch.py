@@ -248,10 +248,16 @@ def _foreign_client(client):
 
 
 def test_handle_of_another_device_is_refused(client):
+    """Launched, launched unchecked or prepared: refused before anything runs, naming the
+    kernel's argument."""
     foreign = _foreign_client(client)
     theirs = foreign.create_from_slice(np.zeros(N, dtype=np.uint32))
-    with pytest.raises(InvalidHandle, match="another device"):
-        conformance_mark.launch(client, RudaCount(1), RudaDim(N), ArrayArg(theirs, N))
+    refused = f"argument 'out' of kernel conformance_mark: .* another device than {client.device}"
+    for call in (conformance_mark.launch, conformance_mark.launch_unchecked):
+        with pytest.raises(InvalidHandle, match=refused):
+            call(client, RudaCount(1), RudaDim(N), ArrayArg(theirs, N))
+    with pytest.raises(InvalidHandle, match=refused):
+        conformance_mark.prepare(client, RudaCount(1), RudaDim(N), ArrayArg(theirs, N))
     with pytest.raises(InvalidHandle):
         client.read_one(theirs)
     with pytest.raises(InvalidHandle):
@@ -262,8 +268,11 @@ def test_handle_of_another_device_is_refused(client):
 def test_binding_of_a_dropped_handle_is_refused(client):
     task = KernelTask(conformance_mark.definition())
     binding = client.create_from_slice(np.zeros(N, dtype=np.uint32)).binding()  # dropped here
-    with pytest.raises(InvalidHandle, match="dropped"):
+    refused = "argument 'out' of kernel conformance_mark: .* dropped"
+    with pytest.raises(InvalidHandle, match=refused):
         client.launch(task, RudaCount(1), RudaDim(N), [binding], (), (N,))
+    with pytest.raises(InvalidHandle, match=refused):
+        client.prepare(task, RudaCount(1), RudaDim(N), [binding], (), (N,))
     client.sync().result(timeout=TIMEOUT_S)
 
 
