@@ -1,6 +1,6 @@
 """NumPy arrays as launch arguments on every device: the arrays a kernel writes hold its
 results when ``launch`` returns, whether the device uses host memory as it is (``cpu``) or
-stages copies (OpenCL, CUDA); arrays it only reads are left as they are."""
+stages copies (OpenCL, CUDA, WebGPU); arrays it only reads are left as they are."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ruda_core.errors import InteropError, LaunchConfigError
 from ruda_core.lang import ABSOLUTE_POS, Array, Comptime, Tensor, f32, i32, kernel
 from ruda_core.runtime import RudaCount, RudaDim
 
-DEVICES = ["cpu", "opencl:0", "cuda:0"]
+DEVICES = ["cpu", "opencl:0", "cuda:0", "webgpu:0"]
 
 
 @kernel
@@ -65,6 +65,34 @@ def test_a_numpy_array_passes_for_a_tensor_parameter(open_device, name):
     dst = np.zeros(12, np.float32)
     transpose.launch(client, RudaCount(1), RudaDim(16), src, dst, WIDTH=4)
     np.testing.assert_array_equal(dst, src.T.ravel())
+
+
+@kernel
+def double_and_stride(t: Tensor[f32], strides: Array[i32]):
+    if ABSOLUTE_POS == 0:
+        strides[0] = i32(t.stride(0))
+        strides[1] = i32(t.stride(1))
+    i = ABSOLUTE_POS
+    r = i // t.shape(1)
+    if r < t.shape(0):
+        c = i % t.shape(1)
+        t[r, c] = t[r, c] * f32(2.0)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_a_strided_array_is_its_own_memory_on_cpu_and_a_contiguous_copy_elsewhere(
+    open_device, name
+):
+    """A kernel indexing one index per axis doubles the same elements of a view on every
+    device; only the NumPy device shows it the view's own strides."""
+    client = open_device(name)
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    strides = np.zeros(2, np.int32)
+    double_and_stride.launch(client, RudaCount(1), RudaDim(32), base[:, 1::2], strides)
+    expected = np.arange(24, dtype=np.float32).reshape(4, 6)
+    expected[:, 1::2] *= 2
+    np.testing.assert_array_equal(base, expected)
+    np.testing.assert_array_equal(strides, [6, 2] if name == "cpu" else [3, 1])
 
 
 @pytest.mark.parametrize("name", DEVICES)
