@@ -65,7 +65,12 @@ def _device_facts(status: plugins.BackendStatus) -> list[dict[str, Any]]:
         facts.append(entry)
     for unusable in status.unusable:
         facts.append(
-            {"device": str(unusable.device), "status": "unusable", "reason": unusable.reason}
+            {
+                "device": str(unusable.device),
+                "status": "unusable",
+                "reason": unusable.reason,
+                "identity": unusable.identity,
+            }
         )
     return sorted(facts, key=lambda f: _device_order(f["device"]))
 
@@ -96,7 +101,8 @@ def _print_devices(facts: list[dict[str, Any]]) -> None:
         print(f"{head} — {backend['status']}{reason}")
         devices = backend["devices"]
         for k, d in enumerate(devices):
-            branch = "└──" if k == len(devices) - 1 else "├──"
+            last = k == len(devices) - 1
+            branch = "└──" if last else "├──"
             if d["status"] == "unusable":
                 detail = f"unusable: {d['reason']}"
             else:
@@ -104,6 +110,8 @@ def _print_devices(facts: list[dict[str, Any]]) -> None:
                 source = f" [{runtime}]" if runtime else ""
                 detail = f"{d['name']}{source} — {d['summary']}"
             print(f"  {branch} {d['device']}: {detail}")
+            if d.get("identity"):  # which driver stack an unusable device is
+                print(f"  {'   ' if last else '│  '}   {d['identity']}")
 
 
 def _plugin_facts() -> list[dict[str, Any]]:

@@ -258,10 +258,13 @@ _PREDICATES = {
 
 @dataclass(frozen=True, slots=True)
 class UnusableDevice:
-    """A device the driver lists but that failed the probe, and the driver's reason."""
+    """A device the driver lists but that failed the probe, the probe's reason, and what the
+    device is as its driver identifies it (``BackendInfo.identify``; "" where it does not):
+    which driver stack ``opencl:1`` is, for instance."""
 
     device: Hashable
     reason: str
+    identity: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,11 +433,12 @@ def _probe_devices(info: BackendInfo, listed: BackendStatus) -> BackendStatus:
     usable: list[Hashable] = []
     unusable: list[UnusableDevice] = []
     for device in listed.devices:
-        found = probe.verdict(info.name, info.runtime, device, info.identify)
+        identity = probe.identity_of(device, info.identify)
+        found = probe.verdict(info.name, info.runtime, device, identity)
         if found.usable:
             usable.append(device)
         else:
-            unusable.append(UnusableDevice(device, found.reason))
+            unusable.append(UnusableDevice(device, found.reason, identity or ""))
     reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
     if unusable and _strict():
         raise PluginError(f"backend {info.name!r} has unusable devices: {reasons}")
@@ -582,7 +586,8 @@ def _usable(status: BackendStatus, device: Hashable, asked: str) -> Hashable:
     """``device``, unless it failed the probe: then its reason is raised."""
     for entry in status.unusable:
         if entry.device == device:
-            raise BackendUnavailable(f"{asked} is unusable: {entry.reason}")
+            what = f" ({entry.identity})" if entry.identity else ""
+            raise BackendUnavailable(f"{asked}{what} is unusable: {entry.reason}")
     return device
 
 

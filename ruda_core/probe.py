@@ -223,21 +223,20 @@ def _key(backend: str, device: Hashable, identity: str) -> str:
     return digest("probe", backend, str(device), identity, code_fingerprint("ruda_core"))
 
 
-def verdict(
-    backend: str,
-    runtime: type[Runtime],
-    device: Hashable,
-    identify: Callable[[Hashable], str] | None,
-) -> Verdict:
-    """The device's verdict: stored for its identity, else probed now (and stored).
-
-    An ``identify`` that raises counts as no identity: the device is probed and nothing is
-    stored.
-    """
+def identity_of(device: Hashable, identify: Callable[[Hashable], str] | None) -> str | None:
+    """The driver's identity of ``device`` (``BackendInfo.identify``); None where the driver
+    gives none or its ``identify`` raises."""
     try:
-        identity = identify(device) if identify is not None else None
-    except Exception:
-        identity = None
+        return identify(device) if identify is not None else None
+    except Exception:  # whatever the driver raises: no identity, the device is probed anew
+        return None
+
+
+def verdict(
+    backend: str, runtime: type[Runtime], device: Hashable, identity: str | None
+) -> Verdict:
+    """The device's verdict: stored for its ``identity`` (:func:`identity_of`), else probed
+    now (and stored; never where the identity is None)."""
     if identity is None:
         return run(runtime, device)
     apart = os.environ.get(_CHILD_VARIABLE) != "1"

@@ -237,7 +237,9 @@ def test_a_device_whose_kernels_cannot_build_is_unusable_with_the_drivers_reason
     reason = facts["unusable"]["nobuild:0"]
     assert reason == "CompilationError: error: unknown target CPU 'generic'"
     assert "nobuild:0" not in facts["devices"] and "cpu" in facts["devices"]
-    assert facts["opened"] == f"BackendUnavailable: nobuild:0 is unusable: {reason}"
+    assert facts["opened"] == (
+        f"BackendUnavailable: nobuild:0 (nobuild compiler 1.0) is unusable: {reason}"
+    )
 
 
 def test_ruda_devices_lists_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
@@ -247,6 +249,7 @@ def test_ruda_devices_lists_an_unusable_device_with_its_reason(nobuild_driver, t
     text = _run(code, nobuild_driver, **env).stdout
     assert "nobuild 1.0 — unusable: nobuild:0: CompilationError: error: unknown target CPU" in text
     assert "└── nobuild:0: unusable: CompilationError: error: unknown target CPU 'generic'" in text
+    assert "\n        nobuild compiler 1.0\n" in text  # which driver stack the device is
     plugins = _run("from ruda_core.cli import main; main(['plugins'])", nobuild_driver, **env)
     assert "0 usable, 1 unusable" in plugins.stdout
 
@@ -283,8 +286,9 @@ def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tm
              "RUDA_BACKENDS": "nobuild"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "nobuild:0 is not available: BackendUnavailable: nobuild:0 is unusable: " in (
-        result.stdout
+    assert (
+        "nobuild:0 is not available: BackendUnavailable: nobuild:0 (nobuild compiler 1.0) is "
+        "unusable: " in result.stdout
     )
     assert " passed" in result.stdout, "the usable device beside it runs its tests"
     assert " failed" not in result.stdout
