@@ -130,16 +130,41 @@ class Borrowed:
 class Staged:
     """A NumPy array bound to one launch, with what makes its results visible when the launch
     returns (:func:`settle`): ``handle``, the device copy it was staged into on a device that
-    cannot use host memory (None: the kernel uses the array's own memory), and ``binding``,
-    the index of its parameter among the kernel's bindings (``task.writes(binding)``). It keeps
-    the array alive as a launch's ``kept``."""
+    cannot use host memory (None: the kernel uses the array's own memory), with ``strides``,
+    the copy's; and ``bindings``, the indices of its parameters among the kernel's bindings
+    (``task.writes(binding)``): an array passed for several parameters is staged once, so that
+    they share its copy as they share its memory on the NumPy device. It keeps the array alive
+    as a launch's ``kept``."""
 
-    __slots__ = ("array", "binding", "handle")
+    __slots__ = ("array", "bindings", "elem", "handle", "strides")
 
-    def __init__(self, array: np.ndarray, handle: Handle | None, binding: int) -> None:
+    def __init__(
+        self,
+        array: np.ndarray,
+        handle: Handle | None,
+        binding: int,
+        elem: Elem | None = None,
+        strides: tuple[int, ...] = (),
+    ) -> None:
         self.array = array
         self.handle = handle
-        self.binding = binding
+        self.bindings = [binding]
+        self.elem = elem
+        self.strides = strides
+
+    def written(self, task: RudaTask) -> bool:
+        """Whether ``task`` writes the array through any of its parameters."""
+        bindings = self.bindings
+        if len(bindings) == 1:  # the common case, on every launch: no generator
+            return task.writes(bindings[0])
+        return any(task.writes(b) for b in bindings)
+
+    def argument(self, kind: str) -> object:
+        """The launch argument of the device copy for a parameter of ``kind``."""
+        handle = cast(Handle, self.handle)
+        if kind == "array":
+            return ArrayArg(handle, self.array.size, self.elem)
+        return TensorArg(handle, tuple(self.array.shape), self.strides, self.elem)
 
     def check_writable(self, client: ComputeClient) -> None:
         """:raises InteropError: for a read-only array (the kernel writes it)."""
@@ -165,13 +190,31 @@ class Staged:
 
 def check_staged(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> None:
     """Refuse, before a launch with ``kept`` is enqueued, a staged read-only NumPy array that
-    ``task`` writes.
+    ``task`` writes, and NumPy arrays over overlapping memory, one of them staged, that
+    ``task`` writes: their copies would not see each other's writes, as the arrays do on the
+    NumPy device, and the copy copied back last would win.
 
-    :raises InteropError: naming the array and the device.
+    :raises InteropError: naming the arrays and the device.
     """
-    for owner in kept:
-        if type(owner) is Staged and owner.handle is not None and task.writes(owner.binding):
+    arrays = [owner for owner in kept if type(owner) is Staged]
+    if all(owner.handle is None for owner in arrays):
+        return  # the NumPy device's own memory: nothing copied
+    written = [owner.written(task) for owner in arrays]
+    for k, owner in enumerate(arrays):
+        if owner.handle is not None and written[k]:
             owner.check_writable(client)
+        for j in range(k + 1, len(arrays)):
+            other = arrays[j]
+            if (owner.handle is None and other.handle is None) or not (written[k] or written[j]):
+                continue
+            if np.may_share_memory(owner.array, other.array):  # their byte ranges overlap
+                first, second = (task.describe_binding(x.bindings[0]) for x in (owner, other))
+                raise InteropError(
+                    f"{first} and {second} are NumPy arrays over overlapping memory, which "
+                    f"{client.device} copies apart, and the kernel writes one of them: the "
+                    "copies would not see each other's writes. Pass one array for both, or "
+                    "device tensors (ruda_core.asarray)"
+                )
 
 
 def shares_host(client: ComputeClient) -> bool:
@@ -198,9 +241,9 @@ def settle(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> Non
         if type(owner) is not Staged:
             continue
         if owner.handle is None:
-            wait = wait or task.writes(owner.binding)
+            wait = wait or owner.written(task)
             continue
-        if task.writes(owner.binding):
+        if owner.written(task):
             owner.copy_back(client)
         # the device copy goes back to the pool now (stream-ordered), not when the stream
         # lets the launch's kept arrays go: the next launch's copy takes the same memory
@@ -209,21 +252,16 @@ def settle(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> Non
         client.sync().result()
 
 
-def _stage(
-    client: ComputeClient, kind: str, arr: np.ndarray, binding: int
-) -> tuple[object, Staged]:
-    """A device copy of ``arr`` as the launch argument of a parameter of ``kind`` and the
-    :class:`Staged` that copies the results back.
+def _stage(client: ComputeClient, arr: np.ndarray, binding: int) -> Staged:
+    """A device copy of ``arr`` for the parameter ``binding``, as the :class:`Staged` that
+    copies the results back.
 
     :raises TypeError: for an element type ruda lacks.
     """
     host = np.ascontiguousarray(arr)
     elem = Elem.from_dtype(host.dtype)
     handle, strides = client.create_tensor_from_slice(host, host.shape, host.itemsize)
-    staged = Staged(arr, handle, binding)
-    if kind == "array":
-        return ArrayArg(handle, host.size, elem), staged
-    return TensorArg(handle, tuple(host.shape), strides, elem), staged
+    return Staged(arr, handle, binding, elem, tuple(strides))
 
 
 def _read_numpy(arr: np.ndarray) -> tuple[Any, ...]:
@@ -481,6 +519,8 @@ def borrow_arguments(
         return None
     converted: list[object] | None = None
     owners: list[object] = []
+    #: the NumPy arrays staged so far, by address: one passed again shares its copy
+    staged: dict[int, Staged] = {}
     origin: Origin | None = None
     ordered = False  # whether origin is that of a borrowed array
     binding = -1
@@ -500,7 +540,15 @@ def borrow_arguments(
         owner: object = arg
         try:
             if reader is _read_numpy and (layout[5] or not shares_host(client)):
-                entry, owner = _stage(client, kind, cast(np.ndarray, arg), binding)
+                twin = staged.get(layout[0])
+                if twin is not None and _read_numpy(twin.array)[:4] == layout[:4]:
+                    twin.bindings.append(binding)
+                    owner = None  # kept once
+                else:
+                    twin = owner = staged[layout[0]] = _stage(
+                        client, cast(np.ndarray, arg), binding
+                    )
+                entry = twin.argument(kind)
             else:
                 entry = _lookup(client, kind, layout, arg)
                 this = _origin(reader, int(layout[4]))  # checked to be the client's device
@@ -514,7 +562,8 @@ def borrow_arguments(
         if converted is None:
             converted = list(args)
         converted[k] = entry
-        owners.append(owner)
+        if owner is not None:
+            owners.append(owner)
     if converted is None:
         return None
     return tuple(converted), owners, origin

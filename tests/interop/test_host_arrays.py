@@ -95,6 +95,42 @@ def test_a_strided_array_is_its_own_memory_on_cpu_and_a_contiguous_copy_elsewher
     np.testing.assert_array_equal(strides, [6, 2] if name == "cpu" else [3, 1])
 
 
+@kernel
+def chain(a: Array[i32], b: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        b[i] = a[i] + 1
+        a[i] = b[i] + 10
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_array_passed_for_two_parameters_is_one_array_on_every_device(open_device, name):
+    """Each write through one parameter is seen through the other, as on the NumPy device
+    (a device that copies the array copies it once for both)."""
+    client = open_device(name)
+    x = np.arange(6, dtype=np.int32)
+    chain.launch(client, RudaCount(1), RudaDim(8), x, x)
+    np.testing.assert_array_equal(x, np.arange(6) + 11)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_overlapping_arrays_a_kernel_writes_are_refused_where_they_are_copied(open_device, name):
+    client = open_device(name)
+    x = np.zeros(8, np.int32)
+    if name == "cpu":  # the kernel works in the arrays' own memory
+        chain.launch(client, RudaCount(1), RudaDim(4), x[0:4], x[2:6])
+        np.testing.assert_array_equal(x, [11, 11, 11, 11, 1, 1, 0, 0])
+        return
+    refused = f"argument 'a' of kernel chain and argument 'b' .* overlapping memory.* {name}"
+    with pytest.raises(InteropError, match=refused):
+        chain.launch(client, RudaCount(1), RudaDim(4), x[0:4], x[2:6])
+    np.testing.assert_array_equal(x, np.zeros(8))  # nothing ran
+    out = np.zeros(4, np.float32)
+    y = np.arange(8, dtype=np.float32)
+    saxpy.launch(client, RudaCount(1), RudaDim(4), 1.0, y[0:4], y[2:6], out)  # only read
+    np.testing.assert_array_equal(out, y[0:4] + y[2:6])
+
+
 @pytest.mark.parametrize("name", DEVICES)
 def test_an_array_the_kernel_only_reads_may_be_read_only(open_device, name):
     client = open_device(name)
