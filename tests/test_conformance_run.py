@@ -3,6 +3,10 @@ non-zero exit with the reason, before any test runs; a usable one runs the suite
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from ruda_core import cli
@@ -25,3 +29,17 @@ def test_conformance_of_a_usable_device_runs(capsys):
     out, _ = capsys.readouterr()
     assert code == pytest.ExitCode.OK
     assert "cpu: 1 pass" in out
+
+
+def test_the_matrix_fills_when_the_suite_runs_over_several_processes(tmp_path):
+    """Under ``pytest -n`` the tests run in workers; each report names its cell of the matrix,
+    so the controller's matrix holds every outcome, as in one process."""
+    report = tmp_path / "matrix.json"
+    selected = ["-q", "-n", "2", "-p", "no:cacheprovider", "-k", "test_futures"]
+    command = [sys.executable, "-m", "ruda_core.cli", "conformance", "--device", "cpu"]
+    command += ["--report", str(report), "--", *selected]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    matrix = json.loads(report.read_text())
+    assert matrix["summary"]["cpu"]["pass"] >= 10, matrix["summary"]
+    assert all(row.get("cpu") == "pass" for row in matrix["matrix"].values()), matrix["matrix"]

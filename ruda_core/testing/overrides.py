@@ -31,19 +31,28 @@ from ..runtime import DeviceProperties
 from .selection import backend_of
 
 __all__ = [
+    "ANY_DEVICE",
     "CONFORMANCE_PACKAGE",
     "DEVICE_PARAM",
+    "MATRIX_PROPERTY",
     "KnownCases",
     "Overrides",
     "conformance_functions",
     "conformance_name",
     "device_of",
     "matches",
+    "matrix_cell",
 ]
 
 CONFORMANCE_PACKAGE = "ruda_core.testing.conformance"
 #: The parameter name that carries the device under test.
 DEVICE_PARAM = "ruda_device"
+#: The device the conformance matrix lists a test under that does not run per device.
+ANY_DEVICE = "any"
+#: The user property of a conformance test's reports that names its cell of the matrix
+#: (:func:`matrix_cell`): set where the test is collected, it travels with the reports to
+#: where they are gathered, the controller of a run spread over processes included.
+MATRIX_PROPERTY = "ruda_conformance"
 
 
 def device_of(item: pytest.Item) -> str | None:
@@ -73,6 +82,11 @@ def conformance_name(item: pytest.Item) -> str:
         elif ident.startswith(f"{device}-"):
             ident = ident[len(device) + 1 :]
     return f"{name}[{ident}]" if ident else name
+
+
+def matrix_cell(item: pytest.Item) -> tuple[str, str]:
+    """The conformance name and device (:data:`ANY_DEVICE` where it runs on none) of a test."""
+    return conformance_name(item), device_of(item) or ANY_DEVICE
 
 
 def is_conformance(item: pytest.Item) -> bool:

@@ -16,6 +16,8 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
   fixtures are set up;
 * the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, applied
   when a test is set up on a device they apply to (see :mod:`.overrides`);
+* each conformance test's cell of the conformance matrix in its reports' user properties
+  (:data:`~.overrides.MATRIX_PROPERTY`), which ``ruda conformance`` gathers;
 * the Hypothesis profile ``ruda`` (derandomised: every run tries the same examples; no
   deadline), loaded unless ``--hypothesis-profile`` names another, so a test run never fails
   by chance; ``RUDA_FUZZ_NEW=1`` loads ``ruda-new`` instead, which draws new examples on every
@@ -36,7 +38,14 @@ import ruda_core
 from ..plugins import REFERENCE_BACKEND
 from ..runtime import ComputeClient, IndexedRuntime
 from .markers import MARK_ELEMS, MARK_FEATURES, missing
-from .overrides import DEVICE_PARAM, KnownCases, Overrides
+from .overrides import (
+    DEVICE_PARAM,
+    MATRIX_PROPERTY,
+    KnownCases,
+    Overrides,
+    is_conformance,
+    matrix_cell,
+)
 from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
 
 __all__ = [
@@ -133,6 +142,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
         names = _selection(metafunc.config).names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Name each conformance test's cell of the matrix in its reports (:data:`MATRIX_PROPERTY`),
+    in the process that collects it: a worker of ``pytest -n`` too, whose reports carry it to
+    the controller."""
+    for item in items:
+        if is_conformance(item):
+            item.user_properties.append((MATRIX_PROPERTY, matrix_cell(item)))
 
 
 def _check_available(selection: DeviceSelection, name: str) -> ComputeClient:

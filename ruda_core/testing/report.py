@@ -10,7 +10,9 @@ Markdown. :func:`run_conformance` is what ``ruda conformance`` runs: the suite t
 * ``unsupported``: skipped because the device lacks a feature or element type;
 * ``skip``: skipped for any other reason (the device could not be opened, say).
 
-Tests that do not run per device (the guard tests) are listed under the device ``any``.
+Tests that do not run per device (the guard tests) are listed under the device ``any``. Each
+report names its cell (:data:`~.overrides.MATRIX_PROPERTY`, set by the conformance plugin where
+the test is collected), so the matrix fills under ``pytest -n`` as it does in one process.
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ import pytest
 
 from .. import __version__
 from .markers import UNSUPPORTED
-from .overrides import conformance_name, device_of
+from .overrides import MATRIX_PROPERTY
 from .selection import DeviceSelection, Unavailable, parse_names
 
 __all__ = ["OUTCOMES", "Matrix", "ResultCollector", "run_conformance"]
 
 #: Every outcome, worst first.
 OUTCOMES = ("fail", "xfail", "unsupported", "skip", "pass")
-ANY_DEVICE = "any"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,18 +152,13 @@ class ResultCollector:
 
     def __init__(self) -> None:
         self.matrix = Matrix()
-        self._names: dict[str, tuple[str, str]] = {}
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            self._names[item.nodeid] = (conformance_name(item), device_of(item) or ANY_DEVICE)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        name = self._names.get(report.nodeid)
+        named = dict(report.user_properties).get(MATRIX_PROPERTY)
         cell = _classify(report)
-        if name is not None and cell is not None:
-            self.matrix.record(name[0], name[1], cell)
+        if isinstance(named, tuple | list) and cell is not None:  # a list from a worker
+            test, device = named
+            self.matrix.record(test, device, cell)
 
 
 def run_conformance(
