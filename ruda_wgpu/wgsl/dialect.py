@@ -68,7 +68,8 @@ _FORMS = {
 #: The ``f32`` math functions a helper of :mod:`.helpers` computes (WGSL lacks them, or a
 #: driver's is coarse or wrong at special values).
 _HELPED = words(
-    "pow log1p expm1 acosh atan atan2 fmod remainder asin acos tanh cbrt hypot erf erfc lgamma"
+    "pow log1p expm1 acosh atan atan2 fmod remainder asin acos tanh cbrt hypot erf erfc lgamma "
+    "sin cos tan"
 )
 #: The 32-bit bit counts WGSL has builtins for.
 _COUNTS = {

@@ -138,6 +138,128 @@ fn ruda_asin_f32(a: f32) -> f32 {
     return ruda_atan_f32(a / sqrt((f32(1.0) - a) * (f32(1.0) + a)));
 }
 
+// sin, cos and tan of the argument reduced here, exactly, to r in [-pi/4, pi/4] and a
+// quadrant, then Cephes' sinf and cosf polynomials of r: drivers reduce large arguments
+// coarsely (cos(1e10) is 1.0 on lavapipe, not 0.873; NVIDIA's tan(765) -45.16, not -45.06), and
+// WGSL promises their accuracy only within [-pi, pi].
+
+fn ruda_sin_f32(a: f32) -> f32 {
+    let r = ruda_reduce_pi2_f32(a);
+    let q = u32(r.y);
+    let v = select(ruda_sin_kernel_f32(r.x), ruda_cos_kernel_f32(r.x), (q & 1u) == 1u);
+    return select(v, -v, (q & 2u) != 0u);
+}
+
+fn ruda_cos_f32(a: f32) -> f32 {
+    let r = ruda_reduce_pi2_f32(a);
+    let q = u32(r.y);
+    let v = select(ruda_cos_kernel_f32(r.x), ruda_sin_kernel_f32(r.x), (q & 1u) == 1u);
+    return select(v, -v, ((q + 1u) & 2u) != 0u);
+}
+
+fn ruda_tan_f32(a: f32) -> f32 {
+    let r = ruda_reduce_pi2_f32(a);
+    let s = ruda_sin_kernel_f32(r.x);
+    let c = ruda_cos_kernel_f32(r.x);
+    return select(s / c, -c / s, (u32(r.y) & 1u) == 1u);
+}
+
+fn ruda_sin_kernel_f32(x: f32) -> f32 {
+    // sin(x) for |x| <= pi/4; x itself where x * x is 0, so that a zero keeps its sign
+    let z = x * x;
+    let p = (-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f;
+    return select(x + x * z * p, x, z == f32(0.0));
+}
+
+fn ruda_cos_kernel_f32(x: f32) -> f32 {
+    // cos(x) for |x| <= pi/4
+    let z = x * x;
+    let p = (2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f;
+    return f32(1.0) - f32(0.5) * z + z * z * p;
+}
+
+fn ruda_reduce_pi2_f32(a: f32) -> vec2<f32> {
+    // (r, q) with a = r + q pi/2 (mod 2 pi), |r| <= pi/4 (a little more near a boundary), q in
+    // 0 .. 3 (NaN for an infinity or NaN). Up to 256 pi/2, Cody and Waite's reduction by pi/2
+    // in four parts of 15 bits, so that each product by q is exact (within 2 ulp of r over
+    // every f32 there); beyond, Payne and Hanek's: the significand times the bits of 2/pi
+    // that matter modulo 4 at its exponent, in 32-bit words, 64 bits of fraction kept
+    let bits = bitcast<u32>(a) & 0x7fffffffu;
+    if (bits >= 0x7f800000u) { return vec2<f32>(bitcast<f32>(bits | 0x7fc00000u), f32(0.0)); }
+    var r = bitcast<f32>(bits);
+    var q = 0u;
+    if (bits > 0x3f490fdau && bits <= 0x43c90fdbu) {
+        let k = floor(r * 0.63661975f + f32(0.5));
+        r = (((r - k * 1.5707397f) - k * 5.657971e-5f) - k * 9.920882e-10f) - k * 5.3902195e-15f;
+        q = u32(k) & 3u;
+    } else if (bits > 0x43c90fdbu) {
+        let m = (bits & 0x7fffffu) | 0x800000u;
+        let e = i32(bits >> 23u) - 150;  // |a| = m * 2**e
+        // the first word of 2/pi holding a bit that matters: the bits before it give multiples
+        // of 4; the 128 bits from it on leave an error under 2**-70
+        let k = u32(select(0, (e - 2) >> 5u, e >= 2));
+        var w = array<u32, 7>(0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+            0x3c439041u, 0xfe5163abu);
+        var p = array<u32, 6>(0u, 0u, 0u, 0u, 0u, 0u);  // m times words k .. k + 3, lowest first
+        var carry = 0u;
+        var j = 0u;
+        // repeat 4
+        {
+            let wide = ruda_mul_wide_u32(m, w[k + 3u - j]);
+            p[j] = wide.x + carry;
+            carry = wide.y + select(0u, 1u, p[j] < wide.x);
+            j = j + 1u;
+        }
+        // end repeat
+        p[4] = carry;
+        // the fraction's 64 bits and the quadrant's 2 start s bits up the product
+        let s = u32(32 * i32(k) + 64 - e);
+        let sh = s & 31u;
+        var f = array<u32, 3>(0u, 0u, 0u);
+        var i = 0u;
+        // repeat 3
+        {
+            let at = (s >> 5u) + i;
+            f[i] = (p[at] >> sh) | select(0u, p[at + 1u] << (32u - sh), sh != 0u);
+            i = i + 1u;
+        }
+        // end repeat
+        var lo = f[0];
+        var hi = f[1];
+        q = f[2] & 3u;
+        let negative = (hi & 0x80000000u) != 0u;  // past one half: the next quadrant, r < 0
+        if (negative) {
+            q = (q + 1u) & 3u;
+            lo = ~lo + 1u;
+            hi = ~hi + select(0u, 1u, lo == 0u);
+        }
+        var scale = -32;
+        if (hi == 0u) { hi = lo; lo = 0u; scale = -64; }
+        let z = countLeadingZeros(hi);
+        hi = (hi << z) | select(0u, lo >> (32u - z), z != 0u);
+        r = ldexp(f32(hi), scale - i32(z)) * 1.5707963267948966f;
+        r = select(r, -r, negative);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) != 0u) {
+        r = -r;
+        q = (4u - q) & 3u;
+    }
+    return vec2<f32>(r, f32(q));
+}
+
+fn ruda_mul_wide_u32(a: u32, b: u32) -> vec2<u32> {
+    // (low, high) words of a * b
+    let al = a & 0xffffu;
+    let ah = a >> 16u;
+    let bl = b & 0xffffu;
+    let bh = b >> 16u;
+    let low = al * bl;
+    let mid1 = ah * bl;
+    let mid2 = al * bh;
+    let t = (low >> 16u) + (mid1 & 0xffffu) + (mid2 & 0xffffu);
+    return vec2<u32>((t << 16u) | (low & 0xffffu), ah * bh + (mid1 >> 16u) + (mid2 >> 16u) + (t >> 16u));
+}
+
 fn ruda_acos_f32(a: f32) -> f32 {
     // through atan: drivers' acos is coarse
     if ((bitcast<u32>(a) & 0x7fffffffu) > 0x3f800000u) { return sqrt(f32(-1.0) - abs(a)); }

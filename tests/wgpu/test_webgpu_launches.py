@@ -28,6 +28,7 @@ from ruda_core.lang import (
     Numeric,
     SharedMemory,
     atomic_add,
+    cos,
     f16,
     f32,
     find_first_set,
@@ -42,7 +43,9 @@ from ruda_core.lang import (
     plane_sum,
     popcount,
     remainder,
+    sin,
     sync_units,
+    tan,
     trailing_zeros,
     u8,
     u16,
@@ -505,11 +508,11 @@ def log_gammas(a: Array[f32], out: Array[f32]):
 
 
 def test_lgamma_is_within_32_ulp_and_near_its_negative_zeros_within_4e_7(client):
-    """WGSL has no lgamma: ruda's (Cephes' lgamf) is checked here on its own, since the float
-    conformance test of f32 is a declared failure on lavapipe and NVIDIA's Vulkan driver for
-    other operations. Left of 0 the reflection subtracts lgamma(-a) from a logarithm of about
-    its size, and the driver's log is good to a few ulp: there the ulp are those of the larger
-    of lgamma(-a) and the result, and near lgamma's zeros the bound is absolute."""
+    """WGSL has no lgamma: ruda's (Cephes' lgamf) is checked here on its own, over a wider
+    range than the float conformance test's. Left of 0 the reflection subtracts lgamma(-a)
+    from a logarithm of about its size, and the driver's log is good to a few ulp: there the
+    ulp are those of the larger of lgamma(-a) and the result, and near lgamma's zeros the bound
+    is absolute."""
     rng = np.random.default_rng(3)
     parts = [
         rng.uniform(-30, 30, 4000),
@@ -528,3 +531,39 @@ def test_lgamma_is_within_32_ulp_and_near_its_negative_zeros_within_4e_7(client)
     near_a_zero = (a < 0) & (np.abs(want) < 0.1)
     assert ulp[~near_a_zero].max() <= 32
     assert np.abs(got - want)[near_a_zero].max() <= 4e-7
+
+
+@kernel
+def trigonometry(a: Array[f32], sines: Array[f32], cosines: Array[f32], tangents: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        sines[i] = sin(a[i])
+        cosines[i] = cos(a[i])
+        tangents[i] = tan(a[i])
+
+
+def test_sin_cos_and_tan_reduce_every_finite_argument_exactly(client):
+    """The drivers' builtins reduce large arguments coarsely (lavapipe's cos(1e10) was 1.0, not
+    0.873) and WGSL promises them only within [-pi, pi]: ruda reduces the argument itself, so
+    every finite f32 up to 3.4e38 gives the float table's tolerance, 16 ulp (16 f32 epsilons
+    absolutely below 1), signed zeros and NaNs kept."""
+    rng = np.random.default_rng(5)
+    wide = rng.uniform(-1, 1, 6000) * 10.0 ** rng.integers(-3, 39, 6000)
+    edges = [0.0, -0.0, np.pi / 4, 1.5707964, 765.0, 1e10, -1e10, 3.4e38, np.inf, np.nan]
+    # the f32 next to multiples of pi/2, where tan's result takes r's relative error, on both
+    # sides of the two reductions' boundary (256 pi/2)
+    poles = (np.arange(1, 600) * (np.pi / 2)).astype(np.float32)
+    beside = [np.nextafter(poles, np.float32(np.inf)), np.nextafter(poles, np.float32(0))]
+    a = np.concatenate([edges, wide, poles, *beside]).astype(np.float32)
+    outs = [ruda.asarray(np.zeros_like(a), client) for _ in range(3)]
+    trigonometry.launch(client, -(-len(a) // 64), 64, ruda.asarray(a, client), *outs)
+    exact = a.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        wants = (np.sin(exact), np.cos(exact), np.tan(exact))
+    for out, want in zip(outs, wants, strict=True):
+        got = out.numpy()
+        error = np.abs(got.astype(np.float64) - want)
+        ulp = np.spacing(np.abs(want.astype(np.float32))).astype(np.float64)
+        close = (error <= 16 * ulp) | ((np.abs(want) < 1) & (error <= 16 * 2.0**-23))
+        assert (close | (np.isnan(got) & np.isnan(want))).all(), a[~close][:8]
+        assert np.signbit(got[:2]).tolist() == np.signbit(want[:2]).tolist()
