@@ -138,10 +138,10 @@ fn ruda_asin_f32(a: f32) -> f32 {
     return ruda_atan_f32(a / sqrt((f32(1.0) - a) * (f32(1.0) + a)));
 }
 
-// sin, cos and tan of the argument reduced here, exactly, to r in [-pi/4, pi/4] and a
-// quadrant, then Cephes' sinf and cosf polynomials of r: drivers reduce large arguments
-// coarsely (cos(1e10) is 1.0 on lavapipe, not 0.873; NVIDIA's tan(765) -45.16, not -45.06), and
-// WGSL promises their accuracy only within [-pi, pi].
+// sin, cos and tan of the argument reduced here to r in [-pi/4, pi/4] and a quadrant (see
+// ruda_reduce_pi2_f32), then Cephes' sinf and cosf polynomials of r: drivers reduce large
+// arguments coarsely (cos(1e10) is 1.0 on lavapipe, not 0.873; NVIDIA's tan(765) -45.16, not
+// -45.06), and WGSL promises their accuracy only within [-pi, pi].
 
 fn ruda_sin_f32(a: f32) -> f32 {
     let r = ruda_reduce_pi2_f32(a);
@@ -257,7 +257,8 @@ fn ruda_mul_wide_u32(a: u32, b: u32) -> vec2<u32> {
     let mid1 = ah * bl;
     let mid2 = al * bh;
     let t = (low >> 16u) + (mid1 & 0xffffu) + (mid2 & 0xffffu);
-    return vec2<u32>((t << 16u) | (low & 0xffffu), ah * bh + (mid1 >> 16u) + (mid2 >> 16u) + (t >> 16u));
+    let high = ah * bh + (mid1 >> 16u) + (mid2 >> 16u) + (t >> 16u);
+    return vec2<u32>((t << 16u) | (low & 0xffffu), high);
 }
 
 fn ruda_acos_f32(a: f32) -> f32 {
