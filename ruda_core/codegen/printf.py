@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..errors import UnsupportedFeature
 from ..ir import Elem, Instr, KernelDefinition, Op, Operand, walk
-from ..ir.printing import value_words
+from ..ir.printing import RECORD_TERMINATOR, value_words
 from .dialect import Dialect, MemSpace
 from .expr import ExprLowering
 
@@ -120,14 +120,18 @@ def record_statement(
     n = d.literal(len(words), u32)
     at = f"{buffer}_at"
     taken = add.format(ptr=f"&{buffer}[0]", v=n)
+    capacity = d.record_word(buffer, d.literal(1, u32))
     lines = [
         "{",
         f"    {d.declare(d.type_name(u32), (at, taken))};",
-        f"    if ({at} + {n} <= {d.record_word(buffer, d.literal(1, u32))}) {{",
+        f"    if ({at} + {n} <= {capacity}) {{",
     ]
     for k, word in enumerate(words):
         lines.append(f"        {d.record_word(buffer, f'{at} + {d.literal(2 + k, u32)}', word)};")
-    return [*lines, "    }", "}"]
+    # the one record that starts within the capacity and runs past it marks where the records
+    # that fit end (the host reads no further)
+    end = d.record_word(buffer, f"{at} + {d.literal(2, u32)}", d.literal(RECORD_TERMINATOR, u32))
+    return [*lines, f"    }} else if ({at} < {capacity}) {{", f"        {end};", "    }", "}"]
 
 
 def word_halves(d: Dialect, x: str) -> tuple[str, str]:

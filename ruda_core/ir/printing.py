@@ -33,6 +33,7 @@ __all__ = [
     "FLOAT_KINDS",
     "MAX_PRINT_VALUES",
     "RECORD_HEADER_WORDS",
+    "RECORD_TERMINATOR",
     "Conversion",
     "PrintFormat",
     "value_words",
@@ -51,6 +52,10 @@ _FLAG_ORDER = "-+ 0"
 #: Each value follows as the ``printf`` argument it would have been, as its bits: one word,
 #: or two (low word first) for a 64-bit one; a bool as 0 or 1.
 RECORD_HEADER_WORDS = 3
+#: The site word of the record whose place in the buffer runs past its capacity: that record is
+#: not written, and the records before it are all that fit (the words after it, up to the
+#: capacity, hold nothing).
+RECORD_TERMINATOR = 0xFFFFFFFF
 
 
 def value_words(elem: Elem) -> int:

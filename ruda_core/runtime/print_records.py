@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import RudaWarning
 from ..ir import Elem
-from ..ir.printing import RECORD_HEADER_WORDS, value_words
+from ..ir.printing import RECORD_HEADER_WORDS, RECORD_TERMINATOR, value_words
 
 __all__ = ["PrintTable"]
 
@@ -103,7 +103,7 @@ class PrintTable:
             warnings.warn(
                 f"kernel print records of {dropped * 4} bytes did not fit the "
                 f"{buffer.nbytes >> 20} MiB record buffer of their stream and were "
-                "dropped; sync more often between printing launches",
+                "dropped; print less in one launch, or sync more often between printing launches",
                 RudaWarning,
                 stacklevel=2,
             )
@@ -111,15 +111,19 @@ class PrintTable:
 
 def _record_starts(data: np.ndarray, widths: np.ndarray) -> np.ndarray:
     """The word offsets of the records in ``data``: the first at 0, each next one its site's
-    width further. Runs of records of one width (a launch of a kernel with one print) are found
-    a block at a time: the starts a run's width predicts are kept up to the first whose site
-    has another width, where the next run begins."""
+    width further, up to a :data:`RECORD_TERMINATOR` (where the records that fit end). Runs of
+    records of one width (a launch of a kernel with one print) are found a block at a time: the
+    starts a run's width predicts are kept up to the first whose site has another width, where
+    the next run begins."""
     n = data.size
     width_at = widths[np.minimum(data, widths.size - 1)]  # meaningful at record starts only
-    found: list[np.ndarray] = []
+    width_at[data == RECORD_TERMINATOR] = 0
+    found: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     at = 0
     while at < n:
         width = int(width_at[at])
+        if width == 0:
+            break
         starts = np.arange(at, min(n, at + width * _BLOCK_RECORDS), width)
         other = np.flatnonzero(width_at[starts] != width)
         if other.size:

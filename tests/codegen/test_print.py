@@ -12,6 +12,7 @@ import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter, Dialect
 from ruda_core.codegen.abi import ArgKind
 from ruda_core.ir import Elem, ExecutionMode, lower_bounds
+from ruda_core.ir.printing import RECORD_TERMINATOR
 from ruda_core.lang import (
     UNIT_POS,
     Array,
@@ -86,6 +87,18 @@ def test_records_print_in_cube_then_unit_order_with_the_printf_text():
     assert table.text(buffer) == ("True!\nu=4294967295 x=2.5\nu=7 x=2.5\n", 0)
     full = np.array([len(words), 6, *words], np.uint32)  # room for the first record only
     assert table.text(full) == ("u=7 x=2.5\n", len(words) - 6)
+
+
+def test_the_records_that_fit_end_where_a_record_ran_past_the_capacity():
+    """The record whose place starts within the capacity and ends past it is not written: its
+    site word is the terminator, and what follows (a previous sync's records, say) is never
+    read as records."""
+    table = PrintTable()
+    base = table.register([("u=%u\n", (Elem.U32,)), ("%s!\n", (Elem.BOOL,))])
+    stale = [base + 1, 9, 9]  # words of an earlier round, left in the buffer
+    words = [base, 0, 1, 5, RECORD_TERMINATOR, *stale]
+    buffer = np.array([12, 7, *words], np.uint32)  # 12 words asked, room for 7
+    assert table.text(buffer) == ("u=5\n", 5)
 
 
 @kernel

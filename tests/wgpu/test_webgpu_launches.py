@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 pytest.importorskip("wgpu")
 
 import ruda_core as ruda
+from ruda_core.errors import RudaWarning
 from ruda_core.ir import Elem, Op
 from ruda_core.lang import (
     ABSOLUTE_POS,
@@ -567,3 +568,25 @@ def test_sin_cos_and_tan_reduce_every_finite_argument_exactly(client):
         close = (error <= 16 * ulp) | ((np.abs(want) < 1) & (error <= 16 * 2.0**-23))
         assert (close | (np.isnan(got) & np.isnan(want))).all(), a[~close][:8]
         assert np.signbit(got[:2]).tolist() == np.signbit(want[:2]).tolist()
+
+
+@kernel
+def print_many(n: u32):
+    i = ABSOLUTE_POS
+    if i < n:
+        print("unit", i)
+
+
+def test_prints_past_the_record_buffer_are_dropped_with_a_warning_and_the_rest_print(client, capfd):
+    """A launch printing more than its stream's 16 MiB of records prints those that fit, each
+    whole, and warns of the bytes dropped: the record that ran past the buffer's end marks
+    where the records end (what follows it is not read; see ``tests/codegen/test_print.py``)."""
+    n = 1 << 20  # records of 4 words: 16 MiB holds 1 048 575 of them
+    capfd.readouterr()
+    with pytest.warns(RudaWarning, match="did not fit the 16 MiB record buffer"):
+        print_many.launch(client, n // 256, 256, n)
+        client.sync().result()
+    lines = capfd.readouterr().out.splitlines()
+    assert len(lines) == (16 << 20) // 16 - 1
+    assert all(line.startswith("unit ") and line[5:].isdigit() for line in lines)
+    assert len(set(lines)) == len(lines)
