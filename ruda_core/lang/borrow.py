@@ -208,7 +208,10 @@ def check_staged(client: ComputeClient, task: RudaTask, kept: Sequence[object]) 
             if (owner.handle is None and other.handle is None) or not (written[k] or written[j]):
                 continue
             if np.may_share_memory(owner.array, other.array):  # their byte ranges overlap
-                first, second = (task.describe_binding(x.bindings[0]) for x in (owner, other))
+                first = task.describe_binding(owner.bindings[0])
+                second = task.describe_binding(other.bindings[0]).removesuffix(
+                    f" of kernel {task.name}"
+                )
                 raise InteropError(
                     f"{first} and {second} are NumPy arrays over overlapping memory, which "
                     f"{client.device} copies apart, and the kernel writes one of them: the "
