@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -188,6 +189,8 @@ def _cache(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:  # an unremovable file, a malformed cap variable
         print(f"ruda cache {args.action}: {exc}", file=sys.stderr)
         return 1
+    if (args.device or args.driver) and not (removed if args.action == "clear" else entries):
+        _say_what_is_cached(kinds, args.device, args.driver)
     if args.action == "clear":
         print(f"removed {_count(removed)} from {cache_root()}")
     elif args.json:
@@ -202,6 +205,21 @@ def _cache(args: argparse.Namespace) -> int:
     else:
         _print_cache(cap, kinds, entries, args.entries)
     return 0
+
+
+def _say_what_is_cached(kinds: list[CacheKind], device: str | None, driver: str | None) -> None:
+    """On stderr, when a selection matched nothing: the devices (or drivers) the cache holds
+    entries for, so that a misspelt name shows."""
+    wanted = " and ".join(
+        f"{what} {name}" for what, name in (("device", device), ("driver", driver)) if name
+    )
+    origins = [e.origin for e in list_entries(kinds) if e.origin]
+    held = sorted({o.device if device else o.driver for o in origins})
+    print(
+        f"ruda cache: no entry was made for {wanted}; "
+        f"entries are for {', '.join(held) if held else 'no device'}",
+        file=sys.stderr,
+    )
 
 
 def _add_cache_parser(sub: Any) -> None:
@@ -256,7 +274,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     conf.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
     args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except BrokenPipeError:  # the reader (``| head``) stopped reading: quiet, as Python advises
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "conformance":
         return _conformance(args.device, args.report, args.pytest_args)
     if args.command == "cache":

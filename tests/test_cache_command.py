@@ -137,3 +137,17 @@ def test_a_malformed_cap_is_an_error_naming_the_variable(capsys, monkeypatch):
     monkeypatch.setenv("RUDA_CACHE_MAX_BYTES", "lots")
     assert main(["cache"]) == 1
     assert "RUDA_CACHE_MAX_BYTES='lots' is not a size" in capsys.readouterr().err
+
+
+def test_a_selection_that_matches_nothing_names_what_the_cache_holds(launched, capsys):
+    before = _listing(capsys)
+    assert main(["cache", "clear", "--device", "cpu:7"]) == 0
+    out, err = capsys.readouterr()
+    assert "removed 0 entries" in out
+    assert "no entry was made for device cpu:7" in err
+    for device in launched:
+        assert device in err
+    assert _listing(capsys) == before
+
+    assert main(["cache", "list", "--driver", "cdua"]) == 0
+    assert "no entry was made for driver cdua; entries are for cpu" in capsys.readouterr().err

@@ -43,3 +43,17 @@ def test_console_entry_point_runs():
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["backends"]
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``ruda devices | head -1``: the closed pipe ends the command quietly."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "ruda_core.cli", "devices"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        reader.stdout.close()  # nothing will be read
+        errors = reader.stderr.read().decode()
+        assert reader.wait(timeout=120) == 1
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors
