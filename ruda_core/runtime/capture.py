@@ -200,8 +200,11 @@ class Captures:
                     ref = b.slice.owner
                     owner = ref() if ref is not None else None
                     if b.server_id != streams.server_id or b.slice.freed or owner is None:
-                        launch = isinstance(captured, CapturedLaunch) and k < len(args.bindings)
-                        raise streams.bad_binding(b, task.describe_binding(k) if launch else None)
+                        named = None
+                        if isinstance(captured, CapturedLaunch):
+                            arrays = k < len(args.bindings)
+                            named = (task.describe_binding if arrays else task.describe_count)(k)
+                        raise streams.bad_binding(b, named)
                     owners.append(owner)
                 frozen.append(captured)
             recording.keep += owners

@@ -190,6 +190,12 @@ class RudaTask(ABC):
         a kernel's own arrays by their parameters: ``"argument 'out' of kernel scale"``)."""
         return f"binding {k} of kernel {self.name}"
 
+    def describe_count(self, _: int = 0) -> str:
+        """How errors name the binding of a launch's dynamic count (``"the dynamic count of
+        kernel scale"``); takes a binding index, unused, to stand where
+        :meth:`describe_binding` does."""
+        return f"the dynamic count of kernel {self.name}"
+
     def check_arity(
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:

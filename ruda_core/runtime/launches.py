@@ -223,6 +223,7 @@ class KernelLauncher:
         profiler = launches.profiler
         server_id = table.server_id
         use = table.use
+        describe = task.describe_binding
         keep_batch = table.fence_kept
         order_after_producer = launches.driver.order_after_producer
         admit = site.admit
@@ -284,7 +285,7 @@ class KernelLauncher:
                         or s.freed
                         or b.server_id != server_id
                     ):  # anything else: the full checks, which raise, order or find poison
-                        poisoned = use(stream, bindings, task)
+                        poisoned = use(stream, bindings, describe)
                         break
                 if kept is not None:  # StreamTable.keep(), inlined; ordered before the launch
                     if producer is not None and producer not in stream.ordered_producers:
@@ -398,9 +399,9 @@ class Launches:
         streams = self.streams
         with streams.lock:
             stream = streams.get(stream_value)
-            streams.use(stream, bindings, task)
+            streams.use(stream, bindings, task.describe_binding)
             if dynamic is not None:
-                streams.use(stream, (dynamic,))
+                streams.use(stream, (dynamic,), task.describe_count)
             try:
                 kernel = self.kernels.get(task, mode)
             except ServerError as exc:
@@ -474,8 +475,8 @@ class Launches:
         streams = self.streams
         with streams.lock:
             stream = streams.get(stream_value)
-            streams.use(stream, bindings, task)  # refused before anything is poisoned
-            streams.use(stream, (binding,))
+            streams.use(stream, bindings, task.describe_binding)  # refused before any poison
+            streams.use(stream, (binding,), task.describe_count)
             read = self.driver.read(stream, [binding])
         words = np.frombuffer(read.result()[0], dtype=np.uint32)
         counts = (int(words[0]), int(words[1]), int(words[2]))
@@ -518,9 +519,9 @@ class Launches:
         :raises CompilationError: when the kernel does not build.
         """
         count, dim, bindings, scalars, metadata = args
-        self.streams.check(bindings, task)
+        self.streams.check(bindings, task.describe_binding)
         if count.binding is not None:
-            self.streams.check((count.binding,))
+            self.streams.check((count.binding,), task.describe_count)
         args = LaunchArgs(count, dim, tuple(bindings), tuple(scalars), tuple(metadata))
         kernel = self.kernels.get(task, mode)
         fast = None
@@ -547,12 +548,12 @@ class Launches:
                 return
             with streams.lock:
                 stream = streams.get(stream_value)
-                poisoned = streams.use(stream, frozen, task)
+                poisoned = streams.use(stream, frozen, task.describe_binding)
                 if fast is not None and not profiler.active and not poisoned:
                     fast(stream)
                     return
                 if dynamic is not None:
-                    streams.use(stream, (dynamic,))
+                    streams.use(stream, (dynamic,), task.describe_count)
                 backlog = self.enqueue(stream, task, mode, kernel, args)
             if backlog is not None:
                 _settle(backlog)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import DeviceTimeout, InvalidHandle, LaunchError, ServerError
@@ -149,7 +149,10 @@ class StreamTable:
         return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
 
     def use(
-        self, stream: ServerStream, bindings: Sequence[Binding], task: RudaTask | None = None
+        self,
+        stream: ServerStream,
+        bindings: Sequence[Binding],
+        named: Callable[[int], str] | None = None,
     ) -> bool:
         """Accept ``bindings`` for work on ``stream`` (lock held): refuse foreign or freed ones,
         order their use after the stream that used each last, and return whether any is
@@ -166,7 +169,7 @@ class StreamTable:
         for b in bindings:
             s = b.slice
             if b.server_id != server_id or s.freed:
-                self.check(bindings, task)  # raises, naming the first such binding
+                self.check(bindings, named)  # raises, naming the first such binding
             if s.stream is not stream:
                 if s.stream is not None:
                     self.queue.wait(stream, self.queue.fence(s.stream))
@@ -175,16 +178,18 @@ class StreamTable:
                 poisoned = True
         return poisoned
 
-    def check(self, bindings: Sequence[Binding], task: RudaTask | None = None) -> None:
-        """Refuse a binding of a dropped handle or of another server, named as ``task`` names
-        it (:meth:`RudaTask.describe_binding`) where the bindings are a launch's.
+    def check(
+        self, bindings: Sequence[Binding], named: Callable[[int], str] | None = None
+    ) -> None:
+        """Refuse a binding of a dropped handle or of another server, the ``k``-th named
+        ``named(k)`` where given (a launch's: :meth:`RudaTask.describe_binding`).
 
         :raises InvalidHandle: for the first such binding.
         """
         server_id = self.server_id
         for k, b in enumerate(bindings):
             if b.server_id != server_id or b.slice.freed:
-                raise self.bad_binding(b, None if task is None else task.describe_binding(k))
+                raise self.bad_binding(b, None if named is None else named(k))
 
     def bad_binding(self, binding: Binding, named: str | None = None) -> InvalidHandle:
         """The error for a binding of a dropped handle or of another server (``named``: what

@@ -48,6 +48,25 @@ def test_memory_of_another_device_is_refused_naming_both_devices(open_device, ho
 
 
 @pytest.mark.parametrize(("home", "other"), PAIRS)
+def test_a_dynamic_count_of_another_device_is_named_as_the_count(open_device, home, other):
+    open_device(home)
+    client = open_device(other)
+    counts = ruda.asarray(np.ones(3, np.uint32), home)
+    count = RudaCount.dynamic(counts.handle.binding())
+    x = ruda.asarray(np.ones(8, np.float32), client)
+    for misuse in (
+        lambda: double.launch(client, count, RudaDim(8), x, x),
+        lambda: double.prepare(client, count, RudaDim(8), x, x),
+    ):
+        with pytest.raises(InvalidHandle) as info:
+            misuse()
+        _says(str(info.value), "the dynamic count of kernel double", home, other)
+    with pytest.raises(InvalidHandle) as info, client.capture():
+        double.launch(client, count, RudaDim(8), x, x)
+    _says(str(info.value), "the dynamic count of kernel double", home, other)
+
+
+@pytest.mark.parametrize(("home", "other"), PAIRS)
 def test_a_graph_replayed_on_another_device_names_both(open_device, home, other):
     client = open_device(home)
     elsewhere = open_device(other)
