@@ -178,9 +178,7 @@ class StreamTable:
                 poisoned = True
         return poisoned
 
-    def check(
-        self, bindings: Sequence[Binding], named: Callable[[int], str] | None = None
-    ) -> None:
+    def check(self, bindings: Sequence[Binding], named: Callable[[int], str] | None = None) -> None:
         """Refuse a binding of a dropped handle or of another server, the ``k``-th named
         ``named(k)`` where given (a launch's: :meth:`RudaTask.describe_binding`).
 
