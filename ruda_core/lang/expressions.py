@@ -50,6 +50,7 @@ from .coerce import (
     elem_of,
     explicit_cast,
     implicit,
+    literal,
     operand,
     promote,
 )
@@ -354,12 +355,30 @@ class ExprBuilder(BuilderState):
             ir_op = _BOOL_BITWISE[ir_op]
         elif ir_op in _BOOL_BITWISE and not elem.is_int:
             self.fail(f"{what} needs integers or bools, got {elem}", node)
+        elif ir_op is Op.POW and elem.is_int and isinstance(b, PyVal):
+            return self.integer_power(implicit(self, a, elem, node), b.value, node)
         elif ir_op in (Op.DIV, Op.POW) and not elem.is_float:
             hint = "use '//' for integer division or " if ir_op is Op.DIV else ""
+            hint = "give a constant exponent or " if ir_op is Op.POW and elem.is_int else hint
             self.fail(f"{what} needs floats, got {elem}; {hint}cast with f32(...)", node)
         elif elem is Elem.BOOL and ir_op not in (Op.AND, Op.OR, Op.NE):
             self.fail(f"{what} needs numbers, got bool; cast with i32(...)", node)
         return self.emit(ir_op, elem, implicit(self, a, elem, node), implicit(self, b, elem, node))
+
+    def integer_power(self, base: Operand, exponent: object, node: ast.AST) -> Value:
+        """``base ** exponent`` of an integer by a compile-time exponent ``>= 0``: products by
+        squaring, each wrapping as ``*`` does (``x ** 0`` is 1)."""
+        if not isinstance(exponent, int) or isinstance(exponent, bool) or exponent < 0:
+            self.fail(f"'**' of {base.elem} needs an exponent that is an int >= 0", node)
+        result: Operand | None = None
+        square = base
+        while exponent:
+            if exponent & 1:
+                result = square if result is None else self.emit(Op.MUL, base.elem, result, square)
+            exponent >>= 1
+            if exponent:
+                square = self.emit(Op.MUL, base.elem, square, square)
+        return literal(self, 1, base.elem, node) if result is None else result
 
     def unary(self, node: ast.UnaryOp) -> Value:
         value = self.expr(node.operand)
