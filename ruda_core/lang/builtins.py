@@ -26,7 +26,8 @@ Positions (``ABSOLUTE_POS`` …, all ``u32``) follow CubeCL (see
   -> u32), ``reverse_bits mul_hi saturating_add saturating_sub`` (integers); ``bitcast(T, x)``:
   ``x``'s bits as the type ``T`` of its width. ``round`` of a float
   is a float (half to even). Python's
-  ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels.
+  ``abs``, ``min``, ``max``, ``round`` and ``pow`` mean the same inside kernels, as do the
+  functions of ``math`` that return floats (:data:`MATH_FUNCTIONS`).
 * ``launch_bounds(n)``: the kernel's cubes have at most ``n`` units (a compile-time int >= 1,
   stated once, at the top level of the body): CUDA fits the kernel's registers to such cubes
   (``__launch_bounds__``), and a launch of a larger cube is refused on every device.
@@ -368,3 +369,15 @@ max = Intrinsic("max", builtins.max)
 fma = Intrinsic("fma", _host_fma)
 clamp = Intrinsic("clamp", np.clip)
 pow = Intrinsic("pow", builtins.pow)
+
+#: The functions of Python's ``math`` module a kernel may call, as the intrinsics of the same
+#: name: those that return floats (or bools) in Python too. ``math.floor``, ``ceil`` and
+#: ``trunc`` are not among them: they return ints in Python, ruda's a float.
+MATH_FUNCTIONS: dict[object, Intrinsic] = {
+    getattr(math, i.name): i
+    for i in (
+        *(exp, exp2, expm1, log, log2, log10, log1p, sqrt, cbrt, sin, cos, tan, asin, acos),
+        *(atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, erfc, lgamma, isnan, isinf),
+        *(isfinite, atan2, hypot, fmod, remainder, copysign),
+    )
+}

@@ -18,7 +18,7 @@ import enum
 import math
 import operator
 from collections.abc import Callable
-from types import ModuleType
+from types import BuiltinFunctionType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from ..ir import (
     Stmt,
 )
 from . import views
-from .builtins import BuiltinVar, Intrinsic
+from .builtins import MATH_FUNCTIONS, BuiltinVar, Intrinsic
 from .coerce import (
     compile_time_number,
     default_elem,
@@ -290,6 +290,14 @@ class ExprBuilder(BuilderState):
         entry = _PY_BUILTINS.get(id(obj))
         if entry is not None and entry[0] is obj:
             return PyVal(obj)
+        if isinstance(obj, BuiltinFunctionType) and obj.__module__ == "math":
+            if obj in MATH_FUNCTIONS:  # math.sqrt is sqrt
+                return PyVal(MATH_FUNCTIONS[obj])
+            self.fail(
+                f"math.{obj.__name__} cannot be used in kernels: those of Python's math functions "
+                "that return floats can; ruda_core.lang's floor, ceil and trunc return floats",
+                node,
+            )
         if obj is print:
             return PyVal(obj)
         self.fail(
