@@ -1,8 +1,9 @@
 """Random sequences of memory operations against a model of their bytes on the host: handles
 made, viewed at any byte offset and size, written, copied (within a handle too), incremented
-by a kernel, read, sent to the reference device and back, dropped, with flushes and
-``memory_cleanup`` between them, on two streams. Whatever the order, every read returns what
-the sequence wrote before it, and every byte beside a view stays as it was."""
+by a kernel or doubled by one into another handle, read, sent to the reference device and
+back, dropped, with flushes and ``memory_cleanup`` between them, on three streams. Whatever the
+order, every read returns what the sequence wrote before it, and every byte beside a view stays
+as it was."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from ruda_core.testing.runner import TIMEOUT_S
 
 #: The most live handles a sequence keeps, and the most bytes each has.
 HANDLES, NBYTES = 6, 300
+#: The streams an operation is queued on: the client's own and two more.
+STREAMS = st.integers(0, 2)
 
 
 #: Seeds of the bytes made and written: random bytes (rather than Hypothesis's, mostly zeros)
@@ -37,14 +40,23 @@ def conformance_increment(x: Array[u32]):
         x[i] = x[i] + u32(1)
 
 
+@kernel
+def conformance_doubled(x: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] * u32(2)
+
+
 class MemorySequence(RuleBasedStateMachine):
     """One sequence: ``handles`` live handles, each with the bytes it must hold."""
 
     def __init__(self, client: ComputeClient, peer: ComputeClient | None) -> None:
         super().__init__()
-        side = client.fixed_execution_queue()
-        side.set_stream(StreamId.new())
-        self.clients = (client, side)
+        self.clients = [client]
+        for _ in range(2):
+            side = client.fixed_execution_queue()
+            side.set_stream(StreamId.new())
+            self.clients.append(side)
         self.peer = peer
         self.handles: list[tuple[Handle, bytearray]] = []
 
@@ -58,13 +70,13 @@ class MemorySequence(RuleBasedStateMachine):
         return handle, model, a, b
 
     @precondition(lambda self: len(self.handles) < HANDLES)
-    @rule(nbytes=st.integers(0, NBYTES), seed=SEEDS, stream=st.integers(0, 1))
+    @rule(nbytes=st.integers(0, NBYTES), seed=SEEDS, stream=STREAMS)
     def create(self, nbytes: int, seed: int, stream: int) -> None:
         data = _bytes(nbytes, seed)
         self.handles.append((self.clients[stream].create_from_slice(data), bytearray(data)))
 
     @precondition(lambda self: self.handles)
-    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=st.integers(0, 1))
+    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=STREAMS)
     def write(self, data: st.DataObject, k: int, stream: int) -> None:
         handle, model, a, b = self._view(data, k)
         values = _bytes(b - a, data.draw(SEEDS))
@@ -82,12 +94,12 @@ class MemorySequence(RuleBasedStateMachine):
         t = data.draw(st.integers(0, len(into) - n))
         if target is handle and t < b and a < t + n:  # overlapping views are refused
             return
-        stream = data.draw(st.integers(0, 1))
+        stream = data.draw(STREAMS)
         self.clients[stream].copy(handle.offset(a, b), target.offset(t, t + n))
         into[t : t + n] = model[a:b]
 
     @precondition(lambda self: self.handles)
-    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=st.integers(0, 1))
+    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=STREAMS)
     def increment(self, data: st.DataObject, k: int, stream: int) -> None:
         handle, model, a, b = self._view(data, k, multiple=4)
         n = (b - a) // 4
@@ -100,21 +112,44 @@ class MemorySequence(RuleBasedStateMachine):
         model[a:b] = (np.frombuffer(model[a:b], np.uint32) + np.uint32(1)).tobytes()
 
     @precondition(lambda self: self.handles)
-    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=st.integers(0, 1))
+    @rule(data=st.data(), k=st.integers(0, HANDLES), j=st.integers(0, HANDLES), stream=STREAMS)
+    def double(self, data: st.DataObject, k: int, j: int, stream: int) -> None:
+        """A kernel reading words of one view and writing twice each into another (of any
+        handle: its producer may be another stream's work)."""
+        handle, model, a, b = self._view(data, k, multiple=4)
+        target, into = self.handles[j % len(self.handles)]
+        n = min(b - a, len(into) - len(into) % 4) // 4
+        if n == 0:
+            return
+        t = data.draw(st.integers(0, (len(into) - 4 * n) // 4)) * 4
+        if target is handle and t < a + 4 * n and a < t + 4 * n:
+            return
+        source, out = (
+            ArrayArg(handle.offset(a, a + 4 * n), n),
+            ArrayArg(target.offset(t, t + 4 * n), n),
+        )
+        conformance_doubled.launch(
+            self.clients[stream], RudaCount(-(-n // 32)), RudaDim(32), source, out
+        )
+        doubled = np.frombuffer(model[a : a + 4 * n], np.uint32) * np.uint32(2)
+        into[t : t + 4 * n] = doubled.tobytes()
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=STREAMS)
     def read(self, data: st.DataObject, k: int, stream: int) -> None:
         handle, model, a, b = self._view(data, k)
         got = self.clients[stream].read_one(handle.offset(a, b), timeout=TIMEOUT_S)
         assert bytes(got) == bytes(model[a:b]), f"bytes [{a}, {b}) of a {len(model)}-byte handle"
 
     @precondition(lambda self: self.handles and self.peer is not None)
-    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=st.integers(0, 1))
+    @rule(data=st.data(), k=st.integers(0, HANDLES), stream=STREAMS)
     def round_trip(self, data: st.DataObject, k: int, stream: int) -> None:
         """A view sent to the reference device, and that copy sent back as a new handle."""
         handle, model, a, b = self._view(data, k)
         peer = self.peer
         assert peer is not None
         there = self.clients[stream].to_client(handle.offset(a, b), peer)
-        back = peer.to_client(there, self.clients[1 - stream])
+        back = peer.to_client(there, self.clients[(stream + 1) % len(self.clients)])
         self.handles.append((back, bytearray(model[a:b])))
 
     @precondition(lambda self: self.handles)
@@ -122,7 +157,7 @@ class MemorySequence(RuleBasedStateMachine):
     def drop(self, k: int) -> None:
         self.handles.pop(k % len(self.handles))
 
-    @rule(stream=st.integers(0, 1), cleanup=st.booleans())
+    @rule(stream=STREAMS, cleanup=st.booleans())
     def flush(self, stream: int, cleanup: bool) -> None:
         if cleanup:
             self.clients[stream].memory_cleanup()
