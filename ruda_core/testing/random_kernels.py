@@ -22,7 +22,8 @@ Every generated kernel is defined on every device, bit for bit, by construction:
   ``fma`` with an exact product (a power of two or a zero times a value that cannot overflow by
   it), where fused and unfused agree; float constants are values of their type;
 * finite floats stay multiples of 1/4 (inputs and constants are; a float product is
-  ``x * floor(y)``; no division, no transcendental), so no target may flush a subnormal and
+  ``x * floor(y)``, a quotient ``x / d`` of a ``d`` among ±1, ±1/2 and ±1/4 picked at run
+  time; no transcendental), so no target may flush a subnormal and
   every result is correctly rounded (exact but for bf16's 8 significant bits, where every
   device rounds the f32 result once, to nearest even); float -> int casts go through ``clamp``
   into a range every integer type holds (NaN clamps to the lower bound); int -> float casts
@@ -121,6 +122,7 @@ _POSITIONS = [
 ]
 #: The factors of an ``fma``'s exact products.
 _FMA_SCALES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 4.0]
+_DIVISORS = [1.0, -1.0, 0.5, -0.5, 0.25, -0.25]  # exact quotients, multiples of 1/4 still
 _FLOAT_LEAVES = [
     0.0,
     -0.0,
@@ -293,7 +295,7 @@ class _Gen:
                 ops += [Op.FLOOR_DIV, Op.MOD, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR]
                 ops += [Op.MUL_HI, Op.SATURATING_ADD, Op.SATURATING_SUB]
             else:
-                ops += [Op.COPYSIGN, Op.FMOD, Op.REMAINDER]  # exactly defined, like + - *
+                ops += [Op.COPYSIGN, Op.FMOD, Op.REMAINDER, Op.DIV]  # exactly defined, like + - *
             op = self.draw(st.sampled_from(ops))
             a, b = self.expr(elem, depth - 1), self.expr(elem, depth - 1)
             if op in (Op.FLOOR_DIV, Op.MOD):
@@ -301,6 +303,11 @@ class _Gen:
                 b = k.let(Op.SELECT, elem, zero, const(1, elem), b)  # never zero
             if op is Op.MUL and elem.is_float:
                 b = k.let(Op.FLOOR, elem, b)  # keeps floats multiples of 1/4
+            if op is Op.DIV:
+                pair = self.draw(st.lists(st.sampled_from(_DIVISORS), min_size=2, max_size=2))
+                b = k.let(
+                    Op.SELECT, elem, self.bool_expr(depth - 1), *(const(d, elem) for d in pair)
+                )
             if op is Op.COPYSIGN:  # the sign of a NaN an operation makes is unspecified
                 nan = k.let(Op.ISNAN, Elem.BOOL, b)
                 b = k.let(Op.SELECT, elem, nan, const(0.0, elem), b)
