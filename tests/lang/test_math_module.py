@@ -44,7 +44,7 @@ def test_every_float_function_of_math_is_the_intrinsic_of_its_name():
     assert ops[0] == ops[1]
 
 
-@pytest.mark.parametrize("name", ["cpu", "opencl:0", "webgpu:0"])
+@pytest.mark.parametrize("name", ["cpu", "opencl:0", "webgpu:0", "cuda:0"])
 def test_math_functions_run_on_the_device(open_device, name):
     client = open_device(name)
     x = np.array([0, 1, 4, 2.25, np.nan, np.inf], np.float32)
