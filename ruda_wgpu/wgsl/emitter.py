@@ -24,6 +24,7 @@ pipeline is specialised at launch. The emitter is pure and deterministic and imp
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from typing import cast
 
@@ -523,7 +524,7 @@ class _Writer(StructuredWriter):
         if op is Op.BITCAST:
             return self.expr.bitcast(operands[0], source, out.elem)
         elem = cast(Operand, args[1] if op is Op.SELECT else args[0]).elem
-        if elem in (Elem.F16, Elem.F32) and op in (Op.ADD, Op.SUB, Op.MUL, Op.FMA):
+        if elem in (Elem.F16, Elem.F32) and op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FMA):
             special = self._folded_float(op, elem, args, operands)
             if special is not None:
                 return special
@@ -532,17 +533,18 @@ class _Writer(StructuredWriter):
     def _folded_float(
         self, op: Op, elem: Elem, args: tuple[object, ...], operands: list[Arg]
     ) -> str | None:
-        """``x - x`` and ``x + (-x)`` (of values a compiler may find equal), and sums,
-        differences, products and ``fma`` with an operand a compiler may know to be a zero, in
-        forms that keep IEEE's zero or NaN whatever the compiler folds (``None``: the plain
-        form); such an ``fma`` is a product, then a sum, which are exact where it is a zero. A
-        compiler may assume finite values and no signed zeros, and fold ``x - x``, ``x + (-x)``
-        or ``0 * x`` to a zero, ``x + 0`` to ``x``, ``0 - x`` to ``-x`` or ``fma(x, 0, c)`` to
-        ``c`` (NVIDIA's Vulkan compiler does)."""
+        """``x - x``, ``x + (-x)`` and ``x / x`` (of values a compiler may find equal), and
+        sums, differences, products, quotients and ``fma`` with an operand a compiler may know
+        (to be a zero or not finite, where it is a constant), in forms that keep IEEE's zero or
+        NaN whatever the compiler folds (``None``: the plain form); such an ``fma`` is a
+        product, then a sum, which are exact where it is a zero. A compiler may assume finite
+        values and no signed zeros, and fold ``x - x``, ``x + (-x)`` or ``0 * x`` to a zero,
+        ``x + 0`` to ``x``, ``0 - x`` to ``-x``, ``0 / x`` to ``0``, ``x / x`` to 1 or
+        ``fma(x, 0, c)`` to ``c`` (NVIDIA's Vulkan compiler and lavapipe do some)."""
         w = [self.expr.wide(a, elem) for a in operands]
         varying = frozenset().union(*self.varying)
         known = [
-            a.value == 0
+            a.value == 0 or not math.isfinite(a.value)
             if isinstance(a, Const)
             else (a in self.constant and a not in varying) or self.values.constant(a)
             for a in args
@@ -555,6 +557,8 @@ class _Writer(StructuredWriter):
             value = nan_unless_finite("0.0f", w[0])
         elif op is Op.FMA and any(known):
             value = f"ruda_add_f32(ruda_mul_f32({w[0]}, {w[1]}), {w[2]})"
+        elif op is Op.DIV and (any(known) or a == b):
+            value = f"ruda_quotient_f32({w[0]}, {w[1]})"
         elif any(known):
             value = f"ruda_{op.value}_f32({w[0]}, {w[1]})"
         else:

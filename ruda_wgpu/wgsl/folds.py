@@ -3,8 +3,11 @@ assignment computes from constants and the builtins a launch's pipeline fixes al
 locals it finds equal. WGSL lets a compiler assume that no value is an infinity or a NaN, so it
 may fold ``x * c`` to a zero once it has evaluated ``c`` to one (NVIDIA's Vulkan compiler does,
 for ``c = floor(0.0)``), and ``a - b`` to a zero once it has found ``a`` and ``b`` equal
-(lavapipe does, for two ``floor(x)`` of an infinite ``x``); the emitter writes such operations
-in a form that keeps IEEE's answer. Reads the IR only; imports no driver.
+(lavapipe does, for two ``floor(x)`` of an infinite ``x``), and ``0.0 / d`` to ``0.0`` (lavapipe
+does, whatever the sign of ``d``). A value picked at run time between two such values counts as
+one a compiler knows: NVIDIA's folds ``fma(x, z, c)`` of a ``z`` that is one of two zeros. The
+emitter writes such operations in a form that keeps IEEE's answer. Reads the IR only; imports
+no driver.
 """
 
 from __future__ import annotations
@@ -45,10 +48,10 @@ def _known(a: object) -> bool:
 
 def constant_locals(definition: KernelDefinition) -> frozenset[Local]:
     """The locals at least one assignment of which reads nothing but constants, builtins a
-    compiler may know and such locals (a superset of those a compiler can evaluate: a local
-    assigned both a constant and a loaded value counts)."""
+    compiler may know and such locals, or picks one of two such values (a superset of those a
+    compiler can evaluate: a local assigned both a constant and a loaded value counts)."""
     assigns = [
-        (s.out, s.args)
+        (s.out, s.args[1:] if s.op is Op.SELECT else s.args)
         for s in walk(definition.body)
         if isinstance(s, Instr) and isinstance(s.out, Local) and s.args
     ]
@@ -141,4 +144,5 @@ def _from_constants(key: Hashable) -> bool:
         return False
     if isinstance(key[0], Const):  # a float constant, with its sign
         return True
-    return isinstance(key[0], Op) and all(_from_constants(k) for k in key[3:])
+    operands = key[4:] if key[0] is Op.SELECT else key[3:]  # a choice between two knowns
+    return isinstance(key[0], Op) and all(_from_constants(k) for k in operands)

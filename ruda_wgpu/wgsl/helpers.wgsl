@@ -581,16 +581,16 @@ fn ruda_round_f16(x: f32) -> f32 {
 // modulo take, by the long division of the significands: WGSL allows a division within 2.5
 // ulp, and NVIDIA's is not correctly rounded (floor(1e10 / 3.0) came out one ulp high); its
 // fma need not be fused either, so a residual cannot correct it. Where an operand is a zero,
-// an infinity or a NaN, or the quotient is not a normal f32, the driver's division answers.
+// an infinity or a NaN, ruda_quotient_f32 answers; where the quotient is not a normal f32, the
+// driver's division.
 
 fn ruda_div_f32(a: f32, b: f32) -> f32 {
-    let q = a / b;
     let x = bitcast<u32>(a) & 0x7fffffffu;
     let y = bitcast<u32>(b) & 0x7fffffffu;
+    if (x == 0u || y == 0u || max(x, y) >= 0x7f800000u) { return ruda_quotient_f32(a, b); }
+    let q = a / b;
     let z = bitcast<u32>(q) & 0x7fffffffu;
-    if (x == 0u || y == 0u || max(x, y) >= 0x7f800000u || z < 0x01000000u || z >= 0x7f000000u) {
-        return q;
-    }
+    if (z < 0x01000000u || z >= 0x7f000000u) { return q; }
     let xs = ruda_unpack_f32(x);
     let ys = ruda_unpack_f32(y);
     var r = u32(xs.x);
@@ -639,6 +639,22 @@ fn ruda_mul_f32(a: f32, b: f32) -> f32 {
     let special = max(x & 0x7fffffffu, y & 0x7fffffffu) >= 0x7f800000u;
     let signed_zero = bitcast<f32>((x ^ y) & 0x80000000u);
     return select(a * b, select(signed_zero, bitcast<f32>(0x7fc00000u), special), zero);
+}
+
+// ruda_quotient_f32(a, b): a / b with IEEE's answer where an operand is a zero, an infinity
+// or a NaN, found by their bits, for quotients a compiler may see a constant in (one that
+// ignores the sign of zeros folds 0.0 / d to 0.0: lavapipe does) and of equal operands (x / x
+// to 1.0).
+
+fn ruda_quotient_f32(a: f32, b: f32) -> f32 {
+    let x = bitcast<u32>(a) & 0x7fffffffu;
+    let y = bitcast<u32>(b) & 0x7fffffffu;
+    let sign = (bitcast<u32>(a) ^ bitcast<u32>(b)) & 0x80000000u;
+    let nan = max(x, y) > 0x7f800000u || (x == y && (x == 0u || x == 0x7f800000u));
+    let infinite = x == 0x7f800000u || y == 0u;
+    let signed = bitcast<f32>(sign | select(0u, 0x7f800000u, infinite));
+    let special = select(signed, bitcast<f32>(0x7fc00000u), nan);
+    return select(a / b, special, nan || infinite || x == 0u || y == 0x7f800000u);
 }
 
 // A 64-bit value of another lane, as two words (subgroup operations take 32-bit values).

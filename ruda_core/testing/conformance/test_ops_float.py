@@ -255,6 +255,36 @@ def test_fmas_with_a_zero_a_compiler_knows_are_not_folded(client, elem):
 
 
 @kernel
+def chosen_constants(x: Array[Float], out: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        positive = v > Float(0.0)  # known at run time only
+        zero = select(positive, Float(0.0), Float(-0.0))  # a zero, whichever is chosen
+        divisor = select(positive, Float(-0.5), Float(1.0))
+        out[4 * i] = fma(v, zero, Float(0.0))
+        out[4 * i + 1] = v * zero
+        out[4 * i + 2] = Float(0.0) / divisor
+        out[4 * i + 3] = v + zero
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_arithmetic_with_one_of_two_constants_keeps_zeros_and_nan(client, elem):
+    """A value chosen at run time between two constants is one a compiler may know things of
+    (both are zeros; neither is a zero), and fold by: ``fma(x, z, 0.0)`` and ``x * z`` of a
+    zero ``z`` are NaN for an infinite ``x``, ``0.0 / d`` has the sign of ``d``, and
+    ``-0.0 + -0.0`` is ``-0.0``."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan], dtype=elem.numpy)
+    got = run_kernel(client, chosen_constants, [x], (4 * x.size, elem.numpy), dim=x.size)
+    zero = np.where(x > 0, x.dtype.type(0.0), x.dtype.type(-0.0))
+    divisor = np.where(x > 0, x.dtype.type(-0.5), x.dtype.type(1.0))
+    with np.errstate(invalid="ignore"):
+        columns = [x * zero + x.dtype.type(0.0), x * zero, x.dtype.type(0.0) / divisor, x + zero]
+    _assert_same_values(got, np.stack(columns, axis=-1).ravel())
+
+
+@kernel
 def zero_sums(x: Array[Float], out: Array[Float]):
     i = ABSOLUTE_POS
     if i < x.len():
