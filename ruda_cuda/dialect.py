@@ -405,6 +405,16 @@ class CudaDialect(Dialect):
     def mul_exact(self, a: str, b: str, elem: Elem) -> str:
         return f"__{'f' if elem is Elem.F32 else 'd'}mul_rn({a}, {b})"
 
+    def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
+        """The conditional expression, through an identity byte permutation (one ``PRMT``) for
+        32-bit and narrower integers: NVIDIA's PTX assembler (CUDA 13, sm_90) fuses
+        ``max(max(a, -t), b)``, or two ``min``, into one operation that drops the negation;
+        the permutation keeps the two apart."""
+        extremum = super().int_extremum(op, elem, a, b)
+        if elem.bits > 32:
+            return extremum
+        return f"(({self.type_name(elem)})__byte_perm((unsigned int){extremum}, 0u, 0x3210u))"
+
     def plane_dim(self) -> str:
         return "warpSize"
 

@@ -33,6 +33,8 @@ when a kernel is generated, and the operations built on them take their shared-m
 
 Intel's CPU runtime gets ``Capability.SHARED_ARGUMENT``: its kernels declare no static shared
 array, every one is carved out of the shared-memory argument (see :mod:`ruda_opencl.intel_cpu`).
+NVIDIA's gets ``Capability.PTX``: its kernels pass through NVIDIA's PTX assembler, whose fusing
+of integer ``min`` and ``max`` the dialect works around.
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ class OpenCLCapabilities:
         environment = POCL_ENVIRONMENT if pocl else ()
         if device.type & cl.device_type.CPU and device.platform.vendor.startswith("Intel"):
             target = OpenCLTarget((*target.capabilities, Capability.SHARED_ARGUMENT))
+        if device.platform.name.startswith("NVIDIA"):
+            target = OpenCLTarget((*target.capabilities, Capability.PTX))
         return cls(target, plane_dim, tuple(options), environment)
 
     @property

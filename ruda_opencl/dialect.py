@@ -126,6 +126,15 @@ _UNITS_REDUCE = {
     Op.SYNC_UNITS_AND: _units_helper("ruda_sync_units_and", "bool", "work_group_all((int)p) != 0"),
     Op.SYNC_UNITS_OR: _units_helper("ruda_sync_units_or", "bool", "work_group_any((int)p) != 0"),
 }
+#: An identity byte permutation in PTX between an integer ``min`` or ``max`` and what uses it:
+#: NVIDIA's PTX assembler fuses ``max(max(a, -t), b)``, or two ``min``, into one operation that
+#: drops the negation (CUDA 13's, and the driver's for OpenCL, on sm_90).
+_APART = """\
+static inline uint ruda_apart(uint x) {
+    uint r;
+    asm("prmt.b32 %0, %1, 0, 0x3210;" : "=r"(r) : "r"(x));
+    return r;
+}"""
 _F16_HELPERS = """\
 static inline float ruda_f16_round(float x) {
     ushort bits;
@@ -424,7 +433,10 @@ class OpenCLDialect(Dialect):
         # condition a signed integer of its size: each select() call names one overload
         t, mask = _TYPES[elem], _SELECT_MASK[elem.nbytes]
         compare = "<" if op is Op.MIN else ">"
-        return f"select(({t}){b}, ({t}){a}, ({mask})({a} {compare} {b}))"
+        chosen = f"select(({t}){b}, ({t}){a}, ({mask})({a} {compare} {b}))"
+        if Capability.PTX in self.capabilities and elem.bits <= 32:  # see _APART
+            return f"(({t})ruda_apart((uint){chosen}))"
+        return chosen
 
     def literal(self, value: int | float | bool, elem: Elem) -> str:
         if elem is Elem.F16 and self._half_storage_only:  # exact: the constant is a half
@@ -610,6 +622,8 @@ class OpenCLDialect(Dialect):
             for op, (_, text) in _UNITS_REDUCE.items():
                 if usage.uses({op}):
                     lines += ["", text]
+        if Capability.PTX in self.capabilities:
+            lines += ["", _APART]
         if Elem.F16 in usage.elems and self._half_storage_only:
             lines += ["", _F16_HELPERS]
             if Elem.F64 in usage.elems:

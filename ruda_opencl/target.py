@@ -31,6 +31,7 @@ class Capability(StrEnum):
     ATOMIC_SCOPE_DEVICE = "atomic_scope_device"
     ONE_LANE_PLANES = "one_lane_planes"
     SHARED_ARGUMENT = "shared_argument"
+    PTX = "ptx"
 
 
 #: The OpenCL extensions (or OpenCL C 3.0 features) each capability stands for: all the names
@@ -60,6 +61,9 @@ CAPABILITIES = {
     # set by the driver: every shared array carved out of the kernel's shared-memory argument,
     # none declared static (Intel's CPU runtime, see ruda_opencl.intel_cpu)
     Capability.SHARED_ARGUMENT: "shared arrays in the shared-memory argument (Intel's CPU runtime)",
+    # set by the driver: kernels become PTX, then machine code through NVIDIA's assembler, whose
+    # fusing of integer min and max the code works around (NVIDIA's OpenCL)
+    Capability.PTX: "kernels assembled from PTX (NVIDIA's OpenCL)",
 }
 #: The capabilities that each give the subgroup functions (``get_sub_group_size`` …).
 SUBGROUPS = (Capability.SUBGROUPS, Capability.OPENCL_C_SUBGROUPS, Capability.INTEL_SUBGROUPS)

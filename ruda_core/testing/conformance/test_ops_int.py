@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from ruda_core.ir import BIT_COUNTS, INT_BINARY, INT_UNARY, Elem, Op
+from ruda_core.lang import ABSOLUTE_POS, UNIT_POS, UNIT_POS_X, UNIT_POS_Y, Array, Int, clamp, kernel
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 from ruda_core.testing.markers import need
 from ruda_core.testing.opkernels import BLOCK, int_inputs, ops_kernel
-from ruda_core.testing.runner import run_definition
+from ruda_core.testing.runner import run_definition, run_kernel
 from ruda_core.testing.tolerance import assert_matches
 
 INT_ELEMS = [Elem.I8, Elem.I16, Elem.I32, Elem.I64, Elem.U8, Elem.U16, Elem.U32, Elem.U64]
@@ -220,3 +221,38 @@ def test_min_and_max_of_a_value_and_its_complement(client, reference, elem):
         return [lo, hi, complement, np.minimum(x, one), np.maximum(one, x)]
 
     _values_per_unit(client, reference, elem, "extremes_of_complements", make, expected)
+
+
+@kernel
+def nested_extrema(x: Array[Int], out: Array[Int]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = -(x[i] + Int(UNIT_POS))
+        a, b = Int(UNIT_POS_Y), Int(UNIT_POS_X)
+        out[4 * i] = max(max(a, v), b)
+        out[4 * i + 1] = min(min(a, v), b)
+        out[4 * i + 2] = -clamp(max(a, v), b, Int(UNIT_POS))
+        out[4 * i + 3] = max(max(x[i] & Int(7), -x[i]), (x[i] >> Int(8)) & Int(31))
+
+
+@pytest.mark.parametrize("elem", [Elem.I32, Elem.I64], ids=str)
+def test_nested_extrema_of_a_negated_value(client, elem):
+    """``max(max(a, -t), b)``, ``min(min(a, -t), b)`` and a clamp of such a ``max``, of values
+    known at run time only: NVIDIA's PTX assembler (CUDA 13, and the driver's for OpenCL) fuses
+    the two into one operation and drops the negation at its default optimisation level, so the
+    CUDA and OpenCL code keeps an integer ``min`` or ``max`` from merging with another."""
+    need(client, elem)
+    dtype = elem.numpy
+    x = np.random.default_rng(1).integers(-(2**31), 2**31, 64).astype(dtype)
+    got = run_kernel(client, nested_extrema, [x], (4 * x.size, dtype), dim=(32, 2))
+    units = np.arange(x.size, dtype=dtype)
+    with np.errstate(over="ignore"):
+        v = -(x + units)
+        a, b = units // 32, units % 32
+        columns = [
+            np.maximum(np.maximum(a, v), b),
+            np.minimum(np.minimum(a, v), b),
+            -np.minimum(np.maximum(np.maximum(a, v), b), units),
+            np.maximum(np.maximum(x & 7, -x), (x >> 8) & 31),
+        ]
+    np.testing.assert_array_equal(got, np.stack(columns, axis=-1).ravel())

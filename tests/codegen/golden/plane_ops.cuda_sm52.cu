@@ -91,14 +91,14 @@ static __device__ __forceinline__ int ruda_plane_min_i32(int v, unsigned int lan
     if (lanes == warpSize) {
         for (unsigned int m = warpSize / 2u; m > 0u; m = m / 2u) {
             int other = __shfl_xor_sync(ruda_plane_mask(), v, m);
-            v = (v < other ? v : other);
+            v = ((int)__byte_perm((unsigned int)(v < other ? v : other), 0u, 0x3210u));
         }
         return v;
     }
     for (unsigned int m = warpSize / 2u; m > 0u; m = m / 2u) {
         int other = __shfl_down_sync(ruda_plane_mask(), v, m);
         if (lane + m < lanes) {
-            v = (v < other ? v : other);
+            v = ((int)__byte_perm((unsigned int)(v < other ? v : other), 0u, 0x3210u));
         }
     }
     return __shfl_sync(ruda_plane_mask(), v, 0u);
