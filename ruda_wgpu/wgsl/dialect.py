@@ -102,6 +102,10 @@ _SOURCE = {
 #: Module-scope copies of the unit's lane and of the lanes of its plane, for helper functions
 #: (WGSL's builtins are the entry point's parameters); the emitter sets them where used.
 LANE, LANES = "ruda_lane", "ruda_lanes"
+#: A module-scope zero no compiler can tell is one (the workgroup count along x, below 2**16,
+#: shifted out), XORed into each integer ``min`` and ``max``: NVIDIA's compiler otherwise fuses
+#: ``max(max(a, -t), b)``, or two ``min``, into one operation that drops the negation.
+APART = "ruda_apart"
 _ASSIGNS = re.compile(r"^\s*(\w+) = ", re.M)
 
 
@@ -226,7 +230,7 @@ class WgslDialect(Dialect):
         return None
 
     def int_extremum(self, op: Op, elem: Elem, a: str, b: str) -> str:
-        return f"{'min' if op is Op.MIN else 'max'}({a}, {b})"
+        return f"({'min' if op is Op.MIN else 'max'}({a}, {b}) ^ {self.type_name(elem)}({APART}))"
 
     def popcount_native(self, word: Elem) -> str | None:
         if word is Elem.U32:

@@ -71,7 +71,7 @@ from .bindings import (
     vector_widths,
     writable_arrays,
 )
-from .dialect import LANE, LANES, WgslDialect, nan_unless_finite
+from .dialect import APART, LANE, LANES, WgslDialect, nan_unless_finite
 from .folds import ValueNumbers, constant_locals
 from .helpers import referenced
 from .layout import HEADER_WORDS, RECORD_WORDS, RecordLayout, record_word
@@ -245,6 +245,9 @@ class _Writer(StructuredWriter):
             module += [f"var<private> {LANE}: u32;", f"var<private> {LANES}: u32;"]
             lanes = "min(PLANE_DIM, RUDA_DIM - (UNIT_POS - UNIT_POS_PLANE))"
             prologue += [f"{INDENT}{LANE} = UNIT_POS_PLANE;", f"{INDENT}{LANES} = {lanes};"]
+        if any(APART in line for line in [*body, *helpers]):
+            module.append(f"var<private> {APART}: u32;")
+            prologue.append(f"{INDENT}{APART} = nw.x >> 16u;")
         out += [*module, "", *helpers, "@compute @workgroup_size(WX, WY, WZ)"]
         out.append(
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
