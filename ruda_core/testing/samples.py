@@ -1,7 +1,7 @@
 # mypy: ignore-errors
 # (kernel-language bodies: mypy cannot type ElemVar annotations or builtin arithmetic)
 """Sample kernels that tests and benchmarks share, each defined once: the tree reduction of
-DESIGN.md (``block_sum``), ``saxpy`` and the element-generic ``axpy``."""
+DESIGN.md (``block_sum``), ``saxpy``, the element-generic ``axpy`` and ``increment``."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from ..lang import (
     f32,
     kernel,
     sync_units,
+    u32,
 )
 
-__all__ = ["axpy", "block_sum", "saxpy"]
+__all__ = ["axpy", "block_sum", "increment", "saxpy"]
 
 
 @kernel
@@ -53,3 +54,11 @@ def axpy(x: Array[Float], y: Array[Float], alpha: Float):
     i = ABSOLUTE_POS
     if i < y.len():
         y[i] = alpha * x[i] + y[i]
+
+
+@kernel
+def increment(x: Array[u32]):
+    """Adds 1 to each element of ``x`` a unit's ``ABSOLUTE_POS`` reaches."""
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] + u32(1)

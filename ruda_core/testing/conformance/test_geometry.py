@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from ruda_core.lang import (
-    ABSOLUTE_POS,
     ABSOLUTE_POS_X,
     ABSOLUTE_POS_Y,
     RUDA_COUNT_X,
@@ -21,16 +20,10 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import KernelTask, LaunchConfigError, RudaCount, RudaDim
 from ruda_core.testing.runner import TIMEOUT_S, read_array
+from ruda_core.testing.samples import increment
 
 N = 64
 SENTINEL = 0x5EEDF00D
-
-
-@kernel
-def conformance_geometry_mark(out: Array[u32]):
-    i = ABSOLUTE_POS
-    if i < out.len():
-        out[i] = out[i] + u32(1)
 
 
 @kernel
@@ -48,16 +41,16 @@ def _zeros(client):
 
 def test_ints_launch_what_the_geometry_objects_launch(client):
     out = _zeros(client)
-    conformance_geometry_mark.launch(client, 2, 32, ArrayArg(out, N))
-    conformance_geometry_mark.launch(client, RudaCount(2), RudaDim(32), ArrayArg(out, N))
-    conformance_geometry_mark.launch(client, np.int64(1), np.uint16(64), ArrayArg(out, N))
+    increment.launch(client, 2, 32, ArrayArg(out, N))
+    increment.launch(client, RudaCount(2), RudaDim(32), ArrayArg(out, N))
+    increment.launch(client, np.int64(1), np.uint16(64), ArrayArg(out, N))
     np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, 3))
 
 
 def test_the_same_int_launch_repeated_runs_every_time(client):
     out = _zeros(client)
     for _ in range(5):
-        conformance_geometry_mark.launch(client, 1, N, ArrayArg(out, N))
+        increment.launch(client, 1, N, ArrayArg(out, N))
     np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, 5))
 
 
@@ -72,15 +65,15 @@ def test_tuples_are_the_axes(client, count, dim):
 
 def test_unchecked_and_prepared_launches_take_ints(client):
     out = _zeros(client)
-    conformance_geometry_mark.launch_unchecked(client, 1, N, ArrayArg(out, N))
-    prepared = conformance_geometry_mark.prepare(client, (2,), (32, 1), ArrayArg(out, N))
+    increment.launch_unchecked(client, 1, N, ArrayArg(out, N))
+    prepared = increment.prepare(client, (2,), (32, 1), ArrayArg(out, N))
     prepared.launch()
     prepared.launch()
     np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, 3))
 
 
 def test_the_clients_launch_and_launcher_take_ints(client):
-    task = KernelTask(conformance_geometry_mark.definition())
+    task = KernelTask(increment.definition())
     out = _zeros(client)
     bindings = [out.binding()]
     client.launch(task, 1, N, bindings, (), (N,))
@@ -93,7 +86,7 @@ def test_the_clients_launch_and_launcher_take_ints(client):
 
 def test_a_zero_count_launches_nothing(client):
     out = _zeros(client)
-    conformance_geometry_mark.launch(client, 0, N, ArrayArg(out, N))
+    increment.launch(client, 0, N, ArrayArg(out, N))
     np.testing.assert_array_equal(read_array(client, out, np.uint32), np.zeros(N))
 
 
@@ -115,11 +108,11 @@ def test_a_zero_count_launches_nothing(client):
 )
 def test_a_bad_geometry_is_refused_naming_it_before_anything_runs(client, count, dim, named):
     out = client.create_from_slice(np.full(N, SENTINEL, dtype=np.uint32))
-    task = KernelTask(conformance_geometry_mark.definition())
+    task = KernelTask(increment.definition())
     launches = [
-        lambda: conformance_geometry_mark.launch(client, count, dim, ArrayArg(out, N)),
-        lambda: conformance_geometry_mark.launch_unchecked(client, count, dim, ArrayArg(out, N)),
-        lambda: conformance_geometry_mark.prepare(client, count, dim, ArrayArg(out, N)),
+        lambda: increment.launch(client, count, dim, ArrayArg(out, N)),
+        lambda: increment.launch_unchecked(client, count, dim, ArrayArg(out, N)),
+        lambda: increment.prepare(client, count, dim, ArrayArg(out, N)),
         lambda: client.launch(task, count, dim, [out.binding()], (), (N,)),
         lambda: client.launcher(task)(count, dim, [out.binding()], (), (N,)),
     ]

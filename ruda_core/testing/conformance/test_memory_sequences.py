@@ -17,6 +17,7 @@ from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
 from ruda_core.plugins import REFERENCE_BACKEND
 from ruda_core.runtime import ComputeClient, Handle, RudaCount, RudaDim, StreamId
 from ruda_core.testing.runner import TIMEOUT_S
+from ruda_core.testing.samples import increment
 
 #: The most live handles a sequence keeps, and the most bytes each has.
 HANDLES, NBYTES = 6, 300
@@ -31,13 +32,6 @@ SEEDS = st.integers(0, 2**32 - 1)
 
 def _bytes(nbytes: int, seed: int) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8).tobytes()
-
-
-@kernel
-def conformance_increment(x: Array[u32]):
-    i = ABSOLUTE_POS
-    if i < x.len():
-        x[i] = x[i] + u32(1)
 
 
 @kernel
@@ -106,9 +100,7 @@ class MemorySequence(RuleBasedStateMachine):
         if n == 0:
             return
         view = ArrayArg(handle.offset(a, b), n)
-        conformance_increment.launch(
-            self.clients[stream], RudaCount(-(-n // 32)), RudaDim(32), view
-        )
+        increment.launch(self.clients[stream], RudaCount(-(-n // 32)), RudaDim(32), view)
         model[a:b] = (np.frombuffer(model[a:b], np.uint32) + np.uint32(1)).tobytes()
 
     @precondition(lambda self: self.handles)
