@@ -21,6 +21,7 @@ import numpy as np
 from ruda_core.interop.dlpack import DLDeviceType
 from ruda_core.ir import F16_CONFIGS, TF32_CONFIGS, Elem
 from ruda_core.runtime import (
+    PLANE_DIMS,
     Binding,
     Bytes,
     CompiledKernel,
@@ -47,6 +48,7 @@ from ruda_core.runtime import (
     Stamp,
     Storage,
     dynamic_count_error,
+    plane_dim_setting,
     poisoned_input,
 )
 
@@ -65,8 +67,6 @@ __all__ = [
 
 #: The plane width of the reference device when ``RUDA_CPU_PLANE_DIM`` is not set.
 DEFAULT_PLANE_DIM = 32
-#: The plane widths ``RUDA_CPU_PLANE_DIM`` may name.
-PLANE_DIMS = (1, 2, 4, 8, 16, 32, 64)
 MAX_RUDA_COUNT = (2**31 - 1, 65535, 65535)
 
 
@@ -77,16 +77,8 @@ def plane_dim_from_env() -> int:
 
     :raises ValueError: when the variable is set to anything else; the message names it.
     """
-    raw = os.environ.get("RUDA_CPU_PLANE_DIM", "").strip()
-    if not raw:
-        return DEFAULT_PLANE_DIM
-    if raw not in {str(width) for width in PLANE_DIMS}:
-        allowed = ", ".join(str(width) for width in PLANE_DIMS)
-        raise ValueError(
-            f"RUDA_CPU_PLANE_DIM={raw!r} is not a plane width of the reference device; set it to "
-            f"one of {allowed}, or unset it for {DEFAULT_PLANE_DIM}"
-        )
-    return int(raw)
+    width = plane_dim_setting("RUDA_CPU_PLANE_DIM", f"{DEFAULT_PLANE_DIM}")
+    return DEFAULT_PLANE_DIM if width is None else width
 
 
 class CpuStream(ServerStream):

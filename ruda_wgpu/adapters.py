@@ -21,6 +21,7 @@ from wgpu.backends.wgpu_native import extras
 
 from ruda_core.codegen.names import words
 from ruda_core.errors import LaunchError, OutOfMemory, ServerError
+from ruda_core.runtime import plane_dim_setting
 
 __all__ = [
     "OPTIONAL_FEATURES",
@@ -91,11 +92,20 @@ def open_device(adapter: Any) -> Any:
 
 
 def plane_width(device: Any) -> int:
-    """The subgroup width of ``device``'s compute shaders where every unit of a 64-unit cube
-    reports the same width and the lane ``UNIT_POS % width`` (planes of consecutive units, as
-    ruda's planes are), else 1: no planes."""
+    """The width of the planes kernels are generated for: 1 (no planes) where ``device`` has
+    no subgroups; else ``RUDA_WEBGPU_PLANE_DIM`` where it is set (a driver may give a kernel
+    subgroups of another width than the probe's, which the kernel then reports); else the
+    subgroup width of the probe's compute shader where every unit of a 64-unit cube reports the
+    same width and the lane ``UNIT_POS % width`` (planes of consecutive units, as ruda's planes
+    are), else 1.
+
+    :raises ValueError: ``RUDA_WEBGPU_PLANE_DIM`` is set to a width ruda does not run.
+    """
     if "subgroup" not in device.features or "subgroup-barrier" not in device.features:
         return 1
+    setting = plane_dim_setting("RUDA_WEBGPU_PLANE_DIM", "the width ruda measures")
+    if setting is not None:
+        return setting
     usage = wgpu.BufferUsage
     out = device.create_buffer(size=256, usage=usage.STORAGE | usage.COPY_SRC)
     with WgpuErrors("measuring the subgroup width"):

@@ -26,7 +26,7 @@ from ruda_core.runtime.print_records import PrintTable
 
 from .adapters import WgpuErrors, bind_group
 from .storage import WebGpuStorage
-from .wgsl import RecordLayout, all_writable, workgroup_nbytes
+from .wgsl import RecordLayout, all_writable, reports_faults, workgroup_nbytes
 from .wgsl.layout import RECORD_WORDS
 
 __all__ = ["RECORD_WINDOW_NBYTES", "BuiltKernel", "KernelPipelines"]
@@ -43,12 +43,13 @@ class BuiltKernel:
     compiled: CompiledKernel  #: what its all-writable variant is built from
     module: Any
     layout: tuple[Any, Any]  #: the bind group layout and pipeline layout of its bindings
-    kernel_id: int  #: what the kernel reports when its loops may have stopped
+    kernel_id: int  #: what the kernel reports into the kernel-fault word
     #: the base of its print sites' numbers (:class:`PrintTable`); None: it prints nothing
     print_base: int | None
     #: the positions of the arrays its module binds writable, and of those it binds read-only
     written: tuple[int, ...]
     read_only: tuple[int, ...]
+    faults: bool  #: whether its module binds the kernel-fault word
     #: the variant binding every array writable, once a launch has needed it
     writable: BuiltKernel | None = None
     pipelines: dict[tuple[RudaDim, tuple[int, ...]], Any] = field(default_factory=dict)
@@ -61,15 +62,17 @@ class BuiltKernel:
 class KernelPipelines:
     """The shader modules, pipelines and bind groups of one device."""
 
-    def __init__(self, device: Any, storage: WebGpuStorage, turned: Any) -> None:
-        """:param turned: the buffer kernels that may have been stopped write their id into,
-        bound after the arrays of every kernel; None where the driver stops no loops."""
+    def __init__(self, device: Any, storage: WebGpuStorage, faults: Any, loop_limit: int) -> None:
+        """:param faults: the kernel-fault word's buffer, bound after the arrays (and print
+            records) of the kernels :func:`~ruda_wgpu.wgsl.reports_faults` names.
+        :param loop_limit: the turns after which the driver stops a unit's loops (0: none)."""
         self._device = device
         self._storage = storage
-        self._turned = turned
+        self._faults = faults
+        self._loop_limit = loop_limit
         #: the names of the built kernels, by the id they report (from 1)
         self.names: list[str] = []
-        self._layouts: dict[tuple[int, tuple[int, ...], bool], tuple[Any, Any]] = {}
+        self._layouts: dict[tuple[int, tuple[int, ...], int], tuple[Any, Any]] = {}
         #: the print sites of the printing kernels built
         self.prints = PrintTable()
         self._groups: dict[tuple[Any, ...], Any] = {}
@@ -80,14 +83,14 @@ class KernelPipelines:
         self._max_storage = min(buffers, int(limits["max-bindings-per-bind-group"]) - 1)
         self._workgroup = int(limits["max-compute-workgroup-storage-size"])
 
-    def _layout(self, narrays: int, written: tuple[int, ...], prints: bool) -> tuple[Any, Any]:
+    def _layout(self, narrays: int, written: tuple[int, ...], extra: int) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of kernels with ``narrays`` arrays, those
-        not among ``written`` bound read-only (and a print-record buffer after them where
-        ``prints``)."""
-        key = (narrays, written, prints)
+        not among ``written`` bound read-only, and ``extra`` writable buffers after them (the
+        print records, the kernel-fault word)."""
+        key = (narrays, written, extra)
         if key not in self._layouts:
             kinds = ["storage" if k in written else "read-only-storage" for k in range(narrays)]
-            kinds += ["storage"] * ((self._turned is not None) + prints)
+            kinds += ["storage"] * extra
             buffers = [{"type": "uniform", "has_dynamic_offset": True}]
             buffers += [{"type": kind} for kind in kinds]
             visible = wgpu.ShaderStage.COMPUTE
@@ -109,7 +112,8 @@ class KernelPipelines:
         narrays = len(definition.array_params)
         sites = print_sites(definition)
         extra = ["the print records"] if sites else []
-        extra += ["the stopped-kernel word"] if self._turned is not None else []
+        faults = reports_faults(definition, self._loop_limit)
+        extra += ["the kernel-fault word"] if faults else []
         if narrays + len(extra) > self._max_storage:
             also = f", and {' and '.join(extra)}," if extra else ""
             raise TooManyResources(
@@ -128,9 +132,10 @@ class KernelPipelines:
         self.names.append(definition.name)
         base = self.prints.register([record_format(i) for i in sites]) if sites else None
         written = compiled.written
-        layout = self._layout(narrays, written, base is not None)
+        layout = self._layout(narrays, written, len(extra))
         read_only = tuple(k for k in range(narrays) if k not in written)
-        return BuiltKernel(compiled, module, layout, len(self.names), base, written, read_only)
+        kernel_id = len(self.names)
+        return BuiltKernel(compiled, module, layout, kernel_id, base, written, read_only, faults)
 
     def _module(self, compiled: CompiledKernel, source: str) -> Any:
         """The shader module of ``source``, generated for ``compiled``.
@@ -159,11 +164,14 @@ class KernelPipelines:
         if not any(bindings[k].resource in written for k in built.read_only):
             return built
         if built.writable is None:
-            compiled, base = built.compiled, built.print_base
+            compiled, base, faults = built.compiled, built.print_base, built.faults
             module = self._module(compiled, all_writable(compiled.source))
             every = tuple(range(len(bindings)))
-            layout = self._layout(len(bindings), every, base is not None)
-            built.writable = BuiltKernel(compiled, module, layout, built.kernel_id, base, every, ())
+            layout = self._layout(len(bindings), every, (base is not None) + faults)
+            kernel_id = built.kernel_id
+            built.writable = BuiltKernel(
+                compiled, module, layout, kernel_id, base, every, (), faults
+            )
         return built.writable
 
     def pipeline(self, built: BuiltKernel, dim: RudaDim, shared: tuple[int, ...]) -> Any:
@@ -188,7 +196,7 @@ class KernelPipelines:
             )
         constants: dict[str, int] = {"WX": dim.x, "WY": dim.y, "WZ": dim.z}
         constants.update({f"RUDA_SHARED_{k}": max(n, 1) for k, n in enumerate(shared)})
-        if self._turned is not None:
+        if built.faults:
             constants["RUDA_KERNEL_ID"] = built.kernel_id
         if built.print_base is not None:
             constants["RUDA_PRINT_BASE"] = built.print_base
@@ -216,8 +224,8 @@ class KernelPipelines:
         pages: list[Any] = [b.resource for b in bindings]  # GPUBuffers, bound whole
         if built.print_base is not None:
             pages.append(prints)
-        if self._turned is not None:
-            pages.append(self._turned)
+        if built.faults:
+            pages.append(self._faults)
         windows = [(records, 0, RECORD_WINDOW_NBYTES), *((page, 0, page.size) for page in pages)]
         with WgpuErrors(f"binding the arrays of kernel {built.name}"):
             made = bind_group(self._device, layout, windows)

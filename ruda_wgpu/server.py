@@ -79,7 +79,7 @@ from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
 from .runtime import MAX_RUDA_COUNT, WebGpuDevice
 from .storage import WebGpuStorage
 from .submission import Submitter
-from .wgsl import RecordLayout
+from .wgsl import FAULT_WIDTH_SHIFT, PLANE_FAULT, RecordLayout
 
 __all__ = ["WebGpuDriver", "WebGpuServer"]
 
@@ -206,7 +206,7 @@ class WebGpuStream(ServerStream):
         return self.submitter.submit(self, commands, writes, mark, then, written + uploaded)
 
     def _marked(self, encoder: Any, mark: Any) -> Any:
-        """The command buffer of ``encoder`` ending with the copy of the stopped-kernel word
+        """The command buffer of ``encoder`` ending with the copy of the kernel-fault word
         into ``mark`` (whose mapping marks the submission done) and its zeroing."""
         encoder.copy_buffer_to_buffer(self.marker, 0, mark, 0, 4)
         encoder.clear_buffer(self.marker, 0, 4)
@@ -242,35 +242,47 @@ class WebGpuDriver(Driver):
 
     max_streams = 8
 
-    def __init__(self, adapter: Any) -> None:
+    def __init__(self, adapter: Any, label: str) -> None:
+        """:param label: the device's name in messages, as users name it (``webgpu:0``)."""
         self.device = open_device(adapter)
-        self.name = adapter.info["device"]
+        self.name = f"{label} ({adapter.info['device']})"
         self.compiler = WebGpuCompiler()
         # half the host's memory (8 GiB where the system does not say)
         self.storage = WebGpuStorage(self.device, (physical_nbytes() or 8 << 30) // 2)
         #: the turns after which the driver stops a unit's loops (lavapipe's), else 0
         self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
-        #: the word kernels that may have been stopped write their id into; each submission
+        #: the width of the planes kernels are generated for (1: none)
+        self.plane_dim = plane_width(self.device)
+        #: the kernel-fault word (see :data:`~ruda_wgpu.wgsl.PLANE_FAULT`); each submission
         #: copies it into the buffer whose mapping marks it done, then zeroes it
         usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
-        self._marker = _buffer(self.device, 4, usage, "the stopped-kernel word")
-        turned = self._marker if self.loop_limit else None
-        self.pipelines = KernelPipelines(self.device, self.storage, turned)
+        self._marker = _buffer(self.device, 4, usage, "the kernel-fault word")
+        self.pipelines = KernelPipelines(self.device, self.storage, self._marker, self.loop_limit)
         #: a record's offset is a multiple of this: a uniform binding's offset must be
         self._record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
         self.byte_copies = ByteCopies(self.device, self.record_stride(ByteCopies.RECORD))
-        self._submitter = Submitter(self.device.queue, f"ruda webgpu {self.name}", self._stopped)
+        self._submitter = Submitter(self.device.queue, f"ruda {self.name}", self._fault)
 
     def record_stride(self, packer: struct.Struct) -> int:
         """The bytes of a stream's record arena that a record ``packer`` packs takes."""
         return -(-packer.size // self._record_align) * self._record_align
 
-    def _stopped(self, word: bytes) -> ServerError | None:
-        """The error a submission's copy of the stopped-kernel word reports, if any."""
-        kernel_id = int.from_bytes(word[:4], "little")
-        if kernel_id == 0:
+    def _fault(self, word: bytes) -> ServerError | None:
+        """The error a submission's copy of the kernel-fault word reports, if any."""
+        fault = int.from_bytes(word[:4], "little")
+        if fault == 0:
             return None
-        name = self.pipelines.names[kernel_id - 1]
+        name = self.pipelines.names[(fault & ((1 << FAULT_WIDTH_SHIFT) - 1)) - 1]
+        if fault & PLANE_FAULT:
+            width = 1 << ((fault & ~PLANE_FAULT) >> FAULT_WIDTH_SHIFT)
+            ran = f"subgroups of {width} units" if width != self.plane_dim else "subgroups"
+            return LaunchError(
+                f"kernel {name} ran on {self.name} in {ran}, not the planes of "
+                f"{self.plane_dim} consecutive units it was generated for (WebGPU lets a driver "
+                "pick each pipeline's subgroup width), so the results of its plane operations "
+                f"are wrong. Set RUDA_WEBGPU_PLANE_DIM={width} (or 1: no planes) for the "
+                "planes to be generated at that width, or run it on another device"
+            )
         return LaunchError(
             f"kernel {name} may have been cut short on {self.name}: lavapipe stops a plane's "
             f"loops after {self.loop_limit} turns in all (a turn of any of its units counts) "
@@ -504,8 +516,8 @@ class WebGpuServer(ComputeServer):
 
     def __init__(self, device: WebGpuDevice) -> None:
         adapter = all_adapters()[device.index]
-        driver = WebGpuDriver(adapter)
-        plane_dim = plane_width(driver.device)
+        driver = WebGpuDriver(adapter, str(device))
+        plane_dim = driver.plane_dim
         features = _features(adapter, plane_dim)
         limits = driver.device.limits
         info = adapter.info

@@ -41,15 +41,16 @@ class Submitter:
 
     :param device_queue: the device's ``GPUQueue``.
     :param name: names the threads.
-    :param stopped: the error, if any, that the four bytes a submission copied last report
-        (the id of a kernel whose loops the driver may have stopped); recorded on its stream.
+    :param fault: the error, if any, that the four bytes a submission copied last report (the
+        kernel-fault word: a kernel whose loops the driver may have stopped, or whose subgroups
+        were not its planes); recorded on its stream.
     """
 
     def __init__(
-        self, device_queue: Any, name: str, stopped: Callable[[bytes], ServerError | None]
+        self, device_queue: Any, name: str, fault: Callable[[bytes], ServerError | None]
     ) -> None:
         self._queue = device_queue
-        self._stopped = stopped
+        self._fault = fault
         self._submit: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
         self._wait: queue.SimpleQueue[_Submission] = queue.SimpleQueue()
         #: the future of the last submission handed over (the device's latest fence)
@@ -95,14 +96,14 @@ class Submitter:
             item = self._wait.get()
             failed: ServerError | None = None
             try:
-                stopped = self._stopped(bytes(read_back(item.mark)))
+                fault = self._fault(bytes(read_back(item.mark)))
                 item.mark.destroy()
             except Exception as exc:  # wgpu raises plain Exceptions
                 failed = translate("waiting for queued work", exc)
                 item.stream.fail(failed, item.written)
             else:
-                if stopped is not None:
-                    item.stream.fail(stopped, ())
+                if fault is not None:
+                    item.stream.fail(fault, ())
             if item.then is not None:
                 try:
                     item.then()

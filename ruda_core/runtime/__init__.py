@@ -60,12 +60,20 @@ from .launches import KernelLauncher, LaunchSite, dynamic_count_error
 from .layout import contiguous_strides, is_contiguous_or_pitched
 from .memory import Binding, Fence, Handle, MemoryConfig, MemoryUsage, Storage
 from .profile import ProfileDuration, ProfileTrace, Stamp, TimingMethod, TraceEvent
-from .properties import DeviceProperties, Feature, Features, TargetProperties
+from .properties import (
+    PLANE_DIMS,
+    DeviceProperties,
+    Feature,
+    Features,
+    TargetProperties,
+    plane_dim_setting,
+)
 from .server import ComputeServer
 from .stream import StreamId
 from .stream_table import ServerStream, poisoned_input
 
 __all__ = [
+    "PLANE_DIMS",
     "AutotuneError",
     "BackendUnavailable",
     "Binding",
@@ -147,6 +155,7 @@ __all__ = [
     "contiguous_strides",
     "dynamic_count_error",
     "is_contiguous_or_pitched",
+    "plane_dim_setting",
     "poisoned_input",
     "wait_until",
 ]

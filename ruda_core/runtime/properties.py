@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
 from dataclasses import dataclass, field, fields
 
 from ..ir import Elem, MatrixConfig
 
-__all__ = ["DeviceProperties", "Feature", "Features", "TargetProperties"]
+__all__ = [
+    "PLANE_DIMS",
+    "DeviceProperties",
+    "Feature",
+    "Features",
+    "TargetProperties",
+    "plane_dim_setting",
+]
+
+#: The plane widths a device may be set to run with (``RUDA_CPU_PLANE_DIM``,
+#: ``RUDA_WEBGPU_PLANE_DIM``); 1: no planes.
+PLANE_DIMS = (1, 2, 4, 8, 16, 32, 64)
 
 #: Properties that can differ between two processes on one device, left out of fingerprints:
 #: PoCL, for one, reports a share of the memory that is free when the process starts.
@@ -136,3 +148,22 @@ class TargetProperties:
 
     language: str
     default_plane_dim: int
+
+
+def plane_dim_setting(variable: str, otherwise: str) -> int | None:
+    """The plane width that the environment variable ``variable`` sets (one of
+    :data:`PLANE_DIMS`); None where it is unset or empty.
+
+    :param otherwise: what the device runs with where it is unset, for the error message.
+    :raises ValueError: it is set to anything else; the message names it.
+    """
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return None
+    if raw not in {str(width) for width in PLANE_DIMS}:
+        allowed = ", ".join(str(width) for width in PLANE_DIMS)
+        raise ValueError(
+            f"{variable}={raw!r} is not a plane width ruda runs; set it to one of {allowed}, "
+            f"or unset it for {otherwise}"
+        )
+    return int(raw)

@@ -1,6 +1,7 @@
 """What a WGSL module binds, and how: the array parameters bound as ``vec2``/``vec4`` arrays,
 those bound ``read_write`` rather than ``read``, those held as packed words, the arrays atomics
-touch, and the workgroup memory a module declares. Reads the IR only; imports no driver.
+touch, the workgroup memory a module declares, and whether it binds the kernel-fault word.
+Reads the IR only; imports no driver.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import cast
 
 from ruda_core.ir import (
     ATOMIC_OPS,
+    PLANE_OPS,
     SYNC_REDUCE_OPS,
     Elem,
     Instr,
@@ -28,6 +30,8 @@ __all__ = [
     "atomic_arrays",
     "binding",
     "packed",
+    "reports_faults",
+    "uses_planes",
     "vector_widths",
     "workgroup_nbytes",
     "writable_arrays",
@@ -40,6 +44,18 @@ _VECTOR_ELEMS = frozenset({Elem.F32, Elem.I32, Elem.U32, Elem.F16})
 def packed(elem: Elem) -> bool:
     """Whether a buffer of ``elem`` is held as packed words (WGSL has no smaller type)."""
     return elem is Elem.BOOL or elem in NARROW
+
+
+def uses_planes(definition: KernelDefinition) -> bool:
+    """Whether ``definition`` uses plane operations."""
+    return any(isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body))
+
+
+def reports_faults(definition: KernelDefinition, loop_limit: int) -> bool:
+    """Whether ``definition``'s module binds the kernel-fault word, after its arrays and print
+    records: every module where the driver stops loops after ``loop_limit`` turns (0: it stops
+    none), and one that uses plane operations, whose subgroups it checks (see the emitter)."""
+    return bool(loop_limit) or uses_planes(definition)
 
 
 def vector_widths(definition: KernelDefinition) -> dict[str, int]:

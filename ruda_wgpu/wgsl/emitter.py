@@ -68,6 +68,8 @@ from .bindings import (
     atomic_arrays,
     binding,
     packed,
+    reports_faults,
+    uses_planes,
     vector_widths,
     writable_arrays,
 )
@@ -77,7 +79,7 @@ from .helpers import referenced
 from .layout import HEADER_WORDS, RECORD_WORDS, RecordLayout, record_word
 from .names import BUILTINS, RESERVED
 
-__all__ = ["WgslEmitter"]
+__all__ = ["FAULT_WIDTH_SHIFT", "PLANE_FAULT", "WgslEmitter"]
 
 #: The cube's reducing barriers, over the ``bool`` ``{0}``: WGSL has none (see the helper).
 _UNITS_COUNT = "ruda_units_count({0}, UNIT_POS)"
@@ -86,10 +88,20 @@ _UNITS_REDUCE = {
     Op.SYNC_UNITS_AND: f"({_UNITS_COUNT} == RUDA_DIM)",
     Op.SYNC_UNITS_OR: f"({_UNITS_COUNT} != 0u)",
 }
-#: The print-record buffer of a printing kernel, and the stopped-kernel word a kernel whose loops
-#: the driver may have stopped writes its id into (see :attr:`WgslDialect.loop_limit` and the
-#: helper ``ruda_check_loops``).
+#: The print-record buffer of a printing kernel, and the kernel-fault word
+#: (:func:`~.bindings.reports_faults`), which takes the largest of the faults reported into it:
+#: the id of a kernel whose loops the driver may have stopped (see
+#: :attr:`WgslDialect.loop_limit` and the helper ``ruda_check_loops``), or that id with
+#: :data:`PLANE_FAULT` set, by a kernel whose subgroups are not its planes.
 PRINTS, TURNED = "ruda_prints", "ruda_turned"
+#: The bit of a plane fault: WebGPU lets a driver pick each pipeline's subgroup width (within
+#: the adapter's range; wgpu asks Vulkan for a varying one), while a kernel is generated for
+#: planes of the width the driver measured when it opened the device, of consecutive units. A
+#: kernel with plane operations checks each unit's subgroup width and lane, and reports where
+#: either differs, so that its wrong results are never taken for right ones: the bit, the
+#: subgroup width's log2 from bit :data:`FAULT_WIDTH_SHIFT`, and the kernel's id.
+PLANE_FAULT = 1 << 31
+FAULT_WIDTH_SHIFT = 24
 #: Where the driver stops loops: set by a ``return`` inside a loop, which leaves its loops
 #: first, so that the check where the kernel ends runs outside them (a loop inside a loop costs
 #: lavapipe a turn of each turn of the outer one, taken or not).
@@ -228,9 +240,10 @@ class _Writer(StructuredWriter):
         if self.left_loops:
             prologue.append(f"{INDENT}var {RETURNING} = false;")
         body = [*self.lines, *(INDENT + line for line in self._turns_check())]
-        # the print records and the stopped-kernel word: bound after the arrays where used
+        # the print records and the kernel-fault word: bound after the arrays where used
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
-        extra += [("RUDA_KERNEL_ID", TURNED)] if self.d.loop_limit else []
+        faults = reports_faults(defn, self.d.loop_limit)
+        extra += [("RUDA_KERNEL_ID", TURNED)] if faults else []
         for index, (constant, name) in enumerate(extra, start=len(defn.array_params) + 1):
             module += [f"override {constant}: u32 = 0u;", binding(index, name, "atomic<u32>")]
         enables = ["enable f16;"] if Elem.F16 in self.d.types else []
@@ -251,7 +264,9 @@ class _Writer(StructuredWriter):
         out += [*module, "", *helpers, "@compute @workgroup_size(WX, WY, WZ)"]
         out.append(
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {"
+            "@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>"
+            + (", @builtin(subgroup_size) sg_width: u32" if uses_planes(defn) else "")
+            + ") {"
         )
         return "\n".join([*out, *prologue, *body, "}", ""])
 
@@ -284,6 +299,13 @@ class _Writer(StructuredWriter):
         lines.append(f"{INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
         lines.append(f"{INDENT}let PLANE_DIM = SIZES.w;")
         lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
+        if uses_planes(defn):  # its subgroups checked (see PLANE_FAULT); the lane counted by
+            # a scan: wgpu 29 refuses the lane builtin in a module with override constants
+            width = f"(countTrailingZeros(sg_width) << {FAULT_WIDTH_SHIFT}u)"
+            fault = f"atomicMax(&{TURNED}[0], {PLANE_FAULT}u | {width} | RUDA_KERNEL_ID);"
+            lines.append(f"{INDENT}let sg_lane = subgroupExclusiveAdd(1u);")
+            test = "sg_width != PLANE_DIM || sg_lane != UNIT_POS_PLANE"
+            lines.append(f"{INDENT}if ({test}) {{ {fault} }}")
         for k, p in enumerate(defn.array_params):
             per = f" / {self.vectors[p.name]}u" if p.name in self.vectors else ""
             offset = record_word(HEADER_WORDS + k)

@@ -688,7 +688,7 @@ fn ruda_units_count(p: bool, unit: u32) -> u32 {
 // lavapipe stops a subgroup's loops, without an error, once they have turned 65 535 times in
 // all (a turn of any of its lanes counts); from then on every loop ends after its first turn.
 // Called where a kernel ends, a loop of two turns, whose count the compiler cannot know (it
-// reads memory), then ends after one, and the kernel writes its id into the stopped-kernel
+// reads memory), then ends after one, and the kernel writes its id into the kernel-fault
 // word, which the driver reports.
 
 fn ruda_check_loops() {

@@ -21,6 +21,7 @@ from ruda_core.lang import (
     floor,
     i8,
     kernel,
+    plane_sum,
     u8,
     u32,
 )
@@ -77,6 +78,21 @@ def _source(kern, elems: str = ALL, mode: ExecutionMode = ExecutionMode.CHECKED,
     target = WgslTarget(tuple(Elem(e) for e in elems.split(",")))
     options = CompileOptions(plane_dim=8, target=target)
     return WebGpuCompiler().compile(definition, options, mode).source
+
+
+@kernel
+def plane_totals(x: Array[u32], out: Array[u32]):
+    out[ABSOLUTE_POS] = plane_sum(x[ABSOLUTE_POS])
+
+
+def test_only_a_kernel_with_plane_operations_binds_the_fault_word_where_loops_are_not_stopped():
+    """The word a kernel reports into costs a binding, which kernels without plane operations
+    keep for their arrays (off lavapipe, which stops loops)."""
+    planes, plain = _source(plane_totals), _source(scale_bytes)
+    assert "@binding(3) var<storage, read_write> ruda_turned" in planes
+    assert "@builtin(subgroup_size) sg_width: u32" in planes
+    assert "ruda_turned" not in plain and "@binding(3)" not in plain
+    assert "subgroup_size" not in plain
 
 
 def test_bytes_are_packed_words_changed_by_atomics_and_narrow_values_wrap():
