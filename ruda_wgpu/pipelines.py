@@ -112,7 +112,7 @@ class KernelPipelines:
         narrays = len(definition.array_params)
         sites = print_sites(definition)
         extra = ["the print records"] if sites else []
-        faults = reports_faults(definition, self._loop_limit)
+        faults = reports_faults(definition, self._loop_limit, compiled.plane_dim)
         extra += ["the kernel-fault word"] if faults else []
         if narrays + len(extra) > self._max_storage:
             also = f", and {' and '.join(extra)}," if extra else ""

@@ -29,9 +29,9 @@ __all__ = [
     "all_writable",
     "atomic_arrays",
     "binding",
+    "checks_planes",
     "packed",
     "reports_faults",
-    "uses_planes",
     "vector_widths",
     "workgroup_nbytes",
     "writable_arrays",
@@ -46,16 +46,19 @@ def packed(elem: Elem) -> bool:
     return elem is Elem.BOOL or elem in NARROW
 
 
-def uses_planes(definition: KernelDefinition) -> bool:
-    """Whether ``definition`` uses plane operations."""
-    return any(isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body))
+def checks_planes(definition: KernelDefinition, plane_dim: int) -> bool:
+    """Whether ``definition``'s module, generated for planes of ``plane_dim`` units, checks
+    the subgroups it runs in: where it uses plane operations over planes of several units."""
+    return plane_dim > 1 and any(
+        isinstance(s, Instr) and s.op in PLANE_OPS for s in walk(definition.body)
+    )
 
 
-def reports_faults(definition: KernelDefinition, loop_limit: int) -> bool:
+def reports_faults(definition: KernelDefinition, loop_limit: int, plane_dim: int) -> bool:
     """Whether ``definition``'s module binds the kernel-fault word, after its arrays and print
     records: every module where the driver stops loops after ``loop_limit`` turns (0: it stops
-    none), and one that uses plane operations, whose subgroups it checks (see the emitter)."""
-    return bool(loop_limit) or uses_planes(definition)
+    none), and one that checks its subgroups (:func:`checks_planes`)."""
+    return bool(loop_limit) or checks_planes(definition, plane_dim)
 
 
 def vector_widths(definition: KernelDefinition) -> dict[str, int]:

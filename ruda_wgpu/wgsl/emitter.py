@@ -67,9 +67,9 @@ from ruda_core.ir import (
 from .bindings import (
     atomic_arrays,
     binding,
+    checks_planes,
     packed,
     reports_faults,
-    uses_planes,
     vector_widths,
     writable_arrays,
 )
@@ -195,6 +195,8 @@ class _Writer(StructuredWriter):
         self.left_loops = False
         #: the kernel's print sites, in program order (a record names its site's index)
         self.sites = print_sites(definition)
+        #: whether the kernel checks the subgroups it runs in (see PLANE_FAULT)
+        self.checked = checks_planes(definition, dialect.plane_width)
 
     @cached_property
     def layout(self) -> RecordLayout:
@@ -242,7 +244,7 @@ class _Writer(StructuredWriter):
         body = [*self.lines, *(INDENT + line for line in self._turns_check())]
         # the print records and the kernel-fault word: bound after the arrays where used
         extra = [("RUDA_PRINT_BASE", PRINTS)] if self.sites else []
-        faults = reports_faults(defn, self.d.loop_limit)
+        faults = reports_faults(defn, self.d.loop_limit, self.d.plane_width)
         extra += [("RUDA_KERNEL_ID", TURNED)] if faults else []
         for index, (constant, name) in enumerate(extra, start=len(defn.array_params) + 1):
             module += [f"override {constant}: u32 = 0u;", binding(index, name, "atomic<u32>")]
@@ -265,7 +267,7 @@ class _Writer(StructuredWriter):
         out.append(
             "fn main(@builtin(local_invocation_id) lid: vec3<u32>, "
             "@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>"
-            + (", @builtin(subgroup_size) sg_width: u32" if uses_planes(defn) else "")
+            + (", @builtin(subgroup_size) sg_width: u32" if self.checked else "")
             + ") {"
         )
         return "\n".join([*out, *prologue, *body, "}", ""])
@@ -299,7 +301,7 @@ class _Writer(StructuredWriter):
         lines.append(f"{INDENT}if (RUDA_POS_X >= RUDA_COUNT_X) {{ return; }}  // spare cubes")
         lines.append(f"{INDENT}let PLANE_DIM = SIZES.w;")
         lines.append(f"{INDENT}let UNIT_POS_PLANE = UNIT_POS % PLANE_DIM;")
-        if uses_planes(defn):  # its subgroups checked (see PLANE_FAULT); the lane counted by
+        if self.checked:  # its subgroups checked (see PLANE_FAULT); the lane counted by
             # a scan: wgpu 29 refuses the lane builtin in a module with override constants
             width = f"(countTrailingZeros(sg_width) << {FAULT_WIDTH_SHIFT}u)"
             fault = f"atomicMax(&{TURNED}[0], {PLANE_FAULT}u | {width} | RUDA_KERNEL_ID);"
@@ -493,6 +495,8 @@ class _Writer(StructuredWriter):
             self._line(depth, f"{self.vector(args[0], args[1])} = {self.text(args[2])};")
             return
         if op in PLANE_OPS and self.d.plane_width == 1:
+            if op is Op.SYNC_PLANE:  # a plane of one unit: its accesses are in order
+                return
             raise UnsupportedFeature(f"{op}: this adapter offers no subgroups")
         if op in _REFUSED:
             raise UnsupportedFeature(f"{op}: {_REFUSED[op]}")

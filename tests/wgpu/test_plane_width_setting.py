@@ -6,7 +6,8 @@ subgroups reports it: the next sync raises, naming the kernel, both widths and t
 that fixes it, instead of returning wrong sums. The setting forces the width a device's
 kernels are generated for, so a child process set to twice the device's width makes such a
 mismatch on any device with subgroups; set to 1, the device has no planes and the operations
-built on them still give the right values. A width ruda does not run is refused, named.
+built on them still give the right values (``sync_plane``, which needs no feature, orders a
+unit's own accesses). A width ruda does not run is refused, named.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ CHILD = """
 import numpy as np
 import ruda_core as ruda
 from ruda_core import ops
-from ruda_core.lang import ABSOLUTE_POS, Array, kernel, plane_sum, u32
+from ruda_core.lang import (
+    ABSOLUTE_POS, UNIT_POS, Array, SharedMemory, kernel, plane_sum, sync_plane, u32
+)
 from ruda_core.runtime import Feature
 
 @kernel
@@ -40,6 +43,13 @@ def plane_sums(x: Array[u32], out: Array[u32]):
 @kernel
 def doubled(x: Array[u32], out: Array[u32]):
     out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * u32(2)
+
+@kernel
+def synced(x: Array[u32], out: Array[u32]):
+    staged = SharedMemory(u32, 64)
+    staged[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_plane()
+    out[ABSOLUTE_POS] = staged[UNIT_POS] + u32(1)
 
 def attempt(label, run):
     try:
@@ -63,6 +73,8 @@ out = ruda.asarray(np.zeros(64, np.uint32), client)
 attempt("plane sums", sums)
 attempt("doubled", doubles)
 attempt("sum", lambda: ops.sum(x).numpy())
+synced.launch(client, 1, 64, x, out)
+attempt("synced", lambda: out.numpy().tolist() == list(range(1, 65)))
 """
 
 
@@ -95,13 +107,13 @@ def test_a_kernel_in_subgroups_of_another_width_fails_its_sync_naming_the_fix(cl
     assert lines[3].startswith("sum raised") and f"subgroups of {width} units" in lines[3]
 
 
-def test_planes_of_one_leave_no_plane_operations_and_right_sums(client, tmp_path):
+def test_planes_of_one_leave_no_plane_operations_but_sync_plane_and_right_sums(client, tmp_path):
     _width(client)
     lines = _child(tmp_path, "1")
     assert lines[0] == "planes 1 False"
     assert lines[1].startswith("plane sums raised UnsupportedFeature")
     assert "plane_sum: this adapter offers no subgroups" in lines[1]
-    assert lines[2:] == ["doubled True", f"sum {sum(range(64))}"]
+    assert lines[2:] == ["doubled True", f"sum {sum(range(64))}", "synced True"]
 
 
 def test_the_devices_own_width_runs_plane_operations(client, tmp_path):
