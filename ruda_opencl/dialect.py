@@ -551,7 +551,7 @@ class OpenCLDialect(Dialect):
     def plane_native(self, op: Op, elem: Elem) -> str | None:
         if not self._planes:
             self._require(Capability.ONE_LANE_PLANES, "a plane operation")
-            return self._one_lane(op, elem)
+            return self.one_lane_plane(op, elem)
         if op is Op.PLANE_BALLOT:  # the .x word holds lanes 0 to 31
             return (
                 "sub_group_ballot((int){v}).x"
@@ -573,18 +573,6 @@ class OpenCLDialect(Dialect):
                 return None
             return self._widened(op, elem, "sub_group_non_uniform_reduce_mul({v})")
         return self._widened(op, elem, _SUBGROUP[op])
-
-    def _one_lane(self, op: Op, elem: Elem) -> str:
-        """``op`` on a plane of one lane, without a subgroup built-in: the lane's own value,
-        or what the only lane gets (an exclusive sum 0; a ballot bit 0 where ``{v}`` holds; an
-        election true). A broadcast or shuffle reads lane 0, the only one that exists."""
-        if op is Op.PLANE_EXCLUSIVE_SUM:
-            return self.literal(0, elem)
-        if op is Op.PLANE_BALLOT:
-            return f"(({{v}}) ? {self.literal(1, Elem.U32)} : {self.literal(0, Elem.U32)})"
-        if op is Op.PLANE_ELECT:
-            return self.literal(True, Elem.BOOL)
-        return "({v})"
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         if not self._planes:  # the only lane: callers keep or discard its value as for others

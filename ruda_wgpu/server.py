@@ -488,8 +488,9 @@ def _words(binding: Binding) -> tuple[int, int]:
     return start, end - start
 
 
-def _features(adapter: Any, plane_dim: int) -> Features:
-    """What the adapter's WGSL holds and what ruda runs on it. ``f64`` is left out even where
+def _features(adapter: Any) -> Features:
+    """What the adapter's WGSL holds and what ruda runs on it: planes everywhere (of one lane
+    where the adapter has no subgroups, as on OpenCL without them). ``f64`` is left out even where
     the adapter offers ``shader-f64``: Vulkan's extended instructions (``exp``, ``log``,
     ``sin`` …) are defined on 16- and 32-bit floats only, and lavapipe returns wrong values for
     them on doubles. ``MEMORY_FENCE`` is left out everywhere (WGSL fences memory only inside
@@ -503,11 +504,10 @@ def _features(adapter: Any, plane_dim: int) -> Features:
         elems.add(Elem.F16)
     if "shader-int64" in offered:
         elems |= {Elem.I64, Elem.U64}
-    features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.PRINT}
+    features = {Feature.ATOMIC_FLOAT, Feature.DYNAMIC_COUNT, Feature.PRINT, Feature.PLANE}
+    features |= {Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     if {"timestamp-query", "timestamp-query-inside-encoders"} <= set(offered):
         features.add(Feature.DEVICE_TIMING)
-    if plane_dim > 1:
-        features |= {Feature.PLANE, Feature.PLANE_SHUFFLE, Feature.PARTIAL_PLANE}
     return Features(frozenset(features), frozenset(elems))
 
 
@@ -518,7 +518,7 @@ class WebGpuServer(ComputeServer):
         adapter = all_adapters()[device.index]
         driver = WebGpuDriver(adapter, str(device))
         plane_dim = driver.plane_dim
-        features = _features(adapter, plane_dim)
+        features = _features(adapter)
         limits = driver.device.limits
         info = adapter.info
         properties = DeviceProperties(

@@ -590,6 +590,19 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         built from :meth:`shuffle`."""
         raise UnsupportedFeature(f"{self.name} has no plane operations")
 
+    def one_lane_plane(self, op: Op, elem: Elem) -> str:
+        """:meth:`plane_native` on a plane of one lane, without a subgroup built-in (a target
+        without subgroups): the lane's own value, or what the only lane gets (an exclusive sum
+        0; a ballot bit 0 where ``{v}`` holds; an election true). A broadcast or shuffle reads
+        lane 0, the only one that exists; the matching :meth:`shuffle` is the value itself."""
+        if op is Op.PLANE_EXCLUSIVE_SUM:
+            return self.literal(0, elem)
+        if op is Op.PLANE_BALLOT:
+            return self.select("({v})", self.literal(1, Elem.U32), self.literal(0, Elem.U32))
+        if op is Op.PLANE_ELECT:
+            return self.literal(True, Elem.BOOL)
+        return "({v})"
+
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
         """The value of another lane: ``mode`` ``"xor"`` (lane ^ arg), ``"up"`` (lane - arg),
         ``"down"`` (lane + arg) or ``"idx"`` (lane arg). The result is unspecified for a lane

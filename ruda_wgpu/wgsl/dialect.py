@@ -292,7 +292,8 @@ class WgslDialect(Dialect):
             return f"ruda_{fn}_f32({', '.join(args)})"
         return super().math_call(_RENAMED.get(fn, fn), elem, args)
 
-    # -- planes (subgroups, formed from consecutive units as on lavapipe) --------------------
+    # -- planes (subgroups, formed from consecutive units as on lavapipe; of one lane on an
+    # adapter without subgroups) ----------------------------------------------------------
 
     def plane_dim(self) -> str:
         return f"{self.plane_width}u"
@@ -301,6 +302,8 @@ class WgslDialect(Dialect):
         return LANES
 
     def plane_native(self, op: Op, elem: Elem) -> str | None:
+        if self.plane_width == 1:  # an adapter without subgroups
+            return self.one_lane_plane(op, elem)
         if op is Op.PLANE_ELECT:  # naga has no subgroupElect: the lowest lane that reaches it
             return "({lane} == countTrailingZeros(subgroupBallot(true).x))"
         if op is Op.PLANE_BALLOT:
@@ -314,6 +317,8 @@ class WgslDialect(Dialect):
         return "subgroupShuffle({v}, {lane})"  # subgroupBroadcast wants a constant lane
 
     def shuffle(self, mode: str, elem: Elem, value: str, arg: str) -> str:
+        if self.plane_width == 1:  # the only lane: callers keep or discard its value
+            return value
         source = f"({_SOURCE[mode].format(lane=LANE, arg=arg)}) & {self.plane_width - 1}u"
         if elem is Elem.BOOL:
             return f"(subgroupShuffle(select(0u, 1u, {value}), {source}) != 0u)"

@@ -494,10 +494,8 @@ class _Writer(StructuredWriter):
         if op is Op.STORE_LINE:
             self._line(depth, f"{self.vector(args[0], args[1])} = {self.text(args[2])};")
             return
-        if op in PLANE_OPS and self.d.plane_width == 1:
-            if op is Op.SYNC_PLANE:  # a plane of one unit: its accesses are in order
-                return
-            raise UnsupportedFeature(f"{op}: this adapter offers no subgroups")
+        if op is Op.SYNC_PLANE and self.d.plane_width == 1:  # a plane of one unit: its
+            return  # accesses are in order
         if op in _REFUSED:
             raise UnsupportedFeature(f"{op}: {_REFUSED[op]}")
         if op in _FIXED:

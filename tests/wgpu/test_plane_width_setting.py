@@ -5,9 +5,9 @@ width it measured when it opened the device. A kernel with plane operations that
 subgroups reports it: the next sync raises, naming the kernel, both widths and the setting
 that fixes it, instead of returning wrong sums. The setting forces the width a device's
 kernels are generated for, so a child process set to twice the device's width makes such a
-mismatch on any device with subgroups; set to 1, the device has no planes and the operations
-built on them still give the right values (``sync_plane``, which needs no feature, orders a
-unit's own accesses). A width ruda does not run is refused, named.
+mismatch on any device with subgroups; set to 1, the device runs planes of one lane without
+subgroups, as an adapter without them does, and the operations built on planes still give the
+right values. A width ruda does not run is refused, named.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ruda_core.runtime import Feature
 
 pytest.importorskip("wgpu")
 
@@ -90,9 +88,10 @@ def _child(tmp_path: Path, width: str) -> list[str]:
 
 
 def _width(client) -> int:
-    if not client.features().has(Feature.PLANE):
-        pytest.skip(f"{client.device} has no subgroups")
-    return int(client.properties().plane_dim)
+    width = int(client.properties().plane_dim)
+    if width == 1:
+        pytest.skip(f"{client.device} has no subgroups (its planes are one lane)")
+    return width
 
 
 def test_a_kernel_in_subgroups_of_another_width_fails_its_sync_naming_the_fix(client, tmp_path):
@@ -107,12 +106,11 @@ def test_a_kernel_in_subgroups_of_another_width_fails_its_sync_naming_the_fix(cl
     assert lines[3].startswith("sum raised") and f"subgroups of {width} units" in lines[3]
 
 
-def test_planes_of_one_leave_no_plane_operations_but_sync_plane_and_right_sums(client, tmp_path):
+def test_planes_of_one_lane_run_plane_operations_without_subgroups(client, tmp_path):
     _width(client)
     lines = _child(tmp_path, "1")
-    assert lines[0] == "planes 1 False"
-    assert lines[1].startswith("plane sums raised UnsupportedFeature")
-    assert "plane_sum: this adapter offers no subgroups" in lines[1]
+    assert lines[0] == "planes 1 True"
+    assert lines[1] == f"plane sums {list(range(64))}"  # each lane's plane is itself
     assert lines[2:] == ["doubled True", f"sum {sum(range(64))}", "synced True"]
 
 
