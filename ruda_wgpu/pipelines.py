@@ -14,7 +14,7 @@ binds every array writable (``variant``), built at its first use. A bind group i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import wgpu
@@ -164,13 +164,13 @@ class KernelPipelines:
         if not any(bindings[k].resource in written for k in built.read_only):
             return built
         if built.writable is None:
-            compiled, base, faults = built.compiled, built.print_base, built.faults
-            module = self._module(compiled, all_writable(compiled.source))
+            module = self._module(built.compiled, all_writable(built.compiled.source))
             every = tuple(range(len(bindings)))
-            layout = self._layout(len(bindings), every, (base is not None) + faults)
-            kernel_id = built.kernel_id
-            built.writable = BuiltKernel(
-                compiled, module, layout, kernel_id, base, every, (), faults
+            layout = self._layout(
+                len(bindings), every, (built.print_base is not None) + built.faults
+            )
+            built.writable = replace(
+                built, module=module, layout=layout, written=every, read_only=(), pipelines={}
             )
         return built.writable
 
