@@ -31,7 +31,7 @@ _WGSL = words(
     atomicCompareExchangeWeak workgroupBarrier storageBarrier P WX WY WZ subgroupAdd subgroupMul
     subgroupMin subgroupMax subgroupAll subgroupAny subgroupShuffle subgroupBallot
     subgroupInclusiveAdd subgroupExclusiveAdd subgroupBarrier pack2x16float unpack2x16float
-    frexp ldexp lid wid nw SIZES PLANE_DIM UNIT_POS_PLANE
+    frexp ldexp lid wid nw SIZES PLANE_DIM UNIT_POS_PLANE sg_width sg_lane
     """
 )
 #: ``_`` alone (Python's name for an unused loop variable) is no WGSL identifier

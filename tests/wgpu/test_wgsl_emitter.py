@@ -95,6 +95,19 @@ def test_only_a_kernel_with_plane_operations_binds_the_fault_word_where_loops_ar
     assert "subgroup_size" not in plain
 
 
+@kernel
+def named_as_the_check(x: Array[u32], out: Array[u32]):
+    sg_lane = x[ABSOLUTE_POS]
+    sg_width = plane_sum(sg_lane)
+    out[ABSOLUTE_POS] = sg_width
+
+
+def test_locals_named_as_the_subgroup_checks_values_are_renamed():
+    source = _source(named_as_the_check)
+    assert source.count("sg_width: u32") == source.count("let sg_lane =") == 1  # the check's
+    assert "var sg_lane:" not in source and "var sg_width:" not in source
+
+
 def test_bytes_are_packed_words_changed_by_atomics_and_narrow_values_wrap():
     source = _source(scale_bytes)
     assert "var<storage, read_write> x: array<atomic<u32>>;" in source
