@@ -280,8 +280,8 @@ class WebGpuDriver(Driver):
                 f"kernel {name} ran on {self.name} in {ran}, not the planes of "
                 f"{self.plane_dim} consecutive units it was generated for (WebGPU lets a driver "
                 "pick each pipeline's subgroup width), so the results of its plane operations "
-                f"are wrong. Set RUDA_WEBGPU_PLANE_DIM={width} (or 1: no planes) for the "
-                "planes to be generated at that width, or run it on another device"
+                f"are wrong. Set RUDA_WEBGPU_PLANE_DIM={width} for planes of that width (or 1 "
+                "for planes of one lane, without subgroups), or run it on another device"
             )
         return LaunchError(
             f"kernel {name} may have been cut short on {self.name}: lavapipe stops a plane's "
