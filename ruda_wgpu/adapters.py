@@ -92,12 +92,12 @@ def open_device(adapter: Any) -> Any:
 
 
 def plane_width(device: Any) -> int:
-    """The width of the planes kernels are generated for: 1 (no planes) where ``device`` has
-    no subgroups; else ``RUDA_WEBGPU_PLANE_DIM`` where it is set (a driver may give a kernel
-    subgroups of another width than the probe's, which the kernel then reports); else the
-    subgroup width of the probe's compute shader where every unit of a 64-unit cube reports the
-    same width and the lane ``UNIT_POS % width`` (planes of consecutive units, as ruda's planes
-    are), else 1.
+    """The width of the planes kernels are generated for: 1 (planes of one lane) where
+    ``device`` has no subgroups; else ``RUDA_WEBGPU_PLANE_DIM`` where it is set (a driver may
+    give a kernel subgroups of another width than the probe's, which the kernel then reports);
+    else the subgroup width of the probe's compute shader where every unit of a 64-unit cube
+    reports the same width and the lane ``UNIT_POS % width`` (planes of consecutive units, as
+    ruda's planes are), else 1.
 
     :raises ValueError: ``RUDA_WEBGPU_PLANE_DIM`` is set to a width ruda does not run.
     """

@@ -251,7 +251,7 @@ class WebGpuDriver(Driver):
         self.storage = WebGpuStorage(self.device, (physical_nbytes() or 8 << 30) // 2)
         #: the turns after which the driver stops a unit's loops (lavapipe's), else 0
         self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
-        #: the width of the planes kernels are generated for (1: none)
+        #: the width of the planes kernels are generated for (1: planes of one lane)
         self.plane_dim = plane_width(self.device)
         #: the kernel-fault word (see :data:`~ruda_wgpu.wgsl.PLANE_FAULT`); each submission
         #: copies it into the buffer whose mapping marks it done, then zeroes it

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: The plane widths a device may be set to run with (``RUDA_CPU_PLANE_DIM``,
-#: ``RUDA_WEBGPU_PLANE_DIM``); 1: no planes.
+#: ``RUDA_WEBGPU_PLANE_DIM``); 1: planes of one lane.
 PLANE_DIMS = (1, 2, 4, 8, 16, 32, 64)
 
 #: Properties that can differ between two processes on one device, left out of fingerprints:
