@@ -99,6 +99,10 @@ class BackendInfo:
     :param identify: a stable identity of one probed device and the driver stack serving it
         (names and versions, never free memory), read without opening the device; it keys the
         cached probe verdict. None: the device is probed in every process.
+    :param settings: the environment variables the driver reads when it opens a device
+        (``RUDA_CPU_PLANE_DIM``): their values key the cached verdict beside the identity, so
+        that a device found unusable under one value (a width out of range) is probed again
+        under another.
     :param dlpack_device_type: the DLPack device type of this backend's memory (1: CPU, 2:
         CUDA), whose device index is the backend's device index; None when its memory is not
         shared by address. Foreign arrays of that type are imported onto this backend.
@@ -112,6 +116,7 @@ class BackendInfo:
     install_hint: str = ""
     identify: Callable[[Hashable], str] | None = None
     dlpack_device_type: int | None = None
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +439,7 @@ def _probe_devices(info: BackendInfo, listed: BackendStatus) -> BackendStatus:
     unusable: list[UnusableDevice] = []
     for device in listed.devices:
         identity = probe.identity_of(device, info.identify)
-        found = probe.verdict(info.name, info.runtime, device, identity)
+        found = probe.verdict(info.name, info.runtime, device, identity, info.settings)
         if found.usable:
             usable.append(device)
         else:

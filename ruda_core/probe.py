@@ -9,7 +9,8 @@ them; any failure becomes the device's one-line reason.
 
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
-device) and the digest of ruda's code (its version included), so a warm start reads a file
+device), the values of the variables the driver reads when it opens one (``BackendInfo.settings``)
+and the digest of ruda's code (its version included), so a warm start reads a file
 instead of building a kernel. Such a device is probed once, in a child process, so that a
 driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit after a
 failed build) cannot take the caller down: a child that dies without a verdict makes the
@@ -31,7 +32,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,8 +220,9 @@ def report(found: Verdict) -> None:
     print(json.dumps({"usable": found.usable, "reason": found.reason}), flush=True)
 
 
-def _key(backend: str, device: Hashable, identity: str) -> str:
-    return digest("probe", backend, str(device), identity, code_fingerprint("ruda_core"))
+def _key(backend: str, device: Hashable, identity: str, settings: Sequence[str]) -> str:
+    values = [(name, os.environ.get(name, "").strip()) for name in settings]
+    return digest("probe", backend, str(device), identity, values, code_fingerprint("ruda_core"))
 
 
 def identity_of(device: Hashable, identify: Callable[[Hashable], str] | None) -> str | None:
@@ -233,15 +235,20 @@ def identity_of(device: Hashable, identify: Callable[[Hashable], str] | None) ->
 
 
 def verdict(
-    backend: str, runtime: type[Runtime], device: Hashable, identity: str | None
+    backend: str,
+    runtime: type[Runtime],
+    device: Hashable,
+    identity: str | None,
+    settings: Sequence[str] = (),
 ) -> Verdict:
-    """The device's verdict: stored for its ``identity`` (:func:`identity_of`), else probed
-    now (and stored; never where the identity is None)."""
+    """The device's verdict: stored for its ``identity`` (:func:`identity_of`) and the values
+    of the environment variables ``settings`` (``BackendInfo.settings``), else probed now (and
+    stored; never where the identity is None)."""
     if identity is None:
         return run(runtime, device)
     apart = os.environ.get(_CHILD_VARIABLE) != "1"
     cache = DiskCache(CacheKind.PROBES)
-    key = _key(backend, device, identity)
+    key = _key(backend, device, identity, settings)
     stored = cache.get(key)
     if stored is not None:
         try:

@@ -8,6 +8,7 @@ from ruda_core import __version__
 from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, hookimpl
 
 from .runtime import CpuDevice, CpuRuntime
+from .server import PLANE_DIM_VARIABLE
 
 
 def _probe() -> list[CpuDevice]:
@@ -30,6 +31,7 @@ def ruda_backend_info() -> BackendInfo:
         _probe,
         identify=_identify,
         dlpack_device_type=1,  # kDLCPU: a page is host memory, shared by address
+        settings=(PLANE_DIM_VARIABLE,),
     )
 
 

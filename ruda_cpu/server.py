@@ -58,6 +58,7 @@ from .storage import CpuStorage, host_memory_nbytes
 __all__ = [
     "DEFAULT_PLANE_DIM",
     "PLANE_DIMS",
+    "PLANE_DIM_VARIABLE",
     "CpuDriver",
     "CpuFence",
     "CpuServer",
@@ -65,7 +66,9 @@ __all__ = [
     "plane_dim_from_env",
 ]
 
-#: The plane width of the reference device when ``RUDA_CPU_PLANE_DIM`` is not set.
+#: The setting of the reference device's plane width (one of ``PLANE_DIMS``).
+PLANE_DIM_VARIABLE = "RUDA_CPU_PLANE_DIM"
+#: The plane width of the reference device when :data:`PLANE_DIM_VARIABLE` is not set.
 DEFAULT_PLANE_DIM = 32
 MAX_RUDA_COUNT = (2**31 - 1, 65535, 65535)
 
@@ -77,7 +80,7 @@ def plane_dim_from_env() -> int:
 
     :raises ValueError: when the variable is set to anything else; the message names it.
     """
-    width = plane_dim_setting("RUDA_CPU_PLANE_DIM", f"{DEFAULT_PLANE_DIM}")
+    width = plane_dim_setting(PLANE_DIM_VARIABLE, f"{DEFAULT_PLANE_DIM}")
     return DEFAULT_PLANE_DIM if width is None else width
 
 

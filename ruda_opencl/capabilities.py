@@ -53,6 +53,7 @@ import pyopencl as cl
 from ruda_core.ir import Elem
 from ruda_core.runtime import CompileOptions, Feature, Features
 
+from .runtime import SUBGROUPS_VARIABLE
 from .target import OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
 
 __all__ = [
@@ -74,9 +75,6 @@ _WARP_SIZE_NV = 0x4003  # CL_DEVICE_WARP_SIZE_NV: cl_uint
 POCL_ENVIRONMENT = (("POCL_WORK_GROUP_METHOD", "cbs"),)
 #: Capabilities that mean nothing without a fixed plane width: every subgroup one.
 _PLANE_KEYS = frozenset(c for c in Capability if "subgroup" in c)
-#: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
-#: of one lane, as a device without subgroups; ``1`` or unset uses them where it can.
-SUBGROUPS_VARIABLE = "RUDA_OPENCL_SUBGROUPS"
 
 
 def subgroups_from_env() -> bool:

@@ -18,7 +18,11 @@ from ruda_core.runtime import (
 
 from .compiler import OpenCLCompiler
 
-__all__ = ["OpenCLDevice", "OpenCLRuntime"]
+__all__ = ["SUBGROUPS_VARIABLE", "OpenCLDevice", "OpenCLRuntime"]
+
+#: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
+#: of one lane, as a device without subgroups; ``1`` or unset uses them where it can.
+SUBGROUPS_VARIABLE = "RUDA_OPENCL_SUBGROUPS"
 
 
 class OpenCLDevice(IndexedDevice):

@@ -23,6 +23,8 @@ from ruda_core.codegen.names import words
 from ruda_core.errors import LaunchError, OutOfMemory, ServerError
 from ruda_core.runtime import plane_dim_setting
 
+from .runtime import PLANE_DIM_VARIABLE
+
 __all__ = [
     "OPTIONAL_FEATURES",
     "WgpuErrors",
@@ -103,7 +105,7 @@ def plane_width(device: Any) -> int:
     """
     if "subgroup" not in device.features or "subgroup-barrier" not in device.features:
         return 1
-    setting = plane_dim_setting("RUDA_WEBGPU_PLANE_DIM", "the width ruda measures")
+    setting = plane_dim_setting(PLANE_DIM_VARIABLE, "the width ruda measures")
     if setting is not None:
         return setting
     usage = wgpu.BufferUsage

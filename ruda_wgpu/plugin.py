@@ -5,7 +5,7 @@ from __future__ import annotations
 from ruda_core import __version__
 from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
 
-from .runtime import INSTALL_HINT, WebGpuDevice, WebGpuRuntime
+from .runtime import INSTALL_HINT, PLANE_DIM_VARIABLE, WebGpuDevice, WebGpuRuntime
 
 
 def _probe() -> list[WebGpuDevice]:
@@ -39,4 +39,5 @@ def ruda_backend_info() -> BackendInfo:
         install_hint=INSTALL_HINT,
         identify=_identify,
         dlpack_device_type=None,  # GPUBuffer objects: not shared with other libraries by address
+        settings=(PLANE_DIM_VARIABLE,),
     )

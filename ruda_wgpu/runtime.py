@@ -18,9 +18,18 @@ from ruda_core.runtime import (
 
 from .compiler import WebGpuCompiler
 
-__all__ = ["INSTALL_HINT", "MAX_RUDA_COUNT", "WebGpuDevice", "WebGpuRuntime"]
+__all__ = [
+    "INSTALL_HINT",
+    "MAX_RUDA_COUNT",
+    "PLANE_DIM_VARIABLE",
+    "WebGpuDevice",
+    "WebGpuRuntime",
+]
 
 INSTALL_HINT = "pip install 'ruda[webgpu]'"
+#: The setting of the width of the planes kernels are generated for (one of ``PLANE_DIMS``; 1:
+#: planes of one lane, without subgroups); unset: the width the driver measures.
+PLANE_DIM_VARIABLE = "RUDA_WEBGPU_PLANE_DIM"
 #: Cubes per launch along x, y, z. WebGPU dispatches at most 65 535 workgroups per axis; a
 #: launch of more cubes along x folds them into z (or is split into several dispatches where it
 #: has more than one cube along z).

@@ -76,7 +76,7 @@ from .adapters import (
 from .byte_copies import ByteCopies
 from .compiler import CORE_ELEMS, WebGpuCompiler, WgslTarget
 from .pipelines import RECORD_WINDOW_NBYTES, KernelPipelines
-from .runtime import MAX_RUDA_COUNT, WebGpuDevice
+from .runtime import MAX_RUDA_COUNT, PLANE_DIM_VARIABLE, WebGpuDevice
 from .storage import WebGpuStorage
 from .submission import Submitter
 from .wgsl import FAULT_WIDTH_SHIFT, PLANE_FAULT, RecordLayout
@@ -280,7 +280,7 @@ class WebGpuDriver(Driver):
                 f"kernel {name} ran on {self.name} in {ran}, not the planes of "
                 f"{self.plane_dim} consecutive units it was generated for (WebGPU lets a driver "
                 "pick each pipeline's subgroup width), so the results of its plane operations "
-                f"are wrong. Set RUDA_WEBGPU_PLANE_DIM={width} for planes of that width (or 1 "
+                f"are wrong. Set {PLANE_DIM_VARIABLE}={width} for planes of that width (or 1 "
                 "for planes of one lane, without subgroups), or run it on another device"
             )
         return LaunchError(

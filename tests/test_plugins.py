@@ -276,6 +276,17 @@ def test_the_probe_verdict_is_stored_per_device_identity_and_reprobe_forgets_it(
     )
 
 
+def test_a_device_unusable_under_a_setting_is_probed_again_once_the_setting_changes(
+    machine_verdicts, tmp_path
+):
+    cache = tmp_path / "cache"
+    facts = _devices(tmp_path, cache, machine_verdicts, "cpu", RUDA_CPU_PLANE_DIM="24")
+    assert "RUDA_CPU_PLANE_DIM='24' is not a plane width" in facts["unusable"]["cpu"]
+    for width in ("", "16"):  # unset, then another valid width: the stored verdict is not theirs
+        mended = _devices(tmp_path, cache, machine_verdicts, "cpu", RUDA_CPU_PLANE_DIM=width)
+        assert (mended["unusable"], mended["opened"]) == ({}, ""), mended
+
+
 def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q", "-rs",

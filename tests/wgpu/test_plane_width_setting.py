@@ -130,3 +130,7 @@ def test_a_width_ruda_does_not_run_is_refused_naming_the_setting(client):
     assert run.returncode != 0
     assert "RUDA_WEBGPU_PLANE_DIM='24' is not a plane width ruda runs" in run.stderr
     assert "one of 1, 2, 4, 8, 16, 32, 64" in run.stderr
+    # the device's verdict under that setting is not its verdict once the setting is mended
+    del env["RUDA_WEBGPU_PLANE_DIM"]
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
