@@ -13,19 +13,23 @@ The loader opens every library an ``.icd`` file there names, so the folder is tr
 cache is (:func:`~ruda_core.runtime.cache.trusted_folder`): made 0700, its files 0600 and
 rewritten when they name another library than ruda would, and refused, with one
 :class:`~ruda_core.runtime.cache.CacheWarning`, when it or the cache root is owned by another
-user or writable by group or others.
+user or writable by group or others. Where the cache holds no folder this process may use
+(refused, read-only, not a folder), the files go into a new private temporary folder, removed
+when the process exits: the devices, and their indices, do not depend on the cache.
 
 It must run before the first OpenCL call of the process (the loader reads its folder once);
 :mod:`ruda_opencl.driver` calls it before it queries platforms. Nothing changes when no pip
-runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when the folder is refused or cannot be
-written (then :func:`sources` says why). Imports no driver.
+runtime is installed, when ``RUDA_OPENCL_PIP_ICD=0``, or when no folder can be written at all
+(then :func:`sources` says why). Imports no driver.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.metadata
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +100,28 @@ def _write_folder(entries: list[IcdSource]) -> Path | None:
     folder = root / "opencl-icd" / digest(*entries)[:16]
     if not all(trusted_folder(f, root, create=True) for f in (root, folder.parent, folder)):
         return None
+    _write_icds(folder, entries)
+    return folder
+
+
+def _private_folder(entries: list[IcdSource]) -> Path:
+    """A new temporary folder of this process's own (0700), removed when it exits, whose
+    ``.icd`` files name the libraries of ``entries``.
+
+    :raises OSError: when the folder or a file cannot be written.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="ruda-opencl-icd-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    _write_icds(folder, entries)
+    return folder
+
+
+def _write_icds(folder: Path, entries: list[IcdSource]) -> None:
+    """Write the ``.icd`` file of each of ``entries`` into ``folder`` (0600) where it names
+    another library.
+
+    :raises OSError: when a file cannot be written.
+    """
     for entry in entries:
         path = folder / entry.icd
         text = entry.library + "\n"
@@ -105,7 +131,6 @@ def _write_folder(entries: list[IcdSource]) -> Path | None:
         with os.fdopen(fd, "w") as out:
             out.write(text)
         os.replace(tmp, path)
-    return folder
 
 
 @functools.cache
@@ -129,14 +154,16 @@ def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
     added = [e for e in pip if e.library not in libraries and e.icd not in names]
     if not added:
         return tuple(present), ""
+    entries = [*present, *added]
     try:
-        merged = _write_folder([*present, *added])
+        merged = _write_folder(entries)
+    except OSError:  # the cache's folder is read-only, or full
+        merged = None
+    try:
+        merged = merged or _private_folder(entries)
     except OSError as exc:
-        return tuple(present), f"cannot write an OpenCL vendors folder under {cache_root()}: {exc}"
-    if merged is None:
         return tuple(present), (
-            f"no OpenCL vendors folder under {cache_root()} could be used (a CacheWarning said "
-            "why); pip OpenCL runtimes not added"
+            f"cannot write an OpenCL vendors folder: {exc}; pip OpenCL runtimes not added"
         )
     os.environ["OCL_ICD_VENDORS"] = str(merged)
     return (*present, *added), ""

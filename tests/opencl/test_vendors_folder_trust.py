@@ -1,5 +1,6 @@
 """The OpenCL vendors folder ruda writes under its cache names libraries the ICD loader opens:
-it is trusted only as the cache is, and what it names is what ruda wrote."""
+it is trusted only as the cache is, and what it names is what ruda wrote. Where the cache has
+no folder to use, a private one of the process shows the loader the same drivers."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ with warnings.catch_warnings(record=True) as caught:
     platforms = sorted({d.platform.name.strip() for d in all_devices()})
 print(json.dumps({
     "platforms": platforms,
+    "order": [d.platform.name.strip() for d in all_devices()],
     "vendors": os.environ.get("OCL_ICD_VENDORS", ""),
     "warnings": [str(w.message) for w in caught],
 }))
@@ -51,11 +53,24 @@ def test_a_group_writable_cache_root_is_not_shown_to_the_loader(tmp_path: Path) 
     cache.mkdir()
     cache.chmod(0o775)
     facts = _platforms(cache)
-    assert facts["vendors"] == "", "the loader is not pointed into the refused folder"
-    assert "Intel(R) OpenCL" not in facts["platforms"]
+    vendors = Path(facts["vendors"])
+    assert vendors.name.startswith("ruda-opencl-icd-") and cache not in vendors.parents
+    assert "Intel(R) OpenCL" in facts["platforms"], "the devices do not depend on the cache"
     (warning,) = facts["warnings"]
     assert f"chmod 700 {cache}" in warning
     assert list(cache.iterdir()) == []
+    assert not vendors.exists(), "the private folder goes with its process"
+
+
+def test_a_cache_that_is_no_folder_leaves_the_opencl_devices_as_they_are(tmp_path: Path) -> None:
+    usable = _platforms(tmp_path / "cache")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder\n")
+    facts = _platforms(blocked)
+    assert facts["order"] == usable["order"], "opencl:k is the same device either way"
+    assert "Intel(R) OpenCL" in facts["platforms"]
+    (warning,) = facts["warnings"]
+    assert f"cannot create the cache folder {blocked}" in warning
 
 
 def test_a_planted_library_name_is_replaced_by_the_one_ruda_wrote(tmp_path: Path) -> None:
