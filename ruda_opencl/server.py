@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -71,7 +72,7 @@ class OpenCLStream(ServerStream):
     """One in-order command queue, and the events of host copies still in flight (PyOpenCL waits
     for such an event when it is dropped, so dropping it at once would make copies blocking)."""
 
-    def __init__(self, slot: int, queue: Any) -> None:
+    def __init__(self, slot: int, queue: Any, prints: PrintTable) -> None:
         super().__init__(slot)
         self.queue = queue
         self.in_flight: list[Any] = []
@@ -79,7 +80,7 @@ class OpenCLStream(ServerStream):
         self.kernel_event: Any = None
         self.kernel_name = ""
         #: the record buffer of its printing kernels (see :mod:`ruda_opencl.printing`)
-        self.prints = StreamPrints(queue)
+        self.prints = StreamPrints(queue, prints)
 
     def let_go_done(self) -> None:
         """Let go of the host copies whose transfers have completed."""
@@ -102,16 +103,13 @@ class _EventFence:
         guard("waiting for a queue", self.event.wait)
 
 
-def _event_future(
-    event: Any, value: Callable[[], T], printed: Callable[[], None] | None = None
-) -> RudaFuture[T]:
+def _event_future(event: Any, value: Callable[[], T], printed: Callable[[], None]) -> RudaFuture[T]:
     """A sync or read: once the event is done, what the kernels before it printed is written
     out (``printed`` writes their records) before ``value()``."""
 
     def after_printing() -> T:
         flush_c_stdout()
-        if printed is not None:
-            printed()
+        printed()
         return value()
 
     return RudaFuture.after(_EventFence(event), after_printing)
@@ -258,7 +256,7 @@ class OpenCLDriver(Driver):
     def new_stream(self, slot: int) -> OpenCLStream:
         props = cl.command_queue_properties.PROFILING_ENABLE
         queue = guard("creating a queue", lambda: cl.CommandQueue(self._context, properties=props))
-        return OpenCLStream(slot, queue)
+        return OpenCLStream(slot, queue, self._prints)
 
     def build(self, compiled: CompiledKernel) -> _Launcher:
         loc = compiled.definition.source
@@ -462,14 +460,14 @@ class OpenCLDriver(Driver):
         transfers, ocl.in_flight = ocl.in_flight, []
         return _event_future(marker, transfers.clear, printed)
 
-    def _take_prints(self, stream: OpenCLStream) -> Callable[[], None] | None:
-        """What writes out the records the stream's kernels printed since the last sync or
-        read, once its read (enqueued now, and kept with the transfers) is complete."""
-        taken = stream.prints.take(self._prints)
-        if taken is None:
-            return None
-        stream.in_flight.append(taken[0])
-        return taken[1]
+    def _take_prints(self, stream: OpenCLStream) -> Callable[[], None]:
+        """What writes out the records the stream's kernels printed before the sync or read
+        being enqueued, once it is done (:class:`~ruda_opencl.printing.StreamPrints`); their
+        read is enqueued now, and kept with the transfers."""
+        read, through = stream.prints.take()
+        if read is not None:
+            stream.in_flight.append(read)
+        return partial(stream.prints.write_out, through)
 
 
 class OpenCLServer(ComputeServer):

@@ -14,6 +14,7 @@ and imports no driver.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -257,8 +258,9 @@ class StreamTable:
     def unfinished_work(self, deadline: float) -> list[str]:
         """Wait until ``deadline`` (a ``time.monotonic()`` time) for the work queued so far on
         every stream, and return a line for each stream still not done then, naming what it is
-        doing when the driver can tell (used at interpreter exit, see :mod:`.shutdown`). Never
-        raises the work's errors."""
+        doing when the driver can tell (used at interpreter exit, see :mod:`.shutdown`). The
+        result of each sync that is done is taken, so that what the work printed is written
+        out; its errors are never raised."""
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
             return [f"{self.device}: a thread held its server past the exit's wait"]
         try:
@@ -267,10 +269,13 @@ class StreamTable:
             self.lock.release()
         unfinished = []
         for stream, future in syncs:
-            if not wait_until(future.done, max(deadline - time.monotonic(), 0)):
-                doing = self.queue.busy(stream) or "its queued work has not finished"
-                unfinished.append(f"stream {stream.slot} of {self.device}: {doing}")
-                keep_forever(future)  # freeing a driver's event may wait for its work
+            if wait_until(future.done, max(deadline - time.monotonic(), 0)):
+                with contextlib.suppress(Exception):
+                    future.result()  # done: a driver writes out what its kernels printed
+                continue
+            doing = self.queue.busy(stream) or "its queued work has not finished"
+            unfinished.append(f"stream {stream.slot} of {self.device}: {doing}")
+            keep_forever(future)  # freeing a driver's event may wait for its work
         return unfinished
 
     def explained(self, future: RudaFuture[T], stream: ServerStream, what: str) -> RudaFuture[T]:

@@ -1,9 +1,14 @@
 """``print()`` in kernels on every device: each unit's records are the reference device's, text
 for text, for every element type and format spec; units may interleave, so lines are compared
 sorted. Output is on file descriptor 1 (C targets' ``printf``) or ``sys.stdout`` (the NumPy
-device), and visible once a sync or read of the launch's stream has completed."""
+device and the drivers that write records), and visible once a sync or read of the launch's
+stream has completed, even where an earlier sync's future was never waited for, or once the
+interpreter has exited."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -31,7 +36,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim
 from ruda_core.testing.markers import need, requires, requires_elem
-from ruda_core.testing.runner import read_array
+from ruda_core.testing.runner import TIMEOUT_S, read_array
 
 pytestmark = requires(Feature.PRINT)
 
@@ -146,6 +151,57 @@ def test_output_is_visible_once_a_read_of_the_launch_completes(client, capfd):
     assert read_array(client, out, np.float32).tolist() == [0.5, 1.25, -3.0]
     lines = sorted(capfd.readouterr().out.splitlines())
     assert lines == ["copied x[0] = 0.50", "copied x[1] = 1.25", "copied x[2] = -3.00"]
+
+
+def test_output_of_a_sync_nobody_waits_for_appears_at_the_next_read(client, capfd):
+    capfd.readouterr()
+    x = client.create_from_slice(np.array([0.5, 1.25], np.float32))
+    out = client.empty(8)
+    conformance_print_and_copy.launch(
+        client, RudaCount(1), RudaDim(2), ArrayArg(x, 2), ArrayArg(out, 2)
+    )
+    client.sync()  # its future dropped: the output is not its alone
+    conformance_print_and_copy.launch(
+        client, RudaCount(1), RudaDim(2), ArrayArg(out, 2), ArrayArg(x, 2)
+    )
+    assert read_array(client, x, np.float32).tolist() == [0.5, 1.25]
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == ["copied x[0] = 0.50"] * 2 + ["copied x[1] = 1.25"] * 2
+
+
+_EXITING_CHILD = """
+import sys
+import numpy as np
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import RudaCount, RudaDim
+
+@kernel
+def says(x: Array[u32]):
+    if ABSOLUTE_POS < x.len():
+        print("unit", ABSOLUTE_POS, "says", x[ABSOLUTE_POS])
+
+client = ruda.client(sys.argv[1])
+x = client.create_from_slice(np.array([7, 8], np.uint32))
+print("launching", flush=True)
+says.launch(client, RudaCount(1), RudaDim(2), ArrayArg(x, 2))  # never synced
+"""
+
+
+def test_output_printed_before_the_interpreter_exits_is_written(ruda_device, tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text(_EXITING_CHILD)
+    child = subprocess.run(
+        [sys.executable, str(script), ruda_device],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    want = ["launching", "unit 0 says 7", "unit 1 says 8"]
+    assert child.stdout.splitlines()[0] == want[0], child.stdout + child.stderr
+    assert sorted(child.stdout.splitlines()) == want, child.stdout + child.stderr
 
 
 @kernel
