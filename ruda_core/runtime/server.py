@@ -329,8 +329,9 @@ class ComputeServer:
 
     def sync(self, stream_value: int) -> RudaFuture[None]:
         """A future for the completion of everything enqueued on the stream so far. Its result
-        raises the stream's pending error or a Validate-mode report; a timed-out result names
-        what the device is busy with."""
+        raises the stream's pending error or the Validate-mode reports of the launches before
+        it not yet raised (an earlier sync's, where its result was never taken); a timed-out
+        result names what the device is busy with."""
         if self.captures.open:
             self.captures.refuse("sync()", stream_value)
         streams = self.streams
@@ -341,7 +342,7 @@ class ComputeServer:
             log = stream.reports
             if log is not None and log.owners:
                 self.launches.fold(stream, log)
-            folds, tally = log.take() if log is not None else ([], None)
+            mark = log.mark() if log is not None else None
             if stream.kept or stream.fenced:
                 streams.fence_kept(stream)  # a sync never waits for the backlog: it is the wait
             future = self.driver.sync(stream)
@@ -351,13 +352,10 @@ class ComputeServer:
                 done = streams.let_go_kept(stream)
                 if done is not None:  # kept (with no owners) to be recorded again
                     stream.fenced.appendleft((done, []))
+                error = log.settle(mark) if log is not None and mark is not None else None
             streams.raise_pending(stream)
-            if tally is not None:
-                for read, owners in folds:  # complete: each was enqueued before the sync
-                    tally.add(read.result()[0], owners)
-                error = tally.error()
-                if error is not None:
-                    raise error
+            if error is not None:
+                raise error
 
         return streams.explained(future.then(check), stream, "sync()")
 

@@ -248,6 +248,36 @@ def test_validate_reports_every_faulting_launch_since_the_last_sync(client, boun
     client.sync().result(timeout=TIMEOUT_S)  # reported once
 
 
+def test_validate_reports_of_a_sync_nobody_waited_for_are_raised_by_the_next_one(
+    client, bounds_mode
+):
+    client.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    _write(client, 1, 1, 4, unchecked=True)  # writes out[4] of 1
+    client.sync()  # its future dropped: the report is not its alone
+    _write(client, 1, 1, 9, unchecked=True)  # writes out[9] of 1
+    with pytest.raises(ValidationError) as info:
+        client.sync().result(timeout=TIMEOUT_S)
+    assert [(r.index, r.length) for r in info.value.reports] == [(4, 1), (9, 1)]
+    assert info.value.count == 2
+    client.sync().result(timeout=TIMEOUT_S)  # reported once
+
+
+def test_validate_reports_each_launch_at_the_first_sync_after_it(client, bounds_mode):
+    client.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    _write(client, 1, 1, 4, unchecked=True)  # writes out[4] of 1
+    first = client.sync()
+    _write(client, 1, 1, 9, unchecked=True)  # writes out[9] of 1
+    second = client.sync()
+    with pytest.raises(ValidationError) as earlier:
+        first.result(timeout=TIMEOUT_S)
+    with pytest.raises(ValidationError) as later:
+        second.result(timeout=TIMEOUT_S)
+    assert [r.index for r in earlier.value.reports] == [4]
+    assert [r.index for r in later.value.reports] == [9]
+
+
 def test_validate_counts_faulting_launches_beyond_one_report_buffer(client, bounds_mode):
     client.sync().result(timeout=TIMEOUT_S)
     bounds_mode.configure(BoundsCheckMode.VALIDATE)
