@@ -49,7 +49,7 @@ from .profiler import Profiler
 from .properties import DeviceProperties, Features
 from .sharing import Sharing
 from .shutdown import watch
-from .stream_table import StreamTable
+from .stream_table import ServerStream, StreamTable
 from .transfers import Transfers
 
 __all__ = ["ComputeServer"]
@@ -334,30 +334,41 @@ class ComputeServer:
         result names what the device is busy with."""
         if self.captures.open:
             self.captures.refuse("sync()", stream_value)
+        with self.streams.lock:
+            stream = self.streams.get(stream_value)
+            future, check = self._sync(stream)
+        return self.streams.explained(future.then(check), stream, "sync()")
+
+    def _sync(self, stream: ServerStream) -> tuple[RudaFuture[None], Callable[[None], None]]:
+        """The driver's sync of the work enqueued on ``stream`` so far, and what its result is
+        passed to once done: it lets go of what that work kept alive and raises the stream's
+        pending error or reports (lock held)."""
         streams = self.streams
-        with streams.lock:
-            stream = streams.get(stream_value)
-            if self.memory.dropped:  # fenced before the sync: free once it resolves
-                self.memory.drain()
-            log = stream.reports
-            if log is not None and log.owners:
-                self.launches.fold(stream, log)
-            mark = log.mark() if log is not None else None
-            if stream.kept or stream.fenced:
-                streams.fence_kept(stream)  # a sync never waits for the backlog: it is the wait
-            future = self.driver.sync(stream)
+        if self.memory.dropped:  # fenced before the sync: free once it resolves
+            self.memory.drain()
+        log = stream.reports
+        if log is not None and log.owners:
+            self.launches.fold(stream, log)
+        mark = log.mark() if log is not None else 0
+        if stream.kept or stream.fenced:
+            streams.fence_kept(stream)  # a sync never waits for the backlog: it is the wait
+        future = self.driver.sync(stream)
 
         def check(_: None) -> None:
             with streams.lock:  # nothing queued before the sync needs its kept owners any more
                 done = streams.let_go_kept(stream)
                 if done is not None:  # kept (with no owners) to be recorded again
                     stream.fenced.appendleft((done, []))
-                error = log.settle(mark) if log is not None and mark is not None else None
+                error = log.settle(mark) if log is not None else None
             streams.raise_pending(stream)
             if error is not None:
                 raise error
 
-        return streams.explained(future.then(check), stream, "sync()")
+        return future, check
+
+    def exit_work(self, deadline: float) -> tuple[list[str], list[str]]:
+        """:meth:`~.stream_table.StreamTable.exit_work` with this server's syncs."""
+        return self.streams.exit_work(deadline, self._sync)
 
     def start_profile(self, stream_value: int) -> None:
         """Begin timing every kernel and transfer enqueued on this device, on any stream.

@@ -10,7 +10,10 @@ driver's own teardown would wait for that work forever (a driver whose class set
 CuPy frees its memory pools and ``cudaFree`` waits for the device), the process then ends at
 once with :data:`ABANDONED_EXIT_STATUS`, after writing out Python's and the C library's
 buffered output; the atexit handlers registered before ruda's first server do not run.
-Otherwise the exit goes on as usual.
+Otherwise the exit goes on as usual. Work that finished with an error that no sync or read
+raised (a launch that failed to build, a Validate-mode report) is named in a
+:class:`~ruda_core.errors.RudaWarning`, so that a program that never synchronises still hears of
+it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING
 
-from ..errors import ExitTimeoutWarning
+from ..errors import ExitTimeoutWarning, RudaWarning
 from .console import flush_c_stdout
 
 if TYPE_CHECKING:
@@ -92,13 +95,22 @@ def _at_exit() -> None:
     timeout = exit_timeout_s()
     deadline = time.monotonic() + timeout
     abandoned: list[str] = []
+    failed: list[str] = []
     driver_waits = False
     for server in list(_servers):
         if server.retired is not None:  # a fork's child: its parent's work is not its own
             continue
-        unfinished = server.streams.unfinished_work(deadline)
+        unfinished, errors = server.exit_work(deadline)
         abandoned += unfinished
+        failed += errors
         driver_waits |= bool(unfinished) and server.driver.teardown_waits
+    if failed:
+        warnings.warn(
+            "device work queued before the interpreter exited failed, and no sync() or read "
+            f"raised the error: {'; '.join(failed)}",
+            RudaWarning,
+            stacklevel=1,
+        )
     if not abandoned:
         return
     try:

@@ -14,7 +14,6 @@ and imports no driver.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import deque
@@ -255,28 +254,35 @@ class StreamTable:
             if (doing := busy(s)) is not None
         ]
 
-    def unfinished_work(self, deadline: float) -> list[str]:
+    def exit_work(
+        self,
+        deadline: float,
+        sync: Callable[[ServerStream], tuple[RudaFuture[None], Callable[[None], None]]],
+    ) -> tuple[list[str], list[str]]:
         """Wait until ``deadline`` (a ``time.monotonic()`` time) for the work queued so far on
-        every stream, and return a line for each stream still not done then, naming what it is
-        doing when the driver can tell (used at interpreter exit, see :mod:`.shutdown`). The
-        result of each sync that is done is taken, so that what the work printed is written
-        out; its errors are never raised."""
+        every stream (at interpreter exit, see :mod:`.shutdown`); ``sync`` is the server's (lock
+        held): a driver's sync and what checks its result. Returns a line for each stream still
+        not done then, naming what it is doing where the driver can tell, and one for each
+        whose work failed with an error no sync or read raised. The result of each sync that is
+        done is taken, so that a driver writes out what the work printed."""
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
-            return [f"{self.device}: a thread held its server past the exit's wait"]
+            return [f"{self.device}: a thread held its server past the exit's wait"], []
         try:
-            syncs = [(s, self.queue.sync(s)) for s in self.by_slot.values()]
+            syncs = [(s, *sync(s)) for s in self.by_slot.values()]
         finally:
             self.lock.release()
-        unfinished = []
-        for stream, future in syncs:
-            if wait_until(future.done, max(deadline - time.monotonic(), 0)):
-                with contextlib.suppress(Exception):
-                    future.result()  # done: a driver writes out what its kernels printed
+        unfinished, failed = [], []
+        for stream, future, check in syncs:
+            if not wait_until(future.done, max(deadline - time.monotonic(), 0)):
+                doing = self.queue.busy(stream) or "its queued work has not finished"
+                unfinished.append(f"stream {stream.slot} of {self.device}: {doing}")
+                keep_forever(future)  # freeing a driver's event may wait for its work
                 continue
-            doing = self.queue.busy(stream) or "its queued work has not finished"
-            unfinished.append(f"stream {stream.slot} of {self.device}: {doing}")
-            keep_forever(future)  # freeing a driver's event may wait for its work
-        return unfinished
+            try:
+                check(future.result())
+            except Exception as exc:
+                failed.append(f"stream {stream.slot} of {self.device}: {exc}")
+        return unfinished, failed
 
     def explained(self, future: RudaFuture[T], stream: ServerStream, what: str) -> RudaFuture[T]:
         """``future`` whose timed-out ``result`` raises a :class:`DeviceTimeout` naming what

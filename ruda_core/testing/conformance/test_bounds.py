@@ -6,6 +6,8 @@ Unchecked)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -276,6 +278,42 @@ def test_validate_reports_each_launch_at_the_first_sync_after_it(client, bounds_
         second.result(timeout=TIMEOUT_S)
     assert [r.index for r in earlier.value.reports] == [4]
     assert [r.index for r in later.value.reports] == [9]
+
+
+_EXITING_CHILD = """
+import sys
+import numpy as np
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim
+
+@kernel
+def shift_left(x: Array[u32], out: Array[u32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS + 1]
+
+client = ruda.client(sys.argv[1])
+x = client.create_from_slice(np.arange(8, dtype=np.uint32))
+out = client.empty(32)
+BoundsCheckMode.configure("validate")
+shift_left.launch_unchecked(client, RudaCount(1), RudaDim(8), ArrayArg(x, 8), ArrayArg(out, 8))
+"""
+
+
+def test_validate_reports_no_sync_raised_are_named_when_the_interpreter_exits(
+    ruda_device, tmp_path
+):
+    script = tmp_path / "exits.py"
+    script.write_text(_EXITING_CHILD)
+    child = subprocess.run(
+        [sys.executable, str(script), ruda_device],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    assert "RudaWarning" in child.stderr and "no sync() or read raised" in child.stderr
+    assert f"of {ruda_device}: kernel shift_left accessed x[8] but x has length 8" in child.stderr
 
 
 def test_validate_counts_faulting_launches_beyond_one_report_buffer(client, bounds_mode):
