@@ -12,7 +12,7 @@ from fresh_processes import run_in_turn
 
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
-from ruda_core.runtime import ComputeClient, DeviceId, RudaCount, RudaDim
+from ruda_core.runtime import ComputeClient, DeviceId, RudaCount, RudaDim, RudaWarning
 from ruda_core.runtime.cache import CacheWarning
 from ruda_cpu.server import CpuServer
 
@@ -97,3 +97,19 @@ def test_dump_source_writes_the_generated_code(tmp_path, monkeypatch):
     _run_plus_one(_fresh_client())
     dumped = list(Path(tmp_path / "dump").glob("plus_one-*-checked.py"))
     assert dumped and "plus_one" in dumped[0].read_text()
+
+
+def test_dump_source_into_a_folder_that_cannot_be_made_warns_once_and_runs(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("RUDA_DUMP_SOURCE", str(blocker / "dump"))
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path / "cache"))
+    client = _fresh_client()
+    with pytest.warns(RudaWarning, match="RUDA_DUMP_SOURCE=.*cannot write") as caught:
+        result = _run_plus_one(client)
+        x = client.create_from_slice(np.zeros(8, np.float32))  # a second kernel: no warning
+        plus_one.launch_unchecked(client, RudaCount(1), RudaDim(8), ArrayArg(x, 8), ArrayArg(x, 8))
+        client.sync().result()
+    np.testing.assert_array_equal(result, np.arange(64) + 1)
+    assert len(caught) == 1
+    assert client.server.compile_stats.compiled == 2

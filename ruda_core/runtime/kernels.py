@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import sys
+import warnings
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnsupportedFeature
+from ..errors import RudaWarning, UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, RudaTask
@@ -305,12 +306,23 @@ class KernelCache:
         return LoadedKernel(compiled, built)
 
     def _dump(self, task: RudaTask, compiled: CompiledKernel) -> None:
-        if self._dump_dir:
-            folder = Path(self._dump_dir)
+        """Write the source into ``RUDA_DUMP_SOURCE``; a folder that cannot hold it is warned
+        about once, and the kernel runs all the same."""
+        if not self._dump_dir:
+            return
+        folder = Path(self._dump_dir)
+        name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}"
+        try:
             folder.mkdir(parents=True, exist_ok=True)
-            suffix = self._driver.compiler.source_suffix
-            name = f"{task.name}-{task.key[:12]}-{compiled.mode.value}.{suffix}"
-            (folder / name).write_text(compiled.source)
+            (folder / f"{name}.{self._driver.compiler.source_suffix}").write_text(compiled.source)
+        except OSError as exc:
+            self._dump_dir = None
+            warnings.warn(
+                f"RUDA_DUMP_SOURCE={str(folder)!r}: cannot write the generated sources there "
+                f"({exc.strerror or exc}); kernels run without them. Name a folder you can write",
+                RudaWarning,
+                stacklevel=2,
+            )
 
     def _disk_key(self, task: RudaTask, mode: ExecutionMode) -> str | None:
         target = self._target
