@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, plugins
+from .errors import PluginError, SettingError
 from .runtime.cache import CacheKind, cache_root, max_nbytes
 from .runtime.cache_inventory import CacheEntry, clear, list_entries
 from .runtime.nbytes import format_nbytes
@@ -186,7 +187,7 @@ def _cache(args: argparse.Namespace) -> int:
             removed = clear(kinds, device=args.device, driver=args.driver)
         else:
             entries = list_entries(kinds, device=args.device, driver=args.driver)
-    except (OSError, ValueError) as exc:  # an unremovable file, a malformed cap variable
+    except OSError as exc:  # an unremovable file
         print(f"ruda cache {args.action}: {exc}", file=sys.stderr)
         return 1
     if (args.device or args.driver) and not (removed if args.action == "clear" else entries):
@@ -276,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _command(args)
+    except (SettingError, PluginError) as exc:  # the user's setting or installation: no trace
+        print(f"ruda {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader (``| head``) stopped reading: quiet, as Python advises
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

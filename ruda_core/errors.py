@@ -30,6 +30,8 @@ A Rust ``Result`` error is a :class:`ServerError`; a Rust panic is a :class:`Rud
     │   ├── DeviceTimeout (TimeoutError)  a wait ran out of time; names the kernels still running
     │   └── WorkerLost                    the Dask worker that kept device memory left the
     │                                     cluster; compute the memory again on a live worker
+    ├── SettingError (ValueError)         an environment variable ruda reads holds a value
+    │                                     it cannot use; names the variable and what it takes
     ├── RudaPanic (RuntimeError)          the panicking form of a ServerError
     │   └── DeploymentTagsError           deployment tags changed after their first use
     └── PluginError                       a driver plugin is broken or unavailable
@@ -69,6 +71,7 @@ __all__ = [
     "SanitizerFinding",
     "ServerError",
     "ServerUnhealthy",
+    "SettingError",
     "TooManyResources",
     "UnsupportedFeature",
     "ValidationError",
@@ -303,6 +306,11 @@ class WorkerLost(ServerError):
     """The Dask worker that keeps device memory (a ``ruda_core.dask.DeviceRef``) left the
     cluster, and the memory went with it. The message names the worker and the key; compute
     the memory again on a live worker (see ``ruda_core.dask.gather``)."""
+
+
+class SettingError(ValueError):
+    """An environment variable ruda reads (``RUDA_MEMORY_LIMIT``, ``RUDA_PROBE_TIMEOUT_S`` …)
+    holds a value it cannot use; the message names the variable and the values it takes."""
 
 
 class RudaPanic(RuntimeError):

@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ruda_core.runtime import SettingError
+
 __all__ = ["is_sanitizing", "sanitize", "sanitizing"]
 
 _ENV = "RUDA_SANITIZE"
@@ -32,7 +34,7 @@ def sanitize(on: bool | None) -> None:
 def is_sanitizing() -> bool:
     """Whether launches of the NumPy device run sanitized now.
 
-    :raises ValueError: when ``RUDA_SANITIZE`` is set to anything but ``0``, ``1`` or nothing;
+    :raises SettingError: when ``RUDA_SANITIZE`` is set to anything but ``0``, ``1`` or nothing;
         the message names it.
     """
     if _set is not None:
@@ -42,7 +44,7 @@ def is_sanitizing() -> bool:
         return False
     if raw == "1":
         return True
-    raise ValueError(f"{_ENV}={raw!r}: set it to 1 (sanitize launches on cpu) or 0 (do not)")
+    raise SettingError(f"{_ENV}={raw!r}: set it to 1 (sanitize launches on cpu) or 0 (do not)")
 
 
 @contextmanager

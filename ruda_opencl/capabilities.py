@@ -51,7 +51,7 @@ from typing import Any
 import pyopencl as cl
 
 from ruda_core.ir import Elem
-from ruda_core.runtime import CompileOptions, Feature, Features
+from ruda_core.runtime import CompileOptions, Feature, Features, SettingError
 
 from .runtime import SUBGROUPS_VARIABLE
 from .target import OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
@@ -82,11 +82,11 @@ def subgroups_from_env() -> bool:
     (``0``). Read when a server is made, so a process that sets it before its first OpenCL
     client runs every OpenCL device without subgroups.
 
-    :raises ValueError: for another value, naming the variable and the values it takes.
+    :raises SettingError: for another value, naming the variable and the values it takes.
     """
     raw = os.environ.get(SUBGROUPS_VARIABLE, "").strip()
     if raw not in ("", "0", "1"):
-        raise ValueError(
+        raise SettingError(
             f"{SUBGROUPS_VARIABLE}={raw!r} is neither 0 (planes of one lane, no subgroups) nor "
             "1 (subgroups where the device has them); set one of those, or unset it"
         )

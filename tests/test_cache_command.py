@@ -135,7 +135,7 @@ def test_path_prints_the_folders(capsys, tmp_path, monkeypatch):
 
 def test_a_malformed_cap_is_an_error_naming_the_variable(capsys, monkeypatch):
     monkeypatch.setenv("RUDA_CACHE_MAX_BYTES", "lots")
-    assert main(["cache"]) == 1
+    assert main(["cache"]) == 2
     assert "RUDA_CACHE_MAX_BYTES='lots' is not a size" in capsys.readouterr().err
 
 

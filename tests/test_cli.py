@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -57,3 +58,18 @@ def test_a_reader_that_stops_early_gets_no_traceback():
         errors = reader.stderr.read().decode()
         assert reader.wait(timeout=120) == 1
     assert "Traceback" not in errors and "BrokenPipeError" not in errors
+
+
+def test_a_setting_ruda_cannot_use_is_one_line_naming_it_without_a_traceback(tmp_path):
+    env = {**os.environ, "RUDA_PROBE_TIMEOUT_S": "soon", "RUDA_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "ruda_core.cli", "devices"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ruda devices: RUDA_PROBE_TIMEOUT_S='soon': give a positive number of seconds\n"
+    )

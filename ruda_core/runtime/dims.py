@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
-from ..errors import LaunchConfigError
+from ..errors import LaunchConfigError, SettingError
 from ..ir.modes import ExecutionMode
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ class BoundsCheckMode(enum.Enum):
         try:
             return cls(raw)
         except ValueError:
-            raise ValueError(
+            raise SettingError(
                 f"RUDA_BOUNDS_CHECK={raw!r} is not a mode; use auto, enforce or validate"
             ) from None
 

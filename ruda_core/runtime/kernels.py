@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RudaWarning, UnsupportedFeature
+from ..errors import RudaWarning, SettingError, UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, RudaTask
@@ -124,13 +124,13 @@ def max_loaded_kernels_from_env() -> int:
     """``RUDA_MAX_LOADED_KERNELS`` (a positive integer), else
     :data:`DEFAULT_MAX_LOADED_KERNELS`.
 
-    :raises ValueError: when the variable is set to anything else; the message names it.
+    :raises SettingError: when the variable is set to anything else; the message names it.
     """
     raw = os.environ.get("RUDA_MAX_LOADED_KERNELS", "").strip()
     if not raw:
         return DEFAULT_MAX_LOADED_KERNELS
     if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(
+        raise SettingError(
             f"RUDA_MAX_LOADED_KERNELS={raw!r} is not a positive integer; set it to the number of "
             f"compiled kernels a device may keep loaded, e.g. {DEFAULT_MAX_LOADED_KERNELS}"
         )

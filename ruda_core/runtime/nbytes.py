@@ -1,11 +1,13 @@
 """Byte counts as people write and read them: :func:`nbytes_from_env` parses a size variable
 (``RUDA_MEMORY_LIMIT``, ``RUDA_CACHE_MAX_BYTES``), :func:`format_nbytes` prints one. A leaf
-module: it imports nothing of ruda's."""
+module: it imports only ruda's errors."""
 
 from __future__ import annotations
 
 import os
 import re
+
+from ..errors import SettingError
 
 __all__ = ["format_nbytes", "nbytes_from_env"]
 
@@ -16,14 +18,14 @@ def nbytes_from_env(variable: str) -> int | None:
     """The environment variable ``variable`` in bytes (an integer, optionally followed by KiB,
     MiB, GiB or TiB), or None when it is unset or empty.
 
-    :raises ValueError: when the variable is set to anything else; the message names it.
+    :raises SettingError: when the variable is set to anything else; the message names it.
     """
     raw = os.environ.get(variable, "").strip()
     if not raw:
         return None
     match = re.fullmatch(r"(\d+)\s*([kmgt]ib)?", raw, re.IGNORECASE)
     if match is None:
-        raise ValueError(
+        raise SettingError(
             f"{variable}={raw!r} is not a size; use bytes or a number with KiB, MiB, GiB "
             "or TiB, e.g. 512MiB"
         )

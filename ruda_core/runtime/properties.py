@@ -11,6 +11,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field, fields
 
+from ..errors import SettingError
 from ..ir import Elem, MatrixConfig
 
 __all__ = [
@@ -155,14 +156,14 @@ def plane_dim_setting(variable: str, otherwise: str) -> int | None:
     :data:`PLANE_DIMS`); None where it is unset or empty.
 
     :param otherwise: what the device runs with where it is unset, for the error message.
-    :raises ValueError: it is set to anything else; the message names it.
+    :raises SettingError: it is set to anything else; the message names it.
     """
     raw = os.environ.get(variable, "").strip()
     if not raw:
         return None
     if raw not in {str(width) for width in PLANE_DIMS}:
         allowed = ", ".join(str(width) for width in PLANE_DIMS)
-        raise ValueError(
+        raise SettingError(
             f"{variable}={raw!r} is not a plane width ruda runs; set it to one of {allowed}, "
             f"or unset it for {otherwise}"
         )

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidHandle, ServerError
+from ..errors import InvalidHandle, ServerError, SettingError
 from .capture import CapturedCopy
 from .future import RudaFuture
 from .memory.handle import Binding, Handle
@@ -34,6 +34,20 @@ __all__ = ["TRANSFER_CHUNK_NBYTES", "Transfers"]
 #: copy) names another
 TRANSFER_CHUNK_NBYTES = 64 << 20
 _CHUNK_VARIABLE = "RUDA_TRANSFER_CHUNK"
+
+
+def _chunk_nbytes() -> int:
+    """The chunk of a copy through the host: ``RUDA_TRANSFER_CHUNK``, else
+    :data:`TRANSFER_CHUNK_NBYTES`.
+
+    :raises SettingError: it is set to 0 or to what is not a size.
+    """
+    chunk = nbytes_from_env(_CHUNK_VARIABLE)
+    if chunk is None:
+        return TRANSFER_CHUNK_NBYTES
+    if chunk < 1:
+        raise SettingError(f"{_CHUNK_VARIABLE}=0 is no chunk size; use at least 1 byte")
+    return chunk
 
 
 class Transfers:
@@ -210,13 +224,15 @@ class Transfers:
 
         :raises InvalidHandle: at once, before anything is enqueued: a dropped binding, one of
             another server, or ``target`` being this server.
-        :raises ValueError: when ``RUDA_TRANSFER_CHUNK`` is not a size of at least one byte.
+        :raises SettingError: at once: ``RUDA_TRANSFER_CHUNK`` is not a size of at least one
+            byte.
         :raises CaptureError: inside a capture of either stream.
         """
         if self.captures.open:
             self.captures.refuse("to_client()", stream_value)
         if target.captures.open:
             target.captures.refuse("to_client()", target_stream_value)
+        chunk = _chunk_nbytes()
         streams, there = self.streams, target.streams
         if target is self:
             raise InvalidHandle(
@@ -238,7 +254,7 @@ class Transfers:
                 stream, binding, target.driver, target_stream, written
             ):
                 return out
-        self._copy_through_host(binding, stream_value, target, target_stream_value, written)
+        self._copy_through_host(binding, stream_value, target, target_stream_value, written, chunk)
         return out
 
     def _copy_through_host(
@@ -248,12 +264,10 @@ class Transfers:
         target: Transfers,
         target_stream_value: int,
         out: Binding,
+        chunk: int,
     ) -> None:
         """:meth:`copy_to`'s copy of ``binding`` into ``out``, a new buffer of ``target``,
-        through the host in chunks (see there); no lock held."""
-        chunk = nbytes_from_env(_CHUNK_VARIABLE) or TRANSFER_CHUNK_NBYTES
-        if chunk < 1:
-            raise ValueError(f"{_CHUNK_VARIABLE}=0 is no chunk size; use at least 1 byte")
+        through the host in chunks of ``chunk`` bytes (see there); no lock held."""
         nbytes = binding.nbytes
         if nbytes <= chunk:
             target.write_from(out, self.read([binding], stream_value), target_stream_value)

@@ -22,6 +22,7 @@ from ruda_core.runtime import (
     RudaCount,
     RudaDim,
     ServerError,
+    SettingError,
 )
 from ruda_core.tensor import RudaTensor
 from ruda_core.testing.faults import RefusedTask
@@ -191,6 +192,13 @@ def test_bad_input_is_refused_before_anything_runs(client):
 
 #: the chunk of the chunked copies below (``RUDA_TRANSFER_CHUNK``), small to keep them fast
 CHUNK = 4096
+
+
+def test_a_chunk_of_zero_bytes_is_refused_naming_the_setting(client, monkeypatch):
+    monkeypatch.setenv("RUDA_TRANSFER_CHUNK", "0")
+    for source, dest in _pairs(client):
+        with pytest.raises(SettingError, match="RUDA_TRANSFER_CHUNK=0"):
+            source.to_client(source.create_from_slice(np.zeros(8, np.uint32)), dest)
 
 
 @pytest.mark.parametrize(
