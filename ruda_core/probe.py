@@ -10,7 +10,8 @@ them; any failure becomes the device's one-line reason.
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
 device), the values of the variables the driver reads when it opens one (``BackendInfo.settings``)
-and the digest of ruda's code (its version included), so a warm start reads a file
+and of the core's (``RUDA_MEMORY_LIMIT``), and the digest of ruda's code (its version included);
+a verdict that a setting ruda cannot use decided is not stored. So a warm start reads a file
 instead of building a kernel. Such a device is probed once, in a child process, so that a
 driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit after a
 failed build) cannot take the caller down: a child that dies without a verdict makes the
@@ -37,9 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import SettingError
 from .runtime.backend import Runtime
 from .runtime.cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .runtime.cache_inventory import clear
+from .runtime.memory.management import LIMIT_VARIABLE
 
 __all__ = [
     "PROBE_TIMEOUT_S",
@@ -73,12 +76,20 @@ _PLACING = "the probe kernel placing values through shared memory"
 _CHILD_ENTRY = "from ruda_core.plugins import probe_child; probe_child({argv!r})"
 
 
+#: The core's settings read when a device opens, part of every verdict's key beside the
+#: driver's: a memory limit too small for the probe's buffers makes every device unusable.
+_OPENING_SETTINGS = (LIMIT_VARIABLE,)
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Whether a device built and ran the probe kernel, and if not, why (one line)."""
+    """Whether a device built and ran the probe kernel, and if not, why (one line).
+    ``lasting`` is False where a setting ruda cannot use decided it, not the device: such a
+    verdict is never stored, so the device is probed again once the setting is mended."""
 
     usable: bool
     reason: str = ""
+    lasting: bool = True
 
 
 def _expected() -> np.ndarray:
@@ -137,7 +148,8 @@ def run(
         return Verdict(False, f"{step} did not finish within {limit:g} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
         reason = _one_line(exc)
-        return Verdict(False, reason if step == _FIRST else f"{step}: {reason}")
+        lasting = not isinstance(exc, SettingError)
+        return Verdict(False, reason if step == _FIRST else f"{step}: {reason}", lasting)
     for written, expected, what in (
         (got, _expected(), _FIRST),
         (wide, _expected().astype(np.uint64), _WIDE),
@@ -192,7 +204,7 @@ def _child_said(stdout: str) -> Verdict | str:
         except ValueError:  # a driver's own output
             continue
         if "usable" in entry:
-            return Verdict(bool(entry["usable"]), str(entry["reason"]))
+            return Verdict(bool(entry["usable"]), str(entry["reason"]), entry.get("lasting", True))
         step = str(entry.get("step", step))
     return step
 
@@ -201,7 +213,7 @@ def probe_timeout() -> float:
     """The probe's time limit in seconds: ``RUDA_PROBE_TIMEOUT_S``, else
     :data:`PROBE_TIMEOUT_S`.
 
-    :raises ValueError: for a variable that is not a positive number of seconds.
+    :raises SettingError: for a variable that is not a positive number of seconds.
     """
     said = os.environ.get(_TIMEOUT_VARIABLE)
     if said is None:
@@ -211,17 +223,18 @@ def probe_timeout() -> float:
     except ValueError:
         limit = 0.0
     if not limit > 0:  # NaN too
-        raise ValueError(f"{_TIMEOUT_VARIABLE}={said!r}: give a positive number of seconds")
+        raise SettingError(f"{_TIMEOUT_VARIABLE}={said!r}: give a positive number of seconds")
     return limit
 
 
 def report(found: Verdict) -> None:
     """Print ``found`` as the one JSON line the parent of a probe's child process reads."""
-    print(json.dumps({"usable": found.usable, "reason": found.reason}), flush=True)
+    said = {"usable": found.usable, "reason": found.reason, "lasting": found.lasting}
+    print(json.dumps(said), flush=True)
 
 
 def _key(backend: str, device: Hashable, identity: str, settings: Sequence[str]) -> str:
-    values = [(name, os.environ.get(name, "").strip()) for name in settings]
+    values = [(name, os.environ.get(name, "").strip()) for name in (*_OPENING_SETTINGS, *settings)]
     return digest("probe", backend, str(device), identity, values, code_fingerprint("ruda_core"))
 
 
@@ -242,8 +255,9 @@ def verdict(
     settings: Sequence[str] = (),
 ) -> Verdict:
     """The device's verdict: stored for its ``identity`` (:func:`identity_of`) and the values
-    of the environment variables ``settings`` (``BackendInfo.settings``), else probed now (and
-    stored; never where the identity is None)."""
+    of the environment variables ``settings`` (``BackendInfo.settings``) and the core's read when
+    a device opens (the memory limit), else probed now (and stored where it is lasting; never
+    where the identity is None)."""
     if identity is None:
         return run(runtime, device)
     apart = os.environ.get(_CHILD_VARIABLE) != "1"
@@ -257,8 +271,9 @@ def verdict(
         except (ValueError, KeyError, TypeError):
             pass  # an unreadable entry is probed again and overwritten
     found = _run_apart(backend, device) if apart else run(runtime, device)
-    record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
-    cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
+    if found.lasting:
+        record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
+        cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
     return found
 
 

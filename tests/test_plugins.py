@@ -287,6 +287,17 @@ def test_a_device_unusable_under_a_setting_is_probed_again_once_the_setting_chan
         assert (mended["unusable"], mended["opened"]) == ({}, ""), mended
 
 
+def test_a_device_a_core_setting_made_unusable_is_probed_again_once_it_is_mended(
+    machine_verdicts, tmp_path
+):
+    cache = tmp_path / "cache"
+    for limit, reason in (("-5", "RUDA_MEMORY_LIMIT='-5' is not a size"), ("100", "limit of 100")):
+        facts = _devices(tmp_path, cache, machine_verdicts, "cpu", RUDA_MEMORY_LIMIT=limit)
+        assert reason in facts["unusable"]["cpu"], facts
+        mended = _devices(tmp_path, cache, machine_verdicts, "cpu")
+        assert (mended["unusable"], mended["opened"]) == ({}, ""), mended
+
+
 def test_conformance_skips_an_unusable_device_with_its_reason(nobuild_driver, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "ruda_core.testing.plugin", "-q", "-rs",

@@ -33,9 +33,10 @@ from .handle import Page, Slice
 from .storage import Storage
 from .usage import MemoryUsage
 
-__all__ = ["Fence", "MemoryConfig", "MemoryManagement"]
+__all__ = ["LIMIT_VARIABLE", "Fence", "MemoryConfig", "MemoryManagement"]
 
-_LIMIT_VARIABLE = "RUDA_MEMORY_LIMIT"
+#: The setting of the most bytes a server may hold (a size, read when a server is made).
+LIMIT_VARIABLE = "RUDA_MEMORY_LIMIT"
 
 
 class Fence(Protocol):
@@ -97,7 +98,7 @@ class MemoryManagement:
         self._align = storage.alignment_nbytes
         limit = config.limit_nbytes
         if limit is None:
-            limit = nbytes_from_env(_LIMIT_VARIABLE)
+            limit = nbytes_from_env(LIMIT_VARIABLE)
         device = storage.memory_nbytes
         self.limit_nbytes = device if limit is None else min(limit, device)  #: see above
         self.dropped: deque[Slice] = deque()  #: filled by handle finalisers, drained here
@@ -179,7 +180,7 @@ class MemoryManagement:
         return (
             f"a buffer of {nbytes} bytes can never fit {device}'s memory limit of "
             f"{self.limit_nbytes} bytes (its device memory is {memory} bytes); split the data "
-            f"or raise {_LIMIT_VARIABLE}"
+            f"or raise {LIMIT_VARIABLE}"
         )
 
     def _fits_pending(self, s: Slice, rounded: int, stream: object) -> bool:
@@ -233,7 +234,7 @@ class MemoryManagement:
                 raise OutOfMemory(
                     f"no room for a page of {nbytes} more bytes ({usage}; limit "
                     f"{self.limit_nbytes} bytes); drop handles, call memory_cleanup or raise "
-                    f"{_LIMIT_VARIABLE}"
+                    f"{LIMIT_VARIABLE}"
                 ) from failure
 
     def _fit_sliced(self, rounded: int) -> Slice | None:
