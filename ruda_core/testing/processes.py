@@ -1,6 +1,7 @@
 """Running ruda in other processes, for what must hold across them: :func:`fingerprints_elsewhere`
-asks a new interpreter for device fingerprints, :func:`in_forked_child` runs a function in a
-child made by ``os.fork()`` and says how it ended, even when it hangs.
+asks a new interpreter for device fingerprints, :func:`run_script` runs a script to its exit,
+:func:`in_forked_child` runs a function in a child made by ``os.fork()`` and says how it ended,
+even when it hangs.
 
 Children open devices by name through ``ruda_core.client``; nothing here knows a backend.
 """
@@ -19,10 +20,11 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .runner import TIMEOUT_S
 
-__all__ = ["ChildOutcome", "fingerprints_elsewhere", "in_forked_child"]
+__all__ = ["ChildOutcome", "fingerprints_elsewhere", "in_forked_child", "run_script"]
 
 _FINGERPRINTS = """
 import json, sys
@@ -51,6 +53,21 @@ def fingerprints_elsewhere(
         raise RuntimeError(f"the fingerprint process failed ({child.returncode}):\n{child.stderr}")
     result: dict[str, str] = json.loads(child.stdout.splitlines()[-1])
     return result
+
+
+def run_script(source: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the Python ``source``, written into ``folder`` (kernels need a source file), in a
+    new interpreter (this one, this environment) with ``args`` as its ``sys.argv[1:]``, to its
+    exit; its output is captured as text."""
+    script = folder / "script.py"
+    script.write_text(source)
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,6 @@ Unchecked)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -37,6 +35,7 @@ from ruda_core.runtime import (
     ValidationError,
 )
 from ruda_core.runtime.reports import REPORT_SLOTS
+from ruda_core.testing.processes import run_script
 from ruda_core.testing.runner import TIMEOUT_S, read_array
 
 #: These kernels go out of bounds on purpose, to show the checked contract: not sanitized.
@@ -302,15 +301,7 @@ shift_left.launch_unchecked(client, RudaCount(1), RudaDim(8), ArrayArg(x, 8), Ar
 def test_validate_reports_no_sync_raised_are_named_when_the_interpreter_exits(
     ruda_device, tmp_path
 ):
-    script = tmp_path / "exits.py"
-    script.write_text(_EXITING_CHILD)
-    child = subprocess.run(
-        [sys.executable, str(script), ruda_device],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    child = run_script(_EXITING_CHILD, tmp_path, ruda_device)
     assert child.returncode == 0, child.stderr
     assert "RudaWarning" in child.stderr and "no sync() or read raised" in child.stderr
     assert f"of {ruda_device}: kernel shift_left accessed x[8] but x has length 8" in child.stderr

@@ -7,9 +7,6 @@ interpreter has exited."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -36,7 +33,8 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import ComputeClient, Feature, RudaCount, RudaDim
 from ruda_core.testing.markers import need, requires, requires_elem
-from ruda_core.testing.runner import TIMEOUT_S, read_array
+from ruda_core.testing.processes import run_script
+from ruda_core.testing.runner import read_array
 
 pytestmark = requires(Feature.PRINT)
 
@@ -189,15 +187,7 @@ says.launch(client, RudaCount(1), RudaDim(2), ArrayArg(x, 2))  # never synced
 
 
 def test_output_printed_before_the_interpreter_exits_is_written(ruda_device, tmp_path):
-    script = tmp_path / "exits.py"
-    script.write_text(_EXITING_CHILD)
-    child = subprocess.run(
-        [sys.executable, str(script), ruda_device],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    child = run_script(_EXITING_CHILD, tmp_path, ruda_device)
     assert child.returncode == 0, child.stderr
     want = ["launching", "unit 0 says 7", "unit 1 says 8"]
     assert child.stdout.splitlines()[0] == want[0], child.stdout + child.stderr
