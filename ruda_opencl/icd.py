@@ -34,6 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ruda_core.runtime import SettingError
 from ruda_core.runtime.cache import cache_root, digest, trusted_folder
 
 __all__ = ["PIP_RUNTIMES", "IcdSource", "expose_pip_runtimes", "sources"]
@@ -139,13 +140,20 @@ def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
     pip-installed one (once per process; later calls return the first answer).
 
     :returns: the drivers shown, and a note when pip runtimes could not be added (else "").
+    :raises SettingError: ``RUDA_OPENCL_PIP_ICD`` is set to neither 0 nor 1.
     """
     folder = _loader_folder()
     if not folder.is_dir() and "OCL_ICD_VENDORS" in os.environ:
         return (), f"OCL_ICD_VENDORS={folder} is not a folder; pip OpenCL runtimes not added"
     present = _folder_sources(folder)
     pip = _pip_libraries()
-    if os.environ.get(_OPT_OUT, "") == "0" or not pip:
+    said = os.environ.get(_OPT_OUT, "").strip()
+    if said not in ("", "0", "1"):
+        raise SettingError(
+            f"{_OPT_OUT}={said!r} is neither 0 (leave the OpenCL loader alone) nor 1 (show it "
+            "the OpenCL runtimes pip installed, as when it is unset); set one of those"
+        )
+    if said == "0" or not pip:
         return tuple(present), ""
     by_library = {e.library: e for e in pip}
     present = [by_library.get(e.library, e) for e in present]  # a folder written earlier

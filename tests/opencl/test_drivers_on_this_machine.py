@@ -25,6 +25,12 @@ print(json.dumps({
 }))
 """
 
+BACKEND = """
+import json, ruda_core as ruda
+status = next(s for s in ruda.backends() if s.name == "opencl")
+print(json.dumps({"status": status.status.value, "reason": status.reason}))
+"""
+
 STATUS = """
 import json, ruda_core as ruda
 status = next(s for s in ruda.backends() if s.name == "opencl")
@@ -109,6 +115,12 @@ def test_opting_out_leaves_the_loader_alone(tmp_path):
     facts = _run(PLATFORMS, tmp_path, RUDA_OPENCL_PIP_ICD="0")
     assert "Intel(R) OpenCL" not in facts["platforms"]
     assert facts["vendors"] == ""
+
+
+def test_an_opt_out_that_is_neither_0_nor_1_is_refused_naming_the_setting(tmp_path):
+    facts = _run(BACKEND, tmp_path, RUDA_OPENCL_PIP_ICD="false")
+    assert facts["status"] != "available"
+    assert "SettingError: RUDA_OPENCL_PIP_ICD='false' is neither 0" in str(facts["reason"])
 
 
 def test_a_driver_whose_builds_fail_is_unusable_and_the_others_stay_usable(tmp_path):
