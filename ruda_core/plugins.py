@@ -39,6 +39,7 @@ from .interop.dlpack import describe_device
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
 from .runtime.properties import DeviceProperties
+from .runtime.switches import switch_setting
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -330,7 +331,8 @@ _registry = _Registry()
 
 
 def _strict() -> bool:
-    return os.environ.get("RUDA_STRICT_PLUGINS", "") not in ("", "0")
+    on, off = "a backend that is not available is an error", "it is listed with its reason"
+    return switch_setting("RUDA_STRICT_PLUGINS", on, off)
 
 
 def _selected() -> set[str] | None:

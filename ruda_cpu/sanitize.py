@@ -12,11 +12,10 @@ one per process, shared by every thread.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ruda_core.runtime import SettingError
+from ruda_core.runtime import switch_setting
 
 __all__ = ["is_sanitizing", "sanitize", "sanitizing"]
 
@@ -39,12 +38,7 @@ def is_sanitizing() -> bool:
     """
     if _set is not None:
         return _set
-    raw = os.environ.get(_ENV, "").strip()
-    if raw in ("", "0"):
-        return False
-    if raw == "1":
-        return True
-    raise SettingError(f"{_ENV}={raw!r}: set it to 1 (sanitize launches on cpu) or 0 (do not)")
+    return switch_setting(_ENV, on="sanitize launches on cpu", off="do not")
 
 
 @contextmanager

@@ -42,7 +42,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ from typing import Any
 import pyopencl as cl
 
 from ruda_core.ir import Elem
-from ruda_core.runtime import CompileOptions, Feature, Features, SettingError
+from ruda_core.runtime import CompileOptions, Feature, Features, switch_setting
 
 from .runtime import SUBGROUPS_VARIABLE
 from .target import OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
@@ -84,13 +83,8 @@ def subgroups_from_env() -> bool:
 
     :raises SettingError: for another value, naming the variable and the values it takes.
     """
-    raw = os.environ.get(SUBGROUPS_VARIABLE, "").strip()
-    if raw not in ("", "0", "1"):
-        raise SettingError(
-            f"{SUBGROUPS_VARIABLE}={raw!r} is neither 0 (planes of one lane, no subgroups) nor "
-            "1 (subgroups where the device has them); set one of those, or unset it"
-        )
-    return raw != "0"
+    on, off = "subgroups where the device has them", "planes of one lane, no subgroups"
+    return switch_setting(SUBGROUPS_VARIABLE, on, off, default=True)
 
 
 def choose_plane_dim(sizes: Iterable[int]) -> int:

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruda_core.runtime import SettingError
+from ruda_core.runtime import switch_setting
 from ruda_core.runtime.cache import cache_root, digest, trusted_folder
 
 __all__ = ["PIP_RUNTIMES", "IcdSource", "expose_pip_runtimes", "sources"]
@@ -147,13 +147,8 @@ def expose_pip_runtimes() -> tuple[tuple[IcdSource, ...], str]:
         return (), f"OCL_ICD_VENDORS={folder} is not a folder; pip OpenCL runtimes not added"
     present = _folder_sources(folder)
     pip = _pip_libraries()
-    said = os.environ.get(_OPT_OUT, "").strip()
-    if said not in ("", "0", "1"):
-        raise SettingError(
-            f"{_OPT_OUT}={said!r} is neither 0 (leave the OpenCL loader alone) nor 1 (show it "
-            "the OpenCL runtimes pip installed, as when it is unset); set one of those"
-        )
-    if said == "0" or not pip:
+    on, off = "show the OpenCL loader the runtimes pip installed", "leave the loader alone"
+    if not switch_setting(_OPT_OUT, on, off, default=True) or not pip:
         return tuple(present), ""
     by_library = {e.library: e for e in pip}
     present = [by_library.get(e.library, e) for e in present]  # a folder written earlier

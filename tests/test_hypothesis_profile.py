@@ -65,4 +65,4 @@ def test_an_unknown_fuzz_switch_is_a_usage_error(tmp_path):
         env={**os.environ, ENV_FUZZ_NEW: "yes", "DRAWS_FILE": str(tmp_path / "x.txt")},
     )  # fmt: skip
     assert result.returncode == 4, result.stdout[-3000:]
-    assert "RUDA_FUZZ_NEW='yes'; set it to 1" in result.stderr
+    assert "RUDA_FUZZ_NEW='yes' is neither 0 (the fixed set) nor 1" in result.stderr

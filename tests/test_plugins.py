@@ -69,6 +69,12 @@ def test_strict_plugins_make_a_broken_plugin_fatal(broken_plugin):
     assert "PluginError" in result.stderr and "the vendor library is missing" in result.stderr
 
 
+def test_a_strict_switch_that_is_neither_0_nor_1_is_refused_naming_it(broken_plugin):
+    result = _run(PROBE, broken_plugin, RUDA_STRICT_PLUGINS="false")  # once read as "strict"
+    assert result.returncode != 0
+    assert "SettingError: RUDA_STRICT_PLUGINS='false' is neither 0" in result.stderr
+
+
 def test_selected_backend_that_fails_raises_naming_the_variable(broken_plugin):
     result = _run(PROBE, broken_plugin, RUDA_BACKENDS="broken")
     assert result.returncode != 0

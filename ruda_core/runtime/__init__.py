@@ -72,6 +72,7 @@ from .properties import (
 from .server import ComputeServer
 from .stream import StreamId
 from .stream_table import ServerStream, poisoned_input
+from .switches import switch_setting
 
 __all__ = [
     "PLANE_DIMS",
@@ -159,5 +160,6 @@ __all__ = [
     "is_contiguous_or_pitched",
     "plane_dim_setting",
     "poisoned_input",
+    "switch_setting",
     "wait_until",
 ]

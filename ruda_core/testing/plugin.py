@@ -28,15 +28,13 @@ The plugin never imports a driver itself; opening a device is what imports it.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import settings
 
 import ruda_core
 
 from ..plugins import REFERENCE_BACKEND
-from ..runtime import ComputeClient, IndexedRuntime
+from ..runtime import ComputeClient, IndexedRuntime, SettingError, switch_setting
 from .markers import MARK_ELEMS, MARK_FEATURES, missing
 from .overrides import (
     DEVICE_PARAM,
@@ -104,13 +102,11 @@ def _load_hypothesis_profile(config: pytest.Config) -> None:
     """
     if config.getoption("hypothesis_profile", default=None):
         return
-    raw = os.environ.get(ENV_FUZZ_NEW, "").strip()
-    if raw not in ("", "0", "1"):
-        raise pytest.UsageError(
-            f"{ENV_FUZZ_NEW}={raw!r}; set it to 1 for new random examples on every run, or "
-            "leave it out (or 0) for the fixed set"
-        )
-    settings.load_profile(HYPOTHESIS_PROFILE_NEW if raw == "1" else HYPOTHESIS_PROFILE)
+    try:
+        new = switch_setting(ENV_FUZZ_NEW, "new random examples on every run", "the fixed set")
+    except SettingError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    settings.load_profile(HYPOTHESIS_PROFILE_NEW if new else HYPOTHESIS_PROFILE)
 
 
 def _selection(config: pytest.Config) -> DeviceSelection:
