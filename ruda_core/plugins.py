@@ -39,7 +39,7 @@ from .interop.dlpack import describe_device
 from .runtime.backend import Runtime
 from .runtime.client import ComputeClient
 from .runtime.properties import DeviceProperties
-from .runtime.switches import switch_setting
+from .runtime.settings import switch_setting
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -43,6 +43,7 @@ from .runtime.backend import Runtime
 from .runtime.cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .runtime.cache_inventory import clear
 from .runtime.memory.management import LIMIT_VARIABLE
+from .runtime.settings import seconds_setting
 
 __all__ = [
     "PROBE_TIMEOUT_S",
@@ -215,16 +216,7 @@ def probe_timeout() -> float:
 
     :raises SettingError: for a variable that is not a positive number of seconds.
     """
-    said = os.environ.get(_TIMEOUT_VARIABLE)
-    if said is None:
-        return PROBE_TIMEOUT_S
-    try:
-        limit = float(said)
-    except ValueError:
-        limit = 0.0
-    if not limit > 0:  # NaN too
-        raise SettingError(f"{_TIMEOUT_VARIABLE}={said!r}: give a positive number of seconds")
-    return limit
+    return seconds_setting(_TIMEOUT_VARIABLE, PROBE_TIMEOUT_S, "a device's probe")
 
 
 def report(found: Verdict) -> None:

@@ -71,5 +71,6 @@ def test_a_setting_ruda_cannot_use_is_one_line_naming_it_without_a_traceback(tmp
     )
     assert result.returncode == 2
     assert result.stderr == (
-        "ruda devices: RUDA_PROBE_TIMEOUT_S='soon': give a positive number of seconds\n"
+        "ruda devices: RUDA_PROBE_TIMEOUT_S='soon' is not a positive number of seconds; set it "
+        "to how long a device's probe may take, e.g. 30\n"
     )

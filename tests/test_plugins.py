@@ -435,7 +435,7 @@ def test_a_probe_that_outlives_its_time_limit_is_ended_naming_its_step(
 def test_a_probe_time_limit_that_is_not_a_positive_number_is_refused_naming_the_variable(
     monkeypatch,
 ):
-    for said in ("soon", "0", "-1", "nan"):
+    for said in ("soon", "0", "-1", "nan", "inf"):
         monkeypatch.setenv("RUDA_PROBE_TIMEOUT_S", said)
         with pytest.raises(ValueError, match=f"RUDA_PROBE_TIMEOUT_S={said!r}"):
             probe_timeout()

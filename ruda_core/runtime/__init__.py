@@ -70,9 +70,9 @@ from .properties import (
     plane_dim_setting,
 )
 from .server import ComputeServer
+from .settings import count_setting, seconds_setting, switch_setting
 from .stream import StreamId
 from .stream_table import ServerStream, poisoned_input
-from .switches import switch_setting
 
 __all__ = [
     "PLANE_DIMS",
@@ -156,10 +156,12 @@ __all__ = [
     "ValidationError",
     "WorkerLost",
     "contiguous_strides",
+    "count_setting",
     "dynamic_count_error",
     "is_contiguous_or_pitched",
     "plane_dim_setting",
     "poisoned_input",
+    "seconds_setting",
     "switch_setting",
     "wait_until",
 ]

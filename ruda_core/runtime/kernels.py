@@ -37,11 +37,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RudaWarning, SettingError, UnsupportedFeature
+from ..errors import RudaWarning, UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, RudaTask
 from .properties import DeviceProperties, Feature, Features
+from .settings import count_setting
 
 if TYPE_CHECKING:
     from .driver import KernelDriver
@@ -126,15 +127,8 @@ def max_loaded_kernels_from_env() -> int:
 
     :raises SettingError: when the variable is set to anything else; the message names it.
     """
-    raw = os.environ.get("RUDA_MAX_LOADED_KERNELS", "").strip()
-    if not raw:
-        return DEFAULT_MAX_LOADED_KERNELS
-    if not raw.isdigit() or int(raw) < 1:
-        raise SettingError(
-            f"RUDA_MAX_LOADED_KERNELS={raw!r} is not a positive integer; set it to the number of "
-            f"compiled kernels a device may keep loaded, e.g. {DEFAULT_MAX_LOADED_KERNELS}"
-        )
-    return int(raw)
+    what = "compiled kernels a device may keep loaded"
+    return count_setting("RUDA_MAX_LOADED_KERNELS", DEFAULT_MAX_LOADED_KERNELS, what)
 
 
 class KernelCache:

@@ -11,14 +11,19 @@ minimal kernel, within the time :class:`ShrinkBudget` allows.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 
 import numpy as np
 from hypothesis import reject
 
 from ..ir import KernelDefinition, Param, lower_bounds
-from ..runtime import BoundsCheckMode, ComputeClient, ExecutionMode
+from ..runtime import (
+    BoundsCheckMode,
+    ComputeClient,
+    ExecutionMode,
+    count_setting,
+    seconds_setting,
+)
 from .random_kernels import RESULTS_PER_UNIT, Program
 from .tolerance import mismatches
 
@@ -38,9 +43,11 @@ ENV_SHRINK_S = "RUDA_DIFFERENTIAL_SHRINK_S"
 
 
 def example_count(default: int = 20) -> int:
-    """Examples per device: ``RUDA_DIFFERENTIAL_EXAMPLES``, else ``default``."""
-    raw = os.environ.get(ENV_EXAMPLES, "").strip()
-    return int(raw) if raw else default
+    """Examples per device: ``RUDA_DIFFERENTIAL_EXAMPLES``, else ``default``.
+
+    :raises SettingError: it is not a whole number of at least 1.
+    """
+    return count_setting(ENV_EXAMPLES, default, "random kernels to run on each device")
 
 
 def generated_source(
@@ -64,8 +71,8 @@ class ShrinkBudget:
     """
 
     def __init__(self, seconds: float | None = None) -> None:
-        raw = os.environ.get(ENV_SHRINK_S, "").strip()
-        self.seconds = seconds if seconds is not None else float(raw) if raw else 60.0
+        what = "shrinking a failure"
+        self.seconds = seconds if seconds is not None else seconds_setting(ENV_SHRINK_S, 60.0, what)
         self.first_failure: float | None = None
         self._outcomes: dict[bytes, AssertionError | None] = {}
 
