@@ -267,11 +267,17 @@ class StreamTable:
         done is taken, so that a driver writes out what the work printed."""
         if not self.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
             return [f"{self.device}: a thread held its server past the exit's wait"], []
+        unfinished: list[str] = []
+        failed: list[str] = []
+        syncs = []
         try:
-            syncs = [(s, *sync(s)) for s in self.by_slot.values()]
+            for stream in self.by_slot.values():
+                try:
+                    syncs.append((stream, *sync(stream)))
+                except Exception as exc:  # a lost device: its stream cannot even be synced
+                    failed.append(f"stream {stream.slot} of {self.device}: {exc}")
         finally:
             self.lock.release()
-        unfinished, failed = [], []
         for stream, future, check in syncs:
             if not wait_until(future.done, max(deadline - time.monotonic(), 0)):
                 doing = self.queue.busy(stream) or "its queued work has not finished"
