@@ -31,6 +31,16 @@ def test_conformance_of_a_usable_device_runs(capsys):
     assert "cpu: 1 pass" in out
 
 
+def test_a_report_that_cannot_be_written_is_refused_before_the_suite_runs(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = cli.main(["conformance", "--device", "cpu", "--report", str(blocker / "matrix.md")])
+    out, err = capsys.readouterr()
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert f"ruda conformance: cannot write the report {blocker / 'matrix.md'}: " in err
+    assert "ruda conformance:" not in out  # no summary: pytest never ran
+
+
 def test_the_matrix_fills_when_the_suite_runs_over_several_processes(tmp_path):
     """Under ``pytest -n`` the tests run in workers; each report names its cell of the matrix,
     so the controller's matrix holds every outcome, as in one process."""

@@ -18,6 +18,7 @@ the test is collected), so the matrix fills under ``pytest -n`` as it does in on
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -168,9 +169,15 @@ def run_conformance(
     write the matrix to ``report`` if given, and return pytest's exit code.
 
     A named device that cannot be opened (an unknown backend, an index beyond its devices, a
-    driver that fails) is refused before pytest runs: its reason goes to stderr and the exit
-    code is pytest's usage error, never the success of a run that skipped everything.
+    driver that fails), or a report whose folder cannot be written, is refused before pytest
+    runs: its reason goes to stderr and the exit code is pytest's usage error, never the success
+    of a run that skipped everything or a run whose matrix is lost at its end.
     """
+    folder = None if report is None else report.resolve().parent
+    if folder is not None and not (folder.is_dir() and os.access(folder, os.W_OK)):
+        print(f"ruda conformance: cannot write the report {report}: {folder} is not a folder "
+              "this user can write", file=sys.stderr)  # fmt: skip
+        return int(pytest.ExitCode.USAGE_ERROR)
     unusable = _unusable(devices)
     if unusable:
         for outcome in unusable:
@@ -183,7 +190,11 @@ def run_conformance(
     code = pytest.main([*args, *pytest_args], plugins=[collector])
     print(collector.matrix.summary_text())
     if report is not None:
-        collector.matrix.write(report)
+        try:
+            collector.matrix.write(report)
+        except OSError as exc:  # the folder changed during the run, or the disk is full
+            print(f"ruda conformance: cannot write the report {report}: {exc}", file=sys.stderr)
+            return int(code) or 1
         print(f"matrix written to {report}")
     return int(code)
 
