@@ -89,6 +89,8 @@ class StreamPrints:
         """Write to ``sys.stdout``, in stream order, the text of the first ``through`` reads
         taken (complete: the caller's work, enqueued after them, is) and of every later read
         already complete. A read that failed is dropped (the sync or read after it fails)."""
+        if not self._taken:  # a stream that never printed, or whose records are all out
+            return
         with self._lock:  # held while writing, so that two threads keep the records' order
             while self._taken:
                 number, read, host = self._taken[0]
