@@ -8,8 +8,10 @@ exception becomes a ruda error; :class:`WgpuErrors` applies it to the calls of a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from importlib.resources import files
@@ -65,15 +67,25 @@ def all_adapters() -> tuple[Any, ...]:
     # Mesa's Vulkan drivers write "error: XDG_RUNTIME_DIR is invalid or not set" to stderr
     # when the variable names no directory of ours (a container, a CI job): a private one
     # keeps that line out of every process's stderr (the probe's children report theirs)
-    runtime_dir = os.environ.get("XDG_RUNTIME_DIR", "")
-    if not runtime_dir or not os.path.isdir(runtime_dir):
-        private = os.path.join(tempfile.gettempdir(), f"ruda-xdg-{getattr(os, 'getuid', int)()}")
-        os.makedirs(private, mode=0o700, exist_ok=True)
-        os.environ["XDG_RUNTIME_DIR"] = private
+    if os.name == "posix" and not os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
+        os.environ["XDG_RUNTIME_DIR"] = _private_runtime_dir()
     # timestamps resolved in nanoseconds (wgpu-py has no query of the timestamp period)
     extras.set_instance_extras(flags=["Default", "AutomaticTimestampNormalization"])
     adapters = wgpu.gpu.enumerate_adapters_sync()
     return tuple(a for a in adapters if a.info["backend_type"] in _NATIVE)
+
+
+def _private_runtime_dir() -> str:
+    """``ruda-xdg-<uid>`` in the temporary folder, made private to this user; a new folder of
+    its own where another user holds that name or lets others in (the name can be foreseen)."""
+    uid = os.getuid()
+    path = os.path.join(tempfile.gettempdir(), f"ruda-xdg-{uid}")
+    with contextlib.suppress(OSError):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    info = os.lstat(path) if os.path.lexists(path) else None
+    if info and stat.S_ISDIR(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o077:
+        return path
+    return tempfile.mkdtemp(prefix="ruda-xdg-")
 
 
 def describe(adapter: Any) -> str:
