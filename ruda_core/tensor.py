@@ -55,8 +55,9 @@ class RudaTensor(Strided):
 
     @classmethod
     def from_numpy(cls, client: ComputeClient, array: np.ndarray) -> RudaTensor:
-        """A contiguous device copy of ``array``."""
-        host = np.ascontiguousarray(array).reshape(np.shape(array))  # keeps a 0-d array 0-d
+        """A contiguous device copy of ``array`` (its values, in this machine's byte order)."""
+        native = array.dtype.newbyteorder("=")
+        host = np.ascontiguousarray(array, native).reshape(np.shape(array))  # 0-d stays 0-d
         elem = Elem.from_dtype(host.dtype)
         handle, strides = client.create_tensor_from_slice(host, host.shape, host.itemsize)
         return cls(handle, tuple(host.shape), strides, elem)

@@ -85,6 +85,16 @@ def test_asarray_reads_any_dlpack_producer_of_host_memory():
     np.testing.assert_array_equal(copied.numpy(), np.arange(4, dtype=np.float32))
 
 
+def test_asarray_takes_values_of_either_byte_order_and_holds_them_in_the_machines():
+    client = ruda.client("cpu")
+    swapped = np.arange(-3, 3, dtype=np.float32).astype(np.dtype(np.float32).newbyteorder())
+    got = ruda.asarray(swapped, client).numpy()
+    assert got.dtype == np.float32 and got.dtype.isnative
+    np.testing.assert_array_equal(got, np.arange(-3, 3, dtype=np.float32))
+    with pytest.raises(TypeError, match=r"byte order(?s:.*)newbyteorder\('='\)"):
+        ruda.RudaTensor.empty(client, (3,), swapped.dtype)  # no values to convert
+
+
 @pytest.mark.parametrize("name", DEVICES)
 def test_ops_take_the_client_from_their_operands_and_return_tensors(open_device, name):
     open_device(name)

@@ -87,6 +87,11 @@ class Elem(enum.Enum):
             if dt == np.dtype(name):
                 _FROM_DTYPE[dt] = elem
                 return elem
+        if not dt.isnative and dt.newbyteorder("=") in map(np.dtype, _NUMPY_NAME.values()):
+            raise TypeError(
+                f"dtype {dt} is not in this machine's byte order, which ruda's elements are in; "
+                "convert it first: x.astype(x.dtype.newbyteorder('='))"
+            )
         names = [*_NUMPY_NAME.values(), "bfloat16"]
         raise TypeError(f"dtype {dt} has no ruda element type; use one of {names}")
 
