@@ -11,7 +11,7 @@ It speaks the ecosystem's protocols without copying: DLPack both ways (``__dlpac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -141,6 +141,33 @@ class RudaTensor(Strided):
 
     def _client(self) -> ComputeClient:
         return ComputeClient.owning(self.handle)
+
+    def __copy__(self) -> RudaTensor:
+        """The tensor itself: it is immutable, and a copy would share its memory."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> RudaTensor:
+        """A new tensor on the same device holding a copy of this one's memory (the whole
+        handle, as :meth:`to_client` copies it), enqueued on the calling thread's stream after
+        the work that writes it.
+
+        :raises InvalidHandle: for memory that was dropped, or of no registered client.
+        """
+        client = self._client()
+        handle = client.empty(self.handle.nbytes)
+        client.copy(self.handle, handle)
+        return RudaTensor(handle, self.shape, self.strides, self.elem)
+
+    def __reduce__(self) -> NoReturn:
+        """Refused: the memory belongs to a device of this process.
+
+        :raises TypeError: always, saying what travels instead.
+        """
+        raise TypeError(
+            f"a RudaTensor of shape {self.shape} on {self.handle!r} does not pickle: its memory "
+            "belongs to a device of this process. Send its values (tensor.numpy()), or keep it "
+            "on a Dask worker's device with ruda_core.dask.keep"
+        )
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the memory.

@@ -47,6 +47,7 @@ from .layout import Strided, contiguous_strides
 from .limits import LaunchLimits
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
+from .process_bound import ProcessBound
 from .profile import ProfileDuration, ProfileTrace, TimingMethod
 from .properties import DeviceProperties, Feature, Features
 from .server import ComputeServer
@@ -110,7 +111,7 @@ class PreparedLaunch:
         self._replay((stream if stream is not None else StreamId.current()).value)
 
 
-class ComputeClient:
+class ComputeClient(ProcessBound):
     """Allocation, kernel submission, readback, synchronisation and capability queries of one
     device. ``Runtime.client(device)`` returns the one client of a device.
 
@@ -649,6 +650,12 @@ class ComputeClient:
     def __repr__(self) -> str:
         pinned = f", stream={self.pinned.value}" if self.pinned is not None else ""
         return f"ComputeClient({self._device}{pinned})"
+
+    def sent_instead(self) -> str:
+        return (
+            f"Send the device's name ({str(self._device)!r}) and open it where it is used, with "
+            "ruda_core.client(name) (in a Dask task: ruda_core.dask.worker_client())"
+        )
 
 
 if hasattr(os, "register_at_fork"):  # POSIX only

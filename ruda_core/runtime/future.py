@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from .process_bound import ProcessBound
+
 if TYPE_CHECKING:
     from .memory.management import Fence
 
@@ -56,7 +58,7 @@ def wait_until(done: Callable[[], bool], timeout: float | None = None) -> bool:
     return True
 
 
-class RudaFuture(Generic[T]):
+class RudaFuture(ProcessBound, Generic[T]):
     """A value that becomes available when queued device work completes.
 
     :param wait: blocks up to ``timeout`` seconds (``None``: forever) and returns the value,
@@ -150,6 +152,9 @@ class RudaFuture(Generic[T]):
 
     def __repr__(self) -> str:
         return f"<RudaFuture {'done' if self.done() else 'pending'}>"
+
+    def sent_instead(self) -> str:
+        return "Wait for it here (future.result()) and send its value"
 
 
 class Promise(Generic[T]):

@@ -34,7 +34,7 @@ from .cache import EntryOrigin
 from .capture import Captures, Recording
 from .compiler import CompileOptions, Compiler, RudaTask
 from .device import DeviceId
-from .device_names import name_server
+from .device_names import device_name, name_server
 from .driver import Bytes, Driver
 from .fork import check_new_server, track
 from .future import RudaFuture
@@ -44,6 +44,7 @@ from .memory.handle import Binding, Handle
 from .memory.management import MemoryConfig, MemoryManagement
 from .memory.storage import Storage
 from .memory.usage import MemoryUsage
+from .process_bound import ProcessBound
 from .profile import ProfileTrace
 from .profiler import Profiler
 from .properties import DeviceProperties, Features
@@ -55,7 +56,7 @@ from .transfers import Transfers
 __all__ = ["ComputeServer"]
 
 
-class ComputeServer:
+class ComputeServer(ProcessBound):
     """The execution contract of one device (see the module docstring for its parts).
 
     A backend builds one per device, usually through a subclass whose ``__init__`` makes its
@@ -196,6 +197,9 @@ class ComputeServer:
         name_server(self.server_id, name)
 
     # -- memory --------------------------------------------------------------------------------
+    def sent_instead(self) -> str:
+        return f"Send its device's name ({device_name(self.server_id)!r}); see ComputeClient"
+
     def empty(self, nbytes: int, stream_value: int) -> Handle:
         """See :meth:`Transfers.empty`."""
         return self.transfers.empty(nbytes, stream_value)

@@ -163,6 +163,32 @@ class Handle:
     def __repr__(self) -> str:
         return f"Handle({self.nbytes} B on {device_name(self.server_id)})"
 
+    def __copy__(self) -> Handle:
+        """The handle itself: a copy would share the memory anyway."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> NoReturn:
+        """Refused: a copy of the bytes is device work, which a client enqueues.
+
+        :raises TypeError: always, saying how to copy the memory.
+        """
+        raise TypeError(
+            f"{self!r} is not deep-copied: it is memory on a device. Copy its bytes with "
+            "client.copy(handle, client.empty(handle.nbytes)), or deep-copy a RudaTensor, "
+            "which does that"
+        )
+
+    def __reduce__(self) -> NoReturn:
+        """Refused: the memory belongs to a device of this process.
+
+        :raises TypeError: always, saying what travels instead.
+        """
+        raise TypeError(
+            f"{self!r} does not pickle: it is memory on a device of this process. Send its "
+            "bytes (client.read_one(handle)), or keep it on a Dask worker's device with "
+            "ruda_core.dask.keep"
+        )
+
     def __array__(self, dtype: object = None, copy: bool | None = None) -> NoReturn:
         """Refused: a handle is untyped device memory, and NumPy would otherwise wrap the
         handle object itself in a 0-d object array without a word.
