@@ -1,4 +1,11 @@
-"""``CpuStorage``: pages of host memory as NumPy byte arrays."""
+"""``CpuStorage``: pages of host memory as NumPy byte arrays.
+
+A new page starts as ``0xFF`` bytes (:data:`UNWRITTEN_BYTE`), not as the zeros a fresh page of
+the system's gives: a kernel that reads device memory nothing wrote (an accumulator taken from
+``client.empty``) reads NaN in every float type and -1 (or the largest value) in integers, and
+shows the mistake, where zeros would make it right by chance. Memory reused from a dropped
+handle holds what it held, as on a GPU.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,10 @@ import numpy as np
 from ruda_core.runtime import OutOfMemory, Storage
 from ruda_core.runtime.host_memory import physical_nbytes
 
-__all__ = ["CpuStorage", "host_memory_nbytes"]
+__all__ = ["UNWRITTEN_BYTE", "CpuStorage", "host_memory_nbytes"]
+
+#: Every byte of a new page.
+UNWRITTEN_BYTE = 0xFF
 
 
 def host_memory_nbytes() -> int:
@@ -16,7 +26,8 @@ def host_memory_nbytes() -> int:
 
 
 class CpuStorage(Storage):
-    """Each page is a ``np.empty(nbytes, uint8)``; the resource is that array."""
+    """Each page is a NumPy ``uint8`` array of :data:`UNWRITTEN_BYTE`; the resource is that
+    array."""
 
     alignment_nbytes = 64
     memory_source = "the host's physical memory"  # also the largest single allocation
@@ -26,7 +37,7 @@ class CpuStorage(Storage):
 
     def alloc(self, nbytes: int) -> object:
         try:
-            return np.empty(nbytes, dtype=np.uint8)
+            return np.full(nbytes, UNWRITTEN_BYTE, dtype=np.uint8)
         except MemoryError as exc:
             raise OutOfMemory(f"the host has no room for a {nbytes}-byte page") from exc
 

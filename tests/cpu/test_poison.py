@@ -28,6 +28,7 @@ from ruda_core.lang import (
 )
 from ruda_core.runtime import ComputeClient, RudaCount, RudaDim
 from ruda_core.testing.conformance.test_atomics import conformance_shared_histogram
+from ruda_core.testing.processes import run_script
 from ruda_core.testing.runner import read_array
 from ruda_cpu.lockstep.poison import pattern_bits
 
@@ -100,3 +101,38 @@ def test_unwritten_shared_and_local_elements_read_the_poison(
         assert (got == pattern_bits(dtype)).all(), (elem, got)
     if elem.is_float:
         assert np.isnan(read_array(cpu, outs[0], dtype).astype(np.float32)).all()
+
+
+_UNWRITTEN = """
+import numpy as np
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, f32, i32, kernel
+
+
+@kernel
+def accumulate(x: Array[f32], total: Array[f32], count: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        total[i] = total[i] + x[i]  # the mistake: total never zeroed
+        count[i] = count[i] + 1
+
+
+client = ruda.client("cpu")
+x = ruda.asarray(np.ones(8, np.float32), client)
+total = ruda.RudaTensor.empty(client, (8,), np.float32)
+count = ruda.RudaTensor.empty(client, (8,), np.int32)
+accumulate.launch(client, 1, 8, x, total, count)
+print(total.numpy().tolist())
+print(count.numpy().tolist())
+print(np.frombuffer(client.read_one(client.empty(12)), np.uint8).tolist())
+"""
+
+
+def test_device_memory_nothing_wrote_reads_nan_and_minus_one(tmp_path) -> None:
+    """A new process, so that every page is new: an accumulator taken from ``empty`` shows
+    the mistake instead of starting from the zeros of a fresh system page."""
+    done = run_script(_UNWRITTEN, tmp_path)
+    assert done.returncode == 0, done.stderr
+    totals, counts, raw = done.stdout.splitlines()
+    assert totals == str([float("nan")] * 8) and counts == str([0] * 8)
+    assert raw == str([0xFF] * 12)
