@@ -4,7 +4,10 @@ The active, in-bounds lanes of a batch apply their operation to the target one a
 in some order; out-of-bounds lanes are dropped (their old value reads 0). Without a fetched
 result the update is a ``np.<ufunc>.at`` (fast even under heavy contention). With one, each
 lane receives the element's value from just before its own update, consistent with one
-sequential order (lanes grouped by address, in sort order):
+sequential order: the lanes of an address from the last to the first, the reverse of the units'
+own, so that a kernel assuming that atomics apply in unit order (slots taken with
+``atomic_add`` as if handed out in order) is as wrong here as on a GPU, which promises no
+order:
 
 * integer ADD/SUB: segmented exclusive prefix sums (exact, wrapping); XOR: prefix xor;
 * AND/OR/MIN/MAX: a segmented log-step scan (exact: these operations are idempotent);
@@ -97,12 +100,14 @@ class _Groups:
 
     def __init__(self, sel: _Selection) -> None:
         addr = sel.addr
-        if addr.shape[0] and addr.max() < 65536:
-            self.order = np.argsort(addr.astype(np.uint16), kind="stable")  # a radix sort
+        k = addr.shape[0]
+        # the lanes of an address last to first: a stable sort of the lanes reversed
+        if k and addr.max() < 65536:
+            backwards = np.argsort(addr[::-1].astype(np.uint16), kind="stable")  # a radix sort
         else:
-            self.order = np.argsort(addr)
+            backwards = np.argsort(addr[::-1], kind="stable")
+        self.order = (k - 1) - backwards
         self.addr = addr[self.order]
-        k = self.addr.shape[0]
         new = np.empty(k, dtype=bool)
         new[:1] = True
         np.not_equal(self.addr[1:], self.addr[:-1], out=new[1:])

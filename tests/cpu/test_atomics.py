@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from launch_modes import run
 
+import ruda_core as ruda
 from ruda_core.ir import Elem, Op
+from ruda_core.lang import ABSOLUTE_POS, Array, atomic_add, kernel, u32
 from ruda_core.runtime import ComputeClient
 from ruda_core.testing.irbuild import KernelBuilder, builtin, const
 
@@ -119,15 +121,15 @@ def check_sequential(
     old: np.ndarray,
 ) -> None:
     """There is an order of the active lanes, per address, whose sequential application gives
-    ``old`` and ``t``: replay the lanes of each address sorted by lane (the order this device
-    uses) and compare."""
+    ``old`` and ``t``: replay the lanes of each address from the last lane to the first (the
+    order this device uses, the reverse of the units' own) and compare."""
     wrap = (
         (lambda z: elem.numpy.type(z))
         if elem.is_float
         else (lambda z: np.array(z % (1 << elem.bits)).astype(np.uint64).astype(elem.numpy)[()])
     )
     state = {a: t0[a].item() for a in range(t0.size)}
-    for lane in range(idx.size):
+    for lane in reversed(range(idx.size)):
         if v[lane] == 0 or idx[lane] >= t0.size:
             continue
         a = int(idx[lane])
@@ -222,7 +224,7 @@ def test_compare_and_swap_replays_sequentially(cpu: ComputeClient, uniform_cmp: 
     arrays = [t0, idx, cmp, v, np.zeros(n, np.uint32)]
     t, _, _, _, old = run(cpu, cas_kernel().build(), arrays, count=4, dim=64)
     state = t0.tolist()
-    for lane in range(n):
+    for lane in reversed(range(n)):  # the order this device uses
         a = idx[lane]
         assert old[lane] == state[a]
         if state[a] == cmp[lane]:
@@ -276,3 +278,18 @@ def test_non_fetching_atomics_and_load_store(cpu: ComputeClient) -> None:
         assert t[8 + b] == 100 - mine.sum()
         assert t[12 + b] == 100 | np.bitwise_or.reduce(mine)
     assert t[16] == 5 and (o == 5).all()
+
+
+@kernel
+def take_slots(counter: Array[u32], out: Array[u32]):
+    out[atomic_add(counter, 0, u32(1))] = ABSOLUTE_POS
+
+
+def test_slots_taken_with_atomics_are_not_handed_out_in_unit_order(cpu: ComputeClient) -> None:
+    """A kernel that expects unit ``k`` to take slot ``k`` is wrong on the reference device, as
+    on a GPU: every slot is taken once, but not in the units' order."""
+    counter = ruda.asarray(np.zeros(1, np.uint32), cpu)
+    out = ruda.asarray(np.zeros(256, np.uint32), cpu)
+    take_slots.launch(cpu, 4, 64, counter, out)
+    got = out.numpy()
+    assert sorted(got.tolist()) == list(range(256)) and (got != np.arange(256)).any()
