@@ -1,5 +1,6 @@
 """The one array a device-wide primitive (``sum``, ``cumsum``, ``sort``, ``bincount`` …) takes,
-and the host-side choices those primitives share: result element types and cube sizes.
+and the host-side choices those primitives share: result and computing element types and cube
+sizes.
 
 An operand is a ``RudaTensor`` or ``TensorBuffer`` (the primitive runs on its device), or, after
 a leading client (``sum(client, x)``), anything ``ruda_core.asarray`` takes, copied to that
@@ -21,20 +22,45 @@ from ..tensor import RudaTensor
 from .operands import as_buffer, client_and_operands
 
 __all__ = [
+    "FOLDED",
     "INTS",
     "NUMBERS",
     "UNTUNED",
     "Cubes",
     "cube_units",
+    "fold_elem",
     "named_elem",
     "one_operand",
     "sum_elem",
 ]
 
-#: The integer element types of the primitives.
+#: The integer element types of ``sort`` and ``argsort``.
 INTS = frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64})
-#: Every element type the primitives take.
+#: The element types of ``sort`` and ``argsort`` (:func:`one_operand`'s default).
 NUMBERS = INTS | {Elem.F32, Elem.F64}
+#: The element types of ``sum``, ``min``, ``max`` and ``cumsum``: :data:`NUMBERS` and the
+#: narrower ones, which their kernels compute in a wider type (:func:`fold_elem`).
+FOLDED = NUMBERS | {Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.F16}
+#: NumPy's sum of each integer or bool element type, and the sum where the device lacks it.
+_SUMS = {
+    Elem.BOOL: (Elem.I64, Elem.I32),
+    Elem.I8: (Elem.I64, Elem.I32),
+    Elem.I16: (Elem.I64, Elem.I32),
+    Elem.I32: (Elem.I64, Elem.I32),
+    Elem.U8: (Elem.U64, Elem.U32),
+    Elem.U16: (Elem.U64, Elem.U32),
+    Elem.U32: (Elem.U64, Elem.U32),
+}
+#: The element a fold of each narrow element type computes in: plane operations and WGSL
+#: hold 32-bit values, and f16 sums round once, where written.
+_WIDER = {
+    Elem.BOOL: Elem.U32,
+    Elem.I8: Elem.I32,
+    Elem.I16: Elem.I32,
+    Elem.U8: Elem.U32,
+    Elem.U16: Elem.U32,
+    Elem.F16: Elem.F32,
+}
 #: Reductions and scans of at most this many elements run the first of their candidates that
 #: runs, untuned: launch latency, not the candidates, sets their time on a GPU (a quarter of a
 #: microsecond of the H200's bandwidth), and tuning would build every candidate's kernels.
@@ -92,13 +118,21 @@ def named_elem(op: str, arg: ArrayArg) -> Elem:
 
 
 def sum_elem(client: ComputeClient, elem: Elem) -> Elem:
-    """The element of a sum or cumulative sum of ``elem``: NumPy's (i64 for signed integers, u64
-    for unsigned ones, the float itself), or ``elem`` itself where the device lacks the 64-bit
-    integer type."""
-    if elem in (Elem.I32, Elem.U32):
-        wide = Elem.I64 if elem is Elem.I32 else Elem.U64
-        return wide if client.features().supports(wide) else elem
-    return elem
+    """The element of a sum or cumulative sum of ``elem``: NumPy's (i64 for bool and signed
+    integers, u64 for unsigned ones, the float itself), or i32 and u32 where the device lacks
+    the 64-bit integer type."""
+    sums = _SUMS.get(elem)
+    if sums is None:
+        return elem
+    wide, narrow = sums
+    return wide if client.features().supports(wide) else narrow
+
+
+def fold_elem(elem: Elem) -> Elem:
+    """The element a reduction or scan whose result is ``elem`` computes in: u32 for bool, u8
+    and u16, i32 for i8 and i16, f32 for f16 (each result converted once, where written), else
+    ``elem`` itself."""
+    return _WIDER.get(elem, elem)
 
 
 def cube_units(client: ComputeClient, wanted: int) -> int:

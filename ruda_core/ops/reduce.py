@@ -10,8 +10,9 @@ the reads per unit and the count of partials are chosen by the autotuner
 (:mod:`ruda_core.autotune`) per device, operation, element type and size class, and remembered
 in its persistent cache. Results follow NumPy: ``sum`` in NumPy's result type
 (:func:`.primitive_inputs.sum_elem`), ``min``/``max`` in the input's, a NaN in a float
-``min``/``max`` gives NaN, and ``min``/``max`` of nothing is a ``ValueError``. This module
-launches the kernel; it never imports a driver.
+``min``/``max`` gives NaN, and ``min``/``max`` of nothing is a ``ValueError``. Narrow types are
+computed wider (:func:`.primitive_inputs.fold_elem`) and converted once, where written. This
+module launches the kernel; it never imports a driver.
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, RudaCount, RudaDim
 from ..tensor import RudaTensor
 from .geometry import LINE_NBYTES, line_width
-from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
+from .primitive_inputs import (
+    FOLDED,
+    UNTUNED,
+    Cubes,
+    fold_elem,
+    named_elem,
+    one_operand,
+    sum_elem,
+)
 from .reduce_kernels import reduce_segments, reduce_whole
 from .tickets import ticket_word
 
@@ -79,16 +88,18 @@ class Reduction:
 def sum(*args: Any, axis: int | None = None) -> RudaTensor:
     """The sum of ``x``'s elements (``sum(x)`` or ``sum(client, x)``): over all of them (a 0-d
     tensor), or over the last axis with ``axis=-1`` (shape ``x.shape[:-1]``), on ``x``'s device,
-    written asynchronously. The result's element type is NumPy's: i64 for i32, u64 for u32 (i32
-    and u32 where the device lacks 64-bit integers), else ``x``'s. Integer sums are exact (they
-    wrap as the result type does); float sums stay within the bound ``docs/ops.md`` states.
-    The first call of a device, element type and size class above 2**18 elements tunes the
-    kernel (blocking).
+    written asynchronously. The result's element type is NumPy's: i64 for bool, i8, i16 and
+    i32, u64 for u8, u16 and u32 (i32 and u32 where the device lacks 64-bit integers), else
+    ``x``'s. Integer sums are exact (they wrap as the result type does); float sums stay within
+    the bound ``docs/ops.md`` states (f16 sums are f32 sums rounded once to f16). The first
+    call of a device, element type and size class above 2**18 elements tunes the kernel
+    (blocking).
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
-    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or
-        an ``axis`` other than None and -1 (or the last axis' index).
+    :raises LaunchConfigError: for another element type than bool, i8, u8, i16, u16, i32, u32,
+        i64, u64, f16, f32, f64, or an ``axis`` other than None and -1 (or the last axis'
+        index).
     :raises UnsupportedFeature: for an element type the device lacks.
     """
     return _reduce("sum", args, axis)
@@ -96,7 +107,8 @@ def sum(*args: Any, axis: int | None = None) -> RudaTensor:
 
 def min(*args: Any, axis: int | None = None) -> RudaTensor:
     """The least element of ``x``, over all elements or the last axis as :func:`sum`; in ``x``'s
-    element type, exact; NaN where a float input holds a NaN (as ``numpy.min``).
+    element type, exact; NaN where a float input holds a NaN (as ``numpy.min``); for bool,
+    whether all elements are true.
 
     :raises ValueError: when there is no element to reduce (an empty ``x``, or rows of 0).
     :raises: the errors of :func:`sum` too.
@@ -105,12 +117,13 @@ def min(*args: Any, axis: int | None = None) -> RudaTensor:
 
 
 def max(*args: Any, axis: int | None = None) -> RudaTensor:
-    """The greatest element of ``x``, as :func:`min`."""
+    """The greatest element of ``x``, as :func:`min` (for bool, whether any element is
+    true)."""
     return _reduce("max", args, axis)
 
 
 def _reduce(kind: str, args: tuple[Any, ...], axis: int | None) -> RudaTensor:
-    client, x = one_operand(kind, args)
+    client, x = one_operand(kind, args, FOLDED)
     rows, n, shape = _rows(kind, x.shape, axis)
     out_elem = sum_elem(client, x.elem) if kind == "sum" else x.elem
     if n == 0 and kind != "sum":
@@ -148,13 +161,14 @@ def _span(n: int, segs: int, line: int) -> tuple[int, int]:
     return span, -(-n // span)
 
 
-def _spec(kind: str, x: ArrayArg, elem: Elem, cubes: Cubes, line: int) -> dict[str, Any]:
-    """The compile-time arguments of the reduction kernels: lanes of running sums where a sum
-    reads lines of its own result type."""
-    lanes = kind == "sum" and line > 1 and x.elem is elem
+def _spec(kind: str, x: ArrayArg, acc: Elem, cubes: Cubes, line: int) -> dict[str, Any]:
+    """The compile-time arguments of the reduction kernels computing in ``acc``: lanes of
+    running sums where a sum reads lines of ``acc`` itself."""
+    lanes = kind == "sum" and line > 1 and x.elem is acc
     return {
+        "Acc": acc,
         "KIND": kind,
-        "FLOAT": elem.is_float,
+        "FLOAT": acc.is_float,
         "PLANES": cubes.planes,
         "UNITS": cubes.units,
         "ITEMS": cubes.items,
@@ -178,14 +192,15 @@ def reduce_into(
     the ``kind`` reduction of segment ``s`` of row ``r`` (``rows`` rows of ``n > 0`` elements
     of ``x``, ``segs`` segments of ``ceil(n / segs)`` rounded up to ``line``), covered as
     ``cubes`` says, reading lines of ``line`` elements (``x`` must start on a line, and rows of
-    several rows be whole lines). Shared with :mod:`.scan` (its tile sums).
+    several rows be whole lines), computed in ``fold_elem`` of ``out``'s element type. Shared
+    with :mod:`.scan` (its tile sums).
 
     :raises LaunchConfigError: when ``out`` does not name its element type.
     """
-    elem = named_elem("reduce", out)
+    acc = fold_elem(named_elem("reduce", out))
     span, segs = _span(n, segs, line)
     count = builtins.min(rows * segs, client.properties().max_ruda_count[0], 65535)
-    nan = float("nan") if elem.is_float else 0
+    nan = float("nan") if acc.is_float else 0
     reduce_segments.launch_unchecked(
         client,
         RudaCount(count),
@@ -197,7 +212,7 @@ def reduce_into(
         segs,
         span,
         nan,
-        **_spec(kind, x, elem, cubes, line),
+        **_spec(kind, x, acc, cubes, line),
     )
 
 
@@ -213,16 +228,17 @@ def _reduce_whole(
     last_cube: bool,
 ) -> None:
     """The ``kind`` reduction of ``x``'s ``n`` elements into ``out[0]``, over at most ``segs``
-    per-cube partials: one launch of :func:`.reduce_kernels.reduce_whole` where ``last_cube``
-    asks for it and the device has memory fences, else two of ``reduce_segments``."""
-    elem = named_elem("reduce", out)
+    per-cube partials (in ``fold_elem`` of ``out``'s element type): one launch of
+    :func:`.reduce_kernels.reduce_whole` where ``last_cube`` asks for it and the device has
+    memory fences, else two of ``reduce_segments``."""
+    acc = fold_elem(named_elem("reduce", out))
     span, segs = _span(n, segs, line)
-    partials = ArrayArg(client.empty(segs * elem.nbytes), segs, elem)
+    partials = ArrayArg(client.empty(segs * acc.nbytes), segs, acc)
     if not (last_cube and client.features().has(Feature.MEMORY_FENCE)):
         reduce_into(client, kind, x, partials, 1, n, segs, cubes, line)
         reduce_into(client, kind, partials, out, 1, segs, 1, cubes)
         return
-    nan = float("nan") if elem.is_float else 0
+    nan = float("nan") if acc.is_float else 0
     reduce_whole.launch_unchecked(
         client,
         RudaCount(segs),
@@ -234,7 +250,7 @@ def _reduce_whole(
         n,
         span,
         nan,
-        **_spec(kind, x, elem, cubes, line),
+        **_spec(kind, x, acc, cubes, line),
     )
 
 

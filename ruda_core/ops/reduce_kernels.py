@@ -13,18 +13,21 @@ the device has planes, ``PLANES``).
 
 * :func:`reduce_segments`: row ``r`` of ``rows`` rows of ``n`` elements is cut into ``segs``
   segments of ``span`` elements (the last one shorter), and ``out[r * segs + s]`` receives the
-  sum, least or greatest element of segment ``s`` of row ``r``, in the element type ``Out``
-  (each element converted first). The cubes stride over all ``rows * segs`` segments, so any
-  count of cubes covers any shape. A row reduction (``axis=-1``) is one launch with ``segs = 1``;
-  a whole-array reduction two: per-cube partials, then one segment over them.
+  sum, least or greatest element of segment ``s`` of row ``r``, computed in ``Acc`` (each
+  element converted first) and converted to ``Out`` once, where written. The cubes stride over
+  all ``rows * segs`` segments, so any count of cubes covers any shape. A row reduction
+  (``axis=-1``) is one launch with ``segs = 1``; a whole-array reduction two: per-cube partials
+  (in ``Acc``), then one segment over them.
 * :func:`reduce_whole`: a whole-array reduction in one launch on a device with memory fences,
-  one segment per cube. Each cube
-  writes its partial, fences it and takes a ticket from ``tickets[0]`` (zero before the launch);
-  the cube that takes the last ticket folds the partials, in order, into ``out[0]`` and sets the
-  ticket word back to zero for the next launch.
+  one segment per cube. Each cube writes its partial (in ``Acc``), fences it and takes a ticket
+  from ``tickets[0]`` (zero before the launch); the cube that takes the last ticket folds the
+  partials, in order, into ``out[0]`` and sets the ticket word back to zero for the next launch.
 
-Float ``min`` and ``max`` propagate NaN as NumPy does: a segment holding a NaN gives NaN. Launch
-shapes and argument checks are :mod:`.reduce`'s; nothing here checks arguments.
+``Acc`` is ``Out``, or a wider type for a narrow ``Out`` (:func:`.primitive_inputs.fold_elem`:
+bool, 8- and 16-bit integers in 32 bits, f16 in f32), so that the cube folds see 32- and 64-bit
+values only; ``min``/``max`` of bool are then "all" and "any". Float ``min`` and ``max``
+propagate NaN as NumPy does: a segment holding a NaN gives NaN. Launch shapes and argument
+checks are :mod:`.reduce`'s; nothing here checks arguments.
 """
 
 from __future__ import annotations
@@ -51,16 +54,29 @@ from ..lang import (
 )
 from .cube_fold import cube_reduce
 
-__all__ = ["Out", "fold_segment", "fold_units", "reduce_segments", "reduce_whole"]
+__all__ = [
+    "Acc",
+    "Data",
+    "Out",
+    "fold_segment",
+    "fold_units",
+    "reduce_segments",
+    "reduce_whole",
+]
 
-#: The element a reduction computes in and writes.
-Out = ElemVar("Out", Numeric)
-#: The element of the array a segment is folded from (the input, or ``Out`` for the partials).
-Item = ElemVar("Item", Numeric)
+#: The element a reduction computes in (and its partials' element).
+Acc = ElemVar("Acc", Numeric)
+#: The element a reduction writes (bool too).
+Out = ElemVar("Out")
+#: The element of a kernel's input (bool too); apart from ``Item``, which each call of
+#: :func:`fold_segment` binds (``reduce_whole`` folds its input, then its partials).
+Data = ElemVar("Data")
+#: The element of the array a segment is folded from (the input, or ``Acc`` for the partials).
+Item = ElemVar("Item")
 
 
 @func
-def fold_one(acc: Out, v: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Out:
+def fold_one(acc: Acc, v: Acc, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Acc:
     """``acc`` combined with ``v``; float ``min``/``max`` keep a NaN once one is seen."""
     if KIND == "sum":
         return acc + v
@@ -75,20 +91,20 @@ def fold_one(acc: Out, v: Out, KIND: Comptime[str], FLOAT: Comptime[bool]) -> Ou
 
 @func
 def fold_units(
-    acc: Out,
-    nan: Out,
+    acc: Acc,
+    nan: Acc,
     KIND: Comptime[str],
     FLOAT: Comptime[bool],
     PLANES: Comptime[bool],
     UNITS: Comptime[int],
-) -> Out:
+) -> Acc:
     """``acc`` combined over the cube's units, to every unit (a barrier: all units call it).
     For float ``min``/``max`` the result is ``nan`` (a NaN) when some unit holds a NaN, since the
     plane operations' NaN handling differs between devices."""
     if KIND == "sum" or not FLOAT:
         return cube_reduce(acc, KIND, PLANES, UNITS)
     bad = cube_reduce(u32(1) if isnan(acc) else u32(0), "max", PLANES, UNITS)
-    total = cube_reduce(Out(0) if isnan(acc) else acc, KIND, PLANES, UNITS)
+    total = cube_reduce(Acc(0) if isnan(acc) else acc, KIND, PLANES, UNITS)
     return nan if bad != u32(0) else total
 
 
@@ -97,7 +113,7 @@ def fold_segment(
     x: Array[Item],
     start: u32,
     end: u32,
-    nan: Out,
+    nan: Acc,
     KIND: Comptime[str],
     FLOAT: Comptime[bool],
     PLANES: Comptime[bool],
@@ -105,19 +121,19 @@ def fold_segment(
     ITEMS: Comptime[int],
     LINE: Comptime[int],
     LANES: Comptime[bool],
-) -> Out:
+) -> Acc:
     """The ``KIND`` of ``x[start:end]`` (not empty; ``start`` on a line where ``LINE > 1``) in
-    ``Out``, to every unit of the cube (a barrier: all units call it). With ``LANES`` (a sum of
-    lines of ``Out`` itself) each unit keeps a running sum per lane: one vector addition per
+    ``Acc``, to every unit of the cube (a barrier: all units call it). With ``LANES`` (a sum of
+    lines of ``Acc`` itself) each unit keeps a running sum per lane: one vector addition per
     line where the target has them (CPU drivers), and chains of additions a lane long."""
     stride = u32(UNITS * LINE)  # between a unit's reads within a step
     step = stride * u32(ITEMS)
     # min/max start from the segment's first element, so no identity of the type is needed
-    acc = Out(0) if KIND == "sum" else Out(x[start])
+    acc = Acc(0) if KIND == "sum" else Acc(x[start])
     base = start + UNIT_POS * u32(LINE)
     whole = u32(ITEMS - 1) * stride + u32(LINE - 1)  # a step reads up to base + whole
     if LANES:
-        lanes = Line.splat(Out(0), LINE)
+        lanes = Line.splat(Acc(0), LINE)
         while base < end and end - base > whole:  # whole steps: no test per read
             for j in unroll(range(ITEMS)):
                 lanes = lanes + x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
@@ -127,29 +143,29 @@ def fold_segment(
         while base < end and end - base > whole:
             for j in unroll(range(ITEMS)):
                 if LINE == 1:
-                    acc = fold_one(acc, Out(x[base + u32(j) * stride]), KIND, FLOAT)
+                    acc = fold_one(acc, Acc(x[base + u32(j) * stride]), KIND, FLOAT)
                 else:  # segments start on lines: one vector read
                     line = x.load_line((base + u32(j) * stride) // u32(LINE), LINE)
                     for q in unroll(range(LINE)):
-                        acc = fold_one(acc, Out(line[q]), KIND, FLOAT)
+                        acc = fold_one(acc, Acc(line[q]), KIND, FLOAT)
             base += step
     for j in unroll(range(ITEMS)):  # the last step, partial
         for q in unroll(range(LINE)):
             i = base + u32(j) * stride + u32(q)
             if i < end:
-                acc = fold_one(acc, Out(x[i]), KIND, FLOAT)
+                acc = fold_one(acc, Acc(x[i]), KIND, FLOAT)
     return fold_units(acc, nan, KIND, FLOAT, PLANES, UNITS)
 
 
 @kernel
 def reduce_segments(
-    x: Array[Numeric],
+    x: Array[Data],
     out: Array[Out],
     rows: u32,
     n: u32,
     segs: u32,
     span: u32,
-    nan: Out,
+    nan: Acc,
     KIND: Comptime[str],
     FLOAT: Comptime[bool],
     PLANES: Comptime[bool],
@@ -167,19 +183,19 @@ def reduce_segments(
         end = min(start + span, row * n + n)
         total = fold_segment(x, start, end, nan, KIND, FLOAT, PLANES, UNITS, ITEMS, LINE, LANES)
         if UNIT_POS == 0:
-            out[w] = total
+            out[w] = Out(total)
         w += RUDA_COUNT
 
 
 @kernel
 def reduce_whole(
-    x: Array[Numeric],
+    x: Array[Data],
     out: Array[Out],
-    partials: Array[Out],
+    partials: Array[Acc],
     tickets: Array[u32],
     n: u32,
     span: u32,
-    nan: Out,
+    nan: Acc,
     KIND: Comptime[str],
     FLOAT: Comptime[bool],
     PLANES: Comptime[bool],
@@ -204,5 +220,5 @@ def reduce_whole(
             partials, u32(0), RUDA_COUNT, nan, KIND, FLOAT, PLANES, UNITS, ITEMS, 1, False
         )
         if UNIT_POS == 0:
-            out[0] = total
+            out[0] = Out(total)
             tickets[0] = u32(0)  # ready for the next launch on this stream

@@ -7,9 +7,10 @@ the sums of tiles (:func:`.reduce.reduce_into`), an exclusive scan of each row's
 same procedure, recursively), and the scan of every tile from its carry; or, in the chained
 candidates on devices with memory fences whose cubes may wait on each other, one launch of
 :func:`.scan_kernels.scan_chained` (a decoupled look-back). The cube size, the elements per
-unit and the form are chosen by the autotuner per device, element type and size class.
-:func:`scan_into` is also the exclusive scan of :mod:`.sorting`'s digit counts. This module never
-imports a driver.
+unit and the form are chosen by the autotuner per device, element type and size class. Sums of
+f16 are computed in f32 (:func:`.primitive_inputs.fold_elem`; tile sums and carries too) and
+rounded once, where written. :func:`scan_into` is also the exclusive scan of :mod:`.sorting`'s
+digit counts. This module never imports a driver.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from ..runtime import (
     UnsupportedFeature,
 )
 from ..tensor import RudaTensor
-from .primitive_inputs import UNTUNED, Cubes, named_elem, one_operand, sum_elem
+from .primitive_inputs import (
+    FOLDED,
+    UNTUNED,
+    Cubes,
+    fold_elem,
+    named_elem,
+    one_operand,
+    sum_elem,
+)
 from .reduce import reduce_into
 from .scan_kernels import scan_chained, scan_segments
 from .tickets import lookback, ticket_word
@@ -76,18 +85,20 @@ def cumsum(*args: Any, axis: int | None = -1, exclusive: bool = False) -> RudaTe
     (``axis=-1``, the result has ``x``'s shape) or over all elements in row-major order
     (``axis=None``, a 1-D result, as ``numpy.cumsum``), on ``x``'s device, written
     asynchronously. ``exclusive=True`` gives the sums of the elements before each one (the first
-    is 0). The element type is :func:`sum`'s (NumPy's: i64 for i32, u64 for u32). Integer sums
-    are exact (wrapping as the result type does); float sums stay within the bound
-    ``docs/ops.md`` states. The first call of a device, element type and size class above
+    is 0). The element type is :func:`sum`'s (NumPy's: i64 for bool and signed integers, u64 for
+    unsigned ones, else ``x``'s). Integer sums are exact (wrapping as the result type does);
+    float sums stay within the bound ``docs/ops.md`` states (f16 sums are f32 sums rounded once
+    to f16). The first call of a device, element type and size class above
     2**18 elements tunes the kernels (blocking).
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
-    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or an
-        ``axis`` other than None and -1 (or the last axis' index).
+    :raises LaunchConfigError: for another element type than bool, i8, u8, i16, u16, i32, u32,
+        i64, u64, f16, f32, f64, or an ``axis`` other than None and -1 (or the last axis'
+        index).
     :raises UnsupportedFeature: for an element type the device lacks.
     """
-    client, x = one_operand("cumsum", args)
+    client, x = one_operand("cumsum", args, FOLDED)
     if axis is None:
         shape: tuple[int, ...] = (math.prod(x.shape),)
     elif x.shape and axis in (-1, len(x.shape) - 1):
@@ -117,19 +128,20 @@ def scan_into(
     cubes: Cubes,
 ) -> None:
     """Enqueue the scan of ``rows`` rows of ``n > 0`` elements of ``x`` into ``out`` (a distinct
-    array of ``rows * n`` elements, whose element type the sums take), covered as ``cubes``
-    says (``items`` consecutive elements per unit).
+    array of ``rows * n`` elements, whose element type the sums take, computed in its
+    ``fold_elem``), covered as ``cubes`` says (``items`` consecutive elements per unit).
 
     :raises LaunchConfigError: when ``out`` does not name its element type.
     """
-    elem = named_elem("cumsum", out)
+    acc = fold_elem(named_elem("cumsum", out))
     tiles = -(-n // cubes.tile)
     if tiles == 1:
-        _launch(client, x, out, out, rows, n, 1, exclusive, False, cubes)
+        unread = ArrayArg(out.handle, 0, acc)  # no carries: the kernel reads none
+        _launch(client, x, unread, out, rows, n, 1, exclusive, False, cubes)
         return
-    sums = ArrayArg(client.empty(rows * tiles * elem.nbytes), rows * tiles, elem)
+    sums = ArrayArg(client.empty(rows * tiles * acc.nbytes), rows * tiles, acc)
     reduce_into(client, "sum", x, sums, rows, n, tiles, cubes)
-    carries = ArrayArg(client.empty(rows * tiles * elem.nbytes), rows * tiles, elem)
+    carries = ArrayArg(client.empty(rows * tiles * acc.nbytes), rows * tiles, acc)
     scan_into(client, sums, carries, rows, tiles, True, cubes)
     _launch(client, x, carries, out, rows, n, tiles, exclusive, True, cubes)
 
@@ -184,6 +196,7 @@ def chained(client: ComputeClient, x: RudaTensor, out: RudaTensor, p: Scan, cube
         )
     segs = -(-p.n // cubes.tile)
     tiles = p.rows * segs
+    acc = fold_elem(p.out)
     state = lookback(client, tiles)
     props = client.properties()
     most = builtins.min(CHAINED_CUBES * props.compute_units, MAX_CUBES, props.max_ruda_count[0])
@@ -194,8 +207,8 @@ def chained(client: ComputeClient, x: RudaTensor, out: RudaTensor, p: Scan, cube
         ArrayArg(x.handle, p.rows * p.n, x.elem),
         ArrayArg(out.handle, p.rows * p.n, p.out),
         state.flags,
-        ArrayArg(state.sums, tiles, p.out),
-        ArrayArg(state.prefixes, tiles, p.out),
+        ArrayArg(state.sums, tiles, acc),
+        ArrayArg(state.prefixes, tiles, acc),
         ticket_word(client),
         p.rows,
         p.n,

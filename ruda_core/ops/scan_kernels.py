@@ -4,13 +4,15 @@
 
 :func:`scan_segments` cuts rows as :func:`.reduce_kernels.reduce_segments` does (``rows`` rows of
 ``n`` elements, ``segs`` segments of ``span`` per row, the last one shorter) and writes the
-inclusive or exclusive running sum of each segment into ``out``, in ``Out``, starting from
+inclusive or exclusive running sum of each segment into ``out``, starting from
 ``carries[r * segs + s]`` (``HAS_CARRY``: the sum of everything before the segment in its row)
-or from 0. One cube scans one segment at a time, ``UNITS * ITEMS`` elements per step: the step is
-read into shared memory with consecutive units at consecutive elements, each unit adds its
-``ITEMS`` consecutive elements in order, :func:`.cube_fold.cube_exclusive_sum` gives each unit
-the sum of the units before it, and the step is written back the way it was read; a running
-carry links the steps of a segment.
+or from 0. The sums are computed in ``Acc`` (:func:`.primitive_inputs.fold_elem` of ``Out``:
+``Out`` itself, or f32 for f16), as are the carries and the look-back's values, and converted
+to ``Out`` once, where written. One cube scans one segment at a time, ``UNITS * ITEMS``
+elements per step: the step is read into shared memory with consecutive units at consecutive
+elements, each unit adds its ``ITEMS`` consecutive elements in order,
+:func:`.cube_fold.cube_exclusive_sum` gives each unit the sum of the units before it, and the
+step is written back the way it was read; a running carry links the steps of a segment.
 
 A scan of long rows is three launches (:mod:`.scan`): tile sums (:func:`reduce_segments`), an
 exclusive scan of those (this kernel again, or the same three launches for many tiles), then
@@ -35,7 +37,6 @@ from ..lang import (
     UNIT_POS,
     Array,
     Comptime,
-    Numeric,
     SharedMemory,
     atomic_add,
     atomic_load,
@@ -49,15 +50,15 @@ from ..lang import (
     unroll,
 )
 from .cube_fold import cube_exclusive_sum, cube_reduce
-from .reduce_kernels import Out
+from .reduce_kernels import Acc, Data, Out
 
 __all__ = ["scan_chained", "scan_segments"]
 
 
 @kernel
 def scan_segments(
-    x: Array[Numeric],
-    carries: Array[Out],
+    x: Array[Data],
+    carries: Array[Acc],
     out: Array[Out],
     rows: u32,
     n: u32,
@@ -70,14 +71,14 @@ def scan_segments(
     ITEMS: Comptime[int],
 ):
     cube_units(UNITS)
-    stage = SharedMemory(Out, UNITS * ITEMS)
+    stage = SharedMemory(Acc, UNITS * ITEMS)
     work = rows * segs
     w = RUDA_POS
     while w < work:
         row = w // segs
         start = row * n + (w % segs) * span
         end = min(start + span, row * n + n)
-        carry = carries[w] if HAS_CARRY else Out(0)
+        carry = carries[w] if HAS_CARRY else Acc(0)
         base = start
         while base < end:
             run = _staged(x, stage, base, end, UNITS, ITEMS)
@@ -90,23 +91,23 @@ def scan_segments(
 
 @func
 def _staged(
-    x: Array[Numeric],
-    stage: Array[Out],
+    x: Array[Data],
+    stage: Array[Acc],
     base: u32,
     end: u32,
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
     """``x[base:end]`` (at most ``UNITS * ITEMS`` elements, zeros after ``end``) into ``stage``
-    in ``Out``, consecutive units at consecutive elements; the sum of the unit's ``ITEMS``
+    in ``Acc``, consecutive units at consecutive elements; the sum of the unit's ``ITEMS``
     consecutive elements of ``stage``."""
     for j in unroll(range(ITEMS)):
         k = u32(j * UNITS) + UNIT_POS
         i = base + k
-        stage[k] = Out(x[i]) if i < end else Out(0)
+        stage[k] = Acc(x[i]) if i < end else Acc(0)
     sync_units()
     mine = UNIT_POS * u32(ITEMS)
-    run = Out(0)
+    run = Acc(0)
     for j in unroll(range(ITEMS)):
         run += stage[mine + u32(j)]
     return run
@@ -115,16 +116,16 @@ def _staged(
 @func
 def _scanned(
     out: Array[Out],
-    stage: Array[Out],
+    stage: Array[Acc],
     base: u32,
     end: u32,
-    acc: Out,
+    acc: Acc,
     EXCLUSIVE: Comptime[bool],
     UNITS: Comptime[int],
     ITEMS: Comptime[int],
 ):
     """The running sums of the unit's elements of ``stage`` from ``acc`` (the sum before them),
-    written to ``out[base:end]`` the way :func:`_staged` read them."""
+    written to ``out[base:end]`` in ``Out`` the way :func:`_staged` read them."""
     mine = UNIT_POS * u32(ITEMS)
     for j in unroll(range(ITEMS)):
         v = stage[mine + u32(j)]
@@ -139,7 +140,7 @@ def _scanned(
         k = u32(j * UNITS) + UNIT_POS
         i = base + k
         if i < end:
-            out[i] = stage[k]
+            out[i] = Out(stage[k])
     sync_units()
 
 
@@ -155,11 +156,11 @@ def _ticket(tickets: Array[u32], tiles: u32) -> u32:
 
 @kernel
 def scan_chained(
-    x: Array[Numeric],
+    x: Array[Data],
     out: Array[Out],
     flags: Array[u32],
-    sums: Array[Out],
-    prefixes: Array[Out],
+    sums: Array[Acc],
+    prefixes: Array[Acc],
     tickets: Array[u32],
     rows: u32,
     n: u32,
@@ -171,7 +172,7 @@ def scan_chained(
     ITEMS: Comptime[int],
 ):
     cube_units(UNITS)
-    stage = SharedMemory(Out, UNITS * ITEMS)
+    stage = SharedMemory(Acc, UNITS * ITEMS)
     taken = SharedMemory(u32, 1)
     tiles = rows * segs
     summed = epoch * u32(2)  # a tile's flag once its sum is published
@@ -195,7 +196,7 @@ def scan_chained(
             fence_device()  # the value is visible before the flag that announces it
             atomic_store(flags, t, whole if s == u32(0) else summed)
         # the sum of the row's tiles before t: windows of UNITS tiles, nearest first
-        carry = Out(0)
+        carry = Acc(0)
         top = t  # the tiles below top and from the row's first on are still to be summed
         left = s
         while left > u32(0):
@@ -211,7 +212,7 @@ def scan_chained(
             stop = cube_reduce(stop, "min", PLANES, UNITS)
             if stop % u32(2) == u32(0):  # every tile up to the stop, if any, is ready
                 fence_device()  # the values announced by the flags seen
-                v = Out(0)
+                v = Acc(0)
                 if UNIT_POS < avail and UNIT_POS * u32(2) <= stop:
                     # volatile reads: a line cached by an earlier read may be stale
                     j = top - u32(1) - UNIT_POS
