@@ -2,7 +2,8 @@
 local devices, each run directly: small problems run the first candidate untuned and tuning
 runs the others only to time them, so this is where every one of them is checked. Integers
 (exact) over every element, along the last axis, and in rows of one cube's tile or many;
-floats through ``min`` and ``max`` and through sums of small integers (exact)."""
+floats through ``min`` and ``max`` and through sums of small integers (exact); the line reads
+of a narrow type too."""
 
 from __future__ import annotations
 
@@ -82,12 +83,15 @@ def test_every_reduction_candidate_matches_numpy(device, kind):
     assert ran, f"no reduction candidate runs on {device.device}"
 
 
-def test_reduction_candidates_read_lines_only_where_the_operand_starts_on_one(device):
-    """Rows of whole lines are read in 16-byte lines; the same rows one element past a line's
-    start (a view into a handle) are read element by element: both match NumPy."""
-    x = _data(np.int32, (4 * 1000 + 1,))
+@pytest.mark.parametrize("dtype", [np.int32, np.int8], ids=["i32", "i8"])
+def test_reduction_candidates_read_lines_only_where_the_operand_starts_on_one(device, dtype):
+    """Rows of whole lines are read in lines (of 16 bytes, or of 8 elements of a narrower type);
+    the same rows one element past a line's start (a view into a handle) are read element by
+    element: both match NumPy."""
+    x = _data(dtype, (4 * 1000 + 1,))
     whole = ruda.asarray(x, device)
-    shifted = RudaTensor(whole.handle.offset(4), (4, 1000), (1000, 1), Elem.I32)
+    elem = Elem.from_dtype(x.dtype)
+    shifted = RudaTensor(whole.handle.offset(elem.nbytes), (4, 1000), (1000, 1), elem)
     rows = x[1:].reshape(4, 1000)
     for t in (ruda.asarray(rows, device), shifted):
         assert any("lines" in name for name in _reduced_by_every_candidate(device, "max", rows, t))

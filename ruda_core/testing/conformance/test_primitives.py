@@ -1,8 +1,9 @@
 """The device-wide primitives of ``ruda_core.ops`` on every device, against NumPy: ``sum``,
 ``min``, ``max`` and ``cumsum`` (exact for integers and for ``min``/``max``, float sums within
-the bound ``docs/ops.md`` states), ``sort`` and ``argsort`` (exact, NumPy's stable order, NaN,
-infinities and signed zeros included) and ``bincount``; odd lengths, one element, empty input,
-rows over the last axis, and NumPy's errors."""
+the bound ``docs/ops.md`` states; bool, 8- and 16-bit integers and f16 too), ``sort`` and
+``argsort`` (exact, NumPy's stable order, NaN, infinities and signed zeros included) and
+``bincount``; odd lengths, one element, empty input, rows over the last axis, and NumPy's
+errors."""
 
 from __future__ import annotations
 
@@ -20,12 +21,19 @@ from ruda_core.testing.markers import need
 from ruda_core.testing.runner import TIMEOUT_S
 
 ELEMS = [Elem.I32, Elem.U32, Elem.I64, Elem.U64, Elem.F32, Elem.F64]
+#: The element types of sums, minima, maxima and running sums only, computed wider.
+NARROW = [Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.F16]
 #: Lengths: one element, a few, and one past a power of two that is no multiple of any tile.
 LENGTHS = [1, 3, 100_003]
 
 
 def _data(elem: Elem, shape: tuple[int, ...] | int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
+    if elem is Elem.BOOL:
+        return rng.random(shape) < 0.5
+    if elem.is_int and elem.bits < 32:  # every value of the type
+        info = np.iinfo(elem.numpy)
+        return rng.integers(info.min, info.max, shape, endpoint=True).astype(elem.numpy)
     if elem.is_float:
         return rng.standard_normal(shape).astype(elem.numpy) * 100
     if elem.is_signed:
@@ -38,6 +46,11 @@ def _wide(client, expected: np.dtype, elem: Elem) -> np.dtype:
     if expected.kind in "iu" and not client.features().supports(Elem.from_dtype(expected)):
         return elem.numpy
     return expected
+
+
+def _sum_dtype(client, expected: np.dtype) -> np.dtype:
+    """NumPy's sum type, or its 32-bit integer type where the device lacks 64-bit integers."""
+    return _wide(client, expected, Elem.I32 if expected.kind == "i" else Elem.U32)
 
 
 def _fold(plane: int) -> float:
@@ -162,6 +175,96 @@ def _scan_bound(x: np.ndarray, plane: int) -> np.ndarray:
 def test_cumsum_of_all_elements_and_of_a_host_array(client):
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
     np.testing.assert_array_equal(ops.cumsum(client, x, axis=None).numpy(), np.cumsum(x))
+
+
+def _f16_bound(f32_bound: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """An f16 sum's documented bound: the f32 sum's, then one rounding to f16 (half a unit in
+    the last place: ``2**-11`` of the magnitude, ``2**-25`` among subnormals)."""
+    return f32_bound + 2.0**-11 * (np.abs(exact) + f32_bound) + 2.0**-25
+
+
+@pytest.mark.parametrize("elem", NARROW, ids=str)
+def test_narrow_sum_min_max_match_numpy(client, elem):
+    """bool, 8- and 16-bit integers and f16 over all of a few elements and over the last axis
+    of rows longer than a tile: sums in NumPy's type (f16 within the f32 bound plus one
+    rounding), ``min``/``max`` exact in ``x``'s type (for bool: all and any)."""
+    need(client, elem)
+    rows = _data(elem, (3, 16_400), seed=3)  # whole 16-byte lines, more than 16384 a tile
+    for x, axis in ((rows[0, :203], None), (rows, -1)):
+        t = ruda.asarray(x, client)
+        total = ops.sum(t, axis=axis).numpy()
+        assert total.dtype == _sum_dtype(client, x.sum().dtype), axis
+        if elem.is_float:
+            exact = x.astype(np.float64).sum(axis=axis)
+            wide = _sum_bound(x.astype(np.float32), client.properties().plane_dim, axis is None)
+            assert (np.abs(total - exact) <= _f16_bound(wide, exact)).all(), axis
+        else:
+            np.testing.assert_array_equal(total, x.sum(axis=axis), str(axis))
+        for op in ("min", "max"):
+            got = getattr(ops, op)(t, axis=axis).numpy()
+            assert got.dtype == x.dtype
+            np.testing.assert_array_equal(got, getattr(x, op)(axis=axis), f"{op} {axis}")
+
+
+@pytest.mark.parametrize("elem", NARROW, ids=str)
+def test_narrow_cumsum_matches_numpy(client, elem):
+    """Running sums over rows of several tiles of bool, 8- and 16-bit integers (exact, in
+    NumPy's type) and f16 (within the f32 bound plus one rounding per element)."""
+    need(client, elem)
+    x = _data(elem, (3, 3001), seed=4)
+    got = ops.cumsum(ruda.asarray(x, client)).numpy()
+    assert got.dtype == _sum_dtype(client, np.cumsum(x).dtype)
+    if elem.is_float:
+        exact = np.cumsum(x.astype(np.float64), axis=-1)
+        wide = _scan_bound(x.astype(np.float32), client.properties().plane_dim)
+        assert (np.abs(got - exact) <= _f16_bound(wide, exact)).all()
+    else:
+        np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
+
+
+def test_bool_masks_count_and_narrow_sums_pass_their_type(client):
+    """A bool mask's sum counts its true elements and its ``min``/``max`` are all and any;
+    int8 127s and -128s (over several tiles) and uint8 255s sum and run past their type, in
+    64 bits, inclusive and exclusive; narrow inputs with nothing to reduce give NumPy's zeros
+    and errors."""
+    mask = np.arange(5003) % 7 > 2
+    assert ops.sum(client, mask).numpy() == np.count_nonzero(mask)
+    for x in (mask, np.ones(5003, bool), np.zeros(5003, bool)):
+        t = ruda.asarray(x, client)
+        assert ops.min(t).numpy() == x.all() and ops.max(t).numpy() == x.any()
+    for value, dtype, n, exclusive in (
+        (127, np.int8, 20_000, False),
+        (-128, np.int8, 20_000, False),
+        (255, np.uint8, 1000, True),
+    ):
+        x = np.full(n, value, dtype)
+        t = ruda.asarray(x, client)
+        total = ops.sum(t).numpy()
+        assert total.dtype == _sum_dtype(client, x.sum().dtype) and total == n * value
+        expected = np.cumsum(x) - (x if exclusive else 0)
+        np.testing.assert_array_equal(ops.cumsum(t, exclusive=exclusive).numpy(), expected)
+    for dtype in (np.bool_, np.int8, np.float16):
+        empty = ruda.asarray(np.zeros((3, 0), dtype), client)
+        np.testing.assert_array_equal(ops.sum(empty, axis=-1).numpy(), np.zeros(3))
+        assert ops.sum(empty).numpy() == 0
+        assert ops.cumsum(empty).numpy().shape == (3, 0)
+        with pytest.raises(ValueError, match="no element"):
+            ops.max(empty)
+
+
+def test_f16_min_max_propagate_nan_and_infinities(client):
+    """f16 ``min``/``max`` over all elements (several tiles, partials in f32; and a few) and
+    over rows: a NaN gives NaN, infinities are ordered."""
+    need(client, Elem.F16)
+    x = (np.arange(3 * 8000) % 1000 - 500).astype(np.float16).reshape(3, 8000)
+    x[0, 5], x[1, 7500], x[2, 7] = -np.inf, np.nan, np.inf
+    t = ruda.asarray(x, client)
+    got = ops.min(t).numpy()
+    assert got.dtype == np.float16 and np.isnan(got)
+    assert np.isnan(ops.max(ruda.asarray(x[1, 7000:], client)).numpy())
+    for op in ("min", "max"):
+        rows = getattr(ops, op)(t, axis=-1).numpy()
+        np.testing.assert_array_equal(rows, getattr(x, op)(axis=-1), op)
 
 
 @pytest.mark.parametrize("elem", ELEMS, ids=str)
