@@ -10,8 +10,9 @@ It speaks the ecosystem's protocols without copying: DLPack both ways (``__dlpac
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from .errors import InteropError
 from .interop import cuda_array_interface, dlpack
 from .interop.foreign import import_cuda_array_interface, import_dlpack
 from .ir import Elem
-from .runtime.client import ComputeClient, CopyDescriptor
+from .runtime.client import ComputeClient, CopyDescriptor, tensor_shape
 from .runtime.layout import Strided
 from .runtime.memory import Binding
 from .runtime.memory.handle import Handle
@@ -63,11 +64,19 @@ class RudaTensor(Strided):
         return cls(handle, tuple(host.shape), strides, elem)
 
     @classmethod
-    def empty(cls, client: ComputeClient, shape: tuple[int, ...], dtype: Any) -> RudaTensor:
-        """An uninitialised contiguous tensor."""
+    def empty(
+        cls, client: ComputeClient, shape: SupportsIndex | Iterable[SupportsIndex], dtype: Any
+    ) -> RudaTensor:
+        """An uninitialised contiguous tensor of ``shape`` (integers, NumPy's included, or one
+        integer), as ``np.empty`` takes it.
+
+        :raises LayoutError: for an extent that is not a non-negative integer.
+        :raises TypeError: for a dtype ruda has no element type of.
+        """
         elem = Elem.from_dtype(dtype)
-        handle, strides = client.empty_tensor(shape, elem.nbytes)
-        return cls(handle, tuple(shape), strides, elem)
+        dims = tensor_shape(shape)
+        handle, strides = client.empty_tensor(dims, elem.nbytes)
+        return cls(handle, dims, strides, elem)
 
     def descriptor(self) -> CopyDescriptor:
         return CopyDescriptor(self.handle, self.shape, self.strides, self.elem.nbytes)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
-from ruda_core.errors import LaunchConfigError
+from ruda_core.errors import LaunchConfigError, LayoutError
 from ruda_core.lang import ABSOLUTE_POS, Array, f32, kernel
 from ruda_core.ops import layer_norm, layer_norm_backward, matmul
 from ruda_core.runtime import RudaCount, RudaDim
@@ -83,6 +83,18 @@ def test_asarray_reads_any_dlpack_producer_of_host_memory():
     copied = ruda.asarray(producer, "cpu")
     assert copied.handle is not producer.handle
     np.testing.assert_array_equal(copied.numpy(), np.arange(4, dtype=np.float32))
+
+
+def test_empty_takes_shapes_as_numpy_does_and_refuses_what_is_no_extent():
+    client = ruda.client("cpu")
+    n = np.prod(np.array([2, 3]))  # a NumPy integer, as shape arithmetic gives
+    for shape, expected in (((n,), (6,)), (np.int32(4), (4,)), (np.array([2, 3]), (2, 3))):
+        tensor = ruda.RudaTensor.empty(client, shape, np.float32)
+        assert tensor.shape == expected and all(type(d) is int for d in tensor.shape)
+        assert tensor.numpy().shape == expected
+    for bad in ((-1,), (2.0,), (True,), (2, "3")):
+        with pytest.raises(LayoutError, match="non-negative integers"):
+            ruda.RudaTensor.empty(client, bad, np.float32)
 
 
 def test_asarray_takes_values_of_either_byte_order_and_holds_them_in_the_machines():

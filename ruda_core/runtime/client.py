@@ -10,12 +10,13 @@ Work is enqueued on the client's resolved stream: the stream pinned by
 from __future__ import annotations
 
 import math
+import operator
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex, TypeVar, cast
 
 import numpy as np
 
@@ -662,12 +663,31 @@ if hasattr(os, "register_at_fork"):  # POSIX only
     os.register_at_fork(after_in_child=ComputeClient._after_fork_in_child)
 
 
+def tensor_shape(shape: SupportsIndex | Iterable[SupportsIndex]) -> tuple[int, ...]:
+    """``shape`` as a tuple of Python ints: an integer is a 1-d shape, and NumPy's integers
+    count as integers (as ``np.empty`` takes them).
+
+    :raises LayoutError: for an extent that is not a non-negative integer (a float, a bool, a
+        negative number).
+    """
+    if isinstance(shape, np.ndarray):  # an array of extents, or one (0-d)
+        shape = cast(SupportsIndex | list[SupportsIndex], shape.tolist())
+    extents = (shape,) if isinstance(shape, SupportsIndex) else tuple(shape)
+    try:
+        if any(isinstance(n, bool | np.bool_) for n in extents):
+            raise TypeError("a bool is no extent")
+        dims = tuple(operator.index(n) for n in extents)
+    except TypeError:
+        dims = ()
+    if len(dims) != len(extents) or any(n < 0 for n in dims):
+        raise LayoutError(f"shape {extents} must hold non-negative integers")
+    return dims
+
+
 def _tensor_nbytes(shape: Sequence[int], elem_size: int) -> int:
-    if any(not isinstance(s, int) or s < 0 for s in shape) or elem_size < 1:
-        raise LayoutError(
-            f"shape {tuple(shape)} / element size {elem_size} must be non-negative ints"
-        )
-    return math.prod(shape) * elem_size
+    if elem_size < 1:
+        raise LayoutError(f"element size {elem_size} must be a positive int")
+    return math.prod(tensor_shape(shape)) * elem_size
 
 
 def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
