@@ -38,6 +38,8 @@ MODULES = [
 #: checked without subgroups by themselves); the primitives on f32 and i64 alone (and those
 #: that take no element type): planes of one lane are what this run changes, and the other
 #: element types are checked with subgroups by the run around it (this cuts 28 s to 13 s).
+#: The narrow types (bool, 8- and 16-bit, f16) are left out for the same reason: their folds
+#: run in i32, u32 and f32 planes, which the f32 tests and the run around it cover.
 CHILD_OPTIONS = [
     "-q",
     "-p",
@@ -45,7 +47,8 @@ CHILD_OPTIONS = [
     "-p",
     "no:cacheprovider",
     "-k",
-    "not test_sums_on_two_streams_at_once and not (test_primitives and (i32 or u32 or u64 or f64))",
+    "not test_sums_on_two_streams_at_once and not (test_primitives and (i32 or u32 or u64 or f64"
+    " or narrow or bool_masks or f16_min_max))",
 ]
 
 
