@@ -301,7 +301,8 @@ def _array_binder(where: str, elem: Elem, alignment: int) -> Binder:
             if not is_contiguous(shape, strides):
                 raise LaunchConfigError(
                     f"{where} is an Array parameter; a tensor with strides {strides} for shape "
-                    f"{shape} is not contiguous"
+                    f"{shape} is not contiguous. Pass a contiguous copy (np.ascontiguousarray, "
+                    "ruda_core.asarray), or declare the parameter Tensor[...], which takes strides"
                 )
             length = math.prod(shape)
             if length >= _U32_LIMIT:
