@@ -106,7 +106,7 @@ class _Groups:
             backwards = np.argsort(addr[::-1].astype(np.uint16), kind="stable")  # a radix sort
         else:
             backwards = np.argsort(addr[::-1], kind="stable")
-        self.order = (k - 1) - backwards
+        self.order = np.subtract(k - 1, backwards)
         self.addr = addr[self.order]
         new = np.empty(k, dtype=bool)
         new[:1] = True
