@@ -26,6 +26,7 @@ from math import isqrt
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .batch import Batch, Segmented
 from .memory import _intp, _unsigned
@@ -106,7 +107,7 @@ class _Groups:
             backwards = np.argsort(addr[::-1].astype(np.uint16), kind="stable")  # a radix sort
         else:
             backwards = np.argsort(addr[::-1], kind="stable")
-        self.order = np.subtract(k - 1, backwards)
+        self.order: npt.NDArray[np.intp] = np.subtract(k - 1, backwards, dtype=np.intp)
         self.addr = addr[self.order]
         new = np.empty(k, dtype=bool)
         new[:1] = True
