@@ -351,17 +351,18 @@ class ComputeClient(ProcessBound):
         :raises LayoutError: when ``data`` is not ``prod(shape) * elem_size`` bytes.
         """
         view = _byte_view(data)
-        expected = _tensor_nbytes(shape, elem_size)
+        dims, expected = _tensor_layout(shape, elem_size)
         if view.nbytes != expected:
             raise LayoutError(
-                f"a tensor of shape {tuple(shape)} with {elem_size}-byte elements needs "
+                f"a tensor of shape {dims} with {elem_size}-byte elements needs "
                 f"{expected} bytes; got {view.nbytes}"
             )
-        return self.create_from_slice(view), contiguous_strides(shape)
+        return self.create_from_slice(view), contiguous_strides(dims)
 
     def empty_tensor(self, shape: Sequence[int], elem_size: int) -> tuple[Handle, tuple[int, ...]]:
         """Uninitialised memory for a contiguous tensor; returns it with its strides."""
-        return self.empty(_tensor_nbytes(shape, elem_size)), contiguous_strides(shape)
+        dims, nbytes = _tensor_layout(shape, elem_size)
+        return self.empty(nbytes), contiguous_strides(dims)
 
     def read_one(self, handle: Handle, timeout: float | None = None) -> Bytes:
         """Read one handle, waiting (at most ``timeout`` seconds; None: forever) for the work
@@ -684,10 +685,13 @@ def tensor_shape(shape: SupportsIndex | Iterable[SupportsIndex]) -> tuple[int, .
     return dims
 
 
-def _tensor_nbytes(shape: Sequence[int], elem_size: int) -> int:
+def _tensor_layout(shape: Sequence[int], elem_size: int) -> tuple[tuple[int, ...], int]:
+    """The extents of ``shape`` (:func:`tensor_shape`) and the bytes of a contiguous tensor of
+    them."""
     if elem_size < 1:
         raise LayoutError(f"element size {elem_size} must be a positive int")
-    return math.prod(tensor_shape(shape)) * elem_size
+    dims = tensor_shape(shape)
+    return dims, math.prod(dims) * elem_size
 
 
 def _gather(d: CopyDescriptor, raw: Bytes) -> Bytes:
