@@ -5,7 +5,9 @@ device (:mod:`.reduce`: its ``max``, and its ``min`` for signed types) and reads
 numbers back, blocking until they are known; a negative value is then a ``ValueError``, as in
 NumPy. The counts are :mod:`.bincount_kernels`': per-cube counters in shared memory added to the
 global ones where the bins fit, else global atomics alone, in cubes and reads per unit chosen by
-the autotuner per device, element type and size class. This module never imports a driver.
+the autotuner per device, element type and size class above :data:`~.primitive_inputs.UNTUNED`
+elements (a smaller count takes the first candidate, untuned). ``bool`` and 8- and 16-bit
+integers are read as they are and counted as ``u32`` bins. This module never imports a driver.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
 from .bincount_kernels import bincount_global, bincount_shared, widen
 from .operands import U32_LIMIT
-from .primitive_inputs import cube_units, one_operand
+from .primitive_inputs import UNTUNED, cube_units, one_operand
 from .reduce import max as device_max
 from .reduce import min as device_min
 
@@ -38,7 +40,7 @@ BIN_SHAPES = ((True, 256, 4), (True, 1024, 4), (True, 256, 16), (False, 256, 4))
 #: The cubes per compute unit of the device a count asks for (they stride over ``x``).
 CUBES_PER_COMPUTE_UNIT = 8
 #: The element types ``bincount`` takes: NumPy's, without u64 (which NumPy refuses too).
-BIN_INPUTS = (Elem.I32, Elem.U32, Elem.I64)
+BIN_INPUTS = (Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.I32, Elem.U32, Elem.I64)
 _TUNER = Tuner()
 
 
@@ -52,20 +54,21 @@ class Counting:
 
 
 def bincount(*args: Any, minlength: int = 0) -> RudaTensor:
-    """The number of occurrences of each value ``0 .. max(x)`` in the 1-D integer tensor ``x``
+    """The number of occurrences of each value ``0 .. max(x)`` in the 1-D integer or bool tensor
+    ``x``
     (``bincount(x)`` or ``bincount(client, x)``), as ``numpy.bincount(x, minlength=minlength)``:
     a new 1-D tensor of ``max(max(x) + 1, minlength)`` counts, i64 (u32 where the device lacks
     64-bit integers), exact, on ``x``'s device. Blocks until ``x``'s least and greatest values are
     known (they size the result); the counts are then written asynchronously. The first call of
-    a device, element type and size class tunes the kernels (blocking).
+    a device, element type and size class above 2**18 elements tunes the kernels (blocking).
 
     :raises ValueError: for a negative value in ``x`` or a negative ``minlength``.
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array), or a
         ``minlength`` that is not an integer.
     :raises LayoutError: for an ``x`` that is not 1-D or not contiguous, or a result of ``2**32``
         or more bins.
-    :raises LaunchConfigError: for another element type than i32, u32 and i64 (NumPy refuses
-        u64 and floats too).
+    :raises LaunchConfigError: for another element type than bool, 8-, 16- and 32-bit integers
+        and i64 (NumPy refuses u64 and floats too).
     :raises UnsupportedFeature: for an element type the device lacks.
     """
     client, x = one_operand("bincount", args, BIN_INPUTS)
@@ -89,7 +92,7 @@ def bincount(*args: Any, minlength: int = 0) -> RudaTensor:
     if nbins >= U32_LIMIT:
         raise LayoutError(f"bincount: {nbins} bins; ruda counts fewer than 2**32 (u32 indices)")
     out = RudaTensor.empty(client, (nbins,), out_elem.numpy)
-    _TUNER.execute(client, _tunable_set(), Counting(n, nbins, out_elem), x, out)
+    _TUNER.execute(client, _tunable_set(), Counting(n, nbins, out_elem), x, out, tune=n > UNTUNED)
     return out
 
 

@@ -7,8 +7,9 @@ its own (a ``SharedMemory`` sized at launch), counts its share of ``x`` into the
 atomics, and adds each non-zero counter to the global ``bins`` with one atomic, so global memory
 sees one update per cube and bin instead of one per element. :func:`bincount_global` adds every
 element straight into ``bins``, for bins that do not fit shared memory. Both count into ``u32``
-(fewer than ``2**32`` elements: the operand checks hold that) and stride over ``x`` with
-``ITEMS`` unrolled reads per unit; :func:`widen` writes the counts as the result's type.
+(fewer than ``2**32`` elements: the operand checks hold that) the values of an integer or
+``bool`` ``x`` (a ``bool`` is 0 or 1), and stride over ``x`` with ``ITEMS`` unrolled reads per
+unit; :func:`widen` writes the counts as the result's type.
 Every value must be in ``0 .. nbins - 1``: :mod:`.bincount` checks that before launching.
 """
 
@@ -21,22 +22,32 @@ from ..lang import (
     UNIT_POS,
     Array,
     Comptime,
-    Int,
+    ElemVar,
     Numeric,
     SharedMemory,
     atomic_add,
+    bool_,
     grid_stride,
+    i8,
+    i16,
+    i32,
+    i64,
     kernel,
     sync_units,
+    u8,
+    u16,
     u32,
     unroll,
 )
 
 __all__ = ["bincount_global", "bincount_shared", "widen"]
 
+#: The element types of the values counted (:data:`~.bincount.BIN_INPUTS`).
+Counted = ElemVar("Counted", [bool_, i8, u8, i16, u16, i32, u32, i64])
+
 
 @kernel
-def bincount_shared(x: Array[Int], bins: Array[u32], n: u32, nbins: u32, ITEMS: Comptime[int]):
+def bincount_shared(x: Array[Counted], bins: Array[u32], n: u32, nbins: u32, ITEMS: Comptime[int]):
     local = SharedMemory(u32, nbins)
     for k in range(UNIT_POS, nbins, RUDA_DIM):
         local[k] = u32(0)
@@ -57,7 +68,7 @@ def bincount_shared(x: Array[Int], bins: Array[u32], n: u32, nbins: u32, ITEMS: 
 
 
 @kernel
-def bincount_global(x: Array[Int], bins: Array[u32], n: u32, ITEMS: Comptime[int]):
+def bincount_global(x: Array[Counted], bins: Array[u32], n: u32, ITEMS: Comptime[int]):
     step = RUDA_COUNT * RUDA_DIM * u32(ITEMS)
     base = RUDA_POS * RUDA_DIM * u32(ITEMS) + UNIT_POS
     while base < n:

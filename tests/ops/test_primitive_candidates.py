@@ -1,9 +1,10 @@
-"""Every candidate of ``ops.sum``/``min``/``max`` and of ``ops.cumsum`` against NumPy on the
-local devices, each run directly: small problems run the first candidate untuned and tuning
-runs the others only to time them, so this is where every one of them is checked. Integers
-(exact) over every element, along the last axis, and in rows of one cube's tile or many;
-floats through ``min`` and ``max`` and through sums of small integers (exact); the line reads
-of a narrow type too."""
+"""Every candidate of ``ops.sum``/``min``/``max``, of ``ops.cumsum`` and of ``ops.bincount``
+against NumPy on the local devices, each run directly: small problems run the first candidate
+untuned and tuning runs the others only to time them, so this is where every one of them is
+checked. Integers (exact) over every element, along the last axis, and in rows of one cube's
+tile or many; floats through ``min`` and ``max`` and through sums of small integers (exact);
+the line reads of a narrow type too; counts into bins that fit shared memory and bins that do
+not."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import pytest
 import ruda_core as ruda
 from ruda_core.ir import Elem
 from ruda_core.ops import reduce, scan
+from ruda_core.ops.bincount import _TUNER as COUNT_TUNER
+from ruda_core.ops.bincount import Counting
+from ruda_core.ops.bincount import _tunable_set as count_candidates
 from ruda_core.ops.primitive_inputs import UNTUNED, Cubes, sum_elem
 from ruda_core.runtime import ComputeClient, TooManyResources, UnsupportedFeature
 from ruda_core.tensor import RudaTensor
@@ -163,19 +167,33 @@ def test_chained_scans_back_to_back_on_inputs_taken_in_turn(device):
         np.testing.assert_array_equal(got, np.cumsum(xs[k % 3]).astype(got.dtype), str(k))
 
 
-def test_reductions_and_scans_above_the_untuned_size_are_tuned_once_per_size_class():
+def test_every_bincount_candidate_matches_numpy(device):
+    """Each candidate counts as NumPy into bins that fit shared memory (the conformance suite
+    counts into more bins than fit, through the first candidate's global atomics)."""
+    x = np.random.default_rng(3).integers(0, 300, 100_003).astype(np.int32)
+    expected = np.bincount(x)
+    t = ruda.asarray(x, device)
+    out_elem = Elem.I64 if device.features().supports(Elem.I64) else Elem.U32
+    out = RudaTensor.empty(device, expected.shape, out_elem.numpy)
+    problem = Counting(x.size, expected.size, out_elem)
+    for tunable in count_candidates().tunables:
+        tunable.fn(device, problem, t, out)
+        np.testing.assert_array_equal(out.numpy(), expected, tunable.name)
+
+
+def test_reductions_scans_and_counts_above_the_untuned_size_are_tuned_once_per_size_class():
     """At most ``UNTUNED`` elements run the first candidate that runs, measuring nothing;
     more are tuned once per device, element type and size class (on the NumPy device: the
     choice does not depend on the device)."""
     client = ruda.client("cpu")
     x = _data(np.int32, (UNTUNED + 1000,))
-    for op, module, expected in (
-        (ruda.ops.sum, reduce, lambda v: v.sum()),
-        (ruda.ops.cumsum, scan, lambda v: np.cumsum(v)),
+    for op, tuner, values, expected in (
+        (ruda.ops.sum, reduce._TUNER, x, lambda v: v.sum()),
+        (ruda.ops.cumsum, scan._TUNER, x, lambda v: np.cumsum(v)),
+        (ruda.ops.bincount, COUNT_TUNER, np.abs(x), lambda v: np.bincount(v)),
     ):
-        tuner = module._TUNER
         before = tuner.stats.benchmarked + tuner.stats.cache_hits
         for n in (UNTUNED, UNTUNED + 3, UNTUNED + 1000):
-            got = op(ruda.asarray(x[:n], client)).numpy()
-            np.testing.assert_array_equal(got, expected(x[:n]).astype(got.dtype), f"{n}")
+            got = op(ruda.asarray(values[:n], client)).numpy()
+            np.testing.assert_array_equal(got, expected(values[:n]).astype(got.dtype), f"{n}")
         assert tuner.stats.benchmarked + tuner.stats.cache_hits == before + 1, op.__name__

@@ -316,12 +316,15 @@ def test_sort_of_equal_keys_and_of_nothing(client):
     np.testing.assert_array_equal(ops.sort(client, grid, axis=None).numpy(), [0, 1, 2, 3])
 
 
-@pytest.mark.parametrize("elem", [Elem.I32, Elem.U32, Elem.I64], ids=str)
+@pytest.mark.parametrize("elem", [Elem.BOOL, Elem.U8, Elem.I32, Elem.I64], ids=str)
 def test_bincount_matches_numpy(client, elem):
+    """Counts of bool, a narrow type and the wider ones, with bins in shared memory and more
+    than fit (up to each type's greatest value: a bool is 0 or 1)."""
     need(client, elem)
     rng = np.random.default_rng(5)
+    most = 1 if elem is Elem.BOOL else int(np.iinfo(elem.numpy).max)
     for n, top, minlength in [(1, 4, 0), (1001, 10, 30), (100_003, 300, 0), (5003, 70_000, 0)]:
-        x = rng.integers(0, top, n).astype(elem.numpy)
+        x = rng.integers(0, min(top, most + 1), n).astype(elem.numpy)
         got = ops.bincount(ruda.asarray(x, client), minlength=minlength).numpy()
         expected = np.bincount(x, minlength=minlength)
         assert got.dtype == _wide(client, expected.dtype, Elem.U32)
