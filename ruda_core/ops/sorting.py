@@ -10,6 +10,8 @@ key is skipped). Integers are sorted as keys and turned back. ``argsort`` carrie
 element's index with its key; a float sort does too where the input holds a ``-0.0`` or a NaN,
 and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
+``bool``, 8- and 16-bit integers and f16 are widened into the 32-bit type that holds their
+values (:data:`WIDER`), whose indices sort them; ``sort`` then gathers the elements by index.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
 element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
 first candidate that runs, untuned (its few blocks make the candidates differ little, and tuning
@@ -47,15 +49,17 @@ from ..runtime import (
 )
 from ..tensor import RudaTensor
 from .native import implementation
-from .primitive_inputs import INTS, Cubes, cube_units, one_operand
+from .primitive_inputs import INTS, NUMBERS, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
     DIGITS,
+    gather,
     radix_histogram,
     radix_keys,
     radix_scatter,
     state_size,
+    widened,
 )
 
 __all__ = ["argsort", "sort"]
@@ -92,6 +96,15 @@ MAX_CUBES = 65535
 #: Sizes up to this one run the first candidate that runs, untuned (few blocks: the candidates
 #: differ little).
 SMALL = 1 << 16
+#: The narrow element types sorted through the 32-bit type that holds each one's values.
+WIDER = {
+    Elem.BOOL: Elem.U32,
+    Elem.I8: Elem.I32,
+    Elem.U8: Elem.U32,
+    Elem.I16: Elem.I32,
+    Elem.U16: Elem.U32,
+    Elem.F16: Elem.F32,
+}
 _TUNER = Tuner()
 
 
@@ -115,8 +128,9 @@ def sort(*args: Any, axis: int | None = -1) -> RudaTensor:
 
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array).
     :raises LayoutError: for a non-contiguous tensor or one of ``2**32`` or more elements.
-    :raises LaunchConfigError: for another element type than i32, u32, i64, u64, f32, f64, or
-        ``axis=-1`` on a tensor of another rank than 1 (flatten it, or pass ``axis=None``).
+    :raises LaunchConfigError: for another element type than bool, an integer or a float of
+        16, 32 or 64 bits (not bf16), or ``axis=-1`` on a tensor of another rank than 1 (flatten
+        it, or pass ``axis=None``).
     :raises UnsupportedFeature: for an element type the device lacks.
     """
     return _sort("sort", args, axis, indices=False)
@@ -130,7 +144,7 @@ def argsort(*args: Any, axis: int | None = -1) -> RudaTensor:
 
 
 def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) -> RudaTensor:
-    client, x = one_operand(op, args)
+    client, x = one_operand(op, args, NUMBERS | WIDER.keys())
     if axis is not None and (len(x.shape) != 1 or axis not in (-1, 0)):
         raise LaunchConfigError(
             f"{op}: axis={axis} for a tensor of shape {x.shape}; ruda sorts a 1-D tensor "
@@ -141,11 +155,32 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if n <= 1:
         host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
         return RudaTensor.from_numpy(client, host)
+    wider = WIDER.get(x.elem)
+    if wider is not None:
+        return _widened_sort(client, x, n, wider, index, indices)
     native = implementation(op, client.runtime)
     if native is not None:
         return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
     _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out, tune=n > SMALL)
+    return out
+
+
+def _widened_sort(
+    client: ComputeClient, x: RudaTensor, n: int, wider: Elem, index: Elem, indices: bool
+) -> RudaTensor:
+    """The indices that sort ``x`` (of a narrow type), from its values widened into ``wider``,
+    or (``indices`` false) its elements gathered by them."""
+    cubes, units = RudaCount(builtins.min(MAX_CUBES, -(-n // 256))), RudaDim(256)
+    source = ArrayArg(x.handle, n, x.elem)
+    wide = RudaTensor.empty(client, (n,), wider.numpy)
+    widened.launch_unchecked(client, cubes, units, source, ArrayArg(wide.handle, n, wider), n)
+    order = _sort("argsort", (client, wide), -1, indices=True)
+    if indices:
+        return order
+    out = RudaTensor.empty(client, (n,), x.elem.numpy)
+    by = ArrayArg(order.handle, n, index)
+    gather.launch_unchecked(client, cubes, units, source, by, ArrayArg(out.handle, n, x.elem), n)
     return out
 
 

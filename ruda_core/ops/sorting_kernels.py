@@ -72,10 +72,12 @@ from .cube_fold import cube_exclusive_sum, cube_reduce
 __all__ = [
     "DIGITS",
     "Key",
+    "gather",
     "radix_histogram",
     "radix_keys",
     "radix_scatter",
     "state_size",
+    "widened",
 ]
 
 #: The values of one digit (8 bits per pass).
@@ -91,6 +93,9 @@ COUNT = PART - 1
 Key = ElemVar("Key", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
+#: A narrow element a sort widens (:func:`widened`), and the 32-bit element it widens into.
+Narrow = ElemVar("Narrow")
+Wide = ElemVar("Wide")
 
 
 def state_size(passes: int) -> int:
@@ -549,3 +554,17 @@ def radix_scatter(
         else:
             sync_units()
             b += RUDA_COUNT
+
+
+@kernel
+def widened(x: Array[Narrow], out: Array[Wide], n: u32):
+    """``out[i] = x[i]`` in the wider type (every value kept: bool as 0 or 1)."""
+    for i in grid_stride(n):
+        out[i] = Wide(x[i])
+
+
+@kernel
+def gather(x: Array[Narrow], order: Array[Index], out: Array[Narrow], n: u32):
+    """``out[i] = x[order[i]]``: a sort of ``x`` from the indices that sort it, bits kept."""
+    for i in grid_stride(n):
+        out[i] = x[order[i]]

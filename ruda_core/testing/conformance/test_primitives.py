@@ -1,7 +1,8 @@
 """The device-wide primitives of ``ruda_core.ops`` on every device, against NumPy: ``sum``,
 ``min``, ``max`` and ``cumsum`` (exact for integers and for ``min``/``max``, float sums within
 the bound ``docs/ops.md`` states; bool, 8- and 16-bit integers and f16 too), ``sort`` and
-``argsort`` (exact, NumPy's stable order, NaN, infinities and signed zeros included) and
+``argsort`` (exact, NumPy's stable order, NaN, infinities and signed zeros included; bool,
+8- and 16-bit integers and f16 too) and
 ``bincount``; odd lengths, one element, empty input, rows over the last axis, and NumPy's
 errors."""
 
@@ -302,6 +303,29 @@ def test_sort_orders_nan_infinities_and_signed_zeros_as_numpy(client, elem):
     # bit for bit: -0.0 and 0.0 keep their input order, each NaN keeps its sign
     np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), expected.view(f"u{x.itemsize}"))
     np.testing.assert_array_equal(ops.argsort(t).numpy(), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("elem", [Elem.BOOL, Elem.I8, Elem.U16, Elem.F16], ids=str)
+def test_narrow_sort_and_argsort_match_numpys_stable_sort(client, elem):
+    """bool, 8- and 16-bit integers and f16, sorted through the 32-bit type that holds their
+    values: NumPy's stable order and indices, f16's NaN, infinities and signed zeros with their
+    bits, all elements of a 2-D tensor."""
+    need(client, elem)
+    x = _data(elem, 5005, seed=7)
+    if elem is Elem.U16:
+        x = x % 97  # many equal keys: their order shows the sort's stability
+    if elem is Elem.F16:
+        x[::50] = np.array([np.nan, -0.0, np.inf, 0.0, -np.inf, -np.nan, -0.0], np.float16)[
+            np.arange(101) % 7
+        ]
+    t = ruda.asarray(x.reshape(5, 1001), client)
+    got = ops.sort(t, axis=None).numpy()
+    expected = np.sort(x, kind="stable")
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    indices = ops.argsort(t, axis=None).numpy()
+    assert indices.dtype == _wide(client, np.dtype(np.int64), Elem.U32)
+    np.testing.assert_array_equal(indices, np.argsort(x, kind="stable"))
 
 
 def test_sort_of_equal_keys_and_of_nothing(client):
