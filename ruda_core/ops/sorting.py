@@ -178,9 +178,12 @@ def _widened_sort(
     order = _sort("argsort", (client, wide), -1, indices=True)
     if indices:
         return order
+    # gathered as unsigned integers: a float copied through a register may lose a NaN's bits
+    # (OpenCL loads and stores f16 through f32)
+    bits = Elem.U8 if x.elem.nbytes == 1 else Elem.U16
     out = RudaTensor.empty(client, (n,), x.elem.numpy)
-    by = ArrayArg(order.handle, n, index)
-    gather.launch_unchecked(client, cubes, units, source, by, ArrayArg(out.handle, n, x.elem), n)
+    by, into = ArrayArg(order.handle, n, index), ArrayArg(out.handle, n, bits)
+    gather.launch_unchecked(client, cubes, units, ArrayArg(x.handle, n, bits), by, into, n)
     return out
 
 

@@ -565,6 +565,6 @@ def widened(x: Array[Narrow], out: Array[Wide], n: u32):
 
 @kernel
 def gather(x: Array[Narrow], order: Array[Index], out: Array[Narrow], n: u32):
-    """``out[i] = x[order[i]]``: a sort of ``x`` from the indices that sort it, bits kept."""
+    """``out[i] = x[order[i]]``: a sort of ``x`` from the indices that sort it."""
     for i in grid_stride(n):
         out[i] = x[order[i]]

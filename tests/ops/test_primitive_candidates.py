@@ -176,9 +176,12 @@ def test_every_bincount_candidate_matches_numpy(device):
     out_elem = Elem.I64 if device.features().supports(Elem.I64) else Elem.U32
     out = RudaTensor.empty(device, expected.shape, out_elem.numpy)
     problem = Counting(x.size, expected.size, out_elem)
+    ran = set()
     for tunable in count_candidates().tunables:
-        tunable.fn(device, problem, t, out)
-        np.testing.assert_array_equal(out.numpy(), expected, tunable.name)
+        if _ran(lambda: tunable.fn(device, problem, t, out)):  # noqa: B023
+            ran.add(tunable.name)
+            np.testing.assert_array_equal(out.numpy(), expected, tunable.name)
+    assert ran, f"no bincount candidate runs on {device.device}"
 
 
 def test_reductions_scans_and_counts_above_the_untuned_size_are_tuned_once_per_size_class():
