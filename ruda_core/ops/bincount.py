@@ -54,13 +54,13 @@ class Counting:
 
 
 def bincount(*args: Any, minlength: int = 0) -> RudaTensor:
-    """The number of occurrences of each value ``0 .. max(x)`` in the 1-D integer or bool tensor
-    ``x``
-    (``bincount(x)`` or ``bincount(client, x)``), as ``numpy.bincount(x, minlength=minlength)``:
-    a new 1-D tensor of ``max(max(x) + 1, minlength)`` counts, i64 (u32 where the device lacks
-    64-bit integers), exact, on ``x``'s device. Blocks until ``x``'s least and greatest values are
-    known (they size the result); the counts are then written asynchronously. The first call of
-    a device, element type and size class above 2**18 elements tunes the kernels (blocking).
+    """The number of occurrences of each value ``0 .. max(x)`` in the 1-D integer or bool
+    tensor ``x`` (``bincount(x)`` or ``bincount(client, x)``), as ``numpy.bincount(x,
+    minlength=minlength)``: a new 1-D tensor of ``max(max(x) + 1, minlength)`` counts, i64 (u32
+    where the device lacks 64-bit integers), exact, on ``x``'s device. Blocks until ``x``'s least
+    and greatest values are known (they size the result); the counts are then written
+    asynchronously. The first call of a device, element type and size class above 2**18
+    elements tunes the kernels (blocking).
 
     :raises ValueError: for a negative value in ``x`` or a negative ``minlength``.
     :raises TypeError: for an operand that is not a tensor (or, after a client, an array), or a

@@ -34,12 +34,12 @@ __all__ = [
     "sum_elem",
 ]
 
-#: The integer element types of ``sort`` and ``argsort``.
+#: The 32- and 64-bit integer element types (those a sort orders as integer keys).
 INTS = frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64})
-#: The element types of ``sort`` and ``argsort`` (:func:`one_operand`'s default).
+#: The 32- and 64-bit element types (those the primitives' kernels read as they are).
 NUMBERS = INTS | {Elem.F32, Elem.F64}
-#: The element types of ``sum``, ``min``, ``max`` and ``cumsum``: :data:`NUMBERS` and the
-#: narrower ones, which their kernels compute in a wider type (:func:`fold_elem`).
+#: The element types of ``sum``, ``min``, ``max``, ``cumsum``, ``sort`` and ``argsort``:
+#: :data:`NUMBERS` and the narrower ones, which they compute in a wider type (:func:`fold_elem`).
 FOLDED = NUMBERS | {Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.F16}
 #: NumPy's sum of each integer or bool element type, and the sum where the device lacks it.
 _SUMS = {
@@ -68,7 +68,7 @@ UNTUNED = 1 << 18
 
 
 def one_operand(
-    op: str, args: tuple[Any, ...], elems: Collection[Elem] = NUMBERS
+    op: str, args: tuple[Any, ...], elems: Collection[Elem]
 ) -> tuple[ComputeClient, RudaTensor]:
     """The client and the contiguous tensor of a primitive called as ``op(x)`` or
     ``op(client, x)``; in the second form ``x`` may be a NumPy array (or anything
@@ -129,9 +129,9 @@ def sum_elem(client: ComputeClient, elem: Elem) -> Elem:
 
 
 def fold_elem(elem: Elem) -> Elem:
-    """The element a reduction or scan whose result is ``elem`` computes in: u32 for bool, u8
-    and u16, i32 for i8 and i16, f32 for f16 (each result converted once, where written), else
-    ``elem`` itself."""
+    """The 32-bit element that holds every value of ``elem``: u32 for bool, u8 and u16, i32 for
+    i8 and i16, f32 for f16, else ``elem`` itself. Reductions and scans whose result is ``elem``
+    compute in it (each result converted once, where written); sorts widen ``elem`` into it."""
     return _WIDER.get(elem, elem)
 
 

@@ -11,7 +11,8 @@ element's index with its key; a float sort does too where the input holds a ``-0
 and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
 ``bool``, 8- and 16-bit integers and f16 are widened into the 32-bit type that holds their
-values (:data:`WIDER`), whose indices sort them; ``sort`` then gathers the elements by index.
+values (:func:`.primitive_inputs.fold_elem`), whose indices sort them; ``sort`` then gathers the
+elements by index.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
 element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
 first candidate that runs, untuned (its few blocks make the candidates differ little, and tuning
@@ -49,7 +50,7 @@ from ..runtime import (
 )
 from ..tensor import RudaTensor
 from .native import implementation
-from .primitive_inputs import INTS, NUMBERS, Cubes, cube_units, one_operand
+from .primitive_inputs import FOLDED, INTS, Cubes, cube_units, fold_elem, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
@@ -96,15 +97,6 @@ MAX_CUBES = 65535
 #: Sizes up to this one run the first candidate that runs, untuned (few blocks: the candidates
 #: differ little).
 SMALL = 1 << 16
-#: The narrow element types sorted through the 32-bit type that holds each one's values.
-WIDER = {
-    Elem.BOOL: Elem.U32,
-    Elem.I8: Elem.I32,
-    Elem.U8: Elem.U32,
-    Elem.I16: Elem.I32,
-    Elem.U16: Elem.U32,
-    Elem.F16: Elem.F32,
-}
 _TUNER = Tuner()
 
 
@@ -144,7 +136,7 @@ def argsort(*args: Any, axis: int | None = -1) -> RudaTensor:
 
 
 def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) -> RudaTensor:
-    client, x = one_operand(op, args, NUMBERS | WIDER.keys())
+    client, x = one_operand(op, args, FOLDED)
     if axis is not None and (len(x.shape) != 1 or axis not in (-1, 0)):
         raise LaunchConfigError(
             f"{op}: axis={axis} for a tensor of shape {x.shape}; ruda sorts a 1-D tensor "
@@ -155,8 +147,8 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if n <= 1:
         host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
         return RudaTensor.from_numpy(client, host)
-    wider = WIDER.get(x.elem)
-    if wider is not None:
+    wider = fold_elem(x.elem)
+    if wider is not x.elem:
         return _widened_sort(client, x, n, wider, index, indices)
     native = implementation(op, client.runtime)
     if native is not None:
