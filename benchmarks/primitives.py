@@ -1,8 +1,9 @@
 """The device-wide primitives of ``ruda_core.ops`` next to their peers, in one run.
 
 For one device, at 2**20 elements (and 2**26 with ``--large``): ``sum``, ``min``, ``max`` and
-``cumsum`` of f32, ``cumsum`` of i32, ``sort`` of f32 and u32, ``argsort`` of f32 and
-``bincount`` of i32 values below 1000. The peer is NumPy on the host for host devices (``cpu``,
+``cumsum`` of f32, ``cumsum`` of i32, ``sort`` of f32, u32, u8 and f16 (the last two widened
+to 32 bits, sorted by index and gathered), ``argsort`` of f32, and ``bincount`` of i32 values
+below 1000 and of u8. The peer is NumPy on the host for host devices (``cpu``,
 ``opencl:N`` on a CPU), and CuPy (``cupy.sum``, ``cupy.min``, ``cupy.max``, ``cupy.cumsum``,
 ``cupy.sort``, ``cupy.argsort``, ``cupy.bincount``) on ``cuda:N`` where CuPy imports.
 
@@ -53,8 +54,11 @@ def _cases(host: dict[str, np.ndarray]) -> list[tuple[str, str, Callable[..., An
         ("cumsum i32", "i32", ops.cumsum, np.cumsum),
         ("sort f32", "f32", ops.sort, lambda x: np.sort(x, kind="stable")),
         ("sort u32", "u32", ops.sort, lambda x: np.sort(x, kind="stable")),
+        ("sort u8", "u8", ops.sort, lambda x: np.sort(x, kind="stable")),
+        ("sort f16", "f16", ops.sort, lambda x: np.sort(x, kind="stable")),
         ("argsort f32", "f32", ops.argsort, lambda x: np.argsort(x, kind="stable")),
         ("bincount i32", "bins", ops.bincount, np.bincount),
+        ("bincount u8", "u8", ops.bincount, np.bincount),
     ]
 
 
@@ -65,6 +69,8 @@ def _inputs(n: int) -> dict[str, np.ndarray]:
         "i32": rng.integers(-1000, 1000, n).astype(np.int32),
         "u32": rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32),
         "bins": rng.integers(0, 1000, n).astype(np.int32),
+        "u8": rng.integers(0, 256, n).astype(np.uint8),
+        "f16": rng.standard_normal(n).astype(np.float16),
     }
 
 
