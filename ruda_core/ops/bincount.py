@@ -27,7 +27,8 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .bincount_kernels import bincount_global, bincount_shared, widen
+from .bincount_kernels import bincount_global, bincount_shared
+from .convert_kernels import converted
 from .operands import U32_LIMIT
 from .primitive_inputs import UNTUNED, cube_units, one_operand
 from .reduce import max as device_max
@@ -116,7 +117,7 @@ def _runner(shape: tuple[bool, int, int]) -> Callable[..., None]:
             bincount_global.launch_unchecked(
                 client, RudaCount(cubes), RudaDim(units), source, bins, p.n, ITEMS=items
             )
-        widen.launch_unchecked(
+        converted.launch_unchecked(
             client,
             RudaCount(builtins.min(-(-p.nbins // 256), 65535)),
             RudaDim(256),

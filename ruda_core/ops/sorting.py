@@ -49,6 +49,7 @@ from ..runtime import (
     UnsupportedFeature,
 )
 from ..tensor import RudaTensor
+from .convert_kernels import converted
 from .native import implementation
 from .primitive_inputs import FOLDED, INTS, Cubes, cube_units, fold_elem, one_operand
 from .scan import scan_into
@@ -60,7 +61,6 @@ from .sorting_kernels import (
     radix_keys,
     radix_scatter,
     state_size,
-    widened,
 )
 
 __all__ = ["argsort", "sort"]
@@ -166,7 +166,7 @@ def _widened_sort(
     cubes, units = RudaCount(builtins.min(MAX_CUBES, -(-n // 256))), RudaDim(256)
     source = ArrayArg(x.handle, n, x.elem)
     wide = RudaTensor.empty(client, (n,), wider.numpy)
-    widened.launch_unchecked(client, cubes, units, source, ArrayArg(wide.handle, n, wider), n)
+    converted.launch_unchecked(client, cubes, units, source, ArrayArg(wide.handle, n, wider), n)
     order = _sort("argsort", (client, wide), -1, indices=True)
     if indices:
         return order

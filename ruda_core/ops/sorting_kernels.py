@@ -77,7 +77,6 @@ __all__ = [
     "radix_keys",
     "radix_scatter",
     "state_size",
-    "widened",
 ]
 
 #: The values of one digit (8 bits per pass).
@@ -93,9 +92,8 @@ COUNT = PART - 1
 Key = ElemVar("Key", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
-#: A narrow element a sort widens (:func:`widened`), and the 32-bit element it widens into.
+#: A narrow element a sort gathers (:func:`gather`).
 Narrow = ElemVar("Narrow")
-Wide = ElemVar("Wide")
 
 
 def state_size(passes: int) -> int:
@@ -554,13 +552,6 @@ def radix_scatter(
         else:
             sync_units()
             b += RUDA_COUNT
-
-
-@kernel
-def widened(x: Array[Narrow], out: Array[Wide], n: u32):
-    """``out[i] = x[i]`` in the wider type (every value kept: bool as 0 or 1)."""
-    for i in grid_stride(n):
-        out[i] = Wide(x[i])
 
 
 @kernel
