@@ -103,6 +103,12 @@ class MemoryManagement:
         self.limit_nbytes = device if limit is None else min(limit, device)  #: see above
         self.dropped: deque[Slice] = deque()  #: filled by handle finalisers, drained here
         self._sliced: list[Page] = []
+        #: every page held, so that each is reachable from here until it is given back: the
+        #: cyclic collector finalises together all that a garbage cycle alone reaches, and a
+        #: page reached only through a dropped handle's slice would be among it, its driver
+        #: object released (wgpu's buffers release themselves when finalised) while the
+        #: handle's finaliser returns the page to the pool
+        self._pages: set[Page] = set()
         self._exclusive_free: list[Page] = []
         self._pending: list[Slice] = []
         #: dropped slices of foreign memory, in drop order, until their fence is done
@@ -294,6 +300,7 @@ class MemoryManagement:
         :raises OutOfMemory: when the driver has no room.
         """
         page = Page(self.storage.alloc(nbytes), nbytes, exclusive)
+        self._pages.add(page)
         self._reserved += nbytes
         if exclusive:
             return self._use(page, 0, nbytes)
@@ -364,6 +371,7 @@ class MemoryManagement:
                 self._exclusive_free.remove(page)
             else:
                 self._sliced.remove(page)
+            self._pages.remove(page)
             self.storage.dealloc(page.resource)
             self._reserved -= page.nbytes
             idle -= page.nbytes

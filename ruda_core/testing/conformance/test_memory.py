@@ -1,8 +1,9 @@
 """Memory and transfers: round trips of every size, empty + write + read, writes and copies of
 views at any byte offset and size, the pool's accounting,
 ``memory_cleanup``, reserved memory bounded while a stream lags, the pool's memory limit,
-stream-ordered reuse of dropped handles, and references to dropped memory (a
-``Binding``, a dynamic ``RudaCount``, a prepared launch) refused however the memory was reused."""
+stream-ordered reuse of dropped handles (also of those the cyclic collector frees), and
+references to dropped memory (a ``Binding``, a dynamic ``RudaCount``, a prepared launch)
+refused however the memory was reused."""
 
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ def _copy(client, src, dst, n):
     conformance_copy.launch(
         client, RudaCount(-(-n // 64)), RudaDim(64), ArrayArg(src, n), ArrayArg(dst, n)
     )
+
+
+def _fill(client, out, n, value):
+    conformance_fill.launch(client, RudaCount(-(-n // 64)), RudaDim(64), ArrayArg(out, n), value)
 
 
 @pytest.mark.parametrize("nbytes", SIZES, ids=_size_id)
@@ -188,6 +193,34 @@ def test_kernel_output_round_trip(client):
     dst = client.empty(4 * n)
     _copy(client, src, dst, n)
     np.testing.assert_array_equal(read_array(client, dst, np.uint32), np.arange(n) * 3)
+
+
+def test_memory_of_a_handle_collected_in_a_reference_cycle_is_reused_intact(client):
+    """The cyclic collector finalises at once everything that only a garbage cycle reaches. A
+    collected handle's page (an exclusive one here) must not be among it: a driver whose buffer
+    objects release themselves when finalised (wgpu's) would bind a released buffer when the
+    page is reused. Other work and a cleanup come between the handle's use and its collection,
+    so that nothing but the handle holds its memory (a driver may keep the buffers it wrote or
+    bound last)."""
+    n = (2 << 20) // 4
+    dropped = client.empty(4 * n)
+    _fill(client, dropped, n, 7)
+    given_back = client.empty(6 << 20)
+    del given_back
+    client.memory_usage()  # its release fenced on the stream, then the fence done
+    client.sync().result(timeout=TIMEOUT_S)
+    client.memory_cleanup()  # the page given back: a driver drops what it kept for pages
+    small = client.empty(64)
+    for _ in range(2):
+        _fill(client, small, 16, 1)
+        client.sync()
+    cycle: list[object] = [dropped]
+    cycle.append(cycle)
+    del dropped, cycle
+    gc.collect()
+    reused = client.empty(4 * n)
+    _fill(client, reused, n, 3)
+    np.testing.assert_array_equal(read_array(client, reused, np.uint32), np.full(n, 3))
 
 
 def test_memory_usage_accounts_live_allocations(client):
