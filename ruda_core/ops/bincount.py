@@ -27,8 +27,7 @@ from ..ir import Elem
 from ..lang import ArrayArg
 from ..runtime import ComputeClient, LayoutError, RudaCount, RudaDim
 from ..tensor import RudaTensor
-from .bincount_kernels import bincount_global, bincount_shared
-from .convert_kernels import converted
+from .bincount_kernels import bincount_global, bincount_shared, converted
 from .operands import U32_LIMIT
 from .primitive_inputs import UNTUNED, cube_units, one_operand
 from .reduce import max as device_max

@@ -9,7 +9,7 @@ sees one update per cube and bin instead of one per element. :func:`bincount_glo
 element straight into ``bins``, for bins that do not fit shared memory. Both count into ``u32``
 (fewer than ``2**32`` elements: the operand checks hold that) the values of an integer or
 ``bool`` ``x`` (a ``bool`` is 0 or 1), and stride over ``x`` with ``ITEMS`` unrolled reads per
-unit; :func:`~.convert_kernels.converted` then writes the counts as the result's type.
+unit; :func:`converted` then writes the counts as the result's type.
 Every value must be in ``0 .. nbins - 1``: :mod:`.bincount` checks that before launching.
 """
 
@@ -26,6 +26,7 @@ from ..lang import (
     SharedMemory,
     atomic_add,
     bool_,
+    grid_stride,
     i8,
     i16,
     i32,
@@ -38,10 +39,12 @@ from ..lang import (
     unroll,
 )
 
-__all__ = ["bincount_global", "bincount_shared"]
+__all__ = ["bincount_global", "bincount_shared", "converted"]
 
 #: The element types of the values counted (:data:`~.bincount.BIN_INPUTS`).
 Counted = ElemVar("Counted", [bool_, i8, u8, i16, u16, i32, u32, i64])
+#: The element of the result, the counts written as :func:`converted` converts them.
+Target = ElemVar("Target")
 
 
 @kernel
@@ -75,3 +78,10 @@ def bincount_global(x: Array[Counted], bins: Array[u32], n: u32, ITEMS: Comptime
             if i < n:
                 atomic_add(bins, u32(x[i]), u32(1))
         base += step
+
+
+@kernel
+def converted(counts: Array[u32], out: Array[Target], n: u32):
+    """``out[i] = counts[i]`` in ``out``'s type."""
+    for i in grid_stride(n):
+        out[i] = Target(counts[i])

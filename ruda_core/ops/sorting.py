@@ -10,13 +10,14 @@ key is skipped). Integers are sorted as keys and turned back. ``argsort`` carrie
 element's index with its key; a float sort does too where the input holds a ``-0.0`` or a NaN,
 and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
-``bool``, 8- and 16-bit integers and f16 are widened into the 32-bit type that holds their
-values (:func:`.primitive_inputs.fold_elem`), whose indices sort them; ``sort`` then gathers the
-elements by index.
+``bool``, 8- and 16-bit integers and f16 are sorted as keys of their own width held in
+``u32`` (:func:`.sorting_kernels.narrow_keys`), in one pass or two, and turned back; an f16
+``sort`` gathers the elements by their sorted indices instead, keeping each NaN's bits.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
-element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
-first candidate that runs, untuned (its few blocks make the candidates differ little, and tuning
-would build every candidate's kernels for it). This module never imports a driver.
+key type, number of passes and size class above :data:`SMALL` elements; a sort of at most that
+many takes the first candidate that runs, untuned (its few blocks make the candidates differ
+little, and tuning would build every candidate's kernels for it). This module never imports a
+driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
@@ -49,14 +50,15 @@ from ..runtime import (
     UnsupportedFeature,
 )
 from ..tensor import RudaTensor
-from .convert_kernels import converted
 from .native import implementation
-from .primitive_inputs import FOLDED, INTS, Cubes, cube_units, fold_elem, one_operand
+from .primitive_inputs import FOLDED, INTS, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
     DIGITS,
     gather,
+    narrow_keys,
+    narrow_values,
     radix_histogram,
     radix_keys,
     radix_scatter,
@@ -103,11 +105,14 @@ _TUNER = Tuner()
 @dataclass(frozen=True, slots=True)
 class Sorting:
     """A sort of ``n`` elements: of the values (``indices`` false) or of their indices, with
-    the indices written as ``index`` (i64, or u32 where the device lacks it)."""
+    the indices written as ``index`` (i64, or u32 where the device lacks it), in ``passes``
+    passes of 8 bits."""
 
     n: int
     indices: bool
     index: Elem
+    #: the radix passes: the bytes of the keys' type that hold their order
+    passes: int
 
 
 def sort(*args: Any, axis: int | None = -1) -> RudaTensor:
@@ -147,35 +152,53 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if n <= 1:
         host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
         return RudaTensor.from_numpy(client, host)
-    wider = fold_elem(x.elem)
-    if wider is not x.elem:
-        return _widened_sort(client, x, n, wider, index, indices)
+    if x.elem.nbytes < 4:
+        return _narrow_sort(client, x, n, index, indices)
     native = implementation(op, client.runtime)
     if native is not None:
         return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
-    _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out, tune=n > SMALL)
+    _radix(client, Sorting(n, indices, index, x.elem.nbytes), x, out)
     return out
 
 
-def _widened_sort(
-    client: ComputeClient, x: RudaTensor, n: int, wider: Elem, index: Elem, indices: bool
+def _radix(client: ComputeClient, p: Sorting, x: RudaTensor, out: RudaTensor) -> None:
+    """Enqueue the tuned radix sort ``p`` of ``x`` into ``out``."""
+    _TUNER.execute(client, _tunable_set(), p, x, out, tune=p.n > SMALL)
+
+
+def _narrow_sort(
+    client: ComputeClient, x: RudaTensor, n: int, index: Elem, indices: bool
 ) -> RudaTensor:
-    """The indices that sort ``x`` (of a narrow type), from its values widened into ``wider``,
-    or (``indices`` false) its elements gathered by them."""
+    """The indices that sort ``x`` (of 8 or 16 bits), or (``indices`` false) its elements:
+    ``u32`` keys of its own width (:func:`~.sorting_kernels.narrow_keys`) sorted in one or two
+    passes, then turned back into elements, or for f16 (whose keys do not give ``-0.0`` and
+    NaN back) sorted with their indices, which gather the elements."""
     cubes, units = RudaCount(builtins.min(MAX_CUBES, -(-n // 256))), RudaDim(256)
-    source = ArrayArg(x.handle, n, x.elem)
-    wide = RudaTensor.empty(client, (n,), wider.numpy)
-    converted.launch_unchecked(client, cubes, units, source, ArrayArg(wide.handle, n, wider), n)
-    order = _sort("argsort", (client, wide), -1, indices=True)
+    bits = Elem.U8 if x.elem.nbytes == 1 else Elem.U16  # the elements read as unsigned bits
+    sign = 1 << (8 * x.elem.nbytes - 1)
+    kind = "float" if x.elem.is_float else "int" if x.elem.is_signed else "uint"
+    keys = RudaTensor.empty(client, (n,), np.uint32)
+    source = ArrayArg(x.handle, n, bits)
+    narrow_keys.launch_unchecked(
+        client, cubes, units, source, ArrayArg(keys.handle, n, Elem.U32), n, SIGN=sign, KIND=kind
+    )
+    moved = indices or kind == "float"
+    order = RudaTensor.empty(client, (n,), (index if moved else Elem.U32).numpy)
+    _radix(client, Sorting(n, moved, index, x.elem.nbytes), keys, order)
     if indices:
         return order
-    # gathered as unsigned integers: a float copied through a register may lose a NaN's bits
-    # (OpenCL loads and stores f16 through f32)
-    bits = Elem.U8 if x.elem.nbytes == 1 else Elem.U16
     out = RudaTensor.empty(client, (n,), x.elem.numpy)
-    by, into = ArrayArg(order.handle, n, index), ArrayArg(out.handle, n, bits)
-    gather.launch_unchecked(client, cubes, units, ArrayArg(x.handle, n, bits), by, into, n)
+    into = ArrayArg(out.handle, n, bits)
+    if moved:  # gathered as unsigned integers: a float copied through a register may lose a
+        # NaN's bits (OpenCL loads and stores f16 through f32)
+        by = ArrayArg(order.handle, n, index)
+        gather.launch_unchecked(client, cubes, units, source, by, into, n)
+    else:
+        sorted_keys = ArrayArg(order.handle, n, Elem.U32)
+        narrow_values.launch_unchecked(
+            client, cubes, units, sorted_keys, into, n, SIGN=sign, KIND=kind
+        )
     return out
 
 
@@ -245,7 +268,7 @@ def _radix_sort(
     modes = ("unless-flagged", "when-flagged") if split else (moves,)
     # planes of one lane fold nothing: their cube folds would take more shared memory
     plane_sums = client.features().has(Feature.PLANE) and client.properties().plane_dim > 1
-    passes = elem.nbytes
+    passes = p.passes
     blocks = -(-n // (units * items))
     cubes = builtins.min(MAX_CUBES, -(-n // 256))
     keys = [ArrayArg(client.empty(n * key.nbytes), n, key) for _ in range(2)]
@@ -293,8 +316,8 @@ def _radix_sort(
             )  # fmt: skip
 
 
-def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
-    return x.elem.value, p.indices, anchor(p.n, 1 << 26, SMALL)
+def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int, int]:
+    return x.elem.value, p.indices, p.passes, anchor(p.n, 1 << 26, SMALL)
 
 
 @functools.cache
@@ -304,5 +327,5 @@ def _tunable_set() -> TunableSet:
         Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
         for u, i, chained in SORT_SHAPES
     ]
-    # version 4: a chained candidate of 512 units and 24 keys each
-    return TunableSet("ruda.ops.sort", _key, tunables, version=4)
+    # version 5: the key holds the passes (keys of 8- and 16-bit elements take fewer)
+    return TunableSet("ruda.ops.sort", _key, tunables, version=5)

@@ -8,6 +8,9 @@ flipped, floats with the sign bit set on non-negative values and every bit flipp
 ones, both zeros as one key (so that ``-0.0`` and ``0.0`` keep their input order, as NumPy's
 stable sort does) and every NaN as the largest key (NumPy sorts NaN last); :func:`radix_keys`
 notes a ``-0.0`` or NaN in the sort's state, whose keys alone cannot give their floats back.
+An 8- or 16-bit element's key is made the same way in the low bits of a ``u32``
+(:func:`narrow_keys`), so that it takes one or two passes, and :func:`narrow_values` turns
+sorted keys of integers back.
 Each pass of 8 bits (``shift``) runs :func:`radix_scatter`, which moves each key (and its
 value: an index) to its digit's place in the output plus its rank among the equal digits
 before it, so every pass is stable and so is the sort. A digit's place in the output comes, in
@@ -73,6 +76,8 @@ __all__ = [
     "DIGITS",
     "Key",
     "gather",
+    "narrow_keys",
+    "narrow_values",
     "radix_histogram",
     "radix_keys",
     "radix_scatter",
@@ -92,8 +97,11 @@ COUNT = PART - 1
 Key = ElemVar("Key", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
-#: A narrow element a sort gathers (:func:`gather`).
+#: The unsigned bits of a narrow element a sort keys or gathers (:func:`narrow_keys`,
+#: :func:`gather`).
 Narrow = ElemVar("Narrow")
+#: The bits of an f16 infinity without its sign: those of a NaN are more.
+F16_INFINITY = 0x7C00
 
 
 def state_size(passes: int) -> int:
@@ -112,14 +120,22 @@ def _key_of(v: Numeric, SIGN: Comptime[int], KIND: Comptime[str]):
     if KIND == "int":
         bits = bits ^ Key(SIGN)
     elif KIND == "float":
-        if isnan(v):
-            bits = Key(SIGN) | (Key(SIGN) - Key(1))
-        elif v == 0:
-            bits = Key(SIGN)
-        elif bits >= Key(SIGN):
-            bits = bits ^ (Key(SIGN) | (Key(SIGN) - Key(1)))
-        else:
-            bits = bits | Key(SIGN)
+        bits = _float_key(bits, isnan(v), v == 0, SIGN)
+    return bits
+
+
+@func
+def _float_key(bits: Key, nan: bool, zero: bool, SIGN: Comptime[int]):
+    """The key of a float of bits ``bits`` (``SIGN`` its sign bit), a NaN (``nan``) or a zero
+    (``zero``) or neither: every NaN the largest key, both zeros one key."""
+    if nan:
+        bits = Key(SIGN) | (Key(SIGN) - Key(1))
+    elif zero:
+        bits = Key(SIGN)
+    elif bits >= Key(SIGN):
+        bits = bits ^ (Key(SIGN) | (Key(SIGN) - Key(1)))
+    else:
+        bits = bits | Key(SIGN)
     return bits
 
 
@@ -559,3 +575,30 @@ def gather(x: Array[Narrow], order: Array[Index], out: Array[Narrow], n: u32):
     """``out[i] = x[order[i]]``: a sort of ``x`` from the indices that sort it."""
     for i in grid_stride(n):
         out[i] = x[order[i]]
+
+
+@kernel
+def narrow_keys(
+    x: Array[Narrow], keys: Array[Key], n: u32, SIGN: Comptime[int], KIND: Comptime[str]
+):
+    """``keys[i]``: the order-preserving key of an 8- or 16-bit element, read as its unsigned
+    bits ``x[i]`` (``SIGN`` its top bit), in the key's low bits: as :func:`_key_of` makes a key,
+    an f16 NaN or zero found from its bits."""
+    for i in grid_stride(n):
+        bits = Key(x[i])
+        if KIND == "int":
+            bits = bits ^ Key(SIGN)
+        elif KIND == "float":
+            magnitude = bits & Key(SIGN - 1)
+            bits = _float_key(bits, magnitude > Key(F16_INFINITY), magnitude == Key(0), SIGN)
+        keys[i] = bits
+
+
+@kernel
+def narrow_values(
+    keys: Array[Key], out: Array[Narrow], n: u32, SIGN: Comptime[int], KIND: Comptime[str]
+):
+    """``out[i]``: the unsigned bits of the 8- or 16-bit integer (or bool) whose key
+    (:func:`narrow_keys`) is ``keys[i]``."""
+    for i in grid_stride(n):
+        out[i] = Narrow(_unkey(keys[i], SIGN, KIND))

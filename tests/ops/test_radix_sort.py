@@ -174,7 +174,7 @@ def test_every_candidate_sorts_as_numpy(radix, name):
         else:
             expected = np.sort(data, kind="stable")
         out = RudaTensor.empty(radix, (data.size,), expected.dtype)
-        problem = Sorting(data.size, indices, index)
+        problem = Sorting(data.size, indices, index, data.dtype.itemsize)
         if name.endswith("chained") and not waits:
             with pytest.raises(UnsupportedFeature, match="UNBOUNDED_LOOPS"):
                 tunable.fn(radix, problem, ruda.asarray(data, radix), out)
