@@ -1,8 +1,8 @@
 """The device-wide primitives of ``ruda_core.ops`` next to their peers, in one run.
 
 For one device, at 2**20 elements (and 2**26 with ``--large``): ``sum``, ``min``, ``max`` and
-``cumsum`` of f32, ``cumsum`` of i32, ``sort`` of f32, u32, u8 and f16 (the last two widened
-to 32 bits, sorted by index and gathered), ``argsort`` of f32, and ``bincount`` of i32 values
+``cumsum`` of f32, ``cumsum`` of i32, ``sort`` of f32, u32, u8 and f16 (the last two as keys
+of 8 and 16 bits: one and two passes), ``argsort`` of f32, and ``bincount`` of i32 values
 below 1000 and of u8. The peer is NumPy on the host for host devices (``cpu``,
 ``opencl:N`` on a CPU), and CuPy (``cupy.sum``, ``cupy.min``, ``cupy.max``, ``cupy.cumsum``,
 ``cupy.sort``, ``cupy.argsort``, ``cupy.bincount``) on ``cuda:N`` where CuPy imports.
