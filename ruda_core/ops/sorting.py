@@ -10,9 +10,8 @@ key is skipped). Integers are sorted as keys and turned back. ``argsort`` carrie
 element's index with its key; a float sort does too where the input holds a ``-0.0`` or a NaN,
 and then gathers the elements by index, so the result holds the input's own bits (``-0.0`` and
 ``0.0`` in their input order, each NaN as it was, last); without them the keys are turned back.
-``bool``, 8- and 16-bit integers and f16 are sorted as keys of their own width held in
-``u32`` (:func:`.sorting_kernels.narrow_keys`), in one pass or two, and turned back; an f16
-``sort`` gathers the elements by their sorted indices instead, keeping each NaN's bits.
+``bool``, 8- and 16-bit integers and f16 are read and written as their unsigned bits, their
+keys held in ``u32``, and take one pass or two.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
 key type, number of passes and size class above :data:`SMALL` elements; a sort of at most that
 many takes the first candidate that runs, untuned (its few blocks make the candidates differ
@@ -51,14 +50,11 @@ from ..runtime import (
 )
 from ..tensor import RudaTensor
 from .native import implementation
-from .primitive_inputs import FOLDED, INTS, Cubes, cube_units, one_operand
+from .primitive_inputs import FOLDED, Cubes, cube_units, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
     DIGITS,
-    gather,
-    narrow_keys,
-    narrow_values,
     radix_histogram,
     radix_keys,
     radix_scatter,
@@ -105,14 +101,11 @@ _TUNER = Tuner()
 @dataclass(frozen=True, slots=True)
 class Sorting:
     """A sort of ``n`` elements: of the values (``indices`` false) or of their indices, with
-    the indices written as ``index`` (i64, or u32 where the device lacks it), in ``passes``
-    passes of 8 bits."""
+    the indices written as ``index`` (i64, or u32 where the device lacks it)."""
 
     n: int
     indices: bool
     index: Elem
-    #: the radix passes: the bytes of the keys' type that hold their order
-    passes: int
 
 
 def sort(*args: Any, axis: int | None = -1) -> RudaTensor:
@@ -152,53 +145,11 @@ def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) ->
     if n <= 1:
         host = np.zeros(n, index.numpy) if indices else x.numpy().reshape(n)
         return RudaTensor.from_numpy(client, host)
-    if x.elem.nbytes < 4:
-        return _narrow_sort(client, x, n, index, indices)
-    native = implementation(op, client.runtime)
+    native = implementation(op, client.runtime) if x.elem.nbytes >= 4 else None
     if native is not None:
         return cast(Callable[[ComputeClient, RudaTensor], RudaTensor], native)(client, x)
     out = RudaTensor.empty(client, (n,), (index if indices else x.elem).numpy)
-    _radix(client, Sorting(n, indices, index, x.elem.nbytes), x, out)
-    return out
-
-
-def _radix(client: ComputeClient, p: Sorting, x: RudaTensor, out: RudaTensor) -> None:
-    """Enqueue the tuned radix sort ``p`` of ``x`` into ``out``."""
-    _TUNER.execute(client, _tunable_set(), p, x, out, tune=p.n > SMALL)
-
-
-def _narrow_sort(
-    client: ComputeClient, x: RudaTensor, n: int, index: Elem, indices: bool
-) -> RudaTensor:
-    """The indices that sort ``x`` (of 8 or 16 bits), or (``indices`` false) its elements:
-    ``u32`` keys of its own width (:func:`~.sorting_kernels.narrow_keys`) sorted in one or two
-    passes, then turned back into elements, or for f16 (whose keys do not give ``-0.0`` and
-    NaN back) sorted with their indices, which gather the elements."""
-    cubes, units = RudaCount(builtins.min(MAX_CUBES, -(-n // 256))), RudaDim(256)
-    bits = Elem.U8 if x.elem.nbytes == 1 else Elem.U16  # the elements read as unsigned bits
-    sign = 1 << (8 * x.elem.nbytes - 1)
-    kind = "float" if x.elem.is_float else "int" if x.elem.is_signed else "uint"
-    keys = RudaTensor.empty(client, (n,), np.uint32)
-    source = ArrayArg(x.handle, n, bits)
-    narrow_keys.launch_unchecked(
-        client, cubes, units, source, ArrayArg(keys.handle, n, Elem.U32), n, SIGN=sign, KIND=kind
-    )
-    moved = indices or kind == "float"
-    order = RudaTensor.empty(client, (n,), (index if moved else Elem.U32).numpy)
-    _radix(client, Sorting(n, moved, index, x.elem.nbytes), keys, order)
-    if indices:
-        return order
-    out = RudaTensor.empty(client, (n,), x.elem.numpy)
-    into = ArrayArg(out.handle, n, bits)
-    if moved:  # gathered as unsigned integers: a float copied through a register may lose a
-        # NaN's bits (OpenCL loads and stores f16 through f32)
-        by = ArrayArg(order.handle, n, index)
-        gather.launch_unchecked(client, cubes, units, source, by, into, n)
-    else:
-        sorted_keys = ArrayArg(order.handle, n, Elem.U32)
-        narrow_values.launch_unchecked(
-            client, cubes, units, sorted_keys, into, n, SIGN=sign, KIND=kind
-        )
+    _TUNER.execute(client, _tunable_set(), Sorting(n, indices, index), x, out, tune=n > SMALL)
     return out
 
 
@@ -214,7 +165,7 @@ def _runner(shape: tuple[int, int, bool]) -> Callable[..., None]:
         props = client.properties()
         ballot = client.features().has(Feature.PLANE) and 1 < props.plane_dim <= 32
         plane = props.plane_dim if ballot else 1
-        per_key = x.elem.nbytes + (4 if p.indices or x.elem.is_float else 0)
+        per_key = builtins.max(4, x.elem.nbytes) + (4 if p.indices or x.elem.is_float else 0)
         fits = props.max_shared_memory_nbytes
         units, fitted = fitted_block(cube_units(client, wanted), items, per_key, plane, fits)
         # a block's published digit count holds 30 bits
@@ -258,9 +209,12 @@ def _radix_sort(
     """Enqueue the whole sort of ``x`` into ``out`` in cubes of ``units`` (``planes`` planes),
     ``items`` keys per unit in a block, with the blocks chained (``lookback``) or in passes."""
     n, elem = p.n, x.elem
-    key = Elem.U32 if elem.nbytes == 4 else Elem.U64
+    key = Elem.U32 if elem.nbytes <= 4 else Elem.U64
+    # 8- and 16-bit elements are read and written as their unsigned bits (the kernels' SIGN
+    # says their width)
+    stored = {1: Elem.U8, 2: Elem.U16}.get(elem.nbytes, elem)
     sign = 1 << (8 * elem.nbytes - 1)
-    kind = "int" if elem in INTS and elem.is_signed else "uint" if elem in INTS else "float"
+    kind = "float" if elem.is_float else "int" if elem.is_signed else "uint"
     # argsort moves every index; a float sort only where -0.0 or NaN make keys ambiguous, from
     # SPLIT_VALUES keys in a second launch per pass that runs only then
     moves = "all" if p.indices else "flagged" if kind == "float" else "none"
@@ -268,7 +222,7 @@ def _radix_sort(
     modes = ("unless-flagged", "when-flagged") if split else (moves,)
     # planes of one lane fold nothing: their cube folds would take more shared memory
     plane_sums = client.features().has(Feature.PLANE) and client.properties().plane_dim > 1
-    passes = p.passes
+    passes = elem.nbytes
     blocks = -(-n // (units * items))
     cubes = builtins.min(MAX_CUBES, -(-n // 256))
     keys = [ArrayArg(client.empty(n * key.nbytes), n, key) for _ in range(2)]
@@ -281,7 +235,7 @@ def _radix_sort(
     pair = [ArrayArg(client.empty(tally * 4), tally, Elem.U32) for _ in range(2)]
     status = pair if lookback else [unused, unused]
     counts, offsets = (unused, unused) if lookback else (pair[0], pair[1])
-    source = ArrayArg(x.handle, n, elem)
+    source = ArrayArg(x.handle, n, stored)
     counters = cubes
     walkers = RudaCount(builtins.min(blocks, MAX_CUBES))
     if lookback:  # few cubes of many keys each: each cube adds its counts with global atomics
@@ -297,9 +251,10 @@ def _radix_sort(
     )  # fmt: skip
     scan = Cubes.on(client, *COUNT_SCAN)
     if p.indices:
-        indices, elements = ArrayArg(out.handle, n, p.index), ArrayArg(client.empty(8), 1, elem)
+        indices = ArrayArg(out.handle, n, p.index)
+        elements = ArrayArg(client.empty(8), 1, stored)
     else:
-        indices, elements = unused, ArrayArg(out.handle, n, elem)
+        indices, elements = unused, ArrayArg(out.handle, n, stored)
     for k in range(passes):  # the chained passes skip where every key has the same digit
         if not lookback:
             radix_histogram.launch_unchecked(
@@ -316,8 +271,8 @@ def _radix_sort(
             )  # fmt: skip
 
 
-def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int, int]:
-    return x.elem.value, p.indices, p.passes, anchor(p.n, 1 << 26, SMALL)
+def _key(p: Sorting, x: RudaTensor, out: RudaTensor) -> tuple[str, bool, int]:
+    return x.elem.value, p.indices, anchor(p.n, 1 << 26, SMALL)
 
 
 @functools.cache
@@ -327,5 +282,5 @@ def _tunable_set() -> TunableSet:
         Tunable(f"radix-{u}x{i}{'-chained' if chained else ''}", _runner((u, i, chained)))
         for u, i, chained in SORT_SHAPES
     ]
-    # version 5: the key holds the passes (keys of 8- and 16-bit elements take fewer)
+    # version 5: 8- and 16-bit elements sorted in their own passes, no longer through 32 bits
     return TunableSet("ruda.ops.sort", _key, tunables, version=5)

@@ -8,9 +8,8 @@ flipped, floats with the sign bit set on non-negative values and every bit flipp
 ones, both zeros as one key (so that ``-0.0`` and ``0.0`` keep their input order, as NumPy's
 stable sort does) and every NaN as the largest key (NumPy sorts NaN last); :func:`radix_keys`
 notes a ``-0.0`` or NaN in the sort's state, whose keys alone cannot give their floats back.
-An 8- or 16-bit element's key is made the same way in the low bits of a ``u32``
-(:func:`narrow_keys`), so that it takes one or two passes, and :func:`narrow_values` turns
-sorted keys of integers back.
+An 8- or 16-bit element is read and written as its unsigned bits, its key made the same way
+in the low bits of a ``u32`` (one pass, or two).
 Each pass of 8 bits (``shift``) runs :func:`radix_scatter`, which moves each key (and its
 value: an index) to its digit's place in the output plus its rank among the equal digits
 before it, so every pass is stable and so is the sort. A digit's place in the output comes, in
@@ -75,9 +74,6 @@ from .cube_fold import cube_exclusive_sum, cube_reduce
 __all__ = [
     "DIGITS",
     "Key",
-    "gather",
-    "narrow_keys",
-    "narrow_values",
     "radix_histogram",
     "radix_keys",
     "radix_scatter",
@@ -97,11 +93,11 @@ COUNT = PART - 1
 Key = ElemVar("Key", [u32, u64])
 #: The element an index is written as: ``u32`` between passes, ``i64`` in ``argsort``'s result.
 Index = ElemVar("Index", [u32, i64])
-#: The unsigned bits of a narrow element a sort keys or gathers (:func:`narrow_keys`,
-#: :func:`gather`).
-Narrow = ElemVar("Narrow")
 #: The bits of an f16 infinity without its sign: those of a NaN are more.
 F16_INFINITY = 0x7C00
+#: The top bit of a 32-bit element: a ``SIGN`` below it is an 8- or 16-bit element's, which the
+#: kernels read and write as its unsigned bits.
+NARROW = 1 << 31
 
 
 def state_size(passes: int) -> int:
@@ -115,13 +111,28 @@ def state_size(passes: int) -> int:
 @func
 def _key_of(v: Numeric, SIGN: Comptime[int], KIND: Comptime[str]):
     """The order-preserving key of ``v`` (``KIND`` is ``"uint"``, ``"int"`` or ``"float"``;
-    ``SIGN`` the key's top bit), as the module's account gives it."""
-    bits = bitcast(Key, v)
+    ``SIGN`` the element's top bit), as the module's account gives it; an element of 8 or 16
+    bits is read as its unsigned bits, its key in the low bits of a ``u32``."""
+    bits = Key(v) if SIGN < NARROW else bitcast(Key, v)
     if KIND == "int":
         bits = bits ^ Key(SIGN)
     elif KIND == "float":
-        bits = _float_key(bits, isnan(v), v == 0, SIGN)
+        if SIGN < NARROW:  # f16: a NaN or a zero found from its bits
+            magnitude = bits & Key(SIGN - 1)
+            bits = _float_key(bits, magnitude > Key(F16_INFINITY), magnitude == Key(0), SIGN)
+        else:
+            bits = _float_key(bits, isnan(v), v == 0, SIGN)
     return bits
+
+
+@func
+def _ambiguous(v: Numeric, SIGN: Comptime[int]):
+    """Whether the float ``v`` is a NaN or ``-0.0``, whose key does not give its bits back."""
+    if SIGN < NARROW:
+        found = (u32(v) & u32(SIGN - 1)) > u32(F16_INFINITY) or u32(v) == u32(SIGN)
+    else:
+        found = isnan(v) or (v == 0 and bitcast(Key, v) != Key(0))
+    return found
 
 
 @func
@@ -172,7 +183,7 @@ def radix_keys(
     for i in grid_stride(n):
         v = x[i]
         bits = _key_of(v, SIGN, KIND)
-        if KIND == "float" and (isnan(v) or (v == 0 and bitcast(Key, v) != Key(0))):
+        if KIND == "float" and _ambiguous(v, SIGN):
             seen = u32(1)
         if KEYS:
             keys[i] = bits
@@ -558,6 +569,8 @@ def radix_scatter(
                         result[to] = Index(staged[q])
                     elif move:  # a float sort with -0.0 or NaN: the element the key came from
                         out[to] = x[staged[q]]
+                    elif SIGN < NARROW:
+                        out[to] = Numeric(_unkey(key, SIGN, KIND) & Key(2 * SIGN - 1))
                     else:
                         out[to] = bitcast(Numeric, _unkey(key, SIGN, KIND))
         if LOOKBACK:
@@ -568,37 +581,3 @@ def radix_scatter(
         else:
             sync_units()
             b += RUDA_COUNT
-
-
-@kernel
-def gather(x: Array[Narrow], order: Array[Index], out: Array[Narrow], n: u32):
-    """``out[i] = x[order[i]]``: a sort of ``x`` from the indices that sort it."""
-    for i in grid_stride(n):
-        out[i] = x[order[i]]
-
-
-@kernel
-def narrow_keys(
-    x: Array[Narrow], keys: Array[Key], n: u32, SIGN: Comptime[int], KIND: Comptime[str]
-):
-    """``keys[i]``: the order-preserving key of an 8- or 16-bit element, read as its unsigned
-    bits ``x[i]`` (``SIGN`` its top bit), in the key's low bits: as :func:`_key_of` makes a key,
-    an f16 NaN or zero found from its bits."""
-    for i in grid_stride(n):
-        bits = Key(x[i])
-        if KIND == "int":
-            bits = bits ^ Key(SIGN)
-        elif KIND == "float":
-            magnitude = bits & Key(SIGN - 1)
-            bits = _float_key(bits, magnitude > Key(F16_INFINITY), magnitude == Key(0), SIGN)
-        keys[i] = bits
-
-
-@kernel
-def narrow_values(
-    keys: Array[Key], out: Array[Narrow], n: u32, SIGN: Comptime[int], KIND: Comptime[str]
-):
-    """``out[i]``: the unsigned bits of the 8- or 16-bit integer (or bool) whose key
-    (:func:`narrow_keys`) is ``keys[i]``."""
-    for i in grid_stride(n):
-        out[i] = Narrow(_unkey(keys[i], SIGN, KIND))

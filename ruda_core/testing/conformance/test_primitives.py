@@ -308,9 +308,9 @@ def test_sort_orders_nan_infinities_and_signed_zeros_as_numpy(client, elem):
 @pytest.mark.parametrize("elem", [Elem.BOOL, Elem.I8, Elem.I16, Elem.F16], ids=str)
 def test_narrow_sort_and_argsort_match_numpys_stable_sort(client, elem):
     """bool and i8 (one pass over keys of 8 bits), i16 and f16 (two passes over keys of 16
-    bits; f16 gathered by index as 16-bit words): NumPy's stable order and indices (few
-    distinct keys: their order shows the sort's stability), f16's NaN, infinities and signed
-    zeros with their bits, all elements of a 2-D tensor."""
+    bits): NumPy's stable order and indices (few distinct keys: their order shows the sort's
+    stability), f16's NaN, infinities and signed zeros with their bits, all elements of a 2-D
+    tensor."""
     need(client, elem)
     x = _data(elem, 5005, seed=7)
     if elem is Elem.F16:
