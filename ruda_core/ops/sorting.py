@@ -13,10 +13,9 @@ and then gathers the elements by index, so the result holds the input's own bits
 ``bool``, 8- and 16-bit integers and f16 are read and written as their unsigned bits, their
 keys held in ``u32``, and take one pass or two.
 The cube size, the keys per unit and passes or chained are chosen by the autotuner per device,
-key type, number of passes and size class above :data:`SMALL` elements; a sort of at most that
-many takes the first candidate that runs, untuned (its few blocks make the candidates differ
-little, and tuning would build every candidate's kernels for it). This module never imports a
-driver.
+element type and size class above :data:`SMALL` elements; a sort of at most that many takes the
+first candidate that runs, untuned (its few blocks make the candidates differ little, and tuning
+would build every candidate's kernels for it). This module never imports a driver.
 
 A runtime may supply its own (:mod:`.native`): ``"sort"`` and ``"argsort"``, each a callable
 ``(client, x) -> RudaTensor`` given a contiguous tensor of at least two elements of a type
