@@ -23,8 +23,6 @@ from .operands import as_buffer, client_and_operands
 
 __all__ = [
     "FOLDED",
-    "INTS",
-    "NUMBERS",
     "UNTUNED",
     "Cubes",
     "cube_units",
@@ -34,13 +32,13 @@ __all__ = [
     "sum_elem",
 ]
 
-#: The 32- and 64-bit integer element types (those a sort orders as integer keys).
-INTS = frozenset({Elem.I32, Elem.U32, Elem.I64, Elem.U64})
-#: The 32- and 64-bit element types (those the primitives' kernels read as they are).
-NUMBERS = INTS | {Elem.F32, Elem.F64}
-#: The element types of ``sum``, ``min``, ``max``, ``cumsum``, ``sort`` and ``argsort``:
-#: :data:`NUMBERS` and the narrower ones, which they compute in a wider type (:func:`fold_elem`).
-FOLDED = NUMBERS | {Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.F16}
+#: The element types of ``sum``, ``min``, ``max``, ``cumsum``, ``sort`` and ``argsort``: bool,
+#: integers and floats of 8 to 64 bits but bf16. The reductions and scans compute the narrow
+#: ones in a wider type (:func:`fold_elem`); the sorts read them as their unsigned bits.
+FOLDED = frozenset(
+    {Elem.BOOL, Elem.I8, Elem.U8, Elem.I16, Elem.U16, Elem.I32, Elem.U32, Elem.I64, Elem.U64}
+    | {Elem.F16, Elem.F32, Elem.F64}
+)
 #: NumPy's sum of each integer or bool element type, and the sum where the device lacks it.
 _SUMS = {
     Elem.BOOL: (Elem.I64, Elem.I32),
@@ -129,9 +127,9 @@ def sum_elem(client: ComputeClient, elem: Elem) -> Elem:
 
 
 def fold_elem(elem: Elem) -> Elem:
-    """The 32-bit element that holds every value of ``elem``: u32 for bool, u8 and u16, i32 for
-    i8 and i16, f32 for f16, else ``elem`` itself. Reductions and scans whose result is ``elem``
-    compute in it (each result converted once, where written); sorts widen ``elem`` into it."""
+    """The element a reduction or scan whose result is ``elem`` computes in: u32 for bool, u8
+    and u16, i32 for i8 and i16, f32 for f16 (each result converted once, where written), else
+    ``elem`` itself."""
     return _WIDER.get(elem, elem)
 
 
