@@ -7,8 +7,9 @@ declaration is ``var x: T = v``, a helper's parameters are immutable, a shift am
 and there are no 8- or 16-bit integers: they are held in ``i32``/``u32`` and wrapped to their
 width after each conversion (:func:`wrap`). ``f16`` is computed in ``f32`` and rounded once per
 operation to nearest even, by the bits (``ruda_round_f16``), whatever the driver's conversion
-does. A compiler may assume that no float is a NaN or an infinity, so NaN tests, ``!=`` (naga's
-is ordered) and the truth of a float are written on the bits. Operations WGSL lacks (``log1p``,
+does. A compiler may assume that no float is a NaN or an infinity, so NaN tests and the truth of
+a float are written on the bits, and a float comparison holds only where the bits say that
+neither operand is a NaN (naga's ``!=`` is ordered too). Operations WGSL lacks (``log1p``,
 ``erf`` …) call the helpers of :mod:`.helpers`, which the emitter adds where called. Pure;
 imports no driver.
 """
@@ -44,10 +45,14 @@ _HIGH_WORD = 0xFFFFFFFF00000000
 _RENAMED = {"rint": "round"}  # WGSL's round takes ties to even, as rint
 
 
+#: The bits of the ``f32`` ``{0}`` without its sign.
+_MAGNITUDE = "(bitcast<u32>({0}) & 2147483647u)"
+
+
 def _magnitude(test: str) -> str:
     """A ``test`` (``"> 2139095040u"``: NaN) of the bits of the ``f32`` ``{0}`` without its sign:
     a compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
-    return "((bitcast<u32>({0}) & 2147483647u) " + test + ")"
+    return f"({_MAGNITUDE} {test})"
 
 
 _NAN = _magnitude("> 2139095040u")
@@ -58,9 +63,8 @@ _FORMS = {
     "isfinite": _magnitude("< 2139095040u"),
     "log10": f"(log2({{0}}) * {math.log10(2.0)!r}f)",
     # on the bits: a compiler may ignore the sign of a zero it knows (abs(-0.0) gave -0.0)
-    "fabs": "bitcast<f32>(bitcast<u32>({0}) & 2147483647u)",
-    "copysign": "bitcast<f32>((bitcast<u32>({0}) & 2147483647u) | "
-    "(bitcast<u32>({1}) & 2147483648u))",
+    "fabs": f"bitcast<f32>{_MAGNITUDE}",
+    "copysign": f"bitcast<f32>({_MAGNITUDE} | (bitcast<u32>({{1}}) & 2147483648u))",
     # C's fmin/fmax: a NaN operand gives the other one
     "fmin": f"select(select(min({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
     "fmax": f"select(select(max({{0}}, {{1}}), {{0}}, {_NAN.format('{1}')}), {{1}}, {_NAN})",
@@ -186,8 +190,11 @@ class WgslDialect(Dialect):
     def compare(self, op: Op, elem: Elem, a: str, b: str) -> str:
         if elem is Elem.BOOL and op not in (Op.EQ, Op.NE):  # WGSL orders no bools: 0 and 1
             a, b = (self.select(x, "1u", "0u") for x in (a, b))
-        if op is Op.NE and elem.is_float:  # naga's != is ordered: false for a NaN
-            return f"(!({a} == {b}))"
+        if elem.is_float:  # a compiler may assume no NaN and fold x == x or x <= x to true,
+            # or !(a < b) to a >= b: each comparison is true only where the bits say ordered
+            ordered = f"(max({_MAGNITUDE.format(a)}, {_MAGNITUDE.format(b)}) <= 2139095040u)"
+            test = super().compare(Op.EQ if op is Op.NE else op, elem, a, b)
+            return f"(!({test} && {ordered}))" if op is Op.NE else f"({test} && {ordered})"
         return super().compare(op, elem, a, b)
 
     def nonzero(self, elem: Elem, expr: str) -> str:

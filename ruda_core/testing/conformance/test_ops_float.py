@@ -139,6 +139,57 @@ def test_nan_and_infinity_predicates(client, elem):
 
 
 @kernel
+def self_comparisons(x: Array[Float], turns: Array[u32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        for _ in range(turns[i]):  # 0 turns, which a compiler does not know
+            v = x[i] + Float(1.0)
+        v = trunc(v)  # a value computed, not loaded
+        w = floor(v)
+        for k in range(9):
+            out[9 * i + k] = u32(0)
+        t = u32(0)
+        while t < turns[i] + u32(2):  # turns a compiler does not know
+            t += u32(1)
+            if v == v:
+                out[9 * i] += u32(1)
+            if v != v:
+                out[9 * i + 1] += u32(1)
+            if v <= v:
+                out[9 * i + 2] += u32(1)
+            if v >= v:
+                out[9 * i + 3] += u32(1)
+            if not (v < v):
+                out[9 * i + 4] += u32(1)
+            if not (v > w):
+                out[9 * i + 5] += u32(1)
+            if floor(v) == w:  # two computations of one value
+                out[9 * i + 6] += u32(1)
+            if not (v != v):  # noqa: SIM202 (for a NaN, not v == v)
+                out[9 * i + 7] += u32(1)
+            if v < Float(math.inf):
+                out[9 * i + 8] += u32(1)
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_a_nan_compares_unequal_and_unordered_to_itself(client, elem):
+    """A NaN compared with itself (one value, or two computations of it) is unequal and
+    unordered: ``==``, ``<=`` and ``>=`` are false, ``!=``, ``not <`` and ``not >`` true, also
+    where a shader compiler may assume that no value is a NaN and fold ``x == x`` to true."""
+    need(client, elem)
+    x = np.array([0.0, -0.0, 1.5, -7.0, math.inf, -math.inf, math.nan], dtype=elem.numpy)
+    turns = np.zeros(x.size, np.uint32)
+    got = run_kernel(client, self_comparisons, [x, turns], (9 * x.size, np.uint32), dim=x.size)
+    v = np.trunc(x)
+    w = np.floor(v)
+    columns = [v == v, v != v, v <= v, v >= v, ~(v < v), ~(v > w), np.floor(v) == w, ~(v != v)]
+    columns.append(v < np.inf)
+    want = 2 * np.stack(columns, axis=-1).astype(np.uint32)  # two turns
+    np.testing.assert_array_equal(got.reshape(x.size, 9), want)
+
+
+@kernel
 def zero_products(x: Array[Float], out: Array[Float]):
     i = ABSOLUTE_POS
     if i < x.len():
