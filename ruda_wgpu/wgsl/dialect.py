@@ -45,22 +45,24 @@ _HIGH_WORD = 0xFFFFFFFF00000000
 _RENAMED = {"rint": "round"}  # WGSL's round takes ties to even, as rint
 
 
-#: The bits of the ``f32`` ``{0}`` without its sign.
+#: The bits of the ``f32`` ``{0}`` without its sign, and those of an infinity.
 _MAGNITUDE = "(bitcast<u32>({0}) & 2147483647u)"
+_INFINITY = "2139095040u"
 
 
-def _magnitude(test: str) -> str:
-    """A ``test`` (``"> 2139095040u"``: NaN) of the bits of the ``f32`` ``{0}`` without its sign:
-    a compiler may assume no NaN or infinity and fold ``x != x`` or ``x == inf`` away."""
-    return f"({_MAGNITUDE} {test})"
+def _magnitude(relation: str) -> str:
+    """A test of the bits of the ``f32`` ``{0}`` without its sign against an infinity's by
+    ``relation`` (``">"``: NaN): a compiler may assume no NaN or infinity and fold ``x != x``
+    or ``x == inf`` away."""
+    return f"({_MAGNITUDE} {relation} {_INFINITY})"
 
 
-_NAN = _magnitude("> 2139095040u")
+_NAN = _magnitude(">")
 #: The ``f32`` math functions of one expression over the operands ``{0}``, ``{1}``.
 _FORMS = {
     "isnan": _NAN,
-    "isinf": _magnitude("== 2139095040u"),
-    "isfinite": _magnitude("< 2139095040u"),
+    "isinf": _magnitude("=="),
+    "isfinite": _magnitude("<"),
     "log10": f"(log2({{0}}) * {math.log10(2.0)!r}f)",
     # on the bits: a compiler may ignore the sign of a zero it knows (abs(-0.0) gave -0.0)
     "fabs": f"bitcast<f32>{_MAGNITUDE}",
@@ -134,7 +136,7 @@ def _special(x: float, elem: Elem) -> str:
 def nan_unless_finite(value: str, x: str) -> str:
     """``value``, or NaN where the ``f32`` ``x`` is an infinity or a NaN, by its bits: what a
     compiler that assumes finite values would fold to ``value`` alone."""
-    test = _magnitude(">= 2139095040u").format(x)
+    test = _magnitude(">=").format(x)
     return f"select({value}, {_special(math.nan, Elem.F32)}, {test})"
 
 
@@ -192,13 +194,15 @@ class WgslDialect(Dialect):
             a, b = (self.select(x, "1u", "0u") for x in (a, b))
         if elem.is_float:  # a compiler may assume no NaN and fold x == x or x <= x to true,
             # or !(a < b) to a >= b: each comparison is true only where the bits say ordered
-            ordered = f"(max({_MAGNITUDE.format(a)}, {_MAGNITUDE.format(b)}) <= 2139095040u)"
+            ordered = f"(max({_MAGNITUDE.format(a)}, {_MAGNITUDE.format(b)}) <= {_INFINITY})"
             test = super().compare(Op.EQ if op is Op.NE else op, elem, a, b)
             return f"(!({test} && {ordered}))" if op is Op.NE else f"({test} && {ordered})"
         return super().compare(op, elem, a, b)
 
     def nonzero(self, elem: Elem, expr: str) -> str:
-        return _magnitude("!= 0u").format(expr) if elem.is_float else super().nonzero(elem, expr)
+        if elem.is_float:
+            return f"({_MAGNITUDE.format(expr)} != 0u)"
+        return super().nonzero(elem, expr)
 
     def shift_amount(self, elem: Elem, expr: str) -> str:
         return expr if self.type_name(elem) == "u32" else f"u32{expr}"
