@@ -49,13 +49,15 @@ from typing import Any
 
 import pyopencl as cl
 
+from ruda_core.errors import SettingError
 from ruda_core.ir import Elem
-from ruda_core.runtime import CompileOptions, Feature, Features, switch_setting
+from ruda_core.runtime import CompileOptions, Feature, Features, plane_dim_setting, switch_setting
 
-from .runtime import SUBGROUPS_VARIABLE
+from .runtime import PLANE_DIM_VARIABLE, SUBGROUPS_VARIABLE
 from .target import OPENCL_C_3, SUBGROUPS, Capability, OpenCLTarget
 
 __all__ = [
+    "PLANE_DIM_VARIABLE",
     "PREFERRED_PLANE_DIM",
     "SUBGROUPS_VARIABLE",
     "OpenCLCapabilities",
@@ -90,12 +92,23 @@ def subgroups_from_env() -> bool:
     return switch_setting(SUBGROUPS_VARIABLE, on, off, default=True)
 
 
-def choose_plane_dim(sizes: Iterable[int], lanes: int = 1) -> int:
-    """The plane width to require from the subgroup ``sizes`` a device supports: its vector
-    registers' float ``lanes`` where above 1 and offered, else :data:`PREFERRED_PLANE_DIM`
-    where offered, else the largest power of two above 1 up to 32 (CUDA's warp), else 1 (no
-    planes)."""
+def choose_plane_dim(sizes: Iterable[int], lanes: int = 1, asked: int | None = None) -> int:
+    """The plane width to require from the subgroup ``sizes`` a device supports: the width
+    ``asked`` (:data:`PLANE_DIM_VARIABLE`) where given, else its vector registers' float
+    ``lanes`` where above 1 and offered, else :data:`PREFERRED_PLANE_DIM` where offered, else the
+    largest power of two above 1 up to 32 (CUDA's warp), else 1 (no planes).
+
+    :raises SettingError: ``asked`` is neither 1 (planes of one lane) nor one of ``sizes``.
+    """
     offered = set(sizes)
+    if asked is not None:
+        if asked != 1 and asked not in offered:
+            widths = ", ".join(str(n) for n in sorted({1, *offered}))
+            raise SettingError(
+                f"{PLANE_DIM_VARIABLE}={asked}: the device offers no subgroups of that width; "
+                f"set it to one of {widths} (1: planes of one lane), or unset it"
+            )
+        return asked
     for width in (lanes, PREFERRED_PLANE_DIM):
         if width > 1 and width in offered:
             return width
@@ -199,7 +212,8 @@ def _plane_dim(device: Any, caps: Iterable[Capability]) -> int:
     if Capability.INTEL_REQD_SUBGROUP_SIZE in have:
         cpu = device.type & cl.device_type.CPU
         lanes = int(device.native_vector_width_float) if cpu else 1
-        return choose_plane_dim(_intel_subgroup_sizes(device), lanes)
+        asked = plane_dim_setting(PLANE_DIM_VARIABLE, "the width ruda picks")
+        return choose_plane_dim(_intel_subgroup_sizes(device), lanes, asked)
     if Capability.SUBGROUPS in have:
         try:  # NVIDIA reports its warp width through cl_nv_device_attribute_query
             return int(device.get_info(_WARP_SIZE_NV))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ruda_core import __version__
 from ruda_core.plugins import PLUGIN_API_VERSION, BackendInfo, NoDevice, hookimpl
 
-from .runtime import SUBGROUPS_VARIABLE, OpenCLDevice, OpenCLRuntime
+from .runtime import PLANE_DIM_VARIABLE, SUBGROUPS_VARIABLE, OpenCLDevice, OpenCLRuntime
 
 
 def _probe() -> list[OpenCLDevice]:
@@ -39,5 +39,5 @@ def ruda_backend_info() -> BackendInfo:
         install_hint="pip install 'ruda[opencl]' (or 'ruda[opencl-cpu]' for a CPU OpenCL driver)",
         identify=_identify,
         dlpack_device_type=None,  # cl_mem objects: not shared with other libraries by address
-        settings=(SUBGROUPS_VARIABLE,),
+        settings=(SUBGROUPS_VARIABLE, PLANE_DIM_VARIABLE),
     )

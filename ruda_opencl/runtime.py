@@ -18,11 +18,16 @@ from ruda_core.runtime import (
 
 from .compiler import OpenCLCompiler
 
-__all__ = ["SUBGROUPS_VARIABLE", "OpenCLDevice", "OpenCLRuntime"]
+__all__ = ["PLANE_DIM_VARIABLE", "SUBGROUPS_VARIABLE", "OpenCLDevice", "OpenCLRuntime"]
 
 #: The environment variable that turns subgroups off: ``0`` runs every OpenCL device with planes
 #: of one lane, as a device without subgroups; ``1`` or unset uses them where it can.
 SUBGROUPS_VARIABLE = "RUDA_OPENCL_SUBGROUPS"
+#: The environment variable that sets the subgroup width asked of a driver that lets ruda require
+#: one (Intel's): one of the widths the device offers, or 1 for planes of one lane; unset, a CPU's
+#: float vector width, else 16. Devices whose width is their own (NVIDIA's warp) or that have no
+#: fixed width do not read it.
+PLANE_DIM_VARIABLE = "RUDA_OPENCL_PLANE_DIM"
 
 
 class OpenCLDevice(IndexedDevice):

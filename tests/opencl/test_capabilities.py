@@ -17,6 +17,7 @@ from codegen.kernels import dynamic_shared, plane_ops
 import ruda_core as ruda
 from ruda_core.codegen import CFamilyEmitter
 from ruda_core.codegen.abi import ArgKind, arg_values
+from ruda_core.errors import SettingError
 from ruda_core.ir import Elem
 from ruda_core.lang import (
     PLANE_DIM,
@@ -42,6 +43,7 @@ from ruda_core.runtime import (
 from ruda_core.testing.plane_model import PlaneModel
 from ruda_core.testing.runner import read_array
 from ruda_opencl.capabilities import (
+    PLANE_DIM_VARIABLE,
     SUBGROUPS_VARIABLE,
     OpenCLCapabilities,
     _intel_subgroup_sizes,
@@ -118,6 +120,18 @@ def test_plane_width_prefers_the_float_lanes_then_16_then_the_widest_power_of_tw
     sizes, lanes, width
 ) -> None:
     assert choose_plane_dim(sizes, lanes) == width
+
+
+@pytest.mark.parametrize("asked", [1, 4, 32])
+def test_the_width_asked_for_is_taken_where_the_device_offers_it(asked) -> None:
+    assert choose_plane_dim((4, 8, 16, 32, 64), 8, asked) == asked
+
+
+@pytest.mark.parametrize("asked", [2, 12, 128])
+def test_a_width_the_device_does_not_offer_is_refused_naming_the_variable(asked) -> None:
+    refusal = rf"{PLANE_DIM_VARIABLE}={asked}: .* one of 1, 8, 16, 32 \(1: planes of one lane\)"
+    with pytest.raises(SettingError, match=refusal):
+        choose_plane_dim((8, 16, 32), 8, asked)
 
 
 def test_subgroups_of_no_fixed_width_are_dropped_for_planes_of_one_lane() -> None:
@@ -213,6 +227,15 @@ def test_intel_device_capabilities() -> None:
         assert caps.plane_dim <= _unasked_width(device)
     else:
         assert caps.plane_dim == 16
+
+
+@pytest.mark.parametrize("asked", ["16", "1"])
+def test_the_variable_sets_the_width_asked_of_an_intel_device(asked, monkeypatch) -> None:
+    _, device = _intel()
+    monkeypatch.setenv(PLANE_DIM_VARIABLE, asked)
+    caps = OpenCLCapabilities.of(device)
+    assert caps.plane_dim == int(asked)
+    assert (Capability.ONE_LANE_PLANES in caps.target) == (asked == "1")
     assert "-cl-std=CL3.0" in caps.build_options
     features = caps.features()
     assert {Feature.PLANE, Feature.PLANE_SHUFFLE} <= features.features
