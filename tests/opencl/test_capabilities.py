@@ -220,13 +220,15 @@ def test_intel_device_capabilities() -> None:
 
     _, device = _intel()
     caps = OpenCLCapabilities.of(device)
-    assert caps.plane_dim in _intel_subgroup_sizes(device)
-    if device.type & cl.device_type.CPU:  # a plane fills one vector register, no more: never
-        # wider than the planes the compiler forms where a kernel asks for none
-        assert caps.plane_dim == device.native_vector_width_float
+    sizes = _intel_subgroup_sizes(device)
+    assert caps.plane_dim in sizes
+    lanes = int(device.native_vector_width_float)
+    if device.type & cl.device_type.CPU and lanes in sizes:  # a plane fills one vector
+        # register, no more: never wider than the planes the compiler forms unasked
+        assert caps.plane_dim == lanes
         assert caps.plane_dim <= _unasked_width(device)
     else:
-        assert caps.plane_dim == 16
+        assert caps.plane_dim == choose_plane_dim(sizes)
 
 
 @pytest.mark.parametrize("asked", ["16", "1"])
