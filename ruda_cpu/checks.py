@@ -7,8 +7,8 @@ position in the module's ``SITES`` table of ``(file:line, array)`` rows that :cl
 collects. A checked launch's guard of a whole line (``LOAD_LINE``/``STORE_LINE``, run as one
 access per element) is checked before the guard for the lanes whose line is out of bounds
 (``line_guards``); the elements of the others are checked where they are accessed.
-Cooperative-matrix loads and stores are not checked, but a store to shared memory counts as
-writing the whole array. This module only renders text.
+Cooperative-matrix loads and stores are not checked, but a store counts as writing the whole
+array (in shared or in device memory). This module only renders text.
 """
 
 from __future__ import annotations
@@ -187,6 +187,8 @@ def check(
     copies = (Op.CMMA_STORE, Op.WGMMA_STORE, Op.BULK_COPY, Op.TENSOR_COPY)
     if op in copies and isinstance(ins.args[0], SharedArray):
         return f"{s}.shared_filled({ctx.ref(ins.args[0])}, {mask})"
+    if op in copies and ins.args[0] in params:
+        return f"{s}.global_filled({params.index(ins.args[0])}, {mask})"
     if op not in (Op.INDEX, Op.INDEX_ASSIGN) and op not in ATOMIC_OPS:
         return None
     target = ins.args[0]
@@ -204,9 +206,14 @@ def check(
         return f"{s}.shared_write({where}, {value}, {atomic}{bound}, updates={updates})"
     if isinstance(target, LocalArray):
         return f"{s}.local_{'read' if load else 'write'}({where}{bound})"
-    if atomic or target not in params or not ctx.is_written(target):
+    if target not in params:
         return f"{s}.global_bounds({where}{bound})"
     k = params.index(target)
+    if atomic:
+        reads, writes = op not in _ATOMIC_WRITES, op is not Op.ATOMIC_LOAD
+        return f"{s}.global_atomic({site}, {k}, {name}, {idx}, {mask}, {reads}, {writes}{bound})"
+    if not ctx.is_written(target):
+        return f"{s}.global_load({site}, {k}, {name}, {idx}, {mask}{bound})"
     if load:
         return f"{s}.global_read({site}, {k}, {name}, {idx}, {mask}{bound})"
     return f"{s}.global_write({site}, {k}, {name}, {idx}, {mask}, {value}{bound})"

@@ -55,6 +55,7 @@ class CpuKernel:
         "_pairs",
         "_plane_dim",
         "_scalar_types",
+        "_written",
         "name",
     )
 
@@ -72,6 +73,8 @@ class CpuKernel:
         self._scalar_types = tuple(p.elem.numpy.type for p in defn.scalar_params)
         self._meta_count = len(defn.metadata_layout())
         written = set(compiled.written)
+        #: the positions of the buffers the kernel may write
+        self._written = tuple(sorted(written))
         #: (read-only, written) buffer positions whose overlap forbids views of the former
         self._pairs = tuple(
             (r, w) for r in range(len(arrays)) if r not in written for w in sorted(written)
@@ -84,13 +87,18 @@ class CpuKernel:
         buffers: Sequence[np.ndarray],
         scalars: Sequence[np.generic],
         metadata: Sequence[int],
+        written: Sequence[np.ndarray | None] = (),
     ) -> None:
         """Run the launch: ``count`` cubes of ``dim`` units over ``buffers`` (1-D arrays of the
         array parameters' dtypes, written in place), ``scalars`` (in parameter order) and the
         ``u32`` ``metadata`` of ``KernelDefinition.metadata_layout()``. Returns when done.
+        ``written`` holds, per buffer, which of its bytes something wrote (a ``bool`` array
+        of its bytes, or None where that is not followed; none when empty).
 
         When the sanitizer is on (:func:`~ruda_cpu.sanitize.is_sanitizing`), the launch runs
-        the kernel's checking variant and then raises what it found.
+        the kernel's checking variant, which reports reads of elements nothing wrote and marks
+        the elements its units write, and then raises what it found. Otherwise the buffers the
+        kernel may write are marked written whole.
 
         :raises LaunchConfigError: when the arguments do not match the kernel's parameters.
         :raises LaunchError: (naming the kernel) for any failure while the kernel runs.
@@ -117,7 +125,8 @@ class CpuKernel:
             # writes (one that took the wrong ticket) meets that write as a race
             per_batch = min(per_batch, max(1, -(-shape.cubes // 2)))
             fn, sites = self._checking_variant()
-            sanitizer = LaunchSanitizer(self.name, sites, shape.count, shape.dim)
+            elements = [_elements(w, b) for w, b in zip(written, buffers, strict=False)]
+            sanitizer = LaunchSanitizer(self.name, sites, shape.count, shape.dim, elements)
         printed: list[str] = []
         try:
             with np.errstate(all="ignore"):
@@ -143,6 +152,11 @@ class CpuKernel:
             ) from exc
         finally:
             _write_output("".join(printed))
+        if written and sanitizer is None:
+            for k in self._written:
+                mark = written[k] if k < len(written) else None
+                if mark is not None:
+                    mark[:] = True
         found = sanitizer.error() if sanitizer is not None else None
         if found is not None:
             raise found
@@ -178,6 +192,14 @@ class CpuKernel:
 
     def __repr__(self) -> str:
         return f"CpuKernel({self.name})"
+
+
+def _elements(written: np.ndarray | None, buffer: np.ndarray) -> np.ndarray | None:
+    """A buffer's map of written bytes as one row per element (its bytes), or None."""
+    if written is None:
+        return None
+    size = buffer.itemsize
+    return written[: buffer.shape[0] * size].reshape(buffer.shape[0], size)
 
 
 def _write_output(text: str) -> None:

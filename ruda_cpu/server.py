@@ -168,6 +168,13 @@ def _run_all(bodies: Sequence[Callable[[ServerStream], None]], stream: ServerStr
         body(stream)
 
 
+def _mark(written: np.ndarray | None, source: np.ndarray | None) -> None:
+    """Mark the bytes of a ``written`` map (None: not followed) as written, or as ``source``'s
+    map says where the bytes were copied from a followed page."""
+    if written is not None:
+        written[:] = True if source is None else source
+
+
 def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
     page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
     usable = binding.nbytes - binding.nbytes % dtype.itemsize
@@ -176,22 +183,34 @@ def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
 
 class CpuDriver(Driver):
     """The driver of the NumPy reference device: a worker thread per stream slot runs its
-    commands in order (see the module docstring).
+    commands in order (see the module docstring). Every write, copy and launch marks what it
+    wrote in the :meth:`CpuStorage.written` maps of the pages the sanitizer follows.
 
     :param device: the device, as messages name it.
+    :param storage: the server's storage (the maps are a :class:`CpuStorage`'s; another
+        storage's pages are not followed).
     """
 
     max_streams = 64
     resolves_dynamic_counts = True  # the stream's worker reads the count when the launch runs
 
-    def __init__(self, device: object) -> None:
+    def __init__(self, device: object, storage: Storage | None = None) -> None:
         self.device = device
         self.compiler = CpuCompiler()
+        self._storage = storage if isinstance(storage, CpuStorage) else None
+
+    def written(self, binding: Binding) -> np.ndarray | None:
+        """Which bytes of ``binding`` something wrote (a writable view), or None where its page
+        is not followed."""
+        return None if self._storage is None else self._storage.written(binding)
 
     def dlpack_device(self) -> tuple[int, int]:
         return (DLDeviceType.CPU, 0)
 
     def address(self, binding: Binding) -> int:
+        """The binding's host address; its memory counts as written from now on, since what
+        holds the address (a DLPack consumer) may write it unseen."""
+        _mark(self.written(binding), None)
         page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
         return int(page.ctypes.data) + binding.offset_bytes
 
@@ -256,6 +275,9 @@ class CpuDriver(Driver):
         run, dtypes = kernel.built
         count, dim, queued, scalars, metadata = args
         bindings = list(queued)
+        storage = self._storage
+        follows = storage is not None and storage.follows()
+        written = [self.written(b) for b in bindings] if follows else []
         dims = (dim.x, dim.y, dim.z)
         views = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)] if fixed else None
 
@@ -281,7 +303,7 @@ class CpuDriver(Driver):
                     if buffers is None:
                         buffers = [_view(b, dt) for b, dt in zip(bindings, dtypes, strict=True)]
                     cast(CpuStream, stream).running = task.name
-                    run(counts, dims, buffers, scalars, metadata)
+                    run(counts, dims, buffers, scalars, metadata, written)
             except ServerError as exc:
                 stream.fail(exc, bindings, task)
             except Exception as exc:  # a fault of the kernel becomes the stream's error
@@ -296,6 +318,8 @@ class CpuDriver(Driver):
         earlier command poisoned poisons ``destination`` instead of being copied."""
         src = _view(source, np.dtype(np.uint8))
         dst = _view(destination, np.dtype(np.uint8))
+        written = self.written(destination)
+        source_written = self.written(source)
 
         def body(stream: ServerStream) -> None:
             poison = source.slice.error
@@ -303,6 +327,7 @@ class CpuDriver(Driver):
                 stream.fail(poison, (destination,))
                 return
             dst[:] = src
+            _mark(written, source_written)  # what the source's nothing wrote stays unwritten
 
         return _CpuRun(body)
 
@@ -313,9 +338,11 @@ class CpuDriver(Driver):
         """Writes from ``data`` itself: the worker's command holds it until it has run."""
         host = np.frombuffer(data, dtype=np.uint8)
         target = _view(binding, np.dtype(np.uint8))
+        written = self.written(binding)
 
         def command() -> None:
             target[:] = host
+            _mark(written, None)
 
         cast(CpuStream, stream).enqueue(command)
         return self.fence(stream)
@@ -326,6 +353,7 @@ class CpuDriver(Driver):
         """The stream's worker waits for ``source`` (another device's read), so the host does
         not."""
         target = _view(binding, np.dtype(np.uint8))
+        written = self.written(binding)
 
         def command() -> None:
             try:
@@ -339,6 +367,7 @@ class CpuDriver(Driver):
                 stream.fail(error, (binding,))
                 return
             target[:] = np.frombuffer(data, dtype=np.uint8)
+            _mark(written, None)
 
         cast(CpuStream, stream).enqueue(command)
         return True
@@ -443,7 +472,7 @@ class CpuServer(ComputeServer):
         super().__init__(
             device_id,
             storage,
-            self.driver_class(device_id),
+            self.driver_class(device_id, storage),
             properties,
             features,
             options,

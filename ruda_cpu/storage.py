@@ -5,14 +5,21 @@ the system's gives: a kernel that reads device memory nothing wrote (an accumula
 ``client.empty``) reads NaN in every float type and -1 (or the largest value) in integers, and
 shows the mistake, where zeros would make it right by chance. Memory reused from a dropped
 handle holds what it held, as on a GPU.
+
+A page made while the sanitizer is on (:func:`~ruda_cpu.sanitize.is_sanitizing`) is *followed*:
+beside it the storage keeps which of its bytes something wrote (:meth:`CpuStorage.written`),
+which the driver marks on every write, copy and launch, and a sanitized launch checks each read
+of device memory against. Other pages (made before the sanitizer was on) count as written.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ruda_core.runtime import OutOfMemory, Storage
+from ruda_core.runtime import Binding, OutOfMemory, Storage
 from ruda_core.runtime.host_memory import physical_nbytes
+
+from .sanitize import is_sanitizing
 
 __all__ = ["UNWRITTEN_BYTE", "CpuStorage", "host_memory_nbytes"]
 
@@ -34,12 +41,31 @@ class CpuStorage(Storage):
 
     def __init__(self) -> None:
         self.capacity_nbytes = self.memory_nbytes = host_memory_nbytes()
+        #: per followed page (by ``id``), which of its bytes something wrote
+        self._written: dict[int, np.ndarray] = {}
 
     def alloc(self, nbytes: int) -> object:
         try:
-            return np.full(nbytes, UNWRITTEN_BYTE, dtype=np.uint8)
+            page = np.full(nbytes, UNWRITTEN_BYTE, dtype=np.uint8)
+            if is_sanitizing():
+                self._written[id(page)] = np.zeros(nbytes, dtype=bool)
         except MemoryError as exc:
             raise OutOfMemory(f"the host has no room for a {nbytes}-byte page") from exc
+        return page
 
     def dealloc(self, resource: object) -> None:
-        """Nothing to do: the page is freed when the pool drops its array."""
+        """Forget which bytes of the page were written; the page itself is freed when the pool
+        drops its array."""
+        self._written.pop(id(resource), None)
+
+    def follows(self) -> bool:
+        """Whether any page is followed (the sanitizer was on when one was made)."""
+        return bool(self._written)
+
+    def written(self, binding: Binding) -> np.ndarray | None:
+        """Which bytes of ``binding`` something wrote: a writable ``bool`` view of the page's
+        map, or None where its page is not followed (every byte counts as written)."""
+        page = self._written.get(id(binding.resource))
+        if page is None:
+            return None
+        return page[binding.offset_bytes : binding.offset_bytes + binding.nbytes]

@@ -12,6 +12,9 @@ exact per barrier interval:
   unit's read) is a race; a read of an element nothing wrote is uninitialised. Atomics
   initialise an element but take no part in races;
 * **local arrays**: whether the lane wrote the element;
+* **device memory** (the array arguments) that the storage follows: whether something wrote the
+  element before (a host write, a copy, an earlier launch, a unit of this launch), else a read
+  of it, or an atomic that combines it, is uninitialised. The launch marks what it writes;
 * **global memory** of the buffers a kernel writes, over the whole launch: the last writer and
   the readers of every element, with the barrier-or-fence *epoch* of the access: units of one
   cube are ordered by a barrier between their accesses, and a write that its unit published
@@ -28,7 +31,7 @@ launch on one thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,7 +59,11 @@ class LaunchSanitizer:
         sites: tuple[tuple[str, str], ...],
         count: tuple[int, int, int],
         dim: tuple[int, int, int],
+        written: Sequence[np.ndarray | None] = (),
     ) -> None:
+        """``written``: per array argument, which of its elements something wrote (one row of
+        ``bool`` per element, a flag per byte; None, or missing, where that is not followed),
+        updated as the launch writes."""
         self.kernel = kernel
         self.sites = sites
         self.count = count
@@ -67,6 +74,7 @@ class LaunchSanitizer:
         self.findings: list[SanitizerFinding] = []
         self.epoch = 0  # counts barriers and fences of the launch
         self._globals: dict[int, _GlobalHistory] = {}
+        self._written = written
         #: per unit of the launch, the epoch of its last fence_device (-1: none); made at the first
         self._fenced: np.ndarray | None = None
 
@@ -128,6 +136,18 @@ class LaunchSanitizer:
         if k not in self._globals:
             self._globals[k] = _GlobalHistory(length)
         return self._globals[k]
+
+    def unwritten(self, k: int, at: Any) -> np.ndarray | None:
+        """Whether nothing wrote each element ``at`` of array argument ``k`` (None where that is
+        not followed)."""
+        written = self._written[k] if k < len(self._written) else None
+        return None if written is None else ~written[at].all(axis=1)
+
+    def wrote(self, k: int, at: Any) -> None:
+        """The elements ``at`` of array argument ``k`` are written."""
+        written = self._written[k] if k < len(self._written) else None
+        if written is not None:
+            written[at] = True
 
     def fence(self, units: np.ndarray) -> None:
         """``units`` published their earlier global writes (``fence_device``)."""
@@ -425,9 +445,53 @@ class BatchSanitizer:
     def global_bounds(
         self, site: int, buf: np.ndarray, idx: Any, m: Any, length: Any = None
     ) -> None:
-        """An access of a global buffer that only its bounds concern (read-only buffers, and
-        atomics)."""
+        """An access of a global buffer that only its bounds concern."""
         self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+
+    def global_load(
+        self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, length: Any = None
+    ) -> None:
+        """A load of global buffer ``k``, which the kernel never writes: in bounds, of an
+        element something wrote."""
+        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+        if got is not None:
+            lanes, index = got
+            self._initialised(site, k, _span(idx, index), index, self._unit_ids(lanes))
+
+    def global_atomic(
+        self,
+        site: int,
+        k: int,
+        buf: np.ndarray,
+        idx: Any,
+        m: Any,
+        reads: bool,
+        writes: bool,
+        length: Any = None,
+    ) -> None:
+        """An atomic on global buffer ``k`` that ``reads`` the element's old value (a load, or
+        an update that combines it: it must have been written) and ``writes`` it. Atomics
+        never race."""
+        got = self._access(site, idx, m, buf.shape[0] if length is None else int(length))
+        if got is None:
+            return
+        lanes, index = got
+        if reads:
+            self._initialised(site, k, index, index, self._unit_ids(lanes))
+        if writes:
+            self.launch.wrote(k, index)
+
+    def global_filled(self, k: int, m: Any) -> None:
+        """A cooperative-matrix or bulk store to global buffer ``k`` by the lanes of ``m``:
+        every element counts as written (the store's tile is not tracked)."""
+        if m is not False:
+            self.launch.wrote(k, slice(None))
+
+    def _initialised(self, site: int, k: int, at: Any, index: np.ndarray, ids: np.ndarray) -> None:
+        """Report the reads of elements ``at`` (``index``) of buffer ``k`` that nothing wrote."""
+        unwritten = self.launch.unwritten(k, at)
+        if unwritten is not None:
+            self.launch.note("uninitialised read", site, unwritten, ids, index=index)
 
     def _global_access(
         self, site: int, k: int, buf: np.ndarray, idx: Any, m: Any, length: Any
@@ -451,6 +515,7 @@ class BatchSanitizer:
         if got is None:
             return
         _, index, at, h, ids, cube = got
+        self._initialised(site, k, at, index, ids)
         launch = self.launch
         epoch = launch.epoch
         w, we = h.writer[at], h.w_epoch[at]
@@ -501,6 +566,7 @@ class BatchSanitizer:
         )
         h.writer[at] = ids
         h.w_epoch[at] = epoch
+        launch.wrote(k, at)
 
     # --- barriers and fences --------------------------------------------------------------------
 

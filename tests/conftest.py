@@ -1,4 +1,4 @@
-"""Fixtures of the runtime tests."""
+"""Fixtures shared by the tests: clients of servers no other test shares."""
 
 from __future__ import annotations
 
