@@ -166,6 +166,7 @@ def test_fetching_atomics_replay_sequentially(
     check_sequential(op, elem, t0, idx, v, t, old)
 
 
+@pytest.mark.usefixtures("unsanitized")  # a plain launch's order: a sanitized one runs two batches
 @settings(max_examples=25, deadline=None)
 @given(
     op=st.sampled_from([Op.ATOMIC_ADD, Op.ATOMIC_MAX, Op.ATOMIC_XOR, Op.ATOMIC_SWAP]),
@@ -213,6 +214,7 @@ def cas_kernel() -> KernelBuilder:
     return kb
 
 
+@pytest.mark.usefixtures("unsanitized")  # a plain launch's order: a sanitized one runs two batches
 @pytest.mark.parametrize("uniform_cmp", [True, False])
 def test_compare_and_swap_replays_sequentially(cpu: ComputeClient, uniform_cmp: bool) -> None:
     rng = np.random.default_rng(4)

@@ -128,6 +128,7 @@ print(np.frombuffer(client.read_one(client.empty(12)), np.uint8).tolist())
 """
 
 
+@pytest.mark.usefixtures("unsanitized")  # reads unwritten memory on purpose
 def test_device_memory_nothing_wrote_reads_nan_and_minus_one(tmp_path) -> None:
     """A new process, so that every page is new: an accumulator taken from ``empty`` shows
     the mistake instead of starting from the zeros of a fresh system page."""

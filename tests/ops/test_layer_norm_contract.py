@@ -66,7 +66,7 @@ def cpu() -> ComputeClient:
 
 def _buffer(client, shape, elem=Elem.F32, strides=None, nbytes=None):
     size = int(np.prod(shape))
-    handle = client.empty(size * elem.nbytes if nbytes is None else nbytes)
+    handle = client.create_from_slice(bytes(size * elem.nbytes if nbytes is None else nbytes))
     if strides is None:
         strides = tuple(int(s) for s in np.cumprod((1, *shape[:0:-1]))[::-1])
     return TensorBuffer(handle, shape, strides, elem)

@@ -156,6 +156,7 @@ def _holds_host_memory(device: str) -> bool:
     return client.name() == "cpu" or (client.name() == "opencl" and client.device_id().type_id == 2)
 
 
+@pytest.mark.usefixtures("unsanitized")  # the sanitizer's maps of written bytes take memory
 @pytest.mark.parametrize("pair", ["cpu,opencl:0", "opencl:0,cpu", "opencl:0,opencl:1"])
 def test_a_chunked_copy_holds_two_chunks_of_host_memory(
     pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -275,7 +275,6 @@ def test_reserved_memory_stays_within_twice_the_peak_in_use_while_the_stream_lag
     rng = np.random.default_rng(11)
     data = rng.integers(0, 256, 2 << 20, dtype=np.uint8)
     busy = client.empty(4 * spin.units)
-    sink = client.empty(2 << 20)
     uploads: list = []  # live uploaded handles; empty() handles are dropped at once
     peak_in_use = peak_reserved = 0
     spin.launch(busy)  # everything below is queued behind it: the host runs far ahead
@@ -285,7 +284,7 @@ def test_reserved_memory_stays_within_twice_the_peak_in_use_while_the_stream_lag
             uploads.append(client.create_from_slice(data[:n]))
         else:
             scratch = client.empty(n)
-            _copy(client, scratch, sink, n // 4)
+            _fill(client, scratch, n // 4, k)  # queued work that holds it
         usage = client.memory_usage()  # right after the allocation: the peak of this step
         peak_in_use = max(peak_in_use, usage.bytes_in_use)
         peak_reserved = max(peak_reserved, usage.bytes_reserved)
