@@ -184,7 +184,8 @@ def _view(binding: Binding, dtype: np.dtype) -> np.ndarray:
 class CpuDriver(Driver):
     """The driver of the NumPy reference device: a worker thread per stream slot runs its
     commands in order (see the module docstring). Every write, copy and launch marks what it
-    wrote in the :meth:`CpuStorage.written` maps of the pages the sanitizer follows.
+    wrote in the :meth:`CpuStorage.written` maps of the pages the sanitizer follows, and memory
+    the pool hands to a new handle is unmarked (:meth:`reserved`).
 
     :param device: the device, as messages name it.
     :param storage: the server's storage (the maps are a :class:`CpuStorage`'s; another
@@ -202,15 +203,33 @@ class CpuDriver(Driver):
     def written(self, binding: Binding) -> np.ndarray | None:
         """Which bytes of ``binding`` something wrote (a writable view), or None where its page
         is not followed."""
-        return None if self._storage is None else self._storage.written(binding)
+        storage = self._storage
+        if storage is None:
+            return None
+        return storage.written(binding.resource, binding.offset_bytes, binding.nbytes)
+
+    def reserved(
+        self, stream: ServerStream, resource: object, offset_bytes: int, nbytes: int
+    ) -> None:
+        """Where the page is followed, the bytes' marks are cleared when the stream reaches this
+        point: the new handle's memory is unwritten, whatever its last owner wrote."""
+        storage = self._storage
+        marks = None if storage is None else storage.written(resource, offset_bytes, nbytes)
+        if marks is not None:
+            cast(CpuStream, stream).enqueue(partial(marks.fill, False))
 
     def dlpack_device(self) -> tuple[int, int]:
         return (DLDeviceType.CPU, 0)
 
     def address(self, binding: Binding) -> int:
-        """The binding's host address; its memory counts as written from now on, since what
-        holds the address (a DLPack consumer) may write it unseen."""
-        _mark(self.written(binding), None)
+        """The binding's host address. Its memory counts as written once the work queued on it
+        has run (which the export waits for before the other library uses it), since what
+        holds the address may write it unseen."""
+        marks, stream = self.written(binding), binding.slice.stream
+        if marks is not None and stream is not None:
+            cast(CpuStream, stream).enqueue(partial(marks.fill, True))
+        elif marks is not None:
+            marks[:] = True
         page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
         return int(page.ctypes.data) + binding.offset_bytes
 

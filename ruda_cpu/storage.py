@@ -8,15 +8,16 @@ handle holds what it held, as on a GPU.
 
 A page made while the sanitizer is on (:func:`~ruda_cpu.sanitize.is_sanitizing`) is *followed*:
 beside it the storage keeps which of its bytes something wrote (:meth:`CpuStorage.written`),
-which the driver marks on every write, copy and launch, and a sanitized launch checks each read
-of device memory against. Other pages (made before the sanitizer was on) count as written.
+which the driver marks on every write, copy and launch and clears where the pool hands memory
+to a new handle, and a sanitized launch checks each read of device memory against. Other pages
+(made before the sanitizer was on) count as written.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ruda_core.runtime import Binding, OutOfMemory, Storage
+from ruda_core.runtime import OutOfMemory, Storage
 from ruda_core.runtime.host_memory import physical_nbytes
 
 from .sanitize import is_sanitizing
@@ -62,10 +63,9 @@ class CpuStorage(Storage):
         """Whether any page is followed (the sanitizer was on when one was made)."""
         return bool(self._written)
 
-    def written(self, binding: Binding) -> np.ndarray | None:
-        """Which bytes of ``binding`` something wrote: a writable ``bool`` view of the page's
-        map, or None where its page is not followed (every byte counts as written)."""
-        page = self._written.get(id(binding.resource))
-        if page is None:
-            return None
-        return page[binding.offset_bytes : binding.offset_bytes + binding.nbytes]
+    def written(self, resource: object, offset_bytes: int, nbytes: int) -> np.ndarray | None:
+        """Which of ``nbytes`` at ``offset_bytes`` of page ``resource`` something wrote: a
+        writable ``bool`` view of the page's map, or None where the page is not followed (every
+        byte counts as written)."""
+        page = self._written.get(id(resource))
+        return None if page is None else page[offset_bytes : offset_bytes + nbytes]

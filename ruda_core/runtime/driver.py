@@ -105,6 +105,15 @@ class QueueDriver(ABC):
         Waiting on it must wake for signals (wait in short slices, never in one driver call
         without a timeout)."""
 
+    def reserved(
+        self, stream: ServerStream, resource: object, offset_bytes: int, nbytes: int
+    ) -> None:
+        """``nbytes`` at ``offset_bytes`` of page ``resource`` now belong to a new handle, first
+        used on ``stream``: what they hold is left over from an earlier owner. A driver that
+        follows which memory was written (the NumPy device's sanitizer) forgets it here, in the
+        stream's order. The default does nothing. Called with the lock held; must not block."""
+        return None
+
     def busy(self, stream: ServerStream) -> str | None:
         """What keeps ``stream`` from being done, for a timed-out wait's message: e.g.
         ``"kernel spin is running"``; None (the default) when its work is done or the driver

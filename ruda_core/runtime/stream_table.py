@@ -146,7 +146,9 @@ class StreamTable:
         """A handle of ``nbytes`` new (uninitialised) bytes of the pools, first used on
         ``stream`` (lock held; waits and raises as ``MemoryManagement.reserve``)."""
         memory = self.memory
-        return Handle._new(memory.reserve(nbytes, stream), memory.dropped, self.server_id)
+        s = memory.reserve(nbytes, stream)
+        self.queue.reserved(stream, s.page.resource, s.offset_bytes, s.nbytes)
+        return Handle._new(s, memory.dropped, self.server_id)
 
     def use(
         self,

@@ -1,8 +1,9 @@
 """The sanitizer follows device memory: on the NumPy device, a sanitized launch reports each
 read of an array element that nothing wrote (no host write, copy, earlier launch or unit of the
 launch), as an ``uninitialised read`` naming the array and index, and marks what its units
-write. Memory made before the sanitizer was on, or handed to another library, counts as
-written. Each test runs on a server of its own, so that its memory is new."""
+write; memory the pool hands to a new handle is unwritten again. Memory made before the
+sanitizer was on, or handed to another library, counts as written. Each test runs on a
+server of its own, so that its memory is new."""
 
 from __future__ import annotations
 
@@ -116,6 +117,20 @@ def test_what_a_launch_left_unwritten_is_reported_element_by_element(
         fresh.sync().result()
     assert caught.value.kinds == {"uninitialised read": N // 2}
     assert caught.value.findings[0].index == N // 2
+
+
+def test_memory_a_dropped_handle_wrote_is_unwritten_for_the_next(fresh: ComputeClient) -> None:
+    old = fresh.create_from_slice(np.ones(N, np.uint32))
+    _launch(fresh, accumulate, _ones(fresh), old)  # queued before the drop: still clean
+    where = (old.binding().resource, old.binding().offset_bytes)
+    del old
+    new = fresh.empty(4 * N)
+    assert (new.binding().resource, new.binding().offset_bytes) == where  # the same bytes
+    _launch(fresh, accumulate, _ones(fresh), new)
+    with pytest.raises(SanitizerError) as caught:
+        fresh.sync().result()
+    assert caught.value.kinds == {"uninitialised read": N}
+    assert caught.value.findings[0].array == "out"
 
 
 def test_an_atomic_update_of_unwritten_memory_is_reported(fresh: ComputeClient) -> None:
