@@ -40,9 +40,8 @@ def _profiled(client):
     """The profile of an upload, a kernel and a read of ``N`` floats, after checking the
     kernel's result; the kernel is built before the profile."""
     x = np.arange(N, dtype=np.float32)
-    double.launch(
-        client, RudaCount(1), RudaDim(1), ArrayArg(client.empty(4), 1), ArrayArg(client.empty(4), 1)
-    )
+    one = client.create_from_slice(np.zeros(1, np.float32))
+    double.launch(client, RudaCount(1), RudaDim(1), ArrayArg(one, 1), ArrayArg(client.empty(4), 1))
     client.sync().result(timeout=TIMEOUT_S)
     future, duration = client.profile(_work(client, x), "double")
     np.testing.assert_array_equal(np.frombuffer(future.result(TIMEOUT_S)[0], np.float32), 2 * x)

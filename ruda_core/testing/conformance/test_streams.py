@@ -95,7 +95,7 @@ def conformance_copy_u32(src: Array[u32], dst: Array[u32]):
 
 def test_kernel_on_another_stream_sees_the_writers_data(client, spin):
     n = spin.units
-    produced = client.empty(4 * n)
+    produced = client.create_from_slice(np.zeros(n, np.uint32))  # the spin's values replace
     copied = client.empty(4 * n)
 
     def copy() -> None:
