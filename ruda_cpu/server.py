@@ -436,7 +436,8 @@ class CpuServer(ComputeServer):
 
     :param device_id: the device.
     :param storage: the page allocator; its pages must be writable 1-D ``uint8`` ndarrays
-        (default: :class:`CpuStorage`).
+        (default: :class:`CpuStorage`; the sanitizer follows what was written only in the
+        pages of a ``CpuStorage``).
     :param fingerprint: the driver identity that keys persisted kernels and tuning (default:
         NumPy's version); None keeps them in this process only.
     """
