@@ -14,9 +14,20 @@ import pytest
 
 import ruda_cpu
 from ruda_core.errors import SanitizerError
-from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, atomic_add, atomic_store, kernel, u32
+from ruda_core.ir import Elem
+from ruda_core.lang import (
+    ABSOLUTE_POS,
+    Array,
+    ArrayArg,
+    atomic_add,
+    atomic_store,
+    f32,
+    kernel,
+    u32,
+)
 from ruda_core.runtime import ComputeClient, DeviceId, Handle, RudaCount, RudaDim
 from ruda_core.tensor import RudaTensor
+from ruda_core.testing.matrix_kernels import cmma_fill_store
 from ruda_core.testing.runner import read_array
 from ruda_cpu import CpuRuntime
 from ruda_cpu.server import CpuServer
@@ -34,6 +45,12 @@ def accumulate(x: Array[u32], out: Array[u32]):
 @kernel
 def copy(x: Array[u32], out: Array[u32]):
     out[ABSOLUTE_POS] = x[ABSOLUTE_POS]
+
+
+@kernel
+def copy_f32(x: Array[f32], out: Array[f32]):
+    if ABSOLUTE_POS < x.len():
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS]
 
 
 @kernel
@@ -145,6 +162,22 @@ def test_an_atomic_update_of_unwritten_memory_is_reported(fresh: ComputeClient) 
     _launch(fresh, store_then_count, x, stored)
     _launch(fresh, count_by_bin, x, stored)
     np.testing.assert_array_equal(read_array(fresh, stored, np.uint32), np.full(4, N // 4))
+
+
+def test_a_matrix_store_counts_as_writing_its_whole_array(fresh: ComputeClient) -> None:
+    size = 16 * (16 + 8)  # a 16 x 16 tile stored with a stride of 24: a third is left out
+    out = fresh.empty(4 * size)
+    plane = fresh.properties().plane_dim
+    tile = ArrayArg(out, size, elem=Elem.F32)
+    cmma_fill_store.launch(
+        fresh, RudaCount(1), RudaDim(plane), tile, np.float32(1.5), M=16, N=16, K=16
+    )
+    copied = fresh.empty(4 * size)
+    copy_f32.launch(
+        fresh, RudaCount(-(-size // 64)), RudaDim(64), ArrayArg(out, size), ArrayArg(copied, size)
+    )
+    got = read_array(fresh, copied, np.float32)  # no report: the tile's layout is not followed
+    assert (got.reshape(16, 24)[:, :16] == 1.5).all()
 
 
 def test_memory_made_before_the_sanitizer_was_on_counts_as_written(
