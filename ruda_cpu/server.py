@@ -228,8 +228,8 @@ class CpuDriver(Driver):
         marks, stream = self.written(binding), binding.slice.stream
         if marks is not None and stream is not None:
             cast(CpuStream, stream).enqueue(partial(marks.fill, True))
-        elif marks is not None:
-            marks[:] = True
+        else:
+            _mark(marks, None)
         page: np.ndarray = binding.resource  # type: ignore[assignment]  # CpuStorage pages
         return int(page.ctypes.data) + binding.offset_bytes
 
