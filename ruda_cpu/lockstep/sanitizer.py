@@ -140,14 +140,18 @@ class LaunchSanitizer:
     def unwritten(self, k: int, at: Any) -> np.ndarray | None:
         """Whether nothing wrote each element ``at`` of array argument ``k`` (None where that is
         not followed)."""
-        written = self._written[k] if k < len(self._written) else None
+        written = self._marks(k)
         return None if written is None else ~written[at].all(axis=1)
 
     def wrote(self, k: int, at: Any) -> None:
         """The elements ``at`` of array argument ``k`` are written."""
-        written = self._written[k] if k < len(self._written) else None
+        written = self._marks(k)
         if written is not None:
             written[at] = True
+
+    def _marks(self, k: int) -> np.ndarray | None:
+        """The marks of array argument ``k``'s elements (None where they are not followed)."""
+        return self._written[k] if k < len(self._written) else None
 
     def fence(self, units: np.ndarray) -> None:
         """``units`` published their earlier global writes (``fence_device``)."""
