@@ -287,7 +287,14 @@ class ComputeClient(ProcessBound):
 
     def set_stream(self, stream: StreamId) -> None:
         """Unsafe: pin this client object to ``stream``. Adds no ordering between work already
-        queued on the previous stream and work queued after the call."""
+        queued on the previous stream and work queued after the call.
+
+        :raises TypeError: ``stream`` is not a :class:`StreamId` (``StreamId.new()`` makes one).
+        """
+        if not isinstance(stream, StreamId):
+            raise TypeError(
+                f"set_stream takes a StreamId (StreamId.new() makes one), not {stream!r}"
+            )
         self.pinned = stream
 
     def same_execution_queue(self, other: ComputeClient) -> bool:

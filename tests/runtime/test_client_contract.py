@@ -91,6 +91,15 @@ def test_set_stream_pins_the_stream():
     assert bytes(client.read_one(handle)) == b"on a pinned stream"
 
 
+@pytest.mark.parametrize("stream", [5, "1", None])
+def test_set_stream_refuses_what_is_not_a_stream(stream):
+    client = ruda.client("cpu").fixed_execution_queue()
+    before = client.execution_stream()
+    with pytest.raises(TypeError, match="set_stream takes a StreamId"):
+        client.set_stream(stream)
+    assert client.execution_stream() == before  # nothing changed
+
+
 def test_properties_and_fingerprint_are_stable():
     client = ruda.client("cpu")
     props = client.properties()
