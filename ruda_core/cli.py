@@ -228,7 +228,8 @@ def _add_cache_parser(sub: Any) -> None:
     cache = sub.add_parser(
         "cache",
         help="list, clear or locate the kernel, tuning and probe caches",
-        description="List the persistent caches (the default), clear them, or print their folder.",
+        description="List the persistent caches (the default: `ruda cache --json` is "
+        "`ruda cache list --json`), clear them, or print their folder.",
     )
     actions = cache.add_subparsers(dest="action")
     cache.set_defaults(
@@ -274,7 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report", type=Path, metavar="PATH", help="write the matrix to PATH (.json or .md)"
     )
     conf.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    options = words[1:2] and words[1].startswith("-") and words[1] not in ("-h", "--help")
+    if words[:1] == ["cache"] and options:  # ``ruda cache --json``: the listing's options
+        words.insert(1, "list")
+    args = parser.parse_args(words)
     try:
         return _command(args)
     except (SettingError, PluginError) as exc:  # the user's setting or installation: no trace

@@ -91,6 +91,8 @@ def test_list_shows_kernels_tuning_and_probes_per_driver_and_device(launched, ca
     assert _listing(capsys, "--kind", "tuning", "--device", "cpu") == [
         e for e in entries if e["kind"] == "tuning" and e["device"] == "cpu"
     ]
+    assert main(["cache", "--json", "--kind", "tuning"]) == 0  # ``list`` is the default
+    assert json.loads(capsys.readouterr().out)["entries"] == _listing(capsys, "--kind", "tuning")
 
     assert main(["cache"]) == 0
     text = capsys.readouterr().out
