@@ -1,7 +1,9 @@
-"""The README's kernel and sample programs run and agree with NumPy, on every local device."""
+"""The README's kernel and sample programs run and agree with NumPy, on every local device; the
+ops page's examples run on the NumPy device."""
 
 from __future__ import annotations
 
+import re
 import runpy
 import subprocess
 import sys
@@ -56,3 +58,15 @@ def test_dask_pipeline_keeps_chunks_on_the_workers_devices(device, capsys):
     pytest.importorskip("distributed", reason="needs pip install 'ruda[dask]'")
     _run("dask_pipeline.py", device)
     assert "by a cluster of 2 Dask workers agree with NumPy" in capsys.readouterr().out
+
+
+def test_the_ops_page_runs_as_one_file(tmp_path):
+    """``docs/ops.md``'s examples, in order, as one file on the NumPy device: the primitives
+    print what the page shows."""
+    page = (EXAMPLES.parent / "docs" / "ops.md").read_text()
+    script = tmp_path / "ops_page.py"
+    script.write_text("\n".join(re.findall(r"```python\n(.*?)```", page, re.S)))
+    printed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout.splitlines()
+    assert printed[-3:] == ["[-inf  -0.   0.   3.  nan] [4 1 3 0 2]", "45", "[0 2 0 1 0]"]

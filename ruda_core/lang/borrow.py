@@ -4,9 +4,9 @@ A NumPy array, a PyTorch tensor or a CuPy array passed where a kernel takes ``Ar
 ``Tensor[T]`` is read through cheap accessors (the buffer protocol or ``__array_interface__``;
 ``data_ptr()``, ``dtype``, ``shape``, ``stride()``, ``get_device()``; ``data.ptr``, ``dtype``,
 ``shape``, ``strides``, ``device.id``), not through a DLPack capsule. Its memory becomes a
-:meth:`ComputeServer.borrow` binding, made once per (server, address, type, layout) and kept
-in a bounded table: no pool page, handle or capsule per launch. The launch keeps the array
-itself alive until its work is done (its ``kept``, under the launch's own lock; see
+:meth:`~ruda_core.runtime.sharing.Sharing.borrow` binding, made once per (server, address, type,
+layout) and kept in a bounded table: no pool page, handle or capsule per launch. The launch keeps
+the array itself alive until its work is done (its ``kept``, under the launch's own lock; see
 :class:`~ruda_core.runtime.server.ModeLaunch`), and on CUDA waits for the array's library's
 current stream (its *origin*) when it is not ruda's. Arrays of two libraries in one launch are
 left to the import, which orders each. The checks are those of

@@ -123,14 +123,14 @@ class KernelLauncher:
     """The launches of one task in one mode on one server, from one site (None: a launcher
     made for one general launch, whose caller gives the stream).
 
-    :attr:`fast` is ``run(count, dim, bindings, scalars=(), metadata=(), kept=None,
-    producer=None)`` on the site's stream: with ``kept`` (the objects that own memory some
-    bindings borrow, see ``ComputeServer.borrow``) they are kept alive until the launch's work
-    is done, and the stream first waits for another library's stream ``producer``, all under
-    the launch's one lock; such a launch is refused while a capture is open (captures keep
-    memory through handles only) and then returns False, with nothing enqueued. Otherwise it
-    returns None. Errors of the enqueued work surface at the stream's next flush, sync or read.
-    ``count`` and ``dim`` may be ints or tuples, as :func:`~.dims.launch_geometry` takes them.
+    :attr:`fast` is ``run(count, dim, bindings, scalars=(), metadata=(), kept=None, producer=None)``
+    on the site's stream: with ``kept`` (the objects that own memory some bindings borrow, see
+    :meth:`~ruda_core.runtime.sharing.Sharing.borrow`) they are kept alive until the launch's work
+    is done, and the stream first waits for another library's stream ``producer``, all under the
+    launch's one lock; such a launch is refused while a capture is open (captures keep memory
+    through handles only) and then returns False, with nothing enqueued. Otherwise it returns None.
+    Errors of the enqueued work surface at the stream's next flush, sync or read. ``count`` and
+    ``dim`` may be ints or tuples, as :func:`~.dims.launch_geometry` takes them.
     """
 
     __slots__ = ("_launches", "fast", "mode", "site", "task")
