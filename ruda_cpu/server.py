@@ -50,6 +50,7 @@ from ruda_core.runtime import (
     dynamic_count_error,
     plane_dim_setting,
     poisoned_input,
+    rewritten,
 )
 
 from .compiler import CpuCompiler
@@ -317,6 +318,8 @@ class CpuDriver(Driver):
                     if refused is not None:
                         stream.fail(refused, bindings, task)
                         return
+                    if min(counts) > 0:
+                        rewritten(task, bindings)
                 if min(counts) > 0:
                     buffers = views
                     if buffers is None:
@@ -489,12 +492,18 @@ class CpuServer(ComputeServer):
             F16_CONFIGS | TF32_CONFIGS,  # bf16 matrices are compared with multiply_accumulate
         )
         options = CompileOptions(plane_dim=plane_dim)
+        self._driver = self.driver_class(device_id, storage)
         super().__init__(
             device_id,
             storage,
-            self.driver_class(device_id, storage),
+            self._driver,
             properties,
             features,
             options,
             fingerprint=fingerprint,
         )
+
+    def name_device(self, name: str) -> None:
+        """As :meth:`ComputeServer.name_device`; the driver's messages name the device so too."""
+        super().name_device(name)
+        self._driver.device = name

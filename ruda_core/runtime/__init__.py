@@ -72,7 +72,7 @@ from .properties import (
 from .server import ComputeServer
 from .settings import count_setting, seconds_setting, switch_setting
 from .stream import StreamId
-from .stream_table import ServerStream, poisoned_input
+from .stream_table import ServerStream, poisoned_input, rewritten
 
 __all__ = [
     "PLANE_DIMS",
@@ -161,6 +161,7 @@ __all__ = [
     "is_contiguous_or_pitched",
     "plane_dim_setting",
     "poisoned_input",
+    "rewritten",
     "seconds_setting",
     "switch_setting",
     "wait_until",

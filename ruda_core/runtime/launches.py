@@ -35,7 +35,7 @@ from .memory.handle import Binding
 from .memory.management import Fence
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
 from .stream import StreamId, thread_stream
-from .stream_table import KEEP_BATCH, ServerStream, StreamTable, poisoned_input
+from .stream_table import KEEP_BATCH, ServerStream, StreamTable, poisoned_input, rewritten
 
 if TYPE_CHECKING:
     from .capture import Captures
@@ -443,9 +443,8 @@ class Launches:
                 if poisoned is not None:
                     stream.fail(poisoned, bindings, task)
                     return None
-                for k, written in enumerate(bindings):
-                    if task.writes(k):
-                        written.slice.error = None
+                if count.binding is None:  # a dynamic count, which may be zero: the driver
+                    rewritten(task, bindings)  # clears the poison when it reads the count
                 break
         backlog = None
         if mode is _VALIDATE:

@@ -108,6 +108,14 @@ def poisoned_input(task: RudaTask, bindings: Sequence[Binding]) -> LaunchError |
     return None
 
 
+def rewritten(task: RudaTask, bindings: Sequence[Binding]) -> None:
+    """Clear the poison of the bindings ``task`` writes: a launch of it runs (with a non-zero
+    count), so they hold what it writes from then on."""
+    for k, b in enumerate(bindings):
+        if task.writes(k):
+            b.slice.error = None
+
+
 class StreamTable:
     """The streams of one server and its lock.
 

@@ -71,11 +71,30 @@ def test_dynamic_count_beyond_the_limit_is_refused_at_the_sync(client, axis):
     with pytest.raises(TooManyResources) as info:
         client.sync().result(timeout=TIMEOUT_S)
     message = str(info.value)
-    for part in ("conformance_mark", f"RudaCount{tuple(over)}", str(limit)):
+    for part in ("conformance_mark", f"RudaCount{tuple(over)}", str(limit), str(client.device)):
         assert part in message, f"{part!r} missing from {message!r}"
     with pytest.raises(TooManyResources):  # never run: poisoned, not zeros or partial marks
         read_array(client, out, np.uint32)
     _check_usable(client)
+
+
+def test_a_dynamic_count_of_zero_leaves_a_poisoned_output_poisoned(client):
+    """A launch that runs no cube writes nothing: the output a refused launch poisoned still
+    raises that error, not what it held before; one that runs clears the poison."""
+    limit = client.properties().max_ruda_count
+    if limit[1] >= _U32_MAX:
+        pytest.skip(f"the y limit {limit[1]} is the largest u32 count")
+    out = client.create_from_slice(np.full(4, 3, dtype=np.uint32))
+    over = client.create_from_slice(np.array([1, limit[1] + 1, 1], dtype=np.uint32))
+    _mark(client, over, out)
+    with pytest.raises(TooManyResources):
+        client.sync().result(timeout=TIMEOUT_S)
+    for zero in ([0, 1, 1], [2, 0, 1], [2, 1, 0]):
+        _mark(client, client.create_from_slice(np.array(zero, dtype=np.uint32)), out)
+        with pytest.raises(TooManyResources):  # not the 3s written before the refused launch
+            read_array(client, out, np.uint32)
+    _mark(client, client.create_from_slice(np.array([1, 1, 1], dtype=np.uint32)), out)
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), [7, 3, 3, 3])
 
 
 def test_dynamic_count_without_valid_data_is_refused(client):
