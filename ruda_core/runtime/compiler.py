@@ -12,6 +12,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from ..errors import LaunchConfigError
 from ..ir import (
     BARRIER_OPS,
@@ -47,6 +49,8 @@ _Target = TypeVar("_Target")
 
 #: A task's :attr:`~RudaTask.max_units` where it states no bound: more units than any cube has.
 UNBOUNDED_UNITS = 1 << 62
+#: The largest metadata value: kernels read each as a ``u32``.
+_U32_MAX = (1 << 32) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,16 +204,24 @@ class RudaTask(ABC):
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
         """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
-        values the task takes (:attr:`arity`), each scalar of its :attr:`scalar_types`, each
-        binding starting at a multiple of its :attr:`alignment` and holding the length its
-        metadata value gives it (:attr:`element_nbytes`); nothing to check where these are
-        None."""
+        values the task takes (:attr:`arity`), each metadata value an integer a ``u32`` holds,
+        each scalar of its :attr:`scalar_types`, each binding starting at a multiple of its
+        :attr:`alignment` and holding the length its metadata value gives it
+        (:attr:`element_nbytes`); nothing to check where these are None."""
         arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
         if arity is not None and got != arity:
             raise LaunchConfigError(
                 f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
                 f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
             )
+        for k, value in enumerate(metadata):
+            if not (type(value) is int or isinstance(value, np.integer)) or not (
+                0 <= value <= _U32_MAX
+            ):
+                raise LaunchConfigError(
+                    f"metadata value {k} of kernel {self.name} is {value!r}: metadata values "
+                    f"(lengths, shapes, strides) are integers from 0 to {_U32_MAX}"
+                )
         types = self.scalar_types
         if types is not None and len(types) == len(scalars):
             for k, kind in enumerate(types):

@@ -1,18 +1,24 @@
 """The client's contract: one client per device, init/load panics, stream queries, handles of
-another device, properties and their fingerprint."""
+another device, metadata values, properties and their fingerprint."""
 
 from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 import ruda_core as ruda
 from ruda_core.ir import Elem
+from ruda_core.lang import ABSOLUTE_POS, Array, kernel, u32
 from ruda_core.runtime import (
     ComputeClient,
     DeviceId,
     InvalidHandle,
+    KernelTask,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
     RudaPanic,
     StreamId,
 )
@@ -111,3 +117,20 @@ def test_properties_and_fingerprint_are_stable():
     assert client.device_count() == 1 and client.device_count_total() == 1
     assert client.name() == "cpu"
     assert all(client.features().supports(e) for e in Elem)
+
+
+@kernel
+def _ones(out: Array[u32]):
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = u32(1)
+
+
+@pytest.mark.parametrize("length", [-1, 3.5, "4", True, 1 << 32])
+def test_a_metadata_value_a_u32_cannot_hold_is_refused_before_anything_runs(length):
+    client = ruda.client("cpu")
+    out = client.create_from_slice(np.zeros(4, np.uint32))
+    task = KernelTask(_ones.definition())
+    with pytest.raises(LaunchConfigError, match="metadata value 0 of kernel _ones"):
+        client.launch(task, RudaCount(1), RudaDim(4), [out.binding()], [], [length])
+    client.launch(task, RudaCount(1), RudaDim(4), [out.binding()], [], [np.uint32(4)])
+    assert np.frombuffer(client.read_one(out), np.uint32).tolist() == [1, 1, 1, 1]
