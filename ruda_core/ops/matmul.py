@@ -40,7 +40,7 @@ from ..tensor import RudaTensor
 from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
 from .matmul_warpgroup import BK as WARPGROUP_BK
 from .matmul_warpgroup import matmul_warpgroup, matmul_warpgroup_tma
-from .operands import Operand, as_buffer, check_float, client_and_operands
+from .operands import Operand, as_buffer, check_device, check_float, client_and_operands
 
 __all__ = ["matmul"]
 
@@ -136,6 +136,7 @@ def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
     :param allow_tf32: let f32 input use tf32 tensor cores (inputs rounded to 10 fraction bits,
         as ``torch.backends.cuda.matmul.allow_tf32``); off by default.
     :raises TypeError: for an operand that is not a ``TensorBuffer`` or ``RudaTensor``.
+    :raises InvalidHandle: for an operand on another device than the client's (or ``a``'s).
     :raises LayoutError: unless both are 2-D and contiguous with matching inner extents.
     :raises LaunchConfigError: for an element type other than f16, bf16, f32, or two types.
     :raises UnsupportedFeature: when the device lacks the input type.
@@ -145,6 +146,8 @@ def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
     if len(operands) != 2:
         raise TypeError(f"{op} takes two operands, a and b; got {len(operands)}")
     x, y = as_buffer(op, "a", operands[0]), as_buffer(op, "b", operands[1])
+    check_device(op, "a", x, client)
+    check_device(op, "b", y, client)
     if len(x.shape) != 2 or len(y.shape) != 2 or x.shape[1] != y.shape[0]:
         raise LayoutError(f"{op}: a is {x.shape} and b is {y.shape}; expected (m, k) and (k, n)")
     if x.elem is not y.elem or x.elem not in (Elem.F16, Elem.BF16, Elem.F32):

@@ -4,7 +4,8 @@ An operand is a :class:`~ruda_core.runtime.layer_norm_args.TensorBuffer` or a
 :class:`~ruda_core.tensor.RudaTensor`; both become a ``TensorBuffer``. An operation runs on the
 client of its first operand's device (:func:`client_and_operands`) and returns ``RudaTensor``
 values (:func:`as_tensors`). The checks raise
-``TypeError`` for an object that is neither, :class:`~ruda_core.runtime.LayoutError` for a
+``TypeError`` for an object that is neither, :class:`~ruda_core.runtime.InvalidHandle` for one
+on another device than the operation's, :class:`~ruda_core.runtime.LayoutError` for a
 shape, stride or size problem, :class:`~ruda_core.runtime.LaunchConfigError` for a wrong element
 type or parameter value, and :class:`~ruda_core.runtime.UnsupportedFeature` for an element type
 the device lacks. Each message names the operation and the operand. This module launches
@@ -19,7 +20,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..ir import Elem
-from ..runtime import ComputeClient, LaunchConfigError, LayoutError, UnsupportedFeature
+from ..runtime import (
+    ComputeClient,
+    InvalidHandle,
+    LaunchConfigError,
+    LayoutError,
+    UnsupportedFeature,
+)
+from ..runtime.device_names import device_name
 from ..runtime.layer_norm_args import TensorBuffer
 from ..runtime.layout import is_contiguous
 from ..tensor import RudaTensor
@@ -29,6 +37,7 @@ __all__ = [
     "Operand",
     "as_buffer",
     "as_tensors",
+    "check_device",
     "check_elem",
     "check_epsilon",
     "check_float",
@@ -99,6 +108,17 @@ def client_and_operands(op: str, args: tuple[Any, ...]) -> tuple[ComputeClient, 
 def as_tensors(buffers: Sequence[TensorBuffer]) -> tuple[RudaTensor, ...]:
     """An operation's results as ``RudaTensor`` values over the same memory."""
     return tuple(RudaTensor(b.handle, b.shape, b.strides, b.elem) for b in buffers)
+
+
+def check_device(op: str, name: str, buf: TensorBuffer, client: ComputeClient) -> None:
+    """:raises InvalidHandle: unless ``buf``'s memory is on ``client``'s device."""
+    held = buf.handle.server_id
+    if held != client.server.server_id:
+        device = str(client.device)
+        raise InvalidHandle(
+            f"{op}: {name} is on {device_name(held)}, but {op} runs on {device}; copy it "
+            f"there first (ruda_core.asarray({name}, {device!r}))"
+        )
 
 
 def check_shape(op: str, name: str, buf: TensorBuffer, shape: tuple[int, ...]) -> None:

@@ -19,7 +19,7 @@ from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, UnsupportedFeature
 from ..runtime.layer_norm_args import TensorBuffer
 from ..tensor import RudaTensor
-from .operands import as_buffer, client_and_operands
+from .operands import as_buffer, check_device, client_and_operands
 
 __all__ = [
     "FOLDED",
@@ -73,6 +73,7 @@ def one_operand(
     ``ruda_core.asarray`` takes), copied to the client's device first.
 
     :raises TypeError: for a missing or extra operand, or an array-like ``x`` without a client.
+    :raises InvalidHandle: for a ``TensorBuffer`` of another device than the client's.
     :raises LayoutError: for a non-contiguous tensor, or one of ``2**32`` or more elements.
     :raises LaunchConfigError: for an element type outside ``elems``.
     :raises UnsupportedFeature: for an element type the device lacks.
@@ -86,7 +87,9 @@ def one_operand(
                 return client, x
     if args and isinstance(args[0], ComputeClient) and len(args) == 2:
         value = args[1]
-        if not isinstance(value, RudaTensor | TensorBuffer):
+        if not isinstance(value, RudaTensor | TensorBuffer) or (
+            type(value) is RudaTensor and value.handle.server_id != args[0].server.server_id
+        ):  # copied to the client's device (a tensor of another device too)
             value = asarray(value, args[0])
         client, operands = args[0], (value,)
     else:
@@ -94,6 +97,7 @@ def one_operand(
     if len(operands) != 1:
         raise TypeError(f"{op} takes one array (after an optional client); got {len(operands)}")
     buf = as_buffer(op, "x", operands[0])
+    check_device(op, "x", buf, client)
     if buf.elem not in elems:
         names = ", ".join(sorted(e.value for e in elems))
         raise LaunchConfigError(f"{op}: x is {buf.elem}; expected one of {names}")
