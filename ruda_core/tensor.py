@@ -107,10 +107,18 @@ class RudaTensor(Strided):
     def to_numpy(self, client: ComputeClient | None = None) -> np.ndarray:
         """Read the tensor back (waits) through ``client`` (default: its device's); contiguous
         result of ``shape``, read-only when it views the read's bytes (:meth:`numpy` is always
-        writable)."""
+        writable). A layout the runtime does not read as is (``Runtime.can_read_tensor``: a
+        column of a matrix, a broadcast) is read as its handle's bytes and gathered here.
+
+        :raises RudaPanic: when the read fails (the error is its ``__cause__``).
+        """
         reader = client if client is not None else self._client()
-        raw = reader.read_tensor([self.descriptor()])[0]
-        return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
+        if reader.runtime.can_read_tensor(self.shape, self.strides):
+            raw = reader.read_tensor([self.descriptor()])[0]
+            return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
+        items = np.frombuffer(reader.read([self.handle])[0], dtype=self.elem.numpy)
+        steps = [stride * self.elem.nbytes for stride in self.strides]
+        return np.ascontiguousarray(np.lib.stride_tricks.as_strided(items, self.shape, steps))
 
     def to_client(self, other: ComputeClient, client: ComputeClient | None = None) -> RudaTensor:
         """This tensor on ``other``'s device, copied by :meth:`ComputeClient.to_client` from
@@ -261,7 +269,7 @@ class RudaTensor(Strided):
         """The tensor read from its device (waits): always a new, writable array, so ``copy=False``
         raises ``ValueError`` as NumPy 2 asks. ``np.asarray(t)`` and ``np.array(t)`` use it.
 
-        :raises RudaPanic: when the read fails or the layout cannot be read as is.
+        :raises RudaPanic: when the read fails.
         """
         if copy is False:
             raise ValueError(

@@ -11,7 +11,13 @@ import pytest
 
 import ruda_core as ruda
 from ruda_core.lang import ABSOLUTE_POS, Array, Float, Tensor, f32, kernel
-from ruda_core.runtime import InteropError, LaunchConfigError, RudaCount, RudaDim
+from ruda_core.runtime import (
+    InteropError,
+    LaunchConfigError,
+    RudaCount,
+    RudaDim,
+    contiguous_strides,
+)
 from ruda_core.tensor import RudaTensor
 
 
@@ -80,6 +86,27 @@ def test_strided_numpy_views_keep_their_strides(cpu):
     expected = np.arange(24, dtype=np.float32).reshape(4, 6)
     expected[:, 1::2] *= 10
     np.testing.assert_array_equal(base, expected)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda b: b[:, 1::2],
+        lambda b: b.T,
+        lambda b: np.lib.stride_tricks.as_strided(b[0], (3, 6), (0, 4), writeable=True),
+    ],
+    ids=["columns", "transposed", "broadcast"],
+)
+def test_a_tensor_of_any_layout_reads_back_as_a_new_contiguous_array(cpu, view):
+    """A layout ``read_tensor`` refuses (it is no row-major one) is read as its handle's bytes
+    and gathered on the host: ``numpy()``, ``np.asarray`` and a copy to another device."""
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    expected = view(base)
+    t = ruda.from_dlpack(expected)
+    assert t.strides != contiguous_strides(t.shape)
+    for got in (t.numpy(), np.asarray(t), ruda.asarray(t, cpu).numpy()):
+        np.testing.assert_array_equal(got, expected)
+        assert got.flags.c_contiguous and got.flags.writeable and not np.shares_memory(got, base)
 
 
 def test_the_producer_stays_alive_while_ruda_holds_its_memory(cpu):
