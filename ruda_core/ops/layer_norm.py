@@ -400,7 +400,7 @@ def _forward_operands(
     x = _input(op, client, input)
     w = _affine(op, "weight", weight, x)
     b = None if bias is None else _affine(op, "bias", bias, x)
-    return x, w, b, check_epsilon(op, epsilon)
+    return x, w, b, check_epsilon(op, epsilon, accumulator(x.elem))
 
 
 def _backward_operands(

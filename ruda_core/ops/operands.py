@@ -19,6 +19,8 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..ir import Elem
 from ..runtime import (
     ComputeClient,
@@ -145,14 +147,18 @@ def check_elem(op: str, name: str, buf: TensorBuffer, elem: Elem, why: str) -> N
         raise LaunchConfigError(f"{op}: {name} is {buf.elem}; expected {elem} ({why})")
 
 
-def check_epsilon(op: str, epsilon: object) -> float:
-    """``epsilon`` as a float.
+def check_epsilon(op: str, epsilon: object, acc: Elem) -> float:
+    """``epsilon`` as a float, for kernels that add it in ``acc``.
 
-    :raises LaunchConfigError: unless it is a finite real number >= 0.
+    :raises LaunchConfigError: unless it is a real number >= 0 that ``acc`` holds.
     """
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise LaunchConfigError(f"{op}: epsilon must be a real number, got {epsilon!r}")
     value = float(epsilon)
-    if not math.isfinite(value) or value < 0:
-        raise LaunchConfigError(f"{op}: epsilon is {value}; it must be finite and >= 0")
+    largest = float(np.finfo(acc.numpy).max)
+    if not 0 <= value <= largest:
+        raise LaunchConfigError(
+            f"{op}: epsilon is {value}; it must be >= 0 and at most {largest:g}, the largest "
+            f"{acc} (the kernels add it in {acc})"
+        )
     return value
