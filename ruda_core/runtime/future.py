@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import numbers
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -102,7 +103,12 @@ class RudaFuture(ProcessBound, Generic[T]):
 
         :raises TimeoutError: when it is not complete within ``timeout`` seconds.
         :raises ServerError: the error of the work, every time ``result`` is called.
+        :raises TypeError: for a ``timeout`` that is not a number of seconds (nothing waits).
         """
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or timeout != timeout
+        ):
+            raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
         if self._value is not _PENDING:
             return self._value  # type: ignore[no-any-return]  # a T once set
         with self._lock:

@@ -134,3 +134,17 @@ def test_a_metadata_value_a_u32_cannot_hold_is_refused_before_anything_runs(leng
         client.launch(task, RudaCount(1), RudaDim(4), [out.binding()], [], [length])
     client.launch(task, RudaCount(1), RudaDim(4), [out.binding()], [], [np.uint32(4)])
     assert np.frombuffer(client.read_one(out), np.uint32).tolist() == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("timeout", ["1", float("nan"), True, [1]])
+def test_a_timeout_that_is_no_number_is_refused_and_the_read_still_completes(timeout):
+    client = ruda.client("cpu")
+    handle = client.create_from_slice(b"still here")
+    future = client.read_async([handle])
+    with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+        future.result(timeout)
+    with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+        client.read_one(handle, timeout)
+    assert bytes(future.result(30)[0]) == b"still here"
+    with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+        future.result(timeout)  # the same once it is done
