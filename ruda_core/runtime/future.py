@@ -115,8 +115,8 @@ class RudaFuture(ProcessBound, Generic[T]):
             if self._value is _PENDING and self._error is None:
                 try:
                     self._value = self._wait(timeout)
-                except TimeoutError:
-                    raise
+                except (TimeoutError, KeyboardInterrupt, SystemExit):  # the waiter's, not the
+                    raise  # work's: a later call waits again
                 except BaseException as exc:
                     self._error = exc
             if self._error is not None:

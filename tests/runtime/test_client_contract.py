@@ -19,6 +19,7 @@ from ruda_core.runtime import (
     LaunchConfigError,
     RudaCount,
     RudaDim,
+    RudaFuture,
     RudaPanic,
     StreamId,
 )
@@ -148,3 +149,19 @@ def test_a_timeout_that_is_no_number_is_refused_and_the_read_still_completes(tim
     assert bytes(future.result(30)[0]) == b"still here"
     with pytest.raises(TypeError, match="timeout must be a number of seconds"):
         future.result(timeout)  # the same once it is done
+
+
+def test_an_interrupted_wait_leaves_the_future_to_a_later_wait():
+    """Ctrl-C while a future waits interrupts the waiter, not the work: the next ``result``
+    waits again and returns the value."""
+    interrupts = [KeyboardInterrupt()]
+
+    def wait(timeout: float | None) -> int:
+        if interrupts:
+            raise interrupts.pop()
+        return 7
+
+    future: RudaFuture[int] = RudaFuture(wait, lambda: not interrupts)
+    with pytest.raises(KeyboardInterrupt):
+        future.result()
+    assert future.result() == 7
