@@ -29,10 +29,10 @@ from ..ir import (
 )
 from ..ir.bounds import lower_bounds, report_names
 from ..ir.kernel import dynamic_shared_bytes
+from .memory.handle import Binding
 
 if TYPE_CHECKING:  # types only: the runtime does not import codegen
     from ..codegen.abi import KernelArg
-    from .memory import Binding
 
 __all__ = [
     "UNBOUNDED_UNITS",
@@ -204,16 +204,24 @@ class RudaTask(ABC):
         self, bindings: Sequence[Binding], scalars: Sequence[object], metadata: Sequence[int]
     ) -> None:
         """Raise ``LaunchConfigError`` unless a launch passes the bindings, scalars and metadata
-        values the task takes (:attr:`arity`), each metadata value an integer a ``u32`` holds,
-        each scalar of its :attr:`scalar_types`, each binding starting at a multiple of its
-        :attr:`alignment` and holding the length its metadata value gives it
-        (:attr:`element_nbytes`); nothing to check where these are None."""
+        values the task takes (:attr:`arity`), each binding a :class:`~.memory.Binding`, each
+        metadata value an integer a ``u32`` holds, each scalar of its :attr:`scalar_types`,
+        each binding starting at a multiple of its :attr:`alignment` and holding the length its
+        metadata value gives it (:attr:`element_nbytes`); nothing to check where these are
+        None."""
         arity, got = self.arity, (len(bindings), len(scalars), len(metadata))
         if arity is not None and got != arity:
             raise LaunchConfigError(
                 f"kernel {self.name} takes {arity[0]} bindings, {arity[1]} scalars and "
                 f"{arity[2]} metadata values; the launch passes {got[0]}, {got[1]} and {got[2]}"
             )
+        for k, binding in enumerate(bindings):
+            if type(binding) is not Binding:
+                hint = " (handle.binding() gives one)" if hasattr(binding, "binding") else ""
+                raise LaunchConfigError(
+                    f"binding {k} of kernel {self.name} is {binding!r}; a launch takes "
+                    f"Bindings{hint}"
+                )
         for k, value in enumerate(metadata):
             if not (type(value) is int or isinstance(value, np.integer)) or not (
                 0 <= value <= _U32_MAX

@@ -165,3 +165,12 @@ def test_an_interrupted_wait_leaves_the_future_to_a_later_wait():
     with pytest.raises(KeyboardInterrupt):
         future.result()
     assert future.result() == 7
+
+
+def test_a_handle_where_a_binding_belongs_is_refused_naming_the_fix():
+    client = ruda.client("cpu")
+    out = client.create_from_slice(np.zeros(4, np.uint32))
+    task = KernelTask(_ones.definition())
+    with pytest.raises(LaunchConfigError, match=r"binding 0 .* \(handle.binding\(\) gives one\)"):
+        client.launch(task, RudaCount(1), RudaDim(4), [out], [], [4])
+    assert np.frombuffer(client.read_one(out), np.uint32).tolist() == [0, 0, 0, 0]
