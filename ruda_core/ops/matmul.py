@@ -112,6 +112,11 @@ LINE_BYTES = 16
 FMA_LINE = 4
 _TUNER = Tuner()
 _MATRIX = {Elem.F16: MatrixElem.F16, Elem.BF16: MatrixElem.BF16}
+#: Products whose size class (each extent rounded up to a power of two) has at most this many
+#: multiply-adds are not tuned: a few cubes' work, where tuning would build and time every
+#: candidate (on the NumPy device a (1, 4000) by (4000, 1) product spent 87 s tuning, then ran
+#: in 0.7 s). They run the smallest FMA block (:func:`_untuned_set`).
+UNTUNED_FMAS = 1 << 20
 
 Runner = Callable[[ComputeClient, RudaTensor, RudaTensor], RudaTensor]
 #: An entry of :data:`CMMA_SHAPES`.
@@ -159,6 +164,12 @@ def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
     tb = RudaTensor(y.handle, y.shape, y.strides, y.elem)
     if 0 in (*x.shape, y.shape[1]):
         return _zeros(client, x.shape[0], y.shape[1])
+    m, n, k, *_ = _key(ta, tb)
+    if m * n * k <= UNTUNED_FMAS:  # by size class: a key is tuned always or never
+        props = client.properties()
+        limits = _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
+        small = _untuned_set(x.elem, limits)
+        return _TUNER.execute(client, small, ta, tb, tune=False)  # type: ignore[no-any-return]
     tunables = _candidates(client, x.elem, allow_tf32)
     return _TUNER.execute(client, tunables, ta, tb)  # type: ignore[no-any-return]
 
@@ -196,6 +207,20 @@ class _Limits(NamedTuple):
 
 
 @functools.cache
+def _untuned_set(elem: Elem, limits: _Limits) -> TunableSet:
+    """What runs products too small to tune: the FMA blocks that fit, smallest first (the most
+    cubes for a small output, the least work per cube where it is a few elements)."""
+    shapes = [shape for shape in reversed(FMA_SHAPES) if _fma_fits(shape, limits)]
+    tunables = [Tunable(_fma_name(shape), _fma(shape)) for shape in shapes]
+    return TunableSet(f"ruda.matmul.{elem.value}.small", _key, tunables)
+
+
+def _fma_name(shape: FmaShape) -> str:
+    bm, bn, bk, rm, rn, cubes = shape
+    return f"fma-{bm}x{bn}x{bk}-{rm}x{rn}" + (f"-c{cubes}" if cubes > 1 else "")
+
+
+@functools.cache
 def _tunable_set(
     elem: Elem, tf32: bool, cmma: bool, warpgroup: bool, limits: _Limits
 ) -> TunableSet:
@@ -204,9 +229,7 @@ def _tunable_set(
     tunables: list[Tunable] = []
     for shape in FMA_SHAPES:
         if _fma_fits(shape, limits):
-            bm, bn, bk, rm, rn, cubes = shape
-            name = f"fma-{bm}x{bn}x{bk}-{rm}x{rn}" + (f"-c{cubes}" if cubes > 1 else "")
-            tunables.append(Tunable(name, _fma(shape)))
+            tunables.append(Tunable(_fma_name(shape), _fma(shape)))
     for cshape in CMMA_SHAPES if cmma else ():
         stages = _cmma_stages(cshape, elem, limits)
         if stages:

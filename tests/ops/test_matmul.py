@@ -139,6 +139,18 @@ def test_the_tuner_records_a_winner_and_reuses_it():
     assert _TUNER.stats.benchmarked == benchmarked  # the same size class: no new measurement
 
 
+@pytest.mark.parametrize("m, k, n", [(1, 4000, 1), (64, 128, 128), (3, 1000, 5)])
+def test_a_product_of_a_small_size_class_runs_untuned(m, k, n):
+    """Size classes of at most 2**20 multiply-adds run the smallest FMA block without tuning
+    (a skinny product on the NumPy device spent over a minute tuning, then ran in a second)."""
+    client = ruda.client("cpu")
+    a, b = _inputs(np.float32, m, k, n, seed=m + k + n)
+    ta, tb = RudaTensor.from_numpy(client, a), RudaTensor.from_numpy(client, b)
+    benchmarked = _TUNER.stats.benchmarked
+    _check(matmul(client, ta, tb).to_numpy(client), a, b, TOL["float32"])
+    assert _TUNER.stats.benchmarked == benchmarked
+
+
 def test_an_empty_inner_extent_gives_zeros():
     client = ruda.client("cpu")
     a = RudaTensor.from_numpy(client, np.zeros((3, 0), np.float32))
