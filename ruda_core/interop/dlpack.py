@@ -185,8 +185,22 @@ def _delete_export(address: int) -> None:
 _delete = _Deleter_t(_delete_export)
 
 
+#: Raised and caught at once by the capsule destructor (made here: raising it calls nothing).
+_CLEAR = RuntimeError("the exception a consumer left pending, cleared")
+
+
 def _destroy_capsule(capsule: int) -> None:
-    """Delete a struct no consumer took (its capsule still has the unused name)."""
+    """Delete a struct no consumer took (its capsule still has the unused name).
+
+    A consumer that refuses a capsule (NumPy refusing bf16) drops it with its exception still
+    pending, and no call returns a value while one is: the destructor first clears it by
+    raising and catching :data:`_CLEAR` (bytecode alone), so that the export is released. The
+    consumer's exception is lost with it; a callback cannot set one again (ctypes reports what
+    a callback raises and clears it), so such a consumer fails with a ``SystemError``."""
+    try:
+        raise _CLEAR
+    except RuntimeError:
+        _CLEAR.__traceback__ = _CLEAR.__context__ = None  # keeps no frame or exception alive
     for name in (_VERSIONED, _LEGACY):
         if _is_valid(capsule, name):
             _release(_get_pointer(capsule, name))

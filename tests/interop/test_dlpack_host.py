@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
+from ruda_core.ir import Elem
 from ruda_core.lang import ABSOLUTE_POS, Array, Float, Tensor, f32, kernel
 from ruda_core.runtime import (
     InteropError,
@@ -146,6 +147,19 @@ def test_an_unconsumed_capsule_releases_the_tensor(cpu):
     owner = weakref.ref(t.handle)
     for version in (None, (1, 0)):
         t.__dlpack__(max_version=version)  # dropped unconsumed
+    del t
+    gc.collect()
+    assert owner() is None
+
+
+def test_a_capsule_numpy_refuses_releases_the_tensor(cpu):
+    """NumPy refuses bf16 through DLPack and drops the capsule with its exception pending: the
+    export is released all the same (NumPy then raises a SystemError, its own exception lost)."""
+    t = RudaTensor.from_numpy(cpu, np.ones(16, Elem.BF16.numpy))
+    owner = weakref.ref(t.handle)
+    for _ in range(2):
+        with pytest.raises(SystemError):
+            np.from_dlpack(t)
     del t
     gc.collect()
     assert owner() is None
