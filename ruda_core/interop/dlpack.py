@@ -173,34 +173,39 @@ _exports: dict[int, tuple[object, ...]] = {}
 _exports_lock = threading.Lock()
 
 
+#: Raised and caught at once where C code calls a deleter or a capsule destructor, to clear
+#: the exception that may be pending there: a consumer that refuses a capsule (NumPy refusing
+#: bf16) drops it with its exception set, and an array freed while an exception propagates
+#: (``np.add(np.from_dlpack(t), "x")``) calls the deleter so. No call returns a value while one
+#: is pending (not even of a helper, where a frame-evaluation hook is set), so each callback
+#: raises and catches this first, in bytecode alone, and then releases the export. The pending
+#: exception is lost (a callback cannot set one again: ctypes reports what a callback raises,
+#: and clears it), and the caller reports a ``SystemError`` instead.
+_CLEAR = RuntimeError("an exception pending in a DLPack callback, cleared")
+
+
 def _release(address: int) -> None:
     with _exports_lock:
         _exports.pop(address, None)
 
 
 def _delete_export(address: int) -> None:
+    try:
+        raise _CLEAR  # see _CLEAR
+    except RuntimeError:
+        _CLEAR.__traceback__ = _CLEAR.__context__ = None  # keeps no frame or exception alive
     _release(address)
 
 
 _delete = _Deleter_t(_delete_export)
 
 
-#: Raised and caught at once by the capsule destructor (made here: raising it calls nothing).
-_CLEAR = RuntimeError("the exception a consumer left pending, cleared")
-
-
 def _destroy_capsule(capsule: int) -> None:
-    """Delete a struct no consumer took (its capsule still has the unused name).
-
-    A consumer that refuses a capsule (NumPy refusing bf16) drops it with its exception still
-    pending, and no call returns a value while one is: the destructor first clears it by
-    raising and catching :data:`_CLEAR` (bytecode alone), so that the export is released. The
-    consumer's exception is lost with it; a callback cannot set one again (ctypes reports what
-    a callback raises and clears it), so such a consumer fails with a ``SystemError``."""
+    """Delete a struct no consumer took (its capsule still has the unused name)."""
     try:
-        raise _CLEAR
+        raise _CLEAR  # see _CLEAR
     except RuntimeError:
-        _CLEAR.__traceback__ = _CLEAR.__context__ = None  # keeps no frame or exception alive
+        _CLEAR.__traceback__ = _CLEAR.__context__ = None
     for name in (_VERSIONED, _LEGACY):
         if _is_valid(capsule, name):
             _release(_get_pointer(capsule, name))

@@ -152,17 +152,22 @@ def test_an_unconsumed_capsule_releases_the_tensor(cpu):
     assert owner() is None
 
 
-def test_a_capsule_numpy_refuses_releases_the_tensor(cpu):
-    """NumPy refuses bf16 through DLPack and drops the capsule with its exception pending: the
-    export is released all the same (NumPy then raises a SystemError, its own exception lost)."""
-    t = RudaTensor.from_numpy(cpu, np.ones(16, Elem.BF16.numpy))
-    owner = weakref.ref(t.handle)
+def test_an_export_freed_while_an_exception_is_pending_releases_the_tensor(cpu):
+    """NumPy refuses bf16 through DLPack and drops the capsule with its exception pending, and
+    an array made from an export and freed as an exception propagates calls the deleter so: the
+    export is released all the same (the caller then raises a SystemError, the pending
+    exception lost)."""
+    half = RudaTensor.from_numpy(cpu, np.ones(16, Elem.BF16.numpy))
+    single = RudaTensor.from_numpy(cpu, np.ones(16, np.float32))
+    owners = [weakref.ref(half.handle), weakref.ref(single.handle)]
     for _ in range(2):
         with pytest.raises(SystemError):
-            np.from_dlpack(t)
-    del t
+            np.from_dlpack(half)
+        with pytest.raises(SystemError):
+            np.add(np.from_dlpack(single), "x")
+    del half, single
     gc.collect()
-    assert owner() is None
+    assert [owner() for owner in owners] == [None, None]
 
 
 class _Capsule:
