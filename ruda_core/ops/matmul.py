@@ -166,9 +166,7 @@ def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
         return _zeros(client, x.shape[0], y.shape[1])
     m, n, k, *_ = _key(ta, tb)
     if m * n * k <= UNTUNED_FMAS:  # by size class: a key is tuned always or never
-        props = client.properties()
-        limits = _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
-        small = _untuned_set(x.elem, limits)
+        small = _untuned_set(x.elem, _limits(client))
         return _TUNER.execute(client, small, ta, tb, tune=False)  # type: ignore[no-any-return]
     tunables = _candidates(client, x.elem, allow_tf32)
     return _TUNER.execute(client, tunables, ta, tb)  # type: ignore[no-any-return]
@@ -193,9 +191,12 @@ def _candidates(client: ComputeClient, elem: Elem, allow_tf32: bool) -> TunableS
         MatrixConfig(matrix, matrix, MatrixElem.F32, 16, 16, tk)
     )
     warpgroup = elem in _MATRIX and client.features().has(Feature.WARPGROUP_MMA)
+    return _tunable_set(elem, allow_tf32 and elem is Elem.F32, cmma, warpgroup, _limits(client))
+
+
+def _limits(client: ComputeClient) -> _Limits:
     props = client.properties()
-    limits = _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
-    return _tunable_set(elem, allow_tf32 and elem is Elem.F32, cmma, warpgroup, limits)
+    return _Limits(props.plane_dim, props.max_units_per_ruda, props.max_shared_memory_nbytes)
 
 
 class _Limits(NamedTuple):
