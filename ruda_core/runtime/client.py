@@ -434,7 +434,8 @@ class ComputeClient(ProcessBound):
         cannot (see ``ComputeServer.copy_to``); a direct copy (CUDA peers) never does.
 
         A failure of the work that wrote ``handle`` surfaces on the destination: the new handle
-        is poisoned and ``other``'s next flush, sync or read on that stream raises it.
+        is poisoned and ``other``'s next flush, sync or read on that stream raises it; an error
+        pending on this client's stream stays pending there as well.
 
         :raises TypeError: at once, when ``handle`` is not a :class:`Handle` or ``other`` not a
             :class:`ComputeClient`.

@@ -213,10 +213,11 @@ class StreamTable:
             "ComputeClient.to_client)"
         )
 
-    def raise_pending(self, stream: ServerStream) -> None:
-        """Raise the stream's pending error, if any (takes the lock)."""
+    def raise_pending(self, stream: ServerStream, keep: bool = False) -> None:
+        """Raise the stream's pending error, if any (takes the lock); ``keep`` leaves it
+        pending, for the stream's own next flush, sync or read."""
         with self.lock:
-            error = stream.take_error()
+            error = stream.error if keep else stream.take_error()
         if error is not None:
             raise error
 

@@ -114,9 +114,13 @@ class Transfers:
             if data.nbytes:
                 self._write(stream, binding, data)
 
-    def read(self, bindings: Sequence[Binding], stream_value: int) -> RudaFuture[list[Bytes]]:
+    def read(
+        self, bindings: Sequence[Binding], stream_value: int, copy: bool = False
+    ) -> RudaFuture[list[Bytes]]:
         """Enqueue reads; the future yields the bytes or raises the stream's pending error or a
-        buffer's poison (a timed-out result names what the device is busy with)."""
+        buffer's poison (a timed-out result names what the device is busy with). The read of a
+        ``copy`` to another device leaves the pending error to the stream as well, whenever
+        the copy's read completes."""
         if self.captures.open:
             self.captures.refuse("read()", stream_value)
         streams = self.streams
@@ -133,7 +137,7 @@ class Transfers:
                 profiler.note("transfer", f"read {nbytes} B", stream, start)
 
         def check(data: list[Bytes]) -> list[Bytes]:
-            streams.raise_pending(stream)
+            streams.raise_pending(stream, keep=copy)
             for b in bindings:
                 if b.slice.error is not None:
                     raise b.slice.error
@@ -220,7 +224,8 @@ class Transfers:
         but the last two chunks of a large copy (a copy of one chunk or less waits as a single
         write would). A failure of the source's work (a pending error of its stream, a
         poisoned buffer) poisons the new handle, ends the copy and is raised by ``target``'s
-        next flush, sync or read on that stream.
+        next flush, sync or read on that stream; the source stream's pending error stays
+        pending.
 
         :raises InvalidHandle: at once, before anything is enqueued: a dropped binding, one of
             another server, or ``target`` being this server.
@@ -270,7 +275,7 @@ class Transfers:
         through the host in chunks of ``chunk`` bytes (see there); no lock held."""
         nbytes = binding.nbytes
         if nbytes <= chunk:
-            target.write_from(out, self.read([binding], stream_value), target_stream_value)
+            target.write_from(out, self.read([binding], stream_value, True), target_stream_value)
             return
         writes: deque[Fence] = deque()
         for start in range(0, nbytes, chunk):
@@ -279,7 +284,7 @@ class Transfers:
             if out.slice.error is not None:  # a failed chunk poisoned the copy: no more
                 return
             size = min(chunk, nbytes - start)
-            read = self.read([_part(binding, start, size)], stream_value)
+            read = self.read([_part(binding, start, size)], stream_value, True)
             writes.append(target.write_part(_part(out, start, size), read, target_stream_value))
             del read  # its bytes go with the write: held here, they would make a third chunk
 

@@ -165,6 +165,26 @@ def test_a_failed_writer_poisons_the_copy(client):
         np.testing.assert_array_equal(read_array(dest, copy, np.uint32), np.ones(N))
 
 
+def test_a_failed_writer_stays_pending_on_the_source_after_its_copy(client):
+    """The copy of a failed kernel's output raises the failure on the destination and leaves
+    it pending on the source's stream too, however soon the copy's read ran: the source's
+    next sync raises it, once."""
+    task = RefusedTask(KernelTask(conformance_plus_one.definition()))
+    for source, dest in _pairs(client):
+        src = source.create_from_slice(np.arange(N, dtype=np.uint32))
+        out = source.create_from_slice(np.zeros(N, dtype=np.uint32))
+        source.launch(
+            task, RudaCount(N // 64), RudaDim(64), [src.binding(), out.binding()], (), (N, N)
+        )
+        copy = source.to_client(out, dest)
+        with pytest.raises(ServerError):
+            dest.read_one(copy, timeout=TIMEOUT_S)
+        with pytest.raises(ServerError):
+            source.sync().result(timeout=TIMEOUT_S)
+        source.sync().result(timeout=TIMEOUT_S)
+        dest.sync().result(timeout=TIMEOUT_S)
+
+
 def test_bad_input_is_refused_before_anything_runs(client):
     peer = _peers(client)[0]
     mine = client.create_from_slice(np.arange(N, dtype=np.uint32))
