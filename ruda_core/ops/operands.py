@@ -45,6 +45,7 @@ __all__ = [
     "check_float",
     "check_shape",
     "client_and_operands",
+    "is_on",
 ]
 
 #: Kernels index with ``u32``: an operand has fewer elements than this.
@@ -112,11 +113,15 @@ def as_tensors(buffers: Sequence[TensorBuffer]) -> tuple[RudaTensor, ...]:
     return tuple(RudaTensor(b.handle, b.shape, b.strides, b.elem) for b in buffers)
 
 
+def is_on(value: Operand, client: ComputeClient) -> bool:
+    """Whether ``value``'s memory is on ``client``'s device."""
+    return value.handle.server_id == client.server.server_id
+
+
 def check_device(op: str, name: str, buf: TensorBuffer, client: ComputeClient) -> None:
     """:raises InvalidHandle: unless ``buf``'s memory is on ``client``'s device."""
-    held = buf.handle.server_id
-    if held != client.server.server_id:
-        device = str(client.device)
+    if not is_on(buf, client):
+        held, device = buf.handle.server_id, str(client.device)
         raise InvalidHandle(
             f"{op}: {name} is on {device_name(held)}, but {op} runs on {device}; copy it "
             f"there first (ruda_core.asarray({name}, {device!r}))"

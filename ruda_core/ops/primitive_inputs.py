@@ -19,7 +19,7 @@ from ..lang import ArrayArg
 from ..runtime import ComputeClient, Feature, LaunchConfigError, UnsupportedFeature
 from ..runtime.layer_norm_args import TensorBuffer
 from ..tensor import RudaTensor
-from .operands import as_buffer, check_device, client_and_operands
+from .operands import as_buffer, check_device, client_and_operands, is_on
 
 __all__ = [
     "FOLDED",
@@ -88,7 +88,7 @@ def one_operand(
     if args and isinstance(args[0], ComputeClient) and len(args) == 2:
         value = args[1]
         if not isinstance(value, RudaTensor | TensorBuffer) or (
-            type(value) is RudaTensor and value.handle.server_id != args[0].server.server_id
+            type(value) is RudaTensor and not is_on(value, args[0])
         ):  # copied to the client's device (a tensor of another device too)
             value = asarray(value, args[0])
         client, operands = args[0], (value,)

@@ -443,8 +443,8 @@ class Launches:
                 if poisoned is not None:
                     stream.fail(poisoned, bindings, task)
                     return None
-                if count.binding is None:  # a dynamic count, which may be zero: the driver
-                    rewritten(task, bindings)  # clears the poison when it reads the count
+                if count.binding is None:  # a static count: the launch runs (a dynamic one
+                    rewritten(task, bindings)  # may be zero: its driver clears when it reads it)
                 break
         backlog = None
         if mode is _VALIDATE:

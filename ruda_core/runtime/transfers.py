@@ -275,7 +275,8 @@ class Transfers:
         through the host in chunks of ``chunk`` bytes (see there); no lock held."""
         nbytes = binding.nbytes
         if nbytes <= chunk:
-            target.write_from(out, self.read([binding], stream_value, True), target_stream_value)
+            read = self.read([binding], stream_value, copy=True)
+            target.write_from(out, read, target_stream_value)
             return
         writes: deque[Fence] = deque()
         for start in range(0, nbytes, chunk):
@@ -284,7 +285,7 @@ class Transfers:
             if out.slice.error is not None:  # a failed chunk poisoned the copy: no more
                 return
             size = min(chunk, nbytes - start)
-            read = self.read([_part(binding, start, size)], stream_value, True)
+            read = self.read([_part(binding, start, size)], stream_value, copy=True)
             writes.append(target.write_part(_part(out, start, size), read, target_stream_value))
             del read  # its bytes go with the write: held here, they would make a third chunk
 
