@@ -49,7 +49,7 @@ from .limits import LaunchLimits
 from .memory.handle import Binding, Handle
 from .memory.usage import MemoryUsage
 from .process_bound import ProcessBound
-from .profile import ProfileDuration, ProfileTrace, TimingMethod
+from .profile import ProfileDuration, TimingMethod
 from .properties import DeviceProperties, Feature, Features
 from .server import ComputeServer
 from .stream import StreamId, thread_stream
@@ -627,35 +627,30 @@ class ComputeClient(ProcessBound):
         Returns ``fn``'s result and a :class:`ProfileDuration`: ``submission_ns`` is the host
         time ``fn`` took to enqueue, ``execution_ns`` the device time of its kernels and
         ``transfer_ns`` of its copies, measured with device timestamps (``method``); its
-        ``trace`` exports to Chrome/Perfetto. Waits for the profiled work. Profiles do not nest.
+        ``trace`` exports to Chrome/Perfetto. On a device without timestamps ``execution_ns``
+        is the wall time from the start of ``fn`` to the completion of a sync, transfers
+        included, and the trace is empty. Waits for the profiled work. Profiles do not nest.
         """
         server = self._server
         label = name if name is not None else getattr(fn, "__name__", "profile")
-        if not self.features().has(Feature.DEVICE_TIMING):
-            return self._profile_by_wall_clock(fn, label)
-        server.start_profile(self.execution_stream().value)
+        stamped = self.features().has(Feature.DEVICE_TIMING)
+        stream = self.execution_stream().value
+        if not stamped:  # timed by the host: what was queued before is not timed
+            self.sync().result()
+        server.start_profile(stream, stamped)
         start = time.perf_counter_ns()
         try:
             result = fn()
         finally:
             submission = time.perf_counter_ns() - start
             trace = server.end_profile()
-        return result, ProfileDuration.from_trace(label, submission, TimingMethod.DEVICE, trace)
-
-    def _profile_by_wall_clock(self, fn: Callable[[], T], label: str) -> tuple[T, ProfileDuration]:
-        """For devices without timestamps: execution is the wall time from the start of ``fn``
-        to the completion of a sync (queueing included); transfers are not separated."""
-        self.sync().result()
-        start = time.perf_counter_ns()
-        result = fn()
-        submitted = time.perf_counter_ns()
-        self.sync().result()
-        done = time.perf_counter_ns()
-        trace = ProfileTrace(str(self.device_id()), ())
-        duration = ProfileDuration(
-            label, submitted - start, done - start, 0, TimingMethod.SYSTEM, trace
-        )
-        return result, duration
+        if stamped:
+            duration = ProfileDuration.from_trace(label, submission, TimingMethod.DEVICE, trace)
+            return result, duration
+        # execution: the wall time from the start of fn to the completion of a sync (queueing
+        # included); transfers are not told apart
+        done = time.perf_counter_ns() - start
+        return result, ProfileDuration(label, submission, done, 0, TimingMethod.SYSTEM, trace)
 
     def __repr__(self) -> str:
         pinned = f", stream={self.pinned.value}" if self.pinned is not None else ""

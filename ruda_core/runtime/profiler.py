@@ -27,8 +27,8 @@ class _Recording:
 
     __slots__ = ("base", "ops", "streams")
 
-    def __init__(self, base: Stamp, stream: ServerStream) -> None:
-        self.base = base
+    def __init__(self, base: Stamp | None, stream: ServerStream) -> None:
+        self.base = base  #: None: a profile timed by the host (no stamps)
         self.ops: list[tuple[str, str, ServerStream, Stamp, Stamp]] = []
         self.streams: dict[int, ServerStream] = {stream.slot: stream}
 
@@ -49,16 +49,17 @@ class Profiler:
         #: whether a profile is running (an attribute, not a property: every launch reads it)
         self.active = False
 
-    def start(self, stream: ServerStream) -> None:
-        """Begin timing, from a stamp on ``stream``.
+    def start(self, stream: ServerStream, stamped: bool = True) -> None:
+        """Begin a profile, timed from a stamp on ``stream`` where ``stamped``; else the host
+        times it (a device without timestamps), and the profile only marks that one runs.
 
-        :raises UnsupportedFeature: when the driver records no device timestamps.
+        :raises UnsupportedFeature: when stamped and the driver records no device timestamps.
         :raises ServerError: when a profile is already running (profiles do not nest).
         """
         if self._recording is not None:
             raise ServerError(f"a profile is already running on {self._streams.device}")
-        self._recording = _Recording(self._queue.timestamp(stream), stream)
-        self.active = True
+        self._recording = _Recording(self._queue.timestamp(stream) if stamped else None, stream)
+        self.active = stamped
 
     def stamp(self, stream: ServerStream) -> Stamp:
         """A stamp on ``stream`` before an operation is enqueued."""
@@ -88,6 +89,8 @@ class Profiler:
         rec, waits = stopped
         for w in waits:
             w.result()
+        if rec.base is None:
+            return ProfileTrace(str(self._streams.device), ())
         since = self._queue.elapsed_ns
         spans = [
             (kind, name, stream.slot, since(rec.base, start), since(rec.base, end))

@@ -374,17 +374,19 @@ class ComputeServer(ProcessBound):
         """:meth:`~.stream_table.StreamTable.exit_work` with this server's syncs."""
         return self.streams.exit_work(deadline, self._sync)
 
-    def start_profile(self, stream_value: int) -> None:
-        """Begin timing every kernel and transfer enqueued on this device, on any stream.
+    def start_profile(self, stream_value: int, stamped: bool = True) -> None:
+        """Begin timing every kernel and transfer enqueued on this device, on any stream (with
+        ``stamped=False``, on a device without timestamps: the caller times the profile, which
+        ends, as the other, by syncing the stream).
 
-        :raises UnsupportedFeature: when the driver records no device timestamps.
+        :raises UnsupportedFeature: when stamped and the driver records no device timestamps.
         :raises ServerError: when a profile is already running (profiles do not nest).
         :raises CaptureError: inside a capture on the calling thread or the stream.
         """
         if self.captures.open:
             self.captures.refuse("profile()", stream_value)
         with self.lock:
-            self.profiler.start(self.streams.get(stream_value))
+            self.profiler.start(self.streams.get(stream_value), stamped)
 
     def end_profile(self) -> ProfileTrace:
         """Stop timing, wait for the timed work and return its trace (times relative to the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, f32, kernel
 from ruda_core.runtime import (
@@ -15,6 +16,7 @@ from ruda_core.runtime import (
     Features,
     RudaCount,
     RudaDim,
+    ServerError,
     TimingMethod,
 )
 from ruda_cpu import CpuRuntime
@@ -39,11 +41,15 @@ def triple(x: Array[f32], out: Array[f32]):
         out[i] = x[i] * f32(3)
 
 
-def test_a_device_without_timestamps_profiles_on_the_host_clock():
+@pytest.fixture
+def client() -> ComputeClient:
     index = next(_ids)
-    client = ComputeClient(
+    return ComputeClient(
         ("untimed-cpu", index), _UntimedServer(DeviceId(0, index)), None, CpuRuntime
     )
+
+
+def test_a_device_without_timestamps_profiles_on_the_host_clock(client):
     x = np.arange(N, dtype=np.float32)
 
     def region():
@@ -59,3 +65,16 @@ def test_a_device_without_timestamps_profiles_on_the_host_clock():
     assert duration.execution_ns >= duration.submission_ns > 0
     assert duration.transfer_ns == 0
     assert duration.trace.events == ()
+
+
+def test_profiles_timed_on_the_host_do_not_nest_either(client):
+    with pytest.raises(ServerError, match="already running"):
+        client.profile(lambda: client.profile(lambda: None))
+
+    def failing():
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        client.profile(failing)
+    _, duration = client.profile(lambda: None)  # neither failed profile is left running
+    assert duration.method is TimingMethod.SYSTEM

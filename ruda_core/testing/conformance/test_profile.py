@@ -116,4 +116,6 @@ def test_profiles_do_not_nest_and_end_when_the_region_raises(client):
     with pytest.raises(KeyError):
         client.profile(failing)
     _, duration = client.profile(lambda: None)  # the failed profile has ended
-    assert duration.execution_ns == 0
+    assert duration.trace.events == ()
+    if duration.method is TimingMethod.DEVICE:  # else the wall time until a sync completes
+        assert duration.execution_ns == 0
