@@ -107,7 +107,6 @@ _OPERATORS = {
     Op.SUB: "-",
     Op.MUL: "*",
     Op.DIV: "/",
-    Op.POW: "**",
     Op.EQ: "==",
     Op.NE: "!=",
     Op.LT: "<",
@@ -181,6 +180,7 @@ _UNARY_FUNCS = {
     Op.ABS: "np.abs",
 }
 _BINARY_FUNCS = {
+    Op.POW: "L.power",
     Op.ATAN2: "np.arctan2",
     Op.HYPOT: "np.hypot",
     Op.FMOD: "np.fmod",

@@ -88,7 +88,7 @@ from .plane import (
     plane_sum,
 )
 from .printing import batch_output, print_lanes
-from .special import erf, erfc, lgamma, remainder
+from .special import erf, erfc, lgamma, power, remainder
 from .subsets import pick, spread, subset
 from .sync import sync_units_and, sync_units_count, sync_units_or
 from .values import (
@@ -214,6 +214,7 @@ __all__ = [
     "plane_shuffle_xor",
     "plane_sum",
     "popcount",
+    "power",
     "print_lanes",
     "range_value",
     "remainder",

@@ -1,5 +1,6 @@
 """Special functions NumPy lacks: ``erf`` (vectorised), ``erfc``, ``lgamma`` and the IEEE
-``remainder`` (element by element through :mod:`math`, in float64, rounded once).
+``remainder`` (element by element through :mod:`math`, in float64, rounded once), and C's
+``pow`` (NumPy's differs where the exponent is 0.5).
 
 ``erf`` is computed in float64 whatever the element type and rounded once to it, so f16 and f32
 results are correctly rounded but for rare ties, and f64 results are within 4 ulp of the true
@@ -22,7 +23,7 @@ import numpy as np
 
 from .values import _split
 
-__all__ = ["erf", "erfc", "lgamma", "remainder"]
+__all__ = ["erf", "erfc", "lgamma", "power", "remainder"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _ONE_OVER_SQRT_PI = 1.0 / math.sqrt(math.pi)
@@ -110,3 +111,12 @@ def remainder(x: Any, y: Any) -> Any:
     """IEEE 754 remainder ``x - n*y``, ``n`` the nearest integer to ``x/y`` (ties to even):
     exact; NaN where ``y`` is 0 or ``x`` infinite."""
     return _per_element(_remainder, x, y)
+
+
+def power(x: Any, y: Any) -> Any:
+    """C's ``pow(x, y)``: NumPy computes a power by 0.5 as ``sqrt`` (in float32 and float64),
+    which gives ``-0.0`` for ``-0.0`` and NaN for ``-inf``, where ``pow`` gives ``+0.0`` and
+    ``+inf``."""
+    out = np.power(x, y)
+    fixed = (y == 0.5) & ((x == 0) | (x == -np.inf))
+    return np.where(fixed, np.abs(x), out)[()] if np.any(fixed) else out

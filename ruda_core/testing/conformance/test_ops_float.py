@@ -254,6 +254,29 @@ def test_products_with_a_zero_computed_in_each_turn_of_a_loop_are_not_folded(cli
 
 
 @kernel
+def half_powers(x: Array[Float], out: Array[Float], e: Float):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[3 * i] = x[i] ** Float(0.5)  # an exponent known when the kernel is built
+        out[3 * i + 1] = x[i] ** e  # one exponent for every unit
+        out[3 * i + 2] = e ** x[i]
+
+
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.F32, Elem.F64], ids=str)
+def test_a_power_by_one_half_is_cs_pow_not_a_square_root(client, elem):
+    """``x ** 0.5`` is C's ``pow``: ``+0.0`` for ``-0.0`` and ``+inf`` for ``-inf`` (a square
+    root gives ``-0.0`` and NaN), whether the exponent is a constant or one scalar."""
+    need(client, elem)
+    x = np.array([-0.0, 0.0, -math.inf, math.inf, 4.0, -4.0, math.nan], dtype=elem.numpy)
+    got = run_kernel(client, half_powers, [x], (3 * x.size, elem.numpy), [0.5], dim=x.size)
+    nan, inf = math.nan, math.inf
+    roots = [0.0, 0.0, inf, inf, 2.0, nan, nan]
+    exponentials = [1.0, 1.0, inf, 0.0, 0.0625, 16.0, nan]  # 0.5 ** x
+    want = np.array([roots, roots, exponentials], dtype=elem.numpy).T.ravel()
+    _assert_same_values(got, want)
+
+
+@kernel
 def position_sums(out: Array[Float], s: Float):
     zero = Float(UNIT_POS)  # 0 in a cube of one unit, where a compiler may know it
     one = Float(RUDA_DIM)  # the cube's size, which a compiler may know
