@@ -82,8 +82,22 @@ def test_device_selection_parses_options_and_environment(monkeypatch):
     assert selection.names == ["cpu", "nosuch:3"] and selection.required == {"nosuch"}
     assert selection.open("cpu").name() == "cpu"  # type: ignore[union-attr]
     missing = selection.open("nosuch:3")
-    assert missing.required and "RUDA_REQUIRE" in missing.message()  # type: ignore[union-attr]
+    assert missing.required and "does not exist" in missing.message()  # type: ignore[union-attr]
+    found = DeviceSelection(["nosuch:3"], selection.required).open("nosuch:3")
+    assert found.required and "RUDA_REQUIRE" in found.message()  # type: ignore[union-attr]
     assert DeviceSelection.from_options(["cpu"]).names == ["cpu"]
+
+
+@pytest.mark.parametrize("name", ["tydev:0", "cpu:7"])
+def test_a_device_named_for_the_run_that_does_not_exist_fails_its_tests(monkeypatch, name):
+    """A typo (an unknown backend, an index beyond the devices) fails rather than skips, so a
+    run of a device that is not there never passes; without RUDA_REQUIRE too."""
+    monkeypatch.delenv("RUDA_REQUIRE", raising=False)
+    missing = DeviceSelection.from_options([name]).open(name)
+    assert missing.required, missing  # type: ignore[union-attr]
+    assert "does not exist" in missing.message()  # type: ignore[union-attr]
+    found = DeviceSelection([name], frozenset()).open(name)  # found, not named: a skip
+    assert not found.required  # type: ignore[union-attr]
 
 
 def test_matrix_keeps_the_worst_outcome_and_writes_both_formats(tmp_path):

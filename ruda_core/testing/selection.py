@@ -4,9 +4,10 @@ Devices come from ``--ruda-device`` (repeatable, comma lists allowed), else the
 ``RUDA_TEST_DEVICES`` environment variable (``cpu,opencl:0``), else every device
 ``ruda_core.enumerate_all_devices()`` lists plus every device that failed its probe (whose tests
 then skip with the driver's reason). ``RUDA_REQUIRE=cuda,opencl`` names backends that must be
-present: a required backend that is missing or has no usable device is a test *failure*; any
-other device that cannot be opened is a *skip* whose reason names the device and why. A device
-is opened at most once per test run.
+present: a required backend that is missing or has no usable device is a test *failure*, and so
+is a device named by option or variable that does not exist (a typo must not pass as a run
+that skipped everything); any other device that cannot be opened is a *skip* whose reason
+names the device and why. A device is opened at most once per test run.
 """
 
 from __future__ import annotations
@@ -62,8 +63,15 @@ class Unavailable:
     device: str
     reason: str
     required: bool
+    #: the device was named for the run and does not exist (also a failure)
+    named: bool = False
 
     def message(self) -> str:
+        if self.named:
+            return (
+                f"{self.device} was named for testing (--ruda-device or {ENV_DEVICES}) but "
+                f"does not exist: {self.reason}; `ruda devices` lists those that do"
+            )
         if self.required:
             return (
                 f"{self.device} cannot be opened, but {ENV_REQUIRE} requires backend "
@@ -80,6 +88,8 @@ class DeviceSelection:
     required: frozenset[str]
     #: Set when the default device list could not be enumerated (shown by the suite's checks).
     enumeration_error: str = ""
+    #: whether ``names`` were named for the run rather than found
+    named: bool = False
     _opened: dict[str, ComputeClient | Unavailable] = field(default_factory=dict)
 
     @classmethod
@@ -88,7 +98,7 @@ class DeviceSelection:
         required = required_backends()
         names = parse_names(devices) or parse_names([os.environ.get(ENV_DEVICES, "")])
         if names:
-            return cls(names, required)
+            return cls(names, required, named=True)
         try:
             found = [str(d) for d in ruda_core.enumerate_all_devices()]
         except Exception as exc:  # e.g. RUDA_BACKENDS names a broken backend: reported, not fatal
@@ -107,8 +117,9 @@ class DeviceSelection:
             except Exception as exc:  # any failure to open is reported per device, never raised
                 reason = f"{type(exc).__name__}: {exc}"
                 backend = backend_of(name)
-                required = backend in self.required and not _has_usable_device(backend)
-                outcome = Unavailable(name, reason, required)
+                named = self.named and isinstance(exc, ValueError)  # no such device
+                required = named or (backend in self.required and not _has_usable_device(backend))
+                outcome = Unavailable(name, reason, required, named)
             self._opened[name] = outcome
         return outcome
 
