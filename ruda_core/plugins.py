@@ -411,7 +411,25 @@ def _validate(info: object, entry_name: str) -> BackendInfo:
         )
     if info.name != entry_name:
         raise PluginError(f"entry point {entry_name!r} declares backend name {info.name!r}")
+    if info.name != info.name.lower() or ":" in info.name:
+        raise PluginError(
+            f"backend name {info.name!r} must be lower case without ':' (device names are "
+            "'<backend>:<index>', and ruda_core.client lowercases the names it is given)"
+        )
     return info
+
+
+def _foreign_device(info: BackendInfo, devices: tuple[Hashable, ...]) -> str:
+    """Why a device the probe of ``info`` listed is none of its backend's ("" where all are):
+    an object of another class, or one whose name ``ruda_core.client`` cannot find again."""
+    cls = info.runtime.device
+    for d in devices:
+        if not isinstance(d, cls) or str(d).partition(":")[0] != info.name:
+            return (
+                f"its probe listed {d!r} ({type(d).__name__}, named {str(d)!r}), not a "
+                f"{cls.__name__} named '{info.name}' or '{info.name}:<index>'"
+            )
+    return ""
 
 
 def _list(info: BackendInfo) -> BackendStatus:
@@ -427,9 +445,13 @@ def _list(info: BackendInfo) -> BackendStatus:
     except Exception as exc:
         status = replace(base, status=Status.IMPORT_FAILED, reason=f"{type(exc).__name__}: {exc}")
     else:
-        if devices:
+        foreign = _foreign_device(info, devices)
+        if foreign:
+            status = replace(base, status=Status.IMPORT_FAILED, reason=foreign)
+        elif devices:
             return replace(base, devices=devices)
-        status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
+        else:
+            status = replace(base, status=Status.NO_DEVICE, reason="the driver reports no device")
     if _strict():
         raise PluginError(f"backend {info.name!r} {status.status.predicate}: {status.reason}")
     return status

@@ -350,6 +350,32 @@ def test_a_plugin_implementing_an_unknown_hook_is_refused_naming_it(tmp_path):
     assert facts["backends"]["cpu"][0] == "available"
 
 
+def test_a_backend_whose_devices_client_cannot_find_again_is_refused(tmp_path):
+    """A probe that lists devices of another name, or strings, and a backend name ``client``
+    cannot match (upper case): each backend fails to load saying why, the others still work."""
+    misnamed = driver_source("misnamed", "devices named otherdev").replace(
+        'return f"{NAME}:{self.index}"', 'return f"otherdev:{self.index}"'
+    )
+    strings = driver_source("strings", "a probe listing strings").replace(
+        "lambda: [Device(0)]", "lambda: ['strings:0']"
+    )
+    upper = driver_source("Upper", "an upper-case name")
+    modules = {"ruda_fake_misnamed": misnamed, "ruda_fake_strings": strings}
+    modules["ruda_fake_upper"] = upper
+    backends = {"misnamed": "ruda_fake_misnamed", "strings": "ruda_fake_strings"}
+    backends["Upper"] = "ruda_fake_upper"
+    root = fake_distribution(tmp_path, "fake-names", backends, modules)
+    facts = json.loads(_run(PROBE, root).stdout)
+    status, reason = facts["backends"]["misnamed"]
+    assert status == "failed to import" and "named 'otherdev:0'" in reason, reason
+    status, reason = facts["backends"]["strings"]
+    assert status == "failed to import" and "'strings:0' (str" in reason, reason
+    status, reason = facts["backends"]["Upper"]
+    assert status == "failed to import" and "must be lower case" in reason, reason
+    assert facts["devices"][0] == "cpu"
+    assert not {"otherdev:0", "strings:0"} & set(facts["devices"])
+
+
 WIDEFAULT = driver_source(
     "widefault",
     "a device that builds the probe kernel but crashes the process building lines of eight u64 "
