@@ -17,7 +17,7 @@ def test_conformance_unknown_device_exits_non_zero_with_the_reason(capsys, devic
     code = cli.main(["conformance", "--device", "cpu", "--device", device])
     out, err = capsys.readouterr()
     assert code == pytest.ExitCode.USAGE_ERROR
-    assert f"ruda conformance: {device} is not available: " in err
+    assert f"ruda conformance: {device} does not exist: " in err
     assert "cpu is not" not in err
     assert "ruda devices" in err
     assert "ruda conformance:" not in out  # no summary: pytest never ran

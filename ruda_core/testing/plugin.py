@@ -14,6 +14,10 @@ Load it with ``pytest_plugins = ["ruda_core.testing.plugin"]`` in a root ``conft
   the test its device is known to fail (:class:`~.overrides.KnownCases`);
 * the markers of :mod:`.markers` (``requires``, ``requires_elem``), checked before a test's
   fixtures are set up;
+* a time limit for each device test (``--ruda-timeout S``, ``RUDA_TEST_TIMEOUT``; default
+  900 s, 0: none): a test still running then fails where it waits (a future its driver never
+  completes), and the device's later tests fail at once instead of hanging in turn (POSIX,
+  where the tests run on the main thread);
 * the xfail overrides drivers declare with the ``ruda_conformance_xfails`` hook, applied
   when a test is set up on a device they apply to (see :mod:`.overrides`);
 * each conformance test's cell of the conformance matrix in its reports' user properties
@@ -27,6 +31,13 @@ The plugin never imports a driver itself; opening a device is what imports it.
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Generator, Iterator
+from types import FrameType
 
 import pytest
 from hypothesis import settings
@@ -47,7 +58,9 @@ from .overrides import (
 from .selection import ENV_DEVICES, ENV_REQUIRE, DeviceSelection, Unavailable
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "ENV_FUZZ_NEW",
+    "ENV_TIMEOUT",
     "HYPOTHESIS_PROFILE",
     "HYPOTHESIS_PROFILE_NEW",
     "client",
@@ -65,7 +78,13 @@ ENV_FUZZ_NEW = "RUDA_FUZZ_NEW"
 settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, deadline=None, print_blob=True)
 settings.register_profile(HYPOTHESIS_PROFILE_NEW, derandomize=False, deadline=None, print_blob=True)
 
+#: Seconds a device test may run (0: no limit), unless ``--ruda-timeout`` says.
+ENV_TIMEOUT = "RUDA_TEST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 900.0
+
 _SELECTION = pytest.StashKey[DeviceSelection]()
+#: the devices that stopped answering, each with the test it stopped in
+_STOPPED = pytest.StashKey[dict[str, str]]()
 _OVERRIDES = pytest.StashKey[Overrides]()
 _KNOWN_CASES = pytest.StashKey[KnownCases]()
 
@@ -80,6 +99,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"run device tests on D (repeatable, or a comma list; default: ${ENV_DEVICES}, "
         "else every device ruda_core.enumerate_all_devices() lists)",
     )
+    group.addoption(
+        "--ruda-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"fail a device test still running after S seconds, and its device's later tests "
+        f"(default: ${ENV_TIMEOUT}, else {DEFAULT_TIMEOUT_S:g}; 0: no limit)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,6 +118,23 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _load_hypothesis_profile(config)
     config.stash[_SELECTION] = DeviceSelection.from_options(config.getoption("ruda_device"))
+    config.stash[_STOPPED] = {}
+    _limit_s(config)  # a malformed setting stops the run before any test
+
+
+def _limit_s(config: pytest.Config) -> float:
+    """The seconds a device test may run (0: no limit).
+
+    :raises pytest.UsageError: for a ``RUDA_TEST_TIMEOUT`` that is no number.
+    """
+    given: float | None = config.getoption("ruda_timeout")
+    if given is not None:
+        return max(given, 0.0)
+    text = os.environ.get(ENV_TIMEOUT, "").strip()
+    try:
+        return max(float(text), 0.0) if text else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise pytest.UsageError(f"{ENV_TIMEOUT}={text!r} is not a number of seconds") from None
 
 
 def _load_hypothesis_profile(config: pytest.Config) -> None:
@@ -166,11 +210,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     the declaration names the failing parts, hand it to the test's ``known_cases``), and skip
     as *unsupported* one whose device lacks a marked capability, before any fixture. The xfail
     mark counts as one made at collection: this hook runs before pytest's own of the same
-    order (it is registered later), and pytest reads the marks again when the test is called."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or DEVICE_PARAM not in callspec.params:
+    order (it is registered later), and pytest reads the marks again when the test is called.
+    A test of a device that stopped answering (:func:`_time_limit`) fails at once."""
+    device = _device_of(item)
+    if device is None:
         return
-    client = _check_available(_selection(item.config), callspec.params[DEVICE_PARAM])
+    stopped = item.config.stash[_STOPPED].get(device)
+    if stopped is not None:
+        pytest.fail(f"{device} stopped answering in {stopped}: not tested further", pytrace=False)
+    client = _check_available(_selection(item.config), device)
     known = _overrides(item.config).known_for(item, client.properties())
     if known is not None and known.cases:
         item.stash[_KNOWN_CASES] = known
@@ -181,6 +229,62 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     reason = missing(client, features, elems)
     if reason is not None:
         pytest.skip(reason)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_runtest_setup")
+def pytest_runtest_setup_time_limit(item: pytest.Item) -> Generator[None, None, None]:
+    """Set a device test's fixtures up under its time limit (:func:`_time_limit`)."""
+    device = _device_of(item)
+    if device is None:
+        return (yield)
+    with _time_limit(item, device):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Run a device test under its time limit (:func:`_time_limit`)."""
+    device = _device_of(item)
+    if device is None:
+        return (yield)
+    with _time_limit(item, device):
+        return (yield)
+
+
+def _device_of(item: pytest.Item) -> str | None:
+    """The device a test runs on; None for a test of no device."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or DEVICE_PARAM not in callspec.params:
+        return None
+    device: str = callspec.params[DEVICE_PARAM]
+    return device
+
+
+@contextlib.contextmanager
+def _time_limit(item: pytest.Item, device: str) -> Iterator[None]:
+    """Past the test's time limit (:func:`_limit_s`), fail it with the traceback of where it
+    waits, and mark ``device`` as stopped. No limit off POSIX or off the main thread."""
+    limit = _limit_s(item.config)
+    main = threading.current_thread() is threading.main_thread()
+    if not limit or not main or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        item.config.stash[_STOPPED][device] = item.nodeid
+        pytest.fail(
+            f"{item.nodeid} did not finish within {limit:g} s on {device}: a wait for the "
+            "device never ended (a future its driver never completes?). Its later tests fail "
+            f"at once. --ruda-timeout or {ENV_TIMEOUT} sets the limit (0: none)"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(scope="session")

@@ -68,10 +68,7 @@ class Unavailable:
 
     def message(self) -> str:
         if self.named:
-            return (
-                f"{self.device} was named for testing (--ruda-device or {ENV_DEVICES}) but "
-                f"does not exist: {self.reason}; `ruda devices` lists those that do"
-            )
+            return f"{self.device} does not exist: {self.reason}"
         if self.required:
             return (
                 f"{self.device} cannot be opened, but {ENV_REQUIRE} requires backend "
