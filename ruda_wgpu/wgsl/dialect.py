@@ -63,7 +63,7 @@ _FORMS = {
     "isnan": _NAN,
     "isinf": _magnitude("=="),
     "isfinite": _magnitude("<"),
-    "log10": f"(log2({{0}}) * {math.log10(2.0)!r}f)",
+    "log10": f"(ruda_log2_f32({{0}}) * {math.log10(2.0)!r}f)",
     # on the bits: a compiler may ignore the sign of a zero it knows (abs(-0.0) gave -0.0)
     "fabs": f"bitcast<f32>{_MAGNITUDE}",
     "copysign": f"bitcast<f32>({_MAGNITUDE} | (bitcast<u32>({{1}}) & 2147483648u))",
@@ -74,8 +74,8 @@ _FORMS = {
 #: The ``f32`` math functions a helper of :mod:`.helpers` computes (WGSL lacks them, or a
 #: driver's is coarse or wrong at special values).
 _HELPED = words(
-    "pow log1p expm1 acosh atan atan2 fmod remainder asin acos tanh cbrt hypot erf erfc lgamma "
-    "sin cos tan"
+    "pow exp log log2 log1p expm1 sinh cosh tanh asinh acosh atan atan2 fmod remainder asin acos "
+    "cbrt hypot erf erfc lgamma sin cos tan"
 )
 #: The 32-bit bit counts WGSL has builtins for.
 _COUNTS = {

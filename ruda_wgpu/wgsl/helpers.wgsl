@@ -41,38 +41,188 @@ fn ruda_pow_f32(a: f32, b: f32) -> f32 {
 }
 
 fn ruda_pow_positive_f32(a: f32, b: f32) -> f32 {
-    // a ** b for a finite a > 0: the whole part of b by squaring and the rest through pow,
-    // whose error grows with b * log2(a)
-    if (abs(b) >= f32(1048576.0)) { return pow(a, b); }
-    let n = trunc(b);
-    var k = u32(abs(n));
-    var base = a;
-    var whole = f32(1.0);
-    // 20 squarings, written out: no loop (lavapipe ends a unit's loops after 65 535 turns)
-    // repeat 20
-    if ((k & 1u) == 1u) { whole = whole * base; }
-    base = base * base;
-    k = k >> 1u;
-    // end repeat
-    let rest = pow(a, b - n);
-    let r = select(whole * rest, rest / whole, n < f32(0.0));
-    if (whole > f32(3.0e38) || r == f32(0.0) || abs(r) > f32(3.0e38)) { return pow(a, b); }
-    return r;
+    // a ** b for a finite a > 0 as 2 ** (b log2(a)), log2(a) and the product each to about 40
+    // bits as a pair hi + lo (drivers' pow is exp2(b * log2(a)), whose error grows with the
+    // product: 15 ulp at 1.9e-19 ** -0.68 on lavapipe)
+    let l = ruda_log2_pair_f32(a);
+    let y = ruda_two_product_f32(b, l.x);
+    if (abs(y.x) > f32(300.0)) {  // far past overflow or underflow
+        return select(f32(0.0), bitcast<f32>(0x7f800000u), y.x > f32(0.0));
+    }
+    let n = round(y.x);
+    let r = (y.x - n) + (y.y + b * l.y);  // y.x - n is exact
+    return ruda_exp_scaled_f32(r * f32(0.6931471805599453), i32(n));
+}
+
+fn ruda_log2_pair_f32(a: f32) -> vec2<f32> {
+    // log2(a) of a finite a > 0 (a subnormal too, from its bits) as (hi, lo), to about 40 bits:
+    // a = 2**e m with m in [sqrt(1/2), sqrt(2)) and log(m) = 2 atanh(t), t = (m - 1) / (m + 1)
+    // as th + tl, the series' tail t**3 (2/3 + 2 t**2/5 + ...) in f32 (under 1% of log(m)).
+    // The sums whose rounding error is taken are ruda_add_f32's: a compiler that reassociates
+    // folds (m + 1) - m to 1 (lavapipe does)
+    let u = ruda_unpack_f32(bitcast<u32>(a));
+    var m = f32(u.x) * f32(1.1920928955078125e-7);  // in [1, 2)
+    var e = u.y - 127;
+    if (m > f32(1.4142135623730951)) { m = m * f32(0.5); e = e + 1; }
+    let f = m - f32(1.0);  // exact
+    let sh = ruda_add_f32(m, f32(1.0));
+    let sl = select(f32(1.0) - (sh - m), m - (sh - f32(1.0)), m < f32(1.0));  // m + 1 - sh
+    let th = f / sh;
+    let q = ruda_two_product_f32(th, sh);
+    let tl = (((f - q.x) - q.y) - th * sl) / sh;
+    let z = th * th;
+    let tail = th * z * ((((((f32(0.15384615384615385) * z + f32(0.18181818181818182)) * z
+        + f32(0.2222222222222222)) * z + f32(0.2857142857142857)) * z + f32(0.4)) * z)
+        + f32(0.6666666666666666));
+    // log(m) times 1 / ln 2 = ih + il
+    let ih = f32(1.4426950216293335);
+    let g = ruda_two_product_f32(f32(2.0) * th, ih);
+    let gl = g.y + f32(2.0) * th * f32(1.925963033500011e-8) + (f32(2.0) * tl + tail) * ih;
+    let hi = ruda_add_f32(f32(e), g.x);
+    return vec2<f32>(hi, ((g.x - (hi - f32(e))) + gl));  // |e| >= |g.x| unless e is 0
+}
+
+fn ruda_two_product_f32(a: f32, b: f32) -> vec2<f32> {
+    // (p, err) with p = a * b rounded and p + err = a * b exactly (Dekker's), for products
+    // that neither overflow nor underflow: the halves are taken by the bits (12 significant
+    // bits each), so every partial product is exact and a driver that fuses one into an add
+    // cannot change it; p is rounded on its own (ruda_mul_f32's select stands between)
+    let p = ruda_mul_f32(a, b);
+    let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
+    let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
+    let al = a - ah;
+    let bl = b - bh;
+    return vec2<f32>(p, (((ah * bh - p) + ah * bl) + al * bh) + al * bl);
+}
+
+// exp and its kin (expm1, sinh, cosh, tanh, pow) from Cody and Waite's reduction a = k ln 2 + r,
+// |r| <= ln 2 / 2, with ln 2 in two parts, the first of 9 bits, so that k times it is exact,
+// and expm1(r) by its Taylor series (within 1 ulp): drivers' exp may be off by 3 + 2 |a| ulp
+// (Vulkan's bound; lavapipe's was 25 ulp off at 86.8), and a power of two is applied in two
+// halves made from the bits (WGSL's ldexp is undefined past 2**128 and may flush), so that a
+// result near overflow or in the subnormal range is rounded once.
+
+fn ruda_exp_f32(a: f32) -> f32 {
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return a; }  // NaN
+    return ruda_exp_scaled_f32(a, 0);
+}
+
+fn ruda_exp_scaled_f32(a: f32, s: i32) -> f32 {
+    // exp(a) * 2**s for an a that is not a NaN, |s| <= 300: finite up to its overflow
+    let x = clamp(a, f32(-104.0), f32(90.0));
+    let k = round(x * f32(1.4426950408889634));
+    let r = (x - k * f32(0.693359375)) - k * f32(-2.12194440e-4);
+    let p = f32(1.0) + ruda_expm1_kernel_f32(r);
+    let n = clamp(i32(k) + s, -152, 130);
+    let h = n / 2;
+    return p * ruda_pow2_f32(h) * ruda_pow2_f32(n - h);
+}
+
+fn ruda_pow2_f32(n: i32) -> f32 {
+    // 2**n for n in [-126, 127], by its bits
+    return bitcast<f32>(u32(n + 127) << 23u);
+}
+
+fn ruda_expm1_kernel_f32(r: f32) -> f32 {
+    // expm1(r) for |r| <= 0.35: the Taylor series to r**8 / 8!; r itself where r * r is 0, so
+    // that a zero keeps its sign
+    let p = (((((f32(2.48015873015873e-5) * r + f32(1.984126984126984e-4)) * r
+        + f32(1.388888888888889e-3)) * r + f32(8.333333333333333e-3)) * r
+        + f32(4.1666666666666664e-2)) * r + f32(0.16666666666666666)) * r + f32(0.5);
+    let z = r * r;
+    return select(r + z * p, r, z == f32(0.0));
+}
+
+fn ruda_expm1_f32(a: f32) -> f32 {
+    // 2**k (1 + expm1(r)) - 1 as 2**k expm1(r) + (2**k - 1), exact but for the last rounding
+    // where k is small; exp(a) from 88 on, where the 1 is lost in rounding, -1 below -87
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || a > f32(88.0)) {
+        return ruda_exp_f32(a);  // NaN, or exp(a)
+    }
+    let x = max(a, f32(-87.0));
+    let k = round(x * f32(1.4426950408889634));
+    let r = (x - k * f32(0.693359375)) - k * f32(-2.12194440e-4);
+    let e = ruda_expm1_kernel_f32(r);
+    if (k == f32(0.0)) { return e; }
+    let t = ruda_pow2_f32(i32(k));
+    return t * e + (t - f32(1.0));
+}
+
+fn ruda_sinh_f32(a: f32) -> f32 {
+    // sinh(|a|) as (E + E / (E + 1)) / 2 with E = expm1(|a|), exact near 0, and from 12 on as
+    // exp(|a|) / 2, halved in the scaling so that it is finite up to ln(2 FLT_MAX) (drivers'
+    // sinh overflowed from 88.7); a's sign set by its bits
+    let bits = bitcast<u32>(a);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { return a; }  // NaN
+    let y = bitcast<f32>(bits & 0x7fffffffu);
+    var m = ruda_exp_scaled_f32(y, -1);
+    if (y < f32(12.0)) {
+        let e = ruda_expm1_f32(y);
+        m = f32(0.5) * (e + e / (e + f32(1.0)));
+    }
+    return bitcast<f32>(bitcast<u32>(m) | (bits & 0x80000000u));
+}
+
+fn ruda_cosh_f32(a: f32) -> f32 {
+    // exp(|a|) / 2 + exp(-|a|) / 2, each halved in its scaling, so that it is finite up to
+    // ln(2 FLT_MAX) (drivers' cosh overflowed from 88.7)
+    let bits = bitcast<u32>(a) & 0x7fffffffu;
+    if (bits > 0x7f800000u) { return a; }  // NaN
+    let y = bitcast<f32>(bits);
+    return ruda_exp_scaled_f32(y, -1) + ruda_exp_scaled_f32(-y, -1);
+}
+
+fn ruda_tanh_f32(a: f32) -> f32 {
+    // tanh(|a|) as E / (E + 2) with E = expm1(2 |a|), exact near 0 (drivers' tanh may be an
+    // approximation good to 11 bits), 1 from 9.1 on; a's sign set by its bits
+    let bits = bitcast<u32>(a);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { return a; }  // NaN
+    let y = bitcast<f32>(bits & 0x7fffffffu);
+    var t = f32(1.0);
+    if (y < f32(9.1)) {
+        let e = ruda_expm1_f32(f32(2.0) * y);
+        t = e / (e + f32(2.0));
+    }
+    return bitcast<f32>(bitcast<u32>(t) | (bits & 0x80000000u));
+}
+
+fn ruda_asinh_f32(a: f32) -> f32 {
+    // log1p(y + y * y / (1 + sqrt(1 + y * y))) for y = |a|, exact near 0, and from 2**12 on
+    // log(y) + ln 2, where the rest is below an ulp (drivers' asinh squares a, and lavapipe's
+    // was infinite from 1.8e19); a's sign set by its bits
+    let bits = bitcast<u32>(a);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { return a; }  // NaN
+    let y = bitcast<f32>(bits & 0x7fffffffu);
+    var r = log(y) + f32(0.6931471805599453);
+    if (y < f32(4096.0)) {
+        let z = y * y;
+        r = ruda_log1p_f32(y + z / (f32(1.0) + sqrt(f32(1.0) + z)));
+    }
+    return bitcast<f32>(bitcast<u32>(r) | (bits & 0x80000000u));
+}
+
+// log and log2 of a subnormal a from its bits, normalised: drivers' are neither right nor
+// those of 0 there (lavapipe's log(4.9e-41) was -88.0, not -92.8)
+
+fn ruda_log_f32(a: f32) -> f32 {
+    let bits = bitcast<u32>(a);
+    if (bits == 0u || bits >= 0x00800000u) { return log(a); }
+    let u = ruda_unpack_f32(bits);
+    let m = bitcast<f32>((u32(u.x) & 0x7fffffu) | 0x3f800000u);
+    return log(m) + f32(u.y - 127) * f32(0.6931471805599453);
+}
+
+fn ruda_log2_f32(a: f32) -> f32 {
+    let bits = bitcast<u32>(a);
+    if (bits == 0u || bits >= 0x00800000u) { return log2(a); }
+    let u = ruda_unpack_f32(bits);
+    return log2(bitcast<f32>((u32(u.x) & 0x7fffffu) | 0x3f800000u)) + f32(u.y - 127);
 }
 
 fn ruda_log1p_f32(a: f32) -> f32 {
     let u = f32(1.0) + a;
     if (u == f32(1.0) || bitcast<u32>(a) == 0x7f800000u) { return a; }
     return log(u) * (a / (u - f32(1.0)));
-}
-
-fn ruda_expm1_f32(a: f32) -> f32 {
-    let u = exp(a);
-    if (u == f32(1.0)) { return a; }
-    let m = u - f32(1.0);
-    if (m == f32(-1.0)) { return f32(-1.0); }
-    if (abs(a) > f32(0.5)) { return m; }
-    return m * (a / log(u));
 }
 
 fn ruda_acosh_f32(a: f32) -> f32 {
@@ -267,16 +417,11 @@ fn ruda_acos_f32(a: f32) -> f32 {
     return f32(2.0) * ruda_atan_f32(sqrt((f32(1.0) - a) / (f32(1.0) + a)));
 }
 
-fn ruda_tanh_f32(a: f32) -> f32 {
-    if (abs(a) > f32(20.0)) { return sign(a); }
-    return tanh(a);
-}
-
 fn ruda_cbrt_f32(a: f32) -> f32 {
-    if (a == f32(0.0) || a != a || abs(a) > f32(3.0e38)) { return a; }
-    var y = sign(a) * pow(abs(a), f32(1.0) / f32(3.0));
-    y = y - (y * y * y - a) / (f32(3.0) * y * y);
-    return y;
+    // one Newton step from the driver's pow, in a form whose cube cannot overflow
+    if (a == f32(0.0) || (bitcast<u32>(a) & 0x7fffffffu) >= 0x7f800000u) { return a; }
+    let y = sign(a) * pow(abs(a), f32(1.0) / f32(3.0));
+    return y - (y - a / (y * y)) / f32(3.0);
 }
 
 fn ruda_hypot_f32(a: f32, b: f32) -> f32 {
@@ -393,7 +538,7 @@ fn ruda_erfc_f32(a: f32) -> f32 {
 fn ruda_erfc_magnitude_f32(x: f32) -> f32 {
     // erfc(x) for x >= 0
     let t = f32(1.0) / (f32(1.0) + f32(0.5) * x);
-    return t * exp(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
+    return t * ruda_exp_f32(-x * x - f32(1.26551223) + t * (f32(1.00002368) + t * (f32(0.37409196)
         + t * (f32(0.09678418) + t * (f32(-0.18628806) + t * (f32(0.27886807)
         + t * (f32(-1.13520398) + t * (f32(1.48851587) + t * (f32(-0.82215223)
         + t * f32(0.17087277))))))))));
@@ -410,11 +555,15 @@ fn ruda_lgamma_f32(a: f32) -> f32 {
     let q = -a;
     let z = min(q - floor(q), ceil(q) - q);
     let x = f32(3.14159265358979) * z;
-    let s = q * x * ruda_polynomial_f32(x * x, array<f32, 8>(  // sin(x) / x, |x| <= pi / 2
+    let s = x * ruda_polynomial_f32(x * x, array<f32, 8>(  // sin(x) / x, |x| <= pi / 2
         -7.647163731819816e-13f, 1.605904383682161e-10f, -2.505210838544172e-8f,
         2.755731922398589e-6f, -1.984126984126984e-4f, 8.333333333333333e-3f,
         -1.666666666666667e-1f, 1.0f));
-    return -log(f32(0.318309886183790671538) * s) - ruda_lgamma_pos_f32(q);
+    if (q < f32(1.0e-6)) {  // q s underflows from 1e-19 down: its log in two parts
+        let l = ruda_log_f32(q) + ruda_log_f32(f32(0.318309886183790671538) * s);
+        return -l - ruda_lgamma_pos_f32(q);
+    }
+    return -log(f32(0.318309886183790671538) * (q * s)) - ruda_lgamma_pos_f32(q);
 }
 
 fn ruda_lgamma_pos_f32(a: f32) -> f32 {
@@ -461,7 +610,7 @@ fn ruda_lgamma_pos_f32(a: f32) -> f32 {
         6.055172732649237e-4f, -1.311620815545743e-3f, 2.863437556468661e-3f,
         -7.366775108654962e-3f, 2.058355474821512e-2f, -6.735323259371034e-2f,
         3.224669577325661e-1f, 4.227843421859038e-1f);
-    return t * ruda_polynomial_f32(t, b) + sign * log(z);
+    return t * ruda_polynomial_f32(t, b) + sign * ruda_log_f32(z);
 }
 
 fn ruda_polynomial_f32(x: f32, c: array<f32, 8>) -> f32 {
