@@ -11,7 +11,7 @@ import pytest
 
 from ruda_core.ir import Elem
 from ruda_core.testing.overrides import matches
-from ruda_core.testing.report import Cell, Matrix
+from ruda_core.testing.report import Cell, Matrix, ResultCollector
 from ruda_core.testing.selection import DeviceSelection, parse_names
 from ruda_core.testing.tolerance import OpClass, assert_matches, mismatches, ulp_distance
 
@@ -116,3 +116,17 @@ def test_matrix_keeps_the_worst_outcome_and_writes_both_formats(tmp_path):
     matrix.write(tmp_path / "m.md")
     text = (tmp_path / "m.md").read_text()
     assert "| `test_m::test_a` | fail |  |" in text and "boom" in text
+
+
+def test_a_test_whose_worker_died_is_a_failure_in_its_cell():
+    """pytest-xdist reports a test whose worker process died (a driver crashing the process)
+    without the test's properties: the matrix still places it, by its node id."""
+    collector = ResultCollector(["cpu", "opencl:0"])
+    crashed = "worker 'gw0' crashed while running it"
+    for nodeid in ("a/test_m.py::test_a[f16-opencl:0]", "test_m.py::test_b[cpu]"):
+        report = pytest.TestReport(nodeid, ("test_m.py", 1, ""), {}, "failed", crashed, "???")
+        collector.pytest_runtest_logreport(report)
+    assert collector.matrix.cells == {
+        "test_m::test_a[f16]": {"opencl:0": Cell("fail", crashed)},
+        "test_m::test_b": {"cpu": Cell("fail", crashed)},
+    }

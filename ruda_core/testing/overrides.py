@@ -19,8 +19,9 @@ import fnmatch
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 import pytest
 
@@ -42,6 +43,7 @@ __all__ = [
     "device_of",
     "matches",
     "matrix_cell",
+    "node_cell",
 ]
 
 CONFORMANCE_PACKAGE = "ruda_core.testing.conformance"
@@ -72,16 +74,35 @@ def conformance_name(item: pytest.Item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return name
-    ident = callspec.id
     device = device_of(item)
-    if device is not None:
-        if ident == device:
-            ident = ""
-        elif ident.endswith(f"-{device}"):
-            ident = ident[: -len(device) - 1]
-        elif ident.startswith(f"{device}-"):
-            ident = ident[len(device) + 1 :]
+    ident = callspec.id if device is None else _without_device(callspec.id, device)
     return f"{name}[{ident}]" if ident else name
+
+
+def _without_device(ident: str, device: str) -> str:
+    """A test id's parameters without its device (first or last among them)."""
+    if ident == device:
+        return ""
+    if ident.endswith(f"-{device}"):
+        return ident[: -len(device) - 1]
+    if ident.startswith(f"{device}-"):
+        return ident[len(device) + 1 :]
+    return ident
+
+
+def node_cell(nodeid: str, devices: Sequence[str]) -> tuple[str, str] | None:
+    """The conformance name and device of a test known by its node id alone, among
+    ``devices`` (None: it runs on none of them): a report pytest-xdist makes for a test whose
+    worker process died carries no properties."""
+    path, _, test = nodeid.partition("::")
+    function, _, ident = test.partition("[")
+    ident = ident.removesuffix("]")
+    for device in devices:
+        rest = _without_device(ident, device)
+        if rest != ident or ident == device:
+            name = f"{PurePath(path).stem}::{function}"
+            return (f"{name}[{rest}]" if rest else name), device
+    return None
 
 
 def matrix_cell(item: pytest.Item) -> tuple[str, str]:

@@ -52,6 +52,7 @@ from .overrides import (
     MATRIX_PROPERTY,
     KnownCases,
     Overrides,
+    device_of,
     is_conformance,
     matrix_cell,
 )
@@ -212,7 +213,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     mark counts as one made at collection: this hook runs before pytest's own of the same
     order (it is registered later), and pytest reads the marks again when the test is called.
     A test of a device that stopped answering (:func:`_time_limit`) fails at once."""
-    device = _device_of(item)
+    device = device_of(item)
     if device is None:
         return
     stopped = item.config.stash[_STOPPED].get(device)
@@ -234,7 +235,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_runtest_setup")
 def pytest_runtest_setup_time_limit(item: pytest.Item) -> Generator[None, None, None]:
     """Set a device test's fixtures up under its time limit (:func:`_time_limit`)."""
-    device = _device_of(item)
+    device = device_of(item)
     if device is None:
         return (yield)
     with _time_limit(item, device):
@@ -244,20 +245,11 @@ def pytest_runtest_setup_time_limit(item: pytest.Item) -> Generator[None, None, 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Run a device test under its time limit (:func:`_time_limit`)."""
-    device = _device_of(item)
+    device = device_of(item)
     if device is None:
         return (yield)
     with _time_limit(item, device):
         return (yield)
-
-
-def _device_of(item: pytest.Item) -> str | None:
-    """The device a test runs on; None for a test of no device."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or DEVICE_PARAM not in callspec.params:
-        return None
-    device: str = callspec.params[DEVICE_PARAM]
-    return device
 
 
 @contextlib.contextmanager

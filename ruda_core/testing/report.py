@@ -28,7 +28,7 @@ import pytest
 
 from .. import __version__
 from .markers import UNSUPPORTED
-from .overrides import MATRIX_PROPERTY
+from .overrides import MATRIX_PROPERTY, node_cell
 from .selection import DeviceSelection, Unavailable, parse_names
 
 __all__ = ["OUTCOMES", "Matrix", "ResultCollector", "run_conformance"]
@@ -149,13 +149,18 @@ class Matrix:
 
 
 class ResultCollector:
-    """A pytest plugin filling a :class:`Matrix` as tests report."""
+    """A pytest plugin filling a :class:`Matrix` as tests report; a failure reported without
+    its cell (pytest-xdist's report of a test whose worker died) is placed by its node id among
+    ``devices``."""
 
-    def __init__(self) -> None:
+    def __init__(self, devices: Sequence[str] = ()) -> None:
         self.matrix = Matrix()
+        self.devices = list(devices)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         named = dict(report.user_properties).get(MATRIX_PROPERTY)
+        if named is None and report.failed:
+            named = node_cell(report.nodeid, self.devices)
         cell = _classify(report)
         if isinstance(named, tuple | list) and cell is not None:  # a list from a worker
             test, device = named
@@ -184,7 +189,7 @@ def run_conformance(
             print(f"ruda conformance: {outcome.message()}", file=sys.stderr)
         print("run `ruda devices` to list the devices that can be tested", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    collector = ResultCollector()
+    collector = ResultCollector(DeviceSelection.from_options(devices).names)
     args = ["-p", "ruda_core.testing.plugin", "--pyargs", "ruda_core.testing.conformance"]
     args += [f"--ruda-device={d}" for d in devices]
     code = pytest.main([*args, *pytest_args], plugins=[collector])
