@@ -41,6 +41,14 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_suite_runs(capsys
     assert "ruda conformance:" not in out  # no summary: pytest never ran
 
 
+def test_arguments_pytest_refuses_write_no_matrix(capsys, tmp_path):
+    report = tmp_path / "matrix.md"
+    code = cli.main(["conformance", "--device", "cpu", "--report", str(report), "--", "--bogus"])
+    out, _ = capsys.readouterr()
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert not report.exists() and "matrix written" not in out
+
+
 def test_the_matrix_fills_when_the_suite_runs_over_several_processes(tmp_path):
     """Under ``pytest -n`` the tests run in workers; each report names its cell of the matrix,
     so the controller's matrix holds every outcome, as in one process."""

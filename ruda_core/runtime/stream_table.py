@@ -320,7 +320,8 @@ class StreamTable:
                         "the work queued after it, and on a device that runs one kernel at a "
                         "time every other stream's work too: fix its loop's exit condition"
                         if busy
-                        else "no kernel of this device is known to be running; wait longer"
+                        else "no kernel of this device is known to be running: wait longer, "
+                        "or, if it never completes, the device's driver stopped answering"
                     )
                 ) from exc
 

@@ -193,6 +193,8 @@ def run_conformance(
     args = ["-p", "ruda_core.testing.plugin", "--pyargs", "ruda_core.testing.conformance"]
     args += [f"--ruda-device={d}" for d in devices]
     code = pytest.main([*args, *pytest_args], plugins=[collector])
+    if code == pytest.ExitCode.USAGE_ERROR:  # pytest refused its arguments: nothing ran
+        return int(code)
     print(collector.matrix.summary_text())
     if report is not None:
         try:

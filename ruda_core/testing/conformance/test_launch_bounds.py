@@ -31,6 +31,7 @@ from ruda_core.runtime import (
     RudaCount,
     RudaDim,
 )
+from ruda_core.testing.markers import requires
 from ruda_core.testing.runner import read_array
 
 #: The bound the tests state (or the device's limit, where that is lower).
@@ -167,10 +168,9 @@ def test_a_cube_of_other_units_than_the_exact_ones_is_refused_before_it_runs(cli
     _refused_then_runs(client, conformance_exact, how, delta, message)
 
 
+@requires(Feature.PLANE)
 def test_plane_operations_in_an_exact_cube_of_whole_planes_span_each_plane(client):
     props = client.properties()
-    if not client.features().has(Feature.PLANE):
-        pytest.skip(f"{client.device} has no plane operations")
     plane = props.plane_dim
     units = 2 * plane if 2 * plane <= props.max_units_per_ruda else plane
     n = CUBES * units
