@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import BuiltinKind
-from .types import ElemSpec, LineType
+from .types import ElemSpec, LineType, annotation_type
 
 __all__ = [
     "ABSOLUTE_POS",
@@ -252,7 +252,8 @@ class LineIntrinsic(Intrinsic):
     def __getitem__(self, spec: tuple[ElemSpec, int]) -> LineType:
         if not isinstance(spec, tuple) or len(spec) != 2:
             raise TypeError(f"write Line[T, n], e.g. Line[f32, 4], not Line[{spec!r}]")
-        return LineType(*spec)
+        elem, width = spec
+        return LineType(annotation_type(elem), width)  # type: ignore[arg-type]  # LineType checks
 
 
 _LINE_SPLAT = Intrinsic("Line.splat")
@@ -370,14 +371,19 @@ fma = Intrinsic("fma", _host_fma)
 clamp = Intrinsic("clamp", np.clip)
 pow = Intrinsic("pow", builtins.pow)
 
-#: The functions of Python's ``math`` module a kernel may call, as the intrinsics of the same
-#: name: those that return floats (or bools) in Python too. ``math.floor``, ``ceil`` and
-#: ``trunc`` are not among them: they return ints in Python, ruda's a float.
+#: The functions of Python's ``math`` module a kernel may call, each with its Python meaning on
+#: floats: most are the intrinsics of the same name; ``math.pow`` (always a float power, never
+#: an integer one), ``math.fabs`` (a float's ``abs``) and ``math.log`` (which also takes a base)
+#: are intrinsics of their own, named ``math.<name>``. ``math.floor``, ``ceil`` and ``trunc``
+#: are not among them: they return ints in Python, ruda's a float.
 MATH_FUNCTIONS: dict[object, Intrinsic] = {
-    getattr(math, i.name): i
-    for i in (
-        *(exp, exp2, expm1, log, log2, log10, log1p, sqrt, cbrt, sin, cos, tan, asin, acos),
-        *(atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, erfc, lgamma, isnan, isinf),
-        *(isfinite, atan2, hypot, fmod, remainder, copysign),
-    )
+    **{
+        getattr(math, i.name): i
+        for i in (
+            *(exp, exp2, expm1, log2, log10, log1p, sqrt, cbrt, sin, cos, tan, asin, acos),
+            *(atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, erfc, lgamma, isnan, isinf),
+            *(isfinite, atan2, hypot, fmod, remainder, copysign),
+        )
+    },
+    **{f: Intrinsic(f"math.{f.__name__}", f) for f in (math.pow, math.fabs, math.log)},
 }

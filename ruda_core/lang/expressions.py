@@ -228,12 +228,20 @@ class ExprBuilder(BuilderState):
             self.fail(f"{what} must be bool, got {op.elem}; compare explicitly, e.g. x != 0", node)
         return op
 
-    def index(self, value: Value, node: ast.AST) -> Operand:
-        """``value`` as an array index (any integer type; a literal takes u32 if it fits)."""
+    def index(self, value: Value, node: ast.AST, what: str = "an index") -> Operand:
+        """``value`` as an array index (any integer type; a literal takes u32 if it fits). A
+        negative compile-time index is refused: it never counts from the end as Python's does
+        (a negative run-time one is outside every array)."""
         if isinstance(value, PyVal):
             v = value.value
             if not isinstance(v, int) or isinstance(v, bool):
-                self.fail(f"an index must be an integer, got {v!r}", node)
+                self.fail(f"{what} must be an integer, got {v!r}", node)
+            if v < 0:
+                self.fail(
+                    f"{what} must be an integer that is not negative, got {v}: arrays do not count "
+                    f"from their end as Python's lists do; use a.len() - {-v}",
+                    node,
+                )
             for elem in (Elem.U32, Elem.I32, Elem.I64, Elem.U64):
                 info = np.iinfo(elem.numpy)
                 if int(info.min) <= v <= int(info.max):
@@ -262,7 +270,10 @@ class ExprBuilder(BuilderState):
             return value
         parsed = self.frame.parsed
         if name in parsed.assigned:
-            self.fail(f"'{name}' is used before it is assigned", node)
+            why = self.frame.unsure.get(name)
+            if why is None:
+                self.fail(f"'{name}' is used before it is assigned", node)
+            self.fail(f"'{name}' {why}", node)
         fn = parsed.fn
         freevars = fn.__code__.co_freevars
         if name in freevars:
@@ -293,11 +304,16 @@ class ExprBuilder(BuilderState):
         if isinstance(obj, BuiltinFunctionType) and obj.__module__ == "math":
             if obj in MATH_FUNCTIONS:  # math.sqrt is sqrt
                 return PyVal(MATH_FUNCTIONS[obj])
-            self.fail(
-                f"math.{obj.__name__} cannot be used in kernels: those of Python's math functions "
-                "that return floats can; ruda_core.lang's floor, ceil and trunc return floats",
-                node,
-            )
+            fn = obj.__name__
+            if fn in ("floor", "ceil", "trunc"):
+                why = (
+                    f"it returns an int in Python; ruda_core.lang's {fn} returns a float of its "
+                    "argument's type (cast that with i32(...))"
+                )
+            else:
+                names = sorted(i.name.removeprefix("math.") for i in MATH_FUNCTIONS.values())
+                why = f"the math functions a kernel can call are {', '.join(names)}"
+            self.fail(f"math.{fn} cannot be used in kernels: {why}", node)
         if obj is print:
             return PyVal(obj)
         self.fail(

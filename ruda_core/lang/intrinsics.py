@@ -71,28 +71,42 @@ def _common(b: ExprBuilder, name: str, args: list[Value], node: ast.AST) -> Elem
     return elem
 
 
+def _operands(
+    b: ExprBuilder, name: str, args: list[Value], node: ast.AST, floats: bool, ints: bool
+) -> tuple[Elem, list[Operand]]:
+    """The arguments of the intrinsic ``name`` in their common type (floats only, or integers
+    only, when asked; compile-time numbers alone take ``f32`` where floats are needed)."""
+    elem = _common(b, name, args, node)
+    if floats and not elem.is_float:
+        elem = Elem.F32 if all(isinstance(a, PyVal) for a in args) else elem
+    if floats and not elem.is_float:
+        b.fail(f"{name}() needs floats, got {elem}; cast with f32(...)", node)
+    if not elem.is_numeric:
+        b.fail(f"{name}() needs numbers, got bool", node)
+    if ints and not elem.is_int:
+        b.fail(f"{name}() needs integers, got {elem}", node)
+    return elem, [implicit(b, a, elem, node) for a in args]
+
+
 def _math(
-    op: Op, n: int | None, floats: bool = False, result: Elem | None = None, ints: bool = False
+    op: Op,
+    n: int | None,
+    floats: bool = False,
+    result: Elem | None = None,
+    ints: bool = False,
+    name: str | None = None,
 ) -> Handler:
-    """A math intrinsic over ``n`` arguments (``None``: two or more, folded pairwise)."""
-    name = op.value
+    """A math intrinsic over ``n`` arguments (``None``: two or more, folded pairwise), called
+    ``name`` in messages (by default the operation's name)."""
+    shown = name or op.value
 
     def handler(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
         if n is None:
             if len(args) < 2:
-                b.fail(f"{name}() takes at least 2 arguments", node)
+                b.fail(f"{shown}() takes at least 2 arguments", node)
         else:
-            _arity(b, name, args, n, node)
-        elem = _common(b, name, args, node)
-        if floats and not elem.is_float:
-            elem = Elem.F32 if all(isinstance(a, PyVal) for a in args) else elem
-        if floats and not elem.is_float:
-            b.fail(f"{name}() needs floats, got {elem}; cast with f32(...)", node)
-        if not elem.is_numeric:
-            b.fail(f"{name}() needs numbers, got bool", node)
-        if ints and not elem.is_int:
-            b.fail(f"{name}() needs integers, got {elem}", node)
-        ops = [implicit(b, a, elem, node) for a in args]
+            _arity(b, shown, args, n, node)
+        elem, ops = _operands(b, shown, args, node, floats, ints)
         value: Operand = ops[0]
         if n is None:
             for other in ops[1:]:
@@ -119,6 +133,16 @@ def _bitcast(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -
 def _pow(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
     _arity(b, "pow", args, 2, node)
     return b.binary(ast.Pow(), args[0], args[1], node)
+
+
+def _math_log(b: ExprBuilder, args: list[Value], node: ast.Call, discard: bool) -> Value:
+    """Python's ``math.log(x)``, and ``math.log(x, base)`` as ``log(x) / log(base)``, in the
+    arguments' common float type."""
+    if len(args) not in (1, 2):
+        b.fail(f"math.log() takes 1 or 2 arguments, got {len(args)}", node)
+    elem, ops = _operands(b, "math.log", args, node, floats=True, ints=False)
+    logs = [b.emit(Op.LOG, elem, op) for op in ops]
+    return logs[0] if len(logs) == 1 else b.emit(Op.DIV, elem, *logs)
 
 
 def _array_decl(shared: bool) -> Handler:
@@ -405,6 +429,9 @@ HANDLERS: dict[str, Handler] = {
     "clamp": _math(Op.CLAMP, 3),
     "fma": _math(Op.FMA, 3, floats=True),
     "pow": _pow,
+    "math.pow": _math(Op.POW, 2, floats=True, name="math.pow"),
+    "math.fabs": _math(Op.ABS, 1, floats=True, name="math.fabs"),
+    "math.log": _math_log,
     "bitcast": _bitcast,
     "SharedMemory": _array_decl(shared=True),
     "LocalArray": _array_decl(shared=False),

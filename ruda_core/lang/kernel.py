@@ -232,7 +232,11 @@ class Kernel:
             return
         try:
             launched = launcher.direct(client, count, dim, args)
-        except LaunchConfigError:  # perhaps foreign arrays
+        except LaunchConfigError:  # perhaps foreign arrays: retried outside this handler
+            refused = True
+        else:
+            refused = False
+        if refused:  # its error, if any, is the retry's alone (no chained context)
             self._launch_foreign(client, count, dim, args, comptime)
             return
         if launched is False:  # borrowed arrays while a capture is open: import them
@@ -249,7 +253,11 @@ class Kernel:
         """A Checked launch through the full lookup (keywords, element-generic kernels)."""
         try:
             launched = self._launcher(args, comptime).direct(client, count, dim, args)
-        except LaunchConfigError:
+        except LaunchConfigError:  # perhaps foreign arrays: retried outside this handler
+            refused = True
+        else:
+            refused = False
+        if refused:
             self._launch_foreign(client, count, dim, args, comptime)
             return
         if launched is False:

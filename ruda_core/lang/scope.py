@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from ..errors import CompilationError
 from ..ir import (
@@ -35,6 +35,9 @@ from ..ir import (
 )
 from .syntax import ParsedFunction
 from .types import ElemVar
+
+if TYPE_CHECKING:
+    from .assignment import LoopExits
 
 __all__ = [
     "BuilderState",
@@ -171,7 +174,9 @@ class Return:
 class Frame:
     """The function being built: its names, element bindings and loop nesting.
 
-    ``loops`` holds ``"loop"`` for IR loops and ``"unroll"`` for loops unrolled at build time.
+    ``scope`` holds the names assigned on every path to the point being built (see
+    :mod:`.assignment`). ``loops`` holds ``"loop"`` for IR loops and ``"unroll"`` for loops
+    unrolled at build time; ``exits`` the paths that leave each enclosing IR loop.
     """
 
     parsed: ParsedFunction
@@ -180,6 +185,11 @@ class Frame:
     locals_by_name: dict[str, Local] = field(default_factory=dict)
     loops: list[str] = field(default_factory=list)
     ret: Return | None = None
+    #: some path reaches the point being built (none after a break, continue or return)
+    live: bool = True
+    exits: list[LoopExits] = field(default_factory=list)
+    #: why each name assigned on some paths only is not in ``scope``
+    unsure: dict[str, str] = field(default_factory=dict)
 
 
 class BuilderState:

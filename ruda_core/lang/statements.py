@@ -8,6 +8,7 @@
 * ``x, y = f(v)`` unpacks a ``@func`` that returns a tuple, and ``x, y = y, x`` assigns
   several names at once; every value on the right is read before any target is written.
 * ``a[i] = v`` and ``a[i] op= v`` store ``v`` of the array's element type (literals adopt it).
+* A name is read only where every path to the read assigns it (:mod:`.assignment`).
 * ``if``/``elif``/``else`` on a compile-time condition builds only the branch taken; on a runtime
   condition (which must be bool) it is an IR ``If``.
 * ``for v in range(...)`` (1 to 3 arguments, the step a compile-time non-zero int) is an IR
@@ -47,7 +48,7 @@ from ..ir import (
     RangeLoop,
 )
 from ..ir import Return as ReturnStmt
-from . import views
+from . import assignment, views
 from .coerce import compile_time_number, convert, default_elem, elem_of, implicit, lossless, operand
 from .expressions import ExprBuilder
 from .func import Func
@@ -256,11 +257,14 @@ class StmtBuilder(ExprBuilder):
             self.stmts(node.body if test.value else node.orelse)
             return
         cond = self.boolean(test, node.test, "an if condition")
-        loc = self.loc
+        loc, entry = self.loc, assignment.here(self.frame)
         with self.capture() as then:
             self.stmts(node.body)
+        then_end = assignment.here(self.frame)
+        assignment.restart(self.frame, entry)
         with self.capture() as orelse:
             self.stmts(node.orelse)
+        assignment.join(self.frame, [then_end, assignment.here(self.frame)])
         self.append(If(cond, tuple(then), tuple(orelse), loc))
 
     def expr_stmt(self, node: ast.Expr) -> None:
@@ -273,12 +277,14 @@ class StmtBuilder(ExprBuilder):
         word = "break" if isinstance(node, ast.Break) else "continue"
         if not self.frame.loops or self.frame.loops[-1] == "unroll":
             self.fail(f"'{word}' cannot leave an unrolled loop", node)
+        exits = self.frame.exits[-1]
+        assignment.jump(self.frame, exits.breaks if word == "break" else exits.continues)
         self.append(Break(self.loc) if word == "break" else Continue(self.loc))
 
     def while_stmt(self, node: ast.While) -> None:
-        loc = self.loc
+        loc, entry = self.loc, assignment.here(self.frame)
         before = self.returns_in_loops()
-        with self.loop("loop"), self.capture() as body:
+        with self.loop("loop") as exits, self.capture() as body:
             test = self.expr(node.test)
             if isinstance(test, PyVal) and not test.value:
                 return
@@ -288,6 +294,8 @@ class StmtBuilder(ExprBuilder):
             self.stmts(node.body)
         self.append(Loop(tuple(body), loc))
         self.after_loop(before)
+        tested = not isinstance(test, PyVal)  # else `while True`: only a break leaves it
+        assignment.leave_loop(self.frame, entry, exits, tested=tested, runs_once=False)
 
     def for_stmt(self, node: ast.For) -> None:
         name = node.target.id  # type: ignore[attr-defined]  # a Name, by the syntax pass
@@ -361,14 +369,21 @@ class StmtBuilder(ExprBuilder):
         if local is None:
             local = self.new_local(name, elem)
             self.frame.locals_by_name[name] = local
+        entry = assignment.here(self.frame)
         self.frame.scope[name] = local
         loc = self.loc
         before = self.returns_in_loops()
-        with self.loop("loop"), self.capture() as body:
+        with self.loop("loop") as exits, self.capture() as body:
             self.stmts(node.body)
         step_const = Const(step.value, elem)
         self.append(RangeLoop(local, start_op, end_op, step_const, tuple(body), loc))
         self.after_loop(before)
+        runs_once = (
+            isinstance(start_op, Const)
+            and isinstance(end_op, Const)
+            and len(range(int(start_op.value), int(end_op.value), step.value)) > 0
+        )
+        assignment.leave_loop(self.frame, entry, exits, tested=True, runs_once=runs_once)
 
     def strided_loop(
         self, name: str, start: Value, end: Value, step: Value, call: ast.Call, node: ast.For
@@ -394,11 +409,12 @@ class StmtBuilder(ExprBuilder):
         if local is None:
             local = self.new_local(name, elem)
             self.frame.locals_by_name[name] = local
+        entry = assignment.here(self.frame)
         self.write(local, implicit(self, start, elem, call))
         self.write(first, Const(True, Elem.BOOL))
         self.frame.scope[name] = local
         loc, before = self.loc, self.returns_in_loops()
-        with self.loop("loop"), self.capture() as body:
+        with self.loop("loop") as exits, self.capture() as body:
             with self.capture() as on_first:
                 self.write(first, Const(False, Elem.BOOL))
                 self._break_unless(self._range_enters(elem, local, stop, stride), loc)
@@ -409,6 +425,7 @@ class StmtBuilder(ExprBuilder):
             self.stmts(node.body)
         self.append(Loop(tuple(body), loc))
         self.after_loop(before)
+        assignment.leave_loop(self.frame, entry, exits, tested=True, runs_once=False)
 
     def _break_unless(self, cond: Local, loc: Any) -> None:
         self.append(If(self.emit(Op.NOT, Elem.BOOL, cond), (Break(loc),), (), loc))
@@ -447,6 +464,7 @@ class StmtBuilder(ExprBuilder):
 
     def return_stmt(self, node: ast.Return) -> None:
         ret = self.frame.ret
+        self.frame.live = False
         if ret is None:  # the kernel itself
             self.append(ReturnStmt(self.loc))
             return
@@ -543,11 +561,15 @@ class StmtBuilder(ExprBuilder):
                         self.pin(value)
                         self.frame.scope[name] = value
                 self.stmts(parsed.tree.body)
+                if ret.has_value and self.frame.live:
+                    self.fail(
+                        "it can end without returning a value: a path reaches the end of its "
+                        "body; end every path with a return",
+                        parsed.tree,
+                    )
         finally:
             self.inlining.pop()
             self.frame, self.loc = caller, caller_loc
-        if ret.has_value and not parsed.always_returns:
-            self.fail(f"@func '{parsed.name}' can end without returning a value", node)
         if ret.wrapped:
             if ret.done is not None:
                 self.write(ret.done, Const(False, Elem.BOOL))
@@ -657,17 +679,25 @@ class StmtBuilder(ExprBuilder):
 
 
 class _LoopScope:
-    """``with``: push a loop kind on the current frame for the duration of the block."""
+    """``with``: push a loop kind on the current frame for the duration of the block, and for
+    an IR loop (``"loop"``) the :class:`~.assignment.LoopExits` that the block's ``break`` and
+    ``continue`` statements record (the ``with``'s value)."""
 
-    __slots__ = ("builder", "frame", "kind")
+    __slots__ = ("builder", "exits", "frame", "kind")
 
     def __init__(self, builder: StmtBuilder, kind: str) -> None:
         self.builder = builder
         self.kind = kind
         self.frame = builder.frame
+        self.exits = assignment.LoopExits()
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> assignment.LoopExits:
         self.frame.loops.append(self.kind)
+        if self.kind == "loop":
+            self.frame.exits.append(self.exits)
+        return self.exits
 
     def __exit__(self, *exc: object) -> None:
         self.frame.loops.pop()
+        if self.kind == "loop":
+            self.frame.exits.pop()

@@ -55,7 +55,6 @@ class ParsedFunction:
         targets).
     :param returns: how many ``return`` statements the body has.
     :param tail_return: the last top-level statement is a ``return``.
-    :param always_returns: every path through the body ends in a ``return``.
     """
 
     fn: Callable[..., object]
@@ -68,7 +67,6 @@ class ParsedFunction:
     assigned: frozenset[str]
     returns: int
     tail_return: bool
-    always_returns: bool
 
     def line(self, node: ast.AST) -> int:
         """The file line of ``node``."""
@@ -122,7 +120,6 @@ def parse_function(fn: Callable[..., object], kind: str) -> ParsedFunction:
         assigned=frozenset(counts.plain) | counts.other,
         returns=counts.returns,
         tail_return=bool(fdef.body) and isinstance(fdef.body[-1], ast.Return),
-        always_returns=_always_returns(fdef.body),
     )
     _SyntaxChecker(parsed).check()
     return parsed
@@ -158,17 +155,6 @@ class _AssignCounter(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         self.returns += 1
         self.generic_visit(node)
-
-
-def _always_returns(body: list[ast.stmt]) -> bool:
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, ast.Return):
-        return True
-    if isinstance(last, ast.If):
-        return _always_returns(last.body) and _always_returns(last.orelse)
-    return False
 
 
 _STMTS = (

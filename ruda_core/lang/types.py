@@ -169,6 +169,7 @@ class LineType:
 
 
 def _elem_spec(item: object, what: str) -> ElemSpec:
+    item = annotation_type(item)
     if not isinstance(item, ScalarType | ElemVar):
         raise TypeError(f"{what}[...] takes a scalar type or an ElemVar (f32, Float …): {item!r}")
     return item

@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from ..ir import Const, Elem, Op, Operand, Param, ParamKind, SharedArray
-from .scope import PyVal, Value, View
+from .scope import Value, View
 
 if TYPE_CHECKING:
     from .expressions import ExprBuilder
@@ -43,8 +43,8 @@ def view(b: ExprBuilder, arr: Value, bounds: ast.Slice, node: ast.AST) -> View:
     if isinstance(arr, Param) and arr.kind is ParamKind.TENSOR:
         b.fail(f"'{arr}' is a tensor; views are of arrays, shared memory and local arrays", node)
     n = length(b, arr)
-    lo = _bound(b, bounds.lower, n, node) if bounds.lower is not None else Const(0, Elem.U32)
-    hi = _bound(b, bounds.upper, n, node) if bounds.upper is not None else n
+    lo = _bound(b, bounds.lower, n) if bounds.lower is not None else Const(0, Elem.U32)
+    hi = _bound(b, bounds.upper, n) if bounds.upper is not None else n
     size = b.emit(Op.SUB, Elem.U32, b.emit(Op.MAX, Elem.U32, hi, lo), lo)
     if isinstance(arr, View):
         return View(arr.base, b.emit(Op.ADD, Elem.U32, arr.offset, lo), size)
@@ -82,12 +82,9 @@ def tensor_index(b: ExprBuilder, t: Param, node: ast.Tuple) -> Operand:
     return b.emit(Op.SELECT, Elem.U32, inside, flat, _OUTSIDE)
 
 
-def _bound(b: ExprBuilder, node: ast.expr, n: Operand, where: ast.AST) -> Operand:
+def _bound(b: ExprBuilder, node: ast.expr, n: Operand) -> Operand:
     """A slice bound clamped to ``n``."""
-    value = b.expr(node)
-    if isinstance(value, PyVal) and isinstance(value.value, int) and value.value < 0:
-        b.fail(f"a view's bounds are not negative, got {value.value}", where)
-    inside, narrow = _below(b, b.index(value, node), n)
+    inside, narrow = _below(b, b.index(b.expr(node), node, "a view's bound"), n)
     return b.emit(Op.SELECT, Elem.U32, inside, narrow, n)
 
 

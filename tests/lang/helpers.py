@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ruda_core.ir import Instr, KernelDefinition, Op, walk
@@ -19,3 +21,10 @@ def run(defn: KernelDefinition, **values: object) -> Interp:
     arrays = {k: v for k, v in values.items() if isinstance(v, np.ndarray)}
     scalars = {k: v for k, v in values.items() if not isinstance(v, np.ndarray)}
     return Interp(defn, arrays, scalars).run()
+
+
+def marked_line(fn: object, marker: str = "# ERR") -> int:
+    """The file line of the first line of ``fn`` (a function or an ``@func``) that holds
+    ``marker``."""
+    lines, first = inspect.getsourcelines(getattr(fn, "fn", fn))
+    return first + next(i for i, line in enumerate(lines) if marker in line)

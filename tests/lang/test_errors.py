@@ -1,6 +1,5 @@
 """What the language refuses: a CompilationError naming the kernel, this file and the line."""
 
-import inspect
 import re
 from dataclasses import dataclass
 
@@ -29,6 +28,8 @@ from ruda_core.lang import (
     unroll,
 )
 from ruda_core.runtime import CompilationError
+
+from .helpers import marked_line
 
 A_LIST = [1, 2]
 AN_ARRAY = np.zeros(3)
@@ -146,14 +147,9 @@ DEFINITION_ERRORS = [
 ]
 
 
-def _err_line(fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if "# ERR" in line)
-
-
 def _check(err: CompilationError, fn, match: str) -> None:
     assert err.file == __file__
-    assert err.line == _err_line(fn), str(err)
+    assert err.line == marked_line(fn), str(err)
     text = str(err)
     assert f"'{fn.__name__}'" in text
     assert f"{__file__}:{err.line}" in text
@@ -315,6 +311,14 @@ def k_index_float(out: Array[u32], x: Array[f32]):
     out[0] = out[x[0]]  # ERR
 
 
+def k_negative_index(out: Array[u32], x: Array[u32]):
+    out[0] = x[-1]  # ERR
+
+
+def k_negative_store_index(out: Array[u32], LAST: Comptime[int]):
+    out[LAST] = u32(1)  # ERR
+
+
 def k_reassign_array(out: Array[u32], x: Array[u32]):
     a = out  # ERR
     a = x
@@ -455,6 +459,8 @@ BUILD_ERRORS = [
     (k_large_literal, "does not fit i32", {}),
     (k_is_runtime, "works only on compile-time values", {}),
     (k_index_float, "an index must be an integer, got f32", {}),
+    (k_negative_index, "an index must be an integer that is not negative, got -1: arrays", {}),
+    (k_negative_store_index, "not negative, got -2: .*; use a.len\\(\\) - 2", {"LAST": -2}),
     (k_reassign_array, "assigned once; .a. is assigned elsewhere", {}),
     (k_while_else_free_comptime, "does not fit u32", {"MODE": -3}),
     (k_wrap_counter_of_i32, "atomic_inc_wrap\\(\\) applies to u32 elements only, not i32", {}),

@@ -334,3 +334,50 @@ def test_bad_dataclass_parameters_are_refused_at_definition():
 
     with pytest.raises(CompilationError, match="Scaled has no field 'w'"):
         kernel(unknown_field).definition(Float=f32)
+
+
+@kernel
+def generic_with_error(x: Array[Float], out: Array[Float]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] << 1  # refused when the kernel is built
+
+
+def _alone(error: BaseException) -> bool:
+    """The error is shown by itself: raised neither from nor while handling another."""
+    return error.__cause__ is None and error.__context__ is None
+
+
+def test_errors_of_a_launch_with_numpy_arrays_are_shown_alone(cpu):
+    x, out = np.ones(4, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(CompilationError, match="'<<' needs integers, got f32") as info:
+        generic_with_error.launch(cpu, RudaCount(1), RudaDim(4), x, out)
+    assert _alone(info.value)
+    scaled.launch(cpu, RudaCount(1), RudaDim(4), x, out, 2.0)  # then the launch's fast path
+    for name, bad in [
+        ("fewer arguments", (x, out)),
+        ("an array of another type", (x, np.zeros(4, np.float64), 2.0)),
+        ("a scalar of another kind", (x, out, "2")),
+    ]:
+        for k in (scaled, axpy):
+            with pytest.raises(LaunchConfigError) as refused:
+                k.launch(cpu, RudaCount(1), RudaDim(4), *bad)
+            assert _alone(refused.value), (name, k.name)
+
+
+@kernel
+def positive(x: Array[f32], flags: Array[bool], others: Tensor[bool]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        flags[i] = x[i] > 0.0
+        others[i] = not flags[i]
+
+
+@pytest.mark.parametrize("name", ["cpu", "opencl:0", "webgpu:0", "cuda:0"])
+def test_python_bool_is_bool_in_array_and_tensor_annotations(open_device, name):
+    client = open_device(name)
+    x = np.array([-1.0, 0.0, 2.5, 3.0], np.float32)
+    flags, others = np.zeros(4, np.bool_), np.zeros(4, np.bool_)
+    positive.launch(client, RudaCount(1), RudaDim(4), x, flags, others)
+    np.testing.assert_array_equal(flags, x > 0)
+    np.testing.assert_array_equal(others, x <= 0)
