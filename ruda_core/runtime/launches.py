@@ -35,7 +35,14 @@ from .memory.handle import Binding
 from .memory.management import Fence
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
 from .stream import StreamId, thread_stream
-from .stream_table import KEEP_BATCH, ServerStream, StreamTable, poisoned_input, rewritten
+from .stream_table import (
+    KEEP_BATCH,
+    TICKS,
+    ServerStream,
+    StreamTable,
+    poisoned_input,
+    rewritten,
+)
 
 if TYPE_CHECKING:
     from .capture import Captures
@@ -228,6 +235,7 @@ class KernelLauncher:
         order_after_producer = launches.driver.order_after_producer
         admit = site.admit
         local = thread_stream
+        ticks = TICKS
         #: the driver's launch of the loaded kernel, found once; None again when the kernel
         #: cache lets the kernel go (it calls ``hold(None)``, under the lock)
         direct: KernelLaunch | None = None
@@ -274,6 +282,7 @@ class KernelLauncher:
             lock = table.lock  # read each time: a fork replaces it
             lock.acquire()  # not ``with``: its protocol costs as much again, on every launch
             try:
+                stream.users[stream_value] = next(ticks)  # as StreamTable.get() records
                 if dropped:
                     memory.drain()
                 poisoned = False

@@ -50,7 +50,7 @@ from .profiler import Profiler
 from .properties import DeviceProperties, Features
 from .sharing import Sharing
 from .shutdown import watch
-from .stream_table import ServerStream, StreamTable
+from .stream_table import TICKS, ServerStream, StreamTable
 from .transfers import Transfers
 
 __all__ = ["ComputeServer"]
@@ -327,9 +327,9 @@ class ComputeServer(ProcessBound):
             self.captures.refuse("flush()", stream_value)
         streams = self.streams
         with streams.lock:
-            stream = streams.get(stream_value)
+            stream = streams.get(stream_value, enqueues=False)
             self.driver.flush(stream)
-        streams.raise_pending(stream)
+        streams.raise_pending(stream, stream_value)
 
     def sync(self, stream_value: int) -> RudaFuture[None]:
         """A future for the completion of everything enqueued on the stream so far. Its result
@@ -339,14 +339,16 @@ class ComputeServer(ProcessBound):
         if self.captures.open:
             self.captures.refuse("sync()", stream_value)
         with self.streams.lock:
-            stream = self.streams.get(stream_value)
-            future, check = self._sync(stream)
+            stream = self.streams.get(stream_value, enqueues=False)
+            future, check = self._sync(stream, stream_value)
         return self.streams.explained(future.then(check), stream, "sync()")
 
-    def _sync(self, stream: ServerStream) -> tuple[RudaFuture[None], Callable[[None], None]]:
+    def _sync(
+        self, stream: ServerStream, value: int | None = None
+    ) -> tuple[RudaFuture[None], Callable[[None], None]]:
         """The driver's sync of the work enqueued on ``stream`` so far, and what its result is
-        passed to once done: it lets go of what that work kept alive and raises the stream's
-        pending error or reports (lock held)."""
+        passed to once done: it lets go of what that work kept alive and raises the error or
+        reports owed to stream ``value`` (None: any owed; lock held)."""
         streams = self.streams
         if self.memory.dropped:  # fenced before the sync: free once it resolves
             self.memory.drain()
@@ -357,16 +359,15 @@ class ComputeServer(ProcessBound):
         if stream.kept or stream.fenced:
             streams.fence_kept(stream)  # a sync never waits for the backlog: it is the wait
         future = self.driver.sync(stream)
+        tick = next(TICKS)
 
         def check(_: None) -> None:
             with streams.lock:  # nothing queued before the sync needs its kept owners any more
                 done = streams.let_go_kept(stream)
                 if done is not None:  # kept (with no owners) to be recorded again
                     stream.fenced.appendleft((done, []))
-                error = log.settle(mark) if log is not None else None
-            streams.raise_pending(stream)
-            if error is not None:
-                raise error
+                found = log.settle(mark) if log is not None else None
+            streams.raise_pending(stream, value, done=tick, found=found)
 
         return future, check
 
@@ -386,7 +387,7 @@ class ComputeServer(ProcessBound):
         if self.captures.open:
             self.captures.refuse("profile()", stream_value)
         with self.lock:
-            self.profiler.start(self.streams.get(stream_value), stamped)
+            self.profiler.start(self.streams.get(stream_value, enqueues=False), stamped)
 
     def end_profile(self) -> ProfileTrace:
         """Stop timing, wait for the timed work and return its trace (times relative to the

@@ -14,6 +14,7 @@ and imports no driver.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -31,7 +32,14 @@ if TYPE_CHECKING:
     from .compiler import RudaTask
     from .driver import QueueDriver
 
-__all__ = ["KEEP_BATCH", "MAX_KEPT_BATCHES", "ServerStream", "StreamTable", "poisoned_input"]
+__all__ = [
+    "KEEP_BATCH",
+    "MAX_KEPT_BATCHES",
+    "TICKS",
+    "ServerStream",
+    "StreamTable",
+    "poisoned_input",
+]
 
 T = TypeVar("T")
 
@@ -41,6 +49,8 @@ KEEP_BATCH = 64
 #: back-pressure that bounds the launches with borrowed arrays queued ahead of a device (and the
 #: arrays they keep alive) to about ``KEEP_BATCH * (MAX_KEPT_BATCHES + 1)`` per stream
 MAX_KEPT_BATCHES = 16
+#: The order of enqueues, syncs and reads, over every stream (:attr:`ServerStream.users`)
+TICKS = itertools.count(1)
 
 
 class ServerStream:
@@ -50,7 +60,13 @@ class ServerStream:
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
+        #: the first failure recorded since errors were last handed out (:meth:`take_error`)
         self.error: ServerError | None = None
+        #: the stream values that enqueued work on this slot since their last sync or read
+        #: completed, each with the tick (:data:`TICKS`) of its last enqueue, and the errors
+        #: owed to stream values: several streams may share a slot
+        self.users: dict[int, int] = {}
+        self.owed: dict[int | None, ServerError] = {}
         #: Validate-mode reports since the last sync (made at the first validated launch)
         self.reports: ReportLog | None = None
         self._kept: list[object] = []
@@ -90,9 +106,34 @@ class ServerStream:
             if task is None or task.writes(k):
                 b.slice.error = error
 
-    def take_error(self) -> ServerError | None:
-        error, self.error = self.error, None
-        return error
+    def take_error(
+        self,
+        value: int | None,
+        *,
+        done: int | None = None,
+        keep: bool = False,
+        found: ServerError | None = None,
+    ) -> ServerError | None:
+        """The error owed to stream ``value`` (lock held), taken unless ``keep``. A failure
+        recorded since errors were last handed out, and ``found`` (a sync's Validate reports),
+        is owed to every stream value with work enqueued on the slot and not yet known complete
+        (the caller where there is none), so that a stream sharing the slot neither takes
+        another's error nor hides it. ``done``: the tick of a sync or read of the slot now
+        complete: the slot runs its work in order, so the work enqueued before it is complete,
+        its failures handed out, and its streams owed nothing more unless they enqueue again.
+        ``value`` None (the interpreter's exit) takes any error owed."""
+        owners: set[int | None] = set(self.users) or {value}
+        for error in (self.error, found):
+            if error is not None:
+                for v in owners:
+                    self.owed.setdefault(v, error)
+        self.error = None
+        if value is None:
+            owed, self.owed = self.owed, {}
+            return next(iter(owed.values()), None)
+        if done is not None:  # the slot runs in order: all work before ``done`` is complete
+            self.users = {v: tick for v, tick in self.users.items() if tick > done}
+        return self.owed.get(value) if keep else self.owed.pop(value, None)
 
 
 def poisoned_input(task: RudaTask, bindings: Sequence[Binding]) -> LaunchError | None:
@@ -142,12 +183,16 @@ class StreamTable:
         #: slots: a stream value maps onto slot ``value % size``
         self.size = queue.max_streams
 
-    def get(self, value: int) -> ServerStream:
-        """The stream of a stream value, its queue made at first use (lock held)."""
+    def get(self, value: int, enqueues: bool = True) -> ServerStream:
+        """The stream of a stream value, its queue made at first use (lock held). The value
+        is one of its users (:attr:`ServerStream.users`) unless it only waits (``enqueues``
+        False: a flush or sync)."""
         slot = value % self.size
         stream = self.by_slot.get(slot)
         if stream is None:
             stream = self.by_slot[slot] = self.queue.new_stream(slot)
+        if enqueues:
+            stream.users[value] = next(TICKS)
         return stream
 
     def reserve(self, nbytes: int, stream: ServerStream) -> Handle:
@@ -213,11 +258,20 @@ class StreamTable:
             "ComputeClient.to_client)"
         )
 
-    def raise_pending(self, stream: ServerStream, keep: bool = False) -> None:
-        """Raise the stream's pending error, if any (takes the lock); ``keep`` leaves it
-        pending, for the stream's own next flush, sync or read."""
+    def raise_pending(
+        self,
+        stream: ServerStream,
+        value: int | None,
+        *,
+        done: int | None = None,
+        keep: bool = False,
+        found: ServerError | None = None,
+    ) -> None:
+        """Raise the error owed to stream ``value``, if any (takes the lock; see
+        :meth:`ServerStream.take_error`); ``keep`` leaves it pending, for the stream's own next
+        flush, sync or read."""
         with self.lock:
-            error = stream.error if keep else stream.take_error()
+            error = stream.take_error(value, done=done, keep=keep, found=found)
         if error is not None:
             raise error
 

@@ -127,6 +127,7 @@ class Transfers:
         profiler = self.profiler
         with streams.lock:
             stream = streams.get(stream_value)
+            done = stream.users[stream_value]  # the read completes what came before it
             streams.use(stream, bindings)
             if not profiler.active:
                 future = self.driver.read(stream, bindings)
@@ -137,7 +138,7 @@ class Transfers:
                 profiler.note("transfer", f"read {nbytes} B", stream, start)
 
         def check(data: list[Bytes]) -> list[Bytes]:
-            streams.raise_pending(stream, keep=copy)
+            streams.raise_pending(stream, stream_value, done=None if copy else done, keep=copy)
             for b in bindings:
                 if b.slice.error is not None:
                     raise b.slice.error

@@ -25,6 +25,7 @@ from ..runtime import (
     MemoryUsage,
     RudaCount,
     RudaDim,
+    StreamId,
     contiguous_strides,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "run_definition",
     "run_kernel",
     "settle",
+    "sharing_streams",
     "to_dim",
 ]
 
@@ -150,3 +152,16 @@ def run_kernel(
     result = ArrayArg(handle, length, elem=Elem.from_dtype(dtype))
     kern.launch(client, RudaCount(*to_dim(count)), RudaDim(*to_dim(dim)), *args, result, *scalars)
     return read_array(client, handle, dtype)
+
+
+def sharing_streams(client: ComputeClient) -> tuple[ComputeClient, ComputeClient]:
+    """Two clients of ``client``'s device on streams of their own whose values are equal
+    modulo 64: the device queues they map onto (a stream's value modulo the queue count) are
+    one wherever that count divides 64, as it does on every in-tree driver."""
+    a, b = StreamId.new(), StreamId.new()
+    while b.value - a.value < 64 or (b.value - a.value) % 64:
+        b = StreamId.new()
+    first, second = client.fixed_execution_queue(), client.fixed_execution_queue()
+    first.set_stream(a)
+    second.set_stream(b)
+    return first, second

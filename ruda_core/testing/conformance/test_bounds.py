@@ -36,7 +36,7 @@ from ruda_core.runtime import (
 )
 from ruda_core.runtime.reports import REPORT_SLOTS
 from ruda_core.testing.processes import run_script
-from ruda_core.testing.runner import TIMEOUT_S, read_array
+from ruda_core.testing.runner import TIMEOUT_S, read_array, sharing_streams
 
 #: These kernels go out of bounds on purpose, to show the checked contract: not sanitized.
 pytestmark = pytest.mark.usefixtures("unsanitized")
@@ -277,6 +277,19 @@ def test_validate_reports_each_launch_at_the_first_sync_after_it(client, bounds_
         second.result(timeout=TIMEOUT_S)
     assert [r.index for r in earlier.value.reports] == [4]
     assert [r.index for r in later.value.reports] == [9]
+
+
+def test_validate_reports_go_to_the_stream_that_launched_where_streams_share_a_queue(
+    client, bounds_mode
+):
+    launching, innocent = sharing_streams(client)
+    innocent.sync().result(timeout=TIMEOUT_S)
+    bounds_mode.configure(BoundsCheckMode.VALIDATE)
+    _write(launching, 1, 1, 4, unchecked=True)  # writes out[4] of 1
+    innocent.sync().result(timeout=TIMEOUT_S)  # raises nothing
+    with pytest.raises(ValidationError) as reported:
+        launching.sync().result(timeout=TIMEOUT_S)
+    assert [r.index for r in reported.value.reports] == [4]
 
 
 _EXITING_CHILD = """

@@ -21,7 +21,7 @@ from ruda_core.runtime import (
     ServerError,
 )
 from ruda_core.testing.faults import BrokenSourceTask, RefusedTask
-from ruda_core.testing.runner import TIMEOUT_S, read_array
+from ruda_core.testing.runner import TIMEOUT_S, read_array, sharing_streams
 
 N = 256
 
@@ -143,6 +143,21 @@ def test_an_error_surfaces_only_on_its_own_stream(client):
     assert isinstance(results[0], CompilationError), results
     client.sync().result(timeout=TIMEOUT_S)  # this thread's stream saw nothing
     _check_usable(client)
+
+
+def test_an_error_surfaces_on_its_own_stream_where_streams_share_a_queue(client):
+    """A stream sharing its device queue with another neither takes that stream's error nor
+    hides it: the other's sync raises it, its own does not."""
+    failing, innocent = sharing_streams(client)
+    src, dst = _buffers(innocent)
+    innocent.sync().result(timeout=TIMEOUT_S)
+    _launch(failing, RefusedTask(TASK), *_buffers(failing))
+    innocent.sync().result(timeout=TIMEOUT_S)  # raises nothing
+    with pytest.raises(LaunchError, match=TASK.name):
+        failing.sync().result(timeout=TIMEOUT_S)
+    _launch(innocent, TASK, src, dst)
+    innocent.sync().result(timeout=TIMEOUT_S)
+    np.testing.assert_array_equal(read_array(innocent, dst, np.uint32), np.arange(1, N + 1))
 
 
 def test_failed_sync_future_raises_the_same_error_every_time(client):
