@@ -33,6 +33,9 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 _PENDING = object()
+#: The longest wait of one executor call of an ``await``: how soon a cancelled ``await`` lets
+#: its thread go (``asyncio.run`` waits for the executor's threads as it ends).
+AWAIT_SLICE_S = 0.05
 #: The first and the longest sleep between two polls of :func:`wait_until`: a short wait is
 #: seen within tens of microseconds, a long one costs a thousand cheap polls a second.
 _FIRST_PAUSE_S = 20e-6
@@ -111,10 +114,15 @@ class RudaFuture(ProcessBound, Generic[T]):
             raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
         if self._value is not _PENDING:
             return self._value  # type: ignore[no-any-return]  # a T once set
-        with self._lock:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # another thread may be waiting with the lock: this call waits no longer than its own
+        if not self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+            raise TimeoutError(f"the device work was not complete within {timeout} s")
+        try:
             if self._value is _PENDING and self._error is None:
+                left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
                 try:
-                    self._value = self._wait(timeout)
+                    self._value = self._wait(left)
                 except (TimeoutError, KeyboardInterrupt, SystemExit):  # the waiter's, not the
                     raise  # work's: a later call waits again
                 except BaseException as exc:
@@ -122,6 +130,8 @@ class RudaFuture(ProcessBound, Generic[T]):
             if self._error is not None:
                 raise self._error
             return cast(T, self._value)
+        finally:
+            self._lock.release()
 
     def wait(self) -> None:
         """Block until the work is done and raise its error, as :meth:`result` does, without
@@ -148,13 +158,15 @@ class RudaFuture(ProcessBound, Generic[T]):
         return RudaFuture(lambda timeout: fn(self.result(timeout)), self.done)
 
     def __await__(self) -> Generator[Any, None, T]:
-        if not self.done():
-            yield from asyncio.get_running_loop().run_in_executor(None, self._settle).__await__()
+        loop = asyncio.get_running_loop()
+        while not self.done():  # waits of a bounded length: a cancelled await ends soon after
+            yield from loop.run_in_executor(None, self._settle).__await__()
         return self.result()
 
     def _settle(self) -> None:
-        with contextlib.suppress(Exception):  # remembered, and re-raised by result() in __await__
-            self.result()
+        # a timeout waits again; the work's error is remembered, and raised by result()
+        with contextlib.suppress(Exception):
+            self.result(AWAIT_SLICE_S)
 
     def __repr__(self) -> str:
         return f"<RudaFuture {'done' if self.done() else 'pending'}>"

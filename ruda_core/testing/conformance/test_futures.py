@@ -5,6 +5,7 @@ everything enqueued on its stream before it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 
@@ -127,6 +128,47 @@ def test_futures_can_be_awaited(client, spin):
 
     raw = asyncio.run(main())
     np.testing.assert_array_equal(np.frombuffer(raw, np.uint32), spin.expected())
+
+
+def _queued(client, spin, launches: int) -> float:
+    """Queue ``launches`` spin kernels; the seconds they take."""
+    handle = client.empty(4 * spin.units)
+    for _ in range(launches):
+        spin.launch(handle)
+    return launches * spin.seconds
+
+
+def test_a_timed_result_beside_a_waiting_thread_keeps_its_timeout(client, spin):
+    """A thread waiting for a future does not make another thread's ``result(timeout)`` wait
+    for the work: it raises ``TimeoutError`` after its own timeout."""
+    work = _queued(client, spin, 5)
+    fence = client.sync()
+    waiter = threading.Thread(target=fence.result, args=(TIMEOUT_S,))
+    waiter.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    with contextlib.suppress(TimeoutError):
+        fence.result(timeout=0.01)
+    elapsed = time.perf_counter() - start
+    waiter.join(TIMEOUT_S)
+    assert elapsed < work / 3, f"result(timeout=0.01) took {elapsed:.2f} s of {work:.2f} s"
+
+
+def test_a_cancelled_await_lets_the_event_loop_end_before_the_work(client, spin):
+    """``asyncio.wait_for`` on a future times out, and ``asyncio.run`` then returns without
+    waiting for the work (the executor's thread does not wait for it either)."""
+    work = _queued(client, spin, 5)
+    fence = client.sync()
+
+    async def main() -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(fence, 0.05)
+
+    start = time.perf_counter()
+    asyncio.run(main())
+    elapsed = time.perf_counter() - start
+    fence.result(timeout=TIMEOUT_S)
+    assert elapsed < work / 3, f"asyncio.run took {elapsed:.2f} s of {work:.2f} s of work"
 
 
 def test_read_future_yields_one_buffer_per_handle(client):
