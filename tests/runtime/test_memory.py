@@ -214,8 +214,9 @@ def test_the_memory_limit_comes_from_the_environment(limited):
 
 def test_allocations_past_the_memory_limit_are_out_of_memory_and_the_client_recovers(limited):
     held = [limited.empty(16 * MIB) for _ in range(4)]
-    with pytest.raises(OutOfMemory, match="RUDA_MEMORY_LIMIT"):
+    with pytest.raises(OutOfMemory, match="RUDA_MEMORY_LIMIT") as full:
         limited.empty(16 * MIB)
+    assert str(full.value).startswith(f"{limited.device} has no room"), full.value
     assert limited.memory_usage().bytes_reserved == 64 * MIB
     held.pop()
     n = 4 * MIB
@@ -230,6 +231,22 @@ def test_a_request_larger_than_the_memory_limit_can_never_fit(limited):
         limited.empty(64 * MIB + 1)
     limited.server.memory.limit_nbytes = 128 * MIB  # settable on a live pool
     assert limited.empty(64 * MIB + 1).nbytes == 64 * MIB + 1
+
+
+def test_requests_within_a_limit_smaller_than_a_page_are_served(monkeypatch, new_private_client):
+    """A limit below the pool's page size (8 MiB) still serves what fits it, and a request
+    within the limit whose exclusive page would be rounded past it gets a page the limit
+    holds: neither is an OutOfMemory that no cleanup can mend."""
+    monkeypatch.setenv("RUDA_MEMORY_LIMIT", "4MiB")
+    client = new_private_client()
+    small = client.create_from_slice(np.arange(25, dtype=np.uint32))
+    np.testing.assert_array_equal(np.frombuffer(client.read_one(small), np.uint32), np.arange(25))
+    del small
+    client.server.memory.limit_nbytes = 9 * MIB
+    n = 17 * MIB // 2 // 4  # 8.5 MiB of u32, an exclusive page rounded up to 10 MiB
+    big = client.create_from_slice(np.arange(n, dtype=np.uint32))
+    np.testing.assert_array_equal(np.frombuffer(client.read_one(big), np.uint32), np.arange(n))
+    assert client.memory_usage().bytes_reserved <= 9 * MIB
 
 
 def test_memory_in_flight_is_waited_for_before_the_limit_is_declared_reached(limited):

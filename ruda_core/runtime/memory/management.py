@@ -230,18 +230,27 @@ class MemoryManagement:
             if self._make_room(nbytes, requested):
                 continue
             failure: OutOfMemory | None = None
-            if self._reserved + nbytes <= self.limit_nbytes:
+            size = self._within_limit(nbytes, rounded)
+            if size is not None:
                 try:
-                    return self._use_new_page(nbytes, exclusive, rounded)
+                    return self._use_new_page(size, exclusive, rounded)
                 except OutOfMemory as exc:
                     failure = exc
             if not self._free_everything():
                 usage = self.usage()
                 raise OutOfMemory(
-                    f"no room for a page of {nbytes} more bytes ({usage}; limit "
-                    f"{self.limit_nbytes} bytes); drop handles, call memory_cleanup or raise "
-                    f"{LIMIT_VARIABLE}"
+                    f"{self._device_name()} has no room for a page of {nbytes} more bytes "
+                    f"({usage}; limit {self.limit_nbytes} bytes); drop handles, call "
+                    f"memory_cleanup or raise {LIMIT_VARIABLE}"
                 ) from failure
+
+    def _within_limit(self, nbytes: int, rounded: int) -> int | None:
+        """The size of a new page: ``nbytes``, or the room the limit leaves where it is smaller
+        but still holds the ``rounded`` bytes asked (a limit below a page); None: no room."""
+        room = (self.limit_nbytes - self._reserved) // self._align * self._align
+        if nbytes <= room:
+            return nbytes
+        return room if room >= rounded else None
 
     def _fit_sliced(self, rounded: int) -> Slice | None:
         for page in self._sliced:
