@@ -36,6 +36,7 @@ from ..runtime import (
     RudaDim,
     UnsupportedFeature,
 )
+from ..runtime.layer_norm_args import TensorBuffer
 from ..tensor import RudaTensor
 from .matmul_kernels import OUT_PAD, PAD, matmul_cmma, matmul_fma, matmul_pipelined
 from .matmul_warpgroup import BK as WARPGROUP_BK
@@ -160,16 +161,26 @@ def matmul(*args: Any, allow_tf32: bool = False) -> RudaTensor:
             f"{op}: a is {x.elem} and b is {y.elem}; expected both f16, both bf16 or both f32"
         )
     check_float(op, "a", x, client)
-    ta = RudaTensor(x.handle, x.shape, x.strides, x.elem)
-    tb = RudaTensor(y.handle, y.shape, y.strides, y.elem)
     if 0 in (*x.shape, y.shape[1]):
         return _zeros(client, x.shape[0], y.shape[1])
+    ta, tb = _on_lines(client, x), _on_lines(client, y)
     m, n, k, *_ = _key(ta, tb)
     if m * n * k <= UNTUNED_FMAS:  # by size class: a key is tuned always or never
         small = _untuned_set(x.elem, _limits(client))
         return _TUNER.execute(client, small, ta, tb, tune=False)  # type: ignore[no-any-return]
     tunables = _candidates(client, x.elem, allow_tf32)
     return _TUNER.execute(client, tunables, ta, tb)  # type: ignore[no-any-return]
+
+
+def _on_lines(client: ComputeClient, x: TensorBuffer) -> RudaTensor:
+    """``x`` as a tensor, copied into one of its own where it does not start on a 16-byte line
+    (a view into a handle): every candidate reads rows in lines from the operand's start."""
+    tensor = RudaTensor(x.handle, x.shape, x.strides, x.elem)
+    if x.handle.binding().offset_bytes % LINE_BYTES == 0:
+        return tensor
+    copy = RudaTensor.empty(client, x.shape, x.elem.numpy)
+    client.copy(x.handle.offset(0, copy.handle.nbytes), copy.handle)
+    return copy
 
 
 def _zeros(client: ComputeClient, m: int, n: int) -> RudaTensor:

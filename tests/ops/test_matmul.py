@@ -151,6 +151,27 @@ def test_a_product_of_a_small_size_class_runs_untuned(m, k, n):
     assert _TUNER.stats.benchmarked == benchmarked
 
 
+def _view_past_a_line(client, x: np.ndarray, skip: int) -> RudaTensor:
+    """``x`` on ``client`` as a view into a handle, ``skip`` elements past the handle's start."""
+    padded = ruda.asarray(np.concatenate([np.zeros(skip, x.dtype), x.ravel()]), client)
+    view = padded.handle.offset(skip * x.itemsize, (skip + x.size) * x.itemsize)
+    return RudaTensor(view, x.shape, (x.shape[1], 1), padded.elem)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0", "webgpu:0"])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_operands_that_do_not_start_on_a_line_are_multiplied(open_device, device, dtype):
+    """Views into a handle that start 2 to 8 bytes past a 16-byte line, as ``a`` or as ``b``:
+    every candidate, which reads rows in lines from the operand's start, was refused."""
+    client = open_device(device)
+    a, b = _inputs(np.dtype(dtype).type, 3, 8, 8, seed=5)
+    for skip in (1, 2):
+        ta, tb = _view_past_a_line(client, a, skip), ruda.asarray(b, client)
+        _check(matmul(client, ta, tb).to_numpy(client), a, b, TOL[dtype])
+        ta, tb = ruda.asarray(a, client), _view_past_a_line(client, b, skip)
+        _check(matmul(client, ta, tb).to_numpy(client), a, b, TOL[dtype])
+
+
 def test_an_empty_inner_extent_gives_zeros():
     client = ruda.client("cpu")
     a = RudaTensor.from_numpy(client, np.zeros((3, 0), np.float32))
