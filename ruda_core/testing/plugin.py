@@ -235,16 +235,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_runtest_setup")
 def pytest_runtest_setup_time_limit(item: pytest.Item) -> Generator[None, None, None]:
     """Set a device test's fixtures up under its time limit (:func:`_time_limit`)."""
-    device = device_of(item)
-    if device is None:
-        return (yield)
-    with _time_limit(item, device):
-        return (yield)
+    return (yield from _limited(item))
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Run a device test under its time limit (:func:`_time_limit`)."""
+    return (yield from _limited(item))
+
+
+def _limited(item: pytest.Item) -> Generator[None, None, None]:
+    """The body of a hook wrapper that runs the rest of the hook under the test's time limit,
+    where the test runs on a device."""
     device = device_of(item)
     if device is None:
         return (yield)
