@@ -122,12 +122,13 @@ class ServerStream:
         complete: the slot runs its work in order, so the work enqueued before it is complete,
         its failures handed out, and its streams owed nothing more unless they enqueue again.
         ``value`` None (the interpreter's exit) takes any error owed."""
-        owners: set[int | None] = set(self.users) or {value}
-        for error in (self.error, found):
-            if error is not None:
+        recorded, self.error = self.error, None  # first: a worker's fail() may come meanwhile
+        errors = [error for error in (recorded, found) if error is not None]
+        if errors:
+            owners: set[int | None] = set(self.users) or {value}
+            for error in errors:
                 for v in owners:
                     self.owed.setdefault(v, error)
-        self.error = None
         if value is None:
             owed, self.owed = self.owed, {}
             return next(iter(owed.values()), None)
