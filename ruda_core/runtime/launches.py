@@ -304,7 +304,7 @@ class KernelLauncher:
                     stream.kept.extend(kept)
                 if poisoned or enqueue is not direct:  # or its kernel was let go since
                     args = _new_args(LaunchArgs, (count, dim, bindings, scalars, metadata))
-                    launches.enqueue_loaded(stream, task, mode, args)
+                    launches.enqueue_loaded(stream, task, mode, args, stream_value)
                 else:
                     enqueue(stream, count, dim, bindings, scalars, metadata)
             finally:
@@ -414,23 +414,28 @@ class Launches:
             try:
                 kernel = self.kernels.get(task, mode)
             except ServerError as exc:
-                stream.fail(exc, bindings, task)
+                stream.fail(exc, bindings, task, stream_value)
                 return
-            backlog = self.enqueue(stream, task, mode, kernel, args)
+            backlog = self.enqueue(stream, task, mode, kernel, args, stream_value)
         if backlog is not None:
             _settle(backlog)
 
     def enqueue_loaded(
-        self, stream: ServerStream, task: RudaTask, mode: ExecutionMode, args: LaunchArgs
+        self,
+        stream: ServerStream,
+        task: RudaTask,
+        mode: ExecutionMode,
+        args: LaunchArgs,
+        stream_value: int,
     ) -> None:
         """:meth:`enqueue` of ``task``'s kernel, loaded again if it was let go; a failed build
         is recorded on ``stream`` (lock held; not for Validate, whose backlog it drops)."""
         try:
             kernel = self.kernels.get(task, mode)
         except ServerError as exc:
-            stream.fail(exc, args.bindings, task)
+            stream.fail(exc, args.bindings, task, stream_value)
             return
-        self.enqueue(stream, task, mode, kernel, args)
+        self.enqueue(stream, task, mode, kernel, args, stream_value)
 
     def enqueue(
         self,
@@ -439,10 +444,11 @@ class Launches:
         mode: ExecutionMode,
         kernel: LoadedKernel,
         args: LaunchArgs,
+        stream_value: int,
     ) -> RudaFuture[Any] | None:
-        """The launch of a loaded kernel whose bindings are ordered on ``stream`` (lock held).
-        Returns the report read a validated launch must wait for once the lock is released,
-        else None."""
+        """The launch of a loaded kernel whose bindings are ordered on ``stream`` by stream
+        ``stream_value`` (lock held). Returns the report read a validated launch must wait for
+        once the lock is released, else None."""
         count, bindings = args[0], args[2]  # read the cheap way: this runs on every launch
         if not (count.x and count.y and count.z) and count.binding is None:
             return None  # an empty launch: nothing runs, nothing is written
@@ -450,7 +456,7 @@ class Launches:
             if b.slice.error is not None:  # rare: resolve poison only when there is some
                 poisoned = poisoned_input(task, bindings)
                 if poisoned is not None:
-                    stream.fail(poisoned, bindings, task)
+                    stream.fail(poisoned, bindings, task, stream_value)
                     return None
                 if count.binding is None:  # a static count: the launch runs (a dynamic one
                     rewritten(task, bindings)  # may be zero: its driver clears when it reads it)
@@ -491,7 +497,7 @@ class Launches:
         error = dynamic_count_error(task, binding, counts, self.max_count, streams.device)
         if error is not None:
             with streams.lock:
-                stream.fail(error, bindings, task)
+                stream.fail(error, bindings, task, stream_value)
             return None
         return RudaCount(*counts) if min(counts) > 0 else None
 
@@ -562,7 +568,7 @@ class Launches:
                     return
                 if dynamic is not None:
                     streams.use(stream, (dynamic,), task.describe_count)
-                backlog = self.enqueue(stream, task, mode, kernel, args)
+                backlog = self.enqueue(stream, task, mode, kernel, args, stream_value)
             if backlog is not None:
                 _settle(backlog)
 

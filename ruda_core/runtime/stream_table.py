@@ -67,6 +67,8 @@ class ServerStream:
         #: owed to stream values: several streams may share a slot
         self.users: dict[int, int] = {}
         self.owed: dict[int | None, ServerError] = {}
+        #: errors raised to one stream value and still owed to another (not lost at exit)
+        self.raised: list[ServerError] = []
         #: Validate-mode reports since the last sync (made at the first validated launch)
         self.reports: ReportLog | None = None
         self._kept: list[object] = []
@@ -94,13 +96,20 @@ class ServerStream:
         return kept
 
     def fail(
-        self, error: ServerError, bindings: Sequence[Binding], task: RudaTask | None = None
+        self,
+        error: ServerError,
+        bindings: Sequence[Binding],
+        task: RudaTask | None = None,
+        value: int | None = None,
     ) -> None:
         """Record a failure of enqueued work: the stream's first pending error (raised at its
         next flush, sync or read), and poison on every buffer the work could have written (all
         of ``bindings`` without a ``task``). Drivers call it from their queues, when the work
-        runs; safe without the lock."""
-        if self.error is None:
+        runs; safe without the lock. The server passes ``value`` for a failure found while
+        stream ``value`` enqueued the work (lock held): it is owed to that stream alone."""
+        if value is not None:
+            self.owed.setdefault(value, error)
+        elif self.error is None:
             self.error = error
         for k, b in enumerate(bindings):
             if task is None or task.writes(k):
@@ -121,7 +130,7 @@ class ServerStream:
         another's error nor hides it. ``done``: the tick of a sync or read of the slot now
         complete: the slot runs its work in order, so the work enqueued before it is complete,
         its failures handed out, and its streams owed nothing more unless they enqueue again.
-        ``value`` None (the interpreter's exit) takes any error owed."""
+        ``value`` None (the interpreter's exit) takes an error owed that no stream raised."""
         recorded, self.error = self.error, None  # first: a worker's fail() may come meanwhile
         errors = [error for error in (recorded, found) if error is not None]
         if errors:
@@ -129,12 +138,18 @@ class ServerStream:
             for error in errors:
                 for v in owners:
                     self.owed.setdefault(v, error)
-        if value is None:
+        if value is None:  # what no stream's sync or read raised
             owed, self.owed = self.owed, {}
-            return next(iter(owed.values()), None)
+            lost = (e for e in owed.values() if not any(e is r for r in self.raised))
+            return next(lost, None)
         if done is not None:  # the slot runs in order: all work before ``done`` is complete
             self.users = {v: tick for v, tick in self.users.items() if tick > done}
-        return self.owed.get(value) if keep else self.owed.pop(value, None)
+        if keep or value not in self.owed:
+            return self.owed.get(value)
+        error = self.owed.pop(value)
+        still = self.owed.values()
+        self.raised = [e for e in (*self.raised, error) if any(e is o for o in still)]
+        return error
 
 
 def poisoned_input(task: RudaTask, bindings: Sequence[Binding]) -> LaunchError | None:

@@ -192,7 +192,7 @@ class Transfers:
             streams.use(stream, (source, destination))
             poison = source.slice.error
             if poison is not None:
-                stream.fail(poison, (destination,))
+                stream.fail(poison, (destination,), value=stream_value)
                 return
             destination.slice.error = None
             if not source.nbytes:
@@ -321,7 +321,7 @@ class Transfers:
             data = source.result()[0]
         except ServerError as exc:
             with streams.lock:
-                stream.fail(exc, (binding,))
+                stream.fail(exc, (binding,), value=stream_value)
                 return driver.fence(stream)
         with streams.lock:
             streams.use(stream, (binding,))

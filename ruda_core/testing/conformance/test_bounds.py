@@ -320,6 +320,43 @@ def test_validate_reports_no_sync_raised_are_named_when_the_interpreter_exits(
     assert f"of {ruda_device}: kernel shift_left accessed x[8] but x has length 8" in child.stderr
 
 
+_SHARING_CHILD = """
+import sys
+import numpy as np
+import ruda_core as ruda
+from ruda_core.lang import ABSOLUTE_POS, Array, ArrayArg, kernel, u32
+from ruda_core.runtime import BoundsCheckMode, RudaCount, RudaDim, ValidationError
+from ruda_core.testing.runner import sharing_streams
+
+@kernel
+def shift_left(x: Array[u32], out: Array[u32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS + 1]
+
+launching, other = sharing_streams(ruda.client(sys.argv[1]))
+x = launching.create_from_slice(np.arange(8, dtype=np.uint32))
+out = launching.empty(32)
+launching.sync().result(timeout=60)
+BoundsCheckMode.configure("validate")
+shift_left.launch_unchecked(other, RudaCount(1), RudaDim(7), ArrayArg(x, 8), ArrayArg(out, 8))
+shift_left.launch_unchecked(launching, RudaCount(1), RudaDim(8), ArrayArg(x, 8), ArrayArg(out, 8))
+try:
+    launching.sync().result(timeout=60)
+except ValidationError as exc:
+    print("raised:", exc)
+"""
+
+
+def test_a_report_raised_by_one_of_streams_sharing_a_queue_is_not_named_at_exit(
+    ruda_device, tmp_path
+):
+    """Reports of a queue two streams had work on are owed to both; once one stream's sync
+    raised them, the interpreter's exit does not call them unraised."""
+    child = run_script(_SHARING_CHILD, tmp_path, ruda_device)
+    assert child.returncode == 0, child.stderr
+    assert "raised: " in child.stdout and "x[8]" in child.stdout, child.stdout
+    assert "RudaWarning" not in child.stderr, child.stderr
+
+
 def test_validate_counts_faulting_launches_beyond_one_report_buffer(client, bounds_mode):
     client.sync().result(timeout=TIMEOUT_S)
     bounds_mode.configure(BoundsCheckMode.VALIDATE)

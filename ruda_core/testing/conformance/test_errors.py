@@ -160,6 +160,19 @@ def test_an_error_surfaces_on_its_own_stream_where_streams_share_a_queue(client)
     np.testing.assert_array_equal(read_array(innocent, dst, np.uint32), np.arange(1, N + 1))
 
 
+def test_a_stream_sharing_a_queue_is_not_owed_an_error_of_work_it_did_not_queue(client):
+    """A stream whose work is queued on a device queue beside a failing launch of another
+    stream syncs and reads cleanly: the failure found while that stream enqueued is its alone."""
+    failing, innocent = sharing_streams(client)
+    src, dst = _buffers(innocent)
+    _launch(innocent, TASK, src, dst)  # queued, never synced before the other stream fails
+    _launch(failing, RefusedTask(TASK), *_buffers(failing))
+    innocent.sync().result(timeout=TIMEOUT_S)  # raises nothing
+    np.testing.assert_array_equal(read_array(innocent, dst, np.uint32), np.arange(1, N + 1))
+    with pytest.raises(LaunchError, match=TASK.name):
+        failing.sync().result(timeout=TIMEOUT_S)
+
+
 def test_failed_sync_future_raises_the_same_error_every_time(client):
     src, dst = _buffers(client)
     _launch(client, RefusedTask(TASK), src, dst)
