@@ -158,14 +158,20 @@ def _drain(client: ComputeClient) -> None:
 
 def every_candidate_failed(
     client: ComputeClient, tunable_set: TunableSet, key: str, errors: dict[str, BaseException]
-) -> AutotuneError:
-    """The error for a key on which every candidate raised (``errors``: name -> exception),
-    listing them, its ``__cause__`` the first."""
+) -> Exception:
+    """The error for a key on which every candidate raised (``errors``: name -> exception): an
+    :class:`AutotuneError` listing them, its ``__cause__`` the first; but where every one ran
+    out of device memory (a ``MemoryError``: ``OutOfMemory``, ``BufferTooBig``) the problem
+    does not fit, whatever the candidate, and the first of those errors is the one to raise."""
     listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
+    first = next(iter(errors.values()))
+    if isinstance(first, ServerError) and all(isinstance(e, MemoryError) for e in errors.values()):
+        first.add_note(f"every candidate of {tunable_set!r} for key {key} ran out:\n{listing}")
+        return first
     error = AutotuneError(
         f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
         f"{client.device}; fix or add a candidate that runs here:\n{listing}",
         errors,
     )
-    error.__cause__ = next(iter(errors.values()))
+    error.__cause__ = first
     return error

@@ -177,6 +177,28 @@ def test_every_candidate_failing_is_one_server_error_naming_each():
     np.testing.assert_array_equal(read_u32(client, run_fast(client, x, n)), EXPECTED)
 
 
+def run_out_of_memory(client, x, n):
+    return client.empty(2**50)  # more than any device holds
+
+
+@pytest.mark.parametrize("tune", [True, False])
+def test_every_candidate_out_of_memory_raises_that_error_not_a_tuning_error(tune):
+    """Where no candidate finds the memory, the problem does not fit: the memory error itself
+    is raised (a ``MemoryError`` a caller can handle), each candidate's failure in its notes."""
+    client = ruda.client("cpu")
+    tunables = make_set(
+        f"all-out-of-memory-{tune}", ("a", run_out_of_memory), ("b", run_out_of_memory)
+    )
+    x, n = inputs(client)
+    with pytest.raises(MemoryError) as info:
+        Tuner().execute(client, tunables, x, n, tune=tune)
+    assert isinstance(info.value, ServerError) and not isinstance(info.value, AutotuneError)
+    assert (
+        "a: BufferTooBig" in info.value.__notes__[0]
+        and "b: BufferTooBig" in info.value.__notes__[0]
+    )
+
+
 def test_a_cached_winner_that_stops_launching_is_tuned_again():
     client = ruda.client("cpu")
     units = {"fast": 64}
