@@ -13,8 +13,10 @@ Two rules replace that silent hang with a clear error at first use:
   OpenCL do not, since their drivers cannot be used again in a forked child). Otherwise
   creating one raises the same error, before the backend touches its driver.
 
-Futures and reads created before the fork cannot complete in the child either; nothing here
-can reach them. This module never imports a driver; its fork hook runs in the child only.
+Futures and reads created before the fork cannot complete in the child either: each notes the
+fork :data:`generation` it was made in, and one of an earlier generation raises
+:func:`forked_future`'s error instead of waiting for ever. This module never imports a driver;
+its fork hook runs in the child only.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from .device_names import device_name
 if TYPE_CHECKING:
     from .server import ComputeServer
 
-__all__ = ["check_new_server", "track"]
+__all__ = ["check_new_server", "forked_future", "generation", "track"]
 
 #: Servers alive in this process (retired in a forked child).
 _live: weakref.WeakSet[ComputeServer] = weakref.WeakSet()
 #: Server classes that had a server in an ancestor process before it forked.
 _inherited: set[type[ComputeServer]] = set()
+#: How many forks made this process from the first: a future remembers the one it was made in.
+generation = 0
 
 _REMEDY = (
     "Start worker processes with the 'spawn' start method instead of fork, e.g. "
@@ -82,7 +86,19 @@ def check_new_server(cls: type[ComputeServer]) -> None:
         )
 
 
+def forked_future() -> ServerUnhealthy:
+    """The error of a future made before this process forked from its parent: its work runs
+    in the parent, and the child never sees it complete."""
+    return ServerUnhealthy(
+        f"this result was awaited in process {os.getpid()}, a fork of the process that queued "
+        "its device work before the fork: the work runs in the parent, so the child never sees "
+        f"it complete. {_REMEDY}"
+    )
+
+
 def _retire_in_child() -> None:
+    global generation
+    generation += 1
     parent = os.getppid()
     for server in list(_live):
         _inherited.add(type(server))

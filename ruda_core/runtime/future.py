@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from . import fork
 from .process_bound import ProcessBound
 
 if TYPE_CHECKING:
@@ -70,9 +71,10 @@ class RudaFuture(ProcessBound, Generic[T]):
     :param done: returns True once ``wait`` would return without blocking. Must not block.
     """
 
-    __slots__ = ("_done", "_error", "_lock", "_value", "_wait")
+    __slots__ = ("_born", "_done", "_error", "_lock", "_value", "_wait")
 
     def __init__(self, wait: Callable[[float | None], T], done: Callable[[], bool]) -> None:
+        self._born = fork.generation  # a forked child cannot wait for its parent's work
         self._wait = wait
         self._done = done
         self._lock = threading.Lock()
@@ -98,14 +100,22 @@ class RudaFuture(ProcessBound, Generic[T]):
         return fut
 
     def done(self) -> bool:
-        """True when the work has completed (successfully or not). Never blocks."""
-        return self._value is not _PENDING or self._error is not None or self._done()
+        """True when the work has completed (successfully or not), or can never complete in
+        this process (it forked after queueing the work). Never blocks."""
+        return (
+            self._value is not _PENDING
+            or self._error is not None
+            or self._born != fork.generation
+            or self._done()
+        )
 
     def result(self, timeout: float | None = None) -> T:
         """Wait for the work and return its value.
 
         :raises TimeoutError: when it is not complete within ``timeout`` seconds.
-        :raises ServerError: the error of the work, every time ``result`` is called.
+        :raises ServerError: the error of the work, every time ``result`` is called;
+            ``ServerUnhealthy`` in a process forked after the work was queued and before it
+            completed.
         :raises TypeError: for a ``timeout`` that is not a number of seconds (nothing waits).
         """
         if timeout is not None and (
@@ -114,6 +124,8 @@ class RudaFuture(ProcessBound, Generic[T]):
             raise TypeError(f"timeout must be a number of seconds or None, not {timeout!r}")
         if self._value is not _PENDING:
             return self._value  # type: ignore[no-any-return]  # a T once set
+        if self._born != fork.generation and self._error is None:
+            raise fork.forked_future()  # before the lock: the parent may have held it
         deadline = None if timeout is None else time.monotonic() + timeout
         # another thread may be waiting with the lock: this call waits no longer than its own
         if not self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0)):

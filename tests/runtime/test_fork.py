@@ -106,3 +106,26 @@ def test_fork_retires_servers_outside_the_registry_too(private_client):
     assert error.startswith("ServerUnhealthy: CpuServer") and "'spawn'" in error, error
     assert private_client.server.retired is None  # only in the child
     assert _times_three(private_client) == [0, 3, 6, 9]
+
+
+def test_fork_child_gets_a_clear_error_for_a_result_queued_before_the_fork():
+    parent = ruda.client("cpu")
+    x = parent.create_from_slice(np.arange(4, dtype=np.uint32))
+    out = parent.empty(16)
+    times_three.launch(parent, RudaCount(1), RudaDim(4), ArrayArg(x, 4), ArrayArg(out, 4))
+    synced, read = parent.sync(), parent.read_async([out])
+
+    def child() -> object:
+        return [synced.done(), read.done()], _errors_of(
+            lambda: synced.result(timeout=30), lambda: read.result()
+        )
+
+    outcome = in_forked_child(child)
+    assert outcome.value is not None, outcome.describe()
+    done, errors = ast.literal_eval(outcome.value)
+    assert done == [True, True]
+    for error in errors:
+        assert error.startswith("ServerUnhealthy: this result was awaited in process"), error
+        assert "the child never sees it complete" in error and "'spawn'" in error
+    synced.result(timeout=30)  # the parent's futures are untouched
+    assert np.frombuffer(read.result()[0], np.uint32).tolist() == [0, 3, 6, 9]
