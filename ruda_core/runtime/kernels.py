@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RudaWarning, UnsupportedFeature
+from ..errors import CompilationError, RudaWarning, ServerError, UnsupportedFeature
 from ..ir import ExecutionMode
 from .cache import CacheKind, DiskCache, EntryOrigin, code_fingerprint, digest
 from .compiler import CompiledKernel, CompileOptions, RudaTask
@@ -290,7 +290,15 @@ class KernelCache:
             loaded = self._load_cached(disk_key, compiled)
             if loaded is not None:
                 return loaded
-        built = driver.build(compiled)
+        try:
+            built = driver.build(compiled)
+        except ServerError:
+            raise
+        except Exception as exc:  # a driver that did not translate: recorded and poisoned alike
+            raise CompilationError(
+                f"kernel {task.name} could not be built for {self.origin.device or 'its device'}:"
+                f" the driver's build raised {type(exc).__name__}: {exc}"
+            ) from exc
         self.stats.compiled += 1
         if disk_key is not None and self._disk is not None:
             binary = driver.binary(built)
