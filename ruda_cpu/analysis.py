@@ -26,11 +26,12 @@ from ruda_core.ir import (
     Local,
     Loop,
     Op,
-    Operand,
     Param,
     RangeLoop,
     Return,
     Stmt,
+    builtins_read,
+    operands_read,
     walk,
 )
 
@@ -41,7 +42,6 @@ __all__ = [
     "blocks",
     "exits_here",
     "has_return",
-    "uses",
     "walk",
 ]
 
@@ -98,17 +98,6 @@ def exits_here(stmt: Stmt) -> bool:
     return False
 
 
-def uses(stmt: Stmt) -> tuple[Operand, ...]:
-    """The locals, builtins and parameters that ``stmt`` itself reads (not its nested blocks)."""
-    if isinstance(stmt, Instr):
-        return tuple(a for a in stmt.args if isinstance(a, Local | Builtin | Param))
-    if isinstance(stmt, If):
-        return (stmt.cond,)
-    if isinstance(stmt, RangeLoop):
-        return (stmt.start, stmt.end)
-    return ()
-
-
 @dataclass(frozen=True, slots=True)
 class KernelFacts:
     #: ``id()`` of the statements whose assignment needs no merge: the only definition of a
@@ -140,8 +129,8 @@ def analyse(defn: KernelDefinition) -> KernelFacts:
             target = s.args[0]
             if isinstance(target, Param):
                 written.add(target)
-    builtins = frozenset(u.kind for s in stmts for u in uses(s) if isinstance(u, Builtin))
-    reads = Counter(u for s in stmts for u in uses(s) if isinstance(u, Local))
+    builtins = builtins_read(defn.body)
+    reads = Counter(u for s in stmts for u in operands_read(s) if isinstance(u, Local))
     once = frozenset(v for v, count in reads.items() if count == 1)
     lanes = _lanes_locals(stmts)
     return KernelFacts(plain, single, lanes, frozenset(written), builtins, once, reads)
@@ -175,7 +164,7 @@ def _plain_definitions(body: Block) -> tuple[frozenset[int], frozenset[Local]]:
         known = set(known_before)
         definite: set[Local] = set()
         for stmt in block:
-            early.update(u for u in uses(stmt) if isinstance(u, Local) and u not in known)
+            early.update(u for u in operands_read(stmt) if isinstance(u, Local) and u not in known)
             target = stmt.out if isinstance(stmt, Instr) else None
             if isinstance(stmt, RangeLoop):
                 sites.setdefault(stmt.var, []).append((stmt, ifs))

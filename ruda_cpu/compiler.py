@@ -53,6 +53,7 @@ from ruda_core.ir import (
     SourceLoc,
     Stmt,
     lower_async_copies,
+    operands_read,
     scalarize_lines,
 )
 from ruda_core.ir.bounds import REPORT_PARAM
@@ -66,7 +67,6 @@ from .analysis import (
     blocks,
     exits_here,
     has_return,
-    uses,
     walk,
 )
 from .checks import SANITIZER, Sites, bounds_guards, check, line_check, line_guards
@@ -249,7 +249,7 @@ def _lasting_loads(body: Block, ctx: _Emitter) -> frozenset[int]:
     guards = bounds_guards(body)
     readers: dict[Local, list[Stmt]] = {}
     for stmt in walk(body):
-        for used in uses(stmt):
+        for used in operands_read(stmt):
             if isinstance(used, Local):
                 readers.setdefault(used, []).append(stmt)
     found: set[int] = set()

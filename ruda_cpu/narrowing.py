@@ -25,9 +25,10 @@ from ruda_core.ir import (
     LocalArray,
     Op,
     SharedArray,
+    operands_read,
 )
 
-from .analysis import uses, walk
+from .analysis import walk
 
 __all__ = ["Footprint", "footprint", "narrowable", "share"]
 
@@ -121,7 +122,7 @@ def footprint(block: Block, reads: Counter[Local]) -> Footprint:
     merged: set[Local] = set()
     for top in block:
         for stmt in walk((top,)):
-            for u in uses(stmt):
+            for u in operands_read(stmt):
                 if isinstance(u, Local | Builtin):
                     values[u] = None
                     if u not in assigned:

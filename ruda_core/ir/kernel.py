@@ -24,7 +24,18 @@ from ..errors import CompilationError
 from .matrix import Fragment, MatrixConfig
 from .ops import Op
 from .printing import PrintFormat
-from .variables import ArrayVar, Const, Local, LocalArray, Operand, Param, SharedArray, SourceLoc
+from .variables import (
+    ArrayVar,
+    Builtin,
+    BuiltinKind,
+    Const,
+    Local,
+    LocalArray,
+    Operand,
+    Param,
+    SharedArray,
+    SourceLoc,
+)
 
 __all__ = [
     "DYNAMIC_SHARED_ALIGN",
@@ -269,6 +280,24 @@ def walk(block: Block) -> Iterator[Stmt]:
             yield from walk(stmt.orelse)
         elif isinstance(stmt, RangeLoop | Loop):
             yield from walk(stmt.body)
+
+
+def operands_read(stmt: Stmt) -> tuple[Operand, ...]:
+    """The locals, builtins and parameters that ``stmt`` itself reads (not its nested blocks)."""
+    if isinstance(stmt, Instr):
+        return tuple(a for a in stmt.args if isinstance(a, Local | Builtin | Param))
+    if isinstance(stmt, If):
+        return (stmt.cond,)
+    if isinstance(stmt, RangeLoop):
+        return (stmt.start, stmt.end)
+    return ()
+
+
+def builtins_read(block: Block) -> frozenset[BuiltinKind]:
+    """The builtins ``block`` reads, nested blocks included."""
+    return frozenset(
+        u.kind for s in walk(block) for u in operands_read(s) if isinstance(u, Builtin)
+    )
 
 
 def dynamic_shared_bytes(

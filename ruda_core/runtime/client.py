@@ -30,7 +30,7 @@ from ..ir import ExecutionMode
 from .arguments import LaunchArgs
 from .cache import EntryOrigin
 from .capture import Graph
-from .compiler import RudaTask
+from .compiler import WIDE_LIMIT, RudaTask
 from .device import DeviceId
 from .device_names import device_name
 from .dims import (
@@ -549,6 +549,7 @@ class ComputeClient(ProcessBound):
             or task.dynamic_shared
             or task.uses_warpgroups
             or (y * z > 1 and x % row_planes and task.uses_planes)
+            or (task.wide_positions and count.x * count.y * count.z * units >= WIDE_LIMIT)
         ):
             limits.check(task, count, dim, scalars)  # raises unless only sizes to check
             return False

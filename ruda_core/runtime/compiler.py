@@ -20,10 +20,12 @@ from ..ir import (
     MATRIX_OPS,
     PLANE_OPS,
     WARPGROUP_OPS,
+    BuiltinKind,
     ExecutionMode,
     Instr,
     KernelDefinition,
     MatrixConfig,
+    builtins_read,
     line_alignment,
     walk,
 )
@@ -36,6 +38,8 @@ if TYPE_CHECKING:  # types only: the runtime does not import codegen
 
 __all__ = [
     "UNBOUNDED_UNITS",
+    "WIDE_LIMIT",
+    "WIDE_POSITIONS",
     "CompileOptions",
     "CompiledKernel",
     "Compiler",
@@ -43,6 +47,21 @@ __all__ = [
     "RudaTask",
 ]
 
+
+#: The positions that count over the whole launch, not within one cube or along one axis of
+#: cubes: each a ``u32`` that wraps past ``2**32 - 1`` (:attr:`RudaTask.wide_positions`).
+WIDE_POSITIONS = frozenset(
+    {
+        BuiltinKind.ABSOLUTE_POS,
+        BuiltinKind.ABSOLUTE_POS_X,
+        BuiltinKind.ABSOLUTE_POS_Y,
+        BuiltinKind.ABSOLUTE_POS_Z,
+        BuiltinKind.RUDA_POS,
+        BuiltinKind.RUDA_COUNT,
+    }
+)
+#: Launches of a task with :attr:`RudaTask.wide_positions` hold fewer units than this.
+WIDE_LIMIT = 2**32
 
 #: A backend's compile target type (see :attr:`CompileOptions.target`).
 _Target = TypeVar("_Target")
@@ -277,6 +296,13 @@ class RudaTask(ABC):
         return False
 
     @property
+    def wide_positions(self) -> bool:
+        """Whether the task reads a position that counts over the whole launch
+        (:data:`WIDE_POSITIONS`): a ``u32`` that a launch of ``2**32`` units or more wraps, so
+        such a launch is refused."""
+        return False
+
+    @property
     def matrix_configs(self) -> frozenset[MatrixConfig]:
         """The cooperative-matrix configurations the task multiplies: a device that lacks one
         refuses to compile it."""
@@ -324,6 +350,7 @@ class KernelTask(RudaTask):
         "uses_barriers",
         "uses_planes",
         "uses_warpgroups",
+        "wide_positions",
     )
 
     key: str
@@ -335,6 +362,7 @@ class KernelTask(RudaTask):
     uses_planes: bool
     uses_warpgroups: bool
     uses_barriers: bool
+    wide_positions: bool
     dynamic_shared: bool
     max_units: int
     min_units: int
@@ -367,6 +395,7 @@ class KernelTask(RudaTask):
         self.uses_barriers = any(
             isinstance(s, Instr) and s.op in BARRIER_OPS for s in walk(definition.body)
         )
+        self.wide_positions = not WIDE_POSITIONS.isdisjoint(builtins_read(definition.body))
 
     def dynamic_shared_bytes(self, scalars: Sequence[object]) -> int:
         return dynamic_shared_bytes(self._dynamic, scalars) if self._dynamic else 0

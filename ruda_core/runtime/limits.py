@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import LaunchConfigError, TooManyResources
 from ..ir import WARPGROUP_UNITS
-from .compiler import RudaTask
+from .compiler import WIDE_LIMIT, RudaTask
 from .dims import RudaCount, RudaDim
 from .properties import DeviceProperties, Feature, Features
 
@@ -42,9 +42,10 @@ class LaunchLimits:
     ) -> None:
         """Check a launch's geometry and shared memory against the device's limits, its cube
         against the task's bounds (:attr:`~.compiler.RudaTask.max_units` and ``min_units``),
-        a warpgroup kernel's cube against whole warpgroups, and a plane kernel's cube of
-        several rows against rows of whole planes (unless the device has
-        ``Feature.PLANES_ACROSS_ROWS``).
+        a warpgroup kernel's cube against whole warpgroups, a plane kernel's cube of several
+        rows against rows of whole planes (unless the device has
+        ``Feature.PLANES_ACROSS_ROWS``), and the units of a task with
+        :attr:`~.compiler.RudaTask.wide_positions` against :data:`~.compiler.WIDE_LIMIT`.
 
         :raises TooManyResources: for a launch over a limit.
         :raises LaunchConfigError: for a cube outside the task's bounds, a warpgroup kernel's
@@ -85,6 +86,14 @@ class LaunchLimits:
                 f"must be whole planes. Make RudaDim.x a multiple of the plane width {plane}, "
                 f"or launch one row of RudaDim({dim.num_units}) units (its last plane may be "
                 "partial)"
+            )
+        units = count.x * count.y * count.z * dim.num_units
+        if task.wide_positions and units >= WIDE_LIMIT:
+            raise TooManyResources(
+                f"kernel {task.name} reads a position over the whole launch (ABSOLUTE_POS, "
+                f"RUDA_POS, RUDA_COUNT …), a u32, and {count} x {dim} is {units} units: it would "
+                f"wrap past {WIDE_LIMIT - 1}. Launch fewer cubes, each unit looping over "
+                "several elements (grid_stride), or several launches over parts of the data"
             )
         if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
             raise LaunchConfigError(
