@@ -39,6 +39,25 @@ def _zeros(client):
     return client.create_from_slice(np.zeros(N, dtype=np.uint32))
 
 
+def _refused_before_anything_runs(client, count, dim, error, match):
+    """Each way to launch ``increment`` with ``count`` and ``dim`` raises ``error`` matching
+    ``match``, and nothing runs."""
+    out = client.create_from_slice(np.full(N, SENTINEL, dtype=np.uint32))
+    task = KernelTask(increment.definition())
+    launches = [
+        lambda: increment.launch(client, count, dim, ArrayArg(out, N)),
+        lambda: increment.launch_unchecked(client, count, dim, ArrayArg(out, N)),
+        lambda: increment.prepare(client, count, dim, ArrayArg(out, N)),
+        lambda: client.launch(task, count, dim, [out.binding()], (), (N,)),
+        lambda: client.launcher(task)(count, dim, [out.binding()], (), (N,)),
+    ]
+    for launch in launches:
+        with pytest.raises(error, match=match):
+            launch()
+    client.sync().result(timeout=TIMEOUT_S)
+    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, SENTINEL))
+
+
 def test_ints_launch_what_the_geometry_objects_launch(client):
     out = _zeros(client)
     increment.launch(client, 2, 32, ArrayArg(out, N))
@@ -107,37 +126,13 @@ def test_a_zero_count_launches_nothing(client):
     ],
 )
 def test_a_bad_geometry_is_refused_naming_it_before_anything_runs(client, count, dim, named):
-    out = client.create_from_slice(np.full(N, SENTINEL, dtype=np.uint32))
-    task = KernelTask(increment.definition())
-    launches = [
-        lambda: increment.launch(client, count, dim, ArrayArg(out, N)),
-        lambda: increment.launch_unchecked(client, count, dim, ArrayArg(out, N)),
-        lambda: increment.prepare(client, count, dim, ArrayArg(out, N)),
-        lambda: client.launch(task, count, dim, [out.binding()], (), (N,)),
-        lambda: client.launcher(task)(count, dim, [out.binding()], (), (N,)),
-    ]
-    for launch in launches:
-        with pytest.raises(LaunchConfigError, match=rf"^{named} takes an int, a tuple of 1 to 3"):
-            launch()
-    client.sync().result(timeout=TIMEOUT_S)
-    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, SENTINEL))
+    match = rf"^{named} takes an int, a tuple of 1 to 3"
+    _refused_before_anything_runs(client, count, dim, LaunchConfigError, match)
 
 
 def test_a_launch_that_would_wrap_a_whole_launch_position_is_refused_before_anything_runs(client):
     """Positions over the whole launch (``ABSOLUTE_POS`` …) are ``u32``: a launch of ``2**32``
     units or more of a kernel that reads one would give units the same position."""
-    out = client.create_from_slice(np.full(N, SENTINEL, dtype=np.uint32))
-    task = KernelTask(increment.definition())
     count, dim = RudaCount(65535, 65535), RudaDim(2)  # 8 589 672 450 units
-    launches = [
-        lambda: increment.launch(client, count, dim, ArrayArg(out, N)),
-        lambda: increment.launch_unchecked(client, count, dim, ArrayArg(out, N)),
-        lambda: increment.prepare(client, count, dim, ArrayArg(out, N)),
-        lambda: client.launch(task, count, dim, [out.binding()], (), (N,)),
-        lambda: client.launcher(task)(count, dim, [out.binding()], (), (N,)),
-    ]
-    for launch in launches:
-        with pytest.raises(TooManyResources, match=r"8589672450 units: it would wrap past"):
-            launch()
-    client.sync().result(timeout=TIMEOUT_S)
-    np.testing.assert_array_equal(read_array(client, out, np.uint32), np.full(N, SENTINEL))
+    match = r"8589672450 units: it would wrap past"
+    _refused_before_anything_runs(client, count, dim, TooManyResources, match)
