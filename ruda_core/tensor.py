@@ -16,7 +16,7 @@ from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 
-from .errors import InteropError
+from .errors import InteropError, LayoutError
 from .interop import cuda_array_interface, dlpack
 from .interop.foreign import import_cuda_array_interface, import_dlpack
 from .ir import Elem
@@ -100,6 +100,8 @@ class RudaTensor(Strided):
         queued on it (waits; on the calling thread's stream, like any read).
 
         :raises ServerError: the stream's pending error or the memory's poison.
+        :raises LayoutError: before anything is read, for a layout that addresses memory
+            outside the handle (a negative stride, a span past its bytes).
         """
         host = self.to_numpy()
         return host.copy() if not host.flags.writeable else host
@@ -111,14 +113,31 @@ class RudaTensor(Strided):
         column of a matrix, a broadcast) is read as its handle's bytes and gathered here.
 
         :raises RudaPanic: when the read fails (the error is its ``__cause__``).
+        :raises LayoutError: before anything is read, for a layout outside the handle.
         """
         reader = client if client is not None else self._client()
         if reader.runtime.can_read_tensor(self.shape, self.strides):
             raw = reader.read_tensor([self.descriptor()])[0]
             return np.frombuffer(raw, dtype=self.elem.numpy).reshape(self.shape)
+        unfit = self._unfit()
+        if unfit is not None:
+            raise LayoutError(f"cannot read the tensor: {unfit}")
         items = np.frombuffer(reader.read([self.handle])[0], dtype=self.elem.numpy)
         steps = [stride * self.elem.nbytes for stride in self.strides]
         return np.ascontiguousarray(np.lib.stride_tricks.as_strided(items, self.shape, steps))
+
+    def _unfit(self) -> str | None:
+        """Why the layout addresses memory outside its handle (a negative stride or extent,
+        a span past the handle's bytes), or None when it fits."""
+        if min(self.strides, default=0) < 0 or min(self.shape, default=0) < 0:
+            return f"shape {self.shape} with strides {self.strides} has a negative extent or stride"
+        nbytes = self.span * self.elem.nbytes
+        if nbytes > self.handle.nbytes:
+            return (
+                f"shape {self.shape} with strides {self.strides} spans {nbytes} bytes; the "
+                f"handle has {self.handle.nbytes}"
+            )
+        return None
 
     def to_client(self, other: ComputeClient, client: ComputeClient | None = None) -> RudaTensor:
         """This tensor on ``other``'s device, copied by :meth:`ComputeClient.to_client` from
@@ -237,6 +256,9 @@ class RudaTensor(Strided):
                 raise InteropError(f"stream {stream!r} for host memory; pass None")
         elif stream == 0:
             raise InteropError("stream 0 is ambiguous in DLPack; pass 1 for the legacy default")
+        unfit = self._unfit()
+        if unfit is not None:
+            raise InteropError(f"cannot export the tensor: {unfit}")
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         client = self._client()
         address = client.server.sharing.export(self.handle.binding(), stream)
@@ -256,6 +278,9 @@ class RudaTensor(Strided):
         device = client.server.dlpack_device()
         if device is None or device[0] != dlpack.DLDeviceType.CUDA:
             raise AttributeError(f"{client.device} memory has no __cuda_array_interface__")
+        unfit = self._unfit()
+        if unfit is not None:
+            raise InteropError(f"cannot export the tensor: {unfit}")
         binding = self.handle.binding()
         return cuda_array_interface.describe(
             client.server.sharing.export(binding, -1),

@@ -15,6 +15,7 @@ from ruda_core.lang import ABSOLUTE_POS, Array, Float, Tensor, f32, kernel
 from ruda_core.runtime import (
     InteropError,
     LaunchConfigError,
+    LayoutError,
     RudaCount,
     RudaDim,
     contiguous_strides,
@@ -108,6 +109,24 @@ def test_a_tensor_of_any_layout_reads_back_as_a_new_contiguous_array(cpu, view):
     for got in (t.numpy(), np.asarray(t), ruda.asarray(t, cpu).numpy()):
         np.testing.assert_array_equal(got, expected)
         assert got.flags.c_contiguous and got.flags.writeable and not np.shares_memory(got, base)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides"),
+    [((3, 4), (1, 3)), ((4,), (2**28,)), ((4,), (-1,)), ((2, 2), (2, -1))],
+    ids=["past-the-end", "far-past-the-end", "negative", "negative-inner"],
+)
+def test_a_layout_outside_its_handle_is_refused_not_read_or_shared(cpu, shape, strides):
+    """A tensor made over a handle with a layout that addresses memory outside it (past its
+    end, or before it through a negative stride) is neither read (``numpy()``) nor exported
+    (DLPack): either would reach memory the handle does not own."""
+    handle = cpu.create_from_slice(np.arange(4, dtype=np.float32))
+    t = RudaTensor(handle, shape, strides, Elem.F32)
+    with pytest.raises(LayoutError, match=r"negative extent or stride|the handle has 16"):
+        t.numpy()
+    with pytest.raises(InteropError, match="cannot export the tensor"):
+        np.from_dlpack(t)
+    np.testing.assert_array_equal(RudaTensor(handle, (4,), (1,), Elem.F32).numpy(), range(4))
 
 
 def test_the_producer_stays_alive_while_ruda_holds_its_memory(cpu):
