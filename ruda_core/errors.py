@@ -263,7 +263,9 @@ class SanitizerError(ValidationError):
         lines += [f"  {finding}" for finding in self.findings]
         if self.count > len(self.findings):
             lines.append(f"  ... and {self.count - len(self.findings)} more")
-        lines.append("  (a kernel's units must order their accesses with sync_units or atomics)")
+        if any("race" in kind or "barrier" in kind for kind in self.kinds):
+            hint = "a kernel's units must order their accesses with sync_units or atomics"
+            lines.append(f"  ({hint})")
         ServerError.__init__(self, "\n".join(lines))
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -209,6 +209,8 @@ def check(
     if target not in params:
         return f"{s}.global_bounds({where}{bound})"
     k = params.index(target)
+    if length is None:  # unguarded (an unchecked launch): the launch's length, not the buffer's
+        bound = f", length={ctx.ref(('len', target))}"
     if atomic:
         reads, writes = op not in _ATOMIC_WRITES, op is not Op.ATOMIC_LOAD
         return f"{s}.global_atomic({site}, {k}, {name}, {idx}, {mask}, {reads}, {writes}{bound})"

@@ -104,3 +104,28 @@ def test_the_error_is_a_validation_error_and_pickles(cpu: ComputeClient) -> None
     again = pickle.loads(pickle.dumps(err))
     assert (again.findings, again.count, again.kinds) == (err.findings, err.count, err.kinds)
     assert str(again) == str(err)
+    assert "order their accesses with sync_units or atomics" in str(err)  # a race's fix
+
+
+@kernel
+def shifted_left(x: Array[u32], out: Array[u32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS + u32(1)]  # past the end at the last unit
+
+
+@pytest.mark.parametrize("unchecked", [False, True], ids=["launch", "launch_unchecked"])
+def test_an_index_past_the_arrays_length_is_out_of_bounds_inside_a_larger_handle(
+    cpu: ComputeClient, unchecked: bool
+) -> None:
+    """The bound is the launch's array length, not the handle's: an unchecked launch whose
+    handles hold more than its ``ArrayArg`` lengths is still reported, as a GPU's bounds
+    would be wrong there."""
+    x = cpu.create_from_slice(np.arange(2 * BLOCK, dtype=np.uint32))
+    out = cpu.create_from_slice(np.zeros(2 * BLOCK, np.uint32))
+    launch = shifted_left.launch_unchecked if unchecked else shifted_left.launch
+    with (
+        ruda_cpu.sanitizing(),
+        pytest.raises(SanitizerError, match=rf"x\[{BLOCK}\] by unit") as info,
+    ):
+        launch(cpu, RudaCount(1), RudaDim(BLOCK), ArrayArg(x, BLOCK), ArrayArg(out, BLOCK))
+        cpu.sync().result(timeout=30)
+    assert "sync_units" not in str(info.value)  # the ordering hint is for races and barriers
