@@ -174,7 +174,7 @@ def _print_cache(cap: int, kinds: list[CacheKind], entries: list[CacheEntry], ea
 
 
 def _cache(args: argparse.Namespace) -> int:
-    kinds = [CacheKind(k) for k in args.kind] if args.kind else list(CacheKind)
+    kinds = list(dict.fromkeys(CacheKind(k) for k in args.kind)) if args.kind else list(CacheKind)
     if args.action == "path":
         for folder in (
             [cache_root() / k.folder_name for k in kinds] if args.kind else [cache_root()]

@@ -93,6 +93,8 @@ def test_list_shows_kernels_tuning_and_probes_per_driver_and_device(launched, ca
     ]
     assert main(["cache", "--json", "--kind", "tuning"]) == 0  # ``list`` is the default
     assert json.loads(capsys.readouterr().out)["entries"] == _listing(capsys, "--kind", "tuning")
+    tuning = [e for e in entries if e["kind"] == "tuning"]
+    assert _listing(capsys, "--kind", "tuning", "--kind", "tuning") == tuning  # a kind once
 
     assert main(["cache"]) == 0
     text = capsys.readouterr().out
