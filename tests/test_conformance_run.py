@@ -41,6 +41,14 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_suite_runs(capsys
     assert "ruda conformance:" not in out  # no summary: pytest never ran
 
 
+def test_a_report_path_that_is_a_folder_is_refused_before_the_suite_runs(capsys, tmp_path):
+    code = cli.main(["conformance", "--device", "cpu", "--report", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert f"ruda conformance: cannot write the report {tmp_path}: " in err
+    assert "ruda conformance:" not in out  # no summary: pytest never ran
+
+
 def test_arguments_pytest_refuses_write_no_matrix(capsys, tmp_path):
     report = tmp_path / "matrix.md"
     code = cli.main(["conformance", "--device", "cpu", "--report", str(report), "--", "--bogus"])

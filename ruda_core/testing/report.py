@@ -167,6 +167,24 @@ class ResultCollector:
             self.matrix.record(test, device, cell)
 
 
+def _unwritable(report: Path) -> str | None:
+    """Why the matrix could not be written to ``report`` at the end of a run, or None: its
+    folder is tried as the user can use it, and the file opened for appending (and removed
+    again where this made it), which a folder or a read-only file refuses."""
+    folder = report.resolve().parent
+    if not (folder.is_dir() and os.access(folder, os.W_OK)):
+        return f"{folder} is not a folder this user can write"
+    existed = report.exists()
+    try:
+        with report.open("a"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        report.unlink()
+    return None
+
+
 def run_conformance(
     devices: Sequence[str], report: Path | None = None, pytest_args: Sequence[str] = ()
 ) -> int:
@@ -178,10 +196,9 @@ def run_conformance(
     runs: its reason goes to stderr and the exit code is pytest's usage error, never the success
     of a run that skipped everything or a run whose matrix is lost at its end.
     """
-    folder = None if report is None else report.resolve().parent
-    if folder is not None and not (folder.is_dir() and os.access(folder, os.W_OK)):
-        print(f"ruda conformance: cannot write the report {report}: {folder} is not a folder "
-              "this user can write", file=sys.stderr)  # fmt: skip
+    unwritable = None if report is None else _unwritable(report)
+    if unwritable is not None:
+        print(f"ruda conformance: cannot write the report {report}: {unwritable}", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
     unusable = _unusable(devices)
     if unusable:
