@@ -194,21 +194,34 @@ def trusted_folder(folder: Path, root: Path, *, create: bool) -> bool:
         stat = folder.stat()
     except OSError:
         return False
+    return trusted(stat, folder, root, "folder")
+
+
+def trusted(stat: os.stat_result, path: Path, root: Path, what: str) -> bool:
+    """Whether ``path`` (a ``what``: ``"folder"`` or ``"entry"`` of the cache at ``root``), whose
+    status is ``stat``, is owned by this process's user or by root and writable by no one else;
+    if not, one :class:`CacheWarning` per ``root`` and process says why and how to fix it.
+    Where the platform has no POSIX owners (Windows), everything is trusted."""
     if not hasattr(os, "geteuid"):
         return True
     user = os.geteuid()
+    mode, instead = (
+        ("700", "keeps its cache in memory only")
+        if what == "folder"
+        else ("600", "builds the entry again and replaces it")
+    )
     if stat.st_uid not in (user, 0):
         problem, fix = f"is owned by uid {stat.st_uid}, not by uid {user}", f"chown {user}"
     elif stat.st_mode & 0o022:
-        problem, fix = f"is writable by others (mode {stat.st_mode & 0o777:o})", "chmod 700"
+        problem, fix = f"is writable by others (mode {stat.st_mode & 0o777:o})", f"chmod {mode}"
     else:
         return True
     warn_once(
         root,
         "trust",
-        f"refusing the cache folder {folder}: it {problem}, so another user could choose what "
-        f"this process loads; this process keeps its cache in memory only. Run "
-        f"`{fix} {folder}` or set RUDA_CACHE_DIR to a folder only you can write",
+        f"refusing the cache {what} {path}: it {problem}, so another user could choose what "
+        f"this process loads; this process {instead}. Run `{fix} {path}` or set "
+        "RUDA_CACHE_DIR to a folder only you can write",
     )
     return False
 
@@ -269,8 +282,13 @@ class DiskCache:
         if kept is not None or not self._trusted(create=False):
             return kept
         path = self._path(key)
+        if not trusted_folder(path.parent, self.root, create=False):
+            return None  # missing (nothing to read), or another user's to fill
         try:
-            raw = path.read_bytes()
+            with path.open("rb") as entry:
+                if not trusted(os.fstat(entry.fileno()), path, self.root, "entry"):
+                    return None
+                raw = entry.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -309,6 +327,9 @@ class DiskCache:
         )
         try:
             path.parent.mkdir(mode=FOLDER_MODE, exist_ok=True)
+            if not trusted_folder(path.parent, self.root, create=False):
+                self._keep_in_session(key, value)
+                return
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # created 0600
             try:
                 with os.fdopen(fd, "wb") as out:

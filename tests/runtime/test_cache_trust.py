@@ -214,3 +214,25 @@ def test_an_unwritable_cache_warns_once_for_many_kernels(trouble: str, tmp_path:
     (warning,) = ran["warnings"]
     assert str(root) in warning and "in memory only" in warning
     assert list(_files(root)) == [], "no lock, temporary or torn file is left"
+
+
+@pytest.mark.parametrize("opened", ["shard", "entry"])
+def test_a_shard_or_entry_others_can_write_is_not_read(
+    opened: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trust covers every level down to the entry: a shard folder or an entry file that anyone
+    may write (so anyone may have planted it) is never read, with one warning naming it."""
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path / opened))
+    cache = DiskCache(CacheKind.KERNELS)
+    key = "ab" + "0" * 62
+    cache.put(key, b"built code", EntryOrigin("cpu", "cpu", "planted"))
+    entry = next(_files(cache.folder))
+    opening = entry.parent if opened == "shard" else entry
+    opening.chmod(0o777 if opened == "shard" else 0o666)
+    with pytest.warns(
+        CacheWarning,
+        match=f"refusing the cache {'folder' if opened == 'shard' else 'entry'} {opening}",
+    ):
+        assert DiskCache(CacheKind.KERNELS).get(key) is None
+    opening.chmod(0o700 if opened == "shard" else 0o600)
+    assert DiskCache(CacheKind.KERNELS).get(key) == b"built code"
