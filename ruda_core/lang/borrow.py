@@ -48,7 +48,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import InteropError
+from ..errors import CaptureError, InteropError
 from ..interop.dlpack import DLDeviceType, ForeignTensor, dtype_of
 from ..interop.foreign import check_usable
 from ..ir import Elem
@@ -182,10 +182,10 @@ class Staged:
         :raises InteropError: for a read-only array (the kernel wrote its copy).
         :raises ServerError: the stream's pending error or the copy's poison.
         """
-        array, handle = self.array, cast(Handle, self.handle)
+        array, handle, elem = self.array, cast(Handle, self.handle), cast(Elem, self.elem)
         self.check_writable(client)
         raw = client.read_one(handle)
-        array[...] = np.frombuffer(raw, array.dtype, array.size).reshape(array.shape)
+        array[...] = np.frombuffer(raw, elem.numpy, array.size).reshape(array.shape)
 
 
 def check_staged(client: ComputeClient, task: RudaTask, kept: Sequence[object]) -> None:
@@ -261,7 +261,7 @@ def _stage(client: ComputeClient, arr: np.ndarray, binding: int) -> Staged:
 
     :raises TypeError: for an element type ruda lacks.
     """
-    host = np.ascontiguousarray(arr)
+    host = np.ascontiguousarray(arr, arr.dtype.newbyteorder("="))  # the device's byte order
     elem = Elem.from_dtype(host.dtype)
     handle, strides = client.create_tensor_from_slice(host, host.shape, host.itemsize)
     return Staged(arr, handle, binding, elem, tuple(strides))
@@ -517,9 +517,7 @@ def borrow_arguments(
     """
     if len(args) != len(kinds) or not isinstance(client, ComputeClient):
         return None
-    server = client.server
-    if server.capturing:
-        return None
+    capturing = client.server.capturing
     converted: list[object] | None = None
     owners: list[object] = []
     #: the NumPy arrays staged so far, by address: one passed again shares its copy
@@ -542,7 +540,9 @@ def borrow_arguments(
             return None
         owner: object = arg
         try:
-            if reader is _read_numpy and (layout[5] or not shares_host(client)):
+            if reader is _read_numpy and (
+                layout[5] or not layout[1].isnative or not shares_host(client)
+            ):
                 twin = staged.get(layout[0])
                 if twin is not None and _read_numpy(twin.array)[:4] == layout[:4]:
                     twin.bindings.append(binding)
@@ -552,6 +552,8 @@ def borrow_arguments(
                         client, cast(np.ndarray, arg), binding
                     )
                 entry = twin.argument(kind)
+            elif capturing:  # a capture keeps memory through handles: the import makes them
+                return None
             else:
                 entry = _lookup(client, kind, layout, arg)
                 this = _origin(reader, int(layout[4]))  # checked to be the client's device
@@ -560,8 +562,15 @@ def borrow_arguments(
                 origin, ordered = this, True
                 if reader is _read_numpy:
                     owner = Staged(cast(np.ndarray, arg), None, binding)
-        except TypeError:  # an element type ruda lacks: the import says which
-            return None
+        except TypeError as exc:  # an element type ruda lacks
+            raise InteropError(f"argument {k} of the launch: {exc}") from exc
+        except CaptureError as exc:
+            raise CaptureError(
+                f"argument {k} of the launch is a NumPy array that {client.device} copies to "
+                "and from the device at each launch, which a capture cannot record: make it "
+                "a device tensor before the `with client.capture()` block "
+                f"(ruda_core.asarray(array, client))"
+            ) from exc
         if converted is None:
             converted = list(args)
         converted[k] = entry

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ruda_core as ruda
-from ruda_core.errors import InteropError, LaunchConfigError
+from ruda_core.errors import CaptureError, InteropError, LaunchConfigError
 from ruda_core.lang import ABSOLUTE_POS, Array, Comptime, Tensor, f32, i32, kernel
 from ruda_core.runtime import RudaCount, RudaDim
 
@@ -165,3 +165,29 @@ def test_an_array_of_another_element_type_is_refused_by_name(open_device, name):
     out = np.zeros(256, np.float32)
     with pytest.raises(LaunchConfigError, match="'x' has f64 elements; the kernel declares f32"):
         saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, out)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_arrays_in_the_other_byte_order_are_converted_both_ways(open_device, name):
+    client = open_device(name)
+    x = np.arange(256, dtype=">f4")
+    out = np.zeros(256, ">f4")
+    saxpy.launch(client, RudaCount(1), RudaDim(256), 2.0, x, x, out)
+    assert out.dtype == np.dtype(">f4")
+    np.testing.assert_array_equal(out, 3 * np.arange(256, dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_array_of_no_ruda_element_type_is_refused_saying_so(open_device, name):
+    client = open_device(name)
+    z = np.zeros(256, np.complex64)
+    with pytest.raises(InteropError, match="dtype complex64 has no ruda element type"):
+        saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, z, z, np.zeros(256, np.float32))
+
+
+@pytest.mark.parametrize("name", ["opencl:0", "cuda:0", "webgpu:0"])
+def test_an_array_a_device_copies_is_refused_inside_a_capture_naming_the_fix(open_device, name):
+    client = open_device(name).fixed_execution_queue()
+    x = np.arange(256, dtype=np.float32)
+    with client.capture(), pytest.raises(CaptureError, match=r"make it a device tensor before"):
+        saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, np.zeros_like(x))
