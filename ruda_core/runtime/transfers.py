@@ -312,10 +312,14 @@ class Transfers:
         part's failure stays); returns a fence after the write (or after the failure)."""
         streams = self.streams
         driver = self.driver
+        profiler = self.profiler
         with streams.lock:
             stream = streams.get(stream_value)
             streams.use(stream, (binding,))
+            start = profiler.stamp(stream) if profiler.active else None
             if driver.write_deferred(stream, binding, source):
+                if start is not None:
+                    profiler.note("transfer", f"write {binding.nbytes} B", stream, start)
                 return driver.fence(stream)
         try:
             data = source.result()[0]
@@ -327,8 +331,7 @@ class Transfers:
             streams.use(stream, (binding,))
             if not data.nbytes:
                 return driver.fence(stream)
-            profiler = self.profiler
-            start = profiler.stamp(stream) if profiler.active else None
+            start = profiler.stamp(stream) if profiler.active else None  # after the host's wait
             fence = driver.write_owned(stream, binding, data)
             if fence is None:
                 driver.write(stream, binding, data)

@@ -72,6 +72,18 @@ def test_bytes_arrive_both_ways(client):
         np.testing.assert_array_equal(read_array(dest, copy, np.uint32), data)
 
 
+def test_a_profile_of_the_destination_times_the_copy_as_a_transfer(client):
+    """The write a copy enqueues on its destination is device work like any write: a profile
+    of the destination's stream lists it and counts its time as a transfer."""
+    data = np.arange(N, dtype=np.uint32)
+    for source, dest in _pairs(client):
+        handle = source.create_from_slice(data)
+        source.sync().result(timeout=TIMEOUT_S)
+        _, profile = dest.profile(lambda s=source, h=handle, d=dest: s.to_client(h, d))
+        names = [(e.name, e.kind) for e in profile.trace.events]
+        assert (f"write {data.nbytes} B", "transfer") in names, (source.device, dest.device)
+
+
 def test_an_empty_handle_copies(client):
     for source, dest in _pairs(client):
         copy = source.to_client(source.empty(0), dest)
