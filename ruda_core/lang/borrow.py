@@ -356,7 +356,13 @@ def _entry(client: ComputeClient, layout: tuple[Any, ...], array: bool, arg: obj
     elem = _elem_of(dtype)
     shape = tuple(shape)
     if isinstance(dtype, np.dtype):  # NumPy strides are in bytes
-        strides = tuple(s // dtype.itemsize if s % dtype.itemsize == 0 else -1 for s in strides)
+        if any(s % dtype.itemsize for s in strides):
+            raise InteropError(
+                f"a {type(arg).__name__} has strides {tuple(strides)} bytes, not whole "
+                f"{dtype.itemsize}-byte elements (a field of a packed record, say); ruda "
+                "addresses memory by elements. Copy it first (np.ascontiguousarray)"
+            )
+        strides = tuple(s // dtype.itemsize for s in strides)
     where = (int(DLDeviceType.CUDA), device) if device >= 0 else (int(DLDeviceType.CPU), 0)
     foreign = ForeignTensor(address, where, shape, strides, dtype_of(elem), read_only, None)
     elem, nbytes = check_usable(client, foreign, f"a {type(arg).__name__}")

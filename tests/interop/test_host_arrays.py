@@ -191,3 +191,21 @@ def test_an_array_a_device_copies_is_refused_inside_a_capture_naming_the_fix(ope
     x = np.arange(256, dtype=np.float32)
     with client.capture(), pytest.raises(CaptureError, match=r"make it a device tensor before"):
         saxpy.launch(client, RudaCount(1), RudaDim(256), 1.0, x, x, np.zeros_like(x))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_a_field_of_packed_records_is_copied_or_refused_saying_why(open_device, name):
+    """A record field strides by the record (5 bytes here), not by whole elements: a device
+    that copies arrays copies it; the NumPy device, which uses the memory as it is, refuses
+    it naming the stride."""
+    client = open_device(name)
+    records = np.zeros(256, dtype=[("a", "<f4"), ("b", "u1")])
+    records["a"] = np.arange(256)
+    out = np.zeros(256, np.float32)
+    args = (client, 1, 256, 1.0, records["a"], records["a"], out)
+    if name == "cpu":
+        with pytest.raises(InteropError, match=r"strides \(5,\) bytes, not whole 4-byte"):
+            saxpy.launch(*args)
+    else:
+        saxpy.launch(*args)
+        np.testing.assert_array_equal(out, 2 * np.arange(256, dtype=np.float32))
