@@ -182,12 +182,18 @@ def trusted_folder(folder: Path, root: Path, *, create: bool) -> bool:
         try:
             folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         except OSError as exc:
+            on_path = (folder, *folder.parents)
+            file = next((p for p in on_path if p.exists() and not p.is_dir()), None)
+            fix = (
+                f"{file} is a file, not a folder: move it away or set RUDA_CACHE_DIR elsewhere"
+                if file is not None
+                else "Make the folder's parent writable or set RUDA_CACHE_DIR to a folder you own"
+            )
             warn_once(
                 root,
                 "write",
                 f"cannot create the cache folder {folder}: {exc}; this process keeps its cache "
-                "in memory only. Make the folder's parent writable or set RUDA_CACHE_DIR to a "
-                "folder you own",
+                f"in memory only. {fix}",
             )
             return False
     try:

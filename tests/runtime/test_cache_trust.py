@@ -236,3 +236,14 @@ def test_a_shard_or_entry_others_can_write_is_not_read(
         assert DiskCache(CacheKind.KERNELS).get(key) is None
     opening.chmod(0o700 if opened == "shard" else 0o600)
     assert DiskCache(CacheKind.KERNELS).get(key) == b"built code"
+
+
+def test_a_cache_folder_that_is_a_file_is_named_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "a-file"
+    root.write_text("")
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(root))
+    with pytest.warns(CacheWarning, match=f"{root} is a file, not a folder"):
+        DiskCache(CacheKind.KERNELS).put("ab" + "0" * 62, b"code", EntryOrigin("cpu", "cpu"))
+    assert DiskCache(CacheKind.KERNELS).get("ab" + "0" * 62) == b"code"  # kept in memory
