@@ -102,8 +102,8 @@ class Submitter:
                 failed = translate("waiting for queued work", exc)
                 item.stream.fail(failed, item.written)
             else:
-                if fault is not None:
-                    item.stream.fail(fault, ())
+                if fault is not None:  # what the submission wrote may hold its garbage
+                    item.stream.fail(fault, item.written)
             if item.then is not None:
                 try:
                     item.then()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 pytest.importorskip("wgpu")
 
 import ruda_core as ruda
-from ruda_core.errors import RudaWarning
+from ruda_core.errors import RudaPanic, RudaWarning
 from ruda_core.ir import Elem, Op
 from ruda_core.lang import (
     ABSOLUTE_POS,
@@ -192,6 +192,9 @@ def test_a_kernel_whose_loops_lavapipe_may_stop_fails_at_the_next_sync(client):
     many = ruda.asarray(np.array([100_000], np.uint32), client)
     two_loops.launch(client, 1, 1, many, none, out)
     _reported_cut_short(client, "two_loops")
+    for _ in range(2):  # its output is poisoned: no read returns the cut-short count
+        with pytest.raises(RudaPanic, match="two_loops may have been cut short"):
+            out.numpy()
 
 
 @kernel
