@@ -323,7 +323,12 @@ class _Registry:
                     listed = replace(_list(entry), distribution=dist, entry_point=value)
                     # a driver may look itself up while its devices are probed: it sees them listed
                     self.probed[name] = listed
-                    self.probed[name] = _probe_devices(entry, listed) if listed.devices else listed
+                    try:
+                        probed = _probe_devices(entry, listed) if listed.devices else listed
+                    except BaseException:  # a strict refusal, an interrupt: not the verdict
+                        del self.probed[name]
+                        raise
+                    self.probed[name] = probed
             return self.probed[name]
 
 

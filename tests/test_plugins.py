@@ -467,3 +467,32 @@ def test_a_probe_time_limit_that_is_not_a_positive_number_is_refused_naming_the_
             probe_timeout()
     monkeypatch.setenv("RUDA_PROBE_TIMEOUT_S", "2.5")
     assert probe_timeout() == 2.5
+
+
+STRICT_TWICE = """
+import ruda_core as ruda
+for _ in range(2):
+    try:
+        print(sorted(str(d) for d in ruda.enumerate_all_devices()))
+    except Exception as exc:
+        print(type(exc).__name__)
+"""
+
+
+def test_strict_plugins_refuse_an_unusable_device_at_every_call(
+    nobuild_driver, machine_verdicts, tmp_path
+):
+    """A strict refusal is not a verdict: a second enumeration refuses again rather than
+    listing the device that failed its probe."""
+    cache = tmp_path / "cache"
+    _known_verdicts(machine_verdicts, cache)
+    result = _run(
+        STRICT_TWICE,
+        nobuild_driver,
+        RUDA_CACHE_DIR=str(cache),
+        RUDA_STRICT_PLUGINS="1",
+        RUDA_BACKENDS="cpu,nobuild",
+        NOBUILD_FAIL="1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["PluginError", "PluginError"]
