@@ -213,7 +213,10 @@ def _cas_uniform(grp: _Groups, vs: np.ndarray, cs: np.ndarray) -> tuple[Any, Any
     success = count == (count - broken)[grp.first][grp.gid]
     wins = np.add.reduceat(success.astype(np.intp), grp.first)
     settled = np.where(wins > 0, vs[np.maximum(grp.first + wins - 1, 0)], grp.base)
-    return np.where(success, cs, settled[grp.gid]), settled
+    before = np.empty_like(vs)  # a winner's old value: what the lane before it wrote, bit for bit
+    before[1:] = vs[:-1]  # (a comparand equal to it may be the other zero)
+    before[grp.first] = grp.base
+    return np.where(success, before, settled[grp.gid]), settled
 
 
 def _cas_step(state: Any, v: Any, c: Any) -> Any:

@@ -28,6 +28,7 @@ from ruda_core.lang import (
     atomic_sub,
     atomic_swap,
     atomic_xor,
+    f32,
     kernel,
     sync_units,
     u32,
@@ -223,3 +224,31 @@ def test_float_atomic_add_of_exact_values(client):
         ArrayArg(tickets, n, elem=Elem.F32),
     )
     assert read_array(client, counter, np.float32)[0] == n  # integers: exact in any order
+
+
+@kernel
+def conformance_cas_zeros(a: Array[f32], old: Array[f32], cmp: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        old[i] = atomic_compare_and_swap(a, i, cmp[i], f32(5))
+
+
+@requires(Feature.ATOMIC_FLOAT)
+@pytest.mark.parametrize(
+    ("held", "compared", "after"),
+    [
+        ([0.0, -0.0, 1.0], [-0.0, 0.0, 2.0], [5.0, 5.0, 1.0]),
+        ([np.nan, 3.0], [np.nan, 3.0], [np.nan, 5.0]),
+    ],
+    ids=["zeros", "nan"],
+)
+def test_float_compare_and_swap_compares_values_and_returns_the_old_bits(
+    client, held, compared, after
+):
+    """Floats compare as values (the two zeros match; NaN matches nothing), and the value
+    returned is the element's own from before, bit for bit, not the comparand."""
+    a = np.array(held, np.float32)
+    old = np.zeros_like(a)
+    conformance_cas_zeros.launch(client, 1, a.size, a, old, np.array(compared, np.float32))
+    np.testing.assert_array_equal(old.view(np.uint32), np.array(held, np.float32).view(np.uint32))
+    np.testing.assert_array_equal(a, np.array(after, np.float32))
