@@ -286,6 +286,9 @@ class AutotuneError(ServerError):
         #: candidate name -> the exception it raised
         self.errors = dict(errors)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.errors))
+
 
 class CaptureError(ServerError):
     """A call that a capture cannot record (an allocation, a transfer, a sync, a launch on

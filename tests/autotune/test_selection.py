@@ -4,6 +4,7 @@ a recorded winner again when it stops launching."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 
@@ -173,6 +174,8 @@ def test_every_candidate_failing_is_one_server_error_naming_each():
     assert "too-big: TooManyResources" in message and "broken: CompilationError" in message
     assert set(error.errors) == {"too-big", "broken"}
     assert isinstance(error.__cause__, TooManyResources)
+    again = pickle.loads(pickle.dumps(error))  # as a worker process sends it back
+    assert (str(again), set(again.errors)) == (message, {"too-big", "broken"})
     # the client stays usable
     np.testing.assert_array_equal(read_u32(client, run_fast(client, x, n)), EXPECTED)
 
