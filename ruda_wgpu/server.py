@@ -203,7 +203,7 @@ class WebGpuStream(ServerStream):
             commands = self._marked(self.device.create_command_encoder(), mark)
         writes, self.writes = self.writes, []
         writes += [(self.records, 0, arena)] if arena else []
-        return self.submitter.submit(self, commands, writes, mark, then, written + uploaded)
+        return self.submitter.submit(self, commands, writes, mark, then, written, uploaded)
 
     def _marked(self, encoder: Any, mark: Any) -> Any:
         """The command buffer of ``encoder`` ending with the copy of the kernel-fault word

@@ -34,6 +34,7 @@ class _Submission(NamedTuple):
     then: Callable[[], None] | None  #: what runs once the submission is done
     promise: Promise[None]
     written: list[Binding]  #: what its writes and commands may write
+    computed: list[Binding]  #: what its commands may write (a kernel fault poisons them)
 
 
 class Submitter:
@@ -65,14 +66,18 @@ class Submitter:
         writes: list[tuple[Any, int, bytes]],
         mark: Any,
         then: Callable[[], None] | None = None,
-        written: list[Binding] | None = None,
+        computed: list[Binding] | None = None,
+        uploaded: list[Binding] | None = None,
     ) -> RudaFuture[None]:
         """Hand over one command buffer and the host writes (the launch records it reads,
         uploads) made just before it; returns at once with the future of its completion.
-        ``written``: the bindings they may write, poisoned if the queue refuses them. Called
+        ``computed`` and ``uploaded``: the bindings the commands and the uploads may write,
+        all poisoned if the queue refuses them, the computed ones if a kernel faults. Called
         with the server's lock held."""
         promise: Promise[None] = Promise()
-        item = _Submission(stream, commands, writes, mark, then, promise, written or [])
+        computed = computed or []
+        written = computed + (uploaded or [])
+        item = _Submission(stream, commands, writes, mark, then, promise, written, computed)
         self._submit.put(item)
         self.last = promise.future
         return promise.future
@@ -102,8 +107,8 @@ class Submitter:
                 failed = translate("waiting for queued work", exc)
                 item.stream.fail(failed, item.written)
             else:
-                if fault is not None:  # what the submission wrote may hold its garbage
-                    item.stream.fail(fault, item.written)
+                if fault is not None:  # what the commands wrote may hold the fault's garbage
+                    item.stream.fail(fault, item.computed)
             if item.then is not None:
                 try:
                     item.then()
