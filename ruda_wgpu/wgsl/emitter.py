@@ -475,9 +475,11 @@ class _Writer(StructuredWriter):
             self._lines(depth + 1, f"{start};\nloop {{")
         else:
             self._line(depth + 1, f"for ({start}; {cond}; {advance}) {{")
+        changed = [s.out for s in loop.body if isinstance(s, Instr) and isinstance(s.out, Local)]
         for _ in range(repeats):
             if repeated:
                 self._line(depth + 2, f"if (!({cond})) {{ break; }}")
+                self.values.forget(changed)  # a copy's values are another turn's: not nested
             self._line(depth + 2, f"{var} = {counter};")
             self._block(loop.body, depth + 2)
             if repeated:

@@ -593,3 +593,27 @@ def test_prints_past_the_record_buffer_are_dropped_with_a_warning_and_the_rest_p
     assert len(lines) == (16 << 20) // 16 - 1
     assert all(line.startswith("unit ") and line[5:].isdigit() for line in lines)
     assert len(set(lines)) == len(lines)
+
+
+@kernel
+def float_recurrences(out: Array[f32], n: u32, s: f32):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        acc = f32(0)
+        for _ in range(n):
+            acc = acc + f32(1)
+        scaled = f32(1)
+        for _ in range(n):
+            scaled *= s
+        out[i] = acc + scaled
+
+
+def test_a_float_recurrence_over_a_run_time_count_builds_and_matches_the_reference(client):
+    """Where the driver stops loops, a short loop body is written out many times per turn;
+    the values of one copy feed the next, which the emitter's analysis must not nest."""
+    want = np.zeros(4, np.float32)
+    got = np.zeros(4, np.float32)
+    float_recurrences.launch(ruda.client("cpu"), 1, 4, want, 10, 0.5)
+    float_recurrences.launch(client, 1, 4, got, 10, 0.5)
+    np.testing.assert_array_equal(got, want)
+    assert want[0] == np.float32(10 + 0.5**10)
