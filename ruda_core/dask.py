@@ -100,6 +100,8 @@ class RudaWorkerPlugin(WorkerPlugin):
             raise ValueError("devices is empty; pass device names such as ['cuda:0', 'cuda:1']")
         self.devices = None if devices is None else list(devices)
         self._client: ComputeClient | None = None
+        #: why ``setup`` could not open the worker's device, if it could not
+        self._failed: Exception | None = None
         self._kept: dict[str, Kept] = {}
         self._lock = threading.Lock()
         self.worker_address = ""
@@ -119,7 +121,11 @@ class RudaWorkerPlugin(WorkerPlugin):
             gpus = [str(d) for d in devices_sharing(DLDeviceType.CUDA)]
             devices = gpus or [REFERENCE_BACKEND]
         self.worker_address = str(worker.address)
-        self._client = open_client(devices[_ordinal(worker.name) % len(devices)])
+        try:
+            self._client = open_client(devices[_ordinal(worker.name) % len(devices)])
+        except Exception as exc:
+            self._failed = exc
+            raise
 
     def teardown(self, worker: Worker) -> None:
         """Drop every kept handle (its memory returns to the device's pool)."""
@@ -130,9 +136,15 @@ class RudaWorkerPlugin(WorkerPlugin):
     def client(self) -> ComputeClient:
         """This worker's client.
 
-        :raises RuntimeError: before ``setup`` ran.
+        :raises RuntimeError: before ``setup`` ran, or after it failed (naming why).
         """
         if self._client is None:
+            if self._failed is not None:
+                raise RuntimeError(
+                    "the ruda worker plugin's setup failed on this worker: "
+                    f"{type(self._failed).__name__}: {self._failed}. Register the plugin again "
+                    "with devices this worker can open"
+                ) from self._failed
             raise RuntimeError("the ruda worker plugin is not set up on this worker yet")
         return self._client
 

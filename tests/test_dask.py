@@ -214,3 +214,16 @@ def test_outside_a_worker_or_without_the_plugin_is_a_clear_error():
         _ = RudaWorkerPlugin().client
     with pytest.raises(ValueError, match="empty"):
         RudaWorkerPlugin(devices=[])
+
+
+def _opened() -> str:
+    return str(worker_client().device)
+
+
+def test_a_plugin_whose_setup_failed_says_why_in_later_tasks(dask_client):
+    with pytest.raises(ValueError, match="nosuch:0"):
+        dask_client.register_plugin(RudaWorkerPlugin(devices=["nosuch:0"]))
+    with pytest.raises(RuntimeError, match=r"setup failed on this worker: ValueError: .*nosuch:0"):
+        dask_client.submit(_opened, pure=False).result()
+    dask_client.register_plugin(RudaWorkerPlugin(devices=["cpu"]))  # back, for the other tests
+    assert dask_client.submit(_opened, pure=False).result() == "cpu"
