@@ -596,8 +596,17 @@ def client(device: str | Hashable = REFERENCE_BACKEND) -> ComputeClient:
     name, colon, index_text = device.strip().lower().partition(":")
     loaded = _registry.load()
     if name not in loaded:
-        known = ", ".join(str(d) for d in enumerate_all_devices())
-        raise ValueError(f"unknown device {device!r}; devices present: {known}")
+        selected = _selected()
+        if selected is not None and name not in selected:
+            raise ValueError(
+                f"unknown device {device!r}: RUDA_BACKENDS selects {', '.join(sorted(selected))}"
+                f", which leaves out any backend {name!r}"
+            )
+        try:
+            known = "devices present: " + ", ".join(str(d) for d in enumerate_all_devices())
+        except PluginError as exc:  # a selected backend that fails: the name is still unknown
+            known = f"listing the devices failed: {exc}"
+        raise ValueError(f"unknown device {device!r}; {known}")
     status = _registry.status(name)
     try:
         index = int(index_text) if colon else None

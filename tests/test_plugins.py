@@ -496,3 +496,21 @@ def test_strict_plugins_refuse_an_unusable_device_at_every_call(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["PluginError", "PluginError"]
+
+
+UNKNOWN_DEVICE = """
+import ruda_core as ruda
+try:
+    ruda.client("nosuch:0")
+except ValueError as exc:
+    print(exc)
+"""
+
+
+def test_a_device_of_a_backend_left_out_by_ruda_backends_is_unknown_saying_so():
+    code = UNKNOWN_DEVICE
+    for selected in ("cuda", "cpu"):  # a missing backend selected, or only the reference one
+        result = _run(code, RUDA_BACKENDS=selected)
+        assert result.returncode == 0, result.stderr
+        assert "RUDA_BACKENDS selects" in result.stdout, result.stdout
+        assert "which leaves out any backend 'nosuch'" in result.stdout
