@@ -313,7 +313,7 @@ class CpuDriver(Driver):
                     x, y, z = (int(v) for v in _view(count.binding, np.dtype(np.uint32))[:3])
                     counts = (x, y, z)
                     refused = dynamic_count_error(
-                        task, count.binding, counts, MAX_RUDA_COUNT, self.device
+                        task, count.binding, counts, dim, MAX_RUDA_COUNT, self.device
                     )
                     if refused is not None:
                         stream.fail(refused, bindings, task)

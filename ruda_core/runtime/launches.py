@@ -31,6 +31,7 @@ from .dims import CountLike, DimLike, RudaCount, RudaDim, launch_geometry
 from .future import RudaFuture
 from .host_memory import trim
 from .kernels import KernelCache, LoadedKernel
+from .limits import wide_launch_error
 from .memory.handle import Binding
 from .memory.management import Fence
 from .reports import REPORT_WORDS, SLAB_NBYTES, ReportLog
@@ -102,13 +103,16 @@ def dynamic_count_error(
     task: RudaTask,
     binding: Binding,
     counts: tuple[int, int, int],
+    dim: RudaDim,
     limit: tuple[int, int, int],
     device: object,
 ) -> ServerError | None:
-    """Why ``task`` must not run with the dynamic count ``counts`` read from ``binding`` once the
-    work before it is done: a ``LaunchError`` when the binding is poisoned, a
-    ``TooManyResources`` when an axis exceeds ``limit`` (the device's ``max_ruda_count``); None
-    when it may run. A driver that resolves dynamic counts itself calls it when it reads one."""
+    """Why ``task`` must not run with the dynamic count ``counts`` of cubes of ``dim``, read
+    from ``binding`` once the work before it is done: a ``LaunchError`` when the binding is
+    poisoned, a ``TooManyResources`` when an axis exceeds ``limit`` (the device's
+    ``max_ruda_count``) or the launch holds too many units for the positions the task reads
+    (:func:`~.limits.wide_launch_error`); None when it may run. A driver that resolves dynamic
+    counts itself calls it when it reads one."""
     poison = binding.slice.error
     if poison is not None:
         error = LaunchError(
@@ -117,13 +121,13 @@ def dynamic_count_error(
         )
         error.__cause__ = poison
         return error
-    if counts[0] <= limit[0] and counts[1] <= limit[1] and counts[2] <= limit[2]:
-        return None
-    return TooManyResources(
-        f"kernel {task.name} was not run: its dynamic RudaCount{counts} exceeds the "
-        f"cube-count limit {limit} of {device}. Clamp the count the kernel writes, "
-        "or loop over cubes in the kernel"
-    )
+    if counts[0] > limit[0] or counts[1] > limit[1] or counts[2] > limit[2]:
+        return TooManyResources(
+            f"kernel {task.name} was not run: its dynamic RudaCount{counts} exceeds the "
+            f"cube-count limit {limit} of {device}. Clamp the count the kernel writes, "
+            "or loop over cubes in the kernel"
+        )
+    return wide_launch_error(task, RudaCount(*counts), dim)
 
 
 class KernelLauncher:
@@ -400,7 +404,7 @@ class Launches:
         bindings = args.bindings
         dynamic = args.count.binding
         if dynamic is not None and not self.driver.resolves_dynamic_counts:
-            resolved = self._resolve_count(task, dynamic, bindings, stream_value)
+            resolved = self._resolve_count(task, dynamic, args.dim, bindings, stream_value)
             if resolved is None:
                 return
             args = LaunchArgs(resolved, args.dim, bindings, args.scalars, args.metadata)
@@ -481,7 +485,12 @@ class Launches:
         return backlog
 
     def _resolve_count(
-        self, task: RudaTask, binding: Binding, bindings: Sequence[Binding], stream_value: int
+        self,
+        task: RudaTask,
+        binding: Binding,
+        dim: RudaDim,
+        bindings: Sequence[Binding],
+        stream_value: int,
     ) -> RudaCount | None:
         """The static count a dynamic count holds once the work before it on the stream is
         done: reads it back, waiting without the lock. None when nothing is to run: a zero
@@ -494,7 +503,7 @@ class Launches:
             read = self.driver.read(stream, [binding])
         words = np.frombuffer(read.result()[0], dtype=np.uint32)
         counts = (int(words[0]), int(words[1]), int(words[2]))
-        error = dynamic_count_error(task, binding, counts, self.max_count, streams.device)
+        error = dynamic_count_error(task, binding, counts, dim, self.max_count, streams.device)
         if error is not None:
             with streams.lock:
                 stream.fail(error, bindings, task, stream_value)

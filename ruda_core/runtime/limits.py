@@ -13,7 +13,7 @@ from .compiler import WIDE_LIMIT, RudaTask
 from .dims import RudaCount, RudaDim
 from .properties import DeviceProperties, Feature, Features
 
-__all__ = ["LaunchLimits"]
+__all__ = ["LaunchLimits", "wide_launch_error"]
 
 
 class LaunchLimits:
@@ -87,14 +87,9 @@ class LaunchLimits:
                 f"or launch one row of RudaDim({dim.num_units}) units (its last plane may be "
                 "partial)"
             )
-        units = count.x * count.y * count.z * dim.num_units
-        if task.wide_positions and units >= WIDE_LIMIT:
-            raise TooManyResources(
-                f"kernel {task.name} reads a position over the whole launch (ABSOLUTE_POS, "
-                f"RUDA_POS, RUDA_COUNT …), a u32, and {count} x {dim} is {units} units: it would "
-                f"wrap past {WIDE_LIMIT - 1}. Launch fewer cubes, each unit looping over "
-                "several elements (grid_stride), or several launches over parts of the data"
-            )
+        wide = wide_launch_error(task, count, dim)
+        if wide is not None:
+            raise wide
         if task.uses_warpgroups and dim.num_units % WARPGROUP_UNITS:
             raise LaunchConfigError(
                 f"kernel {task.name} uses warpgroup matrices, which need cubes of whole "
@@ -118,3 +113,18 @@ class LaunchLimits:
                 f"allows {props.max_shared_memory_nbytes} per cube. Use a smaller SharedMemory"
             )
         return f"{count!r} exceeds {dev}'s cube-count limit {props.max_ruda_count}"
+
+
+def wide_launch_error(task: RudaTask, count: RudaCount, dim: RudaDim) -> TooManyResources | None:
+    """The refusal of a launch of ``count`` cubes of ``dim`` units that holds
+    :data:`~.compiler.WIDE_LIMIT` units or more, of a task with
+    :attr:`~.compiler.RudaTask.wide_positions`; None where it may run."""
+    units = count.x * count.y * count.z * dim.num_units
+    if not task.wide_positions or units < WIDE_LIMIT:
+        return None
+    return TooManyResources(
+        f"kernel {task.name} reads a position over the whole launch (ABSOLUTE_POS, "
+        f"RUDA_POS, RUDA_COUNT …), a u32, and {count} x {dim} is {units} units: it would "
+        f"wrap past {WIDE_LIMIT - 1}. Launch fewer cubes, each unit looping over "
+        "several elements (grid_stride), or several launches over parts of the data"
+    )

@@ -1,5 +1,6 @@
 """Dynamic counts beyond what the device allows: a ``RudaCount.dynamic`` whose values exceed
-``max_ruda_count``, or that a failed kernel left without valid data, is refused (the kernel does
+``max_ruda_count`` or that holds ``2**32`` units of a kernel reading whole-launch positions,
+or that a failed kernel left without valid data, is refused (the kernel does
 not run, its outputs are poisoned, the error surfaces at the next sync); and waiting for a
 dynamic count's values never keeps other threads from the device."""
 
@@ -56,6 +57,25 @@ def _check_usable(client) -> None:
     out = client.create_from_slice(np.zeros(4, dtype=np.uint32))
     _mark(client, counts, out)
     np.testing.assert_array_equal(read_array(client, out, np.uint32), [7, 7, 0, 0])
+
+
+def test_a_dynamic_count_that_would_wrap_a_whole_launch_position_is_refused_at_the_sync(client):
+    """A dynamic count of ``2**32`` units or more, of a kernel that reads ``ABSOLUTE_POS`` (a
+    ``u32``), is refused as a static one is before anything runs: units would share
+    positions."""
+    limit = client.properties().max_ruda_count
+    over = (min(limit[0], 65535), min(limit[1], 65535), 1)
+    dim = RudaDim(-(-(2**32) // (over[0] * over[1])))
+    if dim.x > client.properties().max_units_per_ruda:
+        pytest.skip(f"{client.device} launches fewer than 2**32 units")
+    counts = client.create_from_slice(np.array(over, dtype=np.uint32))
+    out = client.create_from_slice(np.zeros(4, dtype=np.uint32))
+    conformance_mark.launch(client, RudaCount.dynamic(counts.binding()), dim, ArrayArg(out, 4))
+    with pytest.raises(TooManyResources, match="units: it would wrap past 4294967295"):
+        client.sync().result(timeout=TIMEOUT_S)
+    with pytest.raises(TooManyResources):  # never run: poisoned, not marks
+        read_array(client, out, np.uint32)
+    _check_usable(client)
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2], ids=["x", "y", "z"])
