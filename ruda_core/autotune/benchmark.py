@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..runtime import ComputeClient, ComputeServer, ServerError
+from ..runtime import ComputeClient, ComputeServer, ServerError, UnsupportedFeature
 from .progress import TuningProgress
 from .result import AutotuneError, TuneResult
 from .tunable import Tunable, TunableSet
@@ -160,14 +160,16 @@ def every_candidate_failed(
     client: ComputeClient, tunable_set: TunableSet, key: str, errors: dict[str, BaseException]
 ) -> Exception:
     """The error for a key on which every candidate raised (``errors``: name -> exception): an
-    :class:`AutotuneError` listing them, its ``__cause__`` the first; but where every one ran
-    out of device memory (a ``MemoryError``: ``OutOfMemory``, ``BufferTooBig``) the problem
-    does not fit, whatever the candidate, and the first of those errors is the one to raise."""
+    :class:`AutotuneError` listing them, its ``__cause__`` the first; but where every one that
+    the device runs (not an ``UnsupportedFeature``) ran out of device memory (a
+    ``MemoryError``: ``OutOfMemory``, ``BufferTooBig``), the problem does not fit, whatever
+    the candidate, and the first of those errors is the one to raise."""
     listing = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in errors.items())
     first = next(iter(errors.values()))
-    if isinstance(first, ServerError) and all(isinstance(e, MemoryError) for e in errors.values()):
-        first.add_note(f"every candidate of {tunable_set!r} for key {key} ran out:\n{listing}")
-        return first
+    ran = [e for e in errors.values() if not isinstance(e, UnsupportedFeature)]
+    if ran and isinstance(ran[0], ServerError) and all(isinstance(e, MemoryError) for e in ran):
+        ran[0].add_note(f"every candidate of {tunable_set!r} for key {key} failed:\n{listing}")
+        return ran[0]
     error = AutotuneError(
         f"every candidate of {tunable_set!r} failed for key {key} on {client.name()} "
         f"{client.device}; fix or add a candidate that runs here:\n{listing}",

@@ -96,8 +96,8 @@ class Tuner:
         enqueued work surface at the next sync, as for any launch.
 
         :raises AutotuneError: every candidate failed for this key on this device.
-        :raises MemoryError: every candidate ran out of device memory: the first one's
-            ``OutOfMemory`` or ``BufferTooBig``.
+        :raises MemoryError: every candidate the device runs ran out of device memory: the
+            first one's ``OutOfMemory`` or ``BufferTooBig``.
         :raises ServerError: on a miss, a pending error of earlier work on the stream (the
             tuning syncs before it measures).
         :raises TypeError: when the key has no stable ``repr`` (see :class:`TunableSet`).
@@ -132,8 +132,8 @@ class Tuner:
         candidates.
 
         :raises AutotuneError: every candidate failed for this key on this device.
-        :raises MemoryError: every candidate ran out of device memory: the first one's
-            ``OutOfMemory`` or ``BufferTooBig``.
+        :raises MemoryError: every candidate the device runs ran out of device memory: the
+            first one's ``OutOfMemory`` or ``BufferTooBig``.
         :raises ServerError: when it measures, a pending error of earlier work on the stream.
         :raises TypeError: when the key has no stable ``repr`` (see :class:`TunableSet`).
         """

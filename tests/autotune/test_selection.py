@@ -21,6 +21,7 @@ from ruda_core.runtime import (
     RudaDim,
     ServerError,
     TooManyResources,
+    UnsupportedFeature,
 )
 
 from .kernels import (
@@ -200,6 +201,27 @@ def test_every_candidate_out_of_memory_raises_that_error_not_a_tuning_error(tune
         "a: BufferTooBig" in info.value.__notes__[0]
         and "b: BufferTooBig" in info.value.__notes__[0]
     )
+
+
+def run_unsupported(client, x, n):
+    raise UnsupportedFeature(f"no such thing on {client.device}")
+
+
+def test_out_of_memory_beside_candidates_the_device_does_not_run_raises_that_error():
+    """A candidate the device lacks a feature for says nothing of the problem's size: where
+    every other one ran out of memory, the memory error is raised (sorting 40 M bytes on
+    lavapipe, whose chained candidates do not apply there, raised an AutotuneError)."""
+    client = ruda.client("cpu")
+    tunables = make_set(
+        "unsupported-then-out-of-memory", ("a", run_unsupported), ("b", run_out_of_memory)
+    )
+    x, n = inputs(client)
+    with pytest.raises(MemoryError) as info:
+        Tuner().execute(client, tunables, x, n)
+    assert "a: UnsupportedFeature" in info.value.__notes__[0]
+    only = make_set("unsupported-only", ("a", run_unsupported), ("b", run_unsupported))
+    with pytest.raises(AutotuneError):  # nothing ran: not a memory error
+        Tuner().execute(client, only, x, n)
 
 
 def test_a_cached_winner_that_stops_launching_is_tuned_again():
