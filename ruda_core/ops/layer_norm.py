@@ -70,6 +70,7 @@ from .operands import (
     Operand,
     as_buffer,
     as_tensors,
+    check_device,
     check_elem,
     check_epsilon,
     check_float,
@@ -398,8 +399,8 @@ def _forward_operands(
     epsilon: float,
 ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer | None, float]:
     x = _input(op, client, input)
-    w = _affine(op, "weight", weight, x)
-    b = None if bias is None else _affine(op, "bias", bias, x)
+    w = _affine(op, "weight", weight, x, client)
+    b = None if bias is None else _affine(op, "bias", bias, x, client)
     return x, w, b, check_epsilon(op, epsilon, accumulator(x.elem))
 
 
@@ -413,14 +414,16 @@ def _backward_operands(
 ) -> tuple[TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer, TensorBuffer]:
     op = "layer_norm_backward"
     x = _input(op, client, input)
-    w = _affine(op, "weight", weight, x)
+    w = _affine(op, "weight", weight, x, client)
     g = as_buffer(op, "grad", grad)
+    check_device(op, "grad", g, client)
     check_shape(op, "grad", g, x.shape)
     check_elem(op, "grad", g, x.elem, "the input's element type")
     acc = accumulator(x.elem)
     stats = []
     for name, value in (("mean", mean), ("rstd", rstd)):
         buf = as_buffer(op, name, value)
+        check_device(op, name, buf, client)
         check_shape(op, name, buf, (x.shape[0],))
         check_elem(op, name, buf, acc, f"the accumulator type of {x.elem} input")
         stats.append(buf)
@@ -479,19 +482,25 @@ def _lookup(
     The key is what a call's plan depends on: the client, the options, and each operand's
     shape, strides, element type and byte offset modulo 16 (the widest line); None when an
     operand is not exactly a ``TensorBuffer`` or ``RudaTensor`` (the full checks then run and
-    say why)."""
+    say why), is on another device, or has a shape or strides that are not tuples."""
     key: list[object] = [client, *options]
     bindings: list[Binding] = []
     add_binding, add_key = bindings.append, key.append  # a method lookup less per operand
+    server = client.server.server_id
     for value in operands:
         if type(value) not in _OPERANDS:
             return None, None, bindings  # the full checks say why
         buf: TensorBuffer = value  # type: ignore[assignment]  # both types have these fields
         binding = buf.handle.binding()
+        if binding.server_id != server:
+            return None, None, bindings
         add_binding(binding)
         add_key((buf.shape, buf.strides, buf.elem, binding.offset_bytes & 15))
     kept = tuple(key)
-    entry = plans.get(kept)
+    try:
+        entry = plans.get(kept)
+    except TypeError:  # a TensorBuffer's list for a shape: the full checks make it a tuple
+        return None, None, bindings
     if entry is None:
         return kept, None, bindings
     needs = entry[1]
@@ -568,11 +577,15 @@ def _input(op: str, client: ComputeClient, value: object) -> TensorBuffer:
     if x.shape[1] == 0:
         raise LayoutError(f"{op}: input has shape {x.shape}; LayerNorm needs features >= 1")
     check_float(op, "input", x, client)
+    check_device(op, "input", x, client)
     return x
 
 
-def _affine(op: str, name: str, value: object, x: TensorBuffer) -> TensorBuffer:
+def _affine(
+    op: str, name: str, value: object, x: TensorBuffer, client: ComputeClient
+) -> TensorBuffer:
     buf = as_buffer(op, name, value)
+    check_device(op, name, buf, client)
     check_shape(op, name, buf, (x.shape[1],))
     check_elem(op, name, buf, x.elem, "the input's element type")
     return buf

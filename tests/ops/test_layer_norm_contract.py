@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -367,16 +368,34 @@ def test_repeated_calls_still_refuse_bad_operands(cpu):
     assert cpu.memory_usage().number_allocs == before  # nothing allocated, nothing enqueued
 
 
-def test_repeated_calls_refuse_another_devices_memory(cpu):
-    """A plan kept for one device does not take operands of another: the launch refuses
-    their memory before anything runs."""
+def test_operands_of_another_device_are_refused_naming_them(cpu):
+    """An operand on another device is refused before anything runs, by its name in the call
+    (``weight``, ``grad`` …), on a first call, after a plan is kept for the shapes, and where
+    no row leaves a kernel to read it."""
     other = ComputeClient(
         ("ops-cpu", next(_ids)), CpuServer(DeviceId(0, next(_ids))), None, CpuRuntime
     )
     x, w = _buffer(cpu, (4, 3)), _buffer(cpu, (3,))
-    layer_norm(cpu, x, w)
-    with pytest.raises(InvalidHandle):
-        layer_norm(cpu, _buffer(other, (4, 3)), w)
+    runs = f"is on {other.device}, but layer_norm runs on {cpu.device}"
+    for _ in range(2):  # the second call after a plan was kept
+        with pytest.raises(InvalidHandle, match=re.escape(f"layer_norm: input {runs}")):
+            layer_norm(cpu, _buffer(other, (4, 3)), w)
+        layer_norm(cpu, x, w)
+    empty, grad = _buffer(cpu, (0, 3)), _buffer(other, (0, 3))
+    _, mean, rstd = _as_buffers(layer_norm(cpu, empty, w))
+    with pytest.raises(InvalidHandle, match="layer_norm_backward: weight is on"):
+        layer_norm_backward(cpu, empty, _buffer(other, (3,)), empty, mean, rstd)
+    with pytest.raises(InvalidHandle, match="layer_norm_backward: grad is on"):
+        layer_norm_backward(cpu, empty, w, grad, mean, rstd)
+
+
+def test_buffers_shaped_by_lists_are_taken_as_by_tuples(cpu):
+    """A ``TensorBuffer``'s shape and strides may be any sequence of ints, as elsewhere."""
+    x, w = _buffer(cpu, (4, 3)), _buffer(cpu, (3,))
+    want = [download(cpu, r) for r in layer_norm(cpu, x, w)]
+    listed = TensorBuffer(x.handle, [4, 3], np.array([3, 1]), x.elem)
+    for got, expected in zip(layer_norm(cpu, listed, w), want, strict=True):
+        np.testing.assert_array_equal(download(cpu, got), expected)
 
 
 def _refuse_full_checks(monkeypatch):
@@ -438,9 +457,9 @@ def test_replayed_calls_refuse_bad_operands_before_enqueueing(cpu):
         with pytest.raises(error, match=message):
             layer_norm_backward(cpu, *operands)
     assert cpu.memory_usage().number_allocs == before  # nothing allocated, nothing enqueued
-    with pytest.raises(InvalidHandle, match="another device"):
+    with pytest.raises(InvalidHandle, match="input is on"):
         layer_norm(cpu, foreign, w, b)
-    with pytest.raises(InvalidHandle, match="another device"):
+    with pytest.raises(InvalidHandle, match="grad is on"):
         layer_norm_backward(cpu, x, w, foreign, mean, rstd)
     cpu.sync().result()  # the refused launches left nothing pending on the stream
 
