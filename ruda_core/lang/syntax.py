@@ -132,9 +132,13 @@ class _AssignCounter(ast.NodeVisitor):
         self.returns = 0
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
+        targets = list(node.targets)
+        while targets:  # the names of `a = ...` and of unpackings `a, (b, c) = ...` alike
+            target = targets.pop()
             if isinstance(target, ast.Name):
                 self.plain[target.id] = self.plain.get(target.id, 0) + 1
+            elif isinstance(target, ast.Tuple):
+                targets += target.elts
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:

@@ -232,6 +232,61 @@ def test_tuples_unpack_like_python(ints, floats):
 
 
 @func
+def fibonacci(a, b, n: u32):
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+
+
+@func
+def distance(a: i32, b: i32) -> i32:
+    if a > b:
+        a, b = b, a
+    return b - a
+
+
+@kernel
+def unpacks_in_loops(out: Array[i32], n: u32):
+    a = 0
+    b = 1
+    for k in range(n):
+        a, b = b, a + b
+        out[k] = a
+    out[n] = fibonacci(0, 1, n)
+    out[n + 1] = distance(7, 3)
+    rows, cols = 2, 3  # compile-time values, bound once
+    tile = SharedMemory(i32, rows * cols)
+    tile[0] = i32(rows * cols)
+    out[n + 2] = tile[0]
+
+
+def test_names_an_unpacking_assigns_are_assigned_as_by_an_equals_sign():
+    """Names first bound to constants and then assigned in a loop by ``a, b = b, a + b`` carry
+    each turn's values (they were folded as the constants: every turn gave 1), a @func's
+    parameters so reassigned are its own, and names an unpacking alone binds keep their
+    compile-time values."""
+    n = 10
+    out = np.zeros(n + 3, np.int32)
+    run(unpacks_in_loops.definition(), out=out, n=n)
+    assert out.tolist() == [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 55, 4, 6]
+
+
+SHADOWED = 5
+
+
+@kernel
+def reads_before_unpacking(out: Array[i32]):
+    out[0] = SHADOWED  # noqa: F823
+    SHADOWED, other = 3, 4  # noqa: F841
+
+
+def test_a_name_read_before_an_unpacking_assigns_it_is_refused():
+    """As Python's ``UnboundLocalError``: the global of that name is not read instead."""
+    with pytest.raises(CompilationError, match="'SHADOWED' is used before it is assigned"):
+        reads_before_unpacking.definition()
+
+
+@func
 def one_or_two(x: f32):
     if x > 0:
         return x, x
