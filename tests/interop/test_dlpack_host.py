@@ -3,6 +3,7 @@ kernel arguments; OpenCL memory is refused, not copied."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
 
@@ -172,17 +173,17 @@ def test_an_unconsumed_capsule_releases_the_tensor(cpu):
 
 
 def test_an_export_freed_while_an_exception_is_pending_releases_the_tensor(cpu):
-    """NumPy refuses bf16 through DLPack and drops the capsule with its exception pending, and
-    an array made from an export and freed as an exception propagates calls the deleter so: the
-    export is released all the same (the caller then raises a SystemError, the pending
-    exception lost)."""
+    """An array made from an export and freed as an exception propagates calls the deleter
+    with that exception pending, and NumPy 2.4 drops a capsule it refuses (bf16) so: the export
+    is released all the same (NumPy 2.4 then raises a ``SystemError``, the pending exception
+    lost; NumPy 2.5.2 took the bf16 capsule)."""
     half = RudaTensor.from_numpy(cpu, np.ones(16, Elem.BF16.numpy))
     single = RudaTensor.from_numpy(cpu, np.ones(16, np.float32))
     owners = [weakref.ref(half.handle), weakref.ref(single.handle)]
     for _ in range(2):
-        with pytest.raises(SystemError):
+        with contextlib.suppress(SystemError):
             np.from_dlpack(half)
-        with pytest.raises(SystemError):
+        with pytest.raises((SystemError, TypeError)):
             np.add(np.from_dlpack(single), "x")
     del half, single
     gc.collect()
