@@ -24,7 +24,7 @@ from ..runtime.dims import CountLike, DimLike
 from .borrow import borrow_arguments
 from .foreign import import_arguments, shown
 from .frontend import build_kernel
-from .launcher import Launcher, Submit, arg_elem
+from .launcher import Launcher, Submit, arg_elem, client_method
 from .syntax import KernelParam, parse_function, parse_signature
 from .types import ElemVar, as_elem
 
@@ -240,7 +240,7 @@ class Kernel:
             self._launch_foreign(client, count, dim, args, comptime)
             return
         if launched is False:  # borrowed arrays while a capture is open: import them
-            self._submit(client, client.launch, count, dim, args, comptime)
+            self._submit(client, client_method(client, "launch"), count, dim, args, comptime)
 
     def _launch_slow(
         self,
@@ -261,7 +261,7 @@ class Kernel:
             self._launch_foreign(client, count, dim, args, comptime)
             return
         if launched is False:
-            self._submit(client, client.launch, count, dim, args, comptime)
+            self._submit(client, client_method(client, "launch"), count, dim, args, comptime)
 
     def _launch_foreign(
         self,
@@ -275,12 +275,14 @@ class Kernel:
         else with foreign arrays imported, else the binding's error."""
         borrowed = borrow_arguments(client, self._kinds, args)
         if borrowed is None:
-            self._submit(client, client.launch, count, dim, args, comptime)
+            self._submit(client, client_method(client, "launch"), count, dim, args, comptime)
             return
         converted, owners, origin = borrowed
         launcher = self._launcher(converted, comptime)
         if launcher.direct(client, count, dim, converted, owners, origin) is False:
-            self._submit(client, client.launch, count, dim, args, comptime)  # a capture began
+            self._submit(
+                client, client_method(client, "launch"), count, dim, args, comptime
+            )  # a capture began
 
     def launch_unchecked(
         self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
@@ -293,7 +295,9 @@ class Kernel:
         except LaunchConfigError:  # foreign arrays, or a wrong one: the general path says which
             launched = False
         if launched is False:
-            self._submit(client, client.launch_unchecked, count, dim, args, comptime)
+            self._submit(
+                client, client_method(client, "launch_unchecked"), count, dim, args, comptime
+            )
 
     def prepare(
         self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
@@ -305,13 +309,13 @@ class Kernel:
         :raises LaunchConfigError: at once, as :meth:`launch`.
         :raises CompilationError: at once, when the kernel does not specialise or build.
         """
-        return self._prepare(client, client.prepare, count, dim, args, comptime)
+        return self._prepare(client, client_method(client, "prepare"), count, dim, args, comptime)
 
     def prepare_unchecked(
         self, client: Any, count: CountLike, dim: DimLike, *args: object, **comptime: object
     ) -> PreparedLaunch:
         """Like :meth:`prepare`, with the bounds checks ``BoundsCheckMode`` selects now."""
-        submit = functools.partial(client.prepare, unchecked=True)
+        submit = functools.partial(client_method(client, "prepare"), unchecked=True)
         return self._prepare(client, submit, count, dim, args, comptime)
 
     def _prepare(

@@ -56,7 +56,7 @@ from .borrow import (
 from .foreign import shown
 from .types import as_elem
 
-__all__ = ["Launcher", "Submit"]
+__all__ = ["Launcher", "Submit", "client_method"]
 
 #: ``client.launch`` or ``client.launch_unchecked``.
 Submit = Callable[[KernelTask, CountLike, DimLike, list[Binding], list[np.generic], list[int]], Any]
@@ -71,6 +71,16 @@ _DTYPE_ELEMS = {elem.numpy: elem for elem in Elem if elem is not Elem.BF16}
 Lines = tuple[int, list[str], list[str], list[str]]
 #: what :func:`~.borrow.borrow_arguments` calls the parameters it may borrow for
 _BORROWED_KINDS = {ParamKind.ARRAY: "array", ParamKind.TENSOR: "tensor"}
+
+
+def client_method(client: object, name: str) -> Any:
+    """``client``'s method ``name``; a ``TypeError`` naming what was given where a launch takes
+    a client (a device's name, ``None`` …)."""
+    method = getattr(client, name, None)
+    if not callable(method):
+        hint = f": ruda_core.client({client!r}) makes one" if isinstance(client, str) else ""
+        raise TypeError(f"a kernel launches on a ComputeClient, not {client!r}{hint}")
+    return method
 
 
 class Launcher:
@@ -150,9 +160,9 @@ class Launcher:
             if make is not None:
                 run = make(self.task, mode)
             elif mode is ExecutionMode.CHECKED:
-                run = functools.partial(client.launch, self.task)
+                run = functools.partial(client_method(client, "launch"), self.task)
             else:
-                run = functools.partial(client.launch_unchecked, self.task)
+                run = functools.partial(client_method(client, "launch_unchecked"), self.task)
             self._runs[key] = run
         return run
 

@@ -256,6 +256,24 @@ def test_a_kernel_launched_before_keeps_every_check_and_keyword(cpu):
     np.testing.assert_array_equal(np.frombuffer(cpu.read_one(yh), np.float32), x / 2)
 
 
+@pytest.mark.parametrize("first_launch", [True, False])
+@pytest.mark.parametrize("given", ["cpu", None])
+def test_a_launch_given_no_client_names_what_it_was_given(cpu, given, first_launch):
+    """A device's name (what ``ruda_core.client`` takes) or ``None`` where the client goes is
+    a ``TypeError`` saying so, on every way to launch, before a kernel's first launch and
+    after it (its generated ``launch``)."""
+    x = np.arange(8, dtype=np.float32)
+    arrays = (ArrayArg(cpu.create_from_slice(x), 8), ArrayArg(cpu.empty(x.nbytes), 8))
+    if not first_launch:
+        scaled.launch(cpu, 1, 8, *arrays, 2.0)
+    hint = "'cpu': ruda_core.client\\('cpu'\\) makes one" if given else "None$"
+    for way in (scaled.launch, scaled.launch_unchecked, scaled.prepare):
+        with pytest.raises(TypeError, match=f"launches on a ComputeClient, not {hint}"):
+            way(given, 1, 8, *arrays, 2.0)
+        with pytest.raises(TypeError, match="launches on a ComputeClient"):
+            way(given, 1, 8, x, x, 2.0)  # NumPy arrays, borrowed by a client
+
+
 def test_a_launched_kernel_pickles_as_a_reference_to_its_module(cpu):
     """A module-level kernel reaches another process (a Dask worker) as a reference, never
     with its clients: pickling it after a launch works."""
