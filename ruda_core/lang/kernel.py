@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, SupportsIndex
 
+import numpy as np
+
 from ..errors import LaunchConfigError
 from ..ir import Elem, KernelDefinition
 from ..runtime.client import PreparedLaunch
@@ -34,9 +36,12 @@ SpecKey = tuple[tuple[Elem, ...], tuple[object, ...], tuple[int, ...]]
 
 
 def _typed(value: object) -> object:
-    """A cache key for a comptime value that tells ``1``, ``1.0`` and ``True`` apart."""
+    """A cache key for a comptime value that tells ``1``, ``1.0`` and ``True`` apart, and
+    ``0.0`` and ``-0.0``, and finds a NaN again (floats by their bits)."""
     if isinstance(value, tuple):
         return (tuple, tuple(_typed(v) for v in value))
+    if isinstance(value, float | np.floating):
+        return (type(value), float(value).hex())
     return (type(value), value)
 
 
@@ -391,7 +396,7 @@ class Kernel:
             probe = (
                 tuple(arg_elem(args[i]) for i in self._generic_args),
                 tuple(len(args[i].shape) for i in self._tensor_args),  # type: ignore[attr-defined]
-                tuple(comptime.items()),
+                tuple((name, _typed(value)) for name, value in comptime.items()),
             )
             launcher = self._probes.get(probe)
         except (IndexError, AttributeError, TypeError):  # a malformed launch: derive, and raise

@@ -274,6 +274,26 @@ def test_a_launch_given_no_client_names_what_it_was_given(cpu, given, first_laun
             way(given, 1, 8, x, x, 2.0)  # NumPy arrays, borrowed by a client
 
 
+@kernel
+def filled(x: Array[f32], V: Comptime[float] = 0.0):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = f32(V)
+
+
+def test_comptime_floats_specialise_by_their_bits(cpu):
+    """``0.0`` and ``-0.0`` are two specialisations (they compare equal: the second launch
+    wrote the first's zero), and a NaN finds its specialisation again (it compares unequal to
+    itself: every launch traced the kernel anew and kept one more)."""
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        for value in (first, second):
+            x = np.ones(4, np.float32)
+            filled.launch(cpu, 1, 4, x, V=value)
+            assert np.signbit(x).all() == np.signbit(value), (first, second)
+    assert filled.definition(V=float("nan")) is filled.definition(V=float("nan"))
+    assert filled.definition(V=np.float32("nan")) is filled.definition(V=np.float32("nan"))
+
+
 def test_a_launched_kernel_pickles_as_a_reference_to_its_module(cpu):
     """A module-level kernel reaches another process (a Dask worker) as a reference, never
     with its clients: pickling it after a launch works."""
