@@ -74,7 +74,10 @@ from .types import (
     annotation_type,
 )
 
-__all__ = ["StmtBuilder"]
+__all__ = ["MAX_UNROLL", "StmtBuilder"]
+
+#: The most turns an ``unroll(range(...))`` writes out (each a copy of the loop's body).
+MAX_UNROLL = 4096
 
 
 class StmtBuilder(ExprBuilder):
@@ -337,6 +340,17 @@ class StmtBuilder(ExprBuilder):
             if not all(isinstance(b, PyVal) for b in bounds):
                 self.fail("unroll(range(...)) needs compile-time bounds", node)
             values: list[Any] = [b.value for b in bounds if isinstance(b, PyVal)]
+            turns = self.comptime(lambda: len(range(*values)), node)
+            if (
+                isinstance(turns, PyVal)
+                and isinstance(turns.value, int)
+                and turns.value > MAX_UNROLL
+            ):
+                self.fail(
+                    f"unroll(range(...)) of {turns.value} turns: at most {MAX_UNROLL} are "
+                    "written out; loop over range(...) instead",
+                    node,
+                )
             result = self.comptime(lambda: tuple(range(*values)), node)
         else:
             result = self.expr(node)

@@ -266,6 +266,11 @@ def k_break_unroll(out: Array[u32]):
             break  # ERR
 
 
+def k_huge_unroll(out: Array[u32]):
+    for i in unroll(range(10**9)):  # ERR
+        out[i] = 0
+
+
 def k_method_without_call(out: Array[u32]):
     out[0] = out.len  # ERR
 
@@ -449,6 +454,7 @@ BUILD_ERRORS = [
     (k_wrong_rank_of_a_tile, "has the shape \\(4, 4\\): give 2 indices", {}),
     (k_tile_index_outside, "the index \\(1, 4\\) is outside the shape \\(4, 4\\)", {}),
     (k_break_unroll, "cannot leave an unrolled loop", {}),
+    (k_huge_unroll, "of 1000000000 turns: at most 4096 are written out; loop over range", {}),
     (k_method_without_call, "is a method; call it", {}),
     (k_int_of_runtime, "cast with i32", {}),
     (k_runtime_shared_size, "needs a compile-time int n >= 1 .*, or a u32 kernel parameter", {}),
