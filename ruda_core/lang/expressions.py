@@ -67,6 +67,7 @@ from .scope import (
     Several,
     Value,
     View,
+    described,
     is_array,
     is_line,
     width_of,
@@ -718,7 +719,7 @@ class ExprBuilder(BuilderState):
             return given.elem
         if isinstance(value, PyVal) and isinstance(value.value, ElemVar):
             return self.bound(value.value, node)
-        self.fail(f"expected a type such as f32 or Float, got {value}", node)
+        self.fail(f"expected a type such as f32 or Float, got {described(value)}", node)
 
 
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {

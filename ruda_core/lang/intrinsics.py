@@ -32,7 +32,7 @@ from .coerce import convert, default_elem, elem_of, implicit, operand, promote
 from .copies import COPY_HANDLERS
 from .lines import line_width
 from .matrix import MATRIX_HANDLERS
-from .scope import PyVal, Value, View, is_array, is_line
+from .scope import PyVal, Value, View, described, is_array, is_line
 from .warpgroup import WARPGROUP_HANDLERS
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def _array_decl(shared: bool) -> Handler:
             b.fail(
                 f"{what}(T, n) needs a compile-time int n >= 1 or a tuple of them (a shape)"
                 + (", or a u32 kernel parameter n" if shared else "")
-                + f", got {args[1]}",
+                + f", got {described(args[1])}",
                 node,
             )
         length = math.prod(shape)

@@ -49,6 +49,7 @@ __all__ = [
     "Several",
     "Value",
     "View",
+    "described",
     "is_array",
     "is_line",
     "width_of",
@@ -129,6 +130,15 @@ Value = (
     | LiteralPick
     | Several
 )
+
+
+def described(value: Value) -> str:
+    """``value`` as a message names it: a compile-time value as Python writes it (a class by
+    its name), an array by its own name, any other as a run-time value."""
+    if isinstance(value, PyVal):
+        v = value.value
+        return v.__name__ if isinstance(v, type) else repr(v)
+    return f"the array {value}" if is_array(value) else "a run-time value"
 
 
 def is_array(value: Value) -> bool:
@@ -229,8 +239,7 @@ class BuilderState:
         with ``"{need}, got {the value, or 'a run-time value'}"``."""
         n = value.value if isinstance(value, PyVal) else None
         if not isinstance(n, int) or isinstance(n, bool) or not fits(n):
-            shown = n if isinstance(value, PyVal) else "a run-time value"
-            self.fail(f"{need}, got {shown}", node)
+            self.fail(f"{need}, got {described(value)}", node)
         return n
 
     def fail(self, message: str, node: ast.AST | None = None) -> NoReturn:

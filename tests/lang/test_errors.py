@@ -284,6 +284,16 @@ def k_runtime_shared_size(out: Array[u32], n: u32):
     s[0] = 1
 
 
+def k_empty_local_array(out: Array[u32]):
+    a = LocalArray(u32, 0)  # ERR
+    out[0] = a[0]
+
+
+def k_python_type_of_local_array(out: Array[u32]):
+    a = LocalArray(int, 4)  # ERR
+    out[0] = a[0]
+
+
 def k_atomic_local(out: Array[u32]):
     a = LocalArray(u32, 4)
     atomic_add(a, 0, 1)  # ERR
@@ -457,7 +467,9 @@ BUILD_ERRORS = [
     (k_huge_unroll, "of 1000000000 turns: at most 4096 are written out; loop over range", {}),
     (k_method_without_call, "is a method; call it", {}),
     (k_int_of_runtime, "cast with i32", {}),
-    (k_runtime_shared_size, "needs a compile-time int n >= 1 .*, or a u32 kernel parameter", {}),
+    (k_runtime_shared_size, "or a u32 kernel parameter n, got a run-time value$", {}),
+    (k_empty_local_array, "LocalArray\\(T, n\\) needs a compile-time int n >= 1 .*, got 0$", {}),
+    (k_python_type_of_local_array, "expected a type such as f32 or Float, got int$", {}),
     (k_atomic_local, "needs a global array or SharedMemory", {}),
     (k_bool_arithmetic, "'\\*' needs numbers, got bool", {}),
     (k_mixed_bool, "an operand of 'and' must be bool, got u32", {}),
