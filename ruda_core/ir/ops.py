@@ -7,7 +7,9 @@ unless the operation says otherwise (the front end inserts casts). Results are w
 
 Integer arithmetic wraps (two's complement). ``FLOOR_DIV`` and ``MOD`` follow Python: the
 quotient rounds toward negative infinity and the remainder has the divisor's sign (for floats
-``MOD`` is ``a - floor(a / b) * b``). Integer division or modulo by zero gives an unspecified
+``FLOOR_DIV`` is ``floor(a / b)`` and ``MOD`` is ``a - floor(a / b) * b``, unlike Python's
+where ``b`` is infinite and ``a`` finite: ``MOD`` is NaN, and ``FLOOR_DIV`` a zero where the
+signs differ, Python's ``-1.0``). Integer division or modulo by zero gives an unspecified
 value (never a crash). Shifts use the shift amount modulo the operand's bit width; ``SHR`` is
 arithmetic for signed and logical for unsigned integers. A ``CAST`` from float to integer
 truncates toward zero (out-of-range values are unspecified); to ``bool`` it is ``x != 0``; from
