@@ -13,6 +13,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..arrays import asarray
 from ..ir import Elem
 from ..lang import ArrayArg
@@ -27,6 +29,7 @@ __all__ = [
     "Cubes",
     "cube_units",
     "fold_elem",
+    "is_last_axis",
     "named_elem",
     "one_operand",
     "sum_elem",
@@ -168,3 +171,10 @@ class Cubes:
     def tile(self) -> int:
         """The elements a cube takes per step."""
         return self.units * self.items
+
+
+def is_last_axis(axis: object, rank: int) -> bool:
+    """Whether ``axis`` is an int (NumPy's too, not a bool) naming the last of ``rank`` axes
+    (``-1`` or ``rank - 1``)."""
+    whole = isinstance(axis, int | np.integer) and not isinstance(axis, bool)
+    return whole and rank > 0 and axis in (-1, rank - 1)

@@ -37,6 +37,7 @@ from .primitive_inputs import (
     UNTUNED,
     Cubes,
     fold_elem,
+    is_last_axis,
     named_elem,
     one_operand,
     sum_elem,
@@ -145,7 +146,7 @@ def _rows(op: str, shape: tuple[int, ...], axis: int | None) -> tuple[int, int, 
     """``(rows, n, result shape)`` of a reduction of a tensor of ``shape`` over ``axis``."""
     if axis is None:
         return 1, math.prod(shape), ()
-    if not shape or axis not in (-1, len(shape) - 1):
+    if not is_last_axis(axis, len(shape)):
         raise LaunchConfigError(
             f"{op}: axis={axis} for a tensor of shape {shape}; ruda reduces over all elements "
             "(axis=None) or the last axis (axis=-1) of a tensor of rank 1 or more"

@@ -39,6 +39,7 @@ from .primitive_inputs import (
     UNTUNED,
     Cubes,
     fold_elem,
+    is_last_axis,
     named_elem,
     one_operand,
     sum_elem,
@@ -101,7 +102,7 @@ def cumsum(*args: Any, axis: int | None = -1, exclusive: bool = False) -> RudaTe
     client, x = one_operand("cumsum", args, FOLDED)
     if axis is None:
         shape: tuple[int, ...] = (math.prod(x.shape),)
-    elif x.shape and axis in (-1, len(x.shape) - 1):
+    elif is_last_axis(axis, len(x.shape)):
         shape = x.shape
     else:
         raise LaunchConfigError(

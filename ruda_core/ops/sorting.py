@@ -49,7 +49,7 @@ from ..runtime import (
 )
 from ..tensor import RudaTensor
 from .native import implementation
-from .primitive_inputs import FOLDED, Cubes, cube_units, one_operand
+from .primitive_inputs import FOLDED, Cubes, cube_units, is_last_axis, one_operand
 from .scan import scan_into
 from .sorting_kernels import (
     COUNT,
@@ -134,7 +134,7 @@ def argsort(*args: Any, axis: int | None = -1) -> RudaTensor:
 
 def _sort(op: str, args: tuple[Any, ...], axis: int | None, *, indices: bool) -> RudaTensor:
     client, x = one_operand(op, args, FOLDED)
-    if axis is not None and (len(x.shape) != 1 or axis not in (-1, 0)):
+    if axis is not None and (len(x.shape) != 1 or not is_last_axis(axis, 1)):
         raise LaunchConfigError(
             f"{op}: axis={axis} for a tensor of shape {x.shape}; ruda sorts a 1-D tensor "
             "(axis=-1) or all elements in row-major order (axis=None)"
