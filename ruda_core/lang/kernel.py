@@ -45,6 +45,21 @@ def _typed(value: object) -> object:
     return (type(value), value)
 
 
+#: The float types whose values a launch probe keys by their bits.
+_FLOATS = frozenset({float, np.float16, np.float32, np.float64, np.longdouble})
+
+
+def _keyword_probe(comptime: dict[str, object]) -> tuple[object, object]:
+    """The Comptime keywords as a launch probe keys them: the items and their types (``1`` and
+    ``True`` are equal), the items keyed as :func:`_typed` keys them only where one is a float
+    (``0.0`` and ``-0.0`` are equal, a NaN unequal to itself): a launch's keywords are rarely
+    floats, and keying each costs ten times more."""
+    types = tuple(map(type, comptime.values()))
+    if _FLOATS.isdisjoint(types):
+        return tuple(comptime.items()), types
+    return tuple((name, _typed(value)) for name, value in comptime.items()), types
+
+
 class Kernel:
     """A kernel made by :func:`kernel`. Thread-safe: specialisations are built at most a few
     times under contention and then shared.
@@ -396,7 +411,7 @@ class Kernel:
             probe = (
                 tuple(arg_elem(args[i]) for i in self._generic_args),
                 tuple(len(args[i].shape) for i in self._tensor_args),  # type: ignore[attr-defined]
-                tuple((name, _typed(value)) for name, value in comptime.items()),
+                *_keyword_probe(comptime),
             )
             launcher = self._probes.get(probe)
         except (IndexError, AttributeError, TypeError):  # a malformed launch: derive, and raise
