@@ -62,14 +62,19 @@ class BuiltKernel:
 class KernelPipelines:
     """The shader modules, pipelines and bind groups of one device."""
 
-    def __init__(self, device: Any, storage: WebGpuStorage, faults: Any, loop_limit: int) -> None:
+    def __init__(
+        self, device: Any, storage: WebGpuStorage, faults: Any, loop_limit: int, local_words: int
+    ) -> None:
         """:param faults: the kernel-fault word's buffer, bound after the arrays (and print
             records) of the kernels :func:`~ruda_wgpu.wgsl.reports_faults` names.
-        :param loop_limit: the turns after which the driver stops a unit's loops (0: none)."""
+        :param loop_limit: the turns after which the driver stops a unit's loops (0: none).
+        :param local_words: the longest local array, in 4-byte words, the driver builds in a
+            reasonable time (0: any)."""
         self._device = device
         self._storage = storage
         self._faults = faults
         self._loop_limit = loop_limit
+        self._local_words = local_words
         #: the names of the built kernels, by the id they report (from 1)
         self.names: list[str] = []
         self._layouts: dict[tuple[int, tuple[int, ...], int], tuple[Any, Any]] = {}
@@ -105,7 +110,8 @@ class KernelPipelines:
     def build(self, compiled: CompiledKernel) -> BuiltKernel:
         """Build ``compiled.source`` into a shader module.
 
-        :raises TooManyResources: the kernel has more array parameters than the device binds.
+        :raises TooManyResources: the kernel has more array parameters than the device binds,
+            or a local array longer than the driver builds in a reasonable time.
         :raises CompilationError: with wgpu's report and the numbered source.
         """
         definition = compiled.definition
@@ -121,6 +127,16 @@ class KernelPipelines:
                 f"dispatch on this device binds {self._max_storage} storage buffers "
                 "(max-storage-buffers-per-shader-stage). Pass fewer arrays, e.g. several in one"
             )
+        for local in definition.local_arrays:
+            words = local.length * -(-local.elem.nbytes // 4)
+            if self._local_words and words > self._local_words:
+                raise TooManyResources(
+                    f"kernel {definition.name} has a local array of {local.length} {local.elem} "
+                    f"({words} 4-byte words); lavapipe's time to build a kernel grows faster "
+                    "than the square of a local array's length (two minutes at 2 048 words), "
+                    f"so ruda builds none over {self._local_words} words there. Keep a longer "
+                    "array in shared memory or in a device array, or run it on another device"
+                )
         record = RecordLayout.of(definition).packer.size
         if record > RECORD_WINDOW_NBYTES:
             raise TooManyResources(

@@ -93,6 +93,10 @@ PRINT_NBYTES = 16 << 20
 #: Mesa's llvmpipe (lavapipe) stops a subgroup's loops after this many turns in all (the turns
 #: any of its lanes takes; without subgroups, a unit's).
 LAVAPIPE_LOOP_LIMIT = 65535
+#: The longest local array, in 4-byte words, a kernel may have on lavapipe: its compile time
+#: grows faster than the square of the length (a kernel with a local array of 512 f32 took 8 s
+#: to build, of 2 048 two minutes, and longer ones as good as never end).
+LAVAPIPE_LOCAL_WORDS = 1024
 #: The compute units reported for a GPU adapter (a CPU one, lavapipe, reports its cores):
 #: WebGPU does not tell, and launches sized from the count (grid-stride loops over
 #: ``compute_units * k`` cubes) starve a large GPU when it is low (32 cubes ran ``c = a + b`` on
@@ -250,14 +254,18 @@ class WebGpuDriver(Driver):
         # half the host's memory (8 GiB where the system does not say)
         self.storage = WebGpuStorage(self.device, (physical_nbytes() or 8 << 30) // 2)
         #: the turns after which the driver stops a unit's loops (lavapipe's), else 0
-        self.loop_limit = LAVAPIPE_LOOP_LIMIT if "llvmpipe" in self.name else 0
+        lavapipe = "llvmpipe" in self.name
+        self.loop_limit = LAVAPIPE_LOOP_LIMIT if lavapipe else 0
         #: the width of the planes kernels are generated for (1: planes of one lane)
         self.plane_dim = plane_width(self.device)
         #: the kernel-fault word (see :data:`~ruda_wgpu.wgsl.PLANE_FAULT`); each submission
         #: copies it into the buffer whose mapping marks it done, then zeroes it
         usage = _U.STORAGE | _U.COPY_SRC | _U.COPY_DST
         self._marker = _buffer(self.device, 4, usage, "the kernel-fault word")
-        self.pipelines = KernelPipelines(self.device, self.storage, self._marker, self.loop_limit)
+        local_words = LAVAPIPE_LOCAL_WORDS if lavapipe else 0
+        self.pipelines = KernelPipelines(
+            self.device, self.storage, self._marker, self.loop_limit, local_words
+        )
         #: a record's offset is a multiple of this: a uniform binding's offset must be
         self._record_align = int(self.device.limits["min-uniform-buffer-offset-alignment"])
         self.byte_copies = ByteCopies(self.device, self.record_stride(ByteCopies.RECORD))

@@ -1,7 +1,8 @@
 """What wgpu refuses surfaces as a ruda error at the stream's next sync or read, and the
 buffers the refused work would have written raise when read instead of giving what they held
 before: never a crash, a hang or stale data presented as a result. What wgpu lets through but
-a driver may not run (more workgroup memory than the device has) is refused by ruda first."""
+a driver may not run (more workgroup memory than the device has), or may take for ever to build
+(lavapipe, a long local array), is refused by ruda first."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from ruda_core.lang import (
     UNIT_POS,
     Array,
     Comptime,
+    LocalArray,
+    Numeric,
     SharedMemory,
     kernel,
     sync_units,
@@ -128,3 +131,32 @@ def test_shared_bytes_wgsl_holds_in_words_are_refused_past_the_device_s_workgrou
     with pytest.raises(TooManyResources, match=r"workgroup memory on WebGPU.* over the device's"):
         swap_bytes.launch(client, 1, 64, x, out, N=limit)
         client.sync().result()
+
+
+@kernel
+def reversed_through_a_local_array(x: Array[Numeric], out: Array[Numeric], N: Comptime[int]):
+    held = LocalArray(Numeric, N)
+    for k in range(N):
+        held[k] = x[(ABSOLUTE_POS + u32(k)) % x.len()]
+    for k in range(N):
+        out[ABSOLUTE_POS * u32(N) + u32(k)] = held[N - 1 - k]
+
+
+def test_a_local_array_lavapipe_would_build_for_minutes_is_refused_naming_it(client):
+    if "llvmpipe" not in client.properties().name:
+        pytest.skip(f"{client.device} is not lavapipe")
+    x = ruda.asarray(np.arange(64, dtype=np.uint64), client)
+    out = ruda.asarray(np.zeros(64 * 64, np.uint64), client)
+    reversed_through_a_local_array.launch(client, 1, 64, x, out, N=64)
+    expected = (np.arange(64)[:, None] + np.arange(64)[None, ::-1]) % 64
+    np.testing.assert_array_equal(out.numpy().reshape(64, 64), expected)
+    # 513 u64 are 1 026 words; the kernel would build for about half a minute
+    with pytest.raises(TooManyResources, match=r"local array of 513 u64 \(1026 4-byte words\)"):
+        reversed_through_a_local_array.launch(client, 1, 1, x, out, N=513)
+        client.sync().result()
+    big = ruda.asarray(np.zeros(4096, np.float32), client)
+    with pytest.raises(TooManyResources, match="local array of 4096 f32"):
+        reversed_through_a_local_array.launch(client, 1, 1, big, big, N=4096)
+        client.sync().result()
+    with pytest.raises(RudaPanic, match="local array of 513 u64"):  # what it would have written
+        out.numpy()
