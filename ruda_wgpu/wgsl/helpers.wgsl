@@ -50,7 +50,7 @@ fn ruda_pow_positive_f32(a: f32, b: f32) -> f32 {
         return select(f32(0.0), bitcast<f32>(0x7f800000u), y.x > f32(0.0));
     }
     let n = round(y.x);
-    let r = (y.x - n) + (y.y + b * l.y);  // y.x - n is exact
+    let r = ruda_opaque_f32(y.x - n) + (y.y + b * l.y);  // y.x - n is exact, added to y.y last
     return ruda_exp_scaled_f32(r * f32(0.6931471805599453), i32(n));
 }
 
@@ -58,18 +58,20 @@ fn ruda_log2_pair_f32(a: f32) -> vec2<f32> {
     // log2(a) of a finite a > 0 (a subnormal too, from its bits) as (hi, lo), to about 40 bits:
     // a = 2**e m with m in [sqrt(1/2), sqrt(2)) and log(m) = 2 atanh(t), t = (m - 1) / (m + 1)
     // as th + tl, the series' tail t**3 (2/3 + 2 t**2/5 + ...) in f32 (under 1% of log(m)).
-    // The sums whose rounding error is taken are ruda_add_f32's: a compiler that reassociates
-    // folds (m + 1) - m to 1 (lavapipe does)
+    // Each value whose rounding error is taken goes through ruda_opaque_f32: a compiler that
+    // reassociates folds (m + 1) - m to 1 (lavapipe does) and (f - p) - err to f - (p + err)
     let u = ruda_unpack_f32(bitcast<u32>(a));
     var m = f32(u.x) * f32(1.1920928955078125e-7);  // in [1, 2)
     var e = u.y - 127;
     if (m > f32(1.4142135623730951)) { m = m * f32(0.5); e = e + 1; }
     let f = m - f32(1.0);  // exact
-    let sh = ruda_add_f32(m, f32(1.0));
-    let sl = select(f32(1.0) - (sh - m), m - (sh - f32(1.0)), m < f32(1.0));  // m + 1 - sh
+    // m + 1 = sh + sl exactly: m's last bit cleared, plus 1, is exact
+    let mh = bitcast<f32>(bitcast<u32>(m) & 0xfffffffeu);
+    let sh = ruda_opaque_f32(mh + f32(1.0));
+    let sl = ruda_opaque_f32(m - mh);
     let th = f / sh;
     let q = ruda_two_product_f32(th, sh);
-    let tl = (((f - q.x) - q.y) - th * sl) / sh;
+    let tl = ((ruda_opaque_f32(f - q.x) - q.y) - th * sl) / sh;
     let z = th * th;
     let tail = th * z * ((((((f32(0.15384615384615385) * z + f32(0.18181818181818182)) * z
         + f32(0.2222222222222222)) * z + f32(0.2857142857142857)) * z + f32(0.4)) * z)
@@ -78,21 +80,25 @@ fn ruda_log2_pair_f32(a: f32) -> vec2<f32> {
     let ih = f32(1.4426950216293335);
     let g = ruda_two_product_f32(f32(2.0) * th, ih);
     let gl = g.y + f32(2.0) * th * f32(1.925963033500011e-8) + (f32(2.0) * tl + tail) * ih;
-    let hi = ruda_add_f32(f32(e), g.x);
-    return vec2<f32>(hi, ((g.x - (hi - f32(e))) + gl));  // |e| >= |g.x| unless e is 0
+    let hi = ruda_opaque_f32(f32(e) + g.x);
+    return vec2<f32>(hi, (g.x - ruda_opaque_f32(hi - f32(e))) + gl);  // |e| >= |g.x| unless e is 0
 }
 
 fn ruda_two_product_f32(a: f32, b: f32) -> vec2<f32> {
     // (p, err) with p = a * b rounded and p + err = a * b exactly (Dekker's), for products
     // that neither overflow nor underflow: the halves are taken by the bits (12 significant
     // bits each), so every partial product is exact and a driver that fuses one into an add
-    // cannot change it; p is rounded on its own (ruda_mul_f32's select stands between)
-    let p = ruda_mul_f32(a, b);
+    // cannot change it; p and each partial sum of err go through ruda_opaque_f32, so that no
+    // compiler regroups the sum (NVIDIA's Vulkan compiler did: pow was 24 ulp off near 1)
+    let p = ruda_opaque_f32(a * b);
     let ah = bitcast<f32>(bitcast<u32>(a) & 0xfffff000u);
     let bh = bitcast<f32>(bitcast<u32>(b) & 0xfffff000u);
-    let al = a - ah;
-    let bl = b - bh;
-    return vec2<f32>(p, (((ah * bh - p) + ah * bl) + al * bh) + al * bl);
+    let al = ruda_opaque_f32(a - ah);
+    let bl = ruda_opaque_f32(b - bh);
+    var err = ruda_opaque_f32(ah * bh - p);
+    err = ruda_opaque_f32(err + ah * bl);
+    err = ruda_opaque_f32(err + al * bh);
+    return vec2<f32>(p, err + al * bl);
 }
 
 // exp and its kin (expm1, sinh, cosh, tanh, pow) from Cody and Waite's reduction a = k ln 2 + r,
@@ -763,6 +769,13 @@ fn ruda_div_f32(a: f32, b: f32) -> f32 {
 // zeros, found by their bits (-0.0 only for -0.0 + -0.0 and -0.0 - 0.0), for those a compiler
 // may see a constant zero in: one that ignores the sign of zeros folds x + 0.0 to x and
 // 0.0 - x to -x, which are -0.0 for x = -0.0 and 0.0 (lavapipe does).
+
+fn ruda_opaque_f32(x: f32) -> f32 {
+    // x, through an operation whose result no compiler knows (ruda_apart is a zero it cannot
+    // tell is one): a value whose rounding error is taken stays the rounded one, whatever
+    // the compiler reassociates or fuses
+    return bitcast<f32>(bitcast<u32>(x) ^ ruda_apart);
+}
 
 fn ruda_add_f32(a: f32, b: f32) -> f32 {
     let x = bitcast<u32>(a);
