@@ -125,12 +125,16 @@ class OpenCLCapabilities:
     :param build_options: the options every program is built with.
     :param environment: variables the device's driver reads when it builds kernels, with the
         values its server sets for the process where the user has not set them.
+    :param builds_apart: whether its programs are built in a child process, as for Intel's CPU
+        runtime, whose compiler ends the process on some kernels (see
+        :mod:`ruda_opencl.builds_apart`).
     """
 
     target: OpenCLTarget
     plane_dim: int
     build_options: tuple[str, ...]
     environment: tuple[tuple[str, str], ...] = ()
+    builds_apart: bool = False
 
     @classmethod
     def of(cls, device: Any, subgroups: bool = True) -> OpenCLCapabilities:
@@ -151,11 +155,14 @@ class OpenCLCapabilities:
         if any(key in target for key in OPENCL_C_3):
             options.append("-cl-std=CL3.0")
         environment = POCL_ENVIRONMENT if pocl else ()
-        if device.type & cl.device_type.CPU and device.platform.vendor.startswith("Intel"):
+        intel_cpu = bool(device.type & cl.device_type.CPU) and device.platform.vendor.startswith(
+            "Intel"
+        )
+        if intel_cpu:
             target = OpenCLTarget((*target.capabilities, Capability.SHARED_ARGUMENT))
         if device.platform.name.startswith("NVIDIA"):
             target = OpenCLTarget((*target.capabilities, Capability.PTX))
-        return cls(target, plane_dim, tuple(options), environment)
+        return cls(target, plane_dim, tuple(options), environment, builds_apart=intel_cpu)
 
     @property
     def compile_options(self) -> CompileOptions:

@@ -45,6 +45,7 @@ from ruda_core.runtime import (
 from ruda_core.runtime.console import flush_c_stdout
 from ruda_core.runtime.print_records import PrintTable
 
+from .builds_apart import ApartBuilder
 from .capabilities import OpenCLCapabilities, subgroups_from_env
 from .compiler import OpenCLCompiler
 from .driver import (
@@ -242,9 +243,12 @@ class OpenCLDriver(Driver):
     #: Intel's CPU runtime finishes every queue when it is unloaded at exit
     teardown_waits = True
 
-    def __init__(self, device: Any, capabilities: OpenCLCapabilities) -> None:
-        """:param device: the ``pyopencl.Device``."""
+    def __init__(self, device: Any, index: int, capabilities: OpenCLCapabilities) -> None:
+        """:param device: the ``pyopencl.Device``, ``index`` its place in ``all_devices()``."""
         self._device = device
+        self._index = index
+        #: builds in a child process, for a compiler that may end the process it builds in
+        self._apart = ApartBuilder() if capabilities.builds_apart else None
         self._context = cl.Context([device])
         self.compiler = OpenCLCompiler()
         self._build_options = list(capabilities.build_options)
@@ -261,14 +265,11 @@ class OpenCLDriver(Driver):
     def build(self, compiled: CompiledKernel) -> _Launcher:
         loc = compiled.definition.source
         where = (loc.file, loc.line) if loc is not None else (None, None)
-        program = build_program(
-            self._context,
-            self._device,
-            compiled.source,
-            self._build_options,
-            compiled.definition.name,
-            where,
-        )
+        source, options, name = compiled.source, self._build_options, compiled.definition.name
+        if self._apart is not None:
+            binary = self._apart.build(self._index, source, options, name, where)
+            return self.load_binary(compiled, binary)
+        program = build_program(self._context, self._device, source, options, name, where)
         return _Launcher(program, compiled, self._device, self._prints)
 
     def binary(self, built: Any) -> bytes | None:
@@ -478,7 +479,7 @@ class OpenCLServer(ComputeServer):
         capabilities = OpenCLCapabilities.of(dev, subgroups_from_env())
         for name, value in capabilities.environment:
             os.environ.setdefault(name, value)
-        driver = OpenCLDriver(dev, capabilities)
+        driver = OpenCLDriver(dev, device.index, capabilities)
         properties = DeviceProperties(
             name=dev.name.strip(),
             vendor=dev.platform.name.strip(),
