@@ -13,11 +13,12 @@ next build starts a new child.
 
 One child per builder (a driver's), started at its first build (about half a second: it
 imports PyOpenCL and lists the devices, whose order is stable), and anew in a forked process;
-builds from several threads take turns. The child inherits the environment, so the settings
-made before the first OpenCL call (:mod:`ruda_opencl.intel_cpu`) hold there too; it writes its
-answers on a copy of its standard output, whose descriptor 1 goes to standard error, so that
-nothing a library prints mixes with them, and its standard error goes to a file read only when
-it ends. A child whose parent is gone sees its input end and exits.
+builds from several threads take turns. The child inherits the environment and this process's
+module search path, so the settings made before the first OpenCL call
+(:mod:`ruda_opencl.intel_cpu`) hold there too; it writes its answers on a copy of its standard
+output, whose descriptor 1 goes to standard error, so that nothing a library prints mixes with
+them, and its standard error goes to a file read only when it ends. A child whose parent is
+gone sees its input end and exits.
 """
 
 from __future__ import annotations
@@ -113,11 +114,14 @@ class ApartBuilder:
             self._inherited, self._child = self._child, None
         if self._child is None or self._child.poll() is not None:
             self._log = tempfile.TemporaryFile()  # noqa: SIM115  # closed with the child
+            # the child imports ruda_opencl from where this process did
+            path = os.pathsep.join(p for p in sys.path if p)
             self._child = subprocess.Popen(
                 [sys.executable, "-m", __name__],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
+                env={**os.environ, "PYTHONPATH": path},
             )
             self._pid = os.getpid()
             weakref.finalize(self, _stop, self._child, self._log)
