@@ -54,11 +54,13 @@ def _send(stream: IO[bytes], message: object) -> None:
 
 
 def _receive(stream: IO[bytes]) -> Any:
-    """The next message, or None at the end of the stream."""
+    """The next message, or None where the stream ends first (the writer has ended)."""
     head = stream.read(_LENGTH.size)
     if len(head) < _LENGTH.size:
         return None
-    return pickle.loads(stream.read(_LENGTH.unpack(head)[0]))
+    size = _LENGTH.unpack(head)[0]
+    data = stream.read(size)
+    return pickle.loads(data) if len(data) == size else None
 
 
 class ApartBuilder:
