@@ -42,6 +42,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,7 +163,9 @@ class OpenCLCapabilities:
             target = OpenCLTarget((*target.capabilities, Capability.SHARED_ARGUMENT))
         if device.platform.name.startswith("NVIDIA"):
             target = OpenCLTarget((*target.capabilities, Capability.PTX))
-        return cls(target, plane_dim, tuple(options), environment, builds_apart=intel_cpu)
+        # the child's answers are awaited with select(), which takes pipes on POSIX only
+        apart = intel_cpu and os.name == "posix"
+        return cls(target, plane_dim, tuple(options), environment, builds_apart=apart)
 
     @property
     def compile_options(self) -> CompileOptions:
