@@ -91,16 +91,17 @@ class ApartBuilder:
         with self._lock:
             child = self._running()
             assert child.stdin is not None and child.stdout is not None
-            ready: list[Any] = [child.stdout]
+            timed_out = False
             try:
                 _send(child.stdin, (index, source, tuple(options), name, where))
                 ready, _, _ = select.select([child.stdout], [], [], BUILD_TIMEOUT_S)
-                answer = _receive(child.stdout) if ready else None
+                timed_out = not ready
+                answer = None if timed_out else _receive(child.stdout)
             except OSError:  # the child ended before it read the request
                 answer = None
             if answer is None:
                 raise CompilationError(
-                    f"kernel {name} did not build: {self._ended(timed_out=not ready)}",
+                    f"kernel {name} did not build: {self._ended(timed_out)}",
                     file=where[0],
                     line=where[1],
                 )
