@@ -273,13 +273,20 @@ class KernelDefinition:
 
 def walk(block: Block) -> Iterator[Stmt]:
     """Every statement of ``block``, nested ones included, in order."""
-    for stmt in block:
-        yield stmt
-        if isinstance(stmt, If):
-            yield from walk(stmt.then)
-            yield from walk(stmt.orelse)
-        elif isinstance(stmt, RangeLoop | Loop):
-            yield from walk(stmt.body)
+    # one iterator per open block, innermost last: no generator per nesting level to pass
+    # each statement up through
+    stack = [iter(block)]
+    while stack:
+        for stmt in stack[-1]:
+            yield stmt
+            if isinstance(stmt, If):
+                stack += (iter(stmt.orelse), iter(stmt.then))
+                break
+            if isinstance(stmt, RangeLoop | Loop):
+                stack.append(iter(stmt.body))
+                break
+        else:
+            stack.pop()
 
 
 def operands_read(stmt: Stmt) -> tuple[Operand, ...]:

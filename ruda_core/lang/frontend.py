@@ -113,6 +113,8 @@ def _written(block: Block, out: set[Param]) -> None:
 
 def _substitute(block: Block, mapping: dict[Param, Param]) -> Block:
     def instr(ins: Instr) -> list[Stmt]:
+        if not any(a in mapping for a in ins.args if isinstance(a, Param)):
+            return [ins]
         args = tuple(mapping.get(a, a) if isinstance(a, Param) else a for a in ins.args)
         return [replace(ins, args=args)]
 
