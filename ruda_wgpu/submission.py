@@ -5,7 +5,10 @@ A stream's recorded commands become one command buffer at each flush; the submit
 them in order on a thread of its own, with the host writes that go before them, because a
 submission waits there until the device has finished the previous one (lavapipe's queue does),
 and so does every call that needs the queue meanwhile (a write, the unmapping of a buffer
-mapped at creation), which a launch, upload, flush or sync must not.
+mapped at creation), which a launch, upload, flush or sync must not. Where every earlier
+submission is done (the device idle, the threads too) and the writes are small, the caller
+submits itself: nothing is there to wait for, and the hand-over to the thread cost a GPU's
+synchronous round trip about a fifth of a millisecond.
 Each command buffer ends with a copy into a small buffer of its own; a second thread maps
 those buffers in turn (the mapping completes when the submission has), runs what waits for the
 submission (a read's mappings) and completes its future. The queue runs submissions in order,
@@ -24,6 +27,10 @@ from ruda_core.runtime import Binding, Promise, RudaFuture, ServerError, ServerS
 from .adapters import read_back, translate
 
 __all__ = ["Submitter"]
+
+#: The most bytes of host writes a submission the caller makes itself may carry (the launch
+#: records of a flush fit; a large upload is copied on the submitting thread, off the caller's).
+INLINE_WRITES_NBYTES = 1 << 16
 
 
 class _Submission(NamedTuple):
@@ -78,20 +85,27 @@ class Submitter:
         computed = computed or []
         written = computed + (uploaded or [])
         item = _Submission(stream, commands, writes, mark, then, promise, written, computed)
-        self._submit.put(item)
+        # every earlier submission done: both threads are past their last use of the queue
+        if self.last.done() and sum(len(w[2]) for w in writes) <= INLINE_WRITES_NBYTES:
+            self._hand_over(item)
+        else:
+            self._submit.put(item)
         self.last = promise.future
         return promise.future
 
+    def _hand_over(self, item: _Submission) -> None:
+        """Make the submission's writes, submit it, and pass it to the waiting thread."""
+        try:
+            for buffer, offset, data in item.writes:
+                self._queue.write_buffer(buffer, offset, data)
+            self._queue.submit([item.commands])
+        except Exception as exc:  # wgpu raises plain Exceptions: the stream's error
+            item.stream.fail(translate("submitting queued work", exc), item.written)
+        self._wait.put(item)
+
     def _submitting(self) -> None:
         while True:
-            item = self._submit.get()
-            try:
-                for buffer, offset, data in item.writes:
-                    self._queue.write_buffer(buffer, offset, data)
-                self._queue.submit([item.commands])
-            except Exception as exc:  # wgpu raises plain Exceptions: the stream's error
-                item.stream.fail(translate("submitting queued work", exc), item.written)
-            self._wait.put(item)
+            self._hand_over(self._submit.get())
 
     def _waiting(self) -> None:
         """Complete each submission in turn. Whatever wgpu raises meanwhile (a lost device)
