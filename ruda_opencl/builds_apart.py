@@ -73,6 +73,8 @@ class ApartBuilder:
         self._log: IO[bytes] | None = None
         self._pid = os.getpid()
         self._inherited: subprocess.Popen[bytes] | None = None
+        #: stops the running child: at its end, or when the builder goes
+        self._stopper: weakref.finalize[Any, Any] | None = None
 
     def build(
         self,
@@ -115,6 +117,8 @@ class ApartBuilder:
         (whose parent's child stays the parent's: it is kept, untouched)."""
         if self._pid != os.getpid():
             self._inherited, self._child = self._child, None
+            if self._stopper is not None:  # the parent's child: the parent stops it
+                self._stopper.detach()
         if self._child is None or self._child.poll() is not None:
             self._log = tempfile.TemporaryFile()  # noqa: SIM115  # closed with the child
             # the child imports ruda_opencl from where this process did
@@ -127,14 +131,14 @@ class ApartBuilder:
                 env={**os.environ, "PYTHONPATH": path},
             )
             self._pid = os.getpid()
-            weakref.finalize(self, _stop, self._child, self._log)
+            self._stopper = weakref.finalize(self, _stop, self._child, self._log)
         return self._child
 
     def _ended(self, timed_out: bool) -> str:
         """How the child ended (ending it first where the build ``timed_out``) and its last
         lines of output."""
-        child, log = self._child, self._log
-        assert child is not None and log is not None
+        child, log, stop = self._child, self._log, self._stopper
+        assert child is not None and log is not None and stop is not None
         self._child = None
         if timed_out:
             child.kill()
@@ -146,7 +150,7 @@ class ApartBuilder:
             how = f"the OpenCL compiler ended the process that built it ({cause})"
         log.seek(0)
         lines = [line for line in log.read().decode(errors="replace").splitlines() if line]
-        _stop(child, log)
+        stop()
         last = "\n".join(lines[-12:])
         return (
             f"{how}: a fault of the driver's compiler (ruda builds for this driver in a child "
