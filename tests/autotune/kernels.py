@@ -87,10 +87,11 @@ _CPU_TYPE = 2
 _SLOWER = {_GPU_TYPE: 2048, _CPU_TYPE: 64}
 
 
-def run_slow(client: ComputeClient, x: Handle, n: int) -> Handle:
+def run_slow(client: ComputeClient, x: Handle, n: int, times: int = 1) -> Handle:
+    """The slow variant; ``times`` lengthens its loop further."""
     out = client.empty(4 * n)
     opencl = str(client.device).startswith("opencl")
-    reps = REPS * (_SLOWER.get(client.device.to_id().type_id, 1) if opencl else 1)
+    reps = times * REPS * (_SLOWER.get(client.device.to_id().type_id, 1) if opencl else 1)
     double_slow.launch(
         client, _count(n), RudaDim(UNITS), ArrayArg(x, n), ArrayArg(out, n), reps, 1, 0
     )

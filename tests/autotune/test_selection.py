@@ -332,8 +332,15 @@ def test_malformed_sets_and_keys_are_refused():
 
 
 def test_tuning_inside_a_profiled_region_times_by_the_host_clock():
+    """The host clock sees the waits of a loaded machine (a thread's wake-up took milliseconds
+    in a two-worker test run on two cores): the slow variant loops 32 times longer here (30 ms
+    a run on ``cpu``), to outlast them."""
     client = ruda.client("cpu")
-    tunables = make_set("profiled", ("slow", run_slow), ("fast", run_fast))
+
+    def run_slower(client, x, n):
+        return run_slow(client, x, n, times=32)
+
+    tunables = make_set("profiled", ("slow", run_slower), ("fast", run_fast))
     tuner = Tuner()
     x, n = inputs(client)
     out, timing = client.profile(lambda: tuner.execute(client, tunables, x, n))
