@@ -41,14 +41,16 @@ and the other two fences of the device, ``membar.gl``) and a device-scope
 ``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
 is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
 
-Two forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
-are ``select()`` of values cast to the element's type, and float negation is an XOR of the
-sign bit the compiler cannot see through (``docs/conformance-results.md``). Pure: imports no
-driver.
+Three forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
+are ``select()`` of values cast to the element's type, float negation is an XOR of the sign bit
+the compiler cannot see through, and so is a negative float constant (its magnitude negated so),
+since that compiler turns a product or quotient by -1 into a negation
+(``docs/conformance-results.md``). Pure: imports no driver.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -446,8 +448,18 @@ class OpenCLDialect(Dialect):
         return super().literal(value, elem)
 
     def float_literal(self, value: float, elem: Elem) -> str:
+        # a negative constant (-0.0 too) is its magnitude negated as float_negation does: from
+        # a constant it sees as -1 (or -0.0 minus a value) Intel's CPU compiler makes a
+        # negation of its own, which it gets wrong where it is live across a barrier
+        if math.copysign(1.0, value) < 0:
+            return self.float_negation(elem, self.float_literal(-value, elem))
         text = super().float_literal(value, elem)
         return f"(half){text}" if elem is Elem.F16 else text
+
+    def float_special(self, value: float, elem: Elem) -> str:
+        if value < 0:
+            return self.float_negation(elem, self.float_special(-value, elem))
+        return super().float_special(value, elem)
 
     def compute_elem(self, elem: Elem) -> Elem:
         if elem is Elem.BF16 or (elem is Elem.F16 and self._half_storage_only):

@@ -191,7 +191,7 @@ def test_bf16_constants_that_are_bf16_values_are_written_as_floats() -> None:
     dialect = OpenCLDialect(frozenset({"bf16"}))
     assert [dialect.literal(v, E.BF16) for v in (0.0, -2.5, 1, 65280.0)] == [
         "0.0f",
-        "-2.5f",
+        dialect.float_negation(E.F32, "2.5f"),
         "1.0f",
         "65280.0f",
     ]
@@ -270,10 +270,23 @@ def test_literals_are_exact() -> None:
     assert cuda.literal(float(np.float32(0.1)), E.F32) == "0.1f"
     assert opencl.literal(0.1, E.F64) == "0.1"
     assert cuda.literal(float("inf"), E.F32) == "__uint_as_float(0x7f800000u)"
-    assert opencl.literal(float("-inf"), E.F32) == "-INFINITY"
+    assert opencl.literal(float("-inf"), E.F32) == opencl.float_negation(E.F32, "INFINITY")
     assert opencl.literal(float("nan"), E.F64) == "((double)NAN)"
     assert cuda.literal(0.5, E.F16) == "__float2half_rn(0.5f)"
     assert OpenCLDialect().literal(0.5, E.F16) == "0.5f"
+
+
+def test_opencl_writes_negative_float_constants_as_their_magnitudes_negated() -> None:
+    """Intel's CPU compiler makes a negation of a product or quotient by -1 (or of -0.0 minus
+    a value) and gets one live across a barrier wrong: no negative constant is in sight."""
+    full, storage = OpenCLDialect(frozenset({"fp16", "fp64"})), OpenCLDialect()
+    for elem in (E.F16, E.F32, E.F64):
+        for value in (1.0, 0.0):
+            negated = full.float_negation(elem, full.literal(value, elem))
+            assert full.literal(-value, elem) == negated
+    assert storage.literal(-0.5, E.F16) == storage.float_negation(E.F32, "0.5f")
+    assert "-" not in full.literal(-3.25, E.F64) and "-" not in full.literal(-np.inf, E.F32)
+    assert full.literal(0.0, E.F32) == "0.0f" and full.literal(2.0, E.F64) == "2.0"
 
 
 def test_source_locations_appear_as_comments() -> None:

@@ -229,6 +229,73 @@ def test_a_negation_stored_before_a_barrier_and_computed_again_after_it_is_kept(
     assert got.tobytes() == want.tobytes(), (np.nonzero(got != want)[0], got[got != want])
 
 
+#: How a value is negated through a constant in the loop test below: the product with -1, the
+#: quotient by -1, the difference from -0.0, and the quotient by a choice of two negative
+#: constants whose condition a compiler decides (a float is never below itself).
+_NEGATING_FORMS = ("mul", "div", "sub", "choice")
+
+
+def _negated_in_a_loop_of_barriers(elem: Elem, form: str):
+    """In each of ``turns`` turns, ``tile[u] = v op c`` (``v = x[i]``, the value negated
+    through a negative constant ``c``, the same every turn), a barrier, ``w = tile[(u + 40) %
+    64]`` and a barrier; then ``out[2i] = w`` and ``out[2i + 1] = v``."""
+    k = KernelBuilder(f"conformance_negated_in_a_loop_of_barriers_{elem}_{form}")
+    x, out = k.array("x", elem, read_only=True), k.array("out", elem)
+    turns = k.scalar("turns", Elem.U32)
+    tile = k.shared("tile", elem, _NEGATION_DIM)
+    i = k.let(Op.ASSIGN, Elem.U32, builtin("ABSOLUTE_POS"))
+    unit = builtin("UNIT_POS")
+    v = k.let(Op.INDEX, elem, x, i)
+    w = k.local("w", elem)
+    k.assign(w, const(0.0, elem))
+    turn = k.local("turn", Elem.U32)
+    with k.range_(turn, const(0, Elem.U32), turns):
+        if form == "sub":
+            negated = k.let(Op.SUB, elem, const(-0.0, elem), v)
+        elif form == "choice":
+            never = k.let(Op.LT, Elem.BOOL, v, v)
+            c = k.let(Op.SELECT, elem, never, const(-0.5, elem), const(-1.0, elem))
+            negated = k.let(Op.DIV, elem, v, c)
+        else:
+            negated = k.let(Op.MUL if form == "mul" else Op.DIV, elem, v, const(-1.0, elem))
+        k.store(tile, unit, negated)
+        k.sync_units()
+        shifted = k.let(Op.ADD, Elem.U32, unit, const(40, Elem.U32))
+        k.assign(w, k.load(tile, k.let(Op.MOD, Elem.U32, shifted, const(_NEGATION_DIM, Elem.U32))))
+        k.sync_units()
+    first = k.let(Op.MUL, Elem.U32, i, const(2, Elem.U32))
+    k.store(out, first, w)
+    k.store(out, k.let(Op.ADD, Elem.U32, first, const(1, Elem.U32)), v)
+    return k.build()
+
+
+@pytest.mark.parametrize("form", _NEGATING_FORMS)
+@pytest.mark.parametrize("elem", [Elem.F16, Elem.BF16, Elem.F32, Elem.F64], ids=str)
+def test_a_value_negated_through_a_constant_in_a_loop_of_barriers_is_the_units_own(
+    client, reference, elem, form
+):
+    """Intel's CPU OpenCL compiler makes a negation of ``v * -1``, ``v / -1`` or ``-0.0 - v``,
+    hoists it out of the loop, and gives every sub-group of 16 units of the cube the last
+    sub-group's values of it after the barriers (its analysis of which values are each
+    unit's own has no case for a negation)."""
+    need(client, elem, reference=reference)
+    n = CUBES * _NEGATION_DIM
+    x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
+    x[::7] = 0  # -0.0 as well
+    defn = _negated_in_a_loop_of_barriers(elem, form)
+    got, want = (
+        run_definition(
+            c, defn, [x, np.zeros(2 * n, elem.numpy)], [2], count=CUBES, dim=_NEGATION_DIM
+        )[1]
+        for c in (client, reference)
+    )
+    units = np.arange(n)
+    partner = units // _NEGATION_DIM * _NEGATION_DIM + (units + 40) % _NEGATION_DIM
+    expected = np.stack([-x[partner], x], axis=1).ravel()
+    assert want.tobytes() == expected.astype(elem.numpy).tobytes()
+    assert got.tobytes() == want.tobytes(), np.nonzero(got != want)[0][:16]
+
+
 @pytest.mark.parametrize("units", [1, 3, 4, 8, 16, 32, 64])
 def test_values_placed_through_shared_memory_block_by_block_keep_their_places(
     client, reference, units
