@@ -177,19 +177,28 @@ def _negations_across_a_barrier(elem: Elem, n: int):
     return k.build()
 
 
+def _run_negations(client, reference, elem: Elem, defn, **scalars: int):
+    """``defn`` over ``x`` (``CUBES`` cubes of :data:`_NEGATION_DIM` values from -14.25 up,
+    zeros among them) and two outputs a value, on the device and the reference: ``x`` and the
+    outputs of each."""
+    n = CUBES * _NEGATION_DIM
+    x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
+    x[::7] = 0  # -0.0 as well
+    arrays = [x, np.zeros(2 * n, elem.numpy)]
+    got, want = (
+        run_definition(c, defn, arrays, list(scalars.values()), count=CUBES, dim=_NEGATION_DIM)[1]
+        for c in (client, reference)
+    )
+    return x, got, want
+
+
 @pytest.mark.parametrize("elem", [Elem.F16, Elem.BF16, Elem.F32, Elem.F64], ids=str)
 def test_a_negation_computed_before_a_barrier_is_the_units_own_after_it(client, reference, elem):
     """Intel's CPU OpenCL compiler once gave every sub-group of 16 units of a larger cube the
     last sub-group's values of a float negation that was live across a barrier."""
     need(client, elem, reference=reference)
-    n = CUBES * _NEGATION_DIM
-    x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
-    x[::7] = 0  # -0.0 as well
-    defn = _negations_across_a_barrier(elem, n)
-    got, want = (
-        run_definition(c, defn, [x, np.zeros(2 * n, elem.numpy)], count=CUBES, dim=_NEGATION_DIM)[1]
-        for c in (client, reference)
-    )
+    defn = _negations_across_a_barrier(elem, CUBES * _NEGATION_DIM)
+    x, got, want = _run_negations(client, reference, elem, defn)
     expected = np.stack([-x, -(x + np.roll(x, -1))], axis=1).ravel()
     assert want.tobytes() == expected.astype(elem.numpy).tobytes()
     assert got.tobytes() == want.tobytes(), np.nonzero(got != want)[0][:16]
@@ -279,17 +288,9 @@ def test_a_value_negated_through_a_constant_in_a_loop_of_barriers_is_the_units_o
     sub-group's values of it after the barriers (its analysis of which values are each
     unit's own has no case for a negation)."""
     need(client, elem, reference=reference)
-    n = CUBES * _NEGATION_DIM
-    x = (np.arange(n) % 29 - 14.25).astype(elem.numpy)
-    x[::7] = 0  # -0.0 as well
     defn = _negated_in_a_loop_of_barriers(elem, form)
-    got, want = (
-        run_definition(
-            c, defn, [x, np.zeros(2 * n, elem.numpy)], [2], count=CUBES, dim=_NEGATION_DIM
-        )[1]
-        for c in (client, reference)
-    )
-    units = np.arange(n)
+    x, got, want = _run_negations(client, reference, elem, defn, turns=2)
+    units = np.arange(x.size)
     partner = units // _NEGATION_DIM * _NEGATION_DIM + (units + 40) % _NEGATION_DIM
     expected = np.stack([-x[partner], x], axis=1).ravel()
     assert want.tobytes() == expected.astype(elem.numpy).tobytes()
