@@ -14,6 +14,7 @@ through it) and :func:`build_program`, and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -92,7 +93,8 @@ def build_program(
     informational build log is not an error and is not shown. PyOpenCL's own cache of built
     programs is not used: ruda keeps the binary in its cache (``RUDA_CACHE_DIR``, which
     ``ruda cache`` lists and clears), and PyOpenCL's would hold a second copy outside it, with
-    no bound.
+    no bound. A failed build leaves no file behind: the copy of the source PyOpenCL saves in
+    the temporary folder is removed, the error lists the source itself.
 
     :raises CompilationError: with the first line of the build log explained (a known cause
         with its remedy), the log and the numbered generated source.
@@ -104,15 +106,30 @@ def build_program(
             # False turns PyOpenCL's cache off, which its annotation (str | None) leaves out
             program.build(options=list(options), cache_dir=False)  # type: ignore[arg-type]
     except cl.Error as exc:
+        log = _without_saved_source(str(exc))
         numbered = "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
         raise CompilationError(
             f"kernel {name} did not build for {device.name}: "
-            f"{build_failure_summary(device, str(exc))}\n"
-            f"{exc}\n--- generated OpenCL C ---\n{numbered}",
+            f"{build_failure_summary(device, log)}\n"
+            f"{log}\n--- generated OpenCL C ---\n{numbered}",
             file=where[0],
             line=where[1],
         ) from exc
     return program
+
+
+_SAVED_SOURCE = re.compile(r"\n\(source saved as (.+?\.cl)\)")
+
+
+def _without_saved_source(message: str) -> str:
+    """PyOpenCL's build error ``message`` less the note of where it saved the source, that file
+    deleted."""
+    saved = _SAVED_SOURCE.search(message)
+    if saved is None:
+        return message
+    with contextlib.suppress(OSError):
+        os.remove(saved.group(1))
+    return message[: saved.start()] + message[saved.end() :]
 
 
 def load_program(context: Any, device: Any, binary: bytes, options: Sequence[str]) -> Any:

@@ -72,3 +72,15 @@ def test_a_child_that_ends_is_reported_with_its_output_and_the_next_build_starts
     assert builder.build(index, source, [], "k", (None, None))  # a binary, from a new child
     with pytest.raises(CompilationError, match=r"kernel broken did not build for .*error"):
         builder.build(index, "__kernel void broken( {", [], "broken", (None, None))
+
+
+def test_a_failed_build_leaves_no_file_behind(tmp_path, monkeypatch):
+    """PyOpenCL saves the source of a failed build in the temporary folder; ruda's error lists
+    the source itself, so the saved copy is removed and the error does not point to it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the child's temporary folder
+    builder = ApartBuilder()
+    with pytest.raises(CompilationError, match="kernel broken did not build") as caught:
+        builder.build(_intel_cpu(), "__kernel void broken( {", [], "broken", (None, None))
+    assert "source saved as" not in str(caught.value)
+    assert "--- generated OpenCL C ---\n   1  __kernel void broken( {" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
