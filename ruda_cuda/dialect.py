@@ -333,6 +333,7 @@ class CudaDialect(Dialect):
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
         ctype, count, fields = _line_chunks(width * elem.nbytes)
         stmts = [f"const {ctype}* {temp} = (const {ctype}*){base} + ({index}) * {count};"]
@@ -359,6 +360,7 @@ class CudaDialect(Dialect):
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
         ctype, count, fields = _line_chunks(width * elem.nbytes)
         bits = [self.value_to_bits(elem, lane) for lane in lanes]

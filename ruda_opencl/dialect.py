@@ -41,11 +41,13 @@ and the other two fences of the device, ``membar.gl``) and a device-scope
 ``atomic_work_item_fence`` in an OpenCL C 3.0 one (see :data:`OPENCL_C_3`), where ``mem_fence``
 is only as wide as the cube (the work-group). The wrapping counters are compare-and-swap loops.
 
-Three forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
+Four forms work around Intel's CPU compiler (2026.2) for every device: integer ``min``/``max``
 are ``select()`` of values cast to the element's type, float negation is an XOR of the sign bit
 the compiler cannot see through, and so is a negative float constant (its magnitude negated so),
-since that compiler turns a product or quotient by -1 into a negation
-(``docs/conformance-results.md``). Pure: imports no driver.
+since that compiler turns a product or quotient by -1 into a negation; and in a loop that a
+``break`` or ``return`` may leave early, a line is read and written through a pointer to
+vectors of at most 16 bytes (its start is aligned to that), not ``vloadN``/``vstoreN``, which
+that compiler gets wrong there (``docs/conformance-results.md``). Pure: imports no driver.
 """
 
 from __future__ import annotations
@@ -364,6 +366,22 @@ class OpenCLDialect(Dialect):
             return f"(__local half*){base}"
         return base
 
+    def _chunks(
+        self, elem: Elem, width: int, space: MemSpace, left_early: bool
+    ) -> tuple[str, int] | None:
+        """Where a line is moved through a pointer to vectors, not ``vloadN``/``vstoreN``: the
+        vector type of its chunks of at most 16 bytes (a line's start is aligned to its size up
+        to 16 bytes, :func:`~ruda_core.ir.line_alignment`, and so is every chunk) and the lanes
+        of a chunk; else None. Only in a loop a ``break`` or ``return`` may leave early:
+        Intel's CPU compiler (2026.2) loses the value a unit read through ``vloadN`` at an
+        address the same for every unit in such a loop, and it moves lines through
+        ``vloadN`` about four times as fast as through a pointer (docs/conformance-results.md).
+        A storage-only half always goes through ``vload_halfN``, which converts it."""
+        if not left_early or (elem is Elem.F16 and self._half_storage_only):
+            return None
+        lanes = min(width, 16 // elem.nbytes)
+        return f"{self.storage_type(elem, space)}{lanes}", lanes
+
     def load_line(
         self,
         elem: Elem,
@@ -373,13 +391,20 @@ class OpenCLDialect(Dialect):
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
-        vector, suffix = self._line_vector(elem, width)
-        stmts = [
-            f"const {vector} {temp} = vload{suffix}({index}, {self._line_base(elem, base, space)});"
-        ]
-        for k, lane in enumerate(lanes):
-            value = f"{temp}.s{k}"
+        chunks = self._chunks(elem, width, space, left_early)
+        if chunks is None:
+            vector, suffix = self._line_vector(elem, width)
+            base = self._line_base(elem, base, space)
+            stmts = [f"const {vector} {temp} = vload{suffix}({index}, {base});"]
+            values = [f"{temp}.s{k}" for k in range(width)]
+        else:
+            vector, per = chunks
+            chunk = self.qualified(space, vector, const=True)
+            stmts = [f"{chunk}* {temp} = ({chunk}*){base} + ({index}) * {width // per};"]
+            values = [f"{temp}[{k // per}].s{k % per}" for k in range(width)]
+        for lane, value in zip(lanes, values, strict=True):
             if elem is Elem.BOOL:
                 value = f"({value} != 0)"
             elif elem is Elem.BF16:
@@ -396,17 +421,27 @@ class OpenCLDialect(Dialect):
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
-        vector, suffix = self._line_vector(elem, width)
         if elem is Elem.BOOL:
             values = [f"(uchar){lane}" for lane in lanes]
         elif elem is Elem.BF16:
             values = [self.value_to_bits(elem, lane) for lane in lanes]
         else:
             values = list(lanes)
-        rounding = "_rte" if suffix.startswith("_half") else ""
-        line = f"({vector})({', '.join(values)})"
-        return [f"vstore{suffix}{rounding}({line}, {index}, {self._line_base(elem, base, space)});"]
+        chunks = self._chunks(elem, width, space, left_early)
+        if chunks is None:
+            vector, suffix = self._line_vector(elem, width)
+            rounding = "_rte" if suffix.startswith("_half") else ""
+            line = f"({vector})({', '.join(values)})"
+            base = self._line_base(elem, base, space)
+            return [f"vstore{suffix}{rounding}({line}, {index}, {base});"]
+        vector, per = chunks
+        chunk = self.qualified(space, vector)
+        stmts = [f"{chunk}* {temp} = ({chunk}*){base} + ({index}) * {width // per};"]
+        for c in range(width // per):
+            stmts.append(f"{temp}[{c}] = ({vector})({', '.join(values[c * per : (c + 1) * per])});")
+        return stmts
 
     def float_negation(self, elem: Elem, value: str) -> str:
         # the sign bit flipped by an XOR with a mask rotated by z, the launch's global offset

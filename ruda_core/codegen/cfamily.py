@@ -554,7 +554,16 @@ class _KernelWriter(StructuredWriter):
             access = self.d.load_line if op is Op.LOAD_LINE else self.d.store_line
             index = self.expr.text(args[1])  # type: ignore[arg-type]
             lanes = self.lanes[line]
-            stmts = access(args[0].elem, base, index, len(lanes), lanes, self.line_temp, space)
+            stmts = access(
+                args[0].elem,
+                base,
+                index,
+                len(lanes),
+                lanes,
+                self.line_temp,
+                space,
+                left_early=self.left_early > 0,
+            )
             self._line(depth, "{")
             for stmt in stmts:
                 self._line(depth + 1, stmt)

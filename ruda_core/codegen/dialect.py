@@ -326,13 +326,15 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
         """Statements (each ending in ``;``) reading line ``index`` of the buffer ``base`` in
         ``space`` (global or shared), its elements ``index * width + k``, into the variables
         ``lanes`` (values of ``elem``). ``temp`` is a name free for a block-local temporary.
         The buffer's start is aligned to the line's size, at most 16 bytes
-        (:func:`~ruda_core.ir.line_alignment`). The default reads element by element;
-        targets override it with one vector access."""
+        (:func:`~ruda_core.ir.line_alignment`). ``left_early``: the access is in a loop that a
+        ``break`` or ``return`` may leave before its end. The default reads element by
+        element; targets override it with one vector access."""
         return [
             f"{lane} = {self.load(elem, space, base, _line_element(index, width, k))};"
             for k, lane in enumerate(lanes)
@@ -347,6 +349,7 @@ class Dialect(ABC):  # noqa: B024  # every hook has a C99 default; subclasses ov
         lanes: Sequence[str],
         temp: str,
         space: MemSpace = MemSpace.GLOBAL,
+        left_early: bool = False,
     ) -> list[str]:
         """Statements writing the values ``lanes`` (of ``elem``) to line ``index`` of ``base``,
         as :meth:`load_line` reads it."""

@@ -16,6 +16,7 @@ from ..ir import (
     If,
     Instr,
     Loop,
+    Op,
     Operand,
     RangeLoop,
     Return,
@@ -26,7 +27,7 @@ from .dialect import Dialect
 from .located import Located
 from .prelude import bare
 
-__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter", "range_advance"]
+__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter", "leaves_early", "range_advance"]
 
 #: One level of indentation in the emitted source.
 INDENT = "    "
@@ -71,10 +72,41 @@ def range_advance(d: Dialect, elem: Elem, counter: str, end: str, step: int) -> 
     return cond, f"{counter} = {bare(d.select(f'{distance} > {size}', moved, end))}"
 
 
+def leaves_early(body: Block, breaks: bool = True) -> bool:
+    """Whether the loop whose body is ``body`` may be left before its end: a ``break`` of it
+    (``breaks``: one not inside a loop of its own) or a ``return`` in it. A ``while`` loop's
+    test is not (:func:`_test_end`): it ends the loop before a turn starts, as a ``for``
+    loop's does."""
+    for stmt in body[_test_end(body) if breaks else 0 :]:
+        if isinstance(stmt, Return) or (breaks and isinstance(stmt, Break)):
+            return True
+        if isinstance(stmt, If) and (
+            leaves_early(stmt.then, breaks) or leaves_early(stmt.orelse, breaks)
+        ):
+            return True
+        if isinstance(stmt, RangeLoop | Loop) and leaves_early(stmt.body, breaks=False):
+            return True
+    return False
+
+
+def _test_end(body: Block) -> int:
+    """Where the loop body ``body`` goes on after a ``while`` loop's test at its start
+    (instructions that move no line, then an ``if`` that only breaks), else 0."""
+    for k, stmt in enumerate(body):
+        if isinstance(stmt, Instr) and stmt.op not in (Op.LOAD_LINE, Op.STORE_LINE):
+            continue
+        if isinstance(stmt, If) and not stmt.orelse and len(stmt.then) == 1:
+            return k + 1 if isinstance(stmt.then[0], Break) else 0
+        return 0
+    return 0
+
+
 class StructuredWriter(Located, ABC):
     """Appends an emission's statements to ``lines``, indented by depth."""
 
     lines: list[str]
+    #: how many of the loops being written may be left early (:func:`leaves_early`)
+    left_early = 0
 
     def _line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
@@ -95,12 +127,16 @@ class StructuredWriter(Located, ABC):
                 self._line(depth, "} else {")
                 self._block(stmt.orelse, depth + 1)
             self._line(depth, "}")
-        elif isinstance(stmt, RangeLoop):
-            self._range_loop(stmt, depth)
-        elif isinstance(stmt, Loop):
-            self._loop_head(depth)
-            self._block(stmt.body, depth + 1)
-            self._line(depth, "}")
+        elif isinstance(stmt, RangeLoop | Loop):
+            early = leaves_early(stmt.body)
+            self.left_early += early
+            if isinstance(stmt, RangeLoop):
+                self._range_loop(stmt, depth)
+            else:
+                self._loop_head(depth)
+                self._block(stmt.body, depth + 1)
+                self._line(depth, "}")
+            self.left_early -= early
         elif isinstance(stmt, Break):
             self._line(depth, "break;")
         elif isinstance(stmt, Continue):

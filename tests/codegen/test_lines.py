@@ -1,5 +1,6 @@
 """Generated code of lines: one vector access per line on CUDA (raw ``uint4``/``uint2`` words,
-unpacked with bit casts) and OpenCL (``vloadN``/``vstoreN``), for every element type and width,
+unpacked with bit casts) and OpenCL (``vloadN``/``vstoreN``; through a pointer to vectors of at
+most 16 bytes in a loop that may be left early), for every element type and width,
 in global and shared memory (a line-accessed shared array is declared aligned to the line);
 CUDA source compiles with NVRTC, OpenCL source builds on every OpenCL device."""
 
@@ -43,6 +44,27 @@ def shared_line_roundtrip(x: Array[Any], y: Array[Any], N: Comptime[int]):
     s.store_line(UNIT_POS, x.load_line(ABSOLUTE_POS, N))
     sync_units()
     y.store_line(ABSOLUTE_POS, s.load_line(UNIT_POS ^ 1, N))
+
+
+@kernel
+def lines_in_loops(x: Array[Any], y: Array[Any], N: Comptime[int]):
+    i = ABSOLUTE_POS
+    for k in range(x.len() // N):  # a loop run to its end
+        y.store_line(i, x.load_line(k, N))
+    for k in range(x.len() // N):  # left early: its lines through pointers, nested loops too
+        for j in range(2):
+            y.store_line(j, x.load_line(k + j, N))
+        if k == i:
+            break
+    for k in range(x.len() // N):  # the break first is the loop's test
+        if k == i:
+            break
+        y.store_line(k, x.load_line(i, N))
+    for k in range(2):  # only its inner loop is left early
+        y.store_line(k + 2, x.load_line(k + 3, N))
+        for j in range(x.len()):
+            if j == i:
+                break
 
 
 def _definition(elem: Elem, width: int, mode: ExecutionMode = ExecutionMode.CHECKED, k=None):
@@ -110,6 +132,33 @@ def test_cuda_moves_a_line_in_as_few_16_byte_words_as_it_takes() -> None:
 def test_opencl_uses_vload_and_vstore(elem: Elem, width: int, load: str, store: str) -> None:
     source = CFamilyEmitter(OpenCLDialect()).emit(_definition(elem, width)).source
     assert load in source and store in source
+
+
+@pytest.mark.parametrize(
+    ("elem", "width", "chunk", "count"),
+    [
+        (Elem.F32, 4, "float4", 1),
+        (Elem.U32, 8, "uint4", 2),
+        (Elem.I64, 8, "long2", 4),
+        (Elem.BOOL, 2, "uchar2", 1),
+    ],
+)
+def test_opencl_moves_lines_in_a_loop_left_early_through_pointers_to_vectors(
+    elem: Elem, width: int, chunk: str, count: int
+) -> None:
+    """In a loop a ``break`` or ``return`` may leave early (and the loops inside it), a line is
+    moved through a pointer to vectors of at most 16 bytes, not ``vloadN``/``vstoreN``, which
+    Intel's CPU compiler gets wrong there; elsewhere, and where the only break is the loop's
+    test at the start of its body (a ``while`` loop's), through ``vloadN``/``vstoreN``."""
+    definition = lines_in_loops.definition(N=width, Any=elem.value)
+    source = CFamilyEmitter(OpenCLDialect()).emit(definition).source
+    assert f"vload{width}(k, x)" in source and ", i, y);" in source  # the loop run to its end
+    assert f"vload{width}(i, x)" in source and ", k, y);" in source  # the break is its test
+    assert f"(__global const {chunk}*)x + (" in source
+    assert f"(__global {chunk}*)y + (j) * {count};" in source
+    assert f"line[{count - 1}] = ({chunk})(" in source
+    # the first loop's, the one whose break is its test, and the last one's
+    assert source.count(f"vload{width}(") == 3 and source.count(f"vstore{width}(") == 3
 
 
 def test_opencl_half_without_fp16_moves_lines_as_floats() -> None:
