@@ -27,7 +27,7 @@ from .dialect import Dialect
 from .located import Located
 from .prelude import bare
 
-__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter", "leaves_early", "range_advance"]
+__all__ = ["DERIVED_POSITIONS", "INDENT", "StructuredWriter", "range_advance"]
 
 #: One level of indentation in the emitted source.
 INDENT = "    "
