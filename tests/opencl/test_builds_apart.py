@@ -13,15 +13,9 @@ import ruda_core as ruda
 from ruda_core.errors import CompilationError, RudaPanic
 from ruda_core.lang import ABSOLUTE_POS, Array, kernel, u32
 from ruda_opencl.builds_apart import ApartBuilder
-from ruda_opencl.capabilities import OpenCLCapabilities
 from ruda_opencl.driver import all_devices
 
-
-def _intel_cpu() -> int:
-    for index, device in enumerate(all_devices()):
-        if OpenCLCapabilities.of(device).builds_apart:
-            return index
-    pytest.skip("opencl: no device of Intel's CPU runtime here (pip: intel-opencl-rt)")
+from .intel_cpu import intel_cpu_index
 
 
 @kernel
@@ -44,7 +38,7 @@ def doubled(x: Array[u32], out: Array[u32]):
 
 
 def test_a_kernel_that_ends_intels_compiler_fails_and_this_process_goes_on():
-    client = ruda.client(f"opencl:{_intel_cpu()}")
+    client = ruda.client(f"opencl:{intel_cpu_index()}")
     out = ruda.asarray(np.zeros(10, np.uint32), client)
     fibonacci.launch(client, 1, 32, out)
     try:
@@ -63,7 +57,7 @@ def test_a_kernel_that_ends_intels_compiler_fails_and_this_process_goes_on():
 
 
 def test_a_child_that_ends_is_reported_with_its_output_and_the_next_build_starts_another():
-    index = _intel_cpu()
+    index = intel_cpu_index()
     builder = ApartBuilder()
     source = "__kernel void k(__global uint* a) { a[get_global_id(0)] += 1u; }"
     with pytest.raises(CompilationError, match=r"(?s)exit status 1.*IndexError") as caught:
@@ -80,7 +74,7 @@ def test_a_failed_build_leaves_no_file_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the child's temporary folder
     builder = ApartBuilder()
     with pytest.raises(CompilationError, match="kernel broken did not build") as caught:
-        builder.build(_intel_cpu(), "__kernel void broken( {", [], "broken", (None, None))
+        builder.build(intel_cpu_index(), "__kernel void broken( {", [], "broken", (None, None))
     assert "source saved as" not in str(caught.value)
     assert "--- generated OpenCL C ---\n   1  __kernel void broken( {" in str(caught.value)
     assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,8 @@ from ruda_opencl.capabilities import OpenCLCapabilities
 from ruda_opencl.dialect import OpenCLDialect
 from ruda_opencl.driver import all_devices, load_program
 
+from .intel_cpu import intel_cpu_index
+
 UNITS = 256
 LARGE = 4192934788  # above the 662 the kernel compares with
 
@@ -50,18 +52,11 @@ __kernel void k(__global const uint* n_, __global const uint* b_, __global const
 """
 
 
-def _intel_cpu() -> int:
-    for index, device in enumerate(all_devices()):
-        if OpenCLCapabilities.of(device).builds_apart:
-            return index
-    pytest.skip("opencl: no device of Intel's CPU runtime here (pip: intel-opencl-rt)")
-
-
 @pytest.mark.parametrize("width", [2, 4, 8])
 def test_a_line_read_in_a_loop_left_by_each_units_break_keeps_its_value(width):
     import pyopencl as cl
 
-    index = _intel_cpu()
+    index = intel_cpu_index()
     device = all_devices()[index]
     options = list(OpenCLCapabilities.of(device).build_options)
     binary = ApartBuilder().build(index, _kernel(width), options, "k", (None, None))
