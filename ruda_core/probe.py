@@ -3,9 +3,10 @@
 A driver can list a device whose compiler cannot build for this machine (PoCL on a CPU newer
 than its LLVM, say); listing it as available would only move the failure to the user's first
 sync. :func:`verdict` opens the device, launches the kernels of :mod:`ruda_core.probe_kernel`
-(the wide one where the device has u64; the one of places, whose barriers cut a loop into
-regions, that a compiler can build and still get wrong), reads the results back and checks
-them; any failure becomes the device's one-line reason.
+in turn (a tiny one; the one of places, whose barriers cut a loop into regions, that a
+compiler can build and still get wrong; the wide one where the device has u64, last, since a
+compiler that cannot build it may take a minute to fail), reads the results back and checks
+them; the first failure becomes the device's one-line reason.
 
 Verdicts persist in ``DiskCache(CacheKind.PROBES)`` keyed by the backend, the device, the driver's
 identity of it (``BackendInfo.identify``: driver and device versions, read without opening the
@@ -59,7 +60,8 @@ __all__ = [
 #: How long a device's probe may take (``RUDA_PROBE_TIMEOUT_S`` sets another limit): in its
 #: child process, from the start to the verdict; in the calling process, per kernel read back.
 #: A working driver builds and runs the three tiny kernels in a few seconds; PoCL 3 on a CPU its
-#: LLVM does not know spends one to two minutes on the wide one before it crashes.
+#: LLVM does not know can spend one to two minutes on the wide one before it crashes (PoCL 3.0
+#: gets the kernel of places wrong before it).
 PROBE_TIMEOUT_S = 30.0
 _TIMEOUT_VARIABLE = "RUDA_PROBE_TIMEOUT_S"
 #: Set in a probe's child process: a device its driver looks up while it opens (a driver that
@@ -70,6 +72,7 @@ _LENGTH = 64
 #: units) and the values it places: three whole blocks and a partial one
 _PLACING_UNITS = 4
 _PLACES = 7 * _PLACING_UNITS - 1
+_PLACE_VALUES = np.arange(_PLACES, dtype=np.uint32)
 #: the probe's steps, as reasons name them
 _FIRST, _WIDE = "the probe kernel", "the probe kernel on lines of eight u64"
 _PLACING = "the probe kernel placing values through shared memory"
@@ -122,8 +125,17 @@ def run(
         count = RudaCount(-(-_LENGTH // dim))
         ruda_probe.launch(client, count, RudaDim(dim), ArrayArg(out, _LENGTH), 3.0)
         got = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
-        wide = None
-        if np.array_equal(got, _expected()) and client.features().supports(Elem.U64):
+        places = wide = None
+        if np.array_equal(got, _expected()):
+            step = _PLACING
+            begin(step)
+            units = min(_PLACING_UNITS, dim)
+            out = client.create_from_slice(np.zeros(_PLACES, np.uint32))
+            ruda_probe_places.launch(
+                client, RudaCount(2), RudaDim(units), ArrayArg(out, _PLACES), UNITS=units
+            )
+            places = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
+        if np.array_equal(places, _PLACE_VALUES) and client.features().supports(Elem.U64):
             step = _WIDE
             begin(step)
             x = client.create_from_slice(np.arange(_LENGTH, dtype=np.uint64))
@@ -135,16 +147,6 @@ def run(
                 client, wide_count, wide_dim, ArrayArg(x, _LENGTH), ArrayArg(out, _LENGTH)
             )
             wide = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint64)
-        places = None
-        if np.array_equal(got, _expected()) and (wide is None or np.array_equal(wide, _expected())):
-            step = _PLACING
-            begin(step)
-            units = min(_PLACING_UNITS, dim)
-            out = client.create_from_slice(np.zeros(_PLACES, np.uint32))
-            ruda_probe_places.launch(
-                client, RudaCount(2), RudaDim(units), ArrayArg(out, _PLACES), UNITS=units
-            )
-            places = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
     except TimeoutError:
         return Verdict(False, f"{step} did not finish within {limit:g} s")
     except Exception as exc:  # whatever the driver raises is the reason it is unusable
@@ -153,8 +155,8 @@ def run(
         return Verdict(False, reason if step == _FIRST else f"{step}: {reason}", lasting)
     for written, expected, what in (
         (got, _expected(), _FIRST),
+        (places, _PLACE_VALUES, _PLACING),
         (wide, _expected().astype(np.uint64), _WIDE),
-        (places, np.arange(_PLACES, dtype=np.uint32), _PLACING),
     ):
         if written is not None and not np.array_equal(written, expected):
             wrong = int(np.count_nonzero(written != expected))

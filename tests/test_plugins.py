@@ -380,9 +380,13 @@ WIDEFAULT = driver_source(
     "widefault",
     "a device that builds the probe kernel but crashes the process building lines of eight u64 "
     "(WIDE_CRASH=1), returns them wrong (WIDE_WRONG=1) or never ends building them "
-    "(WIDE_HANG=1), as PoCL 3 does on AMD's AVX-512 CPUs",
+    "(WIDE_HANG=1), as PoCL 3 does on AMD's AVX-512 CPUs; or that refuses the kernel placing "
+    "values through shared memory (PLACES_WRONG=1)",
     """\
         def build(self, compiled):
+            if compiled.definition.name == "ruda_probe_places":
+                if os.environ.get("PLACES_WRONG") == "1":
+                    raise CompilationError("the barriers of this kernel are not supported")
             if compiled.definition.name == "ruda_probe_wide":
                 if os.environ.get("WIDE_HANG") == "1":
                     time.sleep(600)
@@ -456,6 +460,28 @@ def test_a_probe_that_outlives_its_time_limit_is_ended_naming_its_step(
     assert reason.startswith("the probe process did not finish within 6 s, in the probe kernel")
     assert "RUDA_PROBE_TIMEOUT_S" in reason
     assert "cpu" in facts["devices"]
+
+
+def test_a_device_that_fails_the_kernel_of_places_is_not_given_the_wide_one(
+    widefault_driver, machine_verdicts, tmp_path
+):
+    """The wide probe kernel, which a broken compiler may take a minute to fail, comes last:
+    a device already found wrong never waits for it (here its build would never end)."""
+    started = time.monotonic()
+    facts = _devices(
+        widefault_driver,
+        tmp_path / "cache",
+        machine_verdicts,
+        "widefault",
+        PLACES_WRONG="1",
+        WIDE_HANG="1",
+        RUDA_PROBE_TIMEOUT_S="60",
+    )
+    assert time.monotonic() - started < 30
+    assert facts["unusable"]["widefault:0"] == (
+        "the probe kernel placing values through shared memory: CompilationError: the barriers "
+        "of this kernel are not supported"
+    )
 
 
 def test_a_probe_time_limit_that_is_not_a_positive_number_is_refused_naming_the_variable(
