@@ -135,7 +135,8 @@ def run(
                 client, RudaCount(2), RudaDim(units), ArrayArg(out, _PLACES), UNITS=units
             )
             places = np.frombuffer(client.read_async([out]).result(limit)[0], np.uint32)
-        if np.array_equal(places, _PLACE_VALUES) and client.features().supports(Elem.U64):
+        passed = places is not None and np.array_equal(places, _PLACE_VALUES)
+        if passed and client.features().supports(Elem.U64):
             step = _WIDE
             begin(step)
             x = client.create_from_slice(np.arange(_LENGTH, dtype=np.uint64))
