@@ -467,16 +467,9 @@ def test_a_device_that_fails_the_kernel_of_places_is_not_given_the_wide_one(
 ):
     """The wide probe kernel, which a broken compiler may take a minute to fail, comes last:
     a device already found wrong never waits for it (here its build would never end)."""
+    broken = {"PLACES_WRONG": "1", "WIDE_HANG": "1", "RUDA_PROBE_TIMEOUT_S": "60"}
     started = time.monotonic()
-    facts = _devices(
-        widefault_driver,
-        tmp_path / "cache",
-        machine_verdicts,
-        "widefault",
-        PLACES_WRONG="1",
-        WIDE_HANG="1",
-        RUDA_PROBE_TIMEOUT_S="60",
-    )
+    facts = _devices(widefault_driver, tmp_path / "cache", machine_verdicts, "widefault", **broken)
     assert time.monotonic() - started < 30
     assert facts["unusable"]["widefault:0"] == (
         "the probe kernel placing values through shared memory: CompilationError: the barriers "
