@@ -5,17 +5,24 @@ and on the NumPy reference device, whose results must agree exactly.
 unchecked where every access stays in bounds) and raises an ``AssertionError`` naming the first
 differing output, with the kernel's IR dump and the device's generated source (the server also
 writes it to ``RUDA_DUMP_SOURCE`` when that is set); Hypothesis shrinks a failing program to a
-minimal kernel, within the time :class:`ShrinkBudget` allows.
+minimal kernel, within the time :class:`ShrinkBudget` allows. With ``RUDA_FUZZ_FAILURES`` set,
+each failing program is written to that folder as it fails (:func:`keep_failure`), so that a
+run cut short before its report still leaves them; :func:`replay_failure` runs one again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 from hypothesis import reject
 
+from ..errors import RudaWarning
 from ..ir import KernelDefinition, Param, lower_bounds
 from ..runtime import (
     BoundsCheckMode,
@@ -29,17 +36,22 @@ from .tolerance import mismatches
 
 __all__ = [
     "ENV_EXAMPLES",
+    "ENV_FAILURES",
     "ENV_SHRINK_S",
     "ShrinkBudget",
     "check_program",
     "example_count",
     "generated_source",
+    "keep_failure",
+    "replay_failure",
 ]
 
 #: Raises the number of examples the conformance module tries (default 20).
 ENV_EXAMPLES = "RUDA_DIFFERENTIAL_EXAMPLES"
 #: Seconds Hypothesis may spend shrinking a failure (see :class:`ShrinkBudget`).
 ENV_SHRINK_S = "RUDA_DIFFERENTIAL_SHRINK_S"
+#: A folder each failing program is written to as it fails (see :func:`keep_failure`).
+ENV_FAILURES = "RUDA_FUZZ_FAILURES"
 
 
 def example_count(default: int = 20) -> int:
@@ -75,9 +87,12 @@ class ShrinkBudget:
         self.seconds = seconds if seconds is not None else seconds_setting(ENV_SHRINK_S, 60.0, what)
         self.first_failure: float | None = None
         self._outcomes: dict[bytes, AssertionError | None] = {}
+        #: where failing programs are written (``RUDA_FUZZ_FAILURES``); None: nowhere
+        self.folder = os.environ.get(ENV_FAILURES) or None
 
     def check(self, client: ComputeClient, reference: ComputeClient, program: Program) -> None:
-        """:func:`check_program`, remembered; may call ``hypothesis.reject()``."""
+        """:func:`check_program`, remembered; may call ``hypothesis.reject()``. A program that
+        fails (by a difference or an error) is written to :attr:`folder` first."""
         key = hashlib.sha256(f"{client.device}|{program!r}".encode()).digest()
         if key not in self._outcomes:
             if (
@@ -88,13 +103,68 @@ class ShrinkBudget:
             try:
                 check_program(client, reference, program)
                 self._outcomes[key] = None
-            except AssertionError as exc:
+            except Exception as exc:
+                self._keep(client, program, exc)
+                if not isinstance(exc, AssertionError):
+                    raise
                 self._outcomes[key] = exc
                 if self.first_failure is None:
                     self.first_failure = time.monotonic()
         outcome = self._outcomes[key]
         if outcome is not None:
             raise outcome
+
+    def _keep(self, client: ComputeClient, program: Program, error: Exception) -> None:
+        """:func:`keep_failure` into :attr:`folder`; a folder that cannot hold it is warned
+        about once, and the test goes on without it."""
+        if self.folder is None:
+            return
+        try:
+            keep_failure(self.folder, client, program, error)
+        except OSError as exc:
+            warnings.warn(
+                f"{ENV_FAILURES}={self.folder!r}: cannot write failing programs there "
+                f"({exc.strerror or exc}); the test goes on without them. Name a folder you "
+                "can write",
+                RudaWarning,
+                stacklevel=2,
+            )
+            self.folder = None
+
+
+def keep_failure(
+    folder: str | Path, client: ComputeClient, program: Program, error: Exception
+) -> Path:
+    """Write ``program``, pickled, and what it failed with (its message: the differing output,
+    the IR and the generated source, see :func:`check_program`) into ``folder`` (made where
+    missing), as ``<device>-<digest>.pickle`` and ``.txt``; returns the pickle's path.
+
+    :raises OSError: the folder cannot be made or written.
+    """
+    digest = hashlib.sha256(f"{client.device}|{program!r}".encode()).hexdigest()[:16]
+    base = Path(folder) / f"{str(client.device).replace(':', '')}-{digest}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    base.with_suffix(".txt").write_text(f"{type(error).__name__}: {error}\n")
+    path = base.with_suffix(".pickle")
+    path.write_bytes(pickle.dumps(program))
+    return path
+
+
+def replay_failure(
+    path: str | Path, client: ComputeClient, reference: ComputeClient | None = None
+) -> None:
+    """Run the program :func:`keep_failure` wrote to ``path`` on ``client`` against
+    ``reference`` (the reference device by default), as :func:`check_program` does. The file is
+    a pickle: replay only files you wrote.
+
+    :raises AssertionError: the outputs still differ (or whatever error the program raises).
+    """
+    from ..plugins import client as open_client
+
+    program = pickle.loads(Path(path).read_bytes())
+    if not isinstance(program, Program):
+        raise TypeError(f"{path} holds a {type(program).__name__}, not a fuzzer program")
+    check_program(client, reference if reference is not None else open_client(), program)
 
 
 def check_program(client: ComputeClient, reference: ComputeClient, program: Program) -> None:
