@@ -86,14 +86,14 @@ class ShrinkBudget:
         what = "shrinking a failure"
         self.seconds = seconds if seconds is not None else seconds_setting(ENV_SHRINK_S, 60.0, what)
         self.first_failure: float | None = None
-        self._outcomes: dict[bytes, AssertionError | None] = {}
+        self._outcomes: dict[str, AssertionError | None] = {}
         #: where failing programs are written (``RUDA_FUZZ_FAILURES``); None: nowhere
         self.folder = os.environ.get(ENV_FAILURES) or None
 
     def check(self, client: ComputeClient, reference: ComputeClient, program: Program) -> None:
         """:func:`check_program`, remembered; may call ``hypothesis.reject()``. A program that
         fails (by a difference or an error) is written to :attr:`folder` first."""
-        key = hashlib.sha256(f"{client.device}|{program!r}".encode()).digest()
+        key = _program_key(client, program)
         if key not in self._outcomes:
             if (
                 self.first_failure is not None
@@ -132,6 +132,11 @@ class ShrinkBudget:
             self.folder = None
 
 
+def _program_key(client: ComputeClient, program: Program) -> str:
+    """The SHA-256 of ``program``'s text on ``client``'s device, in hex: its identity."""
+    return hashlib.sha256(f"{client.device}|{program!r}".encode()).hexdigest()
+
+
 def keep_failure(
     folder: str | Path, client: ComputeClient, program: Program, error: Exception
 ) -> Path:
@@ -141,7 +146,7 @@ def keep_failure(
 
     :raises OSError: the folder cannot be made or written.
     """
-    digest = hashlib.sha256(f"{client.device}|{program!r}".encode()).hexdigest()[:16]
+    digest = _program_key(client, program)[:16]
     base = Path(folder) / f"{str(client.device).replace(':', '')}-{digest}"
     base.parent.mkdir(parents=True, exist_ok=True)
     base.with_suffix(".txt").write_text(f"{type(error).__name__}: {error}\n")
