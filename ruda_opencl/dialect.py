@@ -382,6 +382,21 @@ class OpenCLDialect(Dialect):
         lanes = min(width, 16 // elem.nbytes)
         return f"{self.storage_type(elem, space)}{lanes}", lanes
 
+    def _chunk_pointer(
+        self,
+        space: MemSpace,
+        vector: str,
+        temp: str,
+        base: str,
+        index: str,
+        chunks: int,
+        const: bool,
+    ) -> str:
+        """The declaration of ``temp``, a pointer to the first of the ``chunks`` vectors of line
+        ``index`` of ``base`` (see :meth:`_chunks`)."""
+        chunk = self.qualified(space, vector, const=const)
+        return f"{chunk}* {temp} = ({chunk}*){base} + ({index}) * {chunks};"
+
     def load_line(
         self,
         elem: Elem,
@@ -401,8 +416,7 @@ class OpenCLDialect(Dialect):
             values = [f"{temp}.s{k}" for k in range(width)]
         else:
             vector, per = chunks
-            chunk = self.qualified(space, vector, const=True)
-            stmts = [f"{chunk}* {temp} = ({chunk}*){base} + ({index}) * {width // per};"]
+            stmts = [self._chunk_pointer(space, vector, temp, base, index, width // per, True)]
             values = [f"{temp}[{k // per}].s{k % per}" for k in range(width)]
         for lane, value in zip(lanes, values, strict=True):
             if elem is Elem.BOOL:
@@ -437,8 +451,7 @@ class OpenCLDialect(Dialect):
             base = self._line_base(elem, base, space)
             return [f"vstore{suffix}{rounding}({line}, {index}, {base});"]
         vector, per = chunks
-        chunk = self.qualified(space, vector)
-        stmts = [f"{chunk}* {temp} = ({chunk}*){base} + ({index}) * {width // per};"]
+        stmts = [self._chunk_pointer(space, vector, temp, base, index, width // per, False)]
         for c in range(width // per):
             stmts.append(f"{temp}[{c}] = ({vector})({', '.join(values[c * per : (c + 1) * per])});")
         return stmts
