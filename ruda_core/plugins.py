@@ -313,23 +313,33 @@ class _Registry:
             return self.loaded
 
     def status(self, name: str) -> BackendStatus:
+        return self.statuses([name])[0]
+
+    def statuses(self, names: Sequence[str]) -> list[BackendStatus]:
+        """The status of each backend of ``names``: listed and probed at the first call, the
+        devices of all the backends that call lists probed side by side."""
         with self.lock:
-            if name not in self.probed:
-                entry = self.load()[name]
-                if isinstance(entry, BackendStatus):
-                    self.probed[name] = entry
-                else:
+            listed: dict[str, tuple[BackendInfo, BackendStatus]] = {}
+            try:
+                for name in names:
+                    if name in self.probed:
+                        continue
+                    entry = self.load()[name]
+                    if isinstance(entry, BackendStatus):
+                        self.probed[name] = entry
+                        continue
                     dist, value = self.origins.get(name, ("", ""))
-                    listed = replace(_list(entry), distribution=dist, entry_point=value)
-                    # a driver may look itself up while its devices are probed: it sees them listed
-                    self.probed[name] = listed
-                    try:
-                        probed = _probe_devices(entry, listed) if listed.devices else listed
-                    except BaseException:  # a strict refusal, an interrupt: not the verdict
-                        del self.probed[name]
-                        raise
-                    self.probed[name] = probed
-            return self.probed[name]
+                    status = replace(_list(entry), distribution=dist, entry_point=value)
+                    # a driver may look up a backend probed with it while the devices are
+                    # probed: it sees its devices listed
+                    self.probed[name] = status
+                    listed[name] = (entry, status)
+                self.probed.update(_probe_devices(list(listed.values())))
+            except BaseException:  # a strict refusal, an interrupt: not the verdict
+                for name in listed:
+                    del self.probed[name]
+                raise
+            return [self.probed[name] for name in names]
 
 
 _registry = _Registry()
@@ -462,22 +472,47 @@ def _list(info: BackendInfo) -> BackendStatus:
     return status
 
 
-def _probe_devices(info: BackendInfo, listed: BackendStatus) -> BackendStatus:
-    """``listed`` with each device's probe verdict: usable ones stay in ``devices``."""
-    usable: list[Hashable] = []
-    unusable: list[UnusableDevice] = []
-    for device in listed.devices:
-        identity = probe.identity_of(device, info.identify)
-        found = probe.verdict(info.name, info.runtime, device, identity, info.settings)
-        if found.usable:
-            usable.append(device)
-        else:
-            unusable.append(UnusableDevice(device, found.reason, identity or ""))
-    reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
-    if unusable and _strict():
-        raise PluginError(f"backend {info.name!r} has unusable devices: {reasons}")
-    status = replace(listed, devices=tuple(usable), unusable=tuple(unusable))
-    return status if usable else replace(status, status=Status.UNUSABLE, reason=reasons)
+def _probe_devices(
+    listed: Sequence[tuple[BackendInfo, BackendStatus]],
+) -> dict[str, BackendStatus]:
+    """Each listed backend's status with its devices' probe verdicts (:func:`probe.verdicts`,
+    all the backends' devices at once), by name: usable devices stay in ``devices``."""
+    requests = [
+        probe.Request(
+            info.name,
+            info.runtime,
+            device,
+            probe.identity_of(device, info.identify),
+            info.settings,
+        )
+        for info, status in listed
+        for device in status.devices
+    ]
+    found = dict(
+        zip(((r.backend, r.device) for r in requests), probe.verdicts(requests), strict=True)
+    )
+    statuses = {}
+    for info, status in listed:
+        usable: list[Hashable] = []
+        unusable: list[UnusableDevice] = []
+        for request in (r for r in requests if r.backend == info.name):
+            verdict = found[(info.name, request.device)]
+            if verdict.usable:
+                usable.append(request.device)
+            else:
+                unusable.append(
+                    UnusableDevice(request.device, verdict.reason, request.identity or "")
+                )
+        reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
+        if unusable and _strict():
+            raise PluginError(f"backend {info.name!r} has unusable devices: {reasons}")
+        probed = replace(status, devices=tuple(usable), unusable=tuple(unusable))
+        statuses[info.name] = (
+            probed
+            if usable or not unusable
+            else replace(probed, status=Status.UNUSABLE, reason=reasons)
+        )
+    return statuses
 
 
 def conformance_xfails() -> dict[str, dict[str, KnownFailure]]:
@@ -561,7 +596,7 @@ def backends() -> list[BackendStatus]:
     """Every backend's status (available / not installed / failed to import / no device /
     unusable), with its reason and devices. Probes each backend once per process."""
     names = sorted(_registry.load(), key=lambda n: (n != REFERENCE_BACKEND, n))
-    return [_registry.status(n) for n in names]
+    return _registry.statuses(names)
 
 
 def enumerate_all_devices() -> list[Hashable]:
@@ -646,7 +681,7 @@ def _sharing(dlpack_type: int) -> list[BackendStatus]:
         ),
         key=lambda n: (n != REFERENCE_BACKEND, n),
     )
-    return [_registry.status(name) for name in names]
+    return _registry.statuses(names)
 
 
 def devices_sharing(dlpack_type: int) -> list[Hashable]:

@@ -2,7 +2,7 @@
 
 A driver can list a device whose compiler cannot build for this machine (PoCL on a CPU newer
 than its LLVM, say); listing it as available would only move the failure to the user's first
-sync. :func:`verdict` opens the device, launches the kernels of :mod:`ruda_core.probe_kernel`
+sync. :func:`run` opens the device, launches the kernels of :mod:`ruda_core.probe_kernel`
 in turn (a tiny one; the one of places, whose barriers cut a loop into regions, that a
 compiler can build and still get wrong; the wide one where the device has u64, last, since a
 compiler that cannot build it may take a minute to fail), reads the results back and checks
@@ -13,7 +13,8 @@ identity of it (``BackendInfo.identify``: driver and device versions, read witho
 device), the values of the variables the driver reads when it opens one (``BackendInfo.settings``)
 and of the core's (``RUDA_MEMORY_LIMIT``), and the digest of ruda's code (its version included);
 a verdict that a setting ruda cannot use decided is not stored. So a warm start reads a file
-instead of building a kernel. Such a device is probed once, in a child process, so that a
+instead of building a kernel. Such a device is probed once, in a child process (those of
+one enumeration side by side, as many at once as the machine has cores), so that a
 driver that crashes or leaves its compiler broken (PoCL 3 aborts the process at exit after a
 failed build) cannot take the caller down: a child that dies without a verdict makes the
 device unusable with the way it died, and one that outlives the time limit
@@ -29,13 +30,17 @@ backend's entry point, runs :func:`run` with :func:`report_step` and prints the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import IO, cast
 
 import numpy as np
 
@@ -48,13 +53,14 @@ from .runtime.settings import seconds_setting
 
 __all__ = [
     "PROBE_TIMEOUT_S",
+    "Request",
     "Verdict",
     "forget_verdicts",
     "probe_timeout",
     "report",
     "report_step",
     "run",
-    "verdict",
+    "verdicts",
 ]
 
 #: How long a device's probe may take (``RUDA_PROBE_TIMEOUT_S`` sets another limit): in its
@@ -78,6 +84,8 @@ _FIRST, _WIDE = "the probe kernel", "the probe kernel on lines of eight u64"
 _PLACING = "the probe kernel placing values through shared memory"
 #: what the child process runs: the entry point that finds the device and calls :func:`run`
 _CHILD_ENTRY = "from ruda_core.plugins import probe_child; probe_child({argv!r})"
+#: How often the children of :func:`_run_apart` are looked at, in seconds
+_POLL_S = 0.02
 
 
 #: The core's settings read when a device opens, part of every verdict's key beside the
@@ -165,38 +173,92 @@ def run(
     return Verdict(True)
 
 
-def _run_apart(backend: str, device: Hashable) -> Verdict:
+class _Child:
     """:func:`run` in a child process, which finds the device again through the backend's
-    entry point; a child that dies before its verdict gives the way it died as the reason."""
-    path = os.pathsep.join(p for p in sys.path if p)
-    env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
-    code = _CHILD_ENTRY.format(argv=[backend, str(device)])
-    command = [sys.executable, "-c", code]
-    limit = probe_timeout()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=limit)
-    except subprocess.TimeoutExpired as exc:  # its output is bytes, whatever text says
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+    entry point; its output goes to the files ``out`` and ``err``, so that a child that writes
+    much never waits on a parent busy with another."""
+
+    def __init__(
+        self, backend: str, device: Hashable, limit: float, out: IO[bytes], err: IO[bytes]
+    ) -> None:
+        path = os.pathsep.join(p for p in sys.path if p)
+        env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
+        code = _CHILD_ENTRY.format(argv=[backend, str(device)])
+        self.out, self.err = out, err
+        self.limit = limit
+        self.deadline = time.monotonic() + limit
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=self.out, stderr=self.err, env=env
+        )
+
+    def verdict(self) -> Verdict | None:
+        """The child's verdict once it has ended or outlived its time limit (it is then
+        ended); None while it runs. A child that dies before its verdict gives the way it died
+        as the reason."""
+        code = self.process.poll()
+        if code is None and time.monotonic() < self.deadline:
+            return None
+        if code is None:
+            self.end()
+        out, err = _text(self.out), _text(self.err)
         step = _child_said(out)
         if isinstance(step, Verdict):
             return step
-        return Verdict(
-            False,
-            f"the probe process did not finish within {limit:g} s, in {step} (a slower "
-            f"machine may set {_TIMEOUT_VARIABLE} higher and run `ruda devices --reprobe`)",
-        )
-    step = _child_said(done.stdout)
-    if isinstance(step, Verdict):
-        return step
-    if done.returncode < 0:
+        if code is None:
+            return Verdict(
+                False,
+                f"the probe process did not finish within {self.limit:g} s, in {step} (a "
+                f"slower machine may set {_TIMEOUT_VARIABLE} higher and run `ruda devices "
+                "--reprobe`)",
+            )
+        if code < 0:
+            try:
+                how = f"died of {signal.Signals(-code).name}"
+            except ValueError:  # a signal Python has no name for
+                how = f"died of signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        said = [line.strip() for line in err.splitlines() if "error" in line.lower()]
+        return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
+
+    def end(self) -> None:
+        """Kill the child and reap it."""
+        self.process.kill()
+        self.process.wait()
+
+
+def _text(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
+
+
+def _run_apart(requests: Sequence[tuple[str, Hashable]]) -> list[Verdict]:
+    """The verdicts of ``(backend, device)`` pairs, each probed in a child process
+    (:class:`_Child`): side by side, as many at once as the machine has cores, each within
+    the time limit from its own start. Children still running when the caller is interrupted
+    are ended."""
+    limit = probe_timeout()
+    slots = os.cpu_count() or 1
+    waiting = list(enumerate(requests))
+    running: dict[int, _Child] = {}
+    found: dict[int, Verdict] = {}
+    with contextlib.ExitStack() as files:
         try:
-            how = f"died of {signal.Signals(-done.returncode).name}"
-        except ValueError:  # a signal Python has no name for
-            how = f"died of signal {-done.returncode}"
-    else:
-        how = f"exited with status {done.returncode}"
-    said = [line.strip() for line in done.stderr.splitlines() if "error" in line.lower()]
-    return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
+            while waiting or running:
+                while waiting and len(running) < slots:
+                    k, (backend, device) = waiting.pop(0)
+                    out, err = (files.enter_context(tempfile.TemporaryFile()) for _ in "oe")
+                    running[k] = _Child(backend, device, limit, out, err)
+                time.sleep(_POLL_S)
+                for k, child in list(running.items()):
+                    verdict = child.verdict()
+                    if verdict is not None:
+                        found[k] = verdict
+                        del running[k]
+        finally:
+            for child in running.values():
+                child.end()
+    return [found[k] for k in range(len(requests))]
 
 
 def _child_said(stdout: str) -> Verdict | str:
@@ -242,34 +304,57 @@ def identity_of(device: Hashable, identify: Callable[[Hashable], str] | None) ->
         return None
 
 
-def verdict(
-    backend: str,
-    runtime: type[Runtime],
-    device: Hashable,
-    identity: str | None,
-    settings: Sequence[str] = (),
-) -> Verdict:
-    """The device's verdict: stored for its ``identity`` (:func:`identity_of`) and the values
-    of the environment variables ``settings`` (``BackendInfo.settings``) and the core's read when
-    a device opens (the memory limit), else probed now (and stored where it is lasting; never
-    where the identity is None)."""
-    if identity is None:
-        return run(runtime, device)
-    apart = os.environ.get(_CHILD_VARIABLE) != "1"
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One device to give a verdict on: its backend's name and runtime, the device, the
+    driver's identity of it (:func:`identity_of`) and the environment variables the driver
+    reads when it opens one (``BackendInfo.settings``)."""
+
+    backend: str
+    runtime: type[Runtime]
+    device: Hashable
+    identity: str | None
+    settings: Sequence[str] = ()
+
+
+def verdicts(requests: Sequence[Request]) -> list[Verdict]:
+    """Each device's verdict, in order: stored for its identity and the values of its
+    driver's settings and of the core's read when a device opens (the memory limit), else
+    probed now (and stored where it is lasting; never where the identity is None). The devices
+    probed in child processes are probed side by side (:func:`_run_apart`); those without an
+    identity, in this process, one after another."""
+    found: list[Verdict | None] = [None] * len(requests)
     cache = DiskCache(CacheKind.PROBES)
-    key = _key(backend, device, identity, settings)
+    keys: dict[int, str] = {}
+    for k, r in enumerate(requests):
+        if r.identity is not None:
+            keys[k] = _key(r.backend, r.device, r.identity, r.settings)
+            found[k] = _stored(cache, keys[k])
+    fresh = [k for k in range(len(requests)) if found[k] is None]
+    apart = [k for k in fresh if k in keys] if os.environ.get(_CHILD_VARIABLE) != "1" else []
+    ran = _run_apart([(requests[k].backend, requests[k].device) for k in apart])
+    for k, verdict in zip(apart, ran, strict=True):
+        found[k] = verdict
+    for k in fresh:
+        r = requests[k]
+        verdict = found[k] = found[k] or run(r.runtime, r.device)
+        if k in keys and verdict.lasting:
+            record = json.dumps({"usable": verdict.usable, "reason": verdict.reason}).encode()
+            cache.put(keys[k], record, EntryOrigin(r.backend, str(r.device), "probe verdict"))
+    return [cast(Verdict, verdict) for verdict in found]
+
+
+def _stored(cache: DiskCache, key: str) -> Verdict | None:
+    """The verdict stored under ``key``; None where there is none or it cannot be read (it
+    is probed again and overwritten)."""
     stored = cache.get(key)
-    if stored is not None:
-        try:
-            entry = json.loads(stored)
-            return Verdict(bool(entry["usable"]), str(entry["reason"]))
-        except (ValueError, KeyError, TypeError):
-            pass  # an unreadable entry is probed again and overwritten
-    found = _run_apart(backend, device) if apart else run(runtime, device)
-    if found.lasting:
-        record = json.dumps({"usable": found.usable, "reason": found.reason}).encode()
-        cache.put(key, record, EntryOrigin(backend, str(device), "probe verdict"))
-    return found
+    if stored is None:
+        return None
+    try:
+        entry = json.loads(stored)
+        return Verdict(bool(entry["usable"]), str(entry["reason"]))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def forget_verdicts() -> None:

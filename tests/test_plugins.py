@@ -533,3 +533,48 @@ def test_a_device_of_a_backend_left_out_by_ruda_backends_is_unknown_saying_so():
         assert result.returncode == 0, result.stderr
         assert "RUDA_BACKENDS selects" in result.stdout, result.stdout
         assert "which leaves out any backend 'nosuch'" in result.stdout
+
+
+def _timed_driver(name: str) -> str:
+    """A device whose build of the probe's first kernel takes a second, and is written down
+    (start and end, as ``<name> <start> <end>``) in the file ``BUILDS_LOG`` names."""
+    return driver_source(
+        name,
+        "a device whose compiler takes a second to build the probe's first kernel",
+        """\
+        def build(self, compiled):
+            if compiled.definition.name == "ruda_probe":
+                start = time.time()
+                time.sleep(1.0)
+                with open(os.environ["BUILDS_LOG"], "a") as log:
+                    log.write(f"{NAME} {start} {time.time()}\\n")
+            return super().build(compiled)""",
+        preamble=f"import os\nimport time\n\nNAME = {name!r}\n",
+        identity=f"{name} compiler 1.0",
+    )
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: probes take turns")
+def test_the_devices_of_several_backends_are_probed_side_by_side(machine_verdicts, tmp_path):
+    """A first enumeration probes every device in a child process of its own, at once where
+    the machine has the cores: it waits for the slowest probe, not for the sum of them."""
+    modules = {"ruda_fake_slowa": _timed_driver("slowa"), "ruda_fake_slowb": _timed_driver("slowb")}
+    backends = {"slowa": "ruda_fake_slowa", "slowb": "ruda_fake_slowb"}
+    root = fake_distribution(tmp_path / "dist", "fake-driver", backends, modules)
+    cache, log = tmp_path / "cache", tmp_path / "builds.log"
+    _known_verdicts(machine_verdicts, cache)
+    env = {"RUDA_CACHE_DIR": str(cache), "BUILDS_LOG": str(log)}
+    result = _run(PROBE, root, **env)
+    assert result.returncode == 0, result.stderr
+    assert {"slowa:0", "slowb:0"} <= set(json.loads(result.stdout)["devices"])
+    builds = {
+        name: (float(a), float(b))
+        for name, a, b in map(str.split, log.read_text().split("\n")[:-1])
+    }
+    (a_start, a_end), (b_start, b_end) = builds["slowa"], builds["slowb"]
+    assert a_start < b_end and b_start < a_end  # the two builds overlapped
+    # the verdicts are stored: a second process probes neither
+    log.unlink()
+    again = _run(PROBE, root, **env)
+    assert {"slowa:0", "slowb:0"} <= set(json.loads(again.stdout)["devices"])
+    assert not log.exists()
