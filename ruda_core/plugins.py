@@ -488,30 +488,23 @@ def _probe_devices(
         for info, status in listed
         for device in status.devices
     ]
-    found = dict(
-        zip(((r.backend, r.device) for r in requests), probe.verdicts(requests), strict=True)
-    )
+    found = list(zip(requests, probe.verdicts(requests), strict=True))
     statuses = {}
     for info, status in listed:
-        usable: list[Hashable] = []
-        unusable: list[UnusableDevice] = []
-        for request in (r for r in requests if r.backend == info.name):
-            verdict = found[(info.name, request.device)]
-            if verdict.usable:
-                usable.append(request.device)
-            else:
-                unusable.append(
-                    UnusableDevice(request.device, verdict.reason, request.identity or "")
-                )
+        mine = [(r, verdict) for r, verdict in found if r.backend == info.name]
+        usable = tuple(r.device for r, verdict in mine if verdict.usable)
+        unusable = tuple(
+            UnusableDevice(r.device, verdict.reason, r.identity or "")
+            for r, verdict in mine
+            if not verdict.usable
+        )
         reasons = "; ".join(f"{u.device}: {u.reason}" for u in unusable)
         if unusable and _strict():
             raise PluginError(f"backend {info.name!r} has unusable devices: {reasons}")
-        probed = replace(status, devices=tuple(usable), unusable=tuple(unusable))
-        statuses[info.name] = (
-            probed
-            if usable or not unusable
-            else replace(probed, status=Status.UNUSABLE, reason=reasons)
-        )
+        probed = replace(status, devices=usable, unusable=unusable)
+        if unusable and not usable:
+            probed = replace(probed, status=Status.UNUSABLE, reason=reasons)
+        statuses[info.name] = probed
     return statuses
 
 

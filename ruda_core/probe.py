@@ -30,13 +30,12 @@ backend's entry point, runs :func:`run` with :func:`report_step` and prints the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -175,32 +174,51 @@ def run(
 
 class _Child:
     """:func:`run` in a child process, which finds the device again through the backend's
-    entry point; its output goes to the files ``out`` and ``err``, so that a child that writes
-    much never waits on a parent busy with another."""
+    entry point. Its output is read as it comes (:meth:`read`, called when ``selector`` finds
+    some), so that a child that writes much never waits on a parent busy with another."""
 
     def __init__(
-        self, backend: str, device: Hashable, limit: float, out: IO[bytes], err: IO[bytes]
+        self, backend: str, device: Hashable, limit: float, selector: selectors.BaseSelector
     ) -> None:
         path = os.pathsep.join(p for p in sys.path if p)
         env = {**os.environ, "PYTHONPATH": path, _CHILD_VARIABLE: "1"}
         code = _CHILD_ENTRY.format(argv=[backend, str(device)])
-        self.out, self.err = out, err
         self.limit = limit
         self.deadline = time.monotonic() + limit
         self.process = subprocess.Popen(
-            [sys.executable, "-c", code], stdout=self.out, stderr=self.err, env=env
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
+        self.selector = selector
+        self.output: dict[IO[bytes], bytearray] = {}
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                os.set_blocking(pipe.fileno(), False)
+                self.output[pipe] = bytearray()
+                selector.register(pipe, selectors.EVENT_READ, self)
+
+    def read(self, pipe: IO[bytes]) -> bool:
+        """Take what the child wrote to ``pipe`` (closed at its end); whether some was there."""
+        try:
+            data = os.read(pipe.fileno(), 1 << 16)
+        except BlockingIOError:  # nothing now
+            return False
+        if data:
+            self.output[pipe] += data
+            return True
+        self.selector.unregister(pipe)
+        pipe.close()
+        return False
 
     def verdict(self) -> Verdict | None:
-        """The child's verdict once it has ended or outlived its time limit (it is then
-        ended); None while it runs. A child that dies before its verdict gives the way it died
-        as the reason."""
+        """The child's verdict once it has ended and closed its output, or outlived its time
+        limit (it is then ended); None while it runs. A child that dies before its verdict
+        gives the way it died as the reason."""
         code = self.process.poll()
-        if code is None and time.monotonic() < self.deadline:
+        reading = any(not pipe.closed for pipe in self.output)
+        if (code is None or reading) and time.monotonic() < self.deadline:
             return None
-        if code is None:
-            self.end()
-        out, err = _text(self.out), _text(self.err)
+        self.end()
+        out, err = (data.decode(errors="replace") for data in self.output.values())
         step = _child_said(out)
         if isinstance(step, Verdict):
             return step
@@ -222,14 +240,17 @@ class _Child:
         return Verdict(False, f"the probe process {how} in {step}{f': {said[-1]}' if said else ''}")
 
     def end(self) -> None:
-        """Kill the child and reap it."""
-        self.process.kill()
+        """Kill the child if it still runs and reap it; take what is left of its output, and
+        close it."""
+        if self.process.poll() is None:
+            self.process.kill()
         self.process.wait()
-
-
-def _text(file: IO[bytes]) -> str:
-    file.seek(0)
-    return file.read().decode(errors="replace")
+        for pipe in self.output:
+            while not pipe.closed and self.read(pipe):
+                pass
+            if not pipe.closed:
+                self.selector.unregister(pipe)
+                pipe.close()
 
 
 def _run_apart(requests: Sequence[tuple[str, Hashable]]) -> list[Verdict]:
@@ -242,14 +263,14 @@ def _run_apart(requests: Sequence[tuple[str, Hashable]]) -> list[Verdict]:
     waiting = list(enumerate(requests))
     running: dict[int, _Child] = {}
     found: dict[int, Verdict] = {}
-    with contextlib.ExitStack() as files:
+    with selectors.DefaultSelector() as selector:
         try:
             while waiting or running:
                 while waiting and len(running) < slots:
                     k, (backend, device) = waiting.pop(0)
-                    out, err = (files.enter_context(tempfile.TemporaryFile()) for _ in "oe")
-                    running[k] = _Child(backend, device, limit, out, err)
-                time.sleep(_POLL_S)
+                    running[k] = _Child(backend, device, limit, selector)
+                for key, _ in selector.select(_POLL_S):
+                    cast(_Child, key.data).read(cast(IO[bytes], key.fileobj))
                 for k, child in list(running.items()):
                     verdict = child.verdict()
                     if verdict is not None:
