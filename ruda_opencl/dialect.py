@@ -285,6 +285,9 @@ class OpenCLDialect(Dialect):
         if fn == "tanh":  # some drivers (PoCL) return tanh(+-inf) one ulp short of +-1
             x, one = args[0], self.literal(1.0, elem)
             return f"(isinf({x}) ? copysign({one}, {x}) : {call})"
+        if fn in ("ceil", "floor", "trunc"):  # PoCL 5 folds them of a NaN it knows to 0 or
+            # other bits: an infinity or a NaN is its own rounding, taken apart from the call
+            return f"(isfinite({args[0]}) ? {call} : ({args[0]}))"
         return call
 
     def type_name(self, elem: Elem) -> str:

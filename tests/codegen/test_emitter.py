@@ -205,8 +205,10 @@ def test_f16_floor_div_and_mod_are_computed_in_float_even_with_half_arithmetic()
     k.do(Op.INDEX_ASSIGN, None, x, const(2, E.U32), k.let(Op.FLOOR_DIV, E.F16, a, b))
     k.do(Op.INDEX_ASSIGN, None, x, const(3, E.U32), k.let(Op.MOD, E.F16, a, b))
     source = CFamilyEmitter(FULL_OPENCL).emit(k.build()).source
-    assert "_t3 = (half)(floor((float)_t1 / (float)_t2));" in source
-    assert "_t4 = (half)((float)_t1 - (floor((float)_t1 / (float)_t2) * (float)_t2));" in source
+    q = "(float)_t1 / (float)_t2"
+    floor = f"isfinite({q}) ? floor({q}) : ({q})"  # an infinity or NaN apart (PoCL 5)
+    assert f"_t3 = (half)({floor});" in source
+    assert f"_t4 = (half)((float)_t1 - (({floor}) * (float)_t2));" in source
 
 
 def test_compilers_return_compiled_kernels() -> None:
