@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from ..ir import BIT_COUNTS, FLOAT_TESTS, FLOAT_UNARY, INT_UNARY, Elem, KernelDefinition, Op
 from .irbuild import KernelBuilder, builtin, const
 
-__all__ = ["BLOCK", "arity", "float_inputs", "int_inputs", "ops_kernel"]
+__all__ = ["BLOCK", "arity", "constant_ops_kernel", "float_inputs", "int_inputs", "ops_kernel"]
 
 #: Units per cube of the operation kernels.
 BLOCK = 64
@@ -61,6 +62,23 @@ def ops_kernel(
                 value = k.let(op, result, *x[: arity(op)])
                 at = k.let(Op.ADD, Elem.U32, k.let(Op.MUL, Elem.U32, n, const(slot, Elem.U32)), i)
                 k.store(target, at, value)
+    return k.build()
+
+
+def constant_ops_kernel(
+    name: str, elem: Elem, cases: Sequence[tuple[Op, tuple[float, ...]]], result: Elem
+) -> KernelDefinition:
+    """``out[k] = op(*operands)`` for the ``k``-th ``(op, operands)`` of ``cases``, every
+    operand a constant of ``elem`` written in the kernel (where a compiler may evaluate the
+    operation while it builds it) and every result of the element ``result``; computed by the
+    first unit alone."""
+    k = KernelBuilder(name)
+    out = k.array("out", result)
+    first = k.let(Op.EQ, Elem.BOOL, builtin("ABSOLUTE_POS"), const(0, Elem.U32))
+    with k.if_(first):
+        for slot, (op, operands) in enumerate(cases):
+            value = k.let(op, result, *(const(x, elem) for x in operands))
+            k.store(out, const(slot, Elem.U32), value)
     return k.build()
 
 

@@ -431,8 +431,9 @@ fn ruda_cbrt_f32(a: f32) -> f32 {
 }
 
 fn ruda_hypot_f32(a: f32, b: f32) -> f32 {
-    let x = abs(a);
-    let y = abs(b);
+    // magnitudes from the bits: lavapipe folds abs(-0.0) to -0.0, whose bits read as a NaN's
+    let x = bitcast<f32>(bitcast<u32>(a) & 0x7fffffffu);
+    let y = bitcast<f32>(bitcast<u32>(b) & 0x7fffffffu);
     if (bitcast<u32>(x) == 0x7f800000u || bitcast<u32>(y) == 0x7f800000u) {
         return bitcast<f32>(0x7f800000u);  // inf, even with a NaN
     }

@@ -5,6 +5,7 @@ math intrinsic, ``FMA`` (fused or not), ``CLAMP``, ``MIN``/``MAX`` with NaN, com
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -29,7 +30,13 @@ from ruda_core.lang import (
     unroll,
 )
 from ruda_core.testing.markers import need, requires_elem
-from ruda_core.testing.opkernels import BLOCK, float_inputs, ops_kernel
+from ruda_core.testing.opkernels import (
+    BLOCK,
+    arity,
+    constant_ops_kernel,
+    float_inputs,
+    ops_kernel,
+)
 from ruda_core.testing.runner import run_definition, run_kernel
 from ruda_core.testing.tolerance import OpClass, assert_matches, op_class
 
@@ -427,6 +434,61 @@ def test_rounding_an_infinite_or_nan_constant_keeps_it(client, elem):
     want = np.array([*np.repeat(SPECIALS, 4), math.inf]).astype(elem.numpy)
     got = run_kernel(client, rounded_specials, [], (want.size, elem.numpy))
     np.testing.assert_array_equal(got, want)
+
+
+#: Operands written as constants: those a compiler folds wrongly when it assumes finite values
+#: and no signed zeros, and a finite one.
+CONSTANT_EDGES = (math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5)
+#: Operations a kernel of constant operations holds: a compiler takes longer than in proportion
+#: to build a longer one (Intel's CPU OpenCL and lavapipe took twice as long for all of them).
+CONSTANT_KERNEL_CASES = 200
+
+
+def _constant_cases(ops: list[Op]) -> list[tuple[Op, tuple[float, ...]]]:
+    """Each operation of ``ops`` on each edge, pair of edges, or pair with a third edge."""
+    edges = CONSTANT_EDGES
+    pairs = list(itertools.product(edges, edges))
+    operands = {
+        1: [(x,) for x in edges],
+        2: pairs,
+        3: [(a, b, edges[(k + 2) % len(edges)]) for k, (a, b) in enumerate(pairs)],
+    }
+    return [(op, args) for op in ops for args in operands[arity(op)]]
+
+
+def _run_constant_cases(client, elem, cases, result):
+    """The results of ``cases`` (:func:`_constant_cases`) on ``client``, computed by kernels of
+    :data:`CONSTANT_KERNEL_CASES` of them."""
+    parts = []
+    for start in range(0, len(cases), CONSTANT_KERNEL_CASES):
+        part = cases[start : start + CONSTANT_KERNEL_CASES]
+        name = f"conformance_constant_ops_{elem}_{result}_{start}"
+        defn = constant_ops_kernel(name, elem, part, result)
+        parts += run_definition(client, defn, [np.zeros(len(part), result.numpy)])
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("elem", FLOAT_ELEMS, ids=str)
+def test_every_operation_of_constants_matches_the_reference(client, reference, elem):
+    """Every operation of the table on NaN, infinities, signed zeros and a finite value
+    written as constants gives what the reference device gives (within the tolerance table),
+    also where a compiler evaluates it while it builds the kernel: one that assumes finite
+    values and no signed zeros folds ``ceil(NaN)`` to a zero, ``x - x`` to ``0`` or
+    ``abs(-0.0)`` to ``-0.0``."""
+    need(client, elem, reference=reference)
+    failures = []
+    for ops, result in ((VALUE_OPS, elem), (BOOL_OPS, Elem.BOOL)):
+        cases = _constant_cases(ops)
+        got, want = (_run_constant_cases(d, elem, cases, result) for d in (client, reference))
+        for op in ops:
+            rows = [k for k, (case_op, _) in enumerate(cases) if case_op is op]
+            args = list(np.array([cases[k][1] for k in rows], elem.numpy).T)
+            cls = op_class(op) if result is elem else OpClass.EXACT
+            try:
+                assert_matches(got[rows], want[rows], result, cls, what=str(op), inputs=args)
+            except AssertionError as exc:
+                failures.append(str(exc))
+    assert not failures, "\n".join(failures)
 
 
 @requires_elem(Elem.F64)
