@@ -18,16 +18,13 @@ from ruda_core.lang import (
     UNIT_POS,
     Array,
     Float,
-    ceil,
     copysign,
     floor,
     fma,
     kernel,
-    round,
     select,
     trunc,
     u32,
-    unroll,
 )
 from ruda_core.testing.markers import need, requires_elem
 from ruda_core.testing.opkernels import (
@@ -408,32 +405,6 @@ def test_the_signs_of_zeros_are_kept_where_a_compiler_knows_a_zero(client, elem)
     want = np.stack(columns, axis=-1).ravel()
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
-
-
-#: Infinite and NaN constants, each written in the kernel
-SPECIALS = (math.nan, math.inf, -math.inf)
-
-
-@kernel
-def rounded_specials(out: Array[Float]):
-    if ABSOLUTE_POS == u32(0):
-        for c in unroll(range(len(SPECIALS))):  # each a constant, not a table's entry
-            out[4 * c] = ceil(Float(SPECIALS[c]))
-            out[4 * c + 1] = floor(Float(SPECIALS[c]))
-            out[4 * c + 2] = trunc(Float(SPECIALS[c]))
-            out[4 * c + 3] = round(Float(SPECIALS[c]))
-        out[4 * len(SPECIALS)] = abs(Float(-math.inf))
-
-
-@pytest.mark.parametrize("elem", FLOAT_ELEMS, ids=str)
-def test_rounding_an_infinite_or_nan_constant_keeps_it(client, elem):
-    """``ceil``, ``floor``, ``trunc`` and ``round`` of an infinity or a NaN written in the
-    kernel give it back, and ``abs(-inf)`` is ``inf``, also where a compiler evaluates them
-    while it builds the kernel (PoCL 5 folded ``ceil(NaN)`` rounded to f16 to a zero)."""
-    need(client, elem)
-    want = np.array([*np.repeat(SPECIALS, 4), math.inf]).astype(elem.numpy)
-    got = run_kernel(client, rounded_specials, [], (want.size, elem.numpy))
-    np.testing.assert_array_equal(got, want)
 
 
 #: Operands written as constants: those a compiler folds wrongly when it assumes finite values
