@@ -11,7 +11,10 @@ This module holds data only; it must not know about any backend.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from .types import Elem
 
@@ -54,13 +57,19 @@ class Const:
 
     def cast(self, elem: Elem) -> Const:
         """This constant converted to ``elem`` by the rules of ``CAST``: to ``bool`` it is
-        ``value != 0``, to a float its nearest value, to an integer truncated toward zero and
-        wrapped to the type's width (what a target that evaluates casts of literals itself,
-        WGSL's, needs: its shader compiler refuses an overflowing conversion)."""
+        ``value != 0``, to a float its nearest value (an infinity beyond the largest), to an
+        integer truncated toward zero and wrapped to the type's width, a NaN or an infinity
+        to 0 (``CAST`` leaves a float out of the integer's range unspecified). What a target
+        that evaluates casts of literals itself, WGSL's, needs: its shader compiler refuses
+        an overflowing conversion."""
         if elem is Elem.BOOL:
             return Const(self.value != 0, elem)
-        if elem.is_float:
-            return Const(float(self.value), elem)
+        if elem.is_float:  # as NumPy converts, from this constant's type
+            with np.errstate(over="ignore"):
+                value = np.array(self.value, self.elem.numpy).astype(elem.numpy)
+            return Const(float(value), elem)
+        if not math.isfinite(self.value):
+            return Const(0, elem)
         n = int(self.value) & ((1 << elem.bits) - 1)  # int() truncates a float toward zero
         return Const(n - (1 << elem.bits) if elem.is_signed and n >> (elem.bits - 1) else n, elem)
 

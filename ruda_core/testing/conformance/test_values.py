@@ -95,6 +95,35 @@ def test_casts_match_the_reference(client, reference, source):
         assert_matches(g[mask], w[mask], t, what=f"cast {source} -> {t}", inputs=[values[mask]])
 
 
+def _constant_cast_kernel(source: Elem, values: np.ndarray, targets: list[Elem]):
+    """``out_t[k] = t(values[k])`` for each target ``t``, each value a constant in the kernel."""
+    k = KernelBuilder(f"conformance_constant_casts_from_{source}")
+    outs = [k.array(f"out_{t}", t) for t in targets]
+    with k.if_(k.let(Op.EQ, Elem.BOOL, builtin("ABSOLUTE_POS"), const(0, Elem.U32))):
+        for at, value in enumerate(values.tolist()):
+            for out, t in zip(outs, targets, strict=True):
+                k.store(out, const(at, Elem.U32), k.let(Op.CAST, t, const(value, source)))
+    return k.build()
+
+
+@pytest.mark.parametrize("source", ELEMS, ids=str)
+def test_casts_of_constants_match_the_reference(client, reference, source):
+    """Casts of edge values written as constants, which a compiler (or ruda, for a target that
+    cannot convert a literal out of range) evaluates while it builds the kernel: each builds
+    and runs, and gives the reference's value wherever the IR defines one (a NaN, an
+    infinity or a float out of the integer's range casts to an unspecified integer)."""
+    need(client, source, reference=reference)
+    targets = [t for t in _supported(client, reference) if t is not source]
+    values = _cast_inputs(source)[: -64 if source is not Elem.BOOL else None]  # no random ones
+    defn = _constant_cast_kernel(source, values, targets)
+    arrays = [np.zeros(len(values), t.numpy) for t in targets]
+    got = run_definition(client, defn, arrays)
+    want = run_definition(reference, defn, arrays)
+    for t, g, w in zip(targets, got, want, strict=True):
+        mask = _defined(values, source, t)
+        assert_matches(g[mask], w[mask], t, what=f"cast {source} -> {t}", inputs=[values[mask]])
+
+
 def test_cast_known_answers(client):
     values = np.array([3.7, -3.7, 0.0, -0.5, 255.0, 1e-3], dtype=np.float32)
     defn = _cast_kernel(Elem.F32, [Elem.I32, Elem.U8, Elem.BOOL])
