@@ -218,8 +218,8 @@ class OpenCLDialect(Dialect):
     #: records, not printf: Intel's CPU runtime writes printf a character at a time, and OpenCL
     #: C takes only literal strings for ``%s``
     print_records = True
-    bit_casts = {
-        Elem.F16: ("as_half({})", "as_ushort({})"),
+    bit_casts = {  # as_half takes 16 bits, and C's integer literals are ints
+        Elem.F16: ("as_half((ushort)({}))", "as_ushort({})"),
         Elem.F32: ("as_float({})", "as_uint({})"),
         Elem.F64: ("as_double({})", "as_ulong({})"),
     }
