@@ -180,6 +180,11 @@ static inline float ruda_bf16_round_odd(float truncated, bool inexact) {
 _VECTOR_TYPES = frozenset(f"{t}{n}" for t in set(_TYPES.values()) for n in (2, 3, 4, 8, 16))
 
 
+#: The math functions PoCL 5 folds of a NaN it knows while it builds to a number (``exp(NAN)``
+#: to 0, ``tanh(NAN)`` to 1 …): a NaN is taken apart from the call, as their result.
+_NAN_FOLDED = frozenset({"exp", "exp2", "expm1", "sinh", "tanh"})
+
+
 class OpenCLDialect(Dialect):
     """OpenCL C for a device with the given :data:`CAPABILITIES` (a set of their keys)."""
 
@@ -281,13 +286,14 @@ class OpenCLDialect(Dialect):
         return "popcount({v})"
 
     def math_call(self, fn: str, elem: Elem, args: Sequence[str]) -> str:
-        call = super().math_call(fn, elem, args)
+        call, x = super().math_call(fn, elem, args), args[0]
         if fn == "tanh":  # some drivers (PoCL) return tanh(+-inf) one ulp short of +-1
-            x, one = args[0], self.literal(1.0, elem)
-            return f"(isinf({x}) ? copysign({one}, {x}) : {call})"
+            call = f"(isinf({x}) ? copysign({self.literal(1.0, elem)}, {x}) : {call})"
         if fn in ("ceil", "floor", "trunc"):  # PoCL 5 folds them of a NaN it knows to 0 or
             # other bits: an infinity or a NaN is its own rounding, taken apart from the call
-            return f"(isfinite({args[0]}) ? {call} : ({args[0]}))"
+            return f"(isfinite({x}) ? {call} : ({x}))"
+        if fn in _NAN_FOLDED:
+            return f"(isnan({x}) ? ({x}) : {call})"
         return call
 
     def type_name(self, elem: Elem) -> str:
