@@ -82,3 +82,39 @@ def test_clearing_while_another_process_writes_loses_nothing_but_entries(tmp_pat
     clear()
     assert list_entries() == []
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()], "locks went too"
+
+
+HOLDER = """
+import sys, time
+from ruda_core.runtime.cache import CacheKind, DiskCache
+
+with DiskCache(CacheKind.TUNING).turn(sys.argv[1], 5.0):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_turn_another_process_holds_is_waited_for_until_it_ends_or_the_wait_runs_out(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("RUDA_CACHE_DIR", str(tmp_path / "cache"))
+    cache, key = DiskCache(CacheKind.TUNING), _key(1)
+    holder = start(HOLDER, tmp_path, key)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert [p.name for p in (tmp_path / "cache").rglob("*.lock")] == [f"{key}.lock"]
+        began = time.monotonic()
+        with cache.turn(key, 0.5):
+            assert time.monotonic() - began >= 0.5, "the wait ran its time, then went ahead"
+        began = time.monotonic()
+        with cache.turn(_key(2), 30.0):  # another key's turn is its own
+            assert time.monotonic() - began < 5
+        holder.kill()  # a process that dies lets its turn go
+        holder.wait()
+        began = time.monotonic()
+        with cache.turn(key, 30.0):
+            assert time.monotonic() - began < 5
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert not list((tmp_path / "cache").rglob("*.lock")), "a turn's lock file goes with it"

@@ -7,6 +7,10 @@ cross-process safe, checksummed), so another process on the same stack reuses th
 Environments without one keep results in a process-wide session store: nothing is written to
 disk and the next process tunes again.
 
+Processes sharing the disk cache take turns to tune an entry (:func:`tuning_turn`): those
+that start together measure it once, and do not measure it while another process times its
+candidates on the same device. A process waits for the turn at most :data:`TURN_WAIT_S`.
+
 A corrupt, malformed or foreign disk entry is a :class:`CacheWarning` and a miss (the caller
 tunes again and overwrites it), never an error and never a wrong winner. This module does not
 measure anything.
@@ -14,6 +18,7 @@ measure anything.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from collections.abc import Hashable
@@ -24,7 +29,11 @@ from .environment import RuntimeEnvironment
 from .result import TuneResult
 from .tunable import TunableSet
 
-__all__ = ["entry_key", "key_repr", "load_result", "store_result"]
+__all__ = ["TURN_WAIT_S", "entry_key", "key_repr", "load_result", "store_result", "tuning_turn"]
+
+#: How long a process waits for another that is tuning the same entry before it tunes the
+#: entry itself (:func:`tuning_turn`).
+TURN_WAIT_S = 300.0
 
 _session: dict[str, TuneResult] = {}
 _session_lock = threading.Lock()
@@ -101,3 +110,11 @@ def store_result(
     else:
         with _session_lock:
             _session[entry] = result
+
+
+def tuning_turn(env: RuntimeEnvironment, entry: str) -> contextlib.AbstractContextManager[None]:
+    """This process's turn to read, else tune, ``entry`` among the processes sharing the disk
+    cache (:meth:`DiskCache.turn`). An environment that stores nothing on disk has it at once."""
+    if not env.persistent:
+        return contextlib.nullcontext()
+    return DiskCache(CacheKind.TUNING).turn(entry, TURN_WAIT_S)

@@ -4,9 +4,11 @@ benchmarking the candidates the first time a key is seen.
 Lookup order for a call: the tuner's own table of winners for the client's device (one
 dictionary lookup on the hot path), then the stored results (:mod:`.cache`: the persistent
 cache, or the session store when the device's driver fingerprint is None), then a benchmark
-(:mod:`.benchmark`), whose result is stored. A recorded winner that raises when it is run is
-tuned again, once per failure. Tuning never panics: failing candidates are excluded, and only
-a key on which every candidate fails raises (:class:`AutotuneError`). Without tuning
+(:mod:`.benchmark`), whose result is stored: processes sharing the cache take turns
+(:func:`.cache.tuning_turn`), and one that waited for another reads that one's result. A
+recorded winner that raises when it is run is tuned again, once per failure. Tuning never
+panics: failing candidates are excluded, and only a key on which every candidate fails raises
+(:class:`AutotuneError`). Without tuning
 (``execute(..., tune=False)``, for problems too small for the candidates to differ) the first
 candidate that runs is taken and remembered in the same table, and nothing is measured or
 stored.
@@ -25,8 +27,8 @@ from typing import Any
 
 from ..runtime import ComputeClient, ComputeServer
 from .benchmark import benchmark, every_candidate_failed
-from .cache import entry_key, key_repr, load_result, store_result
-from .environment import runtime_environment
+from .cache import entry_key, key_repr, load_result, store_result, tuning_turn
+from .environment import RuntimeEnvironment, runtime_environment
 from .result import TuneResult, TuneStats
 from .tunable import TunableSet
 
@@ -142,12 +144,7 @@ class Tuner:
         text = key_repr(tunable_set, key)
         entry = entry_key(env, tunable_set, text)
         with _entry_lock(entry):
-            result = load_result(env, tunable_set, text, entry)
-            if result is None:
-                result = self._benchmark(client, tunable_set, text, inputs)
-                store_result(client, env, entry, result)
-            else:
-                self._count("cache_hits")
+            result, _ = self._stored_or_measured(client, env, tunable_set, text, entry, inputs)
             self._record(client.server, tunable_set, key, result)
             return result
 
@@ -170,17 +167,37 @@ class Tuner:
             index = winners.get((tunable_set.checksum, key)) if winners is not None else None
             if index is not None and index != failed:
                 return index, False  # another thread tuned (or re-tuned) this key meanwhile
-            result = load_result(env, tunable_set, text, entry)
             if failed is not None:
                 self._count("retuned")
-                if result is not None and tunable_set.index(result.winner) == failed:
-                    result = None  # the stored winner is the one that failed: measure again
-            if result is not None:
-                self._count("cache_hits")
-                return self._record(client.server, tunable_set, key, result), False
-            result = self._benchmark(client, tunable_set, text, inputs)
-            store_result(client, env, entry, result)
-            return self._record(client.server, tunable_set, key, result), True
+            result, measured = self._stored_or_measured(
+                client, env, tunable_set, text, entry, inputs, failed
+            )
+            return self._record(client.server, tunable_set, key, result), measured
+
+    def _stored_or_measured(
+        self,
+        client: ComputeClient,
+        env: RuntimeEnvironment,
+        tunable_set: TunableSet,
+        text: str,
+        entry: str,
+        inputs: tuple[Any, ...],
+        failed: int | None = None,
+    ) -> tuple[TuneResult, bool]:
+        """The stored result under ``entry``, unless its winner is the candidate ``failed``
+        (then it is measured again); else one benchmarked now and stored, both in this
+        process's turn (:func:`.tuning_turn`). Also whether it was benchmarked by this call."""
+
+        with tuning_turn(env, entry):
+            result = load_result(env, tunable_set, text, entry)
+            if result is None or (
+                failed is not None and tunable_set.index(result.winner) == failed
+            ):
+                result = self._benchmark(client, tunable_set, text, inputs)
+                store_result(client, env, entry, result)
+                return result, True
+        self._count("cache_hits")
+        return result, False
 
     def _first(
         self, client: ComputeClient, tunable_set: TunableSet, key: Hashable, inputs: tuple[Any, ...]

@@ -19,6 +19,13 @@ use. The entries under a root are capped at :func:`max_nbytes`: a write that may
 it removes the least recently used until they fill 90% of it. This module never reads a payload
 it does not return, and no payload is code: callers store data (JSON, driver binaries).
 
+Work, not data, is shared through locks: :meth:`DiskCache.turn` holds a key's turn among the
+processes sharing a root (a lock file beside its entry while the turn is held), so that
+processes starting together measure or probe a key once and the others then read its entry. A
+turn only saves work: a process that cannot have it (a refused folder, a wait that ran out)
+goes ahead as if alone, and two that hold it at once (a waiter and a newcomer, as the lock file
+goes) both read the entry their predecessor wrote.
+
 Trust, as ssh treats its folder: ruda creates its folders 0700. A root or kind folder owned by
 another user (root's folders excepted) or writable by group or others is refused
 (:func:`trusted_folder`): whoever can write there could choose what this process loads. The
@@ -44,6 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import filelock
 import platformdirs
 
 from ..errors import RudaWarning
@@ -358,6 +366,32 @@ class DiskCache:
         except OSError as exc:
             warn_once(self.root, "prune", f"cannot prune {self.root}: {exc}")
 
+    @contextlib.contextmanager
+    def turn(self, key: str, wait_s: float) -> Iterator[None]:
+        """Hold the turn of ``key`` among the processes sharing this cache's folder, waiting at
+        most ``wait_s`` seconds for another process that holds it (a lock on a file beside the
+        entry, let go when its holder ends, however it ends); past that, or where the folder is
+        refused or cannot be written, go ahead without it. Read the entry inside the turn: the
+        process that held it before may have written it. Threads of one process take turns
+        too; a thread must not ask for a turn it holds.
+        """
+        lock = None
+        if self._trusted(create=True):
+            path = self._path(key)
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(mode=FOLDER_MODE, exist_ok=True)
+            if trusted_folder(path.parent, self.root, create=False):
+                lock = filelock.FileLock(f"{path}.lock", mode=0o600)
+                with contextlib.suppress(filelock.Timeout, OSError):
+                    lock.acquire(timeout=wait_s)
+        try:
+            yield
+        finally:
+            if lock is not None and lock.is_locked:
+                with contextlib.suppress(OSError):  # a waiter then holds a file no longer there
+                    os.unlink(lock.lock_file)
+                lock.release()
+
     def _keep_in_session(self, key: str, value: bytes) -> None:
         with _session_lock:
             _session[(self.folder, key)] = value
@@ -396,8 +430,8 @@ def entry_files(root: Path, kind: CacheKind) -> Iterator[tuple[Path, os.stat_res
 
 
 def remove_entry(path: Path) -> None:
-    """Remove the entry file ``path``, and the lock file earlier versions of ruda wrote beside
-    it, if still there. Safe while other processes use the cache: their
+    """Remove the entry file ``path``, and the lock file of its turns (:meth:`DiskCache.turn`)
+    beside it, if there. Safe while other processes use the cache: their
     reads miss, and a write in flight lands afterwards.
 
     :raises OSError: when a file exists but cannot be removed.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fresh_processes import run_in_turn
+from fresh_processes import known_verdicts, run_in_turn, start
 
 import ruda_core as ruda
 from ruda_core.autotune import Tuner, runtime_environment
@@ -82,6 +82,50 @@ def test_a_second_process_uses_the_stored_result_without_benchmarking(device, tm
     assert runs[0] == {"benchmarked": 1, "cache_hits": 1, "winner": "fast"}  # tune(): a hit
     assert runs[1] == {"benchmarked": 0, "cache_hits": 2, "winner": "fast"}
     assert _entries(tmp_path / "cache"), "the entry was written"
+
+
+TOGETHER = """
+import json, os, sys, time
+import numpy as np
+import ruda_core as ruda
+from ruda_core.autotune import Tunable, TunableSet, Tuner, anchor
+
+def copy(client, x, n):
+    time.sleep(0.1)  # each run outlasts the other process's start: the tunings would overlap
+    return client.create_from_slice(np.arange(n, dtype=np.uint32))
+
+client = ruda.client("cpu")
+print("ready", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+SET = TunableSet("child.together", lambda x, n: anchor(n), [Tunable("a", copy), Tunable("b", copy)])
+tuner = Tuner()
+winner = tuner.tune(client, SET, None, 4096).winner
+print(json.dumps({"benchmarked": tuner.stats.benchmarked, "cache_hits": tuner.stats.cache_hits,
+                  "winner": winner}))
+"""
+
+
+def test_processes_that_tune_one_key_together_measure_it_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUDA_BACKENDS", "cpu")
+    known_verdicts(tmp_path / "cache", ["cpu"])
+    go = tmp_path / "go"
+    children = [start(TOGETHER, tmp_path, str(go)) for _ in range(2)]
+    outputs = []
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        go.touch()  # both ask for the key at once
+        for child in children:
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, err
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for child in children:
+            child.kill()
+    counts = sorted((run["benchmarked"], run["cache_hits"]) for run in outputs)
+    assert counts == [(0, 1), (1, 0)], "one process measured, the other waited and read it"
+    assert outputs[0]["winner"] == outputs[1]["winner"]
 
 
 def _entries(root: Path) -> list[Path]:
