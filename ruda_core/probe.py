@@ -30,6 +30,7 @@ backend's entry point, runs :func:`run` with :func:`report_step` and prints the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -343,7 +344,8 @@ def verdicts(requests: Sequence[Request]) -> list[Verdict]:
     driver's settings and of the core's read when a device opens (the memory limit), else
     probed now (and stored where it is lasting; never where the identity is None). The devices
     probed in child processes are probed side by side (:func:`_run_apart`); those without an
-    identity, in this process, one after another."""
+    identity, in this process, one after another. Processes sharing the cache take turns to
+    probe a device (:meth:`DiskCache.turn`): those that start together probe it once."""
     found: list[Verdict | None] = [None] * len(requests)
     cache = DiskCache(CacheKind.PROBES)
     keys: dict[int, str] = {}
@@ -351,6 +353,28 @@ def verdicts(requests: Sequence[Request]) -> list[Verdict]:
         if r.identity is not None:
             keys[k] = _key(r.backend, r.device, r.identity, r.settings)
             found[k] = _stored(cache, keys[k])
+    with contextlib.ExitStack() as turns:
+        missing = {k: key for k, key in keys.items() if found[k] is None}
+        if missing and os.environ.get(_CHILD_VARIABLE) != "1":
+            # one after another in the order of their keys, so that no two processes wait for
+            # each other, each waited for at most as long as probing them all may take
+            wait = probe_timeout() * len(missing)
+            for key in sorted(missing.values()):
+                turns.enter_context(cache.turn(key, wait))
+            for k, key in missing.items():  # a process that held a turn before may have probed
+                found[k] = _stored(cache, key)
+        _probe(requests, keys, found, cache)
+    return [cast(Verdict, verdict) for verdict in found]
+
+
+def _probe(
+    requests: Sequence[Request],
+    keys: dict[int, str],
+    found: list[Verdict | None],
+    cache: DiskCache,
+) -> None:
+    """Probe the devices of ``requests`` without a verdict in ``found``, filling it; store the
+    lasting verdicts of those with a key in ``keys``."""
     fresh = [k for k in range(len(requests)) if found[k] is None]
     apart = [k for k in fresh if k in keys] if os.environ.get(_CHILD_VARIABLE) != "1" else []
     ran = _run_apart([(requests[k].backend, requests[k].device) for k in apart])
@@ -362,7 +386,6 @@ def verdicts(requests: Sequence[Request]) -> list[Verdict]:
         if k in keys and verdict.lasting:
             record = json.dumps({"usable": verdict.usable, "reason": verdict.reason}).encode()
             cache.put(keys[k], record, EntryOrigin(r.backend, str(r.device), "probe verdict"))
-    return [cast(Verdict, verdict) for verdict in found]
 
 
 def _stored(cache: DiskCache, key: str) -> Verdict | None:

@@ -537,7 +537,8 @@ def test_a_device_of_a_backend_left_out_by_ruda_backends_is_unknown_saying_so():
 
 def _timed_driver(name: str) -> str:
     """A device whose build of the probe's first kernel takes a second, and is written down
-    (start and end, as ``<name> <start> <end>``) in the file ``BUILDS_LOG`` names."""
+    (start, end and the process, as ``<name> <start> <end> <pid>``) in the file ``BUILDS_LOG``
+    names."""
     return driver_source(
         name,
         "a device whose compiler takes a second to build the probe's first kernel",
@@ -547,7 +548,7 @@ def _timed_driver(name: str) -> str:
                 start = time.time()
                 time.sleep(1.0)
                 with open(os.environ["BUILDS_LOG"], "a") as log:
-                    log.write(f"{NAME} {start} {time.time()}\\n")
+                    log.write(f"{NAME} {start} {time.time()} {os.getpid()}\\n")
             return super().build(compiled)""",
         preamble=f"import os\nimport time\n\nNAME = {name!r}\n",
         identity=f"{name} compiler 1.0",
@@ -569,7 +570,7 @@ def test_the_devices_of_several_backends_are_probed_side_by_side(machine_verdict
     assert {"slowa:0", "slowb:0"} <= set(json.loads(result.stdout)["devices"])
     builds = {
         name: (float(a), float(b))
-        for name, a, b in map(str.split, log.read_text().split("\n")[:-1])
+        for name, a, b, _ in map(str.split, log.read_text().split("\n")[:-1])
     }
     (a_start, a_end), (b_start, b_end) = builds["slowa"], builds["slowb"]
     assert a_start < b_end and b_start < a_end  # the two builds overlapped
@@ -578,3 +579,23 @@ def test_the_devices_of_several_backends_are_probed_side_by_side(machine_verdict
     again = _run(PROBE, root, **env)
     assert {"slowa:0", "slowb:0"} <= set(json.loads(again.stdout)["devices"])
     assert not log.exists()
+
+
+def test_processes_that_start_together_probe_a_device_once(machine_verdicts, tmp_path):
+    """Processes that enumerate at once, with no verdict stored, take turns: one probes the
+    device, the others wait for its verdict and read it."""
+    root = _fake_distribution(tmp_path / "dist", "slowa", "ruda_fake_slowa", _timed_driver("slowa"))
+    cache, log = tmp_path / "cache", tmp_path / "builds.log"
+    _known_verdicts(machine_verdicts, cache)
+    env = {**os.environ, "PYTHONPATH": path_with(root), "RUDA_CACHE_DIR": str(cache),
+           "BUILDS_LOG": str(log), "RUDA_BACKENDS": "slowa"}  # fmt: skip
+    pipe, command = subprocess.PIPE, [sys.executable, "-c", PROBE]
+    children = [
+        subprocess.Popen(command, env=env, stdout=pipe, stderr=pipe, text=True) for _ in range(3)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert "slowa:0" in json.loads(out)["devices"]
+    probing = {line.split()[-1] for line in log.read_text().splitlines()}
+    assert len(probing) == 1, "one process probed the device"
