@@ -185,17 +185,22 @@ class Tuner:
         failed: int | None = None,
     ) -> tuple[TuneResult, bool]:
         """The stored result under ``entry``, unless its winner is the candidate ``failed``
-        (then it is measured again); else one benchmarked now and stored, both in this
-        process's turn (:func:`.tuning_turn`). Also whether it was benchmarked by this call."""
+        (then it is measured again); else, in this process's turn (:func:`.tuning_turn`), the
+        one another process stored meanwhile or one benchmarked now and stored. Also whether it
+        was benchmarked by this call."""
 
-        with tuning_turn(env, entry):
+        def stored() -> TuneResult | None:
             result = load_result(env, tunable_set, text, entry)
-            if result is None or (
-                failed is not None and tunable_set.index(result.winner) == failed
-            ):
-                result = self._benchmark(client, tunable_set, text, inputs)
-                store_result(client, env, entry, result)
-                return result, True
+            return None if result is None or tunable_set.index(result.winner) == failed else result
+
+        result = stored()  # a hit takes no turn
+        if result is None:
+            with tuning_turn(env, entry):
+                result = stored()
+                if result is None:
+                    result = self._benchmark(client, tunable_set, text, inputs)
+                    store_result(client, env, entry, result)
+                    return result, True
         self._count("cache_hits")
         return result, False
 
