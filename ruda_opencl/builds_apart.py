@@ -18,7 +18,9 @@ module search path, so the settings made before the first OpenCL call
 (:mod:`ruda_opencl.intel_cpu`) hold there too; it writes its answers on a copy of its standard
 output, whose descriptor 1 goes to standard error, so that nothing a library prints mixes with
 them, and its standard error goes to a file read only when it ends. A child whose parent is
-gone sees its input end and exits.
+gone sees its input end and exits. A build interrupted while it waits for the child (Ctrl-C, a
+signal handler that raises) stops the child, so that its late answer is never taken for the
+next build's.
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ class ApartBuilder:
                 answer = None if timed_out else _receive(child.stdout)
             except OSError:  # the child ended before it read the request
                 answer = None
+            except BaseException:  # interrupted (Ctrl-C, a time limit's signal) mid-exchange
+                self._abandon()
+                raise
             if answer is None:
                 raise CompilationError(
                     f"kernel {name} did not build: {self._ended(timed_out)}",
@@ -133,6 +138,17 @@ class ApartBuilder:
             self._pid = os.getpid()
             self._stopper = weakref.finalize(self, _stop, self._child, self._log)
         return self._child
+
+    def _abandon(self) -> None:
+        """Stop the child in the middle of a build: the answer it may still send, or the rest
+        of a request it may never get whole, would otherwise be taken by the next build as its
+        own (the binary of another kernel, launched in its place)."""
+        child, stop = self._child, self._stopper
+        self._child = None
+        if child is not None:
+            child.kill()
+        if stop is not None:
+            stop()
 
     def _ended(self, timed_out: bool) -> str:
         """How the child ended (ending it first where the build ``timed_out``) and its last

@@ -1,8 +1,11 @@
 """Intel's CPU runtime builds in a child process: a kernel whose build ends Intel's compiler
 fails with a ``CompilationError`` naming how the build ended, this process goes on, and later
-kernels build and run; a child that ends for any reason is reported and replaced."""
+kernels build and run; a child that ends for any reason is reported and replaced; a build
+interrupted while it waits leaves nothing for the next build to take as its own."""
 
 from __future__ import annotations
+
+import signal
 
 import numpy as np
 import pytest
@@ -13,7 +16,7 @@ import ruda_core as ruda
 from ruda_core.errors import CompilationError, RudaPanic
 from ruda_core.lang import ABSOLUTE_POS, Array, kernel, u32
 from ruda_opencl.builds_apart import ApartBuilder
-from ruda_opencl.driver import all_devices
+from ruda_opencl.driver import all_devices, load_program
 
 from .intel_cpu import intel_cpu_index
 
@@ -78,3 +81,42 @@ def test_a_failed_build_leaves_no_file_behind(tmp_path, monkeypatch):
     assert "source saved as" not in str(caught.value)
     assert "--- generated OpenCL C ---\n   1  __kernel void broken( {" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
+
+
+#: Lines of a kernel Intel's compiler takes seconds to build: 1 000 make a request that the pipe
+#: to a new child holds whole (the interruption finds the parent waiting for the answer), 1 500
+#: one it does not (the parent is still writing it while the child starts).
+@pytest.mark.parametrize("lines", [1000, 1500], ids=["waiting", "writing"])
+def test_a_build_interrupted_midway_leaves_nothing_for_the_next_one(lines):
+    """Ctrl-C, or a time limit raising from its signal handler, in the middle of a build: what
+    the child sends afterwards must not be taken as the next build's answer (the binary of
+    another kernel, launched in its place), nor the rest of a request it never got whole hold
+    it waiting. Each later build gets its own kernel."""
+    import pyopencl as cl
+
+    index = intel_cpu_index()
+    builder = ApartBuilder()
+    body = "".join(f"    acc = acc * a[(i + {k}u) % n] + (float){k};\n" for k in range(lines))
+    slow = (
+        "__kernel void slow(__global float* a, uint n) {\n    uint i = get_global_id(0);\n"
+        f"    float acc = 0.0f;\n{body}    a[i] = acc;\n}}\n"
+    )
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            builder.build(index, slow, [], "slow", (None, None))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    device = all_devices()[index]
+    context = cl.Context([device])
+    for name in ("first", "second"):
+        source = f"__kernel void {name}(__global uint* a) {{ a[get_global_id(0)] = 1u; }}"
+        binary = builder.build(index, source, [], name, (None, None))
+        program = load_program(context, device, binary, [])
+        assert program.get_info(cl.program_info.KERNEL_NAMES) == name
