@@ -106,7 +106,7 @@ def test_a_build_interrupted_midway_leaves_nothing_for_the_next_one(lines):
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    signal.setitimer(signal.ITIMER_REAL, 0.1)  # a new child takes longer to start
     try:
         with pytest.raises(KeyboardInterrupt):
             builder.build(index, slow, [], "slow", (None, None))
